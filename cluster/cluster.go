@@ -1,0 +1,220 @@
+// Package cluster describes the GPUs a scheduler can hand out: nodes, the
+// GPUs inside them, and which job holds which GPU.
+//
+// GPU ids are global and contiguous per node (node n owns GPUs
+// n*G .. n*G+G-1 on a uniform cluster), which is the numbering the PAL
+// artifact registers its simulated nodes with. Locality is expressed as a
+// list of levels (node today; rack or switch can be added as further
+// levels) so that placement code asks "do these GPUs share level l?"
+// rather than hard-coding node boundaries.
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Free marks an unallocated GPU in the owner table.
+const Free = -1
+
+// GPU is one accelerator.
+type GPU struct {
+	ID    int    // global id, 0..N-1
+	Node  int    // node index
+	Local int    // index inside the node
+	UUID  string // optional physical identity (real clusters, profiles by UUID)
+}
+
+// Node is one machine.
+type Node struct {
+	ID   int
+	Name string
+	GPUs []int // global GPU ids, ascending
+}
+
+// Cluster is the static shape of a cluster plus the current owner of every
+// GPU. Policies receive it read-only (see View); only drivers call Assign
+// and Release.
+type Cluster struct {
+	Nodes []Node
+	GPUs  []GPU
+	owner []int
+	free  []int // free GPU count per node
+	nfree int
+}
+
+// New builds a uniform cluster of nodes x gpusPerNode.
+func New(nodes, gpusPerNode int) (*Cluster, error) {
+	if nodes <= 0 || gpusPerNode <= 0 {
+		return nil, fmt.Errorf("cluster: need at least one node and one GPU per node, got %dx%d", nodes, gpusPerNode)
+	}
+	sizes := make([]int, nodes)
+	for i := range sizes {
+		sizes[i] = gpusPerNode
+	}
+	return NewSized(sizes)
+}
+
+// NewSized builds a cluster whose node i has sizes[i] GPUs.
+func NewSized(sizes []int) (*Cluster, error) {
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("cluster: no nodes")
+	}
+	c := &Cluster{}
+	id := 0
+	for n, s := range sizes {
+		if s <= 0 {
+			return nil, fmt.Errorf("cluster: node %d has %d GPUs", n, s)
+		}
+		node := Node{ID: n, Name: fmt.Sprintf("node-%d", n)}
+		for l := 0; l < s; l++ {
+			c.GPUs = append(c.GPUs, GPU{ID: id, Node: n, Local: l})
+			node.GPUs = append(node.GPUs, id)
+			id++
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	c.owner = make([]int, id)
+	for i := range c.owner {
+		c.owner[i] = Free
+	}
+	c.free = append([]int(nil), sizes...)
+	c.nfree = id
+	return c, nil
+}
+
+// Parse reads a shape such as "16x4" (16 nodes of 4 GPUs).
+func Parse(spec string) (*Cluster, error) {
+	s := strings.TrimSpace(strings.ToLower(spec))
+	a, b, ok := strings.Cut(s, "x")
+	if !ok {
+		return nil, fmt.Errorf("--cluster %q: want NODESxGPUS, e.g. 16x4", spec)
+	}
+	n, err1 := strconv.Atoi(a)
+	g, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("--cluster %q: node and GPU counts must be integers, e.g. 16x4", spec)
+	}
+	if n <= 0 || g <= 0 {
+		return nil, fmt.Errorf("--cluster %q: node and GPU counts must be positive", spec)
+	}
+	if n > 1<<20 || g > 1024 {
+		return nil, fmt.Errorf("--cluster %q: too large (at most 1048576 nodes of 1024 GPUs)", spec)
+	}
+	return New(n, g)
+}
+
+// Clone returns an independent copy (shape and owners).
+func (c *Cluster) Clone() *Cluster {
+	d := &Cluster{Nodes: c.Nodes, GPUs: c.GPUs, nfree: c.nfree}
+	d.owner = append([]int(nil), c.owner...)
+	d.free = append([]int(nil), c.free...)
+	return d
+}
+
+// Size is the number of GPUs.
+func (c *Cluster) Size() int { return len(c.GPUs) }
+
+// NumNodes is the number of nodes.
+func (c *Cluster) NumNodes() int { return len(c.Nodes) }
+
+// MaxGPUsPerNode is the size of the largest node; PAL treats demands up to
+// this size as "can fit inside one node".
+func (c *Cluster) MaxGPUsPerNode() int {
+	m := 0
+	for _, n := range c.Nodes {
+		if len(n.GPUs) > m {
+			m = len(n.GPUs)
+		}
+	}
+	return m
+}
+
+// String renders the shape, "16x4" for uniform clusters.
+func (c *Cluster) String() string {
+	g := len(c.Nodes[0].GPUs)
+	for _, n := range c.Nodes {
+		if len(n.GPUs) != g {
+			return fmt.Sprintf("%d nodes/%d GPUs", len(c.Nodes), len(c.GPUs))
+		}
+	}
+	return fmt.Sprintf("%dx%d", len(c.Nodes), g)
+}
+
+// NodeOf returns the node of a GPU.
+func (c *Cluster) NodeOf(gpu int) int { return c.GPUs[gpu].Node }
+
+// Owner returns the job holding gpu, or Free.
+func (c *Cluster) Owner(gpu int) int { return c.owner[gpu] }
+
+// IsFree reports whether gpu is unallocated.
+func (c *Cluster) IsFree(gpu int) bool { return c.owner[gpu] == Free }
+
+// FreeCount is the number of unallocated GPUs.
+func (c *Cluster) FreeCount() int { return c.nfree }
+
+// FreeOnNode is the number of unallocated GPUs on node n.
+func (c *Cluster) FreeOnNode(n int) int { return c.free[n] }
+
+// SpansNodes reports whether the GPUs are on more than one node.
+func (c *Cluster) SpansNodes(gpus []int) bool {
+	for _, g := range gpus[1:] {
+		if c.GPUs[g].Node != c.GPUs[gpus[0]].Node {
+			return true
+		}
+	}
+	return false
+}
+
+// Assign gives gpus to job. It fails, changing nothing, if any GPU is
+// already held: a GPU is never given twice.
+func (c *Cluster) Assign(job int, gpus []int) error {
+	if job < 0 {
+		return fmt.Errorf("cluster: invalid job id %d", job)
+	}
+	for i, g := range gpus {
+		if g < 0 || g >= len(c.owner) {
+			return fmt.Errorf("cluster: job %d: GPU %d does not exist", job, g)
+		}
+		if c.owner[g] != Free {
+			return fmt.Errorf("cluster: job %d: GPU %d already held by job %d", job, g, c.owner[g])
+		}
+		for _, h := range gpus[:i] {
+			if h == g {
+				return fmt.Errorf("cluster: job %d: GPU %d listed twice", job, g)
+			}
+		}
+	}
+	for _, g := range gpus {
+		c.owner[g] = job
+		c.free[c.GPUs[g].Node]--
+	}
+	c.nfree -= len(gpus)
+	return nil
+}
+
+// Release frees gpus held by job.
+func (c *Cluster) Release(job int, gpus []int) error {
+	for _, g := range gpus {
+		if g < 0 || g >= len(c.owner) || c.owner[g] != job {
+			return fmt.Errorf("cluster: job %d does not hold GPU %d", job, g)
+		}
+	}
+	for _, g := range gpus {
+		c.owner[g] = Free
+		c.free[c.GPUs[g].Node]++
+	}
+	c.nfree += len(gpus)
+	return nil
+}
+
+// FreeGPUs appends the free GPU ids in ascending order to dst.
+func (c *Cluster) FreeGPUs(dst []int) []int {
+	for g, o := range c.owner {
+		if o == Free {
+			dst = append(dst, g)
+		}
+	}
+	return dst
+}

@@ -1,0 +1,125 @@
+// Package metrics turns what happened to each job in a run into the
+// numbers schedulers are compared by: job completion time (mean, median,
+// tail), makespan, waiting, GPU utilisation, preemptions and migrations.
+//
+// Two 99th percentiles are reported because the PAL artifact prints
+// sorted(jct)[int(0.99 n)] while its plot scripts (and most papers) use
+// linear interpolation between order statistics.
+package metrics
+
+import (
+	"math"
+	"slices"
+)
+
+// JobRecord is one job's life in a run.
+type JobRecord struct {
+	ID          int     `json:"id"`
+	Model       string  `json:"model"`
+	Class       string  `json:"class"`
+	GPUs        int     `json:"gpus"`
+	Tracked     bool    `json:"tracked"`
+	Arrival     float64 `json:"arrival_s"`
+	FirstStart  float64 `json:"first_start_s"`
+	Completion  float64 `json:"completion_s"`
+	JCT         float64 `json:"jct_s"`
+	Run         float64 `json:"run_s"`  // time holding GPUs (whole rounds)
+	Wait        float64 `json:"wait_s"` // JCT minus run time: queueing plus suspensions
+	Preemptions int     `json:"preemptions"`
+	Migrations  int     `json:"migrations"`
+}
+
+// Summary aggregates the tracked jobs of one run.
+type Summary struct {
+	Jobs        int     `json:"jobs"`
+	AvgJCT      float64 `json:"avg_jct_s"`
+	P50JCT      float64 `json:"p50_jct_s"`
+	P99JCT      float64 `json:"p99_jct_s"`
+	P99JCTIndex float64 `json:"p99_jct_artifact_s"` // sorted[int(0.99 n)]
+	MaxJCT      float64 `json:"max_jct_s"`
+	AvgWait     float64 `json:"avg_wait_s"`
+	// Makespan is last completion minus first arrival of tracked jobs;
+	// EndTime is the last completion on the simulator clock (from 0).
+	Makespan    float64 `json:"makespan_s"`
+	EndTime     float64 `json:"end_time_s"`
+	Utilization float64 `json:"utilization"`
+	Preemptions int     `json:"preemptions"`
+	Migrations  int     `json:"migrations"`
+}
+
+// Summarize computes the summary over the tracked jobs. busyGPUSeconds and
+// capacityGPUSeconds give utilisation over the run.
+func Summarize(recs []JobRecord, busyGPUSeconds, capacityGPUSeconds float64) Summary {
+	var s Summary
+	jct := make([]float64, 0, len(recs))
+	first, last := math.Inf(1), math.Inf(-1)
+	for i := range recs {
+		r := &recs[i]
+		s.Preemptions += r.Preemptions
+		s.Migrations += r.Migrations
+		if !r.Tracked {
+			continue
+		}
+		jct = append(jct, r.JCT)
+		s.AvgWait += r.Wait
+		first = math.Min(first, r.Arrival)
+		last = math.Max(last, r.Completion)
+	}
+	s.Jobs = len(jct)
+	if s.Jobs == 0 {
+		return s
+	}
+	s.AvgJCT = Mean(jct)
+	s.AvgWait /= float64(s.Jobs)
+	slices.Sort(jct)
+	s.P50JCT = Quantile(jct, 0.5)
+	s.P99JCT = Quantile(jct, 0.99)
+	s.P99JCTIndex = jct[int(0.99*float64(len(jct)))]
+	s.MaxJCT = jct[len(jct)-1]
+	s.Makespan = last - first
+	s.EndTime = last
+	if capacityGPUSeconds > 0 {
+		s.Utilization = busyGPUSeconds / capacityGPUSeconds
+	}
+	return s
+}
+
+// Mean is the arithmetic mean, summed in order (so results are
+// reproducible bit for bit).
+func Mean(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	sum := 0.0
+	for _, v := range x {
+		sum += v
+	}
+	return sum / float64(len(x))
+}
+
+// Quantile is the linearly interpolated quantile of sorted data
+// (pandas' default, numpy's "linear").
+func Quantile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := p * float64(n-1)
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// GeoMean is the geometric mean of positive values.
+func GeoMean(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Log(v)
+	}
+	return math.Exp(s / float64(len(x)))
+}

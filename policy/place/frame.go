@@ -1,0 +1,107 @@
+// Package place holds the placement policies: given jobs in scheduler
+// order, which GPUs each one holds this round.
+//
+// Every policy follows the PAL artifact's round frame: walk the order,
+// place each job whole (gang: all of its GPUs or none) and stop at the
+// first job that does not fit; no later job is backfilled that round.
+// Sticky policies keep running jobs where they are and, when a job does
+// not fit, suspend running jobs from the tail of the order until it does.
+// Non-sticky policies release every job and re-plan from scratch, so a
+// job may move each round (migration is free in the simulator).
+package place
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/workload"
+)
+
+// pickFunc chooses n GPUs for job from the free set, or returns nil.
+type pickFunc func(env *policy.Env, f *freeSet, j *workload.Job) []int
+
+// stickyFrame is Tiresias-style placement: running jobs keep their GPUs.
+// A waiting job that does not fit suspends running jobs from the tail of
+// the order (lowest priority first), retrying after each; a victim stays
+// suspended even if the job still does not fit, and is not relaunched in
+// the same round. If the job still does not fit the round ends.
+func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc) [][]int {
+	f.reset(env.Cluster)
+	out := make([][]int, len(order))
+	for i, j := range order {
+		if j.Running() {
+			out[i] = j.GPUsHeld
+			f.take(j.GPUsHeld)
+		}
+	}
+	victim := make([]bool, len(order))
+	for i, j := range order {
+		if out[i] != nil || victim[i] {
+			continue
+		}
+		g := pick(env, f, j)
+		for k := len(order) - 1; g == nil && k > i; k-- {
+			if out[k] == nil {
+				continue
+			}
+			f.give(out[k])
+			out[k] = nil
+			victim[k] = true
+			g = pick(env, f, j)
+		}
+		if g == nil {
+			break
+		}
+		f.take(g)
+		out[i] = g
+	}
+	return out
+}
+
+// nonStickyFrame releases every job and places the order from scratch,
+// stopping at the first job that does not fit.
+func nonStickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc) [][]int {
+	f.reset(env.Cluster)
+	out := make([][]int, len(order))
+	for i, j := range order {
+		g := pick(env, f, j)
+		if g == nil {
+			break
+		}
+		f.take(g)
+		out[i] = g
+	}
+	return out
+}
+
+// sorted returns g in ascending order (placers build lists in pick order).
+func sorted(g []int) []int {
+	slices.Sort(g)
+	return g
+}
+
+// New returns a placer by name.
+func New(name string) (policy.Placer, error) {
+	switch strings.ToLower(name) {
+	case "packed-sticky", "tiresias":
+		return &Packed{sticky: true}, nil
+	case "packed-nonsticky", "gandiva":
+		return &Packed{}, nil
+	case "random-sticky":
+		return &Random{sticky: true}, nil
+	case "random-nonsticky":
+		return &Random{}, nil
+	case "pm-first", "pmfirst":
+		return NewPMFirst(PMFirstArtifact), nil
+	case "pal":
+		return NewPAL(), nil
+	}
+	return nil, fmt.Errorf("unknown placement %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// Names lists the placements New knows, in the artifact's config order.
+func Names() []string {
+	return []string{"pal", "packed-sticky", "packed-nonsticky", "random-sticky", "random-nonsticky", "pm-first"}
+}

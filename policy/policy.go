@@ -1,0 +1,83 @@
+// Package policy defines the plugin points of a scheduling round, in the
+// order the core calls them: admission (which arrived jobs enter the
+// active set), scheduling (the priority order of active jobs) and
+// placement (which GPUs each job in that order gets). Implementations live
+// in the sub-packages schedule and place; drivers (the simulator, later a
+// Kubernetes binder) own time and state and apply what policies return.
+//
+// Policies never mutate jobs or the cluster: a round is a pure function of
+// its inputs plus an explicit random stream, which is what makes the
+// simulator reproducible and the real scheduler testable with fakes.
+package policy
+
+import (
+	"math/rand/v2"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// Admitter decides which newly arrived jobs enter the active set.
+type Admitter interface {
+	Name() string
+	Admit(now float64, arrived []*workload.Job, active []*workload.Job, c *cluster.Cluster) (admit []*workload.Job)
+}
+
+// Scheduler orders the active jobs: earlier runs first.
+type Scheduler interface {
+	Name() string
+	// Order returns the jobs in priority order. It may reorder the given
+	// slice in place and return it; it must not change any job.
+	Order(now float64, jobs []*workload.Job) []*workload.Job
+}
+
+// Env is what a placer may read besides the queue: the cluster's shape,
+// per-GPU scores (nil for variability-blind placers) and the round's
+// random stream.
+type Env struct {
+	Cluster *cluster.Cluster
+	Scores  *Scores
+	Rand    *rand.Rand
+}
+
+// Scores is the placement-facing view of a variability profile: for each
+// class, every GPU's binned PM-score (SF; lower is faster) and PAL's L×V
+// traversal order. Keeping it as plain numbers lets placement be tested on
+// hand-built score tables without running K-Means.
+type Scores struct {
+	SF [variability.NumClasses][]float64
+	LV [variability.NumClasses][]LVStep
+}
+
+// LVStep is one entry of PAL's L×V order: use GPUs with score <= V, inside
+// one node (Across false) or spread over nodes (Across true).
+type LVStep struct {
+	V      float64
+	Across bool
+}
+
+// Placer decides, for the jobs in scheduler order, which GPUs each holds
+// after this round. Jobs currently running hold job.GPUsHeld; the placer
+// sees the cluster as if those were still allocated and returns the full
+// new allocation: out[i] is the ascending GPU list of order[i], or nil if
+// it does not run this round. The driver turns the difference into
+// launches, preemptions and migrations.
+type Placer interface {
+	Name() string
+	// Sticky placers never move a running job; non-sticky ones re-plan
+	// every job every round.
+	Sticky() bool
+	Place(env *Env, order []*workload.Job) [][]int
+}
+
+// AcceptAll admits every arrived job (the PAL artifact's only admission).
+type AcceptAll struct{}
+
+// Name implements Admitter.
+func (AcceptAll) Name() string { return "accept-all" }
+
+// Admit implements Admitter.
+func (AcceptAll) Admit(_ float64, arrived, _ []*workload.Job, _ *cluster.Cluster) []*workload.Job {
+	return arrived
+}

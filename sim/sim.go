@@ -1,0 +1,339 @@
+// Package sim is the trace-driven, round-based driver: it replays
+// arrivals, asks the policies for each round's decisions, and models
+// progress under per-GPU slowdown and locality, with the PAL artifact's
+// semantics by default:
+//
+//   - Rounds are fixed (Config.Round; 360 s in the artifact's Sia runs,
+//     300 s in the paper text). At each boundary T the order is: credit
+//     progress for (T-R, T], complete and free finished jobs, admit jobs
+//     with arrival <= T (inclusive), order, place, apply.
+//   - A running job gains R / (PM x Loc x iter_time) iterations per round,
+//     fractional. PM is the maximum raw per-GPU value of its class over
+//     its GPUs (not the binned score); Loc is 1 inside one node and the
+//     locality penalty across nodes. Both are fixed at launch.
+//   - A job completes at the boundary where its iterations reach the
+//     total: completion is quantised to rounds, and JCT = completion -
+//     unrounded arrival.
+//   - Preemption and migration are free.
+//   - Extra load: after the trace's last row more jobs keep arriving
+//     (Poisson, ExtraLoad jobs/hour, rows reused cyclically); they compete
+//     for GPUs but are never measured. A trace with a tracked column
+//     carries its own extras instead. The run ends when every tracked job
+//     has finished.
+//   - Starvation guard: a job waiting StarvationGuard seconds (1000 h in
+//     Blox) gets priority 1 and jumps the queue.
+//
+// Each quirk is a field of Config so that the paper's reading is one
+// option away (see the preset package).
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// LocalityFunc gives the slowdown of a job whose GPUs span nodes.
+type LocalityFunc func(j *workload.Spec) float64
+
+// ConstantLocality is the artifact's single --locality-penalty.
+func ConstantLocality(l float64) LocalityFunc { return func(*workload.Spec) float64 { return l } }
+
+// Config is one simulation.
+type Config struct {
+	Cluster   *cluster.Cluster
+	Trace     *workload.Trace
+	Scheduler policy.Scheduler
+	Placer    policy.Placer
+	Admitter  policy.Admitter // nil: accept all
+
+	Round    float64
+	Locality LocalityFunc
+	// Raw per-GPU values (time-like) drive the slowdown; nil means every
+	// GPU runs at the median speed.
+	Raw *variability.Table
+	// Scores drive variability-aware placement.
+	Scores *policy.Scores
+
+	ExtraLoad       float64 // jobs/hour after the trace; ignored when the trace has a tracked column
+	Seed            uint64
+	StarvationGuard float64 // seconds; 0 disables
+	// Track, if set, overrides which ids are measured: [from, to] inclusive.
+	Track *[2]int
+	// MaxRounds stops a run that would never end (0: 10 million).
+	MaxRounds int
+}
+
+// RoundStat is the cluster after a round's placement.
+type RoundStat struct {
+	T         float64 `json:"t"`
+	GPUsInUse int     `json:"gpus_in_use"`
+	Running   int     `json:"running"`
+	Queued    int     `json:"queued"`
+}
+
+// Result is everything a run produced.
+type Result struct {
+	Jobs    []metrics.JobRecord
+	Rounds  []RoundStat
+	Summary metrics.Summary
+}
+
+// Stream ids for the independent random streams drawn from one seed, so
+// that adding draws to one (say, a random placement) never shifts another
+// (the extra arrivals).
+const (
+	streamPlacement = 0x706c6163 // "plac"
+	streamArrivals  = 0x61727276 // "arrv"
+)
+
+// Validate checks a config against its trace; errors name the trace file,
+// line and field.
+func (c *Config) Validate() error {
+	if c.Cluster == nil || c.Trace == nil || c.Scheduler == nil || c.Placer == nil {
+		return errors.New("sim: cluster, trace, scheduler and placer are required")
+	}
+	if !(c.Round > 0) || math.IsInf(c.Round, 0) {
+		return fmt.Errorf("sim: round length must be positive, got %v", c.Round)
+	}
+	size := c.Cluster.Size()
+	for i := range c.Trace.Jobs {
+		j := &c.Trace.Jobs[i]
+		if j.GPUs > size {
+			return fmt.Errorf("%s:%d: field \"num_gpus\": job %d asks for %d GPUs but the cluster (%s) has %d",
+				j.Source, j.Line, j.ID, j.GPUs, c.Cluster, size)
+		}
+	}
+	if c.Raw != nil && c.Raw.NumGPUs() != size {
+		return fmt.Errorf("sim: the GPU score table covers %d GPUs but the cluster has %d", c.Raw.NumGPUs(), size)
+	}
+	if c.Scores != nil {
+		for k := range c.Scores.SF {
+			if len(c.Scores.SF[k]) != size {
+				return fmt.Errorf("sim: placement scores for class %v cover %d GPUs, cluster has %d", variability.Class(k), len(c.Scores.SF[k]), size)
+			}
+		}
+	}
+	if c.ExtraLoad < 0 {
+		return fmt.Errorf("sim: extra load must be >= 0 jobs/hour, got %v", c.ExtraLoad)
+	}
+	return nil
+}
+
+// Run simulates until every tracked job has finished.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := newState(&cfg)
+	return s.run()
+}
+
+type state struct {
+	cfg      *Config
+	cl       *cluster.Cluster
+	env      policy.Env
+	admit    policy.Admitter
+	specs    []workload.Spec // trace rows in arrival order
+	next     int             // next trace row to arrive
+	extra    extraGen
+	active   []*workload.Job
+	order    []*workload.Job
+	done     []*workload.Job
+	tracked  int // tracked jobs not yet finished
+	busy     float64
+	rounds   []RoundStat
+	arrived  []*workload.Job
+	maxRound int
+}
+
+func newState(cfg *Config) *state {
+	s := &state{cfg: cfg, cl: cfg.Cluster.Clone(), admit: cfg.Admitter}
+	if s.admit == nil {
+		s.admit = policy.AcceptAll{}
+	}
+	s.env = policy.Env{Cluster: s.cl, Scores: cfg.Scores,
+		Rand: rand.New(rand.NewPCG(cfg.Seed, streamPlacement))}
+	s.specs = slices.Clone(cfg.Trace.Jobs)
+	for i := range s.specs {
+		if cfg.Track != nil {
+			s.specs[i].Tracked = s.specs[i].ID >= cfg.Track[0] && s.specs[i].ID <= cfg.Track[1]
+		}
+		if s.specs[i].Tracked {
+			s.tracked++
+		}
+	}
+	if !cfg.Trace.HasTracked && cfg.ExtraLoad > 0 {
+		s.extra = newExtraGen(s.specs, cfg.ExtraLoad, rand.New(rand.NewPCG(cfg.Seed, streamArrivals)))
+	}
+	s.maxRound = cfg.MaxRounds
+	if s.maxRound == 0 {
+		s.maxRound = 10_000_000
+	}
+	return s
+}
+
+func (s *state) run() (*Result, error) {
+	R := s.cfg.Round
+	if s.tracked == 0 {
+		return nil, fmt.Errorf("sim: no tracked jobs in %s (check --track)", s.cfg.Trace.Name)
+	}
+	for round := 0; ; round++ {
+		if round >= s.maxRound {
+			return nil, fmt.Errorf("sim: %d tracked jobs still unfinished after %d rounds; stopping", s.tracked, round)
+		}
+		T := float64(round) * R
+		s.progress(T, R)
+		if s.tracked == 0 {
+			break
+		}
+		s.arrive(T)
+		s.schedule(T, R)
+	}
+	return s.result(), nil
+}
+
+// progress credits the round (T-R, T] to running jobs and completes those
+// that reached their total.
+func (s *state) progress(T, R float64) {
+	kept := s.active[:0]
+	for _, j := range s.active {
+		if j.Running() {
+			s.busy += R * float64(len(j.GPUsHeld))
+			// Same operation order as the artifact: the effective
+			// iteration time first, then the division.
+			j.Executed += R / (j.PM * j.Loc * j.IterTime)
+			j.Attained += R
+			j.GPUService += R * float64(j.GPUs)
+			j.RoundsRun++
+			if j.Executed >= j.Iterations {
+				j.Completion = T
+				if err := s.cl.Release(j.ID, j.GPUsHeld); err != nil {
+					panic("sim: " + err.Error()) // our own bookkeeping, not input
+				}
+				j.GPUsHeld = nil
+				s.done = append(s.done, j)
+				if j.Tracked {
+					s.tracked--
+				}
+				continue
+			}
+		}
+		kept = append(kept, j)
+	}
+	clear(s.active[len(kept):])
+	s.active = kept
+}
+
+// arrive admits every job with arrival <= T, trace rows and extras merged
+// in arrival order (extras only ever follow the trace).
+func (s *state) arrive(T float64) {
+	s.arrived = s.arrived[:0]
+	for s.next < len(s.specs) && s.specs[s.next].Submit <= T {
+		s.arrived = append(s.arrived, workload.NewJob(s.specs[s.next]))
+		s.next++
+	}
+	if s.next == len(s.specs) && s.extra.on() {
+		for s.extra.peek() <= T {
+			s.arrived = append(s.arrived, workload.NewJob(s.extra.pop()))
+		}
+	}
+	if len(s.arrived) > 0 {
+		s.active = append(s.active, s.admit.Admit(T, s.arrived, s.active, s.cl)...)
+	}
+}
+
+func (s *state) schedule(T, R float64) {
+	guard := s.cfg.StarvationGuard
+	s.order = append(s.order[:0], s.active...)
+	for _, j := range s.order {
+		if guard > 0 && !j.Running() && j.SinceScheduled >= guard {
+			j.Priority = 1
+		}
+	}
+	order := s.cfg.Scheduler.Order(T, s.order)
+	alloc := s.cfg.Placer.Place(&s.env, order)
+	// Release first so that moves between jobs never collide.
+	for i, j := range order {
+		if j.Running() && !slices.Equal(j.GPUsHeld, alloc[i]) {
+			if err := s.cl.Release(j.ID, j.GPUsHeld); err != nil {
+				panic("sim: " + err.Error())
+			}
+			if alloc[i] == nil {
+				j.Preemptions++
+			} else {
+				j.Migrations++
+			}
+		}
+	}
+	inUse, running := 0, 0
+	for i, j := range order {
+		g := alloc[i]
+		if g != nil {
+			if !slices.Equal(j.GPUsHeld, g) {
+				if len(g) != j.GPUs {
+					panic(fmt.Sprintf("sim: placer %s gave job %d %d GPUs, demand %d", s.cfg.Placer.Name(), j.ID, len(g), j.GPUs))
+				}
+				if err := s.cl.Assign(j.ID, g); err != nil {
+					panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err))
+				}
+				j.GPUsHeld = g
+				j.PM = s.pm(j, g)
+				j.Loc = 1
+				if s.cl.SpansNodes(g) {
+					j.Loc = s.cfg.Locality(&j.Spec)
+				}
+				if j.FirstStart < 0 {
+					j.FirstStart = T
+				}
+			}
+			j.SinceScheduled = 0
+			inUse += len(g)
+			running++
+		} else {
+			j.GPUsHeld = nil
+			j.SinceScheduled += R
+		}
+	}
+	s.rounds = append(s.rounds, RoundStat{T: T, GPUsInUse: inUse, Running: running, Queued: len(order) - running})
+}
+
+// pm is the slowdown of a job on gpus: its slowest GPU sets the pace of
+// every synchronous iteration.
+func (s *state) pm(j *workload.Job, gpus []int) float64 {
+	if s.cfg.Raw == nil {
+		return 1
+	}
+	v := s.cfg.Raw.Values[j.Class]
+	m := v[gpus[0]]
+	for _, g := range gpus[1:] {
+		m = math.Max(m, v[g])
+	}
+	return m
+}
+
+func (s *state) result() *Result {
+	res := &Result{Rounds: s.rounds}
+	slices.SortFunc(s.done, func(a, b *workload.Job) int { return a.ID - b.ID })
+	for _, j := range s.done {
+		run := float64(j.RoundsRun) * s.cfg.Round
+		jct := j.Completion - j.Submit
+		res.Jobs = append(res.Jobs, metrics.JobRecord{
+			ID: j.ID, Model: j.Model, Class: j.Class.String(), GPUs: j.GPUs, Tracked: j.Tracked,
+			Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
+			JCT: jct, Run: run, Wait: math.Max(0, jct-run),
+			Preemptions: j.Preemptions, Migrations: j.Migrations,
+		})
+	}
+	end := float64(len(s.rounds)) * s.cfg.Round
+	res.Summary = metrics.Summarize(res.Jobs, s.busy, end*float64(s.cl.Size()))
+	return res
+}

@@ -1,0 +1,59 @@
+// Package workload holds what a scheduler is asked to run: job
+// specifications, the per-model table that turns a trace's iteration
+// counts into time, trace readers and generators, and each job's runtime
+// state while a driver runs it.
+package workload
+
+import "github.com/palsched/pal/variability"
+
+// Spec is a job as submitted. It never changes once read.
+type Spec struct {
+	ID         int
+	GPUs       int     // gang size: all or nothing
+	Submit     float64 // seconds, unrounded
+	Iterations float64 // total iterations to run
+	Model      string
+	IterTime   float64 // seconds per iteration on a median GPU
+	Class      variability.Class
+	Tracked    bool // counted in metrics; untracked jobs are background load
+
+	Source string // file the job came from, for error messages
+	Line   int    // 1-based line in Source (0 for generated jobs)
+}
+
+// IdealRuntime is the run time on median GPUs inside one node.
+func (s *Spec) IdealRuntime() float64 { return s.Iterations * s.IterTime }
+
+// Job is a Spec plus the state a driver keeps while running it. Policies
+// read it; only the driver writes it.
+type Job struct {
+	Spec
+
+	Executed       float64 // iterations done (fractional)
+	Attained       float64 // seconds spent running (wall time, 1-D service)
+	GPUService     float64 // GPU-seconds spent running (2-D service)
+	Priority       int     // lower runs first; 999 by default, 1 after starvation
+	SinceScheduled float64 // seconds waiting since it last ran (or arrived)
+	GPUsHeld       []int   // ascending; nil when not running
+	PM, Loc        float64 // slowdown factors in force while running
+
+	FirstStart  float64 // -1 until first launched
+	Completion  float64 // -1 until finished
+	Preemptions int
+	Migrations  int
+	RoundsRun   int
+}
+
+// DefaultPriority is Blox's priority of every job until starvation.
+const DefaultPriority = 999
+
+// NewJob makes the runtime state of a submitted job.
+func NewJob(s Spec) *Job {
+	return &Job{Spec: s, Priority: DefaultPriority, FirstStart: -1, Completion: -1}
+}
+
+// Running reports whether the job holds GPUs.
+func (j *Job) Running() bool { return j.GPUsHeld != nil }
+
+// Remaining is the iterations left.
+func (j *Job) Remaining() float64 { return j.Iterations - j.Executed }
