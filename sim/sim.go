@@ -70,6 +70,9 @@ type Config struct {
 	Track *[2]int
 	// MaxRounds stops a run that would never end (0: 10 million).
 	MaxRounds int
+	// Observe, if set, sees every round's order and the placer's answer
+	// before it is applied (tests check invariants with it).
+	Observe func(T float64, order []*workload.Job, alloc [][]int)
 }
 
 // RoundStat is the cluster after a round's placement.
@@ -261,6 +264,9 @@ func (s *state) schedule(T, R float64) {
 	}
 	order := s.cfg.Scheduler.Order(T, s.order)
 	alloc := s.cfg.Placer.Place(&s.env, order)
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(T, order, alloc)
+	}
 	// Release first so that moves between jobs never collide.
 	for i, j := range order {
 		if j.Running() && !slices.Equal(j.GPUsHeld, alloc[i]) {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/palsched/pal/experiment"
+)
+
+// bindRunFlags registers the options shared by sim, sweep and reproduce;
+// resolve() applies the preset first and then only the flags the user set.
+func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
+	def, _ := experiment.Preset("artifact")
+	o := def
+	fs.StringVar(&o.Preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
+	fs.StringVar(&o.Trace, "trace", def.Trace, "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file")
+	fs.StringVar(&o.Cluster, "cluster", def.Cluster, "cluster shape NODESxGPUS")
+	fs.StringVar(&o.Profile, "profile", def.Profile, "variability profile: longhorn, frontera, ls6, or a directory/JSON mapping")
+	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
+	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf or tiresias-las")
+	fs.StringVar(&o.Placements, "placement", def.Placements, "comma list of placements: pal, pm-first, packed-sticky, packed-nonsticky, random-sticky, random-nonsticky")
+	fs.Float64Var(&o.Round, "round", def.Round, "round length in seconds")
+	fs.Float64Var(&o.LocalityPenalty, "locality-penalty", def.LocalityPenalty, "slowdown of a job spread across nodes")
+	fs.StringVar(&o.LocalityModel, "locality-model", def.LocalityModel, "constant, per-class or per-model")
+	fs.StringVar(&o.ClassMap, "class-map", def.ClassMap, "model to class: artifact (code) or paper (Table II)")
+	fs.Float64Var(&o.ExtraLoad, "extra-load", def.ExtraLoad, "background arrivals after the trace, jobs/hour (0: none)")
+	fs.StringVar(&o.Sampling, "sampling", def.Sampling, "GPU values from the profile: with (replacement), without, uuid")
+	fs.StringVar(&o.KStrategy, "k-strategy", def.KStrategy, "PM-score bin count: artifact (2 + outliers) or paper (silhouette)")
+	fs.StringVar(&o.TieBreak, "pmfirst-tiebreak", def.TieBreak, "PM-First ties: artifact (same-bin locality) or paper (plain sort)")
+	fs.Uint64Var(&o.Seed, "seed", def.Seed, "seed of every random choice")
+	fs.StringVar(&o.Track, "track", "", "measure only job ids FROM-TO (inclusive)")
+	fs.BoolVar(&o.Pinned, "pinned", def.Pinned, "on 16x4, use the artifact's pinned GPU table and extra arrivals")
+	fs.Float64Var(&o.StarvationGuard, "starvation-guard", def.StarvationGuard, "seconds of waiting before a job jumps the queue (0: off)")
+	fs.StringVar(&o.Models, "models", "", "model table YAML (default: the embedded one)")
+	return func() (experiment.Options, error) {
+		base, err := experiment.Preset(o.Preset)
+		if err != nil {
+			return o, err
+		}
+		set := o
+		out := base
+		fs.Visit(func(f *pflag.Flag) {
+			switch f.Name {
+			case "trace":
+				out.Trace = set.Trace
+			case "cluster":
+				out.Cluster = set.Cluster
+			case "profile":
+				out.Profile = set.Profile
+			case "gpu-scores":
+				out.GPUScores = set.GPUScores
+			case "scheduler":
+				out.Scheduler = set.Scheduler
+			case "placement":
+				out.Placements = set.Placements
+			case "round":
+				out.Round = set.Round
+			case "locality-penalty":
+				out.LocalityPenalty = set.LocalityPenalty
+			case "locality-model":
+				out.LocalityModel = set.LocalityModel
+			case "class-map":
+				out.ClassMap = set.ClassMap
+			case "extra-load":
+				out.ExtraLoad = set.ExtraLoad
+			case "sampling":
+				out.Sampling = set.Sampling
+			case "k-strategy":
+				out.KStrategy = set.KStrategy
+			case "pmfirst-tiebreak":
+				out.TieBreak = set.TieBreak
+			case "seed":
+				out.Seed = set.Seed
+			case "track":
+				out.Track = set.Track
+			case "pinned":
+				out.Pinned = set.Pinned
+			case "starvation-guard":
+				out.StarvationGuard = set.StarvationGuard
+			case "models":
+				out.Models = set.Models
+			}
+		})
+		return out, nil
+	}
+}
+
+func newSimCmd() *cobra.Command {
+	var output, jobsOut string
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate a trace under one or more placements and compare them",
+		Long: `Simulate a trace round by round under one or more placements on the same
+inputs and print a comparison. With no flags it runs Sia-Philly workload 1 on
+16x4 GPUs with the Longhorn profile, FIFO, and every placement, with the PAL
+artifact's settings (so the numbers match what the artifact printed).`,
+		Args: cobra.NoArgs,
+	}
+	resolve := bindRunFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or csv")
+	cmd.Flags().StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV) to this file")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		o, err := resolve()
+		if err != nil {
+			return err
+		}
+		if output != "table" && output != "json" && output != "csv" {
+			return fmt.Errorf("--output %q: want table, json or csv", output)
+		}
+		in, runs, err := experiment.RunAll(o)
+		if err != nil {
+			return err
+		}
+		if jobsOut != "" {
+			if err := writeJobs(jobsOut, runs); err != nil {
+				return err
+			}
+		}
+		return printRuns(cmd.OutOrStdout(), output, in, runs)
+	}
+	return cmd
+}
+
+func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experiment.RunResult) error {
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"inputs": in.Describe(), "runs": runs})
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"trace", "scheduler", "placement", "jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "wall_ms"})
+		for _, r := range runs {
+			cw.Write([]string{r.Trace, r.Scheduler, r.Placement, strconv.Itoa(r.Jobs), f2(r.AvgJCT), f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), fmt.Sprintf("%.2f", r.WallMS)})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	d := in.Describe()
+	fmt.Fprintf(w, "trace %s (%s)\ncluster %s, scheduler %s, round %gs, locality %s\nGPU values: %s\n\n",
+		in.Opts.Trace, d["trace_from"], in.Cluster, in.Opts.Scheduler, in.Opts.Round, d["locality"], d["gpu_values"])
+	t := table.NewWriter()
+	t.SetOutputMirror(w)
+	t.SetStyle(table.StyleLight)
+	base := runs[0].AvgJCT
+	for _, r := range runs {
+		if r.Placement == "packed-sticky" {
+			base = r.AvgJCT
+		}
+	}
+	t.AppendHeader(table.Row{"placement", "jobs", "avg JCT (s)", "vs packed-sticky", "p50 (s)", "p99 (s)", "p99 art. (s)", "makespan (s)", "util", "preempt", "migr", "wall ms"})
+	for _, r := range runs {
+		t.AppendRow(table.Row{r.Placement, r.Jobs, f2(r.AvgJCT), fmt.Sprintf("%+.1f%%", 100*(r.AvgJCT/base-1)), f0(r.P50JCT), f0(r.P99JCT), f0(r.P99JCTIndex), f0(r.Makespan), fmt.Sprintf("%.3f", r.Utilization), r.Preemptions, r.Migrations, fmt.Sprintf("%.1f", r.WallMS)})
+	}
+	t.Render()
+	return nil
+}
+
+func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
+func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
+
+func writeJobs(path string, runs []*experiment.RunResult) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	cw.Write([]string{"placement", "job_id", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations"})
+	for _, r := range runs {
+		for _, j := range r.JobRecords {
+			cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
+				f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations)})
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,118 @@
+// Package experiment turns user-facing options (a preset plus overrides)
+// into simulator runs: it resolves built-in traces and profiles, decides
+// when the PAL artifact's pinned inputs apply, bins the GPU scores, and
+// runs one or many placements on the same inputs.
+//
+// Presets group every point where the PAL artifact's code and the paper's
+// text disagree:
+//
+//	setting            artifact (default)              paper
+//	round length       360 s (Sia scripts)             300 s (§V-C)
+//	extra load         2 jobs/h after the trace        none
+//	class map          code: vgg19 C, DCGAN B, PointNet D   Table II: vgg19 A, DCGAN A, PointNet C
+//	GPU sampling       with replacement (per row)      without replacement
+//	K selection        2 + #outliers (dead silhouette) silhouette sweep, outliers apart
+//	PM-First ties      same-bin locality tie-break     plain score sort (Algorithm 1)
+//	locality penalty   constant 1.7 everywhere         per model and GPU count (bp-main table)
+//	pinned inputs      artifact's GPU table and arrivals on 16x4   none
+//
+// Each row is also its own option, so any mix can be run.
+package experiment
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Options is everything that defines a run (or a family of runs that
+// differ only in placement).
+type Options struct {
+	Preset          string  `json:"preset"`
+	Trace           string  `json:"trace"`
+	Cluster         string  `json:"cluster"`
+	Profile         string  `json:"profile"`
+	GPUScores       string  `json:"gpu_scores,omitempty"`
+	Scheduler       string  `json:"scheduler"`
+	Placements      string  `json:"placements"`
+	Round           float64 `json:"round_s"`
+	LocalityPenalty float64 `json:"locality_penalty"`
+	LocalityModel   string  `json:"locality_model"`
+	ClassMap        string  `json:"class_map"`
+	ExtraLoad       float64 `json:"extra_load_jobs_per_hour"`
+	Sampling        string  `json:"sampling"`
+	KStrategy       string  `json:"k_strategy"`
+	TieBreak        string  `json:"pmfirst_tiebreak"`
+	Seed            uint64  `json:"seed"`
+	Track           string  `json:"track,omitempty"`
+	Pinned          bool    `json:"pinned"`
+	StarvationGuard float64 `json:"starvation_guard_s"`
+	Models          string  `json:"models,omitempty"`
+}
+
+// Presets lists the preset names.
+func Presets() []string { return []string{"artifact", "paper"} }
+
+// Preset returns the defaults of a preset.
+func Preset(name string) (Options, error) {
+	o := Options{
+		Preset:          "artifact",
+		Trace:           "sia-philly/1",
+		Cluster:         "16x4",
+		Profile:         "longhorn",
+		Scheduler:       "fifo",
+		Placements:      "pal,packed-sticky,packed-nonsticky,random-sticky,random-nonsticky,pm-first",
+		Round:           360,
+		LocalityPenalty: 1.7,
+		LocalityModel:   "constant",
+		ClassMap:        "artifact",
+		ExtraLoad:       2,
+		Sampling:        "with",
+		KStrategy:       "artifact",
+		TieBreak:        "artifact",
+		Seed:            42,
+		Pinned:          true,
+		StarvationGuard: 3.6e6,
+	}
+	switch name {
+	case "", "artifact":
+		return o, nil
+	case "paper":
+		o.Preset = "paper"
+		o.Round = 300
+		o.ExtraLoad = 0
+		o.ClassMap = "paper"
+		o.Sampling = "without"
+		o.KStrategy = "paper"
+		o.TieBreak = "paper"
+		o.LocalityModel = "per-model"
+		o.Pinned = false
+		return o, nil
+	}
+	return Options{}, fmt.Errorf("--preset %q: want artifact or paper", name)
+}
+
+// ParseTrack reads "FROM-TO" (inclusive job ids).
+func ParseTrack(s string) (*[2]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	from, err1 := strconv.Atoi(strings.TrimSpace(a))
+	to, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || from < 0 || to < from {
+		return nil, fmt.Errorf("--track %q: want FROM-TO job ids with FROM <= TO, e.g. 0-159", s)
+	}
+	return &[2]int{from, to}, nil
+}
+
+// PlacementList splits the comma list.
+func (o *Options) PlacementList() []string {
+	var out []string
+	for _, p := range strings.Split(o.Placements, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

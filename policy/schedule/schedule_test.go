@@ -1,0 +1,108 @@
+package schedule
+
+import (
+	"testing"
+
+	"github.com/palsched/pal/workload"
+)
+
+func mk(id int, submit, attained, iters, iterTime float64, prio int) *workload.Job {
+	j := workload.NewJob(workload.Spec{ID: id, GPUs: 1, Submit: submit, Iterations: iters, IterTime: iterTime})
+	j.Attained = attained
+	j.Priority = prio
+	return j
+}
+
+func ids(js []*workload.Job) []int {
+	var out []int
+	for _, j := range js {
+		out = append(out, j.ID)
+	}
+	return out
+}
+
+func TestOrders(t *testing.T) {
+	jobs := func() []*workload.Job {
+		return []*workload.Job{
+			mk(0, 10, 720, 1000, 1, 999),  // remaining 280
+			mk(1, 5, 0, 5000, 1, 999),     // remaining 5000
+			mk(2, 20, 360, 400, 1, 999),   // remaining 40
+			mk(3, 30, 0, 100, 1, 1),       // starved: priority 1
+			mk(4, 5, 0, 10000, 0.5, 999), // same submit as 1: keeps input order
+		}
+	}
+	cases := []struct {
+		s    interface {
+			Order(float64, []*workload.Job) []*workload.Job
+		}
+		want []int
+	}{
+		{FIFO{}, []int{3, 1, 4, 0, 2}},
+		{LAS{}, []int{3, 1, 4, 2, 0}},
+		{SRTF{}, []int{3, 2, 0, 1, 4}},
+	}
+	for _, tc := range cases {
+		got := ids(tc.s.Order(0, jobs()))
+		if len(got) != len(tc.want) {
+			t.Fatalf("%T: %v", tc.s, got)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Fatalf("%T: got %v, want %v", tc.s, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestTiresiasDemotesByGPUService(t *testing.T) {
+	s := NewTiresiasLAS(TiresiasConfig{Thresholds: []float64{1000, 5000}, TwoD: true})
+	a := mk(0, 0, 0, 1, 1, 999)
+	b := mk(1, 10, 0, 1, 1, 999)
+	c := mk(2, 20, 0, 1, 1, 999)
+	a.GPUService = 1200 // crosses 1000: queue 1
+	b.GPUService = 6000 // crosses both: queue 2
+	c.GPUService = 10   // queue 0
+	got := ids(s.Order(0, []*workload.Job{a, b, c}))
+	if want := []int{2, 0, 1}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	if s.Queue(1) != 2 || s.Queue(0) != 1 || s.Queue(2) != 0 {
+		t.Fatalf("queues %d %d %d", s.Queue(0), s.Queue(1), s.Queue(2))
+	}
+}
+
+func TestTiresiasStarvationPromotes(t *testing.T) {
+	s := NewTiresiasLAS(TiresiasConfig{Thresholds: []float64{100}, TwoD: true, StarvationFactor: 2})
+	a := mk(0, 0, 0, 1, 1, 999)
+	a.GPUService = 150
+	a.GPUsHeld = []int{0} // running: records the run length
+	s.Order(0, []*workload.Job{a})
+	if s.Queue(0) != 1 {
+		t.Fatalf("want queue 1, got %d", s.Queue(0))
+	}
+	a.GPUsHeld = nil
+	a.SinceScheduled = 299 // < 2 x 150
+	s.Order(0, []*workload.Job{a})
+	if s.Queue(0) != 1 {
+		t.Fatal("promoted too early")
+	}
+	a.SinceScheduled = 300
+	s.Order(0, []*workload.Job{a})
+	if s.Queue(0) != 0 {
+		t.Fatal("not promoted after waiting S x last service")
+	}
+}
+
+func TestNew(t *testing.T) {
+	for _, n := range Names() {
+		if _, err := New(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := New("edf"); err == nil {
+		t.Fatal("want error for unknown scheduler")
+	}
+	if err := (TiresiasConfig{Thresholds: []float64{10, 5}}).Validate(); err == nil {
+		t.Fatal("decreasing thresholds accepted")
+	}
+}

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeSampleReport saves two figures and an index with a table into dir
+// and returns the figures' base names.
+func writeSampleReport(t *testing.T, dir string) []string {
+	t.Helper()
+	bars, err := sampleBars().Plot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := sampleLines().Plot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SavePlot(bars, dir, "fig7-jct"); err != nil {
+		t.Fatal(err)
+	}
+	if err := SavePlot(lines, dir, "locality sweep"); err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	if err := sampleTable().WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	err = WriteIndex(dir, "PAL <reproduction>", []Section{
+		{
+			Title:    "A1: Sia-Philly",
+			Text:     "Average JCT of each placement,\nnormalised to Packed-Sticky.\n\nLower is better.",
+			Figures:  []string{"fig7-jct"},
+			Captions: map[string]string{"fig7-jct": "Fig. 7 & friends"},
+			Tables:   []*Table{sampleTable()},
+		},
+		{
+			Title:    "A2: locality sweep",
+			Figures:  []string{"locality sweep"},
+			Markdown: "Summary with `pal sim` and **bold**.\n\n" + md.String(),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"fig7-jct", "locality sweep"}
+}
+
+func TestWriteIndex(t *testing.T) {
+	dir := t.TempDir()
+	writeSampleReport(t, dir)
+	b, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		"<title>PAL &lt;reproduction&gt;</title>",
+		`<a href="#s1">A1: Sia-Philly</a>`,
+		`<section id="s2">`,
+		"<p>Average JCT of each placement, normalised to Packed-Sticky.</p>",
+		"<p>Lower is better.</p>",
+		`<a href="fig7-jct.svg"><img src="fig7-jct.png" alt="Fig. 7 &amp; friends"></a>`,
+		`<img src="locality%20sweep.png" alt="locality sweep">`,
+		"<caption>Normalised JCT</caption>",
+		`<th class="num">PAL</th>`,
+		`<td class="num">0.873</td>`,
+		"<td>a|b</td>",
+		"<code>pal sim</code>",
+		"<strong>bold</strong>",
+		"<h3>Normalised JCT</h3>",
+		`<td class="num">0.333</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("index lacks %q", want)
+		}
+	}
+	for _, banned := range []string{"<script", "http://", "https://", "<link"} {
+		if strings.Contains(page, banned) {
+			t.Errorf("index contains %q; it must be self-contained", banned)
+		}
+	}
+}
+
+func TestWriteIndexErrors(t *testing.T) {
+	dir := t.TempDir()
+	p, err := sampleLines().Plot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SavePlot(p, dir, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ok.svg")); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		fig, want string
+	}{
+		"missing figure": {"nope", `figure "nope"`},
+		"missing SVG":    {"ok", "ok.svg"},
+		"path as name":   {"../x", "plain file name"},
+		"with extension": {"ok.png", "plain file name"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := WriteIndex(dir, "t", []Section{{Title: "s", Figures: []string{tc.fig}}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, IndexFile)); err == nil {
+				t.Fatal("a failed WriteIndex left an index behind")
+			}
+		})
+	}
+}
+
+func TestParagraphs(t *testing.T) {
+	got := paragraphs("  one\ntwo  \r\n\r\n\n three ")
+	if len(got) != 2 || got[0] != "one two" || got[1] != "three" {
+		t.Errorf("paragraphs = %q", got)
+	}
+	if got := paragraphs(" \n\n "); got != nil {
+		t.Errorf("paragraphs of blanks = %q", got)
+	}
+}

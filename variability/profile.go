@@ -1,0 +1,237 @@
+package variability
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+)
+
+// Profile is one application's variability measurements on one real
+// cluster: one row per (GPU, repetition) run. Only the columns PAL needs are
+// kept; the staged files disagree on everything else.
+type Profile struct {
+	// Name is where the rows came from (a file name), used in errors.
+	Name string
+	// Perf is the time-like measurement of each row (larger = slower).
+	Perf []float64
+	// UUID identifies the physical GPU of each row; repeated runs share it.
+	UUID []string
+	// Node and Cabinet are the row's location when the file has them
+	// (nil otherwise). Kept as text: the files spell nodes "004", "42", "-1".
+	Node    []string
+	Cabinet []string
+
+	median float64
+	norm   []float64
+}
+
+// ReadProfile reads a profiling CSV. Any column layout is accepted as long
+// as it has "perf" and "uuid"; rows are normalised by the file's median perf
+// so that 1.0 is the median run, which is the scale PM-scores live on.
+func ReadProfile(name string, r io.Reader) (*Profile, error) {
+	t, err := openCSV(name, r)
+	if err != nil {
+		return nil, err
+	}
+	perfCol, err := t.col("perf")
+	if err != nil {
+		return nil, err
+	}
+	uuidCol, err := t.col("uuid")
+	if err != nil {
+		return nil, err
+	}
+	nodeCol, cabCol := t.optCol("node"), t.optCol("cabinet")
+	p := &Profile{Name: name}
+	for {
+		ok, err := t.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		v, err := t.positive(perfCol)
+		if err != nil {
+			return nil, err
+		}
+		u := t.str(uuidCol)
+		if u == "" {
+			return nil, t.errAt(uuidCol, "empty")
+		}
+		p.Perf = append(p.Perf, v)
+		p.UUID = append(p.UUID, u)
+		if nodeCol >= 0 {
+			p.Node = append(p.Node, t.str(nodeCol))
+		}
+		if cabCol >= 0 {
+			p.Cabinet = append(p.Cabinet, t.str(cabCol))
+		}
+	}
+	if len(p.Perf) == 0 {
+		return nil, &InputError{File: name, Msg: "no data rows"}
+	}
+	if err := p.normalise(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// normalise divides by the median row, matching the artifact's
+// perf/median(perf) over the whole file.
+func (p *Profile) normalise() error {
+	p.median = median(p.Perf)
+	p.norm = make([]float64, len(p.Perf))
+	for i, v := range p.Perf {
+		n := v / p.median
+		if n <= 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+			return &InputError{File: p.Name, Field: "perf", Msg: fmt.Sprintf("values span too wide a range to normalise (%g / median %g)", v, p.median)}
+		}
+		p.norm[i] = n
+	}
+	return nil
+}
+
+// Len is the number of rows.
+func (p *Profile) Len() int { return len(p.Perf) }
+
+// Median is the divisor used for normalisation.
+func (p *Profile) Median() float64 { return p.median }
+
+// Normalised gives perf/median per row, in file order. The slice is a
+// copy so that profiles can be shared between classes and callers.
+func (p *Profile) Normalised() []float64 { return slices.Clone(p.norm) }
+
+// ByUUID gives each physical GPU's median normalised value: the PM-score a
+// real cluster would assign to that GPU (the artifact's groupby-median).
+func (p *Profile) ByUUID() map[string]float64 {
+	groups := map[string][]float64{}
+	for i, u := range p.UUID {
+		groups[u] = append(groups[u], p.norm[i])
+	}
+	out := make(map[string]float64, len(groups))
+	for u, vs := range groups {
+		out[u] = median(vs)
+	}
+	return out
+}
+
+// median is pandas' median: the mean of the two middle values for an even
+// count. It sorts a copy; NaN-free input is assumed.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return sortedMedian(s)
+}
+
+func sortedMedian(s []float64) float64 {
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	// Halve before adding so two huge values cannot overflow.
+	return s[n/2-1]/2 + s[n/2]/2
+}
+
+// GPUScores is a pinned per-GPU table: the raw PM values a run should use
+// instead of drawing them, as the artifact's gpu_df dump or a real testbed
+// provides.
+type GPUScores struct {
+	Table *Table
+	// Node is each GPU's node id.
+	Node []int
+	// UUID is each GPU's physical id when the file has one ("" otherwise).
+	UUID []string
+}
+
+// ReadGPUScores reads columns GPU_ID, Node_ID and PerfVar_classA..D (plus
+// an optional GPU_UUID). Rows may come in any order, but the ids must be
+// exactly 0..N-1 so that a table can be indexed by GPU id without holes.
+func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
+	t, err := openCSV(name, r)
+	if err != nil {
+		return nil, err
+	}
+	idCol, err := t.col("GPU_ID")
+	if err != nil {
+		return nil, err
+	}
+	nodeCol, err := t.col("Node_ID")
+	if err != nil {
+		return nil, err
+	}
+	var classCols [NumClasses]int
+	for c := range Class(NumClasses) {
+		if classCols[c], err = t.col("PerfVar_class" + c.String()); err != nil {
+			return nil, err
+		}
+	}
+	uuidCol := t.optCol("GPU_UUID", "uuid")
+
+	type row struct {
+		id, node, line int
+		uuid           string
+		v              [NumClasses]float64
+	}
+	var rows []row
+	for {
+		ok, err := t.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		var rw row
+		if rw.id, err = t.integer(idCol); err != nil {
+			return nil, err
+		}
+		rw.line = t.line(idCol)
+		if rw.node, err = t.integer(nodeCol); err != nil {
+			return nil, err
+		}
+		for c := range Class(NumClasses) {
+			if rw.v[c], err = t.positive(classCols[c]); err != nil {
+				return nil, err
+			}
+		}
+		if uuidCol >= 0 {
+			rw.uuid = t.str(uuidCol)
+		}
+		rows = append(rows, rw)
+	}
+	n := len(rows)
+	if n == 0 {
+		return nil, &InputError{File: name, Msg: "no data rows"}
+	}
+	// Check ids before allocating by them: a stray huge id must not size
+	// the table.
+	seenAt := make([]int, n)
+	for _, rw := range rows {
+		if rw.id >= n {
+			return nil, &InputError{File: name, Line: rw.line, Field: t.fieldName(idCol),
+				Msg: fmt.Sprintf("%d out of range: %d rows need ids 0..%d", rw.id, n, n-1)}
+		}
+		if prev := seenAt[rw.id]; prev != 0 {
+			return nil, &InputError{File: name, Line: rw.line, Field: t.fieldName(idCol),
+				Msg: fmt.Sprintf("%d repeats the id of line %d", rw.id, prev)}
+		}
+		seenAt[rw.id] = rw.line
+	}
+	s := &GPUScores{Table: &Table{}, Node: make([]int, n), UUID: make([]string, n)}
+	for c := range s.Table.Values {
+		s.Table.Values[c] = make([]float64, n)
+	}
+	for _, rw := range rows {
+		s.Node[rw.id] = rw.node
+		s.UUID[rw.id] = rw.uuid
+		for c := range rw.v {
+			s.Table.Values[c][rw.id] = rw.v[c]
+		}
+	}
+	return s, nil
+}
