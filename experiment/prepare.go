@@ -37,7 +37,12 @@ type Inputs struct {
 const artifactPinShape = "16x4"
 
 // Prepare resolves options into inputs.
-func Prepare(o Options) (*Inputs, error) {
+func Prepare(o Options) (*Inputs, error) { return PrepareWith(o, nil) }
+
+// PrepareWith is Prepare with an already built trace (a generated
+// Synergy workload, say) in place of Options.Trace; Options.Trace then
+// only names it in the output.
+func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	in := &Inputs{Opts: o}
 	var err error
 	if in.Cluster, err = cluster.Parse(o.Cluster); err != nil {
@@ -63,7 +68,9 @@ func Prepare(o Options) (*Inputs, error) {
 	if !(o.LocalityPenalty >= 1) {
 		return nil, fmt.Errorf("--locality-penalty must be >= 1 (a slowdown), got %v", o.LocalityPenalty)
 	}
-	if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
+	if trace != nil {
+		in.Trace, in.TraceFrom = trace, trace.Name
+	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
 		return nil, err
 	}
 	if in.Raw, in.RawFrom, err = in.loadRaw(); err != nil {

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/palsched/pal/metrics"
@@ -42,6 +43,14 @@ func (in *Inputs) Run(placement string) (*RunResult, error) {
 
 // RunAll runs every placement of the options on the same inputs.
 func RunAll(o Options) (*Inputs, []*RunResult, error) {
+	for _, p := range o.PlacementList() {
+		if _, err := newPlacer(p, o.TieBreak); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(o.PlacementList()) == 0 {
+		return nil, nil, fmt.Errorf("--placement: no placement given")
+	}
 	in, err := Prepare(o)
 	if err != nil {
 		return nil, nil, err

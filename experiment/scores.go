@@ -24,7 +24,7 @@ type modelGPUs struct {
 var perModelL = map[modelGPUs]float64{
 	{"PointNet", 6}: 1.0, {"PointNet", 8}: 1.10, {"PointNet", 12}: 1.20, {"PointNet", 16}: 1.25,
 	{"DCGAN", 6}: 1.0, {"DCGAN", 8}: 1.0, {"DCGAN", 12}: 1.0,
-	{"vgg19", 1}: 1.0,
+	{"vgg19", 1}:    1.0,
 	{"resnet50", 4}: 1.0, {"resnet50", 16}: 1.16,
 }
 
