@@ -1,0 +1,134 @@
+package workload
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestReadTrace(t *testing.T) {
+	in := "job_id,num_gpus,submit_time,duration,model\n" +
+		"1,4,20,100.0,resnet50\n" +
+		"0,1,10,50,vgg19\n"
+	tr, err := ReadTrace("t.csv", strings.NewReader(in), DefaultModels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Jobs) != 2 || tr.HasTracked || tr.TrackedCount() != 2 {
+		t.Fatalf("%+v", tr)
+	}
+	j := tr.Jobs[0] // sorted by submit time
+	if j.ID != 0 || j.GPUs != 1 || j.Submit != 10 || j.Iterations != 50 || j.IterTime != 0.300610341 || j.Class.String() != "C" || j.Line != 3 {
+		t.Fatalf("job %+v", j)
+	}
+	paper, _ := ReadTrace("t.csv", strings.NewReader(in), DefaultModels().WithClassMap(ClassMapPaper))
+	if paper.Jobs[0].Class.String() != "A" {
+		t.Fatalf("Table II puts vgg19 in class A, got %v", paper.Jobs[0].Class)
+	}
+}
+
+func TestReadTraceTrackedColumn(t *testing.T) {
+	in := "job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,5,BERT,1\n1,2,5,5,GPT2,0\n"
+	tr, err := ReadTrace("x.csv", strings.NewReader(in), DefaultModels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.HasTracked || tr.TrackedCount() != 1 || tr.Jobs[1].Tracked {
+		t.Fatalf("%+v", tr)
+	}
+	var buf bytes.Buffer
+	if err := WriteTrace(&buf, tr.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != in {
+		t.Fatalf("round trip:\n%s", buf.String())
+	}
+}
+
+func TestReadTraceErrors(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration,model\n"
+	cases := []struct{ in, want string }{
+		{"", `w.csv: empty file`},
+		{"job_id,num_gpus,submit_time,model\n", `w.csv:1: missing column "duration"`},
+		{h + "0,1,0,10,resnet50\n1,x,5,10,BERT\n", `w.csv:3: field "num_gpus": "x" is not a positive integer`},
+		{h + "0,0,0,10,resnet50\n", `w.csv:2: field "num_gpus": "0" is not a positive integer`},
+		{h + "0,1,-3,10,resnet50\n", `w.csv:2: field "submit_time": "-3" is not a non-negative number of seconds`},
+		{h + "0,1,0,NaN,resnet50\n", `w.csv:2: field "duration": "NaN" is not a positive iteration count`},
+		{h + "0,1,0,10,alexnet\n", `w.csv:2: field "model": unknown model "alexnet"`},
+		{h + "0,1,0,10\n", `w.csv:2: field "model": missing`},
+		{h + "0,1,0,10,BERT\n0,1,0,10,BERT\n", `w.csv:3: field "job_id": id 0 already used on line 2`},
+		{h, `w.csv: no jobs after the header`},
+		{h + "0,1,0,10,\"BERT\n", `w.csv:2: column`},
+		{"job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,yes\n", `w.csv:2: field "tracked": "yes" is not 1 or 0`},
+		{"job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,0\n", `every row has tracked=0`},
+	}
+	for _, tc := range cases {
+		_, err := ReadTrace("w.csv", strings.NewReader(tc.in), DefaultModels())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("input %q: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzReadTrace(f *testing.F) {
+	f.Add("job_id,num_gpus,submit_time,duration,model\n0,1,0,10,resnet50\n")
+	f.Add("job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,1\n1,48,1e3,2.5,GPT2,0\n")
+	f.Add("model,duration,job_id,submit_time,num_gpus\nvgg19,3,7,8,2\n\n")
+	f.Add("job_id,num_gpus\n\"\n")
+	models := DefaultModels()
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := ReadTrace("f.csv", strings.NewReader(in), models)
+		if err != nil {
+			if tr != nil {
+				t.Fatal("trace returned with an error")
+			}
+			return
+		}
+		if len(tr.Jobs) == 0 || tr.TrackedCount() == 0 {
+			t.Fatal("accepted an empty trace")
+		}
+		for i, j := range tr.Jobs {
+			if j.GPUs <= 0 || j.Iterations <= 0 || j.Submit < 0 || j.IterTime <= 0 {
+				t.Fatalf("accepted bad job %+v", j)
+			}
+			if i > 0 && tr.Jobs[i-1].Submit > j.Submit {
+				t.Fatal("not sorted by submit time")
+			}
+		}
+	})
+}
+
+func TestModelTable(t *testing.T) {
+	m := DefaultModels()
+	if it, c, ok := m.Lookup("PointNet"); !ok || it != 0.28125 || c.String() != "D" {
+		t.Fatalf("PointNet: %v %v %v", it, c, ok)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"models: []", `field "models": no models listed`},
+		{"models:\n  - name: x\n    iter_time_s: 0\n    class: A", `field "iter_time_s" must be a positive number`},
+		{"models:\n  - name: x\n    iter_time_s: 1\n    class: Z", `field "class": unknown class "Z"`},
+		{"models:\n  - name: x\n    iter_time_s: 1\n    class: A\n    colour: red", `unknown field "colour"`},
+		{"models: [", `m.yaml:`},
+	} {
+		_, err := ParseModels("m.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseModels(f *testing.F) {
+	f.Add([]byte("models:\n  - name: a\n    iter_time_s: 1\n    class: A\n"))
+	f.Add([]byte("models: [{name: b, iter_time_s: 0.5, class: classB, paper_class: C}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseModels("f.yaml", b)
+		if err != nil {
+			return
+		}
+		for _, n := range m.Names() {
+			if it, _, ok := m.Lookup(n); !ok || !(it > 0) {
+				t.Fatalf("model %q accepted with iter time %v", n, it)
+			}
+		}
+	})
+}
