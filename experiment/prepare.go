@@ -20,17 +20,18 @@ import (
 // Inputs are the resolved, read-only inputs shared by every placement of
 // one comparison (and safe to share across goroutines).
 type Inputs struct {
-	Opts      Options
-	Cluster   *cluster.Cluster
-	Trace     *workload.Trace
-	Raw       *variability.Table
-	Scores    *policy.Scores
-	Bins      [variability.NumClasses]*variability.Binning
-	Locality  sim.LocalityFunc
-	ClassL    [variability.NumClasses]float64 // L used in each class's L×V order
-	Track     *[2]int
-	TraceFrom string // where the trace came from (pinned reference, embedded, file)
-	RawFrom   string // where the GPU values came from
+	Opts          Options
+	Cluster       *cluster.Cluster
+	Trace         *workload.Trace
+	Raw           *variability.Table
+	Scores        *policy.Scores
+	Bins          [variability.NumClasses]*variability.Binning
+	Locality      sim.LocalityFunc
+	LocalityModel variability.LocalityModel
+	ClassL        [variability.NumClasses]float64 // L used in each class's L×V order
+	Track         *[2]int
+	TraceFrom     string // where the trace came from (pinned reference, embedded, file)
+	RawFrom       string // where the GPU values came from
 }
 
 // artifactPinShape is the only cluster the artifact's pinned inputs exist for.

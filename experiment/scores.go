@@ -8,63 +8,47 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// perClassL is the blox-pal main branch's per-class locality penalty for
-// the L×V order (A 1.16, B 1.0, C 1.0, D 1.10); the artifact keeps the
-// table but never uses it.
-var perClassL = [variability.NumClasses]float64{1.16, 1.0, 1.0, 1.10}
-
-type modelGPUs struct {
-	model string
-	gpus  int
-}
-
-// perModelL is the per-(model, GPU count) penalty measured for the paper's
-// Sia simulations (dead code in the artifact, applied on bp-main, where an
-// unknown pair pays nothing).
-var perModelL = map[modelGPUs]float64{
-	{"PointNet", 6}: 1.0, {"PointNet", 8}: 1.10, {"PointNet", 12}: 1.20, {"PointNet", 16}: 1.25,
-	{"DCGAN", 6}: 1.0, {"DCGAN", 8}: 1.0, {"DCGAN", 12}: 1.0,
-	{"vgg19", 1}:    1.0,
-	{"resnet50", 4}: 1.0, {"resnet50", 16}: 1.16,
+// localityModel maps --locality-model onto the variability package's
+// models: the artifact's constant, blox-pal main's per-class L for both
+// traversal and slowdown, or main's per-(model, GPUs) runtime table.
+func localityModel(name string, L float64) (variability.LocalityModel, error) {
+	switch name {
+	case "", "constant":
+		return variability.ConstantLocality(L), nil
+	case "per-class":
+		m := variability.BPMainLocality(L)
+		m.PerJob = nil // the slowdown follows the class too
+		return m, nil
+	case "per-model":
+		return variability.BPMainLocality(L), nil
+	}
+	return variability.LocalityModel{}, fmt.Errorf("--locality-model %q: want constant, per-class or per-model", name)
 }
 
 // locality sets the runtime penalty and each class's L×V penalty.
 func (in *Inputs) locality() error {
-	L := in.Opts.LocalityPenalty
-	switch in.Opts.LocalityModel {
-	case "", "constant":
-		in.Locality = func(*workload.Spec) float64 { return L }
-		for c := range in.ClassL {
-			in.ClassL[c] = L
-		}
-	case "per-class":
-		cl := perClassL
+	m, err := localityModel(in.Opts.LocalityModel, in.Opts.LocalityPenalty)
+	if err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	in.LocalityModel = m
+	for c := range in.ClassL {
+		in.ClassL[c] = m.ForClass(variability.Class(c))
+	}
+	if m.PerJob != nil {
+		in.Locality = func(j *workload.Spec) float64 { return m.ForJob(j.Model, j.GPUs) }
+	} else {
+		cl := in.ClassL
 		in.Locality = func(j *workload.Spec) float64 { return cl[j.Class] }
-		in.ClassL = cl
-	case "per-model":
-		in.Locality = func(j *workload.Spec) float64 {
-			if v, ok := perModelL[modelGPUs{j.Model, j.GPUs}]; ok {
-				return v
-			}
-			return 1.0
-		}
-		in.ClassL = perClassL
-	default:
-		return fmt.Errorf("--locality-model %q: want constant, per-class or per-model", in.Opts.LocalityModel)
 	}
 	return nil
 }
 
 // LocalityDescription says which locality model is in force, for run output.
-func (in *Inputs) LocalityDescription() string {
-	switch in.Opts.LocalityModel {
-	case "per-class":
-		return fmt.Sprintf("per class (A %.2f, B %.2f, C %.2f, D %.2f) for slowdown and L×V", perClassL[0], perClassL[1], perClassL[2], perClassL[3])
-	case "per-model":
-		return "per (model, GPUs) for slowdown (1.0 where unlisted); per class for L×V"
-	}
-	return fmt.Sprintf("constant %.2f for slowdown and L×V", in.Opts.LocalityPenalty)
-}
+func (in *Inputs) LocalityDescription() string { return in.LocalityModel.Describe() }
 
 // bin groups each class's raw values into PM-score bins and builds the
 // L×V order placement reads.

@@ -5,4 +5,5 @@ import "github.com/spf13/cobra"
 // addExtraCommands wires the commands that live in their own files.
 func addExtraCommands(root *cobra.Command) {
 	root.AddCommand(newTraceCmd(), newProfileCmd(), newClassifyCmd())
+	root.AddCommand(newBenchCmd())
 }
