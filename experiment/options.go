@@ -48,6 +48,9 @@ type Options struct {
 	Pinned          bool    `json:"pinned"`
 	StarvationGuard float64 `json:"starvation_guard_s"`
 	Models          string  `json:"models,omitempty"`
+	// Tiresias 2D-LAS knobs (scheduler tiresias-las only).
+	TiresiasThresholds []float64 `json:"tiresias_thresholds_gpu_s,omitempty"`
+	TiresiasStarvation float64   `json:"tiresias_starvation,omitempty"`
 }
 
 // Presets lists the preset names.

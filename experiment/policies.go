@@ -8,8 +8,23 @@ import (
 	"github.com/palsched/pal/policy/schedule"
 )
 
-func newScheduler(name string) (policy.Scheduler, error) {
-	return schedule.New(name)
+func newScheduler(o Options) (policy.Scheduler, error) {
+	s, err := schedule.New(o.Scheduler)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.(*schedule.TiresiasLAS); ok && (o.TiresiasThresholds != nil || o.TiresiasStarvation != 0) {
+		cfg := schedule.DefaultTiresias()
+		if o.TiresiasThresholds != nil {
+			cfg.Thresholds = o.TiresiasThresholds
+		}
+		cfg.StarvationFactor = o.TiresiasStarvation
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		s = schedule.NewTiresiasLAS(cfg)
+	}
+	return s, nil
 }
 
 func newPlacer(name, tieBreak string) (policy.Placer, error) {

@@ -181,7 +181,7 @@ func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 
 // Run simulates one placement on the prepared inputs.
 func (in *Inputs) config(placement string) (sim.Config, error) {
-	sched, err := newScheduler(in.Opts.Scheduler)
+	sched, err := newScheduler(in.Opts)
 	if err != nil {
 		return sim.Config{}, err
 	}

@@ -48,6 +48,9 @@ func RunAll(o Options) (*Inputs, []*RunResult, error) {
 			return nil, nil, err
 		}
 	}
+	if _, err := newScheduler(o); err != nil {
+		return nil, nil, err
+	}
 	if len(o.PlacementList()) == 0 {
 		return nil, nil, fmt.Errorf("--placement: no placement given")
 	}

@@ -40,6 +40,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.BoolVar(&o.Pinned, "pinned", def.Pinned, "on 16x4, use the artifact's pinned GPU table and extra arrivals")
 	fs.Float64Var(&o.StarvationGuard, "starvation-guard", def.StarvationGuard, "seconds of waiting before a job jumps the queue (0: off)")
 	fs.StringVar(&o.Models, "models", "", "model table YAML (default: the embedded one)")
+	fs.Float64SliceVar(&o.TiresiasThresholds, "tiresias-thresholds", nil, "tiresias-las queue thresholds in GPU-seconds (default 3250,7200)")
+	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
 		if err != nil {
@@ -87,6 +89,10 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.StarvationGuard = set.StarvationGuard
 			case "models":
 				out.Models = set.Models
+			case "tiresias-thresholds":
+				out.TiresiasThresholds = set.TiresiasThresholds
+			case "tiresias-starvation":
+				out.TiresiasStarvation = set.TiresiasStarvation
 			}
 		})
 		return out, nil
@@ -94,7 +100,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 }
 
 func newSimCmd() *cobra.Command {
-	var output, jobsOut string
+	var output, jobsOut, roundsOut string
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a trace under one or more placements and compare them",
@@ -107,6 +113,7 @@ artifact's settings (so the numbers match what the artifact printed).`,
 	resolve := bindRunFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or csv")
 	cmd.Flags().StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV) to this file")
+	cmd.Flags().StringVar(&roundsOut, "rounds-out", "", "write GPUs in use, running and queued jobs per round (CSV) to this file")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		o, err := resolve()
 		if err != nil {
@@ -121,6 +128,11 @@ artifact's settings (so the numbers match what the artifact printed).`,
 		}
 		if jobsOut != "" {
 			if err := writeJobs(jobsOut, runs); err != nil {
+				return err
+			}
+		}
+		if roundsOut != "" {
+			if err := writeRounds(roundsOut, runs); err != nil {
 				return err
 			}
 		}
@@ -168,18 +180,35 @@ func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 func writeJobs(path string, runs []*experiment.RunResult) error {
+	return writeCSV(path, []string{"placement", "job_id", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations"},
+		func(cw *csv.Writer) {
+			for _, r := range runs {
+				for _, j := range r.JobRecords {
+					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
+						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations)})
+				}
+			}
+		})
+}
+
+func writeRounds(path string, runs []*experiment.RunResult) error {
+	return writeCSV(path, []string{"placement", "t_s", "gpus_in_use", "running", "queued"}, func(cw *csv.Writer) {
+		for _, r := range runs {
+			for _, s := range r.RoundStats {
+				cw.Write([]string{r.Placement, f0(s.T), strconv.Itoa(s.GPUsInUse), strconv.Itoa(s.Running), strconv.Itoa(s.Queued)})
+			}
+		}
+	})
+}
+
+func writeCSV(path string, header []string, rows func(*csv.Writer)) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	cw := csv.NewWriter(f)
-	cw.Write([]string{"placement", "job_id", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations"})
-	for _, r := range runs {
-		for _, j := range r.JobRecords {
-			cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
-				f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations)})
-		}
-	}
+	cw.Write(header)
+	rows(cw)
 	cw.Flush()
 	if err := cw.Error(); err != nil {
 		f.Close()

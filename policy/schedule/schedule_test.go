@@ -24,15 +24,15 @@ func ids(js []*workload.Job) []int {
 func TestOrders(t *testing.T) {
 	jobs := func() []*workload.Job {
 		return []*workload.Job{
-			mk(0, 10, 720, 1000, 1, 999),  // remaining 280
-			mk(1, 5, 0, 5000, 1, 999),     // remaining 5000
-			mk(2, 20, 360, 400, 1, 999),   // remaining 40
-			mk(3, 30, 0, 100, 1, 1),       // starved: priority 1
+			mk(0, 10, 720, 1000, 1, 999), // remaining 280
+			mk(1, 5, 0, 5000, 1, 999),    // remaining 5000
+			mk(2, 20, 360, 400, 1, 999),  // remaining 40
+			mk(3, 30, 0, 100, 1, 1),      // starved: priority 1
 			mk(4, 5, 0, 10000, 0.5, 999), // same submit as 1: keeps input order
 		}
 	}
 	cases := []struct {
-		s    interface {
+		s interface {
 			Order(float64, []*workload.Job) []*workload.Job
 		}
 		want []int
