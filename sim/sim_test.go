@@ -65,9 +65,9 @@ func mustPlacer(t testing.TB, name string) policy.Placer {
 
 func TestDemandLargerThanClusterIsAnError(t *testing.T) {
 	cl, _ := cluster.New(2, 4)
-	tr := &workload.Trace{Name: "w.csv", Jobs: []workload.Spec{spec(0, 1, 0, 1), spec(1, 16, 0, 1)}}
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{spec(0, 1, 0, 1), spec(1, 16, 0, 1)}}
 	_, err := Run(Config{Cluster: cl, Trace: tr, Scheduler: schedule.FIFO{}, Placer: mustPlacer(t, "pal"), Round: 10, Locality: ConstantLocality(1)})
-	if err == nil || err.Error() != `w.csv:3: field "num_gpus": job 1 asks for 16 GPUs but the cluster (2x4) has 8` {
+	if err == nil || err.Error() != `t.csv:3: field "num_gpus": job 1 asks for 16 GPUs but the cluster (2x4) has 8` {
 		t.Fatalf("got %v", err)
 	}
 }

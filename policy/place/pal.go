@@ -1,8 +1,6 @@
 package place
 
 import (
-	"math"
-
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
@@ -15,11 +13,14 @@ import (
 // best packed option even after the locality penalty, and never touches
 // an outlier bin while a spread over good GPUs is possible. Other demands
 // use PM-First. The round frame is PM-First's.
+//
+// Like PMFirst it picks on a scoreIndex (plus per-node within keys) and
+// falls back to the reference implementation for inputs it cannot index.
 type PAL struct {
 	// TieBreak is passed to PM-First picks (across entries and other sizes).
 	TieBreak PMFirstTieBreak
-	f        freeSet
-	s        picker
+	ix       scoreIndex
+	ref      refPAL
 }
 
 // NewPAL makes a PAL placer with the artifact's PM-First tie-break.
@@ -33,81 +34,38 @@ func (p *PAL) Sticky() bool { return false }
 
 // Place implements policy.Placer.
 func (p *PAL) Place(env *policy.Env, order []*workload.Job) [][]int {
-	return classFirstFrame(env, order, &p.f, p.pick)
+	x := p.ix.prepare(env, true)
+	if x == nil || !classesIndexable(order) {
+		p.ref.TieBreak = p.TieBreak
+		return p.ref.Place(env, order)
+	}
+	lv := &env.Scores.LV
+	return x.frame(order, func(j *workload.Job) []int {
+		return p.pick(x, lv[j.Class], j)
+	})
 }
 
-func (p *PAL) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
-	n := j.GPUs
-	if f.total < n {
+// pick is refPAL.pick on the index.
+func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, j *workload.Job) []int {
+	n, c := j.GPUs, int(j.Class)
+	ci := &x.cls[c]
+	if x.total < n {
 		return nil
 	}
-	if n == 1 || n > env.Cluster.MaxGPUsPerNode() {
-		return p.s.pmFirst(env, f, j, math.Inf(1), p.TieBreak)
+	if n == 1 || n > x.maxPer {
+		return x.pmFirst(c, n, len(ci.vals)-1, p.TieBreak)
 	}
-	for _, e := range env.Scores.LV[j.Class] {
+	for _, e := range lv {
+		bv := ci.floorBin(e.V)
 		var g []int
 		if e.Across {
-			g = p.s.pmFirst(env, f, j, e.V, p.TieBreak)
+			g = x.pmFirst(c, n, bv, p.TieBreak)
 		} else {
-			g = p.within(env, f, j, e.V)
+			g = x.within(c, n, bv)
 		}
 		if g != nil {
 			return g
 		}
 	}
 	return nil
-}
-
-// within finds the node holding n free GPUs scoring <= v whose n best
-// GPUs have the smallest worst score; ties go to the node with more such
-// GPUs, then the lower node id. On that node it takes the first n GPUs
-// (by id) scoring no worse than that worst score.
-func (p *PAL) within(env *policy.Env, f *freeSet, j *workload.Job, v float64) []int {
-	n := j.GPUs
-	sf := env.Scores.SF[j.Class]
-	bestNode, bestCount := -1, 0
-	bestScore := math.Inf(1)
-	var vals []float64
-	for node, nd := range env.Cluster.Nodes {
-		if f.nodeFree[node] < n {
-			continue
-		}
-		vals = vals[:0]
-		for _, g := range nd.GPUs {
-			if f.free[g] && sf[g] <= v {
-				vals = append(vals, sf[g])
-			}
-		}
-		if len(vals) < n {
-			continue
-		}
-		score := nthSmallest(vals, n)
-		if score < bestScore || (score == bestScore && len(vals) > bestCount) {
-			bestNode, bestCount, bestScore = node, len(vals), score
-		}
-	}
-	if bestNode < 0 {
-		return nil
-	}
-	out := make([]int, 0, n)
-	for _, g := range env.Cluster.Nodes[bestNode].GPUs {
-		if len(out) < n && f.free[g] && sf[g] <= bestScore {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// nthSmallest returns the n-th smallest value (1-based); vals is reordered.
-func nthSmallest(vals []float64, n int) float64 {
-	for i := 0; i < n; i++ {
-		m := i
-		for k := i + 1; k < len(vals); k++ {
-			if vals[k] < vals[m] {
-				m = k
-			}
-		}
-		vals[i], vals[m] = vals[m], vals[i]
-	}
-	return vals[n-1]
 }

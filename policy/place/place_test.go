@@ -30,14 +30,16 @@ func env(t *testing.T, nodes, per int) *policy.Env {
 }
 
 // blocker makes a running job that pins exactly the given GPUs.
-func blocker(id int, gpus ...int) *workload.Job { return job(id, len(gpus), variability.ClassA, gpus...) }
+func blocker(id int, gpus ...int) *workload.Job {
+	return job(id, len(gpus), variability.ClassA, gpus...)
+}
 
 func TestPackedConsolidated(t *testing.T) {
 	cases := []struct {
-		name  string
-		busy  [][]int // GPUs held by earlier running jobs
-		n     int
-		want  []int
+		name string
+		busy [][]int // GPUs held by earlier running jobs
+		n    int
+		want []int
 	}{
 		// 3x4. node0 has 2 free (2,3), node1 4 free, node2 3 free (9,10,11).
 		{"exact fit beats best fit", [][]int{{0, 1}, {8}}, 3, []int{9, 10, 11}},

@@ -1,9 +1,6 @@
 package place
 
 import (
-	"math"
-	"slices"
-
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
@@ -27,10 +24,14 @@ const (
 // the cluster, stable-sorts that prefix by class (A first: the most
 // variability-sensitive jobs choose first) and gives each job the
 // best-scored free GPUs.
+//
+// Picks run on a scoreIndex built on the first round and reused while the
+// cluster and score table stay the same; inputs it cannot index fall back
+// to the reference implementation, which gives the same answers slower.
 type PMFirst struct {
 	TieBreak PMFirstTieBreak
-	f        freeSet
-	s        picker
+	ix       scoreIndex
+	ref      refPMFirst
 }
 
 // NewPMFirst makes a PM-First placer.
@@ -44,109 +45,12 @@ func (p *PMFirst) Sticky() bool { return false }
 
 // Place implements policy.Placer.
 func (p *PMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
-	return classFirstFrame(env, order, &p.f, func(env *policy.Env, f *freeSet, j *workload.Job) []int {
-		return p.s.pmFirst(env, f, j, math.Inf(1), p.TieBreak)
+	x := p.ix.prepare(env, false)
+	if x == nil || !classesIndexable(order) {
+		p.ref.TieBreak = p.TieBreak
+		return p.ref.Place(env, order)
+	}
+	return x.frame(order, func(j *workload.Job) []int {
+		return x.pmFirst(int(j.Class), j.GPUs, len(x.cls[j.Class].vals)-1, p.TieBreak)
 	})
-}
-
-// classFirstFrame is the round frame PM-First and PAL share: release
-// everything, find the must-schedule prefix (jobs in order while their
-// cumulative demand fits the cluster; the job that crosses the size is
-// left out), stable-sort it by class, append the rest in order, and place
-// greedily until the first failure.
-func classFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc) [][]int {
-	size := env.Cluster.Size()
-	k, sum := 0, 0
-	for k < len(order) && sum+order[k].GPUs <= size {
-		sum += order[k].GPUs
-		k++
-	}
-	idx := make([]int, len(order))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx[:k], func(a, b int) int { return int(order[a].Class) - int(order[b].Class) })
-	f.reset(env.Cluster)
-	out := make([][]int, len(order))
-	for _, i := range idx {
-		g := pick(env, f, order[i])
-		if g == nil {
-			break
-		}
-		f.take(g)
-		out[i] = g
-	}
-	return out
-}
-
-// picker holds scratch space for score-ordered picks.
-type picker struct {
-	cand []int
-	cnt  []int
-	keys []pmKey
-}
-
-type pmKey struct {
-	sf  float64
-	loc int
-	gpu int
-}
-
-// pmFirst returns the n free GPUs with the lowest score for the job's
-// class among those scoring <= maxV, or nil if fewer than n qualify.
-func (p *picker) pmFirst(env *policy.Env, f *freeSet, j *workload.Job, maxV float64, tb PMFirstTieBreak) []int {
-	n := j.GPUs
-	if f.total < n {
-		return nil
-	}
-	sf := env.Scores.SF[j.Class]
-	p.keys = p.keys[:0]
-	for _, nd := range env.Cluster.Nodes {
-		start := len(p.keys)
-		for _, g := range nd.GPUs {
-			if f.free[g] && sf[g] <= maxV {
-				p.keys = append(p.keys, pmKey{sf: sf[g], gpu: g})
-			}
-		}
-		if tb == PMFirstArtifact {
-			// loc = |free GPUs on this node with the same score - n|.
-			run := p.keys[start:]
-			for a := range run {
-				c := 0
-				for b := range run {
-					if run[b].sf == run[a].sf {
-						c++
-					}
-				}
-				run[a].loc = abs(c - n)
-			}
-		}
-	}
-	if len(p.keys) < n {
-		return nil
-	}
-	slices.SortFunc(p.keys, func(a, b pmKey) int {
-		if a.sf != b.sf {
-			if a.sf < b.sf {
-				return -1
-			}
-			return 1
-		}
-		if a.loc != b.loc {
-			return a.loc - b.loc
-		}
-		return a.gpu - b.gpu
-	})
-	out := make([]int, n)
-	for i := range out {
-		out[i] = p.keys[i].gpu
-	}
-	return sorted(out)
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

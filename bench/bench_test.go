@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// benchShapes are the sizes the placement acceptance criteria name: the
+// artifact's scale (64x4 = 256 GPUs), a mid-size cluster and a
+// 27,648-GPU one with 6 GPUs per node (a non-power-of-two node size).
+var benchShapes = []struct{ nodes, per int }{{64, 4}, {1024, 4}, {4608, 6}}
+
+func BenchmarkPlacementRound(b *testing.B) {
+	for _, p := range []string{"pal", "pm-first"} {
+		for _, s := range benchShapes {
+			b.Run(fmt.Sprintf("%s/%dx%d", p, s.nodes, s.per), func(b *testing.B) {
+				r, err := NewRound(RoundOptions{Placement: p, Nodes: s.nodes, GPUsPerNode: s.per, Seed: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					r.Place()
+				}
+			})
+		}
+	}
+}
+
+// TestPlacementRound checks the benchmark builds the load it promises: a
+// queue worth about 1.5x the cluster, a round that fills the cluster with
+// valid gang allocations, half-ish of the placed jobs running, and the
+// same work for the same seed.
+func TestPlacementRound(t *testing.T) {
+	for _, p := range []string{"pal", "pm-first", "packed-sticky", "random-nonsticky"} {
+		t.Run(p, func(t *testing.T) {
+			opts := RoundOptions{Placement: p, Nodes: 16, GPUsPerNode: 6, Reps: 5, Seed: 3}
+			r, err := NewRound(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			demand, running := 0, 0
+			for _, j := range r.order {
+				demand += j.GPUs
+				if j.GPUs > r.GPUs() {
+					t.Fatalf("job %d asks for %d GPUs on a %d-GPU cluster", j.ID, j.GPUs, r.GPUs())
+				}
+				if j.Running() {
+					running++
+				}
+			}
+			if 2*demand < 3*r.GPUs() {
+				t.Fatalf("queue demand %d is below 1.5x the cluster (%d)", demand, r.GPUs())
+			}
+			if running == 0 {
+				t.Fatal("no job is running")
+			}
+			alloc := r.Place()
+			used := map[int]bool{}
+			placed := 0
+			for i, g := range alloc {
+				if g == nil {
+					continue
+				}
+				placed++
+				if len(g) != r.order[i].GPUs || !slices.IsSorted(g) {
+					t.Fatalf("job %d: got %v for %d GPUs", i, g, r.order[i].GPUs)
+				}
+				for _, x := range g {
+					if used[x] {
+						t.Fatalf("GPU %d given twice", x)
+					}
+					used[x] = true
+				}
+			}
+			if placed == 0 || placed == len(alloc) {
+				t.Fatalf("placed %d of %d jobs: the round should fill the cluster and stop", placed, len(alloc))
+			}
+			st, err := PlacementRound(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Reps != 5 || st.GPUs != 96 || st.Jobs != len(r.order) || !(st.MedianUS > 0) || st.P99US < st.MedianUS {
+				t.Fatalf("stats %+v", st)
+			}
+			// Same seed, same queue and running set.
+			r2, err := NewRound(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range r.order {
+				a, b := r.order[i], r2.order[i]
+				if a.GPUs != b.GPUs || a.Class != b.Class || !slices.Equal(a.GPUsHeld, b.GPUsHeld) {
+					t.Fatalf("job %d differs between runs with one seed", i)
+				}
+			}
+		})
+	}
+}
+
+func TestPlacementRoundQueueAndErrors(t *testing.T) {
+	r, err := NewRound(RoundOptions{Placement: "pm-first", Nodes: 4, GPUsPerNode: 4, Queue: 7, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Jobs() != 7 {
+		t.Fatalf("jobs %d, want 7", r.Jobs())
+	}
+	if _, err := NewRound(RoundOptions{Placement: "best", Nodes: 4, GPUsPerNode: 4}); err == nil {
+		t.Fatal("unknown placement accepted")
+	}
+	if _, err := NewRound(RoundOptions{Placement: "pal", Nodes: 0, GPUsPerNode: 4}); err == nil {
+		t.Fatal("empty cluster accepted")
+	}
+	if _, err := NewRound(RoundOptions{Placement: "pal", Nodes: 2, GPUsPerNode: 2, Profile: "nope"}); err == nil {
+		t.Fatal("unknown profile accepted")
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	s := []float64{1, 2, 3, 4}
+	if q := quantile(s, 0.5); q != 2.5 {
+		t.Fatalf("median %v", q)
+	}
+	if q := quantile(s, 1); q != 4 {
+		t.Fatalf("max %v", q)
+	}
+	if q := quantile([]float64{7}, 0.99); q != 7 {
+		t.Fatalf("single %v", q)
+	}
+}

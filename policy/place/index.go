@@ -1,0 +1,720 @@
+package place
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"sort"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// scoreIndex answers PM-First and PAL picks without scanning every free
+// GPU. The reference picks (reference.go) sort all free GPUs per job, so a
+// round costs O(jobs x GPUs log GPUs): a fifth of a second at 4,096 GPUs
+// and a quarter of a minute at 27,648. The index exploits three facts:
+//
+//   - scores take few distinct values per class (K-Means bins), so a GPU
+//     is a bin index and every comparison is an integer one;
+//   - GPU ids are contiguous per node and ascending with the node id, so
+//     "ties by GPU id" is "ties by node id, then by id inside the node";
+//   - the artifact's PM-First tie-break inside a bin depends only on the
+//     node's count of free GPUs in that bin, |count - n|, so nodes can sit
+//     in buckets by count and a pick visits buckets in |count - n| order,
+//     merging the two buckets n-d and n+d by node id (bitsets over the
+//     bin's nodes make that merge a word-wise OR).
+//
+// PAL's within-node entries need, per node, the n-th best free score and
+// how many free GPUs score no worse; a min-tree per (class, n) over nodes
+// keeps the best node on top (see key). Trees are brought up to date
+// lazily, when a job of that class and size asks, because most (class, n)
+// pairs never do in a given round.
+//
+// The index depends only on the cluster's shape and the score table, both
+// static for a simulation, so it is built once and reused; each round
+// restores the all-free state by copying pristine slabs, which costs a few
+// memcpy's instead of a rebuild.
+type scoreIndex struct {
+	// Inputs the index was built from, compared by identity: a policy.Scores
+	// is never mutated once handed to a placer (it is the static profile).
+	cl       *cluster.Cluster
+	sc       *policy.Scores
+	sfData   [variability.NumClasses]*float64
+	withinOn bool
+	ok       bool // false: the inputs cannot be indexed, use the reference
+
+	size, nodes int
+	maxPer      int     // GPUs of the largest node: PAL's "fits in one node"
+	nodeStart   []int32 // GPUs of node i are nodeStart[i] .. nodeStart[i+1]-1
+	gpuNode     []int32
+	nodeBits    uint // bits of a node id inside a within key
+	// gs[g][c] is GPU g's bin in class c and the position of its node in
+	// that bin's node list; one GPU's entries share a cache line, which is
+	// what take touches for every class.
+	gs [][variability.NumClasses]gpuSlot
+
+	cls [variability.NumClasses]classIndex
+
+	// Mutable state. The count structures live in slabs so that reset is
+	// a copy; within trees are restored only if a pick touched them.
+	free             []bool
+	freeInit         []bool
+	total            int
+	i32, i32Init     []int32
+	words, wordsInit []uint64
+	nodeFree         []int32 // view into i32
+	// srt (PAL only) holds, per node and class, the bins of the node's
+	// free GPUs in ascending order: class c of node i is
+	// srt[NumClasses*nodeStart[i]+c*size(i):][:nodeFree[i]], so a node's
+	// within key is a read, not a sort. All classes of a node sit
+	// together: a take touches one or two cache lines for them.
+	srt   []int32       // view into i32
+	log   []int32       // nodes whose free GPUs changed this round
+	dirty []*withinTree // trees synced this round
+
+	buf   []int   // the current pick, in pick order until sorted
+	ks    []int32 // bucket counts merged by one walk
+	idx   []int   // the round's job visiting order
+	byCls [variability.NumClasses + 1]int
+}
+
+// gpuSlot is a GPU's place in one class's structures: its bin and the
+// position of its node in the bin's node list (its bit in the buckets).
+type gpuSlot struct{ bin, pos int32 }
+
+// binInfo is the static layout of one bin. Its nodes are
+// binNodes[off:off+n] (ascending); gpuSlot.pos indexes that list. Bucket
+// k (1..maxCnt) of the bin, the nodes with exactly k free GPUs in it, is
+// the bitset words[bitOff+(k-1)*nw:][:nw] over those positions, and
+// pop[popOff+k] counts its nodes.
+type binInfo struct {
+	off, n, bitOff, nw, popOff, maxCnt int32
+}
+
+// classIndex is one class's view: bins, the static node lists per bin and
+// views into the mutable slabs.
+type classIndex struct {
+	vals     []float64 // bin values, ascending and distinct
+	bins     []binInfo
+	binNodes []int32
+
+	gbin    []int32 // bin of each GPU (what walks compare)
+	cnt     []int32 // free GPUs of each (bin, node): bins[b].off+pos
+	pop     []int32
+	binFree []int32 // free GPUs per bin
+
+	// trees[n] (2 <= n <= maxPer, PAL only) orders nodes for jobs of n
+	// GPUs; see key.
+	trees []withinTree
+}
+
+// withinTree is a min-tree over nodes of within keys: leaves are
+// t[nodes+i], the root is t[1] (a bottom-up tree, any node count).
+type withinTree struct {
+	t, init []int64
+	c, n    int
+	synced  int // entries of scoreIndex.log already applied
+}
+
+// noKey marks a node with fewer than n free GPUs in a within tree.
+const noKey = math.MaxInt64
+
+// prepare returns the index for env, building it when the cluster or the
+// score table changed, or nil when the inputs cannot be indexed (the caller
+// then uses the reference implementation). within asks for PAL's trees.
+func (x *scoreIndex) prepare(env *policy.Env, within bool) *scoreIndex {
+	if env.Scores == nil || env.Cluster == nil {
+		return nil
+	}
+	same := x.cl == env.Cluster && x.sc == env.Scores && (x.withinOn || !within || !x.ok)
+	for c := range x.sfData {
+		same = same && len(env.Scores.SF[c]) == x.size && x.sfData[c] == firstOf(env.Scores.SF[c])
+	}
+	if !same {
+		x.build(env.Cluster, env.Scores, within)
+	}
+	if !x.ok {
+		return nil
+	}
+	return x
+}
+
+func firstOf(s []float64) *float64 {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// build indexes a cluster and score table. It declines (ok = false) when
+// an assumption the picks rely on does not hold.
+func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) {
+	*x = scoreIndex{cl: cl, sc: sc, withinOn: within, size: cl.Size(), nodes: cl.NumNodes(),
+		buf: x.buf[:0], ks: x.ks[:0], idx: x.idx[:0]}
+	for c := range x.sfData {
+		x.sfData[c] = firstOf(sc.SF[c])
+	}
+	if x.size == 0 || x.size > math.MaxInt32/2 {
+		return
+	}
+	// GPU ids must be contiguous per node and ascending with the node id:
+	// that is what turns "ties by GPU id" into "by node, then inside it".
+	x.nodeStart = make([]int32, x.nodes+1)
+	x.gpuNode = make([]int32, x.size)
+	g := 0
+	for i, nd := range cl.Nodes {
+		x.nodeStart[i] = int32(g)
+		if len(nd.GPUs) == 0 {
+			return
+		}
+		for _, id := range nd.GPUs {
+			if id != g || cl.GPUs[g].Node != i {
+				return
+			}
+			x.gpuNode[g] = int32(i)
+			g++
+		}
+		x.maxPer = max(x.maxPer, len(nd.GPUs))
+	}
+	if g != x.size {
+		return
+	}
+	x.nodeStart[x.nodes] = int32(g)
+	x.nodeBits = uint(bits.Len(uint(x.nodes)))
+	for c := range x.cls {
+		sf := sc.SF[c]
+		if len(sf) != x.size || slices.ContainsFunc(sf, math.IsNaN) {
+			return
+		}
+	}
+	if within && !x.withinKeysFit() {
+		return
+	}
+	x.gs = make([][variability.NumClasses]gpuSlot, x.size)
+	var n32, nWords int
+	for c := range x.cls {
+		n32, nWords = x.cls[c].shape(sc.SF[c], x, c, n32, nWords)
+	}
+	nSrt := 0
+	if within {
+		nSrt = len(x.cls) * x.size
+	}
+	x.i32 = make([]int32, n32+x.nodes+nSrt)
+	x.words = make([]uint64, nWords)
+	o := 0
+	for c := range x.cls {
+		o = x.cls[c].carve(x.i32, o)
+	}
+	x.nodeFree = x.i32[o : o+x.nodes : o+x.nodes]
+	x.srt = x.i32[o+x.nodes:]
+	// The all-free state.
+	x.free = make([]bool, x.size)
+	for i := range x.free {
+		x.free[i] = true
+	}
+	for i := range x.nodeFree {
+		x.nodeFree[i] = x.nodeStart[i+1] - x.nodeStart[i]
+	}
+	x.total = x.size
+	for c := range x.cls {
+		ci := &x.cls[c]
+		cnt := ci.cnt
+		for g := range x.gs {
+			sl := x.gs[g][c]
+			cnt[ci.bins[sl.bin].off+sl.pos]++
+			ci.binFree[sl.bin]++
+		}
+		for _, bi := range ci.bins {
+			for pos := range bi.n {
+				k := cnt[bi.off+pos]
+				x.words[int(bi.bitOff)+int(k-1)*int(bi.nw)+int(pos>>6)] |= 1 << (pos & 63)
+				ci.pop[bi.popOff+k]++
+			}
+		}
+		for nd := range x.nodes {
+			if !within {
+				break
+			}
+			seg := x.seg(c, nd)
+			copy(seg, ci.gbin[x.nodeStart[nd]:x.nodeStart[nd+1]])
+			slices.Sort(seg)
+		}
+	}
+	x.freeInit = slices.Clone(x.free)
+	x.i32Init = slices.Clone(x.i32)
+	x.wordsInit = slices.Clone(x.words)
+	if within {
+		x.buildTrees()
+	}
+	x.ok = true
+}
+
+// buildTrees makes every class's within trees for the all-free cluster.
+// Both copies (live and pristine) share one allocation.
+func (x *scoreIndex) buildTrees() {
+	per := 2 * x.nodes
+	nt := max(x.maxPer-1, 0)
+	slab := make([]int64, 2*len(x.cls)*nt*per)
+	o := 0
+	cut := func() []int64 {
+		s := slab[o : o+per : o+per]
+		o += per
+		return s
+	}
+	for c := range x.cls {
+		ci := &x.cls[c]
+		ci.trees = make([]withinTree, x.maxPer+1)
+		for n := 2; n <= x.maxPer; n++ {
+			tr := &ci.trees[n]
+			tr.c, tr.n, tr.t, tr.init = c, n, cut(), cut()
+			for node := range x.nodes {
+				tr.t[x.nodes+node] = x.key(c, n, node)
+			}
+			for i := x.nodes - 1; i >= 1; i-- {
+				tr.t[i] = min(tr.t[2*i], tr.t[2*i+1])
+			}
+			copy(tr.init, tr.t)
+		}
+	}
+}
+
+// withinKeysFit reports whether (bin, count, node) packs into an int64
+// below noKey for this cluster (always, short of absurd shapes).
+func (x *scoreIndex) withinKeysFit() bool {
+	hi := float64(x.size) * float64(x.maxPer+1) * math.Exp2(float64(x.nodeBits))
+	return hi < math.Exp2(62)
+}
+
+// shape computes class c's bins and static layout, fills its column of
+// x.gs and reserves its room in the slabs: n32 and nWords are the slab
+// lengths so far.
+func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (int, int) {
+	vals := slices.Clone(sf)
+	slices.Sort(vals)
+	vals = slices.CompactFunc(vals, func(a, b float64) bool { return a == b }) // -0 and +0 are one bin
+	ci.vals = vals
+	nb := len(vals)
+	ci.bins = make([]binInfo, nb)
+	bin := make([]int32, len(sf))
+	for g, v := range sf {
+		bin[g] = int32(sort.SearchFloat64s(vals, v))
+	}
+	// Node lists per bin: GPUs are visited in id order, hence by node.
+	last := make([]int32, nb)
+	for b := range last {
+		last[b] = -1
+	}
+	for g, b := range bin {
+		if nd := x.gpuNode[g]; last[b] != nd {
+			last[b] = nd
+			ci.bins[b].n++
+		}
+	}
+	off := int32(0)
+	for b := range ci.bins {
+		ci.bins[b].off = off
+		off += ci.bins[b].n
+	}
+	ci.binNodes = make([]int32, off)
+	fill := make([]int32, nb) // nodes listed so far per bin
+	perNode := make([]int32, nb)
+	for b := range last {
+		last[b] = -1
+	}
+	for g, b := range bin {
+		bi := &ci.bins[b]
+		if nd := x.gpuNode[g]; last[b] != nd {
+			last[b] = nd
+			ci.binNodes[bi.off+fill[b]] = nd
+			fill[b]++
+			perNode[b] = 0
+		}
+		perNode[b]++
+		bi.maxCnt = max(bi.maxCnt, perNode[b])
+		x.gs[g][c] = gpuSlot{bin: b, pos: fill[b] - 1}
+	}
+	np := 0
+	for b := range ci.bins {
+		bi := &ci.bins[b]
+		bi.nw = (bi.n + 63) >> 6
+		bi.bitOff = int32(nWords)
+		nWords += int(bi.maxCnt) * int(bi.nw)
+		bi.popOff = int32(np)
+		np += int(bi.maxCnt) + 1
+	}
+	ci.gbin = bin
+	// cnt, pop, binFree
+	return n32 + int(off) + np + nb, nWords
+}
+
+// carve points the class's mutable views into the int32 slab at o.
+func (ci *classIndex) carve(s []int32, o int) int {
+	take := func(n int) []int32 {
+		v := s[o : o+n : o+n]
+		o += n
+		return v
+	}
+	np := 0
+	for _, bi := range ci.bins {
+		np += int(bi.maxCnt) + 1
+	}
+	last := ci.bins[len(ci.bins)-1]
+	ci.cnt = take(int(last.off + last.n))
+	ci.pop = take(np)
+	ci.binFree = take(len(ci.bins))
+	return o
+}
+
+// freeUpTo is the number of free GPUs in bins 0..b, given total free; it
+// sums from the nearer end (the bins are few, except for class A on big
+// clusters, where across entries ask about the first bins).
+func (ci *classIndex) freeUpTo(b, total int) int {
+	nb := len(ci.binFree)
+	if b >= nb-1 {
+		return total
+	}
+	s := 0
+	if b < nb/2 {
+		for _, f := range ci.binFree[:b+1] {
+			s += int(f)
+		}
+		return s
+	}
+	for _, f := range ci.binFree[b+1:] {
+		s += int(f)
+	}
+	return total - s
+}
+
+// floorBin is the last bin scoring <= v, or -1: "sf <= v" as a bin range.
+func (ci *classIndex) floorBin(v float64) int {
+	if math.IsNaN(v) {
+		return -1 // nothing compares <= NaN
+	}
+	return sort.Search(len(ci.vals), func(i int) bool { return ci.vals[i] > v }) - 1
+}
+
+// reset restores the all-free state.
+func (x *scoreIndex) reset() {
+	copy(x.free, x.freeInit)
+	copy(x.i32, x.i32Init)
+	copy(x.words, x.wordsInit)
+	for _, tr := range x.dirty {
+		copy(tr.t, tr.init)
+		tr.synced = 0
+	}
+	x.dirty = x.dirty[:0]
+	x.log = x.log[:0]
+	x.total = x.size
+}
+
+// seg is node's sorted free bins in class c (see scoreIndex.srt).
+func (x *scoreIndex) seg(c, node int) []int32 {
+	start, end := x.nodeStart[node], x.nodeStart[node+1]
+	o := int(start)*len(x.cls) + c*int(end-start)
+	return x.srt[o : o+int(x.nodeFree[node])]
+}
+
+// take marks gpus busy in every class's structures. They come ascending
+// from a pick, so a node's GPUs are adjacent and it is logged once.
+func (x *scoreIndex) take(gpus []int) {
+	last := int32(-1)
+	for _, g := range gpus {
+		x.free[g] = false
+		nd := x.gpuNode[g]
+		if x.withinOn && nd != last {
+			last = nd
+			x.log = append(x.log, nd)
+		}
+		start, end := x.nodeStart[nd], x.nodeStart[nd+1]
+		base, ln, nf := int(start)*len(x.cls), int(end-start), int(x.nodeFree[nd])
+		x.nodeFree[nd]--
+		slots := &x.gs[g]
+		for c := range x.cls {
+			ci := &x.cls[c]
+			sl := slots[c]
+			if x.withinOn {
+				// Drop one sl.bin from the node's sorted free bins.
+				seg := x.srt[base+c*ln : base+c*ln+nf]
+				i := 0
+				for seg[i] != sl.bin {
+					i++
+				}
+				for ; i < nf-1; i++ {
+					seg[i] = seg[i+1]
+				}
+			}
+			// Move the node from bucket k to bucket k-1 of its bin.
+			bi := &ci.bins[sl.bin]
+			fi := bi.off + sl.pos
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k - 1
+			w := int(bi.bitOff) + int(sl.pos>>6)
+			bit := uint64(1) << (sl.pos & 63)
+			x.words[w+int(k-1)*int(bi.nw)] &^= bit
+			ci.pop[bi.popOff+k]--
+			if k > 1 {
+				x.words[w+int(k-2)*int(bi.nw)] |= bit
+				ci.pop[bi.popOff+k-1]++
+			}
+			ci.binFree[sl.bin]--
+		}
+	}
+	x.total -= len(gpus)
+}
+
+// key is node's within key for jobs of n GPUs of class c. It orders nodes
+// the way the reference's within scan does: the bin of the node's n-th
+// best free GPU (smaller first), then how many free GPUs score no worse
+// than that bin (more first), then the node id. The reference counts GPUs
+// scoring <= the entry's v rather than <= the node's n-th bin; the two
+// agree when the winner's n-th bin is the entry's own bin, and within
+// checks that before trusting the key.
+func (x *scoreIndex) key(c, n, node int) int64 {
+	s := x.seg(c, node)
+	if len(s) < n {
+		return noKey
+	}
+	bn := s[n-1]
+	cum := n
+	for cum < len(s) && s[cum] == bn {
+		cum++
+	}
+	return (int64(bn)*int64(x.maxPer+1)+int64(x.maxPer-cum))<<x.nodeBits | int64(node)
+}
+
+func (x *scoreIndex) keyBin(k int64) int { return int(k>>x.nodeBits) / (x.maxPer + 1) }
+
+// sync applies the nodes logged since the tree was last used.
+func (x *scoreIndex) sync(tr *withinTree) {
+	if tr.synced == len(x.log) {
+		return
+	}
+	if tr.synced == 0 {
+		x.dirty = append(x.dirty, tr)
+	}
+	t := tr.t
+	for _, nd := range x.log[tr.synced:] {
+		i := x.nodes + int(nd)
+		k := x.key(tr.c, tr.n, int(nd))
+		if t[i] == k {
+			continue
+		}
+		t[i] = k
+		for i > 1 {
+			i >>= 1
+			m := min(t[2*i], t[2*i+1])
+			if t[i] == m {
+				break // the rest of the path already holds this minimum
+			}
+			t[i] = m
+		}
+	}
+	tr.synced = len(x.log)
+}
+
+// pmFirst is picker.pmFirst over bins 0..bmax: the n best free GPUs of
+// class c, ordered by (bin, tie-break, GPU id). It returns them ascending
+// in x.buf, or nil when fewer than n qualify.
+func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
+	ci := &x.cls[c]
+	if bmax < 0 || x.total < n || ci.freeUpTo(bmax, x.total) < n {
+		return nil
+	}
+	x.buf = x.buf[:0]
+	r := n
+	for b := 0; b <= bmax && r > 0; b++ {
+		f := int(ci.binFree[b])
+		if f == 0 {
+			continue
+		}
+		if f <= r || tb != PMFirstArtifact {
+			// The whole bin goes, so order inside it does not matter; or
+			// the paper's tie-break, GPU id, i.e. nodes in id order.
+			r = x.walk(c, b, x.allBuckets(ci, b), r)
+			continue
+		}
+		// Artifact: nodes by |count - n|, then id. Counts n-d and n+d
+		// tie, so their buckets are merged by node id.
+		bi := &ci.bins[b]
+		top := int(bi.maxCnt)
+		for d := max(0, n-top); r > 0 && (n-d >= 1 || n+d <= top); d++ {
+			x.ks = x.ks[:0]
+			if k := n - d; k >= 1 && k <= top && ci.pop[int(bi.popOff)+k] > 0 {
+				x.ks = append(x.ks, int32(k))
+			}
+			if k := n + d; d > 0 && k <= top && ci.pop[int(bi.popOff)+k] > 0 {
+				x.ks = append(x.ks, int32(k))
+			}
+			if len(x.ks) > 0 {
+				r = x.walk(c, b, x.ks, r)
+			}
+		}
+	}
+	if r > 0 {
+		return nil // unreachable: the free counts said n qualify
+	}
+	slices.Sort(x.buf)
+	return x.buf
+}
+
+// allBuckets lists the non-empty buckets of bin b.
+func (x *scoreIndex) allBuckets(ci *classIndex, b int) []int32 {
+	x.ks = x.ks[:0]
+	bi := &ci.bins[b]
+	for k := int32(1); k <= bi.maxCnt; k++ {
+		if ci.pop[bi.popOff+k] > 0 {
+			x.ks = append(x.ks, k)
+		}
+	}
+	return x.ks
+}
+
+// walk visits the nodes in buckets ks of class c's bin b in node-id order
+// and appends each one's free bin-b GPUs, lowest ids first, until r more
+// are taken. It returns how many are still missing.
+func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
+	ci := &x.cls[c]
+	bi := &ci.bins[b]
+	nw := int(bi.nw)
+	base := int(bi.bitOff)
+	nodes := ci.binNodes[bi.off : bi.off+bi.n]
+	for w := 0; w < nw && r > 0; w++ {
+		var m uint64
+		for _, k := range ks {
+			m |= x.words[base+int(k-1)*nw+w]
+		}
+		for m != 0 && r > 0 {
+			p := w<<6 | bits.TrailingZeros64(m)
+			m &= m - 1
+			nd := nodes[p]
+			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1] && r > 0; g++ {
+				if x.free[g] && ci.gbin[g] == int32(b) {
+					x.buf = append(x.buf, int(g))
+					r--
+				}
+			}
+		}
+	}
+	return r
+}
+
+// within is refWithin over bins 0..bv: the node whose n-th best free GPU
+// has the smallest bin (ties: more free GPUs in bins <= bv, then lower
+// id), and there its first n free GPUs in bins <= that bin. The result is
+// in x.buf, ascending; nil when no node has n such GPUs.
+func (x *scoreIndex) within(c, n, bv int) []int {
+	if bv < 0 || n < 2 || n > x.maxPer {
+		return nil
+	}
+	ci := &x.cls[c]
+	tr := &ci.trees[n]
+	x.sync(tr)
+	k := tr.t[1]
+	if k == noKey {
+		return nil
+	}
+	bn := x.keyBin(k)
+	if bn > bv {
+		return nil
+	}
+	node := int(k & (1<<x.nodeBits - 1))
+	if bn < bv {
+		// The tree's tie-break counted GPUs up to bn, the reference counts
+		// them up to bv: re-rank the nodes whose n-th bin is bn. PAL's own
+		// L×V orders never get here (the within entry of bn comes first
+		// and would have succeeded), hand-built orders may.
+		node, _ = x.rerank(c, tr.t, 1, bn, bv, -1, -1)
+	}
+	x.buf = x.buf[:0]
+	for g := x.nodeStart[node]; g < x.nodeStart[node+1] && len(x.buf) < n; g++ {
+		if x.free[g] && int(ci.gbin[g]) <= bn {
+			x.buf = append(x.buf, int(g))
+		}
+	}
+	return x.buf
+}
+
+// rerank searches the subtree at i for the best node whose n-th bin is
+// bn, counting its free GPUs in bins <= bv; best and bestCnt carry the
+// winner so far and are returned updated.
+func (x *scoreIndex) rerank(c int, t []int64, i, bn, bv, best, bestCnt int) (int, int) {
+	if t[i] == noKey || x.keyBin(t[i]) != bn {
+		return best, bestCnt // the subtree's minimum is worse, so all of it is
+	}
+	if i < x.nodes {
+		best, bestCnt = x.rerank(c, t, 2*i, bn, bv, best, bestCnt)
+		return x.rerank(c, t, 2*i+1, bn, bv, best, bestCnt)
+	}
+	node := i - x.nodes
+	ci := &x.cls[c]
+	cnt := 0
+	for g := x.nodeStart[node]; g < x.nodeStart[node+1]; g++ {
+		if x.free[g] && int(ci.gbin[g]) <= bv {
+			cnt++
+		}
+	}
+	if best < 0 || cnt > bestCnt || cnt == bestCnt && node < best {
+		return node, cnt
+	}
+	return best, bestCnt
+}
+
+// frame is the class-first round frame (refClassFirstFrame) on the index:
+// the must-schedule prefix ordered by class with a counting sort (stable,
+// like the reference's stable sort), the rest in order, greedy until the
+// first miss. A job that gets back exactly the GPUs it holds is handed its
+// own slice, so steady rounds allocate only for jobs that move.
+func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []int) [][]int {
+	k, sum := 0, 0
+	for k < len(order) && sum+order[k].GPUs <= x.size {
+		sum += order[k].GPUs
+		k++
+	}
+	x.byCls = [variability.NumClasses + 1]int{}
+	for _, j := range order[:k] {
+		x.byCls[j.Class+1]++
+	}
+	for c := 1; c < len(x.byCls); c++ {
+		x.byCls[c] += x.byCls[c-1]
+	}
+	x.idx = slices.Grow(x.idx[:0], len(order))[:len(order)]
+	for i, j := range order[:k] {
+		x.idx[x.byCls[j.Class]] = i
+		x.byCls[j.Class]++
+	}
+	for i := k; i < len(order); i++ {
+		x.idx[i] = i
+	}
+	x.reset()
+	out := make([][]int, len(order))
+	for _, i := range x.idx {
+		j := order[i]
+		g := pick(j)
+		if g == nil {
+			break
+		}
+		x.take(g)
+		if j.Running() && slices.Equal(j.GPUsHeld, g) {
+			out[i] = j.GPUsHeld
+		} else {
+			out[i] = slices.Clone(g)
+		}
+	}
+	return out
+}
+
+// classesIndexable reports whether every job's class indexes the score
+// table; the reference panics on others, and so does the index, but the
+// counting sort needs the range checked first.
+func classesIndexable(order []*workload.Job) bool {
+	for _, j := range order {
+		if j.Class < 0 || j.Class >= variability.NumClasses {
+			return false
+		}
+	}
+	return true
+}
