@@ -6,4 +6,5 @@ import "github.com/spf13/cobra"
 func addExtraCommands(root *cobra.Command) {
 	root.AddCommand(newTraceCmd(), newProfileCmd(), newClassifyCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newSweepCmd(), newReproduceCmd())
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/workload"
+)
+
+func newSweepCmd() *cobra.Command {
+	var (
+		loads   sweepFloats
+		locs    sweepFloats
+		seeds   sweepSeeds
+		jobs    int
+		workers int
+		outDir  string
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run a grid of simulations (placements × schedulers × traces × loads × penalties × seeds) on all cores",
+		Long: `Run every combination of the listed placements, schedulers, traces, loads,
+locality penalties and seeds, in parallel on all cores, and print or write one
+row per run in grid order (traces outermost, placements innermost), whatever
+order the runs finish in.
+
+--trace takes built-in traces (sia-philly/1..8, sia-philly/all), trace files,
+or "synergy", which generates a Synergy-style trace (PAL §V-C) per load and
+seed: --jobs jobs, Poisson arrivals at the load, tracking ids --track (default
+jobs/2 to 3·jobs/4, i.e. the paper's 2000-3000 for 4000 jobs).
+
+--load is arrivals per hour. For synergy it is the arrival rate (default
+8,10,12,14, the artifact's loads). For a replayed trace it is the rate of the
+artifact's background arrivals after the trace (--extra-load; default the
+preset's, 2 for the artifact); only load 2 uses the artifact's pinned extra
+arrivals on 16x4.
+
+Every other option (--preset, --cluster, --round, ...) applies to all runs
+as given: the paper's Synergy runs want --cluster 64x4 --round 300.
+
+Ctrl-C stops starting new runs, waits for the running ones and still writes
+what finished, marked partial.`,
+		Example: `  pal sweep --trace sia-philly/all --locality-penalty 1,1.5,2,2.5,3 --out sweep-l
+  pal sweep --trace synergy --cluster 64x4 --round 300 --pinned=false --scheduler fifo,las,srtf --load 4,6,8,10,12,14 --out sweep-syn`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	resolve := bindRunFlags(fs)
+	// The single-valued run flags that a sweep varies become lists. The
+	// comma-list string flags (--placement, --scheduler, --trace) keep
+	// their type and are split here; the numeric ones get list values.
+	fs.Lookup("scheduler").Usage = "comma list of schedulers: fifo, las, srtf, tiresias-las"
+	fs.Lookup("trace").Usage = "comma list of traces: sia-philly/1..8, sia-philly/all, CSV files, or synergy"
+	sweepSwapValue(fs, "locality-penalty", &locs, "comma list of locality penalties (slowdown of a job spread across nodes)")
+	sweepSwapValue(fs, "seed", &seeds, "comma list of seeds (each also seeds a generated Synergy trace)")
+	fs.Var(&loads, "load", "comma list of loads, jobs/hour (synergy: arrival rate; replayed traces: extra arrivals after the trace)")
+	fs.IntVar(&jobs, "jobs", sweep.DefaultSynergyJobs, "jobs per generated Synergy trace")
+	fs.IntVar(&workers, "workers", 0, "runs at once (0: GOMAXPROCS)")
+	fs.StringVar(&outDir, "out", "", "write DIR/sweep.csv and DIR/sweep.json instead of printing")
+	fs.StringVarP(&output, "output", "o", "table", "stdout format without --out: table, csv or json")
+
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if output != "table" && output != "csv" && output != "json" {
+			return fmt.Errorf("--output %q: want table, csv or json", output)
+		}
+		o, err := resolve()
+		if err != nil {
+			return err
+		}
+		g := &sweep.Grid{
+			Base:       o,
+			Placements: sweepSplit(o.Placements),
+			Schedulers: sweepSplit(o.Scheduler),
+			Traces:     sweep.ExpandTraces(sweepSplit(o.Trace)),
+			Loads:      loads,
+			Localities: locs,
+			Seeds:      seeds,
+			Synergy:    sweep.SynergySpec{Jobs: jobs},
+		}
+		if o.Track != "" && sweepHas(g.Traces, sweep.SynergyTrace) {
+			t, err := workload.ParseTrackRange(o.Track)
+			if err != nil {
+				return fmt.Errorf("--track: %v", err)
+			}
+			g.Synergy.Track = &t
+		}
+		pts, err := g.Expand()
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		progress, _, closeBar := newSweepProgress(cmd.ErrOrStderr(), len(pts), "sweep")
+		results, runErr := sweep.Run(ctx, []*sweep.Grid{g}, sweep.RunOptions{Workers: workers, Progress: progress})
+		closeBar()
+		if results == nil {
+			return runErr
+		}
+		res := results[0]
+		if res.Partial {
+			fmt.Fprintf(cmd.ErrOrStderr(), "pal: partial sweep: %d of %d runs finished\n", len(res.Rows), res.Total)
+		}
+		if err := writeSweepResult(cmd.OutOrStdout(), outDir, output, res); err != nil {
+			return err
+		}
+		return runErr
+	}
+	return cmd
+}
+
+func writeSweepResult(w io.Writer, dir, output string, res *sweep.Result) error {
+	if dir != "" {
+		return sweep.WriteDir(dir, res)
+	}
+	switch output {
+	case "csv":
+		return sweep.Table("", res.Rows).WriteCSV(w)
+	case "json":
+		return sweep.WriteJSON(w, res)
+	}
+	title := fmt.Sprintf("sweep: %d runs", res.Total)
+	if res.Partial {
+		title = fmt.Sprintf("sweep (partial: %d of %d runs)", len(res.Rows), res.Total)
+	}
+	return sweep.Table(title, res.Rows).WriteText(w)
+}
+
+// newSweepProgress returns a progress callback, a function that wipes the
+// bar (so that a log line can be printed) and one that removes it for
+// good. The bar only appears on an interactive terminal outside CI: on a
+// pipe or in a CI log every redraw would become a line.
+func newSweepProgress(w io.Writer, total int, what string) (update func(done, total int), clear, closeBar func()) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("CI") != "" {
+		return nil, func() {}, func() {}
+	}
+	bar := progressbar.NewOptions(max(total, 1),
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	return func(done, total int) {
+			bar.ChangeMax(total)
+			_ = bar.Set(done)
+		}, func() { _ = bar.Clear() }, func() {
+			_ = bar.Finish()
+			_ = bar.Clear()
+		}
+}
+
+// sweepSwapValue gives an already registered run flag a list value, keeping its
+// name and default (the preset's value) so that `pal sim` and `pal sweep`
+// read the same.
+func sweepSwapValue(fs *pflag.FlagSet, name string, v pflag.Value, usage string) {
+	f := fs.Lookup(name)
+	f.Value = v
+	f.Usage = usage
+}
+
+func sweepSplit(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sweepHas(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepFloats is a comma-separated list of numbers as a flag value; repeated
+// flags add to the list.
+type sweepFloats []float64
+
+func (l *sweepFloats) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *sweepFloats) Set(v string) error {
+	for _, p := range sweepSplit(v) {
+		x, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", p)
+		}
+		*l = append(*l, x)
+	}
+	return nil
+}
+
+func (l *sweepFloats) Type() string { return "floats" }
+
+// sweepSeeds is a comma-separated list of seeds.
+type sweepSeeds []uint64
+
+func (l *sweepSeeds) String() string {
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.FormatUint(v, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *sweepSeeds) Set(v string) error {
+	for _, p := range sweepSplit(v) {
+		x, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a seed (a non-negative integer)", p)
+		}
+		*l = append(*l, x)
+	}
+	return nil
+}
+
+func (l *sweepSeeds) Type() string { return "uints" }

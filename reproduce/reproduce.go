@@ -1,0 +1,186 @@
+package reproduce
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/sweep"
+)
+
+// Options say what to reproduce and where.
+type Options struct {
+	// Quick runs QuickPlan instead of FullPlan.
+	Quick bool
+	// Preset overrides the plan's preset ("" keeps artifact).
+	Preset string
+	// Out is the output directory (created if needed).
+	Out string
+	// Workers is the simulations at once (0: GOMAXPROCS).
+	Workers int
+	// Progress, if set, sees every finished simulation.
+	Progress func(done, total int)
+	// Log receives one line per phase (nil: none).
+	Log io.Writer
+}
+
+// Report is what Run wrote.
+type Report struct {
+	Dir       string
+	Plan      Plan
+	Figures   []*Figure
+	Headlines []Headline
+	Overhead  []OverheadRow
+	// Packed says where each packed flavour wins on the Fig 11 traces.
+	Packed PackedOrder
+	// Simulations is the number of distinct runs; SimTime and BenchTime
+	// are the wall times of the sweep and of Fig 18.
+	Simulations int
+	SimTime     time.Duration
+	BenchTime   time.Duration
+}
+
+// Files in the output directory besides each figure's.
+const (
+	SummaryFile = "summary.md"
+)
+
+// Run simulates the plan, times Fig 18 and writes every output. A cancelled
+// ctx stops it before anything is written: a figure from part of its grid
+// would be misleading.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	plan := FullPlan()
+	if o.Quick {
+		plan = QuickPlan()
+	}
+	if o.Preset != "" {
+		plan.Preset = o.Preset
+	}
+	if o.Out == "" {
+		return nil, fmt.Errorf("reproduce: no output directory")
+	}
+	logf := func(format string, a ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", a...)
+		}
+	}
+	g, err := plan.grids()
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Dir: o.Out, Plan: plan}
+
+	start := time.Now()
+	total := 0
+	for _, gr := range g.list() {
+		pts, err := gr.Expand()
+		if err != nil {
+			return nil, err
+		}
+		total += len(pts)
+	}
+	logf("reproduce: %s plan, %d simulations", plan.Name, total)
+	res, err := sweep.Run(ctx, g.list(), sweep.RunOptions{Workers: o.Workers, Progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	rep.SimTime = time.Since(start)
+	rep.Simulations = total
+	logf("reproduce: simulations took %s", rep.SimTime.Round(time.Millisecond))
+
+	start = time.Now()
+	base, _ := plan.base()
+	benches, err := runBenches(ctx, plan.Bench, base.Seed)
+	if err != nil {
+		return nil, err
+	}
+	rep.BenchTime = time.Since(start)
+	logf("reproduce: placement timing took %s", rep.BenchTime.Round(time.Millisecond))
+
+	sia, loc, f20 := res[0], res[1], res[len(res)-1]
+	syn := map[string]*sweep.Result{}
+	for i, s := range synergySchedulers {
+		syn[s] = res[2+i]
+	}
+	f11, h11, po := fig11(sia, plan)
+	rep.Packed = po
+	f13, h13 := fig13(loc, plan)
+	rep.Figures = append(rep.Figures, f11, fig12(sia, plan), f13)
+	rep.Headlines = append(rep.Headlines, h11...)
+	rep.Headlines = append(rep.Headlines, h13...)
+	f14, h14 := synergyLoadFigure(syn["fifo"], "fifo", plan)
+	rep.Figures = append(rep.Figures, f14, fig15(syn["fifo"], plan))
+	rep.Headlines = append(rep.Headlines, h14...)
+	for _, s := range []string{"las", "srtf"} {
+		f, h := synergyLoadFigure(syn[s], s, plan)
+		rep.Figures = append(rep.Figures, f)
+		rep.Headlines = append(rep.Headlines, h...)
+	}
+	f18, over := fig18(benches)
+	f20f, h20 := fig20(f20, plan)
+	rep.Figures = append(rep.Figures, f18, f20f)
+	rep.Headlines = append(rep.Headlines, h20...)
+	rep.Overhead = over
+
+	if err := rep.write(); err != nil {
+		return nil, err
+	}
+	logf("reproduce: wrote %s", filepath.Join(o.Out, report.IndexFile))
+	return rep, nil
+}
+
+// write saves every figure's CSV and plots, summary.md and index.html.
+func (rep *Report) write() error {
+	dir := rep.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range rep.Figures {
+		if err := writeCSV(filepath.Join(dir, f.CSV), f.data); err != nil {
+			return err
+		}
+		for _, base := range f.Plots {
+			p, err := f.charts[base].Plot()
+			if err != nil {
+				return fmt.Errorf("%s: %v", base, err)
+			}
+			if err := report.SavePlot(p, dir, base); err != nil {
+				return err
+			}
+		}
+	}
+	notes := []string{
+		fmt.Sprintf("%d simulations in %s, Fig 18 timing in %s.", rep.Simulations, rep.SimTime.Round(time.Millisecond), rep.BenchTime.Round(time.Millisecond)),
+		"Synergy traces cannot be the artifact's: its Philly `cluster_job_log` is absent, so GPU demands come from the embedded processed Philly trace, and lengths and Poisson arrivals from our own seeded generator (docs/SIMULATION.md §2.9). Synergy numbers are therefore the same experiment on a different draw, not a replay.",
+		fmt.Sprintf("On 64x4 the artifact's pinned GPU table does not exist, so Synergy GPU values are drawn from the Longhorn profile (with replacement), per seed %v; each seed also draws its own Synergy trace. Synergy ratios are geometric means over the seeds, and the seed range is shown beside them.", rep.Plan.SynergySeeds),
+		"The Sia-Philly runs replay the artifact's pinned inputs (its seed-42 GPU table and extra arrivals), so Figs 11-13 are deterministic replays of the artifact's configuration, not draws.",
+		"Fig 12 wait = JCT minus time holding GPUs (queueing, suspension and round quantisation).",
+	}
+	md := summaryMarkdown(rep.Plan, rep.Headlines, rep.Packed, rep.Overhead, notes)
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
+		return err
+	}
+	sections := []report.Section{{Title: "Summary", Markdown: md}}
+	for _, f := range rep.Figures {
+		sections = append(sections, report.Section{Title: f.Title,
+			Text:    f.Text + "\n\nData: " + f.CSV + ".",
+			Figures: f.Plots, Captions: f.Captions, Tables: f.Tables})
+	}
+	return report.WriteIndex(dir, "PAL: reproduced simulation figures ("+rep.Plan.Name+")", sections)
+}
+
+func writeCSV(path string, t *report.Table) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := t.WriteCSV(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
+	return f.Close()
+}

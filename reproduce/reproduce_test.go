@@ -1,0 +1,165 @@
+package reproduce
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/palsched/pal/bench"
+	"github.com/palsched/pal/report"
+)
+
+// The quick plan end to end: every figure of the paper's simulation
+// section gets its CSV, PNG and SVG, the index shows them all, and the
+// summary carries the settings, the swap finding and the headline rows.
+func TestQuickEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates ~100 runs (a few seconds); skipped in -short")
+	}
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), Options{Quick: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, f := range rep.Figures {
+		ids = append(ids, f.ID)
+	}
+	want := []string{"fig11", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("figures %v, want %v", ids, want)
+	}
+	index, err := os.ReadFile(filepath.Join(dir, report.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Figures {
+		if len(f.Plots) == 0 {
+			t.Errorf("%s has no plot", f.ID)
+		}
+		nonEmpty(t, filepath.Join(dir, f.CSV), 2)
+		if !strings.Contains(string(index), f.Title) {
+			t.Errorf("index.html lacks the section %q", f.Title)
+		}
+		for _, base := range f.Plots {
+			nonEmpty(t, filepath.Join(dir, base+".png"), 1)
+			nonEmpty(t, filepath.Join(dir, base+".svg"), 1)
+			for _, ref := range []string{`src="` + base + `.png"`, `href="` + base + `.svg"`} {
+				if !strings.Contains(string(index), ref) {
+					t.Errorf("index.html does not reference %s", ref)
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := string(b)
+	for _, s := range []string{
+		"Settings where the paper and the artifact differ", "`--preset paper`", "`--pmfirst-tiebreak`",
+		"Packed-label swap", "packed-nonsticky", "Gandiva (non-sticky) on workloads 1, 2, 4, 5, 6",
+		"| 11 | PAL avg JCT vs Tiresias, geomean", "| 11 | PM-First avg JCT vs Tiresias, geomean",
+		"| 11 | PAL makespan vs Tiresias, geomean | -47.0%", "| 11 | PM-First makespan vs Tiresias, geomean | -44.0%",
+		"| 13 | PAL avg JCT vs Tiresias at L = 1.0", "| 13 | PAL avg JCT vs Tiresias at L = 3.0 | -20.0%",
+		"| 14 | Synergy FIFO: PAL avg JCT vs Tiresias at 4 jobs/h | -4.0%", "| 14 | Synergy FIFO: PAL avg JCT vs Tiresias at 12 jobs/h | -9.0%",
+		"| 16 | Synergy LAS", "| 17 | Synergy SRTF", "| 20 | Synergy 10 jobs/h: PAL",
+		"Placement overhead (Fig 18)", "--quick",
+	} {
+		if !strings.Contains(sum, s) {
+			t.Errorf("summary.md lacks %q", s)
+		}
+	}
+	// The Sia ratios are exact replays of the artifact's inputs: PAL beats
+	// Tiresias on both quick traces.
+	for _, h := range rep.Headlines {
+		if strings.HasPrefix(h.Claim, "PAL avg JCT vs Tiresias, geomean") && !(h.Ours < -20) {
+			t.Errorf("quick PAL vs Tiresias geomean %v%%, want a clear gain", h.Ours)
+		}
+	}
+}
+
+func nonEmpty(t *testing.T, path string, lines int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if len(b) == 0 || strings.Count(string(b), "\n") < lines {
+		t.Errorf("%s: %d bytes, want at least %d lines", filepath.Base(path), len(b), lines)
+	}
+}
+
+func TestGeomean(t *testing.T) {
+	if g := geomean([]float64{0.5, 2}); math.Abs(g-1) > 1e-12 {
+		t.Errorf("geomean(0.5, 2) = %v, want 1", g)
+	}
+	if g := geomean(nil); !math.IsNaN(g) {
+		t.Errorf("geomean() = %v, want NaN", g)
+	}
+}
+
+func TestPlans(t *testing.T) {
+	for _, p := range []Plan{FullPlan(), QuickPlan()} {
+		t.Run(p.Name, func(t *testing.T) {
+			// Fig 20's 1.7 must be the very double of the Synergy L, or
+			// its runs would not be shared with Fig 14's.
+			if !slices.Contains(p.Fig20Penalties, p.SynergyL) {
+				t.Errorf("Fig 20 penalties %v lack the Synergy L %v", p.Fig20Penalties, p.SynergyL)
+			}
+			if !slices.Contains(p.Fig20Penalties, 1.0) {
+				t.Errorf("Fig 20 penalties %v lack 1.0", p.Fig20Penalties)
+			}
+			for _, x := range append(p.UtilLoads, p.Fig20Load) {
+				if !slices.Contains(p.Loads["fifo"], x) {
+					t.Errorf("load %v is not among the FIFO loads %v", x, p.Loads["fifo"])
+				}
+			}
+			g, err := p.grids()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, gr := range g.list() {
+				if _, err := gr.Expand(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	full := FullPlan()
+	if full.SynergyTrack.First != 2000 || full.SynergyTrack.Last != 3000 || full.SynergyJobs <= 3000 {
+		t.Errorf("full plan tracks %v of %d jobs, want the paper's 2000-3000 with load after it", full.SynergyTrack, full.SynergyJobs)
+	}
+	if got := full.Bench[len(full.Bench)-1].GPUs(); got != 27648 {
+		t.Errorf("largest Fig 18 cluster %d GPUs, want 27,648", got)
+	}
+}
+
+func TestFig18FromStub(t *testing.T) {
+	res := []benchResult{
+		{"pal", BenchSize{64, 4, 1}, bench.Stats{MedianUS: 100, P99US: 120, FirstUS: 400, GPUs: 256, Jobs: 100, Reps: 1}},
+		{"pm-first", BenchSize{64, 4, 1}, bench.Stats{MedianUS: 50, P99US: 60, FirstUS: 200, GPUs: 256, Jobs: 100, Reps: 1}},
+	}
+	f, rows := fig18(res)
+	if len(f.Plots) != 1 || len(rows) != 3 {
+		t.Fatalf("plots %v, overhead rows %+v", f.Plots, rows)
+	}
+	if rows[0].OurS != 100e-6 || rows[0].PaperS != 2.8 {
+		t.Errorf("PAL median row %+v, want ours 1e-4 s against the paper's 2.8 s", rows[0])
+	}
+}
+
+func TestDeviationAndCells(t *testing.T) {
+	h := Headline{Paper: -43, Ours: -41.5}
+	if d := h.Deviation(); math.Abs(d-1.5) > 1e-9 {
+		t.Errorf("deviation %v, want +1.5 points", d)
+	}
+	if pctCell(math.NaN()) != "n/a" || pctCell(-4) != "-4.0%" || ptsCell(1.5) != "+1.5" || ptsCell(math.NaN()) != "" {
+		t.Error("cell formatting")
+	}
+}

@@ -1,0 +1,139 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/report"
+)
+
+// Columns of the CSV and the table, in order. Wall time is left out: it is
+// the only value that changes between two runs of the same grid.
+var csvHeaders = []string{
+	"index", "trace", "load_jobs_per_hour", "locality_penalty", "seed", "scheduler", "placement",
+	"jobs", "avg_jct_s", "avg_jct_vs_packed_sticky", "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "max_jct_s",
+	"avg_wait_s", "makespan_s", "end_time_s", "utilization", "multi_gpu_jobs", "multi_gpu_avg_jct_s",
+	"preemptions", "migrations", "rounds",
+}
+
+// Table lays rows out with full precision (CSV keeps the shortest exact
+// form; text output rounds). A missing ratio is an empty cell.
+func Table(title string, rows []Row) *report.Table {
+	t := report.NewTable(title, csvHeaders...)
+	for _, r := range rows {
+		var vs any
+		if r.VsPackedSticky > 0 {
+			vs = r.VsPackedSticky
+		}
+		t.AddRow(r.Index, r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
+			r.Jobs, r.AvgJCT, vs, r.P50JCT, r.P99JCT, r.P99JCTIndex, r.MaxJCT,
+			r.AvgWait, r.Makespan, r.EndTime, r.Utilization, r.MultiGPUJobs, r.MultiGPUAvgJCT,
+			r.Preemptions, r.Migrations, r.Rounds)
+	}
+	return t
+}
+
+// Document is the JSON form of a sweep: the grid as run, whether it is
+// complete, and the rows.
+type Document struct {
+	Partial   bool               `json:"partial"`
+	RunsDone  int                `json:"runs_done"`
+	RunsTotal int                `json:"runs_total"`
+	Base      experiment.Options `json:"base"`
+	Grid      GridDoc            `json:"grid"`
+	Rows      []Row              `json:"rows"`
+}
+
+// GridDoc lists a grid's dimensions for the JSON header.
+type GridDoc struct {
+	Traces       []string  `json:"traces"`
+	Loads        []float64 `json:"loads_jobs_per_hour,omitempty"`
+	Localities   []float64 `json:"locality_penalties,omitempty"`
+	Seeds        []uint64  `json:"seeds,omitempty"`
+	Schedulers   []string  `json:"schedulers"`
+	Placements   []string  `json:"placements"`
+	SynergyJobs  int       `json:"synergy_jobs,omitempty"`
+	SynergyTrack string    `json:"synergy_track,omitempty"`
+}
+
+// NewDocument describes a result for JSON output.
+func NewDocument(res *Result) Document {
+	g := res.Grid
+	d := Document{
+		Partial: res.Partial, RunsDone: len(res.Rows), RunsTotal: res.Total, Base: g.Base, Rows: res.Rows,
+		Grid: GridDoc{Traces: g.Traces, Loads: g.Loads, Localities: g.Localities, Seeds: g.Seeds,
+			Schedulers: g.Schedulers, Placements: g.Placements},
+	}
+	for _, t := range g.Traces {
+		if t == SynergyTrace {
+			d.Grid.SynergyJobs = g.Synergy.jobs()
+			d.Grid.SynergyTrack = g.Synergy.TrackRange().String()
+		}
+	}
+	if d.Rows == nil {
+		d.Rows = []Row{}
+	}
+	return d
+}
+
+// WriteJSON writes the document, indented.
+func WriteJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewDocument(res))
+}
+
+// PartialFile is written beside sweep.csv when the sweep did not finish,
+// since a CSV has no place for such a note; a complete sweep removes a
+// stale one.
+const PartialFile = "PARTIAL"
+
+// WriteDir writes dir/sweep.csv and dir/sweep.json, and dir/PARTIAL when
+// the result is partial. Files are written whole or not at all (via a
+// temporary name), so an interrupted write never leaves half a CSV.
+func WriteDir(dir string, res *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error {
+		return Table("", res.Rows).WriteCSV(w)
+	}); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, PartialFile)
+	if !res.Partial {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	msg := "partial sweep: " + strconv.Itoa(len(res.Rows)) + " of " + strconv.Itoa(res.Total) +
+		" runs finished (stopped early); sweep.csv and sweep.json hold the finished runs only\n"
+	return os.WriteFile(p, []byte(msg), 0o644)
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
