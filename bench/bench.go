@@ -10,7 +10,7 @@ package bench
 
 import (
 	"fmt"
-	"math"
+	"github.com/palsched/pal/metrics"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -156,21 +156,9 @@ func summarise(us []float64, r *Round) Stats {
 	s.MeanUS = sum / float64(len(us))
 	sorted := slices.Clone(us)
 	slices.Sort(sorted)
-	s.MedianUS = quantile(sorted, 0.5)
-	s.P99US = quantile(sorted, 0.99)
+	s.MedianUS = metrics.Quantile(sorted, 0.5)
+	s.P99US = metrics.Quantile(sorted, 0.99)
 	return s
-}
-
-// quantile interpolates linearly between closest ranks (numpy's default),
-// so a median of an even count is the mean of the middle pair.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

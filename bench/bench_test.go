@@ -118,15 +118,3 @@ func TestPlacementRoundQueueAndErrors(t *testing.T) {
 	}
 }
 
-func TestQuantile(t *testing.T) {
-	s := []float64{1, 2, 3, 4}
-	if q := quantile(s, 0.5); q != 2.5 {
-		t.Fatalf("median %v", q)
-	}
-	if q := quantile(s, 1); q != 4 {
-		t.Fatalf("max %v", q)
-	}
-	if q := quantile([]float64{7}, 0.99); q != 7 {
-		t.Fatalf("single %v", q)
-	}
-}

@@ -37,4 +37,22 @@ func TestGeoMean(t *testing.T) {
 	if g := GeoMean([]float64{1, 4}); math.Abs(g-2) > 1e-12 {
 		t.Fatal(g)
 	}
+	if g := GeoMean([]float64{0.5, 2}); math.Abs(g-1) > 1e-12 {
+		t.Fatal(g)
+	}
+	if g := GeoMean(nil); !math.IsNaN(g) {
+		t.Fatal(g)
+	}
+}
+
+func TestQuantileEdges(t *testing.T) {
+	if q := Quantile([]float64{1, 2, 3, 4}, 0.5); q != 2.5 {
+		t.Fatal(q)
+	}
+	if q := Quantile([]float64{7}, 0.99); q != 7 {
+		t.Fatal(q)
+	}
+	if q := Quantile(nil, 0.5); !math.IsNaN(q) {
+		t.Fatal(q)
+	}
 }

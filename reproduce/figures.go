@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"fmt"
+	"github.com/palsched/pal/metrics"
 	"math"
 	"slices"
 	"strconv"
@@ -67,18 +68,6 @@ var (
 	fig12Placements = []string{"pal", "pm-first", "packed-sticky"}
 	fig15Placements = []string{"packed-sticky", "pal"}
 )
-
-// geomean is the geometric mean, the paper's summary across traces.
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
-}
 
 // rowIndex finds rows by (seed, trace, load, L, scheduler, placement).
 // get reads the grid's first seed (the only one of the Sia grids); agg
@@ -147,7 +136,7 @@ func (ix rowIndex) agg(trace string, load, l float64, sched, placement string) s
 	}
 	a.AvgJCT /= float64(a.N)
 	a.MultiAvgJCT /= float64(a.N)
-	a.Ratio, a.MultiRatio = geomean(rs), geomean(ms)
+	a.Ratio, a.MultiRatio = metrics.GeoMean(rs), metrics.GeoMean(ms)
 	return a
 }
 
@@ -182,7 +171,7 @@ type siaGeo struct {
 	vs map[string][]float64
 }
 
-func (s siaGeo) geo(p string) float64 { return geomean(s.vs[p]) }
+func (s siaGeo) geo(p string) float64 { return metrics.GeoMean(s.vs[p]) }
 
 func (s siaGeo) minMax(p string) (lo, hi float64) {
 	return slices.Min(s.vs[p]), slices.Max(s.vs[p])

@@ -95,15 +95,6 @@ func nonEmpty(t *testing.T, path string, lines int) {
 	}
 }
 
-func TestGeomean(t *testing.T) {
-	if g := geomean([]float64{0.5, 2}); math.Abs(g-1) > 1e-12 {
-		t.Errorf("geomean(0.5, 2) = %v, want 1", g)
-	}
-	if g := geomean(nil); !math.IsNaN(g) {
-		t.Errorf("geomean() = %v, want NaN", g)
-	}
-}
-
 func TestPlans(t *testing.T) {
 	for _, p := range []Plan{FullPlan(), QuickPlan()} {
 		t.Run(p.Name, func(t *testing.T) {

@@ -148,7 +148,7 @@ low and gains are smaller.`}
 			perJob.Series = append(perJob.Series, report.PerJob(display(p), ids, waits))
 			cdf.Series = append(cdf.Series, report.CDF(display(p), waits))
 			s := slices.Sorted(slices.Values(waits))
-			sum.AddRow(name, display(p), len(s), metrics.Mean(s), quantile(s, 0.5), quantile(s, 0.9), s[len(s)-1])
+			sum.AddRow(name, display(p), len(s), metrics.Mean(s), metrics.Quantile(s, 0.5), metrics.Quantile(s, 0.9), s[len(s)-1])
 		}
 		if len(perJob.Series) == 0 {
 			continue
@@ -170,18 +170,6 @@ func tracked(recs []metrics.JobRecord) []metrics.JobRecord {
 	}
 	slices.SortFunc(out, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
 	return out
-}
-
-// quantile interpolates between closest ranks of sorted values (pandas'
-// default, which the paper's plot scripts use).
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
 }
 
 // fig13 is average JCT against the locality penalty, normalised to
