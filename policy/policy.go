@@ -45,6 +45,9 @@ type Env struct {
 // class, every GPU's binned PM-score (SF; lower is faster) and PAL's L×V
 // traversal order. Keeping it as plain numbers lets placement be tested on
 // hand-built score tables without running K-Means.
+//
+// A Scores must not be changed once handed to a placer: placers index it
+// on first use and reuse that index while the same Scores comes back.
 type Scores struct {
 	SF [variability.NumClasses][]float64
 	LV [variability.NumClasses][]LVStep
