@@ -5,26 +5,12 @@ import (
 	"context"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
+	"github.com/palsched/pal/report/browsercheck"
 )
-
-// findChromium is Debian's chromium, on PATH or where the package puts it.
-func findChromium() string {
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
-	}
-	return ""
-}
 
 // TestIndexInBrowser opens a generated report in headless Chromium and
 // checks what only a browser can: that every figure the page refers to
@@ -33,50 +19,25 @@ func TestIndexInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	chromium := findChromium()
+	chromium := browsercheck.Chromium()
 	if chromium == "" {
-		t.Skip("chromium not found: install Debian's chromium (the CI script does) to run the browser test")
+		t.Skip(browsercheck.SkipMessage)
 	}
 	dir := t.TempDir()
 	figures := writeSampleReport(t, dir)
 
-	// Everything that could reach the network or leave state behind is
-	// off, so the test is hermetic and repeatable.
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")),
-		chromedp.WindowSize(1280, 900),
-	}
 	// The whole browser session, start-up included, must fit well inside
 	// a minute; a hung browser fails the test instead of the CI job.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel() // waits for the browser to exit before TempDir cleanup
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer bcancel()
+	br := browsercheck.Start(ctx, chromium, filepath.Join(t.TempDir(), "profile"), t.Logf)
+	defer br.Close() // waits for the browser to exit before TempDir cleanup
 
-	page := "file://" + filepath.Join(dir, IndexFile)
-	if err := chromedp.Do(bctx, chromedp.Navigate(page)); err != nil {
+	page := filepath.Join(dir, IndexFile)
+	if err := br.Open(page); err != nil {
 		t.Fatalf("opening %s in %s: %v", page, chromium, err)
 	}
-	type imageState struct {
-		Total, Loaded int
-		Broken        []string
-		Tables        int
-	}
-	st, err := chromedp.Run(bctx, chromedp.Evaluate[imageState](imageCheck))
+	st, err := br.Images()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +52,7 @@ func TestIndexInBrowser(t *testing.T) {
 		t.Errorf("page has %d tables, want 2", st.Tables)
 	}
 
-	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100 means PNG
+	shot, err := br.Screenshot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +79,10 @@ func TestIndexInBrowser(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, figures[0]+".png")); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(bctx, chromedp.Reload()); err != nil {
+	if err := br.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = chromedp.Run(bctx, chromedp.Evaluate[imageState](imageCheck))
+	st, err = br.Images()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,17 +90,3 @@ func TestIndexInBrowser(t *testing.T) {
 		t.Errorf("with %s.png removed the page reports %+v, want exactly it broken", figures[0], st)
 	}
 }
-
-// imageCheck counts the page's images and those that loaded and decoded;
-// Navigate waits for the load event, which waits for images, but each one
-// is checked so a failure names the broken file.
-const imageCheck = `(() => {
-	const imgs = Array.from(document.images);
-	const good = i => i.complete && i.naturalWidth > 0;
-	return {
-		Total: imgs.length,
-		Loaded: imgs.filter(good).length,
-		Broken: imgs.filter(i => !good(i)).map(i => i.getAttribute("src")),
-		Tables: document.querySelectorAll("table").length,
-	};
-})()`

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/report/browsercheck"
 )
 
 // The quick plan end to end: every figure of the paper's simulation
@@ -72,6 +74,29 @@ func TestQuickEndToEnd(t *testing.T) {
 	} {
 		if !strings.Contains(sum, s) {
 			t.Errorf("summary.md lacks %q", s)
+		}
+	}
+	// The report must open in a real browser with every figure loading.
+	nPlots := 0
+	for _, f := range rep.Figures {
+		nPlots += len(f.Plots)
+	}
+	if chromium := browsercheck.Chromium(); chromium == "" {
+		t.Log(browsercheck.SkipMessage)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		br := browsercheck.Start(ctx, chromium, filepath.Join(t.TempDir(), "profile"), t.Logf)
+		defer br.Close()
+		if err := br.Open(filepath.Join(dir, report.IndexFile)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := br.Images()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Total != nPlots || st.Loaded != st.Total {
+			t.Errorf("browser: %d of %d images loaded (want all %d figures), broken %v", st.Loaded, st.Total, nPlots, st.Broken)
 		}
 	}
 	// The Sia ratios are exact replays of the artifact's inputs: PAL beats

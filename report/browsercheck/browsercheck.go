@@ -1,0 +1,112 @@
+// Package browsercheck opens a generated HTML report in Debian's headless
+// Chromium and reports what only a browser can tell: whether every image
+// the page refers to actually loads and decodes. Tests use it; the pal
+// binary does not import it, so chromedp stays out of the CLI.
+package browsercheck
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Chromium returns the path of Debian's chromium, or "" when it is not
+// installed.
+func Chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return ""
+}
+
+// SkipMessage is what a test says when Chromium is missing.
+const SkipMessage = "chromium not found: install Debian's chromium (the CI script does) to run the browser test"
+
+// State is what the page shows.
+type State struct {
+	Total, Loaded int
+	Broken        []string
+	Tables        int
+}
+
+// Browser is one headless Chromium with one tab.
+type Browser struct {
+	ctx    context.Context
+	cancel []context.CancelFunc
+}
+
+// Start launches Chromium with everything that could reach the network or
+// leave state behind turned off, so a check is hermetic and repeatable.
+// profileDir must be an empty directory. The caller's ctx bounds the
+// whole session, start-up included.
+func Start(ctx context.Context, chromium, profileDir string, logf func(string, ...any)) *Browser {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.UserDataDir(profileDir),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(logf))
+	return &Browser{ctx: bctx, cancel: []context.CancelFunc{bcancel, acancel}}
+}
+
+// Close stops the browser and waits for it to exit.
+func (b *Browser) Close() {
+	for _, c := range b.cancel {
+		c()
+	}
+}
+
+// Open navigates to a local HTML file; it returns after the load event,
+// which waits for the page's images.
+func (b *Browser) Open(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	return chromedp.Do(b.ctx, chromedp.Navigate("file://"+abs))
+}
+
+// Reload reloads the current page.
+func (b *Browser) Reload() error { return chromedp.Do(b.ctx, chromedp.Reload()) }
+
+// Images counts the page's images, those that loaded and decoded, and its
+// tables; each image is checked so a failure names the broken file.
+func (b *Browser) Images() (State, error) {
+	return chromedp.Run(b.ctx, chromedp.Evaluate[State](imageCheck))
+}
+
+// Screenshot returns a full-page PNG.
+func (b *Browser) Screenshot() ([]byte, error) {
+	return chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100 means PNG
+}
+
+const imageCheck = `(() => {
+	const imgs = Array.from(document.images);
+	const good = i => i.complete && i.naturalWidth > 0;
+	return {
+		Total: imgs.length,
+		Loaded: imgs.filter(good).length,
+		Broken: imgs.filter(i => !good(i)).map(i => i.getAttribute("src")),
+		Tables: document.querySelectorAll("table").length,
+	};
+})()`
