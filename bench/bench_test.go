@@ -117,4 +117,3 @@ func TestPlacementRoundQueueAndErrors(t *testing.T) {
 		t.Fatal("unknown profile accepted")
 	}
 }
-

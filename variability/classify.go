@@ -31,50 +31,39 @@ func ReadApps(name string, r io.Reader) ([]App, error) {
 	if err != nil {
 		return nil, err
 	}
-	nameCol, err := t.col("app")
+	cols, err := t.Cols("app", "dram_util", "fu_util")
 	if err != nil {
 		return nil, err
 	}
-	dramCol, err := t.col("dram_util")
-	if err != nil {
-		return nil, err
-	}
-	fuCol, err := t.col("fu_util")
-	if err != nil {
-		return nil, err
-	}
+	nameCol, dramCol, fuCol := cols[0], cols[1], cols[2]
 	var apps []App
 	seen := map[string]int{}
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		a := App{Name: t.str(nameCol)}
+	for t.Next() {
+		a := App{Name: t.Text(nameCol)}
 		if a.Name == "" {
-			return nil, t.errAt(nameCol, "empty")
+			return nil, t.Errorf(nameCol, "empty")
 		}
 		if prev, dup := seen[a.Name]; dup {
-			return nil, t.errAt(nameCol, "%q repeats line %d", a.Name, prev)
+			return nil, t.Errorf(nameCol, "%q repeats line %d", a.Name, prev)
 		}
-		seen[a.Name] = t.line(nameCol)
+		seen[a.Name] = t.FieldLine(nameCol)
 		for _, f := range []struct {
 			col int
 			dst *float64
 		}{{dramCol, &a.DRAM}, {fuCol, &a.FU}} {
-			v, err := t.float(f.col)
+			v, err := t.Float(f.col)
 			if err != nil {
 				return nil, err
 			}
 			if v < 0 || v > 10 {
-				return nil, t.errAt(f.col, "%v is outside nsight compute's 0-10 scale", v)
+				return nil, t.Errorf(f.col, "%v is outside nsight compute's 0-10 scale", v)
 			}
 			*f.dst = v
 		}
 		apps = append(apps, a)
+	}
+	if err := t.Err(); err != nil {
+		return nil, err
 	}
 	if len(apps) == 0 {
 		return nil, &InputError{File: name, Msg: "no data rows"}

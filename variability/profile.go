@@ -34,40 +34,33 @@ func ReadProfile(name string, r io.Reader) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	perfCol, err := t.col("perf")
+	cols, err := t.Cols("perf", "uuid")
 	if err != nil {
 		return nil, err
 	}
-	uuidCol, err := t.col("uuid")
-	if err != nil {
-		return nil, err
-	}
-	nodeCol, cabCol := t.optCol("node"), t.optCol("cabinet")
+	perfCol, uuidCol := cols[0], cols[1]
+	nodeCol, cabCol := t.OptCol("node"), t.OptCol("cabinet")
 	p := &Profile{Name: name}
-	for {
-		ok, err := t.next()
+	for t.Next() {
+		v, err := t.Positive(perfCol)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			break
-		}
-		v, err := t.positive(perfCol)
-		if err != nil {
-			return nil, err
-		}
-		u := t.str(uuidCol)
+		u := t.Text(uuidCol)
 		if u == "" {
-			return nil, t.errAt(uuidCol, "empty")
+			return nil, t.Errorf(uuidCol, "empty")
 		}
 		p.Perf = append(p.Perf, v)
 		p.UUID = append(p.UUID, u)
 		if nodeCol >= 0 {
-			p.Node = append(p.Node, t.str(nodeCol))
+			p.Node = append(p.Node, t.Text(nodeCol))
 		}
 		if cabCol >= 0 {
-			p.Cabinet = append(p.Cabinet, t.str(cabCol))
+			p.Cabinet = append(p.Cabinet, t.Text(cabCol))
 		}
+	}
+	if err := t.Err(); err != nil {
+		return nil, err
 	}
 	if len(p.Perf) == 0 {
 		return nil, &InputError{File: name, Msg: "no data rows"}
@@ -156,21 +149,16 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 	if err != nil {
 		return nil, err
 	}
-	idCol, err := t.col("GPU_ID")
-	if err != nil {
-		return nil, err
-	}
-	nodeCol, err := t.col("Node_ID")
-	if err != nil {
-		return nil, err
-	}
-	var classCols [NumClasses]int
+	names := []string{"GPU_ID", "Node_ID"}
 	for c := range Class(NumClasses) {
-		if classCols[c], err = t.col("PerfVar_class" + c.String()); err != nil {
-			return nil, err
-		}
+		names = append(names, "PerfVar_class"+c.String())
 	}
-	uuidCol := t.optCol("GPU_UUID", "uuid")
+	cols, err := t.Cols(names...)
+	if err != nil {
+		return nil, err
+	}
+	idCol, nodeCol, classCols := cols[0], cols[1], cols[2:]
+	uuidCol := t.OptCol("GPU_UUID", "uuid")
 
 	type row struct {
 		id, node, line int
@@ -178,31 +166,27 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 		v              [NumClasses]float64
 	}
 	var rows []row
-	for {
-		ok, err := t.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
+	for t.Next() {
 		var rw row
-		if rw.id, err = t.integer(idCol); err != nil {
+		if rw.id, err = t.Int(idCol); err != nil {
 			return nil, err
 		}
-		rw.line = t.line(idCol)
-		if rw.node, err = t.integer(nodeCol); err != nil {
+		rw.line = t.FieldLine(idCol)
+		if rw.node, err = t.Int(nodeCol); err != nil {
 			return nil, err
 		}
 		for c := range Class(NumClasses) {
-			if rw.v[c], err = t.positive(classCols[c]); err != nil {
+			if rw.v[c], err = t.Positive(classCols[c]); err != nil {
 				return nil, err
 			}
 		}
 		if uuidCol >= 0 {
-			rw.uuid = t.str(uuidCol)
+			rw.uuid = t.Text(uuidCol)
 		}
 		rows = append(rows, rw)
+	}
+	if err := t.Err(); err != nil {
+		return nil, err
 	}
 	n := len(rows)
 	if n == 0 {
@@ -213,11 +197,11 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 	seenAt := make([]int, n)
 	for _, rw := range rows {
 		if rw.id >= n {
-			return nil, &InputError{File: name, Line: rw.line, Field: t.fieldName(idCol),
+			return nil, &InputError{File: name, Line: rw.line, Field: t.FieldName(idCol),
 				Msg: fmt.Sprintf("%d out of range: %d rows need ids 0..%d", rw.id, n, n-1)}
 		}
 		if prev := seenAt[rw.id]; prev != 0 {
-			return nil, &InputError{File: name, Line: rw.line, Field: t.fieldName(idCol),
+			return nil, &InputError{File: name, Line: rw.line, Field: t.FieldName(idCol),
 				Msg: fmt.Sprintf("%d repeats the id of line %d", rw.id, prev)}
 		}
 		seenAt[rw.id] = rw.line

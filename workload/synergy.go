@@ -8,7 +8,6 @@ package workload
 // (docs: ALGORITHMS.md §1.10, SIMULATION.md §2.9).
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -56,59 +55,34 @@ var phillyColumns = []string{"duration", "num_gpus"}
 // file is reported rather than quietly thinned. Errors name file:line and
 // the field.
 func ReadPhillyDemands(name string, r io.Reader) ([]int, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil, fmt.Errorf("%s: empty file (want a header with columns %s)", name, strings.Join(phillyColumns, ","))
-	}
+	t, cols, err := openCSV(name, r, phillyColumns, "empty file (want a header with columns "+strings.Join(phillyColumns, ",")+")")
 	if err != nil {
-		return nil, csvError(name, err)
+		return nil, err
 	}
-	col := map[string]int{}
-	for i, h := range header {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		if _, dup := col[h]; dup && h != "" {
-			return nil, fmt.Errorf("%s:1: column %q appears twice", name, h)
-		}
-		col[h] = i
-	}
-	for _, c := range phillyColumns {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("%s:1: missing column %q (header must include %s)", name, c, strings.Join(phillyColumns, ","))
-		}
-	}
-	durCol, gpuCol := col["duration"], col["num_gpus"]
-	nfields := len(header)
+	durCol, gpuCol := cols[0], cols[1]
 	demands := []int{}
 	rows := 0
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, csvError(name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if len(rec) != nfields {
-			return nil, fmt.Errorf("%s:%d: row has %d fields, header has %d", name, line, len(rec), nfields)
+	for t.Next() {
+		if t.Width() != t.HeaderWidth() {
+			return nil, t.Errorf(-1, "row has %d fields, header has %d", t.Width(), t.HeaderWidth())
 		}
 		rows++
-		v := strings.TrimSpace(rec[durCol])
+		v := t.Text(durCol)
 		dur, err := parseFinite(v)
 		if err != nil || dur < 0 {
-			return nil, fmt.Errorf("%s:%d: field \"duration\": %q is not a non-negative number of seconds", name, line, v)
+			return nil, t.Errorf(durCol, "%q is not a non-negative number of seconds", v)
 		}
-		v = strings.TrimSpace(rec[gpuCol])
+		v = t.Text(gpuCol)
 		gpus, err := strconv.Atoi(v)
 		if err != nil || gpus <= 0 {
-			return nil, fmt.Errorf("%s:%d: field \"num_gpus\": %q is not a positive integer", name, line, v)
+			return nil, t.Errorf(gpuCol, "%q is not a positive integer", v)
 		}
 		if keepPhillyJob(dur, gpus) {
 			demands = append(demands, gpus)
 		}
+	}
+	if err := t.Err(); err != nil {
+		return nil, err
 	}
 	if rows == 0 {
 		return nil, fmt.Errorf("%s: no jobs after the header", name)

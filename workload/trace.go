@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/internal/csvin"
 )
 
 // Trace is an ordered list of jobs (by submit time, then file order).
@@ -63,113 +65,100 @@ var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "mo
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
 func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil, fmt.Errorf("%s: empty file (want a header %s)", name, strings.Join(traceColumns, ","))
-	}
+	t, cols, err := openCSV(name, r, traceColumns, "empty file (want a header "+strings.Join(traceColumns, ",")+")")
 	if err != nil {
-		return nil, csvError(name, err)
+		return nil, err
 	}
-	col := map[string]int{}
-	for i, h := range header {
-		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		if _, dup := col[h]; dup && h != "" {
-			return nil, fmt.Errorf("%s:1: column %q appears twice", name, h)
-		}
-		col[h] = i
-	}
-	for _, c := range traceColumns {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("%s:1: missing column %q (header must include %s)", name, c, strings.Join(traceColumns, ","))
-		}
-	}
-	trackedCol, hasTracked := col["tracked"]
-	t := &Trace{Name: name, HasTracked: hasTracked}
+	idCol, gpusCol, submitCol, durCol, modelCol := cols[0], cols[1], cols[2], cols[3], cols[4]
+	trackedCol := t.OptCol("tracked")
+	tr := &Trace{Name: name, HasTracked: trackedCol >= 0}
 	seen := map[int]int{}
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, csvError(name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+	for t.Next() {
+		if t.Width() == 1 && t.Text(0) == "" {
 			continue
 		}
-		field := func(c string) (string, error) {
-			i := col[c]
-			if i >= len(rec) {
-				return "", fmt.Errorf("%s:%d: field %q: missing (row has %d fields, header %d)", name, line, c, len(rec), len(header))
-			}
-			return strings.TrimSpace(rec[i]), nil
-		}
 		var s Spec
-		s.Source, s.Line = name, line
-		v, err := field("job_id")
+		s.Source, s.Line = name, t.Line()
+		v, err := t.Field(idCol)
 		if err != nil {
 			return nil, err
 		}
 		if s.ID, err = strconv.Atoi(v); err != nil || s.ID < 0 {
-			return nil, fmt.Errorf("%s:%d: field \"job_id\": %q is not a non-negative integer", name, line, v)
+			return nil, t.Errorf(idCol, "%q is not a non-negative integer", v)
 		}
 		if prev, dup := seen[s.ID]; dup {
-			return nil, fmt.Errorf("%s:%d: field \"job_id\": id %d already used on line %d", name, line, s.ID, prev)
+			return nil, t.Errorf(idCol, "id %d already used on line %d", s.ID, prev)
 		}
-		seen[s.ID] = line
-		if v, err = field("num_gpus"); err != nil {
+		seen[s.ID] = s.Line
+		if v, err = t.Field(gpusCol); err != nil {
 			return nil, err
 		}
 		if s.GPUs, err = strconv.Atoi(v); err != nil || s.GPUs <= 0 {
-			return nil, fmt.Errorf("%s:%d: field \"num_gpus\": %q is not a positive integer", name, line, v)
+			return nil, t.Errorf(gpusCol, "%q is not a positive integer", v)
 		}
-		if v, err = field("submit_time"); err != nil {
+		if v, err = t.Field(submitCol); err != nil {
 			return nil, err
 		}
 		if s.Submit, err = parseFinite(v); err != nil || s.Submit < 0 {
-			return nil, fmt.Errorf("%s:%d: field \"submit_time\": %q is not a non-negative number of seconds", name, line, v)
+			return nil, t.Errorf(submitCol, "%q is not a non-negative number of seconds", v)
 		}
-		if v, err = field("duration"); err != nil {
+		if v, err = t.Field(durCol); err != nil {
 			return nil, err
 		}
 		if s.Iterations, err = parseFinite(v); err != nil || s.Iterations <= 0 {
-			return nil, fmt.Errorf("%s:%d: field \"duration\": %q is not a positive iteration count", name, line, v)
+			return nil, t.Errorf(durCol, "%q is not a positive iteration count", v)
 		}
-		if v, err = field("model"); err != nil {
+		if v, err = t.Field(modelCol); err != nil {
 			return nil, err
 		}
 		it, cl, ok := models.Lookup(v)
 		if !ok {
-			return nil, fmt.Errorf("%s:%d: field \"model\": unknown model %q (known: %s; add it to a --models table)", name, line, v, models.knownList())
+			return nil, t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
 		}
 		s.Model, s.IterTime, s.Class = v, it, cl
 		s.Tracked = true
-		if hasTracked {
-			if trackedCol >= len(rec) {
-				return nil, fmt.Errorf("%s:%d: field \"tracked\": missing", name, line)
+		if tr.HasTracked {
+			if !t.Has(trackedCol) {
+				return nil, t.Errorf(trackedCol, "missing")
 			}
-			switch strings.TrimSpace(rec[trackedCol]) {
+			switch t.Text(trackedCol) {
 			case "1", "true", "True":
 			case "0", "false", "False":
 				s.Tracked = false
 			default:
-				return nil, fmt.Errorf("%s:%d: field \"tracked\": %q is not 1 or 0", name, line, rec[trackedCol])
+				return nil, t.Errorf(trackedCol, "%q is not 1 or 0", t.Raw(trackedCol))
 			}
 		}
-		t.Jobs = append(t.Jobs, s)
+		tr.Jobs = append(tr.Jobs, s)
 	}
-	if len(t.Jobs) == 0 {
+	if err := t.Err(); err != nil {
+		return nil, err
+	}
+	if len(tr.Jobs) == 0 {
 		return nil, fmt.Errorf("%s: no jobs after the header", name)
 	}
-	if t.TrackedCount() == 0 {
+	if tr.TrackedCount() == 0 {
 		return nil, fmt.Errorf("%s: every row has tracked=0; nothing would be measured", name)
 	}
-	sort.SliceStable(t.Jobs, func(a, b int) bool { return t.Jobs[a].Submit < t.Jobs[b].Submit })
-	return t, nil
+	sort.SliceStable(tr.Jobs, func(a, b int) bool { return tr.Jobs[a].Submit < tr.Jobs[b].Submit })
+	return tr, nil
+}
+
+// openCSV reads the header of a workload input and finds its required
+// columns. Names must match exactly, rows may be short (each reader says
+// which field is missing), a record is known by the line it starts on,
+// and problems are worded the way these readers always have; empty is
+// the message for a file without a header.
+func openCSV(name string, r io.Reader, want []string, empty string) (*csvin.Table, []int, error) {
+	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.EmptyMsg(empty))
+	if err != nil {
+		return nil, nil, err
+	}
+	cols, err := t.Cols(want...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, cols, nil
 }
 
 func parseFinite(s string) (float64, error) {
@@ -181,14 +170,6 @@ func parseFinite(s string) (float64, error) {
 		return 0, errors.New("not finite")
 	}
 	return f, nil
-}
-
-func csvError(name string, err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s:%d: column %d: %v", name, pe.Line, pe.Column, pe.Err)
-	}
-	return fmt.Errorf("%s: %v", name, err)
 }
 
 // WriteTrace writes jobs in the PAL format, with a tracked column when any
