@@ -13,8 +13,6 @@ import (
 	"github.com/palsched/pal/metrics"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/palsched/pal/cluster"
@@ -183,14 +181,7 @@ func scores(gpus int, profile string, seed uint64) (*policy.Scores, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &policy.Scores{}
-	for c := range vs.SF {
-		sc.SF[c] = vs.SF[c]
-		for _, e := range vs.LV[c] {
-			sc.LV[c] = append(sc.LV[c], policy.LVStep{V: e.V, Across: e.Across})
-		}
-	}
-	return sc, nil
+	return policy.ScoresFrom(vs), nil
 }
 
 // queue draws jobs in FIFO order with the size mix (sizes larger than the
@@ -226,23 +217,4 @@ func queue(rng *rand.Rand, size, n int) []*workload.Job {
 		}))
 	}
 	return order
-}
-
-// ParseShape reads a cluster shape "NODESxGPUS" (x, X or ×), e.g. 64x4.
-func ParseShape(s string) (nodes, gpusPerNode int, err error) {
-	t := strings.NewReplacer("×", "x", "X", "x").Replace(strings.TrimSpace(s))
-	a, b, ok := strings.Cut(t, "x")
-	if ok {
-		nodes, err = strconv.Atoi(strings.TrimSpace(a))
-		if err == nil {
-			gpusPerNode, err = strconv.Atoi(strings.TrimSpace(b))
-		}
-	}
-	if !ok || err != nil || nodes <= 0 || gpusPerNode <= 0 {
-		return 0, 0, fmt.Errorf("cluster shape %q: want NODESxGPUS with positive numbers, e.g. 64x4", s)
-	}
-	if nodes > variability.MaxGPUs/gpusPerNode {
-		return 0, 0, fmt.Errorf("cluster shape %q: more than %d GPUs", s, variability.MaxGPUs)
-	}
-	return nodes, gpusPerNode, nil
 }

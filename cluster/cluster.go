@@ -86,24 +86,41 @@ func NewSized(sizes []int) (*Cluster, error) {
 
 // Parse reads a shape such as "16x4" (16 nodes of 4 GPUs).
 func Parse(spec string) (*Cluster, error) {
-	s := strings.TrimSpace(strings.ToLower(spec))
-	a, b, ok := strings.Cut(s, "x")
-	if !ok {
-		return nil, fmt.Errorf("--cluster %q: want NODESxGPUS, e.g. 16x4", spec)
-	}
-	n, err1 := strconv.Atoi(a)
-	g, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("--cluster %q: node and GPU counts must be integers, e.g. 16x4", spec)
-	}
-	if n <= 0 || g <= 0 {
-		return nil, fmt.Errorf("--cluster %q: node and GPU counts must be positive", spec)
-	}
-	if n > 1<<20 || g > 1024 {
-		return nil, fmt.Errorf("--cluster %q: too large (at most 1048576 nodes of 1024 GPUs)", spec)
+	n, g, err := ParseShape(spec)
+	if err != nil {
+		return nil, err
 	}
 	return New(n, g)
 }
+
+// ParseShape reads "NODESxGPUS" (x, X or ×) without building the cluster,
+// for callers that only need the numbers (benchmarks, profile draws).
+func ParseShape(spec string) (nodes, gpusPerNode int, err error) {
+	s := strings.NewReplacer("×", "x", "X", "x").Replace(strings.TrimSpace(spec))
+	a, b, ok := strings.Cut(s, "x")
+	if !ok {
+		return 0, 0, fmt.Errorf("--cluster %q: want NODESxGPUS, e.g. 16x4", spec)
+	}
+	n, err1 := strconv.Atoi(strings.TrimSpace(a))
+	g, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("--cluster %q: node and GPU counts must be integers, e.g. 16x4", spec)
+	}
+	if n <= 0 || g <= 0 {
+		return 0, 0, fmt.Errorf("--cluster %q: node and GPU counts must be positive", spec)
+	}
+	if n > MaxNodes || g > MaxGPUsPerNode {
+		return 0, 0, fmt.Errorf("--cluster %q: too large (at most %d nodes of %d GPUs)", spec, MaxNodes, MaxGPUsPerNode)
+	}
+	return n, g, nil
+}
+
+// Size limits: far beyond any real cluster, small enough that a typo
+// cannot ask for terabytes of scratch space.
+const (
+	MaxNodes       = 1 << 20
+	MaxGPUsPerNode = 1024
+)
 
 // Clone returns an independent copy (shape and owners).
 func (c *Cluster) Clone() *Cluster {

@@ -57,18 +57,12 @@ func (in *Inputs) bin() error {
 	if err != nil {
 		return fmt.Errorf("--k-strategy: %v", err)
 	}
-	sc := &policy.Scores{}
-	for c := range variability.Class(variability.NumClasses) {
-		b, err := variability.Bin(in.Raw.Values[c], variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed})
-		if err != nil {
-			return fmt.Errorf("binning class %v: %v", c, err)
-		}
-		in.Bins[c] = b
-		sc.SF[c] = b.SF
-		for _, e := range variability.LxV(b.SF, in.ClassL[c]) {
-			sc.LV[c] = append(sc.LV[c], policy.LVStep{V: e.V, Across: e.Across})
-		}
+	vs, err := variability.NewScores(in.Raw, variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed},
+		func(c variability.Class) float64 { return in.ClassL[c] })
+	if err != nil {
+		return fmt.Errorf("binning GPU scores: %v", err)
 	}
-	in.Scores = sc
+	in.Bins = vs.Bins
+	in.Scores = policy.ScoresFrom(vs)
 	return nil
 }

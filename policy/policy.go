@@ -84,3 +84,16 @@ func (AcceptAll) Name() string { return "accept-all" }
 func (AcceptAll) Admit(_ float64, arrived, _ []*workload.Job, _ *cluster.Cluster) []*workload.Job {
 	return arrived
 }
+
+// ScoresFrom takes the placement view of a binned profile.
+func ScoresFrom(vs *variability.Scores) *Scores {
+	s := &Scores{}
+	for c := range s.SF {
+		s.SF[c] = vs.SF[c]
+		s.LV[c] = make([]LVStep, len(vs.LV[c]))
+		for i, e := range vs.LV[c] {
+			s.LV[c][i] = LVStep{V: e.V, Across: e.Across}
+		}
+	}
+	return s
+}

@@ -1,6 +1,7 @@
 package variability
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -304,15 +305,7 @@ func binPaper(values []float64, out []int, opts BinOptions, km KMeansOptions) (*
 	}
 	// Outlier centroids exceed every non-outlier value, so this sort only
 	// guards the order; it is stable for equal centroids.
-	slices.SortStableFunc(bins, func(a, b bin) int {
-		switch {
-		case a.raw < b.raw:
-			return -1
-		case a.raw > b.raw:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(bins, func(a, b bin) int { return cmp.Compare(a.raw, b.raw) })
 	norm := median(values)
 	b := &Binning{
 		Centroids:         make([]float64, len(bins)),

@@ -1,6 +1,7 @@
 package variability
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -45,15 +46,7 @@ func LxV(sf []float64, L float64) []LVEntry {
 		seen[v] = true
 		out = append(out, LVEntry{V: v, Product: v}, LVEntry{V: v, Across: true, Product: v * L})
 	}
-	slices.SortStableFunc(out, func(a, b LVEntry) int {
-		switch {
-		case a.Product < b.Product:
-			return -1
-		case a.Product > b.Product:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b LVEntry) int { return cmp.Compare(a.Product, b.Product) })
 	return out
 }
 

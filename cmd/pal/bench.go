@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/palsched/pal/cluster"
 	"io"
 	"strconv"
 	"strings"
@@ -100,7 +101,7 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 	}
 	var shapes []shape
 	for _, c := range clusters {
-		n, g, err := bench.ParseShape(c)
+		n, g, err := cluster.ParseShape(c)
 		if err != nil {
 			return fmt.Errorf("--cluster: %w", err)
 		}

@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/palsched/pal/cluster"
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -68,25 +68,6 @@ PAL's L×V traversal order, i.e. exactly what placement will see.`,
 	return cmd
 }
 
-// parseShapeForProfile reads "NODESxGPUS" (x, X or ×).
-func parseShapeForProfile(s string) (nodes, gpus int, err error) {
-	t := strings.NewReplacer("×", "x", "X", "x").Replace(strings.TrimSpace(s))
-	a, b, ok := strings.Cut(t, "x")
-	if ok {
-		nodes, err = strconv.Atoi(strings.TrimSpace(a))
-		if err == nil {
-			gpus, err = strconv.Atoi(strings.TrimSpace(b))
-		}
-	}
-	if !ok || err != nil || nodes <= 0 || gpus <= 0 {
-		return 0, 0, fmt.Errorf("cluster shape %q: want NODESxGPUS with positive numbers, e.g. 16x4", s)
-	}
-	if nodes > variability.MaxGPUs/gpus {
-		return 0, 0, fmt.Errorf("cluster shape %q: more than %d GPUs", s, variability.MaxGPUs)
-	}
-	return nodes, gpus, nil
-}
-
 func runProfileShow(w io.Writer, o profileShowOpts) error {
 	if o.output != "table" && o.output != "json" {
 		return fmt.Errorf("--output %q: want table or json", o.output)
@@ -126,7 +107,7 @@ func runProfileShow(w io.Writer, o profileShowOpts) error {
 		}
 		raw, source = gs.Table, "pinned table "+o.gpuScores
 	} else {
-		nodes, gpus, err := parseShapeForProfile(o.cluster)
+		nodes, gpus, err := cluster.ParseShape(o.cluster)
 		if err != nil {
 			return fmt.Errorf("--cluster: %w", err)
 		}

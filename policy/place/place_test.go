@@ -139,36 +139,14 @@ func TestRandomUsesFreeGPUsOnly(t *testing.T) {
 	}
 }
 
-// scores builds a Scores where every class has the same per-GPU values.
+// scores builds a Scores where every class has the same per-GPU values
+// and the L×V order the variability package builds from them.
 func scores(sf []float64, L float64) *policy.Scores {
 	s := &policy.Scores{}
-	var distinct []float64
-	for _, v := range sf {
-		if !slices.Contains(distinct, v) {
-			distinct = append(distinct, v)
-		}
-	}
-	type e struct {
-		step policy.LVStep
-		p    float64
-	}
-	var es []e
-	for _, v := range distinct {
-		es = append(es, e{policy.LVStep{V: v}, v}, e{policy.LVStep{V: v, Across: true}, v * L})
-	}
-	slices.SortStableFunc(es, func(a, b e) int {
-		switch {
-		case a.p < b.p:
-			return -1
-		case a.p > b.p:
-			return 1
-		}
-		return 0
-	})
 	for c := range s.SF {
 		s.SF[c] = sf
-		for _, x := range es {
-			s.LV[c] = append(s.LV[c], x.step)
+		for _, e := range variability.LxV(sf, L) {
+			s.LV[c] = append(s.LV[c], policy.LVStep{V: e.V, Across: e.Across})
 		}
 	}
 	return s

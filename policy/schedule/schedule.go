@@ -9,6 +9,7 @@
 package schedule
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func (FIFO) Order(_ float64, jobs []*workload.Job) []*workload.Job {
 		if a.Priority != b.Priority {
 			return a.Priority - b.Priority
 		}
-		return cmpFloat(a.Submit, b.Submit)
+		return cmp.Compare(a.Submit, b.Submit)
 	})
 	return jobs
 }
@@ -48,7 +49,7 @@ func (LAS) Order(_ float64, jobs []*workload.Job) []*workload.Job {
 		if a.Priority != b.Priority {
 			return a.Priority - b.Priority
 		}
-		return cmpFloat(a.Attained, b.Attained)
+		return cmp.Compare(a.Attained, b.Attained)
 	})
 	return jobs
 }
@@ -67,19 +68,9 @@ func (SRTF) Order(_ float64, jobs []*workload.Job) []*workload.Job {
 		if a.Priority != b.Priority {
 			return a.Priority - b.Priority
 		}
-		return cmpFloat(a.IterTime*a.Iterations-a.Attained, b.IterTime*b.Iterations-b.Attained)
+		return cmp.Compare(a.IterTime*a.Iterations-a.Attained, b.IterTime*b.Iterations-b.Attained)
 	})
 	return jobs
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // New returns a scheduler by name: fifo, las, srtf or tiresias-las (with

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -108,7 +109,7 @@ func (t *TiresiasLAS) Order(_ float64, jobs []*workload.Job) []*workload.Job {
 		if qa, qb := t.state[a.ID].queue, t.state[b.ID].queue; qa != qb {
 			return qa - qb
 		}
-		return cmpFloat(a.Submit, b.Submit)
+		return cmp.Compare(a.Submit, b.Submit)
 	})
 	return jobs
 }
