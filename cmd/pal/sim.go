@@ -35,7 +35,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.Sampling, "sampling", def.Sampling, "GPU values from the profile: with (replacement), without, uuid")
 	fs.StringVar(&o.KStrategy, "k-strategy", def.KStrategy, "PM-score bin count: artifact (2 + outliers) or paper (silhouette)")
 	fs.StringVar(&o.TieBreak, "pmfirst-tiebreak", def.TieBreak, "PM-First ties: artifact (same-bin locality) or paper (plain sort)")
-	fs.Uint64Var(&o.Seed, "seed", def.Seed, "seed of every random choice")
+	fs.Uint64Var(&o.Seed, "seed", def.Seed, "seed of every random choice (while --pinned inputs apply, only random placements and K-Means seeding draw from it; use --pinned=false to redraw GPU values and extra arrivals)")
 	fs.StringVar(&o.Track, "track", "", "measure only job ids FROM-TO (inclusive)")
 	fs.BoolVar(&o.Pinned, "pinned", def.Pinned, "on 16x4, use the artifact's pinned GPU table and extra arrivals")
 	fs.Float64Var(&o.StarvationGuard, "starvation-guard", def.StarvationGuard, "seconds of waiting before a job jumps the queue (0: off)")
