@@ -28,7 +28,7 @@ type RoundOptions struct {
 	Placement string
 	// Nodes and GPUsPerNode give the cluster shape.
 	Nodes, GPUsPerNode int
-	// Queue is the number of jobs waiting or running; 0 draws jobs until
+	// Queue is the number of jobs waiting or running (at most MaxQueue); 0 draws jobs until
 	// their cumulative demand reaches 1.5x the cluster, so that the round
 	// fills the cluster and stops at the first job that does not fit, as a
 	// busy simulation round does.
@@ -81,8 +81,8 @@ func NewRound(opts RoundOptions) (*Round, error) {
 	if opts.Nodes <= 0 || opts.GPUsPerNode <= 0 {
 		return nil, fmt.Errorf("bench: cluster %dx%d: need at least one node and one GPU per node", opts.Nodes, opts.GPUsPerNode)
 	}
-	if opts.Queue < 0 {
-		return nil, fmt.Errorf("bench: queue %d: must not be negative", opts.Queue)
+	if opts.Queue < 0 || opts.Queue > MaxQueue {
+		return nil, fmt.Errorf("bench: queue %d: want 0..%d jobs", opts.Queue, MaxQueue)
 	}
 	placer, err := place.New(opts.Placement)
 	if err != nil {
@@ -218,3 +218,7 @@ func queue(rng *rand.Rand, size, n int) []*workload.Job {
 	}
 	return order
 }
+
+// MaxQueue bounds a benchmark queue: ten times a Summit-sized cluster's
+// GPUs, far more than a round ever sees, and small enough to fit memory.
+const MaxQueue = 1_000_000

@@ -109,8 +109,8 @@ func ParseShape(spec string) (nodes, gpusPerNode int, err error) {
 	if n <= 0 || g <= 0 {
 		return 0, 0, fmt.Errorf("--cluster %q: node and GPU counts must be positive", spec)
 	}
-	if n > MaxNodes || g > MaxGPUsPerNode {
-		return 0, 0, fmt.Errorf("--cluster %q: too large (at most %d nodes of %d GPUs)", spec, MaxNodes, MaxGPUsPerNode)
+	if n > MaxNodes || g > MaxGPUsPerNode || n*g > MaxGPUs {
+		return 0, 0, fmt.Errorf("--cluster %q: too large (at most %d nodes, %d GPUs per node, %d GPUs in all)", spec, MaxNodes, MaxGPUsPerNode, MaxGPUs)
 	}
 	return n, g, nil
 }
@@ -120,6 +120,7 @@ func ParseShape(spec string) (nodes, gpusPerNode int, err error) {
 const (
 	MaxNodes       = 1 << 20
 	MaxGPUsPerNode = 1024
+	MaxGPUs        = 1 << 22
 )
 
 // Clone returns an independent copy (shape and owners).

@@ -13,7 +13,7 @@ func TestParse(t *testing.T) {
 	if c.Size() != 64 || c.NumNodes() != 16 || c.NodeOf(5) != 1 || c.GPUs[63].Local != 3 || c.String() != "16x4" {
 		t.Fatalf("%v", c)
 	}
-	for _, bad := range []string{"", "16", "x4", "16x", "0x4", "4x0", "-1x4", "ax4", "16x4x2", "1.5x4", "9999999x4"} {
+	for _, bad := range []string{"", "16", "x4", "16x", "0x4", "4x0", "-1x4", "ax4", "16x4x2", "1.5x4", "9999999x4", "1048576x1024"} {
 		if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "--cluster") {
 			t.Errorf("Parse(%q) = %v, want a --cluster error", bad, err)
 		}

@@ -118,7 +118,13 @@ func TestBadOptions(t *testing.T) {
 		{func(o *Options) { o.Placements = "best-fit" }, `unknown placement "best-fit"`},
 		{func(o *Options) { o.Trace = "sia-philly/9" }, `--trace "sia-philly/9": built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8`},
 		{func(o *Options) { o.Track = "9-3" }, `--track "9-3": want FROM-TO job ids with FROM <= TO, e.g. 0-159`},
-		{func(o *Options) { o.Round = 0 }, `--round must be positive seconds, got 0`},
+		{func(o *Options) { o.Round = 0 }, `--round must be positive seconds`},
+		{func(o *Options) { o.Round = math.NaN() }, `--round must be positive seconds`},
+		{func(o *Options) { o.ExtraLoad = math.Inf(1) }, `--extra-load must be between 0 and`},
+		{func(o *Options) { o.LocalityPenalty = math.Inf(1) }, `--locality-penalty must be >= 1`},
+		{func(o *Options) { o.StarvationGuard = -5 }, `--starvation-guard must be >= 0`},
+		{func(o *Options) { o.TiresiasThresholds = []float64{1, math.Inf(1)} }, `--tiresias-thresholds must be finite`},
+		{func(o *Options) { o.Sampling = "uuid" }, `--sampling uuid needs GPU UUIDs`},
 	} {
 		o, _ := Preset("artifact")
 		o.Trace = "sia-philly/3"
@@ -127,5 +133,25 @@ func TestBadOptions(t *testing.T) {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 			t.Errorf("got %v, want it to contain %q", err, tc.want)
 		}
+	}
+}
+
+// The artifact's own id window, given explicitly, keeps its pinned extra
+// arrivals: the results equal the default run under a scheduler (LAS) that
+// lets extras overtake tracked jobs.
+func TestTrackWindowKeepsPinnedExtras(t *testing.T) {
+	o, _ := Preset("artifact")
+	o.Scheduler, o.Placements = "las", "packed-sticky"
+	_, a, err := RunAll(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Track = "0-159"
+	_, b, err := RunAll(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a[0].AvgJCT != b[0].AvgJCT || a[0].Jobs != 160 || b[0].Jobs != 160 {
+		t.Fatalf("default %v (%d jobs) vs --track 0-159 %v (%d jobs)", a[0].AvgJCT, a[0].Jobs, b[0].AvgJCT, b[0].Jobs)
 	}
 }

@@ -21,6 +21,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -93,6 +94,47 @@ func Preset(name string) (Options, error) {
 		return o, nil
 	}
 	return Options{}, fmt.Errorf("--preset %q: want artifact or paper", name)
+}
+
+// Limits that keep a run's memory and clock finite: a round longer than a
+// year or more than 100,000 background arrivals an hour are typos, and
+// they would otherwise overflow the clock or grow the queue without bound.
+const (
+	MaxRound     = 365 * 24 * 3600.0
+	MaxExtraLoad = 1e5
+)
+
+// Validate checks every number an option carries, so that bad values fail
+// with the flag's name before any simulation (and never reach a
+// division, a clock or a JSON encoder as NaN or Inf).
+func (o Options) Validate() error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !(o.Round > 0) || !finite(o.Round) || o.Round > MaxRound:
+		return fmt.Errorf("--round must be positive seconds (at most %g), got %v", MaxRound, o.Round)
+	case !(o.LocalityPenalty >= 1) || !finite(o.LocalityPenalty):
+		return fmt.Errorf("--locality-penalty must be >= 1 (a slowdown), got %v", o.LocalityPenalty)
+	case !(o.ExtraLoad >= 0) || o.ExtraLoad > MaxExtraLoad:
+		return fmt.Errorf("--extra-load must be between 0 and %g jobs/hour, got %v", MaxExtraLoad, o.ExtraLoad)
+	case !(o.StarvationGuard >= 0) || !finite(o.StarvationGuard):
+		return fmt.Errorf("--starvation-guard must be >= 0 seconds (0: off), got %v", o.StarvationGuard)
+	case !(o.TiresiasStarvation >= 0) || !finite(o.TiresiasStarvation):
+		return fmt.Errorf("--tiresias-starvation must be >= 0 (0: off), got %v", o.TiresiasStarvation)
+	}
+	for _, t := range o.TiresiasThresholds {
+		if !finite(t) {
+			return fmt.Errorf("--tiresias-thresholds must be finite GPU-seconds, got %v", o.TiresiasThresholds)
+		}
+	}
+	if o.Sampling == "uuid" || o.Sampling == "by-uuid" {
+		if o.GPUScores == "" {
+			return fmt.Errorf("--sampling uuid needs GPU UUIDs, which a simulated cluster does not have; pin real GPUs with --gpu-scores FILE (with a GPU_UUID column) instead")
+		}
+	}
+	if _, err := ParseTrack(o.Track); err != nil {
+		return err
+	}
+	return nil
 }
 
 // ParseTrack reads "FROM-TO" (inclusive job ids).

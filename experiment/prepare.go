@@ -44,6 +44,9 @@ func Prepare(o Options) (*Inputs, error) { return PrepareWith(o, nil) }
 // Synergy workload, say) in place of Options.Trace; Options.Trace then
 // only names it in the output.
 func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	in := &Inputs{Opts: o}
 	var err error
 	if in.Cluster, err = cluster.Parse(o.Cluster); err != nil {
@@ -63,12 +66,6 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 		}
 	}
 	models = models.WithClassMap(cm)
-	if !(o.Round > 0) {
-		return nil, fmt.Errorf("--round must be positive seconds, got %v", o.Round)
-	}
-	if !(o.LocalityPenalty >= 1) {
-		return nil, fmt.Errorf("--locality-penalty must be >= 1 (a slowdown), got %v", o.LocalityPenalty)
-	}
 	if trace != nil {
 		in.Trace, in.TraceFrom = trace, trace.Name
 	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
@@ -102,8 +99,10 @@ func (in *Inputs) loadTrace(models *workload.Models) (*workload.Trace, string, e
 			return nil, "", fmt.Errorf("--trace %q: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", name)
 		}
 		// The artifact's extra arrivals come from Python's generator; the
-		// reference copy carries them as tracked=0 rows.
-		if in.pinnedApplies() && in.Opts.ExtraLoad == 2 && in.Track == nil {
+		// reference copy carries them as tracked=0 rows (a --track window
+		// re-marks rows by id, extras included, as the artifact's id
+		// window does).
+		if in.pinnedApplies() && in.Opts.ExtraLoad == 2 {
 			p := fmt.Sprintf("reference/sia-philly-extended/workload-%d.csv", k)
 			t, err := readEmbedded(data.Reference, p, models)
 			return t, p + " (pinned: the artifact's trace plus its extra arrivals)", err

@@ -3,17 +3,20 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/palsched/pal/workload"
 )
 
 // extraGen produces the artifact's background arrivals: job k >= N reuses
-// trace row k mod N and arrives a Poisson gap, ceil(-ln(1-U)/rate h), after
-// the previous job.
+// trace row k mod N (rows in file order) and arrives a Poisson gap,
+// ceil(-ln(1-U)/rate h), after the previous job. Extras are measured only
+// when a --track window covers their ids, as the artifact's id window does.
 type extraGen struct {
 	rows    []workload.Spec
 	rate    float64
 	rng     *rand.Rand
+	track   *[2]int
 	k       int
 	last    float64
 	nextJob workload.Spec
@@ -21,8 +24,10 @@ type extraGen struct {
 	nextID  int
 }
 
-func newExtraGen(rows []workload.Spec, rate float64, rng *rand.Rand) extraGen {
-	g := extraGen{rows: rows, rate: rate, rng: rng}
+func newExtraGen(rows []workload.Spec, rate float64, rng *rand.Rand, track *[2]int) extraGen {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b workload.Spec) int { return a.Line - b.Line })
+	g := extraGen{rows: rows, rate: rate, rng: rng, track: track}
 	for _, r := range rows {
 		g.last = math.Max(g.last, r.Submit)
 		g.nextID = max(g.nextID, r.ID+1)
@@ -33,6 +38,15 @@ func newExtraGen(rows []workload.Spec, rate float64, rng *rand.Rand) extraGen {
 
 func (g *extraGen) on() bool { return g.rng != nil }
 
+// trackedAhead counts the extras a track window will measure; the run
+// waits for them, since they are certain to arrive.
+func (g *extraGen) trackedAhead() int {
+	if g.track == nil || g.track[1] < g.nextID {
+		return 0
+	}
+	return g.track[1] - max(g.track[0], g.nextID) + 1
+}
+
 func (g *extraGen) peek() float64 {
 	if !g.ready {
 		gap := math.Ceil(-math.Log(1-g.rng.Float64()) / g.rate * 3600)
@@ -40,7 +54,7 @@ func (g *extraGen) peek() float64 {
 		s := g.rows[g.k%len(g.rows)]
 		s.ID = g.nextID
 		s.Submit = g.last
-		s.Tracked = false // background load is never measured
+		s.Tracked = g.track != nil && s.ID >= g.track[0] && s.ID <= g.track[1]
 		s.Line = 0
 		g.nextJob = s
 		g.ready = true

@@ -104,8 +104,11 @@ func (c *Config) Validate() error {
 	if c.Cluster == nil || c.Trace == nil || c.Scheduler == nil || c.Placer == nil {
 		return errors.New("sim: cluster, trace, scheduler and placer are required")
 	}
-	if !(c.Round > 0) || math.IsInf(c.Round, 0) {
-		return fmt.Errorf("sim: round length must be positive, got %v", c.Round)
+	if !(c.Round > 0) || math.IsInf(c.Round*float64(c.maxRounds()), 0) {
+		return fmt.Errorf("sim: round length must be positive and keep the clock finite, got %v", c.Round)
+	}
+	if !(c.StarvationGuard >= 0) || math.IsInf(c.StarvationGuard, 0) {
+		return fmt.Errorf("sim: starvation guard must be >= 0 seconds, got %v", c.StarvationGuard)
 	}
 	size := c.Cluster.Size()
 	for i := range c.Trace.Jobs {
@@ -125,10 +128,17 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.ExtraLoad < 0 {
-		return fmt.Errorf("sim: extra load must be >= 0 jobs/hour, got %v", c.ExtraLoad)
+	if !(c.ExtraLoad >= 0) || math.IsInf(c.ExtraLoad, 0) {
+		return fmt.Errorf("sim: extra load must be a finite number of jobs/hour >= 0, got %v", c.ExtraLoad)
 	}
 	return nil
+}
+
+func (c *Config) maxRounds() int {
+	if c.MaxRounds > 0 {
+		return c.MaxRounds
+	}
+	return 10_000_000
 }
 
 // Run simulates until every tracked job has finished.
@@ -175,12 +185,10 @@ func newState(cfg *Config) *state {
 		}
 	}
 	if !cfg.Trace.HasTracked && cfg.ExtraLoad > 0 {
-		s.extra = newExtraGen(s.specs, cfg.ExtraLoad, rand.New(rand.NewPCG(cfg.Seed, streamArrivals)))
+		s.extra = newExtraGen(s.specs, cfg.ExtraLoad, rand.New(rand.NewPCG(cfg.Seed, streamArrivals)), cfg.Track)
+		s.tracked += s.extra.trackedAhead()
 	}
-	s.maxRound = cfg.MaxRounds
-	if s.maxRound == 0 {
-		s.maxRound = 10_000_000
-	}
+	s.maxRound = cfg.maxRounds()
 	return s
 }
 
@@ -226,6 +234,9 @@ func (s *state) progress(T, R float64) {
 				s.done = append(s.done, j)
 				if j.Tracked {
 					s.tracked--
+				}
+				if f, ok := s.cfg.Scheduler.(interface{ Forget(id int) }); ok {
+					f.Forget(j.ID)
 				}
 				continue
 			}
@@ -341,5 +352,11 @@ func (s *state) result() *Result {
 	}
 	end := float64(len(s.rounds)) * s.cfg.Round
 	res.Summary = metrics.Summarize(res.Jobs, s.busy, end*float64(s.cl.Size()))
+	// Preemptions and migrations count every job, including background
+	// jobs still queued or running when the last tracked job finished.
+	for _, j := range s.active {
+		res.Summary.Preemptions += j.Preemptions
+		res.Summary.Migrations += j.Migrations
+	}
 	return res
 }

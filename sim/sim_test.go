@@ -207,3 +207,24 @@ func checkInvariants(t *testing.T, name string, cfg Config) {
 		t.Fatalf("%s: jobs ran %v GPU-s but only %v were allocated", name, run, gpuSeconds)
 	}
 }
+
+// A --track window past the trace's ids measures the generated extras, and
+// the run waits for them.
+func TestTrackWindowCoversExtras(t *testing.T) {
+	cl, _ := cluster.New(1, 2)
+	tr := &workload.Trace{Name: "t", Jobs: []workload.Spec{spec(0, 1, 0, 50), spec(1, 1, 0, 500)}}
+	res, err := Run(Config{Cluster: cl, Trace: tr, Scheduler: schedule.FIFO{}, Placer: mustPlacer(t, "packed-sticky"),
+		Round: 100, Locality: ConstantLocality(1), ExtraLoad: 20, Seed: 5, Track: &[2]int{1, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, j := range res.Jobs {
+		if j.Tracked {
+			ids = append(ids, j.ID)
+		}
+	}
+	if !slices.Equal(ids, []int{1, 2, 3, 4}) || res.Summary.Jobs != 4 {
+		t.Fatalf("tracked %v (summary %d jobs), want ids 1..4", ids, res.Summary.Jobs)
+	}
+}

@@ -191,7 +191,11 @@ func (g *Grid) Expand() ([]Point, error) {
 				for _, seed := range seeds {
 					for _, s := range schedulers {
 						for _, p := range placements {
-							pts = append(pts, Point{Index: len(pts), Trace: tr, Load: load, LocalityPenalty: l, Seed: seed, Scheduler: s, Placement: p})
+							pt := Point{Index: len(pts), Trace: tr, Load: load, LocalityPenalty: l, Seed: seed, Scheduler: s, Placement: p}
+							if err := g.options(pt).Validate(); err != nil {
+								return nil, err
+							}
+							pts = append(pts, pt)
 						}
 					}
 				}

@@ -87,8 +87,8 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 	if o.reps <= 0 {
 		return fmt.Errorf("--reps %d: must be positive", o.reps)
 	}
-	if o.queue < 0 {
-		return fmt.Errorf("--queue %d: must not be negative", o.queue)
+	if o.queue < 0 || o.queue > bench.MaxQueue {
+		return fmt.Errorf("--queue %d: want 0..%d jobs", o.queue, bench.MaxQueue)
 	}
 	placements := splitList(o.placements)
 	clusters := splitList(o.clusters)

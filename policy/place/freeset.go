@@ -10,9 +10,14 @@ type freeSet struct {
 	free     []bool
 	nodeFree []int
 	total    int
+	// gen changes whenever GPUs are freed (a reset or a give), so a placer
+	// caching a list of free GPUs knows when taking alone no longer
+	// explains the difference.
+	gen int
 }
 
 func (f *freeSet) reset(c *cluster.Cluster) {
+	f.gen++
 	f.c = c
 	n := c.Size()
 	if cap(f.free) < n {
@@ -41,6 +46,7 @@ func (f *freeSet) take(gpus []int) {
 }
 
 func (f *freeSet) give(gpus []int) {
+	f.gen++
 	for _, g := range gpus {
 		f.free[g] = true
 		f.nodeFree[f.c.GPUs[g].Node]++

@@ -12,7 +12,12 @@ import (
 type Random struct {
 	sticky bool
 	f      freeSet
-	buf    []int
+	// pool holds the free GPUs not yet handed out this round; it is
+	// rebuilt only when GPUs are freed (f.gen), so a round costs
+	// O(GPUs + GPUs placed) rather than O(jobs x GPUs).
+	pool []int
+	used int // pool[:used] are already handed out
+	gen  int
 }
 
 // Name implements policy.Placer.
@@ -39,11 +44,17 @@ func (r *Random) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
 	if f.total < n {
 		return nil
 	}
-	r.buf = f.list(r.buf[:0])
-	// Partial Fisher-Yates: the first n entries become a uniform sample.
-	for i := 0; i < n; i++ {
-		k := i + env.Rand.IntN(len(r.buf)-i)
-		r.buf[i], r.buf[k] = r.buf[k], r.buf[i]
+	if r.gen != f.gen {
+		r.pool, r.used, r.gen = f.list(r.pool[:0]), 0, f.gen
 	}
-	return sorted(append([]int(nil), r.buf[:n]...))
+	// Partial Fisher-Yates over the unused part: its first n entries become
+	// a uniform sample; the frame takes every GPU a pick returns, so they
+	// leave the pool.
+	p := r.pool[r.used:]
+	for i := 0; i < n; i++ {
+		k := i + env.Rand.IntN(len(p)-i)
+		p[i], p[k] = p[k], p[i]
+	}
+	r.used += n
+	return sorted(append([]int(nil), p[:n]...))
 }
