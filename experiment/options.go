@@ -97,11 +97,11 @@ func Preset(name string) (Options, error) {
 }
 
 // Limits that keep a run's memory and clock finite: a round longer than a
-// year or more than 100,000 background arrivals an hour are typos, and
+// year or more than 1,000 background arrivals an hour are typos, and
 // they would otherwise overflow the clock or grow the queue without bound.
 const (
 	MaxRound     = 365 * 24 * 3600.0
-	MaxExtraLoad = 1e5
+	MaxExtraLoad = 1000
 )
 
 // Validate checks every number an option carries, so that bad values fail
