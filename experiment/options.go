@@ -101,7 +101,7 @@ func Preset(name string) (Options, error) {
 // they would otherwise overflow the clock or grow the queue without bound.
 const (
 	MaxRound     = 365 * 24 * 3600.0
-	MaxExtraLoad = 1000
+	MaxExtraLoad = 1000.0
 )
 
 // Validate checks every number an option carries, so that bad values fail
