@@ -37,6 +37,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -278,47 +279,39 @@ func (s *state) schedule(T, R float64) {
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(T, order, alloc)
 	}
-	// Release first so that moves between jobs never collide.
-	for i, j := range order {
-		if j.Running() && !slices.Equal(j.GPUsHeld, alloc[i]) {
-			if err := s.cl.Release(j.ID, j.GPUsHeld); err != nil {
-				panic("sim: " + err.Error())
-			}
-			if alloc[i] == nil {
-				j.Preemptions++
-			} else {
-				j.Migrations++
-			}
-		}
-	}
+	// round.Apply is the reading of the placer's answer both drivers share;
+	// the simulator's part is the progress model of each launched job.
 	inUse, running := 0, 0
-	for i, j := range order {
-		g := alloc[i]
-		if g != nil {
-			if !slices.Equal(j.GPUsHeld, g) {
-				if len(g) != j.GPUs {
-					panic(fmt.Sprintf("sim: placer %s gave job %d %d GPUs, demand %d", s.cfg.Placer.Name(), j.ID, len(g), j.GPUs))
-				}
-				if err := s.cl.Assign(j.ID, g); err != nil {
-					panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err))
-				}
-				j.GPUsHeld = g
-				j.PM = s.pm(j, g)
-				j.Loc = 1
-				if s.cl.SpansNodes(g) {
-					j.Loc = s.cfg.Locality(&j.Spec)
-				}
-				if j.FirstStart < 0 {
-					j.FirstStart = T
-				}
+	err := round.Apply(s.cl, order, alloc, func(i int, k round.Kind) {
+		j, g := order[i], alloc[i]
+		switch k {
+		case round.Wait, round.Preempt:
+			if k == round.Preempt {
+				j.Preemptions++
 			}
-			j.SinceScheduled = 0
-			inUse += len(g)
-			running++
-		} else {
 			j.GPUsHeld = nil
 			j.SinceScheduled += R
+			return
+		case round.Migrate:
+			j.Migrations++
 		}
+		if k != round.Keep {
+			j.GPUsHeld = g
+			j.PM = s.pm(j, g)
+			j.Loc = 1
+			if s.cl.SpansNodes(g) {
+				j.Loc = s.cfg.Locality(&j.Spec)
+			}
+			if j.FirstStart < 0 {
+				j.FirstStart = T
+			}
+		}
+		j.SinceScheduled = 0
+		inUse += len(g)
+		running++
+	})
+	if err != nil {
+		panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err)) // a placer bug, not input
 	}
 	s.rounds = append(s.rounds, RoundStat{T: T, GPUsInUse: inUse, Running: running, Queued: len(order) - running})
 }

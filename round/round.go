@@ -1,0 +1,169 @@
+// Package round is the one reading of a scheduling round that every driver
+// shares: a placer returns, for the jobs in scheduler order, the GPUs each
+// should hold after the round; this package compares that answer with what
+// each job holds now and turns the difference into launches, preemptions
+// and migrations, applying it to the cluster's owner table.
+//
+// The simulator applies the result to its model of progress; the
+// Kubernetes driver binds and evicts pods. Keeping the reading here means
+// a "migration" or a "preemption" is the same event in both, which is what
+// lets a replay on a real cluster be compared job for job with `pal sim`.
+package round
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/workload"
+)
+
+// Kind is what a round does to one job.
+type Kind uint8
+
+const (
+	// Wait: the job held no GPUs and gets none.
+	Wait Kind = iota
+	// Launch: the job held no GPUs and gets some.
+	Launch
+	// Keep: the job runs on exactly the GPUs it held.
+	Keep
+	// Preempt: the job held GPUs and gets none.
+	Preempt
+	// Migrate: the job held GPUs and gets a different set.
+	Migrate
+)
+
+var kindNames = [...]string{"wait", "launch", "keep", "preempt", "migrate"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Runs reports whether the job holds GPUs after the round.
+func (k Kind) Runs() bool { return k == Launch || k == Keep || k == Migrate }
+
+// Changes reports whether the job's GPUs change.
+func (k Kind) Changes() bool { return k == Launch || k == Preempt || k == Migrate }
+
+// Classify reads one line of a placer's answer: held is what the job holds
+// now (nil when not running), next what the placer gives it (nil: nothing).
+func Classify(held, next []int) Kind {
+	switch {
+	case held == nil && next == nil:
+		return Wait
+	case held == nil:
+		return Launch
+	case next == nil:
+		return Preempt
+	case slices.Equal(held, next):
+		return Keep
+	default:
+		return Migrate
+	}
+}
+
+// Apply makes cl hold the placer's answer: alloc[i] is the ascending GPU
+// list of order[i] after the round, nil if it does not run. Every running
+// job whose GPUs change releases them first, so that GPUs moving between
+// jobs never collide; then every launched or migrated job takes its new
+// set. visit, if not nil, is called once per job in order, after cl holds
+// the whole new allocation, with the job's index and Kind; the jobs
+// themselves are not changed (their GPUsHeld is still the old set), which
+// is the driver's part.
+//
+// A placer that gives a job the wrong number of GPUs, or one GPU to two
+// jobs, is an error naming the job; cl may then be partly changed, and the
+// caller should treat it as a bug in the placer.
+func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func(i int, k Kind)) error {
+	if len(alloc) != len(order) {
+		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
+	}
+	for i, j := range order {
+		if j.GPUsHeld != nil && !slices.Equal(j.GPUsHeld, alloc[i]) {
+			if err := cl.Release(j.ID, j.GPUsHeld); err != nil {
+				return fmt.Errorf("round: %w", err)
+			}
+		}
+	}
+	for i, j := range order {
+		g := alloc[i]
+		if g != nil && !slices.Equal(j.GPUsHeld, g) {
+			if len(g) != j.GPUs {
+				return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), j.GPUs)
+			}
+			if err := cl.Assign(j.ID, g); err != nil {
+				return fmt.Errorf("round: %w", err)
+			}
+		}
+	}
+	if visit != nil {
+		for i, j := range order {
+			visit(i, Classify(j.GPUsHeld, alloc[i]))
+		}
+	}
+	return nil
+}
+
+// Decision is one job whose GPUs change in a round, with the reason a
+// person reads in an event or a log line.
+type Decision struct {
+	Index    int // position in the round's order
+	Job      *workload.Job
+	Kind     Kind
+	From, To []int // GPUs held before and after (nil: none)
+	Reason   string
+}
+
+// Plan applies the placer's answer to cl like Apply and returns every
+// launch, preemption and migration in order, each with its reason. A job
+// that loses GPUs is told which jobs now hold them (they were ordered
+// ahead of it) or that the placer left it out.
+func Plan(cl *cluster.Cluster, order []*workload.Job, alloc [][]int) ([]Decision, error) {
+	var out []Decision
+	err := Apply(cl, order, alloc, func(i int, k Kind) {
+		if !k.Changes() {
+			return
+		}
+		j := order[i]
+		d := Decision{Index: i, Job: j, Kind: k, From: j.GPUsHeld, To: alloc[i]}
+		switch k {
+		case Launch:
+			d.Reason = "launched on GPUs " + ints(d.To)
+		case Preempt:
+			d.Reason = fmt.Sprintf("preempted at queue position %d: %s", i+1, takers(cl, j.ID, d.From))
+		case Migrate:
+			d.Reason = fmt.Sprintf("migrated from GPUs %s to %s: %s", ints(d.From), ints(d.To), takers(cl, j.ID, d.From))
+		}
+		out = append(out, d)
+	})
+	return out, err
+}
+
+// takers says who holds a job's former GPUs after the round.
+func takers(cl *cluster.Cluster, self int, gpus []int) string {
+	var ids []int
+	for _, g := range gpus {
+		if o := cl.Owner(g); o != cluster.Free && o != self && !slices.Contains(ids, o) {
+			ids = append(ids, o)
+		}
+	}
+	if len(ids) == 0 {
+		return "the placer re-planned it without taking its GPUs for another job"
+	}
+	slices.Sort(ids)
+	return "its GPUs " + ints(gpus) + " go to job(s) " + ints(ids) + " ordered ahead of it"
+}
+
+func ints(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,121 @@
+package round
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/workload"
+)
+
+func job(id, gpus int, held []int) *workload.Job {
+	j := workload.NewJob(workload.Spec{ID: id, GPUs: gpus})
+	j.GPUsHeld = held
+	return j
+}
+
+// hold builds a 2x2 cluster where each job holds what it says.
+func hold(t *testing.T, jobs ...*workload.Job) *cluster.Cluster {
+	t.Helper()
+	cl, err := cluster.New(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.GPUsHeld != nil {
+			if err := cl.Assign(j.ID, j.GPUsHeld); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return cl
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		held, next []int
+		want       Kind
+	}{
+		{nil, nil, Wait},
+		{nil, []int{1}, Launch},
+		{[]int{1}, []int{1}, Keep},
+		{[]int{1}, nil, Preempt},
+		{[]int{1}, []int{2}, Migrate},
+		{[]int{1, 2}, []int{1, 3}, Migrate},
+	} {
+		if got := Classify(c.held, c.next); got != c.want {
+			t.Errorf("Classify(%v, %v) = %v, want %v", c.held, c.next, got, c.want)
+		}
+	}
+}
+
+// A swap of GPUs between two running jobs only works because every
+// release happens before any assignment; a launch onto a preempted job's
+// GPUs likewise.
+func TestApplySwapPreemptLaunch(t *testing.T) {
+	a, b := job(1, 1, []int{0}), job(2, 1, []int{1})
+	c, d := job(3, 2, []int{2, 3}), job(4, 2, nil)
+	e := job(5, 1, nil)
+	order := []*workload.Job{d, b, a, c, e}
+	alloc := [][]int{{2, 3}, {0}, {1}, nil, nil}
+	cl := hold(t, a, b, c)
+	var kinds []Kind
+	if err := Apply(cl, order, alloc, func(i int, k Kind) {
+		if !slices.Equal(order[i].GPUsHeld, map[int][]int{1: {0}, 2: {1}, 3: {2, 3}, 4: nil, 5: nil}[order[i].ID]) {
+			t.Errorf("Apply changed job %d's GPUsHeld", order[i].ID)
+		}
+		kinds = append(kinds, k)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []Kind{Launch, Migrate, Migrate, Preempt, Wait}; !slices.Equal(kinds, want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+	for g, want := range []int{2, 1, 4, 4} {
+		if cl.Owner(g) != want {
+			t.Errorf("GPU %d owned by %d, want %d", g, cl.Owner(g), want)
+		}
+	}
+}
+
+func TestApplyErrors(t *testing.T) {
+	a, b := job(1, 1, nil), job(2, 2, nil)
+	for _, c := range []struct {
+		name  string
+		order []*workload.Job
+		alloc [][]int
+		want  string
+	}{
+		{"short answer", []*workload.Job{a, b}, [][]int{{0}}, "answered for 1 jobs, 2 were ordered"},
+		{"wrong size", []*workload.Job{b}, [][]int{{0}}, "job 2 got 1 GPUs, its demand is 2"},
+		{"given twice", []*workload.Job{a, b}, [][]int{{1}, {1, 2}}, "GPU 1 already held by job 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := Apply(hold(t), c.order, c.alloc, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestPlanReasons(t *testing.T) {
+	a, b, c := job(1, 2, []int{0, 1}), job(2, 2, []int{2, 3}), job(3, 2, nil)
+	// c takes a's GPUs, a moves nowhere (preempted), b is kept.
+	ds, err := Plan(hold(t, a, b), []*workload.Job{c, b, a}, [][]int{{0, 1}, {2, 3}, nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Kind.String()+" "+d.Reason)
+	}
+	want := []string{
+		"launch launched on GPUs 0,1",
+		"preempt preempted at queue position 3: its GPUs 0,1 go to job(s) 3 ordered ahead of it",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
