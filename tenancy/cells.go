@@ -1,0 +1,531 @@
+package tenancy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// cellType is one entry of cellTypes, resolved: its level (1 for a leaf,
+// one more than its child otherwise) and leaf count.
+type cellType struct {
+	name      string
+	child     *cellType // nil for a leaf type (a device, "skuType")
+	childNum  int
+	node      bool // isNodeLevel
+	level     int
+	leaves    int // leaf cells inside one cell of this type
+	leafType  string
+	nodeLevel int // level of the node-level type at or below this one; 0 if none
+	line      int
+}
+
+// Chain is the cell-type tree under one top-level physical cell type, and
+// the buddy-allocation state of the physical cells of that type. HiveD
+// keeps one set of free lists per chain, and the safety invariant holds per
+// chain.
+type Chain struct {
+	Name      string
+	LeafType  string
+	NodeLevel int
+	types     []*cellType // by level, [0] unused
+	tops      []*PCell
+	nodes     []*PCell // node-level cells, in config order
+	leaves    int
+
+	free     [][]*PCell // buddy free lists by level
+	vcUnused []int      // unbound preassigned VC cells by level, all VCs
+	vccs     []*vcChain // non-pinned VC views in this chain, in VC order
+	bad      int        // bad leaves in the chain
+	doomed   int        // VC cells bound to bad cells by the doomed-bad rule
+}
+
+// Top is the chain's top level.
+func (c *Chain) Top() int { return len(c.types) - 1 }
+
+// LevelType names the cell type at level l.
+func (c *Chain) LevelType(l int) string { return c.types[l].name }
+
+// childNum is the number of level-(l-1) cells inside one level-l cell.
+func (c *Chain) childNum(l int) int { return c.types[l].childNum }
+
+// within is m(x→l): the number of level-l cells inside one level-x cell.
+func (c *Chain) within(x, l int) int {
+	return c.types[x].leaves / c.types[l].leaves
+}
+
+// PCell is a physical cell.
+type PCell struct {
+	chain    *Chain
+	level    int
+	Addr     string // full address: parent address + "/" + own, node names at node level
+	parent   *PCell
+	children []*PCell
+	node     string // node name at or below node level, "" above
+	gpu      int    // device index inside the node for a leaf, -1 otherwise
+	pinned   string
+	leaves   int
+
+	split   bool // buddy system: some descendant was handed out
+	inFree  bool
+	freeIdx int
+	vcell   *VCell // bound virtual cell
+
+	used, opp, bad int    // leaves in use, in use by opportunistic groups, on bad nodes
+	group          *Group // the group using a leaf
+	mark           int    // chosen by the decision of this epoch
+}
+
+// Level is the cell's level in its chain (1 = one device).
+func (p *PCell) Level() int { return p.level }
+
+// Node is the node name of a cell at or below node level.
+func (p *PCell) Node() string { return p.node }
+
+// GPU is the device index of a leaf inside its node.
+func (p *PCell) GPU() int { return p.gpu }
+
+// VCell is a virtual cell: part of a VC's promise, bound to a physical cell
+// of the same level while any device inside it is in use (dynamic binding),
+// or for good (pinned cells).
+type VCell struct {
+	vcc      *vcChain
+	level    int
+	parent   *VCell
+	children []*VCell
+	phys     *PCell
+	used     int
+	group    *Group // the guaranteed group using a leaf
+	doomed   bool   // a preassigned cell bound to bad hardware so its VC sees the failure
+	idx      int    // position among its preassigned siblings or its parent's children
+	leaves   int
+	mark     int // chosen by the decision of this epoch
+}
+
+// vcChain is one VC's view of one chain (or of one pinned cell): its
+// preassigned cells and the view nodes its intra-VC scheduler packs onto.
+type vcChain struct {
+	vc       *VC
+	chain    *Chain
+	pinned   *PCell // non-nil for a pinned cell's view
+	pinnedID string
+	pre      []*VCell // preassigned (top-of-VC) cells
+	view     []*VCell // node-level cells, or preassigned cells below node level
+	unused   []int    // unbound preassigned cells by level
+	reserved []int    // preassigned cells by level
+	lines    []int    // config line of the first entry reserving each level
+	fields   []string
+}
+
+// VC is a virtual cluster: a tenant's promise, in cells per chain and level.
+type VC struct {
+	Name   string
+	chains []*vcChain // non-pinned, in chain order
+	pins   []*vcChain
+	byPin  map[string]*vcChain
+	line   int
+}
+
+// buildTypes resolves the cellTypes section.
+func buildTypes(cfg *Config) (map[string]*cellType, error) {
+	types := map[string]*cellType{}
+	for _, s := range cfg.CellTypes {
+		types[s.Name] = &cellType{name: s.Name, childNum: s.ChildCellNumber, node: s.IsNodeLevel, line: s.Line}
+	}
+	// Leaf types are names used as children but never defined.
+	for _, s := range cfg.CellTypes {
+		if _, ok := types[s.ChildCellType]; !ok {
+			types[s.ChildCellType] = &cellType{name: s.ChildCellType, level: 1, leaves: 1, leafType: s.ChildCellType, line: s.Line}
+		}
+	}
+	for _, s := range cfg.CellTypes {
+		types[s.Name].child = types[s.ChildCellType]
+	}
+	var resolveT func(t *cellType, depth int) error
+	resolveT = func(t *cellType, depth int) error {
+		if t.level > 0 {
+			return nil
+		}
+		if depth > len(types) {
+			return &Error{File: cfg.File, Line: t.line, Field: "physicalCluster.cellTypes." + t.name, Msg: "cell types form a cycle"}
+		}
+		if err := resolveT(t.child, depth+1); err != nil {
+			return err
+		}
+		t.level = t.child.level + 1
+		t.leaves = t.child.leaves * t.childNum
+		t.leafType = t.child.leafType
+		t.nodeLevel = t.child.nodeLevel
+		if t.node {
+			if t.nodeLevel != 0 {
+				return &Error{File: cfg.File, Line: t.line, Field: "physicalCluster.cellTypes." + t.name + ".isNodeLevel",
+					Msg: fmt.Sprintf("%s is node level but contains node-level type %s", t.name, t.child.name)}
+			}
+			t.nodeLevel = t.level
+		}
+		return nil
+	}
+	for _, s := range cfg.CellTypes {
+		if err := resolveT(types[s.Name], 0); err != nil {
+			return nil, err
+		}
+	}
+	return types, nil
+}
+
+// build turns a parsed config into chains, physical cells and VCs, and
+// validates the initial VC assignment.
+func build(cfg *Config) (*Scheduler, error) {
+	types, err := buildTypes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:     cfg,
+		byChain: map[string]*Chain{},
+		byVC:    map[string]*VC{},
+		groups:  map[string]*Group{},
+		byNode:  map[string][]*PCell{},
+		pinned:  map[string]*PCell{},
+	}
+	if len(cfg.PhysicalCells) == 0 {
+		return nil, &Error{File: cfg.File, Field: "physicalCluster.physicalCells", Msg: "no physical cells"}
+	}
+	type gpuKey struct {
+		node string
+		gpu  int
+	}
+	seenGPU := map[gpuKey]string{}
+	pinLine := map[string]int{}
+	for i, spec := range cfg.PhysicalCells {
+		t, ok := types[spec.CellType]
+		if !ok {
+			return nil, &Error{File: cfg.File, Line: spec.Line, Field: spec.Field + ".cellType", Msg: fmt.Sprintf("unknown cell type %q", spec.CellType)}
+		}
+		if t.nodeLevel == 0 {
+			return nil, &Error{File: cfg.File, Line: spec.Line, Field: spec.Field + ".cellType",
+				Msg: fmt.Sprintf("cell type %q contains no node-level type (set isNodeLevel on the type that is one machine)", spec.CellType)}
+		}
+		ch := s.byChain[t.name]
+		if ch == nil {
+			ch = &Chain{Name: t.name, LeafType: t.leafType, NodeLevel: t.nodeLevel}
+			ch.types = make([]*cellType, t.level+1)
+			for x := t; x != nil; x = x.child {
+				ch.types[x.level] = x
+			}
+			ch.free = make([][]*PCell, t.level+1)
+			ch.vcUnused = make([]int, t.level+1)
+			s.byChain[t.name] = ch
+			s.chains = append(s.chains, ch)
+		}
+		b := &cellBuilder{s: s, ch: ch, file: cfg.File, counters: map[int]int{}}
+		addr := spec.CellAddress
+		if addr == "" {
+			addr = strconv.Itoa(i)
+		}
+		top, err := b.cell(spec, t, nil, addr)
+		if err != nil {
+			return nil, err
+		}
+		ch.tops = append(ch.tops, top)
+		ch.leaves += top.leaves
+		// Every leaf is one device, found by node and index.
+		var walk func(p *PCell) error
+		walk = func(p *PCell) error {
+			if p.pinned != "" {
+				if l, dup := pinLine[p.pinned]; dup {
+					return &Error{File: cfg.File, Line: b.lines[p], Field: "pinnedCellId", Msg: fmt.Sprintf("pinned cell %q defined twice (first at line %d)", p.pinned, l)}
+				}
+				pinLine[p.pinned] = b.lines[p]
+				s.pinned[p.pinned] = p
+			}
+			if p.level == ch.NodeLevel {
+				ch.nodes = append(ch.nodes, p)
+				s.byNode[p.node] = append(s.byNode[p.node], p)
+			}
+			if p.level == 1 {
+				k := gpuKey{p.node, p.gpu}
+				if prev, dup := seenGPU[k]; dup {
+					return &Error{File: cfg.File, Line: b.lines[p], Field: "cellAddress",
+						Msg: fmt.Sprintf("device %d of node %q defined twice (also %s)", p.gpu, p.node, prev)}
+				}
+				seenGPU[k] = p.Addr
+				s.leaves = append(s.leaves, p)
+			}
+			for _, c := range p.children {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := walk(top); err != nil {
+			return nil, err
+		}
+		top.inFree = true
+		top.freeIdx = len(ch.free[top.level])
+		ch.free[top.level] = append(ch.free[top.level], top)
+	}
+	// Chains are searched by leaf type (ascending), then by chain name
+	// (descending): a fixed order, the one HiveD's own tests pin down.
+	sort.SliceStable(s.chains, func(i, j int) bool {
+		a, b := s.chains[i], s.chains[j]
+		if a.LeafType != b.LeafType {
+			return a.LeafType < b.LeafType
+		}
+		return a.Name > b.Name
+	})
+	for _, ch := range s.chains {
+		if len(s.leafTypes) == 0 || s.leafTypes[len(s.leafTypes)-1] != ch.LeafType {
+			s.leafTypes = append(s.leafTypes, ch.LeafType)
+		}
+	}
+	if err := s.buildVCs(types); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type cellBuilder struct {
+	s        *Scheduler
+	ch       *Chain
+	file     string
+	counters map[int]int // default-address counters by level, per top cell or node
+	lines    map[*PCell]int
+}
+
+func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, own string) (*PCell, error) {
+	if b.lines == nil {
+		b.lines = map[*PCell]int{}
+	}
+	p := &PCell{chain: b.ch, level: t.level, parent: parent, gpu: -1, pinned: spec.PinnedCellID, leaves: t.leaves, freeIdx: -1}
+	b.lines[p] = spec.Line
+	switch {
+	case t.level == b.ch.NodeLevel:
+		if spec.CellAddress == "" {
+			return nil, &Error{File: b.file, Line: spec.Line, Field: spec.Field + ".cellAddress",
+				Msg: fmt.Sprintf("node-level cell of type %s needs cellAddress (its node name)", t.name)}
+		}
+		p.node = spec.CellAddress
+		p.Addr = spec.CellAddress
+		// Below node level, default addresses count afresh inside each node.
+		for l := 1; l < t.level; l++ {
+			delete(b.counters, l)
+		}
+	case t.level < b.ch.NodeLevel:
+		p.node = parent.node
+		p.Addr = parent.Addr + "/" + own
+	default:
+		if parent == nil {
+			p.Addr = own
+		} else {
+			p.Addr = parent.Addr + "/" + own
+		}
+	}
+	if t.level == 1 {
+		g, err := strconv.Atoi(own)
+		if err != nil || g < 0 {
+			return nil, &Error{File: b.file, Line: spec.Line, Field: spec.Field + ".cellAddress",
+				Msg: fmt.Sprintf("a device's address is its index inside the node, got %q", own)}
+		}
+		p.gpu = g
+		return p, nil
+	}
+	if len(spec.Children) > t.childNum {
+		return nil, &Error{File: b.file, Line: spec.Line, Field: spec.Field + ".cellChildren",
+			Msg: fmt.Sprintf("type %s has %d children, %d given", t.name, t.childNum, len(spec.Children))}
+	}
+	for i := 0; i < t.childNum; i++ {
+		var cs PhysicalCellSpec
+		if i < len(spec.Children) {
+			cs = spec.Children[i]
+		} else {
+			cs = PhysicalCellSpec{Line: spec.Line, Field: fmt.Sprintf("%s.cellChildren[%d]", spec.Field, i)}
+		}
+		if cs.CellType != "" && cs.CellType != t.child.name {
+			return nil, &Error{File: b.file, Line: cs.Line, Field: cs.Field + ".cellType",
+				Msg: fmt.Sprintf("child of %s must be of type %s, got %q", t.name, t.child.name, cs.CellType)}
+		}
+		lvl := t.child.level
+		own := cs.CellAddress
+		if own == "" {
+			own = strconv.Itoa(b.counters[lvl])
+		}
+		b.counters[lvl]++
+		c, err := b.cell(cs, t.child, p, own)
+		if err != nil {
+			return nil, err
+		}
+		p.children = append(p.children, c)
+	}
+	return p, nil
+}
+
+// buildVCs creates each VC's virtual cells and validates the initial
+// assignment with the full recursive splittable check.
+func (s *Scheduler) buildVCs(types map[string]*cellType) error {
+	cfg := s.cfg
+	pinUser := map[string]string{}
+	for _, spec := range cfg.VCs {
+		vc := &VC{Name: spec.Name, byPin: map[string]*vcChain{}, line: spec.Line}
+		byChain := map[*Chain]*vcChain{}
+		type entry struct {
+			level int
+			n     int
+			line  int
+			field string
+			seq   int
+		}
+		entries := map[*Chain][]entry{}
+		for i, vs := range spec.VirtualCells {
+			path := strings.Split(vs.CellType, ".")
+			ch := s.byChain[path[0]]
+			if ch == nil {
+				return &Error{File: cfg.File, Line: vs.Line, Field: vs.Field + ".cellType",
+					Msg: fmt.Sprintf("VC %s: %q is not the type of any physical cell (a VC cell type starts with a top-level physical cell type)", spec.Name, path[0])}
+			}
+			t := types[path[0]]
+			for _, name := range path[1:] {
+				if t.child == nil || t.child.name != name {
+					return &Error{File: cfg.File, Line: vs.Line, Field: vs.Field + ".cellType",
+						Msg: fmt.Sprintf("VC %s: %q is not a child type of %s in %q", spec.Name, name, t.name, vs.CellType)}
+				}
+				t = t.child
+			}
+			if vs.CellNumber == 0 {
+				continue
+			}
+			if _, ok := byChain[ch]; !ok {
+				vcc := &vcChain{vc: vc, chain: ch, unused: make([]int, ch.Top()+1), reserved: make([]int, ch.Top()+1),
+					lines: make([]int, ch.Top()+1), fields: make([]string, ch.Top()+1)}
+				byChain[ch] = vcc
+			}
+			entries[ch] = append(entries[ch], entry{t.level, vs.CellNumber, vs.Line, vs.Field, i})
+		}
+		for _, ch := range s.chains {
+			vcc := byChain[ch]
+			if vcc == nil {
+				continue
+			}
+			es := entries[ch]
+			// Bigger cells first, then file order: the view lists a VC's
+			// largest cells first, which is where packing starts.
+			sort.SliceStable(es, func(i, j int) bool { return es[i].level > es[j].level })
+			for _, e := range es {
+				if vcc.lines[e.level] == 0 {
+					vcc.lines[e.level] = e.line
+					vcc.fields[e.level] = e.field
+				}
+				for k := 0; k < e.n; k++ {
+					v := newVCell(vcc, ch, e.level, nil)
+					v.idx = len(vcc.pre)
+					vcc.pre = append(vcc.pre, v)
+					vcc.unused[e.level]++
+					vcc.reserved[e.level]++
+					ch.vcUnused[e.level]++
+				}
+			}
+			vcc.view = viewNodes(vcc.pre, ch.NodeLevel)
+			vc.chains = append(vc.chains, vcc)
+			ch.vccs = append(ch.vccs, vcc)
+		}
+		for _, ps := range spec.PinnedCells {
+			p := s.pinned[ps.PinnedCellID]
+			if p == nil {
+				return &Error{File: cfg.File, Line: ps.Line, Field: ps.Field + ".pinnedCellId",
+					Msg: fmt.Sprintf("VC %s: unknown pinned cell %q", spec.Name, ps.PinnedCellID)}
+			}
+			if other, dup := pinUser[ps.PinnedCellID]; dup {
+				return &Error{File: cfg.File, Line: ps.Line, Field: ps.Field + ".pinnedCellId",
+					Msg: fmt.Sprintf("VC %s: pinned cell %q already belongs to VC %s", spec.Name, ps.PinnedCellID, other)}
+			}
+			pinUser[ps.PinnedCellID] = spec.Name
+			ch := p.chain
+			vcc := &vcChain{vc: vc, chain: ch, pinned: p, pinnedID: ps.PinnedCellID,
+				unused: make([]int, ch.Top()+1), reserved: make([]int, ch.Top()+1)}
+			root := newVCell(vcc, ch, p.level, nil)
+			vcc.pre = []*VCell{root}
+			vcc.view = viewNodes(vcc.pre, ch.NodeLevel)
+			vcc.reserved[p.level]++
+			// Static binding: the pinned cell leaves the buddy system for good.
+			ch.takeSpecific(p)
+			link(root, p)
+			vc.pins = append(vc.pins, vcc)
+			vc.byPin[ps.PinnedCellID] = vcc
+		}
+		if _, dup := s.byVC[spec.Name]; dup {
+			return &Error{File: cfg.File, Line: spec.Line, Field: "virtualClusters." + spec.Name, Msg: "VC defined twice"}
+		}
+		s.byVC[spec.Name] = vc
+		s.vcs = append(s.vcs, vc)
+	}
+	for _, ch := range s.chains {
+		sp := ch.splittable()
+		for l := ch.Top(); l >= 1; l-- {
+			if sp[l] >= 0 {
+				continue
+			}
+			var who []string
+			line, field := 0, ""
+			for _, vcc := range ch.vccs {
+				if vcc.reserved[l] > 0 {
+					who = append(who, fmt.Sprintf("%s (%d, line %d)", vcc.vc.Name, vcc.reserved[l], vcc.lines[l]))
+					if line == 0 {
+						line, field = vcc.lines[l], vcc.fields[l]
+					}
+				}
+			}
+			if len(who) == 0 {
+				// The deficit comes from above: name the level's reservations anyway.
+				who = append(who, "no VC reserves this level; the levels above use up its cells")
+			}
+			return &Error{File: cfg.File, Line: line, Field: field,
+				Msg: fmt.Sprintf("illegal initial VC assignment: chain %s, level %d (%s): splittable %d < 0; VCs reserving this level: %s",
+					ch.Name, l, ch.types[l].name, sp[l], strings.Join(who, ", "))}
+		}
+	}
+	return nil
+}
+
+func newVCell(vcc *vcChain, ch *Chain, level int, parent *VCell) *VCell {
+	v := &VCell{vcc: vcc, level: level, parent: parent, leaves: ch.types[level].leaves}
+	if level > 1 {
+		n := ch.types[level].childNum
+		v.children = make([]*VCell, n)
+		for i := range v.children {
+			c := newVCell(vcc, ch, level-1, v)
+			c.idx = i
+			v.children[i] = c
+		}
+	}
+	return v
+}
+
+// viewNodes lists the cells an intra-VC scheduler packs onto: the
+// node-level cells inside the preassigned cells, or a preassigned cell
+// itself when it is smaller than a node (two 1-GPU cells may be bound to
+// different nodes, so they are two nodes of the view).
+func viewNodes(pre []*VCell, nodeLevel int) []*VCell {
+	var out []*VCell
+	var walk func(v *VCell)
+	walk = func(v *VCell) {
+		if v.level <= nodeLevel {
+			out = append(out, v)
+			return
+		}
+		for _, c := range v.children {
+			walk(c)
+		}
+	}
+	for _, v := range pre {
+		walk(v)
+	}
+	return out
+}
+
+// link binds a virtual cell to a physical one.
+func link(v *VCell, p *PCell) {
+	v.phys = p
+	p.vcell = v
+}

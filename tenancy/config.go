@@ -1,0 +1,517 @@
+// Package tenancy owns HiveD-style tenancy: cell types and chains, the
+// physical cells of a cluster, the virtual clusters (VCs) of its tenants,
+// and the binding between them by buddy cell allocation.
+//
+// It is the tenancy stage of the scheduling core (admission → order →
+// tenancy → placement): a driver asks it where a gang of pods of one VC may
+// run, and it answers with physical GPUs that keep every VC's promise
+// satisfiable ("sharing safety"), plus the groups that must be preempted.
+//
+// The configuration is HiveD's own format (physicalCluster.cellTypes,
+// physicalCells, virtualClusters with virtualCells and pinnedCells) so an
+// existing HiveD config loads unchanged; fields that only matter to the
+// Kubernetes extender are ignored with one warning line.
+package tenancy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error locates a problem in a cells file. Line is 1-based; Field is the
+// dotted path of the YAML key at fault (for example
+// "physicalCluster.cellTypes.NODE.childCellNumber").
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// CellTypeSpec is one entry of physicalCluster.cellTypes.
+type CellTypeSpec struct {
+	Name            string
+	ChildCellType   string
+	ChildCellNumber int
+	IsNodeLevel     bool
+	Line            int
+}
+
+// PhysicalCellSpec is one entry of physicalCluster.physicalCells, or one of
+// its cellChildren. CellType is empty below the top level (it follows from
+// the parent's type).
+type PhysicalCellSpec struct {
+	CellType     string
+	CellAddress  string
+	PinnedCellID string
+	Children     []PhysicalCellSpec
+	Line         int
+	Field        string // YAML path, for errors
+}
+
+// VirtualCellSpec is one entry of a VC's virtualCells: a dotted cell-type
+// path whose first element names the chain (a top-level physical type) and
+// whose last element names the level of the reserved cells.
+type VirtualCellSpec struct {
+	CellType   string
+	CellNumber int
+	Line       int
+	Field      string
+}
+
+// PinnedCellSpec is one entry of a VC's pinnedCells.
+type PinnedCellSpec struct {
+	PinnedCellID string
+	Line         int
+	Field        string
+}
+
+// VCSpec is one virtual cluster.
+type VCSpec struct {
+	Name         string
+	VirtualCells []VirtualCellSpec
+	PinnedCells  []PinnedCellSpec
+	Line         int
+}
+
+// Config is a parsed cells file. Types keeps the order of the file.
+type Config struct {
+	File          string
+	CellTypes     []CellTypeSpec
+	PhysicalCells []PhysicalCellSpec
+	VCs           []VCSpec
+	// Ignored lists the YAML paths of fields this package does not use
+	// (HiveD's extender settings and unknown keys), sorted.
+	Ignored []string
+}
+
+// Warning is the one line that names the ignored fields, or "".
+func (c *Config) Warning() string {
+	if len(c.Ignored) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: ignoring fields this scheduler does not use: %s", c.File, strings.Join(c.Ignored, ", "))
+}
+
+// LoadFile reads and parses a cells file.
+func LoadFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse parses a cells file held in memory; name is used in errors.
+// It checks the shape of the document only; New checks the semantics.
+func Parse(name string, data []byte) (*Config, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, yamlError(name, err)
+	}
+	p := &parser{file: name, cfg: &Config{File: name}}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, &Error{File: name, Msg: "empty document: want physicalCluster and virtualClusters"}
+	}
+	root := doc.Content[0]
+	if err := p.document(root); err != nil {
+		return nil, err
+	}
+	sort.Strings(p.cfg.Ignored)
+	return p.cfg, nil
+}
+
+// yamlError turns a YAML syntax error into an *Error with its line.
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		return &Error{File: file, Msg: te.Errors[0]}
+	}
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if strings.HasPrefix(msg, "line ") {
+		rest := msg[len("line "):]
+		if i := strings.Index(rest, ":"); i > 0 {
+			if n, e := strconv.Atoi(rest[:i]); e == nil {
+				line = n
+				msg = strings.TrimSpace(rest[i+1:])
+			}
+		}
+	}
+	return &Error{File: file, Line: line, Msg: msg}
+}
+
+type parser struct {
+	file string
+	cfg  *Config
+}
+
+func (p *parser) errf(n *yaml.Node, field, format string, a ...any) error {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	return &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the scalar %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// resolve follows aliases so that anchors in a config work as YAML says.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && (n.Tag == "!!null" || n.Value == "" && n.Style == 0))
+}
+
+// mapping iterates the key/value pairs of a mapping node, refusing
+// duplicate keys (YAML forbids them, and HiveD's decoder would keep the
+// last silently).
+func (p *parser) mapping(n *yaml.Node, field string, f func(key string, k, v *yaml.Node) error) error {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, field, "want a mapping, got %s", kindName(n))
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			return p.errf(k, field, "want a plain key, got %s", kindName(k))
+		}
+		if prev, ok := seen[k.Value]; ok {
+			return p.errf(k, join(field, k.Value), "duplicate key (first at line %d)", prev)
+		}
+		seen[k.Value] = k.Line
+		if err := f(k.Value, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+func (p *parser) ignore(field string) { p.cfg.Ignored = append(p.cfg.Ignored, field) }
+
+func (p *parser) str(n *yaml.Node, field string) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", p.errf(n, field, "want a string, got %s", kindName(n))
+	}
+	if n.Tag == "!!null" {
+		return "", nil
+	}
+	return strings.TrimSpace(n.Value), nil
+}
+
+func (p *parser) integer(n *yaml.Node, field string) (int, error) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, p.errf(n, field, "want an integer, got %s", kindName(n))
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 32)
+	if err != nil {
+		return 0, p.errf(n, field, "want an integer, got %q", n.Value)
+	}
+	return int(v), nil
+}
+
+func (p *parser) boolean(n *yaml.Node, field string) (bool, error) {
+	if n.Kind != yaml.ScalarNode {
+		return false, p.errf(n, field, "want true or false, got %s", kindName(n))
+	}
+	switch strings.ToLower(strings.TrimSpace(n.Value)) {
+	case "true", "yes", "on":
+		return true, nil
+	case "false", "no", "off", "":
+		return false, nil
+	}
+	return false, p.errf(n, field, "want true or false, got %q", n.Value)
+}
+
+func (p *parser) document(root *yaml.Node) error {
+	var havePC, haveVC bool
+	err := p.mapping(root, "", func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "physicalCluster":
+			havePC = true
+			return p.physicalCluster(v)
+		case "virtualClusters":
+			haveVC = true
+			return p.virtualClusters(v)
+		default:
+			p.ignore(key)
+			return nil
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if !havePC {
+		return p.errf(root, "physicalCluster", "missing")
+	}
+	if !haveVC {
+		return p.errf(root, "virtualClusters", "missing")
+	}
+	return nil
+}
+
+func (p *parser) physicalCluster(n *yaml.Node) error {
+	const base = "physicalCluster"
+	var haveTypes, haveCells bool
+	err := p.mapping(n, base, func(key string, k, v *yaml.Node) error {
+		f := join(base, key)
+		switch key {
+		case "cellTypes":
+			haveTypes = true
+			return p.mapping(v, f, func(name string, k, v *yaml.Node) error {
+				ct, err := p.cellType(name, k, v, join(f, name))
+				if err != nil {
+					return err
+				}
+				p.cfg.CellTypes = append(p.cfg.CellTypes, ct)
+				return nil
+			})
+		case "physicalCells":
+			haveCells = true
+			cells, err := p.physicalCells(v, f, true)
+			p.cfg.PhysicalCells = cells
+			return err
+		default:
+			p.ignore(f)
+			return nil
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if !haveTypes {
+		return p.errf(n, base+".cellTypes", "missing")
+	}
+	if !haveCells {
+		return p.errf(n, base+".physicalCells", "missing")
+	}
+	return nil
+}
+
+func (p *parser) cellType(name string, k, v *yaml.Node, field string) (CellTypeSpec, error) {
+	ct := CellTypeSpec{Name: name, Line: k.Line}
+	if name == "" {
+		return ct, p.errf(k, field, "empty cell type name")
+	}
+	if strings.Contains(name, ".") {
+		return ct, p.errf(k, field, "a cell type name may not contain '.' (VC cell types are dotted paths of names)")
+	}
+	err := p.mapping(v, field, func(key string, kk, vv *yaml.Node) error {
+		f := join(field, key)
+		var err error
+		switch key {
+		case "childCellType":
+			ct.ChildCellType, err = p.str(vv, f)
+		case "childCellNumber":
+			ct.ChildCellNumber, err = p.integer(vv, f)
+			if err == nil && ct.ChildCellNumber <= 0 {
+				err = p.errf(vv, f, "must be positive, got %d", ct.ChildCellNumber)
+			}
+		case "isNodeLevel":
+			ct.IsNodeLevel, err = p.boolean(vv, f)
+		default:
+			p.ignore(f)
+		}
+		return err
+	})
+	if err != nil {
+		return ct, err
+	}
+	if ct.ChildCellType == "" {
+		return ct, p.errf(k, join(field, "childCellType"), "missing")
+	}
+	if ct.ChildCellNumber == 0 {
+		return ct, p.errf(k, join(field, "childCellNumber"), "missing")
+	}
+	return ct, nil
+}
+
+func (p *parser) physicalCells(n *yaml.Node, field string, top bool) ([]PhysicalCellSpec, error) {
+	n = resolve(n)
+	if isNull(n) && !top {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, field, "want a list, got %s", kindName(n))
+	}
+	var out []PhysicalCellSpec
+	for i, item := range n.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		item = resolve(item)
+		pc := PhysicalCellSpec{Line: item.Line, Field: f}
+		if isNull(item) {
+			out = append(out, pc)
+			continue
+		}
+		err := p.mapping(item, f, func(key string, k, v *yaml.Node) error {
+			kf := join(f, key)
+			var err error
+			switch key {
+			case "cellType":
+				pc.CellType, err = p.str(v, kf)
+			case "cellAddress":
+				pc.CellAddress, err = p.str(v, kf)
+			case "pinnedCellId":
+				pc.PinnedCellID, err = p.str(v, kf)
+			case "cellChildren":
+				pc.Children, err = p.physicalCells(v, kf, false)
+			default:
+				p.ignore(kf)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if top && pc.CellType == "" {
+			return nil, p.errf(item, join(f, "cellType"), "missing")
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+func (p *parser) virtualClusters(n *yaml.Node) error {
+	const base = "virtualClusters"
+	n = resolve(n)
+	if isNull(n) {
+		return nil
+	}
+	return p.mapping(n, base, func(name string, k, v *yaml.Node) error {
+		f := join(base, name)
+		if name == "" {
+			return p.errf(k, f, "empty VC name")
+		}
+		vc := VCSpec{Name: name, Line: k.Line}
+		v = resolve(v)
+		if !isNull(v) {
+			err := p.mapping(v, f, func(key string, kk, vv *yaml.Node) error {
+				kf := join(f, key)
+				switch key {
+				case "virtualCells":
+					return p.list(vv, kf, func(i int, item *yaml.Node, itf string) error {
+						vcell := VirtualCellSpec{Line: item.Line, Field: itf}
+						err := p.mapping(item, itf, func(key string, k3, v3 *yaml.Node) error {
+							f3 := join(itf, key)
+							var err error
+							switch key {
+							case "cellType":
+								vcell.CellType, err = p.str(v3, f3)
+							case "cellNumber":
+								vcell.CellNumber, err = p.integer(v3, f3)
+								if err == nil && vcell.CellNumber < 0 {
+									err = p.errf(v3, f3, "must not be negative, got %d", vcell.CellNumber)
+								}
+							default:
+								p.ignore(f3)
+							}
+							return err
+						})
+						if err != nil {
+							return err
+						}
+						if vcell.CellType == "" {
+							return p.errf(item, join(itf, "cellType"), "missing")
+						}
+						vc.VirtualCells = append(vc.VirtualCells, vcell)
+						return nil
+					})
+				case "pinnedCells":
+					return p.list(vv, kf, func(i int, item *yaml.Node, itf string) error {
+						pin := PinnedCellSpec{Line: item.Line, Field: itf}
+						err := p.mapping(item, itf, func(key string, k3, v3 *yaml.Node) error {
+							f3 := join(itf, key)
+							var err error
+							switch key {
+							case "pinnedCellId":
+								pin.PinnedCellID, err = p.str(v3, f3)
+							default:
+								p.ignore(f3)
+							}
+							return err
+						})
+						if err != nil {
+							return err
+						}
+						if pin.PinnedCellID == "" {
+							return p.errf(item, join(itf, "pinnedCellId"), "missing")
+						}
+						vc.PinnedCells = append(vc.PinnedCells, pin)
+						return nil
+					})
+				default:
+					p.ignore(kf)
+					return nil
+				}
+			})
+			if err != nil {
+				return err
+			}
+		}
+		p.cfg.VCs = append(p.cfg.VCs, vc)
+		return nil
+	})
+}
+
+func (p *parser) list(n *yaml.Node, field string, f func(i int, item *yaml.Node, itemField string) error) error {
+	n = resolve(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return p.errf(n, field, "want a list, got %s", kindName(n))
+	}
+	for i, item := range n.Content {
+		item = resolve(item)
+		if err := f(i, item, fmt.Sprintf("%s[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package tenancy
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// mustNew builds a scheduler from YAML text or fails the test.
+func mustNew(t testing.TB, yml string) *Scheduler {
+	t.Helper()
+	cfg, err := Parse("test.yaml", []byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	return s
+}
+
+func mustCheck(t testing.TB, s *Scheduler) {
+	t.Helper()
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPlace(t testing.TB, s *Scheduler, r Request) Decision {
+	t.Helper()
+	d, err := s.Schedule(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Placed {
+		t.Fatalf("%s: not placed: %s", r.Group, d.Reason)
+	}
+	mustCheck(t, s)
+	return d
+}
+
+// freeList renders a chain's free list at a level as addresses.
+func freeList(s *Scheduler, chain string, l int) []string {
+	out := []string{}
+	for _, p := range s.byChain[chain].free[l] {
+		out = append(out, p.Addr)
+	}
+	return out
+}
+
+// twoLevel is a cluster of n nodes of g GPUs, GPU(1) → NODE(2).
+func twoLevel(n, g int, vcs string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "physicalCluster:\n  cellTypes:\n    NODE: {childCellType: GPU, childCellNumber: %d, isNodeLevel: true}\n  physicalCells:\n", g)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {cellType: NODE, cellAddress: n%d}\n", i)
+	}
+	b.WriteString("virtualClusters:\n" + vcs)
+	return b.String()
+}
+
+// H1: buddy split and merge over four levels.
+func TestH1BuddySplitMerge(t *testing.T) {
+	s := mustNew(t, `
+physicalCluster:
+  cellTypes:
+    PAIR: {childCellType: GPU, childCellNumber: 2}
+    SOCKET: {childCellType: PAIR, childCellNumber: 2}
+    NODE: {childCellType: SOCKET, childCellNumber: 2, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: N}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE.SOCKET.PAIR.GPU, cellNumber: 2}]}
+  B: {virtualCells: [{cellType: NODE.SOCKET.PAIR, cellNumber: 1}]}
+`)
+	if got := freeList(s, "NODE", 4); !reflect.DeepEqual(got, []string{"N"}) {
+		t.Fatalf("L4 = %v, want [N]", got)
+	}
+	d := mustPlace(t, s, Request{Group: "g0", VC: "A", Pods: []int{1}})
+	if d.Pods[0].Node != "N" || !reflect.DeepEqual(d.Pods[0].GPUs, []int{0}) {
+		t.Fatalf("first GPU = %v, want N[0] (G0)", d)
+	}
+	want := map[int][]string{1: {"N/0/0/1"}, 2: {"N/0/1"}, 3: {"N/1"}, 4: {}}
+	for l, w := range want {
+		if got := freeList(s, "NODE", l); !reflect.DeepEqual(got, w) {
+			t.Errorf("after the cascade L%d = %v, want %v", l, got, w)
+		}
+	}
+	d = mustPlace(t, s, Request{Group: "g1", VC: "A", Pods: []int{1}})
+	if !reflect.DeepEqual(d.Pods[0].GPUs, []int{1}) {
+		t.Fatalf("second GPU = %v, want the buddy G1", d)
+	}
+	d = mustPlace(t, s, Request{Group: "p1", VC: "B", Pods: []int{2}})
+	if !reflect.DeepEqual(d.Pods[0].GPUs, []int{2, 3}) {
+		t.Fatalf("pair = %v, want P1 (GPUs 2,3)", d)
+	}
+	for _, g := range []string{"g0", "g1", "p1"} {
+		if err := s.Release(g); err != nil {
+			t.Fatal(err)
+		}
+		mustCheck(t, s)
+	}
+	for l, w := range map[int][]string{1: {}, 2: {}, 3: {}, 4: {"N"}} {
+		if got := freeList(s, "NODE", l); !reflect.DeepEqual(got, w) {
+			t.Errorf("after the merges L%d = %v, want %v", l, got, w)
+		}
+	}
+}
+
+// H2: initial validation on 2 nodes x 4 GPUs.
+func TestH2InitialValidation(t *testing.T) {
+	cases := []struct {
+		name, vcs string
+		err       string // substring; "" = valid
+	}{
+		{"node+node", "  VC1: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n  VC2: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n", ""},
+		{"node+gpu,node", "  VC1: {virtualCells: [{cellType: NODE, cellNumber: 1}, {cellType: NODE.GPU, cellNumber: 1}]}\n  VC2: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n",
+			"chain NODE, level 1 (GPU): splittable -1 < 0; VCs reserving this level: VC1 (1, line 8)"},
+		{"4gpu,node", "  VC1: {virtualCells: [{cellType: NODE.GPU, cellNumber: 4}]}\n  VC2: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n", ""},
+	}
+	for _, c := range cases {
+		cfg, err := Parse("h2.yaml", []byte(twoLevel(2, 4, c.vcs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(cfg)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: rejected: %v", c.name, err)
+		case c.err != "" && err == nil:
+			t.Errorf("%s: accepted, want rejection", c.name)
+		case c.err != "" && !strings.Contains(err.Error(), c.err):
+			t.Errorf("%s: error %q, want it to contain %q", c.name, err, c.err)
+		}
+		if c.err != "" && err != nil && !strings.HasPrefix(err.Error(), "h2.yaml:8: ") {
+			t.Errorf("%s: error %q does not name file and line", c.name, err)
+		}
+	}
+}
+
+// H3: four 1-GPU groups of A pack into one node, so B's whole-node job
+// starts at once. (The quota baseline's 99-minute anomaly is the
+// simulator's test, testdata/h3.)
+func TestH3HiveDPacksSmallJobs(t *testing.T) {
+	s := mustNew(t, twoLevel(2, 4, "  A: {virtualCells: [{cellType: NODE.GPU, cellNumber: 4}]}\n  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n"))
+	gpus := map[int]bool{}
+	for i := 0; i < 4; i++ {
+		d := mustPlace(t, s, Request{Group: fmt.Sprintf("a%d", i), VC: "A", Pods: []int{1}})
+		if d.Pods[0].Node != "n0" {
+			t.Fatalf("A's job %d on %s, want n0", i, d.Pods[0].Node)
+		}
+		gpus[d.Pods[0].GPUs[0]] = true
+	}
+	if len(gpus) != 4 {
+		t.Fatalf("A's GPUs %v, want four distinct", gpus)
+	}
+	d := mustPlace(t, s, Request{Group: "b", VC: "B", Pods: []int{4}})
+	if d.Pods[0].Node != "n1" || len(d.Preempted) != 0 {
+		t.Fatalf("B = %v, want all of n1 without preemption", d)
+	}
+}
+
+// H4 and H5: safety under growth, and merge on release.
+func TestH4H5SafetyUnderGrowthAndMerge(t *testing.T) {
+	vcs := "  A: {virtualCells: [{cellType: NODE.GPU, cellNumber: 6}]}\n  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n"
+	s := mustNew(t, twoLevel(3, 4, vcs))
+	ch := s.byChain["NODE"]
+	wantNode := []string{"n0", "n0", "n0", "n0", "n1", "n1"}
+	wantLeft := []int{2, 2, 2, 2, 1, 1}
+	for i := 0; i < 6; i++ {
+		d := mustPlace(t, s, Request{Group: fmt.Sprintf("a%d", i), VC: "A", Pods: []int{1}})
+		if d.Pods[0].Node != wantNode[i] {
+			t.Fatalf("A's GPU %d on %s, want %s", i+1, d.Pods[0].Node, wantNode[i])
+		}
+		if got := ch.obtainable(2); got != wantLeft[i] {
+			t.Fatalf("after GPU %d totalLeft[node] = %d, want %d", i+1, got, wantLeft[i])
+		}
+	}
+	if got := freeList(s, "NODE", 2); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Fatalf("free nodes %v, want [n2]", got)
+	}
+	d := mustPlace(t, s, Request{Group: "b", VC: "B", Pods: []int{4}})
+	if d.Pods[0].Node != "n2" {
+		t.Fatalf("B on %s, want n2", d.Pods[0].Node)
+	}
+	if err := s.Release("b"); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, s)
+	// H5: A releases its two GPUs in n1; n1 merges back.
+	for _, g := range []string{"a4", "a5"} {
+		if err := s.Release(g); err != nil {
+			t.Fatal(err)
+		}
+		mustCheck(t, s)
+	}
+	if got := freeList(s, "NODE", 2); !reflect.DeepEqual(got, []string{"n2", "n1"}) {
+		t.Fatalf("free nodes after the release %v, want [n2 n1]", got)
+	}
+	if got := ch.obtainable(2); got != 2 {
+		t.Fatalf("totalLeft[node] = %d, want 2", got)
+	}
+
+	// Negative control: binding A's six GPUs 2/2/2 leaves no node for B,
+	// and the checker must say so.
+	bad := mustNew(t, twoLevel(3, 4, vcs))
+	vcc := bad.byVC["A"].chains[0]
+	nodes := bad.byChain["NODE"].tops
+	for i, v := range vcc.pre {
+		if !bad.bindExact(v, nodes[i/2].children[i%2]) {
+			t.Fatalf("static binding %d failed", i)
+		}
+	}
+	err := bad.Check()
+	if err == nil || !strings.Contains(err.Error(), "safety broken: chain NODE level 2") {
+		t.Fatalf("checker on a 2/2/2 binding: %v, want safety broken at the node level", err)
+	}
+}

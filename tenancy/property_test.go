@@ -1,0 +1,236 @@
+package tenancy
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// randomConfig builds a random cluster of one or two chains and a random
+// feasible VC assignment (cells are added while the full splittable check
+// accepts them).
+func randomConfig(rng *rand.Rand) *Config {
+	cfg := &Config{File: "random.yaml"}
+	chains := 1 + rng.IntN(2)
+	var tops []string
+	node := 0
+	for c := 0; c < chains; c++ {
+		levels := 2 + rng.IntN(3) // 2..4
+		nodeLevel := 2 + rng.IntN(levels-1)
+		prev := fmt.Sprintf("GPU%d", c)
+		for l := 2; l <= levels; l++ {
+			name := fmt.Sprintf("C%dL%d", c, l)
+			cfg.CellTypes = append(cfg.CellTypes, CellTypeSpec{Name: name, ChildCellType: prev, ChildCellNumber: 1 + rng.IntN(3), IsNodeLevel: l == nodeLevel})
+			prev = name
+		}
+		tops = append(tops, prev)
+		n := 1 + rng.IntN(3)
+		for i := 0; i < n; i++ {
+			cfg.PhysicalCells = append(cfg.PhysicalCells, namedCell(cfg, prev, &node))
+		}
+	}
+	nvc := 1 + rng.IntN(4)
+	for v := 0; v < nvc; v++ {
+		cfg.VCs = append(cfg.VCs, VCSpec{Name: fmt.Sprintf("VC%d", v)})
+	}
+	// Try random reservations; keep those that stay feasible.
+	for try := 0; try < 30; try++ {
+		v := rng.IntN(nvc)
+		top := tops[rng.IntN(len(tops))]
+		path := typePath(cfg, top)
+		k := 1 + rng.IntN(len(path))
+		vs := VirtualCellSpec{CellType: joinPath(path[:k]), CellNumber: 1}
+		cfg.VCs[v].VirtualCells = append(cfg.VCs[v].VirtualCells, vs)
+		if _, err := New(cfg); err != nil {
+			cfg.VCs[v].VirtualCells = cfg.VCs[v].VirtualCells[:len(cfg.VCs[v].VirtualCells)-1]
+		}
+	}
+	return cfg
+}
+
+func typePath(cfg *Config, top string) []string {
+	byName := map[string]CellTypeSpec{}
+	for _, t := range cfg.CellTypes {
+		byName[t.Name] = t
+	}
+	var out []string
+	for name := top; ; {
+		t, ok := byName[name]
+		if !ok {
+			break
+		}
+		out = append(out, name)
+		name = t.ChildCellType
+	}
+	return out
+}
+
+func joinPath(p []string) string {
+	s := p[0]
+	for _, x := range p[1:] {
+		s += "." + x
+	}
+	return s
+}
+
+// namedCell instantiates a top-level cell, naming every node-level cell.
+func namedCell(cfg *Config, typ string, node *int) PhysicalCellSpec {
+	byName := map[string]CellTypeSpec{}
+	for _, t := range cfg.CellTypes {
+		byName[t.Name] = t
+	}
+	var mk func(name string) PhysicalCellSpec
+	mk = func(name string) PhysicalCellSpec {
+		t, ok := byName[name]
+		if !ok {
+			return PhysicalCellSpec{}
+		}
+		p := PhysicalCellSpec{}
+		if t.IsNodeLevel {
+			p.CellAddress = fmt.Sprintf("node%d", *node)
+			*node++
+			return p
+		}
+		for i := 0; i < t.ChildCellNumber; i++ {
+			p.Children = append(p.Children, mk(t.ChildCellType))
+		}
+		return p
+	}
+	p := mk(typ)
+	p.CellType = typ
+	return p
+}
+
+// H7: over thousands of random feasible configs and random sequences of
+// guaranteed and opportunistic allocations, releases, failures and
+// recoveries, the full invariant holds after every step; while all nodes
+// are healthy, every request its VC's own view can place (a request that
+// is valid within the VC) is placed, and no other is.
+func TestH7RandomSequencesKeepSafety(t *testing.T) {
+	configs := 2000
+	if testing.Short() {
+		configs = 300
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	steps, placed, valid := 0, 0, 0
+	for c := 0; c < configs; c++ {
+		cfg := randomConfig(rng)
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatalf("config %d: %v", c, err)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatalf("config %d initially: %v", c, err)
+		}
+		var nodes []string
+		for n := range s.byNode {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		seq := 0
+		before := ""
+		for step := 0; step < 40; step++ {
+			steps++
+			op := rng.IntN(10)
+			var what string
+			switch {
+			case op < 5 && len(s.vcs) > 0: // guaranteed group
+				vc := s.vcs[rng.IntN(len(s.vcs))]
+				if len(vc.chains) == 0 {
+					continue
+				}
+				vcc := vc.chains[rng.IntN(len(vc.chains))]
+				pods := make([]int, 1+rng.IntN(2))
+				for i := range pods {
+					pods[i] = 1 + rng.IntN(vcc.chain.types[vcc.chain.NodeLevel].leaves)
+				}
+				prio := rng.IntN(3)
+				seq++
+				r := Request{Group: fmt.Sprintf("g%d", seq), VC: vc.Name, Priority: prio, Pods: pods,
+					LeafType: vcc.chain.LeafType, NoPreemption: rng.IntN(2) == 0, LazyPreemptable: rng.IntN(3) == 0}
+				canView := s.viewCanPlace(vc, r)
+				before = s.dump()
+				d, err := s.Schedule(r)
+				if err != nil {
+					t.Fatalf("config %d step %d: %v", c, step, err)
+				}
+				what = fmt.Sprintf("guaranteed %+v → %v", r, d)
+				if len(s.BadNodes()) == 0 && r.NoPreemption {
+					if canView {
+						valid++
+					}
+					if canView != d.Placed {
+						t.Fatalf("config %d step %d: view says %v, scheduler %v (%s)\n%s", c, step, canView, d.Placed, d.Reason, s.dump())
+					}
+				}
+				if d.Placed {
+					placed++
+				}
+			case op < 7: // opportunistic group
+				vc := s.vcs[rng.IntN(len(s.vcs))]
+				seq++
+				r := Request{Group: fmt.Sprintf("o%d", seq), VC: vc.Name, Priority: Opportunistic, Pods: []int{1 + rng.IntN(2)}}
+				d, err := s.Schedule(r)
+				if err != nil {
+					t.Fatalf("config %d step %d: %v", c, step, err)
+				}
+				what = fmt.Sprintf("opportunistic %+v → %v", r, d)
+			case op < 9: // release
+				gs := s.Groups()
+				if len(gs) == 0 {
+					continue
+				}
+				g := gs[rng.IntN(len(gs))]
+				if err := s.Release(g); err != nil {
+					t.Fatal(err)
+				}
+				what = "release " + g
+			default: // failure or recovery
+				n := nodes[rng.IntN(len(nodes))]
+				healthy := rng.IntN(2) == 0
+				if err := s.SetNodeHealth(n, healthy); err != nil {
+					t.Fatal(err)
+				}
+				what = fmt.Sprintf("node %s healthy=%v", n, healthy)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatalf("config %d step %d after %s: %v\n%s\nbefore:\n%s", c, step, what, err, s.dump(), before)
+			}
+		}
+	}
+	t.Logf("%d configs, %d steps, %d placements, %d valid no-preemption requests all placed", configs, steps, placed, valid)
+	if valid < configs {
+		t.Fatalf("only %d valid requests checked; the generator is too weak", valid)
+	}
+}
+
+// viewCanPlace asks the VC's intra-VC scheduler alone (first pass, no
+// preemption) whether the request fits the VC as if it were private.
+func (s *Scheduler) viewCanPlace(vc *VC, r Request) bool {
+	for _, vcc := range vc.chains {
+		if r.LeafType != "" && vcc.chain.LeafType != r.LeafType {
+			continue
+		}
+		if vp, _ := s.placeInVC(vcc, r.Pods, r.Priority, false); vp != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// dump renders the state for a failing test.
+func (s *Scheduler) dump() string {
+	out := ""
+	for _, ch := range s.chains {
+		out += fmt.Sprintf("chain %s top %d node %d splittable %v vcUnused %v\n", ch.Name, ch.Top(), ch.NodeLevel, ch.splittable(), ch.vcUnused)
+		for l := 1; l <= ch.Top(); l++ {
+			out += fmt.Sprintf("  free[%d] = %v\n", l, freeList(s, ch.Name, l))
+		}
+	}
+	for _, g := range s.Groups() {
+		p, _ := s.Placement(g)
+		out += fmt.Sprintf("  group %s prio %d %v\n", g, s.groups[g].Priority, p)
+	}
+	return out
+}

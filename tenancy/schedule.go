@@ -1,0 +1,952 @@
+package tenancy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Priorities, as in HiveD: guaranteed groups run at 0..MaxPriority inside
+// their VC's cells; opportunistic groups run at Opportunistic on whatever
+// is idle and hold no VC cell.
+const (
+	Opportunistic = -1
+	MaxPriority   = 1000
+)
+
+// Scheduler is the tenancy state of one cluster: the buddy system of every
+// chain, every VC's cells and bindings, and the groups that hold devices.
+// It is not safe for concurrent use.
+type Scheduler struct {
+	cfg       *Config
+	chains    []*Chain
+	byChain   map[string]*Chain
+	vcs       []*VC
+	byVC      map[string]*VC
+	groups    map[string]*Group
+	byNode    map[string][]*PCell // node name → its node-level cells, one per chain
+	pinned    map[string]*PCell
+	leafTypes []string
+	leaves    []*PCell
+
+	epoch    int        // marks leaves chosen by the current decision
+	newBinds []*VCell   // bindings made by the current decision, for undo
+	scratch  []viewNode // reused view buffer
+}
+
+// New builds the tenancy state from a parsed config and validates it,
+// including the initial VC assignment. All nodes start healthy.
+func New(cfg *Config) (*Scheduler, error) { return build(cfg) }
+
+// Load reads, parses and validates a cells file.
+func Load(path string) (*Scheduler, error) {
+	cfg, err := LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg)
+}
+
+// Config is the configuration the scheduler was built from.
+func (s *Scheduler) Config() *Config { return s.cfg }
+
+// Group is a gang (HiveD's affinity group): pods that start together or
+// not at all.
+type Group struct {
+	Name         string
+	VC           *VC
+	Priority     int // current priority; Opportunistic after a lazy preemption
+	Lazy         bool
+	Demoted      bool // lazily preempted: runs on as opportunistic
+	origPriority int
+	chain        *Chain
+	pods         [][]*PCell
+	vleaves      []*VCell
+}
+
+// Request asks for devices for one new group.
+type Request struct {
+	Group    string
+	VC       string
+	Priority int   // Opportunistic or 0..MaxPriority
+	Pods     []int // devices per pod; a pod never spans nodes
+	// LeafType restricts the devices to one type (HiveD's leafCellType); "" takes any.
+	LeafType string
+	// PinnedCell places the group inside one of its VC's pinned cells.
+	PinnedCell string
+	// LazyPreemptable lets a higher-priority group of the VC demote this
+	// one to opportunistic instead of killing it.
+	LazyPreemptable bool
+	// NoPreemption forbids preempting others (the group waits instead).
+	NoPreemption bool
+}
+
+// Pod is where one pod runs.
+type Pod struct {
+	Node string
+	GPUs []int // device indices inside the node
+}
+
+// Decision is the answer to a Request. When Placed, the group holds its
+// devices; Preempted lists the groups killed for it (they hold nothing
+// any more) and Demoted those lazily preempted (they run on as
+// opportunistic).
+type Decision struct {
+	Placed    bool
+	Reason    string
+	Chain     string
+	Pods      []Pod
+	Preempted []string
+	Demoted   []string
+}
+
+// Schedule decides a new group's placement and, when one is found, commits
+// it. It returns an error (and changes nothing) for a malformed request.
+func (s *Scheduler) Schedule(r Request) (Decision, error) {
+	vc, err := s.validate(r)
+	if err != nil {
+		return Decision{}, err
+	}
+	if r.Priority == Opportunistic {
+		return s.scheduleOpportunistic(r, vc), nil
+	}
+	return s.scheduleGuaranteed(r, vc), nil
+}
+
+func (s *Scheduler) validate(r Request) (*VC, error) {
+	if r.Group == "" {
+		return nil, fmt.Errorf("tenancy: request without a group name")
+	}
+	if _, dup := s.groups[r.Group]; dup {
+		return nil, fmt.Errorf("tenancy: group %q already holds devices", r.Group)
+	}
+	vc := s.byVC[r.VC]
+	if vc == nil {
+		return nil, fmt.Errorf("tenancy: group %s: unknown VC %q", r.Group, r.VC)
+	}
+	if r.Priority < Opportunistic || r.Priority > MaxPriority {
+		return nil, fmt.Errorf("tenancy: group %s: priority %d outside %d..%d", r.Group, r.Priority, Opportunistic, MaxPriority)
+	}
+	if len(r.Pods) == 0 {
+		return nil, fmt.Errorf("tenancy: group %s: no pods", r.Group)
+	}
+	for i, n := range r.Pods {
+		if n <= 0 {
+			return nil, fmt.Errorf("tenancy: group %s: pod %d asks for %d devices", r.Group, i, n)
+		}
+	}
+	if r.LeafType != "" {
+		found := false
+		for _, t := range s.leafTypes {
+			found = found || t == r.LeafType
+		}
+		if !found {
+			return nil, fmt.Errorf("tenancy: group %s: unknown leaf type %q", r.Group, r.LeafType)
+		}
+		if r.Priority != Opportunistic && r.PinnedCell == "" {
+			has := false
+			for _, vcc := range vc.chains {
+				has = has || vcc.chain.LeafType == r.LeafType
+			}
+			if !has {
+				return nil, fmt.Errorf("tenancy: group %s: VC %s has no cells of leaf type %q", r.Group, r.VC, r.LeafType)
+			}
+		}
+	}
+	if r.PinnedCell != "" {
+		if r.Priority == Opportunistic {
+			return nil, fmt.Errorf("tenancy: group %s: opportunistic groups cannot use pinned cell %q", r.Group, r.PinnedCell)
+		}
+		if s.pinned[r.PinnedCell] == nil {
+			return nil, fmt.Errorf("tenancy: group %s: unknown pinned cell %q", r.Group, r.PinnedCell)
+		}
+		if vc.byPin[r.PinnedCell] == nil {
+			return nil, fmt.Errorf("tenancy: group %s: pinned cell %q does not belong to VC %s", r.Group, r.PinnedCell, r.VC)
+		}
+	}
+	return vc, nil
+}
+
+// viewNode is one node of a scheduling view with the counts the packing
+// order needs.
+type viewNode struct {
+	v       *VCell // virtual view (guaranteed path)
+	p       *PCell // physical view (opportunistic path)
+	free    int    // devices free, or preemptible in the preemption pass
+	used    int    // devices in use (packing: more first)
+	higher  int    // devices in use at a priority above the request's (fewer first)
+	healthy bool
+}
+
+// sortView orders a view as HiveD's topology-aware scheduler does:
+// healthy first, then most devices in use (pack), then fewest devices used
+// at a higher priority. The sort is stable, so ties keep view order.
+func sortView(nodes []viewNode) {
+	sort.SliceStable(nodes, func(i, j int) bool {
+		a, b := &nodes[i], &nodes[j]
+		if a.healthy != b.healthy {
+			return a.healthy
+		}
+		if a.used != b.used {
+			return a.used > b.used
+		}
+		return a.higher < b.higher
+	})
+}
+
+// fitPods walks the sorted view and puts consecutive pods (smallest first)
+// onto the current node while it has room, as HiveD's findNodesForPods.
+// It returns, per pod, the index of its node in nodes.
+func fitPods(nodes []viewNode, pods []int) ([]int, string) {
+	order := make([]int, len(pods))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return pods[order[i]] < pods[order[j]] })
+	at := make([]int, len(pods))
+	ni := 0
+	left := 0
+	if len(nodes) > 0 {
+		left = nodes[0].free
+	}
+	for _, pi := range order {
+		for ni < len(nodes) && left < pods[pi] {
+			ni++
+			if ni < len(nodes) {
+				left = nodes[ni].free
+			}
+		}
+		if ni == len(nodes) {
+			return nil, "insufficient capacity"
+		}
+		if !nodes[ni].healthy {
+			return nil, "only bad nodes have room"
+		}
+		at[pi] = ni
+		left -= pods[pi]
+	}
+	return at, ""
+}
+
+// leaf states for pickLeaves.
+const (
+	leafBusy = iota
+	leafFree
+	leafPreemptible
+)
+
+// pickLeaves chooses n leaves among a node's leaves (listed depth-first,
+// so that every cell covers a contiguous block) whose lowest common
+// ancestor is as low as possible: the smallest block size that holds n
+// available leaves, preferring a block that needs no preemption, then the
+// first such block. Inside the block, free leaves go first.
+func pickLeaves(state []uint8, blocks []int, n int, out []int) []int {
+	for _, size := range blocks {
+		if size < n {
+			continue
+		}
+		bestAvail, bestFree := -1, -1
+		for b := 0; b+size <= len(state); b += size {
+			free, avail := 0, 0
+			for _, st := range state[b : b+size] {
+				switch st {
+				case leafFree:
+					free++
+					avail++
+				case leafPreemptible:
+					avail++
+				}
+			}
+			if free >= n && bestFree < 0 {
+				bestFree = b
+				break
+			}
+			if avail >= n && bestAvail < 0 {
+				bestAvail = b
+			}
+		}
+		b := bestFree
+		if b < 0 {
+			b = bestAvail
+		}
+		if b < 0 {
+			continue
+		}
+		for _, want := range []uint8{leafFree, leafPreemptible} {
+			for i := b; i < b+size && len(out) < n; i++ {
+				if state[i] == want {
+					out = append(out, i)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func vleavesOf(v *VCell, out []*VCell) []*VCell {
+	if v.level == 1 {
+		return append(out, v)
+	}
+	for _, c := range v.children {
+		out = vleavesOf(c, out)
+	}
+	return out
+}
+
+func pleavesOf(p *PCell, out []*PCell) []*PCell {
+	if p.level == 1 {
+		return append(out, p)
+	}
+	for _, c := range p.children {
+		out = pleavesOf(c, out)
+	}
+	return out
+}
+
+// blockSizes lists the leaf counts of the levels 1..top of a chain.
+func blockSizes(ch *Chain, top int) []int {
+	b := make([]int, top)
+	for l := 1; l <= top; l++ {
+		b[l-1] = ch.types[l].leaves
+	}
+	return b
+}
+
+// placeInVC runs the intra-VC topology-aware scheduler on one view. In
+// the first pass only unused cells count as free; in the preemption pass
+// cells of the VC's groups with a lower priority count too.
+func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) ([][]*VCell, string) {
+	nodes := s.scratch[:0]
+	for _, v := range vcc.view {
+		n := viewNode{v: v, used: v.used, healthy: v.phys == nil || v.phys.bad == 0}
+		n.free = v.leaves - v.used
+		if preempt {
+			n.higher = 0
+			if v.used > 0 {
+				for _, l := range vleavesOf(v, nil) {
+					if l.group == nil {
+						continue
+					}
+					if l.group.Priority < prio {
+						n.free++
+					} else if l.group.Priority > prio {
+						n.higher++
+					}
+				}
+			}
+		} else {
+			n.higher = v.used // the first pass asks as if at opportunistic priority
+		}
+		nodes = append(nodes, n)
+	}
+	s.scratch = nodes
+	sortView(nodes)
+	at, reason := fitPods(nodes, pods)
+	if at == nil {
+		return nil, reason
+	}
+	s.epoch++
+	out := make([][]*VCell, len(pods))
+	order := make([]int, len(pods))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return pods[order[i]] < pods[order[j]] })
+	var leaves []*VCell
+	var state []uint8
+	var idx []int
+	for _, pi := range order {
+		v := nodes[at[pi]].v
+		leaves = vleavesOf(v, leaves[:0])
+		state = state[:0]
+		for _, l := range leaves {
+			switch {
+			case l.mark == s.epoch:
+				state = append(state, leafBusy)
+			case l.group == nil:
+				state = append(state, leafFree)
+			case preempt && l.group.Priority < prio:
+				state = append(state, leafPreemptible)
+			default:
+				state = append(state, leafBusy)
+			}
+		}
+		idx = pickLeaves(state, blockSizes(vcc.chain, v.level), pods[pi], idx[:0])
+		if idx == nil {
+			return nil, "no cell inside the chosen node fits the pod"
+		}
+		for _, i := range idx {
+			leaves[i].mark = s.epoch
+			out[pi] = append(out[pi], leaves[i])
+		}
+	}
+	return out, ""
+}
+
+func (s *Scheduler) scheduleGuaranteed(r Request, vc *VC) Decision {
+	var views []*vcChain
+	if r.PinnedCell != "" {
+		views = []*vcChain{vc.byPin[r.PinnedCell]}
+	} else {
+		for _, vcc := range vc.chains {
+			if r.LeafType == "" || vcc.chain.LeafType == r.LeafType {
+				views = append(views, vcc)
+			}
+		}
+	}
+	reason := "VC has no cells"
+	passes := []bool{false}
+	if !r.NoPreemption {
+		passes = append(passes, true)
+	}
+	// Every chain without preemption first, then with it: a group never
+	// preempts in one chain while another chain could take it as is.
+	for _, preempt := range passes {
+		for _, vcc := range views {
+			vp, why := s.placeInVC(vcc, r.Pods, r.Priority, preempt)
+			if vp == nil {
+				reason = fmt.Sprintf("chain %s: %s", vcc.chain.Name, why)
+				continue
+			}
+			if d, ok := s.commitGuaranteed(r, vc, vcc, vp); ok {
+				return d
+			}
+			reason = fmt.Sprintf("chain %s: no physical cells for the VC's placement", vcc.chain.Name)
+		}
+	}
+	return Decision{Reason: reason}
+}
+
+// commitGuaranteed binds a virtual placement to physical cells and takes
+// them, preempting what it must. On failure nothing changes.
+func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VCell) (Decision, bool) {
+	ch := vcc.chain
+	// Intra-VC victims, in order of first appearance.
+	var victims []*Group
+	seen := map[*Group]bool{}
+	for _, pod := range vp {
+		for _, l := range pod {
+			if g := l.group; g != nil && !seen[g] {
+				seen[g] = true
+				victims = append(victims, g)
+			}
+		}
+	}
+	// Lazy victims give up their VC cells first and run on as
+	// opportunistic, so that binding may steer around them.
+	type pair struct {
+		v *VCell
+		p *PCell
+	}
+	var lazy []*Group
+	var lazyPairs [][]pair
+	s.newBinds = s.newBinds[:0]
+	for _, g := range victims {
+		if !g.Lazy {
+			continue
+		}
+		var ps []pair
+		for _, l := range g.vleaves {
+			ps = append(ps, pair{l, l.phys})
+		}
+		lazy = append(lazy, g)
+		lazyPairs = append(lazyPairs, ps)
+		s.demote(g)
+	}
+	// Bind in the order the pods were fitted (smallest first), as HiveD.
+	order := make([]int, len(vp))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(vp[order[i]]) < len(vp[order[j]]) })
+	ok := true
+	for _, pi := range order {
+		for _, l := range vp[pi] {
+			if !s.bind(l) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+	}
+	if !ok {
+		for i := len(s.newBinds) - 1; i >= 0; i-- {
+			if v := s.newBinds[i]; v.phys != nil && v.used == 0 {
+				s.unbindTree(v)
+			}
+		}
+		for i, g := range lazy {
+			s.promote(g, func(yield func(*VCell, *PCell)) {
+				for _, p := range lazyPairs[i] {
+					yield(p.v, p.p)
+				}
+			})
+		}
+		// Undoing may have unbound cells that showed bad hardware.
+		for _, pod := range vp {
+			for _, l := range pod {
+				r := l
+				for r.parent != nil {
+					r = r.parent
+				}
+				if r.phys != nil && r.phys.bad > 0 {
+					s.fixBad(r.phys)
+				}
+			}
+		}
+		return Decision{}, false
+	}
+	// Everyone still on the chosen devices goes: intra-VC victims that were
+	// not lazy, and opportunistic groups (demoted ones included).
+	var kill []*Group
+	killed := map[*Group]bool{}
+	for _, g := range victims {
+		if !g.Lazy {
+			kill = append(kill, g)
+			killed[g] = true
+		}
+	}
+	for _, pod := range vp {
+		for _, l := range pod {
+			if g := l.phys.group; g != nil && !killed[g] {
+				kill = append(kill, g)
+				killed[g] = true
+			}
+		}
+	}
+	d := Decision{Placed: true, Chain: ch.Name}
+	var cleanup []*VCell
+	for _, g := range kill {
+		cleanup = append(cleanup, s.dropUsage(g)...)
+		delete(s.groups, g.Name)
+		d.Preempted = append(d.Preempted, g.Name)
+	}
+	for _, g := range lazy {
+		if !killed[g] {
+			d.Demoted = append(d.Demoted, g.Name)
+		}
+	}
+	g := &Group{Name: r.Group, VC: vc, Priority: r.Priority, origPriority: r.Priority, Lazy: r.LazyPreemptable, chain: ch}
+	for _, pod := range vp {
+		var pp []*PCell
+		for _, l := range pod {
+			s.use(g, l, l.phys)
+			pp = append(pp, l.phys)
+			g.vleaves = append(g.vleaves, l)
+		}
+		g.pods = append(g.pods, pp)
+	}
+	s.groups[g.Name] = g
+	for _, v := range cleanup {
+		s.unbindUp(v)
+	}
+	s.doomCheck(ch)
+	d.Pods = podsOf(g)
+	return d, true
+}
+
+func podsOf(g *Group) []Pod {
+	out := make([]Pod, len(g.pods))
+	for i, pod := range g.pods {
+		out[i].Node = pod[0].node
+		for _, l := range pod {
+			out[i].GPUs = append(out[i].GPUs, l.gpu)
+		}
+	}
+	return out
+}
+
+// bind makes sure a virtual cell is bound, binding its unbound ancestors
+// first: a preassigned cell through buddy allocation, any other cell to an
+// unbound child of its parent's physical cell (which keeps the VC's
+// topology inside the bound cell).
+func (s *Scheduler) bind(v *VCell) bool {
+	if v.phys != nil {
+		return true
+	}
+	if v.parent == nil {
+		p := v.vcc.chain.buddyAlloc(v.level, healthyAlloc)
+		if p == nil {
+			return false
+		}
+		s.bindPre(v, p)
+		return true
+	}
+	if !s.bind(v.parent) {
+		return false
+	}
+	var best *PCell
+	for _, c := range v.parent.phys.children {
+		if c.vcell != nil {
+			continue
+		}
+		if best == nil || better(c, best) {
+			best = c
+		}
+	}
+	if best == nil || best.bad > 0 && best.level <= best.chain.NodeLevel {
+		return false
+	}
+	link(v, best)
+	s.newBinds = append(s.newBinds, v)
+	if best.bad > 0 {
+		s.fixBad(best)
+	}
+	return true
+}
+
+// bindPre binds a preassigned cell to a physical cell already taken out of
+// the buddy system.
+func (s *Scheduler) bindPre(v *VCell, p *PCell) {
+	link(v, p)
+	v.vcc.unused[v.level]--
+	v.vcc.chain.vcUnused[v.level]--
+	s.newBinds = append(s.newBinds, v)
+	if p.bad > 0 {
+		s.fixBad(p)
+	}
+}
+
+// fixBad binds every bad, unbound child of a bound multi-node cell to an
+// unbound virtual sibling, so that the VC's scheduler sees the failure
+// instead of being promised a healthy cell that is not there.
+func (s *Scheduler) fixBad(p *PCell) {
+	if p.level <= p.chain.NodeLevel || p.vcell == nil {
+		return
+	}
+	for _, c := range p.children {
+		if c.bad == 0 {
+			continue
+		}
+		if c.vcell == nil {
+			for _, vc := range p.vcell.children {
+				if vc.phys == nil {
+					link(vc, c)
+					s.newBinds = append(s.newBinds, vc)
+					break
+				}
+			}
+		}
+		s.fixBad(c)
+	}
+}
+
+// unbindTree drops the bindings of v's subtree; a preassigned cell's
+// physical cell goes back to the buddy system. Pinned cells stay bound.
+func (s *Scheduler) unbindTree(v *VCell) {
+	for _, c := range v.children {
+		if c.phys != nil {
+			s.unbindTree(c)
+		}
+	}
+	if v.parent == nil && v.vcc.pinned != nil {
+		return
+	}
+	p := v.phys
+	p.vcell = nil
+	v.phys = nil
+	if v.doomed {
+		v.doomed = false
+		v.vcc.chain.doomed--
+	}
+	if v.parent == nil {
+		ch := v.vcc.chain
+		v.vcc.unused[v.level]++
+		ch.vcUnused[v.level]++
+		ch.releaseFree(p)
+	}
+}
+
+// unbindUp releases the bindings a freed leaf no longer needs: the highest
+// unused ancestor's subtree.
+func (s *Scheduler) unbindUp(v *VCell) {
+	if v.used > 0 || v.phys == nil {
+		return
+	}
+	x := v
+	for x.parent != nil && x.parent.used == 0 {
+		x = x.parent
+	}
+	s.unbindTree(x)
+	if x.parent != nil && x.parent.phys != nil && x.parent.phys.bad > 0 {
+		s.fixBad(x.parent.phys)
+	}
+}
+
+func (s *Scheduler) use(g *Group, v *VCell, p *PCell) {
+	if v != nil {
+		v.group = g
+		for x := v; x != nil; x = x.parent {
+			x.used++
+			if x.doomed {
+				x.doomed = false
+				x.vcc.chain.doomed--
+			}
+		}
+	}
+	p.group = g
+	opp := g.Priority == Opportunistic
+	for x := p; x != nil; x = x.parent {
+		x.used++
+		if opp {
+			x.opp++
+		}
+	}
+}
+
+// dropUsage frees a group's devices and VC leaves but leaves the bindings
+// for the caller to tidy (see unbindUp); it returns the freed VC leaves.
+func (s *Scheduler) dropUsage(g *Group) []*VCell {
+	opp := g.Priority == Opportunistic
+	for _, pod := range g.pods {
+		for _, p := range pod {
+			p.group = nil
+			for x := p; x != nil; x = x.parent {
+				x.used--
+				if opp {
+					x.opp--
+				}
+			}
+		}
+	}
+	for _, v := range g.vleaves {
+		v.group = nil
+		for x := v; x != nil; x = x.parent {
+			x.used--
+		}
+	}
+	out := g.vleaves
+	g.vleaves = nil
+	return out
+}
+
+// demote is HiveD's lazy preemption: the group gives up its VC cells and
+// runs on as opportunistic until something needs its devices.
+func (s *Scheduler) demote(g *Group) {
+	for _, v := range g.vleaves {
+		v.group = nil
+		for x := v; x != nil; x = x.parent {
+			x.used--
+		}
+	}
+	for _, pod := range g.pods {
+		for _, p := range pod {
+			for x := p; x != nil; x = x.parent {
+				x.opp++
+			}
+		}
+	}
+	old := g.vleaves
+	g.vleaves = nil
+	g.Priority = Opportunistic
+	g.Demoted = true
+	for _, v := range old {
+		s.unbindUp(v)
+	}
+}
+
+// promote reverts a demotion (the preemptor could not be placed): the
+// group's VC leaves are bound back to exactly the devices it runs on.
+func (s *Scheduler) promote(g *Group, pairs func(yield func(*VCell, *PCell))) {
+	var got []*VCell
+	ok := true
+	pairs(func(v *VCell, p *PCell) {
+		if !ok {
+			return
+		}
+		if !s.bindExact(v, p) {
+			ok = false
+			return
+		}
+		v.group = g
+		for x := v; x != nil; x = x.parent {
+			x.used++
+		}
+		got = append(got, v)
+	})
+	if !ok {
+		// The cells were taken meanwhile: the group stays opportunistic.
+		for _, v := range got {
+			v.group = nil
+			for x := v; x != nil; x = x.parent {
+				x.used--
+			}
+		}
+		for _, v := range got {
+			s.unbindUp(v)
+		}
+		return
+	}
+	g.vleaves = got
+	for _, pod := range g.pods {
+		for _, p := range pod {
+			for x := p; x != nil; x = x.parent {
+				x.opp--
+			}
+		}
+	}
+	g.Demoted = false
+	g.Priority = g.origPriority
+}
+
+// bindExact binds v, and its unbound ancestors, to p and p's ancestors.
+// It is static binding: no preference and no safety check (the caller
+// knows the binding existed before, or is a test planting a bad state).
+func (s *Scheduler) bindExact(v *VCell, p *PCell) bool {
+	if v.phys == p {
+		return true
+	}
+	if v.phys != nil || p.vcell != nil || v.level != p.level {
+		return false
+	}
+	if v.parent == nil {
+		ch := p.chain
+		if !ch.available(p) {
+			return false
+		}
+		ch.takeSpecific(p)
+		link(v, p)
+		v.vcc.unused[v.level]--
+		ch.vcUnused[v.level]--
+		return true
+	}
+	if p.parent == nil || !s.bindExact(v.parent, p.parent) {
+		return false
+	}
+	link(v, p)
+	return true
+}
+
+// scheduleOpportunistic places a group on the physical cells of a chain,
+// packing it with other opportunistic groups and away from guaranteed
+// ones (HiveD's crossPriorityPack = false). It preempts nothing.
+func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
+	reason := "no chain of the requested leaf type"
+	for _, ch := range s.chains {
+		if r.LeafType != "" && ch.LeafType != r.LeafType {
+			continue
+		}
+		nodes := s.scratch[:0]
+		for _, p := range ch.nodes {
+			nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: p.bad == 0})
+		}
+		s.scratch = nodes
+		sortView(nodes)
+		at, why := fitPods(nodes, r.Pods)
+		if at == nil {
+			reason = fmt.Sprintf("chain %s: %s", ch.Name, why)
+			continue
+		}
+		s.epoch++
+		g := &Group{Name: r.Group, VC: vc, Priority: Opportunistic, chain: ch}
+		g.pods = make([][]*PCell, len(r.Pods))
+		order := make([]int, len(r.Pods))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(i, j int) bool { return r.Pods[order[i]] < r.Pods[order[j]] })
+		var leaves []*PCell
+		var state []uint8
+		var idx []int
+		failed := false
+		for _, pi := range order {
+			p := nodes[at[pi]].p
+			leaves = pleavesOf(p, leaves[:0])
+			state = state[:0]
+			for _, l := range leaves {
+				if l.group == nil && l.mark != s.epoch {
+					state = append(state, leafFree)
+				} else {
+					state = append(state, leafBusy)
+				}
+			}
+			idx = pickLeaves(state, blockSizes(ch, p.level), r.Pods[pi], idx[:0])
+			if idx == nil {
+				failed = true
+				break
+			}
+			for _, i := range idx {
+				leaves[i].mark = s.epoch
+				g.pods[pi] = append(g.pods[pi], leaves[i])
+			}
+		}
+		if failed {
+			reason = fmt.Sprintf("chain %s: no cell inside the chosen node fits the pod", ch.Name)
+			continue
+		}
+		for _, pod := range g.pods {
+			for _, l := range pod {
+				s.use(g, nil, l)
+			}
+		}
+		s.groups[g.Name] = g
+		return Decision{Placed: true, Chain: ch.Name, Pods: podsOf(g)}
+	}
+	return Decision{Reason: reason}
+}
+
+// Release frees a group's devices (the job finished or was stopped).
+func (s *Scheduler) Release(name string) error {
+	g := s.groups[name]
+	if g == nil {
+		return fmt.Errorf("tenancy: release of unknown group %q", name)
+	}
+	for _, v := range s.dropUsage(g) {
+		s.unbindUp(v)
+	}
+	delete(s.groups, name)
+	s.doomCheck(g.chain)
+	return nil
+}
+
+// Groups lists the names of the groups holding devices, sorted.
+func (s *Scheduler) Groups() []string {
+	out := make([]string, 0, len(s.groups))
+	for n := range s.groups {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Placement reports where a group runs.
+func (s *Scheduler) Placement(name string) ([]Pod, bool) {
+	g := s.groups[name]
+	if g == nil {
+		return nil, false
+	}
+	return podsOf(g), true
+}
+
+// GroupInfo reports a group's current priority and whether it was demoted.
+func (s *Scheduler) GroupInfo(name string) (prio int, demoted bool, ok bool) {
+	g := s.groups[name]
+	if g == nil {
+		return 0, false, false
+	}
+	return g.Priority, g.Demoted, true
+}
+
+// String renders a decision compactly for logs and tests.
+func (d Decision) String() string {
+	if !d.Placed {
+		return "wait: " + d.Reason
+	}
+	var b strings.Builder
+	for i, p := range d.Pods {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s%v", p.Node, p.GPUs)
+	}
+	if len(d.Preempted) > 0 {
+		fmt.Fprintf(&b, " preempted=%v", d.Preempted)
+	}
+	if len(d.Demoted) > 0 {
+		fmt.Fprintf(&b, " demoted=%v", d.Demoted)
+	}
+	return b.String()
+}
