@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// MaxDevices caps the devices of a cluster (and of one cell type), so a
+// mistyped childCellNumber is an error instead of an exhausted machine.
+const MaxDevices = 1 << 19
+
 // cellType is one entry of cellTypes, resolved: its level (1 for a leaf,
 // one more than its child otherwise) and leaf count.
 type cellType struct {
@@ -155,6 +159,10 @@ func buildTypes(cfg *Config) (map[string]*cellType, error) {
 		}
 		t.level = t.child.level + 1
 		t.leaves = t.child.leaves * t.childNum
+		if t.leaves > MaxDevices {
+			return &Error{File: cfg.File, Line: t.line, Field: "physicalCluster.cellTypes." + t.name,
+				Msg: fmt.Sprintf("one %s cell would hold %d devices; at most %d", t.name, t.leaves, MaxDevices)}
+		}
 		t.leafType = t.child.leafType
 		t.nodeLevel = t.child.nodeLevel
 		if t.node {
@@ -218,6 +226,10 @@ func build(cfg *Config) (*Scheduler, error) {
 			ch.vcUnused = make([]int, t.level+1)
 			s.byChain[t.name] = ch
 			s.chains = append(s.chains, ch)
+		}
+		if len(s.leaves)+t.leaves > MaxDevices {
+			return nil, &Error{File: cfg.File, Line: spec.Line, Field: spec.Field,
+				Msg: fmt.Sprintf("the cluster would hold more than %d devices", MaxDevices)}
 		}
 		b := &cellBuilder{s: s, ch: ch, file: cfg.File, counters: map[int]int{}}
 		addr := spec.CellAddress

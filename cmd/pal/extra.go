@@ -7,4 +7,5 @@ func addExtraCommands(root *cobra.Command) {
 	root.AddCommand(newTraceCmd(), newProfileCmd(), newClassifyCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newSweepCmd(), newReproduceCmd())
+	root.AddCommand(newCellsCmd())
 }

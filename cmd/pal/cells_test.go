@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCellsCheck(t *testing.T) {
+	out, err := run(t, "cells", "check", "../../tenancy/testdata/h3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"1 chains, 2 nodes, 8 devices, 2 VCs",
+		"  2      NODE (node)  4             2           1                 1",
+		"  1      GPU          1             0           4                 0",
+		"VC A: 4 x NODE/GPU; 4 devices",
+		"VC B: 1 x NODE/NODE; 4 devices",
+		"OK:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// H2's illegal assignment is rejected, naming file, line, VC and level.
+func TestCellsCheckRejectsH2(t *testing.T) {
+	_, err := run(t, "cells", "check", "../../tenancy/testdata/h2-illegal.yaml")
+	want := `../../tenancy/testdata/h2-illegal.yaml:14: field "virtualClusters.VC1.virtualCells[1]": illegal initial VC assignment: chain NODE, level 1 (GPU): splittable -1 < 0; VCs reserving this level: VC1 (1, line 14)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	if _, err := run(t, "cells", "check", "no-such-file.yaml"); err == nil {
+		t.Fatal("a missing file passed")
+	}
+}
+
+func TestCellsShow(t *testing.T) {
+	out, err := run(t, "cells", "show", "../../tenancy/testdata/hived-design.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"chain 4-DGX2-V100-NODE: 4-DGX2-V100-NODE×2 → 2-DGX2-V100-NODE×2 → DGX2-V100-NODE×2",
+		"    7/0 2-DGX2-V100-NODE [pinned VC1-YQW-DGX2 → VC VC1]\n      0.0.3.0 DGX2-V100-NODE: devices 0-15\n",
+		"    1.0.0.0 DGX1-P100-NODE: devices 1,3,4,7,0,2,6,5\n",
+		"  1.0.0.2 CT1-NODE: devices 8-9 (pinned inside: VC1-YQW-CT1 = 1.0.0.2/8)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show output lacks %q:\n%s", want, out)
+		}
+	}
+}

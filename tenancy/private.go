@@ -1,0 +1,123 @@
+package tenancy
+
+import "fmt"
+
+// PrivateConfig is the cluster a VC would own alone: one top-level
+// physical cell per VC cell (of the VC cell's type, so the VC's scheduler
+// sees the same cells), plus copies of its pinned cells, and the VC as the
+// only tenant. It is the reference of the sharing-anomaly metric: a VC's
+// jobs should wait no longer on the shared cluster than here. Node names
+// are prefixed with the VC name so they cannot be confused with the
+// shared cluster's.
+func (s *Scheduler) PrivateConfig(vcName string) (*Config, error) {
+	vc := s.byVC[vcName]
+	if vc == nil {
+		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+	}
+	cfg := &Config{File: fmt.Sprintf("%s (private cluster of %s)", s.cfg.File, vcName)}
+	cfg.CellTypes = append(cfg.CellTypes, s.cfg.CellTypes...)
+	spec := VCSpec{Name: vcName}
+	node := 0
+	var mk func(ch *Chain, level int) PhysicalCellSpec
+	mk = func(ch *Chain, level int) PhysicalCellSpec {
+		var p PhysicalCellSpec
+		if level == ch.NodeLevel {
+			p.CellAddress = fmt.Sprintf("%s-%d", vcName, node)
+			node++
+		}
+		if level > 1 && level > ch.NodeLevel {
+			for i := 0; i < ch.childNum(level); i++ {
+				p.Children = append(p.Children, mk(ch, level-1))
+			}
+		}
+		return p
+	}
+	for _, vcc := range vc.chains {
+		ch := vcc.chain
+		for _, v := range vcc.pre {
+			t := ch.types[v.level]
+			if v.level < ch.NodeLevel {
+				// A cell smaller than a node becomes a node of its own:
+				// wrap it in a forged node type of one such cell.
+				name := fmt.Sprintf("%s-private-node", t.name)
+				if !hasType(cfg, name) {
+					cfg.CellTypes = append(cfg.CellTypes, CellTypeSpec{Name: name, ChildCellType: t.name, ChildCellNumber: 1, IsNodeLevel: true})
+				}
+				p := PhysicalCellSpec{CellType: name, CellAddress: fmt.Sprintf("%s-%d", vcName, node)}
+				node++
+				cfg.PhysicalCells = append(cfg.PhysicalCells, p)
+				spec.VirtualCells = append(spec.VirtualCells, VirtualCellSpec{CellType: name + "." + t.name, CellNumber: 1})
+				continue
+			}
+			p := mk(ch, v.level)
+			p.CellType = t.name
+			cfg.PhysicalCells = append(cfg.PhysicalCells, p)
+			spec.VirtualCells = append(spec.VirtualCells, VirtualCellSpec{CellType: t.name, CellNumber: 1})
+		}
+	}
+	for _, vcc := range vc.pins {
+		p := vcc.pinned
+		ch := p.chain
+		if p.level < ch.NodeLevel {
+			return nil, fmt.Errorf("tenancy: VC %s: pinned cell %s is smaller than a node; no private copy", vcName, vcc.pinnedID)
+		}
+		c := mk(ch, p.level)
+		c.CellType = ch.types[p.level].name
+		c.PinnedCellID = vcc.pinnedID
+		cfg.PhysicalCells = append(cfg.PhysicalCells, c)
+		spec.PinnedCells = append(spec.PinnedCells, PinnedCellSpec{PinnedCellID: vcc.pinnedID})
+	}
+	cfg.VCs = []VCSpec{spec}
+	return cfg, nil
+}
+
+func hasType(cfg *Config, name string) bool {
+	for _, t := range cfg.CellTypes {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// AloneConfig is the shared cluster with only one VC in it. A VC's
+// guaranteed jobs can use no more than its own cells, so this runs them
+// exactly as a private cluster of those cells would, with the same view
+// of the VC's cells (hence the same intra-VC decisions).
+func (s *Scheduler) AloneConfig(vcName string) (*Config, error) {
+	for _, v := range s.cfg.VCs {
+		if v.Name == vcName {
+			cfg := *s.cfg
+			cfg.File = fmt.Sprintf("%s (VC %s alone)", s.cfg.File, vcName)
+			cfg.VCs = []VCSpec{v}
+			return &cfg, nil
+		}
+	}
+	return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+}
+
+// VCs lists the VC names in config order.
+func (s *Scheduler) VCs() []string {
+	out := make([]string, len(s.vcs))
+	for i, v := range s.vcs {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// VCDevices is the number of devices a VC's cells hold, pinned included.
+func (s *Scheduler) VCDevices(vcName string) int {
+	vc := s.byVC[vcName]
+	if vc == nil {
+		return 0
+	}
+	n := 0
+	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
+		for _, vcc := range list {
+			for _, v := range vcc.pre {
+				n += v.leaves
+			}
+		}
+	}
+	return n
+}
