@@ -22,31 +22,15 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/palsched/pal/internal/csvin"
 )
 
-// Error locates a problem in a cells file. Line is 1-based; Field is the
-// dotted path of the YAML key at fault (for example
-// "physicalCluster.cellTypes.NODE.childCellNumber").
-type Error struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %q: ", e.Field)
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+// Error locates a problem in a cells file: File, Line (1-based) and Field,
+// the dotted YAML path of the key at fault (for example
+// "physicalCluster.cellTypes.NODE.childCellNumber"). It is the same error
+// type as the CSV inputs', so every input fails the same way.
+type Error = csvin.Error
 
 // CellTypeSpec is one entry of physicalCluster.cellTypes.
 type CellTypeSpec struct {

@@ -36,16 +36,7 @@ func loadDesign(t *testing.T, edit func(string) string) *Scheduler {
 	if edit != nil {
 		text = edit(text)
 	}
-	cfg, err := Parse("hived-design.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustCheck(t, s)
-	return s
+	return mustNew(t, text)
 }
 
 // replaceVCs swaps the virtualClusters section.

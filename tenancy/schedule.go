@@ -194,15 +194,22 @@ func sortView(nodes []viewNode) {
 	})
 }
 
-// fitPods walks the sorted view and puts consecutive pods (smallest first)
-// onto the current node while it has room, as HiveD's findNodesForPods.
-// It returns, per pod, the index of its node in nodes.
-func fitPods(nodes []viewNode, pods []int) ([]int, string) {
+// podOrder lists pod indices smallest pod first (stable): the order in
+// which pods are fitted, given devices and bound.
+func podOrder(pods []int) []int {
 	order := make([]int, len(pods))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return pods[order[i]] < pods[order[j]] })
+	return order
+}
+
+// fitPods walks the sorted view and puts consecutive pods (smallest first)
+// onto the current node while it has room, as HiveD's findNodesForPods.
+// It returns, per pod, the index of its node in nodes.
+func fitPods(nodes []viewNode, pods []int) ([]int, string) {
+	order := podOrder(pods)
 	at := make([]int, len(pods))
 	ni := 0
 	left := 0
@@ -348,11 +355,7 @@ func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) 
 	}
 	s.epoch++
 	out := make([][]*VCell, len(pods))
-	order := make([]int, len(pods))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return pods[order[i]] < pods[order[j]] })
+	order := podOrder(pods)
 	var leaves []*VCell
 	var state []uint8
 	var idx []int
@@ -455,11 +458,11 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		s.demote(g)
 	}
 	// Bind in the order the pods were fitted (smallest first), as HiveD.
-	order := make([]int, len(vp))
-	for i := range order {
-		order[i] = i
+	sizes := make([]int, len(vp))
+	for i, pod := range vp {
+		sizes[i] = len(pod)
 	}
-	sort.SliceStable(order, func(i, j int) bool { return len(vp[order[i]]) < len(vp[order[j]]) })
+	order := podOrder(sizes)
 	ok := true
 	for _, pi := range order {
 		for _, l := range vp[pi] {
@@ -843,11 +846,7 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 		s.epoch++
 		g := &Group{Name: r.Group, VC: vc, Priority: Opportunistic, chain: ch}
 		g.pods = make([][]*PCell, len(r.Pods))
-		order := make([]int, len(r.Pods))
-		for i := range order {
-			order[i] = i
-		}
-		sort.SliceStable(order, func(i, j int) bool { return r.Pods[order[i]] < r.Pods[order[j]] })
+		order := podOrder(r.Pods)
 		var leaves []*PCell
 		var state []uint8
 		var idx []int
