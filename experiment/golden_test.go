@@ -44,6 +44,44 @@ func TestArtifactCalibrationWorkload3(t *testing.T) {
 	}
 }
 
+// The artifact's run of workload 3 under SRTF with Default-Packed-S on
+// the same pinned inputs (its per-GPU table, 16x4, 360 s rounds, L = 1.7,
+// its extra arrivals) printed an average JCT of 36,376.16 s; the seven
+// completions below are from that run's job_stats.json, the jobs whose
+// completion depends on how the sticky frame treats a suspended job
+// (see policy/place stickyFrame). TESTDATA.md lists the source.
+func TestArtifactCalibrationSRTFPackedSticky(t *testing.T) {
+	o, err := Preset("artifact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Trace, o.Scheduler, o.Placements = "sia-philly/3", "srtf", "packed-sticky"
+	_, runs, err := RunAll(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	if r.Jobs != 160 {
+		t.Fatalf("%d tracked jobs, want 160", r.Jobs)
+	}
+	if got := math.Round(r.AvgJCT*100) / 100; got != 36376.16 {
+		t.Errorf("avg JCT %.4f, artifact printed 36376.16", r.AvgJCT)
+	}
+	want := map[int]float64{20: 27720, 23: 33120, 35: 5040, 47: 3789720, 58: 25920, 115: 188280, 122: 67680}
+	seen := 0
+	for _, j := range r.JobRecords {
+		if c, ok := want[j.ID]; ok && j.Tracked {
+			seen++
+			if j.Completion != c {
+				t.Errorf("job %d completes at %.0f s, artifact %.0f s", j.ID, j.Completion, c)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("found %d of the %d jobs checked", seen, len(want))
+	}
+}
+
 // Over all eight traces the artifact's own runs give PAL -42.9% and
 // PM-First -40.9% geomean average JCT against packed-sticky, and -36.2% /
 // -34.0% against packed-nonsticky (shared/docs/SIMULATION.md §2.8). This

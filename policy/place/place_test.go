@@ -102,6 +102,33 @@ func TestStickyPreemptsFromTail(t *testing.T) {
 	}
 }
 
+// A suspended job counts as waiting for the rest of its round: the scan
+// reaches it, and when it does not fit the round ends there, so a job
+// behind it is not backfilled (the artifact's packing_sticky.py). Hand
+// case on one 4-GPU node: job 0 (3 GPUs) waits, job 1 runs on 0,1, job 2
+// (1 GPU) waits; GPUs 2,3 are free. Job 0 does not fit in 2, so job 1 (the
+// only running job behind it) is suspended; job 0 then takes 0,1,2 (best
+// fit on the one node, lowest ids). Job 1 needs 2 but only GPU 3 is free:
+// the round stops at job 1, and job 2 stays queued although GPU 3 would
+// hold it.
+func TestStickyVictimBlocksTheRestOfTheRound(t *testing.T) {
+	for _, p := range []policy.Placer{&Packed{sticky: true}, &Random{sticky: true}} {
+		e := env(t, 1, 4)
+		order := []*workload.Job{
+			job(0, 3, variability.ClassA),
+			job(1, 2, variability.ClassA, 0, 1),
+			job(2, 1, variability.ClassA),
+		}
+		out := p.Place(e, order)
+		if len(out[0]) != 3 || out[1] != nil || out[2] != nil {
+			t.Fatalf("%s: got %v, want job 0 placed on 3 GPUs and jobs 1, 2 waiting", p.Name(), out)
+		}
+		if p.Name() == "packed-sticky" && !slices.Equal(out[0], []int{0, 1, 2}) {
+			t.Fatalf("packed-sticky: job 0 got %v, want [0 1 2]", out[0])
+		}
+	}
+}
+
 func TestNonStickyReplans(t *testing.T) {
 	e := env(t, 2, 4)
 	// Job 0 runs spread over both nodes; job 1 finished, so re-planning packs it.
@@ -273,6 +300,45 @@ func TestPALEqualsPMFirstForSingleGPUJobs(t *testing.T) {
 				t.Fatalf("trial %d job %d: pal %v pm-first %v", trial, i, a[i], b[i])
 			}
 		}
+	}
+}
+
+// Every name New accepts gives a placer that reports that name (or its
+// canonical form) and the stickiness the name promises: the sticky ones
+// are exactly the Tiresias-style packed-sticky and random-sticky.
+func TestNewNamesAndStickiness(t *testing.T) {
+	cases := []struct {
+		name, canonical string
+		sticky          bool
+	}{
+		{"pal", "pal", false},
+		{"pm-first", "pm-first", false},
+		{"pmfirst", "pm-first", false},
+		{"packed-sticky", "packed-sticky", true},
+		{"tiresias", "packed-sticky", true},
+		{"packed-nonsticky", "packed-nonsticky", false},
+		{"gandiva", "packed-nonsticky", false},
+		{"random-sticky", "random-sticky", true},
+		{"random-nonsticky", "random-nonsticky", false},
+	}
+	if len(Names()) != 6 {
+		t.Fatalf("Names() = %v, want the artifact's six placements", Names())
+	}
+	seen := 0
+	for _, tc := range cases {
+		p, err := New(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Name() != tc.canonical || p.Sticky() != tc.sticky {
+			t.Errorf("New(%q): Name %q Sticky %v, want %q %v", tc.name, p.Name(), p.Sticky(), tc.canonical, tc.sticky)
+		}
+		if slices.Contains(Names(), tc.name) {
+			seen++
+		}
+	}
+	if seen != len(Names()) {
+		t.Fatalf("the table covers %d of the %d names in Names()", seen, len(Names()))
 	}
 }
 
