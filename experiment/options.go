@@ -52,6 +52,40 @@ type Options struct {
 	// Tiresias 2D-LAS knobs (scheduler tiresias-las only).
 	TiresiasThresholds []float64 `json:"tiresias_thresholds_gpu_s,omitempty"`
 	TiresiasStarvation float64   `json:"tiresias_starvation,omitempty"`
+
+	// Explicit records which preset-driven inputs the user named. A
+	// preset's background arrivals and pinned artifact tables belong to
+	// the built-in traces (that is what reproduces the paper); a trace
+	// file gets them only when asked for (see Effective).
+	Explicit Explicit `json:"-"`
+}
+
+// Explicit says which options were given rather than defaulted.
+type Explicit struct {
+	Preset, ExtraLoad, Pinned bool
+}
+
+// IsBuiltinTrace says whether a --trace name is one of the embedded
+// traces (sia-philly/N, frontera/NAME) rather than a file of the user's.
+func IsBuiltinTrace(name string) bool {
+	return strings.HasPrefix(name, "sia-philly/") || strings.HasPrefix(name, "frontera/")
+}
+
+// Effective returns the options a run really uses. On a trace file the
+// preset's background arrivals and pinned tables do not apply unless
+// the user asked for them (--extra-load, --pinned, or --preset given on
+// the command line): a default never adds jobs to a user's own trace.
+func (o Options) Effective() Options {
+	if IsBuiltinTrace(o.Trace) || o.Explicit.Preset {
+		return o
+	}
+	if !o.Explicit.ExtraLoad {
+		o.ExtraLoad = 0
+	}
+	if !o.Explicit.Pinned {
+		o.Pinned = false
+	}
+	return o
 }
 
 // Presets lists the preset names.

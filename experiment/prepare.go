@@ -32,6 +32,15 @@ type Inputs struct {
 	Track         *[2]int
 	TraceFrom     string // where the trace came from (pinned reference, embedded, file)
 	RawFrom       string // where the GPU values came from
+	// Extras says which background arrivals the run gets and why.
+	Extras string
+	// Warnings are said once, before the runs: inputs that make a run
+	// very long, or options that have no effect on it.
+	Warnings []string
+	// pinnedExtras are the ids of the artifact's own extra arrivals when
+	// its pinned trace stands in for the generator.
+	pinnedExtras map[int]bool
+	traceIDs     map[int]bool
 }
 
 // artifactPinShape is the only cluster the artifact's pinned inputs exist for.
@@ -44,6 +53,7 @@ func Prepare(o Options) (*Inputs, error) { return PrepareWith(o, nil) }
 // Synergy workload, say) in place of Options.Trace; Options.Trace then
 // only names it in the output.
 func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
+	o = o.Effective()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,6 +81,12 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
 		return nil, err
 	}
+	in.traceIDs = make(map[int]bool, len(in.Trace.Jobs))
+	for i := range in.Trace.Jobs {
+		in.traceIDs[in.Trace.Jobs[i].ID] = true
+	}
+	in.Extras = in.describeExtras()
+	in.warnLong()
 	if in.Raw, in.RawFrom, err = in.loadRaw(); err != nil {
 		return nil, err
 	}
@@ -105,6 +121,14 @@ func (in *Inputs) loadTrace(models *workload.Models) (*workload.Trace, string, e
 		if in.pinnedApplies() && in.Opts.ExtraLoad == 2 {
 			p := fmt.Sprintf("reference/sia-philly-extended/workload-%d.csv", k)
 			t, err := readEmbedded(data.Reference, p, models)
+			if err == nil {
+				in.pinnedExtras = map[int]bool{}
+				for i := range t.Jobs {
+					if !t.Jobs[i].Tracked {
+						in.pinnedExtras[t.Jobs[i].ID] = true
+					}
+				}
+			}
 			return t, p + " (pinned: the artifact's trace plus its extra arrivals)", err
 		}
 		p := fmt.Sprintf("traces/sia-philly/workload-%d.csv", k)
@@ -124,6 +148,56 @@ func (in *Inputs) loadTrace(models *workload.Models) (*workload.Trace, string, e
 	}
 	t, err := workload.ReadTraceFile(name, models)
 	return t, name, err
+}
+
+// LongRun is the simulated time past which a run is worth a warning
+// before it starts: a year.
+const LongRun = 365 * 24 * 3600.0
+
+// warnLong warns about trace rows that alone keep the simulation going
+// for more than LongRun (the simulator refuses rows past its horizon).
+func (in *Inputs) warnLong() {
+	for i := range in.Trace.Jobs {
+		j := &in.Trace.Jobs[i]
+		if end := j.Submit + j.IdealRuntime(); end > LongRun && j.Tracked {
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field \"duration\": job %d runs %g iterations x %g s (%s) = %.3g s (%.1f years) on median GPUs, so the run simulates at least %.0f rounds; the duration column counts iterations, not seconds",
+				j.Source, j.Line, j.ID, j.Iterations, j.IterTime, j.Model, j.IdealRuntime(), end/(365*24*3600), end/in.Opts.Round))
+			if len(in.Warnings) >= 3 {
+				return
+			}
+		}
+	}
+}
+
+// describeExtras says which background arrivals shape the run.
+func (in *Inputs) describeExtras() string {
+	o := in.Opts
+	switch {
+	case in.pinnedExtras != nil:
+		return fmt.Sprintf("%g jobs/h after the trace: the artifact's own %d extra arrivals, pinned (the tracked=0 rows of %s); marked extra-pinned in --jobs-out",
+			o.ExtraLoad, len(in.pinnedExtras), strings.TrimSuffix(in.TraceFrom, " (pinned: the artifact's trace plus its extra arrivals)"))
+	case in.Trace.HasTracked:
+		return "none generated: the trace's tracked column marks its own background rows (tracked=0)"
+	case o.ExtraLoad == 0 && !IsBuiltinTrace(o.Trace) && !o.Explicit.ExtraLoad && !o.Explicit.Preset:
+		return "none: a trace file gets no background arrivals unless --extra-load or --preset is given"
+	case o.ExtraLoad == 0:
+		return "none (--extra-load 0)"
+	}
+	return fmt.Sprintf("%g jobs/h after the trace, generated: Poisson gaps ceil(-ln(1-U)/rate) h from seed %d, trace rows reused in file order, until every tracked job has finished or %d extras (the bound); marked extra-generated in --jobs-out",
+		o.ExtraLoad, o.Seed, sim.DefaultMaxExtras(len(in.Trace.Jobs)))
+}
+
+// Origin says where a job of a run came from: "trace" (a row of the
+// trace), "extra-pinned" (one of the artifact's own extra arrivals) or
+// "extra-generated" (made by the background-arrival generator).
+func (in *Inputs) Origin(id int) string {
+	switch {
+	case in.pinnedExtras[id]:
+		return "extra-pinned"
+	case in.traceIDs[id]:
+		return "trace"
+	}
+	return "extra-generated"
 }
 
 func readEmbedded(fsys fs.FS, p string, models *workload.Models) (*workload.Trace, error) {
@@ -175,7 +249,7 @@ func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return t, fmt.Sprintf("profile %s, sampled %s, seed %d", o.Profile, mode, o.Seed), nil
+	return t, fmt.Sprintf("profile %s, one draw per GPU and class (sampling %s replacement), seed %d", o.Profile, mode, o.Seed), nil
 }
 
 // Run simulates one placement on the prepared inputs.

@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/palsched/pal/metrics"
@@ -14,35 +16,49 @@ type RunResult struct {
 	Scheduler string `json:"scheduler"`
 	Placement string `json:"placement"`
 	metrics.Summary
-	Rounds int     `json:"rounds"`
-	WallMS float64 `json:"wall_ms"`
+	Rounds int `json:"rounds"`
+	// Extras counts generated background arrivals that entered the run;
+	// ExtrasCapped says the generator's bound stopped them.
+	Extras       int     `json:"extras_generated"`
+	ExtrasCapped bool    `json:"extras_capped,omitempty"`
+	WallMS       float64 `json:"wall_ms"`
 
 	JobRecords []metrics.JobRecord `json:"-"`
 	RoundStats []sim.RoundStat     `json:"-"`
 }
 
 // Run simulates one placement on the prepared inputs.
-func (in *Inputs) Run(placement string) (*RunResult, error) {
+func (in *Inputs) Run(placement string) (*RunResult, error) { return in.RunProgress(placement, nil) }
+
+// RunProgress is Run with a progress hook fed by the simulator's driver
+// after every round (nil: none).
+func (in *Inputs) RunProgress(placement string, progress func(sim.Status)) (*RunResult, error) {
 	cfg, err := in.config(placement)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Progress = progress
 	start := time.Now()
 	res, err := sim.Run(cfg)
 	if err != nil {
 		return nil, err
 	}
 	wall := time.Since(start)
+	for i := range res.Jobs {
+		res.Jobs[i].Origin = in.Origin(res.Jobs[i].ID)
+	}
 	return &RunResult{
 		Trace: in.Opts.Trace, Scheduler: cfg.Scheduler.Name(), Placement: cfg.Placer.Name(),
-		Summary: res.Summary, Rounds: len(res.Rounds),
+		Summary: res.Summary, Rounds: len(res.Rounds), Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
 		WallMS:     float64(wall.Microseconds()) / 1000,
 		JobRecords: res.Jobs, RoundStats: res.Rounds,
 	}, nil
 }
 
-// RunAll runs every placement of the options on the same inputs.
-func RunAll(o Options) (*Inputs, []*RunResult, error) {
+// RunAll runs every placement of the options on the same inputs. Each
+// ready, if given, sees the prepared inputs before the first run (to print
+// warnings, say).
+func RunAll(o Options, ready ...func(*Inputs)) (*Inputs, []*RunResult, error) {
 	for _, p := range o.PlacementList() {
 		if _, err := newPlacer(p, o.TieBreak); err != nil {
 			return nil, nil, err
@@ -58,6 +74,9 @@ func RunAll(o Options) (*Inputs, []*RunResult, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, f := range ready {
+		f(in)
+	}
 	var out []*RunResult
 	for _, p := range o.PlacementList() {
 		r, err := in.Run(p)
@@ -69,15 +88,80 @@ func RunAll(o Options) (*Inputs, []*RunResult, error) {
 	return in, out, nil
 }
 
-// Describe says which inputs a run used, for output headers and JSON.
-func (in *Inputs) Describe() map[string]string {
-	return map[string]string{
-		"trace_from": in.TraceFrom,
-		"gpu_values": in.RawFrom,
-		"locality":   in.LocalityDescription(),
-		"cluster":    in.Cluster.String(),
-		"preset":     in.Opts.Preset,
-		"class_map":  in.Opts.ClassMap,
-		"k_strategy": in.Opts.KStrategy,
+// Input is one named input of a run, for headers.
+type Input struct{ Name, Value string }
+
+// Header lists every input that shaped the runs, in the order the table
+// header prints them; JSON carries the same under "inputs".
+func (in *Inputs) Header() []Input {
+	o := in.Opts
+	track := "every trace row (the tracked column, if any, decides)"
+	if in.Track != nil {
+		track = fmt.Sprintf("job ids %d-%d", in.Track[0], in.Track[1])
 	}
+	guard := "off"
+	if o.StarvationGuard > 0 {
+		guard = fmt.Sprintf("a job waiting %s s (%s h) jumps the queue", strconv.FormatFloat(o.StarvationGuard, 'f', -1, 64), strconv.FormatFloat(o.StarvationGuard/3600, 'f', -1, 64))
+	}
+	models := "embedded table"
+	if o.Models != "" {
+		models = o.Models
+	}
+	tracked := in.Trace.TrackedCount()
+	return []Input{
+		{"preset", o.Preset},
+		{"trace", fmt.Sprintf("%s; %d rows, %d tracked", traceFrom(o.Trace, in.TraceFrom), len(in.Trace.Jobs), tracked)},
+		{"extra_arrivals", in.Extras},
+		{"cluster", in.Cluster.String()},
+		{"gpu_values", in.RawFrom},
+		{"scheduler", o.Scheduler + schedulerKnobs(o)},
+		{"round", fmt.Sprintf("%g s", o.Round)},
+		{"locality", in.LocalityDescription()},
+		{"class_map", o.ClassMap},
+		{"models", models},
+		{"k_strategy", o.KStrategy},
+		{"pmfirst_tiebreak", o.TieBreak},
+		{"seed", fmt.Sprintf("%d (random placements, K-Means seeding%s)", o.Seed, seedAlso(in))},
+		{"track", track},
+		{"starvation_guard", guard},
+	}
+}
+
+func traceFrom(name, from string) string {
+	if name == from {
+		return name
+	}
+	return name + ": " + from
+}
+
+func schedulerKnobs(o Options) string {
+	if o.Scheduler != "tiresias-las" {
+		return ""
+	}
+	th := "3250,7200"
+	if len(o.TiresiasThresholds) > 0 {
+		th = fmt.Sprint(o.TiresiasThresholds)
+	}
+	return fmt.Sprintf(" (thresholds %s GPU-s, starvation %g)", th, o.TiresiasStarvation)
+}
+
+// seedAlso names what else the seed drew for this run.
+func seedAlso(in *Inputs) string {
+	s := ""
+	if !strings.Contains(in.RawFrom, "pinned") && in.Opts.GPUScores == "" {
+		s += ", GPU values"
+	}
+	if strings.Contains(in.Extras, "generated") {
+		s += ", extra arrivals"
+	}
+	return s
+}
+
+// Describe is Header as a map, for JSON output.
+func (in *Inputs) Describe() map[string]string {
+	m := map[string]string{}
+	for _, kv := range in.Header() {
+		m[kv.Name] = kv.Value
+	}
+	return m
 }

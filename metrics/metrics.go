@@ -14,11 +14,15 @@ import (
 
 // JobRecord is one job's life in a run.
 type JobRecord struct {
-	ID          int     `json:"id"`
-	Model       string  `json:"model"`
-	Class       string  `json:"class"`
-	GPUs        int     `json:"gpus"`
-	Tracked     bool    `json:"tracked"`
+	ID      int    `json:"id"`
+	Model   string `json:"model"`
+	Class   string `json:"class"`
+	GPUs    int    `json:"gpus"`
+	Tracked bool   `json:"tracked"`
+	// Origin is "trace" for a trace row, "extra-pinned" or
+	// "extra-generated" for a background arrival (set by the caller that
+	// knows the trace; empty when unknown).
+	Origin      string  `json:"origin,omitempty"`
 	Arrival     float64 `json:"arrival_s"`
 	FirstStart  float64 `json:"first_start_s"`
 	Completion  float64 `json:"completion_s"`

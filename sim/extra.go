@@ -22,6 +22,8 @@ type extraGen struct {
 	nextJob workload.Spec
 	ready   bool
 	nextID  int
+	limit   int // most extras to generate (< 0: none)
+	made    int // extras handed out
 }
 
 func newExtraGen(rows []workload.Spec, rate float64, rng *rand.Rand, track *[2]int) extraGen {
@@ -36,10 +38,25 @@ func newExtraGen(rows []workload.Spec, rate float64, rng *rand.Rand, track *[2]i
 	return g
 }
 
-func (g *extraGen) on() bool { return g.rng != nil }
+// on says whether more extras may come: the generator exists and has not
+// reached its bound.
+func (g *extraGen) on() bool { return g.rng != nil && g.made < g.limit }
+
+// capped says whether the bound stopped the generator.
+func (g *extraGen) capped() bool { return g.rng != nil && g.made >= g.limit }
 
 // trackedAhead counts the extras a track window will measure; the run
 // waits for them, since they are certain to arrive.
+// trackedPastLimit is the first tracked id the bounded generator will
+// never produce (0, false if none).
+func (g *extraGen) trackedPastLimit() (int, bool) {
+	last := g.nextID + g.limit - 1 // before any extra is made
+	if g.rng == nil || g.track == nil || g.track[1] <= last {
+		return 0, false
+	}
+	return max(g.track[0], last+1), true
+}
+
 func (g *extraGen) trackedAhead() int {
 	if g.track == nil || g.track[1] < g.nextID {
 		return 0
@@ -67,5 +84,6 @@ func (g *extraGen) peek() float64 {
 func (g *extraGen) pop() workload.Spec {
 	g.peek()
 	g.ready = false
+	g.made++
 	return g.nextJob
 }

@@ -19,7 +19,12 @@
 //     (Poisson, ExtraLoad jobs/hour, rows reused cyclically); they compete
 //     for GPUs but are never measured. A trace with a tracked column
 //     carries its own extras instead. The run ends when every tracked job
-//     has finished.
+//     has finished. Extras are bounded (Config.MaxExtras): a tracked job
+//     that runs for years would otherwise pull in extras without end.
+//   - Horizon: a run has at most MaxRounds rounds. A job that arrives
+//     after the horizon, or cannot finish before it even alone on the
+//     fastest GPUs, is an error before the first round, naming its file,
+//     line and field.
 //   - Starvation guard: a job waiting StarvationGuard seconds (1000 h in
 //     Blox) gets priority 1 and jumps the queue.
 //
@@ -69,8 +74,16 @@ type Config struct {
 	StarvationGuard float64 // seconds; 0 disables
 	// Track, if set, overrides which ids are measured: [from, to] inclusive.
 	Track *[2]int
-	// MaxRounds stops a run that would never end (0: 10 million).
+	// MaxRounds stops a run that would never end (0: DefaultMaxRounds);
+	// MaxRounds x Round is the horizon Validate checks every job against.
 	MaxRounds int
+	// MaxExtras bounds the generated extra arrivals (0: DefaultMaxExtras
+	// for the trace; negative: none). Result.ExtrasCapped says whether
+	// the bound was reached.
+	MaxExtras int
+	// Progress, if set, is called after every round with where the run
+	// stands; it must be cheap (a terminal reporter throttles itself).
+	Progress func(Status)
 	// Observe, if set, sees every round's order and the placer's answer
 	// before it is applied (tests check invariants with it).
 	Observe func(T float64, order []*workload.Job, alloc [][]int)
@@ -84,12 +97,40 @@ type RoundStat struct {
 	Queued    int     `json:"queued"`
 }
 
+// Status is a running simulation's position, for progress reports.
+type Status struct {
+	T           float64 // simulated time reached, seconds
+	Rounds      int     // rounds simulated
+	Horizon     float64 // MaxRounds x Round, seconds
+	Done        int     // jobs finished, tracked or not
+	TrackedLeft int     // tracked jobs not yet finished
+	Tracked     int     // tracked jobs in all
+	Active      int     // jobs arrived and not finished
+}
+
 // Result is everything a run produced.
 type Result struct {
 	Jobs    []metrics.JobRecord
 	Rounds  []RoundStat
 	Summary metrics.Summary
+	// Extras is the number of generated extra arrivals that entered the
+	// run; ExtrasCapped says the generator stopped at MaxExtras.
+	Extras       int
+	ExtrasCapped bool
 }
+
+// DefaultMaxRounds bounds a run's length: 2 million rounds is 23 years
+// of 360 s rounds, against about 10,500 rounds for the longest artifact
+// run (workload 3).
+const DefaultMaxRounds = 2_000_000
+
+// DefaultMaxExtras is the bound on generated extra arrivals for a trace
+// of n rows: 20 per row. Extras reuse the trace's rows, so they are as
+// long as its jobs; unbounded, one very long tracked job would pull in
+// copies of itself for as long as it runs and the queue would grow
+// without end. The artifact's longest run (workload 3, 160 rows, 2 jobs/h)
+// drew about 2,100 extras, so 3,200 never binds there.
+func DefaultMaxExtras(n int) int { return 20 * n }
 
 // Stream ids for the independent random streams drawn from one seed, so
 // that adding draws to one (say, a random placement) never shifts another
@@ -112,11 +153,30 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: starvation guard must be >= 0 seconds, got %v", c.StarvationGuard)
 	}
 	size := c.Cluster.Size()
+	horizon := c.Round * float64(c.maxRounds())
+	fastest := 1.0
+	if c.Raw != nil {
+		for _, v := range c.Raw.Values {
+			for _, x := range v {
+				fastest = math.Min(fastest, x)
+			}
+		}
+	}
 	for i := range c.Trace.Jobs {
 		j := &c.Trace.Jobs[i]
 		if j.GPUs > size {
 			return fmt.Errorf("%s:%d: field \"num_gpus\": job %d asks for %d GPUs but the cluster (%s) has %d",
 				j.Source, j.Line, j.ID, j.GPUs, c.Cluster, size)
+		}
+		if j.Submit >= horizon {
+			return fmt.Errorf("%s:%d: field \"submit_time\": job %d arrives at %g s, after the simulation horizon of %g s (%d rounds of %g s)",
+				j.Source, j.Line, j.ID, j.Submit, horizon, c.maxRounds(), c.Round)
+		}
+		// Alone, on the fastest GPU values, inside one node: no run
+		// finishes it sooner.
+		if need := j.Iterations * j.IterTime * fastest; j.Submit+need >= horizon {
+			return fmt.Errorf("%s:%d: field \"duration\": job %d needs %g iterations x %g s (%s) = %g s even on the fastest GPUs, past the simulation horizon of %g s (%d rounds of %g s); the duration column counts iterations, not seconds",
+				j.Source, j.Line, j.ID, j.Iterations, j.IterTime, j.Model, need, horizon, c.maxRounds(), c.Round)
 		}
 	}
 	if c.Raw != nil && c.Raw.NumGPUs() != size {
@@ -139,7 +199,7 @@ func (c *Config) maxRounds() int {
 	if c.MaxRounds > 0 {
 		return c.MaxRounds
 	}
-	return 10_000_000
+	return DefaultMaxRounds
 }
 
 // Run simulates until every tracked job has finished.
@@ -152,21 +212,22 @@ func Run(cfg Config) (*Result, error) {
 }
 
 type state struct {
-	cfg      *Config
-	cl       *cluster.Cluster
-	env      policy.Env
-	admit    policy.Admitter
-	specs    []workload.Spec // trace rows in arrival order
-	next     int             // next trace row to arrive
-	extra    extraGen
-	active   []*workload.Job
-	order    []*workload.Job
-	done     []*workload.Job
-	tracked  int // tracked jobs not yet finished
-	busy     float64
-	rounds   []RoundStat
-	arrived  []*workload.Job
-	maxRound int
+	cfg        *Config
+	cl         *cluster.Cluster
+	env        policy.Env
+	admit      policy.Admitter
+	specs      []workload.Spec // trace rows in arrival order
+	next       int             // next trace row to arrive
+	extra      extraGen
+	active     []*workload.Job
+	order      []*workload.Job
+	done       []*workload.Job
+	tracked    int // tracked jobs not yet finished
+	trackedAll int
+	busy       float64
+	rounds     []RoundStat
+	arrived    []*workload.Job
+	maxRound   int
 }
 
 func newState(cfg *Config) *state {
@@ -187,9 +248,14 @@ func newState(cfg *Config) *state {
 	}
 	if !cfg.Trace.HasTracked && cfg.ExtraLoad > 0 {
 		s.extra = newExtraGen(s.specs, cfg.ExtraLoad, rand.New(rand.NewPCG(cfg.Seed, streamArrivals)), cfg.Track)
+		s.extra.limit = cfg.MaxExtras
+		if s.extra.limit == 0 {
+			s.extra.limit = DefaultMaxExtras(len(s.specs))
+		}
 		s.tracked += s.extra.trackedAhead()
 	}
 	s.maxRound = cfg.maxRounds()
+	s.trackedAll = s.tracked
 	return s
 }
 
@@ -197,6 +263,10 @@ func (s *state) run() (*Result, error) {
 	R := s.cfg.Round
 	if s.tracked == 0 {
 		return nil, fmt.Errorf("sim: no tracked jobs in %s (check --track)", s.cfg.Trace.Name)
+	}
+	if id, ok := s.extra.trackedPastLimit(); ok {
+		return nil, fmt.Errorf("sim: --track %d-%d measures extra arrival %d, but extras stop after %d (the bound on generated arrivals)",
+			s.cfg.Track[0], s.cfg.Track[1], id, s.extra.limit)
 	}
 	for round := 0; ; round++ {
 		if round >= s.maxRound {
@@ -209,6 +279,10 @@ func (s *state) run() (*Result, error) {
 		}
 		s.arrive(T)
 		s.schedule(T, R)
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(Status{T: T, Rounds: round + 1, Horizon: R * float64(s.maxRound), Done: len(s.done),
+				TrackedLeft: s.tracked, Tracked: s.trackedAll, Active: len(s.active)})
+		}
 	}
 	return s.result(), nil
 }
@@ -256,8 +330,8 @@ func (s *state) arrive(T float64) {
 		s.arrived = append(s.arrived, workload.NewJob(s.specs[s.next]))
 		s.next++
 	}
-	if s.next == len(s.specs) && s.extra.on() {
-		for s.extra.peek() <= T {
+	if s.next == len(s.specs) {
+		for s.extra.on() && s.extra.peek() <= T {
 			s.arrived = append(s.arrived, workload.NewJob(s.extra.pop()))
 		}
 	}
@@ -331,7 +405,7 @@ func (s *state) pm(j *workload.Job, gpus []int) float64 {
 }
 
 func (s *state) result() *Result {
-	res := &Result{Rounds: s.rounds}
+	res := &Result{Rounds: s.rounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped()}
 	slices.SortFunc(s.done, func(a, b *workload.Job) int { return a.ID - b.ID })
 	for _, j := range s.done {
 		run := float64(j.RoundsRun) * s.cfg.Round

@@ -174,7 +174,11 @@ func (g *Grid) Expand() ([]Point, error) {
 			if tr == SynergyTrace {
 				loads = DefaultSynergyLoads
 			} else {
-				loads = []float64{g.Base.ExtraLoad}
+				// A trace file gets no background load unless asked
+				// (experiment.Options.Effective), and its point says so.
+				o := g.Base
+				o.Trace = tr
+				loads = []float64{o.Effective().ExtraLoad}
 			}
 		}
 		if tr == SynergyTrace {
@@ -219,7 +223,9 @@ func (g *Grid) options(p Point) experiment.Options {
 		o.Trace = fmt.Sprintf("synergy-%sjph-seed%d", strconv.FormatFloat(p.Load, 'g', -1, 64), p.Seed)
 		o.ExtraLoad, o.Track = 0, ""
 	} else {
+		// The point's load is decided (Expand applied the defaults).
 		o.ExtraLoad = p.Load
+		o.Explicit.ExtraLoad = true
 	}
 	return o
 }

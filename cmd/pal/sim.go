@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
@@ -51,6 +52,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 		out := base
 		fs.Visit(func(f *pflag.Flag) {
 			switch f.Name {
+			case "preset":
+				out.Explicit.Preset = true
 			case "trace":
 				out.Trace = set.Trace
 			case "cluster":
@@ -73,6 +76,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.ClassMap = set.ClassMap
 			case "extra-load":
 				out.ExtraLoad = set.ExtraLoad
+				out.Explicit.ExtraLoad = true
 			case "sampling":
 				out.Sampling = set.Sampling
 			case "k-strategy":
@@ -85,6 +89,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.Track = set.Track
 			case "pinned":
 				out.Pinned = set.Pinned
+				out.Explicit.Pinned = true
 			case "starvation-guard":
 				out.StarvationGuard = set.StarvationGuard
 			case "models":
@@ -122,7 +127,11 @@ artifact's settings (so the numbers match what the artifact printed).`,
 		if output != "table" && output != "json" && output != "csv" {
 			return fmt.Errorf("--output %q: want table, json or csv", output)
 		}
-		in, runs, err := experiment.RunAll(o)
+		in, runs, err := experiment.RunAll(o, func(in *experiment.Inputs) {
+			for _, w := range in.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
+			}
+		})
 		if err != nil {
 			return err
 		}
@@ -142,49 +151,86 @@ artifact's settings (so the numbers match what the artifact printed).`,
 }
 
 func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experiment.RunResult) error {
+	base := baseline(runs)
 	switch output {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"inputs": in.Describe(), "runs": runs})
 	case "csv":
+		// The inputs go first as comment lines (csv readers skip them with
+		// e.g. pandas' comment="#"), so the file says what produced it.
+		for _, kv := range in.Header() {
+			fmt.Fprintf(w, "# %s: %s\n", kv.Name, kv.Value)
+		}
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"trace", "scheduler", "placement", "jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "wall_ms"})
+		head := []string{"trace", "scheduler", "placement", "jobs", "avg_jct_s"}
+		if base != nil {
+			head = append(head, "avg_jct_vs_packed_sticky_pct")
+		}
+		cw.Write(append(head, "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "extras_generated", "wall_ms"))
 		for _, r := range runs {
-			cw.Write([]string{r.Trace, r.Scheduler, r.Placement, strconv.Itoa(r.Jobs), f2(r.AvgJCT), f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), fmt.Sprintf("%.2f", r.WallMS)})
+			row := []string{r.Trace, r.Scheduler, r.Placement, strconv.Itoa(r.Jobs), f2(r.AvgJCT)}
+			if base != nil {
+				row = append(row, fmt.Sprintf("%.2f", pctVs(r.AvgJCT, base.AvgJCT)))
+			}
+			cw.Write(append(row, f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), strconv.Itoa(r.Extras), fmt.Sprintf("%.2f", r.WallMS)))
 		}
 		cw.Flush()
 		return cw.Error()
 	}
-	d := in.Describe()
-	fmt.Fprintf(w, "trace %s (%s)\ncluster %s, scheduler %s, round %gs, locality %s\nGPU values: %s\n\n",
-		in.Opts.Trace, d["trace_from"], in.Cluster, in.Opts.Scheduler, in.Opts.Round, d["locality"], d["gpu_values"])
+	for _, kv := range in.Header() {
+		fmt.Fprintf(w, "%-17s %s\n", strings.ReplaceAll(kv.Name, "_", " ")+":", kv.Value)
+	}
+	fmt.Fprintln(w)
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
-	base := runs[0].AvgJCT
-	for _, r := range runs {
-		if r.Placement == "packed-sticky" {
-			base = r.AvgJCT
-		}
+	head := table.Row{"placement", "jobs", "avg JCT (s)"}
+	if base != nil {
+		head = append(head, "vs packed-sticky")
 	}
-	t.AppendHeader(table.Row{"placement", "jobs", "avg JCT (s)", "vs packed-sticky", "p50 (s)", "p99 (s)", "p99 art. (s)", "makespan (s)", "util", "preempt", "migr", "wall ms"})
+	t.AppendHeader(append(head, "p50 (s)", "p99 (s)", "p99 art. (s)", "makespan (s)", "util", "preempt", "migr", "wall ms"))
+	capped := false
 	for _, r := range runs {
-		t.AppendRow(table.Row{r.Placement, r.Jobs, f2(r.AvgJCT), fmt.Sprintf("%+.1f%%", 100*(r.AvgJCT/base-1)), f0(r.P50JCT), f0(r.P99JCT), f0(r.P99JCTIndex), f0(r.Makespan), fmt.Sprintf("%.3f", r.Utilization), r.Preemptions, r.Migrations, fmt.Sprintf("%.1f", r.WallMS)})
+		row := table.Row{r.Placement, r.Jobs, f2(r.AvgJCT)}
+		if base != nil {
+			row = append(row, fmt.Sprintf("%+.1f%%", pctVs(r.AvgJCT, base.AvgJCT)))
+		}
+		t.AppendRow(append(row, f0(r.P50JCT), f0(r.P99JCT), f0(r.P99JCTIndex), f0(r.Makespan), fmt.Sprintf("%.3f", r.Utilization), r.Preemptions, r.Migrations, fmt.Sprintf("%.1f", r.WallMS)))
+		capped = capped || r.ExtrasCapped
 	}
 	t.Render()
+	if capped {
+		fmt.Fprintln(w, "note: the extra arrivals reached their bound before every tracked job finished; later rounds ran without new extras")
+	}
 	return nil
 }
+
+// baseline is the packed-sticky run the comparison column is relative
+// to, or nil when the list has none (the column is then left out rather
+// than measured against something else).
+func baseline(runs []*experiment.RunResult) *experiment.RunResult {
+	for _, r := range runs {
+		if r.Placement == "packed-sticky" && r.AvgJCT > 0 {
+			return r
+		}
+	}
+	return nil
+}
+
+// pctVs is x relative to base in percent (-10 means 10% lower).
+func pctVs(x, base float64) float64 { return 100 * (x/base - 1) }
 
 func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 func writeJobs(path string, runs []*experiment.RunResult) error {
-	return writeCSV(path, []string{"placement", "job_id", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations"},
+	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations"},
 		func(cw *csv.Writer) {
 			for _, r := range runs {
 				for _, j := range r.JobRecords {
-					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
+					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Origin, j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
 						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations)})
 				}
 			}
