@@ -147,16 +147,19 @@ func PlacementRound(opts RoundOptions) (Stats, error) {
 
 func summarise(us []float64, r *Round) Stats {
 	s := Stats{Reps: len(us), GPUs: r.GPUs(), Jobs: r.Jobs(), FirstUS: r.firstUS}
+	s.MedianUS, s.P99US, s.MeanUS = timeSummary(us)
+	return s
+}
+
+// timeSummary is the median, 99th percentile and mean of timings.
+func timeSummary(us []float64) (median, p99, mean float64) {
 	sum := 0.0
 	for _, x := range us {
 		sum += x
 	}
-	s.MeanUS = sum / float64(len(us))
 	sorted := slices.Clone(us)
 	slices.Sort(sorted)
-	s.MedianUS = metrics.Quantile(sorted, 0.5)
-	s.P99US = metrics.Quantile(sorted, 0.99)
-	return s
+	return metrics.Quantile(sorted, 0.5), metrics.Quantile(sorted, 0.99), sum / float64(len(us))
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

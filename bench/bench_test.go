@@ -117,3 +117,28 @@ func TestPlacementRoundQueueAndErrors(t *testing.T) {
 		t.Fatal("unknown profile accepted")
 	}
 }
+
+// BenchmarkTenancyDecision times one gang's tenancy decision on the
+// acceptance cluster: 3,456 nodes x 8 GPUs in racks of 8, 100 VCs, half
+// loaded. Each iteration is one Schedule plus one Release (to keep the
+// load steady); `pal bench tenancy` times Schedule alone.
+func BenchmarkTenancyDecision(b *testing.B) {
+	st, err := TenancyDecision(TenancyOptions{Nodes: 3456, NodesPerRack: 8, VCs: 100, Reps: b.N, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(st.MedianUS, "median-µs/decision")
+}
+
+func TestTenancyDecisionSmall(t *testing.T) {
+	st, err := TenancyDecision(TenancyOptions{Nodes: 64, NodesPerRack: 8, VCs: 4, Reps: 300, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Placed == 0 || st.Live == 0 || st.GPUs != 512 || st.VCs != 4 {
+		t.Fatalf("%+v", st)
+	}
+	if _, err := TenancyDecision(TenancyOptions{Nodes: 60, NodesPerRack: 8, VCs: 4}); err == nil {
+		t.Fatal("60 nodes in racks of 8 accepted")
+	}
+}

@@ -52,3 +52,18 @@ func TestCellsShow(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchTenancy(t *testing.T) {
+	out, err := run(t, "bench", "tenancy", "--nodes", "64", "--vcs", "4", "--reps", "200", "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"gpus":512`, `"vcs":4`, `"reps":200`, `"median_us":`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s: %s", want, out)
+		}
+	}
+	if _, err := run(t, "bench", "tenancy", "--nodes", "63"); err == nil {
+		t.Error("63 nodes in racks of 8 accepted")
+	}
+}

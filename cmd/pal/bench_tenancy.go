@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/palsched/pal/bench"
+)
+
+type benchTenancyOpts struct {
+	nodes, perRack, vcs, reps int
+	seed                      uint64
+	output                    string
+}
+
+func newBenchTenancyCmd() *cobra.Command {
+	var o benchTenancyOpts
+	cmd := &cobra.Command{
+		Use:   "tenancy",
+		Short: "Time one gang's HiveD tenancy decision on a large shared cluster",
+		Long: `Tenancy builds a cluster of 8-GPU nodes (PCIe pairs and sockets inside,
+racks of --rack nodes) shared by --vcs VCs, each holding an equal share of
+racks, then nodes, then GPUs. It loads the cluster to half its GPUs with
+random gangs (1, 2, 4 or 8 GPUs, or 2 or 4 whole nodes) and times --reps
+decisions: intra-VC placement, binding by buddy allocation and commit.
+After each decision one random group ends, untimed, to keep the load.`,
+		Example: "  pal bench tenancy\n  pal bench tenancy --nodes 432 --vcs 11 --output json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchTenancy(cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.nodes, "nodes", 3456, "8-GPU nodes (a multiple of --rack)")
+	f.IntVar(&o.perRack, "rack", 8, "nodes per rack")
+	f.IntVar(&o.vcs, "vcs", 100, "virtual clusters")
+	f.IntVar(&o.reps, "reps", 5000, "timed decisions")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the gang mix and the load")
+	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func runBenchTenancy(w io.Writer, o benchTenancyOpts) error {
+	if o.output != "json" && o.output != "table" {
+		return fmt.Errorf("--output %q: want json or table", o.output)
+	}
+	if o.reps <= 0 || o.reps > 10_000_000 {
+		return fmt.Errorf("--reps %d: want 1..10000000", o.reps)
+	}
+	st, err := bench.TenancyDecision(bench.TenancyOptions{Nodes: o.nodes, NodesPerRack: o.perRack, VCs: o.vcs, Reps: o.reps, Seed: o.seed})
+	if err != nil {
+		return err
+	}
+	row := map[string]any{
+		"nodes": o.nodes, "gpus": st.GPUs, "rack_nodes": o.perRack, "vcs": st.VCs, "seed": o.seed,
+		"reps": st.Reps, "placed": st.Placed, "live_groups": st.Live,
+		"median_us": round2(st.MedianUS), "p99_us": round2(st.P99US), "mean_us": round2(st.MeanUS),
+	}
+	if o.output == "json" {
+		return json.NewEncoder(w).Encode(row)
+	}
+	fmt.Fprintf(w, "cluster: %d nodes x 8 GPUs = %d GPUs, racks of %d nodes, %d VCs, seed %d\n", o.nodes, st.GPUs, o.perRack, st.VCs, o.seed)
+	fmt.Fprintf(w, "load: %d groups running; %d of %d decisions placed a gang\n", st.Live, st.Placed, st.Reps)
+	fmt.Fprintf(w, "tenancy decision: median %s µs, p99 %s µs, mean %s µs\n", usStr(st.MedianUS), usStr(st.P99US), usStr(st.MeanUS))
+	return nil
+}
