@@ -1,0 +1,465 @@
+package fairness
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/palsched/pal/variability"
+)
+
+// grant is one step of an app's water-fill: job gets n more GPUs.
+type grant struct{ job, n int }
+
+// waterFill is the app scheduler's order for handing out up to limit new
+// GPUs (T9): the next GPU goes to the surviving job with the largest
+// remaining time (remaining work ÷ GPUs, +Inf without GPUs; ties: more
+// remaining work, then lower index), since the app finishes when its
+// slowest job does. A gang takes all its GPUs in one grant and is skipped
+// while it does not fit. Doomed and finished jobs get nothing.
+func waterFill(a *App, limit int) []grant {
+	limit = min(limit, a.Demand-a.heldCount())
+	if limit <= 0 {
+		return nil
+	}
+	count := make([]int, len(a.Jobs))
+	for i := range a.Jobs {
+		count[i] = len(a.Jobs[i].Held)
+	}
+	var out []grant
+	left := limit
+	for left > 0 {
+		best := -1
+		var bestT float64
+		for i := range a.Jobs {
+			j := &a.Jobs[i]
+			if j.Doomed || j.Remaining <= 0 || count[i] >= j.MaxGPUs {
+				continue
+			}
+			if j.Gang && (count[i] > 0 || j.MaxGPUs > left) {
+				continue
+			}
+			t := inf
+			if count[i] > 0 {
+				t = j.Remaining / float64(count[i])
+			}
+			if best < 0 || t > bestT || (t == bestT && j.Remaining > a.Jobs[best].Remaining) {
+				best, bestT = i, t
+			}
+		}
+		if best < 0 {
+			break
+		}
+		n := 1
+		if a.Jobs[best].Gang {
+			n = a.Jobs[best].MaxGPUs
+		}
+		count[best] += n
+		left -= n
+		out = append(out, grant{best, n})
+	}
+	return out
+}
+
+// WaterFill returns how many new GPUs each job of a gets out of n.
+func WaterFill(a *App, n int) []int {
+	out := make([]int, len(a.Jobs))
+	for _, g := range waterFill(a, n) {
+		out[g.job] += g.n
+	}
+	return out
+}
+
+// pool is a set of GPUs on offer, indexed by machine, with each machine's
+// GPUs in speed order per class (fastest first, then by id).
+type pool struct {
+	t       *Topology
+	in      []bool
+	cnt     []int // pooled GPUs per machine
+	size    int
+	classes int                             // 1 without speeds, else NumClasses
+	lists   [variability.NumClasses][][]int // [class][machine] pooled GPUs in speed order
+	sorted  []int                           // machines by count desc, id asc (valid while !dirty)
+	dirty   bool
+}
+
+func newPool(t *Topology, gpus []int) *pool {
+	p := &pool{t: t, in: make([]bool, t.NumGPUs()), cnt: make([]int, t.machines), classes: 1, dirty: true}
+	if t.hasSpeeds {
+		p.classes = variability.NumClasses
+	}
+	for c := range p.classes {
+		p.lists[c] = make([][]int, t.machines)
+	}
+	p.add(gpus)
+	return p
+}
+
+func (p *pool) list(c variability.Class, m int) []int {
+	if p.classes == 1 {
+		return p.lists[0][m]
+	}
+	return p.lists[c][m]
+}
+
+// remove takes gpus out of the pool.
+func (p *pool) remove(gpus []int) { p.set(gpus, false) }
+
+// add puts gpus into the pool.
+func (p *pool) add(gpus []int) { p.set(gpus, true) }
+
+func (p *pool) set(gpus []int, in bool) {
+	var touched []int
+	for _, g := range gpus {
+		if p.in[g] == in {
+			continue
+		}
+		p.in[g] = in
+		m := p.t.machine[g]
+		d := 1
+		if !in {
+			d = -1
+		}
+		p.cnt[m] += d
+		p.size += d
+		if !slices.Contains(touched, m) {
+			touched = append(touched, m)
+		}
+	}
+	for _, m := range touched {
+		p.rebuild(m)
+	}
+	p.dirty = true
+}
+
+// rebuild lists machine m's pooled GPUs in each class's speed order.
+func (p *pool) rebuild(m int) {
+	for c := range p.classes {
+		l := p.lists[c][m][:0]
+		for _, g := range p.t.gpusOf[m] {
+			if p.in[g] {
+				l = append(l, g)
+			}
+		}
+		if p.t.hasSpeeds {
+			sf := p.t.speed[c]
+			slices.SortStableFunc(l, func(a, b int) int { return cmp.Compare(sf[a], sf[b]) })
+		}
+		p.lists[c][m] = l
+	}
+}
+
+func (p *pool) gpus() []int {
+	out := []int{}
+	for g, ok := range p.in {
+		if ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// byCount is the machines with pooled GPUs, most pooled first, then by id.
+func (p *pool) byCount() []int {
+	if p.dirty {
+		p.sorted = p.sorted[:0]
+		for m, n := range p.cnt {
+			if n > 0 {
+				p.sorted = append(p.sorted, m)
+			}
+		}
+		slices.SortFunc(p.sorted, func(a, b int) int {
+			if c := cmp.Compare(p.cnt[b], p.cnt[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		p.dirty = false
+	}
+	return p.sorted
+}
+
+// bidder is an app as seen by one auction: its ρ terms, bid model and
+// water-fill order.
+type bidder struct {
+	app     *App
+	index   int
+	ideal   float64
+	elapsed float64
+	rem     float64
+	sens    Sensitivity
+	speeds  bool
+	grants  []grant
+	cum     []int // cum[p]: new GPUs after p grants
+	held    []int
+	heldM   []int // machines where it holds GPUs, ascending
+}
+
+func newBidder(a *App, index int, c Context, m Metric, limit int, sens Sensitivity, speeds bool) *bidder {
+	b := &bidder{app: a, index: index, ideal: m.Ideal(a, c), elapsed: max(c.Now-a.Arrival, 0), rem: a.Remaining(), sens: sens, speeds: speeds}
+	b.setLimit(limit)
+	b.held = a.Held()
+	return b
+}
+
+func (b *bidder) setLimit(limit int) {
+	b.grants = waterFill(b.app, limit)
+	b.cum = make([]int, len(b.grants)+1)
+	for i, g := range b.grants {
+		b.cum[i+1] = b.cum[i] + g.n
+	}
+}
+
+func (b *bidder) heldMachines(t *Topology) []int {
+	if b.heldM == nil {
+		seen := map[int]bool{}
+		for _, g := range b.held {
+			seen[t.machine[g]] = true
+		}
+		b.heldM = make([]int, 0, len(seen))
+		for m := range seen {
+			b.heldM = append(b.heldM, m)
+		}
+		slices.Sort(b.heldM)
+	}
+	return b.heldM
+}
+
+// utilityAt is 1/ρ at a total rate.
+func (b *bidder) utilityAt(rate float64) float64 {
+	if b.rem <= 0 {
+		return inf
+	}
+	if rate <= 0 {
+		return 0
+	}
+	return b.ideal / (b.elapsed + b.rem/rate)
+}
+
+// rho is ρ at a total rate.
+func (b *bidder) rho(rate float64) float64 {
+	u := b.utilityAt(rate)
+	if u == 0 {
+		return inf
+	}
+	return 1 / u
+}
+
+// split places bundle (new GPUs, p grants' worth) onto the app's jobs:
+// jobs taking the most GPUs choose first; a job grows on a machine where it
+// already runs if it fits there, else on the machine that fits it most
+// tightly, else across the machines with the most GPUs. It returns each
+// job's new GPUs.
+func (b *bidder) split(t *Topology, p int, bundle []int) [][]int {
+	jobs := b.app.Jobs
+	out := make([][]int, len(jobs))
+	if p == 0 {
+		return out
+	}
+	need := make([]int, len(jobs))
+	for _, g := range b.grants[:p] {
+		need[g.job] += g.n
+	}
+	if len(jobs) == 1 {
+		out[0] = bundle
+		return out
+	}
+	byM := map[int][]int{}
+	var ms []int
+	for _, g := range bundle {
+		m := t.machine[g]
+		if _, ok := byM[m]; !ok {
+			ms = append(ms, m)
+		}
+		byM[m] = append(byM[m], g)
+	}
+	slices.Sort(ms)
+	order := make([]int, 0, len(jobs))
+	for i := range jobs {
+		if need[i] > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(need[y], need[x]) })
+	take := func(i, m, n int) {
+		out[i] = append(out[i], byM[m][:n]...)
+		byM[m] = byM[m][n:]
+	}
+	for _, i := range order {
+		n := need[i]
+		placed := false
+		for _, g := range jobs[i].Held {
+			if m := t.machine[g]; len(byM[m]) >= n {
+				take(i, m, n)
+				placed = true
+				break
+			}
+		}
+		if placed {
+			continue
+		}
+		fit := -1
+		for _, m := range ms {
+			if l := len(byM[m]); l >= n && (fit < 0 || l < len(byM[fit])) {
+				fit = m
+			}
+		}
+		if fit >= 0 {
+			take(i, fit, n)
+			continue
+		}
+		for n > 0 {
+			big := -1
+			for _, m := range ms {
+				if l := len(byM[m]); l > 0 && (big < 0 || l > len(byM[big])) {
+					big = m
+				}
+			}
+			k := min(n, len(byM[big]))
+			take(i, big, k)
+			n -= k
+		}
+	}
+	return out
+}
+
+// rate is the app's total rate with p grants' worth of new GPUs in bundle.
+func (b *bidder) rate(t *Topology, p int, bundle []int) float64 {
+	jobs := b.app.Jobs
+	if len(jobs) == 1 {
+		g := jobs[0].Held
+		if len(bundle) > 0 {
+			g = append(append(make([]int, 0, len(g)+len(bundle)), g...), bundle...)
+		}
+		if jobs[0].Doomed {
+			return 0
+		}
+		return t.jobRate(g, b.sens, b.app.Class, b.speeds)
+	}
+	add := b.split(t, p, bundle)
+	r := 0.0
+	for i := range jobs {
+		if jobs[i].Doomed {
+			continue
+		}
+		g := jobs[i].Held
+		if len(add[i]) > 0 {
+			g = append(append(make([]int, 0, len(g)+len(add[i])), g...), add[i]...)
+		}
+		r += t.jobRate(g, b.sens, b.app.Class, b.speeds)
+	}
+	return r
+}
+
+func (b *bidder) utility(t *Topology, p int, bundle []int) float64 {
+	return b.utilityAt(b.rate(t, p, bundle))
+}
+
+// best is the bidder's best bundle of cum[p] GPUs from the pool and its
+// utility. Candidates, in tie-break order: growing on a machine it already
+// uses; the single machine with the fastest such GPUs (without speeds:
+// the tightest fit), lowest id on ties; and, when no machine has room,
+// whole machines from one rack (the tightest rack that fits, preferring
+// machines it already uses, then the fullest), else from the whole pool.
+// It returns nil when the pool is too small.
+func (b *bidder) best(p *pool, p_ int) ([]int, float64) {
+	n := b.cum[p_]
+	if n > p.size || n == 0 {
+		if n == 0 {
+			return nil, b.utility(p.t, 0, nil)
+		}
+		return nil, -1
+	}
+	t := p.t
+	c := b.app.Class
+	var bestB []int
+	bestU := -1.0
+	try := func(bundle []int) {
+		if u := b.utility(t, p_, bundle); u > bestU*(1+1e-12) || bestB == nil {
+			bestB, bestU = bundle, u
+		}
+	}
+	for _, m := range b.heldMachines(t) {
+		if p.cnt[m] >= n {
+			try(p.list(c, m)[:n])
+		}
+	}
+	fit := -1
+	var fitScore float64
+	for m, k := range p.cnt {
+		if k < n {
+			continue
+		}
+		s := 0.0
+		if b.speeds && t.hasSpeeds {
+			s = t.score(c, p.list(c, m)[n-1])
+		}
+		if fit < 0 || s < fitScore || (s == fitScore && k < p.cnt[fit]) {
+			fit, fitScore = m, s
+		}
+	}
+	if fit >= 0 {
+		try(p.list(c, fit)[:n])
+		return bestB, bestU
+	}
+	ms := p.byCount()
+	if t.racks > 1 {
+		tot := make([]int, t.racks)
+		for _, m := range ms {
+			tot[t.rack[m]] += p.cnt[m]
+		}
+		r := -1
+		for _, hm := range b.heldMachines(t) {
+			if tot[t.rack[hm]] >= n {
+				r = t.rack[hm]
+				break
+			}
+		}
+		if r < 0 {
+			for i, k := range tot {
+				if k >= n && (r < 0 || k < tot[r]) {
+					r = i
+				}
+			}
+		}
+		if r >= 0 {
+			in := make([]int, 0, len(ms))
+			for _, m := range ms {
+				if t.rack[m] == r {
+					in = append(in, m)
+				}
+			}
+			ms = in
+		}
+	}
+	ms = b.heldFirst(t, ms)
+	bundle := make([]int, 0, n)
+	for _, m := range ms {
+		l := p.list(c, m)
+		bundle = append(bundle, l[:min(len(l), n-len(bundle))]...)
+		if len(bundle) == n {
+			break
+		}
+	}
+	try(bundle)
+	return bestB, bestU
+}
+
+// heldFirst moves machines the bidder already uses to the front of ms.
+func (b *bidder) heldFirst(t *Topology, ms []int) []int {
+	hm := b.heldMachines(t)
+	if len(hm) == 0 {
+		return ms
+	}
+	out := make([]int, 0, len(ms))
+	for _, m := range ms {
+		if _, ok := slices.BinarySearch(hm, m); ok {
+			out = append(out, m)
+		}
+	}
+	for _, m := range ms {
+		if _, ok := slices.BinarySearch(hm, m); !ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}

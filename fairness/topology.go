@@ -1,0 +1,187 @@
+package fairness
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/palsched/pal/variability"
+)
+
+// Topology is what a bid needs to know about where GPUs sit: the machine
+// and rack of every GPU and, optionally, each GPU's PM-score per
+// application class (time-like: 1 is the median GPU, 1.2 is 20% slower).
+// GPU ids are 0..N-1 as in package cluster.
+type Topology struct {
+	machine   []int   // machine of each GPU
+	gpusOf    [][]int // GPUs of each machine, ascending
+	rack      []int   // rack of each machine (all 0 without racks)
+	machines  int
+	racks     int
+	perRack   int // machines per rack, 0 = no racks
+	speed     [variability.NumClasses][]float64
+	hasSpeeds bool
+}
+
+// NewTopology builds a topology from each GPU's machine (machines are
+// numbered 0..M-1 and every machine must have a GPU). machinesPerRack > 0
+// groups consecutive machines into racks.
+func NewTopology(machineOf []int, machinesPerRack int) (*Topology, error) {
+	if len(machineOf) == 0 {
+		return nil, fmt.Errorf("topology: no GPUs")
+	}
+	if machinesPerRack < 0 {
+		return nil, fmt.Errorf("topology: machines per rack must be >= 0, got %d", machinesPerRack)
+	}
+	m := 0
+	for g, n := range machineOf {
+		if n < 0 {
+			return nil, fmt.Errorf("topology: GPU %d on machine %d", g, n)
+		}
+		m = max(m, n+1)
+	}
+	seen := make([]bool, m)
+	for _, n := range machineOf {
+		seen[n] = true
+	}
+	for n, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("topology: machine %d has no GPU", n)
+		}
+	}
+	t := &Topology{machine: append([]int(nil), machineOf...), machines: m, perRack: machinesPerRack, racks: 1}
+	t.gpusOf = make([][]int, m)
+	for g, n := range t.machine {
+		t.gpusOf[n] = append(t.gpusOf[n], g)
+	}
+	t.rack = make([]int, m)
+	if machinesPerRack > 0 {
+		for n := range t.rack {
+			t.rack[n] = n / machinesPerRack
+		}
+		t.racks = (m + machinesPerRack - 1) / machinesPerRack
+	}
+	return t, nil
+}
+
+// UniformTopology is machines × gpusPerMachine with GPU ids
+// machine·gpusPerMachine + index.
+func UniformTopology(machines, gpusPerMachine, machinesPerRack int) (*Topology, error) {
+	if machines <= 0 || gpusPerMachine <= 0 {
+		return nil, fmt.Errorf("topology: need at least one machine and one GPU per machine, got %dx%d", machines, gpusPerMachine)
+	}
+	of := make([]int, machines*gpusPerMachine)
+	for g := range of {
+		of[g] = g / gpusPerMachine
+	}
+	return NewTopology(of, machinesPerRack)
+}
+
+// WithSpeeds returns a copy whose bids count PM-scores: sf[c][g] is GPU
+// g's time-like score for class c. A gang runs at its slowest GPU.
+func (t *Topology) WithSpeeds(sf [variability.NumClasses][]float64) (*Topology, error) {
+	for c := range sf {
+		if len(sf[c]) != len(t.machine) {
+			return nil, fmt.Errorf("topology: class %s has scores for %d GPUs, the cluster has %d", variability.Class(c), len(sf[c]), len(t.machine))
+		}
+		for g, v := range sf[c] {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("topology: class %s GPU %d: score must be positive and finite, got %v", variability.Class(c), g, v)
+			}
+		}
+	}
+	d := *t
+	d.speed = sf
+	d.hasSpeeds = true
+	return &d, nil
+}
+
+// NumGPUs is the number of GPUs.
+func (t *Topology) NumGPUs() int { return len(t.machine) }
+
+// NumMachines is the number of machines.
+func (t *Topology) NumMachines() int { return t.machines }
+
+// MachineOf is the machine of GPU g.
+func (t *Topology) MachineOf(g int) int { return t.machine[g] }
+
+// HasSpeeds reports whether PM-scores are attached.
+func (t *Topology) HasSpeeds() bool { return t.hasSpeeds }
+
+// score is GPU g's time-like PM-score for class c (1 without scores).
+func (t *Topology) score(c variability.Class, g int) float64 {
+	if !t.hasSpeeds {
+		return 1
+	}
+	return t.speed[c][g]
+}
+
+// Sensitivity is an app's placement sensitivity: the throughput factor of
+// a job whose GPUs span machines, and of one that spans racks. 1 means
+// insensitive; the Themis simulator's examples are 0.98/0.96 for most
+// models and 0.8/0.7 for VGG16.
+type Sensitivity struct {
+	Machine float64
+	Rack    float64 // 0: same as Machine
+}
+
+// Validate checks 0 < Rack ≤ Machine ≤ 1.
+func (s Sensitivity) Validate() error {
+	if !(s.Machine > 0 && s.Machine <= 1) {
+		return fmt.Errorf("spread factor must be in (0, 1], got %v", s.Machine)
+	}
+	if s.Rack != 0 && !(s.Rack > 0 && s.Rack <= s.Machine) {
+		return fmt.Errorf("rack factor must be in (0, spread factor %v], got %v", s.Machine, s.Rack)
+	}
+	return nil
+}
+
+func (s Sensitivity) rack() float64 {
+	if s.Rack == 0 {
+		return s.Machine
+	}
+	return s.Rack
+}
+
+// Insensitive is S ≡ 1.
+var Insensitive = Sensitivity{Machine: 1, Rack: 1}
+
+// Placement is S(G) ∈ (0, 1] for one job's GPUs: 1 inside one machine,
+// the machine factor across machines, the rack factor across racks.
+func (t *Topology) Placement(gpus []int, s Sensitivity) float64 {
+	if len(gpus) < 2 {
+		return 1
+	}
+	m0 := t.machine[gpus[0]]
+	r0 := t.rack[m0]
+	spread := false
+	for _, g := range gpus[1:] {
+		m := t.machine[g]
+		if t.rack[m] != r0 {
+			return s.rack()
+		}
+		if m != m0 {
+			spread = true
+		}
+	}
+	if spread {
+		return s.Machine
+	}
+	return 1
+}
+
+// jobRate is one job's throughput in ideal-GPU units on gpus: |G|·S(G),
+// divided by the slowest GPU's PM-score when speeds count.
+func (t *Topology) jobRate(gpus []int, s Sensitivity, c variability.Class, speeds bool) float64 {
+	if len(gpus) == 0 {
+		return 0
+	}
+	r := float64(len(gpus)) * t.Placement(gpus, s)
+	if speeds && t.hasSpeeds {
+		worst := 0.0
+		for _, g := range gpus {
+			worst = max(worst, t.speed[c][g])
+		}
+		r /= worst
+	}
+	return r
+}
