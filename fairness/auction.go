@@ -54,7 +54,13 @@ type Options struct {
 	// PM-scores in bids (ablation, and the Themis paper's own bids).
 	PlacementBlind   bool
 	VariabilityBlind bool
+	// MaxBids caps the bids (sizes) per app; 0 means DefaultMaxBids.
+	MaxBids int
 }
+
+// DefaultMaxBids is the bid cap per app: an app with more useful sizes
+// bids at 32 sizes spread over its range.
+const DefaultMaxBids = 32
 
 // DefaultOptions are the paper's: f = 0.8, payments on, leftovers to
 // non-bidders first, the Themis metric, placement- and variability-aware
@@ -155,12 +161,12 @@ func Run(in Input, opt Options) (*Result, error) {
 	arrival := make([]float64, len(in.Apps))
 	var wanting []int
 	for i, a := range in.Apps {
-		b := newBidder(a, i, ctx, opt.Metric, pl.size, sens(a), speeds)
+		b := newBidder(a, i, ctx, opt.Metric, 0, sens(a), speeds)
 		bs[i] = b
 		rho[i] = b.rho(b.rate(t, 0, nil))
 		arrival[i] = a.Arrival
 		res.Apps[i].Rho = rho[i]
-		if len(b.grants) > 0 {
+		if wantsMore(a, pl.size) {
 			res.Apps[i].Wants = true
 			wanting = append(wanting, i)
 		}
@@ -181,7 +187,8 @@ func Run(in Input, opt Options) (*Result, error) {
 	// whole offer; the arbiter picks sizes with the max product of 1/ρ.
 	tables := make([][]option, len(res.Bidders))
 	for x, i := range res.Bidders {
-		tables[x] = bidTable(bs[i], pl)
+		bs[i].setLimit(pl.size)
+		tables[x] = bidTable(bs[i], pl, cmp.Or(opt.MaxBids, DefaultMaxBids))
 	}
 	choice, without := proportionalFair(tables, pl.size)
 
@@ -241,7 +248,7 @@ func Run(in Input, opt Options) (*Result, error) {
 		}
 		pl.add(withheld)
 		if len(kept) > 0 {
-			split := b.split(t, p, kept)
+			split := cloneLists(b.split(t, p, kept))
 			holding[i] = withGPUs(in.Apps[i], split)
 			gained[i] = append(gained[i], kept...)
 			jobs[i] = addJobs(jobs[i], split)
@@ -257,7 +264,7 @@ func Run(in Input, opt Options) (*Result, error) {
 		cur := b.utility(t, 0, nil)
 		bestP, bestU := 0, cur
 		var bestB []int
-		for p := 1; p < len(b.cum); p++ {
+		for _, p := range bidSizes(b.cum, cmp.Or(opt.MaxBids, DefaultMaxBids)) {
 			bundle, u := b.best(pl, p)
 			if bundle != nil && u > bestU*(1+1e-12) {
 				bestP, bestU, bestB = p, u, slices.Clone(bundle)
@@ -267,7 +274,7 @@ func Run(in Input, opt Options) (*Result, error) {
 			return
 		}
 		pl.remove(bestB)
-		split := b.split(t, bestP, bestB)
+		split := cloneLists(b.split(t, bestP, bestB))
 		holding[i] = withGPUs(holding[i], split)
 		gained[i] = append(gained[i], bestB...)
 		jobs[i] = addJobs(jobs[i], split)
@@ -346,4 +353,12 @@ func addJobs(cur [][]int, add [][]int) [][]int {
 		cur[j] = append(cur[j], add[j]...)
 	}
 	return cur
+}
+
+func cloneLists(x [][]int) [][]int {
+	out := make([][]int, len(x))
+	for i := range x {
+		out[i] = slices.Clone(x[i])
+	}
+	return out
 }

@@ -21,43 +21,114 @@ func waterFill(a *App, limit int) []grant {
 	if limit <= 0 {
 		return nil
 	}
-	count := make([]int, len(a.Jobs))
+	h := &fillHeap{jobs: a.Jobs}
 	for i := range a.Jobs {
-		count[i] = len(a.Jobs[i].Held)
+		j := &a.Jobs[i]
+		if j.Doomed || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs || (j.Gang && len(j.Held) > 0) {
+			continue
+		}
+		h.push(fillItem{job: i, count: len(j.Held)})
 	}
 	var out []grant
 	left := limit
-	for left > 0 {
-		best := -1
-		var bestT float64
-		for i := range a.Jobs {
-			j := &a.Jobs[i]
-			if j.Doomed || j.Remaining <= 0 || count[i] >= j.MaxGPUs {
-				continue
-			}
-			if j.Gang && (count[i] > 0 || j.MaxGPUs > left) {
-				continue
-			}
-			t := inf
-			if count[i] > 0 {
-				t = j.Remaining / float64(count[i])
-			}
-			if best < 0 || t > bestT || (t == bestT && j.Remaining > a.Jobs[best].Remaining) {
-				best, bestT = i, t
-			}
-		}
-		if best < 0 {
-			break
-		}
+	for left > 0 && len(h.items) > 0 {
+		it := h.pop()
+		j := &a.Jobs[it.job]
 		n := 1
-		if a.Jobs[best].Gang {
-			n = a.Jobs[best].MaxGPUs
+		if j.Gang {
+			n = j.MaxGPUs
+			if n > left {
+				continue // never fits: the budget only shrinks
+			}
 		}
-		count[best] += n
+		out = append(out, grant{it.job, n})
 		left -= n
-		out = append(out, grant{best, n})
+		if it.count += n; it.count < j.MaxGPUs {
+			h.push(it)
+		}
 	}
 	return out
+}
+
+// wantsMore reports whether waterFill(a, limit) would grant anything.
+func wantsMore(a *App, limit int) bool {
+	limit = min(limit, a.Demand-a.heldCount())
+	for i := range a.Jobs {
+		j := &a.Jobs[i]
+		if j.Doomed || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs {
+			continue
+		}
+		if j.Gang && (len(j.Held) > 0 || j.MaxGPUs > limit) {
+			continue
+		}
+		if limit >= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+type fillItem struct{ job, count int }
+
+// fillHeap orders jobs by remaining time (remaining work ÷ GPUs, +Inf
+// without GPUs) descending, then remaining work descending, then index.
+type fillHeap struct {
+	jobs  []Job
+	items []fillItem
+}
+
+func (h *fillHeap) less(x, y fillItem) bool {
+	rx, ry := h.jobs[x.job].Remaining, h.jobs[y.job].Remaining
+	tx, ty := inf, inf
+	if x.count > 0 {
+		tx = rx / float64(x.count)
+	}
+	if y.count > 0 {
+		ty = ry / float64(y.count)
+	}
+	if tx != ty {
+		return tx > ty
+	}
+	if rx != ry {
+		return rx > ry
+	}
+	return x.job < y.job
+}
+
+func (h *fillHeap) push(it fillItem) {
+	h.items = append(h.items, it)
+	i := len(h.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(h.items[i], h.items[p]) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *fillHeap) pop() fillItem {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && h.less(h.items[l], h.items[m]) {
+			m = l
+		}
+		if r < last && h.less(h.items[r], h.items[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+	return top
 }
 
 // WaterFill returns how many new GPUs each job of a gets out of n.
@@ -192,6 +263,13 @@ type bidder struct {
 	cum     []int // cum[p]: new GPUs after p grants
 	held    []int
 	heldM   []int // machines where it holds GPUs, ascending
+
+	// scratch for split
+	outBuf   [][]int
+	needBuf  []int
+	orderBuf []int
+	countBuf []int
+	groupBuf []run
 }
 
 func newBidder(a *App, index int, c Context, m Metric, limit int, sens Sensitivity, speeds bool) *bidder {
@@ -251,56 +329,96 @@ func (b *bidder) rho(rate float64) float64 {
 // job's new GPUs.
 func (b *bidder) split(t *Topology, p int, bundle []int) [][]int {
 	jobs := b.app.Jobs
-	out := make([][]int, len(jobs))
+	if cap(b.outBuf) < len(jobs) {
+		b.outBuf = make([][]int, len(jobs))
+		b.needBuf = make([]int, len(jobs))
+	}
+	out := b.outBuf[:len(jobs)]
+	for i := range out {
+		out[i] = nil
+	}
 	if p == 0 {
 		return out
-	}
-	need := make([]int, len(jobs))
-	for _, g := range b.grants[:p] {
-		need[g.job] += g.n
 	}
 	if len(jobs) == 1 {
 		out[0] = bundle
 		return out
 	}
-	byM := map[int][]int{}
-	var ms []int
-	for _, g := range bundle {
+	need := b.needBuf[:len(jobs)]
+	clear(need)
+	top := 0
+	for _, g := range b.grants[:p] {
+		need[g.job] += g.n
+		top = max(top, need[g.job])
+	}
+	// Jobs by need descending, then index: a counting sort, as needs are
+	// small integers.
+	if cap(b.countBuf) < top+2 {
+		b.countBuf = make([]int, top+2)
+	}
+	start := b.countBuf[:top+2]
+	clear(start)
+	for _, n := range need {
+		if n > 0 {
+			start[top-n+1]++
+		}
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	order := b.orderBuf[:0]
+	for _, n := range need {
+		if n > 0 {
+			order = append(order, 0)
+		}
+	}
+	for i, n := range need {
+		if n > 0 {
+			order[start[top-n]] = i
+			start[top-n]++
+		}
+	}
+	b.orderBuf = order
+	// The bundle's GPUs in runs of one machine (best-packed bundles are
+	// machine-contiguous). Jobs take prefixes of runs; a run's GPUs are
+	// never copied unless a job spans runs.
+	groups := b.groupBuf[:0]
+	for i, g := range bundle {
 		m := t.machine[g]
-		if _, ok := byM[m]; !ok {
-			ms = append(ms, m)
+		if len(groups) > 0 && groups[len(groups)-1].m == m {
+			groups[len(groups)-1].gpus = bundle[groups[len(groups)-1].start : i+1]
+			continue
 		}
-		byM[m] = append(byM[m], g)
+		groups = append(groups, run{m: m, start: i, gpus: bundle[i : i+1]})
 	}
-	slices.Sort(ms)
-	order := make([]int, 0, len(jobs))
-	for i := range jobs {
-		if need[i] > 0 {
-			order = append(order, i)
+	b.groupBuf = groups
+	take := func(i, x, n int) {
+		if out[i] == nil {
+			out[i] = groups[x].gpus[:n:n]
+		} else {
+			out[i] = append(slices.Clip(out[i]), groups[x].gpus[:n]...)
 		}
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(need[y], need[x]) })
-	take := func(i, m, n int) {
-		out[i] = append(out[i], byM[m][:n]...)
-		byM[m] = byM[m][n:]
+		groups[x].gpus = groups[x].gpus[n:]
 	}
 	for _, i := range order {
 		n := need[i]
-		placed := false
+		fit := -1
 		for _, g := range jobs[i].Held {
-			if m := t.machine[g]; len(byM[m]) >= n {
-				take(i, m, n)
-				placed = true
+			for x := range groups {
+				if groups[x].m == t.machine[g] && len(groups[x].gpus) >= n {
+					fit = x
+					break
+				}
+			}
+			if fit >= 0 {
 				break
 			}
 		}
-		if placed {
-			continue
-		}
-		fit := -1
-		for _, m := range ms {
-			if l := len(byM[m]); l >= n && (fit < 0 || l < len(byM[fit])) {
-				fit = m
+		if fit < 0 {
+			for x := range groups {
+				if l := len(groups[x].gpus); l >= n && (fit < 0 || l < len(groups[fit].gpus)) {
+					fit = x
+				}
 			}
 		}
 		if fit >= 0 {
@@ -309,12 +427,12 @@ func (b *bidder) split(t *Topology, p int, bundle []int) [][]int {
 		}
 		for n > 0 {
 			big := -1
-			for _, m := range ms {
-				if l := len(byM[m]); l > 0 && (big < 0 || l > len(byM[big])) {
-					big = m
+			for x := range groups {
+				if l := len(groups[x].gpus); l > 0 && (big < 0 || l > len(groups[big].gpus)) {
+					big = x
 				}
 			}
-			k := min(n, len(byM[big]))
+			k := min(n, len(groups[big].gpus))
 			take(i, big, k)
 			n -= k
 		}
@@ -322,30 +440,27 @@ func (b *bidder) split(t *Topology, p int, bundle []int) [][]int {
 	return out
 }
 
+// run is a stretch of a bundle on one machine.
+type run struct {
+	m, start int
+	gpus     []int
+}
+
 // rate is the app's total rate with p grants' worth of new GPUs in bundle.
 func (b *bidder) rate(t *Topology, p int, bundle []int) float64 {
 	jobs := b.app.Jobs
 	if len(jobs) == 1 {
-		g := jobs[0].Held
-		if len(bundle) > 0 {
-			g = append(append(make([]int, 0, len(g)+len(bundle)), g...), bundle...)
-		}
 		if jobs[0].Doomed {
 			return 0
 		}
-		return t.jobRate(g, b.sens, b.app.Class, b.speeds)
+		return t.jobRate2(jobs[0].Held, bundle, b.sens, b.app.Class, b.speeds)
 	}
 	add := b.split(t, p, bundle)
 	r := 0.0
 	for i := range jobs {
-		if jobs[i].Doomed {
-			continue
+		if !jobs[i].Doomed {
+			r += t.jobRate2(jobs[i].Held, add[i], b.sens, b.app.Class, b.speeds)
 		}
-		g := jobs[i].Held
-		if len(add[i]) > 0 {
-			g = append(append(make([]int, 0, len(g)+len(add[i])), g...), add[i]...)
-		}
-		r += t.jobRate(g, b.sens, b.app.Class, b.speeds)
 	}
 	return r
 }

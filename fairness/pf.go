@@ -12,11 +12,15 @@ type option struct {
 // bidTable is a bidder's bids: "nothing more" plus one per size at which
 // its best bundle from the pool is strictly better than every smaller one
 // (a size whose extra GPUs do not help is not worth asking for).
-func bidTable(b *bidder, pl *pool) []option {
+//
+// An app may ask for at most maxBids sizes (as the authors' simulator
+// capped bids per job group): past that, the sizes are the first grant
+// counts reaching q/maxBids of its largest bundle, q = 1..maxBids.
+func bidTable(b *bidder, pl *pool, maxBids int) []option {
 	u0 := b.utility(pl.t, 0, nil)
 	opts := []option{{0, 0, u0}}
 	top := u0
-	for p := 1; p < len(b.cum); p++ {
+	for _, p := range bidSizes(b.cum, maxBids) {
 		bundle, u := b.best(pl, p)
 		if bundle == nil {
 			break
@@ -27,6 +31,31 @@ func bidTable(b *bidder, pl *pool) []option {
 		}
 	}
 	return opts
+}
+
+// bidSizes are the grant counts an app bids at: all of them, or maxBids
+// spread evenly over its GPU range.
+func bidSizes(cum []int, maxBids int) []int {
+	P := len(cum) - 1
+	out := make([]int, 0, min(P, max(maxBids, 1)))
+	if maxBids <= 0 || P <= maxBids {
+		for p := 1; p <= P; p++ {
+			out = append(out, p)
+		}
+		return out
+	}
+	top := cum[P]
+	p := 1
+	for q := 1; q <= maxBids; q++ {
+		target := (q*top + maxBids - 1) / maxBids
+		for cum[p] < target {
+			p++
+		}
+		if len(out) == 0 || out[len(out)-1] != p {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // welfare is a Nash-welfare value: fewest zero utilities first, then the
@@ -55,6 +84,17 @@ func (w welfare) better(v welfare) bool {
 	}
 	return w.log > v.log+welfareTol
 }
+
+// table is a knapsack table of welfare values by budget, stored as two
+// plain arrays so that the inner loop stays tight.
+type table struct {
+	zeros []int32
+	log   []float64
+}
+
+func newTable(n int) table { return table{make([]int32, n), make([]float64, n)} }
+
+func (t table) at(b int) welfare { return welfare{t.zeros[b], t.log[b]} }
 
 // proportionalFair picks one option per bidder maximising the product of
 // utilities with at most budget GPUs in all, by dynamic programming over
@@ -95,15 +135,15 @@ func proportionalFair(tables [][]option, budget int) (choice []int, without [][]
 	// pre[i][b]: best for bidders < i within b GPUs; chP[i][b]: bidder i's
 	// option in pre[i+1][b]. suf[i][b]: best for bidders >= i; chS[i][b]:
 	// bidder i's option in suf[i][b].
-	pre := make([][]welfare, nb+1)
+	pre := make([]table, nb+1)
 	chP := make([][]int32, nb)
-	pre[0] = make([]welfare, B+1)
+	pre[0] = newTable(B + 1)
 	for i := range nb {
 		pre[i+1], chP[i] = step(pre[i], tables[i], vals[i], B)
 	}
-	suf := make([][]welfare, nb+1)
+	suf := make([]table, nb+1)
 	chS := make([][]int32, nb)
-	suf[nb] = make([]welfare, B+1)
+	suf[nb] = newTable(B + 1)
 	for i := nb - 1; i >= 0; i-- {
 		suf[i], chS[i] = step(suf[i+1], tables[i], vals[i], B)
 	}
@@ -114,9 +154,9 @@ func proportionalFair(tables [][]option, budget int) (choice []int, without [][]
 	}
 	for x := range nb {
 		bestB := 0
-		bestV := pre[x][0].add(suf[x+1][B])
+		bestV := pre[x].at(0).add(suf[x+1].at(B))
 		for b := 1; b <= B; b++ {
-			if v := pre[x][b].add(suf[x+1][B-b]); v.better(bestV) {
+			if v := pre[x].at(b).add(suf[x+1].at(B - b)); v.better(bestV) {
 				bestB, bestV = b, v
 			}
 		}
@@ -141,19 +181,23 @@ func proportionalFair(tables [][]option, budget int) (choice []int, without [][]
 // with n_o <= b of prev[b − n_o] + v_o. Options are tried smallest first
 // and only a strictly better one replaces the incumbent, so ties keep the
 // smaller bundle.
-func step(prev []welfare, t []option, v []welfare, B int) ([]welfare, []int32) {
-	out := make([]welfare, B+1)
+func step(prev table, t []option, v []welfare, B int) (table, []int32) {
+	out := newTable(B + 1)
 	ch := make([]int32, B+1)
-	for b := range out {
-		out[b] = prev[b].add(v[0])
+	z0, l0 := v[0].zeros, v[0].log
+	for b := range out.zeros {
+		out.zeros[b] = prev.zeros[b] + z0
+		out.log[b] = prev.log[b] + l0
 	}
 	for o := 1; o < len(t); o++ {
 		n := t[o].n
-		vo := v[o]
-		for b := n; b <= B; b++ {
-			if c := prev[b-n].add(vo); c.better(out[b]) {
-				out[b] = c
-				ch[b] = int32(o)
+		vz, vl := v[o].zeros, v[o].log
+		pz, pl := prev.zeros[:B+1-n], prev.log[:B+1-n]
+		oz, ol, oc := out.zeros[n:B+1], out.log[n:B+1], ch[n:B+1]
+		for b := range pz {
+			z, l := pz[b]+vz, pl[b]+vl
+			if z < oz[b] || (z == oz[b] && l > ol[b]+welfareTol) {
+				oz[b], ol[b], oc[b] = z, l, int32(o)
 			}
 		}
 	}

@@ -148,18 +148,30 @@ var Insensitive = Sensitivity{Machine: 1, Rack: 1}
 // Placement is S(G) ∈ (0, 1] for one job's GPUs: 1 inside one machine,
 // the machine factor across machines, the rack factor across racks.
 func (t *Topology) Placement(gpus []int, s Sensitivity) float64 {
-	if len(gpus) < 2 {
+	return t.placement2(gpus, nil, s)
+}
+
+// placement2 is Placement of the union of two disjoint GPU lists.
+func (t *Topology) placement2(a, b []int, s Sensitivity) float64 {
+	if len(a)+len(b) < 2 {
 		return 1
 	}
-	m0 := t.machine[gpus[0]]
+	first := a
+	if len(first) == 0 {
+		first = b
+	}
+	m0 := t.machine[first[0]]
 	r0 := t.rack[m0]
 	spread := false
-	for _, g := range gpus[1:] {
-		m := t.machine[g]
-		if t.rack[m] != r0 {
-			return s.rack()
-		}
-		if m != m0 {
+	for _, l := range [2][]int{a, b} {
+		for _, g := range l {
+			m := t.machine[g]
+			if m == m0 {
+				continue
+			}
+			if t.rack[m] != r0 {
+				return s.rack()
+			}
 			spread = true
 		}
 	}
@@ -172,16 +184,36 @@ func (t *Topology) Placement(gpus []int, s Sensitivity) float64 {
 // jobRate is one job's throughput in ideal-GPU units on gpus: |G|·S(G),
 // divided by the slowest GPU's PM-score when speeds count.
 func (t *Topology) jobRate(gpus []int, s Sensitivity, c variability.Class, speeds bool) float64 {
-	if len(gpus) == 0 {
+	return t.jobRate2(gpus, nil, s, c, speeds)
+}
+
+// jobRate2 is jobRate on the union of two disjoint GPU lists (held plus
+// new) without building it.
+func (t *Topology) jobRate2(a, b []int, s Sensitivity, c variability.Class, speeds bool) float64 {
+	n := len(a) + len(b)
+	if n == 0 {
 		return 0
 	}
-	r := float64(len(gpus)) * t.Placement(gpus, s)
+	r := float64(n) * t.placement2(a, b, s)
 	if speeds && t.hasSpeeds {
 		worst := 0.0
-		for _, g := range gpus {
-			worst = max(worst, t.speed[c][g])
+		for _, l := range [2][]int{a, b} {
+			for _, g := range l {
+				worst = max(worst, t.speed[c][g])
+			}
 		}
 		r /= worst
 	}
 	return r
+}
+
+// String is "MxG" for uniform topologies.
+func (t *Topology) String() string {
+	g := len(t.gpusOf[0])
+	for _, l := range t.gpusOf {
+		if len(l) != g {
+			return fmt.Sprintf("%d machines/%d GPUs", t.machines, len(t.machine))
+		}
+	}
+	return fmt.Sprintf("%dx%d", t.machines, g)
 }

@@ -24,7 +24,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Time scheduling decisions on synthetic loaded clusters",
 	}
-	cmd.AddCommand(newBenchPlacementCmd(), newBenchTenancyCmd())
+	cmd.AddCommand(newBenchPlacementCmd(), newBenchTenancyCmd(), newBenchAuctionCmd())
 	return cmd
 }
 

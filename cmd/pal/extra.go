@@ -8,4 +8,5 @@ func addExtraCommands(root *cobra.Command) {
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newSweepCmd(), newReproduceCmd())
 	root.AddCommand(newCellsCmd())
+	root.AddCommand(newThemisCmd())
 }

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+
+	"github.com/palsched/pal/bench"
+	"github.com/palsched/pal/cluster"
+)
+
+type benchAuctionOpts struct {
+	cases, output string
+	f, held       float64
+	reps          int
+	seed          uint64
+}
+
+func newBenchAuctionCmd() *cobra.Command {
+	var o benchAuctionOpts
+	cmd := &cobra.Command{
+		Use:   "auction",
+		Short: "Time one Themis partial-allocation auction",
+		Long: `Auction builds a synthetic Themis auction per --case (APPS@NODESxGPUS): apps of
+1-100 gang jobs of 1, 2, 4 or 8 GPUs (10% single-job), placement factors from
+the Themis simulator's models, random PM-scores, --held of the GPUs on
+unexpired leases and the rest offered. It then times the whole auction: ρ,
+the knob, bids, the proportional-fair allocation with every bidder left out
+once (for the hidden payments), packing, payments and leftovers.
+
+Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
+<= 200 ms.`,
+		Example: `  pal bench auction
+  pal bench auction --case 100@32x8 --f 0 --reps 50 --output table`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchAuction(cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cases, "case", "100@32x8,1000@512x8", "comma list of APPS@NODESxGPUS")
+	f.Float64Var(&o.f, "f", 0.8, "fairness knob f in [0, 1]")
+	f.Float64Var(&o.held, "held", 0.5, "share of GPUs held on unexpired leases, in [0, 1]")
+	f.IntVar(&o.reps, "reps", 20, "timed auctions per case")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic auction")
+	f.StringVarP(&o.output, "output", "o", "json", "json or table")
+	return cmd
+}
+
+type benchAuctionRow struct {
+	Apps     int     `json:"apps"`
+	Cluster  string  `json:"cluster"`
+	GPUs     int     `json:"gpus"`
+	Offered  int     `json:"offered"`
+	Wanting  int     `json:"wanting"`
+	Bidders  int     `json:"bidders"`
+	F        float64 `json:"f"`
+	MedianMS float64 `json:"median_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	MeanMS   float64 `json:"mean_ms"`
+	Reps     int     `json:"reps"`
+	Seed     uint64  `json:"seed"`
+}
+
+// maxBenchApps keeps a typo from asking for millions of apps.
+const maxBenchApps = 100000
+
+func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
+	if o.output != "json" && o.output != "table" {
+		return fmt.Errorf("--output %q: want json or table", o.output)
+	}
+	if o.reps <= 0 {
+		return fmt.Errorf("--reps %d: must be positive", o.reps)
+	}
+	if !(o.held >= 0 && o.held <= 1) {
+		return fmt.Errorf("--held %v: want a share in [0, 1]", o.held)
+	}
+	if !(o.f >= 0 && o.f <= 1) {
+		return fmt.Errorf("--f %v: the fairness knob must be in [0, 1]", o.f)
+	}
+	var rows []benchAuctionRow
+	for _, c := range splitList(o.cases) {
+		a, shape, ok := strings.Cut(c, "@")
+		apps, err := strconv.Atoi(strings.TrimSpace(a))
+		if !ok || err != nil || apps <= 0 || apps > maxBenchApps {
+			return fmt.Errorf("--case %q: want APPS@NODESxGPUS with 1..%d apps, e.g. 100@32x8", c, maxBenchApps)
+		}
+		n, g, err := cluster.ParseShape(shape)
+		if err != nil {
+			return fmt.Errorf("--case %q: %w", c, err)
+		}
+		st, err := bench.Auction(bench.AuctionOptions{Apps: apps, Machines: n, GPUsPerMachine: g, F: o.f, HeldShare: o.held, Reps: o.reps, Seed: o.seed})
+		if err != nil {
+			return fmt.Errorf("--case %q: %w", c, err)
+		}
+		rows = append(rows, benchAuctionRow{Apps: apps, Cluster: fmt.Sprintf("%dx%d", n, g), GPUs: st.GPUs, Offered: st.Offered,
+			Wanting: st.Wanting, Bidders: st.Bidders, F: o.f, MedianMS: round2(st.MedianMS), P99MS: round2(st.P99MS),
+			MeanMS: round2(st.MeanMS), Reps: st.Reps, Seed: o.seed})
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"results": rows})
+	}
+	t := table.NewWriter()
+	t.SetOutputMirror(w)
+	t.SetStyle(table.StyleLight)
+	t.AppendHeader(table.Row{"apps", "cluster", "GPUs", "offered", "wanting", "bidders", "f", "median (ms)", "p99 (ms)", "mean (ms)", "reps"})
+	for _, r := range rows {
+		t.AppendRow(table.Row{r.Apps, r.Cluster, r.GPUs, r.Offered, r.Wanting, r.Bidders, r.F, r.MedianMS, r.P99MS, r.MeanMS, r.Reps})
+	}
+	t.Render()
+	return nil
+}

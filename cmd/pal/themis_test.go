@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The expected outcomes are THEMIS-HIVED.md §3.1's hand-computed T4 and T5.
+func TestThemisAuctionFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want string
+	}{
+		{"t4.yaml", `{"bidders":["A","B"],"apps":{
+			"A":{"rho":null,"bidder":true,"pf":[0,1],"keep_fraction":0.5,"kept":[0],"final":[0,1]},
+			"B":{"rho":null,"bidder":true,"pf":[2,3],"keep_fraction":1,"kept":[2,3],"final":[2,3]}},
+			"leftover":[]}`},
+		{"t5.yaml", `{"bidders":["A","B"],"apps":{
+			"A":{"rho":null,"bidder":true,"pf":[0,1],"keep_fraction":0.5,"kept":[0],"final":[0]},
+			"B":{"rho":null,"bidder":true,"pf":[2,3],"keep_fraction":1,"kept":[2,3],"final":[2,3]},
+			"C":{"rho":0.2,"bidder":false,"pf":[],"keep_fraction":0,"kept":[],"final":[1,4]}},
+			"leftover":[]}`},
+	} {
+		out, err := run(t, "themis", "auction", "--input", filepath.Join("..", "..", "fairness", "testdata", tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		var got, want any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%s: output is not JSON: %v\n%s", tc.file, err, out)
+		}
+		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.file, g, w)
+		}
+	}
+}
+
+func TestThemisAuctionBadInput(t *testing.T) {
+	dir := t.TempDir()
+	base := func(edit func(string) string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "fairness", "testdata", "t4.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return edit(string(b))
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"knob", base(func(s string) string { return strings.Replace(s, "fairness_knob: 0 ", "fairness_knob: 1.5", 1) }),
+			[]string{"knob.yaml:11:", `field "fairness_knob"`, "[0, 1]"}},
+		{"malformed", "cluster: 2x2\napps: [\n", []string{"malformed.yaml", "malformed YAML", "line"}},
+		{"unknown", base(func(s string) string {
+			return strings.Replace(s, "max_gpus: 4\n    spread_factor: 1", "max_gpu: 4\n    spread_factor: 1", 1)
+		}),
+			[]string{"unknown.yaml:26:", `field "apps[1].max_gpu"`, "unknown field"}},
+		{"negative", base(func(s string) string { return strings.Replace(s, "remaining_gpu_s: 14400", "remaining_gpu_s: -5", 1) }),
+			[]string{"negative.yaml:17:", `field "apps[0].remaining_gpu_s"`, ">= 0"}},
+		{"held-offered", base(func(s string) string { return strings.Replace(s, "held: []", "held: [3]", 1) }),
+			[]string{"held-offered.yaml:21:", `field "apps[0].held[0]"`, "also offered"}},
+		{"gpu", base(func(s string) string { return strings.Replace(s, "offer: [0, 1, 2, 3]", "offer: [0, 1, 2, 9]", 1) }),
+			[]string{"gpu.yaml:29:", `field "offer[3]"`, "does not exist"}},
+		{"no-offer", base(func(s string) string { return strings.Replace(s, "offer: [0, 1, 2, 3]", "", 1) }),
+			[]string{"no-offer.yaml:", `field "offer"`, "required"}},
+	} {
+		p := filepath.Join(dir, tc.name+".yaml")
+		if err := os.WriteFile(p, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := run(t, "themis", "auction", "--input", p)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", tc.name, err, w)
+			}
+		}
+	}
+}
