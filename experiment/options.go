@@ -49,6 +49,11 @@ type Options struct {
 	Pinned          bool    `json:"pinned"`
 	StarvationGuard float64 `json:"starvation_guard_s"`
 	Models          string  `json:"models,omitempty"`
+	// MigrationCost and PreemptionCost are seconds of lost progress per
+	// move (0: free, the artifact's model); the model table may price a
+	// model on its own.
+	MigrationCost  float64 `json:"migration_cost_s,omitempty"`
+	PreemptionCost float64 `json:"preemption_cost_s,omitempty"`
 	// Tiresias 2D-LAS knobs (scheduler tiresias-las only).
 	TiresiasThresholds []float64 `json:"tiresias_thresholds_gpu_s,omitempty"`
 	TiresiasStarvation float64   `json:"tiresias_starvation,omitempty"`
@@ -154,6 +159,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--starvation-guard must be >= 0 seconds (0: off), got %v", o.StarvationGuard)
 	case !(o.TiresiasStarvation >= 0) || !finite(o.TiresiasStarvation):
 		return fmt.Errorf("--tiresias-starvation must be >= 0 (0: off), got %v", o.TiresiasStarvation)
+	case !(o.MigrationCost >= 0) || !finite(o.MigrationCost):
+		return fmt.Errorf("--migration-cost must be finite seconds >= 0 (0: free), got %v", o.MigrationCost)
+	case !(o.PreemptionCost >= 0) || !finite(o.PreemptionCost):
+		return fmt.Errorf("--preemption-cost must be finite seconds >= 0 (0: free), got %v", o.PreemptionCost)
 	}
 	for _, t := range o.TiresiasThresholds {
 		if !finite(t) {

@@ -30,8 +30,11 @@ type Inputs struct {
 	LocalityModel variability.LocalityModel
 	ClassL        [variability.NumClasses]float64 // L used in each class's L×V order
 	Track         *[2]int
-	TraceFrom     string // where the trace came from (pinned reference, embedded, file)
-	RawFrom       string // where the GPU values came from
+	// Costs prices migrations and preemptions (flags, then the model
+	// table's per-model values).
+	Costs     workload.Costs
+	TraceFrom string // where the trace came from (pinned reference, embedded, file)
+	RawFrom   string // where the GPU values came from
 	// Extras says which background arrivals the run gets and why.
 	Extras string
 	// Warnings are said once, before the runs: inputs that make a run
@@ -76,6 +79,7 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 		}
 	}
 	models = models.WithClassMap(cm)
+	in.Costs = workload.Costs{Default: workload.MoveCost{Migration: o.MigrationCost, Preemption: o.PreemptionCost}, Models: models}
 	if trace != nil {
 		in.Trace, in.TraceFrom = trace, trace.Name
 	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
@@ -271,6 +275,7 @@ func (in *Inputs) config(placement string) (sim.Config, error) {
 		Locality:        in.Locality,
 		Raw:             in.Raw,
 		Scores:          in.Scores,
+		Costs:           in.Costs,
 		ExtraLoad:       in.Opts.ExtraLoad,
 		Seed:            in.Opts.Seed,
 		StarvationGuard: in.Opts.StarvationGuard,

@@ -124,6 +124,7 @@ func (in *Inputs) Header() []Input {
 		{"seed", fmt.Sprintf("%d (random placements, K-Means seeding%s)", o.Seed, seedAlso(in))},
 		{"track", track},
 		{"starvation_guard", guard},
+		{"move_costs", in.Costs.String()},
 	}
 }
 

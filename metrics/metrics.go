@@ -31,6 +31,10 @@ type JobRecord struct {
 	Wait        float64 `json:"wait_s"` // JCT minus run time: queueing plus suspensions
 	Preemptions int     `json:"preemptions"`
 	Migrations  int     `json:"migrations"`
+	// LostGPUSeconds is the GPU time the job's moves cost it: the lost
+	// progress it paid (MoveCost per migration or preemption) times its
+	// GPUs. 0 when moves are free.
+	LostGPUSeconds float64 `json:"lost_gpu_s"`
 }
 
 // Summary aggregates the tracked jobs of one run.
@@ -49,6 +53,9 @@ type Summary struct {
 	Utilization float64 `json:"utilization"`
 	Preemptions int     `json:"preemptions"`
 	Migrations  int     `json:"migrations"`
+	// LostGPUSeconds sums JobRecord.LostGPUSeconds over every job, like
+	// Preemptions and Migrations.
+	LostGPUSeconds float64 `json:"lost_gpu_s"`
 }
 
 // Summarize computes the summary over the tracked jobs. busyGPUSeconds and
@@ -61,6 +68,7 @@ func Summarize(recs []JobRecord, busyGPUSeconds, capacityGPUSeconds float64) Sum
 		r := &recs[i]
 		s.Preemptions += r.Preemptions
 		s.Migrations += r.Migrations
+		s.LostGPUSeconds += r.LostGPUSeconds
 		if !r.Tracked {
 			continue
 		}

@@ -14,7 +14,13 @@
 //   - A job completes at the boundary where its iterations reach the
 //     total: completion is quantised to rounds, and JCT = completion -
 //     unrounded arrival.
-//   - Preemption and migration are free.
+//   - Preemption and migration are free by default (Config.Costs zero).
+//     With costs, a job pays its MoveCost once per move: a migration adds
+//     MoveCost.Migration seconds to its debt, a preemption
+//     MoveCost.Preemption (the restart is paid when it runs again). A
+//     running job pays its debt first: in a round it pays d = min(debt, R)
+//     and progresses only for R - d; it still holds its GPUs, so d x GPUs
+//     is GPU time lost (JobRecord.LostGPUSeconds).
 //   - Extra load: after the trace's last row more jobs keep arriving
 //     (Poisson, ExtraLoad jobs/hour, rows reused cyclically); they compete
 //     for GPUs but are never measured. A trace with a tracked column
@@ -68,6 +74,9 @@ type Config struct {
 	Raw *variability.Table
 	// Scores drive variability-aware placement.
 	Scores *policy.Scores
+	// Costs prices every migration and preemption (zero: free, as in the
+	// artifact).
+	Costs workload.Costs
 
 	ExtraLoad       float64 // jobs/hour after the trace; ignored when the trace has a tracked column
 	Seed            uint64
@@ -192,7 +201,7 @@ func (c *Config) Validate() error {
 	if !(c.ExtraLoad >= 0) || math.IsInf(c.ExtraLoad, 0) {
 		return fmt.Errorf("sim: extra load must be a finite number of jobs/hour >= 0, got %v", c.ExtraLoad)
 	}
-	return nil
+	return c.Costs.Default.Validate("sim")
 }
 
 func (c *Config) maxRounds() int {
@@ -294,9 +303,17 @@ func (s *state) progress(T, R float64) {
 	for _, j := range s.active {
 		if j.Running() {
 			s.busy += R * float64(len(j.GPUsHeld))
-			// Same operation order as the artifact: the effective
-			// iteration time first, then the division.
-			j.Executed += R / (j.PM * j.Loc * j.IterTime)
+			if j.Debt > 0 {
+				// Restoring after a move: no progress until it is paid.
+				d := math.Min(j.Debt, R)
+				j.Debt -= d
+				j.LostGPUSeconds += d * float64(j.GPUs)
+				j.Executed += (R - d) / (j.PM * j.Loc * j.IterTime)
+			} else {
+				// Same operation order as the artifact: the effective
+				// iteration time first, then the division.
+				j.Executed += R / (j.PM * j.Loc * j.IterTime)
+			}
 			j.Attained += R
 			j.GPUService += R * float64(j.GPUs)
 			j.RoundsRun++
@@ -335,6 +352,9 @@ func (s *state) arrive(T float64) {
 			s.arrived = append(s.arrived, workload.NewJob(s.extra.pop()))
 		}
 	}
+	for _, j := range s.arrived {
+		j.MoveCost = s.cfg.Costs.For(&j.Spec)
+	}
 	if len(s.arrived) > 0 {
 		s.active = append(s.active, s.admit.Admit(T, s.arrived, s.active, s.cl)...)
 	}
@@ -362,12 +382,14 @@ func (s *state) schedule(T, R float64) {
 		case round.Wait, round.Preempt:
 			if k == round.Preempt {
 				j.Preemptions++
+				j.Debt += j.MoveCost.Preemption
 			}
 			j.GPUsHeld = nil
 			j.SinceScheduled += R
 			return
 		case round.Migrate:
 			j.Migrations++
+			j.Debt += j.MoveCost.Migration
 		}
 		if k != round.Keep {
 			j.GPUsHeld = g
@@ -414,7 +436,7 @@ func (s *state) result() *Result {
 			ID: j.ID, Model: j.Model, Class: j.Class.String(), GPUs: j.GPUs, Tracked: j.Tracked,
 			Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
 			JCT: jct, Run: run, Wait: math.Max(0, jct-run),
-			Preemptions: j.Preemptions, Migrations: j.Migrations,
+			Preemptions: j.Preemptions, Migrations: j.Migrations, LostGPUSeconds: j.LostGPUSeconds,
 		})
 	}
 	end := float64(len(s.rounds)) * s.cfg.Round
@@ -424,6 +446,7 @@ func (s *state) result() *Result {
 	for _, j := range s.active {
 		res.Summary.Preemptions += j.Preemptions
 		res.Summary.Migrations += j.Migrations
+		res.Summary.LostGPUSeconds += j.LostGPUSeconds
 	}
 	return res
 }

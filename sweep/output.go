@@ -18,7 +18,7 @@ var csvHeaders = []string{
 	"index", "trace", "load_jobs_per_hour", "locality_penalty", "seed", "scheduler", "placement",
 	"jobs", "avg_jct_s", "avg_jct_vs_packed_sticky", "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "max_jct_s",
 	"avg_wait_s", "makespan_s", "end_time_s", "utilization", "multi_gpu_jobs", "multi_gpu_avg_jct_s",
-	"preemptions", "migrations", "rounds",
+	"preemptions", "migrations", "lost_gpu_s", "rounds",
 }
 
 // Table lays rows out with full precision (CSV keeps the shortest exact
@@ -33,7 +33,7 @@ func Table(title string, rows []Row) *report.Table {
 		t.AddRow(r.Index, r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
 			r.Jobs, r.AvgJCT, vs, r.P50JCT, r.P99JCT, r.P99JCTIndex, r.MaxJCT,
 			r.AvgWait, r.Makespan, r.EndTime, r.Utilization, r.MultiGPUJobs, r.MultiGPUAvgJCT,
-			r.Preemptions, r.Migrations, r.Rounds)
+			r.Preemptions, r.Migrations, r.LostGPUSeconds, r.Rounds)
 	}
 	return t
 }

@@ -42,6 +42,15 @@ type Job struct {
 	Preemptions int
 	Migrations  int
 	RoundsRun   int
+
+	// MoveCost is what moving this job costs (set by the driver when the
+	// job arrives; placers weigh it against a move's gain). Debt is the
+	// lost progress still to pay, in seconds: every migration and every
+	// preemption adds its cost once, and the job pays it off before it
+	// progresses again. LostGPUSeconds is what it has paid, times its GPUs.
+	MoveCost       MoveCost
+	Debt           float64
+	LostGPUSeconds float64
 }
 
 // DefaultPriority is Blox's priority of every job until starvation.

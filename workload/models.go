@@ -40,6 +40,11 @@ type Model struct {
 	IterTime   float64 `json:"iter_time_s"`
 	Class      string  `json:"class"`
 	PaperClass string  `json:"paper_class"`
+	// MigrationCost and PreemptionCost, if given, price this model's
+	// moves in place of --migration-cost and --preemption-cost (seconds
+	// of lost progress; see MoveCost).
+	MigrationCost  *float64 `json:"migration_cost_s,omitempty"`
+	PreemptionCost *float64 `json:"preemption_cost_s,omitempty"`
 
 	class, paperClass variability.Class
 }
@@ -95,6 +100,14 @@ func ParseModels(name string, b []byte) (*Models, error) {
 		}
 		if !(md.IterTime > 0) || math.IsInf(md.IterTime, 0) {
 			return nil, fmt.Errorf("%s (%s): field \"iter_time_s\" must be a positive number, got %v", where, md.Name, md.IterTime)
+		}
+		for _, f := range []struct {
+			name string
+			v    *float64
+		}{{"migration_cost_s", md.MigrationCost}, {"preemption_cost_s", md.PreemptionCost}} {
+			if f.v != nil && (!(*f.v >= 0) || math.IsInf(*f.v, 0)) {
+				return nil, fmt.Errorf("%s (%s): field %q must be finite seconds >= 0, got %v", where, md.Name, f.name, *f.v)
+			}
 		}
 		c, err := variability.ParseClass(md.Class)
 		if err != nil {

@@ -43,6 +43,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.Models, "models", "", "model table YAML (default: the embedded one)")
 	fs.Float64SliceVar(&o.TiresiasThresholds, "tiresias-thresholds", nil, "tiresias-las queue thresholds in GPU-seconds (default 3250,7200)")
 	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
+	fs.Float64Var(&o.MigrationCost, "migration-cost", 0, "seconds of progress a job loses per migration (checkpoint, restart, warm-up; 0: free, the artifact's model); a model-table migration_cost_s wins for its model")
+	fs.Float64Var(&o.PreemptionCost, "preemption-cost", 0, "seconds of progress a job loses per preemption, paid when it restarts (0: free); a model-table preemption_cost_s wins for its model")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
 		if err != nil {
@@ -98,6 +100,10 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.TiresiasThresholds = set.TiresiasThresholds
 			case "tiresias-starvation":
 				out.TiresiasStarvation = set.TiresiasStarvation
+			case "migration-cost":
+				out.MigrationCost = set.MigrationCost
+			case "preemption-cost":
+				out.PreemptionCost = set.PreemptionCost
 			}
 		})
 		return out, nil
@@ -168,13 +174,13 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 		if base != nil {
 			head = append(head, "avg_jct_vs_packed_sticky_pct")
 		}
-		cw.Write(append(head, "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "extras_generated", "wall_ms"))
+		cw.Write(append(head, "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "lost_gpu_s", "extras_generated", "wall_ms"))
 		for _, r := range runs {
 			row := []string{r.Trace, r.Scheduler, r.Placement, strconv.Itoa(r.Jobs), f2(r.AvgJCT)}
 			if base != nil {
 				row = append(row, fmt.Sprintf("%.2f", pctVs(r.AvgJCT, base.AvgJCT)))
 			}
-			cw.Write(append(row, f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), strconv.Itoa(r.Extras), fmt.Sprintf("%.2f", r.WallMS)))
+			cw.Write(append(row, f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), f2(r.LostGPUSeconds), strconv.Itoa(r.Extras), fmt.Sprintf("%.2f", r.WallMS)))
 		}
 		cw.Flush()
 		return cw.Error()
@@ -190,14 +196,14 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 	if base != nil {
 		head = append(head, "vs packed-sticky")
 	}
-	t.AppendHeader(append(head, "p50 (s)", "p99 (s)", "p99 art. (s)", "makespan (s)", "util", "preempt", "migr", "wall ms"))
+	t.AppendHeader(append(head, "p50 (s)", "p99 (s)", "p99 art. (s)", "makespan (s)", "util", "preempt", "migr", "lost GPU-s", "wall ms"))
 	capped := false
 	for _, r := range runs {
 		row := table.Row{r.Placement, r.Jobs, f2(r.AvgJCT)}
 		if base != nil {
 			row = append(row, fmt.Sprintf("%+.1f%%", pctVs(r.AvgJCT, base.AvgJCT)))
 		}
-		t.AppendRow(append(row, f0(r.P50JCT), f0(r.P99JCT), f0(r.P99JCTIndex), f0(r.Makespan), fmt.Sprintf("%.3f", r.Utilization), r.Preemptions, r.Migrations, fmt.Sprintf("%.1f", r.WallMS)))
+		t.AppendRow(append(row, f0(r.P50JCT), f0(r.P99JCT), f0(r.P99JCTIndex), f0(r.Makespan), fmt.Sprintf("%.3f", r.Utilization), r.Preemptions, r.Migrations, f0(r.LostGPUSeconds), fmt.Sprintf("%.1f", r.WallMS)))
 		capped = capped || r.ExtrasCapped
 	}
 	t.Render()
@@ -226,12 +232,12 @@ func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 func writeJobs(path string, runs []*experiment.RunResult) error {
-	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations"},
+	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s"},
 		func(cw *csv.Writer) {
 			for _, r := range runs {
 				for _, j := range r.JobRecords {
 					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Origin, j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
-						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations)})
+						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations), f2(j.LostGPUSeconds)})
 				}
 			}
 		})
