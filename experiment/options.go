@@ -57,6 +57,12 @@ type Options struct {
 	// Tiresias 2D-LAS knobs (scheduler tiresias-las only).
 	TiresiasThresholds []float64 `json:"tiresias_thresholds_gpu_s,omitempty"`
 	TiresiasStarvation float64   `json:"tiresias_starvation,omitempty"`
+	// Tenancy: none (default), quota, hived or private; Cells is a
+	// HiveD-format cells file (default: one VC holding the whole
+	// --cluster). CheckInvariants checks the tenancy stage every round.
+	Tenancy         string `json:"tenancy,omitempty"`
+	Cells           string `json:"cells,omitempty"`
+	CheckInvariants bool   `json:"check_invariants,omitempty"`
 
 	// Explicit records which preset-driven inputs the user named. A
 	// preset's background arrivals and pinned artifact tables belong to

@@ -12,6 +12,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
@@ -44,6 +45,8 @@ type Inputs struct {
 	// its pinned trace stands in for the generator.
 	pinnedExtras map[int]bool
 	traceIDs     map[int]bool
+	// Layout is the cells the tenancy stage works on (nil: no tenancy).
+	Layout *tenant.Layout
 }
 
 // artifactPinShape is the only cluster the artifact's pinned inputs exist for.
@@ -88,6 +91,9 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	in.traceIDs = make(map[int]bool, len(in.Trace.Jobs))
 	for i := range in.Trace.Jobs {
 		in.traceIDs[in.Trace.Jobs[i].ID] = true
+	}
+	if err := in.setupTenancy(); err != nil {
+		return nil, err
 	}
 	in.Extras = in.describeExtras()
 	in.warnLong()
@@ -266,7 +272,7 @@ func (in *Inputs) config(placement string) (sim.Config, error) {
 	if err != nil {
 		return sim.Config{}, err
 	}
-	return sim.Config{
+	cfg := sim.Config{
 		Cluster:         in.Cluster,
 		Trace:           in.Trace,
 		Scheduler:       sched,
@@ -280,5 +286,9 @@ func (in *Inputs) config(placement string) (sim.Config, error) {
 		Seed:            in.Opts.Seed,
 		StarvationGuard: in.Opts.StarvationGuard,
 		Track:           in.Track,
-	}, nil
+	}
+	if err := in.addTenancy(&cfg); err != nil {
+		return sim.Config{}, err
+	}
+	return cfg, nil
 }

@@ -33,6 +33,9 @@ func (in *Inputs) Run(placement string) (*RunResult, error) { return in.RunProgr
 // RunProgress is Run with a progress hook fed by the simulator's driver
 // after every round (nil: none).
 func (in *Inputs) RunProgress(placement string, progress func(sim.Status)) (*RunResult, error) {
+	if in.Layout != nil && in.Opts.Tenancy == "private" {
+		return in.runPrivate(placement, progress)
+	}
 	cfg, err := in.config(placement)
 	if err != nil {
 		return nil, err
@@ -108,7 +111,11 @@ func (in *Inputs) Header() []Input {
 		models = o.Models
 	}
 	tracked := in.Trace.TrackedCount()
-	return []Input{
+	var ten []Input
+	if t := in.TenancyDescription(); t != "" {
+		ten = []Input{{"tenancy", t}}
+	}
+	return append([]Input{
 		{"preset", o.Preset},
 		{"trace", fmt.Sprintf("%s; %d rows, %d tracked", traceFrom(o.Trace, in.TraceFrom), len(in.Trace.Jobs), tracked)},
 		{"extra_arrivals", in.Extras},
@@ -125,7 +132,7 @@ func (in *Inputs) Header() []Input {
 		{"track", track},
 		{"starvation_guard", guard},
 		{"move_costs", in.Costs.String()},
-	}
+	}, ten...)
 }
 
 func traceFrom(name, from string) string {

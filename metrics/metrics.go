@@ -35,6 +35,12 @@ type JobRecord struct {
 	// progress it paid (MoveCost per migration or preemption) times its
 	// GPUs. 0 when moves are free.
 	LostGPUSeconds float64 `json:"lost_gpu_s"`
+	// Tenancy: the job's VC and priority, and where it last ran (node and
+	// GPU ids, ascending).
+	VC       string `json:"vc,omitempty"`
+	Priority int    `json:"priority,omitempty"`
+	Nodes    []int  `json:"nodes,omitempty"`
+	GPUIDs   []int  `json:"gpu_ids,omitempty"`
 }
 
 // Summary aggregates the tracked jobs of one run.

@@ -66,6 +66,11 @@ type Config struct {
 	Scheduler policy.Scheduler
 	Placer    policy.Placer
 	Admitter  policy.Admitter // nil: accept all
+	// Tenancy, if set, sits between order and placement (VCs, quotas).
+	Tenancy policy.Tenancy
+	// CheckInvariants runs the tenancy stage's checker every round; a
+	// violation stops the run with an error.
+	CheckInvariants bool
 
 	Round    float64
 	Locality LocalityFunc
@@ -288,6 +293,11 @@ func (s *state) run() (*Result, error) {
 		}
 		s.arrive(T)
 		s.schedule(T, R)
+		if s.cfg.CheckInvariants && s.cfg.Tenancy != nil {
+			if err := s.cfg.Tenancy.Check(); err != nil {
+				return nil, fmt.Errorf("sim: round %d (t = %g s): tenancy invariant broken: %w", round, T, err)
+			}
+		}
 		if s.cfg.Progress != nil {
 			s.cfg.Progress(Status{T: T, Rounds: round + 1, Horizon: R * float64(s.maxRound), Done: len(s.done),
 				TrackedLeft: s.tracked, Tracked: s.trackedAll, Active: len(s.active)})
@@ -330,6 +340,9 @@ func (s *state) progress(T, R float64) {
 				if f, ok := s.cfg.Scheduler.(interface{ Forget(id int) }); ok {
 					f.Forget(j.ID)
 				}
+				if s.cfg.Tenancy != nil {
+					s.cfg.Tenancy.Finish(j)
+				}
 				continue
 			}
 		}
@@ -369,7 +382,12 @@ func (s *state) schedule(T, R float64) {
 		}
 	}
 	order := s.cfg.Scheduler.Order(T, s.order)
-	alloc := s.cfg.Placer.Place(&s.env, order)
+	var alloc [][]int
+	if s.cfg.Tenancy != nil {
+		alloc = s.cfg.Tenancy.Place(&s.env, order, s.cfg.Placer)
+	} else {
+		alloc = s.cfg.Placer.Place(&s.env, order)
+	}
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(T, order, alloc)
 	}
@@ -393,6 +411,7 @@ func (s *state) schedule(T, R float64) {
 		}
 		if k != round.Keep {
 			j.GPUsHeld = g
+			j.LastGPUs = g
 			j.PM = s.pm(j, g)
 			j.Loc = 1
 			if s.cl.SpansNodes(g) {
@@ -426,6 +445,19 @@ func (s *state) pm(j *workload.Job, gpus []int) float64 {
 	return m
 }
 
+// nodesOf lists the distinct nodes of a GPU list, ascending.
+func (s *state) nodesOf(gpus []int) []int {
+	var out []int
+	for _, g := range gpus {
+		n := s.cl.GPUs[g].Node
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (s *state) result() *Result {
 	res := &Result{Rounds: s.rounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped()}
 	slices.SortFunc(s.done, func(a, b *workload.Job) int { return a.ID - b.ID })
@@ -437,6 +469,7 @@ func (s *state) result() *Result {
 			Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
 			JCT: jct, Run: run, Wait: math.Max(0, jct-run),
 			Preemptions: j.Preemptions, Migrations: j.Migrations, LostGPUSeconds: j.LostGPUSeconds,
+			VC: j.VC, Priority: j.VCPriority, GPUIDs: j.LastGPUs, Nodes: s.nodesOf(j.LastGPUs),
 		})
 	}
 	end := float64(len(s.rounds)) * s.cfg.Round

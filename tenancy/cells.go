@@ -254,6 +254,9 @@ func build(cfg *Config) (*Scheduler, error) {
 			}
 			if p.level == ch.NodeLevel {
 				ch.nodes = append(ch.nodes, p)
+				if _, seen := s.byNode[p.node]; !seen {
+					s.nodeOrder = append(s.nodeOrder, p.node)
+				}
 				s.byNode[p.node] = append(s.byNode[p.node], p)
 			}
 			if p.level == 1 {

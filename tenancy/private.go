@@ -1,6 +1,11 @@
 package tenancy
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
+
+func sortInts(x []int) { sort.Ints(x) }
 
 // PrivateConfig is the cluster a VC would own alone: one top-level
 // physical cell per VC cell (of the VC cell's type, so the VC's scheduler
@@ -120,4 +125,57 @@ func (s *Scheduler) VCDevices(vcName string) int {
 		}
 	}
 	return n
+}
+
+// Node is one machine of the cells file and its device indices.
+type Node struct {
+	Name    string
+	Devices []int // ascending
+}
+
+// Nodes lists the machines in the order the config first names them.
+func (s *Scheduler) Nodes() []Node {
+	out := make([]Node, 0, len(s.nodeOrder))
+	for _, name := range s.nodeOrder {
+		n := Node{Name: name}
+		for _, p := range s.byNode[name] {
+			for _, l := range pleavesOf(p, nil) {
+				n.Devices = append(n.Devices, l.gpu)
+			}
+		}
+		sortInts(n.Devices)
+		out = append(out, n)
+	}
+	return out
+}
+
+// MaxPod is the largest pod a VC's guaranteed jobs can ever run: the
+// biggest node of its view (a node cell, or a cell smaller than a node).
+func (s *Scheduler) MaxPod(vcName string) int {
+	vc := s.byVC[vcName]
+	if vc == nil {
+		return 0
+	}
+	m := 0
+	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
+		for _, vcc := range list {
+			for _, v := range vcc.view {
+				m = max(m, v.leaves)
+			}
+		}
+	}
+	return m
+}
+
+// MaxNode is the largest node of the cluster, in devices.
+func (s *Scheduler) MaxNode() int {
+	m := 0
+	for _, cells := range s.byNode {
+		n := 0
+		for _, p := range cells {
+			n += p.leaves
+		}
+		m = max(m, n)
+	}
+	return m
 }

@@ -25,6 +25,7 @@ type Scheduler struct {
 	byVC      map[string]*VC
 	groups    map[string]*Group
 	byNode    map[string][]*PCell // node name → its node-level cells, one per chain
+	nodeOrder []string            // node names in config order
 	pinned    map[string]*PCell
 	leafTypes []string
 	leaves    []*PCell

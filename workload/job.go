@@ -17,6 +17,15 @@ type Spec struct {
 	Class      variability.Class
 	Tracked    bool // counted in metrics; untracked jobs are background load
 
+	// Tenancy (optional trace columns vc, priority, pod_gpus): the tenant's
+	// virtual cluster ("" = the only one), its priority inside the VC
+	// (HiveD's: -1 opportunistic, 0..1000 guaranteed) and the GPUs of each
+	// pod (0: the job may spread freely; else GPUs/PodGPUs pods, none of
+	// which spans nodes).
+	VC         string
+	VCPriority int
+	PodGPUs    int
+
 	Source string // file the job came from, for error messages
 	Line   int    // 1-based line in Source (0 for generated jobs)
 }
@@ -35,6 +44,7 @@ type Job struct {
 	Priority       int     // lower runs first; 999 by default, 1 after starvation
 	SinceScheduled float64 // seconds waiting since it last ran (or arrived)
 	GPUsHeld       []int   // ascending; nil when not running
+	LastGPUs       []int   // the GPUs it last ran on
 	PM, Loc        float64 // slowdown factors in force while running
 
 	FirstStart  float64 // -1 until first launched

@@ -65,11 +65,33 @@ var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "mo
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
 func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
-	t, cols, err := openCSV(name, r, traceColumns, "empty file (want a header "+strings.Join(traceColumns, ",")+")")
+	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(),
+		csvin.EmptyMsg("empty file (want a header "+strings.Join(traceColumns, ",")+")"))
 	if err != nil {
 		return nil, err
 	}
-	idCol, gpusCol, submitCol, durCol, modelCol := cols[0], cols[1], cols[2], cols[3], cols[4]
+	// duration_s (seconds on a median GPU) may stand in for duration
+	// (iterations); the model is then optional.
+	durSCol := t.OptCol("duration_s")
+	want := traceColumns
+	if durSCol >= 0 {
+		want = traceColumns[:3]
+	}
+	cols, err := t.Cols(want...)
+	if err != nil {
+		return nil, err
+	}
+	idCol, gpusCol, submitCol := cols[0], cols[1], cols[2]
+	durCol, modelCol := -1, -1
+	if durSCol < 0 {
+		durCol, modelCol = cols[3], cols[4]
+	} else {
+		modelCol = t.OptCol("model")
+		if c := t.OptCol("duration"); c >= 0 {
+			return nil, &csvin.Error{File: name, Line: 1, Field: "duration_s", Msg: "give duration (iterations) or duration_s (seconds), not both"}
+		}
+	}
+	vcCol, prioCol, podCol := t.OptCol("vc"), t.OptCol("priority"), t.OptCol("pod_gpus")
 	trackedCol := t.OptCol("tracked")
 	tr := &Trace{Name: name, HasTracked: trackedCol >= 0}
 	seen := map[int]int{}
@@ -102,20 +124,58 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 		if s.Submit, err = parseFinite(v); err != nil || s.Submit < 0 {
 			return nil, t.Errorf(submitCol, "%q is not a non-negative number of seconds", v)
 		}
-		if v, err = t.Field(durCol); err != nil {
-			return nil, err
+		seconds := 0.0
+		if durSCol >= 0 {
+			if v, err = t.Field(durSCol); err != nil {
+				return nil, err
+			}
+			if seconds, err = parseFinite(v); err != nil || seconds <= 0 {
+				return nil, t.Errorf(durSCol, "%q is not a positive number of seconds", v)
+			}
+		} else {
+			if v, err = t.Field(durCol); err != nil {
+				return nil, err
+			}
+			if s.Iterations, err = parseFinite(v); err != nil || s.Iterations <= 0 {
+				return nil, t.Errorf(durCol, "%q is not a positive iteration count", v)
+			}
 		}
-		if s.Iterations, err = parseFinite(v); err != nil || s.Iterations <= 0 {
-			return nil, t.Errorf(durCol, "%q is not a positive iteration count", v)
+		if modelCol >= 0 {
+			if v, err = t.Field(modelCol); err != nil {
+				return nil, err
+			}
+			it, cl, ok := models.Lookup(v)
+			if !ok {
+				return nil, t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
+			}
+			s.Model, s.IterTime, s.Class = v, it, cl
+		} else {
+			// No model: one "iteration" is one second on a median GPU.
+			s.Model, s.IterTime = NoModel, 1
 		}
-		if v, err = t.Field(modelCol); err != nil {
-			return nil, err
+		if durSCol >= 0 {
+			s.Iterations = seconds / s.IterTime
 		}
-		it, cl, ok := models.Lookup(v)
-		if !ok {
-			return nil, t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
+		if vcCol >= 0 && t.Has(vcCol) {
+			s.VC = t.Text(vcCol)
 		}
-		s.Model, s.IterTime, s.Class = v, it, cl
+		if prioCol >= 0 && t.Has(prioCol) && t.Text(prioCol) != "" {
+			p, err := strconv.Atoi(t.Text(prioCol))
+			if err != nil || p < -1 || p > 1000 {
+				return nil, t.Errorf(prioCol, "%q is not a priority (-1 opportunistic, 0..1000 guaranteed)", t.Raw(prioCol))
+			}
+			s.VCPriority = p
+		}
+		if podCol >= 0 && t.Has(podCol) && t.Text(podCol) != "" {
+			p, err := strconv.Atoi(t.Text(podCol))
+			if err != nil || p <= 0 {
+				return nil, t.Errorf(podCol, "%q is not a positive GPU count", t.Raw(podCol))
+			}
+			if s.GPUs%p != 0 {
+				return nil, t.Errorf(podCol, "%d GPUs per pod do not divide the job's %d GPUs", p, s.GPUs)
+			}
+			s.PodGPUs = p
+		}
 		s.Tracked = true
 		if tr.HasTracked {
 			if !t.Has(trackedCol) {
@@ -143,6 +203,10 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 	sort.SliceStable(tr.Jobs, func(a, b int) bool { return tr.Jobs[a].Submit < tr.Jobs[b].Submit })
 	return tr, nil
 }
+
+// NoModel is the model of a job read from a trace without a model column
+// (one with duration_s): it runs one iteration per second on a median GPU.
+const NoModel = "-"
 
 // openCSV reads the header of a workload input and finds its required
 // columns. Names must match exactly, rows may be short (each reader says

@@ -45,6 +45,9 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
 	fs.Float64Var(&o.MigrationCost, "migration-cost", 0, "seconds of progress a job loses per migration (checkpoint, restart, warm-up; 0: free, the artifact's model); a model-table migration_cost_s wins for its model")
 	fs.Float64Var(&o.PreemptionCost, "preemption-cost", 0, "seconds of progress a job loses per preemption, paid when it restarts (0: free); a model-table preemption_cost_s wins for its model")
+	fs.StringVar(&o.Tenancy, "tenancy", "none", "none, quota (each VC at most its GPU count), hived (VC cells by buddy allocation) or private (each VC alone on its cells)")
+	fs.StringVar(&o.Cells, "cells", "", "HiveD-format cells file: the cluster and its VCs (default with --tenancy: one VC holding the whole --cluster)")
+	fs.BoolVar(&o.CheckInvariants, "check-invariants", false, "check the tenancy stage's invariants (HiveD's full safety condition) every round")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
 		if err != nil {
@@ -104,6 +107,12 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.MigrationCost = set.MigrationCost
 			case "preemption-cost":
 				out.PreemptionCost = set.PreemptionCost
+			case "tenancy":
+				out.Tenancy = set.Tenancy
+			case "cells":
+				out.Cells = set.Cells
+			case "check-invariants":
+				out.CheckInvariants = set.CheckInvariants
 			}
 		})
 		return out, nil
@@ -232,15 +241,26 @@ func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 func writeJobs(path string, runs []*experiment.RunResult) error {
-	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s"},
+	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s",
+		"vc", "priority", "start_s", "queue_delay_s", "nodes", "gpu_ids"},
 		func(cw *csv.Writer) {
 			for _, r := range runs {
 				for _, j := range r.JobRecords {
 					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Origin, j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
-						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations), f2(j.LostGPUSeconds)})
+						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations), f2(j.LostGPUSeconds),
+						j.VC, strconv.Itoa(j.Priority), f2(j.FirstStart), f2(j.Wait), intsJoin(j.Nodes), intsJoin(j.GPUIDs)})
 				}
 			}
 		})
+}
+
+// intsJoin renders a list as "0;1;2" (a CSV field without quoting).
+func intsJoin(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ";")
 }
 
 func writeRounds(path string, runs []*experiment.RunResult) error {

@@ -104,8 +104,10 @@ func New(name string) (policy.Placer, error) {
 		return NewPMFirst(PMFirstArtifact), nil
 	case "pal":
 		return NewPAL(), nil
+	case "spread":
+		return &Spread{}, nil
 	}
-	return nil, fmt.Errorf("unknown placement %q (known: %s)", name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("unknown placement %q (known: %s, spread)", name, strings.Join(Names(), ", "))
 }
 
 // Names lists the placements New knows, in the artifact's config order.

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// h3Run runs THEMIS-HIVED.md H3's trace through pal sim and returns the
+// jobs-out rows keyed by job id.
+func h3Run(t *testing.T, extra ...string) map[string]map[string]string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "jobs.csv")
+	args := append([]string{"sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml",
+		"--round", "60", "--gpu-scores", "../../tenancy/testdata/h3-uniform-gpus.csv", "--check-invariants", "--jobs-out", out}, extra...)
+	if text, err := run(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	recs := readJobsOut(t, out)
+	rows := map[string]map[string]string{}
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			m[h] = r[i]
+		}
+		rows[m["job_id"]] = m
+	}
+	return rows
+}
+
+// H3 through pal sim: B's whole-node job starts at t = 100 min under quota
+// with spread placement (A's 1-GPU jobs land 2 + 2), at t = 1 min under
+// HiveD (A packs into one node), and at t = 1 min alone on its own node.
+func TestSimH3QuotaVersusHiveD(t *testing.T) {
+	cases := []struct {
+		tenancy, start, delay, bNodes, aNodes string
+	}{
+		{"quota", "6000.00", "5940.00", "0", "0,1,0,1"},
+		{"hived", "60.00", "0.00", "1", "0,0,0,0"},
+		{"private", "60.00", "0.00", "0", ""},
+	}
+	for _, c := range cases {
+		rows := h3Run(t, "--tenancy", c.tenancy, "--placement", "spread")
+		b := rows["4"]
+		if b["start_s"] != c.start || b["queue_delay_s"] != c.delay || b["vc"] != "B" || b["nodes"] != c.bNodes {
+			t.Errorf("%s: B = %v, want start %s, delay %s on node %s", c.tenancy, b, c.start, c.delay, c.bNodes)
+		}
+		if c.aNodes != "" {
+			var got []string
+			for _, id := range []string{"0", "1", "2", "3"} {
+				got = append(got, rows[id]["nodes"])
+			}
+			if strings.Join(got, ",") != c.aNodes {
+				t.Errorf("%s: A's jobs on nodes %v, want %s", c.tenancy, got, c.aNodes)
+			}
+		}
+	}
+}
+
+func TestSimTenancyErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cells := "../../tenancy/testdata/h3.yaml"
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", write("vc.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,C\n"), "--tenancy", "hived", "--cells", cells},
+			`vc.csv:2: field "vc": job 0: unknown VC "C" (the cells define A, B)`},
+		{[]string{"--trace", write("novc.csv", "job_id,num_gpus,submit_time,duration_s\n0,1,0,60\n"), "--tenancy", "quota", "--cells", cells},
+			`novc.csv:2: field "vc": job 0 names no VC and the cells define 2 (A, B)`},
+		{[]string{"--trace", write("big.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,5,0,60,A\n"), "--tenancy", "quota", "--cells", cells},
+			`big.csv:2: field "num_gpus": job 0 needs 5 GPUs but VC A holds 4`},
+		{[]string{"--trace", write("pod.csv", "job_id,num_gpus,pod_gpus,submit_time,duration_s,vc\n0,2,2,0,60,A\n"), "--tenancy", "hived", "--cells", cells},
+			`pod.csv:2: field "pod_gpus": job 0 has pods of 2 GPUs but the largest cell of VC A below a node holds 1`},
+		{[]string{"--trace", write("ok.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--cells", cells},
+			"--cells ../../tenancy/testdata/h3.yaml needs --tenancy quota, hived or private"},
+		{[]string{"--trace", write("ok2.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "fair"},
+			`--tenancy "fair": want none, quota, hived or private`},
+		{[]string{"--trace", write("ok3.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", write("bad.yaml", "physicalCluster: [\n")},
+			"bad.yaml:"},
+	}
+	for _, c := range cases {
+		_, err := run(t, append([]string{"sim", "--placement", "spread"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// Without a cells file, tenancy means one VC holding the whole --cluster.
+func TestSimTenancyDefaultVC(t *testing.T) {
+	out, err := run(t, "sim", "--tenancy", "hived", "--placement", "packed-sticky", "--check-invariants", "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `one VC \"default\" holding every node`) {
+		t.Fatalf("no default VC in %s", out)
+	}
+}

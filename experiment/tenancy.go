@@ -1,0 +1,153 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
+)
+
+// Tenancy modes of `pal sim --tenancy`.
+var tenancyModes = []string{"none", "quota", "hived", "private"}
+
+func (o Options) tenancyOn() bool { return o.Tenancy != "" && o.Tenancy != "none" }
+
+func (o Options) validateTenancy() error {
+	if !slices.Contains(tenancyModes, o.Tenancy) && o.Tenancy != "" {
+		return fmt.Errorf("--tenancy %q: want none, quota, hived or private", o.Tenancy)
+	}
+	if !o.tenancyOn() && o.Cells != "" {
+		return fmt.Errorf("--cells %s needs --tenancy quota, hived or private", o.Cells)
+	}
+	return nil
+}
+
+// setupTenancy loads the cells (or makes the default: one VC holding the
+// whole --cluster), takes the cluster from them, and checks every job
+// against its VC before the first round.
+func (in *Inputs) setupTenancy() error {
+	o := in.Opts
+	if err := o.validateTenancy(); err != nil {
+		return err
+	}
+	if !o.tenancyOn() {
+		return nil
+	}
+	var cfg *tenancy.Config
+	var err error
+	if o.Cells != "" {
+		if cfg, err = tenancy.LoadFile(o.Cells); err != nil {
+			return err
+		}
+		if w := cfg.Warning(); w != "" {
+			in.Warnings = append(in.Warnings, w)
+		}
+	} else if cfg, err = tenant.UniformCells(in.Cluster); err != nil {
+		return err
+	}
+	if in.Layout, err = tenant.NewLayout(cfg); err != nil {
+		return err
+	}
+	in.Cluster = in.Layout.Cluster
+	return in.Layout.Validate(in.Trace, o.Tenancy == "hived")
+}
+
+// TenancyDescription is the tenancy line of the output header ("" off).
+func (in *Inputs) TenancyDescription() string {
+	if in.Layout == nil {
+		return ""
+	}
+	how := map[string]string{
+		"quota":   "quota: each VC holds at most its GPU count; the placement places on the shared cluster",
+		"hived":   "hived: VC cells bound by buddy allocation choose the GPUs (the placement is not used)",
+		"private": "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
+	}[in.Opts.Tenancy]
+	return fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)
+}
+
+func (in *Inputs) addTenancy(cfg *sim.Config) error {
+	if in.Layout == nil {
+		return nil
+	}
+	cfg.CheckInvariants = in.Opts.CheckInvariants
+	switch in.Opts.Tenancy {
+	case "quota":
+		cfg.Tenancy = tenant.NewQuota(in.Layout)
+	case "hived":
+		h, err := tenant.NewHiveD(in.Layout)
+		if err != nil {
+			return err
+		}
+		cfg.Tenancy = h
+	}
+	return nil
+}
+
+// runPrivate runs each VC's jobs alone on a cluster of the VC's own cells
+// with the same scheduler and placement, and merges the job records: the
+// reference of the sharing-anomaly metric.
+func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunResult, error) {
+	base, err := in.config(placement)
+	if err != nil {
+		return nil, err
+	}
+	probe, err := tenancy.New(in.Layout.Cells)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	out := &RunResult{Trace: in.Opts.Trace, Scheduler: base.Scheduler.Name(), Placement: base.Placer.Name()}
+	busy, capacity := 0.0, 0.0
+	for _, vc := range in.Layout.VCs() {
+		var jobs []workload.Spec
+		for _, j := range in.Trace.Jobs {
+			if in.Layout.VCOf(&j) == vc {
+				jobs = append(jobs, j)
+			}
+		}
+		if len(jobs) == 0 {
+			continue
+		}
+		pcfg, err := probe.PrivateConfig(vc)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := tenant.NewLayout(pcfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := in.config(placement) // fresh scheduler and placer per VC
+		if err != nil {
+			return nil, err
+		}
+		cfg.Cluster = pl.Cluster
+		cfg.Trace = &workload.Trace{Name: in.Trace.Name + " (VC " + vc + ")", Jobs: jobs, HasTracked: in.Trace.HasTracked}
+		cfg.Tenancy, cfg.Raw, cfg.Scores = nil, nil, nil
+		cfg.Progress = progress
+		res, err := sim.Run(cfg)
+		if err != nil {
+			if cfg.Trace.TrackedCount() == 0 {
+				continue
+			}
+			return nil, fmt.Errorf("private cluster of VC %s: %w", vc, err)
+		}
+		out.JobRecords = append(out.JobRecords, res.Jobs...)
+		out.RoundStats = append(out.RoundStats, res.Rounds...)
+		out.Rounds = max(out.Rounds, len(res.Rounds))
+		end := float64(len(res.Rounds)) * cfg.Round
+		capacity += end * float64(pl.Cluster.Size())
+		busy += res.Summary.Utilization * end * float64(pl.Cluster.Size())
+	}
+	slices.SortFunc(out.JobRecords, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
+	for i := range out.JobRecords {
+		out.JobRecords[i].Origin = in.Origin(out.JobRecords[i].ID)
+	}
+	out.Summary = metrics.Summarize(out.JobRecords, busy, capacity)
+	out.WallMS = float64(time.Since(start).Microseconds()) / 1000
+	return out, nil
+}

@@ -1,0 +1,36 @@
+package place
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/workload"
+)
+
+// Spread puts each pod on the node with the most free GPUs (ties to the
+// lowest id) and never splits a pod: H3's quota baseline.
+func TestSpread(t *testing.T) {
+	c, err := cluster.New(2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &policy.Env{Cluster: c}
+	job := func(id, gpus, pod int) *workload.Job {
+		return workload.NewJob(workload.Spec{ID: id, GPUs: gpus, PodGPUs: pod, IterTime: 1, Iterations: 1})
+	}
+	order := []*workload.Job{job(0, 1, 1), job(1, 1, 1), job(2, 1, 1), job(3, 1, 1), job(4, 4, 4)}
+	got := (&Spread{}).Place(env, order)
+	want := [][]int{{0}, {4}, {1}, {5}, nil}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v (A 2+2, B waits)", got, want)
+	}
+	// Without pods a job spreads GPU by GPU; with pods of 2 it takes two
+	// nodes' pairs.
+	got = (&Spread{}).Place(env, []*workload.Job{job(0, 3, 0), job(1, 4, 2)})
+	want = [][]int{{0, 1, 4}, {2, 3, 5, 6}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
