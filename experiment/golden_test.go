@@ -34,7 +34,11 @@ func TestArtifactCalibrationWorkload3(t *testing.T) {
 		"pal":              106396.16,
 		"pm-first":         111521.66,
 	}
-	for _, r := range artifactRun(t, "sia-philly/3", "packed-sticky,packed-nonsticky,pal,pm-first") {
+	runs := artifactRun(t, "sia-philly/3", "packed-sticky,packed-nonsticky,pal,pm-first")
+	if len(runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(runs), len(want))
+	}
+	for _, r := range runs {
 		if r.Jobs != 160 {
 			t.Errorf("%s: %d tracked jobs, want 160", r.Placement, r.Jobs)
 		}

@@ -19,10 +19,7 @@ func TestIndexInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
 	}
-	chromium := browsercheck.Chromium()
-	if chromium == "" {
-		t.Skip(browsercheck.SkipMessage)
-	}
+	chromium := browsercheck.Require(t)
 	dir := t.TempDir()
 	figures := writeSampleReport(t, dir)
 

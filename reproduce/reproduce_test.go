@@ -82,6 +82,9 @@ func TestQuickEndToEnd(t *testing.T) {
 		nPlots += len(f.Plots)
 	}
 	if chromium := browsercheck.Chromium(); chromium == "" {
+		if browsercheck.InCI() {
+			t.Fatal("CI is set but " + browsercheck.SkipMessage)
+		}
 		t.Log(browsercheck.SkipMessage)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -37,6 +37,9 @@ func TestHandComputedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[int][3]float64{0: {0, 200, 200}, 1: {200, 500, 450}, 2: {500, 600, 500}} // first start, completion, JCT
+	if len(res.Jobs) != len(want) {
+		t.Fatalf("%d jobs finished, want %d", len(res.Jobs), len(want))
+	}
 	for _, j := range res.Jobs {
 		w := want[j.ID]
 		if j.FirstStart != w[0] || j.Completion != w[1] || j.JCT != w[2] {

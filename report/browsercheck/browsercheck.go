@@ -9,9 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/chromedp/chromedp"
 )
+
+// fixedPath is where Debian installs chromium when PATH misses it (a
+// variable so the tests can take it away).
+var fixedPath = "/usr/bin/chromium"
 
 // Chromium returns the path of Debian's chromium, or "" when it is not
 // installed.
@@ -21,14 +26,45 @@ func Chromium() string {
 			return p
 		}
 	}
-	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
-		return "/usr/bin/chromium"
+	if _, err := os.Stat(fixedPath); err == nil {
+		return fixedPath
 	}
 	return ""
 }
 
 // SkipMessage is what a test says when Chromium is missing.
 const SkipMessage = "chromium not found: install Debian's chromium (the CI script does) to run the browser test"
+
+// InCI says whether the tests run under CI (CI set to anything but "",
+// "0" or "false"), where a missing component is a failure, not a skip.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v != "" && v != "0" && v != "false"
+}
+
+// TB is the part of testing.TB that Require uses.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Skip(args ...any)
+}
+
+// Require returns Chromium's path for a browser test. When Chromium is
+// missing the test fails under CI (the CI script installs it, so a
+// missing browser means the check did not run) and skips with a message
+// elsewhere.
+func Require(t TB) string {
+	t.Helper()
+	p := Chromium()
+	if p == "" {
+		if InCI() {
+			t.Fatal("CI is set but " + SkipMessage)
+		} else {
+			t.Skip(SkipMessage)
+		}
+	}
+	return p
+}
 
 // State is what the page shows.
 type State struct {
