@@ -58,10 +58,20 @@ func (in *Inputs) RunProgress(placement string, progress func(sim.Status)) (*Run
 	}, nil
 }
 
-// RunAll runs every placement of the options on the same inputs. Each
-// ready, if given, sees the prepared inputs before the first run (to print
-// warnings, say).
-func RunAll(o Options, ready ...func(*Inputs)) (*Inputs, []*RunResult, error) {
+// RunAll runs every placement of the options on the same inputs.
+func RunAll(o Options) (*Inputs, []*RunResult, error) { return RunAllWith(o, Hooks{}) }
+
+// Hooks let a caller watch RunAllWith.
+type Hooks struct {
+	// Ready sees the prepared inputs before the first run (to print
+	// their warnings, say).
+	Ready func(*Inputs)
+	// Progress gives each placement's run a simulator progress hook.
+	Progress func(placement string) func(sim.Status)
+}
+
+// RunAllWith is RunAll with hooks.
+func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	for _, p := range o.PlacementList() {
 		if _, err := newPlacer(p, o.TieBreak); err != nil {
 			return nil, nil, err
@@ -77,12 +87,16 @@ func RunAll(o Options, ready ...func(*Inputs)) (*Inputs, []*RunResult, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, f := range ready {
-		f(in)
+	if h.Ready != nil {
+		h.Ready(in)
 	}
 	var out []*RunResult
 	for _, p := range o.PlacementList() {
-		r, err := in.Run(p)
+		var hook func(sim.Status)
+		if h.Progress != nil {
+			hook = h.Progress(p)
+		}
+		r, err := in.RunProgress(p, hook)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -63,6 +63,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Out == "" {
 		return nil, fmt.Errorf("reproduce: no output directory")
 	}
+	// Check --out before minutes of simulation: it must be (or become) a
+	// writable directory.
+	if err := checkOut(o.Out); err != nil {
+		return nil, err
+	}
 	logf := func(format string, a ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format+"\n", a...)
@@ -131,6 +136,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	logf("reproduce: wrote %s", filepath.Join(o.Out, report.IndexFile))
 	return rep, nil
+}
+
+// checkOut makes the output directory and proves it writable.
+func checkOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %v", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".pal-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: not writable: %v", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // write saves every figure's CSV and plots, summary.md and index.html.

@@ -182,3 +182,19 @@ func TestDeviationAndCells(t *testing.T) {
 		t.Error("cell formatting")
 	}
 }
+
+// A bad --out fails at once, before any simulation.
+func TestOutCheckedFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	_, err := Run(context.Background(), Options{Quick: true, Out: filepath.Join(file, "out"), Progress: func(int, int) { runs++ }})
+	if err == nil || !strings.Contains(err.Error(), "--out") {
+		t.Fatalf("error %v, want one naming --out", err)
+	}
+	if runs != 0 {
+		t.Fatalf("%d runs simulated before --out was checked", runs)
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/internal/progress"
 )
 
 // bindRunFlags registers the options shared by sim, sweep and reproduce;
@@ -142,11 +144,17 @@ artifact's settings (so the numbers match what the artifact printed).`,
 		if output != "table" && output != "json" && output != "csv" {
 			return fmt.Errorf("--output %q: want table, json or csv", output)
 		}
-		in, runs, err := experiment.RunAll(o, func(in *experiment.Inputs) {
-			for _, w := range in.Warnings {
-				fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
-			}
+		// A run longer than about 2 s shows where it is on a terminal.
+		line := progress.ForTerminal(cmd.ErrOrStderr(), "simulating", 2*time.Second)
+		in, runs, err := experiment.RunAllWith(o, experiment.Hooks{
+			Ready: func(in *experiment.Inputs) {
+				for _, w := range in.Warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
+				}
+			},
+			Progress: line.Sim,
 		})
+		line.Clear()
 		if err != nil {
 			return err
 		}

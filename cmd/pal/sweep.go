@@ -8,13 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
+	"github.com/palsched/pal/internal/progress"
 	"github.com/palsched/pal/sweep"
 	"github.com/palsched/pal/workload"
 )
@@ -139,29 +137,16 @@ func writeSweepResult(w io.Writer, dir, output string, res *sweep.Result) error 
 }
 
 // newSweepProgress returns a progress callback, a function that wipes the
-// bar (so that a log line can be printed) and one that removes it for
-// good. The bar only appears on an interactive terminal outside CI: on a
-// pipe or in a CI log every redraw would become a line.
+// line (so that a log line can be printed) and one that removes it for
+// good. The line (runs done/total, elapsed, rate) only appears on an
+// interactive terminal outside CI: on a pipe or in a CI log nothing is
+// drawn.
 func newSweepProgress(w io.Writer, total int, what string) (update func(done, total int), clear, closeBar func()) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("CI") != "" {
+	l := progress.ForTerminal(w, what, 0)
+	if l == nil {
 		return nil, func() {}, func() {}
 	}
-	bar := progressbar.NewOptions(max(total, 1),
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
-	return func(done, total int) {
-			bar.ChangeMax(total)
-			_ = bar.Set(done)
-		}, func() { _ = bar.Clear() }, func() {
-			_ = bar.Finish()
-			_ = bar.Clear()
-		}
+	return l.Runs, l.Clear, l.Clear
 }
 
 // sweepSwapValue gives an already registered run flag a list value, keeping its
