@@ -25,26 +25,24 @@ func runHand(t *testing.T, nodes, per int, sched policy.Scheduler, placer string
 	return res
 }
 
-// byID returns the records by id after checking that exactly n finished.
-func byID(t *testing.T, res *Result, n int) map[int]struct {
+// life is what the hand derivations predict for one job.
+type life struct {
 	start, done float64
 	pre, mig    int
-} {
+}
+
+// checkJobs compares every finished job with want, after checking that
+// exactly the wanted jobs finished.
+func checkJobs(t *testing.T, res *Result, want map[int]life) {
 	t.Helper()
-	if len(res.Jobs) != n {
-		t.Fatalf("%d jobs finished, want %d: %+v", len(res.Jobs), n, res.Jobs)
+	if len(res.Jobs) != len(want) {
+		t.Fatalf("%d jobs finished, want %d: %+v", len(res.Jobs), len(want), res.Jobs)
 	}
-	m := map[int]struct {
-		start, done float64
-		pre, mig    int
-	}{}
 	for _, j := range res.Jobs {
-		m[j.ID] = struct {
-			start, done float64
-			pre, mig    int
-		}{j.FirstStart, j.Completion, j.Preemptions, j.Migrations}
+		if got := (life{j.FirstStart, j.Completion, j.Preemptions, j.Migrations}); got != want[j.ID] {
+			t.Errorf("job %d: %+v, want %+v", j.ID, got, want[j.ID])
+		}
 	}
-	return m
 }
 
 // Non-sticky packed placement, FIFO, 2 nodes x 2 GPUs, by hand:
@@ -63,17 +61,8 @@ func byID(t *testing.T, res *Result, n int) map[int]struct {
 func TestPreemptionMigrationCountsNonSticky(t *testing.T) {
 	res := runHand(t, 2, 2, schedule.FIFO{}, "packed-nonsticky", 0,
 		spec(0, 1, 0, 150), spec(1, 2, 50, 1000), spec(2, 1, 150, 100))
-	got := byID(t, res, 3)
-	want := map[int]struct {
-		start, done float64
-		pre, mig    int
-	}{
-		0: {0, 200, 0, 0}, 1: {100, 1100, 0, 1}, 2: {200, 300, 0, 0}}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("job %d: %+v, want %+v", id, got[id], w)
-		}
-	}
+	checkJobs(t, res, map[int]life{
+		0: {0, 200, 0, 0}, 1: {100, 1100, 0, 1}, 2: {200, 300, 0, 0}})
 	if res.Summary.Preemptions != 0 || res.Summary.Migrations != 1 {
 		t.Errorf("summary preemptions %d migrations %d, want 0 and 1", res.Summary.Preemptions, res.Summary.Migrations)
 	}
@@ -89,16 +78,7 @@ func TestPreemptionMigrationCountsNonSticky(t *testing.T) {
 //	T=1100 job 0 reaches 1000 it: done.
 func TestPreemptionMigrationCountsLAS(t *testing.T) {
 	res := runHand(t, 1, 2, schedule.LAS{}, "packed-sticky", 0, spec(0, 2, 0, 1000), spec(1, 2, 50, 100))
-	got := byID(t, res, 2)
-	want := map[int]struct {
-		start, done float64
-		pre, mig    int
-	}{0: {0, 1100, 1, 0}, 1: {100, 200, 0, 0}}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("job %d: %+v, want %+v", id, got[id], w)
-		}
-	}
+	checkJobs(t, res, map[int]life{0: {0, 1100, 1, 0}, 1: {100, 200, 0, 0}})
 	if res.Summary.Preemptions != 1 || res.Summary.Migrations != 0 {
 		t.Errorf("summary preemptions %d migrations %d, want 1 and 0", res.Summary.Preemptions, res.Summary.Migrations)
 	}
@@ -113,16 +93,7 @@ func TestPreemptionMigrationCountsLAS(t *testing.T) {
 // would start at 10,000.
 func TestStarvationGuardJumpsAtTheExactRound(t *testing.T) {
 	res := runHand(t, 1, 1, schedule.FIFO{}, "packed-sticky", 250, spec(0, 1, 0, 10000), spec(1, 1, 0, 100))
-	got := byID(t, res, 2)
-	want := map[int]struct {
-		start, done float64
-		pre, mig    int
-	}{0: {0, 10100, 1, 0}, 1: {300, 400, 0, 0}}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("job %d: %+v, want %+v", id, got[id], w)
-		}
-	}
+	checkJobs(t, res, map[int]life{0: {0, 10100, 1, 0}, 1: {300, 400, 0, 0}})
 }
 
 // Completion at the exact boundary and inclusive arrival: at 0.5 s per
@@ -134,14 +105,5 @@ func TestCompletionAtExactBoundaryAndInclusiveArrival(t *testing.T) {
 	a, b := spec(0, 1, 0, 400), spec(1, 1, 200, 200)
 	a.IterTime, b.IterTime = 0.5, 0.5
 	res := runHand(t, 1, 1, schedule.FIFO{}, "packed-sticky", 0, a, b)
-	got := byID(t, res, 2)
-	want := map[int]struct {
-		start, done float64
-		pre, mig    int
-	}{0: {0, 200, 0, 0}, 1: {200, 300, 0, 0}}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("job %d: %+v, want %+v", id, got[id], w)
-		}
-	}
+	checkJobs(t, res, map[int]life{0: {0, 200, 0, 0}, 1: {200, 300, 0, 0}})
 }
