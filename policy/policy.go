@@ -11,6 +11,7 @@
 package policy
 
 import (
+	"cmp"
 	"math/rand/v2"
 
 	"github.com/palsched/pal/cluster"
@@ -30,6 +31,58 @@ type Scheduler interface {
 	// Order returns the jobs in priority order. It may reorder the given
 	// slice in place and return it; it must not change any job.
 	Order(now float64, jobs []*workload.Job) []*workload.Job
+}
+
+// OrderKey is a job's place in a keyed scheduler's order: jobs sort by
+// Priority, then Level, then Value (cmp.Compare, so equal values tie),
+// and ties keep the order the jobs were given in (arrival order), as a
+// stable sort does.
+type OrderKey struct {
+	Priority int
+	Level    int
+	Value    float64
+}
+
+// Compare orders two keys (ties are left to the caller).
+func (a OrderKey) Compare(b OrderKey) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(a.Priority, b.Priority)
+	}
+	if a.Level != b.Level {
+		return cmp.Compare(a.Level, b.Level)
+	}
+	return cmp.Compare(a.Value, b.Value)
+}
+
+// KeyedScheduler is a Scheduler whose Order is a stable sort by a per-job
+// key. Between rounds a job's key changes only when it ran (its service
+// grew), when the driver changed its priority, or when a wake-up it
+// announced falls due, so a driver can keep the order across rounds and
+// re-key only those jobs instead of sorting the whole queue every round.
+type KeyedScheduler interface {
+	Scheduler
+	// Key returns j's key at now, first updating any per-job state of the
+	// scheduler exactly as Order would for j (Tiresias' queues). Order is
+	// Key for every job followed by a stable sort, so calling Key for a
+	// job whose state cannot have changed is harmless.
+	Key(now float64, j *workload.Job) OrderKey
+	// PeekKey is the key Key would return, without updating anything: a
+	// driver looks ahead with it.
+	PeekKey(now float64, j *workload.Job) OrderKey
+	// WakeAfter is, for a job that is not running, the waiting time
+	// (SinceScheduled) from which its key may change without it running
+	// (Tiresias' starvation promotion), or +Inf.
+	WakeAfter(j *workload.Job) float64
+}
+
+// Pure is implemented by placers whose answer depends only on the order
+// (each job's demand, class and held GPUs), the cluster and the scores:
+// no random draws and nothing remembered from earlier rounds that could
+// change an answer. A driver may then take an identical round's answer
+// as known without asking again (the simulator skips such rounds).
+type Pure interface {
+	Placer
+	Pure() bool
 }
 
 // Env is what a placer may read besides the queue: the cluster's shape,

@@ -99,8 +99,20 @@ type Config struct {
 	// stands; it must be cheap (a terminal reporter throttles itself).
 	Progress func(Status)
 	// Observe, if set, sees every round's order and the placer's answer
-	// before it is applied (tests check invariants with it).
+	// before it is applied (tests check invariants with it). On the
+	// incremental path the order is the part placement can act on: every
+	// running job and the first GPUs+1 waiting ones, in order.
 	Observe func(T float64, order []*workload.Job, alloc [][]int)
+	// Plain runs the reference loop: every round stepped, the whole queue
+	// sorted and handed to the placer. Results are identical either way
+	// (sim's property test compares the two); the default keeps the order
+	// across rounds, places only the prefix that can get GPUs and skips
+	// rounds in which nothing can change (see incremental.go). Schedulers
+	// that are not policy.KeyedScheduler, admitters other than AcceptAll
+	// and a tenancy stage always run plain.
+	Plain bool
+	// noSkip keeps the incremental path but steps every round (tests).
+	noSkip bool
 }
 
 // RoundStat is the cluster after a round's placement.
@@ -222,7 +234,30 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	s := newState(&cfg)
+	if err := s.startable(); err != nil {
+		return nil, err
+	}
+	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && cfg.Tenancy == nil && s.acceptsAll() {
+		return s.runIncremental(ks)
+	}
 	return s.run()
+}
+
+func (s *state) acceptsAll() bool {
+	_, ok := s.admit.(policy.AcceptAll)
+	return ok
+}
+
+// startable refuses runs that could never finish their tracked jobs.
+func (s *state) startable() error {
+	if s.tracked == 0 {
+		return fmt.Errorf("sim: no tracked jobs in %s (check --track)", s.cfg.Trace.Name)
+	}
+	if id, ok := s.extra.trackedPastLimit(); ok {
+		return fmt.Errorf("sim: --track %d-%d measures extra arrival %d, but extras stop after %d (the bound on generated arrivals)",
+			s.cfg.Track[0], s.cfg.Track[1], id, s.extra.limit)
+	}
+	return nil
 }
 
 type state struct {
@@ -235,10 +270,10 @@ type state struct {
 	extra      extraGen
 	active     []*workload.Job
 	order      []*workload.Job
-	done       []*workload.Job
+	done       []metrics.JobRecord
 	tracked    int // tracked jobs not yet finished
 	trackedAll int
-	busy       float64
+	busy       int64 // GPU-rounds held: utilisation never depends on summation order
 	rounds     []RoundStat
 	arrived    []*workload.Job
 	maxRound   int
@@ -273,18 +308,12 @@ func newState(cfg *Config) *state {
 	return s
 }
 
+// run is the reference loop (Config.Plain).
 func (s *state) run() (*Result, error) {
 	R := s.cfg.Round
-	if s.tracked == 0 {
-		return nil, fmt.Errorf("sim: no tracked jobs in %s (check --track)", s.cfg.Trace.Name)
-	}
-	if id, ok := s.extra.trackedPastLimit(); ok {
-		return nil, fmt.Errorf("sim: --track %d-%d measures extra arrival %d, but extras stop after %d (the bound on generated arrivals)",
-			s.cfg.Track[0], s.cfg.Track[1], id, s.extra.limit)
-	}
 	for round := 0; ; round++ {
 		if round >= s.maxRound {
-			return nil, fmt.Errorf("sim: %d tracked jobs still unfinished after %d rounds; stopping", s.tracked, round)
+			return nil, s.tooLong(round)
 		}
 		T := float64(round) * R
 		s.progress(T, R)
@@ -298,12 +327,58 @@ func (s *state) run() (*Result, error) {
 				return nil, fmt.Errorf("sim: round %d (t = %g s): tenancy invariant broken: %w", round, T, err)
 			}
 		}
-		if s.cfg.Progress != nil {
-			s.cfg.Progress(Status{T: T, Rounds: round + 1, Horizon: R * float64(s.maxRound), Done: len(s.done),
-				TrackedLeft: s.tracked, Tracked: s.trackedAll, Active: len(s.active)})
-		}
+		s.report(round, len(s.active))
 	}
-	return s.result(), nil
+	return s.result(s.active), nil
+}
+
+func (s *state) tooLong(round int) error {
+	return fmt.Errorf("sim: %d tracked jobs still unfinished after %d rounds; stopping", s.tracked, round)
+}
+
+// report feeds Config.Progress after a round.
+func (s *state) report(round, active int) {
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(Status{T: float64(round) * s.cfg.Round, Rounds: round + 1, Horizon: s.cfg.Round * float64(s.maxRound),
+			Done: len(s.done), TrackedLeft: s.tracked, Tracked: s.trackedAll, Active: active})
+	}
+}
+
+// credit gives a running job the round (T-R, T].
+func credit(j *workload.Job, R float64) {
+	if j.Debt > 0 {
+		// Restoring after a move: no progress until it is paid.
+		d := math.Min(j.Debt, R)
+		j.Debt -= d
+		j.LostGPUSeconds += d * float64(j.GPUs)
+		j.Executed += (R - d) / (j.PM * j.Loc * j.IterTime)
+	} else {
+		// Same operation order as the artifact: the effective
+		// iteration time first, then the division.
+		j.Executed += R / (j.PM * j.Loc * j.IterTime)
+	}
+	j.Attained += R
+	j.GPUService += R * float64(j.GPUs)
+	j.RoundsRun++
+}
+
+// finish completes a job at T: frees its GPUs and records it.
+func (s *state) finish(j *workload.Job, T float64) {
+	j.Completion = T
+	if err := s.cl.Release(j.ID, j.GPUsHeld); err != nil {
+		panic("sim: " + err.Error()) // our own bookkeeping, not input
+	}
+	j.GPUsHeld = nil
+	s.done = append(s.done, s.record(j))
+	if j.Tracked {
+		s.tracked--
+	}
+	if f, ok := s.cfg.Scheduler.(interface{ Forget(id int) }); ok {
+		f.Forget(j.ID)
+	}
+	if s.cfg.Tenancy != nil {
+		s.cfg.Tenancy.Finish(j)
+	}
 }
 
 // progress credits the round (T-R, T] to running jobs and completes those
@@ -312,37 +387,10 @@ func (s *state) progress(T, R float64) {
 	kept := s.active[:0]
 	for _, j := range s.active {
 		if j.Running() {
-			s.busy += R * float64(len(j.GPUsHeld))
-			if j.Debt > 0 {
-				// Restoring after a move: no progress until it is paid.
-				d := math.Min(j.Debt, R)
-				j.Debt -= d
-				j.LostGPUSeconds += d * float64(j.GPUs)
-				j.Executed += (R - d) / (j.PM * j.Loc * j.IterTime)
-			} else {
-				// Same operation order as the artifact: the effective
-				// iteration time first, then the division.
-				j.Executed += R / (j.PM * j.Loc * j.IterTime)
-			}
-			j.Attained += R
-			j.GPUService += R * float64(j.GPUs)
-			j.RoundsRun++
+			s.busy += int64(len(j.GPUsHeld))
+			credit(j, R)
 			if j.Executed >= j.Iterations {
-				j.Completion = T
-				if err := s.cl.Release(j.ID, j.GPUsHeld); err != nil {
-					panic("sim: " + err.Error()) // our own bookkeeping, not input
-				}
-				j.GPUsHeld = nil
-				s.done = append(s.done, j)
-				if j.Tracked {
-					s.tracked--
-				}
-				if f, ok := s.cfg.Scheduler.(interface{ Forget(id int) }); ok {
-					f.Forget(j.ID)
-				}
-				if s.cfg.Tenancy != nil {
-					s.cfg.Tenancy.Finish(j)
-				}
+				s.finish(j, T)
 				continue
 			}
 		}
@@ -350,6 +398,18 @@ func (s *state) progress(T, R float64) {
 	}
 	clear(s.active[len(kept):])
 	s.active = kept
+}
+
+// nextArrival is the submit time of the next job to arrive, trace rows
+// first, then extras; +Inf when none will.
+func (s *state) nextArrival() float64 {
+	if s.next < len(s.specs) {
+		return s.specs[s.next].Submit
+	}
+	if s.extra.on() {
+		return s.extra.peek()
+	}
+	return math.Inf(1)
 }
 
 // arrive admits every job with arrival <= T, trace rows and extras merged
@@ -391,11 +451,19 @@ func (s *state) schedule(T, R float64) {
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(T, order, alloc)
 	}
-	// round.Apply is the reading of the placer's answer both drivers share;
-	// the simulator's part is the progress model of each launched job.
-	inUse, running := 0, 0
+	inUse, running, _ := s.apply(order, alloc, T, R, false)
+	s.rounds = append(s.rounds, RoundStat{T: T, GPUsInUse: inUse, Running: running, Queued: len(order) - running})
+}
+
+// apply makes the placer's answer happen. round.Apply is the reading of
+// the answer both drivers share; the simulator's part is the progress
+// model of each launched job. lazyWait leaves SinceScheduled of jobs that
+// wait to the caller. It returns the GPUs in use, the running jobs, and
+// whether any job was launched, moved or preempted.
+func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64, lazyWait bool) (inUse, running int, changed bool) {
 	err := round.Apply(s.cl, order, alloc, func(i int, k round.Kind) {
 		j, g := order[i], alloc[i]
+		changed = changed || k.Changes()
 		switch k {
 		case round.Wait, round.Preempt:
 			if k == round.Preempt {
@@ -403,7 +471,9 @@ func (s *state) schedule(T, R float64) {
 				j.Debt += j.MoveCost.Preemption
 			}
 			j.GPUsHeld = nil
-			j.SinceScheduled += R
+			if !lazyWait {
+				j.SinceScheduled += R
+			}
 			return
 		case round.Migrate:
 			j.Migrations++
@@ -428,7 +498,7 @@ func (s *state) schedule(T, R float64) {
 	if err != nil {
 		panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err)) // a placer bug, not input
 	}
-	s.rounds = append(s.rounds, RoundStat{T: T, GPUsInUse: inUse, Running: running, Queued: len(order) - running})
+	return inUse, running, changed
 }
 
 // pm is the slowdown of a job on gpus: its slowest GPU sets the pace of
@@ -458,25 +528,29 @@ func (s *state) nodesOf(gpus []int) []int {
 	return out
 }
 
-func (s *state) result() *Result {
-	res := &Result{Rounds: s.rounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped()}
-	slices.SortFunc(s.done, func(a, b *workload.Job) int { return a.ID - b.ID })
-	for _, j := range s.done {
-		run := float64(j.RoundsRun) * s.cfg.Round
-		jct := j.Completion - j.Submit
-		res.Jobs = append(res.Jobs, metrics.JobRecord{
-			ID: j.ID, Model: j.Model, Class: j.Class.String(), GPUs: j.GPUs, Tracked: j.Tracked,
-			Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
-			JCT: jct, Run: run, Wait: math.Max(0, jct-run),
-			Preemptions: j.Preemptions, Migrations: j.Migrations, LostGPUSeconds: j.LostGPUSeconds,
-			VC: j.VC, Priority: j.VCPriority, GPUIDs: j.LastGPUs, Nodes: s.nodesOf(j.LastGPUs),
-		})
+// record is a finished job's line in the result.
+func (s *state) record(j *workload.Job) metrics.JobRecord {
+	run := float64(j.RoundsRun) * s.cfg.Round
+	jct := j.Completion - j.Submit
+	return metrics.JobRecord{
+		ID: j.ID, Model: j.Model, Class: j.Class.String(), GPUs: j.GPUs, Tracked: j.Tracked,
+		Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
+		JCT: jct, Run: run, Wait: math.Max(0, jct-run),
+		Preemptions: j.Preemptions, Migrations: j.Migrations, LostGPUSeconds: j.LostGPUSeconds,
+		VC: j.VC, Priority: j.VCPriority, GPUIDs: j.LastGPUs, Nodes: s.nodesOf(j.LastGPUs),
 	}
+}
+
+// result summarises the run; unfinished are the jobs still active, in
+// arrival order.
+func (s *state) result(unfinished []*workload.Job) *Result {
+	res := &Result{Rounds: s.rounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped(), Jobs: s.done}
+	slices.SortFunc(res.Jobs, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
 	end := float64(len(s.rounds)) * s.cfg.Round
-	res.Summary = metrics.Summarize(res.Jobs, s.busy, end*float64(s.cl.Size()))
+	res.Summary = metrics.Summarize(res.Jobs, float64(s.busy)*s.cfg.Round, end*float64(s.cl.Size()))
 	// Preemptions and migrations count every job, including background
 	// jobs still queued or running when the last tracked job finished.
-	for _, j := range s.active {
+	for _, j := range unfinished {
 		res.Summary.Preemptions += j.Preemptions
 		res.Summary.Migrations += j.Migrations
 		res.Summary.LostGPUSeconds += j.LostGPUSeconds

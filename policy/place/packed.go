@@ -23,6 +23,9 @@ func (p *Packed) Name() string {
 // Sticky implements policy.Placer.
 func (p *Packed) Sticky() bool { return p.sticky }
 
+// Pure implements policy.Pure: packing draws nothing at random.
+func (p *Packed) Pure() bool { return true }
+
 // Place implements policy.Placer.
 func (p *Packed) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if p.sticky {

@@ -32,6 +32,10 @@ func (p *PAL) Name() string { return "pal" }
 // Sticky implements policy.Placer.
 func (p *PAL) Sticky() bool { return false }
 
+// Pure implements policy.Pure: the index only caches, it never changes
+// an answer.
+func (p *PAL) Pure() bool { return true }
+
 // Place implements policy.Placer.
 func (p *PAL) Place(env *policy.Env, order []*workload.Job) [][]int {
 	x := p.ix.prepare(env, true)

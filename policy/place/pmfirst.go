@@ -43,6 +43,10 @@ func (p *PMFirst) Name() string { return "pm-first" }
 // Sticky implements policy.Placer.
 func (p *PMFirst) Sticky() bool { return false }
 
+// Pure implements policy.Pure: the index only caches, it never changes
+// an answer.
+func (p *PMFirst) Pure() bool { return true }
+
 // Place implements policy.Placer.
 func (p *PMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
 	x := p.ix.prepare(env, false)

@@ -9,8 +9,8 @@
 package schedule
 
 import (
-	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -25,15 +25,21 @@ type FIFO struct{}
 func (FIFO) Name() string { return "fifo" }
 
 // Order implements policy.Scheduler.
-func (FIFO) Order(_ float64, jobs []*workload.Job) []*workload.Job {
-	slices.SortStableFunc(jobs, func(a, b *workload.Job) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
-		}
-		return cmp.Compare(a.Submit, b.Submit)
-	})
-	return jobs
+func (s FIFO) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	return sortByKey(now, jobs, s.Key)
 }
+
+// Key implements policy.KeyedScheduler.
+func (FIFO) Key(_ float64, j *workload.Job) policy.OrderKey {
+	return policy.OrderKey{Priority: j.Priority, Value: j.Submit}
+}
+
+// PeekKey implements policy.KeyedScheduler.
+func (s FIFO) PeekKey(now float64, j *workload.Job) policy.OrderKey { return s.Key(now, j) }
+
+// WakeAfter implements policy.KeyedScheduler: a FIFO key never changes
+// while a job waits.
+func (FIFO) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
 
 // LAS is Blox's continuous one-dimensional least-attained-service: the
 // job that has run the least wall time goes first. It is not Tiresias'
@@ -44,15 +50,21 @@ type LAS struct{}
 func (LAS) Name() string { return "las" }
 
 // Order implements policy.Scheduler.
-func (LAS) Order(_ float64, jobs []*workload.Job) []*workload.Job {
-	slices.SortStableFunc(jobs, func(a, b *workload.Job) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
-		}
-		return cmp.Compare(a.Attained, b.Attained)
-	})
-	return jobs
+func (s LAS) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	return sortByKey(now, jobs, s.Key)
 }
+
+// Key implements policy.KeyedScheduler.
+func (LAS) Key(_ float64, j *workload.Job) policy.OrderKey {
+	return policy.OrderKey{Priority: j.Priority, Value: j.Attained}
+}
+
+// PeekKey implements policy.KeyedScheduler.
+func (s LAS) PeekKey(now float64, j *workload.Job) policy.OrderKey { return s.Key(now, j) }
+
+// WakeAfter implements policy.KeyedScheduler: attained service changes
+// only while a job runs.
+func (LAS) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
 
 // SRTF orders by remaining ideal time, iter_time x iterations minus the
 // wall time attained, as Blox estimates it (slowdowns are ignored, so the
@@ -63,13 +75,38 @@ type SRTF struct{}
 func (SRTF) Name() string { return "srtf" }
 
 // Order implements policy.Scheduler.
-func (SRTF) Order(_ float64, jobs []*workload.Job) []*workload.Job {
-	slices.SortStableFunc(jobs, func(a, b *workload.Job) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
-		}
-		return cmp.Compare(a.IterTime*a.Iterations-a.Attained, b.IterTime*b.Iterations-b.Attained)
-	})
+func (s SRTF) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	return sortByKey(now, jobs, s.Key)
+}
+
+// Key implements policy.KeyedScheduler.
+func (SRTF) Key(_ float64, j *workload.Job) policy.OrderKey {
+	return policy.OrderKey{Priority: j.Priority, Value: j.IterTime*j.Iterations - j.Attained}
+}
+
+// PeekKey implements policy.KeyedScheduler.
+func (s SRTF) PeekKey(now float64, j *workload.Job) policy.OrderKey { return s.Key(now, j) }
+
+// WakeAfter implements policy.KeyedScheduler: the remaining-time estimate
+// changes only while a job runs.
+func (SRTF) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
+
+// sortByKey is every keyed scheduler's Order: key each job once (in the
+// given order, so stateful keys update as before), then sort stably, so
+// ties keep the given (arrival) order as Blox's Python sort does.
+func sortByKey(now float64, jobs []*workload.Job, key func(float64, *workload.Job) policy.OrderKey) []*workload.Job {
+	type keyed struct {
+		k policy.OrderKey
+		j *workload.Job
+	}
+	ks := make([]keyed, len(jobs))
+	for i, j := range jobs {
+		ks[i] = keyed{key(now, j), j}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return a.k.Compare(b.k) })
+	for i := range ks {
+		jobs[i] = ks[i].j
+	}
 	return jobs
 }
 

@@ -106,3 +106,27 @@ func TestNew(t *testing.T) {
 		t.Fatal("decreasing thresholds accepted")
 	}
 }
+
+// PeekKey must give Key's answer without moving a job between queues:
+// the simulator looks ahead with it.
+func TestTiresiasPeekKeyChangesNothing(t *testing.T) {
+	s := NewTiresiasLAS(TiresiasConfig{Thresholds: []float64{100}, TwoD: true, StarvationFactor: 2})
+	a := mk(0, 7, 0, 1, 1, 999)
+	a.GPUService = 150
+	a.GPUsHeld = []int{0}
+	peek := s.PeekKey(0, a)
+	if s.Queue(0) != 0 {
+		t.Fatal("PeekKey demoted the job")
+	}
+	if got := s.Key(0, a); got != peek || got.Level != 1 || got.Value != 7 {
+		t.Fatalf("Key %+v, PeekKey %+v, want level 1 at submit 7", got, peek)
+	}
+	if w := s.WakeAfter(a); w != 300 {
+		t.Fatalf("WakeAfter %v, want 2 x 150", w)
+	}
+	a.GPUsHeld = nil
+	a.SinceScheduled = 300
+	if s.PeekKey(0, a).Level != 0 || s.Queue(0) != 1 {
+		t.Fatal("PeekKey should see the promotion without applying it")
+	}
+}

@@ -1,10 +1,10 @@
 package schedule
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
+	"math"
 
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
 
@@ -84,34 +84,57 @@ func (t *TiresiasLAS) Queue(id int) int {
 // Order implements policy.Scheduler. Demotion and promotion are applied
 // from the jobs' current service and waiting time, then jobs are sorted by
 // (priority, queue, submit time).
-func (t *TiresiasLAS) Order(_ float64, jobs []*workload.Job) []*workload.Job {
-	for _, j := range jobs {
-		s := t.state[j.ID]
-		if s == nil {
-			s = &tiresiasState{}
-			t.state[j.ID] = s
-		}
-		svc := t.service(j) - s.base
-		for s.queue < len(t.cfg.Thresholds) && svc >= t.cfg.Thresholds[s.queue] {
-			s.queue++
-		}
-		if j.Running() {
-			s.last = svc
-		} else if t.cfg.StarvationFactor > 0 && s.queue > 0 && s.last > 0 &&
-			j.SinceScheduled >= t.cfg.StarvationFactor*s.last {
-			s.queue, s.base, s.last = 0, t.service(j), 0
-		}
+func (t *TiresiasLAS) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	return sortByKey(now, jobs, t.Key)
+}
+
+// Key implements policy.KeyedScheduler: it applies j's demotion or
+// promotion and returns (priority, queue, submit time).
+func (t *TiresiasLAS) Key(_ float64, j *workload.Job) policy.OrderKey {
+	s := t.state[j.ID]
+	if s == nil {
+		s = &tiresiasState{}
+		t.state[j.ID] = s
 	}
-	slices.SortStableFunc(jobs, func(a, b *workload.Job) int {
-		if a.Priority != b.Priority {
-			return a.Priority - b.Priority
-		}
-		if qa, qb := t.state[a.ID].queue, t.state[b.ID].queue; qa != qb {
-			return qa - qb
-		}
-		return cmp.Compare(a.Submit, b.Submit)
-	})
-	return jobs
+	*s = t.next(*s, j)
+	return policy.OrderKey{Priority: j.Priority, Level: s.queue, Value: j.Submit}
+}
+
+// PeekKey implements policy.KeyedScheduler.
+func (t *TiresiasLAS) PeekKey(_ float64, j *workload.Job) policy.OrderKey {
+	var s tiresiasState
+	if p := t.state[j.ID]; p != nil {
+		s = *p
+	}
+	s = t.next(s, j)
+	return policy.OrderKey{Priority: j.Priority, Level: s.queue, Value: j.Submit}
+}
+
+// next is a job's state after this round's demotion or promotion.
+func (t *TiresiasLAS) next(s tiresiasState, j *workload.Job) tiresiasState {
+	svc := t.service(j) - s.base
+	for s.queue < len(t.cfg.Thresholds) && svc >= t.cfg.Thresholds[s.queue] {
+		s.queue++
+	}
+	if j.Running() {
+		s.last = svc
+	} else if t.promotes(s) && j.SinceScheduled >= t.cfg.StarvationFactor*s.last {
+		s.queue, s.base, s.last = 0, t.service(j), 0
+	}
+	return s
+}
+
+func (t *TiresiasLAS) promotes(s tiresiasState) bool {
+	return t.cfg.StarvationFactor > 0 && s.queue > 0 && s.last > 0
+}
+
+// WakeAfter implements policy.KeyedScheduler: a waiting job in a lower
+// queue is promoted once it has waited StarvationFactor x its last run.
+func (t *TiresiasLAS) WakeAfter(j *workload.Job) float64 {
+	if s := t.state[j.ID]; s != nil && t.promotes(*s) {
+		return t.cfg.StarvationFactor * s.last
+	}
+	return math.Inf(1)
 }
 
 // Forget drops a finished job's state.

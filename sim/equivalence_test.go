@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/policy/schedule"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// randomCase draws a small cluster, a trace and the knobs that make the
+// incremental loop's shortcuts matter: long queues behind big gangs,
+// ties in every key, starvation guards and Tiresias promotions that fire,
+// round lengths whose running sums round, move costs, extra arrivals
+// and track windows.
+func randomCase(rng *rand.Rand, trial int) (Config, func() policy.Scheduler) {
+	nodes, per := 1+rng.IntN(4), 1+rng.IntN(6)
+	cl, _ := cluster.New(nodes, per)
+	size := cl.Size()
+	var jobs []workload.Spec
+	tm := 0.0
+	n := 5 + rng.IntN(40)
+	for i := 0; i < n; i++ {
+		if rng.IntN(3) > 0 {
+			tm += float64(rng.IntN(600)) // some arrive together
+		}
+		g := 1 + rng.IntN(size)
+		if rng.IntN(2) == 0 {
+			g = 1 + rng.IntN(min(size, 2))
+		}
+		s := spec(i, g, tm, float64(1+rng.IntN(3000)))
+		s.Class = variability.Class(rng.IntN(variability.NumClasses))
+		s.IterTime = []float64{1, 0.5, 0.17540429367763434, 3.5714}[rng.IntN(4)]
+		s.Tracked = rng.IntN(8) > 0 || i == 0
+		jobs = append(jobs, s)
+	}
+	tr := &workload.Trace{Name: fmt.Sprintf("trial-%d", trial), Jobs: jobs, HasTracked: rng.IntN(4) == 0}
+	raw := &variability.Table{}
+	sc := &policy.Scores{}
+	levels := []float64{0.95, 1.0, 2.5}
+	for c := range raw.Values {
+		for g := 0; g < size; g++ {
+			raw.Values[c] = append(raw.Values[c], 0.9+0.3*rng.Float64())
+			sc.SF[c] = append(sc.SF[c], levels[rng.IntN(3)])
+		}
+		for _, v := range levels {
+			sc.LV[c] = append(sc.LV[c], policy.LVStep{V: v}, policy.LVStep{V: v * 1.5, Across: true})
+		}
+	}
+	cfg := Config{Cluster: cl, Trace: tr, Round: []float64{300, 360, 100, 0.7 * 300, 1e-3 + 97}[rng.IntN(5)],
+		Locality: ConstantLocality(1.5), Raw: raw, Scores: sc, Seed: uint64(trial), MaxRounds: 1500}
+	if rng.IntN(3) == 0 {
+		cfg.ExtraLoad = float64(1 + rng.IntN(4))
+	}
+	if rng.IntN(4) == 0 {
+		cfg.Costs = workload.Costs{Default: workload.MoveCost{Migration: float64(rng.IntN(400)), Preemption: float64(rng.IntN(400))}}
+	}
+	if rng.IntN(2) == 0 {
+		cfg.StarvationGuard = float64(1 + rng.IntN(5000))
+	}
+	if rng.IntN(5) == 0 {
+		from := rng.IntN(n)
+		cfg.Track = &[2]int{from, from + rng.IntN(n)}
+	}
+	tcfg := schedule.TiresiasConfig{Thresholds: []float64{float64(100 + rng.IntN(2000))}, TwoD: rng.IntN(2) == 0}
+	tcfg.Thresholds = append(tcfg.Thresholds, tcfg.Thresholds[0]+float64(1+rng.IntN(5000)))
+	if rng.IntN(2) == 0 {
+		tcfg.StarvationFactor = 0.5 + 3*rng.Float64()
+	}
+	return cfg, func() policy.Scheduler { return schedule.NewTiresiasLAS(tcfg) }
+}
+
+// TestIncrementalMatchesPlain is the property test of the incremental
+// loop: on random traces, every scheduler and placement, the loop with
+// kept order and the placement view, stepping every round, and the same
+// with dead rounds skipped, give exactly the plain loop's per-job records,
+// rounds and summary.
+func TestIncrementalMatchesPlain(t *testing.T) {
+	trials := 3000
+	if testing.Short() {
+		trials = 300
+	}
+	rng := rand.New(rand.NewPCG(12, 12))
+	for trial := range trials {
+		cfg, tiresias := randomCase(rng, trial)
+		scheds := map[string]func() policy.Scheduler{
+			"fifo":         func() policy.Scheduler { return schedule.FIFO{} },
+			"las":          func() policy.Scheduler { return schedule.LAS{} },
+			"srtf":         func() policy.Scheduler { return schedule.SRTF{} },
+			"tiresias-las": tiresias,
+		}
+		// Schedulers take turns; each trace runs a sticky placement, a
+		// class-first or packed non-sticky one, and one drawn from all.
+		sn := schedule.Names()[trial%len(schedule.Names())]
+		pls := []string{
+			[]string{"packed-sticky", "random-sticky"}[rng.IntN(2)],
+			[]string{"pal", "pm-first", "packed-nonsticky"}[trial%3],
+			place.Names()[rng.IntN(len(place.Names()))],
+		}
+		{
+			for _, pn := range pls {
+				name := fmt.Sprintf("trial %d %s %s %v round %v guard %v", trial, sn, pn, cfg.Cluster, cfg.Round, cfg.StarvationGuard)
+				run := func(plain, noSkip bool) (*Result, string) {
+					c := cfg
+					c.Scheduler, c.Placer = scheds[sn](), mustPlacer(t, pn)
+					c.Plain, c.noSkip = plain, noSkip
+					res, err := Run(c)
+					if err != nil {
+						return nil, err.Error()
+					}
+					return res, ""
+				}
+				want, wantErr := run(true, false)
+				for _, noSkip := range []bool{true, false} {
+					got, err := run(false, noSkip)
+					if err != wantErr {
+						t.Fatalf("%s, skipping %v: error %q, want %q", name, !noSkip, err, wantErr)
+					}
+					if err == "" {
+						if d := sameResult(want, got); d != "" {
+							t.Fatalf("%s, skipping %v: %s", name, !noSkip, d)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func sameResult(want, got *Result) string {
+	if len(want.Jobs) != len(got.Jobs) {
+		return fmt.Sprintf("%d finished jobs, want %d", len(got.Jobs), len(want.Jobs))
+	}
+	for i := range want.Jobs {
+		if !reflect.DeepEqual(want.Jobs[i], got.Jobs[i]) {
+			return fmt.Sprintf("job record\n got %+v\nwant %+v", got.Jobs[i], want.Jobs[i])
+		}
+	}
+	if !reflect.DeepEqual(want.Rounds, got.Rounds) {
+		for i := range min(len(want.Rounds), len(got.Rounds)) {
+			if want.Rounds[i] != got.Rounds[i] {
+				return fmt.Sprintf("round %d: got %+v, want %+v", i, got.Rounds[i], want.Rounds[i])
+			}
+		}
+		return fmt.Sprintf("%d rounds, want %d", len(got.Rounds), len(want.Rounds))
+	}
+	if !reflect.DeepEqual(want.Summary, got.Summary) {
+		return fmt.Sprintf("summary\n got %+v\nwant %+v", got.Summary, want.Summary)
+	}
+	return ""
+}

@@ -1,0 +1,516 @@
+package sim
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+
+	"github.com/tidwall/btree"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/workload"
+)
+
+// The incremental loop gives the reference loop's results (state.run)
+// while paying per round for what changed rather than for the queue:
+//
+//   - Order. Under a policy.KeyedScheduler a waiting job's key changes only
+//     when the driver raises its priority or a wake-up it announced falls
+//     due, so waiting jobs sit in a B-tree keyed by (key, arrival
+//     sequence), the same total order the reference's stable sort gives.
+//     Running jobs, whose keys change with their service, are re-keyed
+//     every round and kept in a small sorted list beside it.
+//   - Placement. Every frame stops at the first job that does not fit and
+//     a placed job holds at least one GPU, so no frame looks past the
+//     (GPUs+1)-th waiting job. The placer is handed the running jobs and
+//     the first GPUs+1 waiting ones, in order, and the rest of the queue
+//     stays untouched (sim_test's property test checks this against the
+//     whole order).
+//   - Waiting. A waiting job's SinceScheduled only grows by R per round,
+//     so it is kept as the round it started from and read off a table of
+//     running sums (the same additions, so the same floats) when a key or
+//     a guard needs it.
+//   - Dead rounds. After a round in which placement changed nothing, a
+//     policy.Pure placer gives the same answer as long as its input stays
+//     the same: no arrival, no completion, no guard or wake-up due and the
+//     same order. The loop looks ahead with copies of the running jobs to
+//     the first round where one of those can happen and credits the rounds
+//     before it without placing.
+
+// job is a job's runtime state plus what the incremental loop keeps for
+// it. Jobs live in fixed slabs (see slots), so a *job stays valid for the
+// job's life and a finished job's slot is reused: memory follows the
+// active jobs, not the trace.
+type job struct {
+	workload.Job
+	seq     int             // admission order: ties in the order keep it
+	key     policy.OrderKey // key the job is filed under
+	base    int             // round whose SinceScheduled was 0 (see waitedAt)
+	slot    int32
+	running bool
+}
+
+// item is a waiting job's entry in the order tree. It holds no pointer,
+// so moving items inside the tree costs the garbage collector nothing.
+type item struct {
+	key  policy.OrderKey
+	seq  int
+	slot int32
+}
+
+func (j *job) item() item { return item{key: j.key, seq: j.seq, slot: j.slot} }
+
+func itemLess(a, b item) bool {
+	if c := a.key.Compare(b.key); c != 0 {
+		return c < 0
+	}
+	return a.seq < b.seq
+}
+
+func less(a, b *job) bool { return itemLess(a.item(), b.item()) }
+
+// event is a wake-up for the job admitted as seq, in slot, if it is still
+// waiting since base.
+type event struct {
+	due, base, seq int
+	slot           int32
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(a, b int) bool {
+	if h[a].due != h[b].due {
+		return h[a].due < h[b].due
+	}
+	return h[a].seq < h[b].seq
+}
+func (h eventHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+type incremental struct {
+	*state
+	ks      policy.KeyedScheduler
+	R       float64
+	limit   int // waiting jobs handed to the placer: GPUs + 1
+	wait    *btree.BTreeG[item]
+	run     []*job // running jobs, sorted by (key, seq) before placing
+	slabs   []*[slabSize]job
+	free    []int32
+	seq     int
+	acc     []float64 // acc[m]: SinceScheduled after m waiting rounds
+	mGuard  int       // waiting rounds that trip the starvation guard (0: off)
+	guards  []event   // FIFO: every guard is due mGuard rounds after its base
+	gHead   int
+	wakes   eventHeap
+	view    []*job
+	order   []*workload.Job
+	ahead   []workload.Job // look-ahead copies of the running jobs
+	aheadKy []policy.OrderKey
+	pos     []int // view position of each running job (look-ahead)
+}
+
+func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
+	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size() + 1,
+		wait: btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true}), acc: []float64{0}}
+	if g := s.cfg.StarvationGuard; g > 0 {
+		x.mGuard = x.roundsToWait(g)
+	}
+	pure := false
+	if p, ok := s.cfg.Placer.(policy.Pure); ok {
+		pure = p.Pure()
+	}
+	for round := 0; ; round++ {
+		if round >= s.maxRound {
+			return nil, s.tooLong(round)
+		}
+		T := float64(round) * x.R
+		x.progress(T)
+		if s.tracked == 0 {
+			break
+		}
+		x.arrive(round, T)
+		x.events(round, T)
+		changed, stat := x.schedule(round, T)
+		s.report(round, x.active())
+		if !changed && pure && !s.cfg.noSkip {
+			round = x.skip(round, stat)
+		}
+	}
+	// The jobs still active, in arrival order as the plain loop keeps them.
+	rest := make([]*job, 0, x.active())
+	rest = append(rest, x.run...)
+	x.wait.Scan(func(it item) bool {
+		rest = append(rest, x.at(it.slot))
+		return true
+	})
+	slices.SortFunc(rest, func(a, b *job) int { return a.seq - b.seq })
+	unfinished := make([]*workload.Job, len(rest))
+	for i, j := range rest {
+		unfinished[i] = &j.Job
+	}
+	return s.result(unfinished), nil
+}
+
+func (x *incremental) active() int { return len(x.run) + x.wait.Len() }
+
+// waitedAt is SinceScheduled of a job that started waiting at base, as
+// seen by the scheduler in round r: the sum of r-base additions of R.
+func (x *incremental) waitedAt(r, base int) float64 {
+	m := r - base
+	for len(x.acc) <= m {
+		x.acc = append(x.acc, x.acc[len(x.acc)-1]+x.R)
+	}
+	return x.acc[m]
+}
+
+// roundsToWait is the first number of waiting rounds whose SinceScheduled
+// reaches w (w > 0 and finite).
+func (x *incremental) roundsToWait(w float64) int {
+	if x.acc[len(x.acc)-1] >= w {
+		i, _ := slices.BinarySearch(x.acc, w)
+		return i
+	}
+	for x.acc[len(x.acc)-1] < w {
+		x.acc = append(x.acc, x.acc[len(x.acc)-1]+x.R)
+	}
+	return len(x.acc) - 1
+}
+
+// progress credits running jobs and completes those that are done.
+func (x *incremental) progress(T float64) {
+	kept := x.run[:0]
+	for _, j := range x.run {
+		x.busy += int64(len(j.GPUsHeld))
+		credit(&j.Job, x.R)
+		if j.Executed >= j.Iterations {
+			x.finish(&j.Job, T)
+			x.release(j)
+			continue
+		}
+		kept = append(kept, j)
+	}
+	clear(x.run[len(kept):])
+	x.run = kept
+}
+
+func (x *incremental) arrive(round int, T float64) {
+	s := x.state
+	for s.next < len(s.specs) && s.specs[s.next].Submit <= T {
+		x.admit(round, T, &s.specs[s.next])
+		s.next++
+	}
+	if s.next == len(s.specs) {
+		for s.extra.on() && s.extra.peek() <= T {
+			sp := s.extra.pop()
+			x.admit(round, T, &sp)
+		}
+	}
+}
+
+func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
+	j := x.alloc()
+	j.Job = workload.Job{Spec: *sp, Priority: workload.DefaultPriority, FirstStart: -1, Completion: -1}
+	j.MoveCost = x.cfg.Costs.For(&j.Spec)
+	j.seq, j.base = x.seq, round
+	x.seq++
+	j.key = x.ks.Key(T, &j.Job)
+	x.file(j)
+	x.waiting(j, round)
+}
+
+// slabSize jobs are allocated at a time.
+const slabSize = 1024
+
+func (x *incremental) at(slot int32) *job { return &x.slabs[slot/slabSize][slot%slabSize] }
+
+func (x *incremental) alloc() *job {
+	if len(x.free) == 0 {
+		base := int32(len(x.slabs) * slabSize)
+		x.slabs = append(x.slabs, new([slabSize]job))
+		for i := int32(slabSize) - 1; i >= 0; i-- {
+			x.free = append(x.free, base+i)
+		}
+	}
+	slot := x.free[len(x.free)-1]
+	x.free = x.free[:len(x.free)-1]
+	j := x.at(slot)
+	j.slot = slot
+	return j
+}
+
+// release returns a finished job's slot.
+func (x *incremental) release(j *job) {
+	slot := j.slot
+	*j = job{seq: -1}
+	x.free = append(x.free, slot)
+}
+
+// file puts a waiting job in the order tree; unfile takes it out. Both go
+// by the key the job is filed under, so a key changes only in between.
+func (x *incremental) file(j *job)   { x.wait.Set(j.item()) }
+func (x *incremental) unfile(j *job) { x.wait.Delete(j.item()) }
+
+// waiting arms the starvation guard and any wake-up of a job that starts
+// waiting at round.
+func (x *incremental) waiting(j *job, round int) {
+	if x.mGuard > 0 && j.Priority != 1 {
+		x.guards = append(x.guards, event{due: round + x.mGuard, base: round, seq: j.seq, slot: j.slot})
+	}
+	x.arm(j, round)
+}
+
+func (x *incremental) arm(j *job, round int) {
+	if w := x.ks.WakeAfter(&j.Job); !math.IsInf(w, 1) && !math.IsNaN(w) {
+		due := round + 1
+		if w > 0 {
+			due = j.base + max(1, x.roundsToWait(w))
+		}
+		heap.Push(&x.wakes, event{due: max(due, round+1), base: j.base, seq: j.seq, slot: j.slot})
+	}
+}
+
+// job is the event's job if it is still waiting since the event's base.
+func (x *incremental) job(e event) *job {
+	if j := x.at(e.slot); j.seq == e.seq && !j.running && j.base == e.base {
+		return j
+	}
+	return nil
+}
+
+// events applies the guards and wake-ups due this round, re-filing the
+// jobs whose key they change.
+func (x *incremental) events(round int, T float64) {
+	for x.gHead < len(x.guards) && x.guards[x.gHead].due <= round {
+		j := x.job(x.guards[x.gHead])
+		x.gHead++
+		if j == nil || j.Priority == 1 {
+			continue
+		}
+		x.unfile(j)
+		j.Priority = 1
+		x.rekeyWaiting(j, round, T)
+	}
+	if x.gHead > 1024 && 2*x.gHead > len(x.guards) {
+		x.guards = append(x.guards[:0], x.guards[x.gHead:]...)
+		x.gHead = 0
+	}
+	for len(x.wakes) > 0 && x.wakes[0].due <= round {
+		j := x.job(heap.Pop(&x.wakes).(event))
+		if j == nil {
+			continue
+		}
+		x.unfile(j)
+		x.rekeyWaiting(j, round, T)
+		x.arm(j, round)
+	}
+}
+
+// rekeyWaiting files a waiting job (out of the tree) under its key now.
+func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
+	j.SinceScheduled = x.waitedAt(round, j.base)
+	j.key = x.ks.Key(T, &j.Job)
+	x.file(j)
+}
+
+// schedule re-keys the running jobs, places the view and applies the
+// answer. It reports whether anything was launched, moved or preempted.
+func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
+	for _, j := range x.run {
+		j.key = x.ks.Key(T, &j.Job)
+	}
+	slices.SortFunc(x.run, func(a, b *job) int {
+		if less(a, b) {
+			return -1
+		}
+		return 1
+	})
+	x.buildView()
+	alloc := x.cfg.Placer.Place(&x.env, x.order)
+	if x.cfg.Observe != nil {
+		for _, j := range x.view {
+			if !j.running {
+				j.SinceScheduled = x.waitedAt(round, j.base)
+			}
+		}
+		x.cfg.Observe(T, x.order, alloc)
+	}
+	inUse, _, changed := x.apply(x.order, alloc, T, x.R, true)
+	x.run = x.run[:0]
+	for _, j := range x.view {
+		switch runs := j.GPUsHeld != nil; {
+		case runs && !j.running:
+			x.unfile(j)
+			j.running = true
+		case !runs && j.running:
+			j.running = false
+			j.base = round
+			x.file(j)
+			x.waiting(j, round)
+		}
+		if j.running {
+			x.run = append(x.run, j)
+		}
+	}
+	st := RoundStat{T: T, GPUsInUse: inUse, Running: len(x.run), Queued: x.wait.Len()}
+	x.rounds = append(x.rounds, st)
+	return changed, st
+}
+
+// buildView merges the running jobs with the first limit waiting ones.
+func (x *incremental) buildView() {
+	x.view = x.view[:0]
+	it := x.wait.Iter()
+	ok := it.First()
+	w, ri := 0, 0
+	for {
+		takeRun := ri < len(x.run)
+		if takeRun && ok && w < x.limit && itemLess(it.Item(), x.run[ri].item()) {
+			takeRun = false
+		}
+		if takeRun {
+			x.view = append(x.view, x.run[ri])
+			ri++
+			continue
+		}
+		if !ok || w >= x.limit {
+			break
+		}
+		x.view = append(x.view, x.at(it.Item().slot))
+		w++
+		ok = it.Next()
+	}
+	it.Release()
+	x.order = x.order[:0]
+	for _, j := range x.view {
+		x.order = append(x.order, &j.Job)
+	}
+}
+
+// skip is called after a round that changed nothing. It finds the first
+// later round whose input to the placer can differ, credits the rounds
+// before it exactly as placing them would have, and returns the last
+// credited round.
+func (x *incremental) skip(round int, st RoundStat) int {
+	stop := x.maxRound
+	if a := x.nextArrival(); !math.IsInf(a, 1) {
+		stop = min(stop, x.roundAtOrAfter(a))
+	}
+	for x.gHead < len(x.guards) && x.job(x.guards[x.gHead]) == nil {
+		x.gHead++
+	}
+	if x.gHead < len(x.guards) {
+		stop = min(stop, x.guards[x.gHead].due)
+	}
+	for len(x.wakes) > 0 && x.job(x.wakes[0]) == nil {
+		heap.Pop(&x.wakes)
+	}
+	if len(x.wakes) > 0 {
+		stop = min(stop, x.wakes[0].due)
+	}
+	if stop <= round+1 || len(x.run) == 0 && stop == x.maxRound {
+		return round
+	}
+	// Look ahead on copies of the running jobs: round r is dead when none
+	// completes at r and the view keeps its order under the keys at r.
+	x.ahead = x.ahead[:0]
+	x.pos = x.pos[:0]
+	for i, j := range x.view {
+		if j.running {
+			x.ahead = append(x.ahead, j.Job)
+			x.pos = append(x.pos, i)
+		}
+	}
+	x.aheadKy = slices.Grow(x.aheadKy[:0], len(x.view))[:len(x.view)]
+	for i, j := range x.view {
+		x.aheadKy[i] = j.key
+	}
+	r := round + 1
+	for ; r < stop; r++ {
+		T := float64(r) * x.R
+		done := false
+		for k := range x.ahead {
+			a := &x.ahead[k]
+			credit(a, x.R)
+			if a.Executed >= a.Iterations {
+				done = true
+			}
+			x.aheadKy[x.pos[k]] = x.ks.PeekKey(T, a)
+		}
+		if done || !x.viewSorted() {
+			break
+		}
+	}
+	// Rounds round+1 .. r-1 repeat round: credit them.
+	for q := round + 1; q < r; q++ {
+		T := float64(q) * x.R
+		for _, j := range x.run {
+			x.busy += int64(len(j.GPUsHeld))
+			credit(&j.Job, x.R)
+		}
+		st.T = T
+		x.rounds = append(x.rounds, st)
+		if x.cfg.Observe != nil {
+			x.observeRepeat(q, T)
+		}
+		x.report(q, x.active())
+	}
+	return r - 1
+}
+
+// viewSorted checks, under the look-ahead keys, that every pair of
+// neighbours in the view involving a running job is still in order.
+func (x *incremental) viewSorted() bool {
+	for _, p := range x.pos {
+		if p > 0 && !x.inOrder(p-1, p) || p+1 < len(x.view) && !x.inOrder(p, p+1) {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *incremental) inOrder(a, b int) bool {
+	if c := x.aheadKy[a].Compare(x.aheadKy[b]); c != 0 {
+		return c < 0
+	}
+	return x.view[a].seq < x.view[b].seq
+}
+
+// observeRepeat shows a skipped round to Config.Observe: the same order
+// and, since nothing changes, every job keeping what it holds.
+func (x *incremental) observeRepeat(round int, T float64) {
+	alloc := make([][]int, len(x.view))
+	for i, j := range x.view {
+		alloc[i] = j.GPUsHeld
+		if !j.running {
+			j.SinceScheduled = x.waitedAt(round, j.base)
+		}
+	}
+	x.cfg.Observe(T, x.order, alloc)
+}
+
+// roundAtOrAfter is the first round whose boundary is >= t, as the loop
+// computes boundaries.
+func (x *incremental) roundAtOrAfter(t float64) int {
+	if t <= 0 {
+		return 0
+	}
+	q := t / x.R
+	if q >= float64(x.maxRound) {
+		return x.maxRound
+	}
+	r := int(math.Ceil(q))
+	for r > 0 && float64(r-1)*x.R >= t {
+		r--
+	}
+	for float64(r)*x.R < t {
+		r++
+	}
+	return r
+}
