@@ -74,6 +74,8 @@ type Options struct {
 // Explicit says which options were given rather than defaulted.
 type Explicit struct {
 	Preset, ExtraLoad, Pinned bool
+	// Flags names every flag given, for NoEffect's warnings.
+	Flags []string
 }
 
 // IsBuiltinTrace says whether a --trace name is one of the embedded

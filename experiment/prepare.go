@@ -97,6 +97,7 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	}
 	in.Extras = in.describeExtras()
 	in.warnLong()
+	in.Warnings = append(in.Warnings, NoEffect(o, o.Explicit.Flags)...)
 	if in.Raw, in.RawFrom, err = in.loadRaw(); err != nil {
 		return nil, err
 	}
@@ -232,6 +233,14 @@ func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 		}
 		if gs.Table.NumGPUs() != in.Cluster.Size() {
 			return nil, "", fmt.Errorf("--gpu-scores %s has %d GPUs but --cluster %s has %d", o.GPUScores, gs.Table.NumGPUs(), o.Cluster, in.Cluster.Size())
+		}
+		// The table must describe this cluster's layout too: GPU ids are
+		// node-major, so GPU g sits on the node --cluster puts it on.
+		for g, node := range gs.Node {
+			if want := in.Cluster.NodeOf(g); node != want {
+				return nil, "", fmt.Errorf("%s:%d: field \"Node_ID\": GPU %d is on node %d, but --cluster %s puts it on node %d (GPU ids run node by node)",
+					o.GPUScores, gs.Line[g], g, node, o.Cluster, want)
+			}
 		}
 		return gs.Table, o.GPUScores, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/sim"
 )
 
@@ -72,6 +73,9 @@ type Hooks struct {
 
 // RunAllWith is RunAll with hooks.
 func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
+	if _, err := place.Canonical(o.PlacementList()); err != nil {
+		return nil, nil, fmt.Errorf("--placement: %v", err)
+	}
 	for _, p := range o.PlacementList() {
 		if _, err := newPlacer(p, o.TieBreak); err != nil {
 			return nil, nil, err

@@ -131,13 +131,10 @@ func (g *Grid) Expand() ([]Point, error) {
 	if len(g.Placements) == 0 {
 		return nil, fmt.Errorf("sweep: no placement given")
 	}
-	var placements, schedulers []string
-	for _, p := range g.Placements {
-		pl, err := place.New(p)
-		if err != nil {
-			return nil, fmt.Errorf("--placement: %v", err)
-		}
-		placements = append(placements, pl.Name()) // canonical: "tiresias" -> packed-sticky
+	var schedulers []string
+	placements, err := place.Canonical(g.Placements) // "tiresias" -> packed-sticky
+	if err != nil {
+		return nil, fmt.Errorf("--placement: %v", err)
 	}
 	for _, s := range g.Schedulers {
 		sc, err := schedule.New(s)

@@ -139,6 +139,8 @@ type GPUScores struct {
 	Node []int
 	// UUID is each GPU's physical id when the file has one ("" otherwise).
 	UUID []string
+	// Line is the line each GPU's row is on, for errors found later.
+	Line []int
 }
 
 // ReadGPUScores reads columns GPU_ID, Node_ID and PerfVar_classA..D (plus
@@ -206,13 +208,14 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 		}
 		seenAt[rw.id] = rw.line
 	}
-	s := &GPUScores{Table: &Table{}, Node: make([]int, n), UUID: make([]string, n)}
+	s := &GPUScores{Table: &Table{}, Node: make([]int, n), UUID: make([]string, n), Line: make([]int, n)}
 	for c := range s.Table.Values {
 		s.Table.Values[c] = make([]float64, n)
 	}
 	for _, rw := range rows {
 		s.Node[rw.id] = rw.node
 		s.UUID[rw.id] = rw.uuid
+		s.Line[rw.id] = rw.line
 		for c := range rw.v {
 			s.Table.Values[c][rw.id] = rw.v[c]
 		}

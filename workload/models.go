@@ -1,14 +1,18 @@
 package workload
 
 import (
+	"bytes"
 	_ "embed"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/palsched/pal/variability"
 )
@@ -36,15 +40,15 @@ func ParseClassMap(s string) (ClassMap, error) {
 
 // Model is one row of the model table.
 type Model struct {
-	Name       string  `json:"name"`
-	IterTime   float64 `json:"iter_time_s"`
-	Class      string  `json:"class"`
-	PaperClass string  `json:"paper_class"`
+	Name       string  `json:"name" yaml:"name"`
+	IterTime   float64 `json:"iter_time_s" yaml:"iter_time_s"`
+	Class      string  `json:"class" yaml:"class"`
+	PaperClass string  `json:"paper_class" yaml:"paper_class"`
 	// MigrationCost and PreemptionCost, if given, price this model's
 	// moves in place of --migration-cost and --preemption-cost (seconds
 	// of lost progress; see MoveCost).
-	MigrationCost  *float64 `json:"migration_cost_s,omitempty"`
-	PreemptionCost *float64 `json:"preemption_cost_s,omitempty"`
+	MigrationCost  *float64 `json:"migration_cost_s,omitempty" yaml:"migration_cost_s,omitempty"`
+	PreemptionCost *float64 `json:"preemption_cost_s,omitempty" yaml:"preemption_cost_s,omitempty"`
 
 	class, paperClass variability.Class
 }
@@ -57,7 +61,64 @@ type Models struct {
 }
 
 type modelFile struct {
-	Models []Model `json:"models"`
+	Models []Model `yaml:"models"`
+}
+
+// modelLines is the same file read for where each model starts.
+type modelLines struct {
+	Models []yaml.Node `yaml:"models"`
+}
+
+var (
+	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	wrongKind    = regexp.MustCompile("cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (\\S+)")
+	yamlKinds    = map[string]string{"map": "a mapping (key: value)", "seq": "a list (- item)", "str": "a string", "int": "a number", "float": "a number", "bool": "true or false", "null": "nothing"}
+)
+
+// yamlWords says a decoder message in YAML's terms rather than Go's.
+func yamlWords(l string) string {
+	l = unknownField.ReplaceAllString(l, `unknown field "$1" (a model has name, iter_time_s, class, paper_class, migration_cost_s, preemption_cost_s)`)
+	if m := wrongKind.FindStringSubmatch(l); m != nil {
+		want := "a mapping (key: value)"
+		switch t := m[3]; {
+		case strings.HasPrefix(t, "[]"):
+			want = "a list (- item)"
+		case t == "float64" || t == "*float64" || t == "int":
+			want = "a number"
+		case t == "string":
+			want = "a string"
+		}
+		found := yamlKinds[m[1]]
+		if found == "" {
+			found = m[1]
+		}
+		if m[2] != "" {
+			found += " " + strconv.Quote(m[2])
+		}
+		l = strings.Replace(l, m[0], "want "+want+", found "+found, 1)
+	}
+	return l
+}
+
+// yamlError rewords a YAML decoding error as file:line: message, the way
+// every other input error reads.
+func yamlError(name string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	var lines []string
+	for _, l := range strings.Split(msg, "\n") {
+		l = yamlWords(strings.TrimSpace(l))
+		if rest, ok := strings.CutPrefix(l, "line "); ok {
+			if n, tail, ok := strings.Cut(rest, ": "); ok {
+				l = fmt.Sprintf("%s:%s: %s", name, n, tail)
+			}
+		} else {
+			l = name + ": " + l
+		}
+		lines = append(lines, l)
+	}
+	return fmt.Errorf("%s", strings.Join(lines, "; "))
 }
 
 // DefaultModels is the embedded table with the artifact class map.
@@ -82,16 +143,23 @@ func LoadModels(path string) (*Models, error) {
 // misspelt field is not silently ignored.
 func ParseModels(name string, b []byte) (*Models, error) {
 	var f modelFile
-	if err := yaml.UnmarshalStrict(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && err != io.EOF {
+		return nil, yamlError(name, err)
 	}
 	if len(f.Models) == 0 {
-		return nil, fmt.Errorf("%s: field \"models\": no models listed", name)
+		return nil, fmt.Errorf("%s: field \"models\": no models listed (want a list of name, iter_time_s, class)", name)
 	}
+	var at modelLines
+	_ = yaml.Unmarshal(b, &at) // decoded above; only the lines are new
 	m := &Models{byName: map[string]*Model{}, Map: ClassMapArtifact}
 	for i := range f.Models {
 		md := f.Models[i]
 		where := fmt.Sprintf("%s: models[%d]", name, i)
+		if i < len(at.Models) {
+			where = fmt.Sprintf("%s:%d: models[%d]", name, at.Models[i].Line, i)
+		}
 		if md.Name == "" {
 			return nil, fmt.Errorf("%s: field \"name\" is empty", where)
 		}

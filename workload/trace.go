@@ -99,6 +99,11 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 		if t.Width() == 1 && t.Text(0) == "" {
 			continue
 		}
+		// A longer row has shifted or extra values the header does not
+		// name; reading it by column would silently drop them.
+		if t.Width() > t.HeaderWidth() {
+			return nil, fmt.Errorf("%s:%d: %d fields, but the header names %d (%s)", name, t.Line(), t.Width(), t.HeaderWidth(), strings.Join(headerNames(t), ","))
+		}
 		var s Spec
 		s.Source, s.Line = name, t.Line()
 		v, err := t.Field(idCol)
@@ -223,6 +228,14 @@ func openCSV(name string, r io.Reader, want []string, empty string) (*csvin.Tabl
 		return nil, nil, err
 	}
 	return t, cols, nil
+}
+
+func headerNames(t *csvin.Table) []string {
+	out := make([]string, t.HeaderWidth())
+	for i := range out {
+		out[i] = t.FieldName(i)
+	}
+	return out
 }
 
 func parseFinite(s string) (float64, error) {

@@ -107,7 +107,11 @@ func TestModelTable(t *testing.T) {
 		{"models: []", `field "models": no models listed`},
 		{"models:\n  - name: x\n    iter_time_s: 0\n    class: A", `field "iter_time_s" must be a positive number`},
 		{"models:\n  - name: x\n    iter_time_s: 1\n    class: Z", `field "class": unknown class "Z"`},
-		{"models:\n  - name: x\n    iter_time_s: 1\n    class: A\n    colour: red", `unknown field "colour"`},
+		{"models:\n  - name: x\n    iter_time_s: 1\n    class: A\n    colour: red", `m.yaml:5: unknown field "colour"`},
+		// Errors speak YAML (mapping, list, number), never Go types or JSON.
+		{"models:\n  x: {iter_time_s: 1}", `m.yaml:2: want a list (- item), found a mapping (key: value)`},
+		{"models:\n  - name: x\n    iter_time_s: fast\n    class: A", `m.yaml:3: want a number, found a string "fast"`},
+		{"models:\n  - name: x\n    iter_time_s: -1\n    class: A", `m.yaml:2: models[0] (x): field "iter_time_s" must be a positive number`},
 		{"models: [", `m.yaml:`},
 	} {
 		_, err := ParseModels("m.yaml", []byte(tc.yaml))
@@ -131,4 +135,13 @@ func FuzzParseModels(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A row with more fields than the header is an error naming file and line.
+func TestTraceRowWiderThanHeader(t *testing.T) {
+	in := "job_id,num_gpus,submit_time,duration,model\n0,1,0,100,vgg19\n1,1,5,100,vgg19,7\n"
+	_, err := ReadTrace("w.csv", strings.NewReader(in), DefaultModels())
+	if err == nil || !strings.Contains(err.Error(), "w.csv:3: 6 fields, but the header names 5") {
+		t.Fatalf("error %v", err)
+	}
 }

@@ -173,3 +173,52 @@ func TestHorizonErrorsAndLongWarnings(t *testing.T) {
 		t.Errorf("no warning about the long row:\n%s", out)
 	}
 }
+
+// A GPU table must match --cluster in size and in layout (which node
+// holds each GPU id).
+func TestGPUScoresMustMatchCluster(t *testing.T) {
+	table := filepath.Join("..", "..", "data", "reference", "pal-artifact-gpu-pmscores.csv")
+	cases := []struct{ cluster, want string }{
+		{"32x2", `pal-artifact-gpu-pmscores.csv:4: field "Node_ID": GPU 2 is on node 0, but --cluster 32x2 puts it on node 1`},
+		{"8x4", "has 64 GPUs but --cluster 8x4 has 32"},
+	}
+	for _, tc := range cases {
+		_, err := run(t, "sim", "--trace", "sia-philly/1", "--cluster", tc.cluster, "--gpu-scores", table, "--placement", "pal")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--cluster %s: error %v, want %q", tc.cluster, err, tc.want)
+		}
+	}
+	if _, err := run(t, "sim", "--trace", "sia-philly/1", "--gpu-scores", table, "--placement", "pal"); err != nil {
+		t.Errorf("the table on its own 16x4 cluster: %v", err)
+	}
+}
+
+// Options that cannot change the run warn once; a placement named twice
+// is an error.
+func TestNoEffectWarningsAndDuplicatePlacements(t *testing.T) {
+	out, err := run(t, "sim", "--scheduler", "las", "--tiresias-thresholds", "100,200", "--placement", "packed-sticky", "--seed", "4", "--k-strategy", "paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"pal: warning: --tiresias-thresholds has no effect with --scheduler las",
+		"pal: warning: --k-strategy has no effect: no pal or pm-first placement is run",
+		"pal: warning: --seed has no effect",
+	} {
+		if strings.Count(out, w) != 1 {
+			t.Errorf("want the warning %q once:\n%s", w, out)
+		}
+	}
+	out, err = run(t, "sweep", "--trace", "sia-philly/1,sia-philly/2", "--placement", "packed-sticky", "--seed", "1,2", "-o", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out, "pal: warning: --seed has no effect") != 1 {
+		t.Errorf("sweep over pinned inputs: want one --seed warning:\n%s", out)
+	}
+	for _, args := range [][]string{{"sim", "--placement", "pal,tiresias,packed-sticky"}, {"sweep", "--placement", "pal,pal"}} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "--placement") {
+			t.Errorf("%v: error %v, want a --placement error", args, err)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 		set := o
 		out := base
 		fs.Visit(func(f *pflag.Flag) {
+			out.Explicit.Flags = append(out.Explicit.Flags, f.Name)
 			switch f.Name {
 			case "preset":
 				out.Explicit.Preset = true

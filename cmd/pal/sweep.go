@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/progress"
 	"github.com/palsched/pal/sweep"
 	"github.com/palsched/pal/workload"
@@ -99,6 +100,9 @@ what finished, marked partial.`,
 		if err != nil {
 			return err
 		}
+		for _, w := range sweepNoEffect(g) {
+			fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
+		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		progress, _, closeBar := newSweepProgress(cmd.ErrOrStderr(), len(pts), "sweep")
@@ -134,6 +138,29 @@ func writeSweepResult(w io.Writer, dir, output string, res *sweep.Result) error 
 		title = fmt.Sprintf("sweep (partial: %d of %d runs)", len(res.Rows), res.Total)
 	}
 	return sweep.Table(title, res.Rows).WriteText(w)
+}
+
+// sweepNoEffect collects, once each, the warnings about given options
+// that change none of the grid's runs.
+func sweepNoEffect(g *sweep.Grid) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, tr := range g.Traces {
+		if tr == sweep.SynergyTrace {
+			continue
+		}
+		for _, sc := range g.Schedulers {
+			o := g.Base
+			o.Trace, o.Scheduler, o.Placements = tr, sc, strings.Join(g.Placements, ",")
+			for _, w := range experiment.NoEffect(o, o.Explicit.Flags) {
+				if !seen[w] {
+					seen[w] = true
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // newSweepProgress returns a progress callback, a function that wipes the

@@ -114,3 +114,28 @@ func New(name string) (policy.Placer, error) {
 func Names() []string {
 	return []string{"pal", "packed-sticky", "packed-nonsticky", "random-sticky", "random-nonsticky", "pm-first"}
 }
+
+// Canonical checks a list of placement names and returns their canonical
+// names (tiresias -> packed-sticky, ...). A placement named twice, under
+// any of its names, is an error: it would run twice and print two rows
+// that only look like a comparison.
+func Canonical(names []string) ([]string, error) {
+	var out []string
+	given := map[string]string{}
+	for _, n := range names {
+		p, err := New(n)
+		if err != nil {
+			return nil, err
+		}
+		c := p.Name()
+		if prev, dup := given[c]; dup {
+			if prev == n {
+				return nil, fmt.Errorf("placement %q is listed twice", n)
+			}
+			return nil, fmt.Errorf("placements %q and %q are the same (%s)", prev, n, c)
+		}
+		given[c] = n
+		out = append(out, c)
+	}
+	return out, nil
+}

@@ -342,6 +342,18 @@ func TestNewNamesAndStickiness(t *testing.T) {
 	}
 }
 
+func TestCanonicalRejectsDuplicates(t *testing.T) {
+	got, err := Canonical([]string{"pal", "tiresias", "gandiva"})
+	if err != nil || !slices.Equal(got, []string{"pal", "packed-sticky", "packed-nonsticky"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, list := range [][]string{{"pal", "pal"}, {"packed-sticky", "tiresias"}} {
+		if _, err := Canonical(list); err == nil {
+			t.Errorf("%v: no error", list)
+		}
+	}
+}
+
 func TestNewRejectsUnknown(t *testing.T) {
 	if _, err := New("best"); err == nil {
 		t.Fatal("want error")
