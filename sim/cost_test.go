@@ -126,7 +126,7 @@ func TestPerModelCostWins(t *testing.T) {
 		t.Errorf("n: %+v", got)
 	}
 	if _, err := workload.ParseModels("m.yaml", []byte("models:\n  - name: m\n    iter_time_s: 1\n    class: A\n    preemption_cost_s: -1\n")); err == nil ||
-		err.Error() != `m.yaml: models[0] (m): field "preemption_cost_s" must be finite seconds >= 0, got -1` {
+		err.Error() != `m.yaml:2: models[0] (m): field "preemption_cost_s" must be finite seconds >= 0, got -1` {
 		t.Errorf("negative cost: %v", err)
 	}
 }
