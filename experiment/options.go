@@ -101,6 +101,9 @@ func (o Options) Effective() Options {
 	return o
 }
 
+// DefaultSeed is the seed every command uses when none is given.
+const DefaultSeed = 42
+
 // Presets lists the preset names.
 func Presets() []string { return []string{"artifact", "paper"} }
 
@@ -121,7 +124,7 @@ func Preset(name string) (Options, error) {
 		Sampling:        "with",
 		KStrategy:       "artifact",
 		TieBreak:        "artifact",
-		Seed:            42,
+		Seed:            DefaultSeed,
 		Pinned:          true,
 		StarvationGuard: 3.6e6,
 	}

@@ -16,24 +16,46 @@ import (
 // the only value that changes between two runs of the same grid.
 var csvHeaders = []string{
 	"index", "trace", "load_jobs_per_hour", "locality_penalty", "seed", "scheduler", "placement",
-	"jobs", "avg_jct_s", "avg_jct_vs_packed_sticky", "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "max_jct_s",
+	"jobs", "avg_jct_s", "avg_jct_vs_packed_sticky_pct", "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "max_jct_s",
 	"avg_wait_s", "makespan_s", "end_time_s", "utilization", "multi_gpu_jobs", "multi_gpu_avg_jct_s",
 	"preemptions", "migrations", "lost_gpu_s", "rounds",
 }
 
 // Table lays rows out with full precision (CSV keeps the shortest exact
-// form; text output rounds). A missing ratio is an empty cell.
+// form; text output rounds). The comparison is avg JCT relative to the
+// packed-sticky run of the same point, in percent as pal sim shows it; a
+// point without one is an empty cell.
 func Table(title string, rows []Row) *report.Table {
 	t := report.NewTable(title, csvHeaders...)
 	for _, r := range rows {
 		var vs any
 		if r.VsPackedSticky > 0 {
-			vs = r.VsPackedSticky
+			vs = r.VsPackedStickyPct
 		}
 		t.AddRow(r.Index, r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
 			r.Jobs, r.AvgJCT, vs, r.P50JCT, r.P99JCT, r.P99JCTIndex, r.MaxJCT,
 			r.AvgWait, r.Makespan, r.EndTime, r.Utilization, r.MultiGPUJobs, r.MultiGPUAvgJCT,
 			r.Preemptions, r.Migrations, r.LostGPUSeconds, r.Rounds)
+	}
+	return t
+}
+
+// narrowHeaders are the columns of the default text table; --wide shows
+// every column of the CSV.
+var narrowHeaders = []string{"trace", "load (jobs/h)", "L", "seed", "scheduler", "placement",
+	"jobs", "avg JCT (s)", "vs packed-sticky (%)", "p99 (s)", "makespan (s)", "util"}
+
+// NarrowTable is the default text table: the point and the headline
+// figures, in units, so that it fits a terminal.
+func NarrowTable(title string, rows []Row) *report.Table {
+	t := report.NewTable(title, narrowHeaders...)
+	for _, r := range rows {
+		var vs any
+		if r.VsPackedSticky > 0 {
+			vs = r.VsPackedStickyPct
+		}
+		t.AddRow(r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
+			r.Jobs, r.AvgJCT, vs, r.P99JCT, r.Makespan, r.Utilization)
 	}
 	return t
 }

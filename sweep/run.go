@@ -28,7 +28,10 @@ type Row struct {
 	// VsPackedSticky is AvgJCT over packed-sticky's (Tiresias, the paper's
 	// baseline) at the same trace, load, penalty, seed and scheduler; 0
 	// when the grid has no such run.
-	VsPackedSticky float64 `json:"avg_jct_vs_packed_sticky,omitempty"`
+	VsPackedSticky float64 `json:"-"`
+	// VsPackedStickyPct is the same in percent (-10: 10% lower), the way
+	// pal sim and every output show it.
+	VsPackedStickyPct float64 `json:"avg_jct_vs_packed_sticky_pct,omitempty"`
 	// WallMS is the simulation's wall time; it varies run to run, so the
 	// CSV leaves it out to stay reproducible.
 	WallMS float64 `json:"wall_ms"`
@@ -238,6 +241,7 @@ func normalise(rows []Row) {
 	for i := range rows {
 		if b, ok := base[rows[i].group()]; ok {
 			rows[i].VsPackedSticky = rows[i].AvgJCT / b
+			rows[i].VsPackedStickyPct = 100 * (rows[i].VsPackedSticky - 1)
 		}
 	}
 }

@@ -60,7 +60,7 @@ builds any per-cluster index the placer keeps between rounds.`,
 	f.StringVar(&o.clusters, "cluster", "64x4", "comma list of cluster shapes NODESxGPUS")
 	f.IntVar(&o.queue, "queue", 0, "jobs in the queue (0: enough for 1.5x the cluster's GPUs)")
 	f.IntVar(&o.reps, "reps", 200, "timed rounds per result")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the GPU values, the queue and the running set")
+	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the GPU values, the queue and the running set")
 	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set: "+strings.Join(variability.KnownProfiles(), ", ")+", or a path")
 	f.StringVarP(&o.output, "output", "o", "json", "json or table")
 	return cmd

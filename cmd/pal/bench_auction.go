@@ -47,7 +47,7 @@ Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
 	f.Float64Var(&o.f, "f", 0.8, "fairness knob f in [0, 1]")
 	f.Float64Var(&o.held, "held", 0.5, "share of GPUs held on unexpired leases, in [0, 1]")
 	f.IntVar(&o.reps, "reps", 20, "timed auctions per case")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic auction")
+	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the synthetic auction")
 	f.StringVarP(&o.output, "output", "o", "json", "json or table")
 	return cmd
 }

@@ -38,7 +38,7 @@ After each decision one random group ends, untimed, to keep the load.`,
 	f.IntVar(&o.perRack, "rack", 8, "nodes per rack")
 	f.IntVar(&o.vcs, "vcs", 100, "virtual clusters")
 	f.IntVar(&o.reps, "reps", 5000, "timed decisions")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the gang mix and the load")
+	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the gang mix and the load")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	return cmd
 }

@@ -46,7 +46,7 @@ values are illustrative, not measured.`,
 	f.StringVar(&o.apps, "apps", "", "CSV with columns app,dram_util,fu_util ('#' lines are comments); default: built-in example")
 	f.IntVar(&o.k, "k", 0, "number of classes, 1-4 (0: choose by silhouette)")
 	f.StringVar(&o.point, "point", "", "also classify a new application at DRAM,FU")
-	f.Uint64Var(&o.seed, "seed", 0, "seed of k-means++")
+	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of k-means++")
 	f.StringVarP(&o.output, "output", "o", "table", "table or json")
 	return cmd
 }

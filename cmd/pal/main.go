@@ -6,8 +6,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/palsched/pal/experiment"
 )
 
 func main() {
@@ -23,8 +26,49 @@ func newRootCmd() *cobra.Command {
 		Short:         "PAL: variability- and locality-aware GPU cluster scheduling",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("pal {{.Version}}\n")
 	root.AddCommand(newSimCmd())
 	addExtraCommands(root)
 	return root
+}
+
+// version is set at release builds (-ldflags "-X main.version=v1.2.3").
+var version = "devel"
+
+// DefaultSeed is every subcommand's default seed, so that two commands
+// given no seed draw the same stream.
+const DefaultSeed = experiment.DefaultSeed
+
+// versionString is the version plus the commit it was built from, when
+// the Go toolchain recorded one.
+func versionString() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if version == "devel" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			v += " (commit " + rev
+			if dirty {
+				v += ", modified"
+			}
+			v += ")"
+		}
+		v += ", " + bi.GoVersion
+	}
+	return v
 }

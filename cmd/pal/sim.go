@@ -24,7 +24,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	def, _ := experiment.Preset("artifact")
 	o := def
 	fs.StringVar(&o.Preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
-	fs.StringVar(&o.Trace, "trace", def.Trace, "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file")
+	fs.StringVar(&o.Trace, "trace", def.Trace, "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file (format below)")
 	fs.StringVar(&o.Cluster, "cluster", def.Cluster, "cluster shape NODESxGPUS")
 	fs.StringVar(&o.Profile, "profile", def.Profile, "variability profile: longhorn, frontera, ls6, or a directory/JSON mapping")
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
@@ -34,16 +34,18 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.Float64Var(&o.LocalityPenalty, "locality-penalty", def.LocalityPenalty, "slowdown of a job spread across nodes")
 	fs.StringVar(&o.LocalityModel, "locality-model", def.LocalityModel, "constant, per-class or per-model")
 	fs.StringVar(&o.ClassMap, "class-map", def.ClassMap, "model to class: artifact (code) or paper (Table II)")
-	fs.Float64Var(&o.ExtraLoad, "extra-load", def.ExtraLoad, "background arrivals after the trace, jobs/hour (0: none)")
+	fs.Float64Var(&o.ExtraLoad, "extra-load", def.ExtraLoad, "background arrivals after the trace, jobs/hour (0: none); the default applies to the built-in traces, a trace file gets none unless this or --preset is given")
 	fs.StringVar(&o.Sampling, "sampling", def.Sampling, "GPU values from the profile: with (replacement), without, uuid")
 	fs.StringVar(&o.KStrategy, "k-strategy", def.KStrategy, "PM-score bin count: artifact (2 + outliers) or paper (silhouette)")
 	fs.StringVar(&o.TieBreak, "pmfirst-tiebreak", def.TieBreak, "PM-First ties: artifact (same-bin locality) or paper (plain sort)")
 	fs.Uint64Var(&o.Seed, "seed", def.Seed, "seed of every random choice (while --pinned inputs apply, only random placements and K-Means seeding draw from it; use --pinned=false to redraw GPU values and extra arrivals)")
-	fs.StringVar(&o.Track, "track", "", "measure only job ids FROM-TO (inclusive)")
+	fs.StringVar(&o.Track, "track", "", trackUsage)
 	fs.BoolVar(&o.Pinned, "pinned", def.Pinned, "on 16x4, use the artifact's pinned GPU table and extra arrivals")
-	fs.Float64Var(&o.StarvationGuard, "starvation-guard", def.StarvationGuard, "seconds of waiting before a job jumps the queue (0: off)")
+	fs.Float64Var(&o.StarvationGuard, "starvation-guard", def.StarvationGuard, "seconds of waiting before a job jumps the queue (0: off; the artifact's 1000 h)")
+	fs.Lookup("starvation-guard").DefValue = strconv.FormatFloat(def.StarvationGuard, 'f', -1, 64)
 	fs.StringVar(&o.Models, "models", "", "model table YAML (default: the embedded one)")
-	fs.Float64SliceVar(&o.TiresiasThresholds, "tiresias-thresholds", nil, "tiresias-las queue thresholds in GPU-seconds (default 3250,7200)")
+	fs.Float64SliceVar(&o.TiresiasThresholds, "tiresias-thresholds", nil, "tiresias-las queue thresholds in GPU-seconds")
+	fs.Lookup("tiresias-thresholds").DefValue = "3250,7200"
 	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
 	fs.Float64Var(&o.MigrationCost, "migration-cost", 0, "seconds of progress a job loses per migration (checkpoint, restart, warm-up; 0: free, the artifact's model); a model-table migration_cost_s wins for its model")
 	fs.Float64Var(&o.PreemptionCost, "preemption-cost", 0, "seconds of progress a job loses per preemption, paid when it restarts (0: free); a model-table preemption_cost_s wins for its model")
@@ -122,6 +124,35 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	}
 }
 
+// trackUsage is how every command describes --track.
+const trackUsage = "measure only job ids FROM-TO (inclusive); the others still run as load"
+
+// traceFormat is the trace file format, for help texts.
+const traceFormat = `A trace file is a CSV with a header naming its columns, in any order:
+  job_id       non-negative integer, unique
+  num_gpus     GPUs the job needs, all at once (gang), at most the cluster's
+  submit_time  arrival in seconds from 0 (admitted at the first round boundary at or after it)
+  duration     length in iterations, not seconds: run time = duration x the
+               model's iter_time_s on a median GPU inside one node
+  duration_s   instead of duration and model: length in seconds on a median
+               GPU inside one node (model then optional)
+  model        a model of the model table (--models): BERT, DCGAN, GPT2,
+               PointNet, resnet50, vgg19 in the embedded one
+  tracked      optional, 1 or 0: only tracked jobs are measured; with this
+               column no background arrivals are generated
+  vc, priority, pod_gpus  optional, for --tenancy (see pal cells)
+A row with more fields than the header is an error.`
+
+// simColumns explains the summary columns of pal sim.
+const simColumns = `Columns: jobs = tracked jobs finished; avg JCT = mean job completion time
+(completion round boundary minus arrival), in seconds; vs packed-sticky = avg JCT
+relative to the packed-sticky run, in percent (only when packed-sticky is in the
+list); p50, p99 = median and 99th percentile JCT (linear interpolation); p99 art. =
+the artifact's p99, sorted JCTs at index int(0.99 n); makespan = last tracked
+completion minus first tracked arrival; util = GPU-seconds held over GPU-seconds
+available until the run ended; preempt, migr = suspensions and moves, all jobs; wall ms =
+this run's compute time.`
+
 func newSimCmd() *cobra.Command {
 	var output, jobsOut, roundsOut string
 	cmd := &cobra.Command{
@@ -130,7 +161,15 @@ func newSimCmd() *cobra.Command {
 		Long: `Simulate a trace round by round under one or more placements on the same
 inputs and print a comparison. With no flags it runs Sia-Philly workload 1 on
 16x4 GPUs with the Longhorn profile, FIFO, and every placement, with the PAL
-artifact's settings (so the numbers match what the artifact printed).`,
+artifact's settings (so the numbers match what the artifact printed).
+
+Every output starts with the inputs that shaped it (table header, JSON
+"inputs", "# " comment lines in CSV): trace, background arrivals and their
+source, GPU values, class map, K strategy, seed and the rest.
+
+` + traceFormat + `
+
+` + simColumns,
 		Args: cobra.NoArgs,
 	}
 	resolve := bindRunFlags(cmd.Flags())

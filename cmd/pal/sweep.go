@@ -27,6 +27,7 @@ func newSweepCmd() *cobra.Command {
 		workers int
 		outDir  string
 		output  string
+		wide    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep",
@@ -70,6 +71,7 @@ what finished, marked partial.`,
 	fs.IntVar(&workers, "workers", 0, "runs at once (0: GOMAXPROCS)")
 	fs.StringVar(&outDir, "out", "", "write DIR/sweep.csv and DIR/sweep.json instead of printing")
 	fs.StringVarP(&output, "output", "o", "table", "stdout format without --out: table, csv or json")
+	fs.BoolVar(&wide, "wide", false, "table output: every column of the CSV, not just the headline ones")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if output != "table" && output != "csv" && output != "json" {
@@ -115,7 +117,7 @@ what finished, marked partial.`,
 		if res.Partial {
 			fmt.Fprintf(cmd.ErrOrStderr(), "pal: partial sweep: %d of %d runs finished\n", len(res.Rows), res.Total)
 		}
-		if err := writeSweepResult(cmd.OutOrStdout(), outDir, output, res); err != nil {
+		if err := writeSweepResult(cmd.OutOrStdout(), outDir, output, wide, res); err != nil {
 			return err
 		}
 		return runErr
@@ -123,7 +125,7 @@ what finished, marked partial.`,
 	return cmd
 }
 
-func writeSweepResult(w io.Writer, dir, output string, res *sweep.Result) error {
+func writeSweepResult(w io.Writer, dir, output string, wide bool, res *sweep.Result) error {
 	if dir != "" {
 		return sweep.WriteDir(dir, res)
 	}
@@ -137,7 +139,10 @@ func writeSweepResult(w io.Writer, dir, output string, res *sweep.Result) error 
 	if res.Partial {
 		title = fmt.Sprintf("sweep (partial: %d of %d runs)", len(res.Rows), res.Total)
 	}
-	return sweep.Table(title, res.Rows).WriteText(w)
+	if wide {
+		return sweep.Table(title, res.Rows).WriteText(w)
+	}
+	return sweep.NarrowTable(title, res.Rows).WriteText(w)
 }
 
 // sweepNoEffect collects, once each, the warnings about given options

@@ -44,13 +44,13 @@ func TestSweepOutDir(t *testing.T) {
 		RunsTotal int  `json:"runs_total"`
 		Rows      []struct {
 			Placement string  `json:"placement"`
-			Vs        float64 `json:"avg_jct_vs_packed_sticky"`
+			Vs        float64 `json:"avg_jct_vs_packed_sticky_pct"`
 		} `json:"rows"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Partial || doc.RunsTotal != 2 || len(doc.Rows) != 2 || doc.Rows[0].Vs != 1 || !(doc.Rows[1].Vs < 1) {
+	if doc.Partial || doc.RunsTotal != 2 || len(doc.Rows) != 2 || doc.Rows[0].Vs != 0 || !(doc.Rows[1].Vs < 0) {
 		t.Errorf("sweep.json: %+v", doc)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sweep.csv")); err != nil {

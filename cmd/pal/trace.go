@@ -53,7 +53,7 @@ trace with the same --class-map and --models.
 The Philly GPU demands come from the embedded philly/philly.csv (Pollux's
 processed Philly trace) unless --philly names another file with columns
 duration (seconds) and num_gpus.`,
-		Example: "  pal trace synergy --rate 10 --jobs 4000 --seed 1 --track 2000-3000 > synergy-10.csv",
+		Example: "  pal trace synergy --rate 10 --jobs 4000 --seed 42 --track 2000-3000 > synergy-10.csv",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -120,12 +120,12 @@ duration (seconds) and num_gpus.`,
 	fs := cmd.Flags()
 	fs.Float64Var(&opt.Rate, "rate", 10, "mean arrivals per hour (the paper's loads: 8, 10, 12, 14)")
 	fs.IntVar(&opt.Jobs, "jobs", 4000, "number of jobs")
-	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of the lengths, arrivals and class draws")
+	fs.Uint64Var(&opt.Seed, "seed", DefaultSeed, "seed of the lengths, arrivals and class draws")
 	fs.StringVar(&track, "track", "", trackHelp)
 	fs.StringVar(&philly, "philly", "", "processed Philly CSV (default: the embedded philly/philly.csv)")
 	fs.StringVar(&mix, "class-mix", workload.MixNone, "none, artifact, zoo, or KEY:WEIGHT,... over class letters or model names")
 	fs.StringVar(&modelsF, "models", "", "model table YAML (default: the embedded one)")
 	fs.StringVar(&classMap, "class-map", string(workload.ClassMapArtifact), "model to class: artifact (code) or paper (Table II)")
-	fs.StringVarP(&out, "out", "o", "", "write the trace to this file instead of stdout")
+	fs.StringVar(&out, "out", "", "write the trace to this file instead of stdout")
 	return cmd
 }
