@@ -28,16 +28,20 @@ var csvHeaders = []string{
 func Table(title string, rows []Row) *report.Table {
 	t := report.NewTable(title, csvHeaders...)
 	for _, r := range rows {
-		var vs any
-		if r.VsPackedSticky > 0 {
-			vs = r.VsPackedStickyPct
-		}
 		t.AddRow(r.Index, r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
-			r.Jobs, r.AvgJCT, vs, r.P50JCT, r.P99JCT, r.P99JCTIndex, r.MaxJCT,
+			r.Jobs, r.AvgJCT, r.vsCell(), r.P50JCT, r.P99JCT, r.P99JCTIndex, r.MaxJCT,
 			r.AvgWait, r.Makespan, r.EndTime, r.Utilization, r.MultiGPUJobs, r.MultiGPUAvgJCT,
 			r.Preemptions, r.Migrations, r.LostGPUSeconds, r.Rounds)
 	}
 	return t
+}
+
+// vsCell is the comparison cell: percent, or empty without a baseline.
+func (r Row) vsCell() any {
+	if r.VsPackedSticky > 0 {
+		return r.VsPackedStickyPct
+	}
+	return nil
 }
 
 // narrowHeaders are the columns of the default text table; --wide shows
@@ -50,12 +54,8 @@ var narrowHeaders = []string{"trace", "load (jobs/h)", "L", "seed", "scheduler",
 func NarrowTable(title string, rows []Row) *report.Table {
 	t := report.NewTable(title, narrowHeaders...)
 	for _, r := range rows {
-		var vs any
-		if r.VsPackedSticky > 0 {
-			vs = r.VsPackedStickyPct
-		}
 		t.AddRow(r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
-			r.Jobs, r.AvgJCT, vs, r.P99JCT, r.Makespan, r.Utilization)
+			r.Jobs, r.AvgJCT, r.vsCell(), r.P99JCT, r.Makespan, r.Utilization)
 	}
 	return t
 }
