@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"github.com/palsched/pal/cluster"
@@ -62,7 +63,7 @@ builds any per-cluster index the placer keeps between rounds.`,
 	f.IntVar(&o.reps, "reps", 200, "timed rounds per result")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the GPU values, the queue and the running set")
 	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set: "+strings.Join(variability.KnownProfiles(), ", ")+", or a path")
-	f.StringVarP(&o.output, "output", "o", "json", "json or table")
+	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
 	return cmd
 }
 
@@ -81,8 +82,8 @@ type benchPlacementRow struct {
 }
 
 func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
-	if o.output != "json" && o.output != "table" {
-		return fmt.Errorf("--output %q: want json or table", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.reps <= 0 {
 		return fmt.Errorf("--reps %d: must be positive", o.reps)
@@ -131,6 +132,15 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 		}
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"results": rows})
+	}
+	if o.output == "csv" {
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"placement", "cluster", "gpus", "jobs", "median_us", "p99_us", "mean_us", "first_us", "reps"})
+		for _, r := range rows {
+			cw.Write([]string{r.Placement, r.Cluster, strconv.Itoa(r.GPUs), strconv.Itoa(r.Jobs), usStr(r.MedianUS), usStr(r.P99US), usStr(r.MeanUS), usStr(r.FirstUS), strconv.Itoa(r.Reps)})
+		}
+		cw.Flush()
+		return cw.Error()
 	}
 	t := table.NewWriter()
 	t.SetOutputMirror(w)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ values are illustrative, not measured.`,
 	f.IntVar(&o.k, "k", 0, "number of classes, 1-4 (0: choose by silhouette)")
 	f.StringVar(&o.point, "point", "", "also classify a new application at DRAM,FU")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of k-means++")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
 	return cmd
 }
 
@@ -89,8 +90,8 @@ type appReport struct {
 }
 
 func runClassify(w io.Writer, o classifyOpts) error {
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	var apps []variability.App
 	var err error
@@ -141,6 +142,19 @@ func runClassify(w io.Writer, o classifyOpts) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
+	if o.output == "csv" {
+		fmt.Fprintf(w, "# apps: %s\n# k: %d\n", rep.Source, rep.K)
+		if rep.Silhouette != nil {
+			fmt.Fprintf(w, "# silhouette: %.4f\n", *rep.Silhouette)
+		}
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"app", "dram_util", "fu_util", "class"})
+		for _, a := range append(rep.Apps, pointRows(pt)...) {
+			cw.Write([]string{a.App, f4(a.DRAM), f4(a.FU), a.Class})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
 	fmt.Fprintf(w, "apps: %s\n", rep.Source)
 	fmt.Fprintf(w, "K=%d", rep.K)
 	if rep.Silhouette != nil {
@@ -161,4 +175,21 @@ func runClassify(w io.Writer, o classifyOpts) error {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t\n", c.Class, c.DRAM, c.FU)
 	}
 	return tw.Flush()
+}
+
+func pointRows(pt *appReport) []appReport {
+	if pt == nil {
+		return nil
+	}
+	return []appReport{*pt}
+}
+
+func f4(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+
+// checkOutput accepts the formats every result-printing command offers.
+func checkOutput(o string) error {
+	if o != "table" && o != "json" && o != "csv" {
+		return fmt.Errorf("--output %q: want table, json or csv", o)
+	}
+	return nil
 }

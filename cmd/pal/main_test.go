@@ -156,4 +156,27 @@ func TestCLIVocabulary(t *testing.T) {
 	if strings.Contains(help, "(default [])") || strings.Contains(help, "3.6e+06") {
 		t.Errorf("sim --help shows unclean defaults")
 	}
+	// Every command that prints results offers csv (after "# " input lines).
+	for head, args := range map[string][]string{
+		"app,dram_util,fu_util,class":              {"classify", "-o", "csv"},
+		"class,k,bin,score,raw,gpus,outlier":       {"profile", "show", "-o", "csv"},
+		"placement,cluster,gpus,jobs,median_us,":   {"bench", "placement", "--cluster", "2x4", "--reps", "1", "-o", "csv"},
+		"trace,scheduler,placement,jobs,avg_jct_s": {"sim", "--placement", "pal", "-o", "csv"},
+		"index,trace,load_jobs_per_hour,":          {"sweep", "--placement", "pal", "-o", "csv"},
+	} {
+		out, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var first string
+		for _, l := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(l, "#") {
+				first = l
+				break
+			}
+		}
+		if !strings.HasPrefix(first, head) {
+			t.Errorf("%v: first row %q, want %q...", args, first, head)
+		}
+	}
 }

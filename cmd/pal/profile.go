@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"github.com/palsched/pal/cluster"
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -64,13 +66,13 @@ PAL's L×V traversal order, i.e. exactly what placement will see.`,
 	f.StringVar(&o.engine, "engine", "lloyd", "k-means engine: lloyd (k-means++ + Lloyd, as the artifact) or exact (dynamic programming)")
 	f.Float64Var(&o.localityPenalty, "locality-penalty", variability.DefaultLocalityPenalty, "across-node penalty L")
 	f.StringVar(&o.localityModel, "locality-model", "constant", "constant (--locality-penalty for every class) or per-class (blox-pal main's A 1.16, B 1.0, C 1.0, D 1.10)")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
 	return cmd
 }
 
 func runProfileShow(w io.Writer, o profileShowOpts) error {
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	strat, err := variability.ParseKStrategy(o.kStrategy)
 	if err != nil {
@@ -137,6 +139,9 @@ func runProfileShow(w io.Writer, o profileShowOpts) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
+	}
+	if o.output == "csv" {
+		return rep.writeCSV(w)
 	}
 	return rep.writeTable(w)
 }
@@ -226,6 +231,21 @@ func (r *profileReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "  L×V: %s\n", variability.FormatLxV(r.lv(i)))
 	}
 	return nil
+}
+
+// writeCSV writes one row per bin; the inputs come first as comments.
+func (r *profileReport) writeCSV(w io.Writer) error {
+	fmt.Fprintf(w, "# source: %s (%d GPUs)\n# k_strategy: %s\n# locality: %s\n", r.Source, r.GPUs, r.KStrategy, r.Locality)
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"class", "k", "bin", "score", "raw", "gpus", "outlier"})
+	for _, c := range r.Classes {
+		for j, b := range c.Bins {
+			cw.Write([]string{c.Class, strconv.Itoa(c.K), strconv.Itoa(j), strconv.FormatFloat(b.Score, 'f', -1, 64),
+				strconv.FormatFloat(b.Raw, 'f', -1, 64), strconv.Itoa(b.GPUs), strconv.FormatBool(b.Outlier)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 func (r *profileReport) lv(i int) []variability.LVEntry {
