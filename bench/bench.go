@@ -40,6 +40,14 @@ type RoundOptions struct {
 	// Profile is a variability profile set for variability.LoadProfileSet
 	// ("" means longhorn, the artifact's).
 	Profile string
+	// MigrationCost is every job's migration cost in seconds, which the
+	// migration-aware placements ("pal-ma", ...) weigh (0: free moves).
+	MigrationCost float64
+	// HeldFrom names the placement whose untimed first round decides where
+	// the running jobs sit ("": the placement under test). Another
+	// placer's layout makes a non-sticky placer move jobs, which is the
+	// work a migration-aware one weighs.
+	HeldFrom string
 }
 
 // Stats summarises the timed rounds. Times are wall-clock microseconds
@@ -98,14 +106,25 @@ func NewRound(opts RoundOptions) (*Round, error) {
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368)) // "bench"
 	order := queue(rng, c.Size(), opts.Queue)
+	for _, j := range order {
+		j.MoveCost.Migration = opts.MigrationCost
+	}
 	r := &Round{
-		env:    &policy.Env{Cluster: c, Scores: sc, Rand: rand.New(rand.NewPCG(opts.Seed, 1))},
+		env: &policy.Env{Cluster: c, Scores: sc, Rand: rand.New(rand.NewPCG(opts.Seed, 1)),
+			Locality: func(*workload.Spec) float64 { return benchLocality }},
 		order:  order,
 		placer: placer,
 	}
 	start := time.Now()
 	alloc := r.Place()
 	r.firstUS = micros(time.Since(start))
+	if opts.HeldFrom != "" {
+		from, err := place.New(opts.HeldFrom)
+		if err != nil {
+			return nil, err
+		}
+		alloc = from.Place(r.env, order)
+	}
 	// Running jobs hold a valid allocation: one the placer itself produced,
 	// so sticky placers see a consistent cluster and non-sticky ones can
 	// find jobs whose GPUs do not change.
@@ -221,6 +240,10 @@ func queue(rng *rand.Rand, size, n int) []*workload.Job {
 	}
 	return order
 }
+
+// benchLocality is the artifact's locality penalty, which migration-aware
+// placements weigh in a move's gain.
+const benchLocality = 1.7
 
 // MaxQueue bounds a benchmark queue: ten times a Summit-sized cluster's
 // GPUs, far more than a round ever sees, and small enough to fit memory.

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -11,11 +12,39 @@ import (
 // 27,648-GPU one with 6 GPUs per node (a non-power-of-two node size).
 var benchShapes = []struct{ nodes, per int }{{64, 4}, {1024, 4}, {4608, 6}}
 
+// The migration-aware variants run with a 120 s migration cost on every
+// job, so every running job's stay-or-move decision is made; target:
+// within 1.5x of their base placer (benchstat medians).
 func BenchmarkPlacementRound(b *testing.B) {
-	for _, p := range []string{"pal", "pm-first"} {
+	for _, p := range []string{"pal", "pal-ma", "pm-first", "pm-first-ma"} {
+		cost := 0.0
+		if strings.HasSuffix(p, "-ma") {
+			cost = 120
+		}
 		for _, s := range benchShapes {
 			b.Run(fmt.Sprintf("%s/%dx%d", p, s.nodes, s.per), func(b *testing.B) {
-				r, err := NewRound(RoundOptions{Placement: p, Nodes: s.nodes, GPUsPerNode: s.per, Seed: 1})
+				r, err := NewRound(RoundOptions{Placement: p, Nodes: s.nodes, GPUsPerNode: s.per, Seed: 1, MigrationCost: cost})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					r.Place()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMigrationAwareRound times a round in which running jobs sit
+// where packed-nonsticky put them, so PAL and PM-First would move many of
+// them and their migration-aware variants (120 s per move) weigh each
+// move. Target: each -ma within 1.5x of its base (benchstat medians).
+func BenchmarkMigrationAwareRound(b *testing.B) {
+	for _, p := range []string{"pal", "pal-ma", "pm-first", "pm-first-ma"} {
+		for _, s := range benchShapes {
+			b.Run(fmt.Sprintf("%s/%dx%d", p, s.nodes, s.per), func(b *testing.B) {
+				r, err := NewRound(RoundOptions{Placement: p, Nodes: s.nodes, GPUsPerNode: s.per, Seed: 1, MigrationCost: 120, HeldFrom: "packed-nonsticky"})
 				if err != nil {
 					b.Fatal(err)
 				}

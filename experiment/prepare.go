@@ -98,6 +98,7 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	in.Extras = in.describeExtras()
 	in.warnLong()
 	in.Warnings = append(in.Warnings, NoEffect(o, o.Explicit.Flags)...)
+	in.warnCosts()
 	if in.Raw, in.RawFrom, err = in.loadRaw(); err != nil {
 		return nil, err
 	}
@@ -177,6 +178,17 @@ func (in *Inputs) warnLong() {
 				return
 			}
 		}
+	}
+}
+
+// warnCosts warns when a move costs a whole round or more: a job that a
+// placement or a scheduler moves every round (non-sticky packing, LAS
+// time-slicing) then pays again before it has paid off the last move,
+// never progresses, and the run ends only at the horizon.
+func (in *Inputs) warnCosts() {
+	o := in.Opts
+	if c := max(o.MigrationCost, o.PreemptionCost); c >= o.Round {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("a move costs %g s, at least a round (%g s): a job moved or preempted every round never progresses (LAS and non-sticky placements do that); such a run stops only at the horizon", c, o.Round))
 	}
 }
 

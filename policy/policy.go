@@ -92,6 +92,9 @@ type Env struct {
 	Cluster *cluster.Cluster
 	Scores  *Scores
 	Rand    *rand.Rand
+	// Locality is the slowdown of a job spread over nodes (nil: none).
+	// Migration-aware placers weigh it in a move's gain.
+	Locality func(*workload.Spec) float64
 }
 
 // Scores is the placement-facing view of a variability profile: for each

@@ -284,7 +284,7 @@ func newState(cfg *Config) *state {
 	if s.admit == nil {
 		s.admit = policy.AcceptAll{}
 	}
-	s.env = policy.Env{Cluster: s.cl, Scores: cfg.Scores,
+	s.env = policy.Env{Cluster: s.cl, Scores: cfg.Scores, Locality: cfg.Locality,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, streamPlacement))}
 	s.specs = slices.Clone(cfg.Trace.Jobs)
 	for i := range s.specs {

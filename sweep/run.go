@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/workload"
 )
 
@@ -221,7 +223,7 @@ func cost(g *Grid, p Point) float64 {
 	if p.IsSynergy() {
 		c = float64(g.Synergy.jobs()) / 100
 	}
-	switch p.Placement {
+	switch strings.TrimSuffix(p.Placement, place.MigrationAwareSuffix) {
 	case "pal", "pm-first", "packed-nonsticky":
 		c *= 3
 	case "random-nonsticky":

@@ -68,12 +68,22 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 }
 
 // nonStickyFrame releases every job and places the order from scratch,
-// stopping at the first job that does not fit.
-func nonStickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc) [][]int {
+// stopping at the first job that does not fit. stay, if not nil, may keep
+// a running job on its GPUs (see hysteresis).
+func nonStickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc, stay stayFunc) [][]int {
 	f.reset(env.Cluster)
 	out := make([][]int, len(order))
 	for i, j := range order {
 		g := pick(env, f, j)
+		if stays(stay, j, g, f.free) {
+			f.take(j.GPUsHeld)
+			// The free set no longer differs from the last reset by the
+			// picks alone (the pick was not taken, the held GPUs were):
+			// a placer caching free GPUs (Random's pool) must rebuild.
+			f.gen++
+			out[i] = j.GPUsHeld
+			continue
+		}
 		if g == nil {
 			break
 		}
@@ -89,9 +99,24 @@ func sorted(g []int) []int {
 	return g
 }
 
-// New returns a placer by name.
+// New returns a placer by name. A non-sticky placement's name with
+// MigrationAwareSuffix ("pal-ma") is its migration-aware variant.
 func New(name string) (policy.Placer, error) {
-	switch strings.ToLower(name) {
+	lower := strings.ToLower(name)
+	if base, ok := strings.CutSuffix(lower, MigrationAwareSuffix); ok {
+		p, err := New(base)
+		if err != nil {
+			return nil, unknownPlacement(name)
+		}
+		m, ok := p.(interface{ setMigrationAware() })
+		if !ok || p.Sticky() {
+			return nil, fmt.Errorf("placement %q: %s never migrates a running job, so it has no migration-aware variant; those are %s",
+				name, p.Name(), strings.Join(MigrationAwareNames(), ", "))
+		}
+		m.setMigrationAware()
+		return p, nil
+	}
+	switch lower {
 	case "packed-sticky", "tiresias":
 		return &Packed{sticky: true}, nil
 	case "packed-nonsticky", "gandiva":
@@ -107,7 +132,11 @@ func New(name string) (policy.Placer, error) {
 	case "spread":
 		return &Spread{}, nil
 	}
-	return nil, fmt.Errorf("unknown placement %q (known: %s, spread)", name, strings.Join(Names(), ", "))
+	return nil, unknownPlacement(name)
+}
+
+func unknownPlacement(name string) error {
+	return fmt.Errorf("unknown placement %q (known: %s, spread)", name, strings.Join(append(Names(), MigrationAwareNames()...), ", "))
 }
 
 // Names lists the placements New knows, in the artifact's config order.
@@ -138,4 +167,10 @@ func Canonical(names []string) ([]string, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// MigrationAwareNames lists the migration-aware variants New knows: one
+// per non-sticky placement.
+func MigrationAwareNames() []string {
+	return []string{"pal-ma", "pm-first-ma", "packed-nonsticky-ma", "random-nonsticky-ma"}
 }

@@ -667,8 +667,9 @@ func (x *scoreIndex) rerank(c int, t []int64, i, bn, bv, best, bestCnt int) (int
 // the must-schedule prefix ordered by class with a counting sort (stable,
 // like the reference's stable sort), the rest in order, greedy until the
 // first miss. A job that gets back exactly the GPUs it holds is handed its
-// own slice, so steady rounds allocate only for jobs that move.
-func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []int) [][]int {
+// own slice, so steady rounds allocate only for jobs that move. stay, if
+// not nil, may keep a running job on its GPUs (see hysteresis).
+func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []int, stay stayFunc) [][]int {
 	k, sum := 0, 0
 	for k < len(order) && sum+order[k].GPUs <= x.size {
 		sum += order[k].GPUs
@@ -694,6 +695,11 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []i
 	for _, i := range x.idx {
 		j := order[i]
 		g := pick(j)
+		if stays(stay, j, g, x.free) {
+			x.take(j.GPUsHeld)
+			out[i] = j.GPUsHeld
+			continue
+		}
 		if g == nil {
 			break
 		}

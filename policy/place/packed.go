@@ -9,7 +9,9 @@ import (
 // Default-Packed: sticky is the Tiresias label, non-sticky the Gandiva one.
 type Packed struct {
 	sticky bool
-	f      freeSet
+	// ma: the migration-aware non-sticky variant (see hysteresis).
+	ma bool
+	f  freeSet
 }
 
 // Name implements policy.Placer.
@@ -17,8 +19,10 @@ func (p *Packed) Name() string {
 	if p.sticky {
 		return "packed-sticky"
 	}
-	return "packed-nonsticky"
+	return maName("packed-nonsticky", p.ma)
 }
+
+func (p *Packed) setMigrationAware() { p.ma = true }
 
 // Sticky implements policy.Placer.
 func (p *Packed) Sticky() bool { return p.sticky }
@@ -31,7 +35,7 @@ func (p *Packed) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if p.sticky {
 		return stickyFrame(env, order, &p.f, consolidated)
 	}
-	return nonStickyFrame(env, order, &p.f, consolidated)
+	return nonStickyFrame(env, order, &p.f, consolidated, hysteresis(p.ma, env, false))
 }
 
 // consolidated packs a job onto as few nodes as it can: the first node

@@ -19,15 +19,20 @@ import (
 type PAL struct {
 	// TieBreak is passed to PM-First picks (across entries and other sizes).
 	TieBreak PMFirstTieBreak
-	ix       scoreIndex
-	ref      refPAL
+	// MigrationAware keeps a running job where it is unless moving pays
+	// (see hysteresis): the "pal-ma" placement.
+	MigrationAware bool
+	ix             scoreIndex
+	ref            refPAL
 }
 
 // NewPAL makes a PAL placer with the artifact's PM-First tie-break.
 func NewPAL() *PAL { return &PAL{TieBreak: PMFirstArtifact} }
 
 // Name implements policy.Placer.
-func (p *PAL) Name() string { return "pal" }
+func (p *PAL) Name() string { return maName("pal", p.MigrationAware) }
+
+func (p *PAL) setMigrationAware() { p.MigrationAware = true }
 
 // Sticky implements policy.Placer.
 func (p *PAL) Sticky() bool { return false }
@@ -40,13 +45,13 @@ func (p *PAL) Pure() bool { return true }
 func (p *PAL) Place(env *policy.Env, order []*workload.Job) [][]int {
 	x := p.ix.prepare(env, true)
 	if x == nil || !classesIndexable(order) {
-		p.ref.TieBreak = p.TieBreak
+		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
 		return p.ref.Place(env, order)
 	}
 	lv := &env.Scores.LV
 	return x.frame(order, func(j *workload.Job) []int {
 		return p.pick(x, lv[j.Class], j)
-	})
+	}, hysteresis(p.MigrationAware, env, true))
 }
 
 // pick is refPAL.pick on the index.

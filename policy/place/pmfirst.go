@@ -30,15 +30,20 @@ const (
 // to the reference implementation, which gives the same answers slower.
 type PMFirst struct {
 	TieBreak PMFirstTieBreak
-	ix       scoreIndex
-	ref      refPMFirst
+	// MigrationAware keeps a running job where it is unless moving pays
+	// (see hysteresis): the "pm-first-ma" placement.
+	MigrationAware bool
+	ix             scoreIndex
+	ref            refPMFirst
 }
 
 // NewPMFirst makes a PM-First placer.
 func NewPMFirst(tb PMFirstTieBreak) *PMFirst { return &PMFirst{TieBreak: tb} }
 
 // Name implements policy.Placer.
-func (p *PMFirst) Name() string { return "pm-first" }
+func (p *PMFirst) Name() string { return maName("pm-first", p.MigrationAware) }
+
+func (p *PMFirst) setMigrationAware() { p.MigrationAware = true }
 
 // Sticky implements policy.Placer.
 func (p *PMFirst) Sticky() bool { return false }
@@ -51,10 +56,10 @@ func (p *PMFirst) Pure() bool { return true }
 func (p *PMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
 	x := p.ix.prepare(env, false)
 	if x == nil || !classesIndexable(order) {
-		p.ref.TieBreak = p.TieBreak
+		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
 		return p.ref.Place(env, order)
 	}
 	return x.frame(order, func(j *workload.Job) []int {
 		return x.pmFirst(int(j.Class), j.GPUs, len(x.cls[j.Class].vals)-1, p.TieBreak)
-	})
+	}, hysteresis(p.MigrationAware, env, true))
 }

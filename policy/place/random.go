@@ -11,7 +11,9 @@ import (
 // draws cannot match Python's generator one for one.
 type Random struct {
 	sticky bool
-	f      freeSet
+	// ma: the migration-aware non-sticky variant (see hysteresis).
+	ma bool
+	f  freeSet
 	// pool holds the free GPUs not yet handed out this round; it is
 	// rebuilt only when GPUs are freed (f.gen), so a round costs
 	// O(GPUs + GPUs placed) rather than O(jobs x GPUs).
@@ -25,8 +27,10 @@ func (r *Random) Name() string {
 	if r.sticky {
 		return "random-sticky"
 	}
-	return "random-nonsticky"
+	return maName("random-nonsticky", r.ma)
 }
+
+func (r *Random) setMigrationAware() { r.ma = true }
 
 // Sticky implements policy.Placer.
 func (r *Random) Sticky() bool { return r.sticky }
@@ -36,7 +40,7 @@ func (r *Random) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if r.sticky {
 		return stickyFrame(env, order, &r.f, r.pick)
 	}
-	return nonStickyFrame(env, order, &r.f, r.pick)
+	return nonStickyFrame(env, order, &r.f, r.pick, hysteresis(r.ma, env, false))
 }
 
 func (r *Random) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {

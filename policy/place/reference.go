@@ -19,26 +19,28 @@ import (
 
 // refPMFirst is the reference PM-First placer.
 type refPMFirst struct {
-	TieBreak PMFirstTieBreak
-	f        freeSet
-	s        picker
+	TieBreak       PMFirstTieBreak
+	MigrationAware bool
+	f              freeSet
+	s              picker
 }
 
 func (p *refPMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
 	return refClassFirstFrame(env, order, &p.f, func(env *policy.Env, f *freeSet, j *workload.Job) []int {
 		return p.s.pmFirst(env, f, j, math.Inf(1), p.TieBreak)
-	})
+	}, hysteresis(p.MigrationAware, env, true))
 }
 
 // refPAL is the reference PAL placer.
 type refPAL struct {
-	TieBreak PMFirstTieBreak
-	f        freeSet
-	s        picker
+	TieBreak       PMFirstTieBreak
+	MigrationAware bool
+	f              freeSet
+	s              picker
 }
 
 func (p *refPAL) Place(env *policy.Env, order []*workload.Job) [][]int {
-	return refClassFirstFrame(env, order, &p.f, p.pick)
+	return refClassFirstFrame(env, order, &p.f, p.pick, hysteresis(p.MigrationAware, env, true))
 }
 
 func (p *refPAL) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
@@ -67,8 +69,9 @@ func (p *refPAL) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
 // everything, find the must-schedule prefix (jobs in order while their
 // cumulative demand fits the cluster; the job that crosses the size is
 // left out), stable-sort it by class, append the rest in order, and place
-// greedily until the first failure.
-func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc) [][]int {
+// greedily until the first failure; stay, if not nil, may keep a running
+// job on its GPUs (see hysteresis).
+func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc, stay stayFunc) [][]int {
 	size := env.Cluster.Size()
 	k, sum := 0, 0
 	for k < len(order) && sum+order[k].GPUs <= size {
@@ -83,7 +86,13 @@ func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick
 	f.reset(env.Cluster)
 	out := make([][]int, len(order))
 	for _, i := range idx {
-		g := pick(env, f, order[i])
+		j := order[i]
+		g := pick(env, f, j)
+		if stays(stay, j, g, f.free) {
+			f.take(j.GPUsHeld)
+			out[i] = j.GPUsHeld
+			continue
+		}
 		if g == nil {
 			break
 		}

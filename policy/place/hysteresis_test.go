@@ -1,0 +1,211 @@
+package place
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// twoNodeEnv is 2 nodes x 2 GPUs: for class A, node 0's GPUs score 1.0
+// and node 1's 0.9 (faster); locality penalty 2.
+func twoNodeEnv(t *testing.T) *policy.Env {
+	t.Helper()
+	c, err := cluster.New(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &policy.Scores{}
+	for k := range sc.SF {
+		sc.SF[k] = []float64{1.0, 1.0, 0.9, 0.9}
+		sc.LV[k] = []policy.LVStep{{V: 0.9}, {V: 1.0}, {V: 0.9, Across: true}, {V: 1.0, Across: true}}
+	}
+	return &policy.Env{Cluster: c, Scores: sc, Rand: rand.New(rand.NewPCG(1, 2)),
+		Locality: func(*workload.Spec) float64 { return 2 }}
+}
+
+// costly makes a running class-A job of n GPUs with remaining work iters
+// x 1 s on held, and a migration cost.
+func costly(id int, iters, cost float64, held ...int) *workload.Job {
+	j := job(id, len(held), variability.ClassA, held...)
+	j.Iterations, j.IterTime = iters, 1
+	j.MoveCost.Migration = cost
+	return j
+}
+
+func mustNew(t *testing.T, name string) policy.Placer {
+	t.Helper()
+	p, err := New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Hand-computed: a 1-GPU job on GPU 0 (score 1.0) with 1,000 s of work
+// left would run 0.1 x 1,000 = 100 s faster on GPU 2 (score 0.9), which
+// is PAL's and PM-First's pick. It moves when that gain exceeds its
+// migration cost and stays otherwise; the base placers always move it.
+func TestMigrationAwareMovesOnlyWhenItPays(t *testing.T) {
+	for _, base := range []string{"pal", "pm-first"} {
+		for _, tc := range []struct {
+			cost float64
+			want []int
+		}{
+			{0, []int{2}},   // free: the base placer's answer
+			{50, []int{2}},  // gain 100 > 50: moves
+			{99, []int{2}},  // gain 100 > 99: moves
+			{100, []int{0}}, // gain 100 = cost: stays (it must exceed)
+			{500, []int{0}}, // gain 100 < 500: stays
+		} {
+			e := twoNodeEnv(t)
+			j := costly(0, 1000, tc.cost, 0)
+			if got := mustNew(t, base).Place(e, []*workload.Job{j}); !slices.Equal(got[0], []int{2}) {
+				t.Fatalf("%s: base placer gives %v, want the faster GPU 2", base, got[0])
+			}
+			got := mustNew(t, base+"-ma").Place(e, []*workload.Job{j})
+			if !slices.Equal(got[0], tc.want) {
+				t.Errorf("%s-ma, cost %v: job on %v, want %v", base, tc.cost, got[0], tc.want)
+			}
+		}
+	}
+}
+
+// Less work left, less gain: at 400 s left the same move gains 40 s, so a
+// 50 s cost keeps the job where it is.
+func TestMigrationAwareWeighsRemainingWork(t *testing.T) {
+	e := twoNodeEnv(t)
+	j := costly(0, 1000, 50, 0)
+	j.Executed = 600
+	if got := mustNew(t, "pal-ma").Place(e, []*workload.Job{j}); !slices.Equal(got[0], []int{0}) {
+		t.Errorf("400 s left, gain 40 s, cost 50 s: on %v, want it kept on [0]", got[0])
+	}
+}
+
+// The priority order holds: a waiting job ahead in the order takes the
+// fast node whatever the running job behind it would pay to move; the
+// displaced job moves (its GPUs are gone) and the answer for the job
+// ahead is the base placer's.
+func TestMigrationAwareKeepsPriorityOrder(t *testing.T) {
+	for _, base := range []string{"pal", "pm-first"} {
+		e := twoNodeEnv(t)
+		ahead := job(0, 2, variability.ClassA) // waiting, wants node 1
+		behind := costly(1, 1e9, 1e9, 2)       // running on GPU 2, never worth moving
+		order := []*workload.Job{ahead, behind}
+		want := mustNew(t, base).Place(e, order)
+		got := mustNew(t, base+"-ma").Place(e, order)
+		if !slices.Equal(got[0], []int{2, 3}) || !slices.Equal(got[0], want[0]) {
+			t.Errorf("%s-ma: job ahead got %v, base %v, want [2 3]", base, got[0], want[0])
+		}
+		if got[1] == nil || slices.Contains(got[1], 2) || slices.Contains(got[1], 3) {
+			t.Errorf("%s-ma: displaced job got %v, want a GPU of node 0", base, got[1])
+		}
+	}
+}
+
+// The variability-blind baselines weigh locality only: a 2-GPU job spread
+// over GPUs 1 and 2 (penalty 2) with 1,000 s left gains 1,000 s by
+// consolidating, so a 999 s cost moves it and a 1,000 s cost keeps it. A
+// job on one node gains nothing from another node, whatever the scores.
+func TestMigrationAwareBaselinesWeighLocality(t *testing.T) {
+	for _, tc := range []struct {
+		held []int
+		cost float64
+		want []int
+	}{
+		{[]int{1, 2}, 999, []int{0, 1}},
+		{[]int{1, 2}, 1000, []int{1, 2}},
+		{[]int{0, 1}, 1, []int{0, 1}},
+	} {
+		e := twoNodeEnv(t)
+		j := costly(0, 1000, tc.cost, tc.held...)
+		got := mustNew(t, "packed-nonsticky-ma").Place(e, []*workload.Job{j})
+		if !slices.Equal(got[0], tc.want) {
+			t.Errorf("held %v cost %v: got %v, want %v", tc.held, tc.cost, got[0], tc.want)
+		}
+	}
+	// Random: a job on one node never moves once moves cost anything.
+	e := twoNodeEnv(t)
+	r := mustNew(t, "random-nonsticky-ma")
+	for range 20 {
+		j := costly(0, 1e6, 1, 2, 3)
+		if got := r.Place(e, []*workload.Job{j}); !slices.Equal(got[0], []int{2, 3}) {
+			t.Fatalf("random-nonsticky-ma moved a consolidated job to %v", got[0])
+		}
+	}
+}
+
+// A kept job's GPUs are never handed to another job, also by Random,
+// which caches a pool of free GPUs across picks.
+func TestMigrationAwareRandomNeverDoubleBooks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		c := randomCluster(t, rng)
+		e := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()), Rand: rand.New(rand.NewPCG(uint64(trial), 1))}
+		order := randomQueue(rng, c)
+		for _, j := range order {
+			j.Iterations, j.IterTime, j.MoveCost.Migration = 1000, 1, 5
+		}
+		for _, name := range MigrationAwareNames() {
+			out := mustNew(t, name).Place(e, order)
+			seen := map[int]int{}
+			for i, g := range out {
+				if g != nil && len(g) != order[i].GPUs {
+					t.Fatalf("%s: job %d got %d GPUs, wants %d", name, order[i].ID, len(g), order[i].GPUs)
+				}
+				for _, x := range g {
+					if o, ok := seen[x]; ok {
+						t.Fatalf("%s trial %d: GPU %d given to jobs %d and %d", name, trial, x, o, order[i].ID)
+					}
+					seen[x] = order[i].ID
+				}
+			}
+		}
+	}
+}
+
+// The indexed migration-aware placers return what the reference scans
+// return, on random clusters, queues and costs.
+func TestMigrationAwareIndexedMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	pal := &PAL{TieBreak: PMFirstArtifact, MigrationAware: true}
+	pm := &PMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
+	for trial := range 400 {
+		c := randomCluster(t, rng)
+		e := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()),
+			Locality: func(*workload.Spec) float64 { return 1.7 }}
+		order := randomQueue(rng, c)
+		for _, j := range order {
+			j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
+			j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
+		}
+		ref := &refPAL{TieBreak: PMFirstArtifact, MigrationAware: true}
+		sameAlloc(t, "pal-ma", pal.Place(e, order), ref.Place(e, order))
+		refPM := &refPMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
+		sameAlloc(t, "pm-first-ma", pm.Place(e, order), refPM.Place(e, order))
+		_ = trial
+	}
+}
+
+// Names: every migration-aware name is its base's non-sticky variant; a
+// sticky placement has none.
+func TestMigrationAwareNames(t *testing.T) {
+	for _, n := range MigrationAwareNames() {
+		p := mustNew(t, n)
+		if p.Name() != n || p.Sticky() {
+			t.Errorf("New(%q): Name %q, Sticky %v", n, p.Name(), p.Sticky())
+		}
+	}
+	if p := mustNew(t, "PAL-MA"); p.Name() != "pal-ma" {
+		t.Errorf("PAL-MA is %q", p.Name())
+	}
+	for _, bad := range []string{"packed-sticky-ma", "random-sticky-ma", "tiresias-ma", "best-ma"} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%q) accepted", bad)
+		}
+	}
+}
