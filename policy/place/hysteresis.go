@@ -25,6 +25,13 @@ import (
 // exactly the base placer's answer: it never keeps a job the base would
 // move.
 //
+// The variants stay policy.Pure although their answer also reads each
+// running job's remaining work: the work only shrinks between rounds, and
+// with it the gain, so a job kept because its move did not pay is kept
+// again while nothing else changes, and a round in which nothing moved
+// repeats (the simulator's dead-round skipping relies on that; its
+// property test checks it).
+//
 // The slowdown is the placer's own estimate: for the variability-aware
 // placers (PAL, PM-First) the worst PM-score of the GPUs times the
 // locality penalty when they span nodes; for the variability-blind
