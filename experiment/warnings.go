@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/variability"
 )
 
@@ -32,7 +33,8 @@ func NoEffect(o Options, given []string) []string {
 	places := o.PlacementList()
 	anyOf := func(names ...string) bool {
 		for _, p := range places {
-			if slices.Contains(names, strings.ToLower(p)) {
+			// A migration-aware variant reads what its base reads.
+			if slices.Contains(names, strings.TrimSuffix(strings.ToLower(p), place.MigrationAwareSuffix)) {
 				return true
 			}
 		}
