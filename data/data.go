@@ -20,7 +20,8 @@ var Traces embed.FS
 //go:embed reference
 var Reference embed.FS
 
-// Philly holds philly/philly.csv (Pollux's processed Philly job trace).
+// Philly holds philly/philly.csv (Pollux's processed Philly job trace) and
+// philly/philly_vc.csv (Helios' node counts of the 11 large Philly VCs).
 //
 //go:embed philly
 var Philly embed.FS

@@ -63,6 +63,8 @@ type Options struct {
 	Tenancy         string `json:"tenancy,omitempty"`
 	Cells           string `json:"cells,omitempty"`
 	CheckInvariants bool   `json:"check_invariants,omitempty"`
+	// NodeEvents is a CSV of time_s,node,event (down or up); needs hived.
+	NodeEvents string `json:"node_events,omitempty"`
 
 	// Explicit records which preset-driven inputs the user named. A
 	// preset's background arrivals and pinned artifact tables belong to

@@ -46,7 +46,8 @@ type Inputs struct {
 	pinnedExtras map[int]bool
 	traceIDs     map[int]bool
 	// Layout is the cells the tenancy stage works on (nil: no tenancy).
-	Layout *tenant.Layout
+	Layout     *tenant.Layout
+	nodeEvents []sim.NodeEvent
 }
 
 // artifactPinShape is the only cluster the artifact's pinned inputs exist for.

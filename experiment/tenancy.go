@@ -2,9 +2,12 @@ package experiment
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/internal/csvin"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/sim"
@@ -23,6 +26,9 @@ func (o Options) validateTenancy() error {
 	}
 	if !o.tenancyOn() && o.Cells != "" {
 		return fmt.Errorf("--cells %s needs --tenancy quota, hived or private", o.Cells)
+	}
+	if o.NodeEvents != "" && o.Tenancy != "hived" {
+		return fmt.Errorf("--node-events %s needs --tenancy hived (the stage that tracks bad nodes)", o.NodeEvents)
 	}
 	return nil
 }
@@ -54,7 +60,61 @@ func (in *Inputs) setupTenancy() error {
 		return err
 	}
 	in.Cluster = in.Layout.Cluster
+	if o.NodeEvents != "" {
+		if in.nodeEvents, err = readNodeEvents(o.NodeEvents, in.Cluster); err != nil {
+			return err
+		}
+	}
 	return in.Layout.Validate(in.Trace, o.Tenancy == "hived")
+}
+
+// readNodeEvents reads `time_s,node,event` rows (event down or up; node
+// by name), in time order.
+func readNodeEvents(path string, c *cluster.Cluster) ([]sim.NodeEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := csvin.Open(path, f, csvin.EmptyMsg("empty file (want a header time_s,node,event)"))
+	if err != nil {
+		return nil, err
+	}
+	cols, err := t.Cols("time_s", "node", "event")
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]int{}
+	for i, n := range c.Nodes {
+		byName[n.Name] = i
+	}
+	var out []sim.NodeEvent
+	for t.Next() {
+		at, err := t.Float(cols[0])
+		if err != nil {
+			return nil, err
+		}
+		if at < 0 || (len(out) > 0 && at < out[len(out)-1].T) {
+			return nil, t.Errorf(cols[0], "%g s is negative or before the previous event", at)
+		}
+		name, err := t.Field(cols[1])
+		if err != nil {
+			return nil, err
+		}
+		node, ok := byName[name]
+		if !ok {
+			return nil, t.Errorf(cols[1], "unknown node %q", name)
+		}
+		ev, err := t.Field(cols[2])
+		if err != nil {
+			return nil, err
+		}
+		if ev != "down" && ev != "up" {
+			return nil, t.Errorf(cols[2], "%q is not down or up", ev)
+		}
+		out = append(out, sim.NodeEvent{T: at, Node: node, Up: ev == "up"})
+	}
+	return out, t.Err()
 }
 
 // TenancyDescription is the tenancy line of the output header ("" off).
@@ -75,6 +135,7 @@ func (in *Inputs) addTenancy(cfg *sim.Config) error {
 		return nil
 	}
 	cfg.CheckInvariants = in.Opts.CheckInvariants
+	cfg.NodeEvents = in.nodeEvents
 	switch in.Opts.Tenancy {
 	case "quota":
 		cfg.Tenancy = tenant.NewQuota(in.Layout)

@@ -71,6 +71,10 @@ type Config struct {
 	// CheckInvariants runs the tenancy stage's checker every round; a
 	// violation stops the run with an error.
 	CheckInvariants bool
+	// NodeEvents take nodes down and up (in time order); at each round
+	// boundary the events due are applied before scheduling. They need a
+	// tenancy stage that tracks node health (NodeHealth).
+	NodeEvents []NodeEvent
 
 	Round    float64
 	Locality LocalityFunc
@@ -113,6 +117,19 @@ type Config struct {
 	Plain bool
 	// noSkip keeps the incremental path but steps every round (tests).
 	noSkip bool
+}
+
+// NodeEvent is a node going down or coming back at time T.
+type NodeEvent struct {
+	T    float64
+	Node int
+	Up   bool
+}
+
+// NodeHealth is a tenancy stage that tracks bad hardware: a node going
+// down keeps its running jobs but takes no new ones.
+type NodeHealth interface {
+	SetNodeHealth(node int, up bool) error
 }
 
 // RoundStat is the cluster after a round's placement.
@@ -215,6 +232,16 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if len(c.NodeEvents) > 0 {
+		if _, ok := c.Tenancy.(NodeHealth); !ok {
+			return errors.New("sim: node events need a tenancy stage that tracks node health (--tenancy hived)")
+		}
+		for i, e := range c.NodeEvents {
+			if e.Node < 0 || e.Node >= c.Cluster.NumNodes() || !(e.T >= 0) || (i > 0 && e.T < c.NodeEvents[i-1].T) {
+				return fmt.Errorf("sim: node event %d (t = %g, node %d) is out of range or out of time order", i, e.T, e.Node)
+			}
+		}
+	}
 	if !(c.ExtraLoad >= 0) || math.IsInf(c.ExtraLoad, 0) {
 		return fmt.Errorf("sim: extra load must be a finite number of jobs/hour >= 0, got %v", c.ExtraLoad)
 	}
@@ -277,6 +304,7 @@ type state struct {
 	rounds     []RoundStat
 	arrived    []*workload.Job
 	maxRound   int
+	nextEvent  int
 }
 
 func newState(cfg *Config) *state {
@@ -321,6 +349,9 @@ func (s *state) run() (*Result, error) {
 			break
 		}
 		s.arrive(T)
+		if err := s.nodeEvents(T); err != nil {
+			return nil, err
+		}
 		s.schedule(T, R)
 		if s.cfg.CheckInvariants && s.cfg.Tenancy != nil {
 			if err := s.cfg.Tenancy.Check(); err != nil {
@@ -379,6 +410,18 @@ func (s *state) finish(j *workload.Job, T float64) {
 	if s.cfg.Tenancy != nil {
 		s.cfg.Tenancy.Finish(j)
 	}
+}
+
+// nodeEvents applies the node events due at T.
+func (s *state) nodeEvents(T float64) error {
+	for s.nextEvent < len(s.cfg.NodeEvents) && s.cfg.NodeEvents[s.nextEvent].T <= T {
+		e := s.cfg.NodeEvents[s.nextEvent]
+		if err := s.cfg.Tenancy.(NodeHealth).SetNodeHealth(e.Node, e.Up); err != nil {
+			return fmt.Errorf("sim: node event at t = %g: %w", e.T, err)
+		}
+		s.nextEvent++
+	}
+	return nil
 }
 
 // progress credits the round (T-R, T] to running jobs and completes those

@@ -105,3 +105,40 @@ func TestSimTenancyDefaultVC(t *testing.T) {
 		t.Fatalf("no default VC in %s", out)
 	}
 }
+
+// A node failure under HiveD: node-1 is down from t = 0 to t = 600 s, so
+// B's whole-node cell has no healthy node and B waits until it comes back;
+// A's 1-GPU jobs run on node-0 throughout.
+func TestSimNodeEvents(t *testing.T) {
+	ev := filepath.Join(t.TempDir(), "events.csv")
+	if err := os.WriteFile(ev, []byte("time_s,node,event\n0,node-1,down\n600,node-1,up\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := h3Run(t, "--tenancy", "hived", "--placement", "spread", "--node-events", ev)
+	if b := rows["4"]; b["start_s"] != "600.00" || b["nodes"] != "1" {
+		t.Fatalf("B = %v, want a start at 600 s on node 1", b)
+	}
+	for _, id := range []string{"0", "1", "2", "3"} {
+		if a := rows[id]; a["start_s"] != "0.00" || a["nodes"] != "0" {
+			t.Fatalf("A's job %s = %v, want a start at 0 on node 0", id, a)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	for _, c := range []struct{ text, want string }{
+		{"time_s,node,event\n0,node-9,down\n", `bad.csv:2: field "node": unknown node "node-9"`},
+		{"time_s,node,event\n0,node-1,off\n", `bad.csv:2: field "event": "off" is not down or up`},
+		{"time_s,node,event\n10,node-1,down\n5,node-1,up\n", `bad.csv:3: field "time_s": 5 s is negative or before the previous event`},
+	} {
+		if err := os.WriteFile(bad, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := run(t, "sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--tenancy", "hived", "--placement", "spread", "--node-events", bad)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+	if _, err := run(t, "sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--tenancy", "quota", "--placement", "spread", "--node-events", ev); err == nil ||
+		!strings.Contains(err.Error(), "needs --tenancy hived") {
+		t.Errorf("quota with node events: %v", err)
+	}
+}

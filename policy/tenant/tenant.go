@@ -220,13 +220,19 @@ func (q *Quota) Check() error {
 // keeps its cells unless a higher-priority job of its VC, or any
 // guaranteed job over opportunistic ones, preempts it. The cells choose
 // the GPUs (HiveD's packing and buddy binding); the placer is not used.
+//
+// Each VC's queue is strict, as the placers' round frame is: the first
+// guaranteed job of a VC that cannot be placed ends that VC's round (no
+// backfilling), so a VC sees the same queue as on a private cluster of
+// its cells. Other VCs go on; opportunistic jobs never block.
 type HiveD struct {
-	l     *Layout
-	s     *tenancy.Scheduler
-	held  map[int]bool
-	node  int
-	gone  map[int]bool
-	index map[int]int
+	l       *Layout
+	s       *tenancy.Scheduler
+	held    map[int]bool
+	node    int
+	gone    map[int]bool
+	index   map[int]int
+	blocked map[string]bool
 }
 
 // NewHiveD builds a HiveD stage with fresh cells (all free, all healthy).
@@ -235,7 +241,7 @@ func NewHiveD(l *Layout) (*HiveD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{}}, nil
+	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{}, blocked: map[string]bool{}}, nil
 }
 
 // Name implements policy.Tenancy.
@@ -249,6 +255,7 @@ func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][
 	out := make([][]int, len(order))
 	clear(h.gone)
 	clear(h.index)
+	clear(h.blocked)
 	for i, j := range order {
 		h.index[j.ID] = i
 	}
@@ -260,12 +267,18 @@ func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][
 			out[i] = j.GPUsHeld
 			continue
 		}
-		d, err := h.s.Schedule(tenancy.Request{Group: strconv.Itoa(j.ID), VC: h.l.vcOf(&j.Spec), Priority: j.VCPriority,
+		vc := h.l.vcOf(&j.Spec)
+		guaranteed := j.VCPriority != tenancy.Opportunistic
+		if guaranteed && h.blocked[vc] {
+			continue
+		}
+		d, err := h.s.Schedule(tenancy.Request{Group: strconv.Itoa(j.ID), VC: vc, Priority: j.VCPriority,
 			Pods: pods(&j.Spec, h.node), LazyPreemptable: false})
 		if err != nil {
 			panic("tenant: " + err.Error()) // Validate rejects such jobs before the first round
 		}
 		if !d.Placed {
+			h.blocked[vc] = h.blocked[vc] || guaranteed
 			continue
 		}
 		h.held[j.ID] = true
@@ -289,6 +302,14 @@ func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][
 	return out
 }
 
+// SetNodeHealth implements sim.NodeHealth: cluster node i goes down or up.
+func (h *HiveD) SetNodeHealth(node int, up bool) error {
+	if node < 0 || node >= h.l.Cluster.NumNodes() {
+		return fmt.Errorf("tenant: no node %d", node)
+	}
+	return h.s.SetNodeHealth(h.l.Cluster.Nodes[node].Name, up)
+}
+
 // Finish implements policy.Tenancy.
 func (h *HiveD) Finish(j *workload.Job) {
 	if h.held[j.ID] {
@@ -302,3 +323,25 @@ func (h *HiveD) Finish(j *workload.Job) {
 // Check implements policy.Tenancy: the full safety invariant and the
 // consistency of the cells.
 func (h *HiveD) Check() error { return h.s.Check() }
+
+// PhillyCells is the cells config of the Philly replay: one 8-GPU node
+// type (PCIe pairs and sockets inside, as a DGX-1-like machine), as many
+// nodes as the VCs hold in all, and each VC owning its node count as node
+// cells. Node names are node-0, node-1, ...
+func PhillyCells(vcs []workload.PhillyVC) *tenancy.Config {
+	cfg := &tenancy.Config{File: "philly VCs (philly/philly_vc.csv, 8-GPU nodes)"}
+	cfg.CellTypes = []tenancy.CellTypeSpec{
+		{Name: "PCIE", ChildCellType: "GPU", ChildCellNumber: 2},
+		{Name: "SOCKET", ChildCellType: "PCIE", ChildCellNumber: 2},
+		{Name: "NODE", ChildCellType: "SOCKET", ChildCellNumber: 2, IsNodeLevel: true},
+	}
+	n := 0
+	for _, v := range vcs {
+		for i := 0; i < v.Nodes; i++ {
+			cfg.PhysicalCells = append(cfg.PhysicalCells, tenancy.PhysicalCellSpec{CellType: "NODE", CellAddress: fmt.Sprintf("node-%d", n)})
+			n++
+		}
+		cfg.VCs = append(cfg.VCs, tenancy.VCSpec{Name: v.Name, VirtualCells: []tenancy.VirtualCellSpec{{CellType: "NODE", CellNumber: v.Nodes}}})
+	}
+	return cfg
+}
