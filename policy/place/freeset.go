@@ -1,6 +1,12 @@
 package place
 
-import "github.com/palsched/pal/cluster"
+import (
+	"math/bits"
+
+	"github.com/palsched/pal/cluster"
+)
+
+func bits64(m uint64) int { return bits.TrailingZeros64(m) }
 
 // freeSet is a placer's scratch copy of which GPUs are free this round.
 // GPU ids are contiguous per node, so a node's GPUs are a range and "the
@@ -10,6 +16,12 @@ type freeSet struct {
 	free     []bool
 	nodeFree []int
 	total    int
+	maxPer   int
+	// byFree files every node with k >= 1 free GPUs under k, so that
+	// "the first node with exactly k free" and "nodes by free count" are
+	// bitset reads instead of scans of every node (packed placement asks
+	// them for every job).
+	byFree nodeBuckets
 	// gen changes whenever GPUs are freed (a reset or a give), so a placer
 	// caching a list of free GPUs knows when taking alone no longer
 	// explains the difference.
@@ -31,16 +43,27 @@ func (f *freeSet) reset(c *cluster.Cluster) {
 	for g := range f.free {
 		f.free[g] = true
 	}
+	f.maxPer = c.MaxGPUsPerNode()
+	f.byFree.reset(c.NumNodes(), f.maxPer)
 	for i, nd := range c.Nodes {
 		f.nodeFree[i] = len(nd.GPUs)
+		f.byFree.add(len(nd.GPUs), i)
 	}
 	f.total = n
+}
+
+// setFree moves node from its bucket to the one for k free GPUs.
+func (f *freeSet) setFree(node, k int) {
+	f.byFree.del(f.nodeFree[node], node)
+	f.nodeFree[node] = k
+	f.byFree.add(k, node)
 }
 
 func (f *freeSet) take(gpus []int) {
 	for _, g := range gpus {
 		f.free[g] = false
-		f.nodeFree[f.c.GPUs[g].Node]--
+		nd := f.c.GPUs[g].Node
+		f.setFree(nd, f.nodeFree[nd]-1)
 	}
 	f.total -= len(gpus)
 }
@@ -49,7 +72,8 @@ func (f *freeSet) give(gpus []int) {
 	f.gen++
 	for _, g := range gpus {
 		f.free[g] = true
-		f.nodeFree[f.c.GPUs[g].Node]++
+		nd := f.c.GPUs[g].Node
+		f.setFree(nd, f.nodeFree[nd]+1)
 	}
 	f.total += len(gpus)
 }
@@ -76,4 +100,77 @@ func (f *freeSet) list(dst []int) []int {
 		}
 	}
 	return dst
+}
+
+// nodeBuckets is one bitset over nodes per free count k (1..max), with a
+// summary bitset of its non-empty words, so the lowest node of a bucket is
+// found in a couple of word reads even on thousands of nodes.
+type nodeBuckets struct {
+	nw, sw int
+	bits   []uint64 // bucket k: bits[(k-1)*nw:][:nw]
+	sum    []uint64 // bucket k: sum[(k-1)*sw:][:sw]
+}
+
+func (b *nodeBuckets) reset(nodes, max int) {
+	b.nw = (nodes + 63) >> 6
+	b.sw = (b.nw + 63) >> 6
+	b.bits = resize(b.bits, max*b.nw)
+	b.sum = resize(b.sum, max*b.sw)
+}
+
+func resize(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+func (b *nodeBuckets) add(k, node int) {
+	if k <= 0 {
+		return
+	}
+	w := (k-1)*b.nw + node>>6
+	b.bits[w] |= 1 << (node & 63)
+	b.sum[(k-1)*b.sw+node>>12] |= 1 << ((node >> 6) & 63)
+}
+
+func (b *nodeBuckets) del(k, node int) {
+	if k <= 0 {
+		return
+	}
+	w := (k-1)*b.nw + node>>6
+	b.bits[w] &^= 1 << (node & 63)
+	if b.bits[w] == 0 {
+		b.sum[(k-1)*b.sw+node>>12] &^= 1 << ((node >> 6) & 63)
+	}
+}
+
+// next is the lowest node >= from with exactly k free GPUs, or -1.
+func (b *nodeBuckets) next(k, from int) int {
+	if k <= 0 || (k-1)*b.nw >= len(b.bits) {
+		return -1
+	}
+	bits := b.bits[(k-1)*b.nw : k*b.nw]
+	sum := b.sum[(k-1)*b.sw : k*b.sw]
+	w := from >> 6
+	if w >= len(bits) {
+		return -1
+	}
+	if m := bits[w] &^ (1<<(from&63) - 1); m != 0 {
+		return w<<6 | bits64(m)
+	}
+	// Later words, through the summary.
+	for sw := (w + 1) >> 6; sw < len(sum); sw++ {
+		m := sum[sw]
+		if sw == (w+1)>>6 {
+			m &^= 1<<((w+1)&63) - 1
+		}
+		if m != 0 {
+			ww := sw<<6 | bits64(m)
+			return ww<<6 | bits64(bits[ww])
+		}
+	}
+	return -1
 }

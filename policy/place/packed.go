@@ -42,35 +42,24 @@ func (p *Packed) Place(env *policy.Env, order []*workload.Job) [][]int {
 // with exactly n free GPUs; else the node with the fewest free GPUs that
 // still holds n (lowest id on ties); else, if the cluster has n free,
 // drain nodes from the most free (lowest id on ties), lowest GPU ids first.
+// Nodes are found through the free set's buckets by free count; the scan
+// it replaces is refConsolidated, and the property tests compare the two.
 func consolidated(_ *policy.Env, f *freeSet, j *workload.Job) []int {
 	n := j.GPUs
 	if f.total < n {
 		return nil
 	}
-	best := -1
-	for node, k := range f.nodeFree {
-		if k == n {
+	for k := n; k <= f.maxPer; k++ {
+		if node := f.byFree.next(k, 0); node >= 0 {
 			return f.firstFree(make([]int, 0, n), node, n)
 		}
-		if k > n && (best < 0 || k < f.nodeFree[best]) {
-			best = node
-		}
-	}
-	if best >= 0 {
-		return f.firstFree(make([]int, 0, n), best, n)
 	}
 	// Spread: visit nodes by free count descending, ties by id.
 	out := make([]int, 0, n)
-	used := make([]bool, len(f.nodeFree))
-	for len(out) < n {
-		top := -1
-		for node, k := range f.nodeFree {
-			if !used[node] && k > 0 && (top < 0 || k > f.nodeFree[top]) {
-				top = node
-			}
+	for k := f.maxPer; k >= 1 && len(out) < n; k-- {
+		for node := f.byFree.next(k, 0); node >= 0 && len(out) < n; node = f.byFree.next(k, node+1) {
+			out = f.firstFree(out, node, n-len(out))
 		}
-		used[top] = true
-		out = f.firstFree(out, top, n-len(out))
 	}
 	return sorted(out)
 }

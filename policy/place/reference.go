@@ -225,3 +225,38 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// refConsolidated is the packed placement's rule as a scan of every node
+// (see consolidated, which answers the same from buckets).
+func refConsolidated(_ *policy.Env, f *freeSet, j *workload.Job) []int {
+	n := j.GPUs
+	if f.total < n {
+		return nil
+	}
+	best := -1
+	for node, k := range f.nodeFree {
+		if k == n {
+			return f.firstFree(make([]int, 0, n), node, n)
+		}
+		if k > n && (best < 0 || k < f.nodeFree[best]) {
+			best = node
+		}
+	}
+	if best >= 0 {
+		return f.firstFree(make([]int, 0, n), best, n)
+	}
+	// Spread: visit nodes by free count descending, ties by id.
+	out := make([]int, 0, n)
+	used := make([]bool, len(f.nodeFree))
+	for len(out) < n {
+		top := -1
+		for node, k := range f.nodeFree {
+			if !used[node] && k > 0 && (top < 0 || k > f.nodeFree[top]) {
+				top = node
+			}
+		}
+		used[top] = true
+		out = f.firstFree(out, top, n-len(out))
+	}
+	return sorted(out)
+}

@@ -345,3 +345,47 @@ func BenchmarkPick(b *testing.B) {
 		}
 	})
 }
+
+// The packed placements pick nodes through the free set's buckets; they
+// must pick what the scan of every node picks, round after round and in
+// the middle of rounds (every partial state a frame passes through).
+func TestPackedMatchesReferenceScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for trial := range 400 {
+		c := randomCluster(t, rng)
+		if trial%4 == 0 {
+			// Past 64 nodes the buckets span words and their summary.
+			var err error
+			if c, err = cluster.New(65+rng.IntN(700), 1+rng.IntN(8)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := &policy.Env{Cluster: c, Rand: rand.New(rand.NewPCG(1, 2))}
+		order := randomQueue(rng, c)
+		var a, b freeSet
+		sameAlloc(t, fmt.Sprintf("trial %d sticky %v", trial, c), stickyFrame(e, order, &a, consolidated), stickyFrame(e, order, &b, refConsolidated))
+		sameAlloc(t, fmt.Sprintf("trial %d non-sticky %v", trial, c), nonStickyFrame(e, order, &a, consolidated), nonStickyFrame(e, order, &b, refConsolidated))
+		// Random takes and gives, comparing every demand in between.
+		a.reset(c)
+		var held [][]int
+		for range 30 {
+			for n := 1; n <= min(c.Size(), 3*c.MaxGPUsPerNode()); n++ {
+				j := &workload.Job{Spec: workload.Spec{GPUs: n}}
+				if got, want := consolidated(e, &a, j), refConsolidated(e, &a, j); !slices.Equal(got, want) {
+					t.Fatalf("trial %d %v free %v: %d GPUs: got %v, scan %v", trial, c, a.nodeFree, n, got, want)
+				}
+			}
+			if len(held) > 0 && rng.IntN(3) == 0 {
+				k := rng.IntN(len(held))
+				a.give(held[k])
+				held = slices.Delete(held, k, k+1)
+				continue
+			}
+			j := &workload.Job{Spec: workload.Spec{GPUs: 1 + rng.IntN(c.MaxGPUsPerNode()+1)}}
+			if g := consolidated(e, &a, j); g != nil {
+				a.take(g)
+				held = append(held, g)
+			}
+		}
+	}
+}
