@@ -21,6 +21,8 @@ import (
 // Inputs are the resolved, read-only inputs shared by every placement of
 // one comparison (and safe to share across goroutines).
 type Inputs struct {
+	// noRecords runs without per-job records (Hooks.NoJobRecords).
+	noRecords     bool
 	Opts          Options
 	Cluster       *cluster.Cluster
 	Trace         *workload.Trace
@@ -308,6 +310,7 @@ func (in *Inputs) config(placement string) (sim.Config, error) {
 		Seed:            in.Opts.Seed,
 		StarvationGuard: in.Opts.StarvationGuard,
 		Track:           in.Track,
+		NoRecords:       in.noRecords,
 	}
 	if err := in.addTenancy(&cfg); err != nil {
 		return sim.Config{}, err

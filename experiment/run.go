@@ -69,6 +69,10 @@ type Hooks struct {
 	Ready func(*Inputs)
 	// Progress gives each placement's run a simulator progress hook.
 	Progress func(placement string) func(sim.Status)
+	// NoJobRecords says the caller reads only summaries: the runs keep no
+	// per-job records (RunResult.JobRecords stays empty), which bounds the
+	// memory of a long trace by its active jobs.
+	NoJobRecords bool
 }
 
 // RunAllWith is RunAll with hooks.
@@ -91,6 +95,7 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	in.noRecords = h.NoJobRecords
 	if h.Ready != nil {
 		h.Ready(in)
 	}

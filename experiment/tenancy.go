@@ -190,6 +190,7 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 		cfg.Trace = &workload.Trace{Name: in.Trace.Name + " (VC " + vc + ")", Jobs: jobs, HasTracked: in.Trace.HasTracked}
 		cfg.Tenancy, cfg.Raw, cfg.Scores = nil, nil, nil
 		cfg.Progress = progress
+		cfg.NoRecords = false // the summary below merges the VCs' records
 		res, err := sim.Run(cfg)
 		if err != nil {
 			if cfg.Trace.TrackedCount() == 0 {

@@ -67,35 +67,59 @@ type Summary struct {
 // Summarize computes the summary over the tracked jobs. busyGPUSeconds and
 // capacityGPUSeconds give utilisation over the run.
 func Summarize(recs []JobRecord, busyGPUSeconds, capacityGPUSeconds float64) Summary {
-	var s Summary
-	jct := make([]float64, 0, len(recs))
-	first, last := math.Inf(1), math.Inf(-1)
+	var t Tally
 	for i := range recs {
-		r := &recs[i]
-		s.Preemptions += r.Preemptions
-		s.Migrations += r.Migrations
-		s.LostGPUSeconds += r.LostGPUSeconds
-		if !r.Tracked {
-			continue
-		}
-		jct = append(jct, r.JCT)
-		s.AvgWait += r.Wait
-		first = math.Min(first, r.Arrival)
-		last = math.Max(last, r.Completion)
+		t.Add(&recs[i])
 	}
+	return t.Summary(busyGPUSeconds, capacityGPUSeconds)
+}
+
+// Tally is Summarize one record at a time, for a driver that does not
+// keep every record. Records must come in the order Summarize would see
+// them (sums are taken in that order, so results match bit for bit).
+type Tally struct {
+	s           Summary
+	jct         []float64
+	first, last float64
+	started     bool
+}
+
+// Add counts one finished job.
+func (t *Tally) Add(r *JobRecord) {
+	if !t.started {
+		t.first, t.last, t.started = math.Inf(1), math.Inf(-1), true
+	}
+	s := &t.s
+	s.Preemptions += r.Preemptions
+	s.Migrations += r.Migrations
+	s.LostGPUSeconds += r.LostGPUSeconds
+	if !r.Tracked {
+		return
+	}
+	t.jct = append(t.jct, r.JCT)
+	s.AvgWait += r.Wait
+	t.first = math.Min(t.first, r.Arrival)
+	t.last = math.Max(t.last, r.Completion)
+}
+
+// Summary is the summary of the jobs added so far.
+func (t *Tally) Summary(busyGPUSeconds, capacityGPUSeconds float64) Summary {
+	s := t.s
+	jct := t.jct
 	s.Jobs = len(jct)
 	if s.Jobs == 0 {
 		return s
 	}
 	s.AvgJCT = Mean(jct)
 	s.AvgWait /= float64(s.Jobs)
+	jct = slices.Clone(jct)
 	slices.Sort(jct)
 	s.P50JCT = Quantile(jct, 0.5)
 	s.P99JCT = Quantile(jct, 0.99)
 	s.P99JCTIndex = jct[int(0.99*float64(len(jct)))]
 	s.MaxJCT = jct[len(jct)-1]
-	s.Makespan = last - first
-	s.EndTime = last
+	s.Makespan = t.last - t.first
+	s.EndTime = t.last
 	if capacityGPUSeconds > 0 {
 		s.Utilization = busyGPUSeconds / capacityGPUSeconds
 	}

@@ -106,10 +106,11 @@ func TestIncrementalMatchesPlain(t *testing.T) {
 		{
 			for _, pn := range pls {
 				name := fmt.Sprintf("trial %d %s %s %v round %v guard %v", trial, sn, pn, cfg.Cluster, cfg.Round, cfg.StarvationGuard)
-				run := func(plain, noSkip bool) (*Result, string) {
+				run := func(plain, noSkip bool, noRecords ...bool) (*Result, string) {
 					c := cfg
 					c.Scheduler, c.Placer = scheds[sn](), mustPlacer(t, pn)
 					c.Plain, c.noSkip = plain, noSkip
+					c.NoRecords = len(noRecords) > 0
 					res, err := Run(c)
 					if err != nil {
 						return nil, err.Error()
@@ -127,6 +128,14 @@ func TestIncrementalMatchesPlain(t *testing.T) {
 							t.Fatalf("%s, skipping %v: %s", name, !noSkip, d)
 						}
 					}
+				}
+				// Without per-job records the summary is the same.
+				if brief, err := run(trial%2 == 0, false, true); err == wantErr && err == "" {
+					if len(brief.Jobs) != 0 || !reflect.DeepEqual(brief.Summary, want.Summary) {
+						t.Fatalf("%s: without records: %d records, summary\n got %+v\nwant %+v", name, len(brief.Jobs), brief.Summary, want.Summary)
+					}
+				} else if err != wantErr {
+					t.Fatalf("%s: without records: error %q, want %q", name, err, wantErr)
 				}
 			}
 		}

@@ -96,24 +96,25 @@ func (h *eventHeap) Pop() any {
 
 type incremental struct {
 	*state
-	ks      policy.KeyedScheduler
-	R       float64
-	limit   int // waiting jobs handed to the placer: GPUs + 1
-	wait    *btree.BTreeG[item]
-	run     []*job // running jobs, sorted by (key, seq) before placing
-	slabs   []*[slabSize]job
-	free    []int32
-	seq     int
-	acc     []float64 // acc[m]: SinceScheduled after m waiting rounds
-	mGuard  int       // waiting rounds that trip the starvation guard (0: off)
-	guards  []event   // FIFO: every guard is due mGuard rounds after its base
-	gHead   int
-	wakes   eventHeap
-	view    []*job
-	order   []*workload.Job
-	ahead   []workload.Job // look-ahead copies of the running jobs
-	aheadKy []policy.OrderKey
-	pos     []int // view position of each running job (look-ahead)
+	ks        policy.KeyedScheduler
+	R         float64
+	limit     int // waiting jobs handed to the placer: GPUs + 1
+	wait      *btree.BTreeG[item]
+	run       []*job // running jobs, sorted by (key, seq) before placing
+	slabs     []*[slabSize]job
+	extraSpec workload.Spec // the extra being admitted
+	free      []int32
+	seq       int
+	acc       []float64 // acc[m]: SinceScheduled after m waiting rounds
+	mGuard    int       // waiting rounds that trip the starvation guard (0: off)
+	guards    []event   // FIFO: every guard is due mGuard rounds after its base
+	gHead     int
+	wakes     eventHeap
+	view      []*job
+	order     []*workload.Job
+	ahead     []workload.Job // look-ahead copies of the running jobs
+	aheadKy   []policy.OrderKey
+	pos       []int // view position of each running job (look-ahead)
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -208,8 +209,8 @@ func (x *incremental) arrive(round int, T float64) {
 	}
 	if s.next == len(s.specs) {
 		for s.extra.on() && s.extra.peek() <= T {
-			sp := s.extra.pop()
-			x.admit(round, T, &sp)
+			x.extraSpec = s.extra.pop()
+			x.admit(round, T, &x.extraSpec)
 		}
 	}
 }
@@ -217,6 +218,9 @@ func (x *incremental) arrive(round int, T float64) {
 func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
 	j := x.alloc()
 	j.Job = workload.Job{Spec: *sp, Priority: workload.DefaultPriority, FirstStart: -1, Completion: -1}
+	if sp != &x.extraSpec {
+		j.Tracked = x.tracks(sp)
+	}
 	j.MoveCost = x.cfg.Costs.For(&j.Spec)
 	j.seq, j.base = x.seq, round
 	x.seq++

@@ -115,6 +115,11 @@ type Config struct {
 	// that are not policy.KeyedScheduler, admitters other than AcceptAll
 	// and a tenancy stage always run plain.
 	Plain bool
+	// NoRecords leaves Result.Jobs empty: a finished job is kept only as
+	// the few numbers the summary needs, so a run of a million jobs holds
+	// tens of megabytes of history rather than hundreds. The summary is
+	// the same either way.
+	NoRecords bool
 	// noSkip keeps the incremental path but steps every round (tests).
 	noSkip bool
 }
@@ -297,7 +302,9 @@ type state struct {
 	extra      extraGen
 	active     []*workload.Job
 	order      []*workload.Job
-	done       []metrics.JobRecord
+	done       []metrics.JobRecord // Config.NoRecords: only briefs
+	briefs     []brief
+	finished   int
 	tracked    int // tracked jobs not yet finished
 	trackedAll int
 	busy       int64 // GPU-rounds held: utilisation never depends on summation order
@@ -314,12 +321,11 @@ func newState(cfg *Config) *state {
 	}
 	s.env = policy.Env{Cluster: s.cl, Scores: cfg.Scores, Locality: cfg.Locality,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, streamPlacement))}
-	s.specs = slices.Clone(cfg.Trace.Jobs)
+	// The trace is read, never copied: a million rows are a tenth of a
+	// gigabyte. A --track window applies as each row arrives.
+	s.specs = cfg.Trace.Jobs
 	for i := range s.specs {
-		if cfg.Track != nil {
-			s.specs[i].Tracked = s.specs[i].ID >= cfg.Track[0] && s.specs[i].ID <= cfg.Track[1]
-		}
-		if s.specs[i].Tracked {
+		if s.tracks(&s.specs[i]) {
 			s.tracked++
 		}
 	}
@@ -371,7 +377,7 @@ func (s *state) tooLong(round int) error {
 func (s *state) report(round, active int) {
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(Status{T: float64(round) * s.cfg.Round, Rounds: round + 1, Horizon: s.cfg.Round * float64(s.maxRound),
-			Done: len(s.done), TrackedLeft: s.tracked, Tracked: s.trackedAll, Active: active})
+			Done: s.finished, TrackedLeft: s.tracked, Tracked: s.trackedAll, Active: active})
 	}
 }
 
@@ -400,7 +406,13 @@ func (s *state) finish(j *workload.Job, T float64) {
 		panic("sim: " + err.Error()) // our own bookkeeping, not input
 	}
 	j.GPUsHeld = nil
-	s.done = append(s.done, s.record(j))
+	s.finished++
+	if s.cfg.NoRecords {
+		s.briefs = append(s.briefs, brief{id: j.ID, tracked: j.Tracked, pre: int32(j.Preemptions), mig: int32(j.Migrations),
+			arrival: j.Submit, completion: j.Completion, run: float64(j.RoundsRun) * s.cfg.Round, lost: j.LostGPUSeconds})
+	} else {
+		s.done = append(s.done, s.record(j))
+	}
 	if j.Tracked {
 		s.tracked--
 	}
@@ -443,6 +455,14 @@ func (s *state) progress(T, R float64) {
 	s.active = kept
 }
 
+// tracks says whether a trace row is measured.
+func (s *state) tracks(sp *workload.Spec) bool {
+	if t := s.cfg.Track; t != nil {
+		return sp.ID >= t[0] && sp.ID <= t[1]
+	}
+	return sp.Tracked
+}
+
 // nextArrival is the submit time of the next job to arrive, trace rows
 // first, then extras; +Inf when none will.
 func (s *state) nextArrival() float64 {
@@ -460,7 +480,9 @@ func (s *state) nextArrival() float64 {
 func (s *state) arrive(T float64) {
 	s.arrived = s.arrived[:0]
 	for s.next < len(s.specs) && s.specs[s.next].Submit <= T {
-		s.arrived = append(s.arrived, workload.NewJob(s.specs[s.next]))
+		j := workload.NewJob(s.specs[s.next])
+		j.Tracked = s.tracks(&j.Spec)
+		s.arrived = append(s.arrived, j)
 		s.next++
 	}
 	if s.next == len(s.specs) {
@@ -571,6 +593,14 @@ func (s *state) nodesOf(gpus []int) []int {
 	return out
 }
 
+// brief is what the summary needs of a finished job (Config.NoRecords).
+type brief struct {
+	id                             int
+	tracked                        bool
+	pre, mig                       int32
+	arrival, completion, run, lost float64
+}
+
 // record is a finished job's line in the result.
 func (s *state) record(j *workload.Job) metrics.JobRecord {
 	run := float64(j.RoundsRun) * s.cfg.Round
@@ -589,8 +619,18 @@ func (s *state) record(j *workload.Job) metrics.JobRecord {
 func (s *state) result(unfinished []*workload.Job) *Result {
 	res := &Result{Rounds: s.rounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped(), Jobs: s.done}
 	slices.SortFunc(res.Jobs, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
+	var t metrics.Tally
+	for i := range res.Jobs {
+		t.Add(&res.Jobs[i])
+	}
+	slices.SortFunc(s.briefs, func(a, b brief) int { return a.id - b.id })
+	for _, b := range s.briefs {
+		jct := b.completion - b.arrival
+		t.Add(&metrics.JobRecord{ID: b.id, Tracked: b.tracked, Arrival: b.arrival, Completion: b.completion,
+			JCT: jct, Wait: math.Max(0, jct-b.run), Preemptions: int(b.pre), Migrations: int(b.mig), LostGPUSeconds: b.lost})
+	}
 	end := float64(len(s.rounds)) * s.cfg.Round
-	res.Summary = metrics.Summarize(res.Jobs, float64(s.busy)*s.cfg.Round, end*float64(s.cl.Size()))
+	res.Summary = t.Summary(float64(s.busy)*s.cfg.Round, end*float64(s.cl.Size()))
 	// Preemptions and migrations count every job, including background
 	// jobs still queued or running when the last tracked job finished.
 	for _, j := range unfinished {

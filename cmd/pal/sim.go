@@ -195,7 +195,8 @@ source, GPU values, class map, K strategy, seed and the rest.
 					fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
 				}
 			},
-			Progress: line.Sim,
+			Progress:     line.Sim,
+			NoJobRecords: jobsOut == "",
 		})
 		line.Clear()
 		if err != nil {
