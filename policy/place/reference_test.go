@@ -364,7 +364,7 @@ func TestPackedMatchesReferenceScan(t *testing.T) {
 		order := randomQueue(rng, c)
 		var a, b freeSet
 		sameAlloc(t, fmt.Sprintf("trial %d sticky %v", trial, c), stickyFrame(e, order, &a, consolidated), stickyFrame(e, order, &b, refConsolidated))
-		sameAlloc(t, fmt.Sprintf("trial %d non-sticky %v", trial, c), nonStickyFrame(e, order, &a, consolidated), nonStickyFrame(e, order, &b, refConsolidated))
+		sameAlloc(t, fmt.Sprintf("trial %d non-sticky %v", trial, c), nonStickyFrame(e, order, &a, consolidated, nil), nonStickyFrame(e, order, &b, refConsolidated, nil))
 		// Random takes and gives, comparing every demand in between.
 		a.reset(c)
 		var held [][]int
