@@ -21,6 +21,10 @@ type Job struct {
 	Gang    bool
 	// Held are the GPUs it runs on now, on unexpired leases.
 	Held []int
+	// Prev are GPUs it ran on until its lease expired just now (they are
+	// on offer again). They count in the app's current ρ, which ranks the
+	// apps, but not in its bids.
+	Prev []int
 	// Doomed jobs will be stopped by the app's hyper-parameter optimiser:
 	// they get no new GPUs and their work does not count.
 	Doomed bool
@@ -45,6 +49,14 @@ type App struct {
 	IsoTime float64
 	// Noise multiplies the remaining-work estimate (1 or 0: oracle).
 	Noise float64
+	// Since is when the app last held GPUs (0: its arrival); among apps
+	// with equal ρ the one waiting longest ranks first.
+	Since float64
+	// Critical is the app's longest job's run time at ideal placement
+	// (seconds; 0: unknown). No share of the cluster finishes the app
+	// sooner, so T_id is at least this long ([D]: the paper's T_id for an
+	// app of gangs is not verified).
+	Critical float64
 }
 
 // Validate checks the fields a user can get wrong.
@@ -127,9 +139,14 @@ func (Themis) Name() string { return "themis" }
 
 // Ideal implements Metric.
 func (Themis) Ideal(a *App, c Context) float64 {
-	n := max(a.NAvg, 1)
-	share := min(float64(c.ClusterGPUs)/n, float64(a.Demand))
-	return a.TotalWork / share
+	return IdealTime(a.TotalWork, a.Critical, a.Demand, a.NAvg, c.ClusterGPUs)
+}
+
+// IdealTime is Themis' T_id: W / min(C/N_avg, D_max), N_avg floored at
+// 1, and never below the longest job's own run time.
+func IdealTime(work, critical float64, demand int, nAvg float64, clusterGPUs int) float64 {
+	share := min(float64(clusterGPUs)/max(nAvg, 1), float64(max(demand, 1)))
+	return max(work/share, critical)
 }
 
 // Gavel is Gavel's finish-time-fairness denominator (ALGORITHMS.md §5.1):

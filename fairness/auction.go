@@ -116,11 +116,13 @@ func Run(in Input, opt Options) (*Result, error) {
 	for i := range owner {
 		owner[i] = -1
 	}
+	held := make([][]int, len(in.Apps))
 	for i, a := range in.Apps {
 		if err := a.Validate(); err != nil {
 			return nil, err
 		}
-		for _, g := range a.Held() {
+		held[i] = a.Held()
+		for _, g := range held[i] {
 			if g < 0 || g >= len(owner) {
 				return nil, fmt.Errorf("auction: app %s holds GPU %d, the cluster has %d", a.Name, g, len(owner))
 			}
@@ -161,10 +163,13 @@ func Run(in Input, opt Options) (*Result, error) {
 	arrival := make([]float64, len(in.Apps))
 	var wanting []int
 	for i, a := range in.Apps {
-		b := newBidder(a, i, ctx, opt.Metric, 0, sens(a), speeds)
+		b := newBidder(a, i, ctx, opt.Metric, 0, sens(a), speeds, held[i])
 		bs[i] = b
-		rho[i] = b.rho(b.rate(t, 0, nil))
+		rho[i] = b.rho(b.currentRate(t))
 		arrival[i] = a.Arrival
+		if a.Since > 0 {
+			arrival[i] = a.Since
+		}
 		res.Apps[i].Rho = rho[i]
 		if wantsMore(a, pl.size) {
 			res.Apps[i].Wants = true
@@ -235,7 +240,10 @@ func Run(in Input, opt Options) (*Result, error) {
 			p--
 		}
 		var kept []int
-		if p > 0 {
+		switch {
+		case p > 0 && b.cum[p] == len(pf[x]):
+			kept = pf[x]
+		case p > 0:
 			sub := newPool(t, pf[x])
 			kept, _ = b.best(sub, p)
 		}
@@ -260,7 +268,7 @@ func Run(in Input, opt Options) (*Result, error) {
 		if pl.size == 0 {
 			return
 		}
-		b := newBidder(holding[i], i, ctx, opt.Metric, pl.size, sens(in.Apps[i]), speeds)
+		b := newBidder(holding[i], i, ctx, opt.Metric, pl.size, sens(in.Apps[i]), speeds, nil)
 		cur := b.utility(t, 0, nil)
 		bestP, bestU := 0, cur
 		var bestB []int
@@ -311,7 +319,7 @@ func Run(in Input, opt Options) (*Result, error) {
 	for i := range in.Apps {
 		ar := &res.Apps[i]
 		ar.Gained = sortedCopy(gained[i])
-		ar.Final = append(in.Apps[i].Held(), ar.Gained...)
+		ar.Final = append(held[i], ar.Gained...)
 		slices.Sort(ar.Final)
 		if jobs[i] == nil {
 			jobs[i] = make([][]int, len(in.Apps[i].Jobs))

@@ -158,16 +158,23 @@ func newPool(t *Topology, gpus []int) *pool {
 	if t.hasSpeeds {
 		p.classes = variability.NumClasses
 	}
-	for c := range p.classes {
-		p.lists[c] = make([][]int, t.machines)
-	}
 	p.add(gpus)
 	return p
 }
 
+// list is machine m's pooled GPUs in class c's speed order. A class's
+// lists are built on first use: most auctions see few classes.
 func (p *pool) list(c variability.Class, m int) []int {
 	if p.classes == 1 {
-		return p.lists[0][m]
+		c = 0
+	}
+	if p.lists[c] == nil {
+		p.lists[c] = make([][]int, p.t.machines)
+		for x, n := range p.cnt {
+			if n > 0 {
+				p.rebuildClass(int(c), x)
+			}
+		}
 	}
 	return p.lists[c][m]
 }
@@ -197,26 +204,28 @@ func (p *pool) set(gpus []int, in bool) {
 		}
 	}
 	for _, m := range touched {
-		p.rebuild(m)
+		for c := range p.classes {
+			if p.lists[c] != nil {
+				p.rebuildClass(c, m)
+			}
+		}
 	}
 	p.dirty = true
 }
 
-// rebuild lists machine m's pooled GPUs in each class's speed order.
-func (p *pool) rebuild(m int) {
-	for c := range p.classes {
-		l := p.lists[c][m][:0]
-		for _, g := range p.t.gpusOf[m] {
-			if p.in[g] {
-				l = append(l, g)
-			}
+// rebuildClass lists machine m's pooled GPUs in class c's speed order.
+func (p *pool) rebuildClass(c, m int) {
+	l := p.lists[c][m][:0]
+	for _, g := range p.t.gpusOf[m] {
+		if p.in[g] {
+			l = append(l, g)
 		}
-		if p.t.hasSpeeds {
-			sf := p.t.speed[c]
-			slices.SortStableFunc(l, func(a, b int) int { return cmp.Compare(sf[a], sf[b]) })
-		}
-		p.lists[c][m] = l
 	}
+	if p.t.hasSpeeds {
+		sf := p.t.speed[c]
+		slices.SortStableFunc(l, func(a, b int) int { return cmp.Compare(sf[a], sf[b]) })
+	}
+	p.lists[c][m] = l
 }
 
 func (p *pool) gpus() []int {
@@ -272,14 +281,23 @@ type bidder struct {
 	groupBuf []run
 }
 
-func newBidder(a *App, index int, c Context, m Metric, limit int, sens Sensitivity, speeds bool) *bidder {
+// newBidder prepares a's view of an auction; held is a.Held() when the
+// caller has it (nil: computed here).
+func newBidder(a *App, index int, c Context, m Metric, limit int, sens Sensitivity, speeds bool, held []int) *bidder {
 	b := &bidder{app: a, index: index, ideal: m.Ideal(a, c), elapsed: max(c.Now-a.Arrival, 0), rem: a.Remaining(), sens: sens, speeds: speeds}
 	b.setLimit(limit)
-	b.held = a.Held()
+	if held == nil {
+		held = a.Held()
+	}
+	b.held = held
 	return b
 }
 
 func (b *bidder) setLimit(limit int) {
+	if limit <= 0 {
+		b.grants, b.cum = nil, []int{0}
+		return
+	}
 	b.grants = waterFill(b.app, limit)
 	b.cum = make([]int, len(b.grants)+1)
 	for i, g := range b.grants {
@@ -460,6 +478,19 @@ func (b *bidder) rate(t *Topology, p int, bundle []int) float64 {
 	for i := range jobs {
 		if !jobs[i].Doomed {
 			r += t.jobRate2(jobs[i].Held, add[i], b.sens, b.app.Class, b.speeds)
+		}
+	}
+	return r
+}
+
+// currentRate is the rate on held GPUs plus those whose lease just
+// expired: what the app has been getting, which ranks it.
+func (b *bidder) currentRate(t *Topology) float64 {
+	r := 0.0
+	for i := range b.app.Jobs {
+		j := &b.app.Jobs[i]
+		if !j.Doomed {
+			r += t.jobRate2(j.Held, j.Prev, b.sens, b.app.Class, b.speeds)
 		}
 	}
 	return r

@@ -348,3 +348,34 @@ func TestT10SatisfiedAppsExcluded(t *testing.T) {
 		t.Errorf("Y (ρ = +Inf) should be the one bidder; bidders %v", r.Bidders)
 	}
 }
+
+// Post-run ρ: two apps on 8 GPUs. A: [0, 10] h, 40 GPU-h, D = 4. B:
+// [5, 15] h, 80 GPU-h, D = 8. Both alive for 5 of A's 10 h: N_avg(A) =
+// (5·1 + 5·2)/10 = 1.5, share min(8/1.5, 4) = 4, T_id = 10, ρ_A = 1.
+// N_avg(B) = 1.5 too, share min(5.33, 8) = 16/3, T_id = 15, ρ_B = 2/3.
+func TestAppStats(t *testing.T) {
+	st := AppStats([]AppRun{
+		{Name: "A", Arrival: 0, Finish: 10, Work: 40, Demand: 4},
+		{Name: "B", Arrival: 5, Finish: 15, Work: 80, Demand: 8},
+	}, 8)
+	if !near(st[0].NAvg, 1.5) || !near(st[0].Rho, 1) || !near(st[1].NAvg, 1.5) || !near(st[1].Rho, 2.0/3) {
+		t.Fatalf("got %+v", st)
+	}
+	s := Summarize(st)
+	// Jain = (5/3)² / (2·(1 + 4/9)) = (25/9)/(26/9) = 25/26.
+	if s.MaxRho != 1 || !near(s.MeanRho, 5.0/6) || !near(s.Jain, 25.0/26) {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+// T_id never undercuts the app's longest job: 10 jobs, one of 50 h and
+// nine of 1 h on 1 GPU each (W = 59 GPU-h, D = 10) alone on 16 GPUs: the
+// share is 10 GPUs, W/share = 5.9 h, but the app cannot end before 50 h.
+func TestIdealTimeCriticalPath(t *testing.T) {
+	if got := IdealTime(59, 50, 10, 1, 16); got != 50 {
+		t.Errorf("T_id = %v, want 50", got)
+	}
+	if got := IdealTime(64, 8, 8, 4, 16); got != 16 {
+		t.Errorf("T_id = %v, want 16 (T1: the critical path does not bind)", got)
+	}
+}

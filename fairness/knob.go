@@ -50,7 +50,8 @@ func (k Knob) Bidders(n int) int {
 }
 
 // rankKey orders apps worst-off first: ρ descending (+Inf first), then
-// earlier arrival (the longer wait), then lower index.
+// the longer wait (earlier arrival, or earlier last allocation), then
+// lower index.
 type rankKey struct {
 	rho     float64
 	arrival float64

@@ -16,6 +16,9 @@ type Spec struct {
 	IterTime   float64 // seconds per iteration on a median GPU
 	Class      variability.Class
 	Tracked    bool // counted in metrics; untracked jobs are background load
+	// App groups jobs for finish-time fairness (one hyper-parameter
+	// search); "" means the job is an app of its own.
+	App string
 
 	// Tenancy (optional trace columns vc, priority, pod_gpus): the tenant's
 	// virtual cluster ("" = the only one), its priority inside the VC

@@ -49,6 +49,12 @@ type Model struct {
 	// of lost progress; see MoveCost).
 	MigrationCost  *float64 `json:"migration_cost_s,omitempty" yaml:"migration_cost_s,omitempty"`
 	PreemptionCost *float64 `json:"preemption_cost_s,omitempty" yaml:"preemption_cost_s,omitempty"`
+	// SpreadFactor and RackFactor are the model's throughput factors when
+	// a job's GPUs span machines and racks (Themis' placement
+	// sensitivity; 1 = insensitive, the default when absent). Only
+	// finish-time-fair scheduling reads them.
+	SpreadFactor float64 `json:"spread_factor,omitempty" yaml:"spread_factor,omitempty"`
+	RackFactor   float64 `json:"rack_factor,omitempty" yaml:"rack_factor,omitempty"`
 
 	class, paperClass variability.Class
 }
@@ -182,6 +188,18 @@ func ParseModels(name string, b []byte) (*Models, error) {
 			return nil, fmt.Errorf("%s (%s): field \"class\": %v", where, md.Name, err)
 		}
 		md.class = c
+		if md.SpreadFactor == 0 {
+			md.SpreadFactor = 1
+		}
+		if !(md.SpreadFactor > 0 && md.SpreadFactor <= 1) {
+			return nil, fmt.Errorf("%s (%s): field \"spread_factor\" must be in (0, 1], got %v", where, md.Name, md.SpreadFactor)
+		}
+		if md.RackFactor == 0 {
+			md.RackFactor = md.SpreadFactor
+		}
+		if !(md.RackFactor > 0 && md.RackFactor <= md.SpreadFactor) {
+			return nil, fmt.Errorf("%s (%s): field \"rack_factor\" must be in (0, spread_factor %v], got %v", where, md.Name, md.SpreadFactor, md.RackFactor)
+		}
 		if md.PaperClass == "" {
 			md.paperClass = c
 		} else if md.paperClass, err = variability.ParseClass(md.PaperClass); err != nil {
@@ -209,6 +227,16 @@ func (m *Models) Lookup(name string) (iterTime float64, class variability.Class,
 		return md.IterTime, md.paperClass, true
 	}
 	return md.IterTime, md.class, true
+}
+
+// Sensitivity is a model's placement sensitivity: throughput factors
+// across machines and across racks (1, 1 for an unknown model).
+func (m *Models) Sensitivity(name string) (spread, rack float64) {
+	md, ok := m.byName[name]
+	if !ok {
+		return 1, 1
+	}
+	return md.SpreadFactor, md.RackFactor
 }
 
 // Names lists the known models, sorted.

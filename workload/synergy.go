@@ -55,12 +55,35 @@ var phillyColumns = []string{"duration", "num_gpus"}
 // file is reported rather than quietly thinned. Errors name file:line and
 // the field.
 func ReadPhillyDemands(name string, r io.Reader) ([]int, error) {
+	jobs, err := ReadPhillyJobs(name, r)
+	if err != nil {
+		return nil, err
+	}
+	return phillyDemands(jobs), nil
+}
+
+// PhillyJob is one kept Philly job: its run time and GPU count.
+type PhillyJob struct {
+	Seconds float64
+	GPUs    int
+}
+
+func phillyDemands(jobs []PhillyJob) []int {
+	d := make([]int, len(jobs))
+	for i, j := range jobs {
+		d[i] = j.GPUs
+	}
+	return d
+}
+
+// ReadPhillyJobs is ReadPhillyDemands keeping each job's duration too.
+func ReadPhillyJobs(name string, r io.Reader) ([]PhillyJob, error) {
 	t, cols, err := openCSV(name, r, phillyColumns, "empty file (want a header with columns "+strings.Join(phillyColumns, ",")+")")
 	if err != nil {
 		return nil, err
 	}
 	durCol, gpuCol := cols[0], cols[1]
-	demands := []int{}
+	jobs := []PhillyJob{}
 	rows := 0
 	for t.Next() {
 		if t.Width() != t.HeaderWidth() {
@@ -78,7 +101,7 @@ func ReadPhillyDemands(name string, r io.Reader) ([]int, error) {
 			return nil, t.Errorf(gpuCol, "%q is not a positive integer", v)
 		}
 		if keepPhillyJob(dur, gpus) {
-			demands = append(demands, gpus)
+			jobs = append(jobs, PhillyJob{dur, gpus})
 		}
 	}
 	if err := t.Err(); err != nil {
@@ -87,7 +110,7 @@ func ReadPhillyDemands(name string, r io.Reader) ([]int, error) {
 	if rows == 0 {
 		return nil, fmt.Errorf("%s: no jobs after the header", name)
 	}
-	return demands, nil
+	return jobs, nil
 }
 
 func keepPhillyJob(durSeconds float64, gpus int) bool {
@@ -98,11 +121,12 @@ func keepPhillyJob(durSeconds float64, gpus int) bool {
 // load sweep that generates a trace per load from re-reading it.
 var embeddedPhilly struct {
 	once    sync.Once
+	jobs    []PhillyJob
 	demands []int
 	err     error
 }
 
-func embeddedPhillyDemands() ([]int, error) {
+func embeddedPhillyJobs() ([]PhillyJob, error) {
 	embeddedPhilly.once.Do(func() {
 		f, err := data.Philly.Open("philly/philly.csv")
 		if err != nil {
@@ -110,9 +134,15 @@ func embeddedPhillyDemands() ([]int, error) {
 			return
 		}
 		defer f.Close()
-		embeddedPhilly.demands, embeddedPhilly.err = ReadPhillyDemands(EmbeddedPhillyName, f)
+		embeddedPhilly.jobs, embeddedPhilly.err = ReadPhillyJobs(EmbeddedPhillyName, f)
+		embeddedPhilly.demands = phillyDemands(embeddedPhilly.jobs)
 	})
-	return embeddedPhilly.demands, embeddedPhilly.err
+	return embeddedPhilly.jobs, embeddedPhilly.err
+}
+
+func embeddedPhillyDemands() ([]int, error) {
+	_, err := embeddedPhillyJobs()
+	return embeddedPhilly.demands, err
 }
 
 // EmbeddedPhillyDemands is ReadPhillyDemands of the embedded trace. The

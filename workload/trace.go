@@ -22,6 +22,8 @@ type Trace struct {
 	// untracked rows are then the background load and no generated extras
 	// are added on top.
 	HasTracked bool
+	// HasApp is true when the file carried an `app` column.
+	HasApp bool
 }
 
 // TrackedCount is the number of jobs that count in metrics.
@@ -59,8 +61,9 @@ func ReadTraceFile(path string, models *Models) (*Trace, error) {
 var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "model"}
 
 // ReadTrace parses the PAL artifact trace format
-// `job_id,num_gpus,submit_time,duration,model[,tracked]`, where duration
-// is an iteration count. Columns are found by header name, so their order
+// `job_id,num_gpus,submit_time,duration,model[,tracked][,app]`, where
+// duration is an iteration count and app (optional, may be empty) groups
+// jobs for finish-time fairness. Columns are found by header name, so their order
 // is free and extra columns are ignored. Every error names the file, the
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
@@ -93,7 +96,8 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 	}
 	vcCol, prioCol, podCol := t.OptCol("vc"), t.OptCol("priority"), t.OptCol("pod_gpus")
 	trackedCol := t.OptCol("tracked")
-	tr := &Trace{Name: name, HasTracked: trackedCol >= 0}
+	appCol := t.OptCol("app")
+	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0}
 	seen := map[int]int{}
 	for t.Next() {
 		if t.Width() == 1 && t.Text(0) == "" {
@@ -194,6 +198,9 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 				return nil, t.Errorf(trackedCol, "%q is not 1 or 0", t.Raw(trackedCol))
 			}
 		}
+		if appCol >= 0 && t.Has(appCol) {
+			s.App = strings.TrimSpace(t.Text(appCol))
+		}
 		tr.Jobs = append(tr.Jobs, s)
 	}
 	if err := t.Err(); err != nil {
@@ -250,18 +257,25 @@ func parseFinite(s string) (float64, error) {
 }
 
 // WriteTrace writes jobs in the PAL format, with a tracked column when any
-// job is untracked, so that ReadTrace reads back the same jobs.
+// job is untracked and an app column when any job has an app, so that
+// ReadTrace reads back the same jobs.
 func WriteTrace(w io.Writer, jobs []Spec) error {
-	withTracked := false
+	withTracked, withApp := false, false
 	for i := range jobs {
 		if !jobs[i].Tracked {
 			withTracked = true
+		}
+		if jobs[i].App != "" {
+			withApp = true
 		}
 	}
 	cw := csv.NewWriter(w)
 	h := append([]string(nil), traceColumns...)
 	if withTracked {
 		h = append(h, "tracked")
+	}
+	if withApp {
+		h = append(h, "app")
 	}
 	if err := cw.Write(h); err != nil {
 		return err
@@ -276,6 +290,9 @@ func WriteTrace(w io.Writer, jobs []Spec) error {
 				t = "1"
 			}
 			rec = append(rec, t)
+		}
+		if withApp {
+			rec = append(rec, j.App)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -16,7 +16,7 @@ func newThemisCmd() *cobra.Command {
 		Use:   "themis",
 		Short: "Finish-time fairness (Themis): explain auctions",
 	}
-	cmd.AddCommand(newThemisAuctionCmd())
+	cmd.AddCommand(newThemisAuctionCmd(), newThemisSimCmd())
 	return cmd
 }
 

@@ -88,3 +88,57 @@ func TestThemisAuctionBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestThemisSimAndTrace(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "apps.csv")
+	if _, err := run(t, "trace", "themis", "--apps", "8", "--rate", "6", "--max-jobs", "4", "--max-hours", "4", "--seed", "3", "-o", tr); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "job_id,num_gpus,submit_time,duration,model,app\n") {
+		t.Fatalf("trace header: %q", strings.SplitN(string(b), "\n", 2)[0])
+	}
+	appsOut := filepath.Join(dir, "rho.csv")
+	out, err := run(t, "themis", "sim", "--trace", tr, "--cluster", "2x4", "--policy", "themis,tiresias", "--apps-out", appsOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Inputs map[string]any   `json:"inputs"`
+		Runs   []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc.Runs) != 2 || doc.Inputs["lease_s"] != 600.0 || doc.Inputs["trace"] != tr {
+		t.Fatalf("output: %s", out)
+	}
+	for _, r := range doc.Runs {
+		f := r["fairness"].(map[string]any)
+		if f["apps"] != 8.0 || f["max_rho"].(float64) <= 0 || f["jain"].(float64) <= 0 || f["jain"].(float64) > 1 {
+			t.Errorf("%v: fairness %v", r["policy"], f)
+		}
+		if _, bad := r["violations"]; bad {
+			t.Errorf("%v: invariants violated: %v", r["policy"], r["violations"])
+		}
+	}
+	rows, err := os.ReadFile(appsOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(rows), "\n"); n != 1+2*8 {
+		t.Errorf("--apps-out has %d lines, want 17", n)
+	}
+	for _, bad := range [][]string{
+		{"--lease", "-5"}, {"--fairness-knob", "1.5"}, {"--pa-payments", "maybe"}, {"--leftover", "all"}, {"--policy", "drf"},
+	} {
+		args := append([]string{"themis", "sim", "--trace", tr, "--cluster", "2x4"}, bad...)
+		if _, err := run(t, args...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

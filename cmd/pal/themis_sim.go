@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/spf13/cobra"
+
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/fairexp"
+	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/policy/themis"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// themisSimOpts are the flags of `pal themis sim`.
+type themisSimOpts struct {
+	gen                       themisGenFlags
+	trace, cluster, profile   string
+	policies, output, appsOut string
+	payments, leftover        string
+	metric, rounding          string
+	round, lease, f, noise    float64
+	placementBlind, varBlind  bool
+	seed                      uint64
+}
+
+func newThemisSimCmd() *cobra.Command {
+	var o themisSimOpts
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate an app workload under Themis and baselines; report finish-time fairness",
+		Long: `Sim runs one app workload (--trace FILE with an app column, or one generated
+with the pal trace themis flags) under each --policy and reports, per policy,
+the apps' finish-time fairness (max ρ, mean ρ, Jain's index over the apps' ρ),
+total GPU time, the mean placement score (GPU-weighted S(G): 1 = every job
+inside one machine) and the jobs' average JCT and makespan.
+
+Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
+--round says otherwise), tiresias (2D-LAS, packed sticky placement), gandiva
+(FIFO with packed non-sticky placement) and srtf (packed sticky). Every policy
+is charged the same placement model: a job spread over machines runs at its
+model's spread_factor (the model table), and every GPU runs at its PM-score
+drawn from --profile.
+
+An app's ρ after the run is (finish − arrival) / (W / min(GPUs / N_avg, D)),
+with W its ideal GPU-seconds, D the sum of its jobs' gang sizes and N_avg the
+time-average number of apps alive during its life.`,
+		Example: `  pal themis sim --apps 30 --rate 4 --cluster 8x8 --output table
+  pal trace themis --apps 100 --seed 2 > apps.csv && pal themis sim --trace apps.csv --policy themis --apps-out apps-rho.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runThemisSim(cmd.OutOrStdout(), o)
+		},
+	}
+	o.gen.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", "", "trace CSV with an app column (default: generate one with the flags above)")
+	f.StringVar(&o.cluster, "cluster", "8x8", "cluster shape NODESxGPUS")
+	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set for the GPUs' PM-scores")
+	f.StringVar(&o.policies, "policy", "themis,tiresias,gandiva,srtf", "comma list of policies")
+	f.Float64Var(&o.round, "round", 0, "round length in seconds (0: 60 for themis, 300 for the others)")
+	f.Float64Var(&o.lease, "lease", themis.DefaultLease, "Themis lease in seconds")
+	f.Float64Var(&o.f, "fairness-knob", 0.8, "fairness knob f in [0, 1]: the ⌊(1-f)·n⌋ worst-off apps bid")
+	f.StringVar(&o.rounding, "knob-rounding", "floor", "floor or ceil of (1-f)·n")
+	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (Themis' paper) or off (the authors' simulator)")
+	f.StringVar(&o.leftover, "leftover", "nonbidders-first", "leftover GPUs: nonbidders-first, bidders-only or none")
+	f.StringVar(&o.metric, "metric", "themis", "ρ's denominator in bids: themis or gavel")
+	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
+	f.BoolVar(&o.varBlind, "variability-blind", false, "bid without PM-scores (ablation; Themis' own bids)")
+	f.Float64Var(&o.noise, "remaining-noise", 0, "p: each app's remaining-work estimate × U(1-p, 1+p) (0: oracle)")
+	f.Uint64Var(&o.seed, "sim-seed", 42, "seed of the GPU PM-score draws and the remaining-work noise")
+	f.StringVar(&o.appsOut, "apps-out", "", "write one CSV row per app and policy (ρ and its terms)")
+	f.StringVarP(&o.output, "output", "o", "json", "json or table")
+	return cmd
+}
+
+func (o *themisSimOpts) themisConfig() (themis.Config, error) {
+	var c themis.Config
+	if !(o.lease > 0) {
+		return c, fmt.Errorf("--lease %v: must be a positive number of seconds", o.lease)
+	}
+	c.Lease = o.lease
+	c.RemainingNoise = o.noise
+	c.Seed = o.seed
+	a := fairness.DefaultOptions()
+	var err error
+	if a.Knob, err = fairness.NewKnob(o.f); err != nil {
+		return c, fmt.Errorf("--fairness-knob: %v", err)
+	}
+	switch o.rounding {
+	case "floor":
+	case "ceil":
+		a.Knob.Ceil = true
+	default:
+		return c, fmt.Errorf("--knob-rounding %q: want floor or ceil", o.rounding)
+	}
+	switch o.payments {
+	case "on":
+	case "off":
+		a.Payments = false
+	default:
+		return c, fmt.Errorf("--pa-payments %q: want on or off", o.payments)
+	}
+	if a.Leftover, err = fairness.ParseLeftover(o.leftover); err != nil {
+		return c, fmt.Errorf("--leftover: %v", err)
+	}
+	if a.Metric, err = fairness.ParseMetric(o.metric); err != nil {
+		return c, fmt.Errorf("--metric: %v", err)
+	}
+	a.PlacementBlind, a.VariabilityBlind = o.placementBlind, o.varBlind
+	c.Auction = a
+	return c, c.Validate()
+}
+
+// themisInputs builds the cluster, PM-scores and trace shared by every
+// policy of a run.
+func (o *themisSimOpts) themisInputs() (*experiment.Inputs, string, error) {
+	models := workload.DefaultModels()
+	var (
+		tr   *workload.Trace
+		from string
+		err  error
+	)
+	if o.trace != "" {
+		if tr, err = workload.ReadTraceFile(o.trace, models); err != nil {
+			return nil, "", err
+		}
+		from = o.trace
+	} else {
+		jobs, err := o.gen.generate()
+		if err != nil {
+			return nil, "", err
+		}
+		tr = &workload.Trace{Name: "generated", Jobs: jobs, HasApp: true}
+		from = o.gen.describe()
+	}
+	eo, _ := experiment.Preset("paper")
+	eo.Trace, eo.Cluster, eo.Profile, eo.Seed, eo.Round = tr.Name, o.cluster, o.profile, o.seed, 300
+	eo.Explicit.Preset = true
+	in, err := experiment.PrepareWith(eo, tr)
+	if err != nil {
+		return nil, "", err
+	}
+	return in, from, nil
+}
+
+func runThemisSim(w io.Writer, o themisSimOpts) error {
+	if o.output != "json" && o.output != "table" {
+		return fmt.Errorf("--output %q: want json or table", o.output)
+	}
+	if o.round < 0 {
+		return fmt.Errorf("--round %v: must be >= 0", o.round)
+	}
+	cfg, err := o.themisConfig()
+	if err != nil {
+		return err
+	}
+	in, from, err := o.themisInputs()
+	if err != nil {
+		return err
+	}
+	var results []*fairexp.Result
+	for _, p := range splitList(o.policies) {
+		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Policy: p, Round: o.round, Themis: cfg})
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		results = append(results, r)
+	}
+	if o.appsOut != "" {
+		if err := writeAppsOut(o.appsOut, results); err != nil {
+			return err
+		}
+	}
+	inputs := map[string]any{
+		"trace": from, "jobs": len(in.Trace.Jobs), "cluster": in.Cluster.String(), "profile": o.profile, "sim_seed": o.seed,
+		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments,
+		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
+		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"inputs": inputs, "runs": results})
+	}
+	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  leftover: %s\n",
+		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.leftover)
+	t := table.NewWriter()
+	t.SetOutputMirror(w)
+	t.SetStyle(table.StyleLight)
+	t.AppendHeader(table.Row{"policy", "round (s)", "apps", "max ρ", "mean ρ", "Jain", "GPU time (h)", "placement", "avg JCT (h)", "makespan (h)"})
+	for _, r := range results {
+		t.AppendRow(table.Row{r.Policy, r.Round, r.Fairness.Apps, f3(r.Fairness.MaxRho), f3(r.Fairness.MeanRho), f3(r.Fairness.Jain),
+			f1(r.GPUTime / 3600), f3(r.Placement), f2(r.Jobs.AvgJCT / 3600), f1(r.Jobs.Makespan / 3600)})
+	}
+	t.Render()
+	for _, r := range results {
+		for _, v := range r.Violations {
+			fmt.Fprintf(w, "INVARIANT VIOLATED (%s): %s\n", r.Policy, v)
+		}
+	}
+	return nil
+}
+
+func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+
+func writeAppsOut(path string, results []*fairexp.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	_ = cw.Write([]string{"policy", "app", "jobs", "arrival_s", "finish_s", "t_shared_s", "work_gpu_s", "demand_gpus", "n_avg", "t_ideal_s", "rho"})
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
+	for _, r := range results {
+		for _, a := range r.Apps {
+			_ = cw.Write([]string{r.Policy, a.Name, strconv.Itoa(a.Jobs), g(a.Arrival), g(a.Finish), g(a.TShared), g(a.Work),
+				strconv.Itoa(a.Demand), g(a.NAvg), g(a.TIdeal), g(a.Rho)})
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

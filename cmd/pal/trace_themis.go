@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/palsched/pal/workload"
+)
+
+// themisGenFlags are the generator's flags, shared by `pal trace themis`
+// and `pal themis sim` (which generates when no --trace is given).
+type themisGenFlags struct {
+	opt     workload.ThemisOptions
+	models  string
+	philly  string
+	maxHour float64
+}
+
+func (g *themisGenFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.IntVar(&g.opt.Apps, "apps", 50, "number of apps (hyper-parameter searches)")
+	fs.Float64Var(&g.opt.Rate, "rate", 2, "mean app arrivals per hour (Poisson; the first at 0)")
+	fs.Uint64Var(&g.opt.Seed, "seed", 1, "seed of the arrivals and the app draws")
+	fs.IntVar(&g.opt.MaxJobs, "max-jobs", 100, "most jobs in an app (Themis: up to 100)")
+	fs.Float64Var(&g.opt.SingleShare, "single-share", 0.1, "share of single-job apps (Themis: about 10%)")
+	fs.Float64Var(&g.opt.Kill, "kill", 0, "share of jobs in multi-job apps the optimiser stops after 10-50% of their length")
+	fs.Float64Var(&g.maxHour, "max-hours", 0, "cap each job's Philly run time at this many hours (0: no cap beyond the filter's 166.7 h)")
+	fs.StringVar(&g.models, "models", "", "comma list of models apps train (default: every model in the table except synergy)")
+	fs.StringVar(&g.philly, "philly", "", "processed Philly CSV with duration (s) and num_gpus (default: the embedded philly/philly.csv)")
+}
+
+func (g *themisGenFlags) generate() ([]workload.Spec, error) {
+	o := g.opt
+	o.MaxSeconds = g.maxHour * 3600
+	if g.models != "" {
+		o.ModelNames = splitList(g.models)
+	}
+	if g.philly == "" {
+		return workload.GenerateThemisEmbedded(o)
+	}
+	f, err := os.Open(g.philly)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	jobs, err := workload.ReadPhillyJobs(g.philly, f)
+	if err != nil {
+		return nil, err
+	}
+	return workload.GenerateThemis(jobs, o)
+}
+
+// describe states every setting that shaped the workload.
+func (g *themisGenFlags) describe() string {
+	src := g.philly
+	if src == "" {
+		src = workload.EmbeddedPhillyName
+	}
+	models := g.models
+	if models == "" {
+		models = "all but synergy"
+	}
+	return fmt.Sprintf("pal trace themis --apps %d --rate %g --seed %d --max-jobs %d --single-share %g --kill %g --max-hours %g --models %q (Philly: %s)",
+		g.opt.Apps, g.opt.Rate, g.opt.Seed, g.opt.MaxJobs, g.opt.SingleShare, g.opt.Kill, g.maxHour, models, src)
+}
+
+func newTraceThemisCmd() *cobra.Command {
+	var (
+		g   themisGenFlags
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "themis",
+		Short: "Themis-style app workload: hyper-parameter searches from Philly durations and sizes",
+		Long: `Generate a Themis-style workload: --apps apps arrive as a Poisson process at
+--rate apps per hour (the first at 0). An app is one hyper-parameter search:
+it has one job with probability --single-share, else U{2..--max-jobs} jobs,
+all arriving with the app and training one model drawn from the model table.
+The app's jobs share the GPU count of one job drawn from the Philly trace (a
+search's trials get equal resources); each job runs for the duration of its
+own Philly draw (jobs between 31.6 min and 166.7 h on at most 16 GPUs, as the
+Synergy generator keeps them), written as iterations of the model's iteration
+time. With --kill, that share of jobs in multi-job apps is stopped by the
+app's optimiser after U(10%, 50%) of its length.
+
+The trace has the PAL columns plus app; simulate it with
+pal themis sim --trace FILE.`,
+		Example: "  pal trace themis --apps 100 --rate 4 --seed 1 --kill 0.5 > apps.csv",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			jobs, err := g.generate()
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if err := workload.WriteTrace(&buf, jobs); err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(buf.Bytes())
+				return err
+			}
+			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "pal: wrote %d jobs in %d apps, last arrival at %.1f h, to %s\n  %s\n",
+				len(jobs), g.opt.Apps, jobs[len(jobs)-1].Submit/3600, out, strings.TrimSpace(g.describe()))
+			return nil
+		},
+	}
+	g.add(cmd)
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the trace to this file instead of stdout")
+	return cmd
+}

@@ -1,0 +1,487 @@
+// Package themis drives the simulator with Themis: it is both the
+// scheduler and the placer of a round, because an auction decides who runs
+// and where at once. It keeps the leases: GPUs won in an auction are held
+// for the lease length and never taken back early; an auction runs at the
+// first round boundary after a lease expiry, a job finish or an app
+// arrival, over the GPUs that are free or whose lease has expired. Between
+// auctions every job keeps what it holds.
+//
+// Rounds quantise those events: with 60 s rounds an app arriving at
+// t = 130 s is served at 180 s, and a lease granted at 180 s for 600 s
+// expires at 780 s, which is a round boundary, so leases end on time.
+package themis
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// DefaultLease is Themis' lease, 10 minutes.
+const DefaultLease = 600.0
+
+// DefaultRound is the round length used with Themis: shorter than the
+// lease, so auctions happen close to the events that trigger them.
+const DefaultRound = 60.0
+
+// Config is a Themis run's knobs.
+type Config struct {
+	Lease   float64 // seconds; 0 means DefaultLease
+	Auction fairness.Options
+	// Models gives each job's placement sensitivity (nil: the default
+	// table).
+	Models *workload.Models
+	// RemainingNoise p multiplies each app's remaining-work estimate by a
+	// factor drawn once per app from U(1−p, 1+p) with Seed.
+	RemainingNoise float64
+	Seed           uint64
+	// Checkpoint is the seconds a job loses each time it is launched,
+	// migrated or resumed after losing its lease (0: free, as in the PAL
+	// artifact's simulator). Reported, not simulated: see Stats.
+	Checkpoint float64
+}
+
+// Validate rejects impossible knobs.
+func (c Config) Validate() error {
+	if c.Lease < 0 || math.IsNaN(c.Lease) || math.IsInf(c.Lease, 0) {
+		return fmt.Errorf("--lease %v: must be a positive number of seconds", c.Lease)
+	}
+	if !(c.RemainingNoise >= 0 && c.RemainingNoise < 1) {
+		return fmt.Errorf("--remaining-noise %v: want 0 <= p < 1", c.RemainingNoise)
+	}
+	if c.Checkpoint < 0 || math.IsNaN(c.Checkpoint) || math.IsInf(c.Checkpoint, 0) {
+		return fmt.Errorf("--checkpoint %v: must be >= 0 seconds", c.Checkpoint)
+	}
+	return nil
+}
+
+// Stats are what the policy saw over a run.
+type Stats struct {
+	Auctions int
+	// PlacementScore is the GPU-weighted mean of S(G) over every job-round
+	// that ran (1 = every job inside one machine).
+	PlacementScore float64
+	// LeaseChanges counts job launches, migrations and resumptions the
+	// auctions caused (each would cost a checkpoint/restore).
+	LeaseChanges int
+	// Violations lists broken invariants (should be empty): a lease taken
+	// back early, a GPU given twice.
+	Violations []string
+}
+
+// Policy is Themis as a simulator scheduler and placer.
+type Policy struct {
+	cfg    Config
+	lease  float64
+	models *workload.Models
+	now    float64
+	last   float64
+	leases *fairness.Leases
+	topo   *fairness.Topology
+	apps   map[string]*app
+	byIdx  []*app
+	jobApp map[int]*app
+	active []*app // apps with jobs, in first-seen order
+	sawAny bool
+	// prevOrder is the last event round's jobs: an unchanged list means
+	// no arrival and no finish.
+	prevOrder  []*workload.Job
+	nextExpiry float64
+	contention float64 // ∫ (apps alive) dt
+	owner      []int   // scratch for check
+
+	placementSum, placementGPUs float64
+	curPlacement, curGPUs       float64 // this allocation's Σ S(G)·|G| and Σ |G|
+	stats                       Stats
+}
+
+type app struct {
+	idx       int
+	name      string
+	arrival   float64
+	firstSeen float64         // the round it was first seen
+	f0        float64         // the contention integral then
+	work      float64         // W: ideal GPU-seconds of every job seen
+	demand    int             // Σ gang sizes of every job seen
+	critical  float64         // longest job's ideal run time
+	lastRan   float64         // last event round it held GPUs (arrival until then)
+	jobs      []*workload.Job // this round's active jobs
+	pos       []int           // their positions in the round's order
+	noise     float64
+}
+
+// New builds the policy. Scores (may be nil) make bids variability-aware.
+func New(cfg Config) (*Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), models: cfg.Models, apps: map[string]*app{}, jobApp: map[int]*app{}}
+	if p.models == nil {
+		p.models = workload.DefaultModels()
+	}
+	if p.cfg.Auction.Metric == nil {
+		p.cfg.Auction.Metric = fairness.Themis{}
+	}
+	return p, nil
+}
+
+// Name implements policy.Scheduler and policy.Placer.
+func (p *Policy) Name() string { return "themis" }
+
+// Sticky implements policy.Placer: jobs keep their GPUs while leased.
+func (p *Policy) Sticky() bool { return true }
+
+// Order implements policy.Scheduler: the auction decides, so the order is
+// the simulator's (arrival order); Order only records the round's time
+// for Place.
+func (p *Policy) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	p.now = now
+	return jobs
+}
+
+// Stats returns the run's statistics so far.
+func (p *Policy) Stats() Stats {
+	s := p.stats
+	if p.placementGPUs > 0 {
+		s.PlacementScore = p.placementSum / p.placementGPUs
+	}
+	s.Violations = slices.Clone(p.stats.Violations)
+	return s
+}
+
+// AppOf is the app key of a job: its app column, or the job itself.
+func AppOf(s *workload.Spec) string {
+	if s.App != "" {
+		return s.App
+	}
+	return fmt.Sprintf("job-%d", s.ID)
+}
+
+func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
+	of := make([]int, c.Size())
+	for g := range of {
+		of[g] = c.NodeOf(g)
+	}
+	t, err := fairness.NewTopology(of, 0)
+	if err != nil {
+		return err
+	}
+	if sc != nil && !p.cfg.Auction.VariabilityBlind {
+		var sf [variability.NumClasses][]float64
+		for k := range sf {
+			sf[k] = sc.SF[k]
+		}
+		if t, err = t.WithSpeeds(sf); err != nil {
+			return err
+		}
+	}
+	p.topo = t
+	p.leases = fairness.NewLeases(c.Size())
+	return nil
+}
+
+func (p *Policy) violate(format string, args ...any) {
+	if len(p.stats.Violations) < 100 {
+		p.stats.Violations = append(p.stats.Violations, fmt.Sprintf("t=%g: ", p.now)+fmt.Sprintf(format, args...))
+	}
+}
+
+// Place implements policy.Placer.
+func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
+	T := p.now
+	cl := env.Cluster
+	if p.topo == nil {
+		if err := p.setup(cl, env.Scores); err != nil {
+			panic("themis: " + err.Error()) // the simulator validated the cluster
+		}
+	}
+	// F = ∫ (apps alive) dt, for every app's N_avg.
+	p.contention += float64(len(p.active)) * (T - p.last)
+	p.last = T
+	event := !p.sawAny || T >= p.nextExpiry || len(order) != len(p.prevOrder)
+	p.sawAny = true
+	if !event {
+		for i, j := range order {
+			if j != p.prevOrder[i] {
+				event = true // a job arrived or finished
+				break
+			}
+		}
+	}
+	out := make([][]int, len(order))
+	if !event {
+		for i, j := range order {
+			if j.Running() {
+				out[i] = j.GPUsHeld
+			}
+		}
+		p.placementSum += p.curPlacement
+		p.placementGPUs += p.curGPUs
+		return out
+	}
+	p.prevOrder = append(p.prevOrder[:0], order...)
+	for _, a := range p.active {
+		a.jobs, a.pos = a.jobs[:0], a.pos[:0]
+	}
+	var active []*app
+	for i, j := range order {
+		a := p.jobApp[j.ID]
+		if a == nil {
+			key := AppOf(&j.Spec)
+			if a = p.apps[key]; a == nil {
+				a = &app{idx: len(p.apps), name: key, arrival: j.Submit, firstSeen: T, f0: p.contention}
+				a.noise = fairness.NoiseFactor(p.cfg.RemainingNoise, p.cfg.Seed, uint64(a.idx))
+				p.apps[key] = a
+				p.byIdx = append(p.byIdx, a)
+			}
+			p.jobApp[j.ID] = a
+			a.work += j.Iterations * j.IterTime * float64(j.GPUs)
+			a.demand += j.GPUs
+			a.arrival = min(a.arrival, j.Submit)
+			a.critical = max(a.critical, j.Iterations*j.IterTime)
+		}
+		if len(a.jobs) == 0 {
+			active = append(active, a)
+			if a.lastRan < a.arrival {
+				a.lastRan = a.arrival
+			}
+		}
+		if j.Running() {
+			a.lastRan = T
+		}
+		a.jobs = append(a.jobs, j)
+		a.pos = append(a.pos, i)
+	}
+	p.active = active
+	// Leases of finished jobs end with them.
+	for g := range cl.Size() {
+		if h := p.leases.Holder(g, T); h >= 0 && cl.IsFree(g) {
+			if err := p.leases.Release(h, []int{g}); err != nil {
+				p.violate("%v", err)
+			}
+		}
+	}
+	leased := func(j *workload.Job) bool {
+		return j.Running() && p.leases.Holder(j.GPUsHeld[0], T) == p.jobApp[j.ID].idx
+	}
+	p.stats.Auctions++
+	mustKeep := make([]bool, len(order)) // jobs on unexpired leases, before any grant
+	for i, j := range order {
+		mustKeep[i] = leased(j)
+	}
+	in := fairness.Input{Topo: p.topo, Now: T, ActiveApps: len(active)}
+	offered := make([]bool, cl.Size())
+	for g := range cl.Size() {
+		if cl.IsFree(g) {
+			offered[g] = true
+		}
+	}
+	for i, j := range order {
+		if j.Running() && !mustKeep[i] {
+			for _, g := range j.GPUsHeld {
+				offered[g] = true
+			}
+		}
+	}
+	for g, ok := range offered {
+		if ok {
+			in.Offer = append(in.Offer, g)
+		}
+	}
+	for _, a := range active {
+		spread, rack := p.models.Sensitivity(a.jobs[0].Model)
+		fa := &fairness.App{Name: a.name, Arrival: a.arrival, TotalWork: a.work, Demand: a.demand,
+			Sens: fairness.Sensitivity{Machine: spread, Rack: rack}, Class: a.jobs[0].Class, Noise: a.noise, Critical: a.critical, Since: a.lastRan}
+		if T > a.firstSeen {
+			fa.NAvg = (p.contention - a.f0) / (T - a.firstSeen)
+		} else {
+			fa.NAvg = float64(len(active))
+		}
+		fa.Jobs = make([]fairness.Job, 0, len(a.jobs))
+		for k, j := range a.jobs {
+			fj := fairness.Job{ID: j.ID, Remaining: (j.Iterations - j.Executed) * j.IterTime * float64(j.GPUs), MaxGPUs: j.GPUs, Gang: true}
+			if mustKeep[a.pos[k]] {
+				fj.Held = j.GPUsHeld
+			} else if j.Running() {
+				fj.Prev = j.GPUsHeld
+			}
+			fa.Jobs = append(fa.Jobs, fj)
+		}
+		in.Apps = append(in.Apps, fa)
+	}
+	res, err := fairness.Run(in, p.cfg.Auction)
+	if err != nil {
+		panic("themis: " + err.Error()) // inputs built above are consistent
+	}
+	for x, a := range active {
+		ar := res.Apps[x]
+		gained := map[int]bool{}
+		for _, g := range ar.Gained {
+			gained[g] = true
+		}
+		// Jobs that lost their lease and were chosen again keep their old
+		// GPUs when the app won them back, instead of migrating.
+		var chosen []int
+		for k, j := range a.jobs {
+			i := a.pos[k]
+			switch {
+			case mustKeep[i]:
+				out[i] = j.GPUsHeld
+			case len(ar.Jobs[k]) > 0:
+				chosen = append(chosen, k)
+			}
+		}
+		used := map[int]bool{}
+		var later []int
+		for _, k := range chosen {
+			j := a.jobs[k]
+			if j.Running() && allIn(j.GPUsHeld, gained) && len(j.GPUsHeld) == len(ar.Jobs[k]) {
+				out[a.pos[k]] = j.GPUsHeld
+				mark(used, j.GPUsHeld)
+			} else {
+				later = append(later, k)
+			}
+		}
+		var rest []int
+		for _, k := range later {
+			g := ar.Jobs[k]
+			if !anyIn(g, used) {
+				out[a.pos[k]] = g
+				mark(used, g)
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		for _, k := range rest {
+			var free []int
+			for _, g := range ar.Gained {
+				if !used[g] {
+					free = append(free, g)
+				}
+			}
+			g := pack(p.topo, free, len(ar.Jobs[k]))
+			out[a.pos[k]] = g
+			mark(used, g)
+		}
+		for _, k := range chosen {
+			j := a.jobs[k]
+			g := out[a.pos[k]]
+			if err := p.leases.Grant(a.idx, g, T, p.lease); err != nil {
+				p.violate("%v", err)
+			}
+			if !slices.Equal(g, j.GPUsHeld) {
+				p.stats.LeaseChanges++
+			}
+		}
+	}
+	p.check(order, out, mustKeep)
+	p.account(order, out)
+	p.nextExpiry = p.leases.NextExpiry(T)
+	return out
+}
+
+// check verifies the round's invariants: no GPU given twice, gangs whole,
+// and every job on an unexpired lease keeps exactly its GPUs.
+func (p *Policy) check(order []*workload.Job, out [][]int, mustKeep []bool) {
+	if len(p.owner) != p.topo.NumGPUs() {
+		p.owner = make([]int, p.topo.NumGPUs())
+	}
+	for g := range p.owner {
+		p.owner[g] = -1
+	}
+	for i, j := range order {
+		g := out[i]
+		if g != nil && len(g) != j.GPUs {
+			p.violate("job %d: gang of %d given %d GPUs", j.ID, j.GPUs, len(g))
+		}
+		for _, x := range g {
+			if o := p.owner[x]; o >= 0 {
+				p.violate("GPU %d given to jobs %d and %d", x, o, j.ID)
+			}
+			p.owner[x] = j.ID
+		}
+		if mustKeep[i] && !slices.Equal(g, j.GPUsHeld) {
+			p.violate("job %d lost GPUs %v before its lease ended", j.ID, j.GPUsHeld)
+		}
+	}
+}
+
+// account adds the round's placement scores and remembers them for the
+// rounds until the next auction.
+func (p *Policy) account(order []*workload.Job, out [][]int) {
+	p.curPlacement, p.curGPUs = 0, 0
+	for i, j := range order {
+		if g := out[i]; len(g) > 0 {
+			spread, rack := p.models.Sensitivity(j.Model)
+			p.curPlacement += p.topo.Placement(g, fairness.Sensitivity{Machine: spread, Rack: rack}) * float64(len(g))
+			p.curGPUs += float64(len(g))
+		}
+	}
+	p.placementSum += p.curPlacement
+	p.placementGPUs += p.curGPUs
+}
+
+func allIn(g []int, set map[int]bool) bool {
+	for _, x := range g {
+		if !set[x] {
+			return false
+		}
+	}
+	return true
+}
+
+func anyIn(g []int, set map[int]bool) bool {
+	for _, x := range g {
+		if set[x] {
+			return true
+		}
+	}
+	return false
+}
+
+func mark(set map[int]bool, g []int) {
+	for _, x := range g {
+		set[x] = true
+	}
+}
+
+// pack takes n of free (ascending): inside the machine that fits most
+// tightly, else from the fullest machines first.
+func pack(t *fairness.Topology, free []int, n int) []int {
+	by := map[int][]int{}
+	var ms []int
+	for _, g := range free {
+		m := t.MachineOf(g)
+		if by[m] == nil {
+			ms = append(ms, m)
+		}
+		by[m] = append(by[m], g)
+	}
+	fit := -1
+	for _, m := range ms {
+		if len(by[m]) >= n && (fit < 0 || len(by[m]) < len(by[fit])) {
+			fit = m
+		}
+	}
+	var out []int
+	if fit >= 0 {
+		out = slices.Clone(by[fit][:n])
+	} else {
+		slices.SortStableFunc(ms, func(a, b int) int { return cmp.Compare(len(by[b]), len(by[a])) })
+		for _, m := range ms {
+			out = append(out, by[m][:min(len(by[m]), n-len(out))]...)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
