@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -75,9 +77,9 @@ time-average number of apps alive during its life.`,
 	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
 	f.BoolVar(&o.varBlind, "variability-blind", false, "bid without PM-scores (ablation; Themis' own bids)")
 	f.Float64Var(&o.noise, "remaining-noise", 0, "p: each app's remaining-work estimate × U(1-p, 1+p) (0: oracle)")
-	f.Uint64Var(&o.seed, "sim-seed", 42, "seed of the GPU PM-score draws and the remaining-work noise")
+	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws and the remaining-work noise")
 	f.StringVar(&o.appsOut, "apps-out", "", "write one CSV row per app and policy (ρ and its terms)")
-	f.StringVarP(&o.output, "output", "o", "json", "json or table")
+	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
 	return cmd
 }
 
@@ -152,8 +154,8 @@ func (o *themisSimOpts) themisInputs() (*experiment.Inputs, string, error) {
 }
 
 func runThemisSim(w io.Writer, o themisSimOpts) error {
-	if o.output != "json" && o.output != "table" {
-		return fmt.Errorf("--output %q: want json or table", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.round < 0 {
 		return fmt.Errorf("--round %v: must be >= 0", o.round)
@@ -185,10 +187,24 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
 		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
 	}
-	if o.output == "json" {
+	switch o.output {
+	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"inputs": inputs, "runs": results})
+	case "csv":
+		for _, k := range slices.Sorted(maps.Keys(inputs)) {
+			fmt.Fprintf(w, "# %s: %v\n", k, inputs[k])
+		}
+		cw := csv.NewWriter(w)
+		_ = cw.Write([]string{"policy", "round_s", "apps", "max_rho", "mean_rho", "jain", "gpu_time_s", "placement_score", "avg_jct_s", "makespan_s", "auctions", "lease_changes", "violations"})
+		g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
+		for _, r := range results {
+			_ = cw.Write([]string{r.Policy, g(r.Round), strconv.Itoa(r.Fairness.Apps), g(r.Fairness.MaxRho), g(r.Fairness.MeanRho), g(r.Fairness.Jain),
+				g(r.GPUTime), g(r.Placement), g(r.Jobs.AvgJCT), g(r.Jobs.Makespan), strconv.Itoa(r.Auctions), strconv.Itoa(r.LeaseChanges), strconv.Itoa(len(r.Violations))})
+		}
+		cw.Flush()
+		return cw.Error()
 	}
 	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  leftover: %s\n",
 		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.leftover)

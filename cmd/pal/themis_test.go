@@ -92,7 +92,7 @@ func TestThemisAuctionBadInput(t *testing.T) {
 func TestThemisSimAndTrace(t *testing.T) {
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "apps.csv")
-	if _, err := run(t, "trace", "themis", "--apps", "8", "--rate", "6", "--max-jobs", "4", "--max-hours", "4", "--seed", "3", "-o", tr); err != nil {
+	if _, err := run(t, "trace", "themis", "--apps", "8", "--rate", "6", "--max-jobs", "4", "--max-hours", "4", "--seed", "3", "--out", tr); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(tr)
@@ -103,7 +103,7 @@ func TestThemisSimAndTrace(t *testing.T) {
 		t.Fatalf("trace header: %q", strings.SplitN(string(b), "\n", 2)[0])
 	}
 	appsOut := filepath.Join(dir, "rho.csv")
-	out, err := run(t, "themis", "sim", "--trace", tr, "--cluster", "2x4", "--policy", "themis,tiresias", "--apps-out", appsOut)
+	out, err := run(t, "themis", "sim", "--trace", tr, "--cluster", "2x4", "--policy", "themis,tiresias", "--apps-out", appsOut, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}

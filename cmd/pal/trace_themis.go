@@ -24,7 +24,7 @@ func (g *themisGenFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.IntVar(&g.opt.Apps, "apps", 50, "number of apps (hyper-parameter searches)")
 	fs.Float64Var(&g.opt.Rate, "rate", 2, "mean app arrivals per hour (Poisson; the first at 0)")
-	fs.Uint64Var(&g.opt.Seed, "seed", 1, "seed of the arrivals and the app draws")
+	fs.Uint64Var(&g.opt.Seed, "seed", DefaultSeed, "seed of the arrivals and the app draws")
 	fs.IntVar(&g.opt.MaxJobs, "max-jobs", 100, "most jobs in an app (Themis: up to 100)")
 	fs.Float64Var(&g.opt.SingleShare, "single-share", 0.1, "share of single-job apps (Themis: about 10%)")
 	fs.Float64Var(&g.opt.Kill, "kill", 0, "share of jobs in multi-job apps the optimiser stops after 10-50% of their length")
@@ -89,7 +89,7 @@ app's optimiser after U(10%, 50%) of its length.
 
 The trace has the PAL columns plus app; simulate it with
 pal themis sim --trace FILE.`,
-		Example: "  pal trace themis --apps 100 --rate 4 --seed 1 --kill 0.5 > apps.csv",
+		Example: "  pal trace themis --apps 100 --rate 0.5 --kill 0.5 --out apps.csv",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			jobs, err := g.generate()
@@ -113,6 +113,6 @@ pal themis sim --trace FILE.`,
 		},
 	}
 	g.add(cmd)
-	cmd.Flags().StringVarP(&out, "out", "o", "", "write the trace to this file instead of stdout")
+	cmd.Flags().StringVar(&out, "out", "", "write the trace to this file instead of stdout")
 	return cmd
 }
