@@ -57,6 +57,12 @@ type Plan struct {
 
 	// Fig 18: placement time per round by cluster shape.
 	Bench []BenchSize
+
+	// Migration section: every cost (seconds per migration, and per
+	// restart after a preemption) on SiaTraces and on Synergy at
+	// MigrationLoad with SynergySeeds, FIFO.
+	MigrationCosts []float64
+	MigrationLoad  float64
 }
 
 // BenchSize is one cluster of Fig 18 and how many rounds to time on it.
@@ -120,6 +126,8 @@ func FullPlan() Plan {
 		Bench: []BenchSize{
 			{16, 4, 100}, {64, 4, 100}, {256, 4, 50}, {1024, 4, 20}, {4096, 4, 10}, {6912, 4, 10},
 		},
+		MigrationCosts: []float64{0, 30, 120, 600},
+		MigrationLoad:  10,
 	}
 }
 
@@ -150,6 +158,7 @@ func QuickPlan() Plan {
 type grids struct {
 	sia, locality, fig20 *sweep.Grid
 	synergy              map[string]*sweep.Grid // by scheduler
+	migSia, migSynergy   []*sweep.Grid          // by migration cost
 }
 
 func (p Plan) base() (experiment.Options, error) {
@@ -217,6 +226,7 @@ func (p Plan) grids() (*grids, error) {
 	}
 	g.fig20 = &sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{p.Fig20Load},
 		Localities: p.Fig20Penalties, Seeds: p.SynergySeeds, Schedulers: []string{"fifo"}, Placements: placements, Synergy: spec}
+	g.migSia, g.migSynergy = p.migrationGrids(*g.sia, *g.fig20)
 	return g, nil
 }
 
@@ -225,7 +235,9 @@ func (g *grids) list() []*sweep.Grid {
 	for _, s := range synergySchedulers {
 		out = append(out, g.synergy[s])
 	}
-	return append(out, g.fig20)
+	out = append(out, g.fig20)
+	out = append(out, g.migSia...)
+	return append(out, g.migSynergy...)
 }
 
 // union is a ∪ b, sorted.

@@ -37,6 +37,8 @@ type Report struct {
 	Overhead  []OverheadRow
 	// Packed says where each packed flavour wins on the Fig 11 traces.
 	Packed PackedOrder
+	// Migration is the migration-cost section's numbers.
+	Migration *MigrationResult
 	// Simulations is the number of distinct runs; SimTime and BenchTime
 	// are the wall times of the sweep and of Fig 18.
 	Simulations int
@@ -106,7 +108,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.BenchTime = time.Since(start)
 	logf("reproduce: placement timing took %s", rep.BenchTime.Round(time.Millisecond))
 
-	sia, loc, f20 := res[0], res[1], res[len(res)-1]
+	sia, loc, f20 := res[0], res[1], res[2+len(synergySchedulers)]
+	nm := len(g.migSia)
+	migSia, migSyn := res[3+len(synergySchedulers):][:nm], res[3+len(synergySchedulers)+nm:]
 	syn := map[string]*sweep.Result{}
 	for i, s := range synergySchedulers {
 		syn[s] = res[2+i]
@@ -130,6 +134,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Figures = append(rep.Figures, f18, f20f)
 	rep.Headlines = append(rep.Headlines, h20...)
 	rep.Overhead = over
+	fm, mig := migrationFigure(migSia, migSyn, plan)
+	rep.Figures = append(rep.Figures, fm)
+	rep.Migration = mig
 
 	if err := rep.write(); err != nil {
 		return nil, err
@@ -179,7 +186,7 @@ func (rep *Report) write() error {
 		"The Sia-Philly runs replay the artifact's pinned inputs (its seed-42 GPU table and extra arrivals), so Figs 11-13 are deterministic replays of the artifact's configuration, not draws.",
 		"Fig 12 wait = JCT minus time holding GPUs (queueing, suspension and round quantisation).",
 	}
-	md := summaryMarkdown(rep.Plan, rep.Headlines, rep.Packed, rep.Overhead, notes)
+	md := summaryMarkdown(rep.Plan, rep.Headlines, rep.Packed, rep.Overhead, notes) + rep.Migration.Markdown()
 	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
 		return err
 	}

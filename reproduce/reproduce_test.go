@@ -31,7 +31,7 @@ func TestQuickEndToEnd(t *testing.T) {
 	for _, f := range rep.Figures {
 		ids = append(ids, f.ID)
 	}
-	want := []string{"fig11", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20"}
+	want := []string{"fig11", "fig12", "fig13", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20", "migration"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("figures %v, want %v", ids, want)
 	}
@@ -71,6 +71,7 @@ func TestQuickEndToEnd(t *testing.T) {
 		"| 14 | Synergy FIFO: PAL avg JCT vs Tiresias at 4 jobs/h | -4.0%", "| 14 | Synergy FIFO: PAL avg JCT vs Tiresias at 12 jobs/h | -9.0%",
 		"| 16 | Synergy LAS", "| 17 | Synergy SRTF", "| 20 | Synergy 10 jobs/h: PAL",
 		"Placement overhead (Fig 18)", "--quick",
+		"Migration cost: does PAL's gain survive", "| PAL, migration-aware |",
 	} {
 		if !strings.Contains(sum, s) {
 			t.Errorf("summary.md lacks %q", s)
@@ -102,11 +103,45 @@ func TestQuickEndToEnd(t *testing.T) {
 			t.Errorf("browser: %d of %d images loaded (want all %d figures), broken %v", st.Loaded, st.Total, nPlots, st.Broken)
 		}
 	}
+	checkMigration(t, rep.Migration)
 	// The Sia ratios are exact replays of the artifact's inputs: PAL beats
 	// Tiresias on both quick traces.
 	for _, h := range rep.Headlines {
 		if strings.HasPrefix(h.Claim, "PAL avg JCT vs Tiresias, geomean") && !(h.Ours < -20) {
 			t.Errorf("quick PAL vs Tiresias geomean %v%%, want a clear gain", h.Ours)
+		}
+	}
+}
+
+// checkMigration holds the migration section to what the cost model and
+// the migration-aware placers promise: free moves change nothing (the
+// variants equal their bases, nobody loses GPU time), FIFO Tiresias never
+// moves a job, dearer moves lose PAL more, and the migration-aware
+// variants move fewer jobs than their bases once moves cost something.
+func checkMigration(t *testing.T, m *MigrationResult) {
+	t.Helper()
+	if m == nil || len(m.Costs) < 2 || m.Costs[0] != 0 {
+		t.Fatalf("migration section: %+v", m)
+	}
+	for _, fam := range []struct {
+		name string
+		t    migTable
+	}{{"sia", m.Sia}, {"synergy", m.Synergy}} {
+		for _, pair := range [][2]string{{"pal", "pal-ma"}, {"pm-first", "pm-first-ma"}} {
+			base, ma := fam.t[pair[0]], fam.t[pair[1]]
+			if base[0] != ma[0] || base[0].LostGPUH != 0 {
+				t.Errorf("%s free moves: %s %+v, %s %+v; want equal, nothing lost", fam.name, pair[0], base[0], pair[1], ma[0])
+			}
+			for i := 1; i < len(m.Costs); i++ {
+				if !(ma[i].Migrations < base[i].Migrations) || !(base[i].LostGPUH > base[i-1].LostGPUH) {
+					t.Errorf("%s at %g s: %s %+v, %s %+v; want fewer moves for -ma and more loss as cost grows", fam.name, m.Costs[i], pair[0], base[i], pair[1], ma[i])
+				}
+			}
+		}
+		for i, c := range fam.t["packed-sticky"] {
+			if c.Migrations != 0 || c.LostGPUH != 0 || c.Ratio != 1 {
+				t.Errorf("%s: Tiresias under FIFO moved jobs at %g s: %+v", fam.name, m.Costs[i], c)
+			}
 		}
 	}
 }
