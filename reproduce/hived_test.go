@@ -47,6 +47,12 @@ func TestRunHivedQuick(t *testing.T) {
 	if hived != 3*2*11 {
 		t.Fatalf("%d hived rows, want 66 (3 schedulers x 2 loads x 11 VCs)", hived)
 	}
+	if len(rep.Binding) != 2 || rep.Binding[1].Preemptions < rep.Binding[0].Preemptions || rep.Binding[0].Opportunists != HivedQuickJobs/5 {
+		t.Errorf("binding study %+v: static binding should preempt at least as often as dynamic", rep.Binding)
+	}
+	if len(rep.Overhead) != 2 || len(rep.Fragmentation) != 2 {
+		t.Errorf("overhead %+v, fragmentation %v", rep.Overhead, rep.Fragmentation)
+	}
 	if rep.Jobs != HivedQuickJobs || rep.Dropped["VC not among the large VCs"] != 18 {
 		t.Fatalf("jobs %d, dropped %v", rep.Jobs, rep.Dropped)
 	}

@@ -102,6 +102,7 @@ type VCell struct {
 	used     int
 	group    *Group // the guaranteed group using a leaf
 	doomed   bool   // a preassigned cell bound to bad hardware so its VC sees the failure
+	static   bool   // a preassigned cell bound for good (BindStatic)
 	idx      int    // position among its preassigned siblings or its parent's children
 	leaves   int
 	mark     int // chosen by the decision of this epoch

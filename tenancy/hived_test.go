@@ -219,3 +219,32 @@ func TestH4H5SafetyUnderGrowthAndMerge(t *testing.T) {
 		t.Fatalf("checker on a 2/2/2 binding: %v, want safety broken at the node level", err)
 	}
 }
+
+// Static binding: every VC cell is bound up front and stays bound when
+// its jobs leave; a guaranteed job then lands on its own cell even where
+// an opportunistic job runs (a preemption dynamic binding avoids).
+func TestStaticBinding(t *testing.T) {
+	vcs := "  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n"
+	for _, static := range []bool{false, true} {
+		s := mustNew(t, twoLevel(3, 4, vcs))
+		if static {
+			must(t, s.BindStatic())
+			mustCheck(t, s)
+		}
+		// An opportunistic job takes n0, the node buddy allocation hands out first.
+		d := mustPlace(t, s, Request{Group: "o", VC: "B", Priority: Opportunistic, Pods: []int{4}})
+		if d.Pods[0].Node != "n0" {
+			t.Fatalf("opportunistic on %s", d.Pods[0].Node)
+		}
+		d = mustPlace(t, s, Request{Group: "a", VC: "A", Pods: []int{4}})
+		preempted := len(d.Preempted) > 0
+		if preempted != static {
+			t.Fatalf("static=%v: A's job %v", static, d)
+		}
+		must(t, s.Release("a"))
+		mustCheck(t, s)
+		if got := len(freeList(s, "NODE", 2)); static && got != 1 || !static && got != 3 {
+			t.Fatalf("static=%v: %d free nodes after A's job left", static, got)
+		}
+	}
+}

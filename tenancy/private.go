@@ -179,3 +179,27 @@ func (s *Scheduler) MaxNode() int {
 	}
 	return m
 }
+
+// BindStatic turns dynamic binding off: every VC's preassigned cells are
+// bound now, by buddy allocation in config order, and stay bound, as
+// pinned cells do. It is the static-binding baseline of the HiveD paper's
+// binding study; call it on a fresh scheduler.
+func (s *Scheduler) BindStatic() error {
+	for _, vc := range s.vcs {
+		for _, vcc := range vc.chains {
+			for _, v := range vcc.pre {
+				if v.phys != nil {
+					continue
+				}
+				p := vcc.chain.buddyAlloc(v.level, healthyAlloc)
+				if p == nil {
+					return fmt.Errorf("tenancy: no physical cell left for a level-%d cell of VC %s", v.level, vc.Name)
+				}
+				s.newBinds = s.newBinds[:0]
+				s.bindPre(v, p)
+				v.static = true
+			}
+		}
+	}
+	return nil
+}

@@ -646,7 +646,7 @@ func (s *Scheduler) unbindTree(v *VCell) {
 			s.unbindTree(c)
 		}
 	}
-	if v.parent == nil && v.vcc.pinned != nil {
+	if v.parent == nil && (v.vcc.pinned != nil || v.static) {
 		return
 	}
 	p := v.phys

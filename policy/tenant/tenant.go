@@ -244,6 +244,16 @@ func NewHiveD(l *Layout) (*HiveD, error) {
 	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{}, blocked: map[string]bool{}}, nil
 }
 
+// NewHiveDStatic is NewHiveD with static binding: every VC cell is bound
+// at the start and stays bound (the binding study's baseline).
+func NewHiveDStatic(l *Layout) (*HiveD, error) {
+	h, err := NewHiveD(l)
+	if err != nil {
+		return nil, err
+	}
+	return h, h.s.BindStatic()
+}
+
 // Name implements policy.Tenancy.
 func (h *HiveD) Name() string { return "hived" }
 
