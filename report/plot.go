@@ -89,6 +89,35 @@ func writeFile(path string, c io.WriterTo) error {
 type Series struct {
 	Name string
 	X, Y []float64
+	// Look, if set, fixes how the series is drawn, so that one thing (a
+	// placement policy, say) looks the same in every figure of a report;
+	// nil draws by position in the chart.
+	Look *Look
+}
+
+// Look is a series' colour, line dashes and marker. Zero fields fall back
+// to the series' position.
+type Look struct {
+	Color  color.Color
+	Dashes []vg.Length
+	Shape  draw.GlyphDrawer
+}
+
+// look fills what l leaves open from position i.
+func (l *Look) resolve(i int) Look {
+	out := Look{Color: plotutil.Color(i), Dashes: plotutil.Dashes(i), Shape: plotutil.Shape(i)}
+	if l != nil {
+		if l.Color != nil {
+			out.Color = l.Color
+		}
+		if l.Dashes != nil {
+			out.Dashes = l.Dashes
+		}
+		if l.Shape != nil {
+			out.Shape = l.Shape
+		}
+	}
+	return out
 }
 
 // PerJob is a series over job ids, for per-job quantities such as the
@@ -186,13 +215,13 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 			xys[j] = plotter.XY{X: x, Y: y}
 		}
 		var thumbs []plot.Thumbnailer
-		col := plotutil.Color(i)
+		lk := s.Look.resolve(i)
 		if c.Mark != Points {
 			l, err := plotter.NewLine(xys)
 			if err != nil {
 				return nil, err
 			}
-			l.Color, l.Width, l.Dashes = col, vg.Points(1.5), plotutil.Dashes(i)
+			l.Color, l.Width, l.Dashes = lk.Color, vg.Points(1.5), lk.Dashes
 			if c.Step {
 				l.StepStyle = plotter.PostStep
 			}
@@ -204,7 +233,7 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 			if err != nil {
 				return nil, err
 			}
-			sc.Color, sc.Shape, sc.Radius = col, plotutil.Shape(i), vg.Points(2.5)
+			sc.Color, sc.Shape, sc.Radius = lk.Color, lk.Shape, vg.Points(2.5)
 			p.Add(sc)
 			thumbs = append(thumbs, sc)
 		}
@@ -221,6 +250,11 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 	}
 	if c.YFromZero {
 		p.Y.Min = math.Min(p.Y.Min, 0)
+	} else if !c.LogY && p.Y.Max > p.Y.Min {
+		// Zoomed to the data, with a little room so no line lies on
+		// the axis.
+		pad := (p.Y.Max - p.Y.Min) * 0.05
+		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
 	}
 	if p.Y.Min == p.Y.Max { // a flat line: give it a band to sit in
 		p.Y.Min, p.Y.Max = widen(p.Y.Min, c.LogY)
@@ -234,6 +268,8 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 type BarSeries struct {
 	Name   string
 	Values []float64
+	// Look fixes the bar colour (only Color is used); nil: by position.
+	Look *Look
 }
 
 // BarChart is a grouped bar chart: categories along x (traces "1".."8",
@@ -274,7 +310,7 @@ func (c *BarChart) Plot() (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.Color = plotutil.Color(i)
+		b.Color = s.Look.resolve(i).Color
 		b.LineStyle.Width = 0
 		bars[i] = b
 		p.Add(b)

@@ -94,31 +94,31 @@ func TestChartErrors(t *testing.T) {
 		plot func() error
 		want string
 	}{
-		"bars without categories": {func() error { _, err := (&BarChart{Series: []BarSeries{{"a", nil}}}).Plot(); return err }, "needs categories and series"},
+		"bars without categories": {func() error { _, err := (&BarChart{Series: []BarSeries{{Name: "a", Values: nil}}}).Plot(); return err }, "needs categories and series"},
 		"bars short series": {func() error {
-			_, err := (&BarChart{Categories: []string{"1", "2"}, Series: []BarSeries{{"a", []float64{1}}}}).Plot()
+			_, err := (&BarChart{Categories: []string{"1", "2"}, Series: []BarSeries{{Name: "a", Values: []float64{1}}}}).Plot()
 			return err
 		}, `series "a": 1 values for 2 categories`},
 		"bars NaN": {func() error {
-			_, err := (&BarChart{Categories: []string{"1"}, Series: []BarSeries{{"a", []float64{math.NaN()}}}}).Plot()
+			_, err := (&BarChart{Categories: []string{"1"}, Series: []BarSeries{{Name: "a", Values: []float64{math.NaN()}}}}).Plot()
 			return err
 		}, `category "1": value NaN`},
 		"lines without series": {func() error { _, err := (&LineChart{Title: "t"}).Plot(); return err }, `"t" has no series`},
 		"lines length mismatch": {func() error {
-			_, err := (&LineChart{Series: []Series{{"a", []float64{1, 2}, []float64{1}}}}).Plot()
+			_, err := (&LineChart{Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1}}}}).Plot()
 			return err
 		}, "2 xs but 1 ys"},
 		"lines empty series": {func() error { _, err := (&LineChart{Series: []Series{{Name: "a"}}}).Plot(); return err }, "no points"},
 		"lines infinite": {func() error {
-			_, err := (&LineChart{Series: []Series{{"a", []float64{1}, []float64{math.Inf(1)}}}}).Plot()
+			_, err := (&LineChart{Series: []Series{{Name: "a", X: []float64{1}, Y: []float64{math.Inf(1)}}}}).Plot()
 			return err
 		}, "not finite"},
 		"log x of zero": {func() error {
-			_, err := (&LineChart{LogX: true, Series: []Series{{"a", []float64{0, 1}, []float64{1, 2}}}}).Plot()
+			_, err := (&LineChart{LogX: true, Series: []Series{{Name: "a", X: []float64{0, 1}, Y: []float64{1, 2}}}}).Plot()
 			return err
 		}, "cannot go on a log axis"},
 		"log y from zero": {func() error {
-			_, err := (&LineChart{LogY: true, YFromZero: true, Series: []Series{{"a", []float64{1}, []float64{1}}}}).Plot()
+			_, err := (&LineChart{LogY: true, YFromZero: true, Series: []Series{{Name: "a", X: []float64{1}, Y: []float64{1}}}}).Plot()
 			return err
 		}, "log y axis cannot start at zero"},
 	}
@@ -139,14 +139,14 @@ func TestChartsSave(t *testing.T) {
 		"bars":  sampleBars().Plot,
 		"lines": sampleLines().Plot,
 		"loglog": (&LineChart{Title: "placement time", XLabel: "GPUs", YLabel: "ms", LogX: true, LogY: true, Mark: LinesPoints,
-			Series: []Series{{"PAL", sizes, []float64{0.2, 1.5, 9, 70}}, {"Packed", sizes, []float64{0.05, 0.2, 0.9, 4}}}}).Plot,
+			Series: []Series{{Name: "PAL", X: sizes, Y: []float64{0.2, 1.5, 9, 70}}, {Name: "Packed", X: sizes, Y: []float64{0.05, 0.2, 0.9, 4}}}}).Plot,
 		"gpus per round": (&LineChart{Title: "GPUs in use", XLabel: "round", YLabel: "GPUs", Step: true, YFromZero: true,
-			Series: []Series{{"PAL", []float64{0, 1, 2, 3}, []float64{200, 256, 256, 100}}}}).Plot,
+			Series: []Series{{Name: "PAL", X: []float64{0, 1, 2, 3}, Y: []float64{200, 256, 256, 100}}}}).Plot,
 		"per job": (&LineChart{Title: "wait per job", XLabel: "job id", YLabel: "wait (s)", Mark: Points,
 			Series: []Series{PerJob("PAL", []int{0, 1, 2}, []float64{0, 360, 720})}}).Plot,
 		"cdf": (&LineChart{Title: "JCT CDF", XLabel: "JCT (s)", YLabel: "share of jobs",
 			Series: []Series{CDF("PAL", []float64{3, 1, 2, 2})}}).Plot,
-		"flat line, no legend": (&LineChart{Series: []Series{{"", []float64{1, 2}, []float64{5, 5}}}}).Plot,
+		"flat line, no legend": (&LineChart{Series: []Series{{X: []float64{1, 2}, Y: []float64{5, 5}}}}).Plot,
 	}
 	for name, build := range charts {
 		t.Run(name, func(t *testing.T) {

@@ -2,13 +2,16 @@ package reproduce
 
 import (
 	"fmt"
-	"github.com/palsched/pal/metrics"
+	"image/color"
 	"math"
 	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/sweep"
 )
@@ -53,6 +56,27 @@ var displayNames = map[string]string{
 	"packed-nonsticky": "Gandiva (packed-nonsticky)",
 	"random-sticky":    "Random-sticky",
 	"random-nonsticky": "Random-nonsticky",
+}
+
+// policyLooks gives each placement one colour (the Okabe-Ito palette,
+// readable with colour-blindness), one line style and one marker for every
+// figure of a report. PAL and PM-First often overlap, so they differ in
+// all three: PAL solid with circles, PM-First dashed with triangles.
+var policyLooks = map[string]report.Look{
+	"pal":              {Color: color.RGBA{0, 114, 178, 255}, Dashes: []vg.Length{}, Shape: draw.CircleGlyph{}},
+	"pm-first":         {Color: color.RGBA{230, 159, 0, 255}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}, Shape: draw.TriangleGlyph{}},
+	"packed-sticky":    {Color: color.RGBA{213, 94, 0, 255}, Dashes: []vg.Length{vg.Points(2), vg.Points(2)}, Shape: draw.BoxGlyph{}},
+	"packed-nonsticky": {Color: color.RGBA{0, 158, 115, 255}, Dashes: []vg.Length{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}, Shape: draw.PyramidGlyph{}},
+	"random-sticky":    {Color: color.RGBA{204, 121, 167, 255}, Dashes: []vg.Length{vg.Points(1), vg.Points(3)}, Shape: draw.RingGlyph{}},
+	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []vg.Length{vg.Points(10), vg.Points(4)}, Shape: draw.CrossGlyph{}},
+}
+
+// lookOf is a placement's look (nil for a name without one).
+func lookOf(p string) *report.Look {
+	if l, ok := policyLooks[p]; ok {
+		return &l
+	}
+	return nil
 }
 
 func display(p string) string {
@@ -201,7 +225,7 @@ func normBars(title, ylabel, baseline string, g siaGeo) *report.BarChart {
 	c.Categories = append(c.Categories, "geomean")
 	for _, p := range placements {
 		vals := append(slices.Clone(g.vs[p]), g.geo(p))
-		c.Series = append(c.Series, report.BarSeries{Name: display(p), Values: vals})
+		c.Series = append(c.Series, report.BarSeries{Name: display(p), Values: vals, Look: lookOf(p)})
 	}
 	return c
 }

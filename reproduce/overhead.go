@@ -7,6 +7,8 @@ import (
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // fig18Placements are the policies whose cost the paper measures.
@@ -69,9 +71,14 @@ well inside a 300 s round.`}
 		if len(xs) == 0 {
 			continue
 		}
+		// The policy's colour for both; the first round is dotted.
+		fr := lookOf(p)
+		if fr != nil {
+			fr.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
+		}
 		c.Series = append(c.Series,
-			report.Series{Name: display(p) + " median", X: xs, Y: med},
-			report.Series{Name: display(p) + " first round", X: xs, Y: first})
+			report.Series{Name: display(p) + " median", X: xs, Y: med, Look: lookOf(p)},
+			report.Series{Name: display(p) + " first round", X: xs, Y: first, Look: fr})
 	}
 	if len(c.Series) > 0 {
 		f.add("fig18_placement_time", "Placement time per round against cluster size (log-log)", c)

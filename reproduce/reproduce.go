@@ -181,7 +181,7 @@ func (rep *Report) write() error {
 	}
 	notes := []string{
 		fmt.Sprintf("%d simulations in %s, Fig 18 timing in %s.", rep.Simulations, rep.SimTime.Round(time.Millisecond), rep.BenchTime.Round(time.Millisecond)),
-		"Synergy traces cannot be the artifact's: its Philly `cluster_job_log` is absent, so GPU demands come from the embedded processed Philly trace, and lengths and Poisson arrivals from our own seeded generator (docs/SIMULATION.md §2.9). Synergy numbers are therefore the same experiment on a different draw, not a replay.",
+		"Synergy traces cannot be the artifact's: its Philly `cluster_job_log` is absent, so GPU demands come from the embedded processed Philly trace, and lengths and Poisson arrivals from our own seeded generator (the artifact builds them from that log; see data/PROVENANCE.md). Synergy numbers are therefore the same experiment on a different draw, not a replay.",
 		fmt.Sprintf("On 64x4 the artifact's pinned GPU table does not exist, so Synergy GPU values are drawn from the Longhorn profile (with replacement), per seed %v; each seed also draws its own Synergy trace. Synergy ratios are geometric means over the seeds, and the seed range is shown beside them.", rep.Plan.SynergySeeds),
 		"The Sia-Philly runs replay the artifact's pinned inputs (its seed-42 GPU table and extra arrivals), so Figs 11-13 are deterministic replays of the artifact's configuration, not draws.",
 		"Fig 12 wait = JCT minus time holding GPUs (queueing, suspension and round quantisation).",

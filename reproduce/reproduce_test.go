@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +76,58 @@ func TestQuickEndToEnd(t *testing.T) {
 	} {
 		if !strings.Contains(sum, s) {
 			t.Errorf("summary.md lacks %q", s)
+		}
+	}
+	// One colour per policy across every figure: each series named after
+	// a placement carries that placement's look.
+	styled := 0
+	for _, f := range rep.Figures {
+		for base, c := range f.charts {
+			check := func(name string, l *report.Look) {
+				for p, want := range policyLooks {
+					if name == display(p) || strings.HasPrefix(name, display(p)+" ") {
+						styled++
+						if l == nil || l.Color != want.Color {
+							t.Errorf("%s: series %q is not drawn in %s's colour", base, name, p)
+						}
+					}
+				}
+			}
+			switch c := c.(type) {
+			case *report.LineChart:
+				for _, s := range c.Series {
+					check(s.Name, s.Look)
+				}
+			case *report.BarChart:
+				for _, s := range c.Series {
+					check(s.Name, s.Look)
+				}
+			}
+		}
+	}
+	// The quick Fig 14's JCTs lie in a narrow band: its axis is zoomed.
+	for _, f := range rep.Figures {
+		if c, ok := f.charts["fig14_fifo_avg_jct"].(*report.LineChart); ok && c.YFromZero {
+			t.Error("quick Fig 14 starts its axis at zero and squashes the lines")
+		}
+	}
+	if styled < 20 {
+		t.Errorf("only %d policy series found across the figures", styled)
+	}
+	// summary.md cites only files that ship: in the checkout or beside it
+	// in the output (the artifact's own files are named with its repo).
+	cited := regexp.MustCompile(`[A-Za-z0-9_./-]+\.(?:md|go|csv|py|json|yaml|txt|png|svg|html)\b`).FindAllString(sum, -1)
+	if len(cited) == 0 {
+		t.Fatal("summary.md cites no file at all")
+	}
+	for _, c := range cited {
+		if strings.HasPrefix(c, "hal-uw/blox-pal/") {
+			continue
+		}
+		_, errRepo := os.Stat(filepath.Join("..", c))
+		_, errOut := os.Stat(filepath.Join(dir, c))
+		if errRepo != nil && errOut != nil {
+			t.Errorf("summary.md cites %s, which is neither in the checkout nor in the output", c)
 		}
 	}
 	// The report must open in a real browser with every figure loading.

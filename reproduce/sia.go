@@ -145,8 +145,10 @@ low and gains are smaller.`}
 				waits = append(waits, hours(j.Wait))
 				d.AddRow(name, p, j.ID, j.GPUs, j.Arrival, j.FirstStart, j.Wait, j.JCT)
 			}
-			perJob.Series = append(perJob.Series, report.PerJob(display(p), ids, waits))
-			cdf.Series = append(cdf.Series, report.CDF(display(p), waits))
+			pj, cd := report.PerJob(display(p), ids, waits), report.CDF(display(p), waits)
+			pj.Look, cd.Look = lookOf(p), lookOf(p)
+			perJob.Series = append(perJob.Series, pj)
+			cdf.Series = append(cdf.Series, cd)
 			s := slices.Sorted(slices.Values(waits))
 			sum.AddRow(name, display(p), len(s), metrics.Mean(s), metrics.Quantile(s, 0.5), metrics.Quantile(s, 0.9), s[len(s)-1])
 		}
@@ -208,7 +210,7 @@ paper: packing wins over random as L grows; PM-First's gain over Tiresias falls 
 		}
 	}
 	for _, p := range placements {
-		c.Series = append(c.Series, report.Series{Name: display(p), X: plan.LocalityPenalties, Y: geo[p]})
+		c.Series = append(c.Series, report.Series{Name: display(p), X: plan.LocalityPenalties, Y: geo[p], Look: lookOf(p)})
 		row := []any{display(p)}
 		for _, v := range geo[p] {
 			row = append(row, cell(v))

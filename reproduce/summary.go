@@ -107,7 +107,7 @@ func swapFinding(hs []Headline, po PackedOrder) string {
 			pmNS = h.Ours
 		}
 	}
-	return fmt.Sprintf(`**Packed-label swap.** The artifact's Fig-10 plot script (`+"`plot_sia_sim_baseline.py`"+`) maps
+	return fmt.Sprintf(`**Packed-label swap.** The artifact's Fig-10 plot script (`+"`hal-uw/blox-pal/plot_sia_sim_baseline.py`"+`) maps
 Default-Packed-S → "Packed-Non-Sticky" and Default-Packed-NS → "Packed-Sticky" and normalises to its "Packed-Sticky",
 so the bars it draws are normalised to the **non-sticky** code path (`+"`fig11_avg_jct_vs_nonsticky`"+`): ours PAL %s,
 PM-First %s geomean (artifact run -36.2%% / -34.0%%). The paper's text (-43%% / -40%%) is the **sticky** baseline
@@ -200,7 +200,7 @@ func summaryMarkdown(plan Plan, hs []Headline, po PackedOrder, over []OverheadRo
 	b.WriteString("\n")
 	b.WriteString(swapFinding(hs, po))
 	b.WriteString("\n\n## Headline numbers: ours beside the paper's\n\n")
-	b.WriteString("Percent change against Tiresias (packed-sticky) unless stated; negative is better for JCT and makespan. Deviation is ours minus the paper's, in percentage points. \"Artifact run\" is what the PAL artifact's own simulator printed for the same setting (docs/SIMULATION.md §2.8).\n\n")
+	b.WriteString("Percent change against Tiresias (packed-sticky) unless stated; negative is better for JCT and makespan. Deviation is ours minus the paper's, in percentage points. \"Artifact run\" is what the PAL artifact's own simulator printed for the same setting (TESTDATA.md lists the artifact runs).\n\n")
 	HeadlineTable(hs).WriteMarkdown(&b)
 	if dev := deviationSection(hs); dev != "" && plan.Name == "full" {
 		b.WriteString("\n## Deviations over 5 points, and why\n\n")

@@ -31,7 +31,7 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 			plan.SynergyJobs, plan.SynergyTrack, plan.SynergyCluster, plan.SynergyRound, l, schedulerTitle[sched], loads,
 			seedsText(ix.seeds), synergyClaim[sched])}
 	abs := &report.LineChart{Title: fmt.Sprintf("Fig %s: average JCT, Synergy, %s", no, schedulerTitle[sched]),
-		XLabel: "load (jobs/hour)", YLabel: "average JCT (hours)", Mark: report.LinesPoints, YFromZero: true}
+		XLabel: "load (jobs/hour)", YLabel: "average JCT (hours)", Mark: report.LinesPoints}
 	norm := &report.LineChart{Title: fmt.Sprintf("Fig %s: average JCT vs Tiresias, Synergy, %s", no, schedulerTitle[sched]),
 		XLabel: "load (jobs/hour)", YLabel: "avg JCT / Tiresias", Mark: report.LinesPoints}
 	multi := &report.LineChart{Title: fmt.Sprintf("Fig %s: multi-GPU jobs' average JCT vs Tiresias, %s", no, schedulerTitle[sched]),
@@ -63,12 +63,16 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 			}
 			habs, vs, vm = append(habs, hours(a.AvgJCT)), append(vs, a.Ratio), append(vm, a.MultiRatio)
 		}
-		abs.Series = append(abs.Series, report.Series{Name: display(p), X: loads, Y: habs})
-		norm.Series = append(norm.Series, report.Series{Name: display(p), X: loads, Y: vs})
-		multi.Series = append(multi.Series, report.Series{Name: display(p), X: loads, Y: vm})
+		abs.Series = append(abs.Series, report.Series{Name: display(p), X: loads, Y: habs, Look: lookOf(p)})
+		norm.Series = append(norm.Series, report.Series{Name: display(p), X: loads, Y: vs, Look: lookOf(p)})
+		multi.Series = append(multi.Series, report.Series{Name: display(p), X: loads, Y: vm, Look: lookOf(p)})
 		tab.AddRow(rowOf(display(p), vs)...)
 		tabMulti.AddRow(rowOf(display(p), vm)...)
 	}
+	// Start at zero only when the lines span much of it; a narrow band
+	// (the quick plan's few short runs) is zoomed to the data instead of
+	// being squashed into one line at the top.
+	abs.YFromZero = spreadIsWide(abs.Series)
 	f.add(id+"_"+sched+"_avg_jct", "Average JCT (hours) per placement and load"+seedsNote(ix.seeds), abs)
 	f.add(id+"_"+sched+"_avg_jct_norm", "Average JCT normalised to Tiresias at each load"+seedsNote(ix.seeds), norm)
 	f.add(id+"_"+sched+"_multi_gpu_norm", "Multi-GPU jobs' average JCT normalised to Tiresias"+seedsNote(ix.seeds), multi)
@@ -178,9 +182,9 @@ jobs/hour the cluster stays under-used; at 10 it saturates early (around 0.7e6 s
 utilisation "runs ahead" of Tiresias, freeing GPUs earlier. The simulation stops when the last measured job (id
 %d) finishes.`, plan.UtilLoads, plan.SynergyCluster, plan.SynergyTrack.Last)}
 	d := report.NewTable("", "load_jobs_per_hour", "placement", "t_s", "gpus_in_use", "running", "queued")
-	sum := report.NewTable("GPUs in use", "load", "placement", "rounds", "mean GPUs in use", "first full round (1e6 s)", "share of rounds full", "end (1e6 s)")
+	sum := report.NewTable("GPUs in use", "load", "placement", "rounds", "mean GPUs in use", "first full round (hours)", "share of rounds full", "end (hours)")
 	for _, x := range plan.UtilLoads {
-		c := &report.LineChart{Title: fmt.Sprintf("Fig 15: GPUs in use, %g jobs/hour", x), XLabel: "time (10^6 s)",
+		c := &report.LineChart{Title: fmt.Sprintf("Fig 15: GPUs in use, %g jobs/hour", x), XLabel: "time (hours)",
 			YLabel: "GPUs in use", Step: true, YFromZero: true}
 		for _, p := range fig15Placements {
 			r := ix.get(sweep.SynergyTrace, x, l, "fifo", p)
@@ -190,19 +194,19 @@ utilisation "runs ahead" of Tiresias, freeing GPUs earlier. The simulation stops
 			var xs, ys []float64
 			busy, full, first := 0.0, 0, math.NaN()
 			for _, s := range r.Run.RoundStats {
-				xs = append(xs, s.T/1e6)
+				xs = append(xs, hours(s.T))
 				ys = append(ys, float64(s.GPUsInUse))
 				d.AddRow(x, p, s.T, s.GPUsInUse, s.Running, s.Queued)
 				busy += float64(s.GPUsInUse)
 				if s.GPUsInUse >= size {
 					full++
 					if math.IsNaN(first) {
-						first = s.T / 1e6
+						first = hours(s.T)
 					}
 				}
 			}
 			n := len(r.Run.RoundStats)
-			c.Series = append(c.Series, report.Series{Name: display(p), X: xs, Y: ys})
+			c.Series = append(c.Series, report.Series{Name: display(p), X: xs, Y: ys, Look: lookOf(p)})
 			sum.AddRow(x, display(p), n, busy/float64(n), cell(first), float64(full)/float64(n), xs[n-1])
 		}
 		if len(c.Series) > 0 {
@@ -258,7 +262,7 @@ equal, and PAL's gain over Tiresias falls only from 12%% to 7%%.`, x, plan.Syner
 			aggs[p] = append(aggs[p], a)
 			vs = append(vs, a.Ratio)
 		}
-		c.Series = append(c.Series, report.Series{Name: display(p), X: ls, Y: vs})
+		c.Series = append(c.Series, report.Series{Name: display(p), X: ls, Y: vs, Look: lookOf(p)})
 		tab.AddRow(rowOf(display(p), vs)...)
 	}
 	f.add("fig20_locality", "Average JCT normalised to Tiresias at each locality penalty"+seedsNote(ix.seeds), c)
@@ -276,4 +280,16 @@ equal, and PAL's gain over Tiresias falls only from 12%% to 7%%.`, x, plan.Syner
 		claim(fmt.Sprintf("Synergy %g jobs/h: PAL avg JCT vs Tiresias at L = 1.7", x), -7, "pal", 1.7),
 		claim(fmt.Sprintf("Synergy %g jobs/h: PM-First avg JCT vs Tiresias at L = 1.7 (\"nearly the same\")", x), 0, "pm-first", 1.7),
 	}
+}
+
+// spreadIsWide says whether the series' values reach below half their
+// maximum, so that a zero-based axis still shows their differences.
+func spreadIsWide(series []report.Series) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, y := range s.Y {
+			lo, hi = math.Min(lo, y), math.Max(hi, y)
+		}
+	}
+	return lo < hi/2
 }
