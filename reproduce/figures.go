@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -71,8 +72,16 @@ var policyLooks = map[string]report.Look{
 	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []vg.Length{vg.Points(10), vg.Points(4)}, Shape: draw.CrossGlyph{}},
 }
 
-// lookOf is a placement's look (nil for a name without one).
+// lookOf is a placement's look (nil for a name without one). A
+// migration-aware variant ("pal-ma") keeps its policy's colour and marker
+// with a dotted line.
 func lookOf(p string) *report.Look {
+	if base, ok := strings.CutSuffix(p, "-ma"); ok {
+		if l := lookOf(base); l != nil {
+			l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+			return l
+		}
+	}
 	if l, ok := policyLooks[p]; ok {
 		return &l
 	}

@@ -135,8 +135,8 @@ the cost.`, costsText(plan.MigrationCosts), plan.SiaTraces, m.SiaRound, plan.Syn
 			for _, c := range fam.t[p] {
 				rs, ls = append(rs, c.Ratio), append(ls, c.LostGPUH)
 			}
-			ratio.Series = append(ratio.Series, report.Series{Name: display(p), X: mins, Y: rs})
-			lost.Series = append(lost.Series, report.Series{Name: display(p), X: mins, Y: ls})
+			ratio.Series = append(ratio.Series, report.Series{Name: display(p), X: mins, Y: rs, Look: lookOf(p)})
+			lost.Series = append(lost.Series, report.Series{Name: display(p), X: mins, Y: ls, Look: lookOf(p)})
 		}
 		f.add("migration_jct_"+fam.id, "Average JCT normalised to Tiresias at the same migration cost, "+fam.name, ratio)
 		f.add("migration_lost_"+fam.id, "GPU-hours lost to migrations and restarts, "+fam.name, lost)

@@ -85,7 +85,7 @@ func TestQuickEndToEnd(t *testing.T) {
 		for base, c := range f.charts {
 			check := func(name string, l *report.Look) {
 				for p, want := range policyLooks {
-					if name == display(p) || strings.HasPrefix(name, display(p)+" ") {
+					if name == display(p) || strings.HasPrefix(name, display(p)+" ") || strings.HasPrefix(name, display(p)+", ") {
 						styled++
 						if l == nil || l.Color != want.Color {
 							t.Errorf("%s: series %q is not drawn in %s's colour", base, name, p)
