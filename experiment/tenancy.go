@@ -16,18 +16,18 @@ import (
 )
 
 // Tenancy modes of `pal sim --tenancy`.
-var tenancyModes = []string{"none", "quota", "hived", "private"}
+var tenancyModes = []string{"none", "quota", "hived", "hived-pm", "private"}
 
 func (o Options) tenancyOn() bool { return o.Tenancy != "" && o.Tenancy != "none" }
 
 func (o Options) validateTenancy() error {
 	if !slices.Contains(tenancyModes, o.Tenancy) && o.Tenancy != "" {
-		return fmt.Errorf("--tenancy %q: want none, quota, hived or private", o.Tenancy)
+		return fmt.Errorf("--tenancy %q: want none, quota, hived, hived-pm or private", o.Tenancy)
 	}
 	if !o.tenancyOn() && o.Cells != "" {
 		return fmt.Errorf("--cells %s needs --tenancy quota, hived or private", o.Cells)
 	}
-	if o.NodeEvents != "" && o.Tenancy != "hived" {
+	if o.NodeEvents != "" && !o.hived() {
 		return fmt.Errorf("--node-events %s needs --tenancy hived (the stage that tracks bad nodes)", o.NodeEvents)
 	}
 	return nil
@@ -65,8 +65,10 @@ func (in *Inputs) setupTenancy() error {
 			return err
 		}
 	}
-	return in.Layout.Validate(in.Trace, o.Tenancy == "hived")
+	return in.Layout.Validate(in.Trace, o.hived())
 }
+
+func (o Options) hived() bool { return o.Tenancy == "hived" || o.Tenancy == "hived-pm" }
 
 // readNodeEvents reads `time_s,node,event` rows (event down or up; node
 // by name), in time order.
@@ -123,9 +125,10 @@ func (in *Inputs) TenancyDescription() string {
 		return ""
 	}
 	how := map[string]string{
-		"quota":   "quota: each VC holds at most its GPU count; the placement places on the shared cluster",
-		"hived":   "hived: VC cells bound by buddy allocation choose the GPUs (the placement is not used)",
-		"private": "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
+		"quota":    "quota: each VC holds at most its GPU count; the placement places on the shared cluster",
+		"hived":    "hived: VC cells bound by buddy allocation choose the GPUs (the placement is not used)",
+		"hived-pm": "hived-pm: as hived, and among equally safe cells the GPUs with the best PM-scores for the job's class (the placement is not used)",
+		"private":  "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
 	}[in.Opts.Tenancy]
 	return fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)
 }
@@ -139,10 +142,15 @@ func (in *Inputs) addTenancy(cfg *sim.Config) error {
 	switch in.Opts.Tenancy {
 	case "quota":
 		cfg.Tenancy = tenant.NewQuota(in.Layout)
-	case "hived":
+	case "hived", "hived-pm":
 		h, err := tenant.NewHiveD(in.Layout)
 		if err != nil {
 			return err
+		}
+		if in.Opts.Tenancy == "hived-pm" {
+			if err := h.UseScores(in.Scores); err != nil {
+				return err
+			}
 		}
 		cfg.Tenancy = h
 	}

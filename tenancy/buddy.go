@@ -115,12 +115,19 @@ func (c *Chain) usable(p *PCell, mode allocMode) bool {
 }
 
 // better orders usable candidates: healthy before partly bad, then fewest
-// devices in use by opportunistic jobs (fewer preemptions), then position.
+// devices in use by opportunistic jobs (fewer preemptions), then, when the
+// decision prefers a speed class, the fastest devices, then position.
 func better(a, b *PCell) bool {
 	if (a.bad == 0) != (b.bad == 0) {
 		return a.bad == 0
 	}
-	return a.opp < b.opp
+	if a.opp != b.opp {
+		return a.opp < b.opp
+	}
+	if k := a.chain.class; k >= 0 && a.speed != nil {
+		return a.speed[k] < b.speed[k]
+	}
+	return false
 }
 
 func (c *Chain) pick(list []*PCell, mode allocMode, bound bool) *PCell {
@@ -131,7 +138,7 @@ func (c *Chain) pick(list []*PCell, mode allocMode, bound bool) *PCell {
 		}
 		if best == nil || better(p, best) {
 			best = p
-			if best.bad == 0 && best.opp == 0 && mode == healthyAlloc {
+			if best.bad == 0 && best.opp == 0 && mode == healthyAlloc && c.class < 0 {
 				break
 			}
 		}

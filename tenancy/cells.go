@@ -42,6 +42,7 @@ type Chain struct {
 	vcUnused []int      // unbound preassigned VC cells by level, all VCs
 	vccs     []*vcChain // non-pinned VC views in this chain, in VC order
 	bad      int        // bad leaves in the chain
+	class    int        // the speed class the current decision prefers, -1 for none
 	doomed   int        // VC cells bound to bad cells by the doomed-bad rule
 }
 
@@ -76,9 +77,10 @@ type PCell struct {
 	freeIdx int
 	vcell   *VCell // bound virtual cell
 
-	used, opp, bad int    // leaves in use, in use by opportunistic groups, on bad nodes
-	group          *Group // the group using a leaf
-	mark           int    // chosen by the decision of this epoch
+	used, opp, bad int       // leaves in use, in use by opportunistic groups, on bad nodes
+	speed          []float64 // per class: the sum of the leaves' values (lower is faster); nil without SetSpeeds
+	group          *Group    // the group using a leaf
+	mark           int       // chosen by the decision of this epoch
 }
 
 // Level is the cell's level in its chain (1 = one device).
@@ -218,7 +220,7 @@ func build(cfg *Config) (*Scheduler, error) {
 		}
 		ch := s.byChain[t.name]
 		if ch == nil {
-			ch = &Chain{Name: t.name, LeafType: t.leafType, NodeLevel: t.nodeLevel}
+			ch = &Chain{Name: t.name, LeafType: t.leafType, NodeLevel: t.nodeLevel, class: -1}
 			ch.types = make([]*cellType, t.level+1)
 			for x := t; x != nil; x = x.child {
 				ch.types[x.level] = x

@@ -112,3 +112,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// WriteYAML round-trips: the written file loads into the same cluster.
+func TestWriteYAMLRoundTrip(t *testing.T) {
+	for _, path := range []string{"testdata/hived-design.yaml", "testdata/h3.yaml"} {
+		s, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteYAML(&b, s.Config()); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse("back.yaml", []byte(b.String()))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", path, err, b.String())
+		}
+		s2, err := New(back)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", path, err, b.String())
+		}
+		var x, y strings.Builder
+		if err := s.WriteTree(&x); err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.WriteTree(&y); err != nil {
+			t.Fatal(err)
+		}
+		if x.String() != y.String() || s.dump() != s2.dump() {
+			t.Fatalf("%s: round trip differs:\n%s\nvs\n%s", path, x.String(), y.String())
+		}
+	}
+}

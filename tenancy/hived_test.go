@@ -248,3 +248,38 @@ func TestStaticBinding(t *testing.T) {
 		}
 	}
 }
+
+// Variability inside tenancy: among cells equal for safety, health and
+// opportunistic load, a Fastest request binds the fastest for its class,
+// and inside a bound node takes the fastest devices.
+func TestFastestBinding(t *testing.T) {
+	vcs := "  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n  B: {virtualCells: [{cellType: NODE.GPU, cellNumber: 2}]}\n"
+	speed := func(class int, node string, gpu int) float64 {
+		v := map[string]float64{"n0": 2, "n1": 1.5, "n2": 1}[node] + float64(3-gpu)/10 // higher GPU index is faster
+		if class == 1 {
+			return 1 / v // class 1 ranks the other way round
+		}
+		return v
+	}
+	for _, c := range []struct {
+		fastest bool
+		class   int
+		aNode   string
+		bGPUs   []int
+	}{{false, 0, "n0", []int{0}}, {true, 0, "n2", []int{3}}, {true, 1, "n0", []int{0}}} {
+		s := mustNew(t, twoLevel(3, 4, vcs))
+		s.SetSpeeds(2, speed)
+		d := mustPlace(t, s, Request{Group: "a", VC: "A", Pods: []int{4}, Fastest: c.fastest, Class: c.class})
+		if d.Pods[0].Node != c.aNode {
+			t.Errorf("%+v: A on %s", c, d.Pods[0].Node)
+		}
+		d = mustPlace(t, s, Request{Group: "b", VC: "B", Pods: []int{1}, Fastest: c.fastest, Class: c.class})
+		if !reflect.DeepEqual(d.Pods[0].GPUs, c.bGPUs) {
+			t.Errorf("%+v: B on %v", c, d.Pods[0])
+		}
+	}
+	s := mustNew(t, twoLevel(3, 4, vcs))
+	if _, err := s.Schedule(Request{Group: "x", VC: "A", Pods: []int{1}, Fastest: true, Class: 3}); err == nil {
+		t.Error("class 3 accepted without speeds")
+	}
+}

@@ -203,3 +203,32 @@ func (s *Scheduler) BindStatic() error {
 	}
 	return nil
 }
+
+// SetSpeeds gives every device a value per class (lower is faster: a
+// PM-score or a raw time factor), so that requests with Fastest bind the
+// fastest of otherwise equal cells. value is called once per device and
+// class.
+func (s *Scheduler) SetSpeeds(classes int, value func(class int, node string, gpu int) float64) {
+	s.classes = classes
+	var fill func(p *PCell)
+	fill = func(p *PCell) {
+		p.speed = make([]float64, classes)
+		if p.level == 1 {
+			for k := range p.speed {
+				p.speed[k] = value(k, p.node, p.gpu)
+			}
+			return
+		}
+		for _, c := range p.children {
+			fill(c)
+			for k := range p.speed {
+				p.speed[k] += c.speed[k]
+			}
+		}
+	}
+	for _, ch := range s.chains {
+		for _, t := range ch.tops {
+			fill(t)
+		}
+	}
+}

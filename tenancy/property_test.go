@@ -123,6 +123,10 @@ func TestH7RandomSequencesKeepSafety(t *testing.T) {
 		if err := s.Check(); err != nil {
 			t.Fatalf("config %d initially: %v", c, err)
 		}
+		fastest := c%2 == 0
+		if fastest {
+			s.SetSpeeds(2, func(class int, node string, gpu int) float64 { return rng.Float64() })
+		}
 		var nodes []string
 		for n := range s.byNode {
 			nodes = append(nodes, n)
@@ -148,7 +152,8 @@ func TestH7RandomSequencesKeepSafety(t *testing.T) {
 				prio := rng.IntN(3)
 				seq++
 				r := Request{Group: fmt.Sprintf("g%d", seq), VC: vc.Name, Priority: prio, Pods: pods,
-					LeafType: vcc.chain.LeafType, NoPreemption: rng.IntN(2) == 0, LazyPreemptable: rng.IntN(3) == 0}
+					LeafType: vcc.chain.LeafType, NoPreemption: rng.IntN(2) == 0, LazyPreemptable: rng.IntN(3) == 0,
+					Fastest: fastest, Class: rng.IntN(2)}
 				canView := s.viewCanPlace(vc, r)
 				before = s.dump()
 				d, err := s.Schedule(r)

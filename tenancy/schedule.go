@@ -30,6 +30,7 @@ type Scheduler struct {
 	leafTypes []string
 	leaves    []*PCell
 
+	classes  int        // speed classes set by SetSpeeds (0: none)
 	epoch    int        // marks leaves chosen by the current decision
 	newBinds []*VCell   // bindings made by the current decision, for undo
 	scratch  []viewNode // reused view buffer
@@ -80,6 +81,11 @@ type Request struct {
 	LazyPreemptable bool
 	// NoPreemption forbids preempting others (the group waits instead).
 	NoPreemption bool
+	// Fastest, with speeds set (SetSpeeds), binds, among cells equally good
+	// for safety, health and opportunistic load, the one whose devices are
+	// fastest for Class. It never changes which cells are allowed.
+	Fastest bool
+	Class   int
 }
 
 // Pod is where one pod runs.
@@ -124,6 +130,9 @@ func (s *Scheduler) validate(r Request) (*VC, error) {
 	vc := s.byVC[r.VC]
 	if vc == nil {
 		return nil, fmt.Errorf("tenancy: group %s: unknown VC %q", r.Group, r.VC)
+	}
+	if r.Fastest && (r.Class < 0 || r.Class >= max(s.classes, 1)) {
+		return nil, fmt.Errorf("tenancy: group %s: speed class %d outside 0..%d", r.Group, r.Class, max(s.classes, 1)-1)
 	}
 	if r.Priority < Opportunistic || r.Priority > MaxPriority {
 		return nil, fmt.Errorf("tenancy: group %s: priority %d outside %d..%d", r.Group, r.Priority, Opportunistic, MaxPriority)
@@ -426,6 +435,10 @@ func (s *Scheduler) scheduleGuaranteed(r Request, vc *VC) Decision {
 // them, preempting what it must. On failure nothing changes.
 func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VCell) (Decision, bool) {
 	ch := vcc.chain
+	if r.Fastest && s.classes > 0 && r.Class >= 0 && r.Class < s.classes {
+		ch.class = r.Class
+		defer func() { ch.class = -1 }()
+	}
 	// Intra-VC victims, in order of first appearance.
 	var victims []*Group
 	seen := map[*Group]bool{}

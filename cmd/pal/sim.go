@@ -49,7 +49,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
 	fs.Float64Var(&o.MigrationCost, "migration-cost", 0, "seconds of progress a job loses per migration (checkpoint, restart, warm-up; 0: free, the artifact's model); a model-table migration_cost_s wins for its model")
 	fs.Float64Var(&o.PreemptionCost, "preemption-cost", 0, "seconds of progress a job loses per preemption, paid when it restarts (0: free); a model-table preemption_cost_s wins for its model")
-	fs.StringVar(&o.Tenancy, "tenancy", "none", "none, quota (each VC at most its GPU count), hived (VC cells by buddy allocation) or private (each VC alone on its cells)")
+	fs.StringVar(&o.Tenancy, "tenancy", "none", "none, quota (each VC at most its GPU count), hived (VC cells by buddy allocation), hived-pm (hived, fastest equally safe cells by PM-score) or private (each VC alone on its cells)")
 	fs.StringVar(&o.Cells, "cells", "", "HiveD-format cells file: the cluster and its VCs (default with --tenancy: one VC holding the whole --cluster)")
 	fs.StringVar(&o.NodeEvents, "node-events", "", "CSV of time_s,node,event (down or up) for node failures (needs --tenancy hived)")
 	fs.BoolVar(&o.CheckInvariants, "check-invariants", false, "check the tenancy stage's invariants (HiveD's full safety condition) every round")

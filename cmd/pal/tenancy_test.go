@@ -38,6 +38,7 @@ func TestSimH3QuotaVersusHiveD(t *testing.T) {
 	}{
 		{"quota", "6000.00", "5940.00", "0", "0,1,0,1"},
 		{"hived", "60.00", "0.00", "1", "0,0,0,0"},
+		{"hived-pm", "60.00", "0.00", "1", "0,0,0,0"},
 		{"private", "60.00", "0.00", "0", ""},
 	}
 	for _, c := range cases {
@@ -83,7 +84,7 @@ func TestSimTenancyErrors(t *testing.T) {
 		{[]string{"--trace", write("ok.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--cells", cells},
 			"--cells ../../tenancy/testdata/h3.yaml needs --tenancy quota, hived or private"},
 		{[]string{"--trace", write("ok2.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "fair"},
-			`--tenancy "fair": want none, quota, hived or private`},
+			`--tenancy "fair": want none, quota, hived, hived-pm or private`},
 		{[]string{"--trace", write("ok3.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", write("bad.yaml", "physicalCluster: [\n")},
 			"bad.yaml:"},
 	}
@@ -140,5 +141,18 @@ func TestSimNodeEvents(t *testing.T) {
 	if _, err := run(t, "sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--tenancy", "quota", "--placement", "spread", "--node-events", ev); err == nil ||
 		!strings.Contains(err.Error(), "needs --tenancy hived") {
 		t.Errorf("quota with node events: %v", err)
+	}
+}
+
+// pal trace philly-vc writes a trace and cells that pal sim accepts.
+func TestTracePhillyVC(t *testing.T) {
+	dir := t.TempDir()
+	out, err := run(t, "trace", "philly-vc", "--out", dir)
+	if err != nil || !strings.Contains(out, "wrote 82229 jobs of 11 VCs") {
+		t.Fatalf("%v: %s", err, out)
+	}
+	check, err := run(t, "cells", "check", filepath.Join(dir, "cells.yaml"))
+	if err != nil || !strings.Contains(check, "1 chains, 352 nodes, 2816 devices, 11 VCs") {
+		t.Fatalf("%v: %s", err, check)
 	}
 }

@@ -18,7 +18,7 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace",
 		Short: "Generate workload traces in the PAL format",
 	}
-	cmd.AddCommand(newTraceSynergyCmd(), newTraceThemisCmd())
+	cmd.AddCommand(newTraceSynergyCmd(), newTraceThemisCmd(), newTracePhillyVCCmd())
 	return cmd
 }
 

@@ -233,6 +233,7 @@ type HiveD struct {
 	gone    map[int]bool
 	index   map[int]int
 	blocked map[string]bool
+	fastest bool
 }
 
 // NewHiveD builds a HiveD stage with fresh cells (all free, all healthy).
@@ -254,8 +255,28 @@ func NewHiveDStatic(l *Layout) (*HiveD, error) {
 	return h, h.s.BindStatic()
 }
 
+// UseScores makes the stage variability-aware: among physical cells that
+// are equally good for safety, health and opportunistic load, a job binds
+// the one whose GPUs have the best (lowest) PM-scores for its class, and
+// inside a bound node it takes the best GPUs. Safety is never traded.
+func (h *HiveD) UseScores(sc *policy.Scores) error {
+	for k := range sc.SF {
+		if len(sc.SF[k]) != h.l.Cluster.Size() {
+			return fmt.Errorf("tenant: scores cover %d GPUs, the cells %d", len(sc.SF[k]), h.l.Cluster.Size())
+		}
+	}
+	h.s.SetSpeeds(len(sc.SF), func(class int, node string, gpu int) float64 { return sc.SF[class][h.l.gpuID[node][gpu]] })
+	h.fastest = true
+	return nil
+}
+
 // Name implements policy.Tenancy.
-func (h *HiveD) Name() string { return "hived" }
+func (h *HiveD) Name() string {
+	if h.fastest {
+		return "hived-pm"
+	}
+	return "hived"
+}
 
 // Cells exposes the tenancy state (node events, tests).
 func (h *HiveD) Cells() *tenancy.Scheduler { return h.s }
@@ -283,7 +304,7 @@ func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][
 			continue
 		}
 		d, err := h.s.Schedule(tenancy.Request{Group: strconv.Itoa(j.ID), VC: vc, Priority: j.VCPriority,
-			Pods: pods(&j.Spec, h.node), LazyPreemptable: false})
+			Pods: pods(&j.Spec, h.node), Fastest: h.fastest, Class: int(j.Class)})
 		if err != nil {
 			panic("tenant: " + err.Error()) // Validate rejects such jobs before the first round
 		}
