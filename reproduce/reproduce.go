@@ -39,6 +39,8 @@ type Report struct {
 	Packed PackedOrder
 	// Migration is the migration-cost section's numbers.
 	Migration *MigrationResult
+	// Hived is the HiveD sharing-anomaly experiment (under hived/).
+	Hived *HivedReport
 	// Simulations is the number of distinct runs; SimTime and BenchTime
 	// are the wall times of the sweep and of Fig 18.
 	Simulations int
@@ -137,6 +139,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	fm, mig := migrationFigure(migSia, migSyn, plan)
 	rep.Figures = append(rep.Figures, fm)
 	rep.Migration = mig
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if rep.Hived, err = RunHived(HivedOptions{Out: o.Out, Quick: o.Quick, Log: o.Log}); err != nil {
+		return nil, err
+	}
+	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
 
 	if err := rep.write(); err != nil {
 		return nil, err
@@ -187,10 +196,20 @@ func (rep *Report) write() error {
 		"Fig 12 wait = JCT minus time holding GPUs (queueing, suspension and round quantisation).",
 	}
 	md := summaryMarkdown(rep.Plan, rep.Headlines, rep.Packed, rep.Overhead, notes) + rep.Migration.Markdown()
+	if rep.Hived != nil {
+		md += "\n## Tenancy: HiveD's sharing anomaly\n\nSee hived/hived.md (tables) and hived/anomaly.csv; plots are in hived/.\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
 		return err
 	}
 	sections := []report.Section{{Title: "Summary", Markdown: md}}
+	if rep.Hived != nil {
+		hm, err := os.ReadFile(filepath.Join(rep.Hived.Dir, "hived.md"))
+		if err != nil {
+			return err
+		}
+		sections = append(sections, report.Section{Title: "Tenancy: HiveD's sharing anomaly", Markdown: string(hm)})
+	}
 	for _, f := range rep.Figures {
 		sections = append(sections, report.Section{Title: f.Title,
 			Text:    f.Text + "\n\nData: " + f.CSV + ".",
