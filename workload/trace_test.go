@@ -75,6 +75,7 @@ func FuzzReadTrace(f *testing.F) {
 	f.Add("job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,1\n1,48,1e3,2.5,GPT2,0\n")
 	f.Add("model,duration,job_id,submit_time,num_gpus\nvgg19,3,7,8,2\n\n")
 	f.Add("job_id,num_gpus\n\"\n")
+	f.Add("job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,priority\n0,8,4,0,3600,A,5\n1,1,,10,60,B,-1\n")
 	models := DefaultModels()
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := ReadTrace("f.csv", strings.NewReader(in), models)
@@ -90,6 +91,9 @@ func FuzzReadTrace(f *testing.F) {
 		for i, j := range tr.Jobs {
 			if j.GPUs <= 0 || j.Iterations <= 0 || j.Submit < 0 || j.IterTime <= 0 {
 				t.Fatalf("accepted bad job %+v", j)
+			}
+			if j.VCPriority < -1 || j.VCPriority > 1000 || j.PodGPUs < 0 || (j.PodGPUs > 0 && j.GPUs%j.PodGPUs != 0) {
+				t.Fatalf("accepted bad tenancy fields %+v", j)
 			}
 			if i > 0 && tr.Jobs[i-1].Submit > j.Submit {
 				t.Fatal("not sorted by submit time")
