@@ -60,9 +60,67 @@ func NarrowTable(title string, rows []Row) *report.Table {
 	return t
 }
 
+// Inputs describes what shaped every run of a grid, for the header of
+// each output (the table's first lines, "# " lines in CSV, "inputs" in
+// JSON). What varies per point (trace, load, L, seed, scheduler,
+// placement) is in each row.
+func Inputs(g *Grid) []experiment.Input {
+	o := g.Base
+	values := fmt.Sprintf("profile %s, sampling %s replacement, drawn from each point's seed", o.Profile, o.Sampling)
+	if o.GPUScores != "" {
+		values = o.GPUScores + " (every point)"
+	} else if o.Pinned && o.Cluster == "16x4" && o.Profile == "longhorn" && o.Sampling == "with" {
+		values = "built-in traces: the artifact's pinned table (reference/pal-artifact-gpu-pmscores.csv); trace files and synergy (unless --pinned or --preset is given): " + values
+	}
+	extras := "the load column: jobs/h of background arrivals after the trace (Poisson, generated from the point's seed, at most 20 per trace row)"
+	if o.Pinned && o.Cluster == "16x4" {
+		extras += "; on built-in Sia-Philly traces load 2 is the artifact's own pinned arrivals"
+	}
+	extras += "; a trace file gets none unless --load or --extra-load is given; a synergy trace carries its own"
+	guard := "off"
+	if o.StarvationGuard > 0 {
+		guard = strconv.FormatFloat(o.StarvationGuard, 'f', -1, 64) + " s of waiting jumps the queue"
+	}
+	models := "embedded table"
+	if o.Models != "" {
+		models = o.Models
+	}
+	in := []experiment.Input{
+		{Name: "preset", Value: o.Preset},
+		{Name: "cluster", Value: o.Cluster},
+		{Name: "gpu_values", Value: values},
+		{Name: "extra_arrivals", Value: extras},
+		{Name: "round", Value: strconv.FormatFloat(o.Round, 'f', -1, 64) + " s"},
+		{Name: "locality_model", Value: o.LocalityModel},
+		{Name: "class_map", Value: o.ClassMap},
+		{Name: "models", Value: models},
+		{Name: "k_strategy", Value: o.KStrategy},
+		{Name: "pmfirst_tiebreak", Value: o.TieBreak},
+		{Name: "starvation_guard", Value: guard},
+	}
+	if o.Track != "" {
+		in = append(in, experiment.Input{Name: "track", Value: o.Track})
+	}
+	for _, t := range g.Traces {
+		if t == SynergyTrace {
+			in = append(in, experiment.Input{Name: "synergy", Value: fmt.Sprintf("%d jobs, ids %s measured, generated per load and seed", g.Synergy.jobs(), g.Synergy.TrackRange())})
+			break
+		}
+	}
+	return in
+}
+
+// WriteInputs writes Inputs as lines starting with prefix ("# " for CSV).
+func WriteInputs(w io.Writer, g *Grid, prefix string) {
+	for _, kv := range Inputs(g) {
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, kv.Name, kv.Value)
+	}
+}
+
 // Document is the JSON form of a sweep: the grid as run, whether it is
 // complete, and the rows.
 type Document struct {
+	Inputs    map[string]string  `json:"inputs"`
 	Partial   bool               `json:"partial"`
 	RunsDone  int                `json:"runs_done"`
 	RunsTotal int                `json:"runs_total"`
@@ -87,6 +145,7 @@ type GridDoc struct {
 func NewDocument(res *Result) Document {
 	g := res.Grid
 	d := Document{
+		Inputs:  map[string]string{},
 		Partial: res.Partial, RunsDone: len(res.Rows), RunsTotal: res.Total, Base: g.Base, Rows: res.Rows,
 		Grid: GridDoc{Traces: g.Traces, Loads: g.Loads, Localities: g.Localities, Seeds: g.Seeds,
 			Schedulers: g.Schedulers, Placements: g.Placements},
@@ -96,6 +155,9 @@ func NewDocument(res *Result) Document {
 			d.Grid.SynergyJobs = g.Synergy.jobs()
 			d.Grid.SynergyTrack = g.Synergy.TrackRange().String()
 		}
+	}
+	for _, kv := range Inputs(g) {
+		d.Inputs[kv.Name] = kv.Value
 	}
 	if d.Rows == nil {
 		d.Rows = []Row{}

@@ -131,6 +131,7 @@ func writeSweepResult(w io.Writer, dir, output string, wide bool, res *sweep.Res
 	}
 	switch output {
 	case "csv":
+		sweep.WriteInputs(w, res.Grid, "# ")
 		return sweep.Table("", res.Rows).WriteCSV(w)
 	case "json":
 		return sweep.WriteJSON(w, res)
@@ -139,6 +140,8 @@ func writeSweepResult(w io.Writer, dir, output string, wide bool, res *sweep.Res
 	if res.Partial {
 		title = fmt.Sprintf("sweep (partial: %d of %d runs)", len(res.Rows), res.Total)
 	}
+	sweep.WriteInputs(w, res.Grid, "")
+	fmt.Fprintln(w)
 	if wide {
 		return sweep.Table(title, res.Rows).WriteText(w)
 	}

@@ -21,7 +21,19 @@ func TestSweepListsAndCSV(t *testing.T) {
 		t.Errorf("no --seed warning:\n%s", out)
 	}
 	_, out, _ = strings.Cut(out, "\n")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// Then the inputs as "# " lines, then the CSV.
+	var lines []string
+	inputs := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "# ") {
+			inputs++
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if inputs < 10 || !strings.Contains(out, "# extra_arrivals: ") {
+		t.Errorf("CSV states %d inputs:\n%s", inputs, out)
+	}
 	if len(lines) != 9 {
 		t.Fatalf("want a header and 8 rows, got %d lines:\n%s", len(lines), out)
 	}
@@ -40,8 +52,9 @@ func TestSweepOutDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Partial   bool `json:"partial"`
-		RunsTotal int  `json:"runs_total"`
+		Inputs    map[string]string `json:"inputs"`
+		Partial   bool              `json:"partial"`
+		RunsTotal int               `json:"runs_total"`
 		Rows      []struct {
 			Placement string  `json:"placement"`
 			Vs        float64 `json:"avg_jct_vs_packed_sticky_pct"`
@@ -52,6 +65,9 @@ func TestSweepOutDir(t *testing.T) {
 	}
 	if doc.Partial || doc.RunsTotal != 2 || len(doc.Rows) != 2 || doc.Rows[0].Vs != 0 || !(doc.Rows[1].Vs < 0) {
 		t.Errorf("sweep.json: %+v", doc)
+	}
+	if doc.Inputs["extra_arrivals"] == "" || doc.Inputs["gpu_values"] == "" {
+		t.Errorf("sweep.json inputs: %v", doc.Inputs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sweep.csv")); err != nil {
 		t.Error(err)

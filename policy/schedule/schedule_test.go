@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/palsched/pal/workload"
@@ -128,5 +129,48 @@ func TestTiresiasPeekKeyChangesNothing(t *testing.T) {
 	a.SinceScheduled = 300
 	if s.PeekKey(0, a).Level != 0 || s.Queue(0) != 1 {
 		t.Fatal("PeekKey should see the promotion without applying it")
+	}
+}
+
+// One queue where FIFO, LAS, SRTF and Tiresias (default 2D-LAS: queue 0
+// below 3250 GPU-s, queue 1 below 7200) each give a different order, by
+// hand:
+//
+//	job  submit  GPUs  attained  GPU-s  total  remaining  Tiresias queue
+//	A       0     1     4000     4000   10000     6000        1
+//	B      10     4     1000     4000    2000     1000        1
+//	C      20     1     3000     3000  100000    97000        0
+//	D      30     8        0        0   50000    50000        0
+//
+//	FIFO (submit):            A B C D
+//	LAS (attained):           D B C A
+//	SRTF (remaining):         B A D C
+//	Tiresias (queue, submit): C D A B
+func TestOrdersAllDiffer(t *testing.T) {
+	jobs := func() []*workload.Job {
+		mkj := func(id int, submit float64, gpus int, attained, total float64) *workload.Job {
+			j := workload.NewJob(workload.Spec{ID: id, GPUs: gpus, Submit: submit, Iterations: total, IterTime: 1})
+			j.Attained, j.GPUService = attained, attained*float64(gpus)
+			return j
+		}
+		return []*workload.Job{mkj(0, 0, 1, 4000, 10000), mkj(1, 10, 4, 1000, 2000), mkj(2, 20, 1, 3000, 100000), mkj(3, 30, 8, 0, 50000)}
+	}
+	cases := []struct {
+		name string
+		s    interface {
+			Order(float64, []*workload.Job) []*workload.Job
+		}
+		want []int
+	}{
+		{"fifo", FIFO{}, []int{0, 1, 2, 3}},
+		{"las", LAS{}, []int{3, 1, 2, 0}},
+		{"srtf", SRTF{}, []int{1, 0, 3, 2}},
+		{"tiresias", NewTiresiasLAS(DefaultTiresias()), []int{2, 3, 0, 1}},
+	}
+	for _, tc := range cases {
+		got := ids(tc.s.Order(0, jobs()))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
