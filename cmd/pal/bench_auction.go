@@ -48,7 +48,7 @@ Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
 	f.Float64Var(&o.held, "held", 0.5, "share of GPUs held on unexpired leases, in [0, 1]")
 	f.IntVar(&o.reps, "reps", 20, "timed auctions per case")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the synthetic auction")
-	f.StringVarP(&o.output, "output", "o", "json", "json or table")
+	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
 	return cmd
 }
 
@@ -71,8 +71,8 @@ type benchAuctionRow struct {
 const maxBenchApps = 100000
 
 func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
-	if o.output != "json" && o.output != "table" {
-		return fmt.Errorf("--output %q: want json or table", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.reps <= 0 {
 		return fmt.Errorf("--reps %d: must be positive", o.reps)
@@ -113,6 +113,12 @@ func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
 	t.AppendHeader(table.Row{"apps", "cluster", "GPUs", "offered", "wanting", "bidders", "f", "median (ms)", "p99 (ms)", "mean (ms)", "reps"})
 	for _, r := range rows {
 		t.AppendRow(table.Row{r.Apps, r.Cluster, r.GPUs, r.Offered, r.Wanting, r.Bidders, r.F, r.MedianMS, r.P99MS, r.MeanMS, r.Reps})
+	}
+	if o.output == "csv" {
+		t.ResetHeaders()
+		t.AppendHeader(table.Row{"apps", "cluster", "gpus", "offered", "wanting", "bidders", "f", "median_ms", "p99_ms", "mean_ms", "reps"})
+		t.RenderCSV()
+		return nil
 	}
 	t.Render()
 	return nil

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -39,13 +41,13 @@ After each decision one random group ends, untimed, to keep the load.`,
 	f.IntVar(&o.vcs, "vcs", 100, "virtual clusters")
 	f.IntVar(&o.reps, "reps", 5000, "timed decisions")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the gang mix and the load")
-	f.StringVarP(&o.output, "output", "o", "table", "table or json")
+	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
 	return cmd
 }
 
 func runBenchTenancy(w io.Writer, o benchTenancyOpts) error {
-	if o.output != "json" && o.output != "table" {
-		return fmt.Errorf("--output %q: want json or table", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.reps <= 0 || o.reps > 10_000_000 {
 		return fmt.Errorf("--reps %d: want 1..10000000", o.reps)
@@ -61,6 +63,14 @@ func runBenchTenancy(w io.Writer, o benchTenancyOpts) error {
 	}
 	if o.output == "json" {
 		return json.NewEncoder(w).Encode(row)
+	}
+	if o.output == "csv" {
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"nodes", "gpus", "rack_nodes", "vcs", "seed", "reps", "placed", "live_groups", "median_us", "p99_us", "mean_us"})
+		cw.Write([]string{strconv.Itoa(o.nodes), strconv.Itoa(st.GPUs), strconv.Itoa(o.perRack), strconv.Itoa(st.VCs), strconv.FormatUint(o.seed, 10),
+			strconv.Itoa(st.Reps), strconv.Itoa(st.Placed), strconv.Itoa(st.Live), usStr(st.MedianUS), usStr(st.P99US), usStr(st.MeanUS)})
+		cw.Flush()
+		return cw.Error()
 	}
 	fmt.Fprintf(w, "cluster: %d nodes x 8 GPUs = %d GPUs, racks of %d nodes, %d VCs, seed %d\n", o.nodes, st.GPUs, o.perRack, st.VCs, o.seed)
 	fmt.Fprintf(w, "load: %d groups running; %d of %d decisions placed a gang\n", st.Live, st.Placed, st.Reps)

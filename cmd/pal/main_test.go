@@ -163,6 +163,8 @@ func TestCLIVocabulary(t *testing.T) {
 		"placement,cluster,gpus,jobs,median_us,":   {"bench", "placement", "--cluster", "2x4", "--reps", "1", "-o", "csv"},
 		"trace,scheduler,placement,jobs,avg_jct_s": {"sim", "--placement", "pal", "-o", "csv"},
 		"index,trace,load_jobs_per_hour,":          {"sweep", "--placement", "pal", "-o", "csv"},
+		"apps,cluster,gpus,offered,":               {"bench", "auction", "--case", "10@4x4", "--reps", "1", "-o", "csv"},
+		"nodes,gpus,rack_nodes,vcs,":               {"bench", "tenancy", "--nodes", "8", "--vcs", "2", "--reps", "5", "-o", "csv"},
 	} {
 		out, err := run(t, args...)
 		if err != nil {
