@@ -52,7 +52,17 @@ Every other option (--preset, --cluster, --round, ...) applies to all runs
 as given: the paper's Synergy runs want --cluster 64x4 --round 300.
 
 Ctrl-C stops starting new runs, waits for the running ones and still writes
-what finished, marked partial.`,
+what finished, marked partial.
+
+Every output starts with the inputs shared by all runs. The table shows the
+point (trace, load, L, seed, scheduler, placement) and: jobs = tracked jobs
+finished; avg JCT in seconds; vs packed-sticky = avg JCT relative to the
+packed-sticky run of the same point, in percent (empty without one); p99 JCT
+(linear interpolation); makespan = last tracked completion minus first tracked
+arrival; util = GPU-seconds held over GPU-seconds available. --wide, CSV and
+JSON add p50, the artifact's p99 (sorted JCTs at int(0.99 n)), max JCT, mean
+wait, the end time on the simulator clock, multi-GPU jobs and their mean JCT,
+preemptions, migrations, GPU-seconds lost to moves and rounds simulated.`,
 		Example: `  pal sweep --trace sia-philly/all --locality-penalty 1,1.5,2,2.5,3 --out sweep-l
   pal sweep --trace synergy --cluster 64x4 --round 300 --pinned=false --scheduler fifo,las,srtf --load 4,6,8,10,12,14 --out sweep-syn`,
 		Args: cobra.NoArgs,

@@ -31,7 +31,7 @@ func newTraceSynergyCmd() *cobra.Command {
 		modelsF   string
 		classMap  string
 		out       string
-		trackHelp = "count only job ids FIRST-LAST (inclusive) in metrics; the others are written with tracked=0 (the paper: 2000-3000)"
+		trackHelp = trackUsage + " (written with tracked=0; the paper: 2000-3000)"
 	)
 	cmd := &cobra.Command{
 		Use:   "synergy",
