@@ -62,19 +62,6 @@ func (c *Costs) For(s *Spec) MoveCost {
 	return out
 }
 
-// Free reports whether no job pays for a move.
-func (c *Costs) Free() bool {
-	if !c.Default.Free() {
-		return false
-	}
-	for _, name := range c.overridden() {
-		if !c.For(&Spec{Model: name}).Free() {
-			return false
-		}
-	}
-	return true
-}
-
 func (c *Costs) overridden() []string {
 	if c.Models == nil {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/palsched/pal/cluster"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,8 @@ type benchPlacementOpts struct {
 	placements, clusters, profile, output string
 	queue, reps                           int
 	seed                                  uint64
+	migrationCost                         float64
+	heldFrom                              string
 }
 
 func newBenchPlacementCmd() *cobra.Command {
@@ -57,13 +60,15 @@ builds any per-cluster index the placer keeps between rounds.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.placements, "placement", "pal", "comma list of placements: pal, pm-first, packed-sticky, packed-nonsticky, random-sticky, random-nonsticky")
+	f.StringVar(&o.placements, "placement", "pal", "comma list of placements: pal, pm-first, packed-sticky, packed-nonsticky, random-sticky, random-nonsticky, or a migration-aware pal-ma, pm-first-ma, ...")
 	f.StringVar(&o.clusters, "cluster", "64x4", "comma list of cluster shapes NODESxGPUS")
 	f.IntVar(&o.queue, "queue", 0, "jobs in the queue (0: enough for 1.5x the cluster's GPUs)")
 	f.IntVar(&o.reps, "reps", 200, "timed rounds per result")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the GPU values, the queue and the running set")
 	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set: "+strings.Join(variability.KnownProfiles(), ", ")+", or a path")
 	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
+	f.Float64Var(&o.migrationCost, "migration-cost", 0, "every job's migration cost in seconds, weighed by the migration-aware placements (pal-ma, ...)")
+	f.StringVar(&o.heldFrom, "held-from", "", "placement whose first round decides where running jobs sit (default: the one timed); e.g. packed-nonsticky makes PAL move jobs")
 	return cmd
 }
 
@@ -87,6 +92,9 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 	}
 	if o.reps <= 0 {
 		return fmt.Errorf("--reps %d: must be positive", o.reps)
+	}
+	if !(o.migrationCost >= 0) || math.IsInf(o.migrationCost, 0) {
+		return fmt.Errorf("--migration-cost %v: must be finite seconds >= 0", o.migrationCost)
 	}
 	if o.queue < 0 || o.queue > bench.MaxQueue {
 		return fmt.Errorf("--queue %d: want 0..%d jobs", o.queue, bench.MaxQueue)
@@ -114,6 +122,7 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 			st, err := bench.PlacementRound(bench.RoundOptions{
 				Placement: p, Nodes: s.nodes, GPUsPerNode: s.gpus,
 				Queue: o.queue, Reps: o.reps, Seed: o.seed, Profile: o.profile,
+				MigrationCost: o.migrationCost, HeldFrom: o.heldFrom,
 			})
 			if err != nil {
 				return fmt.Errorf("%s on %s: %w", p, s.spec, err)
