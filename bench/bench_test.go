@@ -39,20 +39,30 @@ func BenchmarkPlacementRound(b *testing.B) {
 // BenchmarkMigrationAwareRound times a round in which running jobs sit
 // where packed-nonsticky put them, so PAL and PM-First would move many of
 // them and their migration-aware variants (120 s per move) weigh each
-// move. Target: each -ma within 1.5x of its base (benchstat medians).
+// move. Target: each -ma within 1.5x of its base (benchstat medians);
+// the names are keyed so that benchstat sets the two side by side:
+//
+//	go test ./bench -run '^$' -bench MigrationAwareRound -count 5 > ma.txt
+//	benchstat -col /ma ma.txt
 func BenchmarkMigrationAwareRound(b *testing.B) {
-	for _, p := range []string{"pal", "pal-ma", "pm-first", "pm-first-ma"} {
+	for _, base := range []string{"pal", "pm-first"} {
 		for _, s := range benchShapes {
-			b.Run(fmt.Sprintf("%s/%dx%d", p, s.nodes, s.per), func(b *testing.B) {
-				r, err := NewRound(RoundOptions{Placement: p, Nodes: s.nodes, GPUsPerNode: s.per, Seed: 1, MigrationCost: 120, HeldFrom: "packed-nonsticky"})
-				if err != nil {
-					b.Fatal(err)
+			for _, ma := range []bool{false, true} {
+				p := base
+				if ma {
+					p += "-ma"
 				}
-				b.ReportAllocs()
-				for b.Loop() {
-					r.Place()
-				}
-			})
+				b.Run(fmt.Sprintf("base=%s/shape=%dx%d/ma=%v", base, s.nodes, s.per, ma), func(b *testing.B) {
+					r, err := NewRound(RoundOptions{Placement: p, Nodes: s.nodes, GPUsPerNode: s.per, Seed: 1, MigrationCost: 120, HeldFrom: "packed-nonsticky"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						r.Place()
+					}
+				})
+			}
 		}
 	}
 }
