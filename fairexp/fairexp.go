@@ -18,6 +18,7 @@ import (
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/ftf"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/schedule"
 	"github.com/palsched/pal/policy/themis"
@@ -26,7 +27,7 @@ import (
 )
 
 // Policies are the names Run accepts.
-func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srtf"} }
+func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srtf", "gavel"} }
 
 // Spec is one run: inputs (cluster, scores, trace) prepared by the
 // experiment package, plus the policy and Themis' knobs.
@@ -36,6 +37,9 @@ type Spec struct {
 	Policy string
 	Round  float64 // 0: 60 s for themis, the inputs' round otherwise
 	Themis themis.Config
+	// MoveCost charges every migration and restart (the lease sweep's
+	// checkpoint cost; zero: free).
+	MoveCost workload.MoveCost
 }
 
 // Result is one run's outcome.
@@ -94,6 +98,8 @@ func Run(sp Spec) (*Result, error) {
 		sched, pl = schedule.FIFO{}, must(place.New("packed-nonsticky"))
 	case "srtf":
 		sched, pl = schedule.SRTF{}, must(place.New("packed-sticky"))
+	case "gavel":
+		sched, pl = ftf.New(in.Cluster.Size()), must(place.New("packed-sticky"))
 	default:
 		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(Policies(), ", "))
 	}
@@ -108,7 +114,7 @@ func Run(sp Spec) (*Result, error) {
 	cfg := sim.Config{
 		Cluster: in.Cluster, Trace: in.Trace, Scheduler: sched, Placer: pl, Round: round,
 		Locality: Locality(models), Raw: in.Raw, Scores: in.Scores, Seed: in.Opts.Seed, Track: in.Track,
-		MaxExtras: -1,
+		MaxExtras: -1, Costs: workload.Costs{Default: sp.MoveCost},
 		Observe: func(_ float64, order []*workload.Job, alloc [][]int) {
 			if th != nil {
 				return // Themis accounts its own placements
@@ -183,6 +189,7 @@ func appRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.AppRun {
 		a.Demand += s.GPUs
 		a.Jobs++
 		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime)
+		a.Held += r.Run * float64(r.GPUs)
 	}
 	out := make([]fairness.AppRun, 0, len(names))
 	for _, n := range names {

@@ -265,10 +265,14 @@ func Run(in Input, opt Options) (*Result, error) {
 
 	// Leftovers.
 	give := func(i int) {
-		if pl.size == 0 {
+		if pl.size == 0 || !wantsMore(holding[i], pl.size) {
 			return
 		}
-		b := newBidder(holding[i], i, ctx, opt.Metric, pl.size, sens(in.Apps[i]), speeds, nil)
+		var h []int
+		if holding[i] == in.Apps[i] {
+			h = held[i]
+		}
+		b := newBidder(holding[i], i, ctx, opt.Metric, pl.size, sens(in.Apps[i]), speeds, h)
 		cur := b.utility(t, 0, nil)
 		bestP, bestU := 0, cur
 		var bestB []int

@@ -169,9 +169,14 @@ func (p *pool) list(c variability.Class, m int) []int {
 		c = 0
 	}
 	if p.lists[c] == nil {
+		// One backing array per class; machine x's list lives in its own
+		// GPUs' span, so rebuilding never allocates.
+		back := make([]int, len(p.t.machine))
 		p.lists[c] = make([][]int, p.t.machines)
-		for x, n := range p.cnt {
-			if n > 0 {
+		for x := range p.lists[c] {
+			o := p.t.offset[x]
+			p.lists[c][x] = back[o : o : o+len(p.t.gpusOf[x])]
+			if p.cnt[x] > 0 {
 				p.rebuildClass(int(c), x)
 			}
 		}

@@ -16,6 +16,8 @@ type AppRun struct {
 	Jobs    int
 	// Critical is the longest job's run time at ideal placement.
 	Critical float64
+	// Held is the GPU-seconds its jobs held GPUs.
+	Held float64
 }
 
 // AppStat is one app's finish-time fairness after a run.

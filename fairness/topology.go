@@ -14,6 +14,7 @@ import (
 type Topology struct {
 	machine   []int   // machine of each GPU
 	gpusOf    [][]int // GPUs of each machine, ascending
+	offset    []int   // Σ sizes of the machines before each
 	rack      []int   // rack of each machine (all 0 without racks)
 	machines  int
 	racks     int
@@ -52,6 +53,10 @@ func NewTopology(machineOf []int, machinesPerRack int) (*Topology, error) {
 	t.gpusOf = make([][]int, m)
 	for g, n := range t.machine {
 		t.gpusOf[n] = append(t.gpusOf[n], g)
+	}
+	t.offset = make([]int, m)
+	for n := 1; n < m; n++ {
+		t.offset[n] = t.offset[n-1] + len(t.gpusOf[n-1])
 	}
 	t.rack = make([]int, m)
 	if machinesPerRack > 0 {

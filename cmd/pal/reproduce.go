@@ -39,7 +39,7 @@ experiment (pal reproduce hived) runs too, into OUT/hived.`,
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory")
 	cmd.Flags().StringVar(&preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "simulations at once (0: GOMAXPROCS)")
-	cmd.AddCommand(newReproduceHivedCmd())
+	cmd.AddCommand(newReproduceHivedCmd(), newReproduceThemisCmd())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

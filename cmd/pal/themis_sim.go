@@ -46,7 +46,9 @@ inside one machine) and the jobs' average JCT and makespan.
 
 Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 --round says otherwise), tiresias (2D-LAS, packed sticky placement), gandiva
-(FIFO with packed non-sticky placement) and srtf (packed sticky). Every policy
+(FIFO with packed non-sticky placement), srtf (packed sticky) and gavel
+(Gavel's finish-time-fairness min-max program per job, run in deficit order,
+packed sticky). Every policy
 is charged the same placement model: a job spread over machines runs at its
 model's spread_factor (the model table), and every GPU runs at its PM-score
 drawn from --profile.
@@ -66,7 +68,7 @@ time-average number of apps alive during its life.`,
 	f.StringVar(&o.trace, "trace", "", "trace CSV with an app column (default: generate one with the flags above)")
 	f.StringVar(&o.cluster, "cluster", "8x8", "cluster shape NODESxGPUS")
 	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set for the GPUs' PM-scores")
-	f.StringVar(&o.policies, "policy", "themis,tiresias,gandiva,srtf", "comma list of policies")
+	f.StringVar(&o.policies, "policy", "themis,tiresias,gandiva,srtf,gavel", "comma list of policies")
 	f.Float64Var(&o.round, "round", 0, "round length in seconds (0: 60 for themis, 300 for the others)")
 	f.Float64Var(&o.lease, "lease", themis.DefaultLease, "Themis lease in seconds")
 	f.Float64Var(&o.f, "fairness-knob", 0.8, "fairness knob f in [0, 1]: the ⌊(1-f)·n⌋ worst-off apps bid")

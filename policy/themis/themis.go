@@ -42,10 +42,10 @@ type Config struct {
 	// factor drawn once per app from U(1−p, 1+p) with Seed.
 	RemainingNoise float64
 	Seed           uint64
-	// Checkpoint is the seconds a job loses each time it is launched,
-	// migrated or resumed after losing its lease (0: free, as in the PAL
-	// artifact's simulator). Reported, not simulated: see Stats.
-	Checkpoint float64
+	// Misreport makes apps lie in their bids (the truthfulness
+	// experiment): app name → x, the app reports its placement slowdown
+	// inflated by x (spread factor S reported as S/(1+x)).
+	Misreport map[string]float64
 }
 
 // Validate rejects impossible knobs.
@@ -56,8 +56,10 @@ func (c Config) Validate() error {
 	if !(c.RemainingNoise >= 0 && c.RemainingNoise < 1) {
 		return fmt.Errorf("--remaining-noise %v: want 0 <= p < 1", c.RemainingNoise)
 	}
-	if c.Checkpoint < 0 || math.IsNaN(c.Checkpoint) || math.IsInf(c.Checkpoint, 0) {
-		return fmt.Errorf("--checkpoint %v: must be >= 0 seconds", c.Checkpoint)
+	for a, x := range c.Misreport {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("misreport of app %s: inflation must be finite and >= 0, got %v", a, x)
+		}
 	}
 	return nil
 }
@@ -112,6 +114,7 @@ type app struct {
 	demand    int             // Σ gang sizes of every job seen
 	critical  float64         // longest job's ideal run time
 	lastRan   float64         // last event round it held GPUs (arrival until then)
+	fa        fairness.App    // its auction view, reused between auctions
 	jobs      []*workload.Job // this round's active jobs
 	pos       []int           // their positions in the round's order
 	noise     float64
@@ -297,14 +300,19 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 	}
 	for _, a := range active {
 		spread, rack := p.models.Sensitivity(a.jobs[0].Model)
-		fa := &fairness.App{Name: a.name, Arrival: a.arrival, TotalWork: a.work, Demand: a.demand,
+		if x := p.cfg.Misreport[a.name]; x > 0 {
+			spread, rack = spread/(1+x), rack/(1+x)
+		}
+		jobs := a.fa.Jobs[:0]
+		a.fa = fairness.App{Name: a.name, Arrival: a.arrival, TotalWork: a.work, Demand: a.demand,
 			Sens: fairness.Sensitivity{Machine: spread, Rack: rack}, Class: a.jobs[0].Class, Noise: a.noise, Critical: a.critical, Since: a.lastRan}
+		fa := &a.fa
 		if T > a.firstSeen {
 			fa.NAvg = (p.contention - a.f0) / (T - a.firstSeen)
 		} else {
 			fa.NAvg = float64(len(active))
 		}
-		fa.Jobs = make([]fairness.Job, 0, len(a.jobs))
+		fa.Jobs = jobs
 		for k, j := range a.jobs {
 			fj := fairness.Job{ID: j.ID, Remaining: (j.Iterations - j.Executed) * j.IterTime * float64(j.GPUs), MaxGPUs: j.GPUs, Gang: true}
 			if mustKeep[a.pos[k]] {
