@@ -22,8 +22,11 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/policy/themis"
 )
 
 // Options is everything that defines a run (or a family of runs that
@@ -91,6 +94,14 @@ func IsBuiltinTrace(name string) bool {
 // the user asked for them (--extra-load, --pinned, or --preset given on
 // the command line): a default never adds jobs to a user's own trace.
 func (o Options) Effective() Options {
+	if o.Scheduler == SchedulerThemis {
+		// Themis schedules and places at once; its rounds are shorter
+		// than its leases unless --round says otherwise.
+		o.Placements = SchedulerThemis
+		if !slices.Contains(o.Explicit.Flags, "round") {
+			o.Round = themis.DefaultRound
+		}
+	}
 	if IsBuiltinTrace(o.Trace) || o.Explicit.Preset {
 		return o
 	}
@@ -102,6 +113,11 @@ func (o Options) Effective() Options {
 	}
 	return o
 }
+
+// SchedulerThemis is the --scheduler that hands whole rounds to Themis'
+// leases and partial-allocation auctions (policy/themis, defaults: f =
+// 0.8, 600 s leases, payments on; `pal themis sim` has every knob).
+const SchedulerThemis = "themis"
 
 // DefaultSeed is the seed every command uses when none is given.
 const DefaultSeed = 42

@@ -3,12 +3,17 @@ package experiment
 import (
 	"fmt"
 
+	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/schedule"
+	"github.com/palsched/pal/policy/themis"
 )
 
 func newScheduler(o Options) (policy.Scheduler, error) {
+	if o.Scheduler == SchedulerThemis {
+		return newThemis()
+	}
 	s, err := schedule.New(o.Scheduler)
 	if err != nil {
 		return nil, err
@@ -48,4 +53,9 @@ func newPlacer(name, tieBreak string) (policy.Placer, error) {
 		q.TieBreak = tb
 	}
 	return p, nil
+}
+
+// newThemis is Themis with its defaults, placing as well as scheduling.
+func newThemis() (*themis.Policy, error) {
+	return themis.New(themis.Config{Auction: fairness.DefaultOptions()})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
@@ -292,8 +293,10 @@ func (in *Inputs) config(placement string) (sim.Config, error) {
 	if err != nil {
 		return sim.Config{}, err
 	}
-	pl, err := newPlacer(placement, in.Opts.TieBreak)
-	if err != nil {
+	var pl policy.Placer
+	if th, ok := sched.(*themis.Policy); ok {
+		pl = th
+	} else if pl, err = newPlacer(placement, in.Opts.TieBreak); err != nil {
 		return sim.Config{}, err
 	}
 	cfg := sim.Config{

@@ -77,10 +77,16 @@ type Hooks struct {
 
 // RunAllWith is RunAll with hooks.
 func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
-	if _, err := place.Canonical(o.PlacementList()); err != nil {
+	o = o.Effective()
+	if o.Scheduler == SchedulerThemis {
+		// Themis places too: the placement list is not used.
+	} else if _, err := place.Canonical(o.PlacementList()); err != nil {
 		return nil, nil, fmt.Errorf("--placement: %v", err)
 	}
 	for _, p := range o.PlacementList() {
+		if o.Scheduler == SchedulerThemis {
+			break
+		}
 		if _, err := newPlacer(p, o.TieBreak); err != nil {
 			return nil, nil, err
 		}

@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,17 @@ func TestModelSensitivity(t *testing.T) {
 	}
 	if _, err := ParseModels("m.yaml", []byte("models:\n  - {name: x, iter_time_s: 1, class: A, spread_factor: 0.5, rack_factor: 0.7}\n")); err == nil {
 		t.Error("rack factor above spread factor accepted")
+	}
+}
+
+func TestAppAcrossVCsRejected(t *testing.T) {
+	in := "job_id,num_gpus,submit_time,duration,model,vc,app\n0,1,0,10,resnet50,a,x\n1,1,0,10,resnet50,b,x\n"
+	_, err := ReadTrace("apps.csv", strings.NewReader(in), DefaultModels())
+	if err == nil || !strings.Contains(err.Error(), "apps.csv:3") || !strings.Contains(err.Error(), `"app"`) || !strings.Contains(err.Error(), "one VC") {
+		t.Fatalf("got %v", err)
+	}
+	ok := "job_id,num_gpus,submit_time,duration,model,vc,app\n0,1,0,10,resnet50,a,x\n1,1,0,10,resnet50,a,x\n2,1,0,10,resnet50,b,\n"
+	if _, err := ReadTrace("apps.csv", strings.NewReader(ok), DefaultModels()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -98,6 +98,10 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 	trackedCol := t.OptCol("tracked")
 	appCol := t.OptCol("app")
 	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0}
+	appVC := map[string]struct {
+		vc   string
+		line int
+	}{}
 	seen := map[int]int{}
 	for t.Next() {
 		if t.Width() == 1 && t.Text(0) == "" {
@@ -200,6 +204,15 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 		}
 		if appCol >= 0 && t.Has(appCol) {
 			s.App = strings.TrimSpace(t.Text(appCol))
+			// An app is one tenant's: all its jobs share a VC.
+			if first, ok := appVC[s.App]; s.App != "" && ok && first.vc != s.VC {
+				return nil, t.Errorf(appCol, "app %q has jobs in VC %q (line %d) and VC %q; an app belongs to one VC", s.App, first.vc, first.line, s.VC)
+			} else if s.App != "" && !ok {
+				appVC[s.App] = struct {
+					vc   string
+					line int
+				}{s.VC, s.Line}
+			}
 		}
 		tr.Jobs = append(tr.Jobs, s)
 	}

@@ -28,7 +28,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.Cluster, "cluster", def.Cluster, "cluster shape NODESxGPUS")
 	fs.StringVar(&o.Profile, "profile", def.Profile, "variability profile: longhorn, frontera, ls6, or a directory/JSON mapping")
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
-	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf or tiresias-las")
+	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las or themis (leases and auctions; places too, 60 s rounds unless --round)")
 	fs.StringVar(&o.Placements, "placement", def.Placements, "comma list of placements: pal, pm-first, packed-sticky, packed-nonsticky, random-sticky, random-nonsticky; a non-sticky one with -ma (pal-ma, pm-first-ma, packed-nonsticky-ma, random-nonsticky-ma) moves a running job only when the gain beats --migration-cost")
 	fs.Float64Var(&o.Round, "round", def.Round, "round length in seconds")
 	fs.Float64Var(&o.LocalityPenalty, "locality-penalty", def.LocalityPenalty, "slowdown of a job spread across nodes")

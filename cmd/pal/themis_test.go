@@ -142,3 +142,31 @@ func TestThemisSimAndTrace(t *testing.T) {
 		}
 	}
 }
+
+// pal sim --scheduler themis: Themis schedules and places, on 60 s rounds
+// unless --round is given.
+func TestSimSchedulerThemis(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "apps.csv")
+	if _, err := run(t, "trace", "themis", "--apps", "6", "--rate", "4", "--max-jobs", "3", "--max-hours", "2", "--out", tr); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		round string
+	}{{nil, "60 s"}, {[]string{"--round", "300"}, "300 s"}} {
+		out, err := run(t, append([]string{"sim", "--trace", tr, "--scheduler", "themis", "-o", "json"}, tc.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Inputs map[string]string `json:"inputs"`
+			Runs   []map[string]any  `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Inputs["round"] != tc.round || len(doc.Runs) != 1 || doc.Runs[0]["placement"] != "themis" || doc.Runs[0]["scheduler"] != "themis" {
+			t.Errorf("%v: inputs %v runs %v", tc.args, doc.Inputs, doc.Runs)
+		}
+	}
+}
