@@ -12,6 +12,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
@@ -298,6 +299,10 @@ func (in *Inputs) config(placement string) (sim.Config, error) {
 		pl = th
 	} else if pl, err = newPlacer(placement, in.Opts.TieBreak); err != nil {
 		return sim.Config{}, err
+	}
+	if in.hasPods() {
+		// A pod never spans nodes, whatever the placement.
+		pl = place.PodGuard{Placer: pl}
 	}
 	cfg := sim.Config{
 		Cluster:         in.Cluster,

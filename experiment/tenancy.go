@@ -221,3 +221,13 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 	out.WallMS = float64(time.Since(start).Microseconds()) / 1000
 	return out, nil
 }
+
+// hasPods says whether any job of the trace has pods (pod_gpus).
+func (in *Inputs) hasPods() bool {
+	for i := range in.Trace.Jobs {
+		if in.Trace.Jobs[i].PodGPUs > 0 {
+			return true
+		}
+	}
+	return false
+}

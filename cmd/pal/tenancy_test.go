@@ -156,3 +156,28 @@ func TestTracePhillyVC(t *testing.T) {
 		t.Fatalf("%v: %s", err, check)
 	}
 }
+
+// A pod never spans nodes under any placement: packed-sticky would give
+// job 2's one pod of 2 GPUs one GPU of each node, so it waits until a node
+// has two free (job 0 ends at 600 s).
+func TestSimPodsNeverSpanNodes(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "pods.csv")
+	if err := os.WriteFile(tr, []byte("job_id,num_gpus,pod_gpus,submit_time,duration_s\n0,3,,0,600\n1,3,,0,1200\n2,2,2,0,60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "jobs.csv")
+	if _, err := run(t, "sim", "--trace", tr, "--cluster", "2x4", "--placement", "packed-sticky", "--round", "60",
+		"--gpu-scores", "../../tenancy/testdata/h3-uniform-gpus.csv", "--jobs-out", out); err != nil {
+		t.Fatal(err)
+	}
+	recs := readJobsOut(t, out)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	j2 := recs[3]
+	if j2[col["job_id"]] != "2" || j2[col["start_s"]] != "600.00" || strings.Contains(j2[col["nodes"]], ";") {
+		t.Fatalf("job 2: start %s on nodes %s, want 600.00 on one node", j2[col["start_s"]], j2[col["nodes"]])
+	}
+}

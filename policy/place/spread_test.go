@@ -34,3 +34,31 @@ func TestSpread(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// PodGuard refuses an answer that splits a pod across nodes.
+func TestPodGuard(t *testing.T) {
+	c, err := cluster.New(2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &policy.Env{Cluster: c}
+	mk := func(id, gpus, pod int) *workload.Job {
+		return workload.NewJob(workload.Spec{ID: id, GPUs: gpus, PodGPUs: pod, IterTime: 1, Iterations: 1})
+	}
+	// Packed gives jobs 0 and 1 three GPUs of each node; job 2's two GPUs
+	// would then be one per node: as one pod of 2 it is refused, as two
+	// pods of 1 it runs.
+	p, _ := New("packed-sticky")
+	for _, c2 := range []struct {
+		pod  int
+		runs bool
+	}{{2, false}, {1, true}, {0, true}} {
+		got := PodGuard{p}.Place(env, []*workload.Job{mk(0, 3, 0), mk(1, 3, 0), mk(2, 2, c2.pod)})
+		if got[0] == nil || got[1] == nil || (got[2] != nil) != c2.runs {
+			t.Fatalf("pods of %d: got %v", c2.pod, got)
+		}
+	}
+	if !PodsFit(c, []int{0, 1, 4, 5}, 2) || PodsFit(c, []int{3, 4}, 2) || !PodsFit(c, []int{3, 4}, 1) {
+		t.Fatal("PodsFit")
+	}
+}
