@@ -10,6 +10,7 @@ import (
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/workload"
 )
 
 // Columns of the CSV and the table, in order. Wall time is left out: it is
@@ -97,6 +98,7 @@ func Inputs(g *Grid) []experiment.Input {
 		{Name: "k_strategy", Value: o.KStrategy},
 		{Name: "pmfirst_tiebreak", Value: o.TieBreak},
 		{Name: "starvation_guard", Value: guard},
+		{Name: "move_costs", Value: moveCosts(o)},
 	}
 	if o.Track != "" {
 		in = append(in, experiment.Input{Name: "track", Value: o.Track})
@@ -108,6 +110,16 @@ func Inputs(g *Grid) []experiment.Input {
 		}
 	}
 	return in
+}
+
+// moveCosts says what a migration and a restart cost every run.
+func moveCosts(o experiment.Options) string {
+	c := workload.Costs{Default: workload.MoveCost{Migration: o.MigrationCost, Preemption: o.PreemptionCost}}
+	s := c.String()
+	if o.Models != "" {
+		s += "; a model's own migration_cost_s / preemption_cost_s in " + o.Models + " wins"
+	}
+	return s
 }
 
 // WriteInputs writes Inputs as lines starting with prefix ("# " for CSV).

@@ -70,3 +70,44 @@ func TestMoveCostsInEveryOutput(t *testing.T) {
 		}
 	}
 }
+
+// A sweep states its move costs and counts what they lost.
+func TestSweepStatesMoveCosts(t *testing.T) {
+	out, err := run(t, "sweep", "--trace", "sia-philly/3", "--placement", "packed-sticky,pal,pal-ma", "--migration-cost", "600", "-o", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "# move_costs: migration 600 s, preemption 0 s") {
+		t.Errorf("sweep CSV does not state the move costs:\n%s", out)
+	}
+	var head []string
+	lost := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if head == nil {
+			head = f
+			continue
+		}
+		var p string
+		for i, h := range head {
+			switch h {
+			case "placement":
+				p = f[i]
+			case "lost_gpu_s":
+				v, err := strconv.ParseFloat(f[i], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lost[p] = v
+			}
+		}
+	}
+	// FIFO packed-sticky never moves a job; PAL does, and its
+	// migration-aware variant loses less.
+	if len(lost) != 3 || lost["packed-sticky"] != 0 || !(lost["pal"] > lost["pal-ma"]) || !(lost["pal-ma"] > 0) {
+		t.Errorf("lost GPU-s by placement: %v", lost)
+	}
+}
