@@ -9,9 +9,11 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/internal/csvin"
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
 
@@ -196,7 +198,10 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 		}
 		cfg.Cluster = pl.Cluster
 		cfg.Trace = &workload.Trace{Name: in.Trace.Name + " (VC " + vc + ")", Jobs: jobs, HasTracked: in.Trace.HasTracked}
-		cfg.Tenancy, cfg.Raw, cfg.Scores = nil, nil, nil
+		cfg.Tenancy = nil
+		if cfg.Raw, cfg.Scores, err = in.privateScores(pl.Cluster); err != nil {
+			return nil, err
+		}
 		cfg.Progress = progress
 		cfg.NoRecords = false // the summary below merges the VCs' records
 		res, err := sim.Run(cfg)
@@ -230,4 +235,34 @@ func (in *Inputs) hasPods() bool {
 		}
 	}
 	return false
+}
+
+// privateScores gives a VC's private cluster its GPU values: drawn from the
+// profile with the run's seed (the shared cluster's values belong to other
+// GPUs), or, when --gpu-scores pins the shared cluster's, uniform (median)
+// speeds with a one-bin score table.
+func (in *Inputs) privateScores(c *cluster.Cluster) (*variability.Table, *policy.Scores, error) {
+	if in.Opts.GPUScores != "" {
+		sc := &policy.Scores{}
+		for k := range sc.SF {
+			sc.SF[k] = make([]float64, c.Size())
+			for g := range sc.SF[k] {
+				sc.SF[k][g] = 1
+			}
+			sc.LV[k] = []policy.LVStep{{V: 1}, {V: 1, Across: true}}
+		}
+		return nil, sc, nil
+	}
+	p := *in
+	p.Cluster = c
+	p.Opts.Pinned = false
+	raw, _, err := p.loadRaw()
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Raw = raw
+	if err := p.bin(); err != nil {
+		return nil, nil, err
+	}
+	return raw, p.Scores, nil
 }

@@ -181,3 +181,17 @@ func TestSimPodsNeverSpanNodes(t *testing.T) {
 		t.Fatalf("job 2: start %s on nodes %s, want 600.00 on one node", j2[col["start_s"]], j2[col["nodes"]])
 	}
 }
+
+// Every placement runs under every tenancy mode without failing, with and
+// without pinned GPU values.
+func TestSimEveryPlacementUnderTenancy(t *testing.T) {
+	for _, mode := range []string{"quota", "hived", "hived-pm", "private"} {
+		for _, scores := range [][]string{nil, {"--gpu-scores", "../../tenancy/testdata/h3-uniform-gpus.csv"}} {
+			args := append([]string{"sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml",
+				"--tenancy", mode, "--round", "60", "--check-invariants", "--placement", "pal,pm-first,packed-sticky,packed-nonsticky,random-sticky,random-nonsticky,spread"}, scores...)
+			if out, err := run(t, args...); err != nil {
+				t.Errorf("%s %v: %v\n%s", mode, scores, err, out)
+			}
+		}
+	}
+}

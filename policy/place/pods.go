@@ -1,25 +1,89 @@
 package place
 
 import (
+	"slices"
+
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
 
 // PodGuard makes any placer respect pods (the trace's pod_gpus): a pod
-// never spans nodes. A job whose GPUs cannot be cut into whole pods inside
-// nodes does not run that round (its GPUs stay free); a placer that knows
-// pods (spread) never trips it. Jobs without pods pass untouched.
+// never spans nodes. When the placer's answer for a job cuts a pod across
+// nodes, the guard repairs it from the GPUs the round leaves free: whole
+// pods on the nodes the placer chose most of, its own choices first; if no
+// repair fits, the job does not run that round. A placer that knows pods
+// (spread) never trips it; jobs without pods pass untouched.
 type PodGuard struct{ policy.Placer }
 
 // Place implements policy.Placer.
 func (p PodGuard) Place(env *policy.Env, order []*workload.Job) [][]int {
 	out := p.Placer.Place(env, order)
+	var taken []bool
 	for i, j := range order {
-		if j.PodGPUs > 0 && out[i] != nil && !PodsFit(env.Cluster, out[i], j.PodGPUs) {
-			out[i] = nil
+		if j.PodGPUs <= 0 || out[i] == nil || PodsFit(env.Cluster, out[i], j.PodGPUs) {
+			continue
 		}
+		if taken == nil {
+			taken = make([]bool, env.Cluster.Size())
+			for _, g := range out {
+				for _, x := range g {
+					taken[x] = true
+				}
+			}
+		}
+		fixed := repairPods(env.Cluster, taken, out[i], j.PodGPUs)
+		for _, x := range out[i] {
+			taken[x] = false
+		}
+		for _, x := range fixed {
+			taken[x] = true
+		}
+		out[i] = fixed
 	}
+	return out
+}
+
+// repairPods re-cuts a job's GPUs into whole pods per node: nodes by how
+// many of the chosen GPUs they hold (then id), inside a node the chosen
+// GPUs first, then free ones by id. nil if the pods do not fit.
+func repairPods(c *cluster.Cluster, taken []bool, chosen []int, pod int) []int {
+	mine := map[int]bool{}
+	count := map[int]int{}
+	for _, g := range chosen {
+		mine[g] = true
+		count[c.GPUs[g].Node]++
+	}
+	nodes := make([]int, c.NumNodes())
+	for i := range nodes {
+		nodes[i] = i
+	}
+	slices.SortStableFunc(nodes, func(a, b int) int { return count[b] - count[a] })
+	need := len(chosen)
+	var out []int
+	for _, n := range nodes {
+		if need == 0 {
+			break
+		}
+		var avail []int
+		for _, g := range c.Nodes[n].GPUs {
+			if mine[g] {
+				avail = append(avail, g)
+			}
+		}
+		for _, g := range c.Nodes[n].GPUs {
+			if !mine[g] && !taken[g] {
+				avail = append(avail, g)
+			}
+		}
+		k := min(need, len(avail)/pod*pod)
+		out = append(out, avail[:k]...)
+		need -= k
+	}
+	if need > 0 {
+		return nil
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -2,6 +2,7 @@ package place
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/palsched/pal/cluster"
@@ -60,5 +61,37 @@ func TestPodGuard(t *testing.T) {
 	}
 	if !PodsFit(c, []int{0, 1, 4, 5}, 2) || PodsFit(c, []int{3, 4}, 2) || !PodsFit(c, []int{3, 4}, 1) {
 		t.Fatal("PodsFit")
+	}
+}
+
+type fixedPlacer [][]int
+
+func (fixedPlacer) Name() string                                 { return "fixed" }
+func (fixedPlacer) Sticky() bool                                 { return false }
+func (f fixedPlacer) Place(*policy.Env, []*workload.Job) [][]int { return slices.Clone([][]int(f)) }
+
+// PodGuard repairs a split pod from the round's free GPUs, on the node
+// the placer chose most of, keeping the placer's own choices.
+func TestPodGuardRepairs(t *testing.T) {
+	c, _ := cluster.New(2, 4)
+	env := &policy.Env{Cluster: c}
+	job := func(id, gpus, pod int) *workload.Job {
+		return workload.NewJob(workload.Spec{ID: id, GPUs: gpus, PodGPUs: pod, IterTime: 1, Iterations: 1})
+	}
+	order := []*workload.Job{job(0, 2, 0), job(1, 4, 2)}
+	got := PodGuard{fixedPlacer{{1, 2}, {3, 4, 5, 6}}}.Place(env, order)
+	// Job 1 chose GPU 3 on node 0 and 4, 5, 6 on node 1 (a pod of 2 split
+	// 3+4). Node 1 holds most of its choices and has 7 free: both pods
+	// fit there.
+	if !reflect.DeepEqual(got, [][]int{{1, 2}, {4, 5, 6, 7}}) {
+		t.Fatalf("got %v", got)
+	}
+	got = PodGuard{fixedPlacer{{1, 2}, {0, 3, 4, 5}}}.Place(env, order)
+	if !reflect.DeepEqual(got, [][]int{{1, 2}, {0, 3, 4, 5}}) {
+		t.Fatalf("a fitting answer was changed: %v", got)
+	}
+	got = PodGuard{fixedPlacer{{1, 2, 5, 6}, {0, 3, 4, 7}}}.Place(env, []*workload.Job{job(0, 4, 0), job(1, 4, 4)})
+	if got[1] != nil {
+		t.Fatalf("no node has 4 free, yet %v", got)
 	}
 }
