@@ -128,14 +128,20 @@ func TestModelTable(t *testing.T) {
 func FuzzParseModels(f *testing.F) {
 	f.Add([]byte("models:\n  - name: a\n    iter_time_s: 1\n    class: A\n"))
 	f.Add([]byte("models: [{name: b, iter_time_s: 0.5, class: classB, paper_class: C}]"))
+	f.Add([]byte("models:\n  - name: c\n    iter_time_s: 2\n    class: D\n    migration_cost_s: 90\n    preemption_cost_s: 0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseModels("f.yaml", b)
 		if err != nil {
 			return
 		}
+		costs := Costs{Models: m}
 		for _, n := range m.Names() {
 			if it, _, ok := m.Lookup(n); !ok || !(it > 0) {
 				t.Fatalf("model %q accepted with iter time %v", n, it)
+			}
+			// Every accepted cost is one a run can charge.
+			if err := costs.For(&Spec{Model: n}).Validate("model " + n); err != nil {
+				t.Fatal(err)
 			}
 		}
 	})
