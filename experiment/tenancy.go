@@ -44,7 +44,7 @@ func (in *Inputs) setupTenancy() error {
 		return err
 	}
 	if !o.tenancyOn() {
-		return nil
+		return in.checkPods()
 	}
 	var cfg *tenancy.Config
 	var err error
@@ -265,4 +265,20 @@ func (in *Inputs) privateScores(c *cluster.Cluster) (*variability.Table, *policy
 		return nil, nil, err
 	}
 	return raw, p.Scores, nil
+}
+
+// checkPods refuses, before the first round, a pod larger than every node:
+// it could never run.
+func (in *Inputs) checkPods() error {
+	most := 0
+	for _, n := range in.Cluster.Nodes {
+		most = max(most, len(n.GPUs))
+	}
+	for i := range in.Trace.Jobs {
+		j := &in.Trace.Jobs[i]
+		if j.PodGPUs > most {
+			return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest node of %s has %d", j.Source, j.Line, j.ID, j.PodGPUs, in.Cluster, most)
+		}
+	}
+	return nil
 }

@@ -283,3 +283,19 @@ func TestFastestBinding(t *testing.T) {
 		t.Error("class 3 accepted without speeds")
 	}
 }
+
+// FitsEmpty answers as the intra-VC scheduler would on an idle VC. Pods
+// go smallest first onto the view in packing order (HiveD's
+// findNodesForPods), so {4,1,1,1,1} never fits a node plus four GPU cells:
+// the 1s fill the node first.
+func TestFitsEmpty(t *testing.T) {
+	s := mustNew(t, twoLevel(3, 4, "  A: {virtualCells: [{cellType: NODE, cellNumber: 1}, {cellType: NODE.GPU, cellNumber: 4}]}\n"))
+	for _, c := range []struct {
+		pods []int
+		want bool
+	}{{[]int{4}, true}, {[]int{4, 1, 1, 1, 1}, false}, {[]int{4, 4}, false}, {[]int{2, 2}, true}, {[]int{2, 2, 2}, false}, {[]int{1, 1, 1, 1, 1, 1, 1, 1}, true}} {
+		if got := s.FitsEmpty("A", c.pods); got != c.want {
+			t.Errorf("pods %v: %v, want %v", c.pods, got, c.want)
+		}
+	}
+}

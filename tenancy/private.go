@@ -232,3 +232,27 @@ func (s *Scheduler) SetSpeeds(classes int, value func(class int, node string, gp
 		}
 	}
 }
+
+// FitsEmpty reports whether a guaranteed group of these pods could be
+// placed in the VC's (non-pinned) cells when the VC runs nothing else: a
+// request that fails this never runs.
+func (s *Scheduler) FitsEmpty(vcName string, pods []int) bool {
+	vc := s.byVC[vcName]
+	if vc == nil {
+		return false
+	}
+	for _, vcc := range vc.chains {
+		if vcc.vc != vc {
+			continue
+		}
+		nodes := make([]viewNode, 0, len(vcc.view))
+		for _, v := range vcc.view {
+			nodes = append(nodes, viewNode{v: v, free: v.leaves, healthy: true})
+		}
+		sortView(nodes)
+		if at, _ := fitPods(nodes, pods); at != nil {
+			return true
+		}
+	}
+	return false
+}

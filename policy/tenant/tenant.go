@@ -107,6 +107,9 @@ func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 		if !slices.Contains(l.vcs, vc) {
 			return fmt.Errorf("%s:%d: field \"vc\": job %d: unknown VC %q (the cells define %s)", j.Source, j.Line, j.ID, vc, strings.Join(l.vcs, ", "))
 		}
+		if pod := podSize(j, l.probe.MaxNode()); pod > l.probe.MaxNode() {
+			return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest node has %d", j.Source, j.Line, j.ID, pod, l.probe.MaxNode())
+		}
 		if j.VCPriority == tenancy.Opportunistic {
 			continue
 		}
@@ -116,6 +119,9 @@ func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 		if hived {
 			if pod, most := podSize(j, l.probe.MaxNode()), l.probe.MaxPod(vc); pod > most {
 				return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest cell of VC %s below a node holds %d", j.Source, j.Line, j.ID, pod, vc, most)
+			}
+			if p := pods(j, l.probe.MaxNode()); !l.probe.FitsEmpty(vc, p) {
+				return fmt.Errorf("%s:%d: field \"num_gpus\": job %d's pods %v never fit VC %s's cells together", j.Source, j.Line, j.ID, p, vc)
 			}
 		}
 	}
