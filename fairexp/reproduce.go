@@ -99,6 +99,7 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 		{"full", func(*themis.Config) {}},
 		{"placement-blind bids", func(c *themis.Config) { c.Auction.PlacementBlind = true }},
 		{"no leftovers", func(c *themis.Config) { c.Auction.Leftover = fairness.NoLeftover }},
+		{"leftovers to bidders only", func(c *themis.Config) { c.Auction.Leftover = fairness.BiddersOnly }},
 		{"no payments", func(c *themis.Config) { c.Auction.Payments = false }},
 		{"variability-blind bids", func(c *themis.Config) { c.Auction.VariabilityBlind = true }},
 	} {
@@ -183,21 +184,30 @@ func (p Plan) inputs(rateMul float64) (*experiment.Inputs, error) {
 	return experiment.PrepareWith(eo, &workload.Trace{Name: eo.Trace, Jobs: jobs, HasApp: true})
 }
 
-// pickLiar is the first app with more than one job whose model is
-// placement-sensitive.
+// pickLiar is the app whose lie could matter most: a placement-sensitive
+// app of multi-GPU gangs (a 1-GPU job never spreads, so its spread factor
+// is moot) with the most jobs, ties to the earlier app.
 func pickLiar(tr *workload.Trace) string {
 	models := workload.DefaultModels()
 	count := map[string]int{}
-	for i := range tr.Jobs {
-		count[tr.Jobs[i].App]++
-	}
+	var order []string
+	ok := map[string]bool{}
 	for i := range tr.Jobs {
 		j := &tr.Jobs[i]
-		if s, _ := models.Sensitivity(j.Model); s < 1 && count[j.App] > 1 {
-			return j.App
+		if count[j.App] == 0 {
+			order = append(order, j.App)
+		}
+		count[j.App]++
+		s, _ := models.Sensitivity(j.Model)
+		ok[j.App] = s < 1 && j.GPUs > 1
+	}
+	best := ""
+	for _, a := range order {
+		if ok[a] && count[a] > 1 && (best == "" || count[a] > count[best]) {
+			best = a
 		}
 	}
-	return ""
+	return best
 }
 
 func (p Plan) write(dir string, jobs []*job, liar string, ckpt float64, in *experiment.Inputs) (*Outcome, error) {
