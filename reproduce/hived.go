@@ -14,6 +14,7 @@ import (
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/place"
@@ -67,6 +68,17 @@ type HivedReport struct {
 	Fragmentation map[string]float64
 	// Overhead: median tenancy decision time by cluster size.
 	Overhead []TenancyOverheadRow
+	// Variability: plain HiveD against HiveD binding the fastest equally
+	// safe cells (hived-pm), GPU values drawn from the Longhorn profile.
+	Variability []VariabilityRow
+}
+
+// VariabilityRow is one tenancy mode's outcome with variable GPUs.
+type VariabilityRow struct {
+	Tenancy          string
+	MeanJCT, P99JCT  float64
+	MeanQueue        float64
+	GPUValues, Cells string
 }
 
 // BindingRow is one binding mode's outcome with opportunistic load.
@@ -241,6 +253,9 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 	if err := rep.studies(pv.Trace, layout, o, logf); err != nil {
 		return nil, err
 	}
+	if err := rep.variability(pv.Trace, cells, o, logf); err != nil {
+		return nil, err
+	}
 	if err := rep.write(); err != nil {
 		return nil, err
 	}
@@ -333,6 +348,44 @@ func (rep *HivedReport) studies(tr *workload.Trace, layout *tenant.Layout, o Hiv
 			return err
 		}
 		rep.Overhead = append(rep.Overhead, TenancyOverheadRow{GPUs: st.GPUs, VCs: vcs, MedianUS: st.MedianUS})
+	}
+	return nil
+}
+
+// variability runs the trace under hived and hived-pm with GPU values
+// drawn from the Longhorn profile (seed 42), FIFO, the trace's load. The
+// cells are written to cells.yaml beside the results (an input record).
+func (rep *HivedReport) variability(tr *workload.Trace, cells *tenancy.Config, o HivedOptions, logf func(string, ...any)) error {
+	path := filepath.Join(rep.Dir, "cells.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := tenancy.WriteYAML(f, cells); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, mode := range []string{"hived", "hived-pm"} {
+		opts, err := experiment.Preset("artifact")
+		if err != nil {
+			return err
+		}
+		opts.Trace, opts.Cells, opts.Tenancy = "philly-vc", path, mode
+		opts.Placements, opts.Round, opts.LocalityPenalty = "packed-sticky", o.Round, 1
+		in, err := experiment.PrepareWith(opts, tr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+		r, err := in.Run("packed-sticky")
+		if err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+		rep.Variability = append(rep.Variability, VariabilityRow{Tenancy: mode, MeanJCT: r.Summary.AvgJCT, P99JCT: r.Summary.P99JCT,
+			MeanQueue: r.Summary.AvgWait, GPUValues: in.RawFrom, Cells: path})
+		logf("hived: %s with variable GPUs done (mean JCT %.0f s)", mode, r.Summary.AvgJCT)
 	}
 	return nil
 }
@@ -450,6 +503,14 @@ func (r *HivedReport) write() error {
 	md.WriteString("\n## Overhead\n\nMedian time of one gang's tenancy decision (intra-VC placement, buddy binding, commit) on a half-loaded cluster of 8-GPU nodes in racks of 8 (`pal bench tenancy`):\n\n| GPUs | VCs | median (µs) |\n|---|---|---|\n")
 	for _, x := range r.Overhead {
 		fmt.Fprintf(&md, "| %d | %d | %.1f |\n", x.GPUs, x.VCs, x.MedianUS)
+	}
+	if len(r.Variability) == 2 {
+		a, b := r.Variability[0], r.Variability[1]
+		fmt.Fprintf(&md, "\n## Variability inside tenancy\n\nGPU values: %s. hived-pm binds, among cells equally good for safety, health and opportunistic load, the one with the best PM-scores for the job's class, and the best GPUs inside a bound node (FIFO, the trace's load, no locality penalty).\n\n| tenancy | mean JCT (s) | p99 JCT (s) | mean queueing (s) |\n|---|---|---|---|\n", a.GPUValues)
+		for _, x := range r.Variability {
+			fmt.Fprintf(&md, "| %s | %.0f | %.0f | %.0f |\n", x.Tenancy, x.MeanJCT, x.P99JCT, x.MeanQueue)
+		}
+		fmt.Fprintf(&md, "\nhived-pm against hived: mean JCT %+.1f%%.\n", 100*(b.MeanJCT/a.MeanJCT-1))
 	}
 	if r.HivedWall > 0 {
 		fmt.Fprintf(&md, "\nThe whole trace under HiveD (yarn-cs, normal load) took %s of wall time.\n", r.HivedWall.Round(time.Millisecond))

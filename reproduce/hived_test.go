@@ -53,6 +53,9 @@ func TestRunHivedQuick(t *testing.T) {
 	if len(rep.Overhead) != 2 || len(rep.Fragmentation) != 2 {
 		t.Errorf("overhead %+v, fragmentation %v", rep.Overhead, rep.Fragmentation)
 	}
+	if len(rep.Variability) != 2 || rep.Variability[0].Tenancy != "hived" || !(rep.Variability[1].MeanJCT > 0) {
+		t.Errorf("variability study %+v", rep.Variability)
+	}
 	if rep.Jobs != HivedQuickJobs || rep.Dropped["VC not among the large VCs"] != 18 {
 		t.Fatalf("jobs %d, dropped %v", rep.Jobs, rep.Dropped)
 	}
