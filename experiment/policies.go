@@ -10,7 +10,9 @@ import (
 	"github.com/palsched/pal/policy/themis"
 )
 
-func newScheduler(o Options) (policy.Scheduler, error) {
+// NewScheduler builds the scheduling order o names, with its Tiresias knobs.
+// Every driver (the simulator, the Kubernetes scheduler) builds it here.
+func NewScheduler(o Options) (policy.Scheduler, error) {
 	if o.Scheduler == SchedulerThemis {
 		return newThemis()
 	}
@@ -32,7 +34,8 @@ func newScheduler(o Options) (policy.Scheduler, error) {
 	return s, nil
 }
 
-func newPlacer(name, tieBreak string) (policy.Placer, error) {
+// NewPlacer builds a placement by name with PM-First's tie-break setting.
+func NewPlacer(name, tieBreak string) (policy.Placer, error) {
 	var tb place.PMFirstTieBreak
 	switch tieBreak {
 	case "", "artifact":

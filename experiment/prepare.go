@@ -148,6 +148,18 @@ func (in *Inputs) loadTrace(models *workload.Models) (*workload.Trace, string, e
 			}
 			return t, p + " (pinned: the artifact's trace plus its extra arrivals)", err
 		}
+	}
+	return LoadTrace(name, models)
+}
+
+// LoadTrace reads a built-in trace (sia-philly/1..8,
+// frontera/sia-160job-trace) or a CSV file, and says where it came from.
+func LoadTrace(name string, models *workload.Models) (*workload.Trace, string, error) {
+	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
+		k, err := strconv.Atoi(n)
+		if err != nil || k < 1 || k > 8 {
+			return nil, "", fmt.Errorf("--trace %q: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", name)
+		}
 		p := fmt.Sprintf("traces/sia-philly/workload-%d.csv", k)
 		t, err := readEmbedded(data.Traces, p, models)
 		return t, p + " (embedded)", err
@@ -288,16 +300,17 @@ func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 	return t, fmt.Sprintf("profile %s, one draw per GPU and class (sampling %s replacement), seed %d", o.Profile, mode, o.Seed), nil
 }
 
-// Run simulates one placement on the prepared inputs.
-func (in *Inputs) config(placement string) (sim.Config, error) {
-	sched, err := newScheduler(in.Opts)
+// Config is the simulator's configuration of one placement on the
+// prepared inputs (what Run runs; tests add an Observe hook to it).
+func (in *Inputs) Config(placement string) (sim.Config, error) {
+	sched, err := NewScheduler(in.Opts)
 	if err != nil {
 		return sim.Config{}, err
 	}
 	var pl policy.Placer
 	if th, ok := sched.(*themis.Policy); ok {
 		pl = th
-	} else if pl, err = newPlacer(placement, in.Opts.TieBreak); err != nil {
+	} else if pl, err = NewPlacer(placement, in.Opts.TieBreak); err != nil {
 		return sim.Config{}, err
 	}
 	if in.hasPods() {

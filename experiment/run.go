@@ -37,7 +37,7 @@ func (in *Inputs) RunProgress(placement string, progress func(sim.Status)) (*Run
 	if in.Layout != nil && in.Opts.Tenancy == "private" {
 		return in.runPrivate(placement, progress)
 	}
-	cfg, err := in.config(placement)
+	cfg, err := in.Config(placement)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +87,11 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 		if o.Scheduler == SchedulerThemis {
 			break
 		}
-		if _, err := newPlacer(p, o.TieBreak); err != nil {
+		if _, err := NewPlacer(p, o.TieBreak); err != nil {
 			return nil, nil, err
 		}
 	}
-	if _, err := newScheduler(o); err != nil {
+	if _, err := NewScheduler(o); err != nil {
 		return nil, nil, err
 	}
 	if len(o.PlacementList()) == 0 {

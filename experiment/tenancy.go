@@ -163,7 +163,7 @@ func (in *Inputs) addTenancy(cfg *sim.Config) error {
 // with the same scheduler and placement, and merges the job records: the
 // reference of the sharing-anomaly metric.
 func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunResult, error) {
-	base, err := in.config(placement)
+	base, err := in.Config(placement)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := in.config(placement) // fresh scheduler and placer per VC
+		cfg, err := in.Config(placement) // fresh scheduler and placer per VC
 		if err != nil {
 			return nil, err
 		}

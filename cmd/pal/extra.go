@@ -9,4 +9,5 @@ func addExtraCommands(root *cobra.Command) {
 	root.AddCommand(newSweepCmd(), newReproduceCmd())
 	root.AddCommand(newCellsCmd())
 	root.AddCommand(newThemisCmd())
+	root.AddCommand(newSchedulerCmd(), newDevClusterCmd(), newReplayCmd())
 }

@@ -23,7 +23,7 @@ func newProfileCmd() *cobra.Command {
 		Use:   "profile",
 		Short: "Inspect GPU variability profiles, PM-score bins and L×V orders",
 	}
-	cmd.AddCommand(newProfileShowCmd())
+	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd())
 	return cmd
 }
 

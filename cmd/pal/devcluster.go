@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/palsched/pal/devcluster"
+)
+
+func newDevClusterCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "dev-cluster",
+		Short: "A local Kubernetes control plane with fake GPU nodes (etcd + kube-apiserver + kwok on 127.0.0.1)",
+		Long: `Start or stop a local control plane for trying pal scheduler: etcd and
+kube-apiserver built from the Go module proxy by hack/testbin.sh (cached by
+version under ~/.cache/pal/testbin), and kwok faking GPU nodes and the pod
+lifecycle. Everything listens on 127.0.0.1 only.`,
+	}
+	var o devcluster.Options
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the control plane, create the fake GPU nodes, write DIR/kubeconfig",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Dir == "" {
+				return fmt.Errorf("--dir is required")
+			}
+			if o.Nodes < 0 || o.GPUsPerNode <= 0 || o.GPUsPerNode > 1024 || o.Nodes > 100000 {
+				return fmt.Errorf("--nodes must be 0..100000 and --gpus-per-node 1..1024")
+			}
+			cl, err := devcluster.Up(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up: %d nodes x %d GPUs (%s-000 ...)\nkubeconfig: %s\nserver: %s\nlogs: %s/logs\nstop it with: pal dev-cluster down --dir %s\n",
+				o.Nodes, o.GPUsPerNode, o.NodePrefix, cl.Kubeconfig, cl.Server, cl.Dir, o.Dir)
+			return nil
+		},
+	}
+	f := up.Flags()
+	f.StringVar(&o.Dir, "dir", "", "directory for state, logs and the kubeconfig")
+	f.StringVar(&o.Bin, "bin", "", "directory with etcd, kube-apiserver and kwok (default: hack/testbin.sh's cache)")
+	f.IntVar(&o.Nodes, "nodes", 16, "fake GPU nodes")
+	f.IntVar(&o.GPUsPerNode, "gpus-per-node", 4, "nvidia.com/gpu per node")
+	f.StringVar(&o.NodePrefix, "node-prefix", "gpu-node", "node names are PREFIX-000, PREFIX-001, ...")
+	var downDir string
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop exactly the processes `up` started in DIR",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if downDir == "" {
+				return fmt.Errorf("--dir is required")
+			}
+			if err := devcluster.Down(downDir); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "dev cluster down:", downDir)
+			return nil
+		},
+	}
+	down.Flags().StringVar(&downDir, "dir", "", "the directory given to up")
+	c.AddCommand(up, down)
+	return c
+}

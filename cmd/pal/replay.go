@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/palsched/pal/devcluster"
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/replay"
+	"github.com/palsched/pal/workload"
+)
+
+func newReplayCmd() *cobra.Command {
+	var traceName, kubeconfig, jobsOut, placementsOut, models, classMap string
+	o := replay.Options{Round: 360, Speedup: 180, Namespace: "pal-replay", SchedulerName: "pal"}
+	c := &cobra.Command{
+		Use:   "replay",
+		Short: "Play a trace onto a cluster as pods for pal scheduler and record each job (as pal sim --jobs-out)",
+		Long: `Create a trace's jobs as gangs of 1-GPU pods (schedulerName pal) at their
+arrival times, scaled by --speedup; kwok (pal dev-cluster) finishes each pod
+after the run time the simulator charges on the GPUs it got. Writes the same
+per-job CSV as pal sim --jobs-out, and with --placements-out every job's GPUs.
+
+Run pal scheduler with period = round/speedup (2s for the defaults),
+alignPeriod: true and arrivalDelay: 0s, so that its rounds line up with the
+simulator's: each simulated round of --round seconds takes round/speedup
+seconds of wall time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if traceName == "" || kubeconfig == "" {
+				return fmt.Errorf("--trace and --kubeconfig are required")
+			}
+			cm, err := workload.ParseClassMap(classMap)
+			if err != nil {
+				return err
+			}
+			m := workload.DefaultModels()
+			if models != "" {
+				if m, err = workload.LoadModels(models); err != nil {
+					return err
+				}
+			}
+			tr, from, err := experiment.LoadTrace(traceName, m.WithClassMap(cm))
+			if err != nil {
+				return err
+			}
+			o.Trace = tr
+			rc, err := devcluster.LoadKubeconfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			rc.QPS, rc.Burst = 200, 400
+			cs, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			out := cmd.ErrOrStderr()
+			o.Log = func(f string, a ...any) { fmt.Fprintf(out, "replay: "+f+"\n", a...) }
+			fmt.Fprintf(out, "replay: %d jobs from %s, round %gs simulated = %v wall (speedup %g), namespace %s\n",
+				len(tr.Jobs), from, o.Round, time.Duration(o.Round/o.Speedup*float64(time.Second)), o.Speedup, o.Namespace)
+			res, err := replay.Run(cmd.Context(), cs, o)
+			if err != nil {
+				return err
+			}
+			if jobsOut != "" {
+				if err := writeJobs(jobsOut, []*experiment.RunResult{{Placement: "replay", JobRecords: res.Jobs}}); err != nil {
+					return err
+				}
+			}
+			if placementsOut != "" {
+				if err := writeCSV(placementsOut, []string{"job_id", "gpus"}, func(cw *csv.Writer) {
+					for _, p := range res.Placements {
+						cw.Write([]string{strconv.Itoa(p.JobID), formatPods(p.Pods)})
+					}
+				}); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "replayed %d jobs\n", len(res.Jobs))
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&traceName, "trace", "", "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (e.g. DIR/kubeconfig from pal dev-cluster up)")
+	f.Float64Var(&o.Speedup, "speedup", o.Speedup, "simulated seconds per wall second")
+	f.Float64Var(&o.Round, "round", o.Round, "simulated round length in seconds (as pal sim --round)")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the jobs' pods")
+	f.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "spec.schedulerName of the pods")
+	f.DurationVar(&o.Timeout, "timeout", 0, "give up after this much wall time (0: none)")
+	f.StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV, as pal sim --jobs-out)")
+	f.StringVar(&placementsOut, "placements-out", "", "write each job's GPUs (node:indices;...) as CSV")
+	f.StringVar(&models, "models", "", "model table YAML (default: the embedded one)")
+	f.StringVar(&classMap, "class-map", "artifact", "model to class: artifact or paper")
+	return c
+}
+
+func formatPods(ps []kube.PodBind) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, p.Node+":"+kube.FormatIndices(p.GPUs))
+	}
+	return strings.Join(parts, ";")
+}

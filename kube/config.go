@@ -1,0 +1,227 @@
+package kube
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// Config is `pal scheduler --config FILE`. Every field has a default (see
+// DefaultConfig), so no file is needed; a file only lists what it changes.
+// The policy fields are the simulator's own options with the same names
+// and defaults, so a cluster and a `pal sim` run can be set up alike.
+type Config struct {
+	// SchedulerName is the spec.schedulerName of the pods this scheduler
+	// owns.
+	SchedulerName string `json:"schedulerName"`
+	// Namespace holds the variability ConfigMap and the leader Lease.
+	Namespace string `json:"namespace"`
+	// Period is the time between rounds.
+	Period Duration `json:"period"`
+	// ArrivalDelay: a round runs this long after new pods arrive, instead
+	// of waiting for the next period (0 turns it off).
+	ArrivalDelay Duration `json:"arrivalDelay"`
+	// AlignPeriod starts rounds at multiples of Period on the wall clock,
+	// so that a replay can put arrivals between rounds.
+	AlignPeriod bool `json:"alignPeriod"`
+
+	// Scheduler: fifo, las, srtf or tiresias-las (as `pal sim --scheduler`).
+	Scheduler string `json:"scheduler"`
+	// Placement: pal, pm-first, packed-sticky, packed-nonsticky,
+	// random-sticky or random-nonsticky.
+	Placement          string    `json:"placement"`
+	PMFirstTieBreak    string    `json:"pmfirstTieBreak"`
+	LocalityPenalty    float64   `json:"localityPenalty"`
+	KStrategy          string    `json:"kStrategy"`
+	Seed               uint64    `json:"seed"`
+	StarvationGuard    Duration  `json:"starvationGuard"`
+	TiresiasThresholds []float64 `json:"tiresiasThresholds,omitempty"`
+	TiresiasStarvation float64   `json:"tiresiasStarvation,omitempty"`
+	// Models is a model table YAML (empty: the embedded one); ClassMap is
+	// artifact or paper, as in `pal sim`.
+	Models   string `json:"models,omitempty"`
+	ClassMap string `json:"classMap"`
+
+	// VariabilityConfigMap names the ConfigMap (in Namespace) written by
+	// `pal profile export --kubernetes`; empty or absent: every GPU runs at
+	// the median.
+	VariabilityConfigMap string `json:"variabilityConfigMap"`
+
+	LeaderElection LeaderElection `json:"leaderElection"`
+
+	// MetricsAddr serves /metrics, /healthz and /readyz ("" turns it off).
+	MetricsAddr string `json:"metricsAddr"`
+	// QPS and Burst limit the scheduler's own API requests.
+	QPS   float32 `json:"qps"`
+	Burst int     `json:"burst"`
+	// BindWorkers is how many binds run at once.
+	BindWorkers int `json:"bindWorkers"`
+}
+
+// LeaderElection configures the Lease that keeps two replicas from binding
+// at once.
+type LeaderElection struct {
+	Enabled       bool     `json:"enabled"`
+	LeaseName     string   `json:"leaseName"`
+	LeaseDuration Duration `json:"leaseDuration"`
+	RenewDeadline Duration `json:"renewDeadline"`
+	RetryPeriod   Duration `json:"retryPeriod"`
+}
+
+// Duration is a time.Duration written as "10s" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration such as \"10s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"10s\": %v", err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// DefaultConfig is what runs with no --config: the simulator's artifact
+// preset for the policies, 10 s rounds, a round 1 s after new pods arrive.
+func DefaultConfig() Config {
+	o, _ := experiment.Preset("artifact")
+	return Config{
+		SchedulerName:        "pal",
+		Namespace:            "pal-system",
+		Period:               Duration{10 * time.Second},
+		ArrivalDelay:         Duration{time.Second},
+		Scheduler:            o.Scheduler,
+		Placement:            "pal",
+		PMFirstTieBreak:      o.TieBreak,
+		LocalityPenalty:      o.LocalityPenalty,
+		KStrategy:            o.KStrategy,
+		Seed:                 o.Seed,
+		StarvationGuard:      Duration{time.Duration(o.StarvationGuard * float64(time.Second))},
+		ClassMap:             o.ClassMap,
+		VariabilityConfigMap: "pal-variability",
+		LeaderElection: LeaderElection{
+			Enabled:       true,
+			LeaseName:     "pal-scheduler",
+			LeaseDuration: Duration{15 * time.Second},
+			RenewDeadline: Duration{10 * time.Second},
+			RetryPeriod:   Duration{2 * time.Second},
+		},
+		MetricsAddr: "127.0.0.1:10259",
+		QPS:         200,
+		Burst:       400,
+		BindWorkers: 32,
+	}
+}
+
+// LoadConfig reads a YAML config over the defaults. Unknown fields are
+// errors (a typo must not silently fall back to a default).
+func LoadConfig(path string) (Config, error) {
+	c := DefaultConfig()
+	if path == "" {
+		return c, c.Validate()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return c, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("%s: %v", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks every field and names the one that is wrong.
+func (c *Config) Validate() error {
+	switch {
+	case c.SchedulerName == "":
+		return fmt.Errorf("field schedulerName: must not be empty")
+	case c.Namespace == "":
+		return fmt.Errorf("field namespace: must not be empty")
+	case c.Period.Duration <= 0:
+		return fmt.Errorf("field period: must be positive, got %v", c.Period)
+	case c.ArrivalDelay.Duration < 0:
+		return fmt.Errorf("field arrivalDelay: must be >= 0, got %v", c.ArrivalDelay)
+	case !(c.LocalityPenalty > 0) || math.IsInf(c.LocalityPenalty, 0):
+		return fmt.Errorf("field localityPenalty: must be positive and finite, got %v", c.LocalityPenalty)
+	case c.StarvationGuard.Duration < 0:
+		return fmt.Errorf("field starvationGuard: must be >= 0, got %v", c.StarvationGuard)
+	case c.QPS <= 0 || c.Burst <= 0:
+		return fmt.Errorf("fields qps and burst: must be positive")
+	case c.BindWorkers <= 0 || c.BindWorkers > 1024:
+		return fmt.Errorf("field bindWorkers: must be 1..1024, got %d", c.BindWorkers)
+	}
+	if c.LeaderElection.Enabled {
+		le := c.LeaderElection
+		if le.LeaseName == "" || le.RetryPeriod.Duration <= 0 || le.RenewDeadline.Duration <= le.RetryPeriod.Duration ||
+			le.LeaseDuration.Duration <= le.RenewDeadline.Duration {
+			return fmt.Errorf("field leaderElection: want a lease name and leaseDuration > renewDeadline > retryPeriod > 0")
+		}
+	}
+	if _, err := c.policies(); err != nil {
+		return err
+	}
+	if _, err := variability.ParseKStrategy(c.KStrategy); err != nil {
+		return fmt.Errorf("field kStrategy: %v", err)
+	}
+	if _, err := c.models(); err != nil {
+		return err
+	}
+	return nil
+}
+
+type policies struct {
+	sched policy.Scheduler
+	place policy.Placer
+}
+
+// policies builds the round's scheduler and placer exactly as the
+// simulator does.
+func (c *Config) policies() (policies, error) {
+	o, _ := experiment.Preset("artifact")
+	o.Scheduler = c.Scheduler
+	o.TiresiasThresholds = c.TiresiasThresholds
+	o.TiresiasStarvation = c.TiresiasStarvation
+	s, err := experiment.NewScheduler(o)
+	if err != nil {
+		return policies{}, fmt.Errorf("field scheduler: %v", err)
+	}
+	p, err := experiment.NewPlacer(strings.ToLower(c.Placement), c.PMFirstTieBreak)
+	if err != nil {
+		return policies{}, fmt.Errorf("field placement/pmfirstTieBreak: %v", err)
+	}
+	return policies{s, p}, nil
+}
+
+func (c *Config) models() (*workload.Models, error) {
+	cm, err := workload.ParseClassMap(c.ClassMap)
+	if err != nil {
+		return nil, fmt.Errorf("field classMap: %v", err)
+	}
+	m := workload.DefaultModels()
+	if c.Models != "" {
+		if m, err = workload.LoadModels(c.Models); err != nil {
+			return nil, fmt.Errorf("field models: %v", err)
+		}
+	}
+	return m.WithClassMap(cm), nil
+}

@@ -1,0 +1,67 @@
+package kube
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are what /metrics exports.
+type Metrics struct {
+	reg          *prometheus.Registry
+	RoundSeconds prometheus.Histogram
+	PendingGangs prometheus.Gauge
+	BoundPods    prometheus.Counter
+	BoundNow     prometheus.Gauge
+	Evictions    prometheus.Counter
+	GPUsInUse    prometheus.Gauge
+	MeanScore    prometheus.Gauge
+	Leader       prometheus.Gauge
+}
+
+// NewMetrics registers the scheduler's metrics on a registry of its own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.RoundSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pal_round_duration_seconds",
+		Help: "Time one scheduling round takes (snapshot, order, place, bind, evict).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
+	m.PendingGangs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_pending_gangs", Help: "Gangs placed in the queue but not given GPUs in the last round."})
+	m.BoundPods = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_bound_pods_total", Help: "Pods bound through pods/binding."})
+	m.BoundNow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_bound_pods", Help: "Our pods bound and not finished at the start of the last round."})
+	m.Evictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_evictions_total", Help: "Pods evicted for preemption or migration."})
+	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
+	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
+	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica holds the leader lease."})
+	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves /metrics, /healthz (the process is up) and /readyz (the
+// informers have synced).
+func (s *Scheduler) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.Ready() {
+			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain structs of strings and ints
+	}
+	return string(b)
+}
+
+// fmtFloat writes the shortest decimal that reads back as the same float.
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -1,0 +1,778 @@
+// Package kube is PAL's Kubernetes driver: a standalone scheduler that
+// owns the pods whose spec.schedulerName is its own, and every period runs
+// the same round as the simulator (order, placement, round.Plan) on the
+// cluster it reads from informers, then binds and evicts pods to make the
+// cluster hold the answer.
+//
+// What it reads and writes on pods is described at the annotation
+// constants (AnnGang ...). Its state is the cluster itself: every bound
+// pod records its devices and its whole gang's placement, so a restarted
+// scheduler rebuilds everything from the pods before its first round.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	listerbatchv1 "k8s.io/client-go/listers/batch/v1"
+	listercorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// Scheduler is one replica of `pal scheduler`.
+type Scheduler struct {
+	cfg     Config
+	client  kubernetes.Interface
+	log     *slog.Logger
+	models  *workload.Models
+	pol     policies
+	rand    policy.Env // Rand stream persists across rounds, from cfg.Seed
+	metrics *Metrics
+	id      string // leader-election identity
+
+	factory   informers.SharedInformerFactory
+	nsFactory informers.SharedInformerFactory
+	nodes     listercorev1.NodeLister
+	ours      listercorev1.PodLister
+	assigned  listercorev1.PodLister
+	batchJobs listerbatchv1.JobLister
+	cms       listercorev1.ConfigMapLister
+	synced    []cache.InformerSynced
+
+	startFactories func(stop <-chan struct{})
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+
+	kick  chan struct{}
+	ready atomic.Bool
+
+	// Round state (only the round goroutine touches it).
+	jobs      *jobTable
+	assumed   map[types.UID]assumption
+	lastWhy   map[string]string // gang -> last FailedScheduling message
+	scoresKey string
+	scores    *policy.Scores
+	raw       *variability.Table
+	told      map[string]bool // nodes already told they run at the median
+	lastRound time.Time
+
+	binds      atomic.Int64
+	killAfter  int64 // test hook: SIGKILL itself after this many binds
+	roundCount atomic.Int64
+}
+
+// Binds is how many pods this replica has bound.
+func (s *Scheduler) Binds() int64 { return s.binds.Load() }
+
+// Rounds is how many rounds this replica has run.
+func (s *Scheduler) Rounds() int64 { return s.roundCount.Load() }
+
+// assumption is a bind or eviction the informers have not shown yet.
+type assumption struct {
+	node    string
+	annots  map[string]string
+	evicted bool
+}
+
+// KillAfterBindsEnv, when set to N > 0, makes the scheduler kill itself
+// with SIGKILL right after its N-th successful bind. The crash-recovery
+// test uses it to cut a gang's binding off at an exact point; it is not a
+// setting for operators.
+const KillAfterBindsEnv = "PAL_TEST_KILL_AFTER_BINDS"
+
+// New makes a scheduler; Run starts it.
+func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	models, _ := cfg.models()
+	pol, _ := cfg.policies()
+	host, _ := os.Hostname()
+	s := &Scheduler{
+		cfg: cfg, client: client, log: log, models: models, pol: pol,
+		rand:    policy.Env{Rand: variability.NewRand(cfg.Seed)},
+		metrics: NewMetrics(),
+		id:      fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano()),
+		kick:    make(chan struct{}, 1),
+		jobs:    newJobTable(float64(time.Now().UnixNano()) / 1e9),
+		assumed: map[types.UID]assumption{}, lastWhy: map[string]string{}, told: map[string]bool{},
+	}
+	if v := os.Getenv(KillAfterBindsEnv); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s=%q: want a positive count", KillAfterBindsEnv, v)
+		}
+		s.killAfter = n
+	}
+	s.factory = informers.NewSharedInformerFactory(client, 0)
+	ours := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
+	}))
+	assigned := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+	}))
+	s.nsFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
+	ni := s.factory.Core().V1().Nodes()
+	ji := s.factory.Batch().V1().Jobs()
+	oi := ours.Core().V1().Pods()
+	ai := assigned.Core().V1().Pods()
+	ci := s.nsFactory.Core().V1().ConfigMaps()
+	s.nodes, s.batchJobs, s.ours, s.assigned, s.cms = ni.Lister(), ji.Lister(), oi.Lister(), ai.Lister(), ci.Lister()
+	s.synced = []cache.InformerSynced{ni.Informer().HasSynced, ji.Informer().HasSynced, oi.Informer().HasSynced,
+		ai.Informer().HasSynced, ci.Informer().HasSynced}
+	_, _ = oi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" {
+			s.poke()
+		}
+	}})
+	s.startFactories = func(stop <-chan struct{}) {
+		s.factory.Start(stop)
+		ours.Start(stop)
+		assigned.Start(stop)
+		s.nsFactory.Start(stop)
+	}
+	s.broadcaster = record.NewBroadcaster()
+	s.recorder = s.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.SchedulerName})
+	return s, nil
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Ready reports whether the informers have synced (what /readyz says).
+func (s *Scheduler) Ready() bool { return s.ready.Load() }
+
+// Run starts the informers, waits for them, and runs rounds while this
+// replica leads (or always, without leader election) until ctx ends. It
+// returns nil on a clean shutdown.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
+	defer s.broadcaster.Shutdown()
+	s.startFactories(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return ctx.Err()
+	}
+	s.ready.Store(true)
+	s.log.Info("informers synced", "scheduler", s.cfg.SchedulerName, "scheduling", s.cfg.Scheduler, "placement", s.cfg.Placement)
+	if !s.cfg.LeaderElection.Enabled {
+		s.loop(ctx)
+		return nil
+	}
+	le := s.cfg.LeaderElection
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: s.cfg.Namespace, Name: le.LeaseName},
+		Client:     s.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: s.id},
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: le.LeaseName,
+		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				s.log.Info("leading", "lease", s.cfg.Namespace+"/"+le.LeaseName, "identity", s.id)
+				s.metrics.Leader.Set(1)
+				s.loop(ctx)
+			},
+			OnStoppedLeading: func() {
+				s.metrics.Leader.Set(0)
+				s.log.Info("stopped leading", "identity", s.id)
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	// Run returns when leadership is lost or ctx ends; a replica that lost
+	// its lease campaigns again rather than binding with a stale view.
+	for ctx.Err() == nil {
+		elector.Run(ctx)
+	}
+	return nil
+}
+
+// loop runs rounds every period (aligned to the wall clock when asked)
+// and soon after new pods arrive.
+func (s *Scheduler) loop(ctx context.Context) {
+	period := s.cfg.Period.Duration
+	next := func() time.Time {
+		now := time.Now()
+		if s.cfg.AlignPeriod {
+			return now.Truncate(period).Add(period)
+		}
+		return now.Add(period)
+	}
+	// The first round runs at once: it rebuilds state from the pods and
+	// completes any gang whose binding a crash cut off.
+	s.Round(ctx, time.Now())
+	at := next()
+	timer := time.NewTimer(time.Until(at))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+			if d := s.cfg.ArrivalDelay.Duration; d > 0 && time.Now().Add(d).Before(at) {
+				at = time.Now().Add(d)
+				timer.Reset(time.Until(at))
+			}
+		case <-timer.C:
+			s.Round(ctx, at)
+			at = next()
+			timer.Reset(time.Until(at))
+		}
+	}
+}
+
+// Round runs one round: snapshot, order, place, plan, then bind and evict.
+func (s *Scheduler) Round(ctx context.Context, start time.Time) {
+	t0 := time.Now()
+	defer func() { s.metrics.RoundSeconds.Observe(time.Since(t0).Seconds()) }()
+	s.roundCount.Add(1)
+	elapsed := 0.0
+	if !s.lastRound.IsZero() {
+		elapsed = start.Sub(s.lastRound).Seconds()
+	}
+	s.lastRound = start
+	now := float64(start.UnixNano())/1e9 - s.jobs.epoch
+
+	nodes, _ := s.nodes.List(labels.Everything())
+	ours, _ := s.ours.List(labels.Everything())
+	assigned, _ := s.assigned.List(labels.Everything())
+	ours = s.applyAssumed(ours)
+	var foreign []*corev1.Pod
+	for _, p := range assigned {
+		if p.Spec.SchedulerName != s.cfg.SchedulerName {
+			foreign = append(foreign, p)
+		}
+	}
+	snap, err := buildSnapshot(nodes, ours, foreign, s.models, s.jobGang, s.jobs)
+	if err != nil {
+		s.log.Error("round: cannot read the cluster", "err", err)
+		return
+	}
+	for _, w := range snap.warnings {
+		s.log.Warn(w)
+	}
+	for _, b := range snap.bad {
+		s.wait(b.pod.Namespace+"/pod:"+b.pod.Name, []*corev1.Pod{b.pod}, b.why)
+	}
+	if snap.cl != nil {
+		s.loadScores(snap)
+		s.rand.Cluster, s.rand.Scores = snap.cl, s.scores
+	}
+
+	// Complete gangs a crash cut off, from their bind-info, before anything
+	// else may take their GPUs.
+	var order []*workload.Job
+	byJob := map[*workload.Job]*gang{}
+	for _, g := range snap.gangs {
+		switch g.state {
+		case gangPartial:
+			s.complete(ctx, snap, g)
+		case gangWaiting:
+			s.wait(g.key, g.pending, g.why)
+		case gangQueued, gangRunning:
+			j := g.job
+			if snap.cl == nil || (g.state == gangRunning && len(g.gpus) != j.GPUs) {
+				continue // its node left the cluster: not placeable until it ends
+			}
+			if g.state == gangRunning {
+				j.GPUsHeld = g.gpus
+				j.Attained += elapsed
+				j.GPUService += elapsed * float64(j.GPUs)
+				j.SinceScheduled = 0
+				if j.FirstStart < 0 {
+					j.FirstStart = now
+				}
+			} else {
+				j.GPUsHeld = nil
+				j.SinceScheduled += elapsed
+				if g := s.cfg.StarvationGuard.Seconds(); g > 0 && j.SinceScheduled >= g {
+					j.Priority = 1
+				}
+			}
+			order = append(order, j)
+			byJob[j] = g
+		}
+	}
+	s.jobs.sweep()
+	live := map[string]bool{}
+	boundPods := 0
+	for _, g := range snap.gangs {
+		live[g.key] = true
+		for _, p := range g.bound {
+			if !isTerminal(p) {
+				boundPods++
+			}
+		}
+	}
+	for _, b := range snap.bad {
+		live[b.pod.Namespace+"/pod:"+b.pod.Name] = true
+	}
+	for k := range s.lastWhy {
+		if !live[k] {
+			delete(s.lastWhy, k)
+		}
+	}
+	s.metrics.BoundNow.Set(float64(boundPods))
+
+	pending, inUse := 0, 0
+	if len(order) > 0 {
+		// Ties in the policies' keys keep this order (stable sorts), as
+		// arrival order is kept in the simulator.
+		slices.SortStableFunc(order, func(a, b *workload.Job) int {
+			if a.Submit != b.Submit {
+				return cmpFloat(a.Submit, b.Submit)
+			}
+			return strings.Compare(byJob[a].key, byJob[b].key)
+		})
+		order = s.pol.sched.Order(now, order)
+		alloc := s.pol.place.Place(&s.rand, order)
+		decisions, err := round.Plan(snap.cl, order, alloc)
+		if err != nil {
+			s.log.Error("round: placer answer rejected; nothing bound this round", "placer", s.pol.place.Name(), "err", err)
+			return
+		}
+		s.act(ctx, snap, byJob, decisions, start)
+		for i, j := range order {
+			if alloc[i] == nil {
+				pending++
+				g := byJob[j]
+				s.wait(g.key, g.pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free",
+					g.spec.size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.cl.FreeCount()))
+			}
+		}
+	}
+	if snap.cl != nil {
+		inUse = snap.cl.Size() - snap.cl.FreeCount()
+	}
+	s.metrics.PendingGangs.Set(float64(pending))
+	s.metrics.GPUsInUse.Set(float64(inUse))
+	s.metrics.MeanScore.Set(s.meanScore(snap, order))
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// act binds launched gangs and evicts preempted or migrated ones.
+func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload.Job]*gang, ds []round.Decision, start time.Time) {
+	type bind struct {
+		pod  *corev1.Pod
+		node string
+		ann  map[string]string
+		g    *gang
+	}
+	var binds []bind
+	// GPUs of gangs evicted this round stay busy until their pods are
+	// gone; a launch onto them waits for a later round (the kubelet would
+	// otherwise see two pods on one device).
+	vacating := map[int]bool{}
+	for _, d := range ds {
+		if d.Kind == round.Preempt || d.Kind == round.Migrate {
+			s.evict(ctx, byJob[d.Job], d.Reason)
+			for _, x := range d.From {
+				vacating[x] = true
+			}
+		}
+	}
+	for _, d := range ds {
+		g := byJob[d.Job]
+		switch d.Kind {
+		case round.Launch:
+			if slices.ContainsFunc(d.To, func(x int) bool { return vacating[x] }) {
+				s.wait(g.key, g.pending, "placed on GPUs that preempted pods still hold; binds once they are gone")
+				continue
+			}
+			parts := snap.split(g, d.To)
+			if parts == nil {
+				// The placer's set does not split into whole pods per node;
+				// pack by node instead from what is left free.
+				if err := snap.cl.Release(d.Job.ID, d.To); err != nil {
+					s.log.Error("round: release", "err", err)
+					continue
+				}
+				alt := snap.packByNode(g)
+				if alt == nil || snap.cl.Assign(d.Job.ID, alt) != nil {
+					s.wait(g.key, g.pending, fmt.Sprintf("the %s set %v does not split into pods of %d GPUs per node, and no node-packed set is free", s.pol.place.Name(), d.To, g.spec.gpus))
+					continue
+				}
+				s.log.Info("placer's GPU set does not split into pods; packed by node", "gang", g.key, "placer_set", d.To, "used", alt)
+				d.To = alt
+				parts = snap.split(g, alt)
+			}
+			info := BindInfo{Gang: g.key, Round: start.UTC().Format(time.RFC3339Nano), Pods: map[string]PodBind{}}
+			for i, p := range g.pending {
+				info.Pods[p.Name] = parts[i]
+			}
+			raw := mustJSON(info)
+			slow := s.slowdown(snap, d.Job, d.To)
+			for i, p := range g.pending {
+				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: map[string]string{
+					AnnGPUIndices: FormatIndices(parts[i].GPUs), AnnBindInfo: raw, AnnSlowdown: fmtFloat(slow),
+				}})
+			}
+			delete(s.lastWhy, g.key)
+		}
+	}
+	// Bind concurrently: the apiserver, not this loop, should set the pace.
+	var wg sync.WaitGroup
+	work := make(chan bind)
+	for range min(s.cfg.BindWorkers, len(binds)) {
+		wg.Go(func() {
+			for b := range work {
+				s.bindPod(ctx, b.pod, b.node, b.ann, b.g.key)
+			}
+		})
+	}
+	for _, b := range binds {
+		work <- b
+	}
+	close(work)
+	wg.Wait()
+}
+
+// bindPod posts one Binding carrying the annotations.
+func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann map[string]string, gangKey string) bool {
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Annotations: ann},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	err := s.client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+	if err != nil {
+		s.log.Warn("bind failed", "pod", p.Namespace+"/"+p.Name, "node", node, "err", err)
+		return false
+	}
+	s.remember(p.UID, assumption{node: node, annots: ann})
+	s.metrics.BoundPods.Inc()
+	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
+	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (gang %s)", node, ann[AnnGPUIndices], gangKey)
+	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
+		s.log.Warn("test hook: killing myself after bind", "binds", n)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	return true
+}
+
+// complete binds the missing members of a gang whose binding a crash cut
+// off, as its bind-info recorded. Recorded slots whose pod is gone go to
+// the gang's unbound pods in name order. If the record cannot be
+// followed (no bind-info, or a slot's devices are taken), the bound
+// members are evicted so the whole gang queues again.
+func (s *Scheduler) complete(ctx context.Context, snap *snapshot, g *gang) {
+	var info *BindInfo
+	for _, p := range g.bound {
+		if bi, err := ParseBindInfo(p.Annotations[AnnBindInfo]); err == nil && bi.Gang == g.key {
+			info = bi
+			break
+		}
+	}
+	if info == nil || len(info.Pods) != g.spec.size {
+		s.evict(ctx, g, "gang partly bound without a usable "+AnnBindInfo+"; evicting to queue it again whole")
+		return
+	}
+	raw := mustJSON(info)
+	used := map[string]bool{}
+	for _, p := range g.bound {
+		used[p.Name] = true
+	}
+	var free []string // recorded slots no bound pod fills
+	for name := range info.Pods {
+		if !used[name] {
+			free = append(free, name)
+		}
+	}
+	slices.Sort(free)
+	var todo []*corev1.Pod
+	var slots []PodBind
+	var rest []*corev1.Pod
+	for _, p := range g.pending {
+		if pb, ok := info.Pods[p.Name]; ok {
+			todo, slots = append(todo, p), append(slots, pb)
+			free = slices.DeleteFunc(free, func(n string) bool { return n == p.Name })
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	for i, p := range rest {
+		if i < len(free) {
+			todo, slots = append(todo, p), append(slots, info.Pods[free[i]])
+		}
+	}
+	if len(todo) == 0 {
+		s.wait(g.key, nil, fmt.Sprintf("gang partly bound (%d of %d): waits for its missing pods to be recreated", len(g.bound), g.spec.size))
+		return
+	}
+	for i := range todo {
+		n, ok := snap.nodeIndex[slots[i].Node]
+		if !ok {
+			s.evict(ctx, g, "recorded node "+slots[i].Node+" is gone; evicting the partly bound gang")
+			return
+		}
+		glob := make([]int, len(slots[i].GPUs))
+		for k, x := range slots[i].GPUs {
+			glob[k] = snap.first[n] + x
+		}
+		if err := snap.cl.Assign(g.job.ID, glob); err != nil {
+			s.evict(ctx, g, "recorded devices are taken ("+err.Error()+"); evicting the partly bound gang")
+			return
+		}
+	}
+	s.log.Info("completing a gang cut off by a crash", "gang", g.key, "bound", len(g.bound), "binding", len(todo))
+	for i, p := range todo {
+		ann := map[string]string{AnnGPUIndices: FormatIndices(slots[i].GPUs), AnnBindInfo: raw}
+		if v := g.bound[0].Annotations[AnnSlowdown]; v != "" {
+			ann[AnnSlowdown] = v
+		}
+		s.bindPod(ctx, p, slots[i].Node, ann, g.key)
+	}
+}
+
+// evict evicts every bound member of a gang through the Eviction API; the
+// pods' controller recreates them and they queue again.
+func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
+	s.log.Info("evicting gang", "gang", g.key, "pods", len(g.bound), "why", why)
+	for _, p := range g.bound {
+		if p.DeletionTimestamp != nil || isTerminal(p) {
+			continue
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+		err := s.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+		if err != nil && !apierrors.IsNotFound(err) {
+			s.log.Warn("eviction failed", "pod", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		}
+		s.remember(p.UID, assumption{evicted: true})
+		s.metrics.Evictions.Inc()
+		s.recorder.Eventf(p, corev1.EventTypeNormal, "Preempted", "Evicted by %s: %s", s.cfg.SchedulerName, why)
+	}
+}
+
+// wait tells a waiting gang's pods why, once per distinct reason.
+func (s *Scheduler) wait(key string, pods []*corev1.Pod, why string) {
+	if s.lastWhy[key] == why {
+		return
+	}
+	s.lastWhy[key] = why
+	for _, p := range pods {
+		s.recorder.Event(p, corev1.EventTypeWarning, "FailedScheduling", why)
+	}
+	s.log.Info("waiting", "gang", key, "why", why)
+}
+
+var assumeMu sync.Mutex
+
+func (s *Scheduler) remember(uid types.UID, a assumption) {
+	assumeMu.Lock()
+	s.assumed[uid] = a
+	assumeMu.Unlock()
+}
+
+// applyAssumed overlays binds and evictions the informers have not shown
+// yet, so that a round never hands out GPUs a previous round just bound.
+func (s *Scheduler) applyAssumed(pods []*corev1.Pod) []*corev1.Pod {
+	assumeMu.Lock()
+	defer assumeMu.Unlock()
+	live := make(map[types.UID]bool, len(s.assumed))
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		a, ok := s.assumed[p.UID]
+		if !ok {
+			out = append(out, p)
+			continue
+		}
+		switch {
+		case a.evicted && p.DeletionTimestamp == nil:
+			q := p.DeepCopy()
+			q.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			out = append(out, q)
+			live[p.UID] = true
+		case !a.evicted && p.Spec.NodeName == "":
+			q := p.DeepCopy()
+			q.Spec.NodeName = a.node
+			if q.Annotations == nil {
+				q.Annotations = map[string]string{}
+			}
+			for k, v := range a.annots {
+				q.Annotations[k] = v
+			}
+			out = append(out, q)
+			live[p.UID] = true
+		default:
+			out = append(out, p)
+		}
+	}
+	for uid := range s.assumed {
+		if !live[uid] {
+			delete(s.assumed, uid)
+		}
+	}
+	return out
+}
+
+// jobGang reads the gang of a batch/v1 Job's pod: the Job's parallelism.
+func (s *Scheduler) jobGang(p *corev1.Pod) (string, int) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
+		return "", 0
+	}
+	j, err := s.batchJobs.Jobs(p.Namespace).Get(ref.Name)
+	if err != nil || j.UID != ref.UID {
+		return "", 0
+	}
+	return p.Namespace + "/job:" + ref.Name, parallelism(j)
+}
+
+func parallelism(j *batchv1.Job) int {
+	if j.Spec.Parallelism == nil {
+		return 1
+	}
+	return int(*j.Spec.Parallelism)
+}
+
+// loadScores reads the variability ConfigMap for the round's nodes and
+// bins it as the simulator bins a pinned GPU table.
+func (s *Scheduler) loadScores(snap *snapshot) {
+	var rv string
+	var ns NodeScores
+	cm, err := s.cms.ConfigMaps(s.cfg.Namespace).Get(s.cfg.VariabilityConfigMap)
+	if err == nil {
+		rv = cm.ResourceVersion
+	}
+	key := rv + "|" + strings.Join(snap.nodeNames, ",") + "|" + fmt.Sprint(snap.first)
+	if key == s.scoresKey && s.scores != nil {
+		return
+	}
+	src := s.cfg.Namespace + "/" + s.cfg.VariabilityConfigMap
+	if cm != nil {
+		if ns, err = ReadNodeScores("configmap "+src+" key "+ScoresKey, strings.NewReader(cm.Data[ScoresKey])); err != nil {
+			s.log.Error("variability ConfigMap unreadable; every GPU runs at the median", "err", err)
+			ns = nil
+		}
+	}
+	tab := &variability.Table{}
+	for c := range tab.Values {
+		tab.Values[c] = make([]float64, snap.cl.Size())
+	}
+	missing := map[string][]int{}
+	for g := range snap.cl.Size() {
+		node, idx := snap.device(g)
+		v, ok := ns[GPUKey{node, idx}]
+		for c := range tab.Values {
+			tab.Values[c][g] = 1
+			if ok {
+				tab.Values[c][g] = v[c]
+			}
+		}
+		if !ok {
+			missing[node] = append(missing[node], idx)
+		}
+	}
+	for _, node := range snap.nodeNames {
+		if idx := missing[node]; len(idx) > 0 && !s.told[node] {
+			s.told[node] = true
+			msg := fmt.Sprintf("GPUs %s of node %s have no PM-score in ConfigMap %s; they count as median GPUs", FormatIndices(idx), node, src)
+			s.log.Warn(msg)
+			s.recorder.Event(&corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}, corev1.EventTypeWarning, "NoPMScore", msg)
+		}
+	}
+	st, _ := variability.ParseKStrategy(s.cfg.KStrategy)
+	vs, err := variability.NewScores(tab, variability.BinOptions{Strategy: st, Seed: s.cfg.Seed},
+		func(variability.Class) float64 { return s.cfg.LocalityPenalty })
+	if err != nil {
+		s.log.Error("binning GPU scores failed; placing without variability", "err", err)
+		for c := range tab.Values {
+			for g := range tab.Values[c] {
+				tab.Values[c][g] = 1
+			}
+		}
+		vs, err = variability.NewScores(tab, variability.BinOptions{Strategy: st, Seed: s.cfg.Seed}, nil)
+		if err != nil {
+			return
+		}
+	}
+	s.scores, s.raw, s.scoresKey = policy.ScoresFrom(vs), tab, key
+}
+
+// slowdown is the simulator's slowdown of a job on gpus: its slowest GPU
+// times the locality penalty when the GPUs span nodes.
+func (s *Scheduler) slowdown(snap *snapshot, j *workload.Job, gpus []int) float64 {
+	pm := 1.0
+	if s.raw != nil {
+		v := s.raw.Values[j.Class]
+		pm = v[gpus[0]]
+		for _, g := range gpus[1:] {
+			pm = math.Max(pm, v[g])
+		}
+	}
+	if snap.cl.SpansNodes(gpus) {
+		return pm * s.cfg.LocalityPenalty
+	}
+	return pm
+}
+
+// meanScore is the mean binned PM-score over the GPUs of every placed job
+// (lower is faster; 1 when there are no scores).
+func (s *Scheduler) meanScore(snap *snapshot, order []*workload.Job) float64 {
+	if snap.cl == nil || s.scores == nil {
+		return 0
+	}
+	class := make(map[int]variability.Class, len(order))
+	for _, j := range order {
+		class[j.ID] = j.Class
+	}
+	sum, n := 0.0, 0
+	for g := range snap.cl.Size() {
+		if c, ok := class[snap.cl.Owner(g)]; ok {
+			sum += s.scores.SF[c][g]
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}

@@ -1,0 +1,122 @@
+package kube
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+)
+
+// fakeCluster records binds and evictions made through a fake clientset
+// (the real apiserver contract is covered by test/integration).
+type fakeCluster struct {
+	mu      sync.Mutex
+	binds   map[string]*corev1.Binding
+	calls   int
+	evicted []string
+}
+
+func newFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *fakeCluster) {
+	cs := fake.NewSimpleClientset(objs...)
+	fc := &fakeCluster{binds: map[string]*corev1.Binding{}}
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ca := a.(k8stesting.CreateAction)
+		switch ca.GetSubresource() {
+		case "binding":
+			b := ca.GetObject().(*corev1.Binding)
+			fc.mu.Lock()
+			fc.binds[b.Name] = b
+			fc.calls++
+			fc.mu.Unlock()
+			return true, b, nil
+		case "eviction":
+			ev := ca.GetObject().(*policyv1.Eviction)
+			fc.mu.Lock()
+			fc.evicted = append(fc.evicted, ev.Name)
+			fc.mu.Unlock()
+			return true, ev, nil
+		}
+		return false, nil, nil
+	})
+	return cs, fc
+}
+
+func startRounds(t *testing.T, cfg Config, cs *fake.Clientset) *Scheduler {
+	t.Helper()
+	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.startFactories(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	return s
+}
+
+// One round on a hand-built cluster: the 2x2 gang gets one node's four
+// GPUs (PAL packs it inside a node), every member carries the same
+// bind-info and its own device indices, and the incomplete gang and the
+// pod that fits no node wait.
+func TestRoundBindsWholeGang(t *testing.T) {
+	objs := []runtime.Object{node("n0", 4), node("n1", 4),
+		pod("g-0", 2, gangAnn("g", 2), ""), pod("g-1", 2, gangAnn("g", 2), ""),
+		pod("h-0", 1, gangAnn("h", 3), ""), pod("huge", 5, nil, "")}
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), time.Now())
+
+	if len(fc.binds) != 2 {
+		t.Fatalf("binds %v, want g-0 and g-1 only", keys(fc.binds))
+	}
+	a, b := fc.binds["g-0"], fc.binds["g-1"]
+	if a == nil || b == nil {
+		t.Fatalf("binds %v", keys(fc.binds))
+	}
+	if a.Target.Name != b.Target.Name {
+		t.Errorf("PAL split a 4-GPU gang over nodes %s and %s", a.Target.Name, b.Target.Name)
+	}
+	got := []string{a.Annotations[AnnGPUIndices], b.Annotations[AnnGPUIndices]}
+	if !slices.Equal(got, []string{"0,1", "2,3"}) {
+		t.Errorf("indices %v, want [0,1 2,3]", got)
+	}
+	if a.Annotations[AnnBindInfo] != b.Annotations[AnnBindInfo] {
+		t.Errorf("members carry different bind-info")
+	}
+	bi, err := ParseBindInfo(a.Annotations[AnnBindInfo])
+	if err != nil || len(bi.Pods) != 2 || bi.Gang != "ns/g" {
+		t.Fatalf("bind-info %+v %v", bi, err)
+	}
+	if s.lastWhy["ns/h"] != "gang of 3 waits: 1 of 3 pods exist" || s.lastWhy["ns/pod:huge"] != "each pod asks 5 GPUs but the largest node has 4" {
+		t.Errorf("wait reasons %q", s.lastWhy)
+	}
+	// A second round before the informers show the binds must not hand
+	// the same GPUs out again: nothing new is bound.
+	s.Round(context.Background(), time.Now())
+	if fc.calls != 2 {
+		t.Fatalf("%d bind calls after the second round, want the first round's 2", fc.calls)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

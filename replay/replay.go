@@ -1,0 +1,314 @@
+// Package replay plays a trace onto a real cluster: each job becomes a
+// gang of 1-GPU pods for pal scheduler, kwok finishes each pod after the
+// run time the simulator would charge on the GPUs it got (scaled down by
+// a speedup), and the replay records the same per-job table as
+// `pal sim --jobs-out` plus every job's GPUs.
+//
+// Time scaling: one simulated round of R seconds is R/speedup seconds of
+// wall time, and the scheduler must run its rounds on that period aligned
+// to the wall clock (config period = R/speedup, alignPeriod: true,
+// arrivalDelay: 0). A job that the simulator admits at boundary T is
+// created a quarter round before the matching wall-clock boundary, and a
+// job that the simulator completes at boundary T finishes a quarter round
+// before it, so every event falls between the same two rounds in both
+// drivers; a quarter round is also the jitter the replay tolerates.
+package replay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/palsched/pal/devcluster"
+	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/workload"
+)
+
+// Options is one replay.
+type Options struct {
+	Trace         *workload.Trace
+	Round         float64 // simulated seconds per round (the simulator's --round)
+	Speedup       float64 // simulated seconds per wall second
+	Namespace     string
+	SchedulerName string
+	Timeout       time.Duration // give up after this much wall time (0: none)
+	Log           func(format string, a ...any)
+}
+
+// Placement is the GPUs a job ran on, by node name and device index.
+type Placement struct {
+	JobID int
+	Pods  []kube.PodBind // sorted by node, then first index
+}
+
+// Result is a finished replay.
+type Result struct {
+	Jobs       []metrics.JobRecord
+	Placements []Placement
+	Start      time.Time // wall time of simulated time 0
+}
+
+type jobRun struct {
+	spec      workload.Spec
+	name      string // gang name
+	pods      map[string]bool
+	started   bool
+	executed  float64 // iterations credited before the current placement (after preemptions)
+	startTick int     // round the current placement started
+	slowdown  float64
+	first     float64
+	placement []kube.PodBind
+	done      bool
+	complete  float64
+	held      int // rounds held in all
+	preempt   int
+	succeeded map[string]bool
+	gen       int // pod generation, bumped when an evicted gang is recreated
+}
+
+// Run replays opts.Trace and returns when every job has finished.
+func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, error) {
+	if o.Trace == nil || len(o.Trace.Jobs) == 0 {
+		return nil, fmt.Errorf("replay: empty trace")
+	}
+	if !(o.Round > 0) || !(o.Speedup > 0) || math.IsInf(o.Speedup, 0) {
+		return nil, fmt.Errorf("replay: round and speedup must be positive")
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	wr := time.Duration(o.Round / o.Speedup * float64(time.Second)) // wall round
+	if wr < 200*time.Millisecond {
+		return nil, fmt.Errorf("replay: a round of %v wall time is too short to replay faithfully (want >= 200ms; lower --speedup)", wr)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	// Simulated time 0 is a wall-clock round boundary, as the scheduler's
+	// aligned rounds are, one round ahead so that pods of jobs arriving at
+	// time 0 are created before it.
+	t0 := time.Now().Truncate(wr).Add(2 * wr)
+	tick := func(w time.Time) float64 { return float64(w.Sub(t0)) / float64(wr) }
+
+	var mu sync.Mutex
+	jobs := map[string]*jobRun{}
+	var order []*jobRun
+	for i, s := range o.Trace.Jobs {
+		j := &jobRun{spec: s, name: fmt.Sprintf("r%05d-j%d", i, s.ID), pods: map[string]bool{}, succeeded: map[string]bool{}}
+		jobs[j.name] = j
+		order = append(order, j)
+	}
+	left := len(order)
+	finished := make(chan struct{})
+
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(o.Namespace))
+	pi := f.Core().V1().Pods().Informer()
+	patch := func(p *corev1.Pod, at time.Time) {
+		body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, devcluster.AnnFinishAfter, at.UTC().Format(time.RFC3339Nano))
+		if _, err := cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			o.Log("patch %s: %v", p.Name, err)
+		}
+	}
+	onPod := func(p *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		j := jobs[p.Annotations[kube.AnnGang]]
+		if j == nil || j.done || !j.pods[p.Name] {
+			return
+		}
+		now := time.Now()
+		if p.Spec.NodeName != "" && p.Annotations[devcluster.AnnFinishAfter] == "" && p.Status.Phase != corev1.PodSucceeded {
+			info, err := kube.ParseBindInfo(p.Annotations[kube.AnnBindInfo])
+			if err != nil {
+				o.Log("pod %s: %v", p.Name, err)
+				return
+			}
+			rs, err := time.Parse(time.RFC3339Nano, info.Round)
+			if err != nil {
+				o.Log("pod %s: bind-info round %q: %v", p.Name, info.Round, err)
+				return
+			}
+			slow, err := strconv.ParseFloat(p.Annotations[kube.AnnSlowdown], 64)
+			if err != nil || !(slow > 0) {
+				o.Log("pod %s: no usable %s", p.Name, kube.AnnSlowdown)
+				return
+			}
+			k := int(math.Round(tick(rs)))
+			if !j.started {
+				j.started, j.startTick, j.slowdown = true, k, slow
+				if j.first == 0 && j.preempt == 0 {
+					j.first = float64(k) * o.Round
+				}
+				j.placement = nil
+				for _, pb := range info.Pods {
+					j.placement = append(j.placement, pb)
+				}
+				slices.SortFunc(j.placement, func(a, b kube.PodBind) int {
+					if a.Node != b.Node {
+						if a.Node < b.Node {
+							return -1
+						}
+						return 1
+					}
+					return a.GPUs[0] - b.GPUs[0]
+				})
+			}
+			n := rounds(j.executed, j.spec.Iterations, o.Round, j.slowdown*j.spec.IterTime)
+			at := t0.Add(time.Duration((float64(j.startTick+n) - 0.25) * float64(wr)))
+			go patch(p, at)
+			return
+		}
+		if p.Status.Phase == corev1.PodSucceeded && !j.succeeded[p.Name] {
+			j.succeeded[p.Name] = true
+			if len(j.succeeded) == j.spec.GPUs {
+				j.done = true
+				end := int(math.Ceil(tick(now)))
+				j.complete = float64(end) * o.Round
+				j.held += end - j.startTick
+				left--
+				o.Log("job %d finished at %.0f s (simulated)", j.spec.ID, j.complete)
+				if left == 0 {
+					close(finished)
+				}
+			}
+		}
+	}
+	_, _ = pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { onPod(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { onPod(obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj any) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			j := jobs[p.Annotations[kube.AnnGang]]
+			if j == nil || j.done || !j.pods[p.Name] || j.succeeded[p.Name] {
+				return
+			}
+			// Evicted (preempted or migrated): like a Job controller,
+			// recreate the whole gang once its last pod is gone, crediting
+			// the rounds it ran.
+			delete(j.pods, p.Name)
+			if len(j.pods) > 0 {
+				return
+			}
+			if j.started {
+				k := int(math.Round(tick(time.Now())))
+				step := o.Round / (j.slowdown * j.spec.IterTime)
+				for r := j.startTick; r < k; r++ {
+					j.executed += step
+				}
+				j.held += k - j.startTick
+				j.started = false
+				j.preempt++
+			}
+			j.gen++
+			go create(ctx, cs, o, j, &mu)
+		},
+	})
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pi.HasSynced) {
+		return nil, ctx.Err()
+	}
+
+	// Arrivals: each job a quarter round before the boundary that admits it.
+	go func() {
+		for _, j := range order {
+			b := math.Ceil(j.spec.Submit / o.Round)
+			at := t0.Add(time.Duration((b - 0.25) * float64(wr)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(at)):
+			}
+			create(ctx, cs, o, j, &mu)
+		}
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, fmt.Errorf("replay: %d of %d jobs unfinished: %v", left, len(order), ctx.Err())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res := &Result{Start: t0}
+	for _, j := range order {
+		jct := j.complete - j.spec.Submit
+		run := float64(j.held) * o.Round
+		res.Jobs = append(res.Jobs, metrics.JobRecord{ID: j.spec.ID, Model: j.spec.Model, Class: j.spec.Class.String(), GPUs: j.spec.GPUs,
+			Tracked: true, Arrival: j.spec.Submit, FirstStart: j.first, Completion: j.complete, JCT: jct, Run: run,
+			Wait: math.Max(0, jct-run), Preemptions: j.preempt})
+		res.Placements = append(res.Placements, Placement{JobID: j.spec.ID, Pods: j.placement})
+	}
+	slices.SortFunc(res.Jobs, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
+	return res, nil
+}
+
+// rounds is how many rounds the simulator runs a job from executed
+// iterations to its total at step = R/(slowdown x iter_time) a round,
+// adding the steps one by one exactly as the simulator does.
+func rounds(executed, total, R, perIter float64) int {
+	step := R / perIter
+	n := 0
+	for executed < total {
+		executed += step
+		n++
+	}
+	return n
+}
+
+// create makes a job's gang: one 1-GPU pod per GPU, so that any GPU set
+// the placer picks splits into pods.
+func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, mu *sync.Mutex) {
+	mu.Lock()
+	gen := j.gen
+	mu.Unlock()
+	for i := range j.spec.GPUs {
+		name := fmt.Sprintf("%s-%d", j.name, i)
+		if gen > 0 {
+			name = fmt.Sprintf("%s-g%d-%d", j.name, gen, i)
+		}
+		ann := map[string]string{
+			kube.AnnGang: j.name, kube.AnnGangSize: strconv.Itoa(j.spec.GPUs),
+			kube.AnnClass: j.spec.Class.String(), kube.AnnIterations: strconv.FormatFloat(j.spec.Iterations, 'g', -1, 64),
+		}
+		if j.spec.Model != "" {
+			ann[kube.AnnModel] = j.spec.Model
+		}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Annotations: ann, Labels: map[string]string{"pal.io/replay": "true"}},
+			Spec: corev1.PodSpec{SchedulerName: o.SchedulerName, RestartPolicy: corev1.RestartPolicyNever,
+				TerminationGracePeriodSeconds: new(int64),
+				Containers: []corev1.Container{{Name: "train", Image: "replay",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}},
+		}
+		mu.Lock()
+		j.pods[name] = true
+		mu.Unlock()
+		if _, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			o.Log("create %s: %v", name, err)
+		}
+	}
+}
