@@ -519,7 +519,10 @@ func (s *Scheduler) complete(ctx context.Context, snap *snapshot, g *gang) {
 	for _, p := range g.bound {
 		used[p.Name] = true
 	}
-	var free []string // recorded slots no bound pod fills
+	for _, n := range g.finished {
+		used[n] = true
+	}
+	var free []string // recorded slots of members that vanished (deleted, to be recreated)
 	for name := range info.Pods {
 		if !used[name] {
 			free = append(free, name)

@@ -26,14 +26,15 @@ const (
 
 // gang is the pods of one job as the round sees them.
 type gang struct {
-	key     string
-	spec    podSpec
-	pending []*corev1.Pod // unbound, not deleting, sorted by name
-	bound   []*corev1.Pod // bound, sorted by name
-	state   gangState
-	why     string // for gangWaiting: the event message
-	job     *workload.Job
-	gpus    []int // global GPU ids the bound members hold
+	key      string
+	spec     podSpec
+	pending  []*corev1.Pod // unbound, not deleting, sorted by name
+	bound    []*corev1.Pod // bound and not finished, sorted by name
+	finished []string      // names of members that succeeded or failed
+	state    gangState
+	why      string // for gangWaiting: the event message
+	job      *workload.Job
+	gpus     []int // global GPU ids the bound members hold
 }
 
 // snapshot is one round's view of the cluster: GPU nodes as a
@@ -121,7 +122,7 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 
 	// Group our pods into gangs.
 	for _, p := range ours {
-		if p.Spec.NodeName == "" && (isTerminal(p) || p.DeletionTimestamp != nil) {
+		if p.Spec.NodeName == "" && (isTerminal(p) || p.DeletionTimestamp != nil) || !p.DeletionTimestamp.IsZero() && isTerminal(p) {
 			continue
 		}
 		spec, err := readPod(p, models, job)
@@ -147,7 +148,11 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 		switch {
 		case p.Spec.NodeName == "":
 			g.pending = append(g.pending, p)
-		case isTerminal(p) || p.DeletionTimestamp != nil:
+		case isTerminal(p):
+			// Finished members hold nothing; a Job's next wave of pods
+			// forms the gang again.
+			g.finished = append(g.finished, p.Name)
+		case p.DeletionTimestamp != nil:
 			g.bound = append(g.bound, p)
 			if g.state != gangWaiting {
 				g.state = gangLeaving
@@ -193,6 +198,8 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 			g.state, g.why = gangWaiting, fmt.Sprintf("gang %s has %d pods but %s says %d", g.key, n, AnnGangSize, g.spec.size)
 		case len(g.bound) == g.spec.size:
 			g.state = gangRunning
+		case len(g.bound) > 0 && len(g.finished) > 0:
+			g.state = gangLeaving // some members finished, the others still hold their GPUs
 		case len(g.bound) > 0:
 			g.state = gangPartial
 		case n < g.spec.size:

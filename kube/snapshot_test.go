@@ -191,3 +191,31 @@ func TestConfig(t *testing.T) {
 }
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// Finished members hold nothing: a gang with one member done and one
+// running is leaving (not placed, the running one keeps its GPU), and a
+// gang whose members all finished lets a new wave of pods form it again.
+func TestSnapshotFinishedMembers(t *testing.T) {
+	done := func(p *corev1.Pod) *corev1.Pod { p.Status.Phase = corev1.PodSucceeded; return p }
+	ours := []*corev1.Pod{
+		done(pod("a-0", 1, gangAnn("a", 2, AnnGPUIndices, "0"), "n")),
+		pod("a-1", 1, gangAnn("a", 2, AnnGPUIndices, "1"), "n"),
+		done(pod("b-0", 1, gangAnn("b", 2, AnnGPUIndices, "2"), "n")),
+		done(pod("b-1", 1, gangAnn("b", 2, AnnGPUIndices, "3"), "n")),
+		pod("b-2", 1, gangAnn("b", 2), ""),
+		pod("b-3", 1, gangAnn("b", 2), ""),
+	}
+	s, err := buildSnapshot([]*corev1.Node{node("n", 4)}, ours, nil, workload.DefaultModels(), noJob, newJobTable(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := s.byKey["ns/a"]; g.state != gangLeaving || !slices.Equal(g.gpus, []int{1}) {
+		t.Errorf("gang a: state %v GPUs %v, want leaving holding [1]", g.state, g.gpus)
+	}
+	if g := s.byKey["ns/b"]; g.state != gangQueued {
+		t.Errorf("gang b (new wave): state %v %q, want queued", g.state, g.why)
+	}
+	if s.cl.FreeCount() != 3 {
+		t.Errorf("free GPUs %d, want 3", s.cl.FreeCount())
+	}
+}
