@@ -61,7 +61,8 @@ type Outcome struct {
 	Summary string
 }
 
-// Reproduce runs the plan into dir: CSVs, PNG/SVG plots and summary.md.
+// Reproduce runs the plan into dir: CSVs, PNG/SVG plots, themis.md and
+// index.html.
 func Reproduce(p Plan, dir string) (*Outcome, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -142,7 +143,22 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 			return nil, fmt.Errorf("%s %s: invariant violated: %s", j.exp, j.label, j.res.Violations[0])
 		}
 	}
-	return p.write(dir, jobs, liar, ckpt, in1)
+	o, err := p.write(dir, jobs, liar, ckpt, in1)
+	if err != nil {
+		return nil, err
+	}
+	var tables []*report.Table
+	for _, k := range []string{"macro", "knob", "lease", "contention", "ablation", "truth"} {
+		tables = append(tables, o.Tables[k])
+	}
+	if err := report.WriteIndex(dir, "Themis: finish-time fairness", []report.Section{
+		{Title: "Summary", Markdown: o.Summary},
+		{Title: "Figures", Figures: o.Figures},
+		{Title: "Tables", Tables: tables},
+	}); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // leaseCost charges the lease sweep a checkpoint per lease change.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/palsched/pal/fairexp"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/sweep"
 )
@@ -41,6 +42,8 @@ type Report struct {
 	Migration *MigrationResult
 	// Hived is the HiveD sharing-anomaly experiment (under hived/).
 	Hived *HivedReport
+	// Themis is the finish-time-fairness experiments (under themis/).
+	Themis *fairexp.Outcome
 	// Simulations is the number of distinct runs; SimTime and BenchTime
 	// are the wall times of the sweep and of Fig 18.
 	Simulations int
@@ -146,6 +149,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tp := fairexp.DefaultPlan()
+	if o.Quick {
+		tp = fairexp.QuickPlan()
+	}
+	themisDir := filepath.Join(o.Out, "themis")
+	if rep.Themis, err = fairexp.Reproduce(tp, themisDir); err != nil {
+		return nil, err
+	}
+	logf("reproduce: Themis experiments written to %s", themisDir)
 
 	if err := rep.write(); err != nil {
 		return nil, err
@@ -199,6 +214,9 @@ func (rep *Report) write() error {
 	if rep.Hived != nil {
 		md += "\n## Tenancy: HiveD's sharing anomaly\n\nSee hived/hived.md (tables) and hived/anomaly.csv; plots are in hived/.\n"
 	}
+	if rep.Themis != nil {
+		md += "\n## Finish-time fairness: Themis\n\nSee themis/themis.md (the paper's claims beside ours), themis/index.html, the themis-*.csv tables and plots in themis/.\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
 		return err
 	}
@@ -209,6 +227,9 @@ func (rep *Report) write() error {
 			return err
 		}
 		sections = append(sections, report.Section{Title: "Tenancy: HiveD's sharing anomaly", Markdown: string(hm)})
+	}
+	if rep.Themis != nil {
+		sections = append(sections, report.Section{Title: "Finish-time fairness: Themis", Markdown: rep.Themis.Summary})
 	}
 	for _, f := range rep.Figures {
 		sections = append(sections, report.Section{Title: f.Title,

@@ -32,7 +32,8 @@ locality sweep on every trace, Synergy (4000 jobs, ids 2000-3000 measured) on
 64x4 GPUs at 4-14 jobs/hour under FIFO, LAS and SRTF, Fig 20's penalties 1.0-1.7
 and placement timing up to 27,648 GPUs. --quick keeps every figure on a reduced
 grid for CI; its numbers are not the paper's. The HiveD sharing-anomaly
-experiment (pal reproduce hived) runs too, into OUT/hived.`,
+experiment (pal reproduce hived) runs too, into OUT/hived, and the Themis
+experiments (pal reproduce themis) into OUT/themis.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "reduced grid (seconds, for CI)")

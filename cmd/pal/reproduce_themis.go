@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/fairexp"
-	"github.com/palsched/pal/report"
 )
 
 func newReproduceThemisCmd() *cobra.Command {
@@ -37,17 +36,6 @@ and index.html.`,
 			dir := filepath.Join(out, "themis")
 			o, err := fairexp.Reproduce(p, dir)
 			if err != nil {
-				return err
-			}
-			var tables []*report.Table
-			for _, k := range []string{"macro", "knob", "lease", "contention", "ablation", "truth"} {
-				tables = append(tables, o.Tables[k])
-			}
-			if err := report.WriteIndex(dir, "Themis: finish-time fairness", []report.Section{
-				{Title: "Summary", Markdown: o.Summary},
-				{Title: "Figures", Figures: o.Figures},
-				{Title: "Tables", Tables: tables},
-			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote themis.md, index.html, %d CSVs and %d plots to %s\n", len(o.Tables), len(o.Figures), dir)
