@@ -107,7 +107,7 @@ func Run(sp Spec) (*Result, error) {
 		round = in.Opts.Round
 	}
 	var placementSum, placementGPUs float64
-	topo, err := topology(in)
+	topo, err := fairness.FromCluster(in.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -153,14 +153,6 @@ func must(p policy.Placer, err error) policy.Placer {
 		panic(err) // built-in names
 	}
 	return p
-}
-
-func topology(in *experiment.Inputs) (*fairness.Topology, error) {
-	of := make([]int, in.Cluster.Size())
-	for g := range of {
-		of[g] = in.Cluster.NodeOf(g)
-	}
-	return fairness.NewTopology(of, 0)
 }
 
 // appRuns groups the finished tracked jobs into apps.

@@ -1,9 +1,12 @@
 package fairness
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/variability"
 )
 
@@ -221,4 +224,48 @@ func (t *Topology) String() string {
 		}
 	}
 	return fmt.Sprintf("%dx%d", t.machines, g)
+}
+
+// FromCluster is the topology of a cluster: its nodes are the machines,
+// with no racks.
+func FromCluster(c *cluster.Cluster) (*Topology, error) {
+	of := make([]int, c.Size())
+	for g := range of {
+		of[g] = c.NodeOf(g)
+	}
+	return NewTopology(of, 0)
+}
+
+// Pack takes n of free (ascending): inside the machine that fits most
+// tightly, else from the fullest machines first; the result is ascending.
+func (t *Topology) Pack(free []int, n int) []int {
+	by := map[int][]int{}
+	var ms []int
+	for _, g := range free {
+		m := t.machine[g]
+		if by[m] == nil {
+			ms = append(ms, m)
+		}
+		by[m] = append(by[m], g)
+	}
+	fit := -1
+	for _, m := range ms {
+		if len(by[m]) >= n && (fit < 0 || len(by[m]) < len(by[fit])) {
+			fit = m
+		}
+	}
+	var out []int
+	if fit >= 0 {
+		out = slices.Clone(by[fit][:n])
+	} else {
+		slices.SortStableFunc(ms, func(a, b int) int { return cmp.Compare(len(by[b]), len(by[a])) })
+		for _, m := range ms {
+			out = append(out, by[m][:min(len(by[m]), n-len(out))]...)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

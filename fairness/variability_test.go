@@ -141,3 +141,17 @@ func TestRandomAuctionInvariants(t *testing.T) {
 		}
 	}
 }
+
+// Pack: 3 GPUs from machines holding 1, 3 and 4 free GPUs of a 3×4
+// cluster go to the 3-GPU machine (tightest fit); 5 GPUs span the fullest
+// machines first (4 + 1).
+func TestPack(t *testing.T) {
+	tp := topo(t, 3, 4)
+	free := []int{0, 4, 5, 6, 8, 9, 10, 11}
+	if got := tp.Pack(free, 3); !slices.Equal(got, []int{4, 5, 6}) {
+		t.Errorf("Pack 3 = %v, want [4 5 6]", got)
+	}
+	if got := tp.Pack(free, 5); !slices.Equal(got, []int{4, 8, 9, 10, 11}) {
+		t.Errorf("Pack 5 = %v, want [4 8 9 10 11]", got)
+	}
+}

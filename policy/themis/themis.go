@@ -168,11 +168,7 @@ func AppOf(s *workload.Spec) string {
 }
 
 func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
-	of := make([]int, c.Size())
-	for g := range of {
-		of[g] = c.NodeOf(g)
-	}
-	t, err := fairness.NewTopology(of, 0)
+	t, err := fairness.FromCluster(c)
 	if err != nil {
 		return err
 	}
@@ -374,7 +370,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 					free = append(free, g)
 				}
 			}
-			g := pack(p.topo, free, len(ar.Jobs[k]))
+			g := p.topo.Pack(free, len(ar.Jobs[k]))
 			out[a.pos[k]] = g
 			mark(used, g)
 		}
@@ -458,38 +454,4 @@ func mark(set map[int]bool, g []int) {
 	for _, x := range g {
 		set[x] = true
 	}
-}
-
-// pack takes n of free (ascending): inside the machine that fits most
-// tightly, else from the fullest machines first.
-func pack(t *fairness.Topology, free []int, n int) []int {
-	by := map[int][]int{}
-	var ms []int
-	for _, g := range free {
-		m := t.MachineOf(g)
-		if by[m] == nil {
-			ms = append(ms, m)
-		}
-		by[m] = append(by[m], g)
-	}
-	fit := -1
-	for _, m := range ms {
-		if len(by[m]) >= n && (fit < 0 || len(by[m]) < len(by[fit])) {
-			fit = m
-		}
-	}
-	var out []int
-	if fit >= 0 {
-		out = slices.Clone(by[fit][:n])
-	} else {
-		slices.SortStableFunc(ms, func(a, b int) int { return cmp.Compare(len(by[b]), len(by[a])) })
-		for _, m := range ms {
-			out = append(out, by[m][:min(len(by[m]), n-len(out))]...)
-			if len(out) == n {
-				break
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
