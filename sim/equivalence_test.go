@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -163,4 +165,25 @@ func sameResult(want, got *Result) string {
 		return fmt.Sprintf("summary\n got %+v\nwant %+v", got.Summary, want.Summary)
 	}
 	return ""
+}
+
+// The order tree compares packed keys; they must order as OrderKey.Compare.
+func TestPackedKeysOrderAsKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := []float64{math.NaN(), math.Inf(-1), -1e300, -3.5, -1e-300, math.Copysign(0, -1), 0, 1e-300, 0.5, 300, 1e300, math.Inf(1)}
+	key := func() policy.OrderKey {
+		return policy.OrderKey{Priority: []int{-5, 1, 999, math.MaxInt32}[rng.IntN(4)], Level: rng.IntN(3), Value: vals[rng.IntN(len(vals))]}
+	}
+	for range 20000 {
+		a, b := key(), key()
+		ah, al := packKey(a)
+		bh, bl := packKey(b)
+		got := cmp.Compare(ah, bh)
+		if got == 0 {
+			got = cmp.Compare(al, bl)
+		}
+		if want := a.Compare(b); got != want {
+			t.Fatalf("%+v vs %+v: packed %d, keys %d", a, b, got, want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"slices"
 
@@ -45,24 +46,62 @@ type job struct {
 	workload.Job
 	seq     int             // admission order: ties in the order keep it
 	key     policy.OrderKey // key the job is filed under
+	it      item            // key, seq and slot packed for the tree
 	base    int             // round whose SinceScheduled was 0 (see waitedAt)
 	slot    int32
 	running bool
 }
 
-// item is a waiting job's entry in the order tree. It holds no pointer,
-// so moving items inside the tree costs the garbage collector nothing.
+// item is a waiting job's entry in the order tree: its key packed into
+// two words that compare as the key does, the sequence that breaks ties,
+// and its slot. It holds no pointer, so moving items inside the tree costs
+// the garbage collector nothing, and comparing two is three integer
+// compares.
 type item struct {
-	key  policy.OrderKey
-	seq  int
-	slot int32
+	hi, lo uint64 // priority and level; value (see packKey)
+	seq    int32
+	slot   int32
 }
 
-func (j *job) item() item { return item{key: j.key, seq: j.seq, slot: j.slot} }
+func (j *job) item() item { return j.it }
+
+// setKey sets the key a job is ordered by (and its packed item).
+func (j *job) setKey(k policy.OrderKey) {
+	j.key = k
+	hi, lo := packKey(k)
+	j.it = item{hi: hi, lo: lo, seq: int32(j.seq), slot: j.slot}
+}
+
+// packKey maps a key to words whose unsigned order is OrderKey.Compare's:
+// priority and level as offset 32-bit integers, the value's bits made
+// sortable (NaN first and all equal, -0 equal to +0, as cmp.Compare).
+func packKey(k policy.OrderKey) (hi, lo uint64) {
+	if k.Priority != int(int32(k.Priority)) || k.Level != int(int32(k.Level)) {
+		panic(fmt.Sprintf("sim: order key %+v out of the packed range", k))
+	}
+	hi = uint64(uint32(int32(k.Priority))^1<<31)<<32 | uint64(uint32(int32(k.Level))^1<<31)
+	v := k.Value
+	switch {
+	case v != v: // NaN
+		return hi, 0
+	case v == 0:
+		v = 0
+	}
+	b := math.Float64bits(v)
+	if b>>63 != 0 {
+		b = ^b
+	} else {
+		b |= 1 << 63
+	}
+	return hi, b
+}
 
 func itemLess(a, b item) bool {
-	if c := a.key.Compare(b.key); c != 0 {
-		return c < 0
+	if a.hi != b.hi {
+		return a.hi < b.hi
+	}
+	if a.lo != b.lo {
+		return a.lo < b.lo
 	}
 	return a.seq < b.seq
 }
@@ -224,7 +263,7 @@ func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
 	j.MoveCost = x.cfg.Costs.For(&j.Spec)
 	j.seq, j.base = x.seq, round
 	x.seq++
-	j.key = x.ks.Key(T, &j.Job)
+	j.setKey(x.ks.Key(T, &j.Job))
 	x.file(j)
 	x.waiting(j, round)
 }
@@ -319,7 +358,7 @@ func (x *incremental) events(round int, T float64) {
 // rekeyWaiting files a waiting job (out of the tree) under its key now.
 func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
 	j.SinceScheduled = x.waitedAt(round, j.base)
-	j.key = x.ks.Key(T, &j.Job)
+	j.setKey(x.ks.Key(T, &j.Job))
 	x.file(j)
 }
 
@@ -327,7 +366,7 @@ func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
 // answer. It reports whether anything was launched, moved or preempted.
 func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
 	for _, j := range x.run {
-		j.key = x.ks.Key(T, &j.Job)
+		j.setKey(x.ks.Key(T, &j.Job))
 	}
 	slices.SortFunc(x.run, func(a, b *job) int {
 		if less(a, b) {
