@@ -112,6 +112,9 @@ type classIndex struct {
 	// trees[n] (2 <= n <= maxPer, PAL only) orders nodes for jobs of n
 	// GPUs; see key.
 	trees []withinTree
+	// lvBin[i] is floorBin of the class's i-th L×V entry (PAL only): the
+	// score table, and so its L×V order, never changes under an index.
+	lvBin []int
 }
 
 // withinTree is a min-tree over nodes of within keys: leaves are
@@ -251,6 +254,13 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	x.wordsInit = slices.Clone(x.words)
 	if within {
 		x.buildTrees()
+		for c := range x.cls {
+			ci := &x.cls[c]
+			ci.lvBin = make([]int, len(sc.LV[c]))
+			for i, e := range sc.LV[c] {
+				ci.lvBin[i] = ci.floorBin(e.V)
+			}
+		}
 	}
 	x.ok = true
 }

@@ -64,8 +64,8 @@ func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, j *workload.Job) []int {
 	if n == 1 || n > x.maxPer {
 		return x.pmFirst(c, n, len(ci.vals)-1, p.TieBreak)
 	}
-	for _, e := range lv {
-		bv := ci.floorBin(e.V)
+	for i, e := range lv {
+		bv := ci.lvBin[i]
 		var g []int
 		if e.Across {
 			g = x.pmFirst(c, n, bv, p.TieBreak)
