@@ -36,6 +36,13 @@
 //
 // Each quirk is a field of Config so that the paper's reading is one
 // option away (see the preset package).
+//
+// Two loops give these semantics. The plain one (Config.Plain) is the
+// reading above done literally: every round, the whole queue sorted and
+// handed to the placer. The default, incremental one (incremental.go)
+// pays per round for what changed: it keeps the order across rounds,
+// hands the placer only the jobs it can act on and skips rounds in which
+// nothing can change. A property test holds the two to identical results.
 package sim
 
 import (
