@@ -21,12 +21,12 @@ import (
 //     sequence), the same total order the reference's stable sort gives.
 //     Running jobs, whose keys change with their service, are re-keyed
 //     every round and kept in a small sorted list beside it.
-//   - Placement. Every frame stops at the first job that does not fit and
-//     a placed job holds at least one GPU, so no frame looks past the
-//     (GPUs+1)-th waiting job. The placer is handed the running jobs and
-//     the first GPUs+1 waiting ones, in order, and the rest of the queue
-//     stays untouched (sim_test's property test checks this against the
-//     whole order).
+//   - Placement. Every frame stops at the first job that does not fit,
+//     and the jobs it placed keep their GPUs, so it never reaches a
+//     waiting job once the waiting jobs before it need more GPUs than the
+//     cluster has. The placer is handed the running jobs and the waiting
+//     ones up to that point, in order; the rest of the queue stays
+//     untouched (the property test checks this against the whole order).
 //   - Waiting. A waiting job's SinceScheduled only grows by R per round,
 //     so it is kept as the round it started from and read off a table of
 //     running sums (the same additions, so the same floats) when a key or
@@ -137,7 +137,7 @@ type incremental struct {
 	*state
 	ks        policy.KeyedScheduler
 	R         float64
-	limit     int // waiting jobs handed to the placer: GPUs + 1
+	limit     int // GPUs: see buildView
 	wait      *btree.BTreeG[item]
 	run       []*job // running jobs, sorted by (key, seq) before placing
 	slabs     []*[slabSize]job
@@ -157,7 +157,7 @@ type incremental struct {
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
-	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size() + 1,
+	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size(),
 		wait: btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true}), acc: []float64{0}}
 	if g := s.cfg.StarvationGuard; g > 0 {
 		x.mGuard = x.roundsToWait(g)
@@ -406,15 +406,23 @@ func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
 	return changed, st
 }
 
-// buildView merges the running jobs with the first limit waiting ones.
+// buildView merges the running jobs with the waiting ones a frame can
+// reach: in order, up to and including the first whose demand, added to
+// the demand of the waiting jobs before it, exceeds the cluster. A frame
+// reaches a waiting job only after placing every waiting job before it,
+// and placed jobs keep their GPUs to the end of the round (victims are
+// taken only behind the job being placed), so the waiting jobs before it
+// fit the cluster together.
 func (x *incremental) buildView() {
 	x.view = x.view[:0]
 	it := x.wait.Iter()
 	ok := it.First()
-	w, ri := 0, 0
+	ri := 0
+	demand := 0 // of the waiting jobs in the view
 	for {
+		more := ok && demand <= x.limit
 		takeRun := ri < len(x.run)
-		if takeRun && ok && w < x.limit && itemLess(it.Item(), x.run[ri].item()) {
+		if takeRun && more && itemLess(it.Item(), x.run[ri].item()) {
 			takeRun = false
 		}
 		if takeRun {
@@ -422,11 +430,12 @@ func (x *incremental) buildView() {
 			ri++
 			continue
 		}
-		if !ok || w >= x.limit {
+		if !more {
 			break
 		}
-		x.view = append(x.view, x.at(it.Item().slot))
-		w++
+		j := x.at(it.Item().slot)
+		x.view = append(x.view, j)
+		demand += j.GPUs
 		ok = it.Next()
 	}
 	it.Release()

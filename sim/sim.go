@@ -112,7 +112,8 @@ type Config struct {
 	// Observe, if set, sees every round's order and the placer's answer
 	// before it is applied (tests check invariants with it). On the
 	// incremental path the order is the part placement can act on: every
-	// running job and the first GPUs+1 waiting ones, in order.
+	// running job and the waiting ones up to the first whose demand, with
+	// the waiting ones before it, exceeds the cluster (see buildView).
 	Observe func(T float64, order []*workload.Job, alloc [][]int)
 	// Plain runs the reference loop: every round stepped, the whole queue
 	// sorted and handed to the placer. Results are identical either way
