@@ -38,8 +38,20 @@ type Config struct {
 	// Scheduler: fifo, las, srtf or tiresias-las (as `pal sim --scheduler`).
 	Scheduler string `json:"scheduler"`
 	// Placement: pal, pm-first, packed-sticky, packed-nonsticky,
-	// random-sticky or random-nonsticky.
-	Placement          string    `json:"placement"`
+	// random-sticky or random-nonsticky, or a non-sticky one's
+	// migration-aware variant (pal-ma, pm-first-ma, packed-nonsticky-ma,
+	// random-nonsticky-ma). The default is pal-ma: here a migration is
+	// the eviction of a whole gang and a restart from its checkpoint, so
+	// a running gang moves only when the move's expected gain over its
+	// remaining work beats MigrationCost.
+	Placement string `json:"placement"`
+	// MigrationCost is the progress a gang loses to one migration
+	// (checkpoint, eviction, rescheduling, restart, warm-up), which the
+	// migration-aware placements weigh a move against (0: moves are
+	// free and they behave as their base placement). The remaining work
+	// they weigh is the pal.io/iterations estimate; a gang without one
+	// counts as nearly done and is moved only when it must be.
+	MigrationCost      Duration  `json:"migrationCost"`
 	PMFirstTieBreak    string    `json:"pmfirstTieBreak"`
 	LocalityPenalty    float64   `json:"localityPenalty"`
 	KStrategy          string    `json:"kStrategy"`
@@ -98,6 +110,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON implements json.Marshaler.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
+// DefaultMigrationCost is a gang eviction and restart from a checkpoint:
+// minutes of lost GPU time (pal reproduce's migration section measures
+// 30 s to 10 min; 2 min is its middle).
+const DefaultMigrationCost = 2 * time.Minute
+
 // DefaultConfig is what runs with no --config: the simulator's artifact
 // preset for the policies, 10 s rounds, a round 1 s after new pods arrive.
 func DefaultConfig() Config {
@@ -108,7 +125,8 @@ func DefaultConfig() Config {
 		Period:               Duration{10 * time.Second},
 		ArrivalDelay:         Duration{time.Second},
 		Scheduler:            o.Scheduler,
-		Placement:            "pal",
+		Placement:            "pal-ma",
+		MigrationCost:        Duration{DefaultMigrationCost},
 		PMFirstTieBreak:      o.TieBreak,
 		LocalityPenalty:      o.LocalityPenalty,
 		KStrategy:            o.KStrategy,
@@ -165,6 +183,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field localityPenalty: must be positive and finite, got %v", c.LocalityPenalty)
 	case c.StarvationGuard.Duration < 0:
 		return fmt.Errorf("field starvationGuard: must be >= 0, got %v", c.StarvationGuard)
+	case c.MigrationCost.Duration < 0:
+		return fmt.Errorf("field migrationCost: must be >= 0, got %v", c.MigrationCost)
 	case c.QPS <= 0 || c.Burst <= 0:
 		return fmt.Errorf("fields qps and burst: must be positive")
 	case c.BindWorkers <= 0 || c.BindWorkers > 1024:

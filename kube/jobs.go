@@ -17,6 +17,9 @@ type jobTable struct {
 	seen   map[string]bool
 	nextID int
 	epoch  float64 // Unix seconds that are time 0 of Job.Submit
+	// cost is every job's move cost (Config.MigrationCost), which the
+	// migration-aware placements read from the job.
+	cost workload.MoveCost
 }
 
 func newJobTable(epoch float64) *jobTable {
@@ -39,6 +42,7 @@ func (t *jobTable) get(g *gang) *workload.Job {
 			ID: t.nextID, GPUs: g.spec.gpus * g.spec.size, Submit: submit, Iterations: g.spec.iters,
 			Model: g.spec.model, IterTime: g.spec.iterTime, Class: g.spec.class, Tracked: true,
 		})
+		j.MoveCost = t.cost
 		t.nextID++
 		t.byKey[g.key] = j
 	}

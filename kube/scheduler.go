@@ -121,13 +121,15 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 	host, _ := os.Hostname()
 	s := &Scheduler{
 		cfg: cfg, client: client, log: log, models: models, pol: pol,
-		rand:    policy.Env{Rand: variability.NewRand(cfg.Seed)},
+		rand: policy.Env{Rand: variability.NewRand(cfg.Seed),
+			Locality: func(*workload.Spec) float64 { return cfg.LocalityPenalty }},
 		metrics: NewMetrics(),
 		id:      fmt.Sprintf("%s_%d_%d", host, os.Getpid(), time.Now().UnixNano()),
 		kick:    make(chan struct{}, 1),
 		jobs:    newJobTable(float64(time.Now().UnixNano()) / 1e9),
 		assumed: map[types.UID]assumption{}, lastWhy: map[string]string{}, told: map[string]bool{},
 	}
+	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
 	if v := os.Getenv(KillAfterBindsEnv); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {

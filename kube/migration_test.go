@@ -1,0 +1,71 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The default placement is migration-aware PAL with a 2-minute migration
+// cost, and a negative cost is an error naming its field.
+func TestDefaultIsMigrationAware(t *testing.T) {
+	c := DefaultConfig()
+	pol, err := c.policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.place.Name() != "pal-ma" || c.MigrationCost.Duration != 2*time.Minute {
+		t.Fatalf("default placement %s, migration cost %v; want pal-ma and 2m", pol.place.Name(), c.MigrationCost)
+	}
+	f := t.TempDir() + "/c.yaml"
+	if err := writeFile(f, "migrationCost: -1s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(f); err == nil || !strings.Contains(err.Error(), "field migrationCost") {
+		t.Errorf("negative migrationCost: %v", err)
+	}
+}
+
+// A running 1-GPU pod on a GPU 20% slower than the free one on the other
+// node. Plain PAL evicts it to move it; migration-aware PAL keeps it
+// unless the gain over its remaining work beats the cost: with 10 BERT
+// iterations left (10 x 0.179 s x 0.18 = 0.3 s of gain) it stays at any
+// cost above that; with a million left (about 32,000 s of gain) it moves
+// even at a 2-minute cost.
+func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
+	scores := "node,gpu_index,class,score\n"
+	for _, c := range []string{"A", "B", "C", "D"} {
+		scores += "slow,0," + c + ",1.2\nfast,0," + c + ",1.0\n"
+	}
+	for _, tc := range []struct {
+		placement, iters string
+		cost             time.Duration
+		evicted          bool
+	}{
+		{"pal", "10", 2 * time.Minute, true},
+		{"pal-ma", "10", 0, true},
+		{"pal-ma", "10", 2 * time.Minute, false},
+		{"pal-ma", "1000000", 2 * time.Minute, true},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "pal-system", Name: "pal-variability"},
+			Data: map[string]string{ScoresKey: scores}}
+		run := pod("r", 1, map[string]string{AnnGPUIndices: "0", AnnModel: "BERT", AnnIterations: tc.iters}, "slow")
+		run.Status.Phase = corev1.PodRunning
+		objs := []runtime.Object{node("slow", 1), node("fast", 1), cm, run}
+		cs, fc := newFake(t, objs...)
+		cfg := DefaultConfig()
+		cfg.LeaderElection.Enabled = false
+		cfg.Placement, cfg.MigrationCost = tc.placement, Duration{tc.cost}
+		s := startRounds(t, cfg, cs)
+		s.Round(context.Background(), time.Now())
+		if got := len(fc.evicted) > 0; got != tc.evicted {
+			t.Errorf("%s, %s iterations, cost %v: evicted %v (%v), want %v; wait reasons %q",
+				tc.placement, tc.iters, tc.cost, got, fc.evicted, tc.evicted, s.lastWhy)
+		}
+	}
+}
