@@ -516,6 +516,20 @@ func (x *scoreIndex) sync(tr *withinTree) {
 		x.dirty = append(x.dirty, tr)
 	}
 	t := tr.t
+	if len(x.log)-tr.synced >= x.nodes {
+		// As many updates as nodes (a tree first asked late in the round):
+		// recomputing every leaf and rebuilding bottom-up costs less than
+		// walking each logged node's path, and a min-tree is a function of
+		// its leaves, so the result is the same.
+		for node := range x.nodes {
+			t[x.nodes+node] = x.key(tr.c, tr.n, node)
+		}
+		for i := x.nodes - 1; i >= 1; i-- {
+			t[i] = min(t[2*i], t[2*i+1])
+		}
+		tr.synced = len(x.log)
+		return
+	}
 	for _, nd := range x.log[tr.synced:] {
 		i := x.nodes + int(nd)
 		k := x.key(tr.c, tr.n, int(nd))
