@@ -50,7 +50,7 @@ if [ -n "${BASE:-}" ]; then
 fi
 
 trace() { # name rate jobs
-  [ -s "$OUT/$1.csv" ] || "$OUT/pal-head" trace synergy --rate "$2" --jobs "$3" --seed 1 -o "$OUT/$1.csv"
+  [ -s "$OUT/$1.csv" ] || "$OUT/pal-head" trace synergy --rate "$2" --jobs "$3" --seed 1 --out "$OUT/$1.csv"
 }
 trace syn20k 12 20000
 [ "$BIG" = 1 ] && trace syn100k 1000 100000
