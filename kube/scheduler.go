@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/variability"
@@ -365,7 +366,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			return strings.Compare(byJob[a].key, byJob[b].key)
 		})
 		order = s.pol.sched.Order(now, order)
-		alloc := s.pol.place.Place(&s.rand, order)
+		alloc := s.place(snap, order)
 		decisions, err := round.Plan(snap.cl, order, alloc)
 		if err != nil {
 			s.log.Error("round: placer answer rejected; nothing bound this round", "placer", s.pol.place.Name(), "err", err)
@@ -387,6 +388,96 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	s.metrics.PendingGangs.Set(float64(pending))
 	s.metrics.GPUsInUse.Set(float64(inUse))
 	s.metrics.MeanScore.Set(s.meanScore(snap, order))
+}
+
+// place runs the placer on the GPUs it may hand out. Placers take every
+// GPU not held by a job in the order as free (in the simulator every
+// GPU belongs to such a job), so GPUs of other schedulers' pods, of
+// leaving gangs and of partly bound gangs are cut out of the cluster the
+// placer sees: it gets a view without them (same bins and L×V order, GPU
+// ids renumbered), and its answer is mapped back. With nothing to cut
+// out the view is the cluster itself.
+func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
+	inOrder := make(map[int]bool, len(order))
+	for _, j := range order {
+		inOrder[j.ID] = true
+	}
+	cl := snap.cl
+	toView := make([]int, cl.Size())
+	var toReal []int
+	var sizes []int
+	var names []string
+	for n, nd := range cl.Nodes {
+		k := 0
+		for _, g := range nd.GPUs {
+			if o := cl.Owner(g); o != cluster.Free && !inOrder[o] {
+				toView[g] = -1
+				continue
+			}
+			toView[g] = len(toReal)
+			toReal = append(toReal, g)
+			k++
+		}
+		if k > 0 {
+			sizes = append(sizes, k)
+			names = append(names, cl.Nodes[n].Name)
+		}
+	}
+	if len(toReal) == cl.Size() {
+		return s.pol.place.Place(&s.rand, order)
+	}
+	if len(toReal) == 0 {
+		return make([][]int, len(order))
+	}
+	view, err := cluster.NewSized(sizes)
+	if err != nil {
+		s.log.Error("round: building the placer's view", "err", err)
+		return make([][]int, len(order))
+	}
+	for i := range view.Nodes {
+		view.Nodes[i].Name = names[i]
+	}
+	env := policy.Env{Cluster: view, Rand: s.rand.Rand}
+	if s.scores != nil {
+		sc := &policy.Scores{LV: s.scores.LV}
+		for c := range sc.SF {
+			sc.SF[c] = make([]float64, len(toReal))
+			for v, g := range toReal {
+				sc.SF[c][v] = s.scores.SF[c][g]
+			}
+		}
+		env.Scores = sc
+	}
+	held := make([][]int, len(order))
+	for i, j := range order {
+		if j.GPUsHeld == nil {
+			continue
+		}
+		held[i] = j.GPUsHeld
+		v := make([]int, len(j.GPUsHeld))
+		for k, g := range j.GPUsHeld {
+			v[k] = toView[g]
+		}
+		_ = view.Assign(j.ID, v)
+		j.GPUsHeld = v
+	}
+	alloc := s.pol.place.Place(&env, order)
+	for i, j := range order {
+		if held[i] != nil {
+			j.GPUsHeld = held[i]
+		}
+		if alloc[i] == nil {
+			continue
+		}
+		// toReal is increasing, so an ascending view list maps to an
+		// ascending real one.
+		r := make([]int, len(alloc[i]))
+		for k, v := range alloc[i] {
+			r[k] = toReal[v]
+		}
+		alloc[i] = r
+	}
+	return alloc
 }
 
 func cmpFloat(a, b float64) int {

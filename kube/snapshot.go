@@ -194,6 +194,8 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 		}
 		n := len(g.pending) + len(g.bound)
 		switch {
+		case n == 0:
+			g.state = gangLeaving // every member finished: nothing to place, nothing to say
 		case n > g.spec.size:
 			g.state, g.why = gangWaiting, fmt.Sprintf("gang %s has %d pods but %s says %d", g.key, n, AnnGangSize, g.spec.size)
 		case len(g.bound) == g.spec.size:
