@@ -129,7 +129,7 @@ func (in *Inputs) TenancyDescription() string {
 	how := map[string]string{
 		"quota":    "quota: each VC holds at most its GPU count; the placement places on the shared cluster",
 		"hived":    "hived: VC cells bound by buddy allocation choose the GPUs (the placement is not used)",
-		"hived-pm": "hived-pm: as hived, and among equally safe cells the GPUs with the best PM-scores for the job's class (the placement is not used)",
+		"hived-pm": "hived-pm: as hived, and among equally safe cells the GPUs with the best PM-scores for the job's class; inside the VC's bound cells PAL's L×V order (the placement is not used)",
 		"private":  "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
 	}[in.Opts.Tenancy]
 	return fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)

@@ -299,3 +299,76 @@ func TestFitsEmpty(t *testing.T) {
 		}
 	}
 }
+
+// hived-pm places inside the VC's bound cells by PAL's L×V order. Two
+// 4-GPU nodes, both bound to VC A (static binding), class-0 values
+// n0 = [1 1 2 2], n1 = [1 2 2 2]. With the locality penalty L, LxV of
+// those values (first appearance 1, 2) is W1(1) A1(L) W2(2) A2(2L),
+// stably sorted by product.
+//   - L = 1.2: W1, A1, W2, A2. A 3-GPU job that may spread: W1 fails (n0
+//     has two 1s, n1 one), A1 takes the three 1s: n0 {0,1} and n1 {0}.
+//   - L = 2.5: W1, W2, A1, A2. W1 fails; W2: both nodes have 4 devices
+//     <= 2 with 3rd smallest 2, tie on count, so n0 (config order), its
+//     first three devices <= 2: {0,1,2}.
+//   - L = 1.2 without Spread (fixed pod of 3): A1 is skipped, W2 as above.
+//   - a 1-GPU job first (W1: n0 and n1 tie on the best value 1, n0 has
+//     more devices <= 1, so n0 {0}), then a 2-GPU job, L = 1.2: W1: n0
+//     has one free 1, n1 one: fail; A1 takes n0 {1} and n1 {0}.
+//
+// Plain HiveD (no LV) packs a 3-GPU pod onto one node and never splits it.
+func TestLxVInsideVC(t *testing.T) {
+	vcs := "  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}\n"
+	val := map[string][]float64{"n0": {1, 1, 2, 2}, "n1": {1, 2, 2, 2}}
+	speed := func(_ int, node string, gpu int) float64 { return val[node][gpu] }
+	lv := func(L float64) []LVStep {
+		steps := []LVStep{{V: 1}, {V: 1, Across: true}, {V: 2}, {V: 2, Across: true}}
+		if L > 2 {
+			steps = []LVStep{{V: 1}, {V: 2}, {V: 1, Across: true}, {V: 2, Across: true}}
+		}
+		return steps
+	}
+	type pod struct {
+		node string
+		gpus []int
+	}
+	for _, c := range []struct {
+		name   string
+		first  []int // a 1-GPU job pinned first by LxV (nil: none)
+		pods   []int
+		spread bool
+		L      float64
+		want   []pod
+	}{
+		{"across beats slow within", nil, []int{3}, true, 1.2, []pod{{"n0", []int{0, 1}}, {"n1", []int{0}}}},
+		{"within beats across at high L", nil, []int{3}, true, 2.5, []pod{{"n0", []int{0, 1, 2}}}},
+		{"fixed pod never splits", nil, []int{3}, false, 1.2, []pod{{"n0", []int{0, 1, 2}}}},
+		{"around a busy fast GPU", []int{1}, []int{2}, true, 1.2, []pod{{"n0", []int{1}}, {"n1", []int{0}}}},
+	} {
+		s := mustNew(t, twoLevel(2, 4, vcs))
+		s.SetSpeeds(1, speed)
+		must(t, s.BindStatic())
+		if c.first != nil {
+			d := mustPlace(t, s, Request{Group: "f", VC: "A", Pods: c.first, Fastest: true, LV: lv(c.L)})
+			if d.Pods[0].Node != "n0" || !reflect.DeepEqual(d.Pods[0].GPUs, []int{0}) {
+				t.Fatalf("%s: first job on %v", c.name, d.Pods)
+			}
+		}
+		d := mustPlace(t, s, Request{Group: "j", VC: "A", Pods: c.pods, Fastest: true, LV: lv(c.L), Spread: c.spread})
+		var got []pod
+		for _, p := range d.Pods {
+			got = append(got, pod{p.Node, p.GPUs})
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: placed %v, want %v", c.name, got, c.want)
+		}
+		mustCheck(t, s)
+	}
+	// Plain HiveD packs the 3-GPU pod onto one node.
+	s := mustNew(t, twoLevel(2, 4, vcs))
+	s.SetSpeeds(1, speed)
+	must(t, s.BindStatic())
+	d := mustPlace(t, s, Request{Group: "j", VC: "A", Pods: []int{3}, Fastest: true})
+	if len(d.Pods) != 1 || len(d.Pods[0].GPUs) != 3 {
+		t.Errorf("plain hived-pm split the pod: %v", d.Pods)
+	}
+}

@@ -86,6 +86,13 @@ type Request struct {
 	// fastest for Class. It never changes which cells are allowed.
 	Fastest bool
 	Class   int
+	// LV, with Fastest, is the class's L×V order: a group that fits one
+	// node is first placed on its VC's free bound devices by that order
+	// (placeLxV), and by HiveD's packing only when no entry fits.
+	LV []LVStep
+	// Spread lets an L×V across entry split the group into one pod per
+	// node (a job without fixed pods); without it pods are as given.
+	Spread bool
 }
 
 // Pod is where one pod runs.
@@ -398,6 +405,11 @@ func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) 
 }
 
 func (s *Scheduler) scheduleGuaranteed(r Request, vc *VC) Decision {
+	if r.Fastest && len(r.LV) > 0 && s.classes > 0 {
+		if d, ok := s.placeLxV(r, vc); ok {
+			return d
+		}
+	}
 	var views []*vcChain
 	if r.PinnedCell != "" {
 		views = []*vcChain{vc.byPin[r.PinnedCell]}

@@ -240,6 +240,7 @@ type HiveD struct {
 	index   map[int]int
 	blocked map[string]bool
 	fastest bool
+	lv      [][]tenancy.LVStep // per class, PAL's L×V order (hived-pm)
 }
 
 // NewHiveD builds a HiveD stage with fresh cells (all free, all healthy).
@@ -263,8 +264,11 @@ func NewHiveDStatic(l *Layout) (*HiveD, error) {
 
 // UseScores makes the stage variability-aware: among physical cells that
 // are equally good for safety, health and opportunistic load, a job binds
-// the one whose GPUs have the best (lowest) PM-scores for its class, and
-// inside a bound node it takes the best GPUs. Safety is never traded.
+// the one whose GPUs have the best (lowest) PM-scores for its class; and a
+// job that fits one node is first placed on the free GPUs of its VC's
+// bound cells by its class's L×V order, as PAL's placer places on the
+// whole cluster (a job without pod_gpus may then spread over nodes).
+// Safety is never traded: that placement binds nothing new.
 func (h *HiveD) UseScores(sc *policy.Scores) error {
 	for k := range sc.SF {
 		if len(sc.SF[k]) != h.l.Cluster.Size() {
@@ -273,6 +277,12 @@ func (h *HiveD) UseScores(sc *policy.Scores) error {
 	}
 	h.s.SetSpeeds(len(sc.SF), func(class int, node string, gpu int) float64 { return sc.SF[class][h.l.gpuID[node][gpu]] })
 	h.fastest = true
+	h.lv = make([][]tenancy.LVStep, len(sc.LV))
+	for k, steps := range sc.LV {
+		for _, e := range steps {
+			h.lv[k] = append(h.lv[k], tenancy.LVStep{V: e.V, Across: e.Across})
+		}
+	}
 	return nil
 }
 
@@ -309,8 +319,12 @@ func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][
 		if guaranteed && h.blocked[vc] {
 			continue
 		}
-		d, err := h.s.Schedule(tenancy.Request{Group: strconv.Itoa(j.ID), VC: vc, Priority: j.VCPriority,
-			Pods: pods(&j.Spec, h.node), Fastest: h.fastest, Class: int(j.Class)})
+		req := tenancy.Request{Group: strconv.Itoa(j.ID), VC: vc, Priority: j.VCPriority,
+			Pods: pods(&j.Spec, h.node), Fastest: h.fastest, Class: int(j.Class), Spread: j.PodGPUs == 0}
+		if h.fastest {
+			req.LV = h.lv[j.Class]
+		}
+		d, err := h.s.Schedule(req)
 		if err != nil {
 			panic("tenant: " + err.Error()) // Validate rejects such jobs before the first round
 		}
