@@ -78,6 +78,12 @@ type Config struct {
 	Burst int     `json:"burst"`
 	// BindWorkers is how many binds run at once.
 	BindWorkers int `json:"bindWorkers"`
+
+	// Tenancy: none, quota, hived or hived-pm (as `pal sim --tenancy`);
+	// Cells is the HiveD cells file it needs (as `pal sim --cells`). Pods
+	// name their VC and priority in pal.io/vc and pal.io/priority.
+	Tenancy string `json:"tenancy"`
+	Cells   string `json:"cells,omitempty"`
 }
 
 // LeaderElection configures the Lease that keeps two replicas from binding
@@ -145,6 +151,7 @@ func DefaultConfig() Config {
 		QPS:         200,
 		Burst:       400,
 		BindWorkers: 32,
+		Tenancy:     "none",
 	}
 }
 
@@ -204,6 +211,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field kStrategy: %v", err)
 	}
 	if _, err := c.models(); err != nil {
+		return err
+	}
+	if _, err := c.validateTenancy(); err != nil {
 		return err
 	}
 	return nil

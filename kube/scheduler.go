@@ -88,6 +88,8 @@ type Scheduler struct {
 	told      map[string]bool // nodes already told they run at the median
 	lastRound time.Time
 
+	ten *tenancyStage // nil: tenancy none
+
 	binds      atomic.Int64
 	killAfter  int64 // test hook: SIGKILL itself after this many binds
 	roundCount atomic.Int64
@@ -131,6 +133,12 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 		assumed: map[types.UID]assumption{}, lastWhy: map[string]string{}, told: map[string]bool{},
 	}
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
+	if l, _ := cfg.validateTenancy(); l != nil {
+		var err error
+		if s.ten, err = newTenancyStage(cfg.Tenancy, l); err != nil {
+			return nil, err
+		}
+	}
 	if v := os.Getenv(KillAfterBindsEnv); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
@@ -355,6 +363,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	}
 	s.metrics.BoundNow.Set(float64(boundPods))
 
+	if s.ten != nil {
+		order = s.tenancyOrder(snap, order, byJob)
+	}
 	pending, inUse := 0, 0
 	if len(order) > 0 {
 		// Ties in the policies' keys keep this order (stable sorts), as
@@ -366,7 +377,12 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			return strings.Compare(byJob[a].key, byJob[b].key)
 		})
 		order = s.pol.sched.Order(now, order)
-		alloc := s.place(snap, order)
+		var alloc [][]int
+		if s.ten != nil {
+			alloc = s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+		} else {
+			alloc = s.place(snap, order)
+		}
 		decisions, err := round.Plan(snap.cl, order, alloc)
 		if err != nil {
 			s.log.Error("round: placer answer rejected; nothing bound this round", "placer", s.pol.place.Name(), "err", err)

@@ -506,7 +506,7 @@ func (r *HivedReport) write() error {
 	}
 	if len(r.Variability) == 2 {
 		a, b := r.Variability[0], r.Variability[1]
-		fmt.Fprintf(&md, "\n## Variability inside tenancy\n\nGPU values: %s. hived-pm binds, among cells equally good for safety, health and opportunistic load, the one with the best PM-scores for the job's class, and the best GPUs inside a bound node (FIFO, the trace's load, no locality penalty).\n\n| tenancy | mean JCT (s) | p99 JCT (s) | mean queueing (s) |\n|---|---|---|---|\n", a.GPUValues)
+		fmt.Fprintf(&md, "\n## Variability inside tenancy\n\nGPU values: %s. hived-pm binds, among cells equally good for safety, health and opportunistic load, the one with the best PM-scores for the job's class, and places a job that fits one node on its VC's free bound GPUs by PAL's L×V order for its class (FIFO, the trace's load, no locality penalty).\n\n| tenancy | mean JCT (s) | p99 JCT (s) | mean queueing (s) |\n|---|---|---|---|\n", a.GPUValues)
 		for _, x := range r.Variability {
 			fmt.Fprintf(&md, "| %s | %.0f | %.0f | %.0f |\n", x.Tenancy, x.MeanJCT, x.P99JCT, x.MeanQueue)
 		}

@@ -1,0 +1,314 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
+)
+
+// The tenancy annotations: the pod's virtual cluster and HiveD priority.
+const (
+	// AnnVC names the pod's virtual cluster in the cells file; it may be
+	// left out when the cells define one VC.
+	AnnVC = "pal.io/vc"
+	// AnnPriority is the HiveD priority: 0..1000 guaranteed (default 0),
+	// -1 opportunistic.
+	AnnPriority = "pal.io/priority"
+)
+
+// tenancyModes are the tenancy settings of `pal scheduler` (private, the
+// simulator's reference of each VC alone, has no meaning on one cluster).
+var tenancyModes = []string{"none", "quota", "hived", "hived-pm"}
+
+// validateTenancy checks the tenancy and cells fields and loads the cells
+// (the loader of `pal sim --cells`).
+func (c *Config) validateTenancy() (*tenant.Layout, error) {
+	if c.Tenancy == "" {
+		c.Tenancy = "none"
+	}
+	if !slices.Contains(tenancyModes, c.Tenancy) {
+		return nil, fmt.Errorf("field tenancy: %q, want one of %s", c.Tenancy, strings.Join(tenancyModes, ", "))
+	}
+	if c.Tenancy == "none" {
+		if c.Cells != "" {
+			return nil, fmt.Errorf("field cells: set, but tenancy is none")
+		}
+		return nil, nil
+	}
+	if c.Cells == "" {
+		return nil, fmt.Errorf("field cells: tenancy %s needs a cells file (HiveD format)", c.Tenancy)
+	}
+	cfg, err := tenancy.LoadFile(c.Cells)
+	if err != nil {
+		return nil, fmt.Errorf("field cells: %v", err)
+	}
+	l, err := tenant.NewLayout(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("field cells: %v", err)
+	}
+	return l, nil
+}
+
+// tenancyStage runs the simulator's tenancy stage (policy/tenant) inside
+// the scheduler's round. The stage works on the cells' cluster (node i is
+// the i-th node the cells name); the round's cluster is the API's nodes
+// sorted by name. A GPU is the same in both by (node name, device index),
+// and GPU ids are translated both ways around the stage.
+//
+// Under hived the cells are state kept across rounds, as in the
+// simulator: a gang holds its cells until it leaves the cluster. Cells
+// nodes absent from the API (or not usable, or with another GPU count) are
+// bad hardware for HiveD.
+type tenancyStage struct {
+	mode   string
+	l      *tenant.Layout
+	stage  policy.Tenancy
+	hived  *tenant.HiveD
+	held   map[int]*workload.Job
+	down   map[int]bool // cells node index -> told bad
+	scores *policy.Scores
+	toSnap []int // cells GPU id -> round GPU id (-1: absent), this round
+}
+
+func newTenancyStage(mode string, l *tenant.Layout) (*tenancyStage, error) {
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}}
+	switch mode {
+	case "quota":
+		t.stage = tenant.NewQuota(l)
+	case "hived", "hived-pm":
+		h, err := tenant.NewHiveD(l)
+		if err != nil {
+			return nil, err
+		}
+		t.hived, t.stage = h, h
+	}
+	return t, nil
+}
+
+// admit reads a gang's VC and priority and checks them against the cells.
+// An error leaves the gang pending with the message as its event.
+func (t *tenancyStage) admit(g *gang) error {
+	p := g.pending
+	if len(p) == 0 {
+		p = g.bound
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	a := p[0].Annotations
+	vc, prio := a[AnnVC], 0
+	if vc == "" {
+		if vcs := t.l.VCs(); len(vcs) == 1 {
+			vc = vcs[0]
+		} else {
+			return fmt.Errorf("annotation %s: missing, and the cells define %d VCs (%s)", AnnVC, len(vcs), strings.Join(vcs, ", "))
+		}
+	}
+	if !slices.Contains(t.l.VCs(), vc) {
+		return fmt.Errorf("annotation %s=%q: unknown VC (the cells define %s)", AnnVC, vc, strings.Join(t.l.VCs(), ", "))
+	}
+	if v, ok := a[AnnPriority]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < tenancy.Opportunistic || n > tenancy.MaxPriority {
+			return fmt.Errorf("annotation %s=%q: want %d (opportunistic) or 0..%d", AnnPriority, v, tenancy.Opportunistic, tenancy.MaxPriority)
+		}
+		prio = n
+	}
+	for _, q := range append(slices.Clone(g.pending), g.bound...) {
+		if q.Annotations[AnnVC] != a[AnnVC] || q.Annotations[AnnPriority] != a[AnnPriority] {
+			return fmt.Errorf("pods %s and %s of the gang differ in %s or %s", p[0].Name, q.Name, AnnVC, AnnPriority)
+		}
+	}
+	j := g.job
+	j.VC, j.VCPriority, j.PodGPUs = vc, prio, g.spec.gpus
+	src := "gang " + g.key
+	spec := j.Spec
+	spec.Source, spec.Line = src, 0
+	if err := t.l.Validate(&workload.Trace{Jobs: []workload.Spec{spec}}, t.hived != nil); err != nil {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), src+":0: "))
+	}
+	return nil
+}
+
+// sync maps the cells' GPUs onto this round's cluster, tells HiveD which
+// cells nodes are gone or back, gives hived-pm the round's scores in the
+// cells' numbering, and releases the cells of gangs that left.
+func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]bool) error {
+	lc := t.l.Cluster
+	t.toSnap = slices.Grow(t.toSnap[:0], lc.Size())[:lc.Size()]
+	for i := range t.toSnap {
+		t.toSnap[i] = -1
+	}
+	for i, n := range lc.Nodes {
+		k, ok := snap.nodeIndex[n.Name]
+		up := ok && snap.cl != nil && len(snap.cl.Nodes[k].GPUs) == len(n.GPUs)
+		if up {
+			for d, g := range n.GPUs {
+				t.toSnap[g] = snap.first[k] + d
+			}
+		}
+		if t.hived != nil && t.down[i] == up {
+			if err := t.hived.SetNodeHealth(i, up); err != nil {
+				return err
+			}
+			t.down[i] = !up
+		}
+	}
+	for id, j := range t.held {
+		if !live[id] {
+			t.stage.Finish(j)
+			delete(t.held, id)
+		}
+	}
+	if t.mode == "hived-pm" && scores != nil && scores != t.scores {
+		t.scores = scores
+		var sc policy.Scores
+		sc.LV = scores.LV
+		for k := range sc.SF {
+			sc.SF[k] = make([]float64, lc.Size())
+			for g, r := range t.toSnap {
+				sc.SF[k][g] = math.Inf(1) // absent GPUs: never the fastest
+				if r >= 0 && r < len(scores.SF[k]) {
+					sc.SF[k][g] = scores.SF[k][r]
+				}
+			}
+		}
+		if err := t.hived.UseScores(&sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// place runs the stage on the round's order. Under hived the stage sees
+// held GPUs in the cells' numbering and answers in it; the answer comes
+// back in the round's numbering. A placement on a GPU the round sees
+// absent, or taken by anything but a gang the stage itself held (another
+// scheduler's pod, a gang running outside the cells), is given back at
+// once: the gang waits, and the cells stay as they were before it.
+//
+// A gang found running that the cells do not hold (the scheduler
+// restarted) keeps its GPUs and stays outside the cells until it ends:
+// HiveD has no way to adopt a placement it did not make, and moving a
+// running gang to fit the cells would kill its work.
+func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.Job, placer policy.Placer) [][]int {
+	if t.hived == nil {
+		return t.stage.Place(env, order, placer)
+	}
+	fromSnap := map[int]int{}
+	for g, r := range t.toSnap {
+		if r >= 0 {
+			fromSnap[r] = g
+		}
+	}
+	before := maps.Clone(t.held)
+	out := make([][]int, len(order))
+	var sub []*workload.Job
+	var at []int
+	for i, j := range order {
+		if j.GPUsHeld != nil && before[j.ID] == nil {
+			out[i] = j.GPUsHeld // running outside the cells
+			continue
+		}
+		sub = append(sub, j)
+		at = append(at, i)
+	}
+	saved := make([][]int, len(sub))
+	for i, j := range sub {
+		saved[i] = j.GPUsHeld
+		if j.GPUsHeld != nil {
+			h := make([]int, len(j.GPUsHeld))
+			for k, r := range j.GPUsHeld {
+				h[k] = fromSnap[r]
+			}
+			j.GPUsHeld = h
+		}
+	}
+	got := t.stage.Place(env, sub, placer)
+	for i, j := range sub {
+		j.GPUsHeld = saved[i]
+		a := got[i]
+		if a == nil {
+			if t.held[j.ID] != nil { // preempted, or cells held for a gang whose bind failed: give them back
+				t.stage.Finish(j)
+				delete(t.held, j.ID)
+			}
+			continue
+		}
+		if before[j.ID] != nil && saved[i] != nil {
+			out[at[i]] = slices.Clone(saved[i])
+			continue
+		}
+		r := make([]int, len(a))
+		ok := true
+		for k, g := range a {
+			r[k] = t.toSnap[g]
+			if r[k] < 0 {
+				ok = false
+				continue
+			}
+			if o := snap.cl.Owner(r[k]); o != cluster.Free && before[o] == nil {
+				ok = false
+			}
+		}
+		if !ok {
+			t.stage.Finish(j)
+			delete(t.held, j.ID)
+			continue
+		}
+		slices.Sort(r)
+		out[at[i]] = r
+		t.held[j.ID] = j
+	}
+	return out
+}
+
+// tenancyOrder drops from the round's order the gangs whose VC or
+// priority is wrong (each waits with an event saying why; the others are
+// served) and brings the cells up to date with the round.
+func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang) []*workload.Job {
+	live := map[int]bool{}
+	for _, g := range snap.gangs {
+		if g.job != nil {
+			live[g.job.ID] = true
+		}
+	}
+	kept := order[:0]
+	for _, j := range order {
+		g := byJob[j]
+		if err := s.ten.admit(g); err != nil {
+			delete(byJob, j)
+			if g.state == gangQueued {
+				s.wait(g.key, g.pending, err.Error())
+			}
+			continue
+		}
+		kept = append(kept, j)
+	}
+	if err := s.ten.sync(snap, s.scores, live); err != nil {
+		s.log.Error("round: tenancy", "err", err)
+	}
+	return kept
+}
+
+// viewPlacer hands the quota stage's kept jobs to the round's placer on
+// its view of the GPUs it may hand out (Scheduler.place).
+type viewPlacer struct {
+	s    *Scheduler
+	snap *snapshot
+}
+
+func (v viewPlacer) Name() string { return v.s.pol.place.Name() }
+func (v viewPlacer) Sticky() bool { return v.s.pol.place.Sticky() }
+func (v viewPlacer) Place(_ *policy.Env, order []*workload.Job) [][]int {
+	return v.s.place(v.snap, order)
+}

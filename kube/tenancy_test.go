@@ -1,0 +1,90 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func vcAnn(vc, prio string) map[string]string {
+	a := map[string]string{AnnVC: vc}
+	if prio != "" {
+		a[AnnPriority] = prio
+	}
+	return a
+}
+
+// Two VCs of one 4-GPU node each under hived. FIFO by name: a-big (4
+// GPUs, A) binds A's node; a-more (1 GPU, A) waits, A being full, though
+// B's node has room (B's guarantee); b-0 and b-1 (2 GPUs each, B) share
+// B's node. A pod naming an unknown VC and one with a malformed priority
+// stay pending, each with an event saying why, and the others are served.
+// Buddy allocation hands out n0 first, so A (first to ask) gets n0.
+func TestTenancyTwoVCs(t *testing.T) {
+	objs := []runtime.Object{node("n0", 4), node("n1", 4),
+		pod("a-big", 4, vcAnn("A", "10"), ""), pod("a-more", 1, vcAnn("A", ""), ""),
+		pod("b-0", 2, vcAnn("B", "0"), ""), pod("b-1", 2, vcAnn("B", ""), ""),
+		pod("c-0", 1, vcAnn("C", ""), ""), pod("d-0", 1, vcAnn("B", "high"), "")}
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), time.Now())
+
+	want := map[string]string{"a-big": "n0", "b-0": "n1", "b-1": "n1"}
+	if len(fc.binds) != len(want) {
+		t.Fatalf("binds %v, want %v", keys(fc.binds), want)
+	}
+	for p, n := range want {
+		if b := fc.binds[p]; b == nil || b.Target.Name != n {
+			t.Errorf("%s bound to %v, want %s", p, b, n)
+		}
+	}
+	if got := fc.binds["a-big"].Annotations[AnnGPUIndices]; got != "0,1,2,3" {
+		t.Errorf("a-big on GPUs %s", got)
+	}
+	for key, why := range map[string]string{
+		"ns/pod:c-0": `annotation pal.io/vc="C": unknown VC (the cells define A, B)`,
+		"ns/pod:d-0": `annotation pal.io/priority="high": want -1 (opportunistic) or 0..1000`,
+	} {
+		if s.lastWhy[key] != why {
+			t.Errorf("%s waits with %q, want %q", key, s.lastWhy[key], why)
+		}
+	}
+	if !strings.Contains(s.lastWhy["ns/pod:a-more"], "waits at queue position") {
+		t.Errorf("a-more: %q", s.lastWhy["ns/pod:a-more"])
+	}
+	// A second round before the informers show the binds: the cells keep
+	// the gangs where they are and nothing new is bound.
+	s.Round(context.Background(), time.Now())
+	if fc.calls != 3 {
+		t.Errorf("%d bind calls after the second round, want 3", fc.calls)
+	}
+	// The same pods without tenancy: a-more fits beside b-0 and b-1.
+	cs2, fc2 := newFake(t, objs...)
+	cfg.Tenancy, cfg.Cells = "none", ""
+	s2 := startRounds(t, cfg, cs2)
+	s2.Round(context.Background(), time.Now())
+	if fc2.binds["a-more"] == nil {
+		t.Errorf("without tenancy a-more waits too: binds %v", keys(fc2.binds))
+	}
+}
+
+func TestTenancyConfigErrors(t *testing.T) {
+	for _, c := range []struct{ tenancy, cells, want string }{
+		{"hived", "", "field cells: tenancy hived needs a cells file"},
+		{"fair", "testdata/two-vcs.yaml", `field tenancy: "fair"`},
+		{"none", "testdata/two-vcs.yaml", "field cells: set, but tenancy is none"},
+		{"quota", "testdata/missing.yaml", "field cells: "},
+	} {
+		cfg := DefaultConfig()
+		cfg.Tenancy, cfg.Cells = c.tenancy, c.cells
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}
