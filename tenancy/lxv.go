@@ -1,6 +1,10 @@
 package tenancy
 
-import "math"
+import (
+	"math"
+
+	"github.com/palsched/pal/variability"
+)
 
 // LVStep is one entry of PAL's L×V order as the tenancy stage walks it:
 // use free devices whose value (SetSpeeds) is <= V, inside one node
@@ -154,7 +158,7 @@ func lxvWithin(nodes [][]*PCell, n int, v float64, class int) [][]*PCell {
 		if len(vals) < n {
 			continue
 		}
-		sc := nthSmallest(vals, n)
+		sc := variability.NthSmallest(vals, n)
 		if sc < bestScore || (sc == bestScore && len(vals) > bestCount) {
 			best, bestCount, bestScore = i, len(vals), sc
 		}
@@ -211,18 +215,4 @@ func lxvAcross(nodes [][]*PCell, n int, v float64, class int) [][]*PCell {
 		}
 	}
 	return vp
-}
-
-// nthSmallest returns the n-th smallest value (1-based); vals is reordered.
-func nthSmallest(vals []float64, n int) float64 {
-	for i := 0; i < n; i++ {
-		m := i
-		for k := i + 1; k < len(vals); k++ {
-			if vals[k] < vals[m] {
-				m = k
-			}
-		}
-		vals[i], vals[m] = vals[m], vals[i]
-	}
-	return vals[n-1]
 }

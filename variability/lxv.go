@@ -182,3 +182,19 @@ func (m LocalityModel) Describe() string {
 	}
 	return b.String()
 }
+
+// NthSmallest returns the n-th smallest value (1-based); vals is
+// reordered. An L×V within entry ranks a node by the n-th best score it
+// can offer an n-GPU job (PAL's placer and hived-pm's placement in a VC).
+func NthSmallest(vals []float64, n int) float64 {
+	for i := 0; i < n; i++ {
+		m := i
+		for k := i + 1; k < len(vals); k++ {
+			if vals[k] < vals[m] {
+				m = k
+			}
+		}
+		vals[i], vals[m] = vals[m], vals[i]
+	}
+	return vals[n-1]
+}

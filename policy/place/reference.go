@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
 
@@ -188,7 +189,7 @@ func refWithin(env *policy.Env, f *freeSet, j *workload.Job, v float64) []int {
 		if len(vals) < n {
 			continue
 		}
-		score := nthSmallest(vals, n)
+		score := variability.NthSmallest(vals, n)
 		if score < bestScore || (score == bestScore && len(vals) > bestCount) {
 			bestNode, bestCount, bestScore = node, len(vals), score
 		}
@@ -203,20 +204,6 @@ func refWithin(env *policy.Env, f *freeSet, j *workload.Job, v float64) []int {
 		}
 	}
 	return out
-}
-
-// nthSmallest returns the n-th smallest value (1-based); vals is reordered.
-func nthSmallest(vals []float64, n int) float64 {
-	for i := 0; i < n; i++ {
-		m := i
-		for k := i + 1; k < len(vals); k++ {
-			if vals[k] < vals[m] {
-				m = k
-			}
-		}
-		vals[i], vals[m] = vals[m], vals[i]
-	}
-	return vals[n-1]
 }
 
 func abs(x int) int {
