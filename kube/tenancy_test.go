@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,25 @@ func TestTenancyConfigErrors(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c, err)
 		}
+	}
+}
+
+// The same pods under quota: each VC holds at most its 4 GPUs, so a-more
+// waits once a-big holds A's quota, and the bad pods wait as under hived.
+func TestTenancyQuota(t *testing.T) {
+	objs := []runtime.Object{node("n0", 4), node("n1", 4),
+		pod("a-big", 4, vcAnn("A", ""), ""), pod("a-more", 1, vcAnn("A", ""), ""),
+		pod("b-0", 2, vcAnn("B", ""), ""), pod("c-0", 1, vcAnn("C", ""), "")}
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "quota", "testdata/two-vcs.yaml"
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), time.Now())
+	if got := keys(fc.binds); !slices.Equal(got, []string{"a-big", "b-0"}) {
+		t.Errorf("binds %v, want a-big and b-0", got)
+	}
+	if !strings.Contains(s.lastWhy["ns/pod:c-0"], "unknown VC") {
+		t.Errorf("c-0: %q", s.lastWhy["ns/pod:c-0"])
 	}
 }
