@@ -93,17 +93,7 @@ duration (seconds) and num_gpus.`,
 			if err != nil {
 				return err
 			}
-			// Written to memory first so that a failure never leaves half
-			// a trace behind in --out.
-			var buf bytes.Buffer
-			if err := workload.WriteTrace(&buf, jobs); err != nil {
-				return err
-			}
-			if out == "" || out == "-" {
-				_, err = cmd.OutOrStdout().Write(buf.Bytes())
-				return err
-			}
-			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			if toStdout, err := writeTraceOut(cmd, out, jobs); err != nil || toStdout {
 				return err
 			}
 			tracked := 0
@@ -128,4 +118,19 @@ duration (seconds) and num_gpus.`,
 	fs.StringVar(&classMap, "class-map", string(workload.ClassMapArtifact), "model to class: artifact (code) or paper (Table II)")
 	fs.StringVar(&out, "out", "", "write the trace to this file instead of stdout")
 	return cmd
+}
+
+// writeTraceOut writes a generated trace to --out, or to stdout when --out
+// is empty or "-" (toStdout). The trace is rendered in memory first so that
+// a failure never leaves half a trace behind in --out.
+func writeTraceOut(cmd *cobra.Command, out string, jobs []workload.Spec) (toStdout bool, err error) {
+	var buf bytes.Buffer
+	if err := workload.WriteTrace(&buf, jobs); err != nil {
+		return false, err
+	}
+	if out == "" || out == "-" {
+		_, err = cmd.OutOrStdout().Write(buf.Bytes())
+		return true, err
+	}
+	return false, os.WriteFile(out, buf.Bytes(), 0o644)
 }

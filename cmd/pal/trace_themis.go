@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -96,15 +95,7 @@ pal themis sim --trace FILE.`,
 			if err != nil {
 				return err
 			}
-			var buf bytes.Buffer
-			if err := workload.WriteTrace(&buf, jobs); err != nil {
-				return err
-			}
-			if out == "" || out == "-" {
-				_, err = cmd.OutOrStdout().Write(buf.Bytes())
-				return err
-			}
-			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			if toStdout, err := writeTraceOut(cmd, out, jobs); err != nil || toStdout {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "pal: wrote %d jobs in %d apps, last arrival at %.1f h, to %s\n  %s\n",
