@@ -188,8 +188,29 @@ func (s *Scheduler) checkBuddy(ch *Chain) error {
 		}
 		return nil
 	}
+	// Bindings point both ways: a physical cell's virtual cell is bound to
+	// it and to no other (checkVTree sees only the virtual side).
+	var back func(p *PCell) error
+	back = func(p *PCell) error {
+		if v := p.vcell; v != nil && v.phys != p {
+			other := "nothing"
+			if v.phys != nil {
+				other = v.phys.Addr
+			}
+			return fmt.Errorf("chain %s: cell %s is bound to a level-%d virtual cell bound to %s", ch.Name, p.Addr, v.level, other)
+		}
+		for _, c := range p.children {
+			if err := back(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, t := range ch.tops {
 		if err := walk(t); err != nil {
+			return err
+		}
+		if err := back(t); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,10 @@ package tenancy
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -107,14 +110,44 @@ func namedCell(cfg *Config, typ string, node *int) PhysicalCellSpec {
 // recoveries, the full invariant holds after every step; while all nodes
 // are healthy, every request its VC's own view can place (a request that
 // is valid within the VC) is placed, and no other is.
+//
+// Seeds: 7 is the original; 4 and 8 failed before bind stopped binding a
+// virtual cell twice when its parent's binding showed bad hardware on it
+// (see TestBindShowsBadNodeOffThePlacement). PAL_PROP_SEED=a,b,... runs
+// other seeds instead; PAL_PROP_TRACE=N logs every step of config N.
 func TestH7RandomSequencesKeepSafety(t *testing.T) {
+	seeds := []uint64{7, 4, 8}
+	if env := os.Getenv("PAL_PROP_SEED"); env != "" {
+		seeds = nil
+		for _, f := range strings.Split(env, ",") {
+			v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("PAL_PROP_SEED %q: %v", env, err)
+			}
+			seeds = append(seeds, v)
+		}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { runH7(t, seed) })
+	}
+}
+
+func runH7(t *testing.T, seed uint64) {
 	configs := 2000
 	if testing.Short() {
 		configs = 300
 	}
-	rng := rand.New(rand.NewPCG(7, 7))
-	lvRng := rand.New(rand.NewPCG(7, 8)) // its own stream: the other draws stay as they were
+	rng := rand.New(rand.NewPCG(seed, seed))
+	lvRng := rand.New(rand.NewPCG(seed, seed+1)) // its own stream: the other draws stay as they were
 	steps, placed, valid := 0, 0, 0
+	trace := -1 // PAL_PROP_TRACE=N logs config N and every step of it
+	if env := os.Getenv("PAL_PROP_TRACE"); env != "" {
+		n, err := strconv.Atoi(env)
+		if err != nil {
+			t.Fatalf("PAL_PROP_TRACE %q: %v", env, err)
+		}
+		trace = n
+	}
 	for c := 0; c < configs; c++ {
 		cfg := randomConfig(rng)
 		s, err := New(cfg)
@@ -123,6 +156,9 @@ func TestH7RandomSequencesKeepSafety(t *testing.T) {
 		}
 		if err := s.Check(); err != nil {
 			t.Fatalf("config %d initially: %v", c, err)
+		}
+		if c == trace {
+			t.Logf("config %d: %+v", c, *cfg)
 		}
 		fastest := c%2 == 0
 		if fastest {
@@ -170,9 +206,12 @@ func TestH7RandomSequencesKeepSafety(t *testing.T) {
 					if canView {
 						valid++
 					}
-					// An L×V across entry may split pods the view cannot fit.
-					if canView != d.Placed && !(r.Spread && d.Placed) {
-						t.Fatalf("config %d step %d: view says %v, scheduler %v (%s)\n%s", c, step, canView, d.Placed, d.Reason, s.dump())
+					// An L×V across entry may split pods the view cannot fit,
+					// and the L×V walk picks devices by speed, not by the
+					// view's aligned packing, so it may place what the view
+					// cannot; what the view can place must always be placed.
+					if canView != d.Placed && !(d.Placed && (r.Spread || len(r.LV) > 0)) {
+						t.Fatalf("config %d step %d: %+v: view says %v, scheduler %v (%s)\n%s\nbefore:\n%s", c, step, r, canView, d.Placed, d.Reason, s.dump(), before)
 					}
 				}
 				if d.Placed {
@@ -204,6 +243,9 @@ func TestH7RandomSequencesKeepSafety(t *testing.T) {
 					t.Fatal(err)
 				}
 				what = fmt.Sprintf("node %s healthy=%v", n, healthy)
+			}
+			if c == trace {
+				t.Logf("step %d: %s\n%s", step, what, s.dump())
 			}
 			if err := s.Check(); err != nil {
 				t.Fatalf("config %d step %d after %s: %v\n%s\nbefore:\n%s", c, step, what, err, s.dump(), before)
@@ -238,6 +280,7 @@ func (s *Scheduler) dump() string {
 		for l := 1; l <= ch.Top(); l++ {
 			out += fmt.Sprintf("  free[%d] = %v\n", l, freeList(s, ch.Name, l))
 		}
+		out += fmt.Sprintf("  bound %v\n", bindings(s, ch.Name))
 	}
 	for _, g := range s.Groups() {
 		p, _ := s.Placement(g)

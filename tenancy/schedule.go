@@ -607,6 +607,11 @@ func (s *Scheduler) bind(v *VCell) bool {
 	if !s.bind(v.parent) {
 		return false
 	}
+	if v.phys != nil {
+		// Binding the parent showed its bad hardware to the VC (fixBad)
+		// and picked v for it: v may not be bound a second time.
+		return v.phys.bad == 0 || v.phys.level > v.phys.chain.NodeLevel
+	}
 	var best *PCell
 	for _, c := range v.parent.phys.children {
 		if c.vcell != nil {
@@ -651,16 +656,42 @@ func (s *Scheduler) fixBad(p *PCell) {
 			continue
 		}
 		if c.vcell == nil {
+			// Prefer a virtual cell the decision under way has not chosen
+			// (no leaf marked in this epoch): showing the failure on the
+			// cell a pod was fitted to would make that pod's binding fail.
+			var pick *VCell
 			for _, vc := range p.vcell.children {
-				if vc.phys == nil {
-					link(vc, c)
-					s.newBinds = append(s.newBinds, vc)
+				if vc.phys != nil {
+					continue
+				}
+				if pick == nil {
+					pick = vc
+				}
+				if !s.chosen(vc) {
+					pick = vc
 					break
 				}
+			}
+			if pick != nil {
+				link(pick, c)
+				s.newBinds = append(s.newBinds, pick)
 			}
 		}
 		s.fixBad(c)
 	}
+}
+
+// chosen reports whether a leaf of v is marked by the current decision.
+func (s *Scheduler) chosen(v *VCell) bool {
+	if v.level == 1 {
+		return v.mark == s.epoch
+	}
+	for _, c := range v.children {
+		if s.chosen(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // unbindTree drops the bindings of v's subtree; a preassigned cell's
