@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -66,6 +67,57 @@ func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
 		if got := len(fc.evicted) > 0; got != tc.evicted {
 			t.Errorf("%s, %s iterations, cost %v: evicted %v (%v), want %v; wait reasons %q",
 				tc.placement, tc.iters, tc.cost, got, fc.evicted, tc.evicted, s.lastWhy)
+		}
+	}
+}
+
+// A running gang under a sticky placer stays where it is, also when the
+// placer sees a view of the cluster (another scheduler's pod holds a GPU
+// on n0, so GPU ids are renumbered): its GPUs are handed to the placer in
+// the view's ids as held, and the answer is mapped back to the same real
+// GPUs, so nothing is evicted round after round while a new gang
+// arrives. (The parity replay's migrations under "pal" are not this: PAL
+// is non-sticky and the simulator moves the same jobs; see
+// test/integration/parity_test.go.)
+func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
+	for _, placement := range []string{"packed-sticky", "random-sticky", "spread"} {
+		r0 := pod("r-0", 1, gangAnn("r", 2, AnnGPUIndices, "2", AnnModel, "BERT"), "n1")
+		r1 := pod("r-1", 1, gangAnn("r", 2, AnnGPUIndices, "3", AnnModel, "BERT"), "n1")
+		other := pod("other", 1, map[string]string{AnnGPUIndices: "0"}, "n0")
+		other.Spec.SchedulerName = "default-scheduler"
+		for _, p := range []*corev1.Pod{r0, r1, other} {
+			p.Status.Phase = corev1.PodRunning
+		}
+		objs := []runtime.Object{node("n0", 4), node("n1", 4), r0, r1, other}
+		cs, fc := newFake(t, objs...)
+		cfg := DefaultConfig()
+		cfg.LeaderElection.Enabled = false
+		cfg.Placement = placement
+		s := startRounds(t, cfg, cs)
+		s.Round(context.Background(), time.Now())
+		q := pod("q-0", 1, gangAnn("q", 1, AnnModel, "BERT"), "")
+		if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			if l, _ := s.ours.List(labels.Everything()); len(l) == 3 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for range 3 {
+			s.Round(context.Background(), time.Now())
+		}
+		if len(fc.evicted) > 0 {
+			t.Errorf("%s: evicted %v; a sticky placer must keep the running gang on n1 GPUs 2,3 (wait reasons %q)", placement, fc.evicted, s.lastWhy)
+		}
+		b := fc.binds["q-0"]
+		if b == nil {
+			t.Fatalf("%s: q-0 not bound (binds %v, wait reasons %q)", placement, keys(fc.binds), s.lastWhy)
+		}
+		n, idx := b.Target.Name, b.Annotations[AnnGPUIndices]
+		if (n == "n0" && idx == "0") || (n == "n1" && (idx == "2" || idx == "3")) {
+			t.Errorf("%s: q-0 bound to %s GPU %s, a GPU already in use", placement, n, idx)
 		}
 	}
 }

@@ -42,15 +42,28 @@ const parityTrace = `job_id,num_gpus,submit_time,duration,model
 `
 
 // One small trace replayed through the dev cluster and pal scheduler
-// under FIFO + PAL gives every job the same GPUs, start and completion as
-// pal sim on the same cluster (4x4) and GPU scores. Time scaling: one
-// simulated 360 s round is 2 s of wall time (speedup 180).
-func TestParityWithSim(t *testing.T) {
+// under FIFO and a sticky placement (packed-sticky) gives every job the
+// same GPUs, start and completion as pal sim on the same cluster (4x4)
+// and GPU scores. Time scaling: one simulated 360 s round is 2 s of wall
+// time (speedup 180).
+func TestParityWithSim(t *testing.T) { parity(t, "packed-sticky") }
+
+// The same under PAL does not hold, and is not a driver bug: PAL is a
+// non-sticky placement (place.PAL.Sticky() is false) that re-plans every
+// job each round, and on this trace the simulator itself moves running
+// jobs (job 1 from GPUs 4-7 to 0-3 at 720 s, job 3 five times ...) at no
+// cost. The driver makes the same moves, but a move there is an eviction
+// and a relaunch a round later, so times and later placements drift, and
+// the replay records a job's last placement where the simulator's
+// observer records its first. PAL_PARITY=1 runs it.
+func TestParityWithSimPAL(t *testing.T) {
 	if os.Getenv("PAL_PARITY") == "" {
-		// Known gap: the replay diverges from the simulator from the first
-		// round on (see the issue-9 report); run with PAL_PARITY=1.
-		t.Skip("parity with pal sim is not reached yet; PAL_PARITY=1 runs it")
+		t.Skip("PAL is non-sticky: the simulator migrates for free, the driver by eviction; PAL_PARITY=1 runs it")
 	}
+	parity(t, "pal")
+}
+
+func parity(t *testing.T, placement string) {
 	const R, speedup = 360.0, 180.0
 	dir := t.TempDir()
 	tracePath := filepath.Join(dir, "trace.csv")
@@ -68,21 +81,24 @@ func TestParityWithSim(t *testing.T) {
 	}
 
 	// The simulator, exactly as pal sim --trace T --cluster 4x4
-	// --gpu-scores S --extra-load 0 --placement pal runs it, recording the
+	// --gpu-scores S --extra-load 0 --placement P runs it, recording the
 	// GPUs of each launch.
 	o, _ := experiment.Preset("artifact")
-	o.Trace, o.Cluster, o.GPUScores, o.ExtraLoad, o.Placements = tracePath, "4x4", scoresPath, 0, "pal"
+	o.Trace, o.Cluster, o.GPUScores, o.ExtraLoad, o.Placements = tracePath, "4x4", scoresPath, 0, placement
 	in, err := experiment.Prepare(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := in.Config("pal")
+	cfg, err := in.Config(placement)
 	if err != nil {
 		t.Fatal(err)
 	}
 	simGPUs := map[int][]int{}
 	cfg.Observe = func(_ float64, order []*workload.Job, alloc [][]int) {
 		for i, j := range order {
+			if placement != "pal" && alloc[i] != nil && j.Running() && !slices.Equal(alloc[i], j.GPUsHeld) {
+				t.Errorf("sim: %s moved running job %d from %v to %v", placement, j.ID, j.GPUsHeld, alloc[i])
+			}
 			if alloc[i] != nil && !j.Running() {
 				if _, seen := simGPUs[j.ID]; seen {
 					t.Errorf("sim: job %d launched twice", j.ID)
@@ -112,7 +128,7 @@ func TestParityWithSim(t *testing.T) {
 	kc := testConfig()
 	kc.Period = kube.Duration{Duration: time.Duration(R / speedup * float64(time.Second))}
 	kc.AlignPeriod, kc.ArrivalDelay = true, kube.Duration{}
-	kc.Scheduler, kc.Placement = "fifo", "pal"
+	kc.Scheduler, kc.Placement = "fifo", placement
 	e.runScheduler(kc, "pal")
 	tr, err := workload.ReadTraceFile(tracePath, workload.DefaultModels())
 	if err != nil {
