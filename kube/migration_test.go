@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -99,11 +98,13 @@ func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
 		if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		for range 50 {
-			if l, _ := s.ours.List(labels.Everything()); len(l) == 3 {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := s.ours.Pods("ns").Get("q-0"); err == nil {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the informer never showed q-0", placement)
+			}
 		}
 		for range 3 {
 			s.Round(context.Background(), time.Now())
