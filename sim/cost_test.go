@@ -141,14 +141,7 @@ func TestLostTimeIsEveryMoveOnceOnRandomTraces(t *testing.T) {
 		nodes, per := 2+rng.IntN(3), 2+rng.IntN(3)
 		cl, _ := cluster.New(nodes, per)
 		size := cl.Size()
-		var jobs []workload.Spec
-		tm := 0.0
-		for i := range 20 + rng.IntN(20) {
-			tm += float64(rng.IntN(300))
-			s := spec(i, 1+rng.IntN(size), tm, float64(1+rng.IntN(3000)))
-			s.Class = variability.Class(rng.IntN(variability.NumClasses))
-			jobs = append(jobs, s)
-		}
+		jobs := randomJobs(rng, size, 20+rng.IntN(20), 300)
 		raw, sc := randomTables(rng, size)
 		for _, sn := range []string{"fifo", "las", "srtf"} {
 			for _, pn := range []string{"pal", "pm-first", "packed-nonsticky", "packed-sticky"} {
@@ -178,6 +171,20 @@ func TestLostTimeIsEveryMoveOnceOnRandomTraces(t *testing.T) {
 
 // randomTables draws per-GPU values and binned scores with an L×V order
 // for every class.
+// randomJobs draws n jobs of 1..size GPUs and 1..3000 iterations, each of
+// a random class, arriving up to maxGap seconds apart.
+func randomJobs(rng *rand.Rand, size, n, maxGap int) []workload.Spec {
+	var jobs []workload.Spec
+	tm := 0.0
+	for i := range n {
+		tm += float64(rng.IntN(maxGap))
+		s := spec(i, 1+rng.IntN(size), tm, float64(1+rng.IntN(3000)))
+		s.Class = variability.Class(rng.IntN(variability.NumClasses))
+		jobs = append(jobs, s)
+	}
+	return jobs
+}
+
 func randomTables(rng *rand.Rand, size int) (*variability.Table, *policy.Scores) {
 	raw := &variability.Table{}
 	sc := &policy.Scores{}

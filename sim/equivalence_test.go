@@ -109,28 +109,9 @@ func TestIncrementalMatchesPlain(t *testing.T) {
 			for _, pn := range pls {
 				name := fmt.Sprintf("trial %d %s %s %v round %v guard %v", trial, sn, pn, cfg.Cluster, cfg.Round, cfg.StarvationGuard)
 				run := func(plain, noSkip bool, noRecords ...bool) (*Result, string) {
-					c := cfg
-					c.Scheduler, c.Placer = scheds[sn](), mustPlacer(t, pn)
-					c.Plain, c.noSkip = plain, noSkip
-					c.NoRecords = len(noRecords) > 0
-					res, err := Run(c)
-					if err != nil {
-						return nil, err.Error()
-					}
-					return res, ""
+					return runLoop(t, cfg, scheds[sn], pn, plain, noSkip, len(noRecords) > 0)
 				}
-				want, wantErr := run(true, false)
-				for _, noSkip := range []bool{true, false} {
-					got, err := run(false, noSkip)
-					if err != wantErr {
-						t.Fatalf("%s, skipping %v: error %q, want %q", name, !noSkip, err, wantErr)
-					}
-					if err == "" {
-						if d := sameResult(want, got); d != "" {
-							t.Fatalf("%s, skipping %v: %s", name, !noSkip, d)
-						}
-					}
-				}
+				want, wantErr := requireLoopsAgree(t, name, cfg, scheds[sn], pn)
 				// Without per-job records the summary is the same.
 				if brief, err := run(trial%2 == 0, false, true); err == wantErr && err == "" {
 					if len(brief.Jobs) != 0 || !reflect.DeepEqual(brief.Summary, want.Summary) {
@@ -142,6 +123,40 @@ func TestIncrementalMatchesPlain(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runLoop runs cfg with a fresh scheduler and placer through the plain
+// loop or the incremental one (stepping every round, or skipping dead
+// ones); the error comes back as text so that runs compare with ==.
+func runLoop(t *testing.T, cfg Config, sched func() policy.Scheduler, pn string, plain, noSkip, noRecords bool) (*Result, string) {
+	t.Helper()
+	cfg.Scheduler, cfg.Placer = sched(), mustPlacer(t, pn)
+	cfg.Plain, cfg.noSkip, cfg.NoRecords = plain, noSkip, noRecords
+	res, err := Run(cfg)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return res, ""
+}
+
+// requireLoopsAgree fails unless the incremental loop, stepping and
+// skipping, gives exactly the plain loop's error or results; it returns
+// the plain run.
+func requireLoopsAgree(t *testing.T, name string, cfg Config, sched func() policy.Scheduler, pn string) (*Result, string) {
+	t.Helper()
+	want, wantErr := runLoop(t, cfg, sched, pn, true, false, false)
+	for _, noSkip := range []bool{true, false} {
+		got, err := runLoop(t, cfg, sched, pn, false, noSkip, false)
+		if err != wantErr {
+			t.Fatalf("%s, skipping %v: error %q, want %q", name, !noSkip, err, wantErr)
+		}
+		if err == "" {
+			if d := sameResult(want, got); d != "" {
+				t.Fatalf("%s, skipping %v: %s", name, !noSkip, d)
+			}
+		}
+	}
+	return want, wantErr
 }
 
 func sameResult(want, got *Result) string {

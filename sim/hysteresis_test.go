@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/schedule"
-	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
 
@@ -24,14 +24,7 @@ func TestMigrationAwareEqualsBaseAtCostZero(t *testing.T) {
 		nodes, per := 1+rng.IntN(5), 1+rng.IntN(6)
 		cl, _ := cluster.New(nodes, per)
 		size := cl.Size()
-		var jobs []workload.Spec
-		tm := 0.0
-		for i := range 20 + rng.IntN(30) {
-			tm += float64(rng.IntN(400))
-			s := spec(i, 1+rng.IntN(size), tm, float64(1+rng.IntN(3000)))
-			s.Class = variability.Class(rng.IntN(variability.NumClasses))
-			jobs = append(jobs, s)
-		}
+		jobs := randomJobs(rng, size, 20+rng.IntN(30), 400)
 		tr := &workload.Trace{Name: fmt.Sprintf("trial-%d", trial), Jobs: jobs}
 		raw, sc := randomTables(rng, size)
 		cfg := func(sn, pn string, costs workload.MoveCost) Config {
@@ -79,33 +72,10 @@ func TestMigrationAwareIncrementalMatchesPlain(t *testing.T) {
 		cfg.Costs = workload.Costs{Default: workload.MoveCost{Migration: float64(1 + rng.IntN(2000)), Preemption: float64(rng.IntN(400))}}
 		sn := schedule.Names()[trial%len(schedule.Names())]
 		pn := place.MigrationAwareNames()[trial%len(place.MigrationAwareNames())]
-		run := func(plain, noSkip bool) (*Result, string) {
-			c := cfg
-			if sn == "tiresias-las" {
-				c.Scheduler = tiresias()
-			} else {
-				c.Scheduler, _ = schedule.New(sn)
-			}
-			c.Placer = mustPlacer(t, pn)
-			c.Plain, c.noSkip = plain, noSkip
-			res, err := Run(c)
-			if err != nil {
-				return nil, err.Error()
-			}
-			return res, ""
+		sched := tiresias
+		if sn != "tiresias-las" {
+			sched = func() policy.Scheduler { s, _ := schedule.New(sn); return s }
 		}
-		want, wantErr := run(true, false)
-		for _, noSkip := range []bool{true, false} {
-			got, err := run(false, noSkip)
-			name := fmt.Sprintf("trial %d %s %s costs %+v, skipping %v", trial, sn, pn, cfg.Costs.Default, !noSkip)
-			if err != wantErr {
-				t.Fatalf("%s: error %q, want %q", name, err, wantErr)
-			}
-			if err == "" {
-				if d := sameResult(want, got); d != "" {
-					t.Fatalf("%s: %s", name, d)
-				}
-			}
-		}
+		requireLoopsAgree(t, fmt.Sprintf("trial %d %s %s costs %+v", trial, sn, pn, cfg.Costs.Default), cfg, sched, pn)
 	}
 }
