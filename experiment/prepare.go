@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,7 +49,9 @@ type Inputs struct {
 	// pinnedExtras are the ids of the artifact's own extra arrivals when
 	// its pinned trace stands in for the generator.
 	pinnedExtras map[int]bool
-	traceIDs     map[int]bool
+	// traceIDs are the trace's job ids, ascending (a sorted slice: a map
+	// of a million ids costs tens of megabytes).
+	traceIDs []int
 	// Layout is the cells the tenancy stage works on (nil: no tenancy).
 	Layout     *tenant.Layout
 	nodeEvents []sim.NodeEvent
@@ -93,10 +96,11 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
 		return nil, err
 	}
-	in.traceIDs = make(map[int]bool, len(in.Trace.Jobs))
+	in.traceIDs = make([]int, len(in.Trace.Jobs))
 	for i := range in.Trace.Jobs {
-		in.traceIDs[in.Trace.Jobs[i].ID] = true
+		in.traceIDs[i] = in.Trace.Jobs[i].ID
 	}
+	slices.Sort(in.traceIDs)
 	if err := in.setupTenancy(); err != nil {
 		return nil, err
 	}
@@ -234,10 +238,15 @@ func (in *Inputs) Origin(id int) string {
 	switch {
 	case in.pinnedExtras[id]:
 		return "extra-pinned"
-	case in.traceIDs[id]:
+	case isTraceID(in.traceIDs, id):
 		return "trace"
 	}
 	return "extra-generated"
+}
+
+func isTraceID(ids []int, id int) bool {
+	_, ok := slices.BinarySearch(ids, id)
+	return ok
 }
 
 func readEmbedded(fsys fs.FS, p string, models *workload.Models) (*workload.Trace, error) {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -49,12 +50,49 @@ func (t *Trace) MaxGPUs() (gpus int, job *Spec) {
 
 // ReadTraceFile reads a PAL-format trace from disk.
 func ReadTraceFile(path string, models *Models) (*Trace, error) {
+	return readTraceFile(path, models, true)
+}
+
+// readTraceFile counts the file's lines first, so that the jobs are
+// allocated once: grown by append, a million rows leave half a gigabyte
+// of outgrown copies for the garbage collector.
+func readTraceFile(path string, models *Models, needTracked bool) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadTrace(path, f, models)
+	rows, err := maxRows(f)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return readTrace(path, f, models, rows, needTracked)
+}
+
+// minRowBytes is the shortest row a trace can have ("0,1,0,1" and a
+// newline: job_id, num_gpus, submit_time, duration_s).
+const minRowBytes = 8
+
+// maxRows bounds the rows of r by its lines, and by its size over the
+// shortest row, so that a file of empty lines never reserves more than a
+// few bytes of jobs per byte of file.
+func maxRows(r io.Reader) (int, error) {
+	buf := make([]byte, 64<<10)
+	lines, size := 0, 0
+	for {
+		k, err := r.Read(buf)
+		lines += bytes.Count(buf[:k], []byte{'\n'})
+		size += k
+		if err == io.EOF {
+			return min(lines+1, size/minRowBytes+1), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
 }
 
 // The PAL artifact's trace columns; `tracked` is our optional addition.
@@ -68,8 +106,36 @@ var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "mo
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
 func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
-	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(),
+	return readTrace(name, r, models, 0, true)
+}
+
+// openTrace reads a trace's header.
+func openTrace(name string, r io.Reader) (*csvin.Table, error) {
+	return csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(),
 		csvin.EmptyMsg("empty file (want a header "+strings.Join(traceColumns, ",")+")"))
+}
+
+// ReadTraceRows is ReadTrace for a part of a workload: it also accepts a
+// trace whose rows are all tracked=0 (background load to concatenate or
+// overlay with others).
+func ReadTraceRows(name string, r io.Reader, models *Models) (*Trace, error) {
+	return readTrace(name, r, models, 0, false)
+}
+
+// readTrace reads a trace of about rows rows (a capacity hint; 0: unknown).
+func readTrace(name string, r io.Reader, models *Models, rows int, needTracked bool) (*Trace, error) {
+	tr, err := parseTrace(name, r, models, rows)
+	if err != nil {
+		return nil, err
+	}
+	if needTracked && tr.TrackedCount() == 0 {
+		return nil, fmt.Errorf("%s: every row has tracked=0; nothing would be measured", name)
+	}
+	return tr, nil
+}
+
+func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, error) {
+	t, err := openTrace(name, r)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +163,15 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 	vcCol, prioCol, podCol := t.OptCol("vc"), t.OptCol("priority"), t.OptCol("pod_gpus")
 	trackedCol := t.OptCol("tracked")
 	appCol := t.OptCol("app")
-	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0}
+	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0, Jobs: make([]Spec, 0, rows)}
 	appVC := map[string]struct {
 		vc   string
 		line int
 	}{}
-	seen := map[int]int{}
+	var seen idSet
+	// Model names are interned: a field is a slice of its row's string,
+	// so keeping it would keep the whole row.
+	names := map[string]string{}
 	for t.Next() {
 		if t.Width() == 1 && t.Text(0) == "" {
 			continue
@@ -121,10 +190,9 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 		if s.ID, err = strconv.Atoi(v); err != nil || s.ID < 0 {
 			return nil, t.Errorf(idCol, "%q is not a non-negative integer", v)
 		}
-		if prev, dup := seen[s.ID]; dup {
-			return nil, t.Errorf(idCol, "id %d already used on line %d", s.ID, prev)
+		if seen.add(s.ID) {
+			return nil, t.Errorf(idCol, "id %d already used on line %d", s.ID, lineOf(tr.Jobs, s.ID))
 		}
-		seen[s.ID] = s.Line
 		if v, err = t.Field(gpusCol); err != nil {
 			return nil, err
 		}
@@ -161,7 +229,12 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 			if !ok {
 				return nil, t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
 			}
-			s.Model, s.IterTime, s.Class = v, it, cl
+			m, ok := names[v]
+			if !ok {
+				m = strings.Clone(v)
+				names[m] = m
+			}
+			s.Model, s.IterTime, s.Class = m, it, cl
 		} else {
 			// No model: one "iteration" is one second on a median GPU.
 			s.Model, s.IterTime = NoModel, 1
@@ -222,11 +295,48 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 	if len(tr.Jobs) == 0 {
 		return nil, fmt.Errorf("%s: no jobs after the header", name)
 	}
-	if tr.TrackedCount() == 0 {
-		return nil, fmt.Errorf("%s: every row has tracked=0; nothing would be measured", name)
-	}
 	sort.SliceStable(tr.Jobs, func(a, b int) bool { return tr.Jobs[a].Submit < tr.Jobs[b].Submit })
 	return tr, nil
+}
+
+// idSet holds the job ids read so far. Ids are mostly dense from 0, so
+// a bit each (up to maxDenseID) costs a million-row trace 125 kB where a
+// map of ids would cost tens of megabytes; larger ids go to a map.
+type idSet struct {
+	bits []uint64
+	big  map[int]struct{}
+}
+
+const maxDenseID = 1 << 26
+
+// add records id and reports whether it was already there.
+func (s *idSet) add(id int) (dup bool) {
+	if id >= maxDenseID {
+		if _, dup = s.big[id]; !dup {
+			if s.big == nil {
+				s.big = map[int]struct{}{}
+			}
+			s.big[id] = struct{}{}
+		}
+		return dup
+	}
+	w, b := id/64, uint64(1)<<(id%64)
+	if w >= len(s.bits) {
+		s.bits = append(s.bits, make([]uint64, w+1-len(s.bits))...)
+	}
+	dup = s.bits[w]&b != 0
+	s.bits[w] |= b
+	return dup
+}
+
+// lineOf is the line of the first job with id (jobs in file order).
+func lineOf(jobs []Spec, id int) int {
+	for i := range jobs {
+		if jobs[i].ID == id {
+			return jobs[i].Line
+		}
+	}
+	return 0
 }
 
 // NoModel is the model of a job read from a trace without a model column
@@ -273,44 +383,111 @@ func parseFinite(s string) (float64, error) {
 // job is untracked and an app column when any job has an app, so that
 // ReadTrace reads back the same jobs.
 func WriteTrace(w io.Writer, jobs []Spec) error {
-	withTracked, withApp := false, false
+	var c TraceColumns
 	for i := range jobs {
-		if !jobs[i].Tracked {
-			withTracked = true
-		}
-		if jobs[i].App != "" {
-			withApp = true
-		}
+		c.Tracked = c.Tracked || !jobs[i].Tracked
+		c.App = c.App || jobs[i].App != ""
 	}
-	cw := csv.NewWriter(w)
-	h := append([]string(nil), traceColumns...)
-	if withTracked {
-		h = append(h, "tracked")
-	}
-	if withApp {
-		h = append(h, "app")
-	}
-	if err := cw.Write(h); err != nil {
+	tw, err := NewTraceWriter(w, c)
+	if err != nil {
 		return err
 	}
 	for i := range jobs {
-		j := &jobs[i]
-		rec := []string{strconv.Itoa(j.ID), strconv.Itoa(j.GPUs),
-			strconv.FormatFloat(j.Submit, 'f', -1, 64), strconv.FormatFloat(j.Iterations, 'f', -1, 64), j.Model}
-		if withTracked {
-			t := "0"
-			if j.Tracked {
-				t = "1"
-			}
-			rec = append(rec, t)
-		}
-		if withApp {
-			rec = append(rec, j.App)
-		}
-		if err := cw.Write(rec); err != nil {
+		if err := tw.Write(&jobs[i]); err != nil {
 			return err
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return tw.Flush()
+}
+
+// TraceColumns are the optional columns of a written trace.
+type TraceColumns struct {
+	// Seconds writes duration_s (seconds on a median GPU) and no model,
+	// for jobs read without a model (NoModel); otherwise every job has a
+	// model and duration counts its iterations.
+	Seconds                             bool
+	Tracked, App, VC, Priority, PodGPUs bool
+}
+
+// columnsOf says which optional columns a trace's header has.
+func columnsOf(t *csvin.Table) TraceColumns {
+	return TraceColumns{
+		Seconds: t.OptCol("duration_s") >= 0 && t.OptCol("model") < 0,
+		Tracked: t.OptCol("tracked") >= 0, App: t.OptCol("app") >= 0,
+		VC: t.OptCol("vc") >= 0, Priority: t.OptCol("priority") >= 0, PodGPUs: t.OptCol("pod_gpus") >= 0,
+	}
+}
+
+// TraceWriter writes jobs in the PAL format one at a time, so a trace
+// need not be held whole to be written.
+type TraceWriter struct {
+	cw  *csv.Writer
+	c   TraceColumns
+	rec []string
+}
+
+// NewTraceWriter writes the header of a trace with columns c.
+func NewTraceWriter(w io.Writer, c TraceColumns) (*TraceWriter, error) {
+	h := append([]string(nil), traceColumns...)
+	if c.Seconds {
+		h = append(h[:3], "duration_s")
+	}
+	for _, o := range []struct {
+		on   bool
+		name string
+	}{{c.Tracked, "tracked"}, {c.App, "app"}, {c.VC, "vc"}, {c.Priority, "priority"}, {c.PodGPUs, "pod_gpus"}} {
+		if o.on {
+			h = append(h, o.name)
+		}
+	}
+	tw := &TraceWriter{cw: csv.NewWriter(w), c: c}
+	return tw, tw.cw.Write(h)
+}
+
+// Write writes one job.
+func (tw *TraceWriter) Write(j *Spec) error {
+	if noModel := j.Model == NoModel; noModel != tw.c.Seconds {
+		if noModel {
+			return fmt.Errorf("job %d (%s:%d) has no model; only a trace with duration_s and no model column can hold it", j.ID, j.Source, j.Line)
+		}
+		return fmt.Errorf("job %d (%s:%d) has model %s, but the trace has no model column", j.ID, j.Source, j.Line, j.Model)
+	}
+	rec := append(tw.rec[:0], strconv.Itoa(j.ID), strconv.Itoa(j.GPUs), strconv.FormatFloat(j.Submit, 'f', -1, 64))
+	if tw.c.Seconds {
+		// A job without a model runs one iteration per second.
+		rec = append(rec, strconv.FormatFloat(j.Iterations, 'f', -1, 64))
+	} else {
+		rec = append(rec, strconv.FormatFloat(j.Iterations, 'f', -1, 64), j.Model)
+	}
+	if tw.c.Tracked {
+		t := "0"
+		if j.Tracked {
+			t = "1"
+		}
+		rec = append(rec, t)
+	}
+	if tw.c.App {
+		rec = append(rec, j.App)
+	}
+	if tw.c.VC {
+		rec = append(rec, j.VC)
+	}
+	if tw.c.Priority {
+		rec = append(rec, strconv.Itoa(j.VCPriority))
+	}
+	if tw.c.PodGPUs {
+		pod := ""
+		if j.PodGPUs > 0 {
+			pod = strconv.Itoa(j.PodGPUs)
+		}
+		rec = append(rec, pod)
+	}
+	tw.rec = rec
+	return tw.cw.Write(rec)
+}
+
+// Flush writes out what is buffered and reports any write error.
+func (tw *TraceWriter) Flush() error {
+	tw.cw.Flush()
+	return tw.cw.Error()
 }

@@ -155,3 +155,40 @@ func TestTraceRowWiderThanHeader(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func TestReadTraceDuplicateIDs(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration,model\n"
+	big := "1099511627776" // past the dense bitmap: ids there go to a map
+	cases := []struct{ rows, want string }{
+		{"0,1,0,1,BERT\n7,1,0,1,BERT\n3,1,0,1,BERT\n7,1,0,1,BERT\n", `w.csv:5: field "job_id": id 7 already used on line 3`},
+		{"64,1,0,1,BERT\n" + big + ",1,0,1,BERT\n63,1,0,1,BERT\n" + big + ",1,0,1,BERT\n", `w.csv:5: field "job_id": id ` + big + ` already used on line 3`},
+		{"5,1,0,1,BERT\n" + big + ",1,0,1,BERT\n6,1,0,1,BERT\n5,1,0,1,BERT\n", `w.csv:5: field "job_id": id 5 already used on line 2`},
+	}
+	for _, tc := range cases {
+		_, err := ReadTrace("w.csv", strings.NewReader(h+tc.rows), DefaultModels())
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: got %v, want %s", tc.rows, err, tc.want)
+		}
+	}
+	tr, err := ReadTrace("w.csv", strings.NewReader(h+"64,1,0,1,BERT\n"+big+",1,0,1,BERT\n63,1,0,1,BERT\n0,1,0,1,BERT\n"), DefaultModels())
+	if err != nil || len(tr.Jobs) != 4 {
+		t.Fatalf("distinct ids refused: %v", err)
+	}
+}
+
+// ReadTraceFile sizes the job list from the file: never by more than the
+// file's lines, nor by more than one job per minRowBytes of file.
+func TestMaxRows(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"", 1},
+		{"job_id,num_gpus,submit_time,duration,model\n0,1,0,10,BERT\n", 3},
+		{strings.Repeat("\n", 100), 13},
+	} {
+		if got, err := maxRows(strings.NewReader(tc.in)); err != nil || got != tc.want {
+			t.Errorf("%q: %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
