@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -16,9 +17,9 @@ import (
 func newTraceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
-		Short: "Generate workload traces in the PAL format",
+		Short: "Generate or join workload traces in the PAL format",
 	}
-	cmd.AddCommand(newTraceSynergyCmd(), newTraceThemisCmd(), newTracePhillyVCCmd())
+	cmd.AddCommand(newTraceSynergyCmd(), newTraceThemisCmd(), newTracePhillyVCCmd(), newTraceConcatCmd())
 	return cmd
 }
 
@@ -121,11 +122,17 @@ duration (seconds) and num_gpus.`,
 }
 
 // writeTraceOut writes a generated trace to --out, or to stdout when --out
-// is empty or "-" (toStdout). The trace is rendered in memory first so that
-// a failure never leaves half a trace behind in --out.
+// is empty or "-" (toStdout).
 func writeTraceOut(cmd *cobra.Command, out string, jobs []workload.Spec) (toStdout bool, err error) {
+	return renderTraceOut(cmd, out, func(w io.Writer) error { return workload.WriteTrace(w, jobs) })
+}
+
+// renderTraceOut writes what render writes to --out, or to stdout when
+// --out is empty or "-" (toStdout). It is rendered in memory first so
+// that a failure never leaves half a trace behind, in --out or on stdout.
+func renderTraceOut(cmd *cobra.Command, out string, render func(io.Writer) error) (toStdout bool, err error) {
 	var buf bytes.Buffer
-	if err := workload.WriteTrace(&buf, jobs); err != nil {
+	if err := render(&buf); err != nil {
 		return false, err
 	}
 	if out == "" || out == "-" {
