@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/internal/atomicfile"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/workload"
 )
@@ -196,12 +197,12 @@ func WriteDir(dir string, res *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error {
 		return Table("", res.Rows).WriteCSV(w)
 	}); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, PartialFile)
@@ -214,22 +215,4 @@ func WriteDir(dir string, res *Result) error {
 	msg := "partial sweep: " + strconv.Itoa(len(res.Rows)) + " of " + strconv.Itoa(res.Total) +
 		" runs finished (stopped early); sweep.csv and sweep.json hold the finished runs only\n"
 	return os.WriteFile(p, []byte(msg), 0o644)
-}
-
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %v", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }

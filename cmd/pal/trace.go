@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/palsched/pal/internal/atomicfile"
 	"github.com/palsched/pal/workload"
 )
 
@@ -128,16 +129,18 @@ func writeTraceOut(cmd *cobra.Command, out string, jobs []workload.Spec) (toStdo
 }
 
 // renderTraceOut writes what render writes to --out, or to stdout when
-// --out is empty or "-" (toStdout). It is rendered in memory first so
-// that a failure never leaves half a trace behind, in --out or on stdout.
+// --out is empty or "-" (toStdout). A failure never leaves half a trace
+// behind: stdout gets the trace rendered in memory first, --out a
+// temporary file renamed into place (so a trace larger than memory can
+// be written).
 func renderTraceOut(cmd *cobra.Command, out string, render func(io.Writer) error) (toStdout bool, err error) {
+	if out != "" && out != "-" {
+		return false, atomicfile.Write(out, render)
+	}
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
 		return false, err
 	}
-	if out == "" || out == "-" {
-		_, err = cmd.OutOrStdout().Write(buf.Bytes())
-		return true, err
-	}
-	return false, os.WriteFile(out, buf.Bytes(), 0o644)
+	_, err = cmd.OutOrStdout().Write(buf.Bytes())
+	return true, err
 }

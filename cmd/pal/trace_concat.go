@@ -39,8 +39,9 @@ only files of that kind. A file whose rows are all tracked=0 is accepted
 
 Every file is checked as pal sim checks a trace (errors name the file,
 line and field) and nothing is written if one fails. Memory is one file's
-rows at a time plus the output (about 50 bytes a job); --overlay holds
-every file's rows. With --out, a summary goes to stderr.`,
+rows at a time (about 150 bytes a job), and to stdout the output too
+(about 45 bytes a job); --overlay holds every file's rows. With --out, a
+summary goes to stderr.`,
 		Example: `  pal trace synergy --rate 1000 --jobs 500000 --seed 1 --out a.csv
   pal trace synergy --rate 1000 --jobs 500000 --seed 2 --out b.csv
   pal trace concat a.csv b.csv --gap 3.6 --out 1m.csv     # 1,000,000 jobs

@@ -58,7 +58,9 @@ func TestTraceConcat(t *testing.T) {
 			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
 		}
 	}
-	if _, err := os.Stat(o); !os.IsNotExist(err) {
-		t.Errorf("a failed concat left %s behind (%v)", o, err)
+	for _, p := range []string{o, o + ".tmp"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("a failed concat left %s behind (%v)", p, err)
+		}
 	}
 }
