@@ -40,6 +40,9 @@ type Cluster struct {
 	Nodes []Node
 	GPUs  []GPU
 	owner []int
+	// node[g] is GPUs[g].Node, packed: Assign, Release and SpansNodes run
+	// for every job that moves, and a GPU record is five words.
+	node  []int32
 	free  []int // free GPU count per node
 	nfree int
 }
@@ -76,6 +79,10 @@ func NewSized(sizes []int) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, node)
 	}
 	c.owner = make([]int, id)
+	c.node = make([]int32, id)
+	for g := range c.GPUs {
+		c.node[g] = int32(c.GPUs[g].Node)
+	}
 	for i := range c.owner {
 		c.owner[i] = Free
 	}
@@ -125,7 +132,7 @@ const (
 
 // Clone returns an independent copy (shape and owners).
 func (c *Cluster) Clone() *Cluster {
-	d := &Cluster{Nodes: c.Nodes, GPUs: c.GPUs, nfree: c.nfree}
+	d := &Cluster{Nodes: c.Nodes, GPUs: c.GPUs, node: c.node, nfree: c.nfree}
 	d.owner = append([]int(nil), c.owner...)
 	d.free = append([]int(nil), c.free...)
 	return d
@@ -178,7 +185,7 @@ func (c *Cluster) FreeOnNode(n int) int { return c.free[n] }
 // SpansNodes reports whether the GPUs are on more than one node.
 func (c *Cluster) SpansNodes(gpus []int) bool {
 	for _, g := range gpus[1:] {
-		if c.GPUs[g].Node != c.GPUs[gpus[0]].Node {
+		if c.node[g] != c.node[gpus[0]] {
 			return true
 		}
 	}
@@ -206,7 +213,7 @@ func (c *Cluster) Assign(job int, gpus []int) error {
 	}
 	for _, g := range gpus {
 		c.owner[g] = job
-		c.free[c.GPUs[g].Node]--
+		c.free[c.node[g]]--
 	}
 	c.nfree -= len(gpus)
 	return nil
@@ -221,7 +228,7 @@ func (c *Cluster) Release(job int, gpus []int) error {
 	}
 	for _, g := range gpus {
 		c.owner[g] = Free
-		c.free[c.GPUs[g].Node]++
+		c.free[c.node[g]]++
 	}
 	c.nfree += len(gpus)
 	return nil

@@ -121,7 +121,10 @@ type LVStep struct {
 // sees the cluster as if those were still allocated and returns the full
 // new allocation: out[i] is the ascending GPU list of order[i], or nil if
 // it does not run this round. The driver turns the difference into
-// launches, preemptions and migrations.
+// launches, preemptions and migrations. Answers are read-only: a placer
+// may hand the same backing array to several jobs or rounds (a running
+// job's own GPUsHeld, or a window of a shared id list), so a driver that
+// wants to change a list copies it first.
 type Placer interface {
 	Name() string
 	// Sticky placers never move a running job; non-sticky ones re-plan

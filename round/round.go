@@ -61,11 +61,23 @@ func Classify(held, next []int) Kind {
 		return Launch
 	case next == nil:
 		return Preempt
-	case slices.Equal(held, next):
+	case Same(held, next):
 		return Keep
 	default:
 		return Migrate
 	}
+}
+
+// Same reports whether two GPU lists are equal. Placers hand a job that
+// stays its own list back, so the common case is one pointer compare.
+func Same(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.Equal(a, b)
 }
 
 // Apply makes cl hold the placer's answer: alloc[i] is the ascending GPU
@@ -85,7 +97,7 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
 	}
 	for i, j := range order {
-		if j.GPUsHeld != nil && !slices.Equal(j.GPUsHeld, alloc[i]) {
+		if j.GPUsHeld != nil && !Same(j.GPUsHeld, alloc[i]) {
 			if err := cl.Release(j.ID, j.GPUsHeld); err != nil {
 				return fmt.Errorf("round: %w", err)
 			}
@@ -93,7 +105,7 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 	}
 	for i, j := range order {
 		g := alloc[i]
-		if g != nil && !slices.Equal(j.GPUsHeld, g) {
+		if g != nil && !Same(j.GPUsHeld, g) {
 			if len(g) != j.GPUs {
 				return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), j.GPUs)
 			}

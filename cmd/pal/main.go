@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		Version:       versionString(),
 	}
 	root.SetVersionTemplate("pal {{.Version}}\n")
+	addProfileFlags(root)
 	root.AddCommand(newSimCmd())
 	addExtraCommands(root)
 	return root

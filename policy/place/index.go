@@ -72,9 +72,9 @@ type scoreIndex struct {
 	// within key is a read, not a sort. All classes of a node sit
 	// together: a take touches one or two cache lines for them.
 	srt   []int32       // view into i32
-	log   []int32       // nodes whose free GPUs changed this round
-	dirty []*withinTree // trees synced this round
+	dirty []*withinTree // trees repaired this round
 
+	ids   []int   // 0..size-1: answers of consecutive GPUs are windows of it
 	buf   []int   // the current pick, in pick order until sorted
 	ks    []int32 // bucket counts merged by one walk
 	idx   []int   // the round's job visiting order
@@ -104,10 +104,20 @@ type classIndex struct {
 	bins     []binInfo
 	binNodes []int32
 
-	gbin    []int32 // bin of each GPU (what walks compare)
-	cnt     []int32 // free GPUs of each (bin, node): bins[b].off+pos
-	pop     []int32
+	gbin []int32 // bin of each GPU (what walks compare)
+	cnt  []int32 // free GPUs of each (bin, node): bins[b].off+pos
+	pop  []int32
+	// hint[popOff+k] is a word before which bucket k of the bin has no
+	// node: a walk starts there instead of at the bin's first word. A
+	// round fills nodes in id order, so without it every pick re-reads
+	// the emptied words at the front of a big bin.
+	hint    []int32
 	binFree []int32 // free GPUs per bin
+	// lo[0] is a bin before which every bin is empty. GPUs are only taken
+	// within a round, so it only moves up until reset; it spares each
+	// pick the walk over drained bins (class A has a bin per outlier,
+	// hundreds on a big cluster).
+	lo []int32
 
 	// trees[n] (2 <= n <= maxPer, PAL only) orders nodes for jobs of n
 	// GPUs; see key.
@@ -122,7 +132,7 @@ type classIndex struct {
 type withinTree struct {
 	t, init []int64
 	c, n    int
-	synced  int // entries of scoreIndex.log already applied
+	dirty   bool // t differs from init (listed in scoreIndex.dirty)
 }
 
 // noKey marks a node with fewer than n free GPUs in a within tree.
@@ -215,6 +225,10 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		o = x.cls[c].carve(x.i32, o)
 	}
 	x.nodeFree = x.i32[o : o+x.nodes : o+x.nodes]
+	x.ids = make([]int, x.size)
+	for g := range x.ids {
+		x.ids[g] = g
+	}
 	x.srt = x.i32[o+x.nodes:]
 	// The all-free state.
 	x.free = make([]bool, x.size)
@@ -359,8 +373,8 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (in
 		np += int(bi.maxCnt) + 1
 	}
 	ci.gbin = bin
-	// cnt, pop, binFree
-	return n32 + int(off) + np + nb, nWords
+	// cnt, pop, hint, binFree, lo
+	return n32 + int(off) + 2*np + nb + 1, nWords
 }
 
 // carve points the class's mutable views into the int32 slab at o.
@@ -377,7 +391,9 @@ func (ci *classIndex) carve(s []int32, o int) int {
 	last := ci.bins[len(ci.bins)-1]
 	ci.cnt = take(int(last.off + last.n))
 	ci.pop = take(np)
+	ci.hint = take(np)
 	ci.binFree = take(len(ci.bins))
+	ci.lo = take(1)
 	return o
 }
 
@@ -390,8 +406,8 @@ func (ci *classIndex) freeUpTo(b, total int) int {
 		return total
 	}
 	s := 0
-	if b < nb/2 {
-		for _, f := range ci.binFree[:b+1] {
+	if lo := ci.first(total); b-lo < nb-1-b {
+		for _, f := range ci.binFree[lo:max(lo, b+1)] {
 			s += int(f)
 		}
 		return s
@@ -400,6 +416,34 @@ func (ci *classIndex) freeUpTo(b, total int) int {
 		s += int(f)
 	}
 	return total - s
+}
+
+// first is the lowest bin with a free GPU (len(bins) when total is 0).
+func (ci *classIndex) first(total int) int {
+	if total == 0 {
+		return len(ci.binFree)
+	}
+	lo := ci.lo[0]
+	for ci.binFree[lo] == 0 {
+		lo++
+	}
+	ci.lo[0] = lo
+	return int(lo)
+}
+
+// across is the lowest bin b with n free GPUs in bins 0..b, or
+// len(bins) when there are fewer than n free GPUs: an across entry of
+// bin b succeeds exactly when b >= across.
+func (ci *classIndex) across(n, total int) int {
+	if total < n {
+		return len(ci.binFree)
+	}
+	s := 0
+	for b := ci.first(total); ; b++ {
+		if s += int(ci.binFree[b]); s >= n {
+			return b
+		}
+	}
 }
 
 // floorBin is the last bin scoring <= v, or -1: "sf <= v" as a bin range.
@@ -417,10 +461,9 @@ func (x *scoreIndex) reset() {
 	copy(x.words, x.wordsInit)
 	for _, tr := range x.dirty {
 		copy(tr.t, tr.init)
-		tr.synced = 0
+		tr.dirty = false
 	}
 	x.dirty = x.dirty[:0]
-	x.log = x.log[:0]
 	x.total = x.size
 	for c := range x.live {
 		x.live[c] = true
@@ -437,14 +480,9 @@ func (x *scoreIndex) seg(c, node int) []int32 {
 // take marks gpus busy in every class's structures. They come ascending
 // from a pick, so a node's GPUs are adjacent and it is logged once.
 func (x *scoreIndex) take(gpus []int) {
-	last := int32(-1)
 	for _, g := range gpus {
 		x.free[g] = false
 		nd := x.gpuNode[g]
-		if x.withinOn && nd != last {
-			last = nd
-			x.log = append(x.log, nd)
-		}
 		start, end := x.nodeStart[nd], x.nodeStart[nd+1]
 		base, ln, nf := int(start)*len(x.cls), int(end-start), int(x.nodeFree[nd])
 		x.nodeFree[nd]--
@@ -478,6 +516,9 @@ func (x *scoreIndex) take(gpus []int) {
 			if k > 1 {
 				x.words[w+int(k-2)*int(bi.nw)] |= bit
 				ci.pop[bi.popOff+k-1]++
+				if h := &ci.hint[bi.popOff+k-1]; *h > sl.pos>>6 {
+					*h = sl.pos >> 6
+				}
 			}
 			ci.binFree[sl.bin]--
 		}
@@ -507,36 +548,34 @@ func (x *scoreIndex) key(c, n, node int) int64 {
 
 func (x *scoreIndex) keyBin(k int64) int { return int(k>>x.nodeBits) / (x.maxPer + 1) }
 
-// sync applies the nodes logged since the tree was last used.
+// sync makes the tree's root exact. Within a round GPUs are only taken,
+// and taking a GPU never lowers a node's key (its n-th best free bin can
+// only get worse, and with the same bin fewer GPUs score no worse), so a
+// stored leaf is a lower bound of the node's key and so is every inner
+// entry of its subtree's minimum. The root is then exact as soon as its
+// own node's stored key is current: every other node's key is at least
+// its stored one, which is at least the root's. Until then the root's
+// node is re-keyed and its path repaired. A round thus re-keys only the
+// nodes that reach the top of some tree, not every node a pick touched,
+// and take keeps no log for the trees.
 func (x *scoreIndex) sync(tr *withinTree) {
-	if tr.synced == len(x.log) {
-		return
-	}
-	if tr.synced == 0 {
-		x.dirty = append(x.dirty, tr)
-	}
 	t := tr.t
-	if len(x.log)-tr.synced >= x.nodes {
-		// As many updates as nodes (a tree first asked late in the round):
-		// recomputing every leaf and rebuilding bottom-up costs less than
-		// walking each logged node's path, and a min-tree is a function of
-		// its leaves, so the result is the same.
-		for node := range x.nodes {
-			t[x.nodes+node] = x.key(tr.c, tr.n, node)
+	for {
+		k := t[1]
+		if k == noKey {
+			return
 		}
-		for i := x.nodes - 1; i >= 1; i-- {
-			t[i] = min(t[2*i], t[2*i+1])
+		node := int(k & (1<<x.nodeBits - 1))
+		nk := x.key(tr.c, tr.n, node)
+		if nk == k {
+			return
 		}
-		tr.synced = len(x.log)
-		return
-	}
-	for _, nd := range x.log[tr.synced:] {
-		i := x.nodes + int(nd)
-		k := x.key(tr.c, tr.n, int(nd))
-		if t[i] == k {
-			continue
+		if !tr.dirty {
+			tr.dirty = true
+			x.dirty = append(x.dirty, tr)
 		}
-		t[i] = k
+		i := x.nodes + node
+		t[i] = nk
 		for i > 1 {
 			i >>= 1
 			m := min(t[2*i], t[2*i+1])
@@ -546,7 +585,6 @@ func (x *scoreIndex) sync(tr *withinTree) {
 			t[i] = m
 		}
 	}
-	tr.synced = len(x.log)
 }
 
 // pmFirst is picker.pmFirst over bins 0..bmax: the n best free GPUs of
@@ -554,12 +592,18 @@ func (x *scoreIndex) sync(tr *withinTree) {
 // in x.buf, or nil when fewer than n qualify.
 func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	ci := &x.cls[c]
-	if bmax < 0 || x.total < n || ci.freeUpTo(bmax, x.total) < n {
+	if bmax < 0 || x.total < n {
+		return nil
+	}
+	if n == 1 && tb == PMFirstArtifact {
+		return x.pmFirstOne(c, bmax)
+	}
+	if ci.freeUpTo(bmax, x.total) < n {
 		return nil
 	}
 	x.buf = x.buf[:0]
 	r := n
-	for b := 0; b <= bmax && r > 0; b++ {
+	for b := ci.first(x.total); b <= bmax && r > 0; b++ {
 		f := int(ci.binFree[b])
 		if f == 0 {
 			continue
@@ -594,6 +638,39 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	return x.buf
 }
 
+// pmFirstOne is pmFirst for one GPU under the artifact's tie-break, the
+// pick of nine jobs in ten on Synergy traces. |count - 1| ranks the
+// buckets 1, 2, 3, ..., so the GPU is the first free one of the lowest
+// bin, on the first node of its lowest non-empty bucket.
+func (x *scoreIndex) pmFirstOne(c, bmax int) []int {
+	ci := &x.cls[c]
+	b := ci.first(x.total)
+	if b > bmax {
+		return nil
+	}
+	bi := &ci.bins[b]
+	nw := int(bi.nw)
+	for k := int32(1); k <= bi.maxCnt; k++ {
+		if ci.pop[bi.popOff+k] == 0 {
+			continue
+		}
+		h := &ci.hint[bi.popOff+k]
+		o := int(bi.bitOff) + int(k-1)*nw
+		for x.words[o+int(*h)] == 0 {
+			*h++
+		}
+		p := int(*h)<<6 | bits.TrailingZeros64(x.words[o+int(*h)])
+		nd := ci.binNodes[int(bi.off)+p]
+		for g := x.nodeStart[nd]; ; g++ {
+			if x.free[g] && ci.gbin[g] == int32(b) {
+				x.buf = append(x.buf[:0], int(g))
+				return x.buf
+			}
+		}
+	}
+	return nil // unreachable: bin b has a free GPU, so a bucket has its node
+}
+
 // allBuckets lists the non-empty buckets of bin b.
 func (x *scoreIndex) allBuckets(ci *classIndex, b int) []int32 {
 	x.ks = x.ks[:0]
@@ -615,7 +692,15 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 	nw := int(bi.nw)
 	base := int(bi.bitOff)
 	nodes := ci.binNodes[bi.off : bi.off+bi.n]
-	for w := 0; w < nw && r > 0; w++ {
+	start := int32(nw)
+	for _, k := range ks {
+		h := &ci.hint[bi.popOff+k]
+		for o := base + int(k-1)*nw; *h < int32(nw) && x.words[o+int(*h)] == 0; {
+			*h++
+		}
+		start = min(start, *h)
+	}
+	for w := int(start); w < nw && r > 0; w++ {
 		var m uint64
 		for _, k := range ks {
 			m |= x.words[base+int(k-1)*nw+w]
@@ -660,29 +745,75 @@ func (x *scoreIndex) within(c, n, bv int) []int {
 		// them up to bv: re-rank the nodes whose n-th bin is bn. PAL's own
 		// L×V orders never get here (the within entry of bn comes first
 		// and would have succeeded), hand-built orders may.
-		node, _ = x.rerank(c, tr.t, 1, bn, bv, -1, -1)
+		node, _ = x.rerank(c, n, tr.t, 1, bn, bv, -1, -1)
 	}
+	return x.fromNode(c, node, n, bn)
+}
+
+// fromNode puts node's first n free GPUs of class c in bins <= b in
+// x.buf, ascending (the node has them).
+func (x *scoreIndex) fromNode(c, node, n, b int) []int {
+	gbin := x.cls[c].gbin
 	x.buf = x.buf[:0]
 	for g := x.nodeStart[node]; g < x.nodeStart[node+1] && len(x.buf) < n; g++ {
-		if x.free[g] && int(ci.gbin[g]) <= bn {
+		if x.free[g] && int(gbin[g]) <= b {
 			x.buf = append(x.buf, int(g))
 		}
 	}
 	return x.buf
 }
 
+// withinTop finds the within trees' minimum for n GPUs of class c on the
+// buckets instead, when it lies in the lowest bin with a free GPU: no
+// node has a free GPU below that bin, so a node's n-th best free GPU is
+// in it exactly when the node has n free GPUs there, and its count of
+// GPUs scoring no worse is that number. The minimum is then the node
+// with the most, lowest id first: the first node of the highest
+// non-empty bucket k >= n. ok is false when no node has n free GPUs in
+// the bin (the minimum, if any, is in a later bin: ask the tree).
+// Keeping PAL's usual within pick off the trees means they are repaired
+// only for the rare pick that needs them.
+func (x *scoreIndex) withinTop(c, n int) (b, node int, ok bool) {
+	ci := &x.cls[c]
+	b = ci.first(x.total)
+	if b >= len(ci.bins) {
+		return b, -1, false
+	}
+	bi := &ci.bins[b]
+	nw := int(bi.nw)
+	for k := bi.maxCnt; k >= int32(n); k-- {
+		if ci.pop[bi.popOff+k] == 0 {
+			continue
+		}
+		h := &ci.hint[bi.popOff+k]
+		o := int(bi.bitOff) + int(k-1)*nw
+		for x.words[o+int(*h)] == 0 {
+			*h++
+		}
+		p := int(*h)<<6 | bits.TrailingZeros64(x.words[o+int(*h)])
+		return b, int(ci.binNodes[int(bi.off)+p]), true
+	}
+	return b, -1, false
+}
+
 // rerank searches the subtree at i for the best node whose n-th bin is
 // bn, counting its free GPUs in bins <= bv; best and bestCnt carry the
 // winner so far and are returned updated.
-func (x *scoreIndex) rerank(c int, t []int64, i, bn, bv, best, bestCnt int) (int, int) {
+func (x *scoreIndex) rerank(c, n int, t []int64, i, bn, bv, best, bestCnt int) (int, int) {
+	// Stored entries are lower bounds (see sync), none below the exact
+	// root, so a subtree whose stored minimum is past bn holds no node of
+	// bin bn; a leaf's bin is checked on its current key.
 	if t[i] == noKey || x.keyBin(t[i]) != bn {
 		return best, bestCnt // the subtree's minimum is worse, so all of it is
 	}
 	if i < x.nodes {
-		best, bestCnt = x.rerank(c, t, 2*i, bn, bv, best, bestCnt)
-		return x.rerank(c, t, 2*i+1, bn, bv, best, bestCnt)
+		best, bestCnt = x.rerank(c, n, t, 2*i, bn, bv, best, bestCnt)
+		return x.rerank(c, n, t, 2*i+1, bn, bv, best, bestCnt)
 	}
 	node := i - x.nodes
+	if k := x.key(c, n, node); k == noKey || x.keyBin(k) != bn {
+		return best, bestCnt
+	}
 	ci := &x.cls[c]
 	cnt := 0
 	for g := x.nodeStart[node]; g < x.nodeStart[node+1]; g++ {
@@ -750,9 +881,14 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []i
 			break
 		}
 		x.take(g)
-		if j.Running() && slices.Equal(j.GPUsHeld, g) {
+		switch {
+		case j.Running() && slices.Equal(j.GPUsHeld, g):
 			out[i] = j.GPUsHeld
-		} else {
+		case g[len(g)-1]-g[0] == len(g)-1:
+			// Consecutive ids (every one-GPU answer): a window of the
+			// read-only id list, no allocation (see policy.Placer).
+			out[i] = x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
+		default:
 			out[i] = slices.Clone(g)
 		}
 	}
@@ -769,4 +905,17 @@ func classesIndexable(order []*workload.Job) bool {
 		}
 	}
 	return true
+}
+
+// withinBin is the smallest bin of any node's n-th best free GPU of class
+// c (len(bins) when no node has n free GPUs): a within entry of bin b
+// succeeds exactly when b >= withinBin.
+func (x *scoreIndex) withinBin(c, n int) int {
+	ci := &x.cls[c]
+	tr := &ci.trees[n]
+	x.sync(tr)
+	if k := tr.t[1]; k != noKey {
+		return x.keyBin(k)
+	}
+	return len(ci.bins)
 }

@@ -64,16 +64,32 @@ func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, j *workload.Job) []int {
 	if n == 1 || n > x.maxPer {
 		return x.pmFirst(c, n, len(ci.vals)-1, p.TieBreak)
 	}
+	// Whether an entry succeeds is a threshold on its bin: an across entry
+	// needs n free GPUs in bins <= v, a within entry a node whose n-th
+	// best free GPU is in a bin <= v. Both thresholds are found once, so
+	// the walk down a long L×V order (class A has two entries per outlier
+	// bin) compares integers and picks only at the entry that succeeds.
+	bA := ci.across(n, x.total)
+	bW, top := -1, -1 // not yet known; the within node when found on the buckets
 	for i, e := range lv {
 		bv := ci.lvBin[i]
-		var g []int
 		if e.Across {
-			g = x.pmFirst(c, n, bv, p.TieBreak)
-		} else {
-			g = x.within(c, n, bv)
+			if bv >= bA {
+				return x.pmFirst(c, n, bv, p.TieBreak)
+			}
+			continue
 		}
-		if g != nil {
-			return g
+		if bW < 0 {
+			var ok bool
+			if bW, top, ok = x.withinTop(c, n); !ok {
+				bW, top = x.withinBin(c, n), -1
+			}
+		}
+		if bv == bW && top >= 0 {
+			return x.fromNode(c, top, n, bW)
+		}
+		if bv >= bW {
+			return x.within(c, n, bv)
 		}
 	}
 	return nil
