@@ -51,10 +51,6 @@ type scoreIndex struct {
 	nodeStart   []int32 // GPUs of node i are nodeStart[i] .. nodeStart[i+1]-1
 	gpuNode     []int32
 	nodeBits    uint // bits of a node id inside a within key
-	// gs[g][c] is GPU g's bin in class c and the position of its node in
-	// that bin's node list; one GPU's entries share a cache line, which is
-	// what take touches for every class.
-	gs [][variability.NumClasses]gpuSlot
 
 	cls [variability.NumClasses]classIndex
 
@@ -105,8 +101,12 @@ type classIndex struct {
 	binNodes []int32
 
 	gbin []int32 // bin of each GPU (what walks compare)
-	cnt  []int32 // free GPUs of each (bin, node): bins[b].off+pos
-	pop  []int32
+	// pos[g] is the position of GPU g's node in its bin's node list (its
+	// bit in the bin's buckets). A column per class rather than a record
+	// per GPU: a trace of one class keeps one dense column in cache.
+	pos []int32
+	cnt []int32 // free GPUs of each (bin, node): bins[b].off+pos
+	pop []int32
 	// hint[popOff+k] is a word before which bucket k of the bin has no
 	// node: a walk starts there instead of at the bin's first word. A
 	// round fills nodes in id order, so without it every pick re-reads
@@ -209,7 +209,6 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	if within && !x.withinKeysFit() {
 		return
 	}
-	x.gs = make([][variability.NumClasses]gpuSlot, x.size)
 	var n32, nWords int
 	for c := range x.cls {
 		n32, nWords = x.cls[c].shape(sc.SF[c], x, c, n32, nWords)
@@ -242,10 +241,9 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	for c := range x.cls {
 		ci := &x.cls[c]
 		cnt := ci.cnt
-		for g := range x.gs {
-			sl := x.gs[g][c]
-			cnt[ci.bins[sl.bin].off+sl.pos]++
-			ci.binFree[sl.bin]++
+		for g, b := range ci.gbin {
+			cnt[ci.bins[b].off+ci.pos[g]]++
+			ci.binFree[b]++
 		}
 		for _, bi := range ci.bins {
 			for pos := range bi.n {
@@ -316,7 +314,7 @@ func (x *scoreIndex) withinKeysFit() bool {
 }
 
 // shape computes class c's bins and static layout, fills its column of
-// x.gs and reserves its room in the slabs: n32 and nWords are the slab
+// ci.pos and reserves its room in the slabs: n32 and nWords are the slab
 // lengths so far.
 func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (int, int) {
 	vals := slices.Clone(sf)
@@ -346,6 +344,7 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (in
 		off += ci.bins[b].n
 	}
 	ci.binNodes = make([]int32, off)
+	ci.pos = make([]int32, len(sf))
 	fill := make([]int32, nb) // nodes listed so far per bin
 	perNode := make([]int32, nb)
 	for b := range last {
@@ -361,7 +360,7 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (in
 		}
 		perNode[b]++
 		bi.maxCnt = max(bi.maxCnt, perNode[b])
-		x.gs[g][c] = gpuSlot{bin: b, pos: fill[b] - 1}
+		ci.pos[g] = fill[b] - 1
 	}
 	np := 0
 	for b := range ci.bins {
@@ -486,13 +485,12 @@ func (x *scoreIndex) take(gpus []int) {
 		start, end := x.nodeStart[nd], x.nodeStart[nd+1]
 		base, ln, nf := int(start)*len(x.cls), int(end-start), int(x.nodeFree[nd])
 		x.nodeFree[nd]--
-		slots := &x.gs[g]
 		for c := range x.cls {
 			if !x.live[c] {
 				continue
 			}
 			ci := &x.cls[c]
-			sl := slots[c]
+			sl := gpuSlot{bin: ci.gbin[g], pos: ci.pos[g]}
 			if x.withinOn {
 				// Drop one sl.bin from the node's sorted free bins.
 				seg := x.srt[base+c*ln : base+c*ln+nf]
