@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/tidwall/btree"
-
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
@@ -17,7 +15,7 @@ import (
 //
 //   - Order. Under a policy.KeyedScheduler a waiting job's key changes only
 //     when the driver raises its priority or a wake-up it announced falls
-//     due, so waiting jobs sit in a B-tree keyed by (key, arrival
+//     due, so waiting jobs sit in an ordered set (waitq) keyed by (key, arrival
 //     sequence), the same total order the reference's stable sort gives.
 //     Running jobs, whose keys change with their service, are re-keyed
 //     every round and kept in a small sorted list beside it.
@@ -46,15 +44,15 @@ type job struct {
 	workload.Job
 	seq     int             // admission order: ties in the order keep it
 	key     policy.OrderKey // key the job is filed under
-	it      item            // key, seq and slot packed for the tree
+	it      item            // key, seq and slot packed for the queue
 	base    int             // round whose SinceScheduled was 0 (see waitedAt)
 	slot    int32
 	running bool
 }
 
-// item is a waiting job's entry in the order tree: its key packed into
+// item is a waiting job's entry in the waiting queue: its key packed into
 // two words that compare as the key does, the sequence that breaks ties,
-// and its slot. It holds no pointer, so moving items inside the tree costs
+// and its slot. It holds no pointer, so moving items inside the queue costs
 // the garbage collector nothing, and comparing two is three integer
 // compares.
 type item struct {
@@ -138,7 +136,7 @@ type incremental struct {
 	ks        policy.KeyedScheduler
 	R         float64
 	limit     int // GPUs: see buildView
-	wait      *btree.BTreeG[item]
+	wait      waitq
 	run       []*job // running jobs, sorted by (key, seq) before placing
 	slabs     []*[slabSize]job
 	extraSpec workload.Spec // the extra being admitted
@@ -158,7 +156,7 @@ type incremental struct {
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size(),
-		wait: btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true}), acc: []float64{0}}
+		acc: []float64{0}}
 	if g := s.cfg.StarvationGuard; g > 0 {
 		x.mGuard = x.roundsToWait(g)
 	}
@@ -295,7 +293,7 @@ func (x *incremental) release(j *job) {
 	x.free = append(x.free, slot)
 }
 
-// file puts a waiting job in the order tree; unfile takes it out. Both go
+// file puts a waiting job in the waiting queue; unfile takes it out. Both go
 // by the key the job is filed under, so a key changes only in between.
 func (x *incremental) file(j *job)   { x.wait.Set(j.item()) }
 func (x *incremental) unfile(j *job) { x.wait.Delete(j.item()) }
@@ -355,7 +353,7 @@ func (x *incremental) events(round int, T float64) {
 	}
 }
 
-// rekeyWaiting files a waiting job (out of the tree) under its key now.
+// rekeyWaiting files a waiting job (out of the queue) under its key now.
 func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
 	j.SinceScheduled = x.waitedAt(round, j.base)
 	j.setKey(x.ks.Key(T, &j.Job))
@@ -415,14 +413,13 @@ func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
 // fit the cluster together.
 func (x *incremental) buildView() {
 	x.view = x.view[:0]
-	it := x.wait.Iter()
-	ok := it.First()
+	it := x.wait.first()
 	ri := 0
 	demand := 0 // of the waiting jobs in the view
 	for {
-		more := ok && demand <= x.limit
+		more := it.ok() && demand <= x.limit
 		takeRun := ri < len(x.run)
-		if takeRun && more && itemLess(it.Item(), x.run[ri].item()) {
+		if takeRun && more && itemLess(it.item(), x.run[ri].item()) {
 			takeRun = false
 		}
 		if takeRun {
@@ -433,12 +430,11 @@ func (x *incremental) buildView() {
 		if !more {
 			break
 		}
-		j := x.at(it.Item().slot)
+		j := x.at(it.item().slot)
 		x.view = append(x.view, j)
 		demand += j.GPUs
-		ok = it.Next()
+		it.next()
 	}
-	it.Release()
 	x.order = x.order[:0]
 	for _, j := range x.view {
 		x.order = append(x.order, &j.Job)
