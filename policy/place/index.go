@@ -69,6 +69,7 @@ type scoreIndex struct {
 	// together: a take touches one or two cache lines for them.
 	srt   []int32       // view into i32
 	dirty []*withinTree // trees repaired this round
+	mt    minTree       // the layout of every within tree
 
 	ids   []int   // 0..size-1: answers of consecutive GPUs are windows of it
 	buf   []int   // the current pick, in pick order until sorted
@@ -127,8 +128,8 @@ type classIndex struct {
 	lvBin []int
 }
 
-// withinTree is a min-tree over nodes of within keys: leaves are
-// t[nodes+i], the root is t[1] (a bottom-up tree, any node count).
+// withinTree is a min-tree (see minTree) over nodes of within keys: leaf
+// i is node i.
 type withinTree struct {
 	t, init []int64
 	c, n    int
@@ -280,7 +281,8 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 // buildTrees makes every class's within trees for the all-free cluster.
 // Both copies (live and pristine) share one allocation.
 func (x *scoreIndex) buildTrees() {
-	per := 2 * x.nodes
+	var per int
+	x.mt, per = newMinTree(x.nodes)
 	nt := max(x.maxPer-1, 0)
 	slab := make([]int64, 2*len(x.cls)*nt*per)
 	o := 0
@@ -296,11 +298,9 @@ func (x *scoreIndex) buildTrees() {
 			tr := &ci.trees[n]
 			tr.c, tr.n, tr.t, tr.init = c, n, cut(), cut()
 			for node := range x.nodes {
-				tr.t[x.nodes+node] = x.key(c, n, node)
+				tr.t[node] = x.key(c, n, node)
 			}
-			for i := x.nodes - 1; i >= 1; i-- {
-				tr.t[i] = min(tr.t[2*i], tr.t[2*i+1])
-			}
+			x.mt.build(tr.t)
 			copy(tr.init, tr.t)
 		}
 	}
@@ -559,7 +559,7 @@ func (x *scoreIndex) keyBin(k int64) int { return int(k>>x.nodeBits) / (x.maxPer
 func (x *scoreIndex) sync(tr *withinTree) {
 	t := tr.t
 	for {
-		k := t[1]
+		k := x.mt.root(t)
 		if k == noKey {
 			return
 		}
@@ -572,16 +572,7 @@ func (x *scoreIndex) sync(tr *withinTree) {
 			tr.dirty = true
 			x.dirty = append(x.dirty, tr)
 		}
-		i := x.nodes + node
-		t[i] = nk
-		for i > 1 {
-			i >>= 1
-			m := min(t[2*i], t[2*i+1])
-			if t[i] == m {
-				break // the rest of the path already holds this minimum
-			}
-			t[i] = m
-		}
+		x.mt.set(t, node, nk)
 	}
 }
 
@@ -729,7 +720,7 @@ func (x *scoreIndex) within(c, n, bv int) []int {
 	ci := &x.cls[c]
 	tr := &ci.trees[n]
 	x.sync(tr)
-	k := tr.t[1]
+	k := x.mt.root(tr.t)
 	if k == noKey {
 		return nil
 	}
@@ -743,7 +734,7 @@ func (x *scoreIndex) within(c, n, bv int) []int {
 		// them up to bv: re-rank the nodes whose n-th bin is bn. PAL's own
 		// L×V orders never get here (the within entry of bn comes first
 		// and would have succeeded), hand-built orders may.
-		node, _ = x.rerank(c, n, tr.t, 1, bn, bv, -1, -1)
+		node = x.rerank(c, n, tr.t, bn, bv)
 	}
 	return x.fromNode(c, node, n, bn)
 }
@@ -794,35 +785,29 @@ func (x *scoreIndex) withinTop(c, n int) (b, node int, ok bool) {
 	return b, -1, false
 }
 
-// rerank searches the subtree at i for the best node whose n-th bin is
-// bn, counting its free GPUs in bins <= bv; best and bestCnt carry the
-// winner so far and are returned updated.
-func (x *scoreIndex) rerank(c, n int, t []int64, i, bn, bv, best, bestCnt int) (int, int) {
-	// Stored entries are lower bounds (see sync), none below the exact
-	// root, so a subtree whose stored minimum is past bn holds no node of
-	// bin bn; a leaf's bin is checked on its current key.
-	if t[i] == noKey || x.keyBin(t[i]) != bn {
-		return best, bestCnt // the subtree's minimum is worse, so all of it is
-	}
-	if i < x.nodes {
-		best, bestCnt = x.rerank(c, n, t, 2*i, bn, bv, best, bestCnt)
-		return x.rerank(c, n, t, 2*i+1, bn, bv, best, bestCnt)
-	}
-	node := i - x.nodes
-	if k := x.key(c, n, node); k == noKey || x.keyBin(k) != bn {
-		return best, bestCnt
-	}
+// rerank finds the best node whose n-th bin is bn, counting its free
+// GPUs in bins <= bv (more first, then lower id). Stored entries are
+// lower bounds (see sync), none below the exact root, so a subtree whose
+// stored minimum is past bn holds no node of bin bn; a leaf's bin is
+// checked on its current key.
+func (x *scoreIndex) rerank(c, n int, t []int64, bn, bv int) int {
 	ci := &x.cls[c]
-	cnt := 0
-	for g := x.nodeStart[node]; g < x.nodeStart[node+1]; g++ {
-		if x.free[g] && int(ci.gbin[g]) <= bv {
-			cnt++
+	best, bestCnt := -1, -1
+	x.mt.visit(t, func(k int64) bool { return k != noKey && x.keyBin(k) == bn }, func(node int) {
+		if k := x.key(c, n, node); k == noKey || x.keyBin(k) != bn {
+			return
 		}
-	}
-	if best < 0 || cnt > bestCnt || cnt == bestCnt && node < best {
-		return node, cnt
-	}
-	return best, bestCnt
+		cnt := 0
+		for g := x.nodeStart[node]; g < x.nodeStart[node+1]; g++ {
+			if x.free[g] && int(ci.gbin[g]) <= bv {
+				cnt++
+			}
+		}
+		if cnt > bestCnt { // nodes come in id order: ties keep the first
+			best, bestCnt = node, cnt
+		}
+	})
+	return best
 }
 
 // frame is the class-first round frame (refClassFirstFrame) on the index:
@@ -912,7 +897,7 @@ func (x *scoreIndex) withinBin(c, n int) int {
 	ci := &x.cls[c]
 	tr := &ci.trees[n]
 	x.sync(tr)
-	if k := tr.t[1]; k != noKey {
+	if k := x.mt.root(tr.t); k != noKey {
 		return x.keyBin(k)
 	}
 	return len(ci.bins)

@@ -215,7 +215,7 @@ func TestIndexedPicksMatchReference(t *testing.T) {
 				}
 				tr := &ci.trees[n]
 				x.sync(tr)
-				if k := tr.t[1]; bv >= 0 && k != noKey && x.keyBin(k) < bv {
+				if k := x.mt.root(tr.t); bv >= 0 && k != noKey && x.keyBin(k) < bv {
 					reranked++
 				}
 				got := x.within(int(cl), n, bv)
