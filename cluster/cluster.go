@@ -184,6 +184,9 @@ func (c *Cluster) FreeOnNode(n int) int { return c.free[n] }
 
 // SpansNodes reports whether the GPUs are on more than one node.
 func (c *Cluster) SpansNodes(gpus []int) bool {
+	if len(gpus) < 2 {
+		return false
+	}
 	for _, g := range gpus[1:] {
 		if c.node[g] != c.node[gpus[0]] {
 			return true

@@ -96,16 +96,21 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 	if len(alloc) != len(order) {
 		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
 	}
+	// Each job is classified once: a round of tens of thousands of jobs
+	// reads each job's lists here and nowhere else.
+	kinds := make([]Kind, len(order))
 	for i, j := range order {
-		if j.GPUsHeld != nil && !Same(j.GPUsHeld, alloc[i]) {
+		k := Classify(j.GPUsHeld, alloc[i])
+		kinds[i] = k
+		if k == Preempt || k == Migrate {
 			if err := cl.Release(j.ID, j.GPUsHeld); err != nil {
 				return fmt.Errorf("round: %w", err)
 			}
 		}
 	}
 	for i, j := range order {
-		g := alloc[i]
-		if g != nil && !Same(j.GPUsHeld, g) {
+		if k := kinds[i]; k == Launch || k == Migrate {
+			g := alloc[i]
 			if len(g) != j.GPUs {
 				return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), j.GPUs)
 			}
@@ -115,8 +120,8 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 		}
 	}
 	if visit != nil {
-		for i, j := range order {
-			visit(i, Classify(j.GPUsHeld, alloc[i]))
+		for i, k := range kinds {
+			visit(i, k)
 		}
 	}
 	return nil

@@ -581,6 +581,9 @@ func (s *state) pm(j *workload.Job, gpus []int) float64 {
 		return 1
 	}
 	v := s.cfg.Raw.Values[j.Class]
+	if len(gpus) == 1 {
+		return v[gpus[0]]
+	}
 	m := v[gpus[0]]
 	for _, g := range gpus[1:] {
 		m = math.Max(m, v[g])

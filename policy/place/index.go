@@ -818,24 +818,38 @@ func (x *scoreIndex) rerank(c, n int, t []int64, bn, bv int) int {
 // not nil, may keep a running job on its GPUs (see hysteresis).
 func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []int, stay stayFunc) [][]int {
 	k, sum := 0, 0
-	for k < len(order) && sum+order[k].GPUs <= x.size {
-		sum += order[k].GPUs
-		k++
-	}
 	x.byCls = [variability.NumClasses + 1]int{}
-	for _, j := range order[:k] {
+	for ; k < len(order); k++ {
+		j := order[k]
+		if sum+j.GPUs > x.size {
+			break
+		}
+		sum += j.GPUs
 		x.byCls[j.Class+1]++
 	}
+	classes := 0
 	for c := 1; c < len(x.byCls); c++ {
+		if x.byCls[c] > 0 {
+			classes++
+		}
 		x.byCls[c] += x.byCls[c-1]
 	}
 	x.idx = slices.Grow(x.idx[:0], len(order))[:len(order)]
-	for i, j := range order[:k] {
-		x.idx[x.byCls[j.Class]] = i
-		x.byCls[j.Class]++
-	}
-	for i := k; i < len(order); i++ {
-		x.idx[i] = i
+	if classes <= 1 {
+		// One class: the counting sort is the identity (and each class
+		// ends where the next begins).
+		for i := range x.idx {
+			x.idx[i] = i
+		}
+		copy(x.byCls[:], x.byCls[1:])
+	} else {
+		for i, j := range order[:k] {
+			x.idx[x.byCls[j.Class]] = i
+			x.byCls[j.Class]++
+		}
+		for i := k; i < len(order); i++ {
+			x.idx[i] = i
+		}
 	}
 	x.reset()
 	// The prefix runs class by class and a job past it can only fail on
