@@ -126,6 +126,12 @@ type classIndex struct {
 	// lvBin[i] is floorBin of the class's i-th L×V entry (PAL only): the
 	// score table, and so its L×V order, never changes under an index.
 	lvBin []int
+	// acrossFrom[b] (withinFrom[b]) is the first across (within) entry of
+	// bin >= b, len(lvBin) if none, for b in 0..len(bins); withinBefore[i]
+	// is the largest bin of a within entry before entry i, -1 if none. An
+	// entry succeeds when its bin reaches a threshold (see PAL.pick), so
+	// these find the winning entry without walking the order.
+	acrossFrom, withinFrom, withinBefore []int
 }
 
 // withinTree is a min-tree (see minTree) over nodes of within keys: leaf
@@ -273,6 +279,7 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 			for i, e := range sc.LV[c] {
 				ci.lvBin[i] = ci.floorBin(e.V)
 			}
+			ci.lvIndex(sc.LV[c])
 		}
 	}
 	x.ok = true
@@ -394,6 +401,33 @@ func (ci *classIndex) carve(s []int32, o int) int {
 	ci.binFree = take(len(ci.bins))
 	ci.lo = take(1)
 	return o
+}
+
+// lvIndex fills acrossFrom, withinFrom and withinBefore from lvBin.
+func (ci *classIndex) lvIndex(lv []policy.LVStep) {
+	nb, ne := len(ci.bins), len(ci.lvBin)
+	ci.acrossFrom = make([]int, nb+1)
+	ci.withinFrom = make([]int, nb+1)
+	for b := range nb + 1 {
+		ci.acrossFrom[b], ci.withinFrom[b] = ne, ne
+		for i := ne - 1; i >= 0; i-- {
+			if ci.lvBin[i] >= b {
+				if lv[i].Across {
+					ci.acrossFrom[b] = i
+				} else {
+					ci.withinFrom[b] = i
+				}
+			}
+		}
+	}
+	ci.withinBefore = make([]int, ne+1)
+	ci.withinBefore[0] = -1
+	for i := range ne {
+		ci.withinBefore[i+1] = ci.withinBefore[i]
+		if !lv[i].Across {
+			ci.withinBefore[i+1] = max(ci.withinBefore[i+1], ci.lvBin[i])
+		}
+	}
 }
 
 // freeUpTo is the number of free GPUs in bins 0..b, given total free; it
@@ -879,12 +913,15 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []i
 		}
 		x.take(g)
 		switch {
-		case j.Running() && slices.Equal(j.GPUsHeld, g):
-			out[i] = j.GPUsHeld
 		case g[len(g)-1]-g[0] == len(g)-1:
 			// Consecutive ids (every one-GPU answer): a window of the
-			// read-only id list, no allocation (see policy.Placer).
+			// read-only id list, no allocation (see policy.Placer). A job
+			// that ran on it last round holds this very window, so the
+			// driver sees it stay with a pointer compare, and the frame
+			// never reads the job's own list.
 			out[i] = x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
+		case j.Running() && slices.Equal(j.GPUsHeld, g):
+			out[i] = j.GPUsHeld
 		default:
 			out[i] = slices.Clone(g)
 		}

@@ -66,31 +66,27 @@ func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, j *workload.Job) []int {
 	}
 	// Whether an entry succeeds is a threshold on its bin: an across entry
 	// needs n free GPUs in bins <= v, a within entry a node whose n-th
-	// best free GPU is in a bin <= v. Both thresholds are found once, so
-	// the walk down a long L×V order (class A has two entries per outlier
-	// bin) compares integers and picks only at the entry that succeeds.
-	bA := ci.across(n, x.total)
-	bW, top := -1, -1 // not yet known; the within node when found on the buckets
-	for i, e := range lv {
-		bv := ci.lvBin[i]
-		if e.Across {
-			if bv >= bA {
-				return x.pmFirst(c, n, bv, p.TieBreak)
-			}
-			continue
+	// best free GPU is in a bin <= v. Both thresholds are found once and
+	// the first entry reaching its own is read off the class's tables, so
+	// a long L×V order (class A has two entries per outlier bin) is never
+	// walked. The within threshold is at least the lowest bin with a free
+	// GPU; when no within entry ahead of the winning across entry reaches
+	// that, the within structures are not asked at all.
+	iA := ci.acrossFrom[ci.across(n, x.total)]
+	if ci.withinBefore[iA] >= ci.first(x.total) {
+		bW, top, ok := x.withinTop(c, n)
+		if !ok {
+			bW, top = x.withinBin(c, n), -1
 		}
-		if bW < 0 {
-			var ok bool
-			if bW, top, ok = x.withinTop(c, n); !ok {
-				bW, top = x.withinBin(c, n), -1
+		if iW := ci.withinFrom[bW]; iW < iA {
+			if bv := ci.lvBin[iW]; bv != bW || top < 0 {
+				return x.within(c, n, bv)
 			}
-		}
-		if bv == bW && top >= 0 {
 			return x.fromNode(c, top, n, bW)
 		}
-		if bv >= bW {
-			return x.within(c, n, bv)
-		}
+	}
+	if iA < len(lv) {
+		return x.pmFirst(c, n, ci.lvBin[iA], p.TieBreak)
 	}
 	return nil
 }
