@@ -139,6 +139,7 @@ type incremental struct {
 	wait      waitq
 	run       []*job // running jobs, sorted by (key, seq) before placing
 	slabs     []*[slabSize]job
+	gpus      []int32       // demand by slot, so buildView need not touch a waiting job
 	extraSpec workload.Spec // the extra being admitted
 	free      []int32
 	seq       int
@@ -259,6 +260,7 @@ func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
 		j.Tracked = x.tracks(sp)
 	}
 	j.MoveCost = x.cfg.Costs.For(&j.Spec)
+	x.gpus[j.slot] = int32(j.GPUs)
 	j.seq, j.base = x.seq, round
 	x.seq++
 	j.setKey(x.ks.Key(T, &j.Job))
@@ -275,6 +277,7 @@ func (x *incremental) alloc() *job {
 	if len(x.free) == 0 {
 		base := int32(len(x.slabs) * slabSize)
 		x.slabs = append(x.slabs, new([slabSize]job))
+		x.gpus = append(x.gpus, make([]int32, slabSize)...)
 		for i := int32(slabSize) - 1; i >= 0; i-- {
 			x.free = append(x.free, base+i)
 		}
@@ -366,12 +369,16 @@ func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
 	for _, j := range x.run {
 		j.setKey(x.ks.Key(T, &j.Job))
 	}
-	slices.SortFunc(x.run, func(a, b *job) int {
-		if less(a, b) {
-			return -1
-		}
-		return 1
-	})
+	// The running jobs are in last round's order, which their new keys
+	// seldom change (LAS and SRTF move them all by the same service).
+	if !x.runSorted() {
+		slices.SortFunc(x.run, func(a, b *job) int {
+			if less(a, b) {
+				return -1
+			}
+			return 1
+		})
+	}
 	x.buildView()
 	alloc := x.cfg.Placer.Place(&x.env, x.order)
 	if x.cfg.Observe != nil {
@@ -404,6 +411,15 @@ func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
 	return changed, st
 }
 
+func (x *incremental) runSorted() bool {
+	for i := 1; i < len(x.run); i++ {
+		if less(x.run[i], x.run[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
 // buildView merges the running jobs with the waiting ones a frame can
 // reach: in order, up to and including the first whose demand, added to
 // the demand of the waiting jobs before it, exceeds the cluster. A frame
@@ -430,9 +446,9 @@ func (x *incremental) buildView() {
 		if !more {
 			break
 		}
-		j := x.at(it.item().slot)
-		x.view = append(x.view, j)
-		demand += j.GPUs
+		slot := it.item().slot
+		x.view = append(x.view, x.at(slot))
+		demand += int(x.gpus[slot])
 		it.next()
 	}
 	x.order = x.order[:0]

@@ -156,17 +156,21 @@ func (q *waitq) split(b int) {
 // Delete removes x, which must be in the set.
 func (q *waitq) Delete(x item) {
 	b := 0
-	if len(q.bs) == 0 || q.bs[0].a[q.bs[0].lo] != x {
+	var p int32
+	if len(q.bs) > 0 && q.bs[0].a[q.bs[0].lo] == x {
+		p = q.bs[0].lo // the smallest: the round loop's common case
+	} else {
 		b = q.block(x)
-	}
-	if b == len(q.bs) {
-		panic("sim: waitq.Delete of an item not in the set")
+		if b == len(q.bs) {
+			panic("sim: waitq.Delete of an item not in the set")
+		}
+		bl := &q.bs[b]
+		p = bl.lo + int32(lowerBound(bl.items(), x))
+		if p == bl.hi || bl.a[p] != x {
+			panic("sim: waitq.Delete of an item not in the set")
+		}
 	}
 	bl := &q.bs[b]
-	p := bl.lo + int32(lowerBound(bl.items(), x))
-	if p == bl.hi || bl.a[p] != x {
-		panic("sim: waitq.Delete of an item not in the set")
-	}
 	q.n--
 	if p-bl.lo < bl.hi-1-p {
 		copy(bl.a[bl.lo+1:p+1], bl.a[bl.lo:p])
