@@ -17,6 +17,12 @@ type waitq struct {
 	bs   []qblock
 	n    int
 	pool []*[qBlock]item
+	// Where the last Set put its item: block and index. A round files
+	// its preempted jobs in order, and in an LAS run 94% of them go to
+	// the same block as the one before, behind it. Only a guess: Set
+	// checks it against the items before use.
+	hb int
+	hp int32
 }
 
 const (
@@ -88,7 +94,11 @@ func (q *waitq) Set(x item) {
 	}
 	b := nb - 1
 	if !itemLess(q.bs[b].last, x) {
-		b = q.block(x)
+		if h := q.hb; h < nb && !itemLess(q.bs[h].last, x) && (h == 0 || itemLess(q.bs[h-1].last, x)) {
+			b = h
+		} else {
+			b = q.block(x)
+		}
 	}
 	if q.bs[b].hi-q.bs[b].lo >= qSplit {
 		if b == nb-1 && itemLess(q.bs[b].last, x) {
@@ -98,6 +108,7 @@ func (q *waitq) Set(x item) {
 			a := q.newArray()
 			a[qBlock/4] = x
 			q.bs = append(q.bs, qblock{last: x, a: a, lo: qBlock / 4, hi: qBlock/4 + 1})
+			q.hb, q.hp = nb, qBlock/4
 			return
 		}
 		q.split(b)
@@ -106,7 +117,11 @@ func (q *waitq) Set(x item) {
 		}
 	}
 	bl := &q.bs[b]
-	p := bl.lo + int32(lowerBound(bl.items(), x))
+	from := bl.lo
+	if b == q.hb && q.hp >= bl.lo && q.hp < bl.hi && itemLess(bl.a[q.hp], x) {
+		from = q.hp + 1
+	}
+	p := from + int32(lowerBound(bl.a[from:bl.hi], x))
 	// Shift the shorter side; when that side has no room, re-centre the
 	// block first, which leaves room at both ends.
 	left := p-bl.lo <= bl.hi-p
@@ -116,13 +131,14 @@ func (q *waitq) Set(x item) {
 	if left {
 		copy(bl.a[bl.lo-1:p-1], bl.a[bl.lo:p])
 		bl.lo--
-		bl.a[p-1] = x
+		p--
 	} else {
 		copy(bl.a[p+1:bl.hi+1], bl.a[p:bl.hi])
 		bl.hi++
-		bl.a[p] = x
 	}
+	bl.a[p] = x
 	bl.last = bl.a[bl.hi-1]
+	q.hb, q.hp = b, p
 }
 
 // centre moves the block's items to the middle of its array and returns

@@ -57,6 +57,7 @@ func TestWaitqMatchesSortedSlice(t *testing.T) {
 		var q waitq
 		var want []item
 		seq := int32(0)
+		var last item
 		keys := 1 + rng.IntN(50)
 		if seed%3 == 0 {
 			keys = 1 << 30
@@ -66,14 +67,17 @@ func TestWaitqMatchesSortedSlice(t *testing.T) {
 		for step := 0; step < steps; step++ {
 			if len(want) == 0 || rng.Float64() < pInsert {
 				var x item
-				switch rng.IntN(3) {
+				switch rng.IntN(4) {
 				case 0: // behind everything
 					x = item{hi: 1 << 40, lo: uint64(seq), seq: seq}
+				case 1: // just behind the last one filed, as a round files its preempted jobs
+					x = item{hi: last.hi, lo: last.lo + uint64(rng.IntN(3)), seq: seq}
 				default:
 					x = item{hi: uint64(rng.IntN(3)), lo: uint64(rng.IntN(keys)), seq: seq}
 				}
 				x.slot = seq
 				seq++
+				last = x
 				q.Set(x)
 				i, _ := slices.BinarySearchFunc(want, x, func(a, b item) int {
 					if itemLess(a, b) {
