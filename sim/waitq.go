@@ -117,11 +117,16 @@ func (q *waitq) Set(x item) {
 		}
 	}
 	bl := &q.bs[b]
-	from := bl.lo
+	var p int32
 	if b == q.hb && q.hp >= bl.lo && q.hp < bl.hi && itemLess(bl.a[q.hp], x) {
-		from = q.hp + 1
+		// Most often x goes right behind the last one filed.
+		p = q.hp + 1
+		if p < bl.hi && itemLess(bl.a[p], x) {
+			p += int32(lowerBound(bl.a[p:bl.hi], x))
+		}
+	} else {
+		p = bl.lo + int32(lowerBound(bl.items(), x))
 	}
-	p := from + int32(lowerBound(bl.a[from:bl.hi], x))
 	// Shift the shorter side; when that side has no room, re-centre the
 	// block first, which leaves room at both ends.
 	left := p-bl.lo <= bl.hi-p
@@ -189,7 +194,9 @@ func (q *waitq) Delete(x item) {
 	bl := &q.bs[b]
 	q.n--
 	if p-bl.lo < bl.hi-1-p {
-		copy(bl.a[bl.lo+1:p+1], bl.a[bl.lo:p])
+		if p > bl.lo {
+			copy(bl.a[bl.lo+1:p+1], bl.a[bl.lo:p])
+		}
 		bl.lo++
 	} else {
 		copy(bl.a[p:bl.hi-1], bl.a[p+1:bl.hi])
