@@ -227,29 +227,35 @@ func (q *waitq) remove(b int) {
 	q.bs = q.bs[:len(q.bs)-1]
 }
 
-// merge joins the small block b with its next (else previous) neighbour
-// when the two hold at most qJoin items. The items move into the later
-// block, so that a queue drained from the front drops its first block.
+// merge joins the small block b with its next neighbour, else its
+// previous one, when the two hold at most qJoin items, so that blocks
+// stay mostly full (memory follows the items). The items move into the
+// later block, so that a queue drained from the front drops its first
+// block.
 func (q *waitq) merge(b int) {
-	o := b + 1
-	if o == len(q.bs) {
-		o = b - 1
-	}
-	if o < 0 {
+	if b+1 < len(q.bs) && q.join(b) {
 		return
 	}
-	first, second := min(b, o), max(b, o)
-	f, s := &q.bs[first], &q.bs[second]
-	nf, ns := f.hi-f.lo, s.hi-s.lo
+	if b > 0 {
+		q.join(b - 1)
+	}
+}
+
+// join moves block f's items into block f+1 and drops f, if the two hold
+// at most qJoin items.
+func (q *waitq) join(f int) bool {
+	fb, sb := &q.bs[f], &q.bs[f+1]
+	nf, ns := fb.hi-fb.lo, sb.hi-sb.lo
 	if nf+ns > qJoin {
-		return
+		return false
 	}
 	lo := (qBlock - nf - ns) / 2
-	copy(s.a[lo+nf:lo+nf+ns], s.a[s.lo:s.hi]) // copy is memmove: overlap is safe
-	copy(s.a[lo:lo+nf], f.a[f.lo:f.hi])
-	s.lo, s.hi = lo, lo+nf+ns
-	f.lo, f.hi = 0, 0
-	q.remove(first)
+	copy(sb.a[lo+nf:lo+nf+ns], sb.a[sb.lo:sb.hi]) // copy is memmove: overlap is safe
+	copy(sb.a[lo:lo+nf], fb.a[fb.lo:fb.hi])
+	sb.lo, sb.hi = lo, lo+nf+ns
+	fb.lo, fb.hi = 0, 0
+	q.remove(f)
+	return true
 }
 
 // Min is the smallest item; ok is false when the set is empty.
