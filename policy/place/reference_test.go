@@ -403,3 +403,49 @@ func TestPackedMatchesReferenceScan(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexedMatchesReferenceOnWideBins compares whole rounds on clusters
+// of 200–300 nodes with two or three distinct scores per class, so a bin's
+// nodes fill several bitset words and a walk starts at a bucket's hint
+// (on the small clusters above every bucket is one word, where a hint
+// left too high cannot show).
+func TestIndexedMatchesReferenceOnWideBins(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	pal := [2]*PAL{{TieBreak: PMFirstArtifact}, {TieBreak: PMFirstPaper}}
+	pm := [2]*PMFirst{{TieBreak: PMFirstArtifact}, {TieBreak: PMFirstPaper}}
+	for trial := range 24 {
+		per := 1 + rng.IntN(4)
+		c, err := cluster.New(200+rng.IntN(101), per)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &policy.Scores{}
+		for k := range s.SF {
+			vals := []float64{1.0, 1.1, 2.5}[:2+rng.IntN(2)]
+			sf := make([]float64, c.Size())
+			for g := range sf {
+				sf[g] = vals[rng.IntN(len(vals))]
+			}
+			s.SF[k], s.LV[k] = sf, randomLV(rng, sf)
+		}
+		env := &policy.Env{Cluster: c, Scores: s}
+		var order []*workload.Job
+		for demand := 0; demand < c.Size()*3/2; {
+			n := 1 + rng.IntN(per)
+			if rng.IntN(8) == 0 {
+				n = 1 + rng.IntN(4*per)
+			}
+			demand += n
+			order = append(order, workload.NewJob(workload.Spec{ID: len(order), GPUs: n,
+				Class: variability.Class(rng.IntN(variability.NumClasses)), Submit: float64(len(order))}))
+		}
+		for tb := range 2 {
+			what := fmt.Sprintf("trial %d tie-break %d cluster %v", trial, tb, c)
+			sameAlloc(t, "pal "+what, pal[tb].Place(env, order), (&refPAL{TieBreak: PMFirstTieBreak(tb)}).Place(env, order))
+			sameAlloc(t, "pm-first "+what, pm[tb].Place(env, order), (&refPMFirst{TieBreak: PMFirstTieBreak(tb)}).Place(env, order))
+		}
+		if x := &pal[0].ix; !x.ok || x.cls[0].bins[0].nw < 2 {
+			t.Fatalf("trial %d: the index is not in use or class A's first bin fits one word", trial)
+		}
+	}
+}
