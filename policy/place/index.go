@@ -100,6 +100,11 @@ type classIndex struct {
 	vals     []float64 // bin values, ascending and distinct
 	bins     []binInfo
 	binNodes []int32
+	// only[off+pos] is the node's one GPU in the bin when it has exactly
+	// one there, else -1. A node in a bucket then holds it free, so a
+	// pick takes it without scanning the node (with a bin per outlier,
+	// most (bin, node) pairs are single GPUs).
+	only []int32
 
 	gbin []int32 // bin of each GPU (what walks compare)
 	// pos[g] is the position of GPU g's node in its bin's node list (its
@@ -351,6 +356,7 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (in
 		off += ci.bins[b].n
 	}
 	ci.binNodes = make([]int32, off)
+	ci.only = make([]int32, off)
 	ci.pos = make([]int32, len(sf))
 	fill := make([]int32, nb) // nodes listed so far per bin
 	perNode := make([]int32, nb)
@@ -362,10 +368,14 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (in
 		if nd := x.gpuNode[g]; last[b] != nd {
 			last[b] = nd
 			ci.binNodes[bi.off+fill[b]] = nd
+			ci.only[bi.off+fill[b]] = int32(g)
 			fill[b]++
 			perNode[b] = 0
 		}
 		perNode[b]++
+		if perNode[b] > 1 {
+			ci.only[bi.off+fill[b]-1] = -1
+		}
 		bi.maxCnt = max(bi.maxCnt, perNode[b])
 		ci.pos[g] = fill[b] - 1
 	}
@@ -683,6 +693,10 @@ func (x *scoreIndex) pmFirstOne(c, bmax int) []int {
 			*h++
 		}
 		p := int(*h)<<6 | bits.TrailingZeros64(x.words[o+int(*h)])
+		if g := ci.only[int(bi.off)+p]; g >= 0 {
+			x.buf = append(x.buf[:0], int(g))
+			return x.buf
+		}
 		nd := ci.binNodes[int(bi.off)+p]
 		for g := x.nodeStart[nd]; ; g++ {
 			if x.free[g] && ci.gbin[g] == int32(b) {
@@ -715,6 +729,7 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 	nw := int(bi.nw)
 	base := int(bi.bitOff)
 	nodes := ci.binNodes[bi.off : bi.off+bi.n]
+	only := ci.only[bi.off : bi.off+bi.n]
 	start := int32(nw)
 	for _, k := range ks {
 		h := &ci.hint[bi.popOff+k]
@@ -731,6 +746,11 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 		for m != 0 && r > 0 {
 			p := w<<6 | bits.TrailingZeros64(m)
 			m &= m - 1
+			if g := only[p]; g >= 0 {
+				x.buf = append(x.buf, int(g))
+				r--
+				continue
+			}
 			nd := nodes[p]
 			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1] && r > 0; g++ {
 				if x.free[g] && ci.gbin[g] == int32(b) {
