@@ -429,6 +429,7 @@ func (x *incremental) runSorted() bool {
 // fit the cluster together.
 func (x *incremental) buildView() {
 	x.view = x.view[:0]
+	x.order = x.order[:0]
 	it := x.wait.first()
 	ri := 0
 	demand := 0 // of the waiting jobs in the view
@@ -439,7 +440,9 @@ func (x *incremental) buildView() {
 			takeRun = false
 		}
 		if takeRun {
-			x.view = append(x.view, x.run[ri])
+			j := x.run[ri]
+			x.view = append(x.view, j)
+			x.order = append(x.order, &j.Job)
 			ri++
 			continue
 		}
@@ -447,13 +450,11 @@ func (x *incremental) buildView() {
 			break
 		}
 		slot := it.item().slot
-		x.view = append(x.view, x.at(slot))
+		j := x.at(slot) // not read here: the placer reads it
+		x.view = append(x.view, j)
+		x.order = append(x.order, &j.Job)
 		demand += int(x.gpus[slot])
 		it.next()
-	}
-	x.order = x.order[:0]
-	for _, j := range x.view {
-		x.order = append(x.order, &j.Job)
 	}
 }
 
