@@ -29,9 +29,11 @@ import (
 //
 // PAL's within-node entries need, per node, the n-th best free score and
 // how many free GPUs score no worse; a min-tree per (class, n) over nodes
-// keeps the best node on top (see key). Trees are brought up to date
-// lazily, when a job of that class and size asks, because most (class, n)
-// pairs never do in a given round.
+// keeps the best node on top (see key). Trees are repaired lazily, only
+// at the nodes that reach the top when a job of that class and size asks
+// (see sync); most (class, n) pairs are never asked in a given round, and
+// PAL's usual within pick in the lowest free bin is read off the buckets
+// instead (see withinTop).
 //
 // The index depends only on the cluster's shape and the score table, both
 // static for a simulation, so it is built once and reused; each round
@@ -520,8 +522,8 @@ func (x *scoreIndex) seg(c, node int) []int32 {
 	return x.srt[o : o+int(x.nodeFree[node])]
 }
 
-// take marks gpus busy in every class's structures. They come ascending
-// from a pick, so a node's GPUs are adjacent and it is logged once.
+// take marks gpus busy in the structures of every live class (the frame
+// keeps a class live only while it still has jobs to place).
 func (x *scoreIndex) take(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = false
