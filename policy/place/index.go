@@ -83,12 +83,8 @@ type scoreIndex struct {
 	live [variability.NumClasses]bool
 }
 
-// gpuSlot is a GPU's place in one class's structures: its bin and the
-// position of its node in the bin's node list (its bit in the buckets).
-type gpuSlot struct{ bin, pos int32 }
-
 // binInfo is the static layout of one bin. Its nodes are
-// binNodes[off:off+n] (ascending); gpuSlot.pos indexes that list. Bucket
+// binNodes[off:off+n] (ascending); classIndex.pos indexes that list. Bucket
 // k (1..maxCnt) of the bin, the nodes with exactly k free GPUs in it, is
 // the bitset words[bitOff+(k-1)*nw:][:nw] over those positions, and
 // pop[popOff+k] counts its nodes.
@@ -536,12 +532,12 @@ func (x *scoreIndex) take(gpus []int) {
 				continue
 			}
 			ci := &x.cls[c]
-			sl := gpuSlot{bin: ci.gbin[g], pos: ci.pos[g]}
+			bin, pos := ci.gbin[g], ci.pos[g]
 			if x.withinOn {
-				// Drop one sl.bin from the node's sorted free bins.
+				// Drop one bin from the node's sorted free bins.
 				seg := x.srt[base+c*ln : base+c*ln+nf]
 				i := 0
-				for seg[i] != sl.bin {
+				for seg[i] != bin {
 					i++
 				}
 				for ; i < nf-1; i++ {
@@ -549,22 +545,22 @@ func (x *scoreIndex) take(gpus []int) {
 				}
 			}
 			// Move the node from bucket k to bucket k-1 of its bin.
-			bi := &ci.bins[sl.bin]
-			fi := bi.off + sl.pos
+			bi := &ci.bins[bin]
+			fi := bi.off + pos
 			k := ci.cnt[fi]
 			ci.cnt[fi] = k - 1
-			w := int(bi.bitOff) + int(sl.pos>>6)
-			bit := uint64(1) << (sl.pos & 63)
+			w := int(bi.bitOff) + int(pos>>6)
+			bit := uint64(1) << (pos & 63)
 			x.words[w+int(k-1)*int(bi.nw)] &^= bit
 			ci.pop[bi.popOff+k]--
 			if k > 1 {
 				x.words[w+int(k-2)*int(bi.nw)] |= bit
 				ci.pop[bi.popOff+k-1]++
-				if h := &ci.hint[bi.popOff+k-1]; *h > sl.pos>>6 {
-					*h = sl.pos >> 6
+				if h := &ci.hint[bi.popOff+k-1]; *h > pos>>6 {
+					*h = pos >> 6
 				}
 			}
-			ci.binFree[sl.bin]--
+			ci.binFree[bin]--
 		}
 	}
 	x.total -= len(gpus)
