@@ -680,17 +680,11 @@ func (x *scoreIndex) pmFirstOne(c, bmax int) []int {
 		return nil
 	}
 	bi := &ci.bins[b]
-	nw := int(bi.nw)
 	for k := int32(1); k <= bi.maxCnt; k++ {
 		if ci.pop[bi.popOff+k] == 0 {
 			continue
 		}
-		h := &ci.hint[bi.popOff+k]
-		o := int(bi.bitOff) + int(k-1)*nw
-		for x.words[o+int(*h)] == 0 {
-			*h++
-		}
-		p := int(*h)<<6 | bits.TrailingZeros64(x.words[o+int(*h)])
+		p := x.firstIn(ci, bi, k)
 		if g := ci.only[int(bi.off)+p]; g >= 0 {
 			x.buf = append(x.buf[:0], int(g))
 			return x.buf
@@ -821,20 +815,25 @@ func (x *scoreIndex) withinTop(c, n int) (b, node int, ok bool) {
 		return b, -1, false
 	}
 	bi := &ci.bins[b]
-	nw := int(bi.nw)
 	for k := bi.maxCnt; k >= int32(n); k-- {
 		if ci.pop[bi.popOff+k] == 0 {
 			continue
 		}
-		h := &ci.hint[bi.popOff+k]
-		o := int(bi.bitOff) + int(k-1)*nw
-		for x.words[o+int(*h)] == 0 {
-			*h++
-		}
-		p := int(*h)<<6 | bits.TrailingZeros64(x.words[o+int(*h)])
-		return b, int(ci.binNodes[int(bi.off)+p]), true
+		return b, int(ci.binNodes[int(bi.off)+x.firstIn(ci, bi, k)]), true
 	}
 	return b, -1, false
+}
+
+// firstIn is the position, in bin bi's node list, of the first node of
+// its non-empty bucket k, found from the bucket's hint (moved up past the
+// empty words on the way).
+func (x *scoreIndex) firstIn(ci *classIndex, bi *binInfo, k int32) int {
+	h := &ci.hint[bi.popOff+k]
+	o := int(bi.bitOff) + int(k-1)*int(bi.nw)
+	for x.words[o+int(*h)] == 0 {
+		*h++
+	}
+	return int(*h)<<6 | bits.TrailingZeros64(x.words[o+int(*h)])
 }
 
 // rerank finds the best node whose n-th bin is bn, counting its free
