@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
 )
 
@@ -133,26 +134,28 @@ func (h *eventHeap) Pop() any {
 
 type incremental struct {
 	*state
-	ks        policy.KeyedScheduler
-	R         float64
-	limit     int // GPUs: see buildView
-	wait      waitq
-	run       []*job // running jobs, sorted by (key, seq) before placing
-	slabs     []*[slabSize]job
-	gpus      []int32       // demand by slot, so buildView need not touch a waiting job
-	extraSpec workload.Spec // the extra being admitted
-	free      []int32
-	seq       int
-	acc       []float64 // acc[m]: SinceScheduled after m waiting rounds
-	mGuard    int       // waiting rounds that trip the starvation guard (0: off)
-	guards    []event   // FIFO: every guard is due mGuard rounds after its base
-	gHead     int
-	wakes     eventHeap
-	view      []*job
-	order     []*workload.Job
-	ahead     []workload.Job // look-ahead copies of the running jobs
-	aheadKy   []policy.OrderKey
-	pos       []int // view position of each running job (look-ahead)
+	ks    policy.KeyedScheduler
+	R     float64
+	limit int // GPUs: see buildView
+	wait  waitq
+	run   []*job // running jobs, sorted by (key, seq) before placing
+	// runInOrder: run is sorted under the keys progress gave it.
+	runInOrder bool
+	slabs      []*[slabSize]job
+	gpus       []int32       // demand by slot, so buildView need not touch a waiting job
+	extraSpec  workload.Spec // the extra being admitted
+	free       []int32
+	seq        int
+	acc        []float64 // acc[m]: SinceScheduled after m waiting rounds
+	mGuard     int       // waiting rounds that trip the starvation guard (0: off)
+	guards     []event   // FIFO: every guard is due mGuard rounds after its base
+	gHead      int
+	wakes      eventHeap
+	view       []*job
+	order      []*workload.Job
+	ahead      []workload.Job // look-ahead copies of the running jobs
+	aheadKy    []policy.OrderKey
+	pos        []int // view position of each running job (look-ahead)
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -222,9 +225,14 @@ func (x *incremental) roundsToWait(w float64) int {
 	return len(x.acc) - 1
 }
 
-// progress credits running jobs and completes those that are done.
+// progress credits running jobs, completes those that are done and
+// re-keys the others at T. A running job's key depends only on T and the
+// job (arrivals and events touch waiting jobs only), so it is taken here,
+// in the one pass over the running jobs, rather than in schedule; the pass
+// also notes whether the running jobs are still in order.
 func (x *incremental) progress(T float64) {
 	kept := x.run[:0]
+	sorted := true
 	for _, j := range x.run {
 		x.busy += int64(len(j.GPUsHeld))
 		credit(&j.Job, x.R)
@@ -233,10 +241,15 @@ func (x *incremental) progress(T float64) {
 			x.release(j)
 			continue
 		}
+		j.setKey(x.ks.Key(T, &j.Job))
+		if n := len(kept); n > 0 && sorted && itemLess(j.it, kept[n-1].it) {
+			sorted = false
+		}
 		kept = append(kept, j)
 	}
 	clear(x.run[len(kept):])
 	x.run = kept
+	x.runInOrder = sorted
 }
 
 func (x *incremental) arrive(round int, T float64) {
@@ -365,13 +378,11 @@ func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
 
 // schedule re-keys the running jobs, places the view and applies the
 // answer. It reports whether anything was launched, moved or preempted.
-func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
-	for _, j := range x.run {
-		j.setKey(x.ks.Key(T, &j.Job))
-	}
+func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// The running jobs are in last round's order, which their new keys
-	// seldom change (LAS and SRTF move them all by the same service).
-	if !x.runSorted() {
+	// (taken in progress) seldom change (LAS and SRTF move them all by
+	// the same service).
+	if !x.runInOrder {
 		slices.SortFunc(x.run, func(a, b *job) int {
 			if less(a, b) {
 				return -1
@@ -384,40 +395,41 @@ func (x *incremental) schedule(round int, T float64) (bool, RoundStat) {
 	if x.cfg.Observe != nil {
 		for _, j := range x.view {
 			if !j.running {
-				j.SinceScheduled = x.waitedAt(round, j.base)
+				j.SinceScheduled = x.waitedAt(rnd, j.base)
 			}
 		}
 		x.cfg.Observe(T, x.order, alloc)
 	}
-	inUse, _, changed := x.apply(x.order, alloc, T, x.R, true)
+	// One pass over the view applies the answer and moves the jobs that
+	// start or stop running between the running list and the waiting
+	// queue (a waiting job's SinceScheduled is kept as its base round).
+	inUse, changed := 0, false
 	x.run = x.run[:0]
-	for _, j := range x.view {
-		switch runs := j.GPUsHeld != nil; {
+	err := round.Apply(x.cl, x.order, alloc, func(i int, k round.Kind) {
+		j, g := x.view[i], alloc[i]
+		changed = changed || k.Changes()
+		runs := x.applyJob(&j.Job, g, k, T)
+		switch {
 		case runs && !j.running:
 			x.unfile(j)
 			j.running = true
 		case !runs && j.running:
 			j.running = false
-			j.base = round
+			j.base = rnd
 			x.file(j)
-			x.waiting(j, round)
+			x.waiting(j, rnd)
 		}
-		if j.running {
+		if runs {
+			inUse += len(g)
 			x.run = append(x.run, j)
 		}
+	})
+	if err != nil {
+		x.placerBug(err)
 	}
 	st := RoundStat{T: T, GPUsInUse: inUse, Running: len(x.run), Queued: x.wait.Len()}
 	x.rounds = append(x.rounds, st)
 	return changed, st
-}
-
-func (x *incremental) runSorted() bool {
-	for i := 1; i < len(x.run); i++ {
-		if less(x.run[i], x.run[i-1]) {
-			return false
-		}
-	}
-	return true
 }
 
 // buildView merges the running jobs with the waiting ones a frame can

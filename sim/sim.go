@@ -524,54 +524,65 @@ func (s *state) schedule(T, R float64) {
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(T, order, alloc)
 	}
-	inUse, running, _ := s.apply(order, alloc, T, R, false)
+	inUse, running, _ := s.apply(order, alloc, T, R)
 	s.rounds = append(s.rounds, RoundStat{T: T, GPUsInUse: inUse, Running: running, Queued: len(order) - running})
 }
 
 // apply makes the placer's answer happen. round.Apply is the reading of
 // the answer both drivers share; the simulator's part is the progress
-// model of each launched job. lazyWait leaves SinceScheduled of jobs that
-// wait to the caller. It returns the GPUs in use, the running jobs, and
-// whether any job was launched, moved or preempted.
-func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64, lazyWait bool) (inUse, running int, changed bool) {
+// model of each launched job. It returns the GPUs in use, the running
+// jobs, and whether any job was launched, moved or preempted.
+func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64) (inUse, running int, changed bool) {
 	err := round.Apply(s.cl, order, alloc, func(i int, k round.Kind) {
-		j, g := order[i], alloc[i]
+		g := alloc[i]
 		changed = changed || k.Changes()
-		switch k {
-		case round.Wait, round.Preempt:
-			if k == round.Preempt {
-				j.Preemptions++
-				j.Debt += j.MoveCost.Preemption
-			}
-			j.GPUsHeld = nil
-			if !lazyWait {
-				j.SinceScheduled += R
-			}
-			return
-		case round.Migrate:
-			j.Migrations++
-			j.Debt += j.MoveCost.Migration
+		if s.applyJob(order[i], g, k, T) {
+			inUse += len(g)
+			running++
+		} else {
+			order[i].SinceScheduled += R
 		}
-		if k != round.Keep {
-			j.GPUsHeld = g
-			j.LastGPUs = g
-			j.PM = s.pm(j, g)
-			j.Loc = 1
-			if s.cl.SpansNodes(g) {
-				j.Loc = s.cfg.Locality(&j.Spec)
-			}
-			if j.FirstStart < 0 {
-				j.FirstStart = T
-			}
-		}
-		j.SinceScheduled = 0
-		inUse += len(g)
-		running++
 	})
 	if err != nil {
-		panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err)) // a placer bug, not input
+		s.placerBug(err)
 	}
 	return inUse, running, changed
+}
+
+// applyJob is one line of round.Apply's visit: it moves j to g (what the
+// round does to it is k) and reports whether j runs. A job that waits
+// has its waiting time left to the caller.
+func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool {
+	switch k {
+	case round.Wait, round.Preempt:
+		if k == round.Preempt {
+			j.Preemptions++
+			j.Debt += j.MoveCost.Preemption
+		}
+		j.GPUsHeld = nil
+		return false
+	case round.Migrate:
+		j.Migrations++
+		j.Debt += j.MoveCost.Migration
+	}
+	if k != round.Keep {
+		j.GPUsHeld = g
+		j.LastGPUs = g
+		j.PM = s.pm(j, g)
+		j.Loc = 1
+		if s.cl.SpansNodes(g) {
+			j.Loc = s.cfg.Locality(&j.Spec)
+		}
+		if j.FirstStart < 0 {
+			j.FirstStart = T
+		}
+	}
+	j.SinceScheduled = 0
+	return true
+}
+
+func (s *state) placerBug(err error) {
+	panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err)) // a placer bug, not input
 }
 
 // pm is the slowdown of a job on gpus: its slowest GPU sets the pace of
