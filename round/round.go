@@ -93,35 +93,67 @@ func Same(a, b []int) bool {
 // jobs, is an error naming the job; cl may then be partly changed, and the
 // caller should treat it as a bug in the placer.
 func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func(i int, k Kind)) error {
-	if len(alloc) != len(order) {
-		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
-	}
-	// Each job is classified once: a round of tens of thousands of jobs
-	// reads each job's lists here and nowhere else.
+	var a Applier
 	kinds := make([]Kind, len(order))
-	for i, j := range order {
-		k := Classify(j.GPUsHeld, alloc[i])
-		kinds[i] = k
-		if k == Preempt || k == Migrate {
-			if err := cl.Release(j.ID, j.GPUsHeld); err != nil {
-				return fmt.Errorf("round: %w", err)
-			}
-		}
-	}
-	for i, j := range order {
-		if k := kinds[i]; k == Launch || k == Migrate {
-			g := alloc[i]
-			if len(g) != j.GPUs {
-				return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), j.GPUs)
-			}
-			if err := cl.Assign(j.ID, g); err != nil {
-				return fmt.Errorf("round: %w", err)
-			}
-		}
+	if err := a.Apply(cl, order, alloc, func(i int, k Kind) { kinds[i] = k }); err != nil {
+		return err
 	}
 	if visit != nil {
 		for i, k := range kinds {
 			visit(i, k)
+		}
+	}
+	return nil
+}
+
+// Applier is Apply for a driver that reads each job of a round once: its
+// visit comes as soon as the job is classified. It keeps its scratch
+// space from round to round.
+type Applier struct {
+	takes []take
+}
+
+// take is a launched or migrated job, noted while the GPUs are released
+// so that assigning them reads no job again.
+type take struct {
+	i, want int
+	id      int
+}
+
+// Apply does what the package's Apply does to cl, in the same order and
+// with the same errors, but calls visit(i, k) for each job in order right
+// after classifying it (and releasing its GPUs), before the next job is
+// read and before any GPU is assigned. visit may change the job it is
+// given (its GPUsHeld included: Apply has read it by then) but must not
+// read cl, which is mid-change. On an error, jobs before the failing one
+// may have been visited.
+func (a *Applier) Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func(i int, k Kind)) error {
+	if len(alloc) != len(order) {
+		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
+	}
+	a.takes = a.takes[:0]
+	for i, j := range order {
+		held := j.GPUsHeld
+		k := Classify(held, alloc[i])
+		switch k {
+		case Preempt, Migrate:
+			if err := cl.Release(j.ID, held); err != nil {
+				return fmt.Errorf("round: %w", err)
+			}
+		}
+		switch k {
+		case Launch, Migrate:
+			a.takes = append(a.takes, take{i: i, want: j.GPUs, id: j.ID})
+		}
+		visit(i, k)
+	}
+	for _, t := range a.takes {
+		g := alloc[t.i]
+		if len(g) != t.want {
+			return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", t.id, len(g), t.want)
+		}
+		if err := cl.Assign(t.id, g); err != nil {
+			return fmt.Errorf("round: %w", err)
 		}
 	}
 	return nil

@@ -202,3 +202,26 @@ func TestPackedKeysOrderAsKeys(t *testing.T) {
 		}
 	}
 }
+
+// The look-ahead reads waiting jobs' keys back from their items: a key
+// read back must compare with every key as the key itself does.
+func TestUnpackedKeysCompareAsKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := []float64{math.NaN(), math.Inf(-1), -1e300, -3.5, -1e-300, math.Copysign(0, -1), 0, 1e-300, 0.5, 300, 1e300, math.Inf(1)}
+	key := func() policy.OrderKey {
+		return policy.OrderKey{Priority: []int{math.MinInt32, -5, 1, 999, math.MaxInt32}[rng.IntN(5)], Level: []int{math.MinInt32, 0, 2, math.MaxInt32}[rng.IntN(4)], Value: vals[rng.IntN(len(vals))]}
+	}
+	for range 20000 {
+		a, b := key(), key()
+		back := unpackKey(packKey(a))
+		if back.Priority != a.Priority || back.Level != a.Level {
+			t.Fatalf("%+v read back as %+v", a, back)
+		}
+		if got, want := back.Compare(b), a.Compare(b); got != want {
+			t.Fatalf("%+v (read back as %+v) vs %+v: %d, want %d", a, back, b, got, want)
+		}
+		if got, want := b.Compare(back), b.Compare(a); got != want {
+			t.Fatalf("%+v vs %+v (read back as %+v): %d, want %d", b, a, back, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
@@ -41,14 +42,18 @@ import (
 // it. Jobs live in fixed slabs (see slots), so a *job stays valid for the
 // job's life and a finished job's slot is reused: memory follows the
 // active jobs, not the trace.
+//
+// A job is 384 bytes, six cache lines, and a slab starts on a page, so
+// what the loop reads of every running job every round (the item, the
+// running flag and the head of workload.Job, see there) lies in the first
+// three lines of each.
 type job struct {
-	workload.Job
-	seq     int             // admission order: ties in the order keep it
-	key     policy.OrderKey // key the job is filed under
-	it      item            // key, seq and slot packed for the queue
-	base    int             // round whose SinceScheduled was 0 (see waitedAt)
-	slot    int32
+	it      item  // key, seq and slot packed for the queue
+	seq     int32 // admission order: ties in the order keep it
 	running bool
+	workload.Job
+	base int // round whose SinceScheduled was 0 (see waitedAt)
+	_    [24]byte
 }
 
 // item is a waiting job's entry in the waiting queue: its key packed into
@@ -64,12 +69,14 @@ type item struct {
 
 func (j *job) item() item { return j.it }
 
-// setKey sets the key a job is ordered by (and its packed item).
+// setKey sets the key a job is ordered by: its packed item, whose seq
+// and slot are set when the job is admitted.
 func (j *job) setKey(k policy.OrderKey) {
-	j.key = k
-	hi, lo := packKey(k)
-	j.it = item{hi: hi, lo: lo, seq: int32(j.seq), slot: j.slot}
+	j.it.hi, j.it.lo = packKey(k)
 }
+
+// key is the key a job is filed under, as unpackKey reads it back.
+func (j *job) key() policy.OrderKey { return unpackKey(j.it.hi, j.it.lo) }
 
 // packKey maps a key to words whose unsigned order is OrderKey.Compare's:
 // priority and level as offset 32-bit integers, the value's bits made
@@ -93,6 +100,20 @@ func packKey(k policy.OrderKey) (hi, lo uint64) {
 		b |= 1 << 63
 	}
 	return hi, b
+}
+
+// unpackKey is packKey's inverse up to what OrderKey.Compare cannot tell
+// apart: every NaN comes back as one NaN, -0 as +0. A key read back
+// compares with any other key as the key packed did.
+func unpackKey(hi, lo uint64) policy.OrderKey {
+	k := policy.OrderKey{Priority: int(int32(uint32(hi>>32) ^ 1<<31)), Level: int(int32(uint32(hi) ^ 1<<31))}
+	if lo>>63 != 0 {
+		lo &^= 1 << 63
+	} else {
+		lo = ^lo
+	}
+	k.Value = math.Float64frombits(lo)
+	return k
 }
 
 func itemLess(a, b item) bool {
@@ -192,7 +213,7 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 		rest = append(rest, x.at(it.slot))
 		return true
 	})
-	slices.SortFunc(rest, func(a, b *job) int { return a.seq - b.seq })
+	slices.SortFunc(rest, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
 	unfinished := make([]*workload.Job, len(rest))
 	for i, j := range rest {
 		unfinished[i] = &j.Job
@@ -273,8 +294,9 @@ func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
 		j.Tracked = x.tracks(sp)
 	}
 	j.MoveCost = x.cfg.Costs.For(&j.Spec)
-	x.gpus[j.slot] = int32(j.GPUs)
-	j.seq, j.base = x.seq, round
+	x.gpus[j.it.slot] = int32(j.GPUs)
+	j.seq, j.base = int32(x.seq), round
+	j.it.seq = j.seq
 	x.seq++
 	j.setKey(x.ks.Key(T, &j.Job))
 	x.file(j)
@@ -298,13 +320,13 @@ func (x *incremental) alloc() *job {
 	slot := x.free[len(x.free)-1]
 	x.free = x.free[:len(x.free)-1]
 	j := x.at(slot)
-	j.slot = slot
+	j.it.slot = slot
 	return j
 }
 
 // release returns a finished job's slot.
 func (x *incremental) release(j *job) {
-	slot := j.slot
+	slot := j.it.slot
 	*j = job{seq: -1}
 	x.free = append(x.free, slot)
 }
@@ -318,7 +340,7 @@ func (x *incremental) unfile(j *job) { x.wait.Delete(j.item()) }
 // waiting at round.
 func (x *incremental) waiting(j *job, round int) {
 	if x.mGuard > 0 && j.Priority != 1 {
-		x.guards = append(x.guards, event{due: round + x.mGuard, base: round, seq: j.seq, slot: j.slot})
+		x.guards = append(x.guards, event{due: round + x.mGuard, base: round, seq: int(j.seq), slot: j.it.slot})
 	}
 	x.arm(j, round)
 }
@@ -329,13 +351,13 @@ func (x *incremental) arm(j *job, round int) {
 		if w > 0 {
 			due = j.base + max(1, x.roundsToWait(w))
 		}
-		heap.Push(&x.wakes, event{due: max(due, round+1), base: j.base, seq: j.seq, slot: j.slot})
+		heap.Push(&x.wakes, event{due: max(due, round+1), base: j.base, seq: int(j.seq), slot: j.it.slot})
 	}
 }
 
 // job is the event's job if it is still waiting since the event's base.
 func (x *incremental) job(e event) *job {
-	if j := x.at(e.slot); j.seq == e.seq && !j.running && j.base == e.base {
+	if j := x.at(e.slot); int(j.seq) == e.seq && !j.running && j.base == e.base {
 		return j
 	}
 	return nil
@@ -405,7 +427,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// queue (a waiting job's SinceScheduled is kept as its base round).
 	inUse, changed := 0, false
 	x.run = x.run[:0]
-	err := round.Apply(x.cl, x.order, alloc, func(i int, k round.Kind) {
+	err := x.applier.Apply(x.cl, x.order, alloc, func(i int, k round.Kind) {
 		j, g := x.view[i], alloc[i]
 		changed = changed || k.Changes()
 		runs := x.applyJob(&j.Job, g, k, T)
@@ -506,7 +528,7 @@ func (x *incremental) skip(round int, st RoundStat) int {
 	}
 	x.aheadKy = slices.Grow(x.aheadKy[:0], len(x.view))[:len(x.view)]
 	for i, j := range x.view {
-		x.aheadKy[i] = j.key
+		x.aheadKy[i] = j.key()
 	}
 	r := round + 1
 	for ; r < stop; r++ {

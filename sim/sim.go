@@ -320,6 +320,8 @@ type state struct {
 	arrived    []*workload.Job
 	maxRound   int
 	nextEvent  int
+	freeMoves  bool // Config.Costs prices no move of any job
+	applier    round.Applier
 }
 
 func newState(cfg *Config) *state {
@@ -346,6 +348,7 @@ func newState(cfg *Config) *state {
 		s.tracked += s.extra.trackedAhead()
 	}
 	s.maxRound = cfg.maxRounds()
+	s.freeMoves = cfg.Costs.Free()
 	s.trackedAll = s.tracked
 	return s
 }
@@ -413,6 +416,7 @@ func (s *state) finish(j *workload.Job, T float64) {
 	if err := s.cl.Release(j.ID, j.GPUsHeld); err != nil {
 		panic("sim: " + err.Error()) // our own bookkeeping, not input
 	}
+	j.LastGPUs = j.GPUsHeld
 	j.GPUsHeld = nil
 	s.finished++
 	if s.cfg.NoRecords {
@@ -529,11 +533,12 @@ func (s *state) schedule(T, R float64) {
 }
 
 // apply makes the placer's answer happen. round.Apply is the reading of
-// the answer both drivers share; the simulator's part is the progress
-// model of each launched job. It returns the GPUs in use, the running
-// jobs, and whether any job was launched, moved or preempted.
+// the answer both drivers share (here as a round.Applier, which visits
+// each job as it reads it: the visit reads no owner); the simulator's part
+// is the progress model of each launched job. It returns the GPUs in use,
+// the running jobs, and whether any job was launched, moved or preempted.
 func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64) (inUse, running int, changed bool) {
-	err := round.Apply(s.cl, order, alloc, func(i int, k round.Kind) {
+	err := s.applier.Apply(s.cl, order, alloc, func(i int, k round.Kind) {
 		g := alloc[i]
 		changed = changed || k.Changes()
 		if s.applyJob(order[i], g, k, T) {
@@ -549,32 +554,40 @@ func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64) (inUse
 	return inUse, running, changed
 }
 
-// applyJob is one line of round.Apply's visit: it moves j to g (what the
+// applyJob is one line of round.Applier's visit: it moves j to g (what the
 // round does to it is k) and reports whether j runs. A job that waits
 // has its waiting time left to the caller.
+//
+// It touches the head of the job (see workload.Job) unless the job
+// starts or stops: a migration reads no cost when moves are free (adding
+// a cost of zero leaves the debt as it is), and LastGPUs is written when
+// a job stops rather than at every move.
 func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool {
 	switch k {
-	case round.Wait, round.Preempt:
-		if k == round.Preempt {
-			j.Preemptions++
-			j.Debt += j.MoveCost.Preemption
-		}
+	case round.Wait:
+		return false
+	case round.Preempt:
+		j.Preemptions++
+		j.Debt += j.MoveCost.Preemption
+		j.LastGPUs = j.GPUsHeld
 		j.GPUsHeld = nil
 		return false
+	case round.Launch:
+		if j.FirstStart < 0 {
+			j.FirstStart = T
+		}
 	case round.Migrate:
 		j.Migrations++
-		j.Debt += j.MoveCost.Migration
+		if !s.freeMoves {
+			j.Debt += j.MoveCost.Migration
+		}
 	}
 	if k != round.Keep {
 		j.GPUsHeld = g
-		j.LastGPUs = g
 		j.PM = s.pm(j, g)
 		j.Loc = 1
 		if s.cl.SpansNodes(g) {
 			j.Loc = s.cfg.Locality(&j.Spec)
-		}
-		if j.FirstStart < 0 {
-			j.FirstStart = T
 		}
 	}
 	j.SinceScheduled = 0

@@ -62,6 +62,10 @@ func (c *Costs) For(s *Spec) MoveCost {
 	return out
 }
 
+// Free reports whether every move of every job is free, so that a driver
+// may skip adding costs of zero.
+func (c *Costs) Free() bool { return c.Default.Free() && len(c.overridden()) == 0 }
+
 func (c *Costs) overridden() []string {
 	if c.Models == nil {
 		return nil

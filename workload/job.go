@@ -7,14 +7,17 @@ package workload
 import "github.com/palsched/pal/variability"
 
 // Spec is a job as submitted. It never changes once read.
+//
+// The fields a driver's round loop reads for every running job (ID,
+// demand, submit time, length, class) come first, in 48 bytes: see Job.
 type Spec struct {
 	ID         int
 	GPUs       int     // gang size: all or nothing
 	Submit     float64 // seconds, unrounded
 	Iterations float64 // total iterations to run
-	Model      string
 	IterTime   float64 // seconds per iteration on a median GPU
 	Class      variability.Class
+	Model      string
 	Tracked    bool // counted in metrics; untracked jobs are background load
 	// App groups jobs for finish-time fairness (one hyper-parameter
 	// search); "" means the job is an app of its own.
@@ -38,23 +41,35 @@ func (s *Spec) IdealRuntime() float64 { return s.Iterations * s.IterTime }
 
 // Job is a Spec plus the state a driver keeps while running it. Policies
 // read it; only the driver writes it.
+//
+// Field order is for the round loop, which visits every running job
+// several times a round (credit, key, placement, apply): a simulation of
+// a million jobs keeps tens of thousands running, more than the CPU's
+// cache holds, so each visit waits on memory for every cache line of a job
+// it touches. The state it touches every round comes first and the Spec
+// (whose first fields it reads) right after it, so that inside the
+// simulator's job record they share three cache lines; what is read only
+// at a launch, a preemption or the end follows.
 type Job struct {
-	Spec
-
+	GPUsHeld       []int   // ascending; nil when not running
 	Executed       float64 // iterations done (fractional)
 	Attained       float64 // seconds spent running (wall time, 1-D service)
 	GPUService     float64 // GPU-seconds spent running (2-D service)
+	PM, Loc        float64 // slowdown factors in force while running
+	Debt           float64 // see MoveCost
+	RoundsRun      int
 	Priority       int     // lower runs first; 999 by default, 1 after starvation
 	SinceScheduled float64 // seconds waiting since it last ran (or arrived)
-	GPUsHeld       []int   // ascending; nil when not running
-	LastGPUs       []int   // the GPUs it last ran on
-	PM, Loc        float64 // slowdown factors in force while running
+	Migrations     int
 
+	Spec
+
+	// LastGPUs are the GPUs it held when it last stopped running
+	// (preempted or finished); a running job's are GPUsHeld.
+	LastGPUs    []int
 	FirstStart  float64 // -1 until first launched
 	Completion  float64 // -1 until finished
 	Preemptions int
-	Migrations  int
-	RoundsRun   int
 
 	// MoveCost is what moving this job costs (set by the driver when the
 	// job arrives; placers weigh it against a move's gain). Debt is the
@@ -62,7 +77,6 @@ type Job struct {
 	// preemption adds its cost once, and the job pays it off before it
 	// progresses again. LostGPUSeconds is what it has paid, times its GPUs.
 	MoveCost       MoveCost
-	Debt           float64
 	LostGPUSeconds float64
 }
 
