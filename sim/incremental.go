@@ -160,6 +160,10 @@ type incremental struct {
 	limit int // GPUs: see buildView
 	wait  waitq
 	run   []*job // running jobs, sorted by (key, seq) before placing
+	// runIt and runJobs are run's items and *workload.Jobs, so that
+	// building the view reads no running job.
+	runIt   []item
+	runJobs []*workload.Job
 	// runInOrder: run is sorted under the keys progress gave it.
 	runInOrder bool
 	slabs      []*[slabSize]job
@@ -252,7 +256,7 @@ func (x *incremental) roundsToWait(w float64) int {
 // in the one pass over the running jobs, rather than in schedule; the pass
 // also notes whether the running jobs are still in order.
 func (x *incremental) progress(T float64) {
-	kept := x.run[:0]
+	n := 0
 	sorted := true
 	for _, j := range x.run {
 		x.busy += int64(len(j.GPUsHeld))
@@ -263,14 +267,23 @@ func (x *incremental) progress(T float64) {
 			continue
 		}
 		j.setKey(x.ks.Key(T, &j.Job))
-		if n := len(kept); n > 0 && sorted && itemLess(j.it, kept[n-1].it) {
+		if n > 0 && sorted && itemLess(j.it, x.runIt[n-1]) {
 			sorted = false
 		}
-		kept = append(kept, j)
+		x.run[n], x.runIt[n], x.runJobs[n] = j, j.it, &j.Job
+		n++
 	}
-	clear(x.run[len(kept):])
-	x.run = kept
+	clear(x.run[n:])
+	clear(x.runJobs[n:])
+	x.run, x.runIt, x.runJobs = x.run[:n], x.runIt[:n], x.runJobs[:n]
 	x.runInOrder = sorted
+}
+
+// running appends a job to the running list.
+func (x *incremental) running(j *job) {
+	x.run = append(x.run, j)
+	x.runIt = append(x.runIt, j.it)
+	x.runJobs = append(x.runJobs, &j.Job)
 }
 
 func (x *incremental) arrive(round int, T float64) {
@@ -411,6 +424,9 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 			}
 			return 1
 		})
+		for i, j := range x.run {
+			x.runIt[i], x.runJobs[i] = j.it, &j.Job
+		}
 	}
 	x.buildView()
 	alloc := x.cfg.Placer.Place(&x.env, x.order)
@@ -426,7 +442,9 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// start or stop running between the running list and the waiting
 	// queue (a waiting job's SinceScheduled is kept as its base round).
 	inUse, changed := 0, false
-	x.run = x.run[:0]
+	clear(x.run)
+	clear(x.runJobs)
+	x.run, x.runIt, x.runJobs = x.run[:0], x.runIt[:0], x.runJobs[:0]
 	err := x.applier.Apply(x.cl, x.order, alloc, func(i int, k round.Kind) {
 		j, g := x.view[i], alloc[i]
 		changed = changed || k.Changes()
@@ -443,7 +461,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 		}
 		if runs {
 			inUse += len(g)
-			x.run = append(x.run, j)
+			x.running(j)
 		}
 	})
 	if err != nil {
@@ -469,17 +487,15 @@ func (x *incremental) buildView() {
 	demand := 0 // of the waiting jobs in the view
 	for {
 		more := it.ok() && demand <= x.limit
-		takeRun := ri < len(x.run)
-		if takeRun && more && itemLess(it.item(), x.run[ri].item()) {
-			takeRun = false
+		// The running jobs before the next waiting one, copied whole:
+		// found on the packed items, so no running job is read here.
+		p := len(x.run)
+		if more {
+			p = x.runBefore(ri, it.item())
 		}
-		if takeRun {
-			j := x.run[ri]
-			x.view = append(x.view, j)
-			x.order = append(x.order, &j.Job)
-			ri++
-			continue
-		}
+		x.view = append(x.view, x.run[ri:p]...)
+		x.order = append(x.order, x.runJobs[ri:p]...)
+		ri = p
 		if !more {
 			break
 		}
@@ -490,6 +506,29 @@ func (x *incremental) buildView() {
 		demand += int(x.gpus[slot])
 		it.next()
 	}
+}
+
+// runBefore is the index of the first running job from lo on that w
+// comes before (len(x.run) if none): a galloping search, since the
+// running jobs ahead of a waiting one are usually many or none.
+func (x *incremental) runBefore(lo int, w item) int {
+	n := len(x.runIt)
+	step, hi := 1, lo
+	for hi < n && !itemLess(w, x.runIt[hi]) {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, n)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if itemLess(w, x.runIt[m]) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
 }
 
 // skip is called after a round that changed nothing. It finds the first
