@@ -28,12 +28,14 @@ import (
 //     bin's nodes make that merge a word-wise OR).
 //
 // PAL's within-node entries need, per node, the n-th best free score and
-// how many free GPUs score no worse; a min-tree per (class, n) over nodes
-// keeps the best node on top (see key). Trees are repaired lazily, only
-// at the nodes that reach the top when a job of that class and size asks
-// (see sync); most (class, n) pairs are never asked in a given round, and
-// PAL's usual within pick in the lowest free bin is read off the buckets
-// instead (see withinTop).
+// how many free GPUs score no worse. A bucket queue per (class, n) keeps
+// nodes by that key: buckets by (bin, count), each a bitset over the
+// bin's nodes, so the best node is the first one of the first non-empty
+// bucket. Entries are repaired lazily, only for the nodes that reach the
+// front when a job of that class and size asks (see wmin); most (class, n)
+// pairs are never asked in a given round, and PAL's usual within pick in
+// the lowest free bin is read off the count buckets instead (see
+// withinTop).
 //
 // The index depends only on the cluster's shape and the score table, both
 // static for a simulation, so it is built once and reused; each round
@@ -52,32 +54,22 @@ type scoreIndex struct {
 	maxPer      int     // GPUs of the largest node: PAL's "fits in one node"
 	nodeStart   []int32 // GPUs of node i are nodeStart[i] .. nodeStart[i+1]-1
 	gpuNode     []int32
-	nodeBits    uint // bits of a node id inside a within key
 
 	cls [variability.NumClasses]classIndex
 
 	// Mutable state. The count structures live in slabs so that reset is
-	// a copy; within trees are restored only if a pick touched them.
+	// a copy.
 	free             []bool
 	freeInit         []bool
 	total            int
 	i32, i32Init     []int32
 	words, wordsInit []uint64
 	nodeFree         []int32 // view into i32
-	// srt (PAL only) holds, per node and class, the bins of the node's
-	// free GPUs in ascending order: class c of node i is
-	// srt[NumClasses*nodeStart[i]+c*size(i):][:nodeFree[i]], so a node's
-	// within key is a read, not a sort. All classes of a node sit
-	// together: a take touches one or two cache lines for them.
-	srt   []int32       // view into i32
-	dirty []*withinTree // trees repaired this round
-	mt    minTree       // the layout of every within tree
-
-	ids   []int   // 0..size-1: answers of consecutive GPUs are windows of it
-	buf   []int   // the current pick, in pick order until sorted
-	ks    []int32 // bucket counts merged by one walk
-	idx   []int   // the round's job visiting order
-	byCls [variability.NumClasses + 1]int
+	ids              []int   // 0..size-1: answers of consecutive GPUs are windows of it
+	buf              []int   // the current pick, in pick order until sorted
+	ks               []int32 // bucket counts merged by one walk
+	idx              []int   // the round's job visiting order
+	byCls            [variability.NumClasses + 1]int
 	// live[c]: a job of class c is still to be picked this round. Only
 	// live classes' structures are kept up to date by take (see frame).
 	live [variability.NumClasses]bool
@@ -123,9 +115,16 @@ type classIndex struct {
 	// hundreds on a big cluster).
 	lo []int32
 
-	// trees[n] (2 <= n <= maxPer, PAL only) orders nodes for jobs of n
-	// GPUs; see key.
-	trees []withinTree
+	// ord lists each node's GPUs by bin (ties by id), laid out like the
+	// GPUs (node i at nodeStart[i]), and ordBin their bins: a node's n-th
+	// best free GPU is its n-th free one in ord (PAL only).
+	ord, ordBin []int32
+	// nwStart[b] is the sum of nw over bins before b: where bin b's words
+	// start in a within queue's buckets.
+	nwStart []int32
+	// wq[n] (2 <= n <= maxPer, PAL only) orders nodes for jobs of n GPUs;
+	// see wkey and wmin.
+	wq []withinQueue
 	// lvBin[i] is floorBin of the class's i-th L×V entry (PAL only): the
 	// score table, and so its L×V order, never changes under an index.
 	lvBin []int
@@ -137,20 +136,26 @@ type classIndex struct {
 	acrossFrom, withinFrom, withinBefore []int
 }
 
-// withinTree is a min-tree (see minTree) over nodes of within keys: leaf
-// i is node i.
-type withinTree struct {
-	t, init []int64
-	c, n    int
-	dirty   bool // t differs from init (listed in scoreIndex.dirty)
+// withinQueue is the bucket queue of one (class, n): node nd sits in
+// bucket (b, r) when its within key (see wkey) is bin b and count
+// maxPer-r, as a bit at its position in bin b's node list (like the count
+// buckets). Buckets in bin order, and inside a bin by r, are the key
+// order, and a bucket's bits are node ids in order, so the first node of
+// the first non-empty bucket is the best. A stored entry may be stale,
+// but only ever too good (see wmin).
+type withinQueue struct {
+	r    int32   // buckets per bin: maxPer-n+1
+	wOff int32   // the queue's first word in the words slab
+	pop  []int32 // nodes in bucket (b, r): pop[b*r+r]; view into i32
+	// hint is, per bucket, a word before which it is empty (see
+	// classIndex.hint); view into i32.
+	hint []int32
+	cur  []int32 // cur[0]: a bin before which every bucket is empty
 }
-
-// noKey marks a node with fewer than n free GPUs in a within tree.
-const noKey = math.MaxInt64
 
 // prepare returns the index for env, building it when the cluster or the
 // score table changed, or nil when the inputs cannot be indexed (the caller
-// then uses the reference implementation). within asks for PAL's trees.
+// then uses the reference implementation). within asks for PAL's queues.
 func (x *scoreIndex) prepare(env *policy.Env, within bool) *scoreIndex {
 	if env.Scores == nil || env.Cluster == nil {
 		return nil
@@ -209,25 +214,17 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		return
 	}
 	x.nodeStart[x.nodes] = int32(g)
-	x.nodeBits = uint(bits.Len(uint(x.nodes)))
 	for c := range x.cls {
 		sf := sc.SF[c]
 		if len(sf) != x.size || slices.ContainsFunc(sf, math.IsNaN) {
 			return
 		}
 	}
-	if within && !x.withinKeysFit() {
-		return
-	}
 	var n32, nWords int
 	for c := range x.cls {
-		n32, nWords = x.cls[c].shape(sc.SF[c], x, c, n32, nWords)
+		n32, nWords = x.cls[c].shape(sc.SF[c], x, within, n32, nWords)
 	}
-	nSrt := 0
-	if within {
-		nSrt = len(x.cls) * x.size
-	}
-	x.i32 = make([]int32, n32+x.nodes+nSrt)
+	x.i32 = make([]int32, n32+x.nodes)
 	x.words = make([]uint64, nWords)
 	o := 0
 	for c := range x.cls {
@@ -238,7 +235,6 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	for g := range x.ids {
 		x.ids[g] = g
 	}
-	x.srt = x.i32[o+x.nodes:]
 	// The all-free state.
 	x.free = make([]bool, x.size)
 	for i := range x.free {
@@ -262,20 +258,14 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 				ci.pop[bi.popOff+k]++
 			}
 		}
-		for nd := range x.nodes {
-			if !within {
-				break
-			}
-			seg := x.seg(c, nd)
-			copy(seg, ci.gbin[x.nodeStart[nd]:x.nodeStart[nd+1]])
-			slices.Sort(seg)
+		if within {
+			x.fillWithin(ci)
 		}
 	}
 	x.freeInit = slices.Clone(x.free)
 	x.i32Init = slices.Clone(x.i32)
 	x.wordsInit = slices.Clone(x.words)
 	if within {
-		x.buildTrees()
 		for c := range x.cls {
 			ci := &x.cls[c]
 			ci.lvBin = make([]int, len(sc.LV[c]))
@@ -288,45 +278,36 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	x.ok = true
 }
 
-// buildTrees makes every class's within trees for the all-free cluster.
-// Both copies (live and pristine) share one allocation.
-func (x *scoreIndex) buildTrees() {
-	var per int
-	x.mt, per = newMinTree(x.nodes)
-	nt := max(x.maxPer-1, 0)
-	slab := make([]int64, 2*len(x.cls)*nt*per)
-	o := 0
-	cut := func() []int64 {
-		s := slab[o : o+per : o+per]
-		o += per
-		return s
+// fillWithin lays out class ci's per-node bin order and files every node
+// in its within queues for the all-free cluster.
+func (x *scoreIndex) fillWithin(ci *classIndex) {
+	ci.ord = make([]int32, x.size)
+	ci.ordBin = make([]int32, x.size)
+	for nd := range x.nodes {
+		s, e := x.nodeStart[nd], x.nodeStart[nd+1]
+		ord := ci.ord[s:e]
+		for i := range ord {
+			ord[i] = s + int32(i)
+		}
+		slices.SortStableFunc(ord, func(a, b int32) int { return int(ci.gbin[a] - ci.gbin[b]) })
+		for i, g := range ord {
+			ci.ordBin[int(s)+i] = ci.gbin[g]
+		}
 	}
-	for c := range x.cls {
-		ci := &x.cls[c]
-		ci.trees = make([]withinTree, x.maxPer+1)
-		for n := 2; n <= x.maxPer; n++ {
-			tr := &ci.trees[n]
-			tr.c, tr.n, tr.t, tr.init = c, n, cut(), cut()
-			for node := range x.nodes {
-				tr.t[node] = x.key(c, n, node)
+	for n := 2; n <= x.maxPer; n++ {
+		q := &ci.wq[n]
+		for nd := range x.nodes {
+			if b, cum, g := x.wkey(ci, n, nd); b >= 0 {
+				x.wput(ci, q, b, int32(x.maxPer-cum), ci.pos[g])
 			}
-			x.mt.build(tr.t)
-			copy(tr.init, tr.t)
 		}
 	}
 }
 
-// withinKeysFit reports whether (bin, count, node) packs into an int64
-// below noKey for this cluster (always, short of absurd shapes).
-func (x *scoreIndex) withinKeysFit() bool {
-	hi := float64(x.size) * float64(x.maxPer+1) * math.Exp2(float64(x.nodeBits))
-	return hi < math.Exp2(62)
-}
-
 // shape computes class c's bins and static layout, fills its column of
-// ci.pos and reserves its room in the slabs: n32 and nWords are the slab
-// lengths so far.
-func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (int, int) {
+// ci.pos and reserves its room in the slabs (with within queues if
+// within): n32 and nWords are the slab lengths so far.
+func (ci *classIndex) shape(sf []float64, x *scoreIndex, within bool, n32, nWords int) (int, int) {
 	vals := slices.Clone(sf)
 	slices.Sort(vals)
 	vals = slices.CompactFunc(vals, func(a, b float64) bool { return a == b }) // -0 and +0 are one bin
@@ -388,7 +369,24 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, c, n32, nWords int) (in
 	}
 	ci.gbin = bin
 	// cnt, pop, hint, binFree, lo
-	return n32 + int(off) + 2*np + nb + 1, nWords
+	n32 += int(off) + 2*np + nb + 1
+	if !within {
+		return n32, nWords
+	}
+	ci.nwStart = make([]int32, nb+1)
+	for b, bi := range ci.bins {
+		ci.nwStart[b+1] = ci.nwStart[b] + bi.nw
+	}
+	ci.wq = make([]withinQueue, x.maxPer+1)
+	for n := 2; n <= x.maxPer; n++ {
+		q := &ci.wq[n]
+		q.r = int32(x.maxPer - n + 1)
+		q.wOff = int32(nWords)
+		nWords += int(q.r) * int(ci.nwStart[nb])
+		// pop, hint, cur
+		n32 += 2*nb*int(q.r) + 1
+	}
+	return n32, nWords
 }
 
 // carve points the class's mutable views into the int32 slab at o.
@@ -408,6 +406,12 @@ func (ci *classIndex) carve(s []int32, o int) int {
 	ci.hint = take(np)
 	ci.binFree = take(len(ci.bins))
 	ci.lo = take(1)
+	for n := 2; n < len(ci.wq); n++ {
+		q := &ci.wq[n]
+		q.pop = take(len(ci.bins) * int(q.r))
+		q.hint = take(len(ci.bins) * int(q.r))
+		q.cur = take(1)
+	}
 	return o
 }
 
@@ -500,22 +504,10 @@ func (x *scoreIndex) reset() {
 	copy(x.free, x.freeInit)
 	copy(x.i32, x.i32Init)
 	copy(x.words, x.wordsInit)
-	for _, tr := range x.dirty {
-		copy(tr.t, tr.init)
-		tr.dirty = false
-	}
-	x.dirty = x.dirty[:0]
 	x.total = x.size
 	for c := range x.live {
 		x.live[c] = true
 	}
-}
-
-// seg is node's sorted free bins in class c (see scoreIndex.srt).
-func (x *scoreIndex) seg(c, node int) []int32 {
-	start, end := x.nodeStart[node], x.nodeStart[node+1]
-	o := int(start)*len(x.cls) + c*int(end-start)
-	return x.srt[o : o+int(x.nodeFree[node])]
 }
 
 // take marks gpus busy in the structures of every live class (the frame
@@ -523,27 +515,13 @@ func (x *scoreIndex) seg(c, node int) []int32 {
 func (x *scoreIndex) take(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = false
-		nd := x.gpuNode[g]
-		start, end := x.nodeStart[nd], x.nodeStart[nd+1]
-		base, ln, nf := int(start)*len(x.cls), int(end-start), int(x.nodeFree[nd])
-		x.nodeFree[nd]--
+		x.nodeFree[x.gpuNode[g]]--
 		for c := range x.cls {
 			if !x.live[c] {
 				continue
 			}
 			ci := &x.cls[c]
 			bin, pos := ci.gbin[g], ci.pos[g]
-			if x.withinOn {
-				// Drop one bin from the node's sorted free bins.
-				seg := x.srt[base+c*ln : base+c*ln+nf]
-				i := 0
-				for seg[i] != bin {
-					i++
-				}
-				for ; i < nf-1; i++ {
-					seg[i] = seg[i+1]
-				}
-			}
 			// Move the node from bucket k to bucket k-1 of its bin.
 			bi := &ci.bins[bin]
 			fi := bi.off + pos
@@ -566,56 +544,90 @@ func (x *scoreIndex) take(gpus []int) {
 	x.total -= len(gpus)
 }
 
-// key is node's within key for jobs of n GPUs of class c. It orders nodes
-// the way the reference's within scan does: the bin of the node's n-th
-// best free GPU (smaller first), then how many free GPUs score no worse
-// than that bin (more first), then the node id. The reference counts GPUs
-// scoring <= the entry's v rather than <= the node's n-th bin; the two
-// agree when the winner's n-th bin is the entry's own bin, and within
-// checks that before trusting the key.
-func (x *scoreIndex) key(c, n, node int) int64 {
-	s := x.seg(c, node)
-	if len(s) < n {
-		return noKey
+// wkey is node's within key for jobs of n GPUs of class ci: the bin of
+// its n-th best free GPU g (-1 when it has fewer than n free) and cum,
+// how many of its free GPUs score no worse than that bin. Nodes are
+// ordered by (bin, -cum, id), the way the reference's within scan ranks
+// them. The reference counts GPUs scoring <= the entry's v rather than
+// <= the node's n-th bin; the two agree when the winner's n-th bin is
+// the entry's own bin, and within checks that before trusting the key.
+func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, g int32) {
+	if int(x.nodeFree[node]) < n {
+		return -1, 0, -1
 	}
-	bn := s[n-1]
-	cum := n
-	for cum < len(s) && s[cum] == bn {
-		cum++
+	s, e := x.nodeStart[node], x.nodeStart[node+1]
+	ord, ob := ci.ord[s:e], ci.ordBin[s:e]
+	i := 0
+	for seen := 0; ; i++ {
+		if x.free[ord[i]] {
+			if seen++; seen == n {
+				break
+			}
+		}
 	}
-	return (int64(bn)*int64(x.maxPer+1)+int64(x.maxPer-cum))<<x.nodeBits | int64(node)
+	bin, g, cum = ob[i], ord[i], n
+	for i++; i < len(ord) && ob[i] == bin; i++ {
+		if x.free[ord[i]] {
+			cum++
+		}
+	}
+	return bin, cum, g
 }
 
-func (x *scoreIndex) keyBin(k int64) int { return int(k>>x.nodeBits) / (x.maxPer + 1) }
-
-// sync makes the tree's root exact. Within a round GPUs are only taken,
-// and taking a GPU never lowers a node's key (its n-th best free bin can
-// only get worse, and with the same bin fewer GPUs score no worse), so a
-// stored leaf is a lower bound of the node's key and so is every inner
-// entry of its subtree's minimum. The root is then exact as soon as its
-// own node's stored key is current: every other node's key is at least
-// its stored one, which is at least the root's. Until then the root's
-// node is re-keyed and its path repaired. A round thus re-keys only the
-// nodes that reach the top of some tree, not every node a pick touched,
-// and take keeps no log for the trees.
-func (x *scoreIndex) sync(tr *withinTree) {
-	t := tr.t
-	for {
-		k := x.mt.root(t)
-		if k == noKey {
-			return
-		}
-		node := int(k & (1<<x.nodeBits - 1))
-		nk := x.key(tr.c, tr.n, node)
-		if nk == k {
-			return
-		}
-		if !tr.dirty {
-			tr.dirty = true
-			x.dirty = append(x.dirty, tr)
-		}
-		x.mt.set(t, node, nk)
+// wput files a node in bucket (b, r) of queue q at its position p in bin
+// b's node list.
+func (x *scoreIndex) wput(ci *classIndex, q *withinQueue, b, r, p int32) {
+	bi := &ci.bins[b]
+	i := b*q.r + r
+	w := p >> 6
+	x.words[q.wOff+ci.nwStart[b]*q.r+r*bi.nw+w] |= 1 << (p & 63)
+	q.pop[i]++
+	if q.hint[i] > w {
+		q.hint[i] = w
 	}
+}
+
+// wmin is the best node of class c's within queue for n GPUs and its
+// key's bin, or (len(bins), -1) when no node has n free GPUs. Within a
+// round GPUs are only taken, and taking a GPU never makes a node's key
+// better (its n-th best free bin can only get worse, and with the same
+// bin fewer GPUs score no worse), so a stored entry is never worse than
+// the node's key: the first stored node whose key is still the one it
+// is filed under is the best. A stale node met on the way is re-filed
+// under its key, which lies after the bucket it leaves, so a round
+// re-files only the nodes that reach the front of some queue, and take
+// keeps no log for the queues.
+func (x *scoreIndex) wmin(c, n int) (bin, node int) {
+	ci := &x.cls[c]
+	q := &ci.wq[n]
+	nb := int32(len(ci.bins))
+	for b := q.cur[0]; b < nb; b++ {
+		bi := &ci.bins[b]
+		for r := range q.r {
+			i := b*q.r + r
+			o := q.wOff + ci.nwStart[b]*q.r + r*bi.nw
+			for q.pop[i] > 0 {
+				h := &q.hint[i]
+				for x.words[o+*h] == 0 {
+					*h++
+				}
+				p := *h<<6 | int32(bits.TrailingZeros64(x.words[o+*h]))
+				nd := int(ci.binNodes[bi.off+p])
+				tb, cum, g := x.wkey(ci, n, nd)
+				if tb == b && int32(x.maxPer-cum) == r {
+					q.cur[0] = b
+					return int(b), nd
+				}
+				x.words[o+*h] &^= 1 << (p & 63)
+				q.pop[i]--
+				if tb >= 0 {
+					x.wput(ci, q, tb, int32(x.maxPer-cum), ci.pos[g])
+				}
+			}
+		}
+	}
+	q.cur[0] = nb
+	return int(nb), -1
 }
 
 // pmFirst is picker.pmFirst over bins 0..bmax: the n best free GPUs of
@@ -763,24 +775,16 @@ func (x *scoreIndex) within(c, n, bv int) []int {
 	if bv < 0 || n < 2 || n > x.maxPer {
 		return nil
 	}
-	ci := &x.cls[c]
-	tr := &ci.trees[n]
-	x.sync(tr)
-	k := x.mt.root(tr.t)
-	if k == noKey {
-		return nil
-	}
-	bn := x.keyBin(k)
+	bn, node := x.wmin(c, n)
 	if bn > bv {
 		return nil
 	}
-	node := int(k & (1<<x.nodeBits - 1))
 	if bn < bv {
-		// The tree's tie-break counted GPUs up to bn, the reference counts
+		// The queue's tie-break counted GPUs up to bn, the reference counts
 		// them up to bv: re-rank the nodes whose n-th bin is bn. PAL's own
 		// L×V orders never get here (the within entry of bn comes first
 		// and would have succeeded), hand-built orders may.
-		node = x.rerank(c, n, tr.t, bn, bv)
+		node = x.rerank(c, n, bn, bv)
 	}
 	return x.fromNode(c, node, n, bn)
 }
@@ -837,27 +841,35 @@ func (x *scoreIndex) firstIn(ci *classIndex, bi *binInfo, k int32) int {
 }
 
 // rerank finds the best node whose n-th bin is bn, counting its free
-// GPUs in bins <= bv (more first, then lower id). Stored entries are
-// lower bounds (see sync), none below the exact root, so a subtree whose
-// stored minimum is past bn holds no node of bin bn; a leaf's bin is
-// checked on its current key.
-func (x *scoreIndex) rerank(c, n int, t []int64, bn, bv int) int {
+// GPUs in bins <= bv (more first, then lower id), right after wmin found
+// bn: every node whose key's bin is bn is then filed in bin bn (none is
+// filed before it, and entries are never worse than the key), though a
+// stale one there may have moved on.
+func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 	ci := &x.cls[c]
+	q := &ci.wq[n]
+	bi := &ci.bins[bn]
 	best, bestCnt := -1, -1
-	x.mt.visit(t, func(k int64) bool { return k != noKey && x.keyBin(k) == bn }, func(node int) {
-		if k := x.key(c, n, node); k == noKey || x.keyBin(k) != bn {
-			return
-		}
-		cnt := 0
-		for g := x.nodeStart[node]; g < x.nodeStart[node+1]; g++ {
-			if x.free[g] && int(ci.gbin[g]) <= bv {
-				cnt++
+	for r := range q.r {
+		o := q.wOff + ci.nwStart[bn]*q.r + r*bi.nw
+		for w := range bi.nw {
+			for m := x.words[o+w]; m != 0; m &= m - 1 {
+				nd := int(ci.binNodes[bi.off+w<<6+int32(bits.TrailingZeros64(m))])
+				if tb, _, _ := x.wkey(ci, n, nd); int(tb) != bn {
+					continue
+				}
+				cnt := 0
+				for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
+					if x.free[g] && int(ci.gbin[g]) <= bv {
+						cnt++
+					}
+				}
+				if cnt > bestCnt || cnt == bestCnt && nd < best {
+					best, bestCnt = nd, cnt
+				}
 			}
 		}
-		if cnt > bestCnt { // nodes come in id order: ties keep the first
-			best, bestCnt = node, cnt
-		}
-	})
+	}
 	return best
 }
 
@@ -962,11 +974,6 @@ func classesIndexable(order []*workload.Job) bool {
 // c (len(bins) when no node has n free GPUs): a within entry of bin b
 // succeeds exactly when b >= withinBin.
 func (x *scoreIndex) withinBin(c, n int) int {
-	ci := &x.cls[c]
-	tr := &ci.trees[n]
-	x.sync(tr)
-	if k := x.mt.root(tr.t); k != noKey {
-		return x.keyBin(k)
-	}
-	return len(ci.bins)
+	b, _ := x.wmin(c, n)
+	return b
 }

@@ -159,7 +159,7 @@ func TestIndexedMatchesReference(t *testing.T) {
 
 // TestIndexedPicksMatchReference compares single picks on partly busy
 // clusters for every size, class and bound, including bounds between,
-// below and above the bins, where the within tree's tie-break has to be
+// below and above the bins, where the within queue's tie-break has to be
 // re-ranked.
 func TestIndexedPicksMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -176,7 +176,7 @@ func TestIndexedPicksMatchReference(t *testing.T) {
 		f.reset(c)
 		var p picker
 		// Occupy a random share of the GPUs, as earlier jobs would, in
-		// three steps with picks in between (trees sync lazily).
+		// three steps with picks in between (queues are repaired lazily).
 		perm := rng.Perm(c.Size())
 		for q := range 60 {
 			if q%20 == 0 {
@@ -213,9 +213,7 @@ func TestIndexedPicksMatchReference(t *testing.T) {
 				if n < 2 || n > x.maxPer {
 					continue
 				}
-				tr := &ci.trees[n]
-				x.sync(tr)
-				if k := x.mt.root(tr.t); bv >= 0 && k != noKey && x.keyBin(k) < bv {
+				if bn, _ := x.wmin(int(cl), n); bv >= 0 && bn < len(ci.bins) && bn < bv {
 					reranked++
 				}
 				got := x.within(int(cl), n, bv)
