@@ -69,7 +69,11 @@ type scoreIndex struct {
 	buf              []int   // the current pick, in pick order until sorted
 	ks               []int32 // bucket counts merged by one walk
 	idx              []int   // the round's job visiting order
-	byCls            [variability.NumClasses + 1]int
+	// dem is each ordered job's demand and class, read from the jobs in
+	// one pass (see gather) so that the picks never wait on a job's
+	// memory.
+	dem   []demand
+	byCls [variability.NumClasses + 1]int
 	// live[c]: a job of class c is still to be picked this round. Only
 	// live classes' structures are kept up to date by take (see frame).
 	live [variability.NumClasses]bool
@@ -879,16 +883,16 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 // first miss. A job that gets back exactly the GPUs it holds is handed its
 // own slice, so steady rounds allocate only for jobs that move. stay, if
 // not nil, may keep a running job on its GPUs (see hysteresis).
-func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []int, stay stayFunc) [][]int {
+func (x *scoreIndex) frame(order []*workload.Job, pick func(n, c int) []int, stay stayFunc) [][]int {
 	k, sum := 0, 0
 	x.byCls = [variability.NumClasses + 1]int{}
 	for ; k < len(order); k++ {
-		j := order[k]
-		if sum+j.GPUs > x.size {
+		d := x.dem[k]
+		if sum+int(d.n) > x.size {
 			break
 		}
-		sum += j.GPUs
-		x.byCls[j.Class+1]++
+		sum += int(d.n)
+		x.byCls[d.c+1]++
 	}
 	classes := 0
 	for c := 1; c < len(x.byCls); c++ {
@@ -906,9 +910,9 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []i
 		}
 		copy(x.byCls[:], x.byCls[1:])
 	} else {
-		for i, j := range order[:k] {
-			x.idx[x.byCls[j.Class]] = i
-			x.byCls[j.Class]++
+		for i, d := range x.dem[:k] {
+			x.idx[x.byCls[d.c]] = i
+			x.byCls[d.c]++
 		}
 		for i := k; i < len(order); i++ {
 			x.idx[i] = i
@@ -930,8 +934,8 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []i
 			x.live[cur] = false
 			cur++
 		}
-		j := order[i]
-		g := pick(j)
+		j, d := order[i], x.dem[i]
+		g := pick(int(d.n), int(d.c))
 		if stays(stay, j, g, x.free) {
 			x.take(j.GPUsHeld)
 			out[i] = j.GPUsHeld
@@ -958,14 +962,22 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(j *workload.Job) []i
 	return out
 }
 
-// classesIndexable reports whether every job's class indexes the score
-// table; the reference panics on others, and so does the index, but the
-// counting sort needs the range checked first.
-func classesIndexable(order []*workload.Job) bool {
-	for _, j := range order {
+// demand is a job's GPUs and class as the frame reads them.
+type demand struct{ n, c int32 }
+
+// gather fills x.dem for order and reports whether every job's class
+// indexes the score table (the reference panics on others, and so does
+// the index, but the counting sort needs the range checked first). One
+// tight pass lets the processor fetch many jobs at once; the picks,
+// which do real work between jobs, would otherwise stall on each.
+func (x *scoreIndex) gather(order []*workload.Job) bool {
+	x.dem = slices.Grow(x.dem[:0], len(order))[:len(order)]
+	for i, j := range order {
 		if j.Class < 0 || j.Class >= variability.NumClasses {
 			return false
 		}
+		// A demand above the cluster fails like any that does not fit.
+		x.dem[i] = demand{n: int32(min(j.GPUs, x.size+1)), c: int32(j.Class)}
 	}
 	return true
 }

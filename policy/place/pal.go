@@ -44,19 +44,18 @@ func (p *PAL) Pure() bool { return true }
 // Place implements policy.Placer.
 func (p *PAL) Place(env *policy.Env, order []*workload.Job) [][]int {
 	x := p.ix.prepare(env, true)
-	if x == nil || !classesIndexable(order) {
+	if x == nil || !x.gather(order) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
 		return p.ref.Place(env, order)
 	}
 	lv := &env.Scores.LV
-	return x.frame(order, func(j *workload.Job) []int {
-		return p.pick(x, lv[j.Class], j)
+	return x.frame(order, func(n, c int) []int {
+		return p.pick(x, lv[c], n, c)
 	}, hysteresis(p.MigrationAware, env, true))
 }
 
 // pick is refPAL.pick on the index.
-func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, j *workload.Job) []int {
-	n, c := j.GPUs, int(j.Class)
+func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, n, c int) []int {
 	ci := &x.cls[c]
 	if x.total < n {
 		return nil

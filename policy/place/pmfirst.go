@@ -55,11 +55,11 @@ func (p *PMFirst) Pure() bool { return true }
 // Place implements policy.Placer.
 func (p *PMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
 	x := p.ix.prepare(env, false)
-	if x == nil || !classesIndexable(order) {
+	if x == nil || !x.gather(order) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
 		return p.ref.Place(env, order)
 	}
-	return x.frame(order, func(j *workload.Job) []int {
-		return x.pmFirst(int(j.Class), j.GPUs, len(x.cls[j.Class].vals)-1, p.TieBreak)
+	return x.frame(order, func(n, c int) []int {
+		return x.pmFirst(c, n, len(x.cls[c].vals)-1, p.TieBreak)
 	}, hysteresis(p.MigrationAware, env, true))
 }
