@@ -101,8 +101,9 @@ type classIndex struct {
 	only []int32
 
 	gbin []int32 // bin of each GPU (what walks compare)
-	// pos[g] is the position of GPU g's node in its bin's node list (its
-	// bit in the bin's buckets). A column per class rather than a record
+	// pos[g]>>6 is the position of GPU g's node in its bin's node list
+	// (its bit in the bin's buckets), and pos[g]&63 the GPU's rank in its
+	// node's bin order (PAL only, see ord): one load serves take. A column per class rather than a record
 	// per GPU: a trace of one class keeps one dense column in cache.
 	pos []int32
 	cnt []int32 // free GPUs of each (bin, node): bins[b].off+pos
@@ -119,10 +120,14 @@ type classIndex struct {
 	// hundreds on a big cluster).
 	lo []int32
 
-	// ord lists each node's GPUs by bin (ties by id), laid out like the
-	// GPUs (node i at nodeStart[i]), and ordBin their bins: a node's n-th
-	// best free GPU is its n-th free one in ord (PAL only).
-	ord, ordBin []int32
+	// ord describes each node's GPUs in bin order (ties by id), laid out
+	// like the GPUs (node i at nodeStart[i]); see rankInfo (PAL only).
+	// smask[i] has bit k set when node i's GPU of rank k is free (a view
+	// into words), so a node's n-th best free GPU is the n-th set bit:
+	// wkey reads a key with a few bit operations and one cache line.
+	ord   []rankInfo
+	smask []uint64
+	smOff int
 	// nwStart[b] is the sum of nw over bins before b: where bin b's words
 	// start in a within queue's buckets.
 	nwStart []int32
@@ -139,6 +144,11 @@ type classIndex struct {
 	// these find the winning entry without walking the order.
 	acrossFrom, withinFrom, withinBefore []int
 }
+
+// rankInfo is a node's GPU of some rank in its bin order: its bin, and
+// pos = p<<6 | e, where p is the node's position in the bin's node list
+// and e the rank of the node's last GPU in the same bin.
+type rankInfo struct{ bin, pos int32 }
 
 // withinQueue is the bucket queue of one (class, n): node nd sits in
 // bucket (b, r) when its within key (see wkey) is bin b and count
@@ -224,6 +234,9 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 			return
 		}
 	}
+	if within && x.maxPer > 64 {
+		return // a node's free GPUs must fit a word (see smask)
+	}
 	var n32, nWords int
 	for c := range x.cls {
 		n32, nWords = x.cls[c].shape(sc.SF[c], x, within, n32, nWords)
@@ -252,7 +265,7 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		ci := &x.cls[c]
 		cnt := ci.cnt
 		for g, b := range ci.gbin {
-			cnt[ci.bins[b].off+ci.pos[g]]++
+			cnt[ci.bins[b].off+ci.pos[g]>>6]++
 			ci.binFree[b]++
 		}
 		for _, bi := range ci.bins {
@@ -285,24 +298,33 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 // fillWithin lays out class ci's per-node bin order and files every node
 // in its within queues for the all-free cluster.
 func (x *scoreIndex) fillWithin(ci *classIndex) {
-	ci.ord = make([]int32, x.size)
-	ci.ordBin = make([]int32, x.size)
+	ci.ord = make([]rankInfo, x.size)
+	ci.smask = x.words[ci.smOff : ci.smOff+x.nodes : ci.smOff+x.nodes]
+	var gs []int32
 	for nd := range x.nodes {
 		s, e := x.nodeStart[nd], x.nodeStart[nd+1]
+		gs = gs[:0]
+		for g := s; g < e; g++ {
+			gs = append(gs, g)
+		}
+		slices.SortStableFunc(gs, func(a, b int32) int { return int(ci.gbin[a] - ci.gbin[b]) })
 		ord := ci.ord[s:e]
-		for i := range ord {
-			ord[i] = s + int32(i)
+		end := int32(len(gs) - 1)
+		for i := len(gs) - 1; i >= 0; i-- {
+			g := gs[i]
+			if i+1 < len(gs) && ci.gbin[g] != ci.gbin[gs[i+1]] {
+				end = int32(i)
+			}
+			ci.pos[g] |= int32(i)
+			ord[i] = rankInfo{bin: ci.gbin[g], pos: ci.pos[g]&^63 | end}
 		}
-		slices.SortStableFunc(ord, func(a, b int32) int { return int(ci.gbin[a] - ci.gbin[b]) })
-		for i, g := range ord {
-			ci.ordBin[int(s)+i] = ci.gbin[g]
-		}
+		ci.smask[nd] = ^uint64(0) >> (64 - len(gs))
 	}
 	for n := 2; n <= x.maxPer; n++ {
 		q := &ci.wq[n]
 		for nd := range x.nodes {
-			if b, cum, g := x.wkey(ci, n, nd); b >= 0 {
-				x.wput(ci, q, b, int32(x.maxPer-cum), ci.pos[g])
+			if b, cum, p := x.wkey(ci, n, nd); b >= 0 {
+				x.wput(ci, q, b, int32(x.maxPer-cum), p)
 			}
 		}
 	}
@@ -360,7 +382,7 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, within bool, n32, nWord
 			ci.only[bi.off+fill[b]-1] = -1
 		}
 		bi.maxCnt = max(bi.maxCnt, perNode[b])
-		ci.pos[g] = fill[b] - 1
+		ci.pos[g] = (fill[b] - 1) << 6
 	}
 	np := 0
 	for b := range ci.bins {
@@ -381,6 +403,8 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, within bool, n32, nWord
 	for b, bi := range ci.bins {
 		ci.nwStart[b+1] = ci.nwStart[b] + bi.nw
 	}
+	ci.smOff = nWords
+	nWords += x.nodes
 	ci.wq = make([]withinQueue, x.maxPer+1)
 	for n := 2; n <= x.maxPer; n++ {
 		q := &ci.wq[n]
@@ -519,13 +543,18 @@ func (x *scoreIndex) reset() {
 func (x *scoreIndex) take(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = false
-		x.nodeFree[x.gpuNode[g]]--
+		nd := x.gpuNode[g]
+		x.nodeFree[nd]--
 		for c := range x.cls {
 			if !x.live[c] {
 				continue
 			}
 			ci := &x.cls[c]
-			bin, pos := ci.gbin[g], ci.pos[g]
+			bin, pr := ci.gbin[g], ci.pos[g]
+			pos := pr >> 6
+			if x.withinOn {
+				ci.smask[nd] &^= 1 << (pr & 63)
+			}
 			// Move the node from bucket k to bucket k-1 of its bin.
 			bi := &ci.bins[bin]
 			fi := bi.off + pos
@@ -549,33 +578,24 @@ func (x *scoreIndex) take(gpus []int) {
 }
 
 // wkey is node's within key for jobs of n GPUs of class ci: the bin of
-// its n-th best free GPU g (-1 when it has fewer than n free) and cum,
-// how many of its free GPUs score no worse than that bin. Nodes are
-// ordered by (bin, -cum, id), the way the reference's within scan ranks
-// them. The reference counts GPUs scoring <= the entry's v rather than
-// <= the node's n-th bin; the two agree when the winner's n-th bin is
-// the entry's own bin, and within checks that before trusting the key.
-func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, g int32) {
-	if int(x.nodeFree[node]) < n {
+// its n-th best free GPU (-1 when it has fewer than n free), cum, how
+// many of its free GPUs score no worse than that bin, and p, the node's
+// position in that bin's node list. Nodes are ordered by (bin, -cum, id),
+// the way the reference's within scan ranks them. The reference counts
+// GPUs scoring <= the entry's v rather than <= the node's n-th bin; the
+// two agree when the winner's n-th bin is the entry's own bin, and within
+// checks that before trusting the key.
+func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, p int32) {
+	m := ci.smask[node]
+	if bits.OnesCount64(m) < n {
 		return -1, 0, -1
 	}
-	s, e := x.nodeStart[node], x.nodeStart[node+1]
-	ord, ob := ci.ord[s:e], ci.ordBin[s:e]
-	i := 0
-	for seen := 0; ; i++ {
-		if x.free[ord[i]] {
-			if seen++; seen == n {
-				break
-			}
-		}
+	t := m
+	for range n - 1 {
+		t &= t - 1
 	}
-	bin, g, cum = ob[i], ord[i], n
-	for i++; i < len(ord) && ob[i] == bin; i++ {
-		if x.free[ord[i]] {
-			cum++
-		}
-	}
-	return bin, cum, g
+	r := ci.ord[int(x.nodeStart[node])+bits.TrailingZeros64(t)]
+	return r.bin, bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))), r.pos >> 6
 }
 
 // wput files a node in bucket (b, r) of queue q at its position p in bin
@@ -617,7 +637,7 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 				}
 				p := *h<<6 | int32(bits.TrailingZeros64(x.words[o+*h]))
 				nd := int(ci.binNodes[bi.off+p])
-				tb, cum, g := x.wkey(ci, n, nd)
+				tb, cum, tp := x.wkey(ci, n, nd)
 				if tb == b && int32(x.maxPer-cum) == r {
 					q.cur[0] = b
 					return int(b), nd
@@ -625,7 +645,7 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 				x.words[o+*h] &^= 1 << (p & 63)
 				q.pop[i]--
 				if tb >= 0 {
-					x.wput(ci, q, tb, int32(x.maxPer-cum), ci.pos[g])
+					x.wput(ci, q, tb, int32(x.maxPer-cum), tp)
 				}
 			}
 		}
