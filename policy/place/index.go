@@ -77,6 +77,10 @@ type scoreIndex struct {
 	// live[c]: a job of class c is still to be picked this round. Only
 	// live classes' structures are kept up to date by take (see frame).
 	live [variability.NumClasses]bool
+	// dirty[c]: class c's structures may differ from the all-free state
+	// (it was live since the last reset), so reset restores only those.
+	dirty [variability.NumClasses]bool
+	nfOff int // nodeFree's offset in i32
 }
 
 // binInfo is the static layout of one bin. Its nodes are
@@ -143,6 +147,10 @@ type classIndex struct {
 	// entry succeeds when its bin reaches a threshold (see PAL.pick), so
 	// these find the winning entry without walking the order.
 	acrossFrom, withinFrom, withinBefore []int
+
+	// The class's share of the mutable slabs: i32[i32Lo:i32Hi] and
+	// words[wLo:wHi].
+	i32Lo, i32Hi, wLo, wHi int
 }
 
 // rankInfo is a node's GPU of some rank in its bin order: its bin, and
@@ -239,14 +247,21 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	}
 	var n32, nWords int
 	for c := range x.cls {
-		n32, nWords = x.cls[c].shape(sc.SF[c], x, within, n32, nWords)
+		ci := &x.cls[c]
+		ci.wLo = nWords
+		n32, nWords = ci.shape(sc.SF[c], x, within, n32, nWords)
+		ci.wHi = nWords
 	}
 	x.i32 = make([]int32, n32+x.nodes)
 	x.words = make([]uint64, nWords)
 	o := 0
 	for c := range x.cls {
-		o = x.cls[c].carve(x.i32, o)
+		ci := &x.cls[c]
+		ci.i32Lo = o
+		o = ci.carve(x.i32, o)
+		ci.i32Hi = o
 	}
+	x.nfOff = o
 	x.nodeFree = x.i32[o : o+x.nodes : o+x.nodes]
 	x.ids = make([]int, x.size)
 	for g := range x.ids {
@@ -527,16 +542,30 @@ func (ci *classIndex) floorBin(v float64) int {
 	return sort.Search(len(ci.vals), func(i int) bool { return ci.vals[i] > v }) - 1
 }
 
-// reset restores the all-free state.
-func (x *scoreIndex) reset() {
+// reset restores the all-free state for a round in which the classes
+// in live have jobs to place; a class that has none keeps whatever state
+// it has, as nothing reads it (see frame), and is restored when it is
+// live again.
+func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
 	copy(x.free, x.freeInit)
-	copy(x.i32, x.i32Init)
-	copy(x.words, x.wordsInit)
-	x.total = x.size
-	for c := range x.live {
-		x.live[c] = true
+	copy(x.nodeFree, x.i32Init[x.nfOff:])
+	for c := range x.cls {
+		if ci := &x.cls[c]; x.dirty[c] {
+			copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
+			copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+		}
 	}
+	x.live, x.dirty = live, live
+	x.total = x.size
 }
+
+// allLive is every class: reset(allLive) makes the whole index current.
+var allLive = func() (a [variability.NumClasses]bool) {
+	for c := range a {
+		a[c] = true
+	}
+	return a
+}()
 
 // take marks gpus busy in the structures of every live class (the frame
 // keeps a class live only while it still has jobs to place).
@@ -938,16 +967,17 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(n, c int) []int, sta
 			x.idx[i] = i
 		}
 	}
-	x.reset()
 	// The prefix runs class by class and a job past it can only fail on
 	// the free count (the prefix holds all but fewer GPUs than it needs),
 	// so once a class's last job is placed its structures are never read
 	// again this round: take stops maintaining them. A trace of one class
 	// (Synergy's) then costs a quarter of the updates.
-	cur := 0
-	for c := range x.live {
-		x.live[c] = x.byCls[c] > 0 && (c == 0 || x.byCls[c] > x.byCls[c-1])
+	var live [variability.NumClasses]bool
+	for c := range live {
+		live[c] = x.byCls[c] > 0 && (c == 0 || x.byCls[c] > x.byCls[c-1])
 	}
+	x.reset(live)
+	cur := 0
 	out := make([][]int, len(order))
 	for p, i := range x.idx {
 		for p < k && cur < len(x.live) && x.byCls[cur] <= p {

@@ -171,7 +171,7 @@ func TestIndexedPicksMatchReference(t *testing.T) {
 		if x.prepare(env, true) == nil {
 			t.Fatal("index declined valid inputs")
 		}
-		x.reset()
+		x.reset(allLive)
 		var f freeSet
 		f.reset(c)
 		var p picker
@@ -340,7 +340,7 @@ func BenchmarkPick(b *testing.B) {
 	env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
 	var x scoreIndex
 	x.prepare(env, true)
-	x.reset()
+	x.reset(allLive)
 	busy := rng.Perm(c.Size())[:c.Size()/2]
 	slices.Sort(busy)
 	x.take(busy)
