@@ -133,6 +133,25 @@ type Placer interface {
 	Place(env *Env, order []*workload.Job) [][]int
 }
 
+// Streamer is a Placer that can hand its answer over while it works, so
+// that a driver applies the first jobs' lines on another core while later
+// jobs are still being placed. PlaceTo fills alloc (len(order) entries,
+// all nil on entry) with what Place would return, calling ready(n) each
+// time alloc[:n] is final and the placer will not read order[:n] again
+// (n ascending, the last call with len(order)). Between calls the driver
+// may change those jobs' runtime state and the cluster's owner table, so a
+// placer whose later picks read either calls ready only at the end.
+type Streamer interface {
+	Placer
+	PlaceTo(env *Env, order []*workload.Job, alloc [][]int, ready func(n int))
+}
+
+// StreamChunk is how many jobs a streaming placer places between calls of
+// ready: few enough calls that waking the driver costs little, enough that
+// the driver starts early. A driver gains nothing from streaming an order
+// shorter than two chunks.
+const StreamChunk = 512
+
 // AcceptAll admits every arrived job (the PAL artifact's only admission).
 type AcceptAll struct{}
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/workload"
@@ -128,11 +129,37 @@ type take struct {
 // read cl, which is mid-change. On an error, jobs before the failing one
 // may have been visited.
 func (a *Applier) Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func(i int, k Kind)) error {
+	return a.apply(cl, order, alloc, nil, visit)
+}
+
+// Stream is Apply for an answer a placer is still producing on another
+// goroutine (see policy.Streamer), told through r: job i is read, released
+// and visited as soon as r says alloc[i] is final, so visits overlap the
+// placing of later jobs; the new sets are assigned once the whole answer
+// is in. It returns only after r has reached len(order), error or not, so
+// the placer is done with order and alloc by then.
+func (a *Applier) Stream(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, r *Relay, visit func(i int, k Kind)) error {
+	err := a.apply(cl, order, alloc, r, visit)
+	for n := r.n.Load(); int(n) < len(order); n = r.n.Load() {
+		r.wait(int(n))
+	}
+	return err
+}
+
+func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, r *Relay, visit func(i int, k Kind)) error {
 	if len(alloc) != len(order) {
 		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
 	}
 	a.takes = a.takes[:0]
-	for i, j := range order {
+	ready := len(order)
+	if r != nil {
+		ready = 0
+	}
+	for i := range order {
+		if i == ready {
+			ready = r.wait(i)
+		}
+		j := order[i]
 		held := j.GPUsHeld
 		k := Classify(held, alloc[i])
 		switch k {
@@ -157,6 +184,46 @@ func (a *Applier) Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 		}
 	}
 	return nil
+}
+
+// Relay carries a streaming placer's progress to Applier.Stream on
+// another goroutine: the placer calls Ready (policy.Streamer's ready),
+// Stream waits on it. Waiting parks the goroutine rather than spinning,
+// so on a busy machine the two take turns instead of burning a core.
+type Relay struct {
+	n    atomic.Int64
+	wake chan struct{}
+}
+
+// NewRelay makes a relay for one answer at a time.
+func NewRelay() *Relay { return &Relay{wake: make(chan struct{}, 1)} }
+
+// Ready records that the answer's first n lines are final.
+func (r *Relay) Ready(n int) {
+	r.n.Store(int64(n))
+	select {
+	case r.wake <- struct{}{}:
+	default: // a wake-up is already pending; it will see n
+	}
+}
+
+// Reset readies r for the next answer; no Ready may be in flight.
+func (r *Relay) Reset() {
+	r.n.Store(0)
+	select {
+	case <-r.wake:
+	default:
+	}
+}
+
+// wait returns the number of final lines once it exceeds i.
+func (r *Relay) wait(i int) int {
+	for {
+		if n := int(r.n.Load()); n > i {
+			return n
+		}
+		<-r.wake
+	}
 }
 
 // Decision is one job whose GPUs change in a round, with the reason a

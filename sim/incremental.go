@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/palsched/pal/policy"
@@ -181,11 +182,18 @@ type incremental struct {
 	ahead      []workload.Job // look-ahead copies of the running jobs
 	aheadKy    []policy.OrderKey
 	pos        []int // view position of each running job (look-ahead)
+	// stream places with a policy.Streamer when there is a second core
+	// to apply the answer on (see schedule); relay and streamErr connect
+	// the two goroutines.
+	stream    bool
+	relay     *round.Relay
+	streamErr chan error
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size(),
-		acc: []float64{0}}
+		acc: []float64{0}, stream: runtime.GOMAXPROCS(0) > 1,
+		relay: round.NewRelay(), streamErr: make(chan error, 1)}
 	if g := s.cfg.StarvationGuard; g > 0 {
 		x.mGuard = x.roundsToWait(g)
 	}
@@ -429,7 +437,14 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 		}
 	}
 	x.buildView()
-	alloc := x.cfg.Placer.Place(&x.env, x.order)
+	sp, stream := x.cfg.Placer.(policy.Streamer)
+	stream = stream && x.stream && x.cfg.Observe == nil && len(x.order) >= 2*policy.StreamChunk
+	var alloc [][]int
+	if stream {
+		alloc = make([][]int, len(x.order))
+	} else {
+		alloc = x.cfg.Placer.Place(&x.env, x.order)
+	}
 	if x.cfg.Observe != nil {
 		for _, j := range x.view {
 			if !j.running {
@@ -445,7 +460,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	clear(x.run)
 	clear(x.runJobs)
 	x.run, x.runIt, x.runJobs = x.run[:0], x.runIt[:0], x.runJobs[:0]
-	err := x.applier.Apply(x.cl, x.order, alloc, func(i int, k round.Kind) {
+	visit := func(i int, k round.Kind) {
 		j, g := x.view[i], alloc[i]
 		changed = changed || k.Changes()
 		runs := x.applyJob(&j.Job, g, k, T)
@@ -463,7 +478,19 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 			inUse += len(g)
 			x.running(j)
 		}
-	})
+	}
+	var err error
+	if stream {
+		// The placer runs here while another goroutine applies the lines
+		// it has finished: on two cores the model's bookkeeping hides
+		// behind the placement. Same answer, same visits, same order.
+		x.relay.Reset()
+		go func() { x.streamErr <- x.applier.Stream(x.cl, x.order, alloc, x.relay, visit) }()
+		sp.PlaceTo(&x.env, x.order, alloc, x.relay.Ready)
+		err = <-x.streamErr
+	} else {
+		err = x.applier.Apply(x.cl, x.order, alloc, visit)
+	}
 	if err != nil {
 		x.placerBug(err)
 	}

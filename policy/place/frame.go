@@ -174,3 +174,20 @@ func Canonical(names []string) ([]string, error) {
 func MigrationAwareNames() []string {
 	return []string{"pal-ma", "pm-first-ma", "packed-nonsticky-ma", "random-nonsticky-ma"}
 }
+
+// placeAll is Place for a streaming placer: the whole answer at once.
+func placeAll(p policy.Streamer, env *policy.Env, order []*workload.Job) [][]int {
+	alloc := make([][]int, len(order))
+	p.PlaceTo(env, order, alloc, nil)
+	return alloc
+}
+
+// refTo answers a PlaceTo call with a reference placer, all at the end.
+func refTo(ref interface {
+	Place(*policy.Env, []*workload.Job) [][]int
+}, env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
+	copy(alloc, ref.Place(env, order))
+	if ready != nil {
+		ready(len(order))
+	}
+}

@@ -932,7 +932,12 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 // first miss. A job that gets back exactly the GPUs it holds is handed its
 // own slice, so steady rounds allocate only for jobs that move. stay, if
 // not nil, may keep a running job on its GPUs (see hysteresis).
-func (x *scoreIndex) frame(order []*workload.Job, pick func(n, c int) []int, stay stayFunc) [][]int {
+//
+// The answer goes to out (len(order), all nil); ready, if not nil, is told
+// as it becomes final (see policy.Streamer): every StreamChunk jobs when
+// the frame visits the jobs in order (one class) and no stay function
+// (which reads the cluster) is set, else once at the end.
+func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, stay stayFunc) {
 	k, sum := 0, 0
 	x.byCls = [variability.NumClasses + 1]int{}
 	for ; k < len(order); k++ {
@@ -978,8 +983,11 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(n, c int) []int, sta
 	}
 	x.reset(live)
 	cur := 0
-	out := make([][]int, len(order))
+	stream := ready != nil && classes <= 1 && stay == nil
 	for p, i := range x.idx {
+		if stream && p%policy.StreamChunk == 0 && p > 0 {
+			ready(p)
+		}
 		for p < k && cur < len(x.live) && x.byCls[cur] <= p {
 			x.live[cur] = false
 			cur++
@@ -1009,7 +1017,9 @@ func (x *scoreIndex) frame(order []*workload.Job, pick func(n, c int) []int, sta
 			out[i] = slices.Clone(g)
 		}
 	}
-	return out
+	if ready != nil {
+		ready(len(order))
+	}
 }
 
 // demand is a job's GPUs and class as the frame reads them.

@@ -43,13 +43,19 @@ func (p *PAL) Pure() bool { return true }
 
 // Place implements policy.Placer.
 func (p *PAL) Place(env *policy.Env, order []*workload.Job) [][]int {
+	return placeAll(p, env, order)
+}
+
+// PlaceTo implements policy.Streamer.
+func (p *PAL) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	x := p.ix.prepare(env, true)
 	if x == nil || !x.gather(order) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
-		return p.ref.Place(env, order)
+		refTo(&p.ref, env, order, alloc, ready)
+		return
 	}
 	lv := &env.Scores.LV
-	return x.frame(order, func(n, c int) []int {
+	x.frame(order, alloc, ready, func(n, c int) []int {
 		return p.pick(x, lv[c], n, c)
 	}, hysteresis(p.MigrationAware, env, true))
 }

@@ -54,12 +54,18 @@ func (p *PMFirst) Pure() bool { return true }
 
 // Place implements policy.Placer.
 func (p *PMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
+	return placeAll(p, env, order)
+}
+
+// PlaceTo implements policy.Streamer.
+func (p *PMFirst) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	x := p.ix.prepare(env, false)
 	if x == nil || !x.gather(order) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
-		return p.ref.Place(env, order)
+		refTo(&p.ref, env, order, alloc, ready)
+		return
 	}
-	return x.frame(order, func(n, c int) []int {
+	x.frame(order, alloc, ready, func(n, c int) []int {
 		return x.pmFirst(c, n, len(x.cls[c].vals)-1, p.TieBreak)
 	}, hysteresis(p.MigrationAware, env, true))
 }
