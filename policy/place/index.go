@@ -855,16 +855,17 @@ func (x *scoreIndex) fromNode(c, node, n, b int) []int {
 	return x.buf
 }
 
-// withinTop finds the within trees' minimum for n GPUs of class c on the
-// buckets instead, when it lies in the lowest bin with a free GPU: no
+// withinTop finds the within queue's best node for n GPUs of class c on
+// the count buckets instead, when it lies in the lowest bin with a free
+// GPU: no
 // node has a free GPU below that bin, so a node's n-th best free GPU is
 // in it exactly when the node has n free GPUs there, and its count of
 // GPUs scoring no worse is that number. The minimum is then the node
 // with the most, lowest id first: the first node of the highest
 // non-empty bucket k >= n. ok is false when no node has n free GPUs in
-// the bin (the minimum, if any, is in a later bin: ask the tree).
-// Keeping PAL's usual within pick off the trees means they are repaired
-// only for the rare pick that needs them.
+// the bin (the best, if any, is in a later bin: ask the queue). Keeping
+// PAL's usual within pick off the queues means their stale entries are
+// re-filed only for the picks that need them.
 func (x *scoreIndex) withinTop(c, n int) (b, node int, ok bool) {
 	ci := &x.cls[c]
 	b = ci.first(x.total)
