@@ -188,6 +188,7 @@ type incremental struct {
 	stream    bool
 	relay     *round.Relay
 	streamErr chan error
+	allocBuf  [][]int
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -441,7 +442,11 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	stream = stream && x.stream && x.cfg.Observe == nil && len(x.order) >= 2*policy.StreamChunk
 	var alloc [][]int
 	if stream {
-		alloc = make([][]int, len(x.order))
+		// The answer's outer list lives only for this round here (the
+		// jobs keep its inner lists), so one buffer serves every round.
+		clear(x.allocBuf)
+		x.allocBuf = slices.Grow(x.allocBuf[:0], len(x.order))[:len(x.order)]
+		alloc = x.allocBuf
 	} else {
 		alloc = x.cfg.Placer.Place(&x.env, x.order)
 	}
