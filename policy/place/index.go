@@ -641,7 +641,8 @@ func (x *scoreIndex) wput(ci *classIndex, q *withinQueue, b, r, p int32) {
 }
 
 // wmin is the best node of class c's within queue for n GPUs and its
-// key's bin, or (len(bins), -1) when no node has n free GPUs. Within a
+// key's bin, or (len(bins), -1) when no node has n free GPUs: a within
+// entry of bin b succeeds exactly when b >= that bin. Within a
 // round GPUs are only taken, and taking a GPU never makes a node's key
 // better (its n-th best free bin can only get worse, and with the same
 // bin fewer GPUs score no worse), so a stored entry is never worse than
@@ -1041,12 +1042,4 @@ func (x *scoreIndex) gather(order []*workload.Job) bool {
 		x.dem[i] = demand{n: int32(min(j.GPUs, x.size+1)), c: int32(j.Class)}
 	}
 	return true
-}
-
-// withinBin is the smallest bin of any node's n-th best free GPU of class
-// c (len(bins) when no node has n free GPUs): a within entry of bin b
-// succeeds exactly when b >= withinBin.
-func (x *scoreIndex) withinBin(c, n int) int {
-	b, _ := x.wmin(c, n)
-	return b
 }

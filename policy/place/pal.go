@@ -81,10 +81,10 @@ func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, n, c int) []int {
 	if ci.withinBefore[iA] >= ci.first(x.total) {
 		bW, top, ok := x.withinTop(c, n)
 		if !ok {
-			bW, top = x.withinBin(c, n), -1
+			bW, top = x.wmin(c, n)
 		}
 		if iW := ci.withinFrom[bW]; iW < iA {
-			if bv := ci.lvBin[iW]; bv != bW || top < 0 {
+			if bv := ci.lvBin[iW]; bv != bW {
 				return x.within(c, n, bv)
 			}
 			return x.fromNode(c, top, n, bW)
