@@ -11,6 +11,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -220,6 +221,26 @@ func (c *Cluster) Assign(job int, gpus []int) error {
 	}
 	c.nfree -= len(gpus)
 	return nil
+}
+
+// TryAssign is Assign when it would succeed, reporting whether it did;
+// otherwise it changes nothing and, unlike Assign, builds no error (a
+// caller that expects some GPUs still held tries again later).
+func (c *Cluster) TryAssign(job int, gpus []int) bool {
+	if job < 0 {
+		return false
+	}
+	for i, g := range gpus {
+		if g < 0 || g >= len(c.owner) || c.owner[g] != Free || slices.Contains(gpus[:i], g) {
+			return false
+		}
+	}
+	for _, g := range gpus {
+		c.owner[g] = job
+		c.free[c.node[g]]--
+	}
+	c.nfree -= len(gpus)
+	return true
 }
 
 // Release frees gpus held by job.

@@ -41,6 +41,27 @@ func TestAssignNeverGivesAGPUTwice(t *testing.T) {
 	}
 }
 
+// TryAssign refuses exactly what Assign refuses, changing nothing then.
+func TestTryAssignAsAssign(t *testing.T) {
+	c, _ := New(2, 2)
+	if !c.TryAssign(1, []int{0, 2}) || c.Owner(0) != 1 || c.Owner(2) != 1 || c.FreeCount() != 2 || c.FreeOnNode(1) != 1 {
+		t.Fatal("a free set was not assigned")
+	}
+	for _, g := range [][]int{{1, 2}, {1, 1}, {4}, {-1}} {
+		d, _ := New(2, 2)
+		_ = d.Assign(1, []int{0, 2})
+		if d.TryAssign(2, g) || d.Assign(2, g) == nil {
+			t.Errorf("TryAssign or Assign(%v) succeeded", g)
+		}
+		if d.FreeCount() != 2 || d.Owner(1) != Free || d.Owner(3) != Free {
+			t.Errorf("a refused TryAssign(%v) changed the owner table", g)
+		}
+	}
+	if c.TryAssign(-1, []int{1}) {
+		t.Error("TryAssign took a negative job id")
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"16x4", "4608x6", "0x0", "x", "1x1024"} {
 		f.Add(s)

@@ -135,9 +135,13 @@ func (a *Applier) Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 // Stream is Apply for an answer a placer is still producing on another
 // goroutine (see policy.Streamer), told through r: job i is read, released
 // and visited as soon as r says alloc[i] is final, so visits overlap the
-// placing of later jobs; the new sets are assigned once the whole answer
-// is in. It returns only after r has reached len(order), error or not, so
-// the placer is done with order and alloc by then.
+// placing of later jobs. A launched or moved job whose new GPUs are free
+// by then takes them at once; the others, whose GPUs a later job still
+// holds, are assigned in order once the whole answer is in. The same
+// placer bugs fail as in Apply, though a GPU given to two jobs may be
+// reported on the other one. It returns only after r has reached
+// len(order), error or not, so the placer is done with order and alloc by
+// then.
 func (a *Applier) Stream(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, r *Relay, visit func(i int, k Kind)) error {
 	err := a.apply(cl, order, alloc, r, visit)
 	for n := r.n.Load(); int(n) < len(order); n = r.n.Load() {
@@ -170,7 +174,13 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 		}
 		switch k {
 		case Launch, Migrate:
-			a.takes = append(a.takes, take{i: i, want: j.GPUs, id: j.ID})
+			// A streamed answer assigns what it can at once, so that only
+			// the jobs whose new GPUs are still held by later jobs wait
+			// for the placer to finish; the rest assign in order below,
+			// with Apply's checks and errors.
+			if r == nil || len(alloc[i]) != j.GPUs || !cl.TryAssign(j.ID, alloc[i]) {
+				a.takes = append(a.takes, take{i: i, want: j.GPUs, id: j.ID})
+			}
 		}
 		visit(i, k)
 	}

@@ -79,6 +79,55 @@ func TestApplySwapPreemptLaunch(t *testing.T) {
 	}
 }
 
+// Stream, fed one line at a time from another goroutine, leaves the
+// owner table and the visits exactly as Apply does: job 2 moves onto GPU 1
+// before job 1 (later in the order) has left it, so its assignment waits
+// for the end; job 1 moves onto a free GPU and takes it at once.
+func TestStreamMatchesApply(t *testing.T) {
+	build := func() ([]*workload.Job, [][]int) {
+		a, b := job(1, 1, []int{1}), job(2, 1, []int{0})
+		c, d := job(3, 2, nil), job(4, 1, []int{3})
+		return []*workload.Job{b, a, c, d}, [][]int{{1}, {2}, nil, {0}}
+	}
+	order, alloc := build()
+	want := hold(t, order...)
+	var wantKinds []Kind
+	if err := Apply(want, order, alloc, func(_ int, k Kind) { wantKinds = append(wantKinds, k) }); err != nil {
+		t.Fatal(err)
+	}
+	order, alloc = build()
+	cl := hold(t, order...)
+	r := NewRelay()
+	lines := make([][]int, len(alloc))
+	go func() {
+		for i := range alloc {
+			lines[i] = alloc[i]
+			r.Ready(i + 1)
+		}
+	}()
+	var kinds []Kind
+	var a Applier
+	if err := a.Stream(cl, order, lines, r, func(i int, k Kind) { kinds = append(kinds, k) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Fatalf("kinds %v, want %v", kinds, wantKinds)
+	}
+	for g := range cl.Size() {
+		if cl.Owner(g) != want.Owner(g) {
+			t.Errorf("GPU %d owned by %d, Apply gives %d", g, cl.Owner(g), want.Owner(g))
+		}
+	}
+	// A GPU given twice still fails, on either job.
+	order, _ = build()
+	cl = hold(t, order...)
+	r.Reset()
+	go r.Ready(len(order))
+	if err := a.Stream(cl, order, [][]int{{1}, {2}, nil, {2}}, r, func(int, Kind) {}); err == nil || !strings.Contains(err.Error(), "GPU 2 already held") {
+		t.Fatalf("err %v, want GPU 2 given twice", err)
+	}
+}
+
 func TestApplyErrors(t *testing.T) {
 	a, b := job(1, 1, nil), job(2, 2, nil)
 	for _, c := range []struct {
