@@ -54,6 +54,11 @@ type scoreIndex struct {
 	maxPer      int     // GPUs of the largest node: PAL's "fits in one node"
 	nodeStart   []int32 // GPUs of node i are nodeStart[i] .. nodeStart[i+1]-1
 	gpuNode     []int32
+	// divM and divS turn "GPU g's node" into a multiply and a shift when
+	// every node has the same number of GPUs (divM is 0 otherwise): take
+	// then needs no table that a round's other work evicts from cache.
+	divM uint64
+	divS uint
 
 	cls [variability.NumClasses]classIndex
 
@@ -158,6 +163,32 @@ type classIndex struct {
 // and e the rank of the node's last GPU in the same bin.
 type rankInfo struct{ bin, pos int32 }
 
+// divider sets divM and divS when every node has maxPer GPUs and the
+// multiply-shift gives exactly gpuNode for every GPU (checked, not
+// assumed).
+func (x *scoreIndex) divider() {
+	per := uint64(x.maxPer)
+	if per == 0 || uint64(x.size) != per*uint64(x.nodes) {
+		return
+	}
+	s := 32 + uint(bits.Len64(per))
+	m := (uint64(1)<<s + per - 1) / per
+	for g, nd := range x.gpuNode {
+		if int32(uint64(g)*m>>s) != nd {
+			return
+		}
+	}
+	x.divM, x.divS = m, s
+}
+
+// nodeOf is GPU g's node.
+func (x *scoreIndex) nodeOf(g int) int32 {
+	if x.divM != 0 {
+		return int32(uint64(g) * x.divM >> x.divS)
+	}
+	return x.gpuNode[g]
+}
+
 // withinQueue is the bucket queue of one (class, n): node nd sits in
 // bucket (b, r) when its within key (see wkey) is bin b and count
 // maxPer-r, as a bit at its position in bin b's node list (like the count
@@ -236,6 +267,7 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		return
 	}
 	x.nodeStart[x.nodes] = int32(g)
+	x.divider()
 	for c := range x.cls {
 		sf := sc.SF[c]
 		if len(sf) != x.size || slices.ContainsFunc(sf, math.IsNaN) {
@@ -572,7 +604,7 @@ var allLive = func() (a [variability.NumClasses]bool) {
 func (x *scoreIndex) take(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = false
-		nd := x.gpuNode[g]
+		nd := x.nodeOf(g)
 		x.nodeFree[nd]--
 		for c := range x.cls {
 			if !x.live[c] {
