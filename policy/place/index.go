@@ -59,7 +59,6 @@ type scoreIndex struct {
 	// then needs no table that a round's other work evicts from cache.
 	divM uint64
 	divS uint
-	recW int // words per node record (see classIndex.nrec)
 
 	cls [variability.NumClasses]classIndex
 
@@ -113,9 +112,8 @@ type classIndex struct {
 	gbin []int32 // bin of each GPU (what walks compare)
 	// pos[g]>>6 is the position of GPU g's node in its bin's node list
 	// (its bit in the bin's buckets), and pos[g]&63 the GPU's rank in its
-	// node's bin order (PAL only, see nrec): one load serves take. A
-	// column per class rather than a record per GPU: a trace of one class
-	// keeps one dense column in cache.
+	// node's bin order (PAL only, see ord): one load serves take. A column per class rather than a record
+	// per GPU: a trace of one class keeps one dense column in cache.
 	pos []int32
 	cnt []int32 // free GPUs of each (bin, node): bins[b].off+pos
 	pop []int32
@@ -131,13 +129,14 @@ type classIndex struct {
 	// hundreds on a big cluster).
 	lo []int32
 
-	// nrec holds a record of x.recW words per node (PAL only; a view
-	// into words): word 0 has bit k set when the node's GPU of rank k in
-	// its bin order (ties by id) is free, word 1+k describes that GPU
-	// (see rankWord). A node's n-th best free GPU is the n-th set bit, so
-	// wkey reads a key with a few bit operations from one cache line.
-	nrec   []uint64
-	recOff int
+	// ord describes each node's GPUs in bin order (ties by id), laid out
+	// like the GPUs (node i at nodeStart[i]); see rankInfo (PAL only).
+	// smask[i] has bit k set when node i's GPU of rank k is free (a view
+	// into words), so a node's n-th best free GPU is the n-th set bit:
+	// wkey reads a key with a few bit operations and one cache line.
+	ord   []rankInfo
+	smask []uint64
+	smOff int
 	// nwStart[b] is the sum of nw over bins before b: where bin b's words
 	// start in a within queue's buckets.
 	nwStart []int32
@@ -159,11 +158,10 @@ type classIndex struct {
 	i32Lo, i32Hi, wLo, wHi int
 }
 
-// rankWord describes a node's GPU of some rank in its bin order: its bin
-// in the high half and, in the low half, p<<6 | e, where p is the node's
-// position in the bin's node list and e the rank of the node's last GPU
-// in the same bin.
-func rankWord(bin, p, e int32) uint64 { return uint64(uint32(bin))<<32 | uint64(uint32(p<<6|e)) }
+// rankInfo is a node's GPU of some rank in its bin order: its bin, and
+// pos = p<<6 | e, where p is the node's position in the bin's node list
+// and e the rank of the node's last GPU in the same bin.
+type rankInfo struct{ bin, pos int32 }
 
 // divider sets divM and divS when every node has maxPer GPUs and the
 // multiply-shift gives exactly gpuNode for every GPU (checked, not
@@ -277,7 +275,7 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		}
 	}
 	if within && x.maxPer > 64 {
-		return // a node's free GPUs must fit a word (see nrec)
+		return // a node's free GPUs must fit a word (see smask)
 	}
 	var n32, nWords int
 	for c := range x.cls {
@@ -347,7 +345,8 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 // fillWithin lays out class ci's per-node bin order and files every node
 // in its within queues for the all-free cluster.
 func (x *scoreIndex) fillWithin(ci *classIndex) {
-	ci.nrec = x.words[ci.recOff : ci.recOff+x.nodes*x.recW : ci.recOff+x.nodes*x.recW]
+	ci.ord = make([]rankInfo, x.size)
+	ci.smask = x.words[ci.smOff : ci.smOff+x.nodes : ci.smOff+x.nodes]
 	var gs []int32
 	for nd := range x.nodes {
 		s, e := x.nodeStart[nd], x.nodeStart[nd+1]
@@ -356,7 +355,7 @@ func (x *scoreIndex) fillWithin(ci *classIndex) {
 			gs = append(gs, g)
 		}
 		slices.SortStableFunc(gs, func(a, b int32) int { return int(ci.gbin[a] - ci.gbin[b]) })
-		rec := ci.nrec[nd*x.recW:][:1+len(gs)]
+		ord := ci.ord[s:e]
 		end := int32(len(gs) - 1)
 		for i := len(gs) - 1; i >= 0; i-- {
 			g := gs[i]
@@ -364,9 +363,9 @@ func (x *scoreIndex) fillWithin(ci *classIndex) {
 				end = int32(i)
 			}
 			ci.pos[g] |= int32(i)
-			rec[1+i] = rankWord(ci.gbin[g], ci.pos[g]>>6, end)
+			ord[i] = rankInfo{bin: ci.gbin[g], pos: ci.pos[g]&^63 | end}
 		}
-		rec[0] = ^uint64(0) >> (64 - len(gs))
+		ci.smask[nd] = ^uint64(0) >> (64 - len(gs))
 	}
 	for n := 2; n <= x.maxPer; n++ {
 		q := &ci.wq[n]
@@ -451,11 +450,8 @@ func (ci *classIndex) shape(sf []float64, x *scoreIndex, within bool, n32, nWord
 	for b, bi := range ci.bins {
 		ci.nwStart[b+1] = ci.nwStart[b] + bi.nw
 	}
-	// Records start on a 64-byte line (a large slab is page aligned) and
-	// take a line each when a node has up to 7 GPUs.
-	x.recW = (1 + x.maxPer + 7) &^ 7
-	ci.recOff = (nWords + 7) &^ 7
-	nWords = ci.recOff + x.nodes*x.recW
+	ci.smOff = nWords
+	nWords += x.nodes
 	ci.wq = make([]withinQueue, x.maxPer+1)
 	for n := 2; n <= x.maxPer; n++ {
 		q := &ci.wq[n]
@@ -618,7 +614,7 @@ func (x *scoreIndex) take(gpus []int) {
 			bin, pr := ci.gbin[g], ci.pos[g]
 			pos := pr >> 6
 			if x.withinOn {
-				ci.nrec[int(nd)*x.recW] &^= 1 << (pr & 63)
+				ci.smask[nd] &^= 1 << (pr & 63)
 			}
 			// Move the node from bucket k to bucket k-1 of its bin.
 			bi := &ci.bins[bin]
@@ -651,8 +647,7 @@ func (x *scoreIndex) take(gpus []int) {
 // two agree when the winner's n-th bin is the entry's own bin, and within
 // checks that before trusting the key.
 func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, p int32) {
-	rec := ci.nrec[node*x.recW:]
-	m := rec[0]
+	m := ci.smask[node]
 	if bits.OnesCount64(m) < n {
 		return -1, 0, -1
 	}
@@ -660,8 +655,8 @@ func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, p in
 	for range n - 1 {
 		t &= t - 1
 	}
-	r := rec[1+bits.TrailingZeros64(t)]
-	return int32(r >> 32), bits.OnesCount64(m & (^uint64(0) >> (63 - r&63))), int32(uint32(r) >> 6)
+	r := ci.ord[int(x.nodeStart[node])+bits.TrailingZeros64(t)]
+	return r.bin, bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))), r.pos >> 6
 }
 
 // wput files a node in bucket (b, r) of queue q at its position p in bin
