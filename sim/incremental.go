@@ -162,7 +162,9 @@ type incremental struct {
 	wait  waitq
 	run   []*job // running jobs, sorted by (key, seq) before placing
 	// runIt and runJobs are run's items and *workload.Jobs, so that
-	// building the view reads no running job.
+	// building the view reads no running job; progress writes them. The
+	// lists hold pointers into the slabs, which live as long as the run,
+	// so nothing clears them.
 	runIt   []item
 	runJobs []*workload.Job
 	// runInOrder: run is sorted under the keys progress gave it.
@@ -267,6 +269,8 @@ func (x *incremental) roundsToWait(w float64) int {
 func (x *incremental) progress(T float64) {
 	n := 0
 	sorted := true
+	x.runIt = slices.Grow(x.runIt[:0], len(x.run))[:len(x.run)]
+	x.runJobs = slices.Grow(x.runJobs[:0], len(x.run))[:len(x.run)]
 	for _, j := range x.run {
 		x.busy += int64(len(j.GPUsHeld))
 		credit(&j.Job, x.R)
@@ -282,17 +286,8 @@ func (x *incremental) progress(T float64) {
 		x.run[n], x.runIt[n], x.runJobs[n] = j, j.it, &j.Job
 		n++
 	}
-	clear(x.run[n:])
-	clear(x.runJobs[n:])
 	x.run, x.runIt, x.runJobs = x.run[:n], x.runIt[:n], x.runJobs[:n]
 	x.runInOrder = sorted
-}
-
-// running appends a job to the running list.
-func (x *incremental) running(j *job) {
-	x.run = append(x.run, j)
-	x.runIt = append(x.runIt, j.it)
-	x.runJobs = append(x.runJobs, &j.Job)
 }
 
 func (x *incremental) arrive(round int, T float64) {
@@ -462,9 +457,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// start or stop running between the running list and the waiting
 	// queue (a waiting job's SinceScheduled is kept as its base round).
 	inUse, changed := 0, false
-	clear(x.run)
-	clear(x.runJobs)
-	x.run, x.runIt, x.runJobs = x.run[:0], x.runIt[:0], x.runJobs[:0]
+	x.run = x.run[:0]
 	visit := func(i int, k round.Kind) {
 		j, g := x.view[i], alloc[i]
 		changed = changed || k.Changes()
@@ -481,7 +474,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 		}
 		if runs {
 			inUse += len(g)
-			x.running(j)
+			x.run = append(x.run, j)
 		}
 	}
 	var err error
