@@ -167,6 +167,11 @@ type incremental struct {
 	// so nothing clears them.
 	runIt   []item
 	runJobs []*workload.Job
+	// due lists (ascending) the running jobs whose next credit completes
+	// them; lastKept is the last running job not due, for runInOrder.
+	due      []int32
+	lastKept int
+	runSpare []*job
 	// runInOrder: run is sorted under the keys progress gave it.
 	runInOrder bool
 	slabs      []*[slabSize]job
@@ -261,33 +266,70 @@ func (x *incremental) roundsToWait(w float64) int {
 	return len(x.acc) - 1
 }
 
-// progress credits running jobs, completes those that are done and
-// re-keys the others at T. A running job's key depends only on T and the
-// job (arrivals and events touch waiting jobs only), so it is taken here,
-// in the one pass over the running jobs, rather than in schedule; the pass
-// also notes whether the running jobs are still in order.
+// progress completes the jobs that reached their total at T. A running
+// job is credited for the round (T-R, T] and re-keyed at T ahead of time,
+// at the end of the round before, as the answer is applied (see
+// creditNext), so the jobs done are already known (due) and this pass
+// reads none of the others.
 func (x *incremental) progress(T float64) {
-	n := 0
-	sorted := true
-	x.runIt = slices.Grow(x.runIt[:0], len(x.run))[:len(x.run)]
-	x.runJobs = slices.Grow(x.runJobs[:0], len(x.run))[:len(x.run)]
-	for _, j := range x.run {
-		x.busy += int64(len(j.GPUsHeld))
-		credit(&j.Job, x.R)
-		if j.Executed >= j.Iterations {
+	if len(x.due) == 0 {
+		return
+	}
+	n, d := 0, 0
+	for i, j := range x.run {
+		if d < len(x.due) && x.due[d] == int32(i) {
+			d++
 			x.finish(&j.Job, T)
 			x.release(j)
 			continue
 		}
-		j.setKey(x.ks.Key(T, &j.Job))
-		if n > 0 && sorted && itemLess(j.it, x.runIt[n-1]) {
-			sorted = false
-		}
-		x.run[n], x.runIt[n], x.runJobs[n] = j, j.it, &j.Job
+		x.run[n], x.runIt[n], x.runJobs[n] = j, x.runIt[i], x.runJobs[i]
 		n++
 	}
 	x.run, x.runIt, x.runJobs = x.run[:n], x.runIt[:n], x.runJobs[:n]
-	x.runInOrder = sorted
+	x.due = x.due[:0]
+}
+
+// startRun empties the running list before the answer's visit (or a
+// skip's last credit) fills it again through addRun.
+func (x *incremental) startRun() {
+	x.run, x.runIt, x.runJobs, x.due = x.run[:0], x.runIt[:0], x.runJobs[:0], x.due[:0]
+	x.runInOrder, x.lastKept = true, -1
+}
+
+// addRun appends a running job, already credited for the next round by
+// creditNext.
+func (x *incremental) addRun(j *job, done bool) {
+	i := len(x.run)
+	x.run = append(x.run, j)
+	x.runIt = append(x.runIt, j.it)
+	x.runJobs = append(x.runJobs, &j.Job)
+	if done {
+		x.due = append(x.due, int32(i))
+		return
+	}
+	if x.lastKept >= 0 && x.runInOrder && itemLess(j.it, x.runIt[x.lastKept]) {
+		x.runInOrder = false
+	}
+	x.lastKept = i
+}
+
+// creditNext does for a running job what the reference loop's progress
+// does at the next boundary Tn, ahead of time: credit the round ending at
+// Tn and, unless that completes the job, take its key at Tn. Nothing
+// reads a running job's progress or key between the two (arrivals and
+// events touch waiting jobs only; skip looks ahead from there), and a
+// key depends only on Tn and the job. Done here, inside the answer's
+// visit, it costs no pass of its own and, when the answer streams, runs
+// beside the placer. It reports whether the job completes at Tn.
+func (x *incremental) creditNext(j *job, Tn float64) bool {
+	x.busy += int64(len(j.GPUsHeld))
+	credit(&j.Job, x.R)
+	if j.Executed >= j.Iterations {
+		return true
+	}
+	j.setKey(x.ks.Key(Tn, &j.Job))
+	return false
 }
 
 func (x *incremental) arrive(round int, T float64) {
@@ -419,7 +461,7 @@ func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
 // answer. It reports whether anything was launched, moved or preempted.
 func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// The running jobs are in last round's order, which their new keys
-	// (taken in progress) seldom change (LAS and SRTF move them all by
+	// (taken in creditNext) seldom change (LAS and SRTF move them all by
 	// the same service).
 	if !x.runInOrder {
 		slices.SortFunc(x.run, func(a, b *job) int {
@@ -457,7 +499,8 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// start or stop running between the running list and the waiting
 	// queue (a waiting job's SinceScheduled is kept as its base round).
 	inUse, changed := 0, false
-	x.run = x.run[:0]
+	x.startRun()
+	Tn := float64(rnd+1) * x.R
 	visit := func(i int, k round.Kind) {
 		j, g := x.view[i], alloc[i]
 		changed = changed || k.Changes()
@@ -474,7 +517,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 		}
 		if runs {
 			inUse += len(g)
-			x.run = append(x.run, j)
+			x.addRun(j, x.creditNext(j, Tn))
 		}
 	}
 	var err error
@@ -582,6 +625,11 @@ func (x *incremental) skip(round int, st RoundStat) int {
 	}
 	// Look ahead on copies of the running jobs: round r is dead when none
 	// completes at r and the view keeps its order under the keys at r.
+	// The jobs are credited for round+1 already, and keyed at it (see
+	// creditNext).
+	if len(x.due) > 0 {
+		return round
+	}
 	x.ahead = x.ahead[:0]
 	x.pos = x.pos[:0]
 	for i, j := range x.view {
@@ -600,7 +648,9 @@ func (x *incremental) skip(round int, st RoundStat) int {
 		done := false
 		for k := range x.ahead {
 			a := &x.ahead[k]
-			credit(a, x.R)
+			if r > round+1 {
+				credit(a, x.R)
+			}
 			if a.Executed >= a.Iterations {
 				done = true
 			}
@@ -610,20 +660,34 @@ func (x *incremental) skip(round int, st RoundStat) int {
 			break
 		}
 	}
-	// Rounds round+1 .. r-1 repeat round: credit them.
+	if r == round+1 {
+		return round
+	}
+	// Rounds round+1 .. r-1 repeat round: each is credited (ahead, as in
+	// creditNext) at the end of the one before.
 	for q := round + 1; q < r; q++ {
 		T := float64(q) * x.R
-		for _, j := range x.run {
-			x.busy += int64(len(j.GPUsHeld))
-			credit(&j.Job, x.R)
-		}
 		st.T = T
 		x.rounds = append(x.rounds, st)
 		if x.cfg.Observe != nil {
 			x.observeRepeat(q, T)
 		}
 		x.report(q, x.active())
+		if q+1 < r {
+			for _, j := range x.run {
+				x.busy += int64(len(j.GPUsHeld))
+				credit(&j.Job, x.R)
+			}
+		}
 	}
+	// Round r-1 credits round r as the answer's visit would.
+	run := append(x.runSpare[:0], x.run...)
+	x.startRun()
+	Tr := float64(r) * x.R
+	for _, j := range run {
+		x.addRun(j, x.creditNext(j, Tr))
+	}
+	x.runSpare = run
 	return r - 1
 }
 
