@@ -476,7 +476,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	}
 	x.buildView()
 	sp, stream := x.cfg.Placer.(policy.Streamer)
-	stream = stream && x.stream && x.cfg.Observe == nil && len(x.order) >= 2*policy.StreamChunk
+	stream = stream && x.stream && !sp.Sticky() && x.cfg.Observe == nil && len(x.order) >= 2*policy.StreamChunk
 	var alloc [][]int
 	if stream {
 		// The answer's outer list lives only for this round here (the

@@ -68,12 +68,19 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 }
 
 // nonStickyFrame releases every job and places the order from scratch,
-// stopping at the first job that does not fit. stay, if not nil, may keep
-// a running job on its GPUs (see hysteresis).
-func nonStickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc, stay stayFunc) [][]int {
+// stopping at the first job that does not fit, into out (len(order), all
+// nil). stay, if not nil, may keep a running job on its GPUs (see
+// hysteresis). ready, if not nil, is told as the answer becomes final
+// (see policy.Streamer): every StreamChunk jobs when there is no stay
+// (which reads the jobs it keeps), else once at the end. A pick reads
+// only its own job, and the cluster only at the reset.
+func nonStickyFrame(env *policy.Env, order []*workload.Job, out [][]int, ready func(int), f *freeSet, pick pickFunc, stay stayFunc) {
 	f.reset(env.Cluster)
-	out := make([][]int, len(order))
+	stream := ready != nil && stay == nil
 	for i, j := range order {
+		if stream && i%policy.StreamChunk == 0 && i > 0 {
+			ready(i)
+		}
 		g := pick(env, f, j)
 		if stays(stay, j, g, f.free) {
 			f.take(j.GPUsHeld)
@@ -90,7 +97,9 @@ func nonStickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pic
 		f.take(g)
 		out[i] = g
 	}
-	return out
+	if ready != nil {
+		ready(len(order))
+	}
 }
 
 // sorted returns g in ascending order (placers build lists in pick order).

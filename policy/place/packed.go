@@ -35,7 +35,16 @@ func (p *Packed) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if p.sticky {
 		return stickyFrame(env, order, &p.f, consolidated)
 	}
-	return nonStickyFrame(env, order, &p.f, consolidated, hysteresis(p.ma, env, false))
+	return placeAll(p, env, order)
+}
+
+// PlaceTo implements policy.Streamer.
+func (p *Packed) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
+	if p.sticky {
+		refTo(p, env, order, alloc, ready)
+		return
+	}
+	nonStickyFrame(env, order, alloc, ready, &p.f, consolidated, hysteresis(p.ma, env, false))
 }
 
 // consolidated packs a job onto as few nodes as it can: the first node

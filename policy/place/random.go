@@ -40,7 +40,16 @@ func (r *Random) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if r.sticky {
 		return stickyFrame(env, order, &r.f, r.pick)
 	}
-	return nonStickyFrame(env, order, &r.f, r.pick, hysteresis(r.ma, env, false))
+	return placeAll(r, env, order)
+}
+
+// PlaceTo implements policy.Streamer.
+func (r *Random) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
+	if r.sticky {
+		refTo(r, env, order, alloc, ready)
+		return
+	}
+	nonStickyFrame(env, order, alloc, ready, &r.f, r.pick, hysteresis(r.ma, env, false))
 }
 
 func (r *Random) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
