@@ -192,7 +192,7 @@ func placeAll(p policy.Streamer, env *policy.Env, order []*workload.Job) [][]int
 }
 
 // refTo answers a PlaceTo call with a reference placer, all at the end.
-func refTo(ref interface {
+func wholeTo(ref interface {
 	Place(*policy.Env, []*workload.Job) [][]int
 }, env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	copy(alloc, ref.Place(env, order))

@@ -41,7 +41,7 @@ func (p *Packed) Place(env *policy.Env, order []*workload.Job) [][]int {
 // PlaceTo implements policy.Streamer.
 func (p *Packed) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	if p.sticky {
-		refTo(p, env, order, alloc, ready)
+		wholeTo(p, env, order, alloc, ready)
 		return
 	}
 	nonStickyFrame(env, order, alloc, ready, &p.f, consolidated, hysteresis(p.ma, env, false))

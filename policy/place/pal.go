@@ -51,7 +51,7 @@ func (p *PAL) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, rea
 	x := p.ix.prepare(env, true)
 	if x == nil || !x.gather(order) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
-		refTo(&p.ref, env, order, alloc, ready)
+		wholeTo(&p.ref, env, order, alloc, ready)
 		return
 	}
 	lv := &env.Scores.LV

@@ -62,7 +62,7 @@ func (p *PMFirst) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int,
 	x := p.ix.prepare(env, false)
 	if x == nil || !x.gather(order) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
-		refTo(&p.ref, env, order, alloc, ready)
+		wholeTo(&p.ref, env, order, alloc, ready)
 		return
 	}
 	x.frame(order, alloc, ready, func(n, c int) []int {

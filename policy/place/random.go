@@ -46,7 +46,7 @@ func (r *Random) Place(env *policy.Env, order []*workload.Job) [][]int {
 // PlaceTo implements policy.Streamer.
 func (r *Random) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	if r.sticky {
-		refTo(r, env, order, alloc, ready)
+		wholeTo(r, env, order, alloc, ready)
 		return
 	}
 	nonStickyFrame(env, order, alloc, ready, &r.f, r.pick, hysteresis(r.ma, env, false))
