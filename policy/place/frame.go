@@ -191,7 +191,8 @@ func placeAll(p policy.Streamer, env *policy.Env, order []*workload.Job) [][]int
 	return alloc
 }
 
-// refTo answers a PlaceTo call with a reference placer, all at the end.
+// wholeTo answers a PlaceTo call with a placer that only answers whole
+// (a reference placer, a sticky frame): ready is told once, at the end.
 func wholeTo(ref interface {
 	Place(*policy.Env, []*workload.Job) [][]int
 }, env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
