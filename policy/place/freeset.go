@@ -26,6 +26,9 @@ type freeSet struct {
 	// caching a list of free GPUs knows when taking alone no longer
 	// explains the difference.
 	gen int
+	// Scratch of the migration-aware frames that place on this set.
+	ms  moveScratch
+	idx []int
 }
 
 func (f *freeSet) reset(c *cluster.Cluster) {
@@ -77,6 +80,10 @@ func (f *freeSet) give(gpus []int) {
 	}
 	f.total += len(gpus)
 }
+
+// discard implements moveSpace: a pick that was not taken leaves a
+// placer's cached pool stale.
+func (f *freeSet) discard() { f.gen++ }
 
 // firstFree appends up to n free GPUs of node, lowest ids first.
 func (f *freeSet) firstFree(dst []int, node, n int) []int {

@@ -86,6 +86,7 @@ type scoreIndex struct {
 	// (it was live since the last reset), so reset restores only those.
 	dirty [variability.NumClasses]bool
 	nfOff int // nodeFree's offset in i32
+	ms    moveScratch
 }
 
 // binInfo is the static layout of one bin. Its nodes are
@@ -665,7 +666,11 @@ func (x *scoreIndex) wput(ci *classIndex, q *withinQueue, b, r, p int32) {
 	bi := &ci.bins[b]
 	i := b*q.r + r
 	w := p >> 6
-	x.words[q.wOff+ci.nwStart[b]*q.r+r*bi.nw+w] |= 1 << (p & 63)
+	word, bit := &x.words[q.wOff+ci.nwStart[b]*q.r+r*bi.nw+w], uint64(1)<<(p&63)
+	if *word&bit != 0 {
+		return // filed there already (see give)
+	}
+	*word |= bit
 	q.pop[i]++
 	if q.hint[i] > w {
 		q.hint[i] = w
@@ -964,14 +969,15 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 // the must-schedule prefix ordered by class with a counting sort (stable,
 // like the reference's stable sort), the rest in order, greedy until the
 // first miss. A job that gets back exactly the GPUs it holds is handed its
-// own slice, so steady rounds allocate only for jobs that move. stay, if
-// not nil, may keep a running job on its GPUs (see hysteresis).
+// own slice, so steady rounds allocate only for jobs that move. m, if not
+// nil, is a migration-aware rule: when it pins a running job the frame is
+// its moveFrame, in the same visiting order.
 //
 // The answer goes to out (len(order), all nil); ready, if not nil, is told
 // as it becomes final (see policy.Streamer): every StreamChunk jobs when
-// the frame visits the jobs in order (one class) and no stay function
-// (which reads the cluster) is set, else once at the end.
-func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, stay stayFunc) {
+// the frame visits the jobs in order (one class) and pins no job (a
+// pinned job's turn reads the cluster), else once at the end.
+func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
 	k, sum := 0, 0
 	x.byCls = [variability.NumClasses + 1]int{}
 	for ; k < len(order); k++ {
@@ -1015,9 +1021,25 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 	for c := range live {
 		live[c] = x.byCls[c] > 0 && (c == 0 || x.byCls[c] > x.byCls[c-1])
 	}
+	if m.any(order) {
+		// Under the migration rule a job past the prefix may still run
+		// (a pinned job keeps its GPUs, a preemption may make room), so
+		// every class with a job in the order stays live.
+		for _, d := range x.dem {
+			live[d.c] = true
+		}
+		x.reset(live)
+		m.moveFrame(order, x.idx, out, x, &x.ms, func(i int) []int {
+			return pick(int(x.dem[i].n), int(x.dem[i].c))
+		}, func(i int, g []int) []int { return x.own(order[i], g) })
+		if ready != nil {
+			ready(len(order))
+		}
+		return
+	}
 	x.reset(live)
 	cur := 0
-	stream := ready != nil && classes <= 1 && stay == nil
+	stream := ready != nil && classes <= 1
 	for p, i := range x.idx {
 		if stream && p%policy.StreamChunk == 0 && p > 0 {
 			ready(p)
@@ -1026,33 +1048,110 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.live[cur] = false
 			cur++
 		}
-		j, d := order[i], x.dem[i]
+		d := x.dem[i]
 		g := pick(int(d.n), int(d.c))
-		if stays(stay, j, g, x.free) {
-			x.take(j.GPUsHeld)
-			out[i] = j.GPUsHeld
-			continue
-		}
 		if g == nil {
 			break
 		}
 		x.take(g)
-		switch {
-		case g[len(g)-1]-g[0] == len(g)-1:
-			// Consecutive ids (every one-GPU answer): a window of the
-			// read-only id list, no allocation (see policy.Placer). A job
-			// that ran on it last round holds this very window, so the
-			// driver sees it stay with a pointer compare, and the frame
-			// never reads the job's own list.
-			out[i] = x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
-		case j.Running() && slices.Equal(j.GPUsHeld, g):
-			out[i] = j.GPUsHeld
-		default:
-			out[i] = slices.Clone(g)
-		}
+		out[i] = x.own(order[i], g)
 	}
 	if ready != nil {
 		ready(len(order))
+	}
+}
+
+// own turns a pick (scratch) into j's line of the answer.
+func (x *scoreIndex) own(j *workload.Job, g []int) []int {
+	switch {
+	case g[len(g)-1]-g[0] == len(g)-1:
+		// Consecutive ids (every one-GPU answer): a window of the
+		// read-only id list, no allocation (see policy.Placer). A job
+		// that ran on it last round holds this very window, so the
+		// driver sees it stay with a pointer compare, and the frame
+		// never reads the job's own list.
+		return x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
+	case j.Running() && slices.Equal(j.GPUsHeld, g):
+		return j.GPUsHeld
+	default:
+		return slices.Clone(g)
+	}
+}
+
+// discard implements moveSpace (the index caches no pick).
+func (x *scoreIndex) discard() {}
+
+// give marks gpus free again in the structures of every live class:
+// take's inverse, for the migration-aware frame (a pinned job offered
+// its own GPUs, a preemption). Count buckets, hints and the bin cursor
+// move back exactly; a within queue gets the node filed under its new,
+// better key, and the entry it had stays behind as a stale one that is
+// too bad rather than too good: wmin meets the better one first, and
+// drops the other when it gets there (wput never files a node twice in
+// one bucket).
+func (x *scoreIndex) give(gpus []int) {
+	for _, g := range gpus {
+		x.free[g] = true
+		nd := x.nodeOf(g)
+		x.nodeFree[nd]++
+		for c := range x.cls {
+			if !x.live[c] {
+				continue
+			}
+			ci := &x.cls[c]
+			bin, pr := ci.gbin[g], ci.pos[g]
+			pos := pr >> 6
+			if x.withinOn {
+				ci.smask[nd] |= 1 << (pr & 63)
+			}
+			// Move the node from bucket k to bucket k+1 of its bin.
+			bi := &ci.bins[bin]
+			fi := bi.off + pos
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k + 1
+			w := int(bi.bitOff) + int(pos>>6)
+			bit := uint64(1) << (pos & 63)
+			if k > 0 {
+				x.words[w+int(k-1)*int(bi.nw)] &^= bit
+				ci.pop[bi.popOff+k]--
+			}
+			x.words[w+int(k)*int(bi.nw)] |= bit
+			ci.pop[bi.popOff+k+1]++
+			if h := &ci.hint[bi.popOff+k+1]; *h > pos>>6 {
+				*h = pos >> 6
+			}
+			ci.binFree[bin]++
+			if ci.lo[0] > bin {
+				ci.lo[0] = bin
+			}
+		}
+	}
+	x.total += len(gpus)
+	if !x.withinOn {
+		return
+	}
+	last := int32(-1)
+	for _, g := range gpus {
+		nd := x.nodeOf(g)
+		if nd == last {
+			continue
+		}
+		last = nd
+		for c := range x.cls {
+			if !x.live[c] {
+				continue
+			}
+			ci := &x.cls[c]
+			for n := 2; n < len(ci.wq); n++ {
+				if b, cum, p := x.wkey(ci, n, int(nd)); b >= 0 {
+					q := &ci.wq[n]
+					x.wput(ci, q, b, int32(x.maxPer-cum), p)
+					if q.cur[0] > b {
+						q.cur[0] = b
+					}
+				}
+			}
+		}
 	}
 }
 

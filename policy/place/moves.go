@@ -1,0 +1,254 @@
+package place
+
+import (
+	"math"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// The migration rule. On a real cluster a move is a checkpoint and a
+// restart, so under a migration-aware placement ("-ma") a running job
+// whose move has a price keeps its GPUs unless moving pays for itself:
+//
+//	Remaining x IterTime x (slowdown(held) - slowdown(pick)) > MoveCost.Migration
+//
+// whoever would take its GPUs. This is the one statement of the rule;
+// the frames below apply it and the drivers read a move's gain through
+// policy.MoveJudge, so the simulator's records and the Kubernetes
+// driver's evictions cite the same number.
+//
+// A frame under the rule (moveFrame) first reserves the GPUs of every
+// running job whose move has a price (pinned). It then walks the base
+// placer's order unchanged: a pinned job, at its turn, is offered its
+// base pick with its own GPUs free again and takes it only when Pays;
+// any other job picks among the GPUs nobody reserved. A job that does
+// not fit may take GPUs from running jobs only through a preemption the
+// scheduler's order asks for, as a sticky placer does: jobs behind it in
+// the order, from the tail, until it fits (if it never fits, nothing is
+// preempted and the round ends there). A victim waits for the rest of
+// the round; when its turn comes the round ends, so no job behind it is
+// backfilled. A job that no preemption may touch (MoveCost.Preemption
+// +Inf, e.g. a bare pod that nothing would recreate) is never a victim,
+// and one with MoveCost.Migration +Inf never moves.
+//
+// Jobs whose moves are free are not pinned and the frame is the base
+// placer's for them, so at cost 0 a "-ma" variant returns exactly its
+// base answer (the artifact calibrations rely on it).
+//
+// The slowdown is the placer's own estimate (slowdown): the worst
+// PM-score of the GPUs, times the locality penalty when they span nodes,
+// for the variability-aware placers; only the locality penalty for the
+// variability-blind baselines, which know nothing else.
+
+// Pays reports whether moving j is worth its price: gain is the expected
+// saving over its remaining work, in seconds (MoveGain).
+func Pays(j *workload.Job, gain float64) bool { return gain > j.MoveCost.Migration }
+
+// MoveGain is the time j is expected to save over its remaining work by
+// running on to instead of from; scores says whether the estimate weighs
+// PM-scores (variability-aware placers) or only locality.
+func MoveGain(env *policy.Env, j *workload.Job, from, to []int, scores bool) float64 {
+	return j.Remaining() * j.IterTime * (slowdown(env, j, from, scores) - slowdown(env, j, to, scores))
+}
+
+// pinned: j is running and its move has a price, so a migration-aware
+// frame keeps its GPUs unless a move pays or the order preempts it.
+func pinned(j *workload.Job) bool { return j.Running() && j.MoveCost.Migration > 0 }
+
+// preemptible: a preemption may take j's GPUs.
+func preemptible(j *workload.Job) bool { return !math.IsInf(j.MoveCost.Preemption, 1) }
+
+// mover is a migration-aware placement's rule for one round (nil for a
+// base placer: every running job is free to move).
+type mover struct {
+	env    *policy.Env
+	scores bool
+	// best[c] is the lowest slowdown any pick can have for class c (the
+	// class's best score, on one node), so a pinned job whose gain could
+	// not pay even there is kept without asking the placer.
+	best [variability.NumClasses]float64
+}
+
+// hysteresis makes the rule for env; scores says whether the placer
+// weighs PM-scores. It returns nil, the base placer, when off.
+func hysteresis(on bool, env *policy.Env, scores bool) *mover {
+	if !on {
+		return nil
+	}
+	return &mover{env: env, scores: scores}
+}
+
+// any reports whether the rule pins a job of order: without one the
+// frame is the base placer's.
+func (m *mover) any(order []*workload.Job) bool {
+	if m == nil {
+		return false
+	}
+	for _, j := range order {
+		if pinned(j) {
+			m.bounds()
+			return true
+		}
+	}
+	return false
+}
+
+// bounds fills best (only rounds that pin a job need it).
+func (m *mover) bounds() {
+	for c := range m.best {
+		m.best[c] = 1
+		if m.scores && m.env.Scores != nil && len(m.env.Scores.SF[c]) > 0 {
+			b := math.Inf(1)
+			for _, v := range m.env.Scores.SF[c] {
+				b = min(b, v)
+			}
+			m.best[c] = b
+		}
+	}
+}
+
+// mayPay reports whether some pick could pay for moving pinned job j:
+// its gain is at most what the best GPUs of its class on one node give.
+func (m *mover) mayPay(j *workload.Job) bool {
+	if math.IsInf(j.MoveCost.Migration, 1) {
+		return false
+	}
+	best := 1.0
+	if j.Class >= 0 && int(j.Class) < len(m.best) {
+		best = m.best[j.Class]
+	}
+	return Pays(j, j.Remaining()*j.IterTime*(slowdown(m.env, j, j.GPUsHeld, m.scores)-best))
+}
+
+// pays applies the rule to a pick for pinned job j (nil: nothing fits).
+func (m *mover) pays(j *workload.Job, pick []int) bool {
+	return pick != nil && Pays(j, MoveGain(m.env, j, j.GPUsHeld, pick, m.scores))
+}
+
+// moveSpace is the free-GPU structure a frame picks from.
+type moveSpace interface {
+	take(gpus []int)
+	give(gpus []int)
+	// discard says a pick was not taken (a placer caching free GPUs
+	// must rebuild).
+	discard()
+}
+
+// moveScratch is a migration-aware frame's per-job state, kept between
+// rounds.
+type moveScratch struct {
+	pin, victim []bool
+	vict        []int
+	saved       [][]int
+}
+
+// moveFrame is the frame under the rule (see above) for the jobs of
+// order visited in idx (the base placer's visiting order), into out
+// (len(order), all nil). pick(i) is the base placer's pick for order[i]
+// on sp (scratch memory: own(i, g) makes it the answer's).
+func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp moveSpace, st *moveScratch,
+	pick func(i int) []int, own func(i int, g []int) []int) {
+	n := len(order)
+	st.pin = resizeBools(st.pin, n)
+	st.victim = resizeBools(st.victim, n)
+	for i, j := range order {
+		if pinned(j) {
+			st.pin[i] = true
+			out[i] = j.GPUsHeld
+			sp.take(j.GPUsHeld)
+		}
+	}
+	for _, i := range idx {
+		j := order[i]
+		if st.pin[i] {
+			st.pin[i] = false
+			if !m.mayPay(j) {
+				continue
+			}
+			sp.give(j.GPUsHeld)
+			if g := pick(i); m.pays(j, g) {
+				g = own(i, g)
+				sp.take(g)
+				out[i] = g
+			} else {
+				sp.discard()
+				sp.take(j.GPUsHeld)
+			}
+			continue
+		}
+		if st.victim[i] {
+			break // preempted this round: nothing behind it is backfilled
+		}
+		g := pick(i)
+		if g == nil {
+			g = m.preempt(order, i, out, sp, st, pick)
+		}
+		if g == nil {
+			break
+		}
+		g = own(i, g)
+		sp.take(g)
+		out[i] = g
+	}
+}
+
+// preempt frees GPUs for order[i] from the jobs behind it in the order,
+// from the tail, until its pick succeeds, and returns the pick; if it
+// never does, every victim gets its GPUs back and it returns nil.
+func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace, st *moveScratch, pick func(i int) []int) []int {
+	st.vict, st.saved = st.vict[:0], st.saved[:0]
+	for k := len(order) - 1; k > i; k-- {
+		if out[k] == nil || !preemptible(order[k]) {
+			continue
+		}
+		sp.give(out[k])
+		st.vict = append(st.vict, k)
+		st.saved = append(st.saved, out[k])
+		out[k] = nil
+		if g := pick(i); g != nil {
+			// A victim whose GPUs the pick does not use gets them back:
+			// only the jobs whose GPUs it takes are preempted.
+			for a, v := range st.vict {
+				if !overlaps(st.saved[a], g) {
+					sp.take(st.saved[a])
+					out[v] = st.saved[a]
+				} else if st.pin[v] {
+					st.pin[v], st.victim[v] = false, true
+				}
+			}
+			return g
+		}
+	}
+	for a := len(st.vict) - 1; a >= 0; a-- {
+		sp.take(st.saved[a])
+		out[st.vict[a]] = st.saved[a]
+	}
+	sp.discard()
+	return nil
+}
+
+// overlaps reports whether two ascending GPU lists share a GPU.
+func overlaps(a, b []int) bool {
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] == b[0]:
+			return true
+		case a[0] < b[0]:
+			a = a[1:]
+		default:
+			b = b[1:]
+		}
+	}
+	return false
+}
+
+func resizeBools(s []bool, n int) []bool {
+	if cap(s) < n {
+		return make([]bool, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
