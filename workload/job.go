@@ -78,6 +78,11 @@ type Job struct {
 	// progresses again. LostGPUSeconds is what it has paid, times its GPUs.
 	MoveCost       MoveCost
 	LostGPUSeconds float64
+	// MoveGain sums the time the placer expected each of the job's
+	// migrations to save (policy.MoveJudge); MinMoveMargin is the
+	// smallest gain minus migration cost among them (meaningful only
+	// when Migrations > 0). A migration-aware placer keeps it positive.
+	MoveGain, MinMoveMargin float64
 }
 
 // DefaultPriority is Blox's priority of every job until starvation.

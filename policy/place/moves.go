@@ -27,9 +27,9 @@ import (
 // not fit may take GPUs from running jobs only through a preemption the
 // scheduler's order asks for, as a sticky placer does: jobs behind it in
 // the order, from the tail, until it fits (if it never fits, nothing is
-// preempted and the round ends there). A victim waits for the rest of
-// the round; when its turn comes the round ends, so no job behind it is
-// backfilled. A job that no preemption may touch (MoveCost.Preemption
+// preempted); only the victims whose GPUs it takes stop. No job starts
+// behind one that waits this round (one that does not fit, or a victim),
+// so nothing is backfilled past it. A job that no preemption may touch (MoveCost.Preemption
 // +Inf, e.g. a bare pod that nothing would recreate) is never a victim,
 // and one with MoveCost.Migration +Inf never moves.
 //
@@ -139,20 +139,27 @@ type moveSpace interface {
 // moveScratch is a migration-aware frame's per-job state, kept between
 // rounds.
 type moveScratch struct {
-	pin, victim []bool
-	vict        []int
-	saved       [][]int
+	pin      []bool
+	launched []int // jobs launched this round (they held nothing)
+	vict     []int
+	saved    [][]int
 }
 
 // moveFrame is the frame under the rule (see above) for the jobs of
 // order visited in idx (the base placer's visiting order), into out
 // (len(order), all nil). pick(i) is the base placer's pick for order[i]
 // on sp (scratch memory: own(i, g) makes it the answer's).
+//
+// blocked is the first job in the order that waits this round (does not
+// fit, or is preempted): no job behind it starts, so a job the frame
+// visits early (PAL's frame sorts the prefix by class) and launches is
+// taken back when a job ahead of it turns out not to fit. Jobs ahead of
+// it are still placed if they fit.
 func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp moveSpace, st *moveScratch,
 	pick func(i int) []int, own func(i int, g []int) []int) {
 	n := len(order)
 	st.pin = resizeBools(st.pin, n)
-	st.victim = resizeBools(st.victim, n)
+	st.launched = st.launched[:0]
 	for i, j := range order {
 		if pinned(j) {
 			st.pin[i] = true
@@ -160,6 +167,7 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 			sp.take(j.GPUsHeld)
 		}
 	}
+	blocked := n
 	for _, i := range idx {
 		j := order[i]
 		if st.pin[i] {
@@ -178,28 +186,54 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 			}
 			continue
 		}
-		if st.victim[i] {
-			break // preempted this round: nothing behind it is backfilled
+		if i >= blocked {
+			continue // behind a job that waits (or itself preempted)
 		}
 		g := pick(i)
 		if g == nil {
-			g = m.preempt(order, i, out, sp, st, pick)
+			var first int
+			g, first = m.preempt(order, i, out, sp, st, pick)
+			blocked = min(blocked, first)
 		}
 		if g == nil {
-			break
+			blocked = i
+			m.unlaunch(i, out, sp, st)
+			continue
 		}
 		g = own(i, g)
 		sp.take(g)
 		out[i] = g
+		if !j.Running() {
+			st.launched = append(st.launched, i)
+		}
 	}
 }
 
+// unlaunch takes back the launches of jobs behind order[i], which waits.
+func (m *mover) unlaunch(i int, out [][]int, sp moveSpace, st *moveScratch) {
+	kept := st.launched[:0]
+	for _, k := range st.launched {
+		if k > i && out[k] != nil {
+			sp.give(out[k])
+			out[k] = nil
+			continue
+		}
+		kept = append(kept, k)
+	}
+	st.launched = kept
+}
+
 // preempt frees GPUs for order[i] from the jobs behind it in the order,
-// from the tail, until its pick succeeds, and returns the pick; if it
-// never does, every victim gets its GPUs back and it returns nil.
-func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace, st *moveScratch, pick func(i int) []int) []int {
+// from the tail, until its pick succeeds, and returns the pick and the
+// first (in order) of the jobs it stops; if the pick never succeeds, every
+// victim gets its GPUs back and it returns nil. Of the victims, only
+// those whose GPUs the pick uses stop, and whatever stands behind the
+// first of them that has not started yet (a launch this round) does not
+// start; the rest keep their GPUs.
+func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace, st *moveScratch, pick func(i int) []int) ([]int, int) {
 	st.vict, st.saved = st.vict[:0], st.saved[:0]
-	for k := len(order) - 1; k > i; k-- {
+	n := len(order)
+	for k := n - 1; k > i; k-- {
 		if out[k] == nil || !preemptible(order[k]) {
 			continue
 		}
@@ -207,26 +241,33 @@ func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace,
 		st.vict = append(st.vict, k)
 		st.saved = append(st.saved, out[k])
 		out[k] = nil
-		if g := pick(i); g != nil {
-			// A victim whose GPUs the pick does not use gets them back:
-			// only the jobs whose GPUs it takes are preempted.
-			for a, v := range st.vict {
-				if !overlaps(st.saved[a], g) {
-					sp.take(st.saved[a])
-					out[v] = st.saved[a]
-				} else if st.pin[v] {
-					st.pin[v], st.victim[v] = false, true
-				}
-			}
-			return g
+		g := pick(i)
+		if g == nil {
+			continue
 		}
+		first := n
+		for a, v := range st.vict {
+			if overlaps(st.saved[a], g) {
+				first = min(first, v)
+			}
+		}
+		for a, v := range st.vict {
+			if overlaps(st.saved[a], g) {
+				st.pin[v] = false
+			} else if order[v].Running() || v < first {
+				sp.take(st.saved[a])
+				out[v] = st.saved[a]
+			}
+		}
+		sp.discard()
+		return g, first
 	}
 	for a := len(st.vict) - 1; a >= 0; a-- {
 		sp.take(st.saved[a])
 		out[st.vict[a]] = st.saved[a]
 	}
 	sp.discard()
-	return nil
+	return nil, n
 }
 
 // overlaps reports whether two ascending GPU lists share a GPU.
