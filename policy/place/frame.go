@@ -79,6 +79,7 @@ func nonStickyFrame(env *policy.Env, order []*workload.Job, out [][]int, ready f
 	f.reset(env.Cluster)
 	if m.any(order) {
 		f.idx = identity(f.idx, len(order))
+		m.room = f.room
 		m.moveFrame(order, f.idx, out, f, &f.ms, func(i int) []int { return pick(env, f, order[i]) }, keepPick)
 		if ready != nil {
 			ready(len(order))

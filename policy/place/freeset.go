@@ -3,6 +3,8 @@ package place
 import (
 	"math/bits"
 
+	"github.com/palsched/pal/workload"
+
 	"github.com/palsched/pal/cluster"
 )
 
@@ -80,6 +82,38 @@ func (f *freeSet) give(gpus []int) {
 	}
 	f.total += len(gpus)
 }
+
+// room reports whether some node has GPUs(j) GPUs free, counting j's own.
+func (f *freeSet) room(j *workload.Job) bool {
+	n := j.GPUs
+	for k := n; k <= f.maxPer; k++ {
+		if f.byFree.next(k, 0) >= 0 {
+			return true
+		}
+	}
+	own := map[int]int{}
+	for _, g := range j.GPUsHeld {
+		own[f.c.GPUs[g].Node]++
+	}
+	for nd, k := range own {
+		if f.nodeFree[nd]+k >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve implements moveSpace.
+func (f *freeSet) reserve(order []*workload.Job, pin []bool) {
+	for i, j := range order {
+		if pin[i] {
+			f.take(j.GPUsHeld)
+		}
+	}
+}
+
+// freeCount implements moveSpace.
+func (f *freeSet) freeCount() int { return f.total }
 
 // discard implements moveSpace: a pick that was not taken leaves a
 // placer's cached pool stale.

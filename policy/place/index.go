@@ -87,6 +87,10 @@ type scoreIndex struct {
 	dirty [variability.NumClasses]bool
 	nfOff int // nodeFree's offset in i32
 	ms    moveScratch
+	// hist: freeHist[k] counts the nodes with k free GPUs, kept by take
+	// and give while a migration-aware frame runs (see room).
+	hist     bool
+	freeHist []int32
 }
 
 // binInfo is the static layout of one bin. Its nodes are
@@ -606,6 +610,10 @@ func (x *scoreIndex) take(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = false
 		nd := x.nodeOf(g)
+		if x.hist {
+			x.freeHist[x.nodeFree[nd]]--
+			x.freeHist[x.nodeFree[nd]-1]++
+		}
 		x.nodeFree[nd]--
 		for c := range x.cls {
 			if !x.live[c] {
@@ -1022,19 +1030,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		live[c] = x.byCls[c] > 0 && (c == 0 || x.byCls[c] > x.byCls[c-1])
 	}
 	if m.any(order) {
-		// Under the migration rule a job past the prefix may still run
-		// (a pinned job keeps its GPUs, a preemption may make room), so
-		// every class with a job in the order stays live.
-		for _, d := range x.dem {
-			live[d.c] = true
-		}
-		x.reset(live)
-		m.moveFrame(order, x.idx, out, x, &x.ms, func(i int) []int {
-			return pick(int(x.dem[i].n), int(x.dem[i].c))
-		}, func(i int, g []int) []int { return x.own(order[i], g) })
-		if ready != nil {
-			ready(len(order))
-		}
+		x.moveFrameOn(order, out, ready, pick, m)
 		return
 	}
 	x.reset(live)
@@ -1078,6 +1074,164 @@ func (x *scoreIndex) own(j *workload.Job, g []int) []int {
 	}
 }
 
+// freeBelow counts class c's free GPUs scoring below thr, up to need
+// (c must be live): bins from the lowest with a free GPU, while their
+// score is below thr.
+func (x *scoreIndex) freeBelow(c int, thr float64, need int) int {
+	ci := &x.cls[c]
+	if !x.live[c] {
+		// Retired: any GPU may be free, as far as it knows.
+		if ci.vals[0] < thr {
+			return need
+		}
+		return 0
+	}
+	n := 0
+	for b := ci.first(x.total); b < len(ci.vals) && ci.vals[b] < thr && n < need; b++ {
+		n += int(ci.binFree[b])
+	}
+	return n
+}
+
+// moveFrameOn runs the migration rule's frame (see moveFrame) on the
+// index, in frame's visiting order. A job of any class may still be
+// placed past the prefix (a pinned job keeps its GPUs, a preemption makes
+// room), so a class stays live until its last job that is not pinned has
+// had its turn; after that only a pinned job of the class asks about it,
+// mayPay bounds it on the class's best score, and a pick revives it.
+func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
+	var live [variability.NumClasses]bool
+	var last [variability.NumClasses]int
+	for p, i := range x.idx {
+		c := x.dem[i].c
+		if !live[c] {
+			live[c], last[c] = true, -1
+		}
+		if !pinned(order[i]) {
+			last[c] = p
+		}
+	}
+	x.reset(live)
+	for c := range last {
+		if live[c] && last[c] < 0 {
+			x.live[c] = false
+		}
+	}
+	m.freeBelow, m.room = x.freeBelow, x.room
+	m.visited = func(p int) {
+		for c := range last {
+			if last[c] == p {
+				x.live[c] = false
+			}
+		}
+	}
+	x.hist = true
+	x.fillHist()
+	m.moveFrame(order, x.idx, out, x, &x.ms, func(i int) []int {
+		d := x.dem[i]
+		if !x.live[d.c] {
+			x.revive(int(d.c))
+		}
+		return pick(int(d.n), int(d.c))
+	}, func(i int, g []int) []int { return x.own(order[i], g) })
+	x.hist = false
+	if ready != nil {
+		ready(len(order))
+	}
+}
+
+// revive makes class c's structures current again after it was retired
+// (see moveFrameOn): the all-free state, then every busy GPU taken for
+// it alone.
+func (x *scoreIndex) revive(c int) {
+	ci := &x.cls[c]
+	copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
+	copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+	busy := x.buf[:0]
+	for g, f := range x.free {
+		if !f {
+			busy = append(busy, g)
+		}
+	}
+	// take on the busy GPUs with only c live, after marking them free
+	// in the shared columns (which take then marks busy again).
+	saved, hist := x.live, x.hist
+	x.live = [variability.NumClasses]bool{}
+	x.live[c], x.hist = true, false
+	for _, g := range busy {
+		x.free[g] = true
+		x.nodeFree[x.nodeOf(g)]++
+	}
+	x.total += len(busy)
+	x.take(busy)
+	x.live, x.hist = saved, hist
+	x.live[c], x.dirty[c] = true, true
+	x.buf = busy
+}
+
+// fillHist counts the nodes by free GPUs.
+func (x *scoreIndex) fillHist() {
+	x.freeHist = slices.Grow(x.freeHist[:0], x.maxPer+1)[:x.maxPer+1]
+	clear(x.freeHist)
+	for _, f := range x.nodeFree {
+		x.freeHist[f]++
+	}
+}
+
+// room reports whether some node has GPUs(j) GPUs free, counting j's own
+// (j holds GPUs in ascending order, so a node's are consecutive).
+func (x *scoreIndex) room(j *workload.Job) bool {
+	n := j.GPUs
+	if n > x.maxPer {
+		return false
+	}
+	for k := n; k <= x.maxPer; k++ {
+		if x.freeHist[k] > 0 {
+			return true
+		}
+	}
+	h := j.GPUsHeld
+	for a := 0; a < len(h); {
+		nd := x.nodeOf(h[a])
+		b := a + 1
+		for b < len(h) && x.nodeOf(h[b]) == nd {
+			b++
+		}
+		if int(x.nodeFree[nd])+b-a >= n {
+			return true
+		}
+		a = b
+	}
+	return false
+}
+
+// reserve implements moveSpace: the GPUs are taken in id order, so that
+// the per-class columns are walked front to back rather than job by job.
+func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
+	mark := x.free // x.free[g] false marks a reserved GPU for the moment
+	n := 0
+	for i, j := range order {
+		if pin[i] {
+			for _, g := range j.GPUsHeld {
+				mark[g] = false
+			}
+			n += len(j.GPUsHeld)
+		}
+	}
+	busy := slices.Grow(x.buf[:0], n)
+	for g, f := range mark {
+		if !f {
+			busy = append(busy, g)
+			mark[g] = true
+		}
+	}
+	x.take(busy)
+	x.buf = busy
+}
+
+// freeCount implements moveSpace.
+func (x *scoreIndex) freeCount() int { return x.total }
+
 // discard implements moveSpace (the index caches no pick).
 func (x *scoreIndex) discard() {}
 
@@ -1093,6 +1247,10 @@ func (x *scoreIndex) give(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = true
 		nd := x.nodeOf(g)
+		if x.hist {
+			x.freeHist[x.nodeFree[nd]]--
+			x.freeHist[x.nodeFree[nd]+1]++
+		}
 		x.nodeFree[nd]++
 		for c := range x.cls {
 			if !x.live[c] {

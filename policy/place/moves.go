@@ -65,10 +65,19 @@ func preemptible(j *workload.Job) bool { return !math.IsInf(j.MoveCost.Preemptio
 type mover struct {
 	env    *policy.Env
 	scores bool
-	// best[c] is the lowest slowdown any pick can have for class c (the
-	// class's best score, on one node), so a pinned job whose gain could
-	// not pay even there is kept without asking the placer.
-	best [variability.NumClasses]float64
+	// freeBelow(c, thr, need), if set, counts the GPUs free now whose
+	// class-c score is below thr, stopping at need (the index counts
+	// them per bin); without it the class's best score anywhere (best)
+	// bounds what a pick can reach.
+	freeBelow func(c int, thr float64, need int) int
+	// room(j), if set, reports whether some node could hold all of
+	// pinned job j, counting its own GPUs as free (nil: assume so).
+	room func(j *workload.Job) bool
+	// visited(p), if set, is told when the job at position p of the
+	// visiting order has had its turn.
+	visited func(p int)
+	best      [variability.NumClasses]float64
+	bestK     bool
 }
 
 // hysteresis makes the rule for env; scores says whether the placer
@@ -88,38 +97,59 @@ func (m *mover) any(order []*workload.Job) bool {
 	}
 	for _, j := range order {
 		if pinned(j) {
-			m.bounds()
 			return true
 		}
 	}
 	return false
 }
 
-// bounds fills best (only rounds that pin a job need it).
-func (m *mover) bounds() {
-	for c := range m.best {
-		m.best[c] = 1
-		if m.scores && m.env.Scores != nil && len(m.env.Scores.SF[c]) > 0 {
-			b := math.Inf(1)
-			for _, v := range m.env.Scores.SF[c] {
-				b = min(b, v)
-			}
-			m.best[c] = b
-		}
-	}
-}
-
-// mayPay reports whether some pick could pay for moving pinned job j:
-// its gain is at most what the best GPUs of its class on one node give.
+// mayPay reports whether some pick could pay for moving pinned job j,
+// without making one. A move pays only if the pick's slowdown is below
+// thr = slowdown(held) - MoveCost.Migration / (Remaining x IterTime). A
+// pick inside one node is at least as slow as its worst GPU (1 for a
+// placer that weighs only locality); one that spans nodes, the only kind
+// left when no node has room for j (counting its own GPUs), is slower by
+// the locality penalty on top. So a move can pay only if GPUs(j) GPUs,
+// among those free now and j's own, score below thr (or thr / penalty).
+// Most pinned jobs are kept on this count alone.
 func (m *mover) mayPay(j *workload.Job) bool {
-	if math.IsInf(j.MoveCost.Migration, 1) {
+	c := j.MoveCost.Migration
+	w := j.Remaining() * j.IterTime
+	if math.IsInf(c, 1) || !(w > 0) {
 		return false
 	}
-	best := 1.0
-	if j.Class >= 0 && int(j.Class) < len(m.best) {
-		best = m.best[j.Class]
+	thr := slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
+	if m.room != nil && !m.room(j) {
+		if m.env.Locality != nil {
+			thr /= m.env.Locality(&j.Spec)
+		}
 	}
-	return Pays(j, j.Remaining()*j.IterTime*(slowdown(m.env, j, j.GPUsHeld, m.scores)-best))
+	if !m.scores || m.env.Scores == nil {
+		return thr > 1
+	}
+	sf := m.env.Scores.SF[j.Class]
+	n := 0
+	for _, g := range j.GPUsHeld {
+		if sf[g] < thr {
+			n++
+		}
+	}
+	if n >= j.GPUs {
+		return true
+	}
+	if m.freeBelow != nil {
+		return n+m.freeBelow(int(j.Class), thr, j.GPUs-n) >= j.GPUs
+	}
+	if !m.bestK {
+		m.bestK = true
+		for k := range m.best {
+			m.best[k] = math.Inf(1)
+			for _, v := range m.env.Scores.SF[k] {
+				m.best[k] = min(m.best[k], v)
+			}
+		}
+	}
+	return m.best[j.Class] < thr
 }
 
 // pays applies the rule to a pick for pinned job j (nil: nothing fits).
@@ -134,6 +164,10 @@ type moveSpace interface {
 	// discard says a pick was not taken (a placer caching free GPUs
 	// must rebuild).
 	discard()
+	// freeCount is the number of free GPUs.
+	freeCount() int
+	// reserve takes the GPUs of every order[i] with pin[i].
+	reserve(order []*workload.Job, pin []bool)
 }
 
 // moveScratch is a migration-aware frame's per-job state, kept between
@@ -164,11 +198,14 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 		if pinned(j) {
 			st.pin[i] = true
 			out[i] = j.GPUsHeld
-			sp.take(j.GPUsHeld)
 		}
 	}
+	sp.reserve(order, st.pin)
 	blocked := n
-	for _, i := range idx {
+	for p, i := range idx {
+		if m.visited != nil && p > 0 {
+			m.visited(p - 1)
+		}
 		j := order[i]
 		if st.pin[i] {
 			st.pin[i] = false
@@ -233,34 +270,41 @@ func (m *mover) unlaunch(i int, out [][]int, sp moveSpace, st *moveScratch) {
 func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace, st *moveScratch, pick func(i int) []int) ([]int, int) {
 	st.vict, st.saved = st.vict[:0], st.saved[:0]
 	n := len(order)
-	for k := n - 1; k > i; k-- {
-		if out[k] == nil || !preemptible(order[k]) {
-			continue
+	// Picks fail for want of free GPUs, so the victims a pick needs at
+	// least are found by counting, before any is stopped; if the whole
+	// tail cannot make up the count, nothing is touched.
+	short := order[i].GPUs - sp.freeCount()
+	k := n - 1
+	for ; k > i && short > 0; k-- {
+		if out[k] != nil && preemptible(order[k]) {
+			st.vict = append(st.vict, k)
+			st.saved = append(st.saved, out[k])
+			short -= len(out[k])
+		}
+	}
+	if short > 0 {
+		return nil, n
+	}
+	for _, v := range st.vict {
+		sp.give(out[v])
+		out[v] = nil
+	}
+	for {
+		if g := pick(i); g != nil {
+			return g, m.settle(order, out, sp, st, g)
+		}
+		// Short of something else than the count (a hand-built L×V
+		// order): one more victim.
+		for ; k > i && (out[k] == nil || !preemptible(order[k])); k-- {
+		}
+		if k <= i {
+			break
 		}
 		sp.give(out[k])
 		st.vict = append(st.vict, k)
 		st.saved = append(st.saved, out[k])
 		out[k] = nil
-		g := pick(i)
-		if g == nil {
-			continue
-		}
-		first := n
-		for a, v := range st.vict {
-			if overlaps(st.saved[a], g) {
-				first = min(first, v)
-			}
-		}
-		for a, v := range st.vict {
-			if overlaps(st.saved[a], g) {
-				st.pin[v] = false
-			} else if order[v].Running() || v < first {
-				sp.take(st.saved[a])
-				out[v] = st.saved[a]
-			}
-		}
-		sp.discard()
-		return g, first
+		k--
 	}
 	for a := len(st.vict) - 1; a >= 0; a-- {
 		sp.take(st.saved[a])
@@ -268,6 +312,29 @@ func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace,
 	}
 	sp.discard()
 	return nil, n
+}
+
+// settle decides the victims of a preemption whose pick is g: those whose
+// GPUs g uses stop, and so does every launch of this round behind the
+// first of them; the rest get their GPUs back. It returns the first
+// victim that stops, in order.
+func (m *mover) settle(order []*workload.Job, out [][]int, sp moveSpace, st *moveScratch, g []int) int {
+	first := len(order)
+	for a, v := range st.vict {
+		if overlaps(st.saved[a], g) {
+			first = min(first, v)
+		}
+	}
+	for a, v := range st.vict {
+		if overlaps(st.saved[a], g) {
+			st.pin[v] = false
+		} else if order[v].Running() || v < first {
+			sp.take(st.saved[a])
+			out[v] = st.saved[a]
+		}
+	}
+	sp.discard()
+	return first
 }
 
 // overlaps reports whether two ascending GPU lists share a GPU.

@@ -88,6 +88,7 @@ func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick
 	f.reset(env.Cluster)
 	out := make([][]int, len(order))
 	if m.any(order) {
+		m.room = f.room
 		m.moveFrame(order, idx, out, f, &f.ms, func(i int) []int { return pick(env, f, order[i]) }, keepPick)
 		return out
 	}
