@@ -111,21 +111,7 @@ func (s *Scheduler) VCs() []string {
 }
 
 // VCDevices is the number of devices a VC's cells hold, pinned included.
-func (s *Scheduler) VCDevices(vcName string) int {
-	vc := s.byVC[vcName]
-	if vc == nil {
-		return 0
-	}
-	n := 0
-	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
-		for _, vcc := range list {
-			for _, v := range vcc.pre {
-				n += v.leaves
-			}
-		}
-	}
-	return n
-}
+func (s *Scheduler) VCDevices(vcName string) int { return s.sizes.vcDevices[vcName] }
 
 // Node is one machine of the cells file and its device indices.
 type Node struct {
@@ -151,34 +137,10 @@ func (s *Scheduler) Nodes() []Node {
 
 // MaxPod is the largest pod a VC's guaranteed jobs can ever run: the
 // biggest node of its view (a node cell, or a cell smaller than a node).
-func (s *Scheduler) MaxPod(vcName string) int {
-	vc := s.byVC[vcName]
-	if vc == nil {
-		return 0
-	}
-	m := 0
-	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
-		for _, vcc := range list {
-			for _, v := range vcc.view {
-				m = max(m, v.leaves)
-			}
-		}
-	}
-	return m
-}
+func (s *Scheduler) MaxPod(vcName string) int { return s.sizes.maxPod[vcName] }
 
 // MaxNode is the largest node of the cluster, in devices.
-func (s *Scheduler) MaxNode() int {
-	m := 0
-	for _, cells := range s.byNode {
-		n := 0
-		for _, p := range cells {
-			n += p.leaves
-		}
-		m = max(m, n)
-	}
-	return m
-}
+func (s *Scheduler) MaxNode() int { return s.sizes.maxNode }
 
 // BindStatic turns dynamic binding off: every VC's preassigned cells are
 // bound now, by buddy allocation in config order, and stay bound, as

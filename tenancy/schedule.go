@@ -29,6 +29,7 @@ type Scheduler struct {
 	pinned    map[string]*PCell
 	leafTypes []string
 	leaves    []*PCell
+	sizes     sizes // fixed by the config, computed once by build
 
 	classes  int        // speed classes set by SetSpeeds (0: none)
 	epoch    int        // marks leaves chosen by the current decision

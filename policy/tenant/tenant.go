@@ -98,6 +98,9 @@ func (l *Layout) vcOf(s *workload.Spec) string {
 // job naming an unknown VC, or needing more than its VC can ever hold, is
 // an error naming its file, line and field.
 func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
+	// A fit check walks a VC's whole view: ask it once per VC and shape,
+	// since a trace repeats a few shapes many times.
+	fits := map[string]bool{}
 	for i := range tr.Jobs {
 		j := &tr.Jobs[i]
 		vc := l.vcOf(j)
@@ -120,7 +123,14 @@ func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 			if pod, most := podSize(j, l.probe.MaxNode()), l.probe.MaxPod(vc); pod > most {
 				return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest cell of VC %s below a node holds %d", j.Source, j.Line, j.ID, pod, vc, most)
 			}
-			if p := pods(j, l.probe.MaxNode()); !l.probe.FitsEmpty(vc, p) {
+			p := pods(j, l.probe.MaxNode())
+			key := vc + "\x00" + fmt.Sprint(p)
+			ok, seen := fits[key]
+			if !seen {
+				ok = l.probe.FitsEmpty(vc, p)
+				fits[key] = ok
+			}
+			if !ok {
 				return fmt.Errorf("%s:%d: field \"num_gpus\": job %d's pods %v never fit VC %s's cells together", j.Source, j.Line, j.ID, p, vc)
 			}
 		}
