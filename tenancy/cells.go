@@ -365,6 +365,9 @@ func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, ow
 	b.lines[p] = spec.Line
 	if spec.PinnedCellID != "" {
 		b.fields[p] = spec.Field + ".pinnedCellId"
+		if spec.PinnedLine > 0 {
+			b.lines[p] = spec.PinnedLine
+		}
 	}
 	switch {
 	case t.level == b.ch.NodeLevel:

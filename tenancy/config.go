@@ -50,6 +50,7 @@ type PhysicalCellSpec struct {
 	CellType     string
 	CellAddress  string
 	PinnedCellID string
+	PinnedLine   int // line of pinnedCellId
 	Children     []PhysicalCellSpec
 	Line         int
 	Field        string // YAML path, for errors
@@ -669,6 +670,7 @@ func (p *parser) physicalCells(n *yaml.Node, field string, top bool) ([]Physical
 				}
 				p.oldName(key)
 				pc.PinnedCellID, err = p.str(v, kf)
+				pc.PinnedLine = k.Line
 			case "cellChildren":
 				pc.Children, err = p.physicalCells(v, kf, false)
 			default:
