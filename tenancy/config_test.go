@@ -78,7 +78,11 @@ virtualClusters: {A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}}
 // FuzzParse: no input makes the parser or the validation panic, and a
 // config that loads passes the checker.
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"testdata/hived-design.yaml"} {
+	// The real configs and the hostile ones: nested pinned cells, a huge
+	// cellNumber, an alias flood, a deployment file, v0.2 names.
+	seeds := []string{"testdata/hived-design.yaml", "testdata/h3.yaml", "testdata/hived-deploy.yaml", "testdata/old-names.yaml",
+		"testdata/bad/nested-pinned.yaml", "testdata/bad/huge-cellnumber.yaml", "testdata/bad/alias-bomb.yaml"}
+	for _, p := range seeds {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -87,6 +91,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(twoLevel(2, 4, "  A: {virtualCells: [{cellType: NODE.GPU, cellNumber: 4}]}\n  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n")))
 	f.Add([]byte("physicalCluster: {cellTypes: {N: {childCellType: G, childCellNumber: 2, isNodeLevel: true}}, physicalCells: [{cellType: N, cellAddress: a, pinnedCellId: p}]}\nvirtualClusters: {V: {pinnedCells: [{pinnedCellId: p}]}}\n"))
+	f.Add([]byte("physicalCluster: &x\n  cellTypes: *x\n"))
+	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\ndata:\n  hivedscheduler.yaml: |\n    physicalCluster: {}\n    ---\n    virtualClusters: {}\n"))
+	f.Add([]byte("physicalCluster: {cellTypes: {N: {childCellType: G, childCellNumber: 2, isNodeLevel: true}}, physicalCells: [{cellType: N, cellAddress: a, reservationId: p}]}\nvirtualClusters: {V: {reservedCells: [{reservationId: p}]}}\n---\nkind: Service\napiVersion: v1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.yaml", data)
 		if err != nil {
