@@ -98,11 +98,18 @@ func maxRows(r io.Reader) (int, error) {
 // The PAL artifact's trace columns; `tracked` is our optional addition.
 var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "model"}
 
+// TraceKnown is every column a trace may have: the artifact's, the
+// optional ones this package reads, and batch_size, which Sia's testbed
+// traces carry and the simulator does not use. Any other column is an
+// error (csvin.Known), so a misspelt optional column is not silently lost.
+var TraceKnown = append(append([]string(nil), traceColumns...),
+	"duration_s", "tracked", "app", "vc", "priority", "pod_gpus", "batch_size")
+
 // ReadTrace parses the PAL artifact trace format
 // `job_id,num_gpus,submit_time,duration,model[,tracked][,app]`, where
 // duration is an iteration count and app (optional, may be empty) groups
 // jobs for finish-time fairness. Columns are found by header name, so their order
-// is free and extra columns are ignored. Every error names the file, the
+// is free; a column not in TraceKnown is an error (csvin.Known). Every error names the file, the
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
 func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
@@ -111,7 +118,7 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 
 // openTrace reads a trace's header.
 func openTrace(name string, r io.Reader) (*csvin.Table, error) {
-	return csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(),
+	return csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.Known(TraceKnown...),
 		csvin.EmptyMsg("empty file (want a header "+strings.Join(traceColumns, ",")+")"))
 }
 
@@ -347,9 +354,10 @@ const NoModel = "-"
 // columns. Names must match exactly, rows may be short (each reader says
 // which field is missing), a record is known by the line it starts on,
 // and problems are worded the way these readers always have; empty is
-// the message for a file without a header.
-func openCSV(name string, r io.Reader, want []string, empty string) (*csvin.Table, []int, error) {
-	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.EmptyMsg(empty))
+// the message for a file without a header. known is every column the
+// format has; any other is an error.
+func openCSV(name string, r io.Reader, want, known []string, empty string) (*csvin.Table, []int, error) {
+	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.Known(known...), csvin.EmptyMsg(empty))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -143,8 +143,12 @@ const traceFormat = `A trace file is a CSV with a header naming its columns, in 
                PointNet, resnet50, vgg19 in the embedded one
   tracked      optional, 1 or 0: only tracked jobs are measured; with this
                column no background arrivals are generated
+  app          optional: the job's application, for finish-time fairness
   vc, priority, pod_gpus  optional, for --tenancy (see pal cells)
-A row with more fields than the header is an error.`
+  batch_size   optional, carried by Sia's testbed traces, not used
+A row with more fields than the header is an error, and so is a column
+not listed here (a typo such as priorty would otherwise be lost);
+--allow-extra-columns ignores such columns with a warning.`
 
 // simColumns explains the summary columns of pal sim.
 const simColumns = `Columns: jobs = tracked jobs finished; avg JCT = mean job completion time
