@@ -43,8 +43,22 @@ type Chain struct {
 	vccs     []*vcChain // non-pinned VC views in this chain, in VC order
 	bad      int        // bad leaves in the chain
 	class    int        // the speed class the current decision prefers, -1 for none
+	cpu      bool       // its leaf is not a GPU (skuTypes gpu: 0): never handed to GPU demands
 	doomed   int        // VC cells bound to bad cells by the doomed-bad rule
 }
+
+// serves reports whether the chain may hold a demand for leafType: any
+// GPU chain for "", else the chain of that leaf type.
+func (c *Chain) serves(leafType string) bool {
+	if leafType == "" {
+		return !c.cpu
+	}
+	return c.LeafType == leafType
+}
+
+// GPU reports whether the chain's leaf cells are GPUs: true unless
+// skuTypes gives its leaf type gpu: 0.
+func (c *Chain) GPU() bool { return !c.cpu }
 
 // Top is the chain's top level.
 func (c *Chain) Top() int { return len(c.types) - 1 }
@@ -203,8 +217,11 @@ func build(cfg *Config) (*Scheduler, error) {
 	if len(cfg.PhysicalCells) == 0 {
 		return nil, &Error{File: cfg.File, Field: "physicalCluster.physicalCells", Msg: "no physical cells"}
 	}
+	// Device indices count per node and leaf type (a node may hold GPUs
+	// of one chain and CPUs of another, both numbered from 0).
 	type gpuKey struct {
 		node string
+		leaf string
 		gpu  int
 	}
 	seenGPU := map[gpuKey]string{}
@@ -221,6 +238,9 @@ func build(cfg *Config) (*Scheduler, error) {
 		ch := s.byChain[t.name]
 		if ch == nil {
 			ch = &Chain{Name: t.name, LeafType: t.leafType, NodeLevel: t.nodeLevel, class: -1}
+			if sku, ok := cfg.SKUs[t.leafType]; ok && sku.HasGPU && sku.GPU == 0 {
+				ch.cpu = true
+			}
 			ch.types = make([]*cellType, t.level+1)
 			for x := t; x != nil; x = x.child {
 				ch.types[x.level] = x
@@ -271,7 +291,7 @@ func build(cfg *Config) (*Scheduler, error) {
 				s.byNode[p.node] = append(s.byNode[p.node], p)
 			}
 			if p.level == 1 {
-				k := gpuKey{p.node, p.gpu}
+				k := gpuKey{p.node, ch.LeafType, p.gpu}
 				if prev, dup := seenGPU[k]; dup {
 					return &Error{File: cfg.File, Line: b.lines[p], Field: "cellAddress",
 						Msg: fmt.Sprintf("device %d of node %q defined twice (also %s)", p.gpu, p.node, prev)}
@@ -327,7 +347,9 @@ func (s *Scheduler) measure() sizes {
 	for _, cells := range s.byNode {
 		n := 0
 		for _, p := range cells {
-			n += p.leaves
+			if !p.chain.cpu {
+				n += p.leaves
+			}
 		}
 		z.maxNode = max(z.maxNode, n)
 	}
@@ -335,6 +357,9 @@ func (s *Scheduler) measure() sizes {
 		n, m := 0, 0
 		for _, list := range [][]*vcChain{vc.chains, vc.pins} {
 			for _, vcc := range list {
+				if vcc.chain.cpu {
+					continue // devices for GPU demands only
+				}
 				for _, v := range vcc.pre {
 					n += v.leaves
 				}

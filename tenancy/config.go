@@ -43,6 +43,15 @@ type CellTypeSpec struct {
 	Line            int
 }
 
+// SKUSpec is one entry of physicalCluster.skuTypes: the resources of one
+// leaf cell. GPU is its gpu count; a leaf type with gpu: 0 (a CPU SKU) is
+// never handed to a GPU demand. HasGPU is false when gpu is not given.
+type SKUSpec struct {
+	GPU    int
+	HasGPU bool
+	Line   int
+}
+
 // PhysicalCellSpec is one entry of physicalCluster.physicalCells, or one of
 // its cellChildren. CellType is empty below the top level (it follows from
 // the parent's type).
@@ -93,6 +102,9 @@ type Config struct {
 	// Skipped lists the Kubernetes objects of a deployment file other than
 	// the ConfigMap holding the cells.
 	Skipped []string
+	// SKUs is physicalCluster.skuTypes by leaf type: of each, only
+	// whether it is a GPU matters here.
+	SKUs map[string]SKUSpec
 	// OldNames is set when the file spells pinned cells the way HiveD
 	// v0.2 did (reservationId, reservedCells); they are read as the
 	// current names.
@@ -578,6 +590,26 @@ func (p *parser) physicalCluster(n *yaml.Node) error {
 				}
 				p.cfg.CellTypes = append(p.cfg.CellTypes, ct)
 				return nil
+			})
+		case "skuTypes":
+			p.cfg.SKUs = map[string]SKUSpec{}
+			return p.mapping(v, f, func(name string, k, v *yaml.Node) error {
+				sku := SKUSpec{Line: k.Line}
+				err := p.mapping(v, join(f, name), func(key string, kk, vv *yaml.Node) error {
+					kf := join(join(f, name), key)
+					if key != "gpu" {
+						p.ignore(kf)
+						return nil
+					}
+					n, err := p.integer(vv, kf)
+					if err == nil && n < 0 {
+						err = p.errf(vv, kf, "must not be negative, got %d", n)
+					}
+					sku.GPU, sku.HasGPU = n, true
+					return err
+				})
+				p.cfg.SKUs[name] = sku
+				return err
 			})
 		case "physicalCells":
 			haveCells = true

@@ -123,7 +123,7 @@ func FuzzParse(f *testing.F) {
 
 // WriteYAML round-trips: the written file loads into the same cluster.
 func TestWriteYAMLRoundTrip(t *testing.T) {
-	for _, path := range []string{"testdata/hived-design.yaml", "testdata/h3.yaml"} {
+	for _, path := range []string{"testdata/hived-design.yaml", "testdata/h3.yaml", "testdata/mixed-skus.yaml"} {
 		s, err := Load(path)
 		if err != nil {
 			t.Fatal(err)
@@ -146,6 +146,9 @@ func TestWriteYAMLRoundTrip(t *testing.T) {
 		}
 		if err := s2.WriteTree(&y); err != nil {
 			t.Fatal(err)
+		}
+		if s.MaxNode() != s2.MaxNode() {
+			t.Fatalf("%s: round trip changes the largest node from %d to %d GPUs", path, s.MaxNode(), s2.MaxNode())
 		}
 		if x.String() != y.String() || s.dump() != s2.dump() {
 			t.Fatalf("%s: round trip differs:\n%s\nvs\n%s", path, x.String(), y.String())

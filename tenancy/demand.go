@@ -41,6 +41,9 @@ func (s *Scheduler) CheckDemand(d Demand) *DemandError {
 	if d.LeafType != "" && !slices.Contains(s.leafTypes, d.LeafType) {
 		return &DemandError{"leaf_cell_type", fmt.Sprintf("unknown leaf cell type %q (the cells have %s)", d.LeafType, strings.Join(s.leafTypes, ", "))}
 	}
+	if sku, ok := s.cfg.SKUs[d.LeafType]; d.LeafType != "" && ok && sku.HasGPU && sku.GPU == 0 {
+		return &DemandError{"leaf_cell_type", fmt.Sprintf("leaf cell type %q is not a GPU (skuTypes gives it gpu: 0)", d.LeafType)}
+	}
 	if d.PinnedCell != "" {
 		if d.Priority == Opportunistic {
 			return &DemandError{"pinned_cell", fmt.Sprintf("an opportunistic job cannot ask for pinned cell %q (pinned cells serve their VC's guaranteed jobs)", d.PinnedCell)}
@@ -65,7 +68,7 @@ func (s *Scheduler) CheckDemand(d Demand) *DemandError {
 	}
 	var views []*vcChain
 	for _, vcc := range vc.chains {
-		if d.LeafType == "" || vcc.chain.LeafType == d.LeafType {
+		if vcc.chain.serves(d.LeafType) {
 			views = append(views, vcc)
 		}
 	}
@@ -76,7 +79,7 @@ func (s *Scheduler) CheckDemand(d Demand) *DemandError {
 		case d.LeafType != "":
 			return &DemandError{"leaf_cell_type", fmt.Sprintf("VC %s has no cells of leaf type %q", d.VC, d.LeafType)}
 		}
-		return &DemandError{"num_gpus", fmt.Sprintf("VC %s has no cells", d.VC)}
+		return &DemandError{"num_gpus", fmt.Sprintf("VC %s has no GPU cells", d.VC)}
 	}
 	for _, vcc := range views {
 		if fitsView(vcc, d.Pods) {

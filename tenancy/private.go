@@ -19,7 +19,7 @@ func (s *Scheduler) PrivateConfig(vcName string) (*Config, error) {
 	if vc == nil {
 		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
 	}
-	cfg := &Config{File: fmt.Sprintf("%s (private cluster of %s)", s.cfg.File, vcName)}
+	cfg := &Config{File: fmt.Sprintf("%s (private cluster of %s)", s.cfg.File, vcName), SKUs: s.cfg.SKUs}
 	cfg.CellTypes = append(cfg.CellTypes, s.cfg.CellTypes...)
 	spec := VCSpec{Name: vcName}
 	node := 0
@@ -125,6 +125,9 @@ func (s *Scheduler) Nodes() []Node {
 	for _, name := range s.nodeOrder {
 		n := Node{Name: name}
 		for _, p := range s.byNode[name] {
+			if p.chain.cpu {
+				continue // the simulator's cluster is its GPUs
+			}
 			for _, l := range pleavesOf(p, nil) {
 				n.Devices = append(n.Devices, l.gpu)
 			}
