@@ -79,9 +79,9 @@ virtualClusters: {A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}}
 // config that loads passes the checker.
 func FuzzParse(f *testing.F) {
 	// The real configs and the hostile ones: nested pinned cells, a huge
-	// cellNumber, an alias flood, a deployment file, v0.2 names.
+	// cellNumber, an alias flood, a deployment file, v0.2 names, CPU SKUs.
 	seeds := []string{"testdata/hived-design.yaml", "testdata/h3.yaml", "testdata/hived-deploy.yaml", "testdata/old-names.yaml",
-		"testdata/bad/nested-pinned.yaml", "testdata/bad/huge-cellnumber.yaml", "testdata/bad/alias-bomb.yaml"}
+		"testdata/mixed-skus.yaml", "testdata/bad/nested-pinned.yaml", "testdata/bad/huge-cellnumber.yaml", "testdata/bad/alias-bomb.yaml"}
 	for _, p := range seeds {
 		data, err := os.ReadFile(p)
 		if err != nil {
