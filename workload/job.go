@@ -31,6 +31,11 @@ type Spec struct {
 	VC         string
 	VCPriority int
 	PodGPUs    int
+	// PinnedCell (optional column pinned_cell) runs the job inside one of
+	// its VC's pinned cells; LeafCellType (leaf_cell_type) restricts it
+	// to one device type of the cells. "" means any.
+	PinnedCell   string
+	LeafCellType string
 
 	Source string // file the job came from, for error messages
 	Line   int    // 1-based line in Source (0 for generated jobs)

@@ -146,8 +146,15 @@ const traceFormat = `A trace file is a CSV with a header naming its columns, in 
                PointNet, resnet50, vgg19 in the embedded one
   tracked      optional, 1 or 0: only tracked jobs are measured; with this
                column no background arrivals are generated
+  app          optional: the job's application, for finish-time fairness
   vc, priority, pod_gpus  optional, for --tenancy (see pal cells)
-A row with more fields than the header is an error.`
+  pinned_cell, leaf_cell_type  optional, for --tenancy hived: run inside
+               this pinned cell of the job's VC; only on devices of this
+               leaf cell type (a device model of the cells)
+  batch_size   optional, carried by Sia's testbed traces, not used
+A row with more fields than the header is an error, and so is a column
+not listed here (a typo such as priorty would otherwise be lost);
+--allow-extra-columns ignores such columns with a warning.`
 
 // simColumns explains the summary columns of pal sim.
 const simColumns = `Columns: jobs = tracked jobs finished; avg JCT = mean job completion time
