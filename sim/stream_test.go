@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -90,12 +91,17 @@ func TestStreamedRunMatchesPlain(t *testing.T) {
 	// Random draws from the round's stream, so a second placer would
 	// take the draws: its lines are not checked as announced, only the
 	// results.
-	for _, pn := range []string{"pal", "pm-first", "packed-nonsticky", "random-nonsticky"} {
+	// The migration-aware variants, with a price on moves, stream from
+	// their own frame (one class: the order is the visiting order).
+	for _, pn := range []string{"pal", "pm-first", "packed-nonsticky", "random-nonsticky", "pal-ma", "pm-first-ma", "packed-nonsticky-ma", "random-nonsticky-ma"} {
 		cfg := Config{Cluster: cl, Trace: tr, Round: 300, Locality: ConstantLocality(1.7), Raw: raw, Scores: sc, Seed: 1}
+		if strings.HasSuffix(pn, "-ma") {
+			cfg.Costs = workload.Costs{Default: workload.MoveCost{Migration: 120, Preemption: 30}}
+		}
 		var early atomic.Int64
 		stream := func() policy.Placer {
 			c := checkedStreamer{Streamer: mustPlacer(t, pn).(policy.Streamer), early: &early, t: t}
-			if pn != "random-nonsticky" {
+			if !strings.HasPrefix(pn, "random-nonsticky") {
 				c.ref = mustPlacer(t, pn)
 			}
 			return c

@@ -73,13 +73,13 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 // nil). m, if not nil, is a migration-aware rule: when it pins a running
 // job the frame is its moveFrame, in the same order. ready, if not nil,
 // is told as the answer becomes final (see policy.Streamer): every
-// StreamChunk jobs when no job is pinned, else once at the end. A pick
-// reads only its own job, and the cluster only at the reset.
+// StreamChunk jobs. A pick reads only its own job, and the cluster only
+// at the reset.
 func nonStickyFrame(env *policy.Env, order []*workload.Job, out [][]int, ready func(int), f *freeSet, pick pickFunc, m *mover) {
 	f.reset(env.Cluster)
 	if m.any(order) {
 		f.idx = identity(f.idx, len(order))
-		m.room = f.room
+		m.room, m.ready = f.room, ready
 		m.moveFrame(order, f.idx, out, f, &f.ms, func(i int) []int { return pick(env, f, order[i]) }, keepPick)
 		if ready != nil {
 			ready(len(order))

@@ -983,8 +983,7 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 //
 // The answer goes to out (len(order), all nil); ready, if not nil, is told
 // as it becomes final (see policy.Streamer): every StreamChunk jobs when
-// the frame visits the jobs in order (one class) and pins no job (a
-// pinned job's turn reads the cluster), else once at the end.
+// the frame visits the jobs in order (one class), else once at the end.
 func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
 	k, sum := 0, 0
 	x.byCls = [variability.NumClasses + 1]int{}
@@ -1030,6 +1029,9 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		live[c] = x.byCls[c] > 0 && (c == 0 || x.byCls[c] > x.byCls[c-1])
 	}
 	if m.any(order) {
+		if classes <= 1 {
+			m.ready = ready // the visiting order is the order
+		}
 		x.moveFrameOn(order, out, ready, pick, m)
 		return
 	}

@@ -76,6 +76,10 @@ type mover struct {
 	// visited(p), if set, is told when the job at position p of the
 	// visiting order has had its turn.
 	visited func(p int)
+	// ready, if set, streams the answer (see policy.Streamer) when the
+	// visiting order is the order itself: a job's turn changes only the
+	// lines of jobs behind it, so every line before it is final.
+	ready func(n int)
 	best      [variability.NumClasses]float64
 	bestK     bool
 }
@@ -205,6 +209,9 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 	for p, i := range idx {
 		if m.visited != nil && p > 0 {
 			m.visited(p - 1)
+		}
+		if m.ready != nil && p%policy.StreamChunk == 0 && p > 0 {
+			m.ready(p)
 		}
 		j := order[i]
 		if st.pin[i] {
