@@ -31,12 +31,14 @@ func TestDefaultIsMigrationAware(t *testing.T) {
 	}
 }
 
-// A running 1-GPU pod on a GPU 20% slower than the free one on the other
-// node. Plain PAL evicts it to move it; migration-aware PAL keeps it
-// unless the gain over its remaining work beats the cost: with 10 BERT
-// iterations left (10 x 0.179 s x 0.18 = 0.3 s of gain) it stays at any
-// cost above that; with a million left (about 32,000 s of gain) it moves
-// even at a 2-minute cost.
+// A running 1-GPU pod (owned by a StatefulSet, which recreates it) on a
+// GPU 20% slower than the free one on the other node. Plain PAL evicts it
+// to move it; migration-aware PAL keeps it unless the gain over its
+// remaining work beats the cost: with 10 BERT iterations left (10 x
+// 0.179 s x 0.18 = 0.3 s of gain) it stays at any cost above that; with a
+// million left (about 32,000 s of gain) it moves even at a 2-minute cost.
+// The same pod bare (no controller) is never moved: evicting it would
+// delete it for good.
 func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
 	scores := "node,gpu_index,class,score\n"
 	for _, c := range []string{"A", "B", "C", "D"} {
@@ -45,17 +47,22 @@ func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
 	for _, tc := range []struct {
 		placement, iters string
 		cost             time.Duration
-		evicted          bool
+		bare, evicted    bool
 	}{
-		{"pal", "10", 2 * time.Minute, true},
-		{"pal-ma", "10", 0, true},
-		{"pal-ma", "10", 2 * time.Minute, false},
-		{"pal-ma", "1000000", 2 * time.Minute, true},
+		{"pal", "10", 2 * time.Minute, false, true},
+		{"pal-ma", "10", 0, false, true},
+		{"pal-ma", "10", 2 * time.Minute, false, false},
+		{"pal-ma", "1000000", 2 * time.Minute, false, true},
+		{"pal", "10", 0, true, false},
+		{"pal-ma", "1000000", 2 * time.Minute, true, false},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "pal-system", Name: "pal-variability"},
 			Data: map[string]string{ScoresKey: scores}}
 		run := pod("r", 1, map[string]string{AnnGPUIndices: "0", AnnModel: "BERT", AnnIterations: tc.iters}, "slow")
 		run.Status.Phase = corev1.PodRunning
+		if !tc.bare {
+			run = owned(run)
+		}
 		objs := []runtime.Object{node("slow", 1), node("fast", 1), cm, run}
 		cs, fc := newFake(t, objs...)
 		cfg := DefaultConfig()
@@ -64,8 +71,8 @@ func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
 		s := startRounds(t, cfg, cs)
 		s.Round(context.Background(), time.Now())
 		if got := len(fc.evicted) > 0; got != tc.evicted {
-			t.Errorf("%s, %s iterations, cost %v: evicted %v (%v), want %v; wait reasons %q",
-				tc.placement, tc.iters, tc.cost, got, fc.evicted, tc.evicted, s.lastWhy)
+			t.Errorf("%s, %s iterations, cost %v, bare %v: evicted %v (%v), want %v; wait reasons %q",
+				tc.placement, tc.iters, tc.cost, tc.bare, got, fc.evicted, tc.evicted, s.lastWhy)
 		}
 	}
 }
