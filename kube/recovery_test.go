@@ -84,7 +84,9 @@ const bindInfo3 = `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{` +
 // next round binds w-1 to n1 with indices 2,3 and w-2 to n2 with 1,2,
 // each with the same record and w-0's slowdown, and evicts nothing. When
 // w-2 vanished and its controller made w-3 instead, w-3 takes w-2's
-// recorded slot (n2, 1,2).
+// recorded slot (n2, 1,2); when w-1 and w-2 both vanished for w-3 and
+// w-4, the vanished slots go in name order: w-3 gets w-1's (n1, 2,3), w-4
+// w-2's (n2, 1,2).
 func TestRoundCompletesCrashCutGang(t *testing.T) {
 	want := BindInfo{Gang: "ns/w", Round: "2026-01-01T00:00:00Z", Pods: map[string]PodBind{
 		"w-0": {Node: "n0", GPUs: []int{0, 1}}, "w-1": {Node: "n1", GPUs: []int{2, 3}}, "w-2": {Node: "n2", GPUs: []int{1, 2}}}}
@@ -94,6 +96,7 @@ func TestRoundCompletesCrashCutGang(t *testing.T) {
 	}{
 		{[]string{"w-1", "w-2"}, map[string]PodBind{"w-1": {"n1", []int{2, 3}}, "w-2": {"n2", []int{1, 2}}}},
 		{[]string{"w-1", "w-3"}, map[string]PodBind{"w-1": {"n1", []int{2, 3}}, "w-3": {"n2", []int{1, 2}}}},
+		{[]string{"w-3", "w-4"}, map[string]PodBind{"w-3": {"n1", []int{2, 3}}, "w-4": {"n2", []int{1, 2}}}},
 	} {
 		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3, AnnSlowdown, "1.5"), "n0")))
 		objs := []runtime.Object{node("n0", 4), node("n1", 4), node("n2", 4), w0}
