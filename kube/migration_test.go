@@ -22,6 +22,11 @@ func TestDefaultIsMigrationAware(t *testing.T) {
 	if pol.place.Name() != "pal-ma" || c.MigrationCost.Duration != 2*time.Minute {
 		t.Fatalf("default placement %s, migration cost %v; want pal-ma and 2m", pol.place.Name(), c.MigrationCost)
 	}
+	// The metrics port is none of the control plane's own (kube-scheduler
+	// 10259, kube-controller-manager 10257, kubelet 10250).
+	if c.MetricsAddr != "127.0.0.1:10261" {
+		t.Errorf("default metricsAddr %q, want 127.0.0.1:10261", c.MetricsAddr)
+	}
 	f := t.TempDir() + "/c.yaml"
 	if err := writeFile(f, "migrationCost: -1s"); err != nil {
 		t.Fatal(err)

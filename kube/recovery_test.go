@@ -336,3 +336,41 @@ func TestNodePackFallbackMostFreeFirst(t *testing.T) {
 		}
 	}
 }
+
+// With leader election on and no pal-system namespace, Run fails at once
+// with one message naming the namespace and the fixes; with the
+// namespace there it gets past the check (and runs until stopped).
+func TestRunWithoutLeaseNamespace(t *testing.T) {
+	cfg := DefaultConfig()
+	cs, _ := newFake(t, node("n0", 4))
+	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(&syncBuf{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = s.Run(ctx)
+	want := `leader election needs namespace "pal-system" for its Lease pal-system/pal-scheduler, and it does not exist: ` +
+		`create it (kubectl create namespace pal-system, or kubectl apply -f deploy/namespace.yaml), ` +
+		`name an existing one in the config's namespace field, or run a single replica with --no-leader-election`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run: %v\nwant: %s", err, want)
+	}
+
+	cs, _ = newFake(t, node("n0", 4), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pal-system"}})
+	if s, err = New(cfg, cs, slog.New(slog.NewTextHandler(&syncBuf{}, nil))); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx2) }()
+	for deadline := time.Now().Add(10 * time.Second); s.Rounds() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no round ran with the namespace present")
+		}
+	}
+	cancel2()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: %v", err)
+	}
+}
