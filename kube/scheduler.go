@@ -192,6 +192,9 @@ func (s *Scheduler) Ready() bool { return s.ready.Load() }
 // replica leads (or always, without leader election) until ctx ends. It
 // returns nil on a clean shutdown.
 func (s *Scheduler) Run(ctx context.Context) error {
+	if err := s.checkLeaseNamespace(ctx); err != nil {
+		return err
+	}
 	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
 	defer s.broadcaster.Shutdown()
 	s.startFactories(ctx.Done())
@@ -232,6 +235,26 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// its lease campaigns again rather than binding with a stale view.
 	for ctx.Err() == nil {
 		elector.Run(ctx)
+	}
+	return nil
+}
+
+// checkLeaseNamespace fails at once, saying what to do, when leader
+// election is on and the Lease's namespace does not exist: the elector
+// would otherwise retry forever and no round would ever run. A replica
+// that may not read namespaces goes on; the elector's own errors then
+// tell.
+func (s *Scheduler) checkLeaseNamespace(ctx context.Context) error {
+	if !s.cfg.LeaderElection.Enabled {
+		return nil
+	}
+	ns := s.cfg.Namespace
+	_, err := s.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("leader election needs namespace %q for its Lease %s/%s, and it does not exist: "+
+			"create it (kubectl create namespace %s, or kubectl apply -f deploy/namespace.yaml), "+
+			"name an existing one in the config's namespace field, or run a single replica with --no-leader-election",
+			ns, ns, s.cfg.LeaderElection.LeaseName, ns)
 	}
 	return nil
 }
