@@ -706,7 +706,7 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann
 	s.remember(p.UID, assumption{node: node, annots: ann})
 	s.metrics.BoundPods.Inc()
 	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
-	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (gang %s)", node, ann[AnnGPUIndices], gangKey)
+	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (%s)", node, ann[AnnGPUIndices], gangName(gangKey))
 	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
 		s.log.Warn("test hook: killing myself after bind", "binds", n)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
