@@ -3,7 +3,7 @@
 # run against: kube-apiserver, kube-controller-manager and etcd from the tools
 # modules under hack/testbin/, and kwok, all from the Go module proxy. The
 # binaries are cached by version outside the checkout, so a second run costs
-# seconds; a cold run costs about 20-30 minutes of CPU on 2 cores
+# seconds; a cold run costs about 12-20 minutes of CPU on 2 cores
 # (kube-apiserver and kube-controller-manager dominate; they share most of
 # their packages, so the second reuses much of the first's build cache).
 #
@@ -65,7 +65,7 @@ fi
 if have kube-controller-manager "v$K8S_VERSION"; then
   log "kube-controller-manager $K8S_VERSION cached"
 else
-  log "building kube-controller-manager $K8S_VERSION (cold: about 10 minutes)"
+  log "building kube-controller-manager $K8S_VERSION (a few minutes after kube-apiserver, whose build cache it reuses)"
   minor="${K8S_VERSION#*.}"; minor="${minor%%.*}"
   ldf="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION"
   ldf="$ldf -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"

@@ -140,7 +140,7 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 		old, nw := s.slowdown(snap, d.Job, d.From), s.slowdown(snap, d.Job, d.To)
 		why := fmt.Sprintf("migrated by the %s placement from %s to %s (expected slowdown %s on the old GPUs, %s on the new)",
 			place, snap.devices(d.From), snap.devices(d.To), fmtFloat(old), fmtFloat(nw))
-		if c := d.Job.MoveCost.Migration; strings.HasSuffix(place, "-ma") && c > 0 {
+		if c := d.Job.MoveCost.Migration; strings.HasSuffix(place, "-ma") && c > 0 && c < neverMoves {
 			why += fmt.Sprintf(", a move it weighed against a migration cost of %s s", fmtFloat(c))
 		}
 		if len(who) > 0 {
