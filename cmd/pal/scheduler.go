@@ -114,9 +114,11 @@ in the background, whose child keeps running when the parent is killed.`,
 				}()
 				log.Info("serving /metrics, /healthz, /readyz", "addr", ln.Addr().String())
 			}
-			err = s.Run(ctx)
+			if err = s.Run(ctx); err != nil {
+				return err
+			}
 			log.Info("stopped", "reason", context.Cause(ctx))
-			return err
+			return nil
 		},
 	}
 	f := c.Flags()
