@@ -1,7 +1,7 @@
 // Package devcluster runs a real Kubernetes control plane on loopback for
-// trying PAL and for its integration tests: etcd and kube-apiserver built
-// from the Go module proxy by hack/testbin.sh, and kwok faking the nodes
-// and the pod lifecycle. Nothing listens on or connects to anything but
+// trying PAL and for its integration tests: etcd, kube-apiserver and
+// kube-controller-manager built from the Go module proxy by
+// hack/testbin.sh, and kwok faking the nodes and the pod lifecycle. Nothing listens on or connects to anything but
 // 127.0.0.1.
 package devcluster
 
@@ -73,10 +73,28 @@ func BinDir() string {
 	return filepath.Join(cache, "pal", "testbin", fmt.Sprintf("k8s-%s_etcd-%s_kwok-%s", K8sVersion, EtcdVersion, KwokVersion))
 }
 
-// FindBins checks that etcd, kube-apiserver and kwok are in dir.
+// Binaries are the programs Up runs, all in BinDir().
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok"}
+
+// Controllers are the kube-controller-manager controllers the dev cluster
+// runs: workloads (a batch/v1 Job creates its pods and recreates evicted
+// ones; Deployments, StatefulSets, CronJobs), the garbage collector (a
+// deleted Job's pods go), disruption budgets (the Eviction API reads
+// them), namespaces and service accounts. Not the node lifecycle
+// controller: kwok's nodes send no heartbeats, and it would taint them
+// and evict every pod.
+var Controllers = []string{"job-controller", "cronjob-controller", "deployment-controller", "replicaset-controller",
+	"statefulset-controller", "garbage-collector-controller", "ttl-after-finished-controller", "disruption-controller",
+	"namespace-controller", "serviceaccount-controller"}
+
+// SystemNamespace is where pal scheduler keeps its leader Lease and reads
+// its variability ConfigMap (kube.DefaultConfig's namespace); Up creates it.
+const SystemNamespace = "pal-system"
+
+// FindBins checks that the binaries Up runs are in dir.
 func FindBins(dir string) error {
 	var missing []string
-	for _, b := range []string{"etcd", "kube-apiserver", "kwok"} {
+	for _, b := range Binaries {
 		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
 			missing = append(missing, b)
 		}
@@ -111,9 +129,9 @@ type proc struct {
 	Exe  string `json:"exe"`
 }
 
-// Up starts etcd, kube-apiserver and kwok on free loopback ports, writes
-// DIR/kubeconfig, creates the fake GPU nodes and waits until they are
-// Ready. The processes run in their own process groups so they outlive
+// Up starts etcd, kube-apiserver, kube-controller-manager and kwok on free
+// loopback ports, writes DIR/kubeconfig, creates the namespace pal-system
+// and the fake GPU nodes and waits until they are Ready. The processes run in their own process groups so they outlive
 // the caller (`pal dev-cluster up`); Down stops exactly them.
 func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Bin == "" {
@@ -143,7 +161,7 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 			_ = c.Down()
 		}
 	}()
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +199,23 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := c.waitReady(ctx, 90*time.Second); err != nil {
 		return c, err
 	}
+	if err := c.start("kube-controller-manager", filepath.Join(o.Bin, "kube-controller-manager"),
+		"--kubeconfig", c.Kubeconfig, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]),
+		"--leader-elect=false", "--controllers", strings.Join(Controllers, ","),
+		"--cert-dir", filepath.Join(dir, "certs", "kcm"), "--concurrent-job-syncs", "10"); err != nil {
+		return c, err
+	}
+	cs, err := c.Client()
+	if err != nil {
+		return c, err
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return c, fmt.Errorf("create namespace %s: %v", SystemNamespace, err)
+	}
+	if err := c.waitHealthy(ctx, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[4]), 60*time.Second); err != nil {
+		return c, err
+	}
 	stages := filepath.Join(dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, Stages, 0o644); err != nil {
 		return c, err
@@ -191,10 +226,6 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, err
 	}
 	if o.Nodes > 0 {
-		cs, err := c.Client()
-		if err != nil {
-			return c, err
-		}
 		if err := AddNodes(ctx, cs, o.NodePrefix, o.Nodes, o.GPUsPerNode); err != nil {
 			return c, err
 		}
@@ -271,7 +302,7 @@ func stop(p proc) error {
 }
 
 // PID is the process id of a component this cluster started (etcd,
-// kube-apiserver, kwok), 0 if none.
+// kube-apiserver, kube-controller-manager, kwok), 0 if none.
 func (c *Cluster) PID(name string) int {
 	for _, p := range c.procs {
 		if p.Name == name {
@@ -333,6 +364,26 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("kube-apiserver not ready after %v (see %s)", limit, filepath.Join(c.Dir, "logs"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitHealthy polls a component's /healthz until it answers 200.
+func (c *Cluster) waitHealthy(ctx context.Context, name, url string, limit time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	deadline := time.Now().Add(limit)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s not healthy after %v (see %s)", name, limit, filepath.Join(c.Dir, "logs", name+".log"))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -51,7 +51,13 @@ type Config struct {
 	// free and they behave as their base placement). The remaining work
 	// they weigh is the pal.io/iterations estimate; a gang without one
 	// counts as nearly done and is moved only when it must be.
-	MigrationCost      Duration  `json:"migrationCost"`
+	MigrationCost Duration `json:"migrationCost"`
+	// PreemptBarePods lets a round preempt a gang that has a bare pod (a
+	// pod with no controller ownerReference): evicting a bare pod deletes
+	// it and nothing recreates it, so by default such a gang is never
+	// evicted and keeps its GPUs until it ends. A bare pod is never
+	// evicted to migrate it, whatever this says.
+	PreemptBarePods    bool      `json:"preemptBarePods"`
 	PMFirstTieBreak    string    `json:"pmfirstTieBreak"`
 	LocalityPenalty    float64   `json:"localityPenalty"`
 	KStrategy          string    `json:"kStrategy"`
@@ -72,6 +78,8 @@ type Config struct {
 	LeaderElection LeaderElection `json:"leaderElection"`
 
 	// MetricsAddr serves /metrics, /healthz and /readyz ("" turns it off).
+	// The default port, 10261, is not one of the control plane's own
+	// (kube-scheduler serves on 10259, kube-controller-manager on 10257).
 	MetricsAddr string `json:"metricsAddr"`
 	// QPS and Burst limit the scheduler's own API requests.
 	QPS   float32 `json:"qps"`
@@ -121,6 +129,11 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 // 30 s to 10 min; 2 min is its middle).
 const DefaultMigrationCost = 2 * time.Minute
 
+// DefaultMetricsAddr is where /metrics, /healthz and /readyz are served
+// unless the config says otherwise: loopback only, on a port no
+// Kubernetes component uses.
+const DefaultMetricsAddr = "127.0.0.1:10261"
+
 // DefaultConfig is what runs with no --config: the simulator's artifact
 // preset for the policies, 10 s rounds, a round 1 s after new pods arrive.
 func DefaultConfig() Config {
@@ -147,7 +160,7 @@ func DefaultConfig() Config {
 			RenewDeadline: Duration{10 * time.Second},
 			RetryPeriod:   Duration{2 * time.Second},
 		},
-		MetricsAddr: "127.0.0.1:10259",
+		MetricsAddr: DefaultMetricsAddr,
 		QPS:         200,
 		Burst:       400,
 		BindWorkers: 32,

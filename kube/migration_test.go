@@ -22,6 +22,11 @@ func TestDefaultIsMigrationAware(t *testing.T) {
 	if pol.place.Name() != "pal-ma" || c.MigrationCost.Duration != 2*time.Minute {
 		t.Fatalf("default placement %s, migration cost %v; want pal-ma and 2m", pol.place.Name(), c.MigrationCost)
 	}
+	// The metrics port is none of the control plane's own (kube-scheduler
+	// 10259, kube-controller-manager 10257, kubelet 10250).
+	if c.MetricsAddr != "127.0.0.1:10261" {
+		t.Errorf("default metricsAddr %q, want 127.0.0.1:10261", c.MetricsAddr)
+	}
 	f := t.TempDir() + "/c.yaml"
 	if err := writeFile(f, "migrationCost: -1s"); err != nil {
 		t.Fatal(err)
@@ -31,41 +36,61 @@ func TestDefaultIsMigrationAware(t *testing.T) {
 	}
 }
 
-// A running 1-GPU pod on a GPU 20% slower than the free one on the other
-// node. Plain PAL evicts it to move it; migration-aware PAL keeps it
-// unless the gain over its remaining work beats the cost: with 10 BERT
-// iterations left (10 x 0.179 s x 0.18 = 0.3 s of gain) it stays at any
-// cost above that; with a million left (about 32,000 s of gain) it moves
-// even at a 2-minute cost.
+// A running 1-GPU pod (owned by a StatefulSet, which recreates it) on a
+// GPU 20% slower than the free one on the other node. Plain PAL evicts it
+// to move it; migration-aware PAL keeps it unless the gain over its
+// remaining work beats the cost: with 10 BERT iterations left (10 x
+// 0.179 s x 0.18 = 0.3 s of gain) it stays at any cost above that; with a
+// million left (about 32,000 s of gain) it moves even at a 2-minute cost.
+// The same pod bare (no controller) is never moved: evicting it would
+// delete it for good; also when preemptBarePods lets a round preempt it,
+// a migration is refused and the pod is told so.
 func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
 	scores := "node,gpu_index,class,score\n"
 	for _, c := range []string{"A", "B", "C", "D"} {
 		scores += "slow,0," + c + ",1.2\nfast,0," + c + ",1.0\n"
 	}
 	for _, tc := range []struct {
-		placement, iters string
-		cost             time.Duration
-		evicted          bool
+		placement, iters  string
+		cost              time.Duration
+		bare, preemptBare bool
+		evicted           bool
 	}{
-		{"pal", "10", 2 * time.Minute, true},
-		{"pal-ma", "10", 0, true},
-		{"pal-ma", "10", 2 * time.Minute, false},
-		{"pal-ma", "1000000", 2 * time.Minute, true},
+		{"pal", "10", 2 * time.Minute, false, false, true},
+		{"pal-ma", "10", 0, false, false, true},
+		{"pal-ma", "10", 2 * time.Minute, false, false, false},
+		{"pal-ma", "1000000", 2 * time.Minute, false, false, true},
+		{"pal", "10", 0, true, false, false},
+		{"pal-ma", "1000000", 2 * time.Minute, true, false, false},
+		{"pal", "10", 0, true, true, false},
+		{"pal-ma", "1000000", 0, true, true, false},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "pal-system", Name: "pal-variability"},
 			Data: map[string]string{ScoresKey: scores}}
 		run := pod("r", 1, map[string]string{AnnGPUIndices: "0", AnnModel: "BERT", AnnIterations: tc.iters}, "slow")
 		run.Status.Phase = corev1.PodRunning
+		if !tc.bare {
+			run = owned(run)
+		}
 		objs := []runtime.Object{node("slow", 1), node("fast", 1), cm, run}
 		cs, fc := newFake(t, objs...)
 		cfg := DefaultConfig()
 		cfg.LeaderElection.Enabled = false
-		cfg.Placement, cfg.MigrationCost = tc.placement, Duration{tc.cost}
+		cfg.Placement, cfg.MigrationCost, cfg.PreemptBarePods = tc.placement, Duration{tc.cost}, tc.preemptBare
 		s := startRounds(t, cfg, cs)
 		s.Round(context.Background(), time.Now())
 		if got := len(fc.evicted) > 0; got != tc.evicted {
-			t.Errorf("%s, %s iterations, cost %v: evicted %v (%v), want %v; wait reasons %q",
-				tc.placement, tc.iters, tc.cost, got, fc.evicted, tc.evicted, s.lastWhy)
+			t.Errorf("%s, %s iterations, cost %v, bare %v, preemptBarePods %v: evicted %v (%v), want %v; wait reasons %q",
+				tc.placement, tc.iters, tc.cost, tc.bare, tc.preemptBare, got, fc.evicted, tc.evicted, s.lastWhy)
+		}
+		// Told only when a placement asked for the move (pal-ma with a
+		// non-zero cost keeps it by itself).
+		want := "kept on slow GPU 0: the " + tc.placement + " placement would migrate it, but its bare pods ns/r would be deleted and nothing would recreate them"
+		if tc.preemptBare && tc.placement == "pal" && s.lastWhy["ns/pod:r"] != want {
+			t.Errorf("%s, preemptBarePods on: told %q, want %q", tc.placement, s.lastWhy["ns/pod:r"], want)
+		}
+		if tc.preemptBare && tc.placement == "pal-ma" && s.lastWhy["ns/pod:r"] != "" {
+			t.Errorf("pal-ma, preemptBarePods on: told %q; the bare pod's migration cost must keep it in place by itself", s.lastWhy["ns/pod:r"])
 		}
 	}
 }

@@ -192,6 +192,9 @@ func (s *Scheduler) Ready() bool { return s.ready.Load() }
 // replica leads (or always, without leader election) until ctx ends. It
 // returns nil on a clean shutdown.
 func (s *Scheduler) Run(ctx context.Context) error {
+	if err := s.checkLeaseNamespace(ctx); err != nil {
+		return err
+	}
 	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
 	defer s.broadcaster.Shutdown()
 	s.startFactories(ctx.Done())
@@ -232,6 +235,26 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// its lease campaigns again rather than binding with a stale view.
 	for ctx.Err() == nil {
 		elector.Run(ctx)
+	}
+	return nil
+}
+
+// checkLeaseNamespace fails at once, saying what to do, when leader
+// election is on and the Lease's namespace does not exist: the elector
+// would otherwise retry forever and no round would ever run. A replica
+// that may not read namespaces goes on; the elector's own errors then
+// tell.
+func (s *Scheduler) checkLeaseNamespace(ctx context.Context) error {
+	if !s.cfg.LeaderElection.Enabled {
+		return nil
+	}
+	ns := s.cfg.Namespace
+	_, err := s.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("leader election needs namespace %q for its Lease %s/%s, and it does not exist: "+
+			"create it (kubectl create namespace %s, or kubectl apply -f deploy/namespace.yaml), "+
+			"name an existing one in the config's namespace field, or run a single replica with --no-leader-election",
+			ns, ns, s.cfg.LeaderElection.LeaseName, ns)
 	}
 	return nil
 }
@@ -323,6 +346,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			if snap.cl == nil || (g.state == gangRunning && len(g.gpus) != j.GPUs) {
 				continue // its node left the cluster: not placeable until it ends
 			}
+			j.MoveCost = s.jobs.cost
 			if g.state == gangRunning {
 				j.GPUsHeld = g.gpus
 				j.Attained += elapsed
@@ -330,6 +354,17 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				j.SinceScheduled = 0
 				if j.FirstStart < 0 {
 					j.FirstStart = now
+				}
+				if len(g.barePods()) > 0 {
+					if !s.cfg.PreemptBarePods && s.ten == nil {
+						// Nothing would recreate its pods: it keeps its
+						// GPUs until it ends, and the placer does not
+						// see them (as another scheduler's pods).
+						continue
+					}
+					// It may be preempted, never migrated: act refuses
+					// a move that a placement still makes.
+					j.MoveCost.Migration = neverMoves
 				}
 			} else {
 				j.GPUsHeld = nil
@@ -388,7 +423,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			s.log.Error("round: placer answer rejected; nothing bound this round", "placer", s.pol.place.Name(), "err", err)
 			return
 		}
-		s.act(ctx, snap, byJob, decisions, start)
+		s.act(ctx, snap, byJob, order, decisions, start)
 		for i, j := range order {
 			if alloc[i] == nil {
 				pending++
@@ -506,8 +541,10 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// act binds launched gangs and evicts preempted or migrated ones.
-func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload.Job]*gang, ds []round.Decision, start time.Time) {
+// act binds launched gangs and evicts preempted or migrated ones. A move
+// that would evict a bare pod it may not evict (see movable) is refused:
+// the gang keeps its GPUs, and a launch or migration onto them waits.
+func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload.Job]*gang, order []*workload.Job, ds []round.Decision, start time.Time) {
 	type bind struct {
 		pod  *corev1.Pod
 		node string
@@ -515,25 +552,97 @@ func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload
 		g    *gang
 	}
 	var binds []bind
+	byID := make(map[int]*gang, len(snap.gangs))
+	for _, g := range snap.gangs {
+		if g.job != nil {
+			byID[g.job.ID] = g
+		}
+	}
+	pos := make(map[int]int, len(order))
+	for i, j := range order {
+		pos[j.ID] = i
+	}
+	// GPUs of gangs that keep them against the plan, by who keeps them.
+	kept := map[int]string{}
+	refused := map[int]bool{}
+	for changed := true; changed; {
+		changed = false
+		for i, d := range ds {
+			if refused[i] || (d.Kind != round.Preempt && d.Kind != round.Migrate) {
+				continue
+			}
+			g := byJob[d.Job]
+			var why string
+			if !s.movable(g, d.Kind) {
+				verb := "migrate"
+				if d.Kind == round.Preempt {
+					verb = "preempt (preemptBarePods is off)"
+				}
+				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but its bare pods %s would be deleted and nothing would recreate them",
+					snap.devices(d.From), s.pol.place.Name(), verb, strings.Join(g.barePods(), ", "))
+			} else if d.Kind == round.Migrate {
+				for _, x := range d.To {
+					if k := kept[x]; k != "" {
+						why = fmt.Sprintf("kept on %s: the %s placement would migrate it to %s, which %s keeps", snap.devices(d.From), s.pol.place.Name(), snap.devices(d.To), k)
+						break
+					}
+				}
+			}
+			if why == "" {
+				continue
+			}
+			refused[i], changed = true, true
+			for _, x := range d.From {
+				kept[x] = gangName(g.key)
+			}
+			s.note(g, why)
+		}
+	}
 	// GPUs of gangs evicted this round stay busy until their pods are
 	// gone; a launch onto them waits for a later round (the kubelet would
 	// otherwise see two pods on one device).
-	vacating := map[int]bool{}
+	vacating := map[int]string{}
+	for i, d := range ds {
+		if refused[i] || (d.Kind != round.Preempt && d.Kind != round.Migrate) {
+			continue
+		}
+		g := byJob[d.Job]
+		s.evict(ctx, g, s.reason(snap, d, byID, pos))
+		for _, x := range d.From {
+			vacating[x] = gangName(g.key)
+		}
+	}
+	// A launch onto GPUs that are kept or still being vacated waits.
 	for _, d := range ds {
-		if d.Kind == round.Preempt || d.Kind == round.Migrate {
-			s.evict(ctx, byJob[d.Job], d.Reason)
-			for _, x := range d.From {
-				vacating[x] = true
+		if d.Kind != round.Launch {
+			continue
+		}
+		var busy []int
+		var holders []string
+		for _, x := range d.To {
+			h := kept[x]
+			if h == "" {
+				h = vacating[x]
 			}
+			if h != "" {
+				busy = append(busy, x)
+				if !slices.Contains(holders, h) {
+					holders = append(holders, h)
+				}
+			}
+		}
+		if len(busy) > 0 {
+			g := byJob[d.Job]
+			slices.Sort(holders)
+			s.wait(g.key, g.pending, fmt.Sprintf("placed on %s, which %s still hold(s); binds once they are free", snap.devices(busy), strings.Join(holders, ", ")))
 		}
 	}
 	for _, d := range ds {
 		g := byJob[d.Job]
 		switch d.Kind {
 		case round.Launch:
-			if slices.ContainsFunc(d.To, func(x int) bool { return vacating[x] }) {
-				s.wait(g.key, g.pending, "placed on GPUs that preempted pods still hold; binds once they are gone")
-				continue
+			if slices.ContainsFunc(d.To, func(x int) bool { return vacating[x] != "" || kept[x] != "" }) {
+				continue // told above
 			}
 			parts := snap.split(g, d.To)
 			if parts == nil {
@@ -597,7 +706,7 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann
 	s.remember(p.UID, assumption{node: node, annots: ann})
 	s.metrics.BoundPods.Inc()
 	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
-	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (gang %s)", node, ann[AnnGPUIndices], gangKey)
+	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (%s)", node, ann[AnnGPUIndices], gangName(gangKey))
 	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
 		s.log.Warn("test hook: killing myself after bind", "binds", n)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -620,7 +729,7 @@ func (s *Scheduler) complete(ctx context.Context, snap *snapshot, g *gang) {
 		}
 	}
 	if info == nil || len(info.Pods) != g.spec.size {
-		s.evict(ctx, g, "gang partly bound without a usable "+AnnBindInfo+"; evicting to queue it again whole")
+		s.evictPartial(ctx, g, "partly bound without a usable "+AnnBindInfo+" for all its pods")
 		return
 	}
 	raw := mustJSON(info)
@@ -661,7 +770,7 @@ func (s *Scheduler) complete(ctx context.Context, snap *snapshot, g *gang) {
 	for i := range todo {
 		n, ok := snap.nodeIndex[slots[i].Node]
 		if !ok {
-			s.evict(ctx, g, "recorded node "+slots[i].Node+" is gone; evicting the partly bound gang")
+			s.evictPartial(ctx, g, "partly bound, and its recorded node "+slots[i].Node+" is gone")
 			return
 		}
 		glob := make([]int, len(slots[i].GPUs))
@@ -669,7 +778,7 @@ func (s *Scheduler) complete(ctx context.Context, snap *snapshot, g *gang) {
 			glob[k] = snap.first[n] + x
 		}
 		if err := snap.cl.Assign(g.job.ID, glob); err != nil {
-			s.evict(ctx, g, "recorded devices are taken ("+err.Error()+"); evicting the partly bound gang")
+			s.evictPartial(ctx, g, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are taken")
 			return
 		}
 	}
@@ -683,10 +792,29 @@ func (s *Scheduler) complete(ctx context.Context, snap *snapshot, g *gang) {
 	}
 }
 
+// evictPartial evicts the bound members of a gang that a crash cut off
+// and that cannot be completed, so that the whole gang queues again once
+// its controller recreates them. Bare pods would be lost, so a gang with
+// one is evicted only under preemptBarePods; otherwise it waits, saying
+// what to do.
+func (s *Scheduler) evictPartial(ctx context.Context, g *gang, why string) {
+	if bare := g.barePods(); len(bare) > 0 && !s.cfg.PreemptBarePods {
+		s.wait(g.key, g.pending, fmt.Sprintf("%s %s; its bare pods %s are not evicted, since nothing would recreate them: delete them to queue the gang again",
+			gangName(g.key), why, strings.Join(bare, ", ")))
+		return
+	}
+	s.evict(ctx, g, gangName(g.key)+" "+why+"; evicting its bound pods to queue it again whole")
+}
+
 // evict evicts every bound member of a gang through the Eviction API; the
-// pods' controller recreates them and they queue again.
+// pods' controller recreates them and they queue again. Callers check
+// that the gang may be evicted (movable, evictPartial).
 func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
-	s.log.Info("evicting gang", "gang", g.key, "pods", len(g.bound), "why", why)
+	var names []string
+	for _, p := range g.bound {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	s.log.Info("evicting gang", "gang", gangName(g.key), "pods", strings.Join(names, ","), "why", why)
 	for _, p := range g.bound {
 		if p.DeletionTimestamp != nil || isTerminal(p) {
 			continue
@@ -712,7 +840,20 @@ func (s *Scheduler) wait(key string, pods []*corev1.Pod, why string) {
 	for _, p := range pods {
 		s.recorder.Event(p, corev1.EventTypeWarning, "FailedScheduling", why)
 	}
-	s.log.Info("waiting", "gang", key, "why", why)
+	s.log.Info("waiting", "gang", gangName(key), "why", why)
+}
+
+// note tells a running gang's pods that a move was refused, once per
+// distinct reason.
+func (s *Scheduler) note(g *gang, why string) {
+	if s.lastWhy[g.key] == why {
+		return
+	}
+	s.lastWhy[g.key] = why
+	for _, p := range g.bound {
+		s.recorder.Event(p, corev1.EventTypeNormal, "Kept", why)
+	}
+	s.log.Info("move refused", "gang", gangName(g.key), "why", why)
 }
 
 var assumeMu sync.Mutex

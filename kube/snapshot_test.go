@@ -27,6 +27,14 @@ func pod(name string, gpus int, ann map[string]string, nodeName string) *corev1.
 	return p
 }
 
+// owned gives p a controller ownerReference (a StatefulSet's), so that the
+// scheduler may evict it: its controller would recreate it.
+func owned(p *corev1.Pod) *corev1.Pod {
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "set", UID: "uid-set", Controller: &yes}}
+	return p
+}
+
 func gangAnn(g string, size int, extra ...string) map[string]string {
 	a := map[string]string{AnnGang: g, AnnGangSize: itoa(size)}
 	for i := 0; i+1 < len(extra); i += 2 {

@@ -4,6 +4,13 @@
 // a speedup), and the replay records the same per-job table as
 // `pal sim --jobs-out` plus every job's GPUs.
 //
+// Each replay names its pods after a run id of its own (a second replay
+// on the same cluster makes new pods), and its pods are owned by a
+// ConfigMap of that name, which stands for the replay: the replay
+// recreates a gang the scheduler evicted, as a Job controller would, so
+// the scheduler may move them; deleting the ConfigMap deletes the pods
+// (the garbage collector of kube-controller-manager).
+//
 // Time scaling: one simulated round of R seconds is R/speedup seconds of
 // wall time, and the scheduler must run its rounds on that period aligned
 // to the wall clock (config period = R/speedup, alignPeriod: true,
@@ -16,6 +23,8 @@ package replay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -46,6 +55,8 @@ type Options struct {
 	SchedulerName string
 	Timeout       time.Duration // give up after this much wall time (0: none)
 	Log           func(format string, a ...any)
+
+	owner []metav1.OwnerReference // the run's ConfigMap
 }
 
 // Placement is the GPUs a job ran on, by node name and device index.
@@ -56,9 +67,15 @@ type Placement struct {
 
 // Result is a finished replay.
 type Result struct {
+	// Jobs are the per-job records; Nodes and GPUIDs are where each job
+	// last ran in the simulator's numbering: GPU nodes in name order,
+	// node n's device i is global GPU first(n)+i.
 	Jobs       []metrics.JobRecord
 	Placements []Placement
 	Start      time.Time // wall time of simulated time 0
+	// Run is the replay's run id: its pods are named RUN-NNNNN-jID-..., and
+	// the ConfigMap RUN in the namespace owns them.
+	Run string
 }
 
 type jobRun struct {
@@ -102,6 +119,21 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
+	id := make([]byte, 3)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	run := "replay-" + hex.EncodeToString(id)
+	owner, err := cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: run, Namespace: o.Namespace, Labels: map[string]string{"pal.io/replay": run}},
+		Data:       map[string]string{"jobs": strconv.Itoa(len(o.Trace.Jobs)), "round_s": fmtG(o.Round), "speedup": fmtG(o.Speedup)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("replay: create its ConfigMap %s/%s: %v", o.Namespace, run, err)
+	}
+	yes := true
+	o.owner = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &yes}}
+	o.Log("run %s: pods %s-*, owned by ConfigMap %s/%s", run, run, o.Namespace, run)
 	// Simulated time 0 is a wall-clock round boundary, as the scheduler's
 	// aligned rounds are, one round ahead so that pods of jobs arriving at
 	// time 0 are created before it.
@@ -112,7 +144,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	jobs := map[string]*jobRun{}
 	var order []*jobRun
 	for i, s := range o.Trace.Jobs {
-		j := &jobRun{spec: s, name: fmt.Sprintf("r%05d-j%d", i, s.ID), pods: map[string]bool{}, succeeded: map[string]bool{}}
+		j := &jobRun{spec: s, name: fmt.Sprintf("%s-%05d-j%d", run, i, s.ID), pods: map[string]bool{}, succeeded: map[string]bool{}}
 		jobs[j.name] = j
 		order = append(order, j)
 	}
@@ -253,18 +285,67 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	res := &Result{Start: t0}
+	nodeIdx, first, err := gpuNodes(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Start: t0, Run: run}
 	for _, j := range order {
 		jct := j.complete - j.spec.Submit
-		run := float64(j.held) * o.Round
-		res.Jobs = append(res.Jobs, metrics.JobRecord{ID: j.spec.ID, Model: j.spec.Model, Class: j.spec.Class.String(), GPUs: j.spec.GPUs,
-			Tracked: true, Arrival: j.spec.Submit, FirstStart: j.first, Completion: j.complete, JCT: jct, Run: run,
-			Wait: math.Max(0, jct-run), Preemptions: j.preempt})
+		held := float64(j.held) * o.Round
+		rec := metrics.JobRecord{ID: j.spec.ID, Model: j.spec.Model, Class: j.spec.Class.String(), GPUs: j.spec.GPUs,
+			Tracked: true, Origin: "trace", Arrival: j.spec.Submit, FirstStart: j.first, Completion: j.complete, JCT: jct, Run: held,
+			Wait: math.Max(0, jct-held), Preemptions: j.preempt}
+		for _, pb := range j.placement {
+			n, ok := nodeIdx[pb.Node]
+			if !ok {
+				continue // the node left the cluster
+			}
+			if !slices.Contains(rec.Nodes, n) {
+				rec.Nodes = append(rec.Nodes, n)
+			}
+			for _, x := range pb.GPUs {
+				rec.GPUIDs = append(rec.GPUIDs, first[n]+x)
+			}
+		}
+		slices.Sort(rec.Nodes)
+		slices.Sort(rec.GPUIDs)
+		res.Jobs = append(res.Jobs, rec)
 		res.Placements = append(res.Placements, Placement{JobID: j.spec.ID, Pods: j.placement})
 	}
 	slices.SortFunc(res.Jobs, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
 	return res, nil
 }
+
+// gpuNodes numbers the cluster's GPU nodes as the scheduler and the
+// simulator do: by name, node n's devices from global id first[n].
+func gpuNodes(ctx context.Context, cs kubernetes.Interface) (map[string]int, []int, error) {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("replay: list nodes: %v", err)
+	}
+	var names []string
+	size := map[string]int{}
+	for i := range list.Items {
+		n := &list.Items[i]
+		if g := kube.NodeGPUs(n); g > 0 {
+			names = append(names, n.Name)
+			size[n.Name] = g
+		}
+	}
+	slices.Sort(names)
+	idx := map[string]int{}
+	var first []int
+	id := 0
+	for i, n := range names {
+		idx[n] = i
+		first = append(first, id)
+		id += size[n]
+	}
+	return idx, first, nil
+}
+
+func fmtG(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // rounds is how many rounds the simulator runs a job from executed
 // iterations to its total at step = R/(slowdown x iter_time) a round,
@@ -298,7 +379,8 @@ func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, 
 			ann[kube.AnnModel] = j.spec.Model
 		}
 		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Annotations: ann, Labels: map[string]string{"pal.io/replay": "true"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Annotations: ann, OwnerReferences: o.owner,
+				Labels: map[string]string{"pal.io/replay": o.owner[0].Name}},
 			Spec: corev1.PodSpec{SchedulerName: o.SchedulerName, RestartPolicy: corev1.RestartPolicyNever,
 				TerminationGracePeriodSeconds: new(int64),
 				Containers: []corev1.Container{{Name: "train", Image: "replay",

@@ -11,11 +11,15 @@ import (
 func newDevClusterCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dev-cluster",
-		Short: "A local Kubernetes control plane with fake GPU nodes (etcd + kube-apiserver + kwok on 127.0.0.1)",
-		Long: `Start or stop a local control plane for trying pal scheduler: etcd and
-kube-apiserver built from the Go module proxy by hack/testbin.sh (cached by
-version under ~/.cache/pal/testbin), and kwok faking GPU nodes and the pod
-lifecycle. Everything listens on 127.0.0.1 only.`,
+		Short: "A local Kubernetes control plane with fake GPU nodes (etcd, kube-apiserver, kube-controller-manager and kwok on 127.0.0.1)",
+		Long: `Start or stop a local control plane for trying pal scheduler: etcd,
+kube-apiserver and kube-controller-manager built from the Go module proxy by
+hack/testbin.sh (cached by version under ~/.cache/pal/testbin), and kwok
+faking GPU nodes and the pod lifecycle. The controller manager runs the Job,
+workload, garbage-collector and disruption controllers, so a batch/v1 Job
+creates its pods and recreates evicted ones. up also creates the namespace
+pal-system (pal scheduler's Lease and variability ConfigMap). Everything
+listens on 127.0.0.1 only.`,
 	}
 	var o devcluster.Options
 	up := &cobra.Command{
@@ -40,7 +44,7 @@ lifecycle. Everything listens on 127.0.0.1 only.`,
 	}
 	f := up.Flags()
 	f.StringVar(&o.Dir, "dir", "", "directory for state, logs and the kubeconfig")
-	f.StringVar(&o.Bin, "bin", "", "directory with etcd, kube-apiserver and kwok (default: hack/testbin.sh's cache)")
+	f.StringVar(&o.Bin, "bin", "", "directory with etcd, kube-apiserver, kube-controller-manager and kwok (default: hack/testbin.sh's cache)")
 	f.IntVar(&o.Nodes, "nodes", 16, "fake GPU nodes")
 	f.IntVar(&o.GPUsPerNode, "gpus-per-node", 4, "nvidia.com/gpu per node")
 	f.StringVar(&o.NodePrefix, "node-prefix", "gpu-node", "node names are PREFIX-000, PREFIX-001, ...")

@@ -31,7 +31,12 @@ per-job CSV as pal sim --jobs-out, and with --placements-out every job's GPUs.
 Run pal scheduler with period = round/speedup (2s for the defaults),
 alignPeriod: true and arrivalDelay: 0s, so that its rounds line up with the
 simulator's: each simulated round of --round seconds takes round/speedup
-seconds of wall time.`,
+seconds of wall time.
+
+Each replay names its pods after a run id of its own (replay-XXXXXX), so
+replays can follow each other on one cluster; the ConfigMap of that name
+owns its pods (the replay recreates an evicted gang, as a Job controller
+would, so the scheduler may move them), and deleting it deletes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if traceName == "" || kubeconfig == "" {
@@ -83,7 +88,8 @@ seconds of wall time.`,
 					return err
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "replayed %d jobs\n", len(res.Jobs))
+			fmt.Fprintf(cmd.OutOrStdout(), "replayed %d jobs as run %s (kubectl delete configmap -n %s %s deletes its pods)\n",
+				len(res.Jobs), res.Run, o.Namespace, res.Run)
 			return nil
 		},
 	}

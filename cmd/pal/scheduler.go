@@ -36,7 +36,18 @@ default; a --config file lists only what it changes.
 Pod annotations it reads: pal.io/gang + pal.io/gang-size (a gang: placed all
 or nothing), pal.io/class (A..D) or pal.io/model (class from the model
 table), pal.io/iterations (for SRTF). Pods of a batch/v1 Job with
-parallelism > 1 form a gang without annotations.`,
+parallelism > 1 form a gang without annotations.
+
+Evicting a pod that has a controller (a Job's, a StatefulSet's) makes the
+controller recreate it; evicting a bare pod deletes it for good. So a gang
+with a bare pod is never migrated, and preempted only with
+preemptBarePods: true.
+
+With leader election on (the default) the namespace of the config's
+namespace field (pal-system) must exist. /metrics, /healthz and /readyz are
+served on metricsAddr (default 127.0.0.1:10261). SIGTERM or Ctrl-C stops the
+scheduler (it releases its Lease first); run the built binary, not go run
+in the background, whose child keeps running when the parent is killed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := kube.LoadConfig(cfgPath)
@@ -103,9 +114,11 @@ parallelism > 1 form a gang without annotations.`,
 				}()
 				log.Info("serving /metrics, /healthz, /readyz", "addr", ln.Addr().String())
 			}
-			err = s.Run(ctx)
+			if err = s.Run(ctx); err != nil {
+				return err
+			}
 			log.Info("stopped", "reason", context.Cause(ctx))
-			return err
+			return nil
 		},
 	}
 	f := c.Flags()

@@ -76,10 +76,8 @@ func measure(nNodes, gpus, nPods int, run time.Duration, pal string, seed uint64
 	if err != nil {
 		return err
 	}
-	for _, ns := range []string{"perf", "pal-system"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return err
-		}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "perf"}}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
 	cfg := filepath.Join(dir, "pal.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("period: 1s\narrivalDelay: 100ms\nqps: 3000\nburst: 6000\nbindWorkers: 64\nmetricsAddr: \"\"\nplacement: %s\nleaderElection: {enabled: false}\n", placement)), 0o644); err != nil {

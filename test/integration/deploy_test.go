@@ -108,8 +108,9 @@ func TestDeployAndRBAC(t *testing.T) {
 	cfg.MetricsAddr = ""
 	cfg.Period = kube.Duration{Duration: 300 * time.Millisecond}
 	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky" // exercises eviction too
+	cfg.PreemptBarePods = true                               // of the test's bare pods
 
-	// A token for the service account (TokenRequest; no controller manager here).
+	// A token for the service account (TokenRequest).
 	tr, err := e.cs.CoreV1().ServiceAccounts("pal-system").CreateToken(ctx, "pal-scheduler",
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptrInt64(3600)}}, metav1.CreateOptions{})
 	if err != nil {

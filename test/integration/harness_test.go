@@ -1,7 +1,8 @@
 //go:build integration
 
-// Package integration runs pal scheduler against a real kube-apiserver +
-// etcd with kwok's fake GPU nodes (devcluster), all on 127.0.0.1. The
+// Package integration runs pal scheduler against a real kube-apiserver,
+// kube-controller-manager and etcd with kwok's fake GPU nodes
+// (devcluster), all on 127.0.0.1. The
 // binaries come from hack/testbin.sh; without them the tests fail under
 // CI=true and skip, saying why, elsewhere.
 package integration
@@ -91,16 +92,18 @@ func newEnv(t *testing.T, nodes, gpus int) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, cl: cl, cs: cs, ns: "jobs"}
-	for _, ns := range []string{"jobs", "pal-system"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	// Up made pal-system; the tests' pods go to jobs.
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, devcluster.SystemNamespace, metav1.GetOptions{}); err != nil {
+		t.Fatalf("dev cluster up made no namespace %s: %v", devcluster.SystemNamespace, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	return e
 }
 
 func dumpLogs(t *testing.T, dir string) {
-	for _, f := range []string{"kube-apiserver.log", "kwok.log", "etcd.log"} {
+	for _, f := range []string{"kube-apiserver.log", "kube-controller-manager.log", "kwok.log", "etcd.log"} {
 		b, _ := os.ReadFile(filepath.Join(dir, "logs", f))
 		if len(b) > 3000 {
 			b = b[len(b)-3000:]

@@ -113,10 +113,10 @@ func TestGPUIndicesNeverTwice(t *testing.T) {
 	wave(2)
 	wave(3)
 	check(3 * time.Second)
-	// Sticky PAL suspends running jobs from the tail of the FIFO order
-	// when a job ahead does not fit; with no controller here an evicted
-	// pod is gone, so every pod either ran to the end or was evicted.
-	e.eventually(60*time.Second, "every pod ran or was evicted", func() bool {
+	// The pods are bare, so none is ever evicted: every pod runs to the
+	// end (a vanished one would count as ended too, and the check below
+	// that no GPU is held twice still holds).
+	e.eventually(60*time.Second, "every pod ran to the end", func() bool {
 		for _, n := range all {
 			if p := e.pod(n); p != nil && p.Status.Phase != corev1.PodSucceeded {
 				return false
@@ -159,11 +159,14 @@ func TestUnschedulableAndMalformedPods(t *testing.T) {
 // LAS with a non-sticky placement preempts a gang that has run for a
 // while when a new gang arrives and the cluster is full: every member of
 // the old gang is evicted through the Eviction API, then the new gang
-// binds on the freed GPUs.
+// binds on the freed GPUs. The pods are bare, so this needs
+// preemptBarePods (TestJobGangMigratesOnce shows that bare pods are kept
+// by default).
 func TestPreemptionEvictsWholeGang(t *testing.T) {
 	e := newEnv(t, 1, 4)
 	cfg := testConfig()
 	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
+	cfg.PreemptBarePods = true // the test's pods are bare: nothing recreates them
 	s, _ := e.runScheduler(cfg, "pal")
 	old := e.gang("old", 2, 2, nil)
 	e.eventually(10*time.Second, "old gang bound", func() bool { return e.bound(old...) })
@@ -173,7 +176,7 @@ func TestPreemptionEvictsWholeGang(t *testing.T) {
 	e.eventually(15*time.Second, "new gang bound", func() bool { return e.bound(nw...) })
 	e.checkNoDoubleGPU()
 	for _, n := range old {
-		if !e.hasEvent(n, "Preempted", "preempted at queue position 2") {
+		if !e.hasEvent(n, "Preempted", "preempted at queue position 2 under las: its gpu-node-000 GPUs 0,1,2,3 go to gang jobs/new, ordered ahead of it") {
 			t.Errorf("%s: Preempted events %q", n, e.events(n, "Preempted"))
 		}
 	}
@@ -205,40 +208,32 @@ func get(t *testing.T, url string) string {
 }
 
 // Pods of a batch/v1 Job with parallelism 2 are one gang without
-// annotations. (No controller manager runs here, so the test creates the
-// Job's pods itself, as the Job controller would.)
+// annotations: the Job controller creates them, and the two 3-GPU pods
+// bind together, one per 4-GPU node.
 func TestJobParallelismIsAGang(t *testing.T) {
 	e := newEnv(t, 2, 4)
 	ctx := context.Background()
-	job, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
+	e.runScheduler(testConfig(), "pal")
+	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: e.ns},
 		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "train", Image: "train:latest"}}}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
+				Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(3)}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.runScheduler(testConfig(), "pal")
-	mk := func(i int) string {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%d", i), Namespace: e.ns,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
-			Spec: corev1.PodSpec{SchedulerName: "pal", Containers: []corev1.Container{{Name: "train", Image: "train:latest",
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(3)}}}}}}
-		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return p.Name
-	}
-	a := mk(0)
-	e.eventually(10*time.Second, "gang of 2 waits", func() bool { return e.hasEvent(a, "FailedScheduling", "gang of 2 waits: 1 of 2 pods exist") })
-	if e.bound(a) {
-		t.Fatal("half a Job gang was bound")
-	}
-	b := mk(1)
-	e.eventually(10*time.Second, "Job gang bound", func() bool { return e.bound(a, b) })
-	if pa, pb := e.pod(a), e.pod(b); pa.Spec.NodeName == pb.Spec.NodeName {
+	var names []string
+	e.eventually(30*time.Second, "the Job's two pods bound", func() bool {
+		names = e.jobPods("train")
+		return len(names) == 2 && e.bound(names...)
+	})
+	if pa, pb := e.pod(names[0]), e.pod(names[1]); pa.Spec.NodeName == pb.Spec.NodeName {
 		t.Fatalf("two 3-GPU pods on one 4-GPU node")
+	}
+	info, err := kube.ParseBindInfo(e.pod(names[0]).Annotations[kube.AnnBindInfo])
+	if err != nil || info.Gang != "jobs/job:train" || len(info.Pods) != 2 {
+		t.Fatalf("bind-info %+v (%v), want the gang jobs/job:train of 2 pods", info, err)
 	}
 }
 

@@ -1,0 +1,376 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/workload"
+)
+
+// The recovery paths of a round, on the fake clientset: completing a gang
+// a crash cut off, evicting one whose record cannot be followed, a launch
+// that waits for preempted pods to leave, other schedulers' pods, and the
+// node-pack fallback. Every expected pod, node and device index below is
+// worked out by hand in the test's comment.
+
+// syncBuf is a log sink the test reads while the scheduler writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuf) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuf) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// startLogged is startRounds with the scheduler's log kept.
+func startLogged(t *testing.T, cfg Config, cs *fake.Clientset) (*Scheduler, *syncBuf) {
+	t.Helper()
+	buf := &syncBuf{}
+	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.startFactories(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	return s, buf
+}
+
+func testCfg() Config {
+	c := DefaultConfig()
+	c.LeaderElection.Enabled = false
+	return c
+}
+
+func running(p *corev1.Pod) *corev1.Pod {
+	p.Status.Phase = corev1.PodRunning
+	return p
+}
+
+// bindInfo is a hand-written pal.io/bind-info of gang ns/w.
+const bindInfo3 = `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{` +
+	`"w-0":{"node":"n0","gpus":[0,1]},"w-1":{"node":"n1","gpus":[2,3]},"w-2":{"node":"n2","gpus":[1,2]}}}`
+
+// A gang of three 2-GPU pods on three 4-GPU nodes, cut off by a crash
+// after its first bind: w-0 is bound on n0 devices 0,1 and carries the
+// whole gang's record (w-1 on n1 devices 2,3, w-2 on n2 devices 1,2). The
+// next round binds w-1 to n1 with indices 2,3 and w-2 to n2 with 1,2,
+// each with the same record and w-0's slowdown, and evicts nothing. When
+// w-2 vanished and its controller made w-3 instead, w-3 takes w-2's
+// recorded slot (n2, 1,2); when w-1 and w-2 both vanished for w-3 and
+// w-4, the vanished slots go in name order: w-3 gets w-1's (n1, 2,3), w-4
+// w-2's (n2, 1,2).
+func TestRoundCompletesCrashCutGang(t *testing.T) {
+	want := BindInfo{Gang: "ns/w", Round: "2026-01-01T00:00:00Z", Pods: map[string]PodBind{
+		"w-0": {Node: "n0", GPUs: []int{0, 1}}, "w-1": {Node: "n1", GPUs: []int{2, 3}}, "w-2": {Node: "n2", GPUs: []int{1, 2}}}}
+	for _, tc := range []struct {
+		pending []string
+		slots   map[string]PodBind // pod -> where it must be bound
+	}{
+		{[]string{"w-1", "w-2"}, map[string]PodBind{"w-1": {"n1", []int{2, 3}}, "w-2": {"n2", []int{1, 2}}}},
+		{[]string{"w-1", "w-3"}, map[string]PodBind{"w-1": {"n1", []int{2, 3}}, "w-3": {"n2", []int{1, 2}}}},
+		{[]string{"w-3", "w-4"}, map[string]PodBind{"w-3": {"n1", []int{2, 3}}, "w-4": {"n2", []int{1, 2}}}},
+	} {
+		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3, AnnSlowdown, "1.5"), "n0")))
+		objs := []runtime.Object{node("n0", 4), node("n1", 4), node("n2", 4), w0}
+		for _, n := range tc.pending {
+			objs = append(objs, owned(pod(n, 2, gangAnn("w", 3), "")))
+		}
+		cs, fc := newFake(t, objs...)
+		s := startRounds(t, testCfg(), cs)
+		s.Round(context.Background(), time.Now())
+		if len(fc.evicted) > 0 {
+			t.Errorf("pending %v: evicted %v, want none", tc.pending, fc.evicted)
+		}
+		if got := keys(fc.binds); !slices.Equal(got, keys(tc.slots)) {
+			t.Fatalf("pending %v: bound %v, want %v (wait reasons %q)", tc.pending, got, keys(tc.slots), s.lastWhy)
+		}
+		for name, slot := range tc.slots {
+			b := fc.binds[name]
+			if b.Target.Name != slot.Node || b.Annotations[AnnGPUIndices] != FormatIndices(slot.GPUs) {
+				t.Errorf("pending %v: %s bound to %s devices %s, want %s devices %v", tc.pending, name, b.Target.Name, b.Annotations[AnnGPUIndices], slot.Node, slot.GPUs)
+			}
+			got, err := ParseBindInfo(b.Annotations[AnnBindInfo])
+			if err != nil || !reflect.DeepEqual(*got, want) {
+				t.Errorf("pending %v: %s carries bind-info %+v (%v), want %+v", tc.pending, name, got, err, want)
+			}
+			if b.Annotations[AnnSlowdown] != "1.5" {
+				t.Errorf("pending %v: %s slowdown %q, want w-0's 1.5", tc.pending, name, b.Annotations[AnnSlowdown])
+			}
+		}
+	}
+}
+
+// A gang of three whose bound member's bind-info lists only two pods
+// cannot be completed from it: the round evicts the bound member (w-0)
+// so that the whole gang queues again, and binds nothing. Were w-0 a bare
+// pod, evicting it would lose it: by default it is kept, and the gang's
+// pods are told why and what to do.
+func TestRoundEvictsGangWithShortBindInfo(t *testing.T) {
+	short := `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{"w-0":{"node":"n0","gpus":[0,1]},"w-1":{"node":"n1","gpus":[2,3]}}}`
+	for _, bare := range []bool{false, true} {
+		mk := func(p *corev1.Pod) *corev1.Pod {
+			if bare {
+				return p
+			}
+			return owned(p)
+		}
+		w0 := running(mk(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, short), "n0")))
+		objs := []runtime.Object{node("n0", 4), node("n1", 4), node("n2", 4), w0,
+			mk(pod("w-1", 2, gangAnn("w", 3), "")), mk(pod("w-2", 2, gangAnn("w", 3), ""))}
+		cs, fc := newFake(t, objs...)
+		s := startRounds(t, testCfg(), cs)
+		s.Round(context.Background(), time.Now())
+		if len(fc.binds) > 0 {
+			t.Errorf("bare %v: bound %v, want nothing", bare, keys(fc.binds))
+		}
+		switch {
+		case !bare && !slices.Equal(fc.evicted, []string{"w-0"}):
+			t.Errorf("evicted %v, want [w-0]", fc.evicted)
+		case bare && len(fc.evicted) > 0:
+			t.Errorf("bare: evicted %v, want none", fc.evicted)
+		case bare && s.lastWhy["ns/w"] != "gang ns/w partly bound without a usable pal.io/bind-info for all its pods; "+
+			"its bare pods ns/w-0 are not evicted, since nothing would recreate them: delete them to queue the gang again":
+			t.Errorf("bare: wait reason %q", s.lastWhy["ns/w"])
+		}
+	}
+}
+
+// LAS with packed-nonsticky on one 4-GPU node: gang old (two 2-GPU pods
+// on devices 0,1 and 2,3) has run 100 s when gang new arrives. LAS puts
+// new first, and the placement gives it devices 0-3 and old nothing: the
+// round evicts old-0 and old-1 and does not bind new, whose pods are told
+// that old still holds those GPUs. The next round (old's pods deleting)
+// binds nothing either; once they are gone new binds on n0, 0,1 and 2,3.
+func TestLaunchWaitsForPreemptedPods(t *testing.T) {
+	ann := func(idx string) map[string]string {
+		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
+			`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
+	}
+	cs, fc := newFake(t, node("n0", 4), running(owned(pod("old-0", 2, ann("0,1"), "n0"))), running(owned(pod("old-1", 2, ann("2,3"), "n0"))))
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
+	s, log := startLogged(t, cfg, cs)
+	ctx := context.Background()
+	t0 := time.Now()
+	s.Round(ctx, t0)
+	for _, n := range []string{"new-0", "new-1"} {
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "new-1", true)
+	s.Round(ctx, t0.Add(100*time.Second))
+	if !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) || len(fc.binds) > 0 {
+		t.Fatalf("round 2: evicted %v, bound %v; want old-0 and old-1 evicted, nothing bound", fc.evicted, keys(fc.binds))
+	}
+	if got, want := s.lastWhy["ns/new"], "placed on n0 GPUs 0,1,2,3, which gang ns/old still hold(s); binds once they are free"; got != want {
+		t.Errorf("round 2: new waits with %q, want %q", got, want)
+	}
+	if want := `why="preempted at queue position 2 under las: its n0 GPUs 0,1,2,3 go to gang ns/new, ordered ahead of it"`; !strings.Contains(log.String(), want) {
+		t.Errorf("round 2: the log lacks %s:\n%s", want, log)
+	}
+	s.Round(ctx, t0.Add(110*time.Second))
+	if len(fc.binds) > 0 {
+		t.Fatalf("round 3: bound %v while old's pods are still leaving", keys(fc.binds))
+	}
+	for _, n := range []string{"old-0", "old-1"} {
+		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "old-1", false)
+	s.Round(ctx, t0.Add(120*time.Second))
+	for n, idx := range map[string]string{"new-0": "0,1", "new-1": "2,3"} {
+		if b := fc.binds[n]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != idx {
+			t.Errorf("round 4: %s bound %+v, want n0 devices %s", n, b, idx)
+		}
+	}
+}
+
+// The same arrival when old's pods are bare: by default old keeps its
+// GPUs (evicting would delete its pods for good) and new waits with the
+// node full; with preemptBarePods on, old is evicted as above.
+func TestBarePodsPreemptedOnlyWhenAllowed(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		ann := func(idx string) map[string]string { return gangAnn("old", 2, AnnGPUIndices, idx) }
+		cs, fc := newFake(t, node("n0", 4), running(pod("old-0", 2, ann("0,1"), "n0")), running(pod("old-1", 2, ann("2,3"), "n0")))
+		cfg := testCfg()
+		cfg.Scheduler, cfg.Placement, cfg.PreemptBarePods = "las", "packed-nonsticky", allow
+		s := startRounds(t, cfg, cs)
+		ctx := context.Background()
+		t0 := time.Now()
+		s.Round(ctx, t0)
+		for _, n := range []string{"new-0", "new-1"} {
+			if _, err := cs.CoreV1().Pods("ns").Create(ctx, pod(n, 2, gangAnn("new", 2), ""), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitInformer(t, s, "new-1", true)
+		s.Round(ctx, t0.Add(100*time.Second))
+		if len(fc.binds) > 0 {
+			t.Errorf("preemptBarePods %v: bound %v, want nothing", allow, keys(fc.binds))
+		}
+		if allow && !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) {
+			t.Errorf("preemptBarePods on: evicted %v, want old-0 and old-1", fc.evicted)
+		}
+		if !allow {
+			if len(fc.evicted) > 0 {
+				t.Errorf("preemptBarePods off: evicted %v, want none", fc.evicted)
+			}
+			if got, want := s.lastWhy["ns/new"], "gang of 2 pods (4 GPUs) waits at queue position 1 under las/packed-nonsticky: 0 GPUs free"; got != want {
+				t.Errorf("preemptBarePods off: new waits with %q, want %q", got, want)
+			}
+		}
+	}
+}
+
+// waitInformer waits until the scheduler's informer shows pod name in ns
+// (or no longer shows it).
+func waitInformer(t *testing.T, s *Scheduler, name string, present bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := s.ours.Pods("ns").Get(name)
+		if (err == nil) == present {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the informer never showed %s present=%v", name, present)
+		}
+	}
+}
+
+// Another scheduler's pod on n0 asking all 4 of its GPUs holds devices
+// 0-3 (global 0-3); n1's GPUs 4-7 stay free. With a second foreign pod
+// holding 3 of n1's GPUs (devices 3,2,1, from the top), our 1-GPU pod a
+// binds to the one GPU left, n1 device 0, and our 2-GPU pod b waits.
+func TestForeignPodHoldsWholeNode(t *testing.T) {
+	f4 := running(pod("f4", 4, nil, "n0"))
+	f4.Spec.SchedulerName = "default-scheduler"
+	snap, err := buildSnapshot([]*corev1.Node{node("n0", 4), node("n1", 4)}, nil, []*corev1.Pod{f4}, workload.DefaultModels(), noJob, newJobTable(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range 8 {
+		want := cluster.Free
+		if g < 4 {
+			want = ownerForeign
+		}
+		if o := snap.cl.Owner(g); o != want {
+			t.Errorf("GPU %d: owner %d, want %d", g, o, want)
+		}
+	}
+
+	f3 := running(pod("f3", 3, nil, "n1"))
+	f3.Spec.SchedulerName = "default-scheduler"
+	cs, fc := newFake(t, node("n0", 4), node("n1", 4), f4, f3, pod("a", 1, nil, ""), pod("b", 2, nil, ""))
+	s := startRounds(t, testCfg(), cs)
+	s.Round(context.Background(), time.Now())
+	if b := fc.binds["a"]; b == nil || b.Target.Name != "n1" || b.Annotations[AnnGPUIndices] != "0" || len(fc.binds) != 1 {
+		t.Fatalf("binds %v (a: %+v), want a alone on n1 device 0", keys(fc.binds), fc.binds["a"])
+	}
+	if got, want := s.lastWhy["ns/pod:b"], "gang of 1 pods (2 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free"; got != want {
+		t.Errorf("b waits with %q, want %q", got, want)
+	}
+}
+
+// fixedPlacer answers every round with the same GPU sets (in the ids of
+// the view it is given).
+type fixedPlacer struct{ alloc [][]int }
+
+func (fixedPlacer) Name() string { return "fixed" }
+func (fixedPlacer) Sticky() bool { return false }
+func (f fixedPlacer) Place(_ *policy.Env, order []*workload.Job) [][]int {
+	out := make([][]int, len(order))
+	copy(out, f.alloc)
+	return out
+}
+
+// A placer's set that does not split into whole pods per node falls back
+// to packing by node, the node with the most free GPUs first. Three 4-GPU
+// nodes; other schedulers' pods hold 1 GPU of n0 (device 3) and 2 of n2
+// (devices 3,2): free are n0 0,1,2 (3), n1 0-3 (4), n2 0,1 (2). The
+// placer's view numbers those 9 GPUs 0..8 and the placer answers view
+// 0,1,2,3 = n0 0,1,2 and n1 0, which gives the gang's second 2-GPU pod
+// n0 device 2 and n1 device 0. Packing by node takes n1 (4 free) first,
+// and both pods fit there: g-0 on n1 0,1, g-1 on n1 2,3.
+func TestNodePackFallbackMostFreeFirst(t *testing.T) {
+	f1 := running(pod("f1", 1, nil, "n0"))
+	f2 := running(pod("f2", 2, nil, "n2"))
+	f1.Spec.SchedulerName, f2.Spec.SchedulerName = "default-scheduler", "default-scheduler"
+	cs, fc := newFake(t, node("n0", 4), node("n1", 4), node("n2", 4), f1, f2,
+		pod("g-0", 2, gangAnn("g", 2), ""), pod("g-1", 2, gangAnn("g", 2), ""))
+	s := startRounds(t, testCfg(), cs)
+	s.pol.place = fixedPlacer{[][]int{{0, 1, 2, 3}}}
+	s.Round(context.Background(), time.Now())
+	for n, idx := range map[string]string{"g-0": "0,1", "g-1": "2,3"} {
+		if b := fc.binds[n]; b == nil || b.Target.Name != "n1" || b.Annotations[AnnGPUIndices] != idx {
+			t.Errorf("%s bound %+v, want n1 devices %s (wait reasons %q)", n, b, idx, s.lastWhy)
+		}
+	}
+}
+
+// With leader election on and no pal-system namespace, Run fails at once
+// with one message naming the namespace and the fixes; with the
+// namespace there it gets past the check (and runs until stopped).
+func TestRunWithoutLeaseNamespace(t *testing.T) {
+	cfg := DefaultConfig()
+	cs, _ := newFake(t, node("n0", 4))
+	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(&syncBuf{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = s.Run(ctx)
+	want := `leader election needs namespace "pal-system" for its Lease pal-system/pal-scheduler, and it does not exist: ` +
+		`create it (kubectl create namespace pal-system, or kubectl apply -f deploy/namespace.yaml), ` +
+		`name an existing one in the config's namespace field, or run a single replica with --no-leader-election`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run: %v\nwant: %s", err, want)
+	}
+
+	cs, _ = newFake(t, node("n0", 4), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pal-system"}})
+	if s, err = New(cfg, cs, slog.New(slog.NewTextHandler(&syncBuf{}, nil))); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx2) }()
+	for deadline := time.Now().Add(10 * time.Second); s.Rounds() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no round ran with the namespace present")
+		}
+	}
+	cancel2()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: %v", err)
+	}
+}
