@@ -52,6 +52,12 @@ type Config struct {
 	// they weigh is the pal.io/iterations estimate; a gang without one
 	// counts as nearly done and is moved only when it must be.
 	MigrationCost Duration `json:"migrationCost"`
+	// TimeScale is how many seconds of the jobs' time pass per second of
+	// wall time: 1 on a real cluster; a replay that compresses a trace
+	// (pal replay --speedup) sets its speedup, so that the progress the
+	// scheduler credits a running gang (and so the work a move's gain is
+	// weighed against) is in the trace's seconds, as in pal sim.
+	TimeScale float64 `json:"timeScale"`
 	// PreemptBarePods lets a round preempt a gang that has a bare pod (a
 	// pod with no controller ownerReference): evicting a bare pod deletes
 	// it and nothing recreates it, so by default such a gang is never
@@ -146,6 +152,7 @@ func DefaultConfig() Config {
 		Scheduler:            o.Scheduler,
 		Placement:            "pal-ma",
 		MigrationCost:        Duration{DefaultMigrationCost},
+		TimeScale:            1,
 		PMFirstTieBreak:      o.TieBreak,
 		LocalityPenalty:      o.LocalityPenalty,
 		KStrategy:            o.KStrategy,
@@ -205,6 +212,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field starvationGuard: must be >= 0, got %v", c.StarvationGuard)
 	case c.MigrationCost.Duration < 0:
 		return fmt.Errorf("field migrationCost: must be >= 0, got %v", c.MigrationCost)
+	case !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0):
+		return fmt.Errorf("field timeScale: must be a positive number (1 on a real cluster), got %v", c.TimeScale)
 	case c.QPS <= 0 || c.Burst <= 0:
 		return fmt.Errorf("fields qps and burst: must be positive")
 	case c.BindWorkers <= 0 || c.BindWorkers > 1024:

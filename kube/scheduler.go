@@ -300,7 +300,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	s.roundCount.Add(1)
 	elapsed := 0.0
 	if !s.lastRound.IsZero() {
-		elapsed = start.Sub(s.lastRound).Seconds()
+		elapsed = start.Sub(s.lastRound).Seconds() * s.cfg.TimeScale
 	}
 	s.lastRound = start
 	now := float64(start.UnixNano())/1e9 - s.jobs.epoch
@@ -349,6 +349,13 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			j.MoveCost = s.jobs.cost
 			if g.state == gangRunning {
 				j.GPUsHeld = g.gpus
+				// Its progress over the last period, as the simulator
+				// credits a round: a migration-aware placement weighs a
+				// move's gain against the work that is left.
+				if j.IterTime > 0 && elapsed > 0 {
+					j.PM, j.Loc = s.slowdown(snap, j, g.gpus), 1
+					j.Progress(elapsed)
+				}
 				j.Attained += elapsed
 				j.GPUService += elapsed * float64(j.GPUs)
 				j.SinceScheduled = 0
@@ -608,6 +615,14 @@ func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload
 		}
 		g := byJob[d.Job]
 		s.evict(ctx, g, s.reason(snap, d, byID, pos))
+		// The restart costs what the placement weighed (lost progress,
+		// paid once the gang runs again), as in pal sim --moves
+		// evict-relaunch.
+		if d.Kind == round.Migrate {
+			d.Job.Debt += d.Job.MoveCost.Migration
+		} else {
+			d.Job.Debt += d.Job.MoveCost.Preemption
+		}
 		for _, x := range d.From {
 			vacating[x] = gangName(g.key)
 		}

@@ -55,6 +55,11 @@ type Options struct {
 	SchedulerName string
 	Timeout       time.Duration // give up after this much wall time (0: none)
 	Log           func(format string, a ...any)
+	// RestartCost is the simulated seconds of progress a gang loses each
+	// time it is recreated after an eviction (a checkpoint restored, as
+	// the simulator's --migration-cost and --preemption-cost charge it):
+	// it pays them off at the start of its next placement.
+	RestartCost float64
 
 	owner []metav1.OwnerReference // the run's ConfigMap
 }
@@ -84,6 +89,7 @@ type jobRun struct {
 	pods      map[string]bool
 	started   bool
 	executed  float64 // iterations credited before the current placement (after preemptions)
+	debt      float64 // restart cost still to pay (see Options.RestartCost)
 	startTick int     // round the current placement started
 	slowdown  float64
 	first     float64
@@ -103,6 +109,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	}
 	if !(o.Round > 0) || !(o.Speedup > 0) || math.IsInf(o.Speedup, 0) {
 		return nil, fmt.Errorf("replay: round and speedup must be positive")
+	}
+	if !(o.RestartCost >= 0) || math.IsInf(o.RestartCost, 0) {
+		return nil, fmt.Errorf("replay: restart cost must be finite seconds >= 0, got %v", o.RestartCost)
 	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
@@ -203,7 +212,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 					return a.GPUs[0] - b.GPUs[0]
 				})
 			}
-			n := rounds(j.executed, j.spec.Iterations, o.Round, j.slowdown*j.spec.IterTime)
+			n := rounds(j.executed, j.debt, j.spec.Iterations, o.Round, j.slowdown*j.spec.IterTime)
 			at := t0.Add(time.Duration((float64(j.startTick+n) - 0.25) * float64(wr)))
 			go patch(p, at)
 			return
@@ -246,10 +255,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 			}
 			if j.started {
 				k := int(math.Round(tick(time.Now())))
-				step := o.Round / (j.slowdown * j.spec.IterTime)
 				for r := j.startTick; r < k; r++ {
-					j.executed += step
+					j.executed, j.debt = credit(j.executed, j.debt, o.Round, j.slowdown*j.spec.IterTime)
 				}
+				j.debt += o.RestartCost
 				j.held += k - j.startTick
 				j.started = false
 				j.preempt++
@@ -348,16 +357,26 @@ func gpuNodes(ctx context.Context, cs kubernetes.Interface) (map[string]int, []i
 func fmtG(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // rounds is how many rounds the simulator runs a job from executed
-// iterations to its total at step = R/(slowdown x iter_time) a round,
-// adding the steps one by one exactly as the simulator does.
-func rounds(executed, total, R, perIter float64) int {
-	step := R / perIter
+// iterations (with debt seconds of restart cost to pay first) to its
+// total, crediting round by round exactly as the simulator does.
+func rounds(executed, debt, total, R, perIter float64) int {
 	n := 0
 	for executed < total {
-		executed += step
+		executed, debt = credit(executed, debt, R, perIter)
 		n++
 	}
 	return n
+}
+
+// credit is one round of progress as the simulator credits it: a debt
+// is paid first (up to the whole round), the rest of the round runs at
+// R/perIter iterations a round.
+func credit(executed, debt, R, perIter float64) (float64, float64) {
+	if debt > 0 {
+		d := math.Min(debt, R)
+		return executed + (R-d)/perIter, debt - d
+	}
+	return executed + R/perIter, debt
 }
 
 // create makes a job's gang: one 1-GPU pod per GPU, so that any GPU set

@@ -439,16 +439,8 @@ func (s *state) report(round, active int) {
 
 // credit gives a running job the round (T-R, T].
 func credit(j *workload.Job, R float64) {
-	if j.Debt > 0 {
-		// Restoring after a move: no progress until it is paid.
-		d := math.Min(j.Debt, R)
-		j.Debt -= d
-		j.LostGPUSeconds += d * float64(j.GPUs)
-		j.Executed += (R - d) / (j.PM * j.Loc * j.IterTime)
-	} else {
-		// Same operation order as the artifact: the effective
-		// iteration time first, then the division.
-		j.Executed += R / (j.PM * j.Loc * j.IterTime)
+	if paid := j.Progress(R); paid > 0 {
+		j.LostGPUSeconds += paid * float64(j.GPUs)
 	}
 	j.Attained += R
 	j.GPUService += R * float64(j.GPUs)

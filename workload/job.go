@@ -4,7 +4,11 @@
 // state while a driver runs it.
 package workload
 
-import "github.com/palsched/pal/variability"
+import (
+	"math"
+
+	"github.com/palsched/pal/variability"
+)
 
 // Spec is a job as submitted. It never changes once read.
 //
@@ -100,6 +104,25 @@ func NewJob(s Spec) *Job {
 
 // Running reports whether the job holds GPUs.
 func (j *Job) Running() bool { return j.GPUsHeld != nil }
+
+// Progress runs the job for d seconds on GPUs at slowdown PM x Loc: a
+// debt left by a move is paid first (no progress until it is), the rest
+// advances Executed. It returns the debt paid. Both drivers credit a
+// running job with it, so a move's gain is weighed against the same
+// remaining work in each.
+func (j *Job) Progress(d float64) (paid float64) {
+	if j.Debt > 0 {
+		// Restoring after a move: no progress until it is paid.
+		paid = math.Min(j.Debt, d)
+		j.Debt -= paid
+		j.Executed += (d - paid) / (j.PM * j.Loc * j.IterTime)
+		return paid
+	}
+	// Same operation order as the PAL artifact: the effective iteration
+	// time first, then the division.
+	j.Executed += d / (j.PM * j.Loc * j.IterTime)
+	return 0
+}
 
 // Remaining is the iterations left.
 func (j *Job) Remaining() float64 { return j.Iterations - j.Executed }

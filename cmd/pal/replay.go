@@ -101,6 +101,7 @@ would, so the scheduler may move them), and deleting it deletes them.`,
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the jobs' pods")
 	f.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "spec.schedulerName of the pods")
 	f.DurationVar(&o.Timeout, "timeout", 0, "give up after this much wall time (0: none)")
+	f.Float64Var(&o.RestartCost, "restart-cost", 0, "simulated seconds of progress a gang loses each time it is recreated after an eviction (as pal sim --migration-cost and --preemption-cost charge it; compare with pal sim --moves evict-relaunch)")
 	f.StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV, as pal sim --jobs-out)")
 	f.StringVar(&placementsOut, "placements-out", "", "write each job's GPUs (node:indices;...) as CSV")
 	f.StringVar(&models, "models", "", "model table YAML (default: the embedded one)")

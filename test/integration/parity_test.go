@@ -134,11 +134,13 @@ func simLaunches(t *testing.T, tracePath, scoresPath, placement string, migratio
 	return simGPUs, simRes
 }
 
-func parity(t *testing.T, trace, placement string, migrationCost float64) {
-	const R, speedup = 360.0, 180.0
+// parityInputs writes the trace and the 4x4 GPU score table both
+// drivers read.
+func parityInputs(t *testing.T, trace string) (tracePath, scoresPath string) {
+	t.Helper()
 	dir := t.TempDir()
-	tracePath := filepath.Join(dir, "trace.csv")
-	scoresPath := filepath.Join(dir, "gpu-scores.csv")
+	tracePath = filepath.Join(dir, "trace.csv")
+	scoresPath = filepath.Join(dir, "gpu-scores.csv")
 	if err := os.WriteFile(tracePath, []byte(trace), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +152,70 @@ func parity(t *testing.T, trace, placement string, migrationCost float64) {
 	if err := os.WriteFile(scoresPath, []byte(sb.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return tracePath, scoresPath
+}
+
+// replayOnDevCluster starts a 4x4 dev cluster with the scores' ConfigMap
+// and pal scheduler (FIFO, placement, migration cost, rounds aligned to
+// the wall clock at one 360 s round per 2 s) and replays the trace.
+func replayOnDevCluster(t *testing.T, tracePath, scoresPath, placement string, migrationCost, restartCost float64) *replay.Result {
+	t.Helper()
+	const R, speedup = 360.0, 180.0
+	e := newEnv(t, 4, 4)
+	out, err := exec.Command(palBin, "profile", "export", "--kubernetes", "--gpu-scores", scoresPath).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(out, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(context.Background(), &cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kc := testConfig()
+	kc.Period = kube.Duration{Duration: time.Duration(R / speedup * float64(time.Second))}
+	kc.AlignPeriod, kc.ArrivalDelay = true, kube.Duration{}
+	kc.Scheduler, kc.Placement = "fifo", placement
+	kc.MigrationCost = kube.Duration{Duration: time.Duration(migrationCost * float64(time.Second))}
+	kc.TimeScale = speedup // progress in the trace's seconds, as pal sim credits it
+	e.runScheduler(kc, "pal")
+	tr, err := workload.ReadTraceFile(tracePath, workload.DefaultModels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := replay.Run(context.Background(), e.cs, replay.Options{Trace: tr, Round: R, Speedup: speedup,
+		Namespace: "pal-replay", SchedulerName: "pal", Timeout: 4 * time.Minute, Log: t.Logf, RestartCost: restartCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// replayGPUs is a replayed job's last placement as node:index strings.
+func replayGPUs(p replay.Placement) []string {
+	var got []string
+	for _, pb := range p.Pods {
+		for _, x := range pb.GPUs {
+			got = append(got, fmt.Sprintf("%s:%d", pb.Node, x))
+		}
+	}
+	slices.Sort(got)
+	return got
+}
+
+// simGPUNames names simulated GPU ids as the dev cluster's node:index.
+func simGPUNames(gpus []int) []string {
+	var want []string
+	for _, g := range gpus {
+		want = append(want, fmt.Sprintf("gpu-node-%03d:%d", g/4, g%4))
+	}
+	slices.Sort(want)
+	return want
+}
+
+func parity(t *testing.T, trace, placement string, migrationCost float64) {
+	tracePath, scoresPath := parityInputs(t, trace)
 
 	simGPUs, simRes := simLaunches(t, tracePath, scoresPath, placement, migrationCost)
 	if migrationCost > 0 {
@@ -171,51 +237,14 @@ func parity(t *testing.T, trace, placement string, migrationCost float64) {
 	}
 
 	// The same on the dev cluster.
-	e := newEnv(t, 4, 4)
-	out, err := exec.Command(palBin, "profile", "export", "--kubernetes", "--gpu-scores", scoresPath).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(out, &cm); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(context.Background(), &cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kc := testConfig()
-	kc.Period = kube.Duration{Duration: time.Duration(R / speedup * float64(time.Second))}
-	kc.AlignPeriod, kc.ArrivalDelay = true, kube.Duration{}
-	kc.Scheduler, kc.Placement = "fifo", placement
-	kc.MigrationCost = kube.Duration{Duration: time.Duration(migrationCost * float64(time.Second))}
-	e.runScheduler(kc, "pal")
-	tr, err := workload.ReadTraceFile(tracePath, workload.DefaultModels())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := replay.Run(context.Background(), e.cs, replay.Options{Trace: tr, Round: R, Speedup: speedup,
-		Namespace: "pal-replay", SchedulerName: "pal", Timeout: 4 * time.Minute, Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := replayOnDevCluster(t, tracePath, scoresPath, placement, migrationCost, 0)
 
 	if len(res.Jobs) != len(simRes.Jobs) {
 		t.Fatalf("replay finished %d jobs, sim %d", len(res.Jobs), len(simRes.Jobs))
 	}
 	for i, rj := range res.Jobs {
 		sj := simRes.Jobs[i]
-		var want []string
-		for _, g := range simGPUs[sj.ID] {
-			want = append(want, fmt.Sprintf("gpu-node-%03d:%d", g/4, g%4))
-		}
-		var got []string
-		for _, p := range res.Placements[i].Pods {
-			for _, x := range p.GPUs {
-				got = append(got, fmt.Sprintf("%s:%d", p.Node, x))
-			}
-		}
-		slices.Sort(got)
-		slices.Sort(want)
+		want, got := simGPUNames(simGPUs[sj.ID]), replayGPUs(res.Placements[i])
 		t.Logf("job %2d: sim GPUs %v start %5.0f end %5.0f | replay GPUs %v start %5.0f end %5.0f",
 			sj.ID, want, sj.FirstStart, sj.Completion, got, rj.FirstStart, rj.Completion)
 		if !slices.Equal(got, want) {
