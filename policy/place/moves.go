@@ -80,8 +80,8 @@ type mover struct {
 	// visiting order is the order itself: a job's turn changes only the
 	// lines of jobs behind it, so every line before it is final.
 	ready func(n int)
-	best      [variability.NumClasses]float64
-	bestK     bool
+	best  [variability.NumClasses]float64
+	bestK bool
 }
 
 // hysteresis makes the rule for env; scores says whether the placer
