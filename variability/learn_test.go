@@ -1,0 +1,160 @@
+package variability
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+func flatTable(n int, v ...float64) *Table {
+	t := &Table{}
+	for c := range t.Values {
+		t.Values[c] = make([]float64, n)
+		for g := range n {
+			t.Values[c][g] = 1
+		}
+	}
+	copy(t.Values[ClassA], v)
+	return t
+}
+
+func newTestLearner(t *testing.T, prior *Table) *Learner {
+	t.Helper()
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Each step's expected beliefs, with Alpha 0.5 and Tol 0.01:
+func TestLearnerSteps(t *testing.T) {
+	type obs struct {
+		gpus []int
+		y    float64
+	}
+	for _, tc := range []struct {
+		name  string
+		prior []float64
+		obs   []obs
+		want  []float64
+	}{
+		// Observations equal to the believed max (beliefs = truth) move
+		// nothing, whatever the set.
+		{"truth", []float64{0.9, 1.0, 1.2, 1.0}, []obs{{[]int{0, 1}, 1.0}, {[]int{0, 1, 2, 3}, 1.2}, {[]int{0}, 0.9}}, []float64{0.9, 1.0, 1.2, 1.0}},
+		// Inside the band: 1.0 -> 1.009 is under 1%.
+		{"band", []float64{1, 1, 1, 1}, []obs{{[]int{0}, 1.009}}, []float64{1, 1, 1, 1}},
+		// One GPU seen slower twice: 1 + 0.5 x 0.2 = 1.1, then 1.1 + 0.5 x 0.1 = 1.15.
+		{"alone slower", []float64{1, 1, 1, 1}, []obs{{[]int{0}, 1.2}, {[]int{0}, 1.2}}, []float64{1.15, 1, 1, 1}},
+		// Seen faster: every GPU of the set is lowered, 1.2 -> 1.2 + 0.5 x (1.0 - 1.2) = 1.1
+		// and 1.1 -> 1.05; GPU 2 (0.9) is under the pace and stays.
+		{"set faster", []float64{1.2, 1.1, 0.9, 1}, []obs{{[]int{0, 1, 2}, 1.0}}, []float64{1.1, 1.05, 0.9, 1}},
+		// Max-of-G attribution: {0,1} at 1.3, GPU 1 believed slowest takes the
+		// blame: 1.05 + 0.5 x 0.25 = 1.175. GPU 1 alone at 1.05 caps it:
+		// 1.175 + 0.5 x (1.05 - 1.175) = 1.1125, bound 1.05. {0,1} at 1.3
+		// again: GPU 1's bound rules it out, GPU 0 (bound 1.3) is raised:
+		// 1 + 0.5 x 0.3 = 1.15.
+		{"attribution", []float64{1, 1.05, 1, 1}, []obs{{[]int{0, 1}, 1.3}, {[]int{1}, 1.05}, {[]int{0, 1}, 1.3}}, []float64{1.15, 1.1125, 1, 1}},
+		// Drift: GPU 0 seen at 1.0 (bound 1.0), then at 1.5: no GPU's bound
+		// allows it, the bound is forgotten and 1 + 0.5 x 0.5 = 1.25.
+		{"drift", []float64{1, 1, 1, 1}, []obs{{[]int{0}, 1.0}, {[]int{0}, 1.5}}, []float64{1.25, 1, 1, 1}},
+		// Nonsense paces are ignored.
+		{"ignored", []float64{1, 1, 1, 1}, []obs{{[]int{0}, math.NaN()}, {[]int{0}, 0}, {nil, 2}}, []float64{1, 1, 1, 1}},
+	} {
+		l := newTestLearner(t, flatTable(4, tc.prior...))
+		for _, o := range tc.obs {
+			l.Observe(ClassA, o.gpus, o.y)
+		}
+		for g, w := range tc.want {
+			if got := l.Belief(ClassA, g); math.Abs(got-w) > 1e-12 {
+				t.Errorf("%s: GPU %d believed %v, want %v", tc.name, g, got, w)
+			}
+		}
+		for g := range 4 {
+			if l.Belief(ClassB, g) != 1 {
+				t.Errorf("%s: class B GPU %d moved", tc.name, g)
+			}
+		}
+	}
+}
+
+// Rebinning: nothing moved, nothing to do; a move under 2% is not enough;
+// a bigger one re-bins only its class, the others keep their slices.
+func TestLearnerRebin(t *testing.T) {
+	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
+	l := newTestLearner(t, prior)
+	old := l.cur
+	if sc, err := l.Rebin(); sc != nil || err != nil {
+		t.Fatalf("rebin with nothing moved: %v %v", sc, err)
+	}
+	l.Observe(ClassA, []int{0}, 0.88) // 0.9 -> 0.89: 1.1%, under 2%
+	if sc, _ := l.Rebin(); sc != nil {
+		t.Fatal("rebinned for a 1.1% move")
+	}
+	l.Observe(ClassA, []int{0}, 1.3) // 0.89 -> 1.095: bound 0.88 forgotten
+	l.Observe(ClassA, []int{0}, 1.3) // -> 1.1975
+	sc, err := l.Rebin()
+	if err != nil || sc == nil {
+		t.Fatalf("no rebin after a big move: %v", err)
+	}
+	// Class A is now 1.1975, 0.9, 1.2, 1.2: the fast bin holds GPU 1 only.
+	if sc.Bins[ClassA].Bin[0] == sc.Bins[ClassA].Bin[1] || sc.Bins[ClassA].Bin[0] != sc.Bins[ClassA].Bin[2] {
+		t.Errorf("class A bins %v", sc.Bins[ClassA].Bin)
+	}
+	if &sc.SF[ClassB][0] != &old.SF[ClassB][0] || old.Raw.Values[ClassA][0] != 0.9 {
+		t.Error("unchanged class re-binned, or the old scores were changed")
+	}
+	if l.Rebins != 1 {
+		t.Errorf("rebins %d", l.Rebins)
+	}
+}
+
+func TestReadGPUEvents(t *testing.T) {
+	evs, err := ReadGPUEvents("e.csv", strings.NewReader("# drift\ntime_s,gpu,class,new_score\n100,3,*,1.5\n50,1,B,0.9\n100,2,a,2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sorted by time, file order among equal times.
+	got := fmt.Sprint(evs)
+	want := "[{50 1 B false 0.9 4} {100 3 A true 1.5 3} {100 2 A false 2 5}]"
+	if got != want {
+		t.Errorf("events %s, want %s", got, want)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"time_s,gpu,class,new_score\n-1,0,A,1\n", `e.csv:2: field "time_s": "-1" must not be negative`},
+		{"time_s,gpu,class,new_score\n1,0,E,1\n", `e.csv:2: field "class": unknown class "E"`},
+		{"time_s,gpu,class,new_score\n1,0,A,0\n", `e.csv:2: field "new_score": "0" must be positive`},
+		{"time_s,gpu,class\n", `e.csv:1: field "new_score": missing column`},
+		{"time_s,gpu,class,new_score\n", "e.csv: no data rows"},
+	} {
+		_, err := ReadGPUEvents("e.csv", strings.NewReader(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzReadGPUEvents(f *testing.F) {
+	for _, s := range []string{"time_s,gpu,class,new_score\n0,0,*,1\n5,1,A,2\n", "time_s,gpu,class,new_score\nNaN,0,A,1\n", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		evs, err := ReadGPUEvents("e.csv", strings.NewReader(in))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "e.csv") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for i, e := range evs {
+			if !(e.T >= 0) || e.GPU < 0 || !(e.Score > 0) || math.IsInf(e.Score, 0) || (i > 0 && e.T < evs[i-1].T) {
+				t.Fatalf("event %d: %+v", i, e)
+			}
+		}
+	})
+}
