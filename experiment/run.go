@@ -161,7 +161,7 @@ func (in *Inputs) Header() []Input {
 		{"track", track},
 		{"starvation_guard", guard},
 		{"move_costs", in.Costs.String()},
-	}, ten...)
+	}, append(in.truthDescription(), ten...)...)
 }
 
 func traceFrom(name, from string) string {
