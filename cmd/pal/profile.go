@@ -23,7 +23,7 @@ func newProfileCmd() *cobra.Command {
 		Use:   "profile",
 		Short: "Build, inspect and export GPU variability profiles, PM-score bins and L×V orders",
 	}
-	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd(), newProfileBuildCmd())
+	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd(), newProfileBuildCmd(), newProfileDCGMCmd())
 	return cmd
 }
 

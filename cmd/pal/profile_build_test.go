@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +129,31 @@ func TestProfileBuildCLIErrors(t *testing.T) {
 	// One GPU, one run: its value is the median, 1; the classes' source is named.
 	if !strings.Contains(out, "\n0,0,1,1,1,1\n") || !strings.Contains(out, "# classes: "+cls+" (alexnet=A)") {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+// pal profile dcgm end to end against a served exporter sample: GPU 1 of
+// testdata/dcgm-exporter-a100.txt is thermally throttled at 72% of the
+// busy median clock (see the telemetry package's test for the numbers).
+func TestProfileDCGM(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "dcgm-exporter-a100.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(b) }))
+	defer srv.Close()
+	out, err := run(t, "profile", "dcgm", "--url", srv.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "gpu-node-001  1    GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02  1005          0.720        sw_thermal,hw_thermal  yes       1.39") {
+		t.Errorf("table:\n%s", out)
+	}
+	out, err = run(t, "profile", "dcgm", "--url", srv.URL+"/metrics", "-o", "prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02"} 1`) {
+		t.Errorf("prometheus:\n%s", out)
 	}
 }
