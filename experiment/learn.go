@@ -121,7 +121,8 @@ func (in *Inputs) runTruth() (*variability.Table, sim.ScoreHook, error) {
 			vs.SF[c] = in.Bins[c].SF
 			vs.LV[c] = variability.LxV(in.Bins[c].SF, in.ClassL[c])
 		}
-		l, err := variability.NewLearner(in.Raw, vs, variability.LearnOptions{Bin: variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed}})
+		lo := variability.LearnOptions{Bin: variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed}}
+		l, err := variability.NewLearner(in.Raw, vs, lo)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -137,7 +138,6 @@ type scoreHook struct {
 	events  []variability.GPUEvent
 	next    int
 	learner *variability.Learner
-	err     error
 }
 
 func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, bool) {
@@ -152,11 +152,11 @@ func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, b
 			pace := j.PM * j.Loc
 			h.learner.Observe(j.Class, j.GPUsHeld, pace/j.Loc)
 		}
+		// Rebin fails only on a non-positive or infinite belief, which
+		// cannot arise (every step is a convex combination of positive
+		// paces and beliefs): on such an error the old scores stay.
 		vs, err := h.learner.Rebin()
-		if err != nil && h.err == nil {
-			h.err = err
-		}
-		if vs != nil {
+		if err == nil && vs != nil {
 			sc = policy.ScoresFrom(vs)
 		}
 	}

@@ -1,7 +1,9 @@
 package variability
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 )
@@ -23,6 +25,13 @@ type LearnOptions struct {
 	// Bin is how a class is binned again (its L×V order keeps the
 	// class's locality penalty).
 	Bin BinOptions
+	// PerClassOnly turns off the GPU-wide factor (see Learner): each
+	// class learns from its own jobs alone.
+	PerClassOnly bool
+	NoGuess      bool
+	// Memory is how many unresolved slow observations are kept (0 means
+	// 4096; see Learner).
+	Memory int
 }
 
 func (o LearnOptions) withDefaults() LearnOptions {
@@ -35,6 +44,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	if o.Rebin <= 0 {
 		o.Rebin = 0.02
 	}
+	if o.Memory <= 0 {
+		o.Memory = 4096
+	}
 	return o
 }
 
@@ -46,6 +58,7 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //
 //   - Every GPU of G runs at most y. A belief above y·(1+Tol) is lowered
 //     towards y, and y is remembered as the GPU's upper bound.
+//
 //   - If y exceeds the believed max of G by more than Tol, some GPU of G
 //     is slower than believed, but which one the max does not say. The
 //     blame goes to one GPU: among those whose upper bound still allows
@@ -57,23 +70,41 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     the blame on. When no GPU's bound allows y the GPUs must have
 //     changed (drift): their bounds are forgotten and the believed slowest
 //     takes the blame.
+//
 //   - Noise: nothing moves inside the Tol band, and every move is a step
 //     of Alpha towards the observation (an exponentially weighted mean
 //     over the rounds a job keeps showing its pace).
+//
 //   - GPUs nobody has run on keep their prior (the profile's value, or
 //     the median GPU's 1.0 when a GPU has no profile) and, having no
 //     upper bound, are the first suspects when a job with them is slow.
+//
+//   - A GPU-wide factor (unless PerClassOnly): when an observation pins
+//     one GPU's value (a one-GPU job, or the only GPU that can be the slow
+//     one), the ratio of its new belief to its profile value is kept as
+//     the GPU's factor and applied to the classes that have never run on
+//     it, and a slow set's blame goes first to the GPU whose factor (as
+//     much as its own belief) says it is slow. Throttling, power caps and
+//     a replaced board are properties of the GPU, not of the application,
+//     so what one class learns is the best prior the others have.
 //
 // When beliefs equal the truth no observation is outside the band, so
 // nothing changes. A class is binned again when a belief has moved by
 // more than Rebin since its last binning.
 type Learner struct {
 	opts   LearnOptions
+	prior  [NumClasses][]float64
+	health []float64 // GPU-wide factor: belief / prior where a class pinned it
+	hiH    []float64 // upper bound on the GPU-wide factor: min of pace / prior
 	belief [NumClasses][]float64
 	hi     [NumClasses][]float64
 	snap   [NumClasses][]float64
 	moved  [NumClasses]bool
-	cur    *Scores
+	// open are slow observations whose slow GPU is not pinned yet, and
+	// openKey their keys (a job seen slow every round is kept once).
+	open    []clause
+	openKey map[uint64]bool
+	cur     *Scores
 	// Counters, for reports.
 	Observations, Lowered, Raised, Forgot, Rebins int
 }
@@ -86,11 +117,17 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 	}
 	l := &Learner{opts: opts.withDefaults(), cur: cur}
 	n := prior.NumGPUs()
+	l.health = make([]float64, n)
+	l.hiH = make([]float64, n)
+	for g := range l.health {
+		l.health[g], l.hiH[g] = 1, math.Inf(1)
+	}
 	for c := range Class(NumClasses) {
 		if len(prior.Values[c]) != n || len(cur.SF[c]) != n {
 			return nil, fmt.Errorf("learner: class %s covers %d GPUs, want %d", c, len(prior.Values[c]), n)
 		}
 		l.belief[c] = slices.Clone(prior.Values[c])
+		l.prior[c] = slices.Clone(prior.Values[c])
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
 		for g := range l.hi[c] {
@@ -120,37 +157,183 @@ func (l *Learner) Observe(c Class, gpus []int, y float64) {
 		return
 	}
 	l.Observations++
-	b, hi := l.belief[c], l.hi[c]
+	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
 	tol, a := l.opts.Tol, l.opts.Alpha
-	believed := 0.0
 	allowed := false
+	believed := 0.0
 	for _, g := range gpus {
-		believed = max(believed, b[g])
 		allowed = allowed || hi[g] >= y*(1-tol)
+		believed = max(believed, b[g])
 	}
 	if !allowed {
 		for _, g := range gpus {
 			hi[g] = math.Inf(1)
+			l.hiH[g] = math.Inf(1)
 		}
 		l.Forgot++
 	}
-	if y > believed*(1+tol) {
-		s := -1
-		for _, g := range gpus {
-			if hi[g] >= y*(1-tol) && (s < 0 || b[g] > b[s]) {
-				s = g
-			}
-		}
-		b[s] += a * (y - b[s])
-		l.moved[c] = true
-		l.Raised++
+	slow := y > believed*(1+tol)
+	pinned, suspects := l.explain(c, gpus, y)
+	if slow && suspects > 1 {
+		l.remember(clause{c: c, y: y, gpus: gpus})
 	}
 	for _, g := range gpus {
 		hi[g] = min(hi[g], y)
+		l.hiH[g] = min(l.hiH[g], y/pr[g])
 		if b[g] > y*(1+tol) {
 			b[g] += a * (y - b[g])
 			l.moved[c] = true
 			l.Lowered++
+		}
+	}
+	if pinned >= 0 && !l.opts.PerClassOnly {
+		l.spread(c, pinned)
+	}
+}
+
+// clause is a slow observation: some GPU of gpus runs class c at y.
+type clause struct {
+	c    Class
+	y    float64
+	gpus []int
+}
+
+func (k *clause) key() uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	put(uint64(k.c))
+	put(math.Float64bits(k.y))
+	for _, g := range k.gpus {
+		put(uint64(g))
+	}
+	return h.Sum64()
+}
+
+// remember keeps a slow observation (its GPU list copied), once.
+func (l *Learner) remember(k clause) {
+	key := k.key()
+	if l.openKey[key] {
+		return
+	}
+	if l.openKey == nil {
+		l.openKey = map[uint64]bool{}
+	}
+	k.gpus = slices.Clone(k.gpus)
+	l.open = append(l.open, k)
+	l.openKey[key] = true
+	if n := len(l.open) - l.opts.Memory; n > 0 {
+		for _, old := range l.open[:n] {
+			delete(l.openKey, old.key())
+		}
+		l.open = slices.Delete(l.open, 0, n)
+	}
+}
+
+// explain makes the beliefs account for a job of class c on gpus at pace
+// y. The suspects are the GPUs whose class-c upper bound allows y and,
+// unless PerClassOnly, whose GPU-wide bound does too (a GPU that ran some
+// class at its profile's pace is not GPU-wide slow); when the GPU-wide
+// test leaves none, the class bound alone decides. When y exceeds every
+// belief of gpus by more than Tol, the suspect believed slowest is raised
+// a step towards y. It returns the suspect when there is only one (the
+// observation pins it; -1 otherwise) and the number of suspects.
+func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int) {
+	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
+	tol := l.opts.Tol
+	believed := 0.0
+	var s [2]int      // best suspect by tier: 0 class and GPU-wide, 1 class only
+	var sv [2]float64 // its score
+	var n [2]int
+	s[0], s[1] = -1, -1
+	for _, g := range gpus {
+		believed = max(believed, b[g])
+		if hi[g] < y*(1-tol) {
+			continue
+		}
+		v := b[g]
+		tier := 1
+		if !l.opts.PerClassOnly {
+			v = max(v, pr[g]*l.health[g])
+			if l.hiH[g]*pr[g] >= y*(1-tol) {
+				tier = 0
+			}
+		}
+		for t := tier; t <= 1; t++ {
+			n[t]++
+			if s[t] < 0 || v > sv[t] {
+				s[t], sv[t] = g, v
+			}
+		}
+	}
+	t := 0
+	if n[0] == 0 {
+		t = 1
+	}
+	if n[t] == 0 {
+		return -1, 0
+	}
+	pinned = -1
+	if n[t] == 1 {
+		pinned = s[t]
+	}
+	if y > believed*(1+tol) {
+		g := s[t]
+		b[g] += l.opts.Alpha * (y - b[g])
+		l.moved[c] = true
+		l.Raised++
+	}
+	return pinned, n[t]
+}
+
+// settle revisits the remembered slow observations: GPUs exonerated
+// since (their upper bound is now under the pace) cannot be the slow one,
+// so the blame moves to one that can, and an observation only one GPU can
+// explain pins it. Observations no GPU can explain any more (the GPUs
+// changed) and pinned ones, once explained, are dropped.
+func (l *Learner) settle() {
+	kept := l.open[:0]
+	for _, k := range l.open {
+		pinned, suspects := l.explain(k.c, k.gpus, k.y)
+		if suspects == 0 {
+			delete(l.openKey, k.key())
+			continue
+		}
+		if pinned >= 0 {
+			if !l.opts.PerClassOnly {
+				l.spread(k.c, pinned)
+			}
+			if l.belief[k.c][pinned] >= k.y/(1+l.opts.Tol) {
+				delete(l.openKey, k.key())
+				continue
+			}
+		}
+		kept = append(kept, k)
+	}
+	clear(l.open[len(kept):])
+	l.open = kept
+}
+
+// spread carries what class c pinned about GPU g to the classes that have
+// never observed g: thermal limits, power caps and a replaced board slow
+// a GPU for every application, so the factor belief / prior is the best
+// guess there is for those classes until their own jobs say otherwise.
+func (l *Learner) spread(c Class, g int) {
+	h := l.belief[c][g] / l.prior[c][g]
+	if math.Abs(h-l.health[g]) <= l.opts.Tol*l.health[g] {
+		return
+	}
+	l.health[g] = h
+	for k := range Class(NumClasses) {
+		if k == c || !math.IsInf(l.hi[k][g], 1) {
+			continue
+		}
+		if v := l.prior[k][g] * h; v != l.belief[k][g] {
+			l.belief[k][g] = v
+			l.moved[k] = true
 		}
 	}
 }
@@ -159,6 +342,7 @@ func (l *Learner) Observe(c Class, gpus []int, y float64) {
 // since its last binning and returns the new scores, or nil when no class
 // needed it. Unchanged classes keep their bins.
 func (l *Learner) Rebin() (*Scores, error) {
+	l.settle()
 	var redo []Class
 	for c := range Class(NumClasses) {
 		if !l.moved[c] {

@@ -19,20 +19,21 @@ func flatTable(n int, v ...float64) *Table {
 	return t
 }
 
-func newTestLearner(t *testing.T, prior *Table) *Learner {
+func newTestLearner(t *testing.T, prior *Table, perClass ...bool) *Learner {
 	t.Helper()
 	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}})
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: len(perClass) > 0 && perClass[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-// Each step's expected beliefs, with Alpha 0.5 and Tol 0.01:
+// Each step's expected beliefs, with Alpha 0.5 and Tol 0.01, one class
+// learning alone (PerClassOnly):
 func TestLearnerSteps(t *testing.T) {
 	type obs struct {
 		gpus []int
@@ -66,7 +67,7 @@ func TestLearnerSteps(t *testing.T) {
 		// Nonsense paces are ignored.
 		{"ignored", []float64{1, 1, 1, 1}, []obs{{[]int{0}, math.NaN()}, {[]int{0}, 0}, {nil, 2}}, []float64{1, 1, 1, 1}},
 	} {
-		l := newTestLearner(t, flatTable(4, tc.prior...))
+		l := newTestLearner(t, flatTable(4, tc.prior...), true)
 		for _, o := range tc.obs {
 			l.Observe(ClassA, o.gpus, o.y)
 		}
@@ -83,11 +84,81 @@ func TestLearnerSteps(t *testing.T) {
 	}
 }
 
+// The GPU-wide factor, every prior 1: GPU 0 alone at 1.2 for class A is
+// pinned at 1 + 0.5 x 0.2 = 1.1 and, no other class having run on it,
+// classes B-D believe 1.1 too. Then GPU 1 runs class B at its profile's
+// pace (1.0): its GPU-wide bound is 1.0. A class-A job on {2, 1} at 1.3:
+// both class bounds allow 1.3, but only GPU 2 can be GPU-wide that slow,
+// so GPU 2 is pinned and raised to 1.15 (and classes B-D with it), while
+// GPU 1 stays 1.
+func TestLearnerGPUWide(t *testing.T) {
+	l := newTestLearner(t, flatTable(4))
+	l.Observe(ClassA, []int{0}, 1.2)
+	for c := range Class(NumClasses) {
+		if got := l.Belief(c, 0); math.Abs(got-1.1) > 1e-12 {
+			t.Errorf("class %s GPU 0 believed %v, want 1.1", c, got)
+		}
+	}
+	l.Observe(ClassB, []int{1}, 1.0)
+	l.Observe(ClassA, []int{2, 1}, 1.3)
+	for _, w := range []struct {
+		c    Class
+		g    int
+		want float64
+	}{{ClassA, 2, 1.15}, {ClassD, 2, 1.15}, {ClassA, 1, 1}, {ClassB, 1, 1}, {ClassC, 1, 1}} {
+		if got := l.Belief(w.c, w.g); math.Abs(got-w.want) > 1e-12 {
+			t.Errorf("class %s GPU %d believed %v, want %v", w.c, w.g, got, w.want)
+		}
+	}
+	// Per class only, the blame falls on the believed slowest of {2, 1}
+	// (a tie: the first, GPU 2) with no spreading: class D stays 1.
+	p := newTestLearner(t, flatTable(4), true)
+	p.Observe(ClassA, []int{2, 1}, 1.3)
+	if p.Belief(ClassA, 2) != 1.15 || p.Belief(ClassD, 2) != 1 {
+		t.Errorf("per class: A %v D %v", p.Belief(ClassA, 2), p.Belief(ClassD, 2))
+	}
+}
+
+// Remembered slow observations, one class alone: {0, 1} at 1.3 blames
+// GPU 0 (a tie, the first): 1.15. GPU 0 alone at 1.0 caps it to
+// 1.15 + 0.5 x (1.0 - 1.15) = 1.075 and bounds it by 1.0. Settling (each
+// Rebin) revisits {0, 1} at 1.3: only GPU 1 can explain it, so it is
+// raised 1 -> 1.15 -> 1.225 -> 1.2625 -> 1.28125 -> 1.290625, and the
+// observation is dropped once 1.290625 >= 1.3 / 1.01 = 1.2871.
+func TestLearnerSettle(t *testing.T) {
+	l := newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{0, 1}, 1.3)
+	// The same job's next round is kept once; it sees 1.3 against a
+	// believed 1.15 and raises GPU 0 again: 1.15 + 0.5 x 0.15 = 1.225.
+	l.Observe(ClassA, []int{0, 1}, 1.3)
+	if len(l.open) != 1 || math.Abs(l.Belief(ClassA, 0)-1.225) > 1e-12 || l.Belief(ClassA, 1) != 1 {
+		t.Fatalf("after {0,1}: open %d, beliefs %v %v", len(l.open), l.Belief(ClassA, 0), l.Belief(ClassA, 1))
+	}
+	l = newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{0, 1}, 1.3)
+	l.Observe(ClassA, []int{0}, 1.0)
+	if got := l.Belief(ClassA, 0); math.Abs(got-1.075) > 1e-12 {
+		t.Fatalf("GPU 0 capped to %v, want 1.075", got)
+	}
+	want := []float64{1.15, 1.225, 1.2625, 1.28125, 1.290625}
+	for i, w := range want {
+		if _, err := l.Rebin(); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Belief(ClassA, 1); math.Abs(got-w) > 1e-12 {
+			t.Fatalf("settle %d: GPU 1 believed %v, want %v", i+1, got, w)
+		}
+	}
+	if len(l.open) != 0 {
+		t.Errorf("%d observations still open", len(l.open))
+	}
+}
+
 // Rebinning: nothing moved, nothing to do; a move under 2% is not enough;
 // a bigger one re-bins only its class, the others keep their slices.
 func TestLearnerRebin(t *testing.T) {
 	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
-	l := newTestLearner(t, prior)
+	l := newTestLearner(t, prior, true)
 	old := l.cur
 	if sc, err := l.Rebin(); sc != nil || err != nil {
 		t.Fatalf("rebin with nothing moved: %v %v", sc, err)
