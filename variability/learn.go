@@ -1,6 +1,7 @@
 package variability
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -29,6 +30,12 @@ type LearnOptions struct {
 	// class learns from its own jobs alone.
 	PerClassOnly bool
 	NoGuess      bool
+	// RefitShare is the share of a class's GPUs that may be re-placed in
+	// the old bins (see Rebin) before the class is fitted again (0 means
+	// 0.05). Clusters of at most RefitBelow GPUs (0 means 4096, where a
+	// fit costs well under a millisecond) are always fitted again.
+	RefitShare float64
+	RefitBelow int
 	// Memory is how many unresolved slow observations are kept (0 means
 	// 4096; see Learner).
 	Memory int
@@ -43,6 +50,12 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	}
 	if o.Rebin <= 0 {
 		o.Rebin = 0.02
+	}
+	if o.RefitShare <= 0 {
+		o.RefitShare = 0.05
+	}
+	if o.RefitBelow <= 0 {
+		o.RefitBelow = 4096
 	}
 	if o.Memory <= 0 {
 		o.Memory = 4096
@@ -100,13 +113,18 @@ type Learner struct {
 	hi     [NumClasses][]float64
 	snap   [NumClasses][]float64
 	moved  [NumClasses]bool
+	// reassigned counts GPUs re-placed in the old bins since the last fit.
+	reassigned [NumClasses]int
+	// sfCount counts each class's GPUs by score, so that a re-placement's
+	// L×V order is built from the distinct scores, not from every GPU.
+	sfCount [NumClasses]map[float64]int
 	// open are slow observations whose slow GPU is not pinned yet, and
 	// openKey their keys (a job seen slow every round is kept once).
 	open    []clause
 	openKey map[uint64]bool
 	cur     *Scores
 	// Counters, for reports.
-	Observations, Lowered, Raised, Forgot, Rebins int
+	Observations, Lowered, Raised, Forgot, Rebins, Refits int
 }
 
 // NewLearner starts from prior (the believed table) and the scores
@@ -128,6 +146,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		}
 		l.belief[c] = slices.Clone(prior.Values[c])
 		l.prior[c] = slices.Clone(prior.Values[c])
+		l.sfCount[c] = countScores(cur.SF[c])
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
 		for g := range l.hi[c] {
@@ -338,12 +357,19 @@ func (l *Learner) spread(c Class, g int) {
 	}
 }
 
-// Rebin bins again every class whose beliefs moved by more than Rebin
-// since its last binning and returns the new scores, or nil when no class
-// needed it. Unchanged classes keep their bins.
+// Rebin settles the remembered observations, then bins again every class
+// in which some GPU's belief moved by more than Rebin since that GPU was
+// last binned, and returns the new scores, or nil when no class needed
+// it. Unchanged classes keep their bins. A class is fitted again (K-Means,
+// as NewScores) only once more than RefitShare of its GPUs have moved
+// since its last fit; until then the moved GPUs are placed in the old
+// bins (reassign), which costs a copy rather than a fit: a K-Means of
+// 27,648 values takes longer than a placement round. Classes of at most
+// RefitBelow GPUs are always fitted again.
 func (l *Learner) Rebin() (*Scores, error) {
 	l.settle()
 	var redo []Class
+	var dirty [NumClasses][]int
 	for c := range Class(NumClasses) {
 		if !l.moved[c] {
 			continue
@@ -351,9 +377,11 @@ func (l *Learner) Rebin() (*Scores, error) {
 		l.moved[c] = false
 		for g, v := range l.belief[c] {
 			if math.Abs(v-l.snap[c][g]) > l.opts.Rebin*l.snap[c][g] {
-				redo = append(redo, c)
-				break
+				dirty[c] = append(dirty[c], g)
 			}
+		}
+		if len(dirty[c]) > 0 {
+			redo = append(redo, c)
 		}
 	}
 	if len(redo) == 0 {
@@ -363,17 +391,83 @@ func (l *Learner) Rebin() (*Scores, error) {
 	raw := *l.cur.Raw
 	ns.Raw = &raw
 	for _, c := range redo {
-		vals := slices.Clone(l.belief[c])
-		bn, err := Bin(vals, l.opts.Bin)
-		if err != nil {
-			return nil, fmt.Errorf("learner: class %s: %w", c, err)
+		n := len(l.belief[c])
+		l.reassigned[c] += len(dirty[c])
+		var bn *Binning
+		if n <= l.opts.RefitBelow || float64(l.reassigned[c]) > l.opts.RefitShare*float64(n) {
+			vals := slices.Clone(l.belief[c])
+			var err error
+			if bn, err = Bin(vals, l.opts.Bin); err != nil {
+				return nil, fmt.Errorf("learner: class %s: %w", c, err)
+			}
+			raw.Values[c] = vals
+			copy(l.snap[c], vals)
+			l.reassigned[c] = 0
+			l.sfCount[c] = countScores(bn.SF)
+			l.Refits++
+		} else {
+			bn = reassign(ns.Bins[c], l.belief[c], dirty[c], l.sfCount[c])
+			for _, g := range dirty[c] {
+				l.snap[c][g] = l.belief[c][g]
+			}
 		}
-		raw.Values[c] = vals
 		ns.Bins[c], ns.SF[c] = bn, bn.SF
-		ns.LV[c] = LxV(bn.SF, l.cur.L[c])
-		copy(l.snap[c], vals)
+		ns.LV[c] = lxvOfCounts(l.sfCount[c], l.cur.L[c])
 	}
 	l.cur = &ns
 	l.Rebins++
 	return &ns, nil
+}
+
+// reassign is old with the GPUs of moved placed by their new values
+// without fitting again: a GPU above the old outlier threshold keeps its
+// own normalised value as its score (as the paper's binning treats
+// outliers), any other takes the score of the nearest centroid. Only SF
+// is new (a copy): Bin, Counts and the learner's Scores.Raw describe the
+// last fit.
+func reassign(old *Binning, vals []float64, moved []int, count map[float64]int) *Binning {
+	b := *old
+	b.SF = slices.Clone(old.SF)
+	for _, g := range moved {
+		v := vals[g]
+		j, d := 0, math.Inf(1)
+		for k, c := range old.RawCentroids {
+			if dd := math.Abs(v - c); dd < d {
+				j, d = k, dd
+			}
+		}
+		if count[b.SF[g]]--; count[b.SF[g]] == 0 {
+			delete(count, b.SF[g])
+		}
+		b.SF[g] = old.Centroids[j]
+		if v > old.Threshold {
+			b.SF[g] = v / old.Norm
+		}
+		count[b.SF[g]]++
+	}
+	return &b
+}
+
+func countScores(sf []float64) map[float64]int {
+	m := map[float64]int{}
+	for _, v := range sf {
+		m[v]++
+	}
+	return m
+}
+
+// lxvOfCounts is LxV over the distinct scores that some GPU has, in
+// order of product, then score, then within before across.
+func lxvOfCounts(count map[float64]int, L float64) []LVEntry {
+	vs := make([]float64, 0, len(count))
+	for v := range count {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	out := make([]LVEntry, 0, 2*len(vs))
+	for _, v := range vs {
+		out = append(out, LVEntry{V: v, Product: v}, LVEntry{V: v, Across: true, Product: v * L})
+	}
+	slices.SortStableFunc(out, func(a, b LVEntry) int { return cmp.Compare(a.Product, b.Product) })
+	return out
 }
