@@ -229,3 +229,59 @@ func FuzzReadGPUEvents(f *testing.F) {
 		}
 	})
 }
+
+// Re-placing in the old bins (RefitBelow 1, RefitShare 0.5 so that up to
+// 2 of the 4 GPUs may move before a fit). Prior class A 0.9, 0.9, 1.2,
+// 1.2: bins at raw 0.9 and 1.2, Norm (0.9 + 1.2)/2 = 1.05, threshold
+// mean + 3 sample std = 1.05 + 3 x 0.17321 = 1.5696. GPU 0 alone at 1.3
+// twice: 0.9 -> 1.1 -> 1.2, nearest centroid 1.2, score 1.2/1.05. GPU 1
+// alone at 2.0 twice: 0.9 -> 1.45 -> 1.725, above the threshold, so its
+// own value 1.725/1.05 = 1.642857. The 0.9 bin has no GPU left, so the
+// L×V order (L = 1.7) is 1.142857, 1.642857 within, then across at
+// 1.942857 and 2.792857. No fit happened.
+func TestLearnerReassign(t *testing.T) {
+	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true, RefitBelow: 1, RefitShare: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct {
+		g int
+		y float64
+	}{{0, 1.3}, {0, 1.3}} {
+		l.Observe(ClassA, []int{o.g}, o.y)
+	}
+	if _, err := l.Rebin(); err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(ClassA, []int{1}, 2.0)
+	l.Observe(ClassA, []int{1}, 2.0)
+	got, err := l.Rebin()
+	if err != nil || got == nil {
+		t.Fatalf("rebin: %v %v", got, err)
+	}
+	want := []float64{1.2 / 1.05, 1.725 / 1.05, 1.2 / 1.05, 1.2 / 1.05}
+	for g, w := range want {
+		if math.Abs(got.SF[ClassA][g]-w) > 1e-9 {
+			t.Errorf("GPU %d score %v, want %v", g, got.SF[ClassA][g], w)
+		}
+	}
+	lv := got.LV[ClassA]
+	wantLV := []LVEntry{{V: 1.2 / 1.05, Product: 1.2 / 1.05}, {V: 1.725 / 1.05, Product: 1.725 / 1.05},
+		{V: 1.2 / 1.05, Across: true, Product: 1.7 * 1.2 / 1.05}, {V: 1.725 / 1.05, Across: true, Product: 1.7 * 1.725 / 1.05}}
+	if len(lv) != len(wantLV) {
+		t.Fatalf("L×V %v", lv)
+	}
+	for i, w := range wantLV {
+		if lv[i].Across != w.Across || math.Abs(lv[i].V-w.V) > 1e-9 || math.Abs(lv[i].Product-w.Product) > 1e-9 {
+			t.Errorf("L×V[%d] = %+v, want %+v", i, lv[i], w)
+		}
+	}
+	if l.Refits != 0 || l.Rebins != 2 {
+		t.Errorf("refits %d rebins %d", l.Refits, l.Rebins)
+	}
+}
