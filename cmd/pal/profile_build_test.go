@@ -157,3 +157,39 @@ func TestProfileDCGM(t *testing.T) {
 		t.Errorf("prometheus:\n%s", out)
 	}
 }
+
+// Named nodes end to end: two nodes' runs (class A only, resnet50), built
+// and exported. Medians: nb/1 2.0, nb/0 1.0, na/0 1.0, na/1 1.0; their
+// median 1.0, so nb/1 is 2 and the others 1 (classes B-D unmeasured: 1).
+// Without --map the export places GPUs by the table's node_name and
+// gpu_index; -o is the format (kubernetes, the default) and --out the path.
+func TestProfileBuildExportNamedNodes(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m.csv")
+	os.WriteFile(m, []byte("node,gpu_index,gpu_uuid,model,iter_time_s\nnb,1,GPU-d,resnet50,2\nnb,0,GPU-c,resnet50,1\nna,0,GPU-a,resnet50,1\nna,1,GPU-b,resnet50,1\n"), 0o644)
+	tbl := filepath.Join(dir, "t.csv")
+	if _, err := run(t, "profile", "build", "--measurements", m, "--out", tbl, "--min-samples", "1"); err != nil {
+		t.Fatal(err)
+	}
+	y := filepath.Join(dir, "cm.yaml")
+	for _, args := range [][]string{
+		{"profile", "export", "--gpu-scores", tbl, "--out", y},
+		{"profile", "export", "--gpu-scores", tbl, "-o", "kubernetes", "--out", y},
+	} {
+		if _, err := run(t, args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		b, err := os.ReadFile(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"nb,1,A,2\n", "nb,0,A,1\n", "na,1,D,1\n", "pal.io/source: " + tbl} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%v: ConfigMap lacks %q:\n%s", args, want, b)
+			}
+		}
+	}
+	if _, err := run(t, "profile", "export", "--gpu-scores", tbl, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), `--output "yaml": want kubernetes`) {
+		t.Errorf("-o yaml: %v", err)
+	}
+}
