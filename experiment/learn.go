@@ -150,7 +150,7 @@ func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, b
 			// The job's measured pace with its (known) locality penalty
 			// divided out.
 			pace := j.PM * j.Loc
-			h.learner.Observe(j.Class, j.GPUsHeld, pace/j.Loc)
+			h.learner.ObserveJob(j.ID, j.Class, j.GPUsHeld, pace/j.Loc)
 		}
 		// Rebin fails only on a non-positive or infinite belief, which
 		// cannot arise (every step is a convex combination of positive

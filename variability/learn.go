@@ -112,7 +112,10 @@ type Learner struct {
 	belief [NumClasses][]float64
 	hi     [NumClasses][]float64
 	snap   [NumClasses][]float64
-	moved  [NumClasses]bool
+	// touched lists the GPUs whose belief changed since the last Rebin
+	// (isTouched marks them), so that Rebin looks at those alone.
+	touched   [NumClasses][]int
+	isTouched [NumClasses][]bool
 	// reassigned counts GPUs re-placed in the old bins since the last fit.
 	reassigned [NumClasses]int
 	// sfCount counts each class's GPUs by score, so that a re-placement's
@@ -123,6 +126,10 @@ type Learner struct {
 	open    []clause
 	openKey map[uint64]bool
 	cur     *Scores
+	// seen is ObserveJob's memory, round the number of Rebin calls (a
+	// round's end); jobs not seen in a round are forgotten at its end.
+	seen  map[int]jobSeen
+	round int
 	// Counters, for reports.
 	Observations, Lowered, Raised, Forgot, Rebins, Refits int
 }
@@ -147,6 +154,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.belief[c] = slices.Clone(prior.Values[c])
 		l.prior[c] = slices.Clone(prior.Values[c])
 		l.sfCount[c] = countScores(cur.SF[c])
+		l.isTouched[c] = make([]bool, n)
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
 		for g := range l.hi[c] {
@@ -168,21 +176,78 @@ func (l *Learner) Beliefs() *Table {
 	return t
 }
 
+func (l *Learner) touch(c Class, g int) {
+	if !l.isTouched[c][g] {
+		l.isTouched[c][g] = true
+		l.touched[c] = append(l.touched[c], g)
+	}
+}
+
+// jobSeen is what ObserveJob last saw of a job.
+type jobSeen struct {
+	c     Class
+	first *int // the GPU list's backing array: a moved job has a new list
+	n     int
+	y     float64
+	round int
+}
+
+// ObserveJob is Observe for a job that has an id: a job showing the same
+// class, GPU list and pace as in the previous round is skipped at the cost
+// of a map lookup (its observation would change nothing, see Observe),
+// which keeps a round's learning cost with the jobs that changed. gpus
+// must not be changed in place while the job keeps it (a driver replaces
+// a moved job's list, as both of PAL's drivers do).
+func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
+	if l.seen == nil {
+		l.seen = map[int]jobSeen{}
+	}
+	var first *int
+	if len(gpus) > 0 {
+		first = &gpus[0]
+	}
+	if s, ok := l.seen[id]; ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
+		s.round = l.round
+		l.seen[id] = s
+		return
+	}
+	if l.observe(c, gpus, y) {
+		// Only an observation that changed nothing may be skipped when it
+		// comes again: a slow job keeps stepping its GPU towards its pace.
+		l.seen[id] = jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round}
+	} else {
+		delete(l.seen, id)
+	}
+}
+
 // Observe takes one job's round: class c on gpus ran at pace y (its
 // slowdown with the locality penalty divided out: 1.0 is the median GPU).
 // Non-positive or non-finite paces are ignored.
-func (l *Learner) Observe(c Class, gpus []int, y float64) {
+func (l *Learner) Observe(c Class, gpus []int, y float64) { l.observe(c, gpus, y) }
+
+// observe is Observe; it reports whether the observation was steady
+// (changed no bound and no belief).
+func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 	if len(gpus) == 0 || !(y > 0) || math.IsInf(y, 0) || c < 0 || c >= NumClasses {
-		return
+		return false
 	}
 	l.Observations++
 	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
 	tol, a := l.opts.Tol, l.opts.Alpha
 	allowed := false
 	believed := 0.0
+	stale := false // some bound or belief this observation changes
+	lo, up, hiH := y*(1-tol), y*(1+tol), l.hiH
 	for _, g := range gpus {
-		allowed = allowed || hi[g] >= y*(1-tol)
-		believed = max(believed, b[g])
+		h, bg := hi[g], b[g]
+		allowed = allowed || h >= lo
+		believed = max(believed, bg)
+		stale = stale || h > y || bg > up || hiH[g]*pr[g] > y
+	}
+	if !stale && allowed && y <= believed*(1+tol) {
+		// The steady state: a job showing again the pace it showed before
+		// changes no bound and no belief.
+		return true
 	}
 	if !allowed {
 		for _, g := range gpus {
@@ -201,13 +266,14 @@ func (l *Learner) Observe(c Class, gpus []int, y float64) {
 		l.hiH[g] = min(l.hiH[g], y/pr[g])
 		if b[g] > y*(1+tol) {
 			b[g] += a * (y - b[g])
-			l.moved[c] = true
+			l.touch(c, g)
 			l.Lowered++
 		}
 	}
 	if pinned >= 0 && !l.opts.PerClassOnly {
 		l.spread(c, pinned)
 	}
+	return false
 }
 
 // clause is a slow observation: some GPU of gpus runs class c at y.
@@ -302,7 +368,7 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 	if y > believed*(1+tol) {
 		g := s[t]
 		b[g] += l.opts.Alpha * (y - b[g])
-		l.moved[c] = true
+		l.touch(c, g)
 		l.Raised++
 	}
 	return pinned, n[t]
@@ -352,7 +418,7 @@ func (l *Learner) spread(c Class, g int) {
 		}
 		if v := l.prior[k][g] * h; v != l.belief[k][g] {
 			l.belief[k][g] = v
-			l.moved[k] = true
+			l.touch(k, g)
 		}
 	}
 }
@@ -367,19 +433,23 @@ func (l *Learner) spread(c Class, g int) {
 // 27,648 values takes longer than a placement round. Classes of at most
 // RefitBelow GPUs are always fitted again.
 func (l *Learner) Rebin() (*Scores, error) {
+	for id, s := range l.seen {
+		if s.round != l.round {
+			delete(l.seen, id)
+		}
+	}
+	l.round++
 	l.settle()
 	var redo []Class
 	var dirty [NumClasses][]int
 	for c := range Class(NumClasses) {
-		if !l.moved[c] {
-			continue
-		}
-		l.moved[c] = false
-		for g, v := range l.belief[c] {
-			if math.Abs(v-l.snap[c][g]) > l.opts.Rebin*l.snap[c][g] {
+		for _, g := range l.touched[c] {
+			l.isTouched[c][g] = false
+			if v := l.belief[c][g]; math.Abs(v-l.snap[c][g]) > l.opts.Rebin*l.snap[c][g] {
 				dirty[c] = append(dirty[c], g)
 			}
 		}
+		l.touched[c] = l.touched[c][:0]
 		if len(dirty[c]) > 0 {
 			redo = append(redo, c)
 		}
