@@ -242,7 +242,7 @@ func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 		h, bg := hi[g], b[g]
 		allowed = allowed || h >= lo
 		believed = max(believed, bg)
-		stale = stale || h > y || bg > up || hiH[g]*pr[g] > y
+		stale = stale || h > y || bg > up || hiH[g] > y/pr[g] // the same expression that stored it
 	}
 	if !stale && allowed && y <= believed*(1+tol) {
 		// The steady state: a job showing again the pace it showed before
