@@ -21,6 +21,7 @@ package experiment
 
 import (
 	"fmt"
+	"github.com/palsched/pal/sim"
 	"math"
 	"slices"
 	"strconv"
@@ -64,6 +65,9 @@ type Options struct {
 	// model on its own.
 	MigrationCost  float64 `json:"migration_cost_s,omitempty"`
 	PreemptionCost float64 `json:"preemption_cost_s,omitempty"`
+	// Moves is how a migration is carried out: in-place (default) or
+	// evict-relaunch (as the Kubernetes driver does; see sim.MoveModel).
+	Moves string `json:"moves,omitempty"`
 	// Tiresias 2D-LAS knobs (scheduler tiresias-las only).
 	TiresiasThresholds []float64 `json:"tiresias_thresholds_gpu_s,omitempty"`
 	TiresiasStarvation float64   `json:"tiresias_starvation,omitempty"`
@@ -199,6 +203,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--migration-cost must be finite seconds >= 0 (0: free), got %v", o.MigrationCost)
 	case !(o.PreemptionCost >= 0) || !finite(o.PreemptionCost):
 		return fmt.Errorf("--preemption-cost must be finite seconds >= 0 (0: free), got %v", o.PreemptionCost)
+	}
+	if _, err := sim.ParseMoveModel(o.Moves); err != nil {
+		return err
 	}
 	for _, t := range o.TiresiasThresholds {
 		if !finite(t) {

@@ -342,6 +342,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		Raw:             in.Raw,
 		Scores:          in.Scores,
 		Costs:           in.Costs,
+		Moves:           sim.MoveModel(in.Opts.Moves),
 		ExtraLoad:       in.Opts.ExtraLoad,
 		Seed:            in.Opts.Seed,
 		StarvationGuard: in.Opts.StarvationGuard,

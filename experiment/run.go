@@ -161,6 +161,7 @@ func (in *Inputs) Header() []Input {
 		{"track", track},
 		{"starvation_guard", guard},
 		{"move_costs", in.Costs.String()},
+		{"moves", movesDescription(o.Moves)},
 	}, append(in.truthDescription(), ten...)...)
 }
 
@@ -201,4 +202,11 @@ func (in *Inputs) Describe() map[string]string {
 		m[kv.Name] = kv.Value
 	}
 	return m
+}
+
+func movesDescription(m string) string {
+	if sim.MoveModel(m) == sim.MovesEvictRelaunch {
+		return "evict-relaunch (a migrated job stops and is placed again from the next round; a launch onto GPUs freed this round waits a round)"
+	}
+	return "in-place (a migrated job runs on its new GPUs from the round it moves)"
 }

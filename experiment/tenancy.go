@@ -80,7 +80,7 @@ func readNodeEvents(path string, c *cluster.Cluster) ([]sim.NodeEvent, error) {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := csvin.Open(path, f, csvin.EmptyMsg("empty file (want a header time_s,node,event)"))
+	t, err := csvin.Open(path, f, csvin.Known("time_s", "node", "event"), csvin.EmptyMsg("empty file (want a header time_s,node,event)"))
 	if err != nil {
 		return nil, err
 	}

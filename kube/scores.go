@@ -27,7 +27,7 @@ type NodeScores map[GPUKey][variability.NumClasses]float64
 // class, score; one row per device and class. A device must have all
 // four classes. Errors name the file (the ConfigMap), line and field.
 func ReadNodeScores(name string, r io.Reader) (NodeScores, error) {
-	t, err := csvin.Open(name, r, csvin.EmptyMsg("empty (want a header node,gpu_index,class,score)"))
+	t, err := csvin.Open(name, r, csvin.Known("node", "gpu_index", "class", "score"), csvin.EmptyMsg("empty (want a header node,gpu_index,class,score)"))
 	if err != nil {
 		return nil, err
 	}

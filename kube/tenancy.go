@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,12 @@ const (
 	// AnnPriority is the HiveD priority: 0..1000 guaranteed (default 0),
 	// -1 opportunistic.
 	AnnPriority = "pal.io/priority"
+	// AnnPinnedCell runs the gang inside this pinned cell of its VC
+	// (HiveD's pinnedCellId); under hived only.
+	AnnPinnedCell = "pal.io/pinned-cell"
+	// AnnLeafCellType restricts the gang to devices of this leaf cell
+	// type (HiveD's leafCellType, a device model); under hived only.
+	AnnLeafCellType = "pal.io/leaf-cell-type"
 )
 
 // tenancyModes are the tenancy settings of `pal scheduler` (private, the
@@ -94,6 +101,8 @@ func newTenancyStage(mode string, l *tenant.Layout) (*tenancyStage, error) {
 	return t, nil
 }
 
+var jobRef = regexp.MustCompile(`job [0-9]+(: |'s )`)
+
 // admit reads a gang's VC and priority and checks them against the cells.
 // An error leaves the gang pending with the message as its event.
 func (t *tenancyStage) admit(g *gang) error {
@@ -127,14 +136,32 @@ func (t *tenancyStage) admit(g *gang) error {
 		if q.Annotations[AnnVC] != a[AnnVC] || q.Annotations[AnnPriority] != a[AnnPriority] {
 			return fmt.Errorf("pods %s and %s of the gang differ in %s or %s", p[0].Name, q.Name, AnnVC, AnnPriority)
 		}
+		for _, k := range []string{AnnPinnedCell, AnnLeafCellType} {
+			if q.Annotations[k] != a[k] {
+				return fmt.Errorf("pods %s and %s of the gang differ in %s", p[0].Name, q.Name, k)
+			}
+		}
 	}
 	j := g.job
 	j.VC, j.VCPriority, j.PodGPUs = vc, prio, g.spec.gpus
+	j.PinnedCell, j.LeafCellType = strings.TrimSpace(a[AnnPinnedCell]), strings.TrimSpace(a[AnnLeafCellType])
 	src := "gang " + g.key
 	spec := j.Spec
 	spec.Source, spec.Line = src, 0
 	if err := t.l.Validate(&workload.Trace{Jobs: []workload.Spec{spec}}, t.hived != nil); err != nil {
-		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), src+":0: "))
+		msg := strings.TrimPrefix(err.Error(), src+":0: ")
+		// Name the annotations, not the trace columns they stand for.
+		msg = strings.Replace(msg, `field "pinned_cell"`, "annotation "+AnnPinnedCell, 1)
+		msg = strings.Replace(msg, `field "leaf_cell_type"`, "annotation "+AnnLeafCellType, 1)
+		msg = strings.Replace(msg, "name one in pinned_cell", "name one in "+AnnPinnedCell, 1)
+		// The job id is internal to the round: a pod's event speaks of its gang.
+		msg = jobRef.ReplaceAllStringFunc(msg, func(m string) string {
+			if strings.HasSuffix(m, "'s ") {
+				return "the gang's "
+			}
+			return ""
+		})
+		return fmt.Errorf("%s", msg)
 	}
 	return nil
 }

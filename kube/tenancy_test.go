@@ -109,3 +109,42 @@ func TestTenancyQuota(t *testing.T) {
 		t.Errorf("c-0: %q", s.lastWhy["ns/pod:c-0"])
 	}
 }
+
+// A gang annotated with its VC's pinned cell binds inside it; one of a
+// VC whose cells are all pinned that names none, or names another VC's,
+// waits saying which annotation to fix.
+func TestTenancyPinnedCell(t *testing.T) {
+	pin := func(vc, cell string) map[string]string {
+		a := vcAnn(vc, "")
+		if cell != "" {
+			a[AnnPinnedCell] = cell
+		}
+		return a
+	}
+	objs := []runtime.Object{node("n0", 4), node("n1", 4),
+		pod("a-0", 4, pin("A", ""), ""), pod("b-pin", 4, pin("B", "B-NODE"), ""),
+		pod("b-none", 1, pin("B", ""), ""), pod("a-steal", 1, pin("A", "B-NODE"), "")}
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/pinned.yaml"
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), time.Now())
+	want := map[string]string{"a-0": "n0", "b-pin": "n1"}
+	if len(fc.binds) != len(want) {
+		t.Fatalf("binds %v, want %v", keys(fc.binds), want)
+	}
+	for p, n := range want {
+		if b := fc.binds[p]; b == nil || b.Target.Name != n {
+			t.Errorf("%s bound to %v, want %s", p, b, n)
+		}
+	}
+	for key, why := range map[string]string{
+		"ns/pod:b-none":  "annotation pal.io/pinned-cell: VC B's cells are all pinned (pinned cells B-NODE): name one in pal.io/pinned-cell",
+		"ns/pod:a-steal": `annotation pal.io/pinned-cell: pinned cell "B-NODE" is not VC A's (VC A has no pinned cells)`,
+	} {
+		if s.lastWhy[key] != why {
+			t.Errorf("%s waits with %q, want %q", key, s.lastWhy[key], why)
+		}
+	}
+}

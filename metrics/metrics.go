@@ -35,6 +35,12 @@ type JobRecord struct {
 	// progress it paid (MoveCost per migration or preemption) times its
 	// GPUs. 0 when moves are free.
 	LostGPUSeconds float64 `json:"lost_gpu_s"`
+	// MoveGain is the time the placer expected the job's migrations to
+	// save, summed, and MinMoveMargin the smallest gain minus migration
+	// cost among them (both 0 without a migration, or when the placer
+	// does not price moves).
+	MoveGain      float64 `json:"move_gain_s,omitempty"`
+	MinMoveMargin float64 `json:"min_move_margin_s,omitempty"`
 	// Tenancy: the job's VC and priority, and where it last ran (node and
 	// GPU ids, ascending).
 	VC       string `json:"vc,omitempty"`

@@ -146,6 +146,18 @@ type Streamer interface {
 	PlaceTo(env *Env, order []*workload.Job, alloc [][]int, ready func(n int))
 }
 
+// MoveJudge is a placer that may move a running job and can say what a
+// move is worth: the time it expects j to save over its remaining work by
+// running on to rather than from, in seconds (negative when the move
+// slows it down). A migration-aware placer moves a job only when this
+// beats the job's migration cost; drivers record it beside every
+// migration, so that the rule can be checked and a person can see why a
+// job moved.
+type MoveJudge interface {
+	Placer
+	MoveGain(env *Env, j *workload.Job, from, to []int) float64
+}
+
 // StreamChunk is how many jobs a streaming placer places between calls of
 // ready: few enough calls that waking the driver costs little, enough that
 // the driver starts early. A driver gains nothing from streaming an order

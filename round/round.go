@@ -293,3 +293,47 @@ func ints(v []int) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// Evictions carries out a placer's answer the way a driver that can only
+// stop and start jobs does (the Kubernetes driver: a migration is an
+// eviction, and the job's pods are bound again once recreated): a job
+// the answer migrates is stopped this round and placed afresh from the
+// next, and a job launched onto GPUs that a job stopped this round still
+// holds waits for a later round (its pods would otherwise share a
+// device with pods still shutting down). It keeps its scratch space from
+// round to round.
+type Evictions struct {
+	vacated []bool
+	// Moved[i] is the set the answer gave order[i] when Rewrite turned its
+	// migration into a stop (nil otherwise): the move's target, for
+	// pricing it.
+	Moved [][]int
+}
+
+// Rewrite changes alloc in place as above, for a cluster of size GPUs.
+func (e *Evictions) Rewrite(size int, order []*workload.Job, alloc [][]int) {
+	if cap(e.vacated) < size {
+		e.vacated = make([]bool, size)
+	}
+	e.vacated = e.vacated[:size]
+	clear(e.vacated)
+	e.Moved = slices.Grow(e.Moved[:0], len(order))[:len(order)]
+	clear(e.Moved)
+	for i, j := range order {
+		switch Classify(j.GPUsHeld, alloc[i]) {
+		case Migrate:
+			e.Moved[i] = alloc[i]
+			alloc[i] = nil
+			fallthrough
+		case Preempt:
+			for _, g := range j.GPUsHeld {
+				e.vacated[g] = true
+			}
+		}
+	}
+	for i, j := range order {
+		if j.GPUsHeld == nil && alloc[i] != nil && slices.ContainsFunc(alloc[i], func(g int) bool { return e.vacated[g] }) {
+			alloc[i] = nil
+		}
+	}
+}

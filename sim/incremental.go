@@ -476,7 +476,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	}
 	x.buildView()
 	sp, stream := x.cfg.Placer.(policy.Streamer)
-	stream = stream && x.stream && !sp.Sticky() && x.cfg.Observe == nil && len(x.order) >= 2*policy.StreamChunk
+	stream = stream && x.stream && !sp.Sticky() && x.cfg.Observe == nil && x.evict == nil && len(x.order) >= 2*policy.StreamChunk
 	var alloc [][]int
 	if stream {
 		// The answer's outer list lives only for this round here (the
@@ -495,6 +495,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 		}
 		x.cfg.Observe(T, x.order, alloc)
 	}
+	x.carryOut(x.order, alloc)
 	// One pass over the view applies the answer and moves the jobs that
 	// start or stop running between the running list and the waiting
 	// queue (a waiting job's SinceScheduled is kept as its base round).
@@ -504,7 +505,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	visit := func(i int, k round.Kind) {
 		j, g := x.view[i], alloc[i]
 		changed = changed || k.Changes()
-		runs := x.applyJob(&j.Job, g, k, T)
+		runs := x.applyAt(i, &j.Job, g, k, T)
 		switch {
 		case runs && !j.running:
 			x.unfile(j)
@@ -535,7 +536,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	if err != nil {
 		x.placerBug(err)
 	}
-	st := RoundStat{T: T, GPUsInUse: inUse, Running: len(x.run), Queued: x.wait.Len()}
+	st := x.roundStat(T, inUse, len(x.run), x.wait.Len())
 	x.rounds = append(x.rounds, st)
 	return changed, st
 }

@@ -96,6 +96,10 @@ type Config struct {
 	// Costs prices every migration and preemption (zero: free, as in the
 	// artifact).
 	Costs workload.Costs
+	// Moves is how a migration is carried out: MovesInPlace (""), the
+	// job switches GPUs at the round boundary, or MovesEvictRelaunch, as
+	// the Kubernetes driver does it (see round.Evictions).
+	Moves MoveModel
 
 	ExtraLoad       float64 // jobs/hour after the trace; ignored when the trace has a tracked column
 	Seed            uint64
@@ -148,12 +152,43 @@ type NodeHealth interface {
 	SetNodeHealth(node int, up bool) error
 }
 
-// RoundStat is the cluster after a round's placement.
+// MoveModel is how the simulator carries out a migration.
+type MoveModel string
+
+const (
+	// MovesInPlace: a migrated job runs on its new GPUs from the round
+	// it moves (the artifact's model; the default).
+	MovesInPlace MoveModel = "in-place"
+	// MovesEvictRelaunch: what the Kubernetes driver does. A migrated job
+	// is stopped (its pods evicted) and placed again from the next round,
+	// like any waiting job; a launch onto GPUs that a job stopped this
+	// round held waits a round, as its pods would still be shutting down.
+	MovesEvictRelaunch MoveModel = "evict-relaunch"
+)
+
+// ParseMoveModel reads a --moves value.
+func ParseMoveModel(s string) (MoveModel, error) {
+	switch MoveModel(s) {
+	case "", MovesInPlace:
+		return MovesInPlace, nil
+	case MovesEvictRelaunch:
+		return MovesEvictRelaunch, nil
+	}
+	return "", fmt.Errorf("--moves must be %s or %s, got %q", MovesInPlace, MovesEvictRelaunch, s)
+}
+
+// RoundStat is the cluster after a round's placement, with the round's
+// migrations: how many, the time the placer expected them to save in
+// all, and the smallest gain minus migration cost among them (only
+// meaningful when Migrations > 0).
 type RoundStat struct {
-	T         float64 `json:"t"`
-	GPUsInUse int     `json:"gpus_in_use"`
-	Running   int     `json:"running"`
-	Queued    int     `json:"queued"`
+	T             float64 `json:"t"`
+	GPUsInUse     int     `json:"gpus_in_use"`
+	Running       int     `json:"running"`
+	Queued        int     `json:"queued"`
+	Migrations    int     `json:"migrations"`
+	MoveGain      float64 `json:"move_gain_s"`
+	MinMoveMargin float64 `json:"min_move_margin_s"`
 }
 
 // Status is a running simulation's position, for progress reports.
@@ -326,6 +361,12 @@ type state struct {
 	freeMoves  bool // Config.Costs prices no move of any job
 	applier    round.Applier
 	hookBuf    []*workload.Job // Config.Hook's running jobs, reused
+	// judge prices moves when the placer can (nil otherwise); moves is
+	// this round's tally of migrations.
+	judge policy.MoveJudge
+	moves RoundStat
+	// evict is set under MovesEvictRelaunch.
+	evict *round.Evictions
 }
 
 func newState(cfg *Config) *state {
@@ -335,6 +376,10 @@ func newState(cfg *Config) *state {
 	}
 	s.env = policy.Env{Cluster: s.cl, Scores: cfg.Scores, Locality: cfg.Locality,
 		Rand: rand.New(rand.NewPCG(cfg.Seed, streamPlacement))}
+	s.judge, _ = cfg.Placer.(policy.MoveJudge)
+	if cfg.Moves == MovesEvictRelaunch {
+		s.evict = &round.Evictions{}
+	}
 	// The trace is read, never copied: a million rows are a tenth of a
 	// gigabyte. A --track window applies as each row arrives.
 	s.specs = cfg.Trace.Jobs
@@ -533,8 +578,25 @@ func (s *state) schedule(T, R float64) {
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(T, order, alloc)
 	}
+	s.carryOut(order, alloc)
 	inUse, running, _ := s.apply(order, alloc, T, R)
-	s.rounds = append(s.rounds, RoundStat{T: T, GPUsInUse: inUse, Running: running, Queued: len(order) - running})
+	s.rounds = append(s.rounds, s.roundStat(T, inUse, running, len(order)-running))
+}
+
+// carryOut rewrites the answer for the move model (see MoveModel) and
+// starts the round's tally of migrations.
+func (s *state) carryOut(order []*workload.Job, alloc [][]int) {
+	s.moves = RoundStat{}
+	if s.evict != nil {
+		s.evict.Rewrite(s.cl.Size(), order, alloc)
+	}
+}
+
+// roundStat is the round's line, with its migrations.
+func (s *state) roundStat(T float64, inUse, running, queued int) RoundStat {
+	st := s.moves
+	st.T, st.GPUsInUse, st.Running, st.Queued = T, inUse, running, queued
+	return st
 }
 
 // apply makes the placer's answer happen. round.Apply is the reading of
@@ -546,7 +608,7 @@ func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64) (inUse
 	err := s.applier.Apply(s.cl, order, alloc, func(i int, k round.Kind) {
 		g := alloc[i]
 		changed = changed || k.Changes()
-		if s.applyJob(order[i], g, k, T) {
+		if s.applyAt(i, order[i], g, k, T) {
 			inUse += len(g)
 			running++
 		} else {
@@ -568,6 +630,9 @@ func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64) (inUse
 // a cost of zero leaves the debt as it is), and LastGPUs is written when
 // a job stops rather than at every move.
 func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool {
+	if k == round.Migrate {
+		s.noteMove(j, j.GPUsHeld, g)
+	}
 	switch k {
 	case round.Wait:
 		return false
@@ -597,6 +662,42 @@ func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool
 	}
 	j.SinceScheduled = 0
 	return true
+}
+
+// applyAt is applyJob for line i of the round's answer, which under
+// MovesEvictRelaunch may be a migration carried out as a stop: the job
+// pays its migration cost and waits to be placed again.
+func (s *state) applyAt(i int, j *workload.Job, g []int, k round.Kind, T float64) bool {
+	if k != round.Preempt || s.evict == nil || s.evict.Moved[i] == nil {
+		return s.applyJob(j, g, k, T)
+	}
+	s.noteMove(j, j.GPUsHeld, s.evict.Moved[i])
+	j.Migrations++
+	if !s.freeMoves {
+		j.Debt += j.MoveCost.Migration
+	}
+	j.LastGPUs = j.GPUsHeld
+	j.GPUsHeld = nil
+	return false
+}
+
+// noteMove records what the placer expected j's move from one GPU set to
+// another to save (before Migrations counts it).
+func (s *state) noteMove(j *workload.Job, from, to []int) {
+	s.moves.Migrations++
+	if s.judge == nil {
+		return
+	}
+	gain := s.judge.MoveGain(&s.env, j, from, to)
+	m := gain - j.MoveCost.Migration
+	if j.Migrations == 0 || m < j.MinMoveMargin {
+		j.MinMoveMargin = m
+	}
+	j.MoveGain += gain
+	if s.moves.Migrations == 1 || m < s.moves.MinMoveMargin {
+		s.moves.MinMoveMargin = m
+	}
+	s.moves.MoveGain += gain
 }
 
 func (s *state) placerBug(err error) {
@@ -650,6 +751,7 @@ func (s *state) record(j *workload.Job) metrics.JobRecord {
 		Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
 		JCT: jct, Run: run, Wait: math.Max(0, jct-run),
 		Preemptions: j.Preemptions, Migrations: j.Migrations, LostGPUSeconds: j.LostGPUSeconds,
+		MoveGain: j.MoveGain, MinMoveMargin: j.MinMoveMargin,
 		VC: j.VC, Priority: j.VCPriority, GPUIDs: j.LastGPUs, Nodes: s.nodesOf(j.LastGPUs),
 	}
 }

@@ -27,6 +27,11 @@ type checkedStreamer struct {
 	t     *testing.T
 }
 
+// MoveGain passes the wrapped placer's pricing of moves on.
+func (c checkedStreamer) MoveGain(env *policy.Env, j *workload.Job, from, to []int) float64 {
+	return c.Streamer.(policy.MoveJudge).MoveGain(env, j, from, to)
+}
+
 func (c checkedStreamer) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	var want [][]int
 	if c.ref != nil {

@@ -43,8 +43,22 @@ type Chain struct {
 	vccs     []*vcChain // non-pinned VC views in this chain, in VC order
 	bad      int        // bad leaves in the chain
 	class    int        // the speed class the current decision prefers, -1 for none
+	cpu      bool       // its leaf is not a GPU (skuTypes gpu: 0): never handed to GPU demands
 	doomed   int        // VC cells bound to bad cells by the doomed-bad rule
 }
+
+// serves reports whether the chain may hold a demand for leafType: any
+// GPU chain for "", else the chain of that leaf type.
+func (c *Chain) serves(leafType string) bool {
+	if leafType == "" {
+		return !c.cpu
+	}
+	return c.LeafType == leafType
+}
+
+// GPU reports whether the chain's leaf cells are GPUs: true unless
+// skuTypes gives its leaf type gpu: 0.
+func (c *Chain) GPU() bool { return !c.cpu }
 
 // Top is the chain's top level.
 func (c *Chain) Top() int { return len(c.types) - 1 }
@@ -203,8 +217,11 @@ func build(cfg *Config) (*Scheduler, error) {
 	if len(cfg.PhysicalCells) == 0 {
 		return nil, &Error{File: cfg.File, Field: "physicalCluster.physicalCells", Msg: "no physical cells"}
 	}
+	// Device indices count per node and leaf type (a node may hold GPUs
+	// of one chain and CPUs of another, both numbered from 0).
 	type gpuKey struct {
 		node string
+		leaf string
 		gpu  int
 	}
 	seenGPU := map[gpuKey]string{}
@@ -221,6 +238,9 @@ func build(cfg *Config) (*Scheduler, error) {
 		ch := s.byChain[t.name]
 		if ch == nil {
 			ch = &Chain{Name: t.name, LeafType: t.leafType, NodeLevel: t.nodeLevel, class: -1}
+			if sku, ok := cfg.SKUs[t.leafType]; ok && sku.HasGPU && sku.GPU == 0 {
+				ch.cpu = true
+			}
 			ch.types = make([]*cellType, t.level+1)
 			for x := t; x != nil; x = x.child {
 				ch.types[x.level] = x
@@ -250,10 +270,18 @@ func build(cfg *Config) (*Scheduler, error) {
 		walk = func(p *PCell) error {
 			if p.pinned != "" {
 				if l, dup := pinLine[p.pinned]; dup {
-					return &Error{File: cfg.File, Line: b.lines[p], Field: "pinnedCellId", Msg: fmt.Sprintf("pinned cell %q defined twice (first at line %d)", p.pinned, l)}
+					return &Error{File: cfg.File, Line: b.lines[p], Field: b.fields[p], Msg: fmt.Sprintf("pinned cell %q defined twice (first at line %d)", p.pinned, l)}
 				}
 				pinLine[p.pinned] = b.lines[p]
 				s.pinned[p.pinned] = p
+				// A pinned cell leaves the buddy system whole, so one inside
+				// another would be handed out twice.
+				for a := p.parent; a != nil; a = a.parent {
+					if a.pinned != "" {
+						return &Error{File: cfg.File, Line: b.lines[p], Field: b.fields[p],
+							Msg: fmt.Sprintf("pinned cell %q (line %d) lies inside pinned cell %q (line %d); pinned cells may not overlap", p.pinned, b.lines[p], a.pinned, b.lines[a])}
+					}
+				}
 			}
 			if p.level == ch.NodeLevel {
 				ch.nodes = append(ch.nodes, p)
@@ -263,7 +291,7 @@ func build(cfg *Config) (*Scheduler, error) {
 				s.byNode[p.node] = append(s.byNode[p.node], p)
 			}
 			if p.level == 1 {
-				k := gpuKey{p.node, p.gpu}
+				k := gpuKey{p.node, ch.LeafType, p.gpu}
 				if prev, dup := seenGPU[k]; dup {
 					return &Error{File: cfg.File, Line: b.lines[p], Field: "cellAddress",
 						Msg: fmt.Sprintf("device %d of node %q defined twice (also %s)", p.gpu, p.node, prev)}
@@ -302,7 +330,47 @@ func build(cfg *Config) (*Scheduler, error) {
 	if err := s.buildVCs(types); err != nil {
 		return nil, err
 	}
+	s.sizes = s.measure()
 	return s, nil
+}
+
+// sizes are the figures of a config that setup and every decision ask
+// for: computed once, since the cells do not change shape.
+type sizes struct {
+	maxNode   int            // devices of the largest node
+	vcDevices map[string]int // devices of each VC's cells, pinned included
+	maxPod    map[string]int // devices of the biggest node of each VC's view
+}
+
+func (s *Scheduler) measure() sizes {
+	z := sizes{vcDevices: make(map[string]int, len(s.vcs)), maxPod: make(map[string]int, len(s.vcs))}
+	for _, cells := range s.byNode {
+		n := 0
+		for _, p := range cells {
+			if !p.chain.cpu {
+				n += p.leaves
+			}
+		}
+		z.maxNode = max(z.maxNode, n)
+	}
+	for _, vc := range s.vcs {
+		n, m := 0, 0
+		for _, list := range [][]*vcChain{vc.chains, vc.pins} {
+			for _, vcc := range list {
+				if vcc.chain.cpu {
+					continue // devices for GPU demands only
+				}
+				for _, v := range vcc.pre {
+					n += v.leaves
+				}
+				for _, v := range vcc.view {
+					m = max(m, v.leaves)
+				}
+			}
+		}
+		z.vcDevices[vc.Name], z.maxPod[vc.Name] = n, m
+	}
+	return z
 }
 
 type cellBuilder struct {
@@ -311,14 +379,21 @@ type cellBuilder struct {
 	file     string
 	counters map[int]int // default-address counters by level, per top cell or node
 	lines    map[*PCell]int
+	fields   map[*PCell]string
 }
 
 func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, own string) (*PCell, error) {
 	if b.lines == nil {
-		b.lines = map[*PCell]int{}
+		b.lines, b.fields = map[*PCell]int{}, map[*PCell]string{}
 	}
 	p := &PCell{chain: b.ch, level: t.level, parent: parent, gpu: -1, pinned: spec.PinnedCellID, leaves: t.leaves, freeIdx: -1}
 	b.lines[p] = spec.Line
+	if spec.PinnedCellID != "" {
+		b.fields[p] = spec.Field + ".pinnedCellId"
+		if spec.PinnedLine > 0 {
+			b.lines[p] = spec.PinnedLine
+		}
+	}
 	switch {
 	case t.level == b.ch.NodeLevel:
 		if spec.CellAddress == "" {
@@ -385,6 +460,11 @@ func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, ow
 func (s *Scheduler) buildVCs(types map[string]*cellType) error {
 	cfg := s.cfg
 	pinUser := map[string]string{}
+	type pendingCells struct {
+		vcc    *vcChain
+		levels []int // levels with reservations, largest first
+	}
+	var pending []pendingCells
 	for _, spec := range cfg.VCs {
 		vc := &VC{Name: spec.Name, byPin: map[string]*vcChain{}, line: spec.Line}
 		byChain := map[*Chain]*vcChain{}
@@ -430,21 +510,23 @@ func (s *Scheduler) buildVCs(types map[string]*cellType) error {
 			// Bigger cells first, then file order: the view lists a VC's
 			// largest cells first, which is where packing starts.
 			sort.SliceStable(es, func(i, j int) bool { return es[i].level > es[j].level })
+			// Count now, build the cells once the counts are known to fit:
+			// a mistyped cellNumber must not build millions of cells
+			// before the check below refuses them.
+			levels := make([]int, 0, len(es))
 			for _, e := range es {
+				if len(levels) == 0 || levels[len(levels)-1] != e.level {
+					levels = append(levels, e.level)
+				}
 				if vcc.lines[e.level] == 0 {
 					vcc.lines[e.level] = e.line
 					vcc.fields[e.level] = e.field
 				}
-				for k := 0; k < e.n; k++ {
-					v := newVCell(vcc, ch, e.level, nil)
-					v.idx = len(vcc.pre)
-					vcc.pre = append(vcc.pre, v)
-					vcc.unused[e.level]++
-					vcc.reserved[e.level]++
-					ch.vcUnused[e.level]++
-				}
+				vcc.unused[e.level] += e.n
+				vcc.reserved[e.level] += e.n
+				ch.vcUnused[e.level] += e.n
 			}
-			vcc.view = viewNodes(vcc.pre, ch.NodeLevel)
+			pending = append(pending, pendingCells{vcc, levels})
 			vc.chains = append(vc.chains, vcc)
 			ch.vccs = append(ch.vccs, vcc)
 		}
@@ -502,6 +584,19 @@ func (s *Scheduler) buildVCs(types map[string]*cellType) error {
 				Msg: fmt.Sprintf("illegal initial VC assignment: chain %s, level %d (%s): splittable %d < 0; VCs reserving this level: %s",
 					ch.Name, l, ch.types[l].name, sp[l], strings.Join(who, ", "))}
 		}
+	}
+	// The counts fit the chains, so the cells are at most as many as the
+	// physical ones.
+	for _, pc := range pending {
+		vcc := pc.vcc
+		for _, l := range pc.levels {
+			for k := 0; k < vcc.reserved[l]; k++ {
+				v := newVCell(vcc, vcc.chain, l, nil)
+				v.idx = len(vcc.pre)
+				vcc.pre = append(vcc.pre, v)
+			}
+		}
+		vcc.view = viewNodes(vcc.pre, vcc.chain.NodeLevel)
 	}
 	return nil
 }

@@ -14,8 +14,10 @@
 package tenancy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -41,6 +43,15 @@ type CellTypeSpec struct {
 	Line            int
 }
 
+// SKUSpec is one entry of physicalCluster.skuTypes: the resources of one
+// leaf cell. GPU is its gpu count; a leaf type with gpu: 0 (a CPU SKU) is
+// never handed to a GPU demand. HasGPU is false when gpu is not given.
+type SKUSpec struct {
+	GPU    int
+	HasGPU bool
+	Line   int
+}
+
 // PhysicalCellSpec is one entry of physicalCluster.physicalCells, or one of
 // its cellChildren. CellType is empty below the top level (it follows from
 // the parent's type).
@@ -48,6 +59,7 @@ type PhysicalCellSpec struct {
 	CellType     string
 	CellAddress  string
 	PinnedCellID string
+	PinnedLine   int // line of pinnedCellId
 	Children     []PhysicalCellSpec
 	Line         int
 	Field        string // YAML path, for errors
@@ -87,14 +99,35 @@ type Config struct {
 	// Ignored lists the YAML paths of fields this package does not use
 	// (HiveD's extender settings and unknown keys), sorted.
 	Ignored []string
+	// Skipped lists the Kubernetes objects of a deployment file other than
+	// the ConfigMap holding the cells.
+	Skipped []string
+	// SKUs is physicalCluster.skuTypes by leaf type: of each, only
+	// whether it is a GPU matters here.
+	SKUs map[string]SKUSpec
+	// OldNames is set when the file spells pinned cells the way HiveD
+	// v0.2 did (reservationId, reservedCells); they are read as the
+	// current names.
+	OldNames bool
 }
 
-// Warning is the one line that names the ignored fields, or "".
+// Warning is the one line that names the ignored fields, the skipped
+// Kubernetes objects and the old names read, or "".
 func (c *Config) Warning() string {
-	if len(c.Ignored) == 0 {
+	var parts []string
+	if c.OldNames {
+		parts = append(parts, "reading HiveD v0.2's reservationId and reservedCells as pinnedCellId and pinnedCells")
+	}
+	if len(c.Skipped) > 0 {
+		parts = append(parts, "skipping Kubernetes objects that hold no cells: "+strings.Join(c.Skipped, ", "))
+	}
+	if len(c.Ignored) > 0 {
+		parts = append(parts, "ignoring fields this scheduler does not use: "+strings.Join(c.Ignored, ", "))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: ignoring fields this scheduler does not use: %s", c.File, strings.Join(c.Ignored, ", "))
+	return c.File + ": " + strings.Join(parts, "; ")
 }
 
 // LoadFile reads and parses a cells file.
@@ -108,21 +141,276 @@ func LoadFile(path string) (*Config, error) {
 
 // Parse parses a cells file held in memory; name is used in errors.
 // It checks the shape of the document only; New checks the semantics.
+//
+// The file is either a cells document or a HiveD deployment file: a
+// stream of Kubernetes objects of which one is a ConfigMap holding the
+// cells document under data."hivedscheduler.yaml". The other Kubernetes
+// objects are skipped (named in the warning); any other extra document is
+// an error, since it would be ignored.
 func Parse(name string, data []byte) (*Config, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, yamlError(name, err)
+	docs, err := decodeAll(name, data, 0)
+	if err != nil {
+		return nil, err
 	}
 	p := &parser{file: name, cfg: &Config{File: name}}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, &Error{File: name, Msg: "empty document: want physicalCluster and virtualClusters"}
+	var root *yaml.Node
+	rootLine := 0
+	for i, doc := range docs {
+		n := doc.Content[0]
+		if isNull(n) {
+			continue
+		}
+		var found *yaml.Node
+		if kind, objName, ok := kubeObject(n); ok {
+			embedded, line, err := p.configMap(n, kind)
+			if err != nil {
+				return nil, err
+			}
+			if embedded == nil {
+				p.cfg.Skipped = append(p.cfg.Skipped, fmt.Sprintf("document %d (%s %s, line %d)", i+1, kind, objName, n.Line))
+				continue
+			}
+			found, n = embedded, &yaml.Node{Line: line}
+		} else {
+			found = n
+		}
+		if root != nil {
+			return nil, p.errf(n, "", "a second cells document (the first starts at line %d); it would be ignored, so this file is refused", rootLine)
+		}
+		root, rootLine = found, n.Line
 	}
-	root := doc.Content[0]
+	if root == nil {
+		return nil, &Error{File: name, Msg: "empty document: want physicalCluster and virtualClusters (or a HiveD ConfigMap holding hivedscheduler.yaml)"}
+	}
 	if err := p.document(root); err != nil {
 		return nil, err
 	}
 	sort.Strings(p.cfg.Ignored)
 	return p.cfg, nil
+}
+
+// decodeAll splits a YAML stream into its documents, each checked for
+// alias abuse; shift is added to every line (for a document embedded in
+// another file's block scalar).
+func decodeAll(name string, data []byte, shift int) ([]*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*yaml.Node
+	for {
+		doc := &yaml.Node{}
+		err := dec.Decode(doc)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			e := yamlError(name, err).(*Error)
+			if e.Line > 0 {
+				e.Line += shift
+			}
+			return nil, e
+		}
+		if shift != 0 {
+			shiftLines(doc, shift, map[*yaml.Node]bool{})
+		}
+		if err := checkAliases(name, doc); err != nil {
+			return nil, err
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		docs = append(docs, doc)
+	}
+	return docs, nil
+}
+
+func shiftLines(n *yaml.Node, shift int, seen map[*yaml.Node]bool) {
+	if n == nil || seen[n] {
+		return
+	}
+	seen[n] = true
+	n.Line += shift
+	for _, c := range n.Content {
+		shiftLines(c, shift, seen)
+	}
+}
+
+// kubeObject reports whether n is a Kubernetes object (a mapping with
+// apiVersion and kind), with its kind and metadata.name.
+func kubeObject(n *yaml.Node) (kind, name string, ok bool) {
+	if n.Kind != yaml.MappingNode {
+		return "", "", false
+	}
+	var api bool
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		switch k.Value {
+		case "apiVersion":
+			api = true
+		case "kind":
+			if v.Kind == yaml.ScalarNode {
+				kind = v.Value
+			}
+		case "metadata":
+			if v.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					if v.Content[j].Value == "name" && resolve(v.Content[j+1]).Kind == yaml.ScalarNode {
+						name = resolve(v.Content[j+1]).Value
+					}
+				}
+			}
+		}
+	}
+	return kind, name, api && kind != ""
+}
+
+// ConfigMapKey is the key of HiveD's ConfigMap that holds its config.
+const ConfigMapKey = "hivedscheduler.yaml"
+
+// configMap returns the cells document a ConfigMap holds under
+// data."hivedscheduler.yaml", its lines numbered as in the outer file,
+// or nil for any other Kubernetes object.
+func (p *parser) configMap(n *yaml.Node, kind string) (*yaml.Node, int, error) {
+	if kind != "ConfigMap" {
+		return nil, 0, nil
+	}
+	var data *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "data" {
+			data = resolve(n.Content[i+1])
+		}
+	}
+	if data == nil || data.Kind != yaml.MappingNode {
+		return nil, 0, nil
+	}
+	var text *yaml.Node
+	for i := 0; i+1 < len(data.Content); i += 2 {
+		if data.Content[i].Value == ConfigMapKey {
+			text = resolve(data.Content[i+1])
+		} else {
+			p.ignore("data." + data.Content[i].Value)
+		}
+	}
+	if text == nil {
+		return nil, 0, nil
+	}
+	field := "data." + ConfigMapKey
+	if text.Kind != yaml.ScalarNode {
+		return nil, 0, p.errf(text, field, "want the cells file as a string, got %s", kindName(text))
+	}
+	// A block scalar's text starts on the line after its indicator; the
+	// lines of a quoted string cannot be mapped back, so errors point at
+	// its first line.
+	shift := text.Line - 1
+	if text.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		shift = text.Line
+	}
+	docs, err := decodeAll(p.file, []byte(text.Value), shift)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(docs) == 0 || isNull(docs[0].Content[0]) {
+		return nil, 0, p.errf(text, field, "empty: want physicalCluster and virtualClusters")
+	}
+	if len(docs) > 1 {
+		return nil, 0, p.errf(docs[1].Content[0], field, "holds a second YAML document; it would be ignored, so this file is refused")
+	}
+	return docs[0].Content[0], text.Line, nil
+}
+
+// MaxAliasNodes bounds the nodes that YAML aliases may repeat in one
+// document. A parser that follows aliases repeats the anchored node at
+// every alias, so a few nested aliases ("billion laughs") would make a
+// kilobyte file describe billions of cells; no real config comes close.
+const MaxAliasNodes = 1 << 20
+
+// checkAliases refuses a document whose aliases would repeat more than
+// MaxAliasNodes nodes, or an alias inside the node it names (a cycle).
+// It counts with one size per anchored node, so it costs time linear in
+// the file, whatever the aliases would expand to.
+func checkAliases(file string, doc *yaml.Node) error {
+	a := &aliasCheck{file: file, size: map[*yaml.Node]int{}, open: map[*yaml.Node]bool{}}
+	return a.walk(doc, "")
+}
+
+type aliasCheck struct {
+	file     string
+	size     map[*yaml.Node]int // expanded node count, saturated at MaxAliasNodes+1
+	open     map[*yaml.Node]bool
+	repeated int
+}
+
+func (a *aliasCheck) expanded(n *yaml.Node) (int, bool) {
+	if n == nil {
+		return 0, true
+	}
+	if v, ok := a.size[n]; ok {
+		return v, true
+	}
+	if a.open[n] {
+		return 0, false
+	}
+	a.open[n] = true
+	total := 1
+	if n.Kind == yaml.AliasNode {
+		v, ok := a.expanded(n.Alias)
+		if !ok {
+			return 0, false
+		}
+		total = v
+	}
+	for _, c := range n.Content {
+		v, ok := a.expanded(c)
+		if !ok {
+			return 0, false
+		}
+		total = min(total+v, MaxAliasNodes+1)
+	}
+	delete(a.open, n)
+	a.size[n] = total
+	return total, true
+}
+
+func (a *aliasCheck) walk(n *yaml.Node, field string) error {
+	if n.Kind == yaml.AliasNode {
+		v, ok := a.expanded(n.Alias)
+		if !ok {
+			return &Error{File: a.file, Line: n.Line, Field: field, Msg: fmt.Sprintf("alias *%s lies inside the node it names", n.Value)}
+		}
+		a.repeated += v
+		if a.repeated > MaxAliasNodes {
+			return &Error{File: a.file, Line: n.Line, Field: field,
+				Msg: fmt.Sprintf("alias *%s: aliases would repeat more than %d YAML nodes in all; write the cells out", n.Value, MaxAliasNodes)}
+		}
+		return nil
+	}
+	if n.Anchor != "" {
+		// An anchored node that contains an alias to itself.
+		if _, ok := a.expanded(n); !ok {
+			return &Error{File: a.file, Line: n.Line, Field: field, Msg: fmt.Sprintf("anchor &%s contains an alias to itself", n.Anchor)}
+		}
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if err := a.walk(k, field); err != nil {
+				return err
+			}
+			if err := a.walk(n.Content[i+1], join(field, k.Value)); err != nil {
+				return err
+			}
+		}
+	default:
+		for i, c := range n.Content {
+			f := field
+			if n.Kind == yaml.SequenceNode {
+				f = fmt.Sprintf("%s[%d]", field, i)
+			}
+			if err := a.walk(c, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // yamlError turns a YAML syntax error into an *Error with its line.
@@ -219,6 +507,13 @@ func join(a, b string) string {
 
 func (p *parser) ignore(field string) { p.cfg.Ignored = append(p.cfg.Ignored, field) }
 
+// oldName notes a HiveD v0.2 spelling.
+func (p *parser) oldName(key string) {
+	if key == "reservationId" || key == "reservedCells" {
+		p.cfg.OldNames = true
+	}
+}
+
 func (p *parser) str(n *yaml.Node, field string) (string, error) {
 	if n.Kind != yaml.ScalarNode {
 		return "", p.errf(n, field, "want a string, got %s", kindName(n))
@@ -295,6 +590,26 @@ func (p *parser) physicalCluster(n *yaml.Node) error {
 				}
 				p.cfg.CellTypes = append(p.cfg.CellTypes, ct)
 				return nil
+			})
+		case "skuTypes":
+			p.cfg.SKUs = map[string]SKUSpec{}
+			return p.mapping(v, f, func(name string, k, v *yaml.Node) error {
+				sku := SKUSpec{Line: k.Line}
+				err := p.mapping(v, join(f, name), func(key string, kk, vv *yaml.Node) error {
+					kf := join(join(f, name), key)
+					if key != "gpu" {
+						p.ignore(kf)
+						return nil
+					}
+					n, err := p.integer(vv, kf)
+					if err == nil && n < 0 {
+						err = p.errf(vv, kf, "must not be negative, got %d", n)
+					}
+					sku.GPU, sku.HasGPU = n, true
+					return err
+				})
+				p.cfg.SKUs[name] = sku
+				return err
 			})
 		case "physicalCells":
 			haveCells = true
@@ -381,8 +696,13 @@ func (p *parser) physicalCells(n *yaml.Node, field string, top bool) ([]Physical
 				pc.CellType, err = p.str(v, kf)
 			case "cellAddress":
 				pc.CellAddress, err = p.str(v, kf)
-			case "pinnedCellId":
+			case "pinnedCellId", "reservationId":
+				if pc.PinnedCellID != "" {
+					return p.errf(k, kf, "pinnedCellId and its old name reservationId both given")
+				}
+				p.oldName(key)
 				pc.PinnedCellID, err = p.str(v, kf)
+				pc.PinnedLine = k.Line
 			case "cellChildren":
 				pc.Children, err = p.physicalCells(v, kf, false)
 			default:
@@ -413,6 +733,7 @@ func (p *parser) virtualClusters(n *yaml.Node) error {
 			return p.errf(k, f, "empty VC name")
 		}
 		vc := VCSpec{Name: name, Line: k.Line}
+		havePins := false
 		v = resolve(v)
 		if !isNull(v) {
 			err := p.mapping(v, f, func(key string, kk, vv *yaml.Node) error {
@@ -446,14 +767,23 @@ func (p *parser) virtualClusters(n *yaml.Node) error {
 						vc.VirtualCells = append(vc.VirtualCells, vcell)
 						return nil
 					})
-				case "pinnedCells":
+				case "pinnedCells", "reservedCells":
+					if havePins {
+						return p.errf(kk, kf, "pinnedCells and its old name reservedCells both given")
+					}
+					havePins = true
+					p.oldName(key)
 					return p.list(vv, kf, func(i int, item *yaml.Node, itf string) error {
 						pin := PinnedCellSpec{Line: item.Line, Field: itf}
 						err := p.mapping(item, itf, func(key string, k3, v3 *yaml.Node) error {
 							f3 := join(itf, key)
 							var err error
 							switch key {
-							case "pinnedCellId":
+							case "pinnedCellId", "reservationId":
+								if pin.PinnedCellID != "" {
+									return p.errf(k3, f3, "pinnedCellId and its old name reservationId both given")
+								}
+								p.oldName(key)
 								pin.PinnedCellID, err = p.str(v3, f3)
 							default:
 								p.ignore(f3)

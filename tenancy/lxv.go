@@ -40,7 +40,7 @@ func (s *Scheduler) placeLxV(r Request, vc *VC) (Decision, bool) {
 		return Decision{}, false
 	}
 	for _, vcc := range vc.chains {
-		if vcc.pinned != nil || (r.LeafType != "" && vcc.chain.LeafType != r.LeafType) {
+		if vcc.pinned != nil || !vcc.chain.serves(r.LeafType) {
 			continue
 		}
 		free := s.freeBound(vcc)

@@ -19,7 +19,7 @@ func (s *Scheduler) PrivateConfig(vcName string) (*Config, error) {
 	if vc == nil {
 		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
 	}
-	cfg := &Config{File: fmt.Sprintf("%s (private cluster of %s)", s.cfg.File, vcName)}
+	cfg := &Config{File: fmt.Sprintf("%s (private cluster of %s)", s.cfg.File, vcName), SKUs: s.cfg.SKUs}
 	cfg.CellTypes = append(cfg.CellTypes, s.cfg.CellTypes...)
 	spec := VCSpec{Name: vcName}
 	node := 0
@@ -111,21 +111,7 @@ func (s *Scheduler) VCs() []string {
 }
 
 // VCDevices is the number of devices a VC's cells hold, pinned included.
-func (s *Scheduler) VCDevices(vcName string) int {
-	vc := s.byVC[vcName]
-	if vc == nil {
-		return 0
-	}
-	n := 0
-	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
-		for _, vcc := range list {
-			for _, v := range vcc.pre {
-				n += v.leaves
-			}
-		}
-	}
-	return n
-}
+func (s *Scheduler) VCDevices(vcName string) int { return s.sizes.vcDevices[vcName] }
 
 // Node is one machine of the cells file and its device indices.
 type Node struct {
@@ -139,6 +125,9 @@ func (s *Scheduler) Nodes() []Node {
 	for _, name := range s.nodeOrder {
 		n := Node{Name: name}
 		for _, p := range s.byNode[name] {
+			if p.chain.cpu {
+				continue // the simulator's cluster is its GPUs
+			}
 			for _, l := range pleavesOf(p, nil) {
 				n.Devices = append(n.Devices, l.gpu)
 			}
@@ -151,34 +140,10 @@ func (s *Scheduler) Nodes() []Node {
 
 // MaxPod is the largest pod a VC's guaranteed jobs can ever run: the
 // biggest node of its view (a node cell, or a cell smaller than a node).
-func (s *Scheduler) MaxPod(vcName string) int {
-	vc := s.byVC[vcName]
-	if vc == nil {
-		return 0
-	}
-	m := 0
-	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
-		for _, vcc := range list {
-			for _, v := range vcc.view {
-				m = max(m, v.leaves)
-			}
-		}
-	}
-	return m
-}
+func (s *Scheduler) MaxPod(vcName string) int { return s.sizes.maxPod[vcName] }
 
 // MaxNode is the largest node of the cluster, in devices.
-func (s *Scheduler) MaxNode() int {
-	m := 0
-	for _, cells := range s.byNode {
-		n := 0
-		for _, p := range cells {
-			n += p.leaves
-		}
-		m = max(m, n)
-	}
-	return m
-}
+func (s *Scheduler) MaxNode() int { return s.sizes.maxNode }
 
 // BindStatic turns dynamic binding off: every VC's preassigned cells are
 // bound now, by buddy allocation in config order, and stay bound, as

@@ -29,6 +29,7 @@ type Scheduler struct {
 	pinned    map[string]*PCell
 	leafTypes []string
 	leaves    []*PCell
+	sizes     sizes // fixed by the config, computed once by build
 
 	classes  int        // speed classes set by SetSpeeds (0: none)
 	epoch    int        // marks leaves chosen by the current decision
@@ -415,7 +416,7 @@ func (s *Scheduler) scheduleGuaranteed(r Request, vc *VC) Decision {
 		views = []*vcChain{vc.byPin[r.PinnedCell]}
 	} else {
 		for _, vcc := range vc.chains {
-			if r.LeafType == "" || vcc.chain.LeafType == r.LeafType {
+			if vcc.chain.serves(r.LeafType) {
 				views = append(views, vcc)
 			}
 		}
@@ -886,7 +887,7 @@ func (s *Scheduler) bindExact(v *VCell, p *PCell) bool {
 func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 	reason := "no chain of the requested leaf type"
 	for _, ch := range s.chains {
-		if r.LeafType != "" && ch.LeafType != r.LeafType {
+		if !ch.serves(r.LeafType) {
 			continue
 		}
 		nodes := s.scratch[:0]

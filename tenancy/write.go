@@ -3,6 +3,7 @@ package tenancy
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -13,7 +14,23 @@ import (
 func WriteYAML(w io.Writer, cfg *Config) error {
 	var b strings.Builder
 	q := strconv.Quote
-	b.WriteString("physicalCluster:\n  cellTypes:\n")
+	b.WriteString("physicalCluster:\n")
+	if len(cfg.SKUs) > 0 {
+		b.WriteString("  skuTypes:\n")
+		names := make([]string, 0, len(cfg.SKUs))
+		for n := range cfg.SKUs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if sku := cfg.SKUs[n]; sku.HasGPU {
+				fmt.Fprintf(&b, "    %s: {gpu: %d}\n", q(n), sku.GPU)
+			} else {
+				fmt.Fprintf(&b, "    %s: {}\n", q(n))
+			}
+		}
+	}
+	b.WriteString("  cellTypes:\n")
 	for _, t := range cfg.CellTypes {
 		fmt.Fprintf(&b, "    %s: {childCellType: %s, childCellNumber: %d, isNodeLevel: %v}\n", q(t.Name), q(t.ChildCellType), t.ChildCellNumber, t.IsNodeLevel)
 	}

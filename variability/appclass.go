@@ -6,7 +6,7 @@ import "io"
 // app and class, as pal classify -o csv writes it (its other columns are
 // ignored; '#' lines are comments).
 func ReadAppClasses(name string, r io.Reader) (map[string]Class, error) {
-	t, err := openCSV(name, r)
+	t, err := openCSV(name, r, []string{"app", "dram_util", "fu_util", "class"})
 	if err != nil {
 		return nil, err
 	}

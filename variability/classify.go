@@ -27,7 +27,7 @@ const ExampleAppsFile = "classify/table2-apps.csv"
 // ReadApps reads a CSV with columns app, dram_util, fu_util. Lines that
 // start with '#' are comments.
 func ReadApps(name string, r io.Reader) ([]App, error) {
-	t, err := openCSV(name, r)
+	t, err := openCSV(name, r, []string{"app", "dram_util", "fu_util"})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,12 @@ type InputError = csvin.Error
 // '#', and hand-written inputs (the classifier's example table) need
 // somewhere to say where numbers came from. Column names are matched
 // case-insensitively because the upstream files are not consistent about
-// capitalisation.
-func openCSV(name string, r io.Reader) (*csvin.Table, error) {
-	return csvin.Open(name, r, csvin.Comment('#'), csvin.FoldCase())
+// capitalisation. known lists every column of the format (any other is
+// an error); nil accepts any column.
+func openCSV(name string, r io.Reader, known []string) (*csvin.Table, error) {
+	opts := []csvin.Option{csvin.Comment('#'), csvin.FoldCase()}
+	if known != nil {
+		opts = append(opts, csvin.Known(known...))
+	}
+	return csvin.Open(name, r, opts...)
 }

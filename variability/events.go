@@ -28,7 +28,7 @@ order; '#' lines are comments.`
 // (stably: rows with the same time apply in file order). GPU ids are
 // checked against the cluster by the caller, with Line.
 func ReadGPUEvents(name string, r io.Reader) ([]GPUEvent, error) {
-	t, err := openCSV(name, r)
+	t, err := openCSV(name, r, []string{"time_s", "gpu", "class", "new_score"})
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,9 @@
 package variability
 
 import (
-	"fmt"
 	"io"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // MeasurementColumns are the columns of a measurement file, required ones
@@ -54,23 +52,9 @@ type Measurements struct {
 
 // ReadMeasurements reads a measurement CSV (MeasurementFormat).
 func ReadMeasurements(name string, r io.Reader) (*Measurements, error) {
-	t, err := openCSV(name, r)
+	t, err := openCSV(name, r, MeasurementColumns)
 	if err != nil {
 		return nil, err
-	}
-	known := map[string]bool{}
-	for _, c := range MeasurementColumns {
-		known[c] = true
-	}
-	for i := range t.HeaderWidth() {
-		h := t.FieldName(i)
-		if !known[strings.ToLower(h)] {
-			msg := fmt.Sprintf("unknown column (a measurement file has %s)", strings.Join(MeasurementColumns, ", "))
-			if h == "" {
-				msg = fmt.Sprintf("column %d has no name (a measurement file has %s)", i+1, strings.Join(MeasurementColumns, ", "))
-			}
-			return nil, &InputError{File: name, Line: 1, Field: h, Msg: msg}
-		}
 	}
 	cols, err := t.Cols(MeasurementColumns[:measureRequired]...)
 	if err != nil {

@@ -33,7 +33,10 @@ type Profile struct {
 // as it has "perf" and "uuid"; rows are normalised by the file's median perf
 // so that 1.0 is the median run, which is the scale PM-scores live on.
 func ReadProfile(name string, r io.Reader) (*Profile, error) {
-	t, err := openCSV(name, r)
+	// A profile is a measurement tool's own dump: its other columns
+	// (timestamps, clocks, kernel counts) differ from tool to tool and
+	// mean nothing here, so any column is accepted.
+	t, err := openCSV(name, r, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -155,13 +158,16 @@ type GPUScores struct {
 // an optional GPU_UUID). Rows may come in any order, but the ids must be
 // exactly 0..N-1 so that a table can be indexed by GPU id without holes.
 func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
-	t, err := openCSV(name, r)
-	if err != nil {
-		return nil, err
-	}
 	names := []string{"GPU_ID", "Node_ID"}
 	for c := range Class(NumClasses) {
 		names = append(names, "PerfVar_class"+c.String())
+	}
+	// GPU_UUID or uuid is optional; the artifact's GPU table dump also
+	// carries Local_GPU_ID, IP_addr, IN_USE and JOB_IDS, which are unused.
+	known := append(append([]string(nil), names...), "GPU_UUID", "uuid", "Local_GPU_ID", "IP_addr", "IN_USE", "JOB_IDS", "node_name", "gpu_index")
+	t, err := openCSV(name, r, known)
+	if err != nil {
+		return nil, err
 	}
 	cols, err := t.Cols(names...)
 	if err != nil {

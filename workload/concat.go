@@ -139,6 +139,8 @@ func concatColumns(paths []string) (TraceColumns, error) {
 		out.VC = out.VC || c.VC
 		out.Priority = out.Priority || c.Priority
 		out.PodGPUs = out.PodGPUs || c.PodGPUs
+		out.PinnedCell = out.PinnedCell || c.PinnedCell
+		out.LeafCellType = out.LeafCellType || c.LeafCellType
 	}
 	return out, nil
 }

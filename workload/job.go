@@ -31,6 +31,11 @@ type Spec struct {
 	VC         string
 	VCPriority int
 	PodGPUs    int
+	// PinnedCell (optional column pinned_cell) runs the job inside one of
+	// its VC's pinned cells; LeafCellType (leaf_cell_type) restricts it
+	// to one device type of the cells. "" means any.
+	PinnedCell   string
+	LeafCellType string
 
 	Source string // file the job came from, for error messages
 	Line   int    // 1-based line in Source (0 for generated jobs)
@@ -78,6 +83,11 @@ type Job struct {
 	// progresses again. LostGPUSeconds is what it has paid, times its GPUs.
 	MoveCost       MoveCost
 	LostGPUSeconds float64
+	// MoveGain sums the time the placer expected each of the job's
+	// migrations to save (policy.MoveJudge); MinMoveMargin is the
+	// smallest gain minus migration cost among them (meaningful only
+	// when Migrations > 0). A migration-aware placer keeps it positive.
+	MoveGain, MinMoveMargin float64
 }
 
 // DefaultPriority is Blox's priority of every job until starvation.

@@ -20,7 +20,7 @@ type PhillyVC struct {
 
 // ReadPhillyVCs reads `vc,node num` rows.
 func ReadPhillyVCs(name string, r io.Reader) ([]PhillyVC, error) {
-	t, cols, err := openCSV(name, r, []string{"vc", "node num"}, "empty file (want a header vc,node num)")
+	t, cols, err := openCSV(name, r, []string{"vc", "node num"}, []string{"vc", "node num"}, "empty file (want a header vc,node num)")
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func PhillyPod(n, node int) int {
 // gpusPerNode GPUs. Rows of VCs not in vcs, and jobs larger than their VC,
 // are left out and counted in Dropped.
 func ReadPhillyVCTrace(name string, r io.Reader, vcs []PhillyVC, gpusPerNode int) (*PhillyVCTrace, error) {
-	t, cols, err := openCSV(name, r, []string{"timestamp", "duration", "num_gpus", "cluster"}, "empty file (want a header timestamp,duration,num_gpus,cluster)")
+	t, cols, err := openCSV(name, r, []string{"timestamp", "duration", "num_gpus", "cluster"}, phillyKnown, "empty file (want a header timestamp,duration,num_gpus,cluster)")
 	if err != nil {
 		return nil, err
 	}

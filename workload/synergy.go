@@ -45,6 +45,9 @@ const EmbeddedPhillyName = "philly/philly.csv (embedded)"
 // (timestamp, gpu_time, cluster) may be present and are ignored.
 var phillyColumns = []string{"duration", "num_gpus"}
 
+// phillyKnown is every column of the processed Philly trace.
+var phillyKnown = []string{"timestamp", "duration", "num_gpus", "gpu_time", "cluster"}
+
 // ReadPhillyDemands reads a processed Philly job trace (columns
 // timestamp,duration,num_gpus,gpu_time,cluster, duration in seconds) and
 // returns the GPU demands of the jobs the artifact would keep, in file
@@ -78,7 +81,7 @@ func phillyDemands(jobs []PhillyJob) []int {
 
 // ReadPhillyJobs is ReadPhillyDemands keeping each job's duration too.
 func ReadPhillyJobs(name string, r io.Reader) ([]PhillyJob, error) {
-	t, cols, err := openCSV(name, r, phillyColumns, "empty file (want a header with columns "+strings.Join(phillyColumns, ",")+")")
+	t, cols, err := openCSV(name, r, phillyColumns, phillyKnown, "empty file (want a header with columns "+strings.Join(phillyColumns, ",")+")")
 	if err != nil {
 		return nil, err
 	}

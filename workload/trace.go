@@ -98,11 +98,18 @@ func maxRows(r io.Reader) (int, error) {
 // The PAL artifact's trace columns; `tracked` is our optional addition.
 var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "model"}
 
+// TraceKnown is every column a trace may have: the artifact's, the
+// optional ones this package reads, and batch_size, which Sia's testbed
+// traces carry and the simulator does not use. Any other column is an
+// error (csvin.Known), so a misspelt optional column is not silently lost.
+var TraceKnown = append(append([]string(nil), traceColumns...),
+	"duration_s", "tracked", "app", "vc", "priority", "pod_gpus", "pinned_cell", "leaf_cell_type", "batch_size")
+
 // ReadTrace parses the PAL artifact trace format
 // `job_id,num_gpus,submit_time,duration,model[,tracked][,app]`, where
 // duration is an iteration count and app (optional, may be empty) groups
 // jobs for finish-time fairness. Columns are found by header name, so their order
-// is free and extra columns are ignored. Every error names the file, the
+// is free; a column not in TraceKnown is an error (csvin.Known). Every error names the file, the
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
 func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
@@ -111,7 +118,7 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 
 // openTrace reads a trace's header.
 func openTrace(name string, r io.Reader) (*csvin.Table, error) {
-	return csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(),
+	return csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.Known(TraceKnown...),
 		csvin.EmptyMsg("empty file (want a header "+strings.Join(traceColumns, ",")+")"))
 }
 
@@ -163,6 +170,7 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 	vcCol, prioCol, podCol := t.OptCol("vc"), t.OptCol("priority"), t.OptCol("pod_gpus")
 	trackedCol := t.OptCol("tracked")
 	appCol := t.OptCol("app")
+	pinCol, leafCol := t.OptCol("pinned_cell"), t.OptCol("leaf_cell_type")
 	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0, Jobs: make([]Spec, 0, rows)}
 	appVC := map[string]struct {
 		vc   string
@@ -262,6 +270,12 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 			}
 			s.PodGPUs = p
 		}
+		if pinCol >= 0 && t.Has(pinCol) {
+			s.PinnedCell = intern(names, t.Text(pinCol))
+		}
+		if leafCol >= 0 && t.Has(leafCol) {
+			s.LeafCellType = intern(names, t.Text(leafCol))
+		}
 		s.Tracked = true
 		if tr.HasTracked {
 			if !t.Has(trackedCol) {
@@ -297,6 +311,20 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 	}
 	sort.SliceStable(tr.Jobs, func(a, b int) bool { return tr.Jobs[a].Submit < tr.Jobs[b].Submit })
 	return tr, nil
+}
+
+// intern returns a copy of v shared by every equal field, so that a
+// kept field does not keep its whole row.
+func intern(names map[string]string, v string) string {
+	if v == "" {
+		return ""
+	}
+	m, ok := names[v]
+	if !ok {
+		m = strings.Clone(v)
+		names[m] = m
+	}
+	return m
 }
 
 // idSet holds the job ids read so far. Ids are mostly dense from 0, so
@@ -347,9 +375,10 @@ const NoModel = "-"
 // columns. Names must match exactly, rows may be short (each reader says
 // which field is missing), a record is known by the line it starts on,
 // and problems are worded the way these readers always have; empty is
-// the message for a file without a header.
-func openCSV(name string, r io.Reader, want []string, empty string) (*csvin.Table, []int, error) {
-	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.EmptyMsg(empty))
+// the message for a file without a header. known is every column the
+// format has; any other is an error.
+func openCSV(name string, r io.Reader, want, known []string, empty string) (*csvin.Table, []int, error) {
+	t, err := csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.Known(known...), csvin.EmptyMsg(empty))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -407,6 +436,7 @@ type TraceColumns struct {
 	// model and duration counts its iterations.
 	Seconds                             bool
 	Tracked, App, VC, Priority, PodGPUs bool
+	PinnedCell, LeafCellType            bool
 }
 
 // columnsOf says which optional columns a trace's header has.
@@ -415,6 +445,7 @@ func columnsOf(t *csvin.Table) TraceColumns {
 		Seconds: t.OptCol("duration_s") >= 0 && t.OptCol("model") < 0,
 		Tracked: t.OptCol("tracked") >= 0, App: t.OptCol("app") >= 0,
 		VC: t.OptCol("vc") >= 0, Priority: t.OptCol("priority") >= 0, PodGPUs: t.OptCol("pod_gpus") >= 0,
+		PinnedCell: t.OptCol("pinned_cell") >= 0, LeafCellType: t.OptCol("leaf_cell_type") >= 0,
 	}
 }
 
@@ -435,7 +466,8 @@ func NewTraceWriter(w io.Writer, c TraceColumns) (*TraceWriter, error) {
 	for _, o := range []struct {
 		on   bool
 		name string
-	}{{c.Tracked, "tracked"}, {c.App, "app"}, {c.VC, "vc"}, {c.Priority, "priority"}, {c.PodGPUs, "pod_gpus"}} {
+	}{{c.Tracked, "tracked"}, {c.App, "app"}, {c.VC, "vc"}, {c.Priority, "priority"}, {c.PodGPUs, "pod_gpus"},
+		{c.PinnedCell, "pinned_cell"}, {c.LeafCellType, "leaf_cell_type"}} {
 		if o.on {
 			h = append(h, o.name)
 		}
@@ -481,6 +513,12 @@ func (tw *TraceWriter) Write(j *Spec) error {
 			pod = strconv.Itoa(j.PodGPUs)
 		}
 		rec = append(rec, pod)
+	}
+	if tw.c.PinnedCell {
+		rec = append(rec, j.PinnedCell)
+	}
+	if tw.c.LeafCellType {
+		rec = append(rec, j.LeafCellType)
 	}
 	tw.rec = rec
 	return tw.cw.Write(rec)

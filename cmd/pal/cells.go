@@ -22,7 +22,18 @@ initial VC assignment with the full recursive splittable check. It prints
 each chain's levels with its free cells, the VC cells not yet bound and the
 splittable margin, then each VC's cells. An illegal file exits non-zero
 with an error naming the file, line and field (for an illegal assignment,
-the chain, the level and the VCs reserving it).`,
+the chain, the level and the VCs reserving it).
+
+FILE is a cells file (hivedscheduler.yaml) or a HiveD deployment file: the
+ConfigMap holding hivedscheduler.yaml in its data is read, the other
+Kubernetes objects are skipped, and any other extra YAML document is an
+error. HiveD v0.2's reservationId and reservedCells are read as
+pinnedCellId and pinnedCells.
+
+Limits: a cluster, and one cell, holds at most 524,288 devices (2^19);
+YAML aliases may repeat at most 1,048,576 nodes in all; pinned cells may
+not overlap; a VC's cellNumber x cell size is checked against its chain
+before any cell is built.`,
 		Example: "  pal cells check tenancy/testdata/hived-design.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

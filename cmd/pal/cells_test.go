@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/palsched/pal/tenancy"
 )
 
 func TestCellsCheck(t *testing.T) {
@@ -65,5 +67,44 @@ func TestBenchTenancy(t *testing.T) {
 	}
 	if _, err := run(t, "bench", "tenancy", "--nodes", "63"); err == nil {
 		t.Error("63 nodes in racks of 8 accepted")
+	}
+}
+
+// The help states the limits the code enforces: 2^19 devices, 2^20
+// nodes repeated by aliases.
+func TestCellsCheckHelpStatesLimits(t *testing.T) {
+	out, err := run(t, "cells", "check", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tenancy.MaxDevices != 524288 || tenancy.MaxAliasNodes != 1048576 {
+		t.Fatalf("limits changed (%d, %d): update the help and the README", tenancy.MaxDevices, tenancy.MaxAliasNodes)
+	}
+	for _, want := range []string{"at most 524,288 devices", "at most 1,048,576 nodes", "deployment file"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A HiveD deployment file loads through the CLI, and the hostile files
+// fail with file, line and field.
+func TestCellsCheckAsFound(t *testing.T) {
+	out, err := run(t, "cells", "check", "../../tenancy/testdata/hived-deploy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "hived-deploy.yaml: 1 chains, 3 nodes, 12 devices, 2 VCs") {
+		t.Errorf("deployment file:\n%s", out)
+	}
+	for _, f := range []string{"nested-pinned.yaml:13: field \"physicalCluster.physicalCells[0].cellChildren[0].pinnedCellId\"",
+		"huge-cellnumber.yaml:12: field \"virtualClusters.A.virtualCells[0]\"", "alias-bomb.yaml:11: field \"anchors.l6.cellChildren[4]\""} {
+		name := f[:strings.Index(f, ":")]
+		for _, cmd := range []string{"check", "show"} {
+			_, err := run(t, "cells", cmd, "../../tenancy/testdata/bad/"+name)
+			if err == nil || !strings.Contains(err.Error(), f) {
+				t.Errorf("cells %s %s: got %v, want %s", cmd, name, err, f)
+			}
+		}
 	}
 }

@@ -127,7 +127,7 @@ func gpuKeys(gs *variability.GPUScores, mapFile, nodeFormat string) ([]kube.GPUK
 		return nil, err
 	}
 	defer f.Close()
-	t, err := csvin.Open(mapFile, f, csvin.EmptyMsg("empty (want a header uuid,node,index)"))
+	t, err := csvin.Open(mapFile, f, csvin.Known("uuid", "node", "index"), csvin.EmptyMsg("empty (want a header uuid,node,index)"))
 	if err != nil {
 		return nil, err
 	}

@@ -106,7 +106,7 @@ func TestUserTraceExtrasOnlyWhenAsked(t *testing.T) {
 // Every header states every input: the table, the JSON inputs and the CSV
 // comment lines carry the same names.
 func TestEveryOutputStatesItsInputs(t *testing.T) {
-	names := []string{"preset", "trace", "extra_arrivals", "cluster", "gpu_values", "scheduler", "round", "locality", "class_map", "models", "k_strategy", "pmfirst_tiebreak", "seed", "track", "starvation_guard", "move_costs"}
+	names := []string{"preset", "trace", "extra_arrivals", "cluster", "gpu_values", "scheduler", "round", "locality", "class_map", "models", "k_strategy", "pmfirst_tiebreak", "seed", "track", "starvation_guard", "move_costs", "moves"}
 	js, err := run(t, "sim", "--trace", "sia-philly/2", "--placement", "pal", "-o", "json")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/internal/csvin"
 )
 
 func main() {
@@ -30,9 +31,33 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("pal {{.Version}}\n")
 	addProfileFlags(root)
+	addInputFlags(root)
 	root.AddCommand(newSimCmd())
 	addExtraCommands(root)
 	return root
+}
+
+// addInputFlags gives every command --allow-extra-columns: a CSV input
+// (trace, node events, GPU scores, Philly files, ...) with a column its
+// format does not have is an error unless this flag is given, when the
+// column is ignored with a warning.
+func addInputFlags(root *cobra.Command) {
+	var allow bool
+	root.PersistentFlags().BoolVar(&allow, "allow-extra-columns", false,
+		"ignore CSV columns an input format does not have, with a warning (without it they are an error)")
+	pre := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if allow {
+			w := cmd.ErrOrStderr()
+			csvin.SetAllowExtraColumns(func(msg string) { fmt.Fprintln(w, "warning:", msg) })
+		} else {
+			csvin.SetAllowExtraColumns(nil)
+		}
+		if pre != nil {
+			return pre(cmd, args)
+		}
+		return nil
+	}
 }
 
 // version is set at release builds (-ldflags "-X main.version=v1.2.3").

@@ -201,3 +201,58 @@ func TestSimEveryPlacementUnderTenancy(t *testing.T) {
 		}
 	}
 }
+
+// A column an input format does not have is an error naming file, column
+// and the known columns, in the trace, the node events and the GPU scores;
+// --allow-extra-columns ignores it with a warning.
+func TestUnknownColumns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trace, err := os.ReadFile("../../tenancy/testdata/h3-trace.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The h3 trace with a misspelt priority column: every job would run
+	// at priority 0 and nothing would say so.
+	lines := strings.Split(strings.TrimSpace(string(trace)), "\n")
+	lines[0] += ",priorty"
+	for i := 1; i < len(lines); i++ {
+		lines[i] += ",1"
+	}
+	typo := write("typo.csv", strings.Join(lines, "\n")+"\n")
+	events := write("events.csv", "time_s,node,event,why\n0,node-1,down,disk\n")
+	scores := write("scores.csv", "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,PerfVar_classE\n0,0,1,1,1,1,1\n")
+	base := []string{"sim", "--cells", "../../tenancy/testdata/h3.yaml", "--tenancy", "hived", "--placement", "spread", "--round", "60"}
+	h3 := []string{"--trace", "../../tenancy/testdata/h3-trace.csv"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", typo}, typo + `:1: unknown column "priorty" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size; --allow-extra-columns ignores unknown columns)`},
+		{append(h3, "--node-events", events), events + `:1: field "why": unknown column (known columns: time_s,node,event; --allow-extra-columns ignores unknown columns)`},
+		{append(h3, "--gpu-scores", scores), scores + `:1: field "PerfVar_classE": unknown column (known columns: GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,GPU_UUID,uuid,Local_GPU_ID,IP_addr,IN_USE,JOB_IDS; --allow-extra-columns ignores unknown columns)`},
+	}
+	for _, c := range cases {
+		_, err := run(t, append(base, c.args...)...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v:\n got %v\nwant %s", c.args, err, c.want)
+		}
+	}
+	out, err := run(t, append(base, "--trace", typo, "--allow-extra-columns")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: " + typo + ": ignoring unknown columns priorty (known columns: "; !strings.Contains(out, want) {
+		t.Errorf("no warning %q in:\n%s", want, out)
+	}
+	// The flag does not stay on for the next command.
+	if _, err := run(t, append(base, "--trace", typo)...); err == nil {
+		t.Error("the escape hatch outlived its command")
+	}
+}

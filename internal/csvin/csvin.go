@@ -13,6 +13,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Error locates a problem in a CSV file. Line is 1-based and counts
@@ -43,6 +44,7 @@ func (e *Error) Error() string {
 type Option func(*config)
 
 type config struct {
+	known    []string
 	comment  rune
 	fold     bool
 	ragged   bool
@@ -51,6 +53,32 @@ type config struct {
 	allBOMs  bool
 	empty    string
 }
+
+// Known lists every column the format has, read or accepted and unused.
+// Open then refuses a header with any other name (a typo such as
+// "priorty" would otherwise be skipped and its values lost), naming the
+// file, the column and the known columns, unless SetAllowExtraColumns
+// lets unknown columns through. Without Known any column is accepted.
+func Known(names ...string) Option { return func(o *config) { o.known = names } }
+
+// extraColumns, when set, lets unknown columns through and is told of
+// them; nil refuses them.
+var extraColumns atomic.Pointer[func(msg string)]
+
+// SetAllowExtraColumns is the escape hatch for Known: with warn non-nil,
+// a header's unknown columns are ignored and warn gets one line per file
+// naming them; with nil (the default) they are an error.
+func SetAllowExtraColumns(warn func(msg string)) {
+	if warn == nil {
+		extraColumns.Store(nil)
+		return
+	}
+	extraColumns.Store(&warn)
+}
+
+// AllowExtraFlag is the command-line flag that calls SetAllowExtraColumns,
+// named in the error so that a user knows the way out.
+const AllowExtraFlag = "--allow-extra-columns"
 
 // Comment makes lines that start with c comments.
 func Comment(c rune) Option { return func(o *config) { o.comment = c } }
@@ -104,6 +132,8 @@ type Table struct {
 	head []string
 	rec  []string
 	err  error // what stopped Next
+
+	knownDone bool // checkKnown has run
 }
 
 // Open reads the header of r; name is the file name errors report. A
@@ -151,6 +181,41 @@ func Open(name string, r io.Reader, opts ...Option) (*Table, error) {
 	return t, nil
 }
 
+// checkKnown refuses (or, with the escape hatch, reports) header names
+// that are not in the Known list. It runs once, after the first Col or
+// Cols that finds its columns (a missing column is the better message),
+// or at the first Next.
+func (t *Table) checkKnown() error {
+	if t.cfg.known == nil || t.knownDone {
+		return nil
+	}
+	t.knownDone = true
+	known := make(map[string]bool, len(t.cfg.known))
+	for _, n := range t.cfg.known {
+		known[t.key(n)] = true
+	}
+	var unknown []string
+	for i, h := range t.head {
+		h = strings.TrimSpace(h)
+		if k := t.key(h); k != "" && !known[k] {
+			unknown = append(unknown, h)
+			if len(unknown) == 1 && extraColumns.Load() == nil {
+				list := strings.Join(t.cfg.known, ",")
+				if t.cfg.inline {
+					return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("unknown column %q (known columns: %s; %s ignores unknown columns)", h, list, AllowExtraFlag)}
+				}
+				line, _ := t.r.FieldPos(i)
+				return &Error{File: t.name, Line: line, Field: h, Msg: fmt.Sprintf("unknown column (known columns: %s; %s ignores unknown columns)", list, AllowExtraFlag)}
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		warn := *extraColumns.Load()
+		warn(fmt.Sprintf("%s: ignoring unknown columns %s (known columns: %s)", t.name, strings.Join(unknown, ","), strings.Join(t.cfg.known, ",")))
+	}
+	return nil
+}
+
 func (t *Table) key(name string) string {
 	if t.cfg.fold {
 		return strings.ToLower(name)
@@ -175,7 +240,7 @@ func (t *Table) wrap(err error) error {
 // are not consistent about spelling); the error names the first.
 func (t *Table) Col(names ...string) (int, error) {
 	if i := t.OptCol(names...); i >= 0 {
-		return i, nil
+		return i, t.checkKnown()
 	}
 	return -1, t.missing(names[0], names)
 }
@@ -188,6 +253,9 @@ func (t *Table) Cols(names ...string) ([]int, error) {
 		if idx[j] = t.OptCol(n); idx[j] < 0 {
 			return nil, t.missing(n, names)
 		}
+	}
+	if err := t.checkKnown(); err != nil {
+		return nil, err
 	}
 	return idx, nil
 }
@@ -220,6 +288,10 @@ func (t *Table) FieldName(col int) string { return strings.TrimSpace(t.head[col]
 // until the following call.
 func (t *Table) Next() bool {
 	if t.err != nil {
+		return false
+	}
+	if err := t.checkKnown(); err != nil {
+		t.err = err
 		return false
 	}
 	rec, err := t.r.Read()

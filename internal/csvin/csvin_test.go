@@ -98,3 +98,52 @@ func TestFields(t *testing.T) {
 		t.Fatal("expected the end", tb.Err())
 	}
 }
+
+// Known refuses a column the format does not have, after a missing
+// column and before any row; the escape hatch ignores it with one line.
+func TestKnownColumns(t *testing.T) {
+	known := Known("a", "b", "c")
+	cases := []struct {
+		name, in string
+		opts     []Option
+		warn     bool
+		want     string // error; "" for none
+		warning  string
+	}{
+		{"all known", "a,b,c\n1,2,3\n", []Option{known}, false, "", ""},
+		{"subset", "b,a\n1,2\n", []Option{known}, false, "", ""},
+		{"typo", "a,b,cc\n1,2,3\n", []Option{known}, false,
+			`f.csv:1: field "cc": unknown column (known columns: a,b,c; --allow-extra-columns ignores unknown columns)`, ""},
+		{"inline", "a,b,priorty\n1,2,3\n", []Option{known, InlineNames()}, false,
+			`f.csv:1: unknown column "priorty" (known columns: a,b,c; --allow-extra-columns ignores unknown columns)`, ""},
+		// A missing required column is named first.
+		{"missing first", "a,x\n1,2\n", []Option{known}, false, `f.csv:1: field "b": missing column (header has a,x)`, ""},
+		// Case folds with FoldCase; pandas' unnamed index column is no column.
+		{"fold", ",A,B\n0,1,2\n", []Option{known, FoldCase()}, false, "", ""},
+		{"no Known", "a,b,zz\n1,2,3\n", nil, false, "", ""},
+		{"allowed", "a,b,x,y\n1,2,3,4\n", []Option{known}, true, "", "f.csv: ignoring unknown columns x,y (known columns: a,b,c)"},
+	}
+	for _, c := range cases {
+		var got []string
+		if c.warn {
+			SetAllowExtraColumns(func(m string) { got = append(got, m) })
+		}
+		err := read(c.in, []string{"a", "b"}, intCols, c.opts...)
+		SetAllowExtraColumns(nil)
+		if (err == nil) != (c.want == "") || (err != nil && err.Error() != c.want) {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+		if c.warning != "" && (len(got) != 1 || got[0] != c.warning) {
+			t.Errorf("%s: warnings %q, want %q", c.name, got, c.warning)
+		}
+	}
+	// A reader that never asks for its columns still meets the check at
+	// its first row.
+	tb, err := Open("f.csv", strings.NewReader("a,q\n1,2\n"), known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Next() || tb.Err() == nil || !strings.Contains(tb.Err().Error(), `field "q": unknown column`) {
+		t.Errorf("Next without Cols: %v", tb.Err())
+	}
+}

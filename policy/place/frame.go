@@ -26,7 +26,8 @@ type pickFunc func(env *policy.Env, f *freeSet, j *workload.Job) []int
 // A waiting job that does not fit suspends running jobs from the tail of
 // the order (lowest priority first), retrying after each; a victim stays
 // suspended even if the job still does not fit. If the job still does not
-// fit the round ends.
+// fit the round ends. A job no preemption may touch (see preemptible)
+// is never a victim.
 //
 // A victim is a waiting job for the rest of the round, as in the PAL
 // artifact (packing_sticky.py clears the victim's is_running flag in its
@@ -51,7 +52,7 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 		}
 		g := pick(env, f, j)
 		for k := len(order) - 1; g == nil && k > i; k-- {
-			if out[k] == nil {
+			if out[k] == nil || !preemptible(order[k]) {
 				continue
 			}
 			f.give(out[k])
@@ -69,28 +70,28 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 
 // nonStickyFrame releases every job and places the order from scratch,
 // stopping at the first job that does not fit, into out (len(order), all
-// nil). stay, if not nil, may keep a running job on its GPUs (see
-// hysteresis). ready, if not nil, is told as the answer becomes final
-// (see policy.Streamer): every StreamChunk jobs when there is no stay
-// (which reads the jobs it keeps), else once at the end. A pick reads
-// only its own job, and the cluster only at the reset.
-func nonStickyFrame(env *policy.Env, order []*workload.Job, out [][]int, ready func(int), f *freeSet, pick pickFunc, stay stayFunc) {
+// nil). m, if not nil, is a migration-aware rule: when it pins a running
+// job the frame is its moveFrame, in the same order. ready, if not nil,
+// is told as the answer becomes final (see policy.Streamer): every
+// StreamChunk jobs when no job is pinned, else once at the end. A pick
+// reads only its own job, and the cluster only at the reset.
+func nonStickyFrame(env *policy.Env, order []*workload.Job, out [][]int, ready func(int), f *freeSet, pick pickFunc, m *mover) {
 	f.reset(env.Cluster)
-	stream := ready != nil && stay == nil
+	if m.any(order) {
+		f.idx = identity(f.idx, len(order))
+		m.room = f.room
+		m.moveFrame(order, f.idx, out, f, &f.ms, func(i int) []int { return pick(env, f, order[i]) }, keepPick)
+		if ready != nil {
+			ready(len(order))
+		}
+		return
+	}
+	stream := ready != nil
 	for i, j := range order {
 		if stream && i%policy.StreamChunk == 0 && i > 0 {
 			ready(i)
 		}
 		g := pick(env, f, j)
-		if stays(stay, j, g, f.free) {
-			f.take(j.GPUsHeld)
-			// The free set no longer differs from the last reset by the
-			// picks alone (the pick was not taken, the held GPUs were):
-			// a placer caching free GPUs (Random's pool) must rebuild.
-			f.gen++
-			out[i] = j.GPUsHeld
-			continue
-		}
 		if g == nil {
 			break
 		}
@@ -100,6 +101,18 @@ func nonStickyFrame(env *policy.Env, order []*workload.Job, out [][]int, ready f
 	if ready != nil {
 		ready(len(order))
 	}
+}
+
+// keepPick is moveFrame's own for picks that are already fresh lists.
+func keepPick(_ int, g []int) []int { return g }
+
+// identity returns s resized to 0, 1, ..., n-1.
+func identity(s []int, n int) []int {
+	s = slices.Grow(s[:0], n)[:n]
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }
 
 // sorted returns g in ascending order (placers build lists in pick order).

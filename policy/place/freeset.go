@@ -3,6 +3,8 @@ package place
 import (
 	"math/bits"
 
+	"github.com/palsched/pal/workload"
+
 	"github.com/palsched/pal/cluster"
 )
 
@@ -26,6 +28,9 @@ type freeSet struct {
 	// caching a list of free GPUs knows when taking alone no longer
 	// explains the difference.
 	gen int
+	// Scratch of the migration-aware frames that place on this set.
+	ms  moveScratch
+	idx []int
 }
 
 func (f *freeSet) reset(c *cluster.Cluster) {
@@ -77,6 +82,42 @@ func (f *freeSet) give(gpus []int) {
 	}
 	f.total += len(gpus)
 }
+
+// room reports whether some node has GPUs(j) GPUs free, counting j's own.
+func (f *freeSet) room(j *workload.Job) bool {
+	n := j.GPUs
+	for k := n; k <= f.maxPer; k++ {
+		if f.byFree.next(k, 0) >= 0 {
+			return true
+		}
+	}
+	own := map[int]int{}
+	for _, g := range j.GPUsHeld {
+		own[f.c.GPUs[g].Node]++
+	}
+	for nd, k := range own {
+		if f.nodeFree[nd]+k >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve implements moveSpace.
+func (f *freeSet) reserve(order []*workload.Job, pin []bool) {
+	for i, j := range order {
+		if pin[i] {
+			f.take(j.GPUsHeld)
+		}
+	}
+}
+
+// freeCount implements moveSpace.
+func (f *freeSet) freeCount() int { return f.total }
+
+// discard implements moveSpace: a pick that was not taken leaves a
+// placer's cached pool stale.
+func (f *freeSet) discard() { f.gen++ }
 
 // firstFree appends up to n free GPUs of node, lowest ids first.
 func (f *freeSet) firstFree(dst []int, node, n int) []int {

@@ -1,6 +1,7 @@
 package place
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -86,23 +87,103 @@ func TestMigrationAwareWeighsRemainingWork(t *testing.T) {
 	}
 }
 
-// The priority order holds: a waiting job ahead in the order takes the
-// fast node whatever the running job behind it would pay to move; the
-// displaced job moves (its GPUs are gone) and the answer for the job
-// ahead is the base placer's.
-func TestMigrationAwareKeepsPriorityOrder(t *testing.T) {
-	for _, base := range []string{"pal", "pm-first"} {
-		e := twoNodeEnv(t)
-		ahead := job(0, 2, variability.ClassA) // waiting, wants node 1
-		behind := costly(1, 1e9, 1e9, 2)       // running on GPU 2, never worth moving
-		order := []*workload.Job{ahead, behind}
-		want := mustNew(t, base).Place(e, order)
-		got := mustNew(t, base+"-ma").Place(e, order)
-		if !slices.Equal(got[0], []int{2, 3}) || !slices.Equal(got[0], want[0]) {
-			t.Errorf("%s-ma: job ahead got %v, base %v, want [2 3]", base, got[0], want[0])
+// A running job whose move has a price keeps its GPUs whoever would take
+// them: a waiting job, even one ahead of it in the order, picks among the
+// GPUs nobody holds, and takes a running job's only through a preemption
+// the order asks for (it does not fit otherwise, and the running job is
+// behind it) or when the job itself moves because that pays. On 2 nodes x
+// 2 GPUs (class A: node 0 scores 1.0, node 1 0.9, faster), the running
+// job R holds GPU 2 with 1e9 s of work and a 1e9 s migration cost, so
+// its move never pays.
+func TestMigrationAwareKeepsRunningJobs(t *testing.T) {
+	unpreemptible := func(j *workload.Job) *workload.Job { j.MoveCost.Preemption = math.Inf(1); return j }
+	for _, tc := range []struct {
+		name string
+		// order: W (waiting, wants n GPUs) and R, W first unless rFirst.
+		n      int
+		rFirst bool
+		noPre  bool
+		wantW  []int
+		wantR  []int
+		// pmFirstW: PM-First's answer where it differs (it ignores
+		// locality: the best free GPU, 3, then the first 1.0 one).
+		pmFirstW map[string][]int
+	}{
+		// W (2 GPUs) would take node 1 (GPUs 2, 3) under the base
+		// placer; GPU 2 is R's, so it takes node 0 instead.
+		{name: "waiting job ahead fits elsewhere", n: 2, wantW: []int{0, 1}, wantR: []int{2},
+			pmFirstW: map[string][]int{"pm-first": {0, 3}}},
+		// W needs all 4 GPUs: only a preemption makes room, and R is
+		// behind it in the order, so R is preempted.
+		{name: "order asks for a preemption", n: 4, wantW: []int{0, 1, 2, 3}, wantR: nil},
+		// The same with R ahead of W: the order does not ask, W waits.
+		{name: "running job ahead is never preempted", n: 4, rFirst: true, wantW: nil, wantR: []int{2}},
+		// R may not be preempted (a pod nothing would recreate): W waits.
+		{name: "unpreemptible job keeps its GPUs", n: 4, noPre: true, wantW: nil, wantR: []int{2}},
+		// W needs 3: the 3 free GPUs hold it, nothing is preempted.
+		{name: "fits around the running job", n: 3, wantW: []int{0, 1, 3}, wantR: []int{2}},
+	} {
+		for _, base := range []string{"pal", "pm-first", "packed-nonsticky"} {
+			e := twoNodeEnv(t)
+			w := job(0, tc.n, variability.ClassA)
+			r := costly(1, 1e9, 1e9, 2)
+			if tc.noPre {
+				unpreemptible(r)
+			}
+			order := []*workload.Job{w, r}
+			if tc.rFirst {
+				order = []*workload.Job{r, w}
+			}
+			got := mustNew(t, base+"-ma").Place(e, order)
+			gw, gr := got[0], got[1]
+			if tc.rFirst {
+				gw, gr = got[1], got[0]
+			}
+			wantW := tc.wantW
+			if w, ok := tc.pmFirstW[base]; ok {
+				wantW = w
+			}
+			if !slices.Equal(gw, wantW) || (gw == nil) != (tc.wantW == nil) {
+				t.Errorf("%s-ma, %s: waiting job got %v, want %v", base, tc.name, gw, wantW)
+			}
+			if !slices.Equal(gr, tc.wantR) || (gr == nil) != (tc.wantR == nil) {
+				t.Errorf("%s-ma, %s: running job got %v, want %v", base, tc.name, gr, tc.wantR)
+			}
 		}
-		if got[1] == nil || slices.Contains(got[1], 2) || slices.Contains(got[1], 3) {
-			t.Errorf("%s-ma: displaced job got %v, want a GPU of node 0", base, got[1])
+	}
+}
+
+// The rule's arithmetic: a move's gain uses the slowdown of the slowest
+// GPU the job holds. On 2 nodes x 2 GPUs (class A: node 0 scores 0.9,
+// node 1 1.0; locality penalty 2), a 2-GPU job on GPUs 1 (0.9) and 2
+// (1.0) spans the nodes: held slowdown max(0.9, 1.0) x 2 = 2.0. Node 0's
+// two 0.9 GPUs (its own GPU 1 and the free GPU 0) give 0.9, so with
+// 1,000 s left the move gains 1,000 x (2.0 - 0.9) = 1,100 s: it moves at
+// cost 1,000 and stays at cost 1,200. (Reading the first GPU's score
+// instead of the slowest would give 1.8 and a gain of 900 s.)
+func TestMigrationGainUsesSlowestHeldGPU(t *testing.T) {
+	for _, tc := range []struct {
+		cost float64
+		want []int
+	}{
+		{1000, []int{0, 1}},
+		{1099, []int{0, 1}},
+		{1100, []int{1, 2}},
+		{1200, []int{1, 2}},
+	} {
+		for _, name := range []string{"pal-ma", "pm-first-ma"} {
+			e := twoNodeEnv(t)
+			for k := range e.Scores.SF {
+				e.Scores.SF[k] = []float64{0.9, 0.9, 1.0, 1.0}
+			}
+			j := costly(0, 1000, tc.cost, 1, 2)
+			p := mustNew(t, name)
+			if g := p.(policy.MoveJudge).MoveGain(e, j, []int{1, 2}, []int{0, 1}); math.Abs(g-1100) > 1e-9 {
+				t.Errorf("%s: gain of [1 2] -> [0 1] is %v, want 1100", name, g)
+			}
+			if got := p.Place(e, []*workload.Job{j}); !slices.Equal(got[0], tc.want) {
+				t.Errorf("%s, cost %v: job on %v, want %v", name, tc.cost, got[0], tc.want)
+			}
 		}
 	}
 }

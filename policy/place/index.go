@@ -86,6 +86,11 @@ type scoreIndex struct {
 	// (it was live since the last reset), so reset restores only those.
 	dirty [variability.NumClasses]bool
 	nfOff int // nodeFree's offset in i32
+	ms    moveScratch
+	// hist: freeHist[k] counts the nodes with k free GPUs, kept by take
+	// and give while a migration-aware frame runs (see room).
+	hist     bool
+	freeHist []int32
 }
 
 // binInfo is the static layout of one bin. Its nodes are
@@ -605,6 +610,10 @@ func (x *scoreIndex) take(gpus []int) {
 	for _, g := range gpus {
 		x.free[g] = false
 		nd := x.nodeOf(g)
+		if x.hist {
+			x.freeHist[x.nodeFree[nd]]--
+			x.freeHist[x.nodeFree[nd]-1]++
+		}
 		x.nodeFree[nd]--
 		for c := range x.cls {
 			if !x.live[c] {
@@ -665,7 +674,11 @@ func (x *scoreIndex) wput(ci *classIndex, q *withinQueue, b, r, p int32) {
 	bi := &ci.bins[b]
 	i := b*q.r + r
 	w := p >> 6
-	x.words[q.wOff+ci.nwStart[b]*q.r+r*bi.nw+w] |= 1 << (p & 63)
+	word, bit := &x.words[q.wOff+ci.nwStart[b]*q.r+r*bi.nw+w], uint64(1)<<(p&63)
+	if *word&bit != 0 {
+		return // filed there already (see give)
+	}
+	*word |= bit
 	q.pop[i]++
 	if q.hint[i] > w {
 		q.hint[i] = w
@@ -964,14 +977,15 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 // the must-schedule prefix ordered by class with a counting sort (stable,
 // like the reference's stable sort), the rest in order, greedy until the
 // first miss. A job that gets back exactly the GPUs it holds is handed its
-// own slice, so steady rounds allocate only for jobs that move. stay, if
-// not nil, may keep a running job on its GPUs (see hysteresis).
+// own slice, so steady rounds allocate only for jobs that move. m, if not
+// nil, is a migration-aware rule: when it pins a running job the frame is
+// its moveFrame, in the same visiting order.
 //
 // The answer goes to out (len(order), all nil); ready, if not nil, is told
 // as it becomes final (see policy.Streamer): every StreamChunk jobs when
-// the frame visits the jobs in order (one class) and no stay function
-// (which reads the cluster) is set, else once at the end.
-func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, stay stayFunc) {
+// the frame visits the jobs in order (one class) and pins no job (a
+// pinned job's turn reads the cluster), else once at the end.
+func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
 	k, sum := 0, 0
 	x.byCls = [variability.NumClasses + 1]int{}
 	for ; k < len(order); k++ {
@@ -1015,9 +1029,13 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 	for c := range live {
 		live[c] = x.byCls[c] > 0 && (c == 0 || x.byCls[c] > x.byCls[c-1])
 	}
+	if m.any(order) {
+		x.moveFrameOn(order, out, ready, pick, m)
+		return
+	}
 	x.reset(live)
 	cur := 0
-	stream := ready != nil && classes <= 1 && stay == nil
+	stream := ready != nil && classes <= 1
 	for p, i := range x.idx {
 		if stream && p%policy.StreamChunk == 0 && p > 0 {
 			ready(p)
@@ -1026,33 +1044,272 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.live[cur] = false
 			cur++
 		}
-		j, d := order[i], x.dem[i]
+		d := x.dem[i]
 		g := pick(int(d.n), int(d.c))
-		if stays(stay, j, g, x.free) {
-			x.take(j.GPUsHeld)
-			out[i] = j.GPUsHeld
-			continue
-		}
 		if g == nil {
 			break
 		}
 		x.take(g)
-		switch {
-		case g[len(g)-1]-g[0] == len(g)-1:
-			// Consecutive ids (every one-GPU answer): a window of the
-			// read-only id list, no allocation (see policy.Placer). A job
-			// that ran on it last round holds this very window, so the
-			// driver sees it stay with a pointer compare, and the frame
-			// never reads the job's own list.
-			out[i] = x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
-		case j.Running() && slices.Equal(j.GPUsHeld, g):
-			out[i] = j.GPUsHeld
-		default:
-			out[i] = slices.Clone(g)
-		}
+		out[i] = x.own(order[i], g)
 	}
 	if ready != nil {
 		ready(len(order))
+	}
+}
+
+// own turns a pick (scratch) into j's line of the answer.
+func (x *scoreIndex) own(j *workload.Job, g []int) []int {
+	switch {
+	case g[len(g)-1]-g[0] == len(g)-1:
+		// Consecutive ids (every one-GPU answer): a window of the
+		// read-only id list, no allocation (see policy.Placer). A job
+		// that ran on it last round holds this very window, so the
+		// driver sees it stay with a pointer compare, and the frame
+		// never reads the job's own list.
+		return x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
+	case j.Running() && slices.Equal(j.GPUsHeld, g):
+		return j.GPUsHeld
+	default:
+		return slices.Clone(g)
+	}
+}
+
+// freeBelow counts class c's free GPUs scoring below thr, up to need
+// (c must be live): bins from the lowest with a free GPU, while their
+// score is below thr.
+func (x *scoreIndex) freeBelow(c int, thr float64, need int) int {
+	ci := &x.cls[c]
+	if !x.live[c] {
+		// Retired: any GPU may be free, as far as it knows.
+		if ci.vals[0] < thr {
+			return need
+		}
+		return 0
+	}
+	n := 0
+	for b := ci.first(x.total); b < len(ci.vals) && ci.vals[b] < thr && n < need; b++ {
+		n += int(ci.binFree[b])
+	}
+	return n
+}
+
+// moveFrameOn runs the migration rule's frame (see moveFrame) on the
+// index, in frame's visiting order. A job of any class may still be
+// placed past the prefix (a pinned job keeps its GPUs, a preemption makes
+// room), so a class stays live until its last job that is not pinned has
+// had its turn; after that only a pinned job of the class asks about it,
+// mayPay bounds it on the class's best score, and a pick revives it.
+func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
+	var live [variability.NumClasses]bool
+	var last [variability.NumClasses]int
+	for p, i := range x.idx {
+		c := x.dem[i].c
+		if !live[c] {
+			live[c], last[c] = true, -1
+		}
+		if !pinned(order[i]) {
+			last[c] = p
+		}
+	}
+	x.reset(live)
+	for c := range last {
+		if live[c] && last[c] < 0 {
+			x.live[c] = false
+		}
+	}
+	m.freeBelow, m.room = x.freeBelow, x.room
+	m.visited = func(p int) {
+		for c := range last {
+			if last[c] == p {
+				x.live[c] = false
+			}
+		}
+	}
+	x.hist = true
+	x.fillHist()
+	m.moveFrame(order, x.idx, out, x, &x.ms, func(i int) []int {
+		d := x.dem[i]
+		if !x.live[d.c] {
+			x.revive(int(d.c))
+		}
+		return pick(int(d.n), int(d.c))
+	}, func(i int, g []int) []int { return x.own(order[i], g) })
+	x.hist = false
+	if ready != nil {
+		ready(len(order))
+	}
+}
+
+// revive makes class c's structures current again after it was retired
+// (see moveFrameOn): the all-free state, then every busy GPU taken for
+// it alone.
+func (x *scoreIndex) revive(c int) {
+	ci := &x.cls[c]
+	copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
+	copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+	busy := x.buf[:0]
+	for g, f := range x.free {
+		if !f {
+			busy = append(busy, g)
+		}
+	}
+	// take on the busy GPUs with only c live, after marking them free
+	// in the shared columns (which take then marks busy again).
+	saved, hist := x.live, x.hist
+	x.live = [variability.NumClasses]bool{}
+	x.live[c], x.hist = true, false
+	for _, g := range busy {
+		x.free[g] = true
+		x.nodeFree[x.nodeOf(g)]++
+	}
+	x.total += len(busy)
+	x.take(busy)
+	x.live, x.hist = saved, hist
+	x.live[c], x.dirty[c] = true, true
+	x.buf = busy
+}
+
+// fillHist counts the nodes by free GPUs.
+func (x *scoreIndex) fillHist() {
+	x.freeHist = slices.Grow(x.freeHist[:0], x.maxPer+1)[:x.maxPer+1]
+	clear(x.freeHist)
+	for _, f := range x.nodeFree {
+		x.freeHist[f]++
+	}
+}
+
+// room reports whether some node has GPUs(j) GPUs free, counting j's own
+// (j holds GPUs in ascending order, so a node's are consecutive).
+func (x *scoreIndex) room(j *workload.Job) bool {
+	n := j.GPUs
+	if n > x.maxPer {
+		return false
+	}
+	for k := n; k <= x.maxPer; k++ {
+		if x.freeHist[k] > 0 {
+			return true
+		}
+	}
+	h := j.GPUsHeld
+	for a := 0; a < len(h); {
+		nd := x.nodeOf(h[a])
+		b := a + 1
+		for b < len(h) && x.nodeOf(h[b]) == nd {
+			b++
+		}
+		if int(x.nodeFree[nd])+b-a >= n {
+			return true
+		}
+		a = b
+	}
+	return false
+}
+
+// reserve implements moveSpace: the GPUs are taken in id order, so that
+// the per-class columns are walked front to back rather than job by job.
+func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
+	mark := x.free // x.free[g] false marks a reserved GPU for the moment
+	n := 0
+	for i, j := range order {
+		if pin[i] {
+			for _, g := range j.GPUsHeld {
+				mark[g] = false
+			}
+			n += len(j.GPUsHeld)
+		}
+	}
+	busy := slices.Grow(x.buf[:0], n)
+	for g, f := range mark {
+		if !f {
+			busy = append(busy, g)
+			mark[g] = true
+		}
+	}
+	x.take(busy)
+	x.buf = busy
+}
+
+// freeCount implements moveSpace.
+func (x *scoreIndex) freeCount() int { return x.total }
+
+// discard implements moveSpace (the index caches no pick).
+func (x *scoreIndex) discard() {}
+
+// give marks gpus free again in the structures of every live class:
+// take's inverse, for the migration-aware frame (a pinned job offered
+// its own GPUs, a preemption). Count buckets, hints and the bin cursor
+// move back exactly; a within queue gets the node filed under its new,
+// better key, and the entry it had stays behind as a stale one that is
+// too bad rather than too good: wmin meets the better one first, and
+// drops the other when it gets there (wput never files a node twice in
+// one bucket).
+func (x *scoreIndex) give(gpus []int) {
+	for _, g := range gpus {
+		x.free[g] = true
+		nd := x.nodeOf(g)
+		if x.hist {
+			x.freeHist[x.nodeFree[nd]]--
+			x.freeHist[x.nodeFree[nd]+1]++
+		}
+		x.nodeFree[nd]++
+		for c := range x.cls {
+			if !x.live[c] {
+				continue
+			}
+			ci := &x.cls[c]
+			bin, pr := ci.gbin[g], ci.pos[g]
+			pos := pr >> 6
+			if x.withinOn {
+				ci.smask[nd] |= 1 << (pr & 63)
+			}
+			// Move the node from bucket k to bucket k+1 of its bin.
+			bi := &ci.bins[bin]
+			fi := bi.off + pos
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k + 1
+			w := int(bi.bitOff) + int(pos>>6)
+			bit := uint64(1) << (pos & 63)
+			if k > 0 {
+				x.words[w+int(k-1)*int(bi.nw)] &^= bit
+				ci.pop[bi.popOff+k]--
+			}
+			x.words[w+int(k)*int(bi.nw)] |= bit
+			ci.pop[bi.popOff+k+1]++
+			if h := &ci.hint[bi.popOff+k+1]; *h > pos>>6 {
+				*h = pos >> 6
+			}
+			ci.binFree[bin]++
+			if ci.lo[0] > bin {
+				ci.lo[0] = bin
+			}
+		}
+	}
+	x.total += len(gpus)
+	if !x.withinOn {
+		return
+	}
+	last := int32(-1)
+	for _, g := range gpus {
+		nd := x.nodeOf(g)
+		if nd == last {
+			continue
+		}
+		last = nd
+		for c := range x.cls {
+			if !x.live[c] {
+				continue
+			}
+			ci := &x.cls[c]
+			for n := 2; n < len(ci.wq); n++ {
+				if b, cum, p := x.wkey(ci, n, int(nd)); b >= 0 {
+					q := &ci.wq[n]
+					x.wput(ci, q, b, int32(x.maxPer-cum), p)
+					if q.cur[0] > b {
+						q.cur[0] = b
+					}
+				}
+			}
+		}
 	}
 }
 

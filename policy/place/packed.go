@@ -72,3 +72,8 @@ func consolidated(_ *policy.Env, f *freeSet, j *workload.Job) []int {
 	}
 	return sorted(out)
 }
+
+// MoveGain implements policy.MoveJudge (see Pays).
+func (p *Packed) MoveGain(env *policy.Env, j *workload.Job, from, to []int) float64 {
+	return MoveGain(env, j, from, to, false)
+}

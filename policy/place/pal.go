@@ -95,3 +95,8 @@ func (p *PAL) pick(x *scoreIndex, lv []policy.LVStep, n, c int) []int {
 	}
 	return nil
 }
+
+// MoveGain implements policy.MoveJudge (see Pays).
+func (p *PAL) MoveGain(env *policy.Env, j *workload.Job, from, to []int) float64 {
+	return MoveGain(env, j, from, to, true)
+}

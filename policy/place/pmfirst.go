@@ -69,3 +69,8 @@ func (p *PMFirst) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int,
 		return x.pmFirst(c, n, len(x.cls[c].vals)-1, p.TieBreak)
 	}, hysteresis(p.MigrationAware, env, true))
 }
+
+// MoveGain implements policy.MoveJudge (see Pays).
+func (p *PMFirst) MoveGain(env *policy.Env, j *workload.Job, from, to []int) float64 {
+	return MoveGain(env, j, from, to, true)
+}

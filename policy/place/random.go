@@ -71,3 +71,8 @@ func (r *Random) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
 	r.used += n
 	return sorted(append([]int(nil), p[:n]...))
 }
+
+// MoveGain implements policy.MoveJudge (see Pays).
+func (r *Random) MoveGain(env *policy.Env, j *workload.Job, from, to []int) float64 {
+	return MoveGain(env, j, from, to, false)
+}

@@ -70,9 +70,10 @@ func (p *refPAL) pick(env *policy.Env, f *freeSet, j *workload.Job) []int {
 // everything, find the must-schedule prefix (jobs in order while their
 // cumulative demand fits the cluster; the job that crosses the size is
 // left out), stable-sort it by class, append the rest in order, and place
-// greedily until the first failure; stay, if not nil, may keep a running
-// job on its GPUs (see hysteresis).
-func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc, stay stayFunc) [][]int {
+// greedily until the first failure; m, if not nil, is a migration-aware
+// rule, and when it pins a running job the frame is its moveFrame in the
+// same visiting order.
+func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFunc, m *mover) [][]int {
 	size := env.Cluster.Size()
 	k, sum := 0, 0
 	for k < len(order) && sum+order[k].GPUs <= size {
@@ -86,14 +87,13 @@ func refClassFirstFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick
 	slices.SortStableFunc(idx[:k], func(a, b int) int { return int(order[a].Class) - int(order[b].Class) })
 	f.reset(env.Cluster)
 	out := make([][]int, len(order))
+	if m.any(order) {
+		m.room = f.room
+		m.moveFrame(order, idx, out, f, &f.ms, func(i int) []int { return pick(env, f, order[i]) }, keepPick)
+		return out
+	}
 	for _, i := range idx {
-		j := order[i]
-		g := pick(env, f, j)
-		if stays(stay, j, g, f.free) {
-			f.take(j.GPUsHeld)
-			out[i] = j.GPUsHeld
-			continue
-		}
+		g := pick(env, f, order[i])
 		if g == nil {
 			break
 		}

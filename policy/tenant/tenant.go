@@ -98,6 +98,9 @@ func (l *Layout) vcOf(s *workload.Spec) string {
 // job naming an unknown VC, or needing more than its VC can ever hold, is
 // an error naming its file, line and field.
 func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
+	// A fit check walks a VC's whole view: ask it once per VC and shape,
+	// since a trace repeats a few shapes many times.
+	fits := map[string]*tenancy.DemandError{}
 	for i := range tr.Jobs {
 		j := &tr.Jobs[i]
 		vc := l.vcOf(j)
@@ -111,6 +114,11 @@ func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 			return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest node has %d", j.Source, j.Line, j.ID, pod, l.probe.MaxNode())
 		}
 		if j.VCPriority == tenancy.Opportunistic {
+			if hived && (j.PinnedCell != "" || j.LeafCellType != "") {
+				if err := l.demand(fits, j, vc); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if q := l.Quota(vc); j.GPUs > q {
@@ -120,12 +128,34 @@ func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 			if pod, most := podSize(j, l.probe.MaxNode()), l.probe.MaxPod(vc); pod > most {
 				return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest cell of VC %s below a node holds %d", j.Source, j.Line, j.ID, pod, vc, most)
 			}
-			if p := pods(j, l.probe.MaxNode()); !l.probe.FitsEmpty(vc, p) {
-				return fmt.Errorf("%s:%d: field \"num_gpus\": job %d's pods %v never fit VC %s's cells together", j.Source, j.Line, j.ID, p, vc)
+			if err := l.demand(fits, j, vc); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// demand checks a job's pods, pinned cell and leaf type against its VC's
+// cells (tenancy.CheckDemand), once per distinct demand.
+func (l *Layout) demand(memo map[string]*tenancy.DemandError, j *workload.Spec, vc string) error {
+	d := tenancy.Demand{VC: vc, Pods: pods(j, l.probe.MaxNode()), PinnedCell: j.PinnedCell, LeafType: j.LeafCellType}
+	if j.VCPriority == tenancy.Opportunistic {
+		d.Priority = tenancy.Opportunistic // every guaranteed priority asks the same
+	}
+	key := fmt.Sprintf("%q %v %d %q %q", d.VC, d.Pods, d.Priority, d.PinnedCell, d.LeafType)
+	e, seen := memo[key]
+	if !seen {
+		e = l.probe.CheckDemand(d)
+		memo[key] = e
+	}
+	if e == nil {
+		return nil
+	}
+	if strings.HasPrefix(e.Msg, "pods ") {
+		return fmt.Errorf("%s:%d: field %q: job %d's %s", j.Source, j.Line, e.Field, j.ID, e.Msg)
+	}
+	return fmt.Errorf("%s:%d: field %q: job %d: %s", j.Source, j.Line, e.Field, j.ID, e.Msg)
 }
 
 // pods splits a job into pods: pod_gpus each, or, without pods, chunks of
@@ -320,7 +350,8 @@ func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][
 			continue
 		}
 		req := tenancy.Request{Group: strconv.Itoa(j.ID), VC: vc, Priority: j.VCPriority,
-			Pods: pods(&j.Spec, h.node), Fastest: h.fastest, Class: int(j.Class), Spread: j.PodGPUs == 0}
+			Pods: pods(&j.Spec, h.node), Fastest: h.fastest, Class: int(j.Class), Spread: j.PodGPUs == 0,
+			PinnedCell: j.PinnedCell, LeafType: j.LeafCellType}
 		if h.fastest {
 			req.LV = h.lv[j.Class]
 		}

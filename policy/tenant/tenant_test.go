@@ -144,3 +144,41 @@ func TestCheckInvariantsStopsTheRun(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Validate asks each VC whether a shape fits, even when another VC has
+// already answered for the same shape: two pods of 4 GPUs fit VC A's two
+// nodes but not VC B's one node and four single GPUs.
+func TestValidateFitsPerVC(t *testing.T) {
+	cfg, err := tenancy.Parse("fit.yaml", []byte(`physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+  - {cellType: NODE, cellAddress: n3}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 1}, {cellType: NODE.GPU, cellNumber: 4}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLayout(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id int, vc string) workload.Spec {
+		return workload.Spec{ID: id, GPUs: 8, PodGPUs: 4, Iterations: 60, IterTime: 1, Model: workload.NoModel,
+			Tracked: true, VC: vc, Source: "fit.csv", Line: id + 2}
+	}
+	tr := &workload.Trace{Name: "fit.csv", Jobs: []workload.Spec{job(0, "A"), job(1, "A"), job(2, "B")}}
+	want := `fit.csv:4: field "num_gpus": job 2's pods [4 4] never fit VC B's cells together`
+	if err := l.Validate(tr, true); err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	tr.Jobs = tr.Jobs[:2]
+	if err := l.Validate(tr, true); err != nil {
+		t.Fatal(err)
+	}
+}

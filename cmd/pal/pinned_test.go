@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// pinnedCells: two nodes of 4 GPUs; VC A holds node-0 by dynamic binding
+// (a NODE cell), VC B is pinned to node-1 (pinned cell B-NODE).
+const pinnedCells = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: node-0}
+  - {cellType: NODE, cellAddress: node-1, pinnedCellId: B-NODE}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+  B: {pinnedCells: [{pinnedCellId: B-NODE}]}
+`
+
+// A VC pinned to one node runs its guaranteed 4-GPU job on that node, at
+// once, beside the other VC's 4-GPU job on the other node; without
+// pinned_cell the job is refused naming the pinned cell to ask for.
+func TestPinnedCellJob(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cells := write("cells.yaml", pinnedCells)
+	trace := write("trace.csv", "job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,pinned_cell\n0,4,4,0,600,A,\n1,4,4,0,600,B,B-NODE\n")
+	scores := write("scores.csv", "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n"+
+		"0,0,1,1,1,1\n1,0,1,1,1,1\n2,0,1,1,1,1\n3,0,1,1,1,1\n4,1,1,1,1,1\n5,1,1,1,1,1\n6,1,1,1,1,1\n7,1,1,1,1,1\n")
+	jobs := filepath.Join(dir, "jobs.csv")
+	args := []string{"sim", "--trace", trace, "--cells", cells, "--tenancy", "hived", "--placement", "packed-sticky",
+		"--round", "60", "--gpu-scores", scores, "--check-invariants", "--jobs-out", jobs}
+	if out, err := run(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	recs := readJobsOut(t, jobs)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	// Job 1 (VC B) on node 1, GPUs 4-7, from t = 0; job 0 (VC A) on node 0.
+	want := map[string][3]string{"0": {"0.00", "0", "0;1;2;3"}, "1": {"0.00", "1", "4;5;6;7"}}
+	for _, r := range recs[1:] {
+		w, ok := want[r[col["job_id"]]]
+		if !ok {
+			continue
+		}
+		got := [3]string{r[col["start_s"]], r[col["nodes"]], r[col["gpu_ids"]]}
+		if got != w {
+			t.Errorf("job %s: start, nodes, GPUs = %v, want %v", r[col["job_id"]], got, w)
+		}
+		delete(want, r[col["job_id"]])
+	}
+	if len(want) > 0 {
+		t.Errorf("jobs missing from the output: %v", want)
+	}
+	for _, c := range []struct{ trace, want string }{
+		{"job_id,num_gpus,pod_gpus,submit_time,duration_s,vc\n0,4,4,0,600,B\n",
+			`:2: field "pinned_cell": job 0: VC B's cells are all pinned (pinned cells B-NODE): name one in pinned_cell`},
+		{"job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,pinned_cell\n0,4,4,0,600,A,B-NODE\n",
+			`:2: field "pinned_cell": job 0: pinned cell "B-NODE" is not VC A's (VC A has no pinned cells)`},
+		{"job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,pinned_cell\n0,4,4,0,600,B,X\n",
+			`:2: field "pinned_cell": job 0: unknown pinned cell "X"`},
+		{"job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,pinned_cell,priority\n0,4,4,0,600,B,B-NODE,-1\n",
+			`:2: field "pinned_cell": job 0: an opportunistic job cannot ask for pinned cell "B-NODE"`},
+		{"job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,leaf_cell_type\n0,4,4,0,600,A,K80\n",
+			`:2: field "leaf_cell_type": job 0: unknown leaf cell type "K80" (the cells have GPU)`},
+		{"job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,pinned_cell,leaf_cell_type\n0,4,4,0,600,B,B-NODE,GPU\n", ""},
+	} {
+		p := write("bad.csv", c.trace)
+		args[2] = p
+		_, err := run(t, args...)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", c.trace, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), p+c.want) {
+			t.Errorf("%q:\n got %v\nwant %s%s", c.trace, err, p, c.want)
+		}
+	}
+}

@@ -1,0 +1,362 @@
+package place
+
+import (
+	"math"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// The migration rule. On a real cluster a move is a checkpoint and a
+// restart, so under a migration-aware placement ("-ma") a running job
+// whose move has a price keeps its GPUs unless moving pays for itself:
+//
+//	Remaining x IterTime x (slowdown(held) - slowdown(pick)) > MoveCost.Migration
+//
+// whoever would take its GPUs. This is the one statement of the rule;
+// the frames below apply it and the drivers read a move's gain through
+// policy.MoveJudge, so the simulator's records and the Kubernetes
+// driver's evictions cite the same number.
+//
+// A frame under the rule (moveFrame) first reserves the GPUs of every
+// running job whose move has a price (pinned). It then walks the base
+// placer's order unchanged: a pinned job, at its turn, is offered its
+// base pick with its own GPUs free again and takes it only when Pays;
+// any other job picks among the GPUs nobody reserved. A job that does
+// not fit may take GPUs from running jobs only through a preemption the
+// scheduler's order asks for, as a sticky placer does: jobs behind it in
+// the order, from the tail, until it fits (if it never fits, nothing is
+// preempted); only the victims whose GPUs it takes stop. No job starts
+// behind one that waits this round (one that does not fit, or a victim),
+// so nothing is backfilled past it. A job that no preemption may touch (MoveCost.Preemption
+// +Inf, e.g. a bare pod that nothing would recreate) is never a victim,
+// and one with MoveCost.Migration +Inf never moves.
+//
+// Jobs whose moves are free are not pinned and the frame is the base
+// placer's for them, so at cost 0 a "-ma" variant returns exactly its
+// base answer (the artifact calibrations rely on it).
+//
+// The slowdown is the placer's own estimate (slowdown): the worst
+// PM-score of the GPUs, times the locality penalty when they span nodes,
+// for the variability-aware placers; only the locality penalty for the
+// variability-blind baselines, which know nothing else.
+
+// Pays reports whether moving j is worth its price: gain is the expected
+// saving over its remaining work, in seconds (MoveGain).
+func Pays(j *workload.Job, gain float64) bool { return gain > j.MoveCost.Migration }
+
+// MoveGain is the time j is expected to save over its remaining work by
+// running on to instead of from; scores says whether the estimate weighs
+// PM-scores (variability-aware placers) or only locality.
+func MoveGain(env *policy.Env, j *workload.Job, from, to []int, scores bool) float64 {
+	return j.Remaining() * j.IterTime * (slowdown(env, j, from, scores) - slowdown(env, j, to, scores))
+}
+
+// pinned: j is running and its move has a price, so a migration-aware
+// frame keeps its GPUs unless a move pays or the order preempts it.
+func pinned(j *workload.Job) bool { return j.Running() && j.MoveCost.Migration > 0 }
+
+// preemptible: a preemption may take j's GPUs.
+func preemptible(j *workload.Job) bool { return !math.IsInf(j.MoveCost.Preemption, 1) }
+
+// mover is a migration-aware placement's rule for one round (nil for a
+// base placer: every running job is free to move).
+type mover struct {
+	env    *policy.Env
+	scores bool
+	// freeBelow(c, thr, need), if set, counts the GPUs free now whose
+	// class-c score is below thr, stopping at need (the index counts
+	// them per bin); without it the class's best score anywhere (best)
+	// bounds what a pick can reach.
+	freeBelow func(c int, thr float64, need int) int
+	// room(j), if set, reports whether some node could hold all of
+	// pinned job j, counting its own GPUs as free (nil: assume so).
+	room func(j *workload.Job) bool
+	// visited(p), if set, is told when the job at position p of the
+	// visiting order has had its turn.
+	visited func(p int)
+	best      [variability.NumClasses]float64
+	bestK     bool
+}
+
+// hysteresis makes the rule for env; scores says whether the placer
+// weighs PM-scores. It returns nil, the base placer, when off.
+func hysteresis(on bool, env *policy.Env, scores bool) *mover {
+	if !on {
+		return nil
+	}
+	return &mover{env: env, scores: scores}
+}
+
+// any reports whether the rule pins a job of order: without one the
+// frame is the base placer's.
+func (m *mover) any(order []*workload.Job) bool {
+	if m == nil {
+		return false
+	}
+	for _, j := range order {
+		if pinned(j) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayPay reports whether some pick could pay for moving pinned job j,
+// without making one. A move pays only if the pick's slowdown is below
+// thr = slowdown(held) - MoveCost.Migration / (Remaining x IterTime). A
+// pick inside one node is at least as slow as its worst GPU (1 for a
+// placer that weighs only locality); one that spans nodes, the only kind
+// left when no node has room for j (counting its own GPUs), is slower by
+// the locality penalty on top. So a move can pay only if GPUs(j) GPUs,
+// among those free now and j's own, score below thr (or thr / penalty).
+// Most pinned jobs are kept on this count alone.
+func (m *mover) mayPay(j *workload.Job) bool {
+	c := j.MoveCost.Migration
+	w := j.Remaining() * j.IterTime
+	if math.IsInf(c, 1) || !(w > 0) {
+		return false
+	}
+	thr := slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
+	if m.room != nil && !m.room(j) {
+		if m.env.Locality != nil {
+			thr /= m.env.Locality(&j.Spec)
+		}
+	}
+	if !m.scores || m.env.Scores == nil {
+		return thr > 1
+	}
+	sf := m.env.Scores.SF[j.Class]
+	n := 0
+	for _, g := range j.GPUsHeld {
+		if sf[g] < thr {
+			n++
+		}
+	}
+	if n >= j.GPUs {
+		return true
+	}
+	if m.freeBelow != nil {
+		return n+m.freeBelow(int(j.Class), thr, j.GPUs-n) >= j.GPUs
+	}
+	if !m.bestK {
+		m.bestK = true
+		for k := range m.best {
+			m.best[k] = math.Inf(1)
+			for _, v := range m.env.Scores.SF[k] {
+				m.best[k] = min(m.best[k], v)
+			}
+		}
+	}
+	return m.best[j.Class] < thr
+}
+
+// pays applies the rule to a pick for pinned job j (nil: nothing fits).
+func (m *mover) pays(j *workload.Job, pick []int) bool {
+	return pick != nil && Pays(j, MoveGain(m.env, j, j.GPUsHeld, pick, m.scores))
+}
+
+// moveSpace is the free-GPU structure a frame picks from.
+type moveSpace interface {
+	take(gpus []int)
+	give(gpus []int)
+	// discard says a pick was not taken (a placer caching free GPUs
+	// must rebuild).
+	discard()
+	// freeCount is the number of free GPUs.
+	freeCount() int
+	// reserve takes the GPUs of every order[i] with pin[i].
+	reserve(order []*workload.Job, pin []bool)
+}
+
+// moveScratch is a migration-aware frame's per-job state, kept between
+// rounds.
+type moveScratch struct {
+	pin      []bool
+	launched []int // jobs launched this round (they held nothing)
+	vict     []int
+	saved    [][]int
+}
+
+// moveFrame is the frame under the rule (see above) for the jobs of
+// order visited in idx (the base placer's visiting order), into out
+// (len(order), all nil). pick(i) is the base placer's pick for order[i]
+// on sp (scratch memory: own(i, g) makes it the answer's).
+//
+// blocked is the first job in the order that waits this round (does not
+// fit, or is preempted): no job behind it starts, so a job the frame
+// visits early (PAL's frame sorts the prefix by class) and launches is
+// taken back when a job ahead of it turns out not to fit. Jobs ahead of
+// it are still placed if they fit.
+func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp moveSpace, st *moveScratch,
+	pick func(i int) []int, own func(i int, g []int) []int) {
+	n := len(order)
+	st.pin = resizeBools(st.pin, n)
+	st.launched = st.launched[:0]
+	for i, j := range order {
+		if pinned(j) {
+			st.pin[i] = true
+			out[i] = j.GPUsHeld
+		}
+	}
+	sp.reserve(order, st.pin)
+	blocked := n
+	for p, i := range idx {
+		if m.visited != nil && p > 0 {
+			m.visited(p - 1)
+		}
+		j := order[i]
+		if st.pin[i] {
+			st.pin[i] = false
+			if !m.mayPay(j) {
+				continue
+			}
+			sp.give(j.GPUsHeld)
+			if g := pick(i); m.pays(j, g) {
+				g = own(i, g)
+				sp.take(g)
+				out[i] = g
+			} else {
+				sp.discard()
+				sp.take(j.GPUsHeld)
+			}
+			continue
+		}
+		if i >= blocked {
+			continue // behind a job that waits (or itself preempted)
+		}
+		g := pick(i)
+		if g == nil {
+			var first int
+			g, first = m.preempt(order, i, out, sp, st, pick)
+			blocked = min(blocked, first)
+		}
+		if g == nil {
+			blocked = i
+			m.unlaunch(i, out, sp, st)
+			continue
+		}
+		g = own(i, g)
+		sp.take(g)
+		out[i] = g
+		if !j.Running() {
+			st.launched = append(st.launched, i)
+		}
+	}
+}
+
+// unlaunch takes back the launches of jobs behind order[i], which waits.
+func (m *mover) unlaunch(i int, out [][]int, sp moveSpace, st *moveScratch) {
+	kept := st.launched[:0]
+	for _, k := range st.launched {
+		if k > i && out[k] != nil {
+			sp.give(out[k])
+			out[k] = nil
+			continue
+		}
+		kept = append(kept, k)
+	}
+	st.launched = kept
+}
+
+// preempt frees GPUs for order[i] from the jobs behind it in the order,
+// from the tail, until its pick succeeds, and returns the pick and the
+// first (in order) of the jobs it stops; if the pick never succeeds, every
+// victim gets its GPUs back and it returns nil. Of the victims, only
+// those whose GPUs the pick uses stop, and whatever stands behind the
+// first of them that has not started yet (a launch this round) does not
+// start; the rest keep their GPUs.
+func (m *mover) preempt(order []*workload.Job, i int, out [][]int, sp moveSpace, st *moveScratch, pick func(i int) []int) ([]int, int) {
+	st.vict, st.saved = st.vict[:0], st.saved[:0]
+	n := len(order)
+	// Picks fail for want of free GPUs, so the victims a pick needs at
+	// least are found by counting, before any is stopped; if the whole
+	// tail cannot make up the count, nothing is touched.
+	short := order[i].GPUs - sp.freeCount()
+	k := n - 1
+	for ; k > i && short > 0; k-- {
+		if out[k] != nil && preemptible(order[k]) {
+			st.vict = append(st.vict, k)
+			st.saved = append(st.saved, out[k])
+			short -= len(out[k])
+		}
+	}
+	if short > 0 {
+		return nil, n
+	}
+	for _, v := range st.vict {
+		sp.give(out[v])
+		out[v] = nil
+	}
+	for {
+		if g := pick(i); g != nil {
+			return g, m.settle(order, out, sp, st, g)
+		}
+		// Short of something else than the count (a hand-built L×V
+		// order): one more victim.
+		for ; k > i && (out[k] == nil || !preemptible(order[k])); k-- {
+		}
+		if k <= i {
+			break
+		}
+		sp.give(out[k])
+		st.vict = append(st.vict, k)
+		st.saved = append(st.saved, out[k])
+		out[k] = nil
+		k--
+	}
+	for a := len(st.vict) - 1; a >= 0; a-- {
+		sp.take(st.saved[a])
+		out[st.vict[a]] = st.saved[a]
+	}
+	sp.discard()
+	return nil, n
+}
+
+// settle decides the victims of a preemption whose pick is g: those whose
+// GPUs g uses stop, and so does every launch of this round behind the
+// first of them; the rest get their GPUs back. It returns the first
+// victim that stops, in order.
+func (m *mover) settle(order []*workload.Job, out [][]int, sp moveSpace, st *moveScratch, g []int) int {
+	first := len(order)
+	for a, v := range st.vict {
+		if overlaps(st.saved[a], g) {
+			first = min(first, v)
+		}
+	}
+	for a, v := range st.vict {
+		if overlaps(st.saved[a], g) {
+			st.pin[v] = false
+		} else if order[v].Running() || v < first {
+			sp.take(st.saved[a])
+			out[v] = st.saved[a]
+		}
+	}
+	sp.discard()
+	return first
+}
+
+// overlaps reports whether two ascending GPU lists share a GPU.
+func overlaps(a, b []int) bool {
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] == b[0]:
+			return true
+		case a[0] < b[0]:
+			a = a[1:]
+		default:
+			b = b[1:]
+		}
+	}
+	return false
+}
+
+func resizeBools(s []bool, n int) []bool {
+	if cap(s) < n {
+		return make([]bool, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
