@@ -33,11 +33,18 @@ import (
 // Options is everything that defines a run (or a family of runs that
 // differ only in placement).
 type Options struct {
-	Preset          string  `json:"preset"`
-	Trace           string  `json:"trace"`
-	Cluster         string  `json:"cluster"`
-	Profile         string  `json:"profile"`
-	GPUScores       string  `json:"gpu_scores,omitempty"`
+	Preset    string `json:"preset"`
+	Trace     string `json:"trace"`
+	Cluster   string `json:"cluster"`
+	Profile   string `json:"profile"`
+	GPUScores string `json:"gpu_scores,omitempty"`
+	// ActualGPUScores are the GPUs' true speeds when they differ from
+	// what GPUScores (or the profile) makes the scheduler believe;
+	// GPUEvents change them during the run; LearnScores updates the
+	// beliefs from the jobs' pace.
+	ActualGPUScores string  `json:"actual_gpu_scores,omitempty"`
+	GPUEvents       string  `json:"gpu_events,omitempty"`
+	LearnScores     bool    `json:"learn_scores,omitempty"`
 	Scheduler       string  `json:"scheduler"`
 	Placements      string  `json:"placements"`
 	Round           float64 `json:"round_s"`

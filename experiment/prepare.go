@@ -55,6 +55,9 @@ type Inputs struct {
 	// Layout is the cells the tenancy stage works on (nil: no tenancy).
 	Layout     *tenant.Layout
 	nodeEvents []sim.NodeEvent
+	// truth is what the GPUs really do when it is not what the
+	// scheduler believes (see learn.go).
+	truth truthInputs
 }
 
 // artifactPinShape is the only cluster the artifact's pinned inputs exist for.
@@ -115,6 +118,9 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 		return nil, err
 	}
 	if err := in.bin(); err != nil {
+		return nil, err
+	}
+	if err := in.loadTruth(); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -342,6 +348,9 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		StarvationGuard: in.Opts.StarvationGuard,
 		Track:           in.Track,
 		NoRecords:       in.noRecords,
+	}
+	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
+		return sim.Config{}, err
 	}
 	if err := in.addTenancy(&cfg); err != nil {
 		return sim.Config{}, err

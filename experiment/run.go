@@ -162,7 +162,7 @@ func (in *Inputs) Header() []Input {
 		{"starvation_guard", guard},
 		{"move_costs", in.Costs.String()},
 		{"moves", movesDescription(o.Moves)},
-	}, ten...)
+	}, append(in.truthDescription(), ten...)...)
 }
 
 func traceFrom(name, from string) string {

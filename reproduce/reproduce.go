@@ -42,6 +42,8 @@ type Report struct {
 	Migration *MigrationResult
 	// Hived is the HiveD sharing-anomaly experiment (under hived/).
 	Hived *HivedReport
+	// Stale is the stale-profiles section (under stale/).
+	Stale *StaleResult
 	// Themis is the finish-time-fairness experiments (under themis/).
 	Themis *fairexp.Outcome
 	// Simulations is the number of distinct runs; SimTime and BenchTime
@@ -149,6 +151,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
+	if rep.Stale, err = RunStale(ctx, plan, o.Out, o.Workers, o.Log); err != nil {
+		return nil, err
+	}
+	logf("reproduce: stale-profiles section written to %s", rep.Stale.Dir)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -211,6 +217,9 @@ func (rep *Report) write() error {
 		"Fig 12 wait = JCT minus time holding GPUs (queueing, suspension and round quantisation).",
 	}
 	md := summaryMarkdown(rep.Plan, rep.Headlines, rep.Packed, rep.Overhead, notes) + rep.Migration.Markdown()
+	if rep.Stale != nil {
+		md += rep.Stale.Markdown
+	}
 	if rep.Hived != nil {
 		md += "\n## Tenancy: HiveD's sharing anomaly\n\nSee hived/hived.md (tables) and hived/anomaly.csv; plots are in hived/.\n"
 	}

@@ -90,6 +90,9 @@ type Config struct {
 	Raw *variability.Table
 	// Scores drive variability-aware placement.
 	Scores *policy.Scores
+	// Hook, if set, may update Scores and Raw as the run goes (online
+	// PM-score learning, GPU drift; see ScoreHook). It forces Plain.
+	Hook ScoreHook
 	// Costs prices every migration and preemption (zero: free, as in the
 	// artifact).
 	Costs workload.Costs
@@ -312,7 +315,7 @@ func Run(cfg Config) (*Result, error) {
 	if err := s.startable(); err != nil {
 		return nil, err
 	}
-	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && cfg.Tenancy == nil && s.acceptsAll() {
+	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && cfg.Hook == nil && cfg.Tenancy == nil && s.acceptsAll() {
 		return s.runIncremental(ks)
 	}
 	return s.run()
@@ -357,6 +360,7 @@ type state struct {
 	nextEvent  int
 	freeMoves  bool // Config.Costs prices no move of any job
 	applier    round.Applier
+	hookBuf    []*workload.Job // Config.Hook's running jobs, reused
 	// judge prices moves when the placer can (nil otherwise); moves is
 	// this round's tally of migrations.
 	judge policy.MoveJudge
@@ -414,6 +418,7 @@ func (s *state) run() (*Result, error) {
 		if err := s.nodeEvents(T); err != nil {
 			return nil, err
 		}
+		s.scoreRound(T)
 		s.schedule(T, R)
 		if s.cfg.CheckInvariants && s.cfg.Tenancy != nil {
 			if err := s.cfg.Tenancy.Check(); err != nil {

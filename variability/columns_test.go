@@ -23,7 +23,7 @@ func TestUnknownColumns(t *testing.T) {
 		t.Errorf("scores: got %v, want %s", err, want)
 	}
 	_, err = ReadGPUScores("g.csv", strings.NewReader("GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,PerfVar_class\n0,0,1,1,1,1,1\n"))
-	if want := `g.csv:1: field "PerfVar_class": unknown column (known columns: GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,GPU_UUID,uuid,Local_GPU_ID,IP_addr,IN_USE,JOB_IDS` + hint; err == nil || err.Error() != want {
+	if want := `g.csv:1: field "PerfVar_class": unknown column (known columns: GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,GPU_UUID,uuid,Local_GPU_ID,IP_addr,IN_USE,JOB_IDS,node_name,gpu_index` + hint; err == nil || err.Error() != want {
 		t.Errorf("scores: got %v, want %s", err, want)
 	}
 	if _, err := ReadProfile("p.csv", strings.NewReader("perf,uuid,kern_sum\n1,a,3\n")); err != nil {

@@ -1,10 +1,13 @@
 package variability
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Profile is one application's variability measurements on one real
@@ -144,6 +147,11 @@ type GPUScores struct {
 	UUID []string
 	// Line is the line each GPU's row is on, for errors found later.
 	Line []int
+	// NodeName and Index place each GPU on a Kubernetes node when the
+	// file has node_name and gpu_index columns (as pal profile build
+	// writes them); nil otherwise.
+	NodeName []string
+	Index    []int
 }
 
 // ReadGPUScores reads columns GPU_ID, Node_ID and PerfVar_classA..D (plus
@@ -156,7 +164,7 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 	}
 	// GPU_UUID or uuid is optional; the artifact's GPU table dump also
 	// carries Local_GPU_ID, IP_addr, IN_USE and JOB_IDS, which are unused.
-	known := append(append([]string(nil), names...), "GPU_UUID", "uuid", "Local_GPU_ID", "IP_addr", "IN_USE", "JOB_IDS")
+	known := append(append([]string(nil), names...), "GPU_UUID", "uuid", "Local_GPU_ID", "IP_addr", "IN_USE", "JOB_IDS", "node_name", "gpu_index")
 	t, err := openCSV(name, r, known)
 	if err != nil {
 		return nil, err
@@ -167,10 +175,15 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 	}
 	idCol, nodeCol, classCols := cols[0], cols[1], cols[2:]
 	uuidCol := t.OptCol("GPU_UUID", "uuid")
+	nameCol, indexCol := t.OptCol("node_name"), t.OptCol("gpu_index")
+	if (nameCol < 0) != (indexCol < 0) {
+		return nil, &InputError{File: name, Line: 1, Msg: "node_name and gpu_index come together (one places a GPU only with the other)"}
+	}
 
 	type row struct {
 		id, node, line int
-		uuid           string
+		index          int
+		uuid, nodeName string
 		v              [NumClasses]float64
 	}
 	var rows []row
@@ -190,6 +203,14 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 		}
 		if uuidCol >= 0 {
 			rw.uuid = t.Text(uuidCol)
+		}
+		if nameCol >= 0 {
+			if rw.nodeName = t.Text(nameCol); rw.nodeName == "" {
+				return nil, t.Errorf(nameCol, "empty (want the GPU's Kubernetes node)")
+			}
+			if rw.index, err = t.Int(indexCol); err != nil {
+				return nil, err
+			}
 		}
 		rows = append(rows, rw)
 	}
@@ -215,6 +236,9 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 		seenAt[rw.id] = rw.line
 	}
 	s := &GPUScores{Table: &Table{}, Node: make([]int, n), UUID: make([]string, n), Line: make([]int, n)}
+	if nameCol >= 0 {
+		s.NodeName, s.Index = make([]string, n), make([]int, n)
+	}
 	for c := range s.Table.Values {
 		s.Table.Values[c] = make([]float64, n)
 	}
@@ -222,9 +246,55 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 		s.Node[rw.id] = rw.node
 		s.UUID[rw.id] = rw.uuid
 		s.Line[rw.id] = rw.line
+		if s.NodeName != nil {
+			s.NodeName[rw.id], s.Index[rw.id] = rw.nodeName, rw.index
+		}
 		for c := range rw.v {
 			s.Table.Values[c][rw.id] = rw.v[c]
 		}
 	}
 	return s, nil
+}
+
+// WriteGPUScores writes s in the format ReadGPUScores reads, every value
+// at full precision so that a read-back table is the same table. Each
+// line of comments is written first as a '#' line (where the table came
+// from). GPU_UUID is written when any GPU has one, node_name and
+// gpu_index when s places its GPUs on named nodes.
+func WriteGPUScores(w io.Writer, s *GPUScores, comments []string) error {
+	for _, c := range comments {
+		for _, l := range strings.Split(c, "\n") {
+			if _, err := fmt.Fprintf(w, "# %s\n", l); err != nil {
+				return err
+			}
+		}
+	}
+	hasUUID := slices.ContainsFunc(s.UUID, func(u string) bool { return u != "" })
+	cw := csv.NewWriter(w)
+	head := []string{"GPU_ID", "Node_ID"}
+	for c := range Class(NumClasses) {
+		head = append(head, "PerfVar_class"+c.String())
+	}
+	if hasUUID {
+		head = append(head, "GPU_UUID")
+	}
+	if s.NodeName != nil {
+		head = append(head, "node_name", "gpu_index")
+	}
+	cw.Write(head)
+	for g := range s.Table.NumGPUs() {
+		rec := []string{strconv.Itoa(g), strconv.Itoa(s.Node[g])}
+		for c := range Class(NumClasses) {
+			rec = append(rec, strconv.FormatFloat(s.Table.Values[c][g], 'g', -1, 64))
+		}
+		if hasUUID {
+			rec = append(rec, s.UUID[g])
+		}
+		if s.NodeName != nil {
+			rec = append(rec, s.NodeName[g], strconv.Itoa(s.Index[g]))
+		}
+		cw.Write(rec)
+	}
+	cw.Flush()
+	return cw.Error()
 }

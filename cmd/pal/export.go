@@ -17,24 +17,32 @@ import (
 )
 
 func newProfileExportCmd() *cobra.Command {
-	var gpuScores, mapFile, nodeFormat, ns, name, out string
+	var gpuScores, mapFile, nodeFormat, ns, name, out, format string
 	var k8s bool
 	c := &cobra.Command{
 		Use:   "export",
-		Short: "Write per-GPU PM values as the ConfigMap pal scheduler reads (--kubernetes)",
+		Short: "Write per-GPU PM values as the ConfigMap pal scheduler reads",
 		Long: `Turn a per-GPU score table (GPU_ID, Node_ID, PerfVar_classA..D and an
 optional GPU_UUID, as pal sim --gpu-scores reads) into the ConfigMap that
 pal scheduler reads its PM-scores from: one row per device and class,
 keyed by Kubernetes node name and device index.
 
 Where each GPU is comes from --map (a CSV with columns uuid, node, index:
-the physical GPU's UUID, the node it is in and its device index there), or
-without --map from Node_ID through --node-name (a printf format) and the
-GPU's rank by GPU_ID within its node.`,
+the physical GPU's UUID, the node it is in and its device index there);
+without --map from the table's node_name and gpu_index columns when it has
+them (pal profile build writes them for named nodes); otherwise from
+Node_ID through --node-name (a printf format) and the GPU's rank by GPU_ID
+within its node.
+
+-o is the format (kubernetes, a ConfigMap in YAML, the only one so far);
+--out is the file to write (stdout without it).`,
+		Example: `  pal profile export --gpu-scores gpu-scores.csv --out pal-variability.yaml
+  pal profile export --gpu-scores gpu-scores.csv --map gpus.csv | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !k8s {
-				return fmt.Errorf("only --kubernetes output exists so far")
+			_ = k8s // the format's old spelling: -o kubernetes is the default
+			if format != "kubernetes" {
+				return fmt.Errorf("--output %q: want kubernetes (a ConfigMap in YAML, the only format so far)", format)
 			}
 			if gpuScores == "" {
 				return fmt.Errorf("--gpu-scores is required")
@@ -84,13 +92,15 @@ GPU's rank by GPU_ID within its node.`,
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&k8s, "kubernetes", false, "write a Kubernetes ConfigMap (YAML)")
+	fl.StringVarP(&format, "output", "o", "kubernetes", "format: kubernetes (the ConfigMap pal scheduler reads, YAML)")
+	fl.BoolVar(&k8s, "kubernetes", false, "the same as -o kubernetes, the default")
+	_ = fl.MarkDeprecated("kubernetes", "it is the default format (-o kubernetes)")
 	fl.StringVar(&gpuScores, "gpu-scores", "", "per-GPU CSV: GPU_ID, Node_ID, PerfVar_classA..D [, GPU_UUID]")
 	fl.StringVar(&mapFile, "map", "", "CSV uuid,node,index placing each GPU_UUID on a Kubernetes node")
 	fl.StringVar(&nodeFormat, "node-name", "gpu-node-%03d", "without --map: node name from Node_ID (printf format)")
 	fl.StringVar(&ns, "namespace", "pal-system", "ConfigMap namespace (the scheduler's)")
 	fl.StringVar(&name, "name", "pal-variability", "ConfigMap name (the scheduler's variabilityConfigMap)")
-	fl.StringVarP(&out, "output", "o", "-", "file to write (- for stdout)")
+	fl.StringVar(&out, "out", "-", "file to write (- for stdout)")
 	return c
 }
 
@@ -98,6 +108,12 @@ GPU's rank by GPU_ID within its node.`,
 func gpuKeys(gs *variability.GPUScores, mapFile, nodeFormat string) ([]kube.GPUKey, error) {
 	n := gs.Table.NumGPUs()
 	keys := make([]kube.GPUKey, n)
+	if mapFile == "" && gs.NodeName != nil {
+		for g := range n {
+			keys[g] = kube.GPUKey{Node: gs.NodeName[g], Index: gs.Index[g]}
+		}
+		return keys, nil
+	}
 	if mapFile == "" {
 		rank := map[int]int{}
 		for g := range n {

@@ -21,9 +21,9 @@ import (
 func newProfileCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profile",
-		Short: "Inspect GPU variability profiles, PM-score bins and L×V orders",
+		Short: "Build, inspect and export GPU variability profiles, PM-score bins and L×V orders",
 	}
-	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd())
+	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd(), newProfileBuildCmd(), newProfileDCGMCmd())
 	return cmd
 }
 

@@ -32,15 +32,16 @@ locality sweep on every trace, Synergy (4000 jobs, ids 2000-3000 measured) on
 64x4 GPUs at 4-14 jobs/hour under FIFO, LAS and SRTF, Fig 20's penalties 1.0-1.7
 and placement timing up to 27,648 GPUs. --quick keeps every figure on a reduced
 grid for CI; its numbers are not the paper's. The HiveD sharing-anomaly
-experiment (pal reproduce hived) runs too, into OUT/hived, and the Themis
-experiments (pal reproduce themis) into OUT/themis.`,
+experiment (pal reproduce hived) runs too, into OUT/hived, the Themis
+experiments (pal reproduce themis) into OUT/themis, and the stale-profiles
+section (pal reproduce stale) into OUT/stale.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "reduced grid (seconds, for CI)")
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory")
 	cmd.Flags().StringVar(&preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "simulations at once (0: GOMAXPROCS)")
-	cmd.AddCommand(newReproduceHivedCmd(), newReproduceThemisCmd())
+	cmd.AddCommand(newReproduceHivedCmd(), newReproduceThemisCmd(), newReproduceStaleCmd())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -69,4 +70,40 @@ type logWriter struct {
 func (w logWriter) Write(p []byte) (int, error) {
 	w.clear()
 	return w.cmd.ErrOrStderr().Write(p)
+}
+
+func newReproduceStaleCmd() *cobra.Command {
+	var quick bool
+	var out, preset string
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "stale",
+		Short: "Stale profiles: oracle, stale, stale + online learning and packed-sticky on Sia-Philly and Synergy",
+		Long: `Run the stale-profiles section alone: 20% of the GPUs (seed 1) degraded by
+x1.5 for every class after the profile was taken; FIFO; PAL believing the
+truth (oracle), believing the old profile (stale), the same with
+--learn-scores, and packed-sticky. Writes OUT/stale/stale.md, stale.csv and
+the tables it used.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			plan := reproduce.FullPlan()
+			if quick {
+				plan = reproduce.QuickPlan()
+			}
+			if preset != "" {
+				plan.Preset = preset
+			}
+			res, err := reproduce.RunStale(cmd.Context(), plan, out, workers, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), res.Markdown)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&quick, "quick", false, "reduced plan (Sia-Philly 3 and 5, Synergy 1000 jobs, one seed)")
+	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory (the section goes to OUT/stale)")
+	cmd.Flags().StringVar(&preset, "preset", "artifact", "artifact or paper")
+	cmd.Flags().IntVar(&workers, "workers", 0, "simulations at once (0: GOMAXPROCS)")
+	return cmd
 }

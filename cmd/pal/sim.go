@@ -28,6 +28,9 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.Cluster, "cluster", def.Cluster, "cluster shape NODESxGPUS")
 	fs.StringVar(&o.Profile, "profile", def.Profile, "variability profile: longhorn, frontera, ls6, or a directory/JSON mapping")
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
+	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
+	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
+	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
 	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las or themis (leases and auctions; places too, 60 s rounds unless --round)")
 	fs.StringVar(&o.Placements, "placement", def.Placements, "comma list of placements: pal, pm-first, packed-sticky, packed-nonsticky, random-sticky, random-nonsticky; a non-sticky one with -ma (pal-ma, pm-first-ma, packed-nonsticky-ma, random-nonsticky-ma) moves a running job only when the gain beats --migration-cost")
 	fs.Float64Var(&o.Round, "round", def.Round, "round length in seconds")
@@ -74,6 +77,12 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.Profile = set.Profile
 			case "gpu-scores":
 				out.GPUScores = set.GPUScores
+			case "actual-gpu-scores":
+				out.ActualGPUScores = set.ActualGPUScores
+			case "gpu-events":
+				out.GPUEvents = set.GPUEvents
+			case "learn-scores":
+				out.LearnScores = set.LearnScores
 			case "scheduler":
 				out.Scheduler = set.Scheduler
 			case "placement":

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/palsched/pal/variability"
+)
+
+// Learning against placement at 27,648 GPUs (6912x4), in one loop so that
+// both see the same machine load: each iteration times one PAL placement
+// round of the benchmark's loaded cluster (seed 42) and one learning round
+// over its running jobs. In the steady state every job shows the pace it
+// showed before; in the drifting state one running job per round is 30%
+// slower than believed, then back, so a class moves every round. Reports
+// the learning round's time as a percentage of the placement round's.
+func BenchmarkLearningVsPlacement27648(b *testing.B) {
+	for _, drift := range []bool{false, true} {
+		name := "steady"
+		if drift {
+			name = "drifting"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, err := NewRound(RoundOptions{Placement: "pal", Nodes: 6912, GPUsPerNode: 4, Seed: 42})
+			if err != nil {
+				b.Fatal(err)
+			}
+			profiles, err := variability.LoadProfileSet(variability.DefaultProfile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw, err := variability.Assign(profiles, r.GPUs(), variability.WithReplacement, variability.NewRand(42), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			vs, err := variability.NewScores(raw, variability.BinOptions{Seed: 42}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l, err := variability.NewLearner(raw, vs, variability.LearnOptions{Bin: variability.BinOptions{Seed: 42}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			type obs struct {
+				c    variability.Class
+				gpus []int
+				y    float64
+			}
+			var running []obs
+			for _, j := range r.order {
+				if j.GPUsHeld == nil {
+					continue
+				}
+				y := 0.0
+				for _, g := range j.GPUsHeld {
+					y = max(y, raw.Values[j.Class][g])
+				}
+				running = append(running, obs{j.Class, j.GPUsHeld, y})
+			}
+			// One untimed round: the first observation of every job sets its
+			// bounds, which later rounds only confirm.
+			for i, o := range running {
+				l.ObserveJob(i, o.c, o.gpus, o.y)
+			}
+			if _, err := l.Rebin(); err != nil {
+				b.Fatal(err)
+			}
+			var place, learn time.Duration
+			b.ResetTimer()
+			for k := 0; b.Loop(); k++ {
+				t0 := time.Now()
+				r.Place()
+				t1 := time.Now()
+				for i, o := range running {
+					y := o.y
+					if drift && i == k%len(running) {
+						y *= 1.3
+					}
+					l.ObserveJob(i, o.c, o.gpus, y)
+				}
+				if _, err := l.Rebin(); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				place += t1.Sub(t0)
+				learn += t2.Sub(t1)
+			}
+			b.ReportMetric(float64(place.Microseconds())/float64(b.N), "place-us/round")
+			b.ReportMetric(float64(learn.Microseconds())/float64(b.N), "learn-us/round")
+			b.ReportMetric(100*float64(learn)/float64(place), "learn-%-of-place")
+			b.Logf("%d running jobs", len(running))
+		})
+	}
+}

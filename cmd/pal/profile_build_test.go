@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/palsched/pal/variability"
+)
+
+// The acceptance check end to end: a known 16x4 table with real bins
+// (class A 0.90 on GPUs 0-43, 1.02 on 44-62, 2.60 on 63; classes B-D two
+// levels 12% apart; every GPU jittered by up to +-0.5%, as in
+// variability's TestBuildRecoversClassABins) is turned into benchmark
+// runs (five per GPU and class, each with up to 5% noise, uniform in
+// [-5%, +5%], from seed 7; the models are the embedded table's class
+// representatives resnet50 A, BERT B, vgg19 C, PointNet D at their
+// iteration times); pal profile build recovers a table, and pal sim on
+// Sia-Philly workload 3 under PAL, believing the recovered table while
+// the GPUs run at the known one (--actual-gpu-scores), gives an average
+// JCT within 1% of believing the known table itself.
+func TestProfileBuildThroughSim(t *testing.T) {
+	dir := t.TempDir()
+	known := &variability.GPUScores{Table: &variability.Table{}, Node: make([]int, 64), UUID: make([]string, 64)}
+	for c := range known.Table.Values {
+		known.Table.Values[c] = make([]float64, 64)
+	}
+	for g := range 64 {
+		known.Node[g] = g / 4
+		j := 1 + 0.005*float64((7*g)%11-5)/5
+		a := 0.90
+		switch {
+		case g == 63:
+			a = 2.60
+		case g >= 44:
+			a = 1.02
+		}
+		known.Table.Values[0][g] = a * j
+		for c, lv := range [][2]float64{{0.95, 1.08}, {0.97, 1.10}, {0.99, 1.12}} {
+			known.Table.Values[c+1][g] = lv[g/32] * j
+		}
+	}
+	knownPath := filepath.Join(dir, "known.csv")
+	var kb strings.Builder
+	if err := variability.WriteGPUScores(&kb, known, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(knownPath, []byte(kb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	models := [variability.NumClasses]string{"resnet50", "BERT", "vgg19", "PointNet"}
+	base := [variability.NumClasses]float64{0.17540429367763434, 0.179, 0.300610341, 0.28125}
+	rng := variability.NewRand(7)
+	var b strings.Builder
+	b.WriteString("node,gpu_index,gpu_uuid,model,iter_time_s\n")
+	for g := range 64 {
+		for c := range variability.NumClasses {
+			for range 5 {
+				noise := 1 + 0.05*(2*rng.Float64()-1)
+				fmt.Fprintf(&b, "%d,%d,GPU-%02d,%s,%.9g\n", g/4, g%4, g, models[c], base[c]*known.Table.Values[c][g]*noise)
+			}
+		}
+	}
+	meas := filepath.Join(dir, "runs.csv")
+	if err := os.WriteFile(meas, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	built := filepath.Join(dir, "built.csv")
+	rep, err := run(t, "profile", "build", "--measurements", meas, "--out", built, "--cluster", "16x4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep, "layout:      integer nodes, 16x4 (from --cluster)") {
+		t.Errorf("report:\n%s", rep)
+	}
+	avg := func(args ...string) float64 {
+		out, err := run(t, append([]string{"sim", "--trace", "sia-philly/3", "--placement", "pal", "-o", "json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Runs []struct {
+				Avg float64 `json:"avg_jct_s"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Runs) != 1 {
+			t.Fatalf("sim output %v: %s", err, out)
+		}
+		return doc.Runs[0].Avg
+	}
+	k := avg("--gpu-scores", knownPath)
+	r := avg("--gpu-scores", built, "--actual-gpu-scores", knownPath)
+	t.Logf("avg JCT: believing the known table %.2f s, the built one %.2f s (%+.3f%%)", k, r, 100*(r/k-1))
+	if math.Abs(r/k-1) >= 0.01 {
+		t.Errorf("built table's avg JCT %.2f s is not within 1%% of the known table's %.2f s", r, k)
+	}
+}
+
+func TestProfileBuildCLIErrors(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m.csv")
+	os.WriteFile(m, []byte("node,gpu_index,gpu_uuid,model,iter_time_s\n0,0,,alexnet,1\n"), 0o644)
+	cls := filepath.Join(dir, "classes.csv")
+	os.WriteFile(cls, []byte("app,class\nalexnet,A\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"profile", "build"}, "--measurements is required"},
+		{[]string{"profile", "build", "--measurements", m}, `m.csv:2: field "model": model "alexnet" is not in the model table`},
+		{[]string{"profile", "build", "--measurements", m, "-o", "csv"}, `--output "csv": want table or json`},
+		{[]string{"profile", "build", "--measurements", m, "--cluster", "2"}, "--cluster"},
+	} {
+		_, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	out, err := run(t, "profile", "build", "--measurements", m, "--classes", cls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One GPU, one run: its value is the median, 1; the classes' source is named.
+	if !strings.Contains(out, "\n0,0,1,1,1,1\n") || !strings.Contains(out, "# classes: "+cls+" (alexnet=A)") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// pal profile dcgm end to end against a served exporter sample: GPU 1 of
+// testdata/dcgm-exporter-a100.txt is thermally throttled at 72% of the
+// busy median clock (see the telemetry package's test for the numbers).
+func TestProfileDCGM(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "dcgm-exporter-a100.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(b) }))
+	defer srv.Close()
+	out, err := run(t, "profile", "dcgm", "--url", srv.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "gpu-node-001  1    GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02  1005          0.720        sw_thermal,hw_thermal  yes       1.39") {
+		t.Errorf("table:\n%s", out)
+	}
+	out, err = run(t, "profile", "dcgm", "--url", srv.URL+"/metrics", "-o", "prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02"} 1`) {
+		t.Errorf("prometheus:\n%s", out)
+	}
+}
+
+// Named nodes end to end: two nodes' runs (class A only, resnet50), built
+// and exported. Medians: nb/1 2.0, nb/0 1.0, na/0 1.0, na/1 1.0; their
+// median 1.0, so nb/1 is 2 and the others 1 (classes B-D unmeasured: 1).
+// Without --map the export places GPUs by the table's node_name and
+// gpu_index; -o is the format (kubernetes, the default) and --out the path.
+func TestProfileBuildExportNamedNodes(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "m.csv")
+	os.WriteFile(m, []byte("node,gpu_index,gpu_uuid,model,iter_time_s\nnb,1,GPU-d,resnet50,2\nnb,0,GPU-c,resnet50,1\nna,0,GPU-a,resnet50,1\nna,1,GPU-b,resnet50,1\n"), 0o644)
+	tbl := filepath.Join(dir, "t.csv")
+	if _, err := run(t, "profile", "build", "--measurements", m, "--out", tbl, "--min-samples", "1"); err != nil {
+		t.Fatal(err)
+	}
+	y := filepath.Join(dir, "cm.yaml")
+	for _, args := range [][]string{
+		{"profile", "export", "--gpu-scores", tbl, "--out", y},
+		{"profile", "export", "--gpu-scores", tbl, "-o", "kubernetes", "--out", y},
+	} {
+		if _, err := run(t, args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		b, err := os.ReadFile(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"nb,1,A,2\n", "nb,0,A,1\n", "na,1,D,1\n", "pal.io/source: " + tbl} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%v: ConfigMap lacks %q:\n%s", args, want, b)
+			}
+		}
+	}
+	if _, err := run(t, "profile", "export", "--gpu-scores", tbl, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), `--output "yaml": want kubernetes`) {
+		t.Errorf("-o yaml: %v", err)
+	}
+}

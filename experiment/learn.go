@@ -1,0 +1,175 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// truthInputs are what the GPUs really do when it differs from what the
+// scheduler believes (--actual-gpu-scores, --gpu-events), and whether
+// beliefs are learnt online (--learn-scores).
+type truthInputs struct {
+	actual    *variability.Table // nil: the believed table (in.Raw)
+	actualSrc string
+	events    []variability.GPUEvent
+}
+
+// loadTruth reads --actual-gpu-scores and --gpu-events.
+func (in *Inputs) loadTruth() error {
+	o := in.Opts
+	if o.ActualGPUScores != "" {
+		t, err := in.readGPUTable("--actual-gpu-scores", o.ActualGPUScores)
+		if err != nil {
+			return err
+		}
+		in.truth.actual, in.truth.actualSrc = t, o.ActualGPUScores
+	}
+	if o.GPUEvents != "" {
+		f, err := os.Open(o.GPUEvents)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		evs, err := variability.ReadGPUEvents(o.GPUEvents, f)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.GPU >= in.Cluster.Size() {
+				return fmt.Errorf("%s:%d: field \"gpu\": GPU %d, but --cluster %s has GPUs 0..%d", o.GPUEvents, e.Line, e.GPU, o.Cluster, in.Cluster.Size()-1)
+			}
+		}
+		in.truth.events = evs
+	}
+	return nil
+}
+
+// readGPUTable reads a per-GPU table that must fit --cluster.
+func (in *Inputs) readGPUTable(flag, p string) (*variability.Table, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	gs, err := variability.ReadGPUScores(p, f)
+	if err != nil {
+		return nil, err
+	}
+	if gs.Table.NumGPUs() != in.Cluster.Size() {
+		return nil, fmt.Errorf("%s %s has %d GPUs but --cluster %s has %d", flag, p, gs.Table.NumGPUs(), in.Opts.Cluster, in.Cluster.Size())
+	}
+	for g, node := range gs.Node {
+		if want := in.Cluster.NodeOf(g); node != want {
+			return nil, fmt.Errorf("%s:%d: field \"Node_ID\": GPU %d is on node %d, but --cluster %s puts it on node %d", p, gs.Line[g], g, node, in.Opts.Cluster, want)
+		}
+	}
+	return gs.Table, nil
+}
+
+// truthDescription says where true speeds come from, "" when they are the
+// believed table (the default, every calibration's setting).
+func (in *Inputs) truthDescription() []Input {
+	var out []Input
+	if in.truth.actual != nil || in.truth.events != nil {
+		s := "the believed values (gpu_values)"
+		if in.truth.actual != nil {
+			s = in.truth.actualSrc
+		}
+		if n := len(in.truth.events); n > 0 {
+			s += fmt.Sprintf(", changed by %d GPU event(s) from %s", n, in.Opts.GPUEvents)
+		}
+		out = append(out, Input{"true_gpu_values", s})
+	}
+	if in.Opts.LearnScores {
+		out = append(out, Input{"score_learning", "on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution, 1% band, step 0.5, re-bin on a 2% move"})
+	}
+	return out
+}
+
+// runTruth gives one run its true table and hook. Each run gets its own
+// copy when events change it, so runs of one Inputs stay independent.
+func (in *Inputs) runTruth() (*variability.Table, sim.ScoreHook, error) {
+	truth := in.Raw
+	if in.truth.actual != nil {
+		truth = in.truth.actual
+	}
+	if len(in.truth.events) == 0 && !in.Opts.LearnScores {
+		return truth, nil, nil
+	}
+	h := &scoreHook{events: in.truth.events}
+	if len(in.truth.events) > 0 {
+		c := &variability.Table{}
+		for k := range c.Values {
+			c.Values[k] = slices.Clone(truth.Values[k])
+		}
+		truth = c
+	}
+	h.truth = truth
+	if in.Opts.LearnScores {
+		strat, err := variability.ParseKStrategy(in.Opts.KStrategy)
+		if err != nil {
+			return nil, nil, err
+		}
+		vs := &variability.Scores{Raw: in.Raw, Bins: in.Bins, L: in.ClassL}
+		for c := range vs.SF {
+			vs.SF[c] = in.Bins[c].SF
+			vs.LV[c] = variability.LxV(in.Bins[c].SF, in.ClassL[c])
+		}
+		lo := variability.LearnOptions{Bin: variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed}}
+		l, err := variability.NewLearner(in.Raw, vs, lo)
+		if err != nil {
+			return nil, nil, err
+		}
+		h.learner = l
+	}
+	return truth, h, nil
+}
+
+// scoreHook feeds the learner each round's paces, then applies the GPU
+// events due.
+type scoreHook struct {
+	truth   *variability.Table
+	events  []variability.GPUEvent
+	next    int
+	learner *variability.Learner
+}
+
+func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, bool) {
+	var sc *policy.Scores
+	if h.learner != nil {
+		for _, j := range running {
+			if j.Debt > 0 {
+				continue // restoring after a move: no iteration to time
+			}
+			// The job's measured pace with its (known) locality penalty
+			// divided out.
+			pace := j.PM * j.Loc
+			h.learner.ObserveJob(j.ID, j.Class, j.GPUsHeld, pace/j.Loc)
+		}
+		// Rebin fails only on a non-positive or infinite belief, which
+		// cannot arise (every step is a convex combination of positive
+		// paces and beliefs): on such an error the old scores stay.
+		vs, err := h.learner.Rebin()
+		if err == nil && vs != nil {
+			sc = policy.ScoresFrom(vs)
+		}
+	}
+	changed := false
+	for h.next < len(h.events) && h.events[h.next].T <= T {
+		e := h.events[h.next]
+		for c := range h.truth.Values {
+			if e.All || variability.Class(c) == e.Class {
+				h.truth.Values[c][e.GPU] = e.Score
+			}
+		}
+		h.next++
+		changed = true
+	}
+	return sc, changed
+}

@@ -1,0 +1,87 @@
+package experiment
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, dir, name, s string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// With --actual-gpu-scores naming the very table the scheduler believes
+// (the artifact's pinned one), with or without learning, workload 3
+// under PAL and PM-First still gives the artifact's printed averages
+// (106,396.16 and 111,521.66 s, TestArtifactCalibrationWorkload3).
+func TestActualScoresEqualBeliefsKeepCalibration(t *testing.T) {
+	pinned := filepath.Join("..", "data", "reference", "pal-artifact-gpu-pmscores.csv")
+	for _, learn := range []bool{false, true} {
+		o, err := Preset("artifact")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Trace, o.Placements = "sia-philly/3", "pal,pm-first"
+		o.GPUScores, o.ActualGPUScores, o.LearnScores = pinned, pinned, learn
+		in, runs, err := RunAll(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]float64{"pal": 106396.16, "pm-first": 111521.66}
+		for _, r := range runs {
+			if got := math.Round(r.AvgJCT*100) / 100; got != want[r.Placement] {
+				t.Errorf("learn %v, %s: avg JCT %.2f, want %.2f", learn, r.Placement, got, want[r.Placement])
+			}
+		}
+		h := in.Describe()
+		if h["true_gpu_values"] != pinned || (h["score_learning"] != "") != learn {
+			t.Errorf("header %q / %q", h["true_gpu_values"], h["score_learning"])
+		}
+	}
+}
+
+// A GPU event slows the only GPU mid-run: one 1-GPU job of 1000
+// iterations of 1 s (model synergy) on 1x1, 100 s rounds. It runs 100
+// iterations a round until t = 500 (500 done), when the event makes the
+// GPU 2.0x slower: 50 a round, 10 more rounds for the remaining 500, so it
+// ends at t = 1500 instead of 1000. The scheduler believes 1.0 throughout.
+func TestGPUEventSlowsRunningJob(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "t.csv", "job_id,num_gpus,submit_time,duration,model\n0,1,0,1000,synergy\n")
+	scores := writeFile(t, dir, "s.csv", "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n0,0,1,1,1,1\n")
+	events := writeFile(t, dir, "e.csv", "time_s,gpu,class,new_score\n500,0,*,2.0\n")
+	// And --actual-gpu-scores at 2.0 from the start: 1000 iterations at
+	// 50 a round, t = 2000.
+	slow := writeFile(t, dir, "slow.csv", "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n0,0,2,2,2,2\n")
+	for _, tc := range []struct {
+		events, actual string
+		want           float64
+	}{{"", "", 1000}, {events, "", 1500}, {"", slow, 2000}} {
+		o, err := Preset("artifact")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Trace, o.Cluster, o.Round, o.Placements, o.GPUScores, o.GPUEvents = trace, "1x1", 100, "pal", scores, tc.events
+		o.ActualGPUScores = tc.actual
+		_, runs, err := RunAll(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runs[0].AvgJCT; got != tc.want {
+			t.Errorf("events %q: JCT %v, want %v", tc.events, got, tc.want)
+		}
+	}
+	o, _ := Preset("artifact")
+	o.Trace, o.Cluster, o.Placements, o.GPUScores = trace, "1x1", "pal", scores
+	o.GPUEvents = writeFile(t, dir, "bad.csv", "time_s,gpu,class,new_score\n0,3,A,1\n")
+	if _, _, err := RunAll(o); err == nil || !strings.Contains(err.Error(), `bad.csv:2: field "gpu": GPU 3, but --cluster 1x1 has GPUs 0..0`) {
+		t.Errorf("bad event: %v", err)
+	}
+}

@@ -1,0 +1,157 @@
+package telemetry
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// serve answers /metrics with a testdata file, as an exporter would.
+func serve(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// testdata/dcgm-exporter-a100.txt: the busy GPUs' clocks are 1410, 1005
+// and 1395 MHz (GPU 3 is idle), median 1395. GPU 1: reasons 96 = 0x40
+// hw_thermal | 0x20 sw_thermal, ratio 1005/1395 = 0.72043, prior
+// 1395/1005 = 1.38806. GPU 2: 0x4, a power cap, not degraded, ratio 1.
+// GPU 3: idle at 210 MHz, never a low clock.
+func TestScrapeAndAssessCurrentExporter(t *testing.T) {
+	gpus, err := Scrape(context.Background(), nil, serve(t, "testdata/dcgm-exporter-a100.txt"), "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gpus) != 4 {
+		t.Fatalf("%d GPUs", len(gpus))
+	}
+	g1 := gpus[1]
+	if g1.Hostname != "gpu-node-001" || g1.GPU != 1 || g1.UUID != "GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02" ||
+		g1.SMClock != 1005 || g1.Temp != 88 || g1.Power != 244.02 || g1.Reasons != 96 || !g1.HasReasons {
+		t.Errorf("GPU 1 parsed as %+v", g1)
+	}
+	fs := Assess(gpus, 0)
+	want := []struct {
+		degraded, capped bool
+		throttled        string
+		ratio, prior     float64
+	}{
+		{false, false, "", 1410.0 / 1395, 1},
+		{true, false, "sw_thermal,hw_thermal", 1005.0 / 1395, 1395.0 / 1005},
+		{false, true, "", 1, 1},
+		{false, false, "", 210.0 / 1395, 1},
+	}
+	for i, w := range want {
+		f := fs[i]
+		if f.Degraded() != w.degraded || f.PowerCapped != w.capped || strings.Join(f.Throttled, ",") != w.throttled ||
+			!near(f.ClockRatio, w.ratio) || !near(f.Prior, w.prior) {
+			t.Errorf("GPU %d: %+v, want %+v", i, f, w)
+		}
+	}
+	if s := Summary(fs); !strings.Contains(s, "gpu-node-001/1 (GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02): throttled by sw_thermal,hw_thermal; SM clock 1005 MHz, 72% of the median busy GPU; prior slowdown 1.39") || strings.Count(s, "\n") != 1 {
+		t.Errorf("summary:\n%s", s)
+	}
+
+	c := NewCollector()
+	c.Set(fs)
+	exp := `
+# HELP pal_gpu_degraded 1 when DCGM shows the GPU throttled or at a low SM clock.
+# TYPE pal_gpu_degraded gauge
+pal_gpu_degraded{gpu="0",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e01"} 0
+pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02"} 1
+pal_gpu_degraded{gpu="2",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e03"} 0
+pal_gpu_degraded{gpu="3",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e04"} 0
+# HELP pal_gpu_throttled 1 for each thermal or power slowdown reason DCGM reports for the GPU.
+# TYPE pal_gpu_throttled gauge
+pal_gpu_throttled{gpu="1",node="gpu-node-001",reason="hw_thermal",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02"} 1
+pal_gpu_throttled{gpu="1",node="gpu-node-001",reason="sw_thermal",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(exp), "pal_gpu_degraded", "pal_gpu_throttled"); err != nil {
+		t.Error(err)
+	}
+	if err := prometheus.NewPedanticRegistry().Register(c); err != nil {
+		t.Error(err)
+	}
+}
+
+// The older format: no Hostname label (the default host names the GPUs)
+// and the reasons under DCGM_FI_DEV_CLOCK_THROTTLE_REASONS; GPU 1's 136 =
+// 0x80 hw_power_brake | 0x8 hw_slowdown. Both clocks are 1530: ratio 1,
+// so the prior stays 1 although the GPU is flagged.
+func TestScrapeOlderExporter(t *testing.T) {
+	gpus, err := Scrape(context.Background(), nil, serve(t, "testdata/dcgm-exporter-old.txt"), "node-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := Assess(gpus, 0)
+	if len(fs) != 2 || fs[0].Degraded() || !fs[1].Degraded() || strings.Join(fs[1].Throttled, ",") != "hw_slowdown,hw_power_brake" ||
+		fs[1].GPU.Key() != "node-x/1" || fs[1].Prior != 1 || fs[1].LowClock {
+		t.Errorf("findings %+v", fs)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} 1\nDCGM_FI_DEV_SM_CLOCK{gpu=\"0\" 2\n", "x:2: "},
+		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"a\"} 1\n", `x: DCGM_FI_DEV_SM_CLOCK: label gpu="a" is not a device index`},
+		{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\"} 1.5\n", "x: DCGM_FI_DEV_CLOCKS_EVENT_REASONS for GPU h/0: 1.5 is not a bitmask"},
+		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"A\"} 1\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"B\"} 1\n", "GPU h/0 is A in one sample and B in another"},
+	} {
+		_, err := Parse("x", "h", strings.NewReader(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	if _, err := Scrape(context.Background(), nil, srv.URL, "h"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("404: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, file := range []string{"testdata/dcgm-exporter-a100.txt", "testdata/dcgm-exporter-old.txt"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Add("DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\"} NaN\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		gpus, err := Parse("f", "h", strings.NewReader(in))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f") {
+				t.Fatalf("error does not name the source: %v", err)
+			}
+			return
+		}
+		for _, fd := range Assess(gpus, 0) {
+			if !(fd.Prior >= 1) || math.IsInf(fd.Prior, 0) {
+				t.Fatalf("prior %v for %+v", fd.Prior, fd.GPU)
+			}
+		}
+	})
+}

@@ -1,0 +1,543 @@
+package variability
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+)
+
+// LearnOptions tunes a Learner. The zero value gives the defaults.
+type LearnOptions struct {
+	// Tol is the relative band within which an observation agrees with
+	// the beliefs (0 means 0.01): inside it nothing is learnt, so that
+	// measurement noise of that size moves nothing.
+	Tol float64
+	// Alpha is the step towards an observation (0 means 0.5): a belief
+	// moves by Alpha of its distance to what a job showed, so one noisy
+	// round moves it only part of the way and a job that keeps showing the
+	// same pace drives it there geometrically.
+	Alpha float64
+	// Rebin is the relative move of any GPU's belief, since its class was
+	// last binned, that makes the class be binned again (0 means 0.02).
+	Rebin float64
+	// Bin is how a class is binned again (its L×V order keeps the
+	// class's locality penalty).
+	Bin BinOptions
+	// PerClassOnly turns off the GPU-wide factor (see Learner): each
+	// class learns from its own jobs alone.
+	PerClassOnly bool
+	NoGuess      bool
+	// RefitShare is the share of a class's GPUs that may be re-placed in
+	// the old bins (see Rebin) before the class is fitted again (0 means
+	// 0.05). Clusters of at most RefitBelow GPUs (0 means 4096, where a
+	// fit costs well under a millisecond) are always fitted again.
+	RefitShare float64
+	RefitBelow int
+	// Memory is how many unresolved slow observations are kept (0 means
+	// 4096; see Learner).
+	Memory int
+}
+
+func (o LearnOptions) withDefaults() LearnOptions {
+	if o.Tol <= 0 {
+		o.Tol = 0.01
+	}
+	if o.Alpha <= 0 || o.Alpha > 1 {
+		o.Alpha = 0.5
+	}
+	if o.Rebin <= 0 {
+		o.Rebin = 0.02
+	}
+	if o.RefitShare <= 0 {
+		o.RefitShare = 0.05
+	}
+	if o.RefitBelow <= 0 {
+		o.RefitBelow = 4096
+	}
+	if o.Memory <= 0 {
+		o.Memory = 4096
+	}
+	return o
+}
+
+// Learner keeps a believed raw value per GPU and class and updates it
+// from what jobs show. Its estimator is built around the one thing an
+// observation says exactly: a job of class c on GPUs G ran at the pace
+// of its slowest GPU (BSP), so with its locality penalty divided out its
+// pace y is max over G of the true values. Hence:
+//
+//   - Every GPU of G runs at most y. A belief above y·(1+Tol) is lowered
+//     towards y, and y is remembered as the GPU's upper bound.
+//
+//   - If y exceeds the believed max of G by more than Tol, some GPU of G
+//     is slower than believed, but which one the max does not say. The
+//     blame goes to one GPU: among those whose upper bound still allows
+//     y (a GPU seen at most y' < y in another job cannot be the one), the
+//     one believed slowest. One GPU and not all of G, because raising
+//     eight GPUs for one slow one would hide seven good GPUs from
+//     sensitive jobs; a wrong pick is undone the next time that GPU runs
+//     in a faster job (its belief is capped) while G, still slow, moves
+//     the blame on. When no GPU's bound allows y the GPUs must have
+//     changed (drift): their bounds are forgotten and the believed slowest
+//     takes the blame.
+//
+//   - Noise: nothing moves inside the Tol band, and every move is a step
+//     of Alpha towards the observation (an exponentially weighted mean
+//     over the rounds a job keeps showing its pace).
+//
+//   - GPUs nobody has run on keep their prior (the profile's value, or
+//     the median GPU's 1.0 when a GPU has no profile) and, having no
+//     upper bound, are the first suspects when a job with them is slow.
+//
+//   - A GPU-wide factor (unless PerClassOnly): when an observation pins
+//     one GPU's value (a one-GPU job, or the only GPU that can be the slow
+//     one), the ratio of its new belief to its profile value is kept as
+//     the GPU's factor and applied to the classes that have never run on
+//     it, and a slow set's blame goes first to the GPU whose factor (as
+//     much as its own belief) says it is slow. Throttling, power caps and
+//     a replaced board are properties of the GPU, not of the application,
+//     so what one class learns is the best prior the others have.
+//
+// When beliefs equal the truth no observation is outside the band, so
+// nothing changes. A class is binned again when a belief has moved by
+// more than Rebin since its last binning.
+type Learner struct {
+	opts   LearnOptions
+	prior  [NumClasses][]float64
+	health []float64 // GPU-wide factor: belief / prior where a class pinned it
+	hiH    []float64 // upper bound on the GPU-wide factor: min of pace / prior
+	belief [NumClasses][]float64
+	hi     [NumClasses][]float64
+	snap   [NumClasses][]float64
+	// touched lists the GPUs whose belief changed since the last Rebin
+	// (isTouched marks them), so that Rebin looks at those alone.
+	touched   [NumClasses][]int
+	isTouched [NumClasses][]bool
+	// reassigned counts GPUs re-placed in the old bins since the last fit.
+	reassigned [NumClasses]int
+	// sfCount counts each class's GPUs by score, so that a re-placement's
+	// L×V order is built from the distinct scores, not from every GPU.
+	sfCount [NumClasses]map[float64]int
+	// open are slow observations whose slow GPU is not pinned yet, and
+	// openKey their keys (a job seen slow every round is kept once).
+	open    []clause
+	openKey map[uint64]bool
+	cur     *Scores
+	// seen is ObserveJob's memory, round the number of Rebin calls (a
+	// round's end); jobs not seen in a round are forgotten at its end.
+	seen  map[int]jobSeen
+	round int
+	// Counters, for reports.
+	Observations, Lowered, Raised, Forgot, Rebins, Refits int
+}
+
+// NewLearner starts from prior (the believed table) and the scores
+// already binned from it.
+func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) {
+	if prior == nil || cur == nil {
+		return nil, fmt.Errorf("learner: no prior table or scores")
+	}
+	l := &Learner{opts: opts.withDefaults(), cur: cur}
+	n := prior.NumGPUs()
+	l.health = make([]float64, n)
+	l.hiH = make([]float64, n)
+	for g := range l.health {
+		l.health[g], l.hiH[g] = 1, math.Inf(1)
+	}
+	for c := range Class(NumClasses) {
+		if len(prior.Values[c]) != n || len(cur.SF[c]) != n {
+			return nil, fmt.Errorf("learner: class %s covers %d GPUs, want %d", c, len(prior.Values[c]), n)
+		}
+		l.belief[c] = slices.Clone(prior.Values[c])
+		l.prior[c] = slices.Clone(prior.Values[c])
+		l.sfCount[c] = countScores(cur.SF[c])
+		l.isTouched[c] = make([]bool, n)
+		l.snap[c] = slices.Clone(prior.Values[c])
+		l.hi[c] = make([]float64, n)
+		for g := range l.hi[c] {
+			l.hi[c][g] = math.Inf(1)
+		}
+	}
+	return l, nil
+}
+
+// Belief is GPU g's believed value for class c.
+func (l *Learner) Belief(c Class, g int) float64 { return l.belief[c][g] }
+
+// Beliefs is a copy of every belief.
+func (l *Learner) Beliefs() *Table {
+	t := &Table{}
+	for c := range t.Values {
+		t.Values[c] = slices.Clone(l.belief[c])
+	}
+	return t
+}
+
+func (l *Learner) touch(c Class, g int) {
+	if !l.isTouched[c][g] {
+		l.isTouched[c][g] = true
+		l.touched[c] = append(l.touched[c], g)
+	}
+}
+
+// jobSeen is what ObserveJob last saw of a job.
+type jobSeen struct {
+	c     Class
+	first *int // the GPU list's backing array: a moved job has a new list
+	n     int
+	y     float64
+	round int
+}
+
+// ObserveJob is Observe for a job that has an id: a job showing the same
+// class, GPU list and pace as in the previous round is skipped at the cost
+// of a map lookup (its observation would change nothing, see Observe),
+// which keeps a round's learning cost with the jobs that changed. gpus
+// must not be changed in place while the job keeps it (a driver replaces
+// a moved job's list, as both of PAL's drivers do).
+func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
+	if l.seen == nil {
+		l.seen = map[int]jobSeen{}
+	}
+	var first *int
+	if len(gpus) > 0 {
+		first = &gpus[0]
+	}
+	if s, ok := l.seen[id]; ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
+		s.round = l.round
+		l.seen[id] = s
+		return
+	}
+	if l.observe(c, gpus, y) {
+		// Only an observation that changed nothing may be skipped when it
+		// comes again: a slow job keeps stepping its GPU towards its pace.
+		l.seen[id] = jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round}
+	} else {
+		delete(l.seen, id)
+	}
+}
+
+// Observe takes one job's round: class c on gpus ran at pace y (its
+// slowdown with the locality penalty divided out: 1.0 is the median GPU).
+// Non-positive or non-finite paces are ignored.
+func (l *Learner) Observe(c Class, gpus []int, y float64) { l.observe(c, gpus, y) }
+
+// observe is Observe; it reports whether the observation was steady
+// (changed no bound and no belief).
+func (l *Learner) observe(c Class, gpus []int, y float64) bool {
+	if len(gpus) == 0 || !(y > 0) || math.IsInf(y, 0) || c < 0 || c >= NumClasses {
+		return false
+	}
+	l.Observations++
+	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
+	tol, a := l.opts.Tol, l.opts.Alpha
+	allowed := false
+	believed := 0.0
+	stale := false // some bound or belief this observation changes
+	lo, up, hiH := y*(1-tol), y*(1+tol), l.hiH
+	for _, g := range gpus {
+		h, bg := hi[g], b[g]
+		allowed = allowed || h >= lo
+		believed = max(believed, bg)
+		stale = stale || h > y || bg > up || hiH[g] > y/pr[g] // the same expression that stored it
+	}
+	if !stale && allowed && y <= believed*(1+tol) {
+		// The steady state: a job showing again the pace it showed before
+		// changes no bound and no belief.
+		return true
+	}
+	if !allowed {
+		for _, g := range gpus {
+			hi[g] = math.Inf(1)
+			l.hiH[g] = math.Inf(1)
+		}
+		l.Forgot++
+	}
+	slow := y > believed*(1+tol)
+	pinned, suspects := l.explain(c, gpus, y)
+	if slow && suspects > 1 {
+		l.remember(clause{c: c, y: y, gpus: gpus})
+	}
+	for _, g := range gpus {
+		hi[g] = min(hi[g], y)
+		l.hiH[g] = min(l.hiH[g], y/pr[g])
+		if b[g] > y*(1+tol) {
+			b[g] += a * (y - b[g])
+			l.touch(c, g)
+			l.Lowered++
+		}
+	}
+	if pinned >= 0 && !l.opts.PerClassOnly {
+		l.spread(c, pinned)
+	}
+	return false
+}
+
+// clause is a slow observation: some GPU of gpus runs class c at y.
+type clause struct {
+	c    Class
+	y    float64
+	gpus []int
+}
+
+func (k *clause) key() uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	put(uint64(k.c))
+	put(math.Float64bits(k.y))
+	for _, g := range k.gpus {
+		put(uint64(g))
+	}
+	return h.Sum64()
+}
+
+// remember keeps a slow observation (its GPU list copied), once.
+func (l *Learner) remember(k clause) {
+	key := k.key()
+	if l.openKey[key] {
+		return
+	}
+	if l.openKey == nil {
+		l.openKey = map[uint64]bool{}
+	}
+	k.gpus = slices.Clone(k.gpus)
+	l.open = append(l.open, k)
+	l.openKey[key] = true
+	if n := len(l.open) - l.opts.Memory; n > 0 {
+		for _, old := range l.open[:n] {
+			delete(l.openKey, old.key())
+		}
+		l.open = slices.Delete(l.open, 0, n)
+	}
+}
+
+// explain makes the beliefs account for a job of class c on gpus at pace
+// y. The suspects are the GPUs whose class-c upper bound allows y and,
+// unless PerClassOnly, whose GPU-wide bound does too (a GPU that ran some
+// class at its profile's pace is not GPU-wide slow); when the GPU-wide
+// test leaves none, the class bound alone decides. When y exceeds every
+// belief of gpus by more than Tol, the suspect believed slowest is raised
+// a step towards y. It returns the suspect when there is only one (the
+// observation pins it; -1 otherwise) and the number of suspects.
+func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int) {
+	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
+	tol := l.opts.Tol
+	believed := 0.0
+	var s [2]int      // best suspect by tier: 0 class and GPU-wide, 1 class only
+	var sv [2]float64 // its score
+	var n [2]int
+	s[0], s[1] = -1, -1
+	for _, g := range gpus {
+		believed = max(believed, b[g])
+		if hi[g] < y*(1-tol) {
+			continue
+		}
+		v := b[g]
+		tier := 1
+		if !l.opts.PerClassOnly {
+			v = max(v, pr[g]*l.health[g])
+			if l.hiH[g]*pr[g] >= y*(1-tol) {
+				tier = 0
+			}
+		}
+		for t := tier; t <= 1; t++ {
+			n[t]++
+			if s[t] < 0 || v > sv[t] {
+				s[t], sv[t] = g, v
+			}
+		}
+	}
+	t := 0
+	if n[0] == 0 {
+		t = 1
+	}
+	if n[t] == 0 {
+		return -1, 0
+	}
+	pinned = -1
+	if n[t] == 1 {
+		pinned = s[t]
+	}
+	if y > believed*(1+tol) {
+		g := s[t]
+		b[g] += l.opts.Alpha * (y - b[g])
+		l.touch(c, g)
+		l.Raised++
+	}
+	return pinned, n[t]
+}
+
+// settle revisits the remembered slow observations: GPUs exonerated
+// since (their upper bound is now under the pace) cannot be the slow one,
+// so the blame moves to one that can, and an observation only one GPU can
+// explain pins it. Observations no GPU can explain any more (the GPUs
+// changed) and pinned ones, once explained, are dropped.
+func (l *Learner) settle() {
+	kept := l.open[:0]
+	for _, k := range l.open {
+		pinned, suspects := l.explain(k.c, k.gpus, k.y)
+		if suspects == 0 {
+			delete(l.openKey, k.key())
+			continue
+		}
+		if pinned >= 0 {
+			if !l.opts.PerClassOnly {
+				l.spread(k.c, pinned)
+			}
+			if l.belief[k.c][pinned] >= k.y/(1+l.opts.Tol) {
+				delete(l.openKey, k.key())
+				continue
+			}
+		}
+		kept = append(kept, k)
+	}
+	clear(l.open[len(kept):])
+	l.open = kept
+}
+
+// spread carries what class c pinned about GPU g to the classes that have
+// never observed g: thermal limits, power caps and a replaced board slow
+// a GPU for every application, so the factor belief / prior is the best
+// guess there is for those classes until their own jobs say otherwise.
+func (l *Learner) spread(c Class, g int) {
+	h := l.belief[c][g] / l.prior[c][g]
+	if math.Abs(h-l.health[g]) <= l.opts.Tol*l.health[g] {
+		return
+	}
+	l.health[g] = h
+	for k := range Class(NumClasses) {
+		if k == c || !math.IsInf(l.hi[k][g], 1) {
+			continue
+		}
+		if v := l.prior[k][g] * h; v != l.belief[k][g] {
+			l.belief[k][g] = v
+			l.touch(k, g)
+		}
+	}
+}
+
+// Rebin settles the remembered observations, then bins again every class
+// in which some GPU's belief moved by more than Rebin since that GPU was
+// last binned, and returns the new scores, or nil when no class needed
+// it. Unchanged classes keep their bins. A class is fitted again (K-Means,
+// as NewScores) only once more than RefitShare of its GPUs have moved
+// since its last fit; until then the moved GPUs are placed in the old
+// bins (reassign), which costs a copy rather than a fit: a K-Means of
+// 27,648 values takes longer than a placement round. Classes of at most
+// RefitBelow GPUs are always fitted again.
+func (l *Learner) Rebin() (*Scores, error) {
+	for id, s := range l.seen {
+		if s.round != l.round {
+			delete(l.seen, id)
+		}
+	}
+	l.round++
+	l.settle()
+	var redo []Class
+	var dirty [NumClasses][]int
+	for c := range Class(NumClasses) {
+		for _, g := range l.touched[c] {
+			l.isTouched[c][g] = false
+			if v := l.belief[c][g]; math.Abs(v-l.snap[c][g]) > l.opts.Rebin*l.snap[c][g] {
+				dirty[c] = append(dirty[c], g)
+			}
+		}
+		l.touched[c] = l.touched[c][:0]
+		if len(dirty[c]) > 0 {
+			redo = append(redo, c)
+		}
+	}
+	if len(redo) == 0 {
+		return nil, nil
+	}
+	ns := *l.cur
+	raw := *l.cur.Raw
+	ns.Raw = &raw
+	for _, c := range redo {
+		n := len(l.belief[c])
+		l.reassigned[c] += len(dirty[c])
+		var bn *Binning
+		if n <= l.opts.RefitBelow || float64(l.reassigned[c]) > l.opts.RefitShare*float64(n) {
+			vals := slices.Clone(l.belief[c])
+			var err error
+			if bn, err = Bin(vals, l.opts.Bin); err != nil {
+				return nil, fmt.Errorf("learner: class %s: %w", c, err)
+			}
+			raw.Values[c] = vals
+			copy(l.snap[c], vals)
+			l.reassigned[c] = 0
+			l.sfCount[c] = countScores(bn.SF)
+			l.Refits++
+		} else {
+			bn = reassign(ns.Bins[c], l.belief[c], dirty[c], l.sfCount[c])
+			for _, g := range dirty[c] {
+				l.snap[c][g] = l.belief[c][g]
+			}
+		}
+		ns.Bins[c], ns.SF[c] = bn, bn.SF
+		ns.LV[c] = lxvOfCounts(l.sfCount[c], l.cur.L[c])
+	}
+	l.cur = &ns
+	l.Rebins++
+	return &ns, nil
+}
+
+// reassign is old with the GPUs of moved placed by their new values
+// without fitting again: a GPU above the old outlier threshold keeps its
+// own normalised value as its score (as the paper's binning treats
+// outliers), any other takes the score of the nearest centroid. Only SF
+// is new (a copy): Bin, Counts and the learner's Scores.Raw describe the
+// last fit.
+func reassign(old *Binning, vals []float64, moved []int, count map[float64]int) *Binning {
+	b := *old
+	b.SF = slices.Clone(old.SF)
+	for _, g := range moved {
+		v := vals[g]
+		j, d := 0, math.Inf(1)
+		for k, c := range old.RawCentroids {
+			if dd := math.Abs(v - c); dd < d {
+				j, d = k, dd
+			}
+		}
+		if count[b.SF[g]]--; count[b.SF[g]] == 0 {
+			delete(count, b.SF[g])
+		}
+		b.SF[g] = old.Centroids[j]
+		if v > old.Threshold {
+			b.SF[g] = v / old.Norm
+		}
+		count[b.SF[g]]++
+	}
+	return &b
+}
+
+func countScores(sf []float64) map[float64]int {
+	m := map[float64]int{}
+	for _, v := range sf {
+		m[v]++
+	}
+	return m
+}
+
+// lxvOfCounts is LxV over the distinct scores that some GPU has, in
+// order of product, then score, then within before across.
+func lxvOfCounts(count map[float64]int, L float64) []LVEntry {
+	vs := make([]float64, 0, len(count))
+	for v := range count {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	out := make([]LVEntry, 0, 2*len(vs))
+	for _, v := range vs {
+		out = append(out, LVEntry{V: v, Product: v}, LVEntry{V: v, Across: true, Product: v * L})
+	}
+	slices.SortStableFunc(out, func(a, b LVEntry) int { return cmp.Compare(a.Product, b.Product) })
+	return out
+}

@@ -1,0 +1,287 @@
+package variability
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+func flatTable(n int, v ...float64) *Table {
+	t := &Table{}
+	for c := range t.Values {
+		t.Values[c] = make([]float64, n)
+		for g := range n {
+			t.Values[c][g] = 1
+		}
+	}
+	copy(t.Values[ClassA], v)
+	return t
+}
+
+func newTestLearner(t *testing.T, prior *Table, perClass ...bool) *Learner {
+	t.Helper()
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: len(perClass) > 0 && perClass[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Each step's expected beliefs, with Alpha 0.5 and Tol 0.01, one class
+// learning alone (PerClassOnly):
+func TestLearnerSteps(t *testing.T) {
+	type obs struct {
+		gpus []int
+		y    float64
+	}
+	for _, tc := range []struct {
+		name  string
+		prior []float64
+		obs   []obs
+		want  []float64
+	}{
+		// Observations equal to the believed max (beliefs = truth) move
+		// nothing, whatever the set.
+		{"truth", []float64{0.9, 1.0, 1.2, 1.0}, []obs{{[]int{0, 1}, 1.0}, {[]int{0, 1, 2, 3}, 1.2}, {[]int{0}, 0.9}}, []float64{0.9, 1.0, 1.2, 1.0}},
+		// Inside the band: 1.0 -> 1.009 is under 1%.
+		{"band", []float64{1, 1, 1, 1}, []obs{{[]int{0}, 1.009}}, []float64{1, 1, 1, 1}},
+		// One GPU seen slower twice: 1 + 0.5 x 0.2 = 1.1, then 1.1 + 0.5 x 0.1 = 1.15.
+		{"alone slower", []float64{1, 1, 1, 1}, []obs{{[]int{0}, 1.2}, {[]int{0}, 1.2}}, []float64{1.15, 1, 1, 1}},
+		// Seen faster: every GPU of the set is lowered, 1.2 -> 1.2 + 0.5 x (1.0 - 1.2) = 1.1
+		// and 1.1 -> 1.05; GPU 2 (0.9) is under the pace and stays.
+		{"set faster", []float64{1.2, 1.1, 0.9, 1}, []obs{{[]int{0, 1, 2}, 1.0}}, []float64{1.1, 1.05, 0.9, 1}},
+		// Max-of-G attribution: {0,1} at 1.3, GPU 1 believed slowest takes the
+		// blame: 1.05 + 0.5 x 0.25 = 1.175. GPU 1 alone at 1.05 caps it:
+		// 1.175 + 0.5 x (1.05 - 1.175) = 1.1125, bound 1.05. {0,1} at 1.3
+		// again: GPU 1's bound rules it out, GPU 0 (bound 1.3) is raised:
+		// 1 + 0.5 x 0.3 = 1.15.
+		{"attribution", []float64{1, 1.05, 1, 1}, []obs{{[]int{0, 1}, 1.3}, {[]int{1}, 1.05}, {[]int{0, 1}, 1.3}}, []float64{1.15, 1.1125, 1, 1}},
+		// Drift: GPU 0 seen at 1.0 (bound 1.0), then at 1.5: no GPU's bound
+		// allows it, the bound is forgotten and 1 + 0.5 x 0.5 = 1.25.
+		{"drift", []float64{1, 1, 1, 1}, []obs{{[]int{0}, 1.0}, {[]int{0}, 1.5}}, []float64{1.25, 1, 1, 1}},
+		// Nonsense paces are ignored.
+		{"ignored", []float64{1, 1, 1, 1}, []obs{{[]int{0}, math.NaN()}, {[]int{0}, 0}, {nil, 2}}, []float64{1, 1, 1, 1}},
+	} {
+		l := newTestLearner(t, flatTable(4, tc.prior...), true)
+		for _, o := range tc.obs {
+			l.Observe(ClassA, o.gpus, o.y)
+		}
+		for g, w := range tc.want {
+			if got := l.Belief(ClassA, g); math.Abs(got-w) > 1e-12 {
+				t.Errorf("%s: GPU %d believed %v, want %v", tc.name, g, got, w)
+			}
+		}
+		for g := range 4 {
+			if l.Belief(ClassB, g) != 1 {
+				t.Errorf("%s: class B GPU %d moved", tc.name, g)
+			}
+		}
+	}
+}
+
+// The GPU-wide factor, every prior 1: GPU 0 alone at 1.2 for class A is
+// pinned at 1 + 0.5 x 0.2 = 1.1 and, no other class having run on it,
+// classes B-D believe 1.1 too. Then GPU 1 runs class B at its profile's
+// pace (1.0): its GPU-wide bound is 1.0. A class-A job on {2, 1} at 1.3:
+// both class bounds allow 1.3, but only GPU 2 can be GPU-wide that slow,
+// so GPU 2 is pinned and raised to 1.15 (and classes B-D with it), while
+// GPU 1 stays 1.
+func TestLearnerGPUWide(t *testing.T) {
+	l := newTestLearner(t, flatTable(4))
+	l.Observe(ClassA, []int{0}, 1.2)
+	for c := range Class(NumClasses) {
+		if got := l.Belief(c, 0); math.Abs(got-1.1) > 1e-12 {
+			t.Errorf("class %s GPU 0 believed %v, want 1.1", c, got)
+		}
+	}
+	l.Observe(ClassB, []int{1}, 1.0)
+	l.Observe(ClassA, []int{2, 1}, 1.3)
+	for _, w := range []struct {
+		c    Class
+		g    int
+		want float64
+	}{{ClassA, 2, 1.15}, {ClassD, 2, 1.15}, {ClassA, 1, 1}, {ClassB, 1, 1}, {ClassC, 1, 1}} {
+		if got := l.Belief(w.c, w.g); math.Abs(got-w.want) > 1e-12 {
+			t.Errorf("class %s GPU %d believed %v, want %v", w.c, w.g, got, w.want)
+		}
+	}
+	// Per class only, the blame falls on the believed slowest of {2, 1}
+	// (a tie: the first, GPU 2) with no spreading: class D stays 1.
+	p := newTestLearner(t, flatTable(4), true)
+	p.Observe(ClassA, []int{2, 1}, 1.3)
+	if p.Belief(ClassA, 2) != 1.15 || p.Belief(ClassD, 2) != 1 {
+		t.Errorf("per class: A %v D %v", p.Belief(ClassA, 2), p.Belief(ClassD, 2))
+	}
+}
+
+// Remembered slow observations, one class alone: {0, 1} at 1.3 blames
+// GPU 0 (a tie, the first): 1.15. GPU 0 alone at 1.0 caps it to
+// 1.15 + 0.5 x (1.0 - 1.15) = 1.075 and bounds it by 1.0. Settling (each
+// Rebin) revisits {0, 1} at 1.3: only GPU 1 can explain it, so it is
+// raised 1 -> 1.15 -> 1.225 -> 1.2625 -> 1.28125 -> 1.290625, and the
+// observation is dropped once 1.290625 >= 1.3 / 1.01 = 1.2871.
+func TestLearnerSettle(t *testing.T) {
+	l := newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{0, 1}, 1.3)
+	// The same job's next round is kept once; it sees 1.3 against a
+	// believed 1.15 and raises GPU 0 again: 1.15 + 0.5 x 0.15 = 1.225.
+	l.Observe(ClassA, []int{0, 1}, 1.3)
+	if len(l.open) != 1 || math.Abs(l.Belief(ClassA, 0)-1.225) > 1e-12 || l.Belief(ClassA, 1) != 1 {
+		t.Fatalf("after {0,1}: open %d, beliefs %v %v", len(l.open), l.Belief(ClassA, 0), l.Belief(ClassA, 1))
+	}
+	l = newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{0, 1}, 1.3)
+	l.Observe(ClassA, []int{0}, 1.0)
+	if got := l.Belief(ClassA, 0); math.Abs(got-1.075) > 1e-12 {
+		t.Fatalf("GPU 0 capped to %v, want 1.075", got)
+	}
+	want := []float64{1.15, 1.225, 1.2625, 1.28125, 1.290625}
+	for i, w := range want {
+		if _, err := l.Rebin(); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Belief(ClassA, 1); math.Abs(got-w) > 1e-12 {
+			t.Fatalf("settle %d: GPU 1 believed %v, want %v", i+1, got, w)
+		}
+	}
+	if len(l.open) != 0 {
+		t.Errorf("%d observations still open", len(l.open))
+	}
+}
+
+// Rebinning: nothing moved, nothing to do; a move under 2% is not enough;
+// a bigger one re-bins only its class, the others keep their slices.
+func TestLearnerRebin(t *testing.T) {
+	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
+	l := newTestLearner(t, prior, true)
+	old := l.cur
+	if sc, err := l.Rebin(); sc != nil || err != nil {
+		t.Fatalf("rebin with nothing moved: %v %v", sc, err)
+	}
+	l.Observe(ClassA, []int{0}, 0.88) // 0.9 -> 0.89: 1.1%, under 2%
+	if sc, _ := l.Rebin(); sc != nil {
+		t.Fatal("rebinned for a 1.1% move")
+	}
+	l.Observe(ClassA, []int{0}, 1.3) // 0.89 -> 1.095: bound 0.88 forgotten
+	l.Observe(ClassA, []int{0}, 1.3) // -> 1.1975
+	sc, err := l.Rebin()
+	if err != nil || sc == nil {
+		t.Fatalf("no rebin after a big move: %v", err)
+	}
+	// Class A is now 1.1975, 0.9, 1.2, 1.2: the fast bin holds GPU 1 only.
+	if sc.Bins[ClassA].Bin[0] == sc.Bins[ClassA].Bin[1] || sc.Bins[ClassA].Bin[0] != sc.Bins[ClassA].Bin[2] {
+		t.Errorf("class A bins %v", sc.Bins[ClassA].Bin)
+	}
+	if &sc.SF[ClassB][0] != &old.SF[ClassB][0] || old.Raw.Values[ClassA][0] != 0.9 {
+		t.Error("unchanged class re-binned, or the old scores were changed")
+	}
+	if l.Rebins != 1 {
+		t.Errorf("rebins %d", l.Rebins)
+	}
+}
+
+func TestReadGPUEvents(t *testing.T) {
+	evs, err := ReadGPUEvents("e.csv", strings.NewReader("# drift\ntime_s,gpu,class,new_score\n100,3,*,1.5\n50,1,B,0.9\n100,2,a,2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sorted by time, file order among equal times.
+	got := fmt.Sprint(evs)
+	want := "[{50 1 B false 0.9 4} {100 3 A true 1.5 3} {100 2 A false 2 5}]"
+	if got != want {
+		t.Errorf("events %s, want %s", got, want)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"time_s,gpu,class,new_score\n-1,0,A,1\n", `e.csv:2: field "time_s": "-1" must not be negative`},
+		{"time_s,gpu,class,new_score\n1,0,E,1\n", `e.csv:2: field "class": unknown class "E"`},
+		{"time_s,gpu,class,new_score\n1,0,A,0\n", `e.csv:2: field "new_score": "0" must be positive`},
+		{"time_s,gpu,class\n", `e.csv:1: field "new_score": missing column`},
+		{"time_s,gpu,class,new_score\n", "e.csv: no data rows"},
+	} {
+		_, err := ReadGPUEvents("e.csv", strings.NewReader(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzReadGPUEvents(f *testing.F) {
+	for _, s := range []string{"time_s,gpu,class,new_score\n0,0,*,1\n5,1,A,2\n", "time_s,gpu,class,new_score\nNaN,0,A,1\n", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		evs, err := ReadGPUEvents("e.csv", strings.NewReader(in))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "e.csv") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for i, e := range evs {
+			if !(e.T >= 0) || e.GPU < 0 || !(e.Score > 0) || math.IsInf(e.Score, 0) || (i > 0 && e.T < evs[i-1].T) {
+				t.Fatalf("event %d: %+v", i, e)
+			}
+		}
+	})
+}
+
+// Re-placing in the old bins (RefitBelow 1, RefitShare 0.5 so that up to
+// 2 of the 4 GPUs may move before a fit). Prior class A 0.9, 0.9, 1.2,
+// 1.2: bins at raw 0.9 and 1.2, Norm (0.9 + 1.2)/2 = 1.05, threshold
+// mean + 3 sample std = 1.05 + 3 x 0.17321 = 1.5696. GPU 0 alone at 1.3
+// twice: 0.9 -> 1.1 -> 1.2, nearest centroid 1.2, score 1.2/1.05. GPU 1
+// alone at 2.0 twice: 0.9 -> 1.45 -> 1.725, above the threshold, so its
+// own value 1.725/1.05 = 1.642857. The 0.9 bin has no GPU left, so the
+// L×V order (L = 1.7) is 1.142857, 1.642857 within, then across at
+// 1.942857 and 2.792857. No fit happened.
+func TestLearnerReassign(t *testing.T) {
+	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true, RefitBelow: 1, RefitShare: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct {
+		g int
+		y float64
+	}{{0, 1.3}, {0, 1.3}} {
+		l.Observe(ClassA, []int{o.g}, o.y)
+	}
+	if _, err := l.Rebin(); err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(ClassA, []int{1}, 2.0)
+	l.Observe(ClassA, []int{1}, 2.0)
+	got, err := l.Rebin()
+	if err != nil || got == nil {
+		t.Fatalf("rebin: %v %v", got, err)
+	}
+	want := []float64{1.2 / 1.05, 1.725 / 1.05, 1.2 / 1.05, 1.2 / 1.05}
+	for g, w := range want {
+		if math.Abs(got.SF[ClassA][g]-w) > 1e-9 {
+			t.Errorf("GPU %d score %v, want %v", g, got.SF[ClassA][g], w)
+		}
+	}
+	lv := got.LV[ClassA]
+	wantLV := []LVEntry{{V: 1.2 / 1.05, Product: 1.2 / 1.05}, {V: 1.725 / 1.05, Product: 1.725 / 1.05},
+		{V: 1.2 / 1.05, Across: true, Product: 1.7 * 1.2 / 1.05}, {V: 1.725 / 1.05, Across: true, Product: 1.7 * 1.725 / 1.05}}
+	if len(lv) != len(wantLV) {
+		t.Fatalf("L×V %v", lv)
+	}
+	for i, w := range wantLV {
+		if lv[i].Across != w.Across || math.Abs(lv[i].V-w.V) > 1e-9 || math.Abs(lv[i].Product-w.Product) > 1e-9 {
+			t.Errorf("L×V[%d] = %+v, want %+v", i, lv[i], w)
+		}
+	}
+	if l.Refits != 0 || l.Rebins != 2 {
+		t.Errorf("refits %d rebins %d", l.Refits, l.Rebins)
+	}
+}
