@@ -101,7 +101,7 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 		{"placement-blind bids", func(c *themis.Config) { c.Auction.PlacementBlind = true }},
 		{"no leftovers", func(c *themis.Config) { c.Auction.Leftover = fairness.NoLeftover }},
 		{"leftovers to bidders only", func(c *themis.Config) { c.Auction.Leftover = fairness.BiddersOnly }},
-		{"no payments", func(c *themis.Config) { c.Auction.Payments = false }},
+		{"no payments", func(c *themis.Config) { c.Auction.Payment = fairness.PayOff }},
 		{"variability-blind bids", func(c *themis.Config) { c.Auction.VariabilityBlind = true }},
 	} {
 		add(&job{exp: "ablation", label: ab.name, policy: "themis", rateMul: 1, cfg: with(ab.f)})
@@ -118,7 +118,7 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 			for _, x := range []float64{0, 0.2, 0.34, 0.5, 0.75, 1} {
 				add(&job{exp: "truth", label: fmt.Sprintf("payments=%v x=%g", pay, x), x: x, policy: "themis", rateMul: 1,
 					cfg: with(func(c *themis.Config) {
-						c.Auction.Payments = pay
+						c.Auction.Payment = map[bool]fairness.Payment{true: fairness.PayRandom, false: fairness.PayOff}[pay]
 						c.Misreport = map[string]float64{liar: x}
 					})})
 			}

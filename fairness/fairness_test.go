@@ -163,7 +163,9 @@ func checkResult(t *testing.T, in Input, r *Result) {
 func opts(f float64, payments bool, l Leftover) Options {
 	o := DefaultOptions()
 	o.Knob, _ = NewKnob(f)
-	o.Payments = payments
+	if !payments {
+		o.Payment = PayOff
+	}
 	o.Leftover = l
 	return o
 }

@@ -11,14 +11,22 @@ type option struct {
 
 // bidTable is a bidder's bids: "nothing more" plus one per size at which
 // its best bundle from the pool is strictly better than every smaller one
-// (a size whose extra GPUs do not help is not worth asking for).
+// (a size whose extra GPUs do not help is not worth asking for). With
+// ValueSpeedup each bid's value is the app's total effective speed-up
+// instead of 1/ρ (the same bundles: both grow with the rate).
 //
 // An app may ask for at most maxBids sizes (as the authors' simulator
 // capped bids per job group): past that, the sizes are the first grant
 // counts reaching q/maxBids of its largest bundle, q = 1..maxBids.
-func bidTable(b *bidder, pl *pool, maxBids int) []option {
+func bidTable(b *bidder, pl *pool, maxBids int, v Valuation) []option {
 	u0 := b.utility(pl.t, 0, nil)
-	opts := []option{{0, 0, u0}}
+	value := func(p int, bundle []int, u float64) float64 {
+		if v == ValueSpeedup {
+			return b.rate(pl.t, p, bundle)
+		}
+		return u
+	}
+	opts := []option{{0, 0, value(0, nil, u0)}}
 	top := u0
 	for _, p := range bidSizes(b.cum, maxBids) {
 		bundle, u := b.best(pl, p)
@@ -26,7 +34,7 @@ func bidTable(b *bidder, pl *pool, maxBids int) []option {
 			break
 		}
 		if u > top*(1+1e-12) && u > 0 {
-			opts = append(opts, option{p, b.cum[p], u})
+			opts = append(opts, option{p, b.cum[p], value(p, bundle, u)})
 			top = u
 		}
 	}

@@ -27,6 +27,7 @@ type themisSimOpts struct {
 	trace, cluster, profile   string
 	policies, output, appsOut string
 	payments, leftover        string
+	valuation                 string
 	metric, rounding          string
 	round, lease, f, noise    float64
 	placementBlind, varBlind  bool
@@ -73,13 +74,14 @@ time-average number of apps alive during its life.`,
 	f.Float64Var(&o.lease, "lease", themis.DefaultLease, "Themis lease in seconds")
 	f.Float64Var(&o.f, "fairness-knob", 0.8, "fairness knob f in [0, 1]: the ⌊(1-f)·n⌋ worst-off apps bid")
 	f.StringVar(&o.rounding, "knob-rounding", "floor", "floor or ceil of (1-f)·n")
-	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (Themis' paper) or off (the authors' simulator)")
-	f.StringVar(&o.leftover, "leftover", "nonbidders-first", "leftover GPUs: nonbidders-first, bidders-only or none")
+	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (= random: keep c_i of the bundle in expectation, whole grants drawn from --sim-seed), lease (keep it for c_i of the lease), floor (round down: a gang keeps nothing) or off (the authors' simulator)")
+	f.StringVar(&o.valuation, "valuation", "rho", "what bids are worth: rho (1/ρ) or speedup (the effective speed-up Σ|G|·S(G), homogeneous)")
+	f.StringVar(&o.leftover, "leftover", "nonbidders-first", "leftover GPUs: nonbidders-first, bidders-only, none or reauction (the next worst-off bid again)")
 	f.StringVar(&o.metric, "metric", "themis", "ρ's denominator in bids: themis or gavel")
 	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
 	f.BoolVar(&o.varBlind, "variability-blind", false, "bid without PM-scores (ablation; Themis' own bids)")
 	f.Float64Var(&o.noise, "remaining-noise", 0, "p: each app's remaining-work estimate × U(1-p, 1+p) (0: oracle)")
-	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws and the remaining-work noise")
+	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws, the remaining-work noise and the payment draws")
 	f.StringVar(&o.appsOut, "apps-out", "", "write one CSV row per app and policy (ρ and its terms)")
 	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
 	return cmd
@@ -105,13 +107,13 @@ func (o *themisSimOpts) themisConfig() (themis.Config, error) {
 	default:
 		return c, fmt.Errorf("--knob-rounding %q: want floor or ceil", o.rounding)
 	}
-	switch o.payments {
-	case "on":
-	case "off":
-		a.Payments = false
-	default:
-		return c, fmt.Errorf("--pa-payments %q: want on or off", o.payments)
+	if a.Payment, err = fairness.ParsePayment(o.payments); err != nil {
+		return c, fmt.Errorf("--pa-payments: %v", err)
 	}
+	if a.Valuation, err = fairness.ParseValuation(o.valuation); err != nil {
+		return c, fmt.Errorf("--valuation: %v", err)
+	}
+	a.Seed = o.seed
 	if a.Leftover, err = fairness.ParseLeftover(o.leftover); err != nil {
 		return c, fmt.Errorf("--leftover: %v", err)
 	}
@@ -185,7 +187,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	inputs := map[string]any{
 		"trace": from, "jobs": len(in.Trace.Jobs), "cluster": in.Cluster.String(), "profile": o.profile, "sim_seed": o.seed,
-		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments,
+		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation,
 		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
 		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
 	}
