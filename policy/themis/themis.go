@@ -48,6 +48,10 @@ type Config struct {
 	// experiment): app name → x, the app reports its placement slowdown
 	// inflated by x (spread factor S reported as S/(1+x)).
 	Misreport map[string]float64
+	// OnAuction, when set, sees every auction's inputs and outcome as the
+	// policy holds it (for tests and traces; it must not keep or change
+	// them: the policy reuses the apps between auctions).
+	OnAuction func(in fairness.Input, res *fairness.Result)
 }
 
 // Validate rejects impossible knobs.
@@ -328,6 +332,9 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 	res, err := fairness.Run(in, p.cfg.Auction)
 	if err != nil {
 		panic("themis: " + err.Error()) // inputs built above are consistent
+	}
+	if p.cfg.OnAuction != nil {
+		p.cfg.OnAuction(in, res)
 	}
 	for x, a := range active {
 		ar := res.Apps[x]

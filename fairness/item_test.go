@@ -1,0 +1,59 @@
+package fairness
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/variability"
+)
+
+// A ρ tie goes to the app waiting longest since its last allocation. At
+// t = 1000 A (arrived 0, last held GPUs at 500) and B (arrived 100, last
+// held GPUs at 200) both hold nothing: ρ = +Inf each. f = 0.5, n = 2:
+// k = ⌊0.5·2⌋ = 1. B's last allocation (200) is older than A's (500), so
+// B bids, although A arrived first.
+func TestRhoTieGoesToLongestWaiting(t *testing.T) {
+	a := SingleJob("A", 0, 100, 100, 2, Insensitive, nil)
+	a.Since = 500
+	b := SingleJob("B", 100, 100, 100, 2, Insensitive, nil)
+	b.Since = 200
+	in := Input{Topo: topo(t, 1, 2), Now: 1000, Apps: []*App{a, b}, Offer: []int{0, 1}}
+	r := mustRun(t, in, opts(0.5, true, NoLeftover))
+	if r.K != 1 || !slices.Equal(r.Bidders, []int{1}) {
+		t.Errorf("k %d bidders %v, want 1 bidder, B (index 1)", r.K, r.Bidders)
+	}
+}
+
+// Larger bundles are packed first. Machine 0 has 4 GPUs at PM-score 0.9
+// (faster), machine 1 has 3 at 1.0. A wants a 4-GPU gang (spread factor
+// 0.5), B a 2-GPU gang; B arrived first, so it ranks first. All 7 are
+// offered, f = 0, payments off: 4 + 2 <= 7, both get their bids. Packed
+// worst-off first, B would take the faster machine 0 (GPUs 0-1) and leave
+// A spread over 2 + 3 GPUs at half speed; packed larger first, A takes
+// machine 0 (the only one with 4), B the best 2 left: GPUs 4-5.
+func TestLargerBundlesPackedFirst(t *testing.T) {
+	tp, err := NewTopology([]int{0, 0, 0, 0, 1, 1, 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf [variability.NumClasses][]float64
+	for c := range sf {
+		sf[c] = []float64{0.9, 0.9, 0.9, 0.9, 1, 1, 1}
+	}
+	if tp, err = tp.WithSpeeds(sf); err != nil {
+		t.Fatal(err)
+	}
+	gang := func(name string, arrival float64, n int, s Sensitivity) *App {
+		return &App{Name: name, Arrival: arrival, TotalWork: 1000, Demand: n, Sens: s, NAvg: 2,
+			Jobs: []Job{{Remaining: 1000, MaxGPUs: n, Gang: true}}}
+	}
+	in := Input{Topo: tp, Now: 100, Apps: []*App{gang("A", 10, 4, Sensitivity{Machine: 0.5}), gang("B", 0, 2, Insensitive)},
+		Offer: []int{0, 1, 2, 3, 4, 5, 6}}
+	r := mustRun(t, in, opts(0, false, NoLeftover))
+	if !slices.Equal(r.Bidders, []int{1, 0}) {
+		t.Fatalf("bidders %v, want [1 0] (B ranks first)", r.Bidders)
+	}
+	if a, b := r.Apps[0].Final, r.Apps[1].Final; !slices.Equal(a, []int{0, 1, 2, 3}) || !slices.Equal(b, []int{4, 5}) {
+		t.Errorf("A %v B %v, want [0 1 2 3] and [4 5]", a, b)
+	}
+}
