@@ -22,8 +22,9 @@ const FileFormat = `The input is YAML. GPU ids are machine × gpus_per_machine +
   payments: on                  # hidden payments: on (= random) | random | lease | floor | off (default on)
                                 #   random: keep c_i of the bundle in expectation (whole grants, drawn from seed)
                                 #   lease: keep the bundle for c_i of the lease; floor: ⌊c_i·|bundle|⌋ (a gang keeps nothing)
-  valuation: rho                # rho (bid 1/ρ) | speedup (bid Σ|G|·S(G)) (default rho)
-  leftover: nonbidders-first    # nonbidders-first | bidders-only | none | reauction (default nonbidders-first)
+  valuation: speedup            # speedup (bid Σ|G|·S(G), homogeneous) | rho (bid 1/ρ) (default speedup)
+  leftover: reauction           # reauction (the next worst-off bid again) | nonbidders-first | bidders-only | none
+                                #   (default reauction)
   metric: themis                # themis | gavel: the denominator of ρ (default themis)
   placement_blind: false        # bid as if spread factors were 1 (default false)
   variability_blind: false      # ignore gpu_scores in bids (default false)

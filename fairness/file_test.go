@@ -49,7 +49,7 @@ func TestParseAuctionFileDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if af.Opt.Knob.F() != 0.8 || af.Opt.Payment != PayRandom || af.Opt.Leftover != NonbiddersFirst || af.Opt.Metric.Name() != "themis" {
+	if af.Opt.Knob.F() != 0.8 || af.Opt.Payment != PayRandom || af.Opt.Leftover != Reauction || af.Opt.Valuation != ValueSpeedup || af.Opt.Metric.Name() != "themis" {
 		t.Errorf("defaults: %+v", af.Opt)
 	}
 	a := af.Input.Apps[0]

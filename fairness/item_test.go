@@ -57,3 +57,27 @@ func TestLargerBundlesPackedFirst(t *testing.T) {
 		t.Errorf("A %v B %v, want [0 1 2 3] and [4 5]", a, b)
 	}
 }
+
+// Reauction hands the withheld GPU to the next worst-off app that did not
+// pay. T5's auction (A and B bid, C holds GPU 4 and can use one more; 6
+// GPUs in all, N_avg 3, t = 0): A keeps [0] of [0 1] (c_A = 0.5, one of two
+// 1-GPU grants, exactly), B keeps [2 3] (c_B = 1). GPU 1 is re-auctioned
+// among the non-payers that still want GPUs, B and C, ranked on what they
+// hold: T_id,B = 100/min(6/3, 4) = 50, ρ_B = (100/2)/50 = 1; T_id,C =
+// 10/min(2, 2) = 5, ρ_C = (1/1)/5 = 0.2. k = max(1, ⌊0.7·2⌋) = 1: B bids
+// alone and takes GPU 1 (insensitive, 3 GPUs beat 2). Non-bidders first
+// gives it to C instead (TestT5LeftoverToNonbidder).
+func TestReauctionGoesToNextWorstOff(t *testing.T) {
+	apps := append(t4Apps(), SingleJob("C", 0, 1, 10, 2, Insensitive, []int{4}))
+	in := Input{Topo: topo(t, 3, 2), Apps: apps, Offer: []int{0, 1, 2, 3}}
+	r := mustRun(t, in, opts(0.3, true, Reauction))
+	if !slices.Equal(r.Apps[0].Kept, []int{0}) || !slices.Equal(r.Apps[1].Kept, []int{2, 3}) {
+		t.Fatalf("kept A %v B %v, want [0] [2 3]", r.Apps[0].Kept, r.Apps[1].Kept)
+	}
+	if a, b, c := r.Apps[0].Final, r.Apps[1].Final, r.Apps[2].Final; !slices.Equal(a, []int{0}) || !slices.Equal(b, []int{1, 2, 3}) || !slices.Equal(c, []int{4}) {
+		t.Errorf("final A %v B %v C %v, want [0] [1 2 3] [4]", a, b, c)
+	}
+	if r.Reauctions != 1 {
+		t.Errorf("%d re-auction rounds, want 1 (then the pool is empty)", r.Reauctions)
+	}
+}
