@@ -52,10 +52,13 @@ type Result struct {
 	Placement float64              `json:"placement_score"`
 	Auctions  int                  `json:"auctions,omitempty"`
 	// LeaseChanges counts launches and migrations auctions caused.
-	LeaseChanges int                `json:"lease_changes,omitempty"`
-	Violations   []string           `json:"violations,omitempty"`
-	WallMS       float64            `json:"wall_ms"`
-	Apps         []fairness.AppStat `json:"-"`
+	LeaseChanges int      `json:"lease_changes,omitempty"`
+	Violations   []string `json:"violations,omitempty"`
+	// JobMaxRho is the largest per-job ρ (fairness.JobRhos), the
+	// metric the authors' simulator prints.
+	JobMaxRho float64            `json:"job_max_rho"`
+	WallMS    float64            `json:"wall_ms"`
+	Apps      []fairness.AppStat `json:"-"`
 }
 
 // Locality charges a spread job its model's spread factor (as a
@@ -145,6 +148,9 @@ func Run(sp Spec) (*Result, error) {
 	}
 	out.Apps = fairness.AppStats(appRuns(in.Trace, res.Jobs), in.Cluster.Size())
 	out.Fairness = fairness.Summarize(out.Apps)
+	for _, r := range fairness.JobRhos(jobRuns(in.Trace, res.Jobs), in.Cluster.Size()) {
+		out.JobMaxRho = max(out.JobMaxRho, r)
+	}
 	return out, nil
 }
 
@@ -153,6 +159,21 @@ func must(p policy.Placer, err error) policy.Placer {
 		panic(err) // built-in names
 	}
 	return p
+}
+
+// jobRuns are the finished tracked jobs, for the per-job ρ.
+func jobRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.JobRun {
+	spec := map[int]*workload.Spec{}
+	for i := range tr.Jobs {
+		spec[tr.Jobs[i].ID] = &tr.Jobs[i]
+	}
+	var out []fairness.JobRun
+	for _, r := range recs {
+		if s := spec[r.ID]; s != nil && r.Tracked {
+			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime, GPUs: s.GPUs})
+		}
+	}
+	return out
 }
 
 // appRuns groups the finished tracked jobs into apps.
