@@ -210,8 +210,8 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 		cw.Flush()
 		return cw.Error()
 	}
-	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  leftover: %s\n",
-		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.leftover)
+	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  valuation: %s  leftover: %s  sim seed: %d\n",
+		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.valuation, o.leftover, o.seed)
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
