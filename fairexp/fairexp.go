@@ -26,8 +26,13 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// Policies are the names Run accepts.
+// Policies are Themis and the strong (packing) baselines.
 func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srtf", "gavel"} }
+
+// BlindPolicies are the placement-blind baselines, as the paper ran them:
+// tiresias-blind is Tiresias' 2D-LAS with GPUs taken wherever they are free
+// (random-sticky placement), not packed.
+func BlindPolicies() []string { return []string{"tiresias-blind"} }
 
 // Spec is one run: inputs (cluster, scores, trace) prepared by the
 // experiment package, plus the policy and Themis' knobs.
@@ -101,10 +106,12 @@ func Run(sp Spec) (*Result, error) {
 		sched, pl = schedule.FIFO{}, must(place.New("packed-nonsticky"))
 	case "srtf":
 		sched, pl = schedule.SRTF{}, must(place.New("packed-sticky"))
+	case "tiresias-blind":
+		sched, pl = schedule.NewTiresiasLAS(schedule.DefaultTiresias()), must(place.New("random-sticky"))
 	case "gavel":
 		sched, pl = ftf.New(in.Cluster.Size()), must(place.New("packed-sticky"))
 	default:
-		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(Policies(), ", "))
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(append(Policies(), BlindPolicies()...), ", "))
 	}
 	if round == 0 {
 		round = in.Opts.Round

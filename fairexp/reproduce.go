@@ -111,7 +111,7 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 	// The headline over the workload seeds: every baseline and Themis with
 	// each payment form.
 	for _, s := range p.Seeds {
-		for _, pol := range Policies() {
+		for _, pol := range append(Policies(), BlindPolicies()...) {
 			if pol == "themis" {
 				continue
 			}
@@ -432,7 +432,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 	for _, j := range by("seeds") {
 		seeds.AddRow(append([]any{j.seed}, j.label, j.res.Fairness.MaxRho, j.res.Fairness.P95Rho, j.res.Fairness.Over2, j.res.JobMaxRho, j.res.Fairness.MeanRho,
 			j.res.Fairness.Jain, j.res.GPUTime/3600, j.res.Placement, j.res.Jobs.AvgJCT/3600, j.res.Jobs.Makespan/3600, j.res.LeaseChanges)...)
-		if j.seed == p.Gen.Seed && (j.policy != "themis" || j.label == themisLabel(fairness.PayRandom)) {
+		if j.seed == p.Gen.Seed && slices.Contains(Policies(), j.policy) && (j.policy != "themis" || j.label == themisLabel(fairness.PayRandom)) {
 			row(macro, j.policy, j.res)
 		}
 		if vals[j.label] == nil {
@@ -450,7 +450,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		if j.policy == "themis" {
 			h.themis[j.label] = j.res.Fairness.MaxRho
 			h.themisRuns[j.label] = j.res
-		} else if j.res.Fairness.MaxRho < h.bestRho {
+		} else if !slices.Contains(BlindPolicies(), j.policy) && j.res.Fairness.MaxRho < h.bestRho {
 			h.best, h.bestRho = j.label, j.res.Fairness.MaxRho
 		}
 	}
@@ -661,7 +661,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		statOf(th["p95_rho"]), statOf(th["apps_rho_gt_2"]), statOf(th["job_max_rho"]), bestBase,
 		statOf(vals[bestBase]["p95_rho"]), statOf(vals[bestBase]["apps_rho_gt_2"]), statOf(vals[bestBase]["job_max_rho"]))
 	var effs []string
-	for _, pol := range Policies() {
+	for _, pol := range append(Policies(), BlindPolicies()...) {
 		if v, ok := vals[pol]; ok && pol != "themis" {
 			var d []float64
 			for i := range v["gpu_time_h"] {

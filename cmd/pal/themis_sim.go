@@ -27,7 +27,7 @@ type themisSimOpts struct {
 	trace, cluster, profile   string
 	policies, output, appsOut string
 	payments, leftover        string
-	valuation                 string
+	valuation, slowdowns      string
 	metric, rounding          string
 	round, lease, f, noise    float64
 	placementBlind, varBlind  bool
@@ -49,7 +49,8 @@ Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 --round says otherwise), tiresias (2D-LAS, packed sticky placement), gandiva
 (FIFO with packed non-sticky placement), srtf (packed sticky) and gavel
 (Gavel's finish-time-fairness min-max program per job, run in deficit order,
-packed sticky). Every policy
+packed sticky); tiresias-blind is Tiresias placement-blind, as the Themis
+paper ran it (GPUs wherever they are free: random sticky). Every policy
 is charged the same placement model: a job spread over machines runs at its
 model's spread_factor (the model table), and every GPU runs at its PM-score
 drawn from --profile.
@@ -76,6 +77,7 @@ time-average number of apps alive during its life.`,
 	f.StringVar(&o.rounding, "knob-rounding", "floor", "floor or ceil of (1-f)·n")
 	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (= random: keep c_i of the bundle in expectation, whole grants drawn from --sim-seed), lease (keep it for c_i of the lease), floor (round down: a gang keeps nothing) or off (the authors' simulator)")
 	f.StringVar(&o.valuation, "valuation", "speedup", "what bids are worth: speedup (the effective speed-up Σ|G|·S(G), homogeneous) or rho (1/ρ)")
+	f.StringVar(&o.slowdowns, "slowdowns", "ours", "placement slowdown table: ours (the model table's) or authors (the Themis authors' simulator's cross-machine / cross-rack factors for the models it knows, e.g. vgg19 0.70 / 0.50)")
 	f.StringVar(&o.leftover, "leftover", "reauction", "leftover GPUs: reauction (the next worst-off bid again), nonbidders-first, bidders-only or none")
 	f.StringVar(&o.metric, "metric", "themis", "ρ's denominator in bids: themis or gavel")
 	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
@@ -168,13 +170,17 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if err != nil {
 		return err
 	}
+	models, err := fairexp.ModelsWithSlowdowns(o.slowdowns)
+	if err != nil {
+		return fmt.Errorf("--slowdowns: %v", err)
+	}
 	in, from, err := o.themisInputs()
 	if err != nil {
 		return err
 	}
 	var results []*fairexp.Result
 	for _, p := range splitList(o.policies) {
-		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Policy: p, Round: o.round, Themis: cfg})
+		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -187,7 +193,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	inputs := map[string]any{
 		"trace": from, "jobs": len(in.Trace.Jobs), "cluster": in.Cluster.String(), "profile": o.profile, "sim_seed": o.seed,
-		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation,
+		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation, "slowdowns": o.slowdowns,
 		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
 		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
 	}
