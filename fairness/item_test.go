@@ -81,3 +81,30 @@ func TestReauctionGoesToNextWorstOff(t *testing.T) {
 		t.Errorf("%d re-auction rounds, want 1 (then the pool is empty)", r.Reauctions)
 	}
 }
+
+// The valuation decides who gets the one offered GPU. One machine of 4 at
+// t = 1000, N_avg 1, f = 0 (both bid), payments off. A arrived just now
+// (elapsed 0), 300 GPU-s left of 300, demand 3, holds GPUs 0-1; B arrived at
+// 0 (elapsed 1000), 100 left of 1000, demand 2, holds GPU 2. GPU 3 is offered.
+//
+//	1/ρ: T_A = 300/min(4, 3) = 100, u_A(2) = 100/150 = 2/3, u_A(3) = 1;
+//	     T_B = 1000/min(4, 2) = 500, u_B(1) = 500/1100, u_B(2) = 500/1050;
+//	     to A: 1·0.4545 = 0.4545 > to B: (2/3)·0.4762 = 0.3175 → A.
+//	speed-up: to A: 3·1 = 3 < to B: 2·2 = 4 → B.
+func TestValuationDecides(t *testing.T) {
+	for _, tc := range []struct {
+		v    Valuation
+		a, b []int
+	}{{ValueRho, []int{0, 1, 3}, []int{2}}, {ValueSpeedup, []int{0, 1}, []int{2, 3}}} {
+		a := SingleJob("A", 1000, 300, 300, 3, Insensitive, []int{0, 1})
+		b := SingleJob("B", 0, 100, 1000, 2, Insensitive, []int{2})
+		a.NAvg, b.NAvg = 1, 1
+		in := Input{Topo: topo(t, 1, 4), Now: 1000, Apps: []*App{a, b}, Offer: []int{3}}
+		o := opts(0, false, NoLeftover)
+		o.Valuation = tc.v
+		r := mustRun(t, in, o)
+		if !slices.Equal(r.Apps[0].Final, tc.a) || !slices.Equal(r.Apps[1].Final, tc.b) {
+			t.Errorf("%v: A %v B %v, want %v %v", tc.v, r.Apps[0].Final, r.Apps[1].Final, tc.a, tc.b)
+		}
+	}
+}
