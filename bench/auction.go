@@ -16,6 +16,7 @@ type AuctionOptions struct {
 	F                              float64 // fairness knob
 	HeldShare                      float64 // share of GPUs on unexpired leases
 	Reps                           int     // 0 means 20
+	Elastic                        bool    // elastic jobs instead of gangs
 	Seed                           uint64
 }
 
@@ -33,7 +34,7 @@ type AuctionStats struct {
 // Auction times one auction of opts.
 func Auction(opts AuctionOptions) (AuctionStats, error) {
 	in, err := fairness.RandomInput(fairness.RandomOptions{Apps: opts.Apps, Machines: opts.Machines,
-		GPUsPerMachine: opts.GPUsPerMachine, HeldShare: opts.HeldShare, Speeds: true, Seed: opts.Seed})
+		GPUsPerMachine: opts.GPUsPerMachine, HeldShare: opts.HeldShare, Speeds: true, Elastic: opts.Elastic, Seed: opts.Seed})
 	if err != nil {
 		return AuctionStats{}, err
 	}

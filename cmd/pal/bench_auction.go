@@ -19,6 +19,7 @@ type benchAuctionOpts struct {
 	f, held       float64
 	reps          int
 	seed          uint64
+	elastic       bool
 }
 
 func newBenchAuctionCmd() *cobra.Command {
@@ -53,6 +54,7 @@ every app bidding on every GPU) under 2 GB of peak memory.`,
 	f.Float64Var(&o.held, "held", 0.5, "share of GPUs held on unexpired leases, in [0, 1]")
 	f.IntVar(&o.reps, "reps", 20, "timed auctions per case")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the synthetic auction")
+	f.BoolVar(&o.elastic, "elastic", false, "elastic jobs (each runs on 1..its GPUs) instead of gangs")
 	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
 	return cmd
 }
@@ -65,6 +67,7 @@ type benchAuctionRow struct {
 	Wanting  int     `json:"wanting"`
 	Bidders  int     `json:"bidders"`
 	F        float64 `json:"f"`
+	Elastic  bool    `json:"elastic"`
 	MedianMS float64 `json:"median_ms"`
 	P99MS    float64 `json:"p99_ms"`
 	MeanMS   float64 `json:"mean_ms"`
@@ -101,12 +104,12 @@ func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
 		if err != nil {
 			return fmt.Errorf("--case %q: %w", c, err)
 		}
-		st, err := bench.Auction(bench.AuctionOptions{Apps: apps, Machines: n, GPUsPerMachine: g, F: o.f, HeldShare: o.held, Reps: o.reps, Seed: o.seed})
+		st, err := bench.Auction(bench.AuctionOptions{Apps: apps, Machines: n, GPUsPerMachine: g, F: o.f, HeldShare: o.held, Reps: o.reps, Seed: o.seed, Elastic: o.elastic})
 		if err != nil {
 			return fmt.Errorf("--case %q: %w", c, err)
 		}
 		rows = append(rows, benchAuctionRow{Apps: apps, Cluster: fmt.Sprintf("%dx%d", n, g), GPUs: st.GPUs, Offered: st.Offered,
-			Wanting: st.Wanting, Bidders: st.Bidders, F: o.f, MedianMS: round2(st.MedianMS), P99MS: round2(st.P99MS),
+			Wanting: st.Wanting, Bidders: st.Bidders, F: o.f, Elastic: o.elastic, MedianMS: round2(st.MedianMS), P99MS: round2(st.P99MS),
 			MeanMS: round2(st.MeanMS), AllocMB: round2(st.AllocMB), MaxRSSMB: round2(st.MaxRSSMB), Reps: st.Reps, Seed: o.seed})
 	}
 	if o.output == "json" {
