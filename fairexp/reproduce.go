@@ -657,9 +657,13 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 	if bestBase != "" {
 		bestGPU = statOf(vals[bestBase]["gpu_time_h"]).String()
 	}
-	fmt.Fprintf(&b, "| p95 ρ, apps with ρ > 2, per-job max ρ | — | Themis %s, %s, %s; best baseline by median max ρ (%s) %s, %s, %s | see the seeds table |\n",
+	jobVerdict := "Themis is also fairer per job"
+	if statOf(th["job_max_rho"]).med > statOf(vals[bestBase]["job_max_rho"]).med {
+		jobVerdict = "per job Themis is worse: it is fair between apps, and inside an app the water-fill serves the app's slowest job, so short jobs of big apps wait"
+	}
+	fmt.Fprintf(&b, "| p95 ρ, apps with ρ > 2, per-job max ρ (the authors' per-job metric) | — | Themis %s, %s, %s; best baseline by median max ρ (%s) %s, %s, %s | apps: Themis better; %s |\n",
 		statOf(th["p95_rho"]), statOf(th["apps_rho_gt_2"]), statOf(th["job_max_rho"]), bestBase,
-		statOf(vals[bestBase]["p95_rho"]), statOf(vals[bestBase]["apps_rho_gt_2"]), statOf(vals[bestBase]["job_max_rho"]))
+		statOf(vals[bestBase]["p95_rho"]), statOf(vals[bestBase]["apps_rho_gt_2"]), statOf(vals[bestBase]["job_max_rho"]), jobVerdict)
 	var effs []string
 	for _, pol := range append(Policies(), BlindPolicies()...) {
 		if v, ok := vals[pol]; ok && pol != "themis" {
@@ -670,7 +674,14 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 			effs = append(effs, fmt.Sprintf("%s %s%%", pol, statOf(d)))
 		}
 	}
-	fmt.Fprintf(&b, "| efficiency (GPU time) vs the baselines | 5–250%% better | baselines use more GPU time by: %s (Themis %s GPU-h; %s %s) | small: 88%% of the jobs are 1-GPU, the baselines pack, rounds differ (60 s vs 300 s) |\n", strings.Join(effs, ", "), statOf(th["gpu_time_h"]), bestBase, bestGPU)
+	single := 0
+	for i := range in.Trace.Jobs {
+		if in.Trace.Jobs[i].GPUs == 1 {
+			single++
+		}
+	}
+	fmt.Fprintf(&b, "| efficiency (GPU time) vs the baselines | 5–250%% better | baselines use more GPU time by: %s (Themis %s GPU-h; %s %s) | far smaller than the paper's: %.0f%% of seed %d's jobs are 1-GPU (placement cannot matter for them), the strong baselines pack, and Themis' rounds are 60 s against 300 s |\n",
+		strings.Join(effs, ", "), statOf(th["gpu_time_h"]), bestBase, bestGPU, 100*float64(single)/float64(max(1, len(in.Trace.Jobs))), g.Seed)
 	bestF, bestRho := 0.0, math.Inf(1)
 	for _, f := range KnobSweep {
 		if m := statOf(knobRho[f]).med; m < bestRho-1e-9 {
