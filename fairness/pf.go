@@ -23,13 +23,13 @@ type option struct {
 // counts reaching q/maxBids of its largest bundle, q = 1..maxBids.
 func bidTable(b *bidder, pl *pool, maxBids int, v Valuation) []option {
 	u0 := b.utility(pl.t, 0, nil)
-	value := func(p int, bundle []int, u float64) float64 {
+	value := func(rate, u float64) float64 {
 		if v == ValueSpeedup {
-			return b.rate(pl.t, p, bundle)
+			return rate
 		}
 		return u
 	}
-	opts := []option{{0, 0, value(0, nil, u0)}}
+	opts := []option{{0, 0, value(b.rate(pl.t, 0, nil), u0)}}
 	top := u0
 	for _, p := range bidSizes(b.cum, maxBids) {
 		bundle, u := b.best(pl, p)
@@ -37,7 +37,7 @@ func bidTable(b *bidder, pl *pool, maxBids int, v Valuation) []option {
 			break
 		}
 		if u > top*(1+1e-12) && u > 0 {
-			opts = append(opts, option{p, b.cum[p], value(p, bundle, u)})
+			opts = append(opts, option{p, b.cum[p], value(b.bestRate, u)})
 			top = u
 		}
 	}
