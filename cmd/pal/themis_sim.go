@@ -62,6 +62,9 @@ time-average number of apps alive during its life.`,
   pal trace themis --apps 100 --seed 2 > apps.csv && pal themis sim --trace apps.csv --policy themis --apps-out apps-rho.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.gen.applyPreset(cmd); err != nil {
+				return err
+			}
 			return runThemisSim(cmd.OutOrStdout(), o)
 		},
 	}
