@@ -54,7 +54,8 @@ The output is JSON:
                    "pf": GPUs of its proportional-fair bundle,
                    "keep_fraction": c_i (0 for apps that did not bid),
                    "kept": the part of pf it keeps after the hidden payment,
-                   "final": every GPU it holds afterwards (held + kept + leftovers)}},
+                   "final": every GPU it holds afterwards (held + kept + leftovers),
+                   "lease_share": with payments: lease, the share of the lease kept is held for (absent when 1)}},
    "leftover": offered GPUs nobody got}
 `
 
@@ -73,6 +74,9 @@ type AppOutput struct {
 	KeepFraction float64  `json:"keep_fraction"`
 	Kept         []int    `json:"kept"`
 	Final        []int    `json:"final"`
+	// LeaseShare is the share of the lease Kept is held for, shown only
+	// when it is below 1 (payments in lease time).
+	LeaseShare *float64 `json:"lease_share,omitempty"`
 }
 
 // Output is the auction command's JSON.
@@ -98,6 +102,10 @@ func (f *AuctionFile) Run() (*Output, error) {
 		if !math.IsInf(ar.Rho, 0) {
 			rho := ar.Rho
 			o.Rho = &rho
+		}
+		if ar.LeaseShare < 1 {
+			s := ar.LeaseShare
+			o.LeaseShare = &s
 		}
 		out.Apps[a.Name] = o
 	}
