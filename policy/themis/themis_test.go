@@ -187,3 +187,36 @@ func TestLateAppNAvgCountsOnlyContentionSinceSeen(t *testing.T) {
 		}
 	}
 }
+
+// Payments in lease time end the winner's lease early. 1×6 GPUs, f = 0
+// (both apps bid), lease 600 s: A is one 4-GPU gang, B four 1-GPU jobs,
+// all long, all at t = 0. Speed-up bids: A {0, 4}, B {0, 1, 2, 3, 4};
+// serving both beats serving one, so G* = (A 4, B 2); without A, B takes
+// 4, so c_A = 2/4 = 0.5 and c_B = 1 (B then also takes the 2 left over).
+// In lease time A keeps its 4 GPUs for 300 s, so an auction at 300 offers
+// them; kept in expectation instead, no lease ends before 600.
+func TestLeasePaymentEndsTheLeaseEarly(t *testing.T) {
+	jobs := []workload.Spec{spec(0, 4, 0, 5000, "A"), spec(1, 1, 0, 5000, "B"), spec(2, 1, 0, 5000, "B"), spec(3, 1, 0, 5000, "B"), spec(4, 1, 0, 5000, "B")}
+	for _, tc := range []struct {
+		pay   fairness.Payment
+		first float64 // first auction after 0 that offers GPUs
+	}{{fairness.PayLease, 300}, {fairness.PayOff, 600}} {
+		o := fairness.DefaultOptions()
+		o.Knob, _ = fairness.NewKnob(0)
+		o.Payment = tc.pay
+		first := -1.0
+		var keep float64
+		cfg := themis.Config{Lease: 600, Auction: o, OnAuction: func(in fairness.Input, r *fairness.Result) {
+			if in.Now == 0 {
+				keep = r.Apps[0].Keep
+			}
+			if in.Now > 0 && len(in.Offer) > 0 && first < 0 {
+				first = in.Now
+			}
+		}}
+		_, st := run(t, 1, 6, jobs, cfg)
+		if keep != 0.5 || first != tc.first || len(st.Violations) != 0 {
+			t.Errorf("%v: c_A %v, first re-offer at %v (violations %v); want 0.5 and %v", tc.pay, keep, first, st.Violations, tc.first)
+		}
+	}
+}
