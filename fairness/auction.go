@@ -181,14 +181,14 @@ func (s *auction) grant(b *bidder, p int, bundle []int) {
 // larger bundles first, then worst-off first. It removes the bundles from
 // the pool and returns each bidder's bundle and grant count, the bidders
 // and, for the payments, the tables and choices.
-func (s *auction) pfRound(ids []int) (pf [][]int, grants []int, bs []*bidder, keep []float64) {
+func (s *auction) pfRound(ids []int, withKeep bool) (pf [][]int, grants []int, bs []*bidder, keep []float64) {
 	bs = make([]*bidder, len(ids))
 	tables := make([][]option, len(ids))
 	for x, i := range ids {
 		bs[x] = s.bidderOf(i, s.pl.size)
 		tables[x] = bidTable(bs[x], s.pl, cmp.Or(s.opt.MaxBids, DefaultMaxBids), s.opt.Valuation)
 	}
-	choice, keep := proportionalFair(tables, s.pl.size)
+	choice, keep := proportionalFair(tables, s.pl.size, withKeep)
 	order := make([]int, len(ids))
 	for x := range order {
 		order[x] = x
@@ -297,12 +297,15 @@ func Run(in Input, opt Options) (*Result, error) {
 	// Bids: one per useful size, each on the app's best bundle from the
 	// whole offer; the arbiter picks sizes with the max product of the
 	// valuations.
-	pf, grants, bs, keep := s.pfRound(res.Bidders)
+	pf, grants, bs, keep := s.pfRound(res.Bidders, true) // c_i is reported even with payments off
 
 	// Hidden payments: keep a c_i share of the bundle.
 	paid := make([]bool, len(in.Apps))
 	for x, i := range res.Bidders {
-		c := keep[x]
+		c := 1.0
+		if keep != nil {
+			c = keep[x]
+		}
 		ar := &res.Apps[i]
 		ar.Keep = c
 		ar.PF = sortedCopy(pf[x])
@@ -457,7 +460,7 @@ func (s *auction) reauction(scope func(i int) bool) int {
 		for _, x := range WorstOff(r, a, s.opt.Knob.Bidders(len(cand))) {
 			ids = append(ids, cand[x])
 		}
-		pf, grants, bs, _ := s.pfRound(ids)
+		pf, grants, bs, _ := s.pfRound(ids, false)
 		for x, i := range ids {
 			if len(pf[x]) == 0 {
 				dropped[i] = true

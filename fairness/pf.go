@@ -107,6 +107,10 @@ func newTable(n int) table { return table{make([]int32, n), make([]float64, n)} 
 
 func (t table) at(b int) welfare { return welfare{t.zeros[b], t.log[b]} }
 
+// allRows is how many welfare-table entries (12 bytes each) the suffix
+// sweep keeps before it falls back to √n checkpoints.
+var allRows = 4 << 20
+
 // choiceRows are each bidder's option per budget in a knapsack sweep,
 // one byte per entry when every table has at most 256 options (the usual
 // case: DefaultMaxBids + 1), else four.
@@ -153,7 +157,10 @@ func (c choiceRows) at(i, b int) int {
 // tables only the current prefix row and √n checkpoints of the suffix
 // rows are kept; the suffix rows between two checkpoints are recomputed
 // when the sweep gets there.
-func proportionalFair(tables [][]option, budget int) (choice []int, keep []float64) {
+//
+// Without withKeep (no payments to compute) only the prefix sweep runs and
+// keep is nil.
+func proportionalFair(tables [][]option, budget int, withKeep bool) (choice []int, keep []float64) {
 	nb := len(tables)
 	choice = make([]int, nb)
 	keep = make([]float64, nb)
@@ -181,10 +188,30 @@ func proportionalFair(tables [][]option, budget int) (choice []int, keep []float
 			vals[i][o] = welfare{}.plus(op.u)
 		}
 	}
+	if !withKeep {
+		keep = nil
+		chP := newChoiceRows(nb, maxOpts)
+		pre := newTable(B + 1)
+		for x := range nb {
+			var ch []int32
+			pre, ch = step(pre, tables[x], vals[x], B)
+			chP.set(x, ch)
+		}
+		b := B
+		for i := nb - 1; i >= 0; i-- {
+			choice[i] = chP.at(i, b)
+			b -= tables[i][choice[i]].n
+		}
+		return
+	}
 	// Suffix sweep: chS row i is bidder i's option in suf[i] (best for
 	// bidders >= i); suf[i] itself is kept at the checkpoints i = k·K and
-	// at nb.
+	// at nb. When every row fits in allRows entries, every row is a
+	// checkpoint and nothing is recomputed.
 	K := max(1, int(math.Sqrt(float64(nb))))
+	if nb*(B+1) <= allRows {
+		K = 1
+	}
 	chS := newChoiceRows(nb, maxOpts)
 	ckpt := map[int]table{nb: newTable(B + 1)}
 	cur := ckpt[nb]

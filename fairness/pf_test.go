@@ -3,6 +3,7 @@ package fairness
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -14,6 +15,7 @@ import (
 // between the two. With 9 bidders the suffix has checkpoints every 3
 // rows, so block recomputation is exercised.
 func TestProportionalFairMatchesBruteForce(t *testing.T) {
+	defer func(n int) { allRows = n }(allRows)
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := range 300 {
 		nb := 2 + rng.IntN(8)
@@ -35,7 +37,12 @@ func TestProportionalFairMatchesBruteForce(t *testing.T) {
 		if nb > 6 {
 			budget = 2 + rng.IntN(2*nb)
 		}
-		choice, keep := proportionalFair(tables, budget)
+		// Alternate between keeping every suffix row and √n checkpoints.
+		allRows = map[bool]int{true: 4 << 20, false: 0}[trial%2 == 0]
+		choice, keep := proportionalFair(tables, budget, true)
+		if c2, k2 := proportionalFair(tables, budget, false); !slices.Equal(c2, choice) || (k2 != nil && len(k2) != len(choice)) {
+			t.Fatalf("trial %d: without payments the choice is %v, with them %v", trial, c2, choice)
+		}
 		best := func(skip int) ([]int, welfare) {
 			var bc []int
 			var bw welfare
