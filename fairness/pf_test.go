@@ -12,8 +12,10 @@ import (
 // and budgets; brute force enumerates every choice, takes the best
 // welfare (fewest zeros, then the largest Σ log u) within the budget for
 // G* and for every G*₋ₓ, and c_x is the product of the others' ratios
-// between the two. With 9 bidders the suffix has checkpoints every 3
-// rows, so block recomputation is exercised.
+// between the two. Odd trials keep only √n suffix checkpoints (with 9
+// bidders, every 3 rows), so block recomputation is exercised; even trials
+// keep every row. The choice without payments (the prefix sweep alone) is
+// the same.
 func TestProportionalFairMatchesBruteForce(t *testing.T) {
 	defer func(n int) { allRows = n }(allRows)
 	rng := rand.New(rand.NewPCG(7, 7))
