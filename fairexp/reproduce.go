@@ -732,7 +732,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		if len(gain) > 0 {
 			tv = "the liar gains beyond the noise band at " + strings.Join(gain, ", ")
 		}
-		fmt.Fprintf(&b, "| truthfulness: liar %s (%d jobs, %.0f GPU-h, within the middle half %.0f–%.0f GPU-h; placement-sensitive; bid in %d of %d truthful auctions) | no gain; sharp loss past ~34%% | x = 0 noise band over %d PM-score seeds: ρ %s, GPU share %s%%; payments on: %s; off: %s | %s |\n",
+		fmt.Fprintf(&b, "| truthfulness: liar %s (jobs: %d, %.0f GPU-h, within the middle half %.0f–%.0f GPU-h; placement-sensitive; bid in %d of %d truthful auctions) | no gain; sharp loss past ~34%% | x = 0 noise band over %d PM-score seeds: ρ %s, GPU share %s%%; payments on: %s; off: %s | %s |\n",
 			liar.Name, liar.Jobs, liar.Work/3600, liar.WorkLo/3600, liar.WorkHi/3600, liar.Bids, liar.Auctions, len(bandRho), br, statOf(scale(bandShare, 100)), strings.Join(on, "; "), strings.Join(off, "; "), tv)
 		_ = bs
 	}
