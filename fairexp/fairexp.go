@@ -45,6 +45,9 @@ type Spec struct {
 	// MoveCost charges every migration and restart (the lease sweep's
 	// checkpoint cost; zero: free).
 	MoveCost workload.MoveCost
+	// Flat runs every GPU at the median speed (no PM-scores: neither the
+	// simulator's slowdowns nor any policy's score-aware choices).
+	Flat bool
 }
 
 // Result is one run's outcome.
@@ -116,6 +119,10 @@ func Run(sp Spec) (*Result, error) {
 	if round == 0 {
 		round = in.Opts.Round
 	}
+	raw, scores := in.Raw, in.Scores
+	if sp.Flat {
+		raw, scores = nil, nil
+	}
 	var placementSum, placementGPUs float64
 	topo, err := fairness.FromCluster(in.Cluster)
 	if err != nil {
@@ -123,7 +130,7 @@ func Run(sp Spec) (*Result, error) {
 	}
 	cfg := sim.Config{
 		Cluster: in.Cluster, Trace: in.Trace, Scheduler: sched, Placer: pl, Round: round,
-		Locality: Locality(models), Raw: in.Raw, Scores: in.Scores, Seed: in.Opts.Seed, Track: in.Track,
+		Locality: Locality(models), Raw: raw, Scores: scores, Seed: in.Opts.Seed, Track: in.Track,
 		MaxExtras: -1, Costs: workload.Costs{Default: sp.MoveCost},
 		Observe: func(_ float64, order []*workload.Job, alloc [][]int) {
 			if th != nil {

@@ -31,6 +31,7 @@ type themisSimOpts struct {
 	metric, rounding          string
 	round, lease, f, noise    float64
 	placementBlind, varBlind  bool
+	flat                      bool
 	seed                      uint64
 }
 
@@ -85,6 +86,7 @@ time-average number of apps alive during its life.`,
 	f.StringVar(&o.metric, "metric", "themis", "ρ's denominator in bids: themis or gavel")
 	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
 	f.BoolVar(&o.varBlind, "variability-blind", false, "bid without PM-scores (ablation; Themis' own bids)")
+	f.BoolVar(&o.flat, "flat", false, "every GPU at the median speed: no PM-scores in the simulator or in any policy (with --round 300, the like-for-like efficiency comparison)")
 	f.Float64Var(&o.noise, "remaining-noise", 0, "p: each app's remaining-work estimate × U(1-p, 1+p) (0: oracle)")
 	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws, the remaining-work noise and the payment draws")
 	f.StringVar(&o.appsOut, "apps-out", "", "write one CSV row per app and policy (ρ and its terms)")
@@ -183,7 +185,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	var results []*fairexp.Result
 	for _, p := range splitList(o.policies) {
-		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg})
+		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg, Flat: o.flat})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -196,7 +198,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	inputs := map[string]any{
 		"trace": from, "jobs": len(in.Trace.Jobs), "cluster": in.Cluster.String(), "profile": o.profile, "sim_seed": o.seed,
-		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation, "slowdowns": o.slowdowns,
+		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation, "slowdowns": o.slowdowns, "flat": o.flat,
 		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
 		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
 	}
