@@ -25,7 +25,9 @@ Tiresias, a Gandiva-like FIFO with packed non-sticky placement, SRTF, Gavel
 and placement-blind Tiresias, reporting the median and range over seeds of
 max ρ, p95 ρ, the apps with ρ > 2 and the per-job max ρ, and whether Themis'
 max ρ is at least 2.25x better than the best packing baseline in every seed;
-the fairness-knob sweep over the seeds; and, on seed 42, the lease sweep
+GPU time at equal 300 s rounds on flat GPUs for every policy (and the
+PM-aware Themis beside it); the fairness-knob sweep over the seeds; and, on
+seed 42, the lease sweep
 1-40 min with a 20 s checkpoint per lease change, the contention sweep
 (arrival rate x1, x2, x4), the ablations (placement-blind bids, 1/ρ bids,
 the other leftover rules, variability-blind bids) and the truthfulness
