@@ -26,8 +26,13 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// Policies are the names Run accepts.
+// Policies are Themis and the strong (packing) baselines.
 func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srtf", "gavel"} }
+
+// BlindPolicies are the placement-blind baselines, as the paper ran them:
+// tiresias-blind is Tiresias' 2D-LAS with GPUs taken wherever they are free
+// (random-sticky placement), not packed.
+func BlindPolicies() []string { return []string{"tiresias-blind"} }
 
 // Spec is one run: inputs (cluster, scores, trace) prepared by the
 // experiment package, plus the policy and Themis' knobs.
@@ -40,6 +45,9 @@ type Spec struct {
 	// MoveCost charges every migration and restart (the lease sweep's
 	// checkpoint cost; zero: free).
 	MoveCost workload.MoveCost
+	// Flat runs every GPU at the median speed (no PM-scores: neither the
+	// simulator's slowdowns nor any policy's score-aware choices).
+	Flat bool
 }
 
 // Result is one run's outcome.
@@ -52,10 +60,13 @@ type Result struct {
 	Placement float64              `json:"placement_score"`
 	Auctions  int                  `json:"auctions,omitempty"`
 	// LeaseChanges counts launches and migrations auctions caused.
-	LeaseChanges int                `json:"lease_changes,omitempty"`
-	Violations   []string           `json:"violations,omitempty"`
-	WallMS       float64            `json:"wall_ms"`
-	Apps         []fairness.AppStat `json:"-"`
+	LeaseChanges int      `json:"lease_changes,omitempty"`
+	Violations   []string `json:"violations,omitempty"`
+	// JobMaxRho is the largest per-job ρ (fairness.JobRhos), the
+	// metric the authors' simulator prints.
+	JobMaxRho float64            `json:"job_max_rho"`
+	WallMS    float64            `json:"wall_ms"`
+	Apps      []fairness.AppStat `json:"-"`
 }
 
 // Locality charges a spread job its model's spread factor (as a
@@ -98,13 +109,19 @@ func Run(sp Spec) (*Result, error) {
 		sched, pl = schedule.FIFO{}, must(place.New("packed-nonsticky"))
 	case "srtf":
 		sched, pl = schedule.SRTF{}, must(place.New("packed-sticky"))
+	case "tiresias-blind":
+		sched, pl = schedule.NewTiresiasLAS(schedule.DefaultTiresias()), must(place.New("random-sticky"))
 	case "gavel":
 		sched, pl = ftf.New(in.Cluster.Size()), must(place.New("packed-sticky"))
 	default:
-		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(Policies(), ", "))
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(append(Policies(), BlindPolicies()...), ", "))
 	}
 	if round == 0 {
 		round = in.Opts.Round
+	}
+	raw, scores := in.Raw, in.Scores
+	if sp.Flat {
+		raw, scores = nil, nil
 	}
 	var placementSum, placementGPUs float64
 	topo, err := fairness.FromCluster(in.Cluster)
@@ -113,7 +130,7 @@ func Run(sp Spec) (*Result, error) {
 	}
 	cfg := sim.Config{
 		Cluster: in.Cluster, Trace: in.Trace, Scheduler: sched, Placer: pl, Round: round,
-		Locality: Locality(models), Raw: in.Raw, Scores: in.Scores, Seed: in.Opts.Seed, Track: in.Track,
+		Locality: Locality(models), Raw: raw, Scores: scores, Seed: in.Opts.Seed, Track: in.Track,
 		MaxExtras: -1, Costs: workload.Costs{Default: sp.MoveCost},
 		Observe: func(_ float64, order []*workload.Job, alloc [][]int) {
 			if th != nil {
@@ -145,6 +162,9 @@ func Run(sp Spec) (*Result, error) {
 	}
 	out.Apps = fairness.AppStats(appRuns(in.Trace, res.Jobs), in.Cluster.Size())
 	out.Fairness = fairness.Summarize(out.Apps)
+	for _, r := range fairness.JobRhos(jobRuns(in.Trace, res.Jobs), in.Cluster.Size()) {
+		out.JobMaxRho = max(out.JobMaxRho, r)
+	}
 	return out, nil
 }
 
@@ -153,6 +173,21 @@ func must(p policy.Placer, err error) policy.Placer {
 		panic(err) // built-in names
 	}
 	return p
+}
+
+// jobRuns are the finished tracked jobs, for the per-job ρ.
+func jobRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.JobRun {
+	spec := map[int]*workload.Spec{}
+	for i := range tr.Jobs {
+		spec[tr.Jobs[i].ID] = &tr.Jobs[i]
+	}
+	var out []fairness.JobRun
+	for _, r := range recs {
+		if s := spec[r.ID]; s != nil && r.Tracked {
+			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime, GPUs: s.GPUs})
+		}
+	}
+	return out
 }
 
 // appRuns groups the finished tracked jobs into apps.

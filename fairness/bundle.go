@@ -277,6 +277,8 @@ type bidder struct {
 	cum     []int // cum[p]: new GPUs after p grants
 	held    []int
 	heldM   []int // machines where it holds GPUs, ascending
+	// bestRate is the rate of the bundle best returned last.
+	bestRate float64
 
 	// scratch for split
 	outBuf   [][]int
@@ -525,8 +527,9 @@ func (b *bidder) best(p *pool, p_ int) ([]int, float64) {
 	var bestB []int
 	bestU := -1.0
 	try := func(bundle []int) {
-		if u := b.utility(t, p_, bundle); u > bestU*(1+1e-12) || bestB == nil {
-			bestB, bestU = bundle, u
+		r := b.rate(t, p_, bundle)
+		if u := b.utilityAt(r); u > bestU*(1+1e-12) || bestB == nil {
+			bestB, bestU, b.bestRate = bundle, u, r
 		}
 	}
 	for _, m := range b.heldMachines(t) {

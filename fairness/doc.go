@@ -15,11 +15,16 @@
 //     want GPUs, computed in integer millionths so that f = 0.8, n = 10
 //     gives 2 (float64 gives 1).
 //   - Bids are tables over bundle sizes, one best-packed bundle per useful
-//     size (not subsets of the offer: that is exponential). The arbiter
-//     finds the proportional-fair (max Π 1/ρ) choice of sizes by dynamic
-//     programming, packs the chosen sizes onto disjoint GPUs, and lets each
-//     winner keep the fraction c_i = Π_{j≠i} u_j(G*) / Π_{j≠i} u_j(G*_{−i})
-//     of its bundle (hidden payment). Leftovers go to non-bidders first.
+//     size (not subsets of the offer: that is exponential), valued by the
+//     app's effective speed-up after the grant (Valuation; 1/ρ is an
+//     option). The arbiter finds the proportional-fair choice of sizes by
+//     dynamic programming, packs the chosen sizes onto disjoint GPUs
+//     (larger first), and lets each winner keep the fraction
+//     c_i = Π_{j≠i} u_j(G*) / Π_{j≠i} u_j(G*_{−i}) of its bundle (hidden
+//     payment) in expectation: whole grants rounded up or down at random
+//     from the seed (Payment; payment in lease time, the old round-down and
+//     none are options). Leftovers are auctioned again among the next
+//     worst-off apps that did not pay (Leftover; the older rules remain).
 //
 // Everything here is a pure function of its inputs; the simulator owns
 // time, leases and job progress.

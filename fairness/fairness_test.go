@@ -163,7 +163,9 @@ func checkResult(t *testing.T, in Input, r *Result) {
 func opts(f float64, payments bool, l Leftover) Options {
 	o := DefaultOptions()
 	o.Knob, _ = NewKnob(f)
-	o.Payments = payments
+	if !payments {
+		o.Payment = PayOff
+	}
 	o.Leftover = l
 	return o
 }
@@ -377,5 +379,25 @@ func TestIdealTimeCriticalPath(t *testing.T) {
 	}
 	if got := IdealTime(64, 8, 8, 4, 16); got != 16 {
 		t.Errorf("T_id = %v, want 16 (T1: the critical path does not bind)", got)
+	}
+}
+
+// Per-job ρ on 2 GPUs: J1 (2 GPUs, 0-10 s, ideal 10 s) and J2 (2 GPUs,
+// 0-20 s, ideal 10 s). Demand is 4 GPUs on [0, 10) and 2 on [10, 20), so
+// max(1, D/C) is 2 then 1: J1's N_avg = 2, ρ = 10/(10·2) = 0.5; J2's
+// N_avg = (2·10 + 1·10)/20 = 1.5, ρ = 20/(10·1.5) = 4/3.
+func TestJobRhos(t *testing.T) {
+	got := JobRhos([]JobRun{{0, 10, 10, 2}, {0, 20, 10, 2}}, 2)
+	if !near(got[0], 0.5) || !near(got[1], 4.0/3) {
+		t.Errorf("job ρ %v, want [0.5 1.333…]", got)
+	}
+	// p95 by nearest rank and the count above 2: ρ 1..20 → p95 = the
+	// 19th smallest = 19; 18 apps above 2.
+	var st []AppStat
+	for i := 1; i <= 20; i++ {
+		st = append(st, AppStat{Rho: float64(i)})
+	}
+	if s := Summarize(st); s.P95Rho != 19 || s.Over2 != 18 {
+		t.Errorf("p95 %v over2 %d, want 19 and 18", s.P95Rho, s.Over2)
 	}
 }

@@ -19,13 +19,17 @@ const FileFormat = `The input is YAML. GPU ids are machine × gpus_per_machine +
   now_s: 0                      # time of the auction (default 0)
   fairness_knob: 0.8            # f in [0, 1], at most 6 decimals (default 0.8)
   knob_rounding: floor          # floor | ceil of (1-f)·n (default floor)
-  payments: true                # hidden payments c_i on or off (default true)
-  leftover: nonbidders-first    # nonbidders-first | bidders-only | none (default nonbidders-first)
+  payments: on                  # hidden payments: on (= random) | random | lease | floor | off (default on)
+                                #   random: keep c_i of the bundle in expectation (whole grants, drawn from seed)
+                                #   lease: keep the bundle for c_i of the lease; floor: ⌊c_i·|bundle|⌋ (a gang keeps nothing)
+  valuation: speedup            # speedup (bid Σ|G|·S(G), homogeneous) | rho (bid 1/ρ) (default speedup)
+  leftover: reauction           # reauction (the next worst-off bid again) | nonbidders-first | bidders-only | none
+                                #   (default reauction)
   metric: themis                # themis | gavel: the denominator of ρ (default themis)
   placement_blind: false        # bid as if spread factors were 1 (default false)
   variability_blind: false      # ignore gpu_scores in bids (default false)
   remaining_noise: 0            # p: each app's remaining work × U(1-p, 1+p) (default 0: oracle)
-  seed: 1                       # seed of that noise (default 1)
+  seed: 1                       # seed of that noise and of the payment draws (default 1)
   gpu_scores:                   # optional PM-scores per class, one per GPU, time-like
     A: [1.0, 1.0, 1.2, 1.2]     #   (1 = median GPU; a gang runs at its slowest GPU)
   apps:                         # required, names unique
@@ -50,7 +54,8 @@ The output is JSON:
                    "pf": GPUs of its proportional-fair bundle,
                    "keep_fraction": c_i (0 for apps that did not bid),
                    "kept": the part of pf it keeps after the hidden payment,
-                   "final": every GPU it holds afterwards (held + kept + leftovers)}},
+                   "final": every GPU it holds afterwards (held + kept + leftovers),
+                   "lease_share": with payments: lease, the share of the lease kept is held for (absent when 1)}},
    "leftover": offered GPUs nobody got}
 `
 
@@ -69,6 +74,9 @@ type AppOutput struct {
 	KeepFraction float64  `json:"keep_fraction"`
 	Kept         []int    `json:"kept"`
 	Final        []int    `json:"final"`
+	// LeaseShare is the share of the lease Kept is held for, shown only
+	// when it is below 1 (payments in lease time).
+	LeaseShare *float64 `json:"lease_share,omitempty"`
 }
 
 // Output is the auction command's JSON.
@@ -94,6 +102,10 @@ func (f *AuctionFile) Run() (*Output, error) {
 		if !math.IsInf(ar.Rho, 0) {
 			rho := ar.Rho
 			o.Rho = &rho
+		}
+		if ar.LeaseShare < 1 {
+			s := ar.LeaseShare
+			o.LeaseShare = &s
 		}
 		out.Apps[a.Name] = o
 	}
@@ -173,9 +185,11 @@ func (p *parser) nonneg(v *yaml.Node, field string) (float64, error) {
 	return x, err
 }
 
+// int reads a whole number. YAML would decode 1.99 into an int as 1, so
+// anything not tagged as an integer is refused.
 func (p *parser) int(v *yaml.Node, field string) (int, error) {
 	var x int
-	if v.Kind != yaml.ScalarNode || v.Decode(&x) != nil {
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&x) != nil {
 		return 0, p.errf(v, field, "want an integer, got %q", v.Value)
 	}
 	return x, nil
@@ -245,7 +259,7 @@ func ParseAuctionFile(name string, data []byte) (*AuctionFile, error) {
 	}
 	root := doc.Content[0]
 	top := map[string]*yaml.Node{}
-	known := []string{"cluster", "machines_per_rack", "now_s", "fairness_knob", "knob_rounding", "payments", "leftover",
+	known := []string{"cluster", "machines_per_rack", "now_s", "fairness_knob", "knob_rounding", "payments", "valuation", "leftover",
 		"metric", "placement_blind", "variability_blind", "remaining_noise", "seed", "gpu_scores", "apps", "offer"}
 	if err := p.fields(root, "", known, func(k string, v *yaml.Node) error { top[k] = v; return nil }); err != nil {
 		return nil, err
@@ -282,6 +296,9 @@ func ParseAuctionFile(name string, data []byte) (*AuctionFile, error) {
 		if f.Input.Now, err = p.nonneg(v, "now_s"); err != nil {
 			return nil, err
 		}
+		if f.Input.Now > MaxNow {
+			return nil, p.errf(v, "now_s", "%v s is past %d s: float64 cannot resolve a microsecond there, so ρ cannot tell bids apart", f.Input.Now, int64(MaxNow))
+		}
 	}
 	if v := top["fairness_knob"]; v != nil {
 		x, err := p.float(v, "fairness_knob")
@@ -308,11 +325,35 @@ func ParseAuctionFile(name string, data []byte) (*AuctionFile, error) {
 	for _, b := range []struct {
 		key string
 		dst *bool
-	}{{"payments", &f.Opt.Payments}, {"placement_blind", &f.Opt.PlacementBlind}, {"variability_blind", &f.Opt.VariabilityBlind}} {
+	}{{"placement_blind", &f.Opt.PlacementBlind}, {"variability_blind", &f.Opt.VariabilityBlind}} {
 		if v := top[b.key]; v != nil {
 			if *b.dst, err = p.bool(v, b.key); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if v := top["payments"]; v != nil {
+		s, err := p.str(v, "payments")
+		if err != nil {
+			return nil, err
+		}
+		switch s {
+		case "true":
+			s = "on"
+		case "false":
+			s = "off"
+		}
+		if f.Opt.Payment, err = ParsePayment(s); err != nil {
+			return nil, p.errf(v, "payments", "%v", err)
+		}
+	}
+	if v := top["valuation"]; v != nil {
+		s, err := p.str(v, "valuation")
+		if err != nil {
+			return nil, err
+		}
+		if f.Opt.Valuation, err = ParseValuation(s); err != nil {
+			return nil, p.errf(v, "valuation", "%v", err)
 		}
 	}
 	if v := top["leftover"]; v != nil {
@@ -344,10 +385,11 @@ func ParseAuctionFile(name string, data []byte) (*AuctionFile, error) {
 	}
 	seed := uint64(1)
 	if v := top["seed"]; v != nil {
-		if v.Kind != yaml.ScalarNode || v.Decode(&seed) != nil {
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&seed) != nil {
 			return nil, p.errf(v, "seed", "want a non-negative integer, got %q", v.Value)
 		}
 	}
+	f.Opt.Seed = seed
 	if v := top["gpu_scores"]; v != nil {
 		var sf [variability.NumClasses][]float64
 		err := p.fields(v, "gpu_scores", []string{"A", "B", "C", "D"}, func(k string, l *yaml.Node) error {

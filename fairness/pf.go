@@ -1,6 +1,9 @@
 package fairness
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // option is one bid: after p water-fill grants the app holds n new GPUs
 // and its utility (1/ρ) is u.
@@ -11,14 +14,22 @@ type option struct {
 
 // bidTable is a bidder's bids: "nothing more" plus one per size at which
 // its best bundle from the pool is strictly better than every smaller one
-// (a size whose extra GPUs do not help is not worth asking for).
+// (a size whose extra GPUs do not help is not worth asking for). With
+// ValueSpeedup each bid's value is the app's total effective speed-up
+// instead of 1/ρ (the same bundles: both grow with the rate).
 //
 // An app may ask for at most maxBids sizes (as the authors' simulator
 // capped bids per job group): past that, the sizes are the first grant
 // counts reaching q/maxBids of its largest bundle, q = 1..maxBids.
-func bidTable(b *bidder, pl *pool, maxBids int) []option {
+func bidTable(b *bidder, pl *pool, maxBids int, v Valuation) []option {
 	u0 := b.utility(pl.t, 0, nil)
-	opts := []option{{0, 0, u0}}
+	value := func(rate, u float64) float64 {
+		if v == ValueSpeedup {
+			return rate
+		}
+		return u
+	}
+	opts := []option{{0, 0, value(b.rate(pl.t, 0, nil), u0)}}
 	top := u0
 	for _, p := range bidSizes(b.cum, maxBids) {
 		bundle, u := b.best(pl, p)
@@ -26,7 +37,7 @@ func bidTable(b *bidder, pl *pool, maxBids int) []option {
 			break
 		}
 		if u > top*(1+1e-12) && u > 0 {
-			opts = append(opts, option{p, b.cum[p], u})
+			opts = append(opts, option{p, b.cum[p], value(b.bestRate, u)})
 			top = u
 		}
 	}
@@ -96,32 +107,77 @@ func newTable(n int) table { return table{make([]int32, n), make([]float64, n)} 
 
 func (t table) at(b int) welfare { return welfare{t.zeros[b], t.log[b]} }
 
+// allRows is how many welfare-table entries (12 bytes each) the suffix
+// sweep keeps before it falls back to √n checkpoints.
+var allRows = 4 << 20
+
+// choiceRows are each bidder's option per budget in a knapsack sweep,
+// one byte per entry when every table has at most 256 options (the usual
+// case: DefaultMaxBids + 1), else four.
+type choiceRows struct {
+	b8  [][]uint8
+	b32 [][]int32
+}
+
+func newChoiceRows(n, maxOpts int) choiceRows {
+	if maxOpts <= 256 {
+		return choiceRows{b8: make([][]uint8, n)}
+	}
+	return choiceRows{b32: make([][]int32, n)}
+}
+
+func (c choiceRows) set(i int, ch []int32) {
+	if c.b8 != nil {
+		r := make([]uint8, len(ch))
+		for b, o := range ch {
+			r[b] = uint8(o)
+		}
+		c.b8[i] = r
+		return
+	}
+	c.b32[i] = slices.Clone(ch)
+}
+
+func (c choiceRows) at(i, b int) int {
+	if c.b8 != nil {
+		return int(c.b8[i][b])
+	}
+	return int(c.b32[i][b])
+}
+
 // proportionalFair picks one option per bidder maximising the product of
 // utilities with at most budget GPUs in all, by dynamic programming over
-// (bidder, GPUs used). It returns the choice and, for every bidder x, the
-// best choice of the others without x (entry x is -1), which the hidden
-// payments need; both come from one prefix and one suffix table.
-func proportionalFair(tables [][]option, budget int) (choice []int, without [][]int) {
+// (bidder, GPUs used). It returns the choice and every bidder's kept
+// fraction c_x (keepFraction), which needs the best choice of the others
+// without x: from a prefix table (bidders < x) and a suffix table
+// (bidders > x).
+//
+// Memory is what bounds large auctions: the option picked per (bidder,
+// budget) is kept for every bidder (a byte each), but of the welfare
+// tables only the current prefix row and √n checkpoints of the suffix
+// rows are kept; the suffix rows between two checkpoints are recomputed
+// when the sweep gets there.
+//
+// Without withKeep (no payments to compute) only the prefix sweep runs and
+// keep is nil.
+func proportionalFair(tables [][]option, budget int, withKeep bool) (choice []int, keep []float64) {
 	nb := len(tables)
 	choice = make([]int, nb)
-	without = make([][]int, nb)
+	keep = make([]float64, nb)
 	if nb == 0 {
 		return
 	}
-	total := 0
+	total, maxOpts := 0, 0
 	for _, t := range tables {
 		total += t[len(t)-1].n
+		maxOpts = max(maxOpts, len(t))
 	}
 	B := min(budget, total)
 	if total <= budget {
 		// No contention: everyone gets its best bid, with or without x.
 		for x := range tables {
 			choice[x] = len(tables[x]) - 1
-			without[x] = make([]int, nb)
-			for y := range tables {
-				without[x][y] = len(tables[y]) - 1
-			}
-			without[x][x] = -1
+			keep[x] = 1
 		}
 		return
 	}
@@ -132,47 +188,97 @@ func proportionalFair(tables [][]option, budget int) (choice []int, without [][]
 			vals[i][o] = welfare{}.plus(op.u)
 		}
 	}
-	// pre[i][b]: best for bidders < i within b GPUs; chP[i][b]: bidder i's
-	// option in pre[i+1][b]. suf[i][b]: best for bidders >= i; chS[i][b]:
-	// bidder i's option in suf[i][b].
-	pre := make([]table, nb+1)
-	chP := make([][]int32, nb)
-	pre[0] = newTable(B + 1)
-	for i := range nb {
-		pre[i+1], chP[i] = step(pre[i], tables[i], vals[i], B)
+	if !withKeep {
+		keep = nil
+		chP := newChoiceRows(nb, maxOpts)
+		pre := newTable(B + 1)
+		for x := range nb {
+			var ch []int32
+			pre, ch = step(pre, tables[x], vals[x], B)
+			chP.set(x, ch)
+		}
+		b := B
+		for i := nb - 1; i >= 0; i-- {
+			choice[i] = chP.at(i, b)
+			b -= tables[i][choice[i]].n
+		}
+		return
 	}
-	suf := make([]table, nb+1)
-	chS := make([][]int32, nb)
-	suf[nb] = newTable(B + 1)
+	// Suffix sweep: chS row i is bidder i's option in suf[i] (best for
+	// bidders >= i); suf[i] itself is kept at the checkpoints i = k·K and
+	// at nb. When every row fits in allRows entries, every row is a
+	// checkpoint and nothing is recomputed.
+	K := max(1, int(math.Sqrt(float64(nb))))
+	if nb*(B+1) <= allRows {
+		K = 1
+	}
+	chS := newChoiceRows(nb, maxOpts)
+	ckpt := map[int]table{nb: newTable(B + 1)}
+	cur := ckpt[nb]
 	for i := nb - 1; i >= 0; i-- {
-		suf[i], chS[i] = step(suf[i+1], tables[i], vals[i], B)
+		var ch []int32
+		cur, ch = step(cur, tables[i], vals[i], B)
+		chS.set(i, ch)
+		if i%K == 0 {
+			ckpt[i] = cur
+		}
 	}
-	b := B
-	for i := nb - 1; i >= 0; i-- {
-		choice[i] = int(chP[i][b])
-		b -= tables[i][choice[i]].n
-	}
+	// Prefix sweep: chP row i is bidder i's option in pre[i+1]. For each
+	// x, the best split of the budget between the bidders before x
+	// (pre[x]) and after it (suf[x+1]) is the best allocation without x.
+	chP := newChoiceRows(nb, maxOpts)
+	pre := newTable(B + 1)
+	block := map[int]table{} // suf rows of the current block
+	split := make([]int, nb) // GPUs the bidders before x get without x
 	for x := range nb {
+		s, ok := ckpt[x+1]
+		if !ok {
+			if s, ok = block[x+1]; !ok {
+				// Recompute the rows of x+1's block from its upper
+				// checkpoint.
+				clear(block)
+				hi := min(nb, ((x+1)/K+1)*K)
+				row := ckpt[hi]
+				for i := hi - 1; i > x; i-- {
+					row, _ = step(row, tables[i], vals[i], B)
+					block[i] = row
+				}
+				s = block[x+1]
+			}
+		}
 		bestB := 0
-		bestV := pre[x].at(0).add(suf[x+1].at(B))
+		bestV := pre.at(0).add(s.at(B))
 		for b := 1; b <= B; b++ {
-			if v := pre[x].at(b).add(suf[x+1].at(B - b)); v.better(bestV) {
+			if v := pre.at(b).add(s.at(B - b)); v.better(bestV) {
 				bestB, bestV = b, v
 			}
 		}
-		w := make([]int, nb)
+		split[x] = bestB
+		var ch []int32
+		pre, ch = step(pre, tables[x], vals[x], B)
+		chP.set(x, ch)
+	}
+	clear(block)
+	ckpt = nil
+	b := B
+	for i := nb - 1; i >= 0; i-- {
+		choice[i] = chP.at(i, b)
+		b -= tables[i][choice[i]].n
+	}
+	w := make([]int, nb)
+	for x := range nb {
 		w[x] = -1
-		b := bestB
+		b := split[x]
 		for i := x - 1; i >= 0; i-- {
-			w[i] = int(chP[i][b])
+			w[i] = chP.at(i, b)
 			b -= tables[i][w[i]].n
 		}
-		b = B - bestB
+		b = B - split[x]
 		for i := x + 1; i < nb; i++ {
-			w[i] = int(chS[i][b])
+			w[i] = chS.at(i, b)
 			b -= tables[i][w[i]].n
 		}
-		without[x] = w
+		keep[x] = keepFraction(tables, choice, w, x)
 	}
 	return
 }
@@ -191,6 +297,9 @@ func step(prev table, t []option, v []welfare, B int) (table, []int32) {
 	}
 	for o := 1; o < len(t); o++ {
 		n := t[o].n
+		if n > B {
+			continue // never fits
+		}
 		vz, vl := v[o].zeros, v[o].log
 		pz, pl := prev.zeros[:B+1-n], prev.log[:B+1-n]
 		oz, ol, oc := out.zeros[n:B+1], out.log[n:B+1], ch[n:B+1]

@@ -16,7 +16,9 @@ type RandomOptions struct {
 	HeldShare float64
 	// Speeds attaches random PM-scores (bins 1.0/1.05/1.1/1.3).
 	Speeds bool
-	Seed   uint64
+	// Elastic makes every job elastic (1..its GPUs) instead of a gang.
+	Elastic bool
+	Seed    uint64
 }
 
 // RandomInput builds a Themis-like auction: apps of 1–100 gang jobs (10%
@@ -61,7 +63,7 @@ func RandomInput(o RandomOptions) (Input, error) {
 		for range jobs {
 			g := []int{1, 2, 4, 8}[rng.IntN(4)]
 			w := float64(g) * 3600 * (0.5 + 4*rng.Float64())
-			a.Jobs = append(a.Jobs, Job{Remaining: w * rng.Float64(), MaxGPUs: g, Gang: true})
+			a.Jobs = append(a.Jobs, Job{Remaining: w * rng.Float64(), MaxGPUs: g, Gang: !o.Elastic})
 			a.TotalWork += w
 			a.Demand += g
 		}

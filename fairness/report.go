@@ -91,6 +91,10 @@ type FairSummary struct {
 	Apps    int     `json:"apps"`
 	MaxRho  float64 `json:"max_rho"`
 	MeanRho float64 `json:"mean_rho"`
+	// P95Rho is the nearest-rank 95th percentile of the apps' ρ;
+	// Over2 counts the apps with ρ > 2.
+	P95Rho float64 `json:"p95_rho"`
+	Over2  int     `json:"apps_rho_over_2"`
 	// Jain is Jain's index over the apps' ρ: (Σρ)² / (n·Σρ²), 1 = all equal.
 	Jain float64 `json:"jain"`
 }
@@ -108,8 +112,71 @@ func Summarize(stats []AppStat) FairSummary {
 		sq += a.Rho * a.Rho
 	}
 	s.MeanRho = sum / float64(len(stats))
+	rhos := make([]float64, len(stats))
+	for i, a := range stats {
+		rhos[i] = a.Rho
+		if a.Rho > 2 {
+			s.Over2++
+		}
+	}
+	slices.Sort(rhos)
+	s.P95Rho = rhos[(95*len(rhos)+99)/100-1]
 	if sq > 0 {
 		s.Jain = sum * sum / (float64(len(stats)) * sq)
 	}
 	return s
+}
+
+// JobRun is one finished job, for the per-job ρ the authors' simulator
+// prints.
+type JobRun struct {
+	Arrival, Finish float64
+	// Ideal is its run time alone on its GPUs at ideal placement.
+	Ideal float64
+	GPUs  int
+}
+
+// JobRhos is each job's ρ as the authors' simulator reports it, without
+// its accounting slips: (finish − arrival) / (ideal × N_avg), where N_avg
+// is the exact time-average over the job's life of max(1, D(t)/C), D(t)
+// the GPUs of the jobs arrived and not finished, C the cluster's GPUs
+// (contention in GPU demand, not in apps).
+func JobRhos(jobs []JobRun, clusterGPUs int) []float64 {
+	type ev struct {
+		t float64
+		d int
+	}
+	evs := make([]ev, 0, 2*len(jobs))
+	for _, j := range jobs {
+		evs = append(evs, ev{j.Arrival, j.GPUs}, ev{j.Finish, -j.GPUs})
+	}
+	slices.SortFunc(evs, func(a, b ev) int { return cmp.Compare(a.t, b.t) })
+	var times, integ []float64
+	d, F, last := 0, 0.0, 0.0
+	for i, e := range evs {
+		F += max(1, float64(d)/float64(clusterGPUs)) * (e.t - last)
+		last = e.t
+		d += e.d
+		if i+1 < len(evs) && evs[i+1].t == e.t {
+			continue
+		}
+		times = append(times, e.t)
+		integ = append(integ, F)
+	}
+	at := func(t float64) float64 {
+		i, _ := slices.BinarySearch(times, t)
+		return integ[i]
+	}
+	out := make([]float64, len(jobs))
+	for i, j := range jobs {
+		life := j.Finish - j.Arrival
+		n := 1.0
+		if life > 0 {
+			n = max(1, (at(j.Finish)-at(j.Arrival))/life)
+		}
+		if j.Ideal > 0 {
+			out[i] = life / (j.Ideal * n)
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ type benchAuctionOpts struct {
 	f, held       float64
 	reps          int
 	seed          uint64
+	elastic       bool
 }
 
 func newBenchAuctionCmd() *cobra.Command {
@@ -33,8 +34,13 @@ unexpired leases and the rest offered. It then times the whole auction: ρ,
 the knob, bids, the proportional-fair allocation with every bidder left out
 once (for the hidden payments), packing, payments and leftovers.
 
+Besides the times it reports the memory one auction allocates and the
+process's peak resident memory (max RSS), which bounds what one auction
+needs at once; run one large case per process to read it alone.
+
 Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
-<= 200 ms.`,
+<= 200 ms; 10,000 apps on 10,000 GPUs (--case 10000@1250x8 --f 0 --held 0,
+every app bidding on every GPU) under 2 GB of peak memory.`,
 		Example: `  pal bench auction
   pal bench auction --case 100@32x8 --f 0 --reps 50 --output table`,
 		Args: cobra.NoArgs,
@@ -48,6 +54,7 @@ Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
 	f.Float64Var(&o.held, "held", 0.5, "share of GPUs held on unexpired leases, in [0, 1]")
 	f.IntVar(&o.reps, "reps", 20, "timed auctions per case")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the synthetic auction")
+	f.BoolVar(&o.elastic, "elastic", false, "elastic jobs (each runs on 1..its GPUs) instead of gangs")
 	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
 	return cmd
 }
@@ -60,9 +67,12 @@ type benchAuctionRow struct {
 	Wanting  int     `json:"wanting"`
 	Bidders  int     `json:"bidders"`
 	F        float64 `json:"f"`
+	Elastic  bool    `json:"elastic"`
 	MedianMS float64 `json:"median_ms"`
 	P99MS    float64 `json:"p99_ms"`
 	MeanMS   float64 `json:"mean_ms"`
+	AllocMB  float64 `json:"alloc_mb"`
+	MaxRSSMB float64 `json:"max_rss_mb"`
 	Reps     int     `json:"reps"`
 	Seed     uint64  `json:"seed"`
 }
@@ -94,13 +104,13 @@ func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
 		if err != nil {
 			return fmt.Errorf("--case %q: %w", c, err)
 		}
-		st, err := bench.Auction(bench.AuctionOptions{Apps: apps, Machines: n, GPUsPerMachine: g, F: o.f, HeldShare: o.held, Reps: o.reps, Seed: o.seed})
+		st, err := bench.Auction(bench.AuctionOptions{Apps: apps, Machines: n, GPUsPerMachine: g, F: o.f, HeldShare: o.held, Reps: o.reps, Seed: o.seed, Elastic: o.elastic})
 		if err != nil {
 			return fmt.Errorf("--case %q: %w", c, err)
 		}
 		rows = append(rows, benchAuctionRow{Apps: apps, Cluster: fmt.Sprintf("%dx%d", n, g), GPUs: st.GPUs, Offered: st.Offered,
-			Wanting: st.Wanting, Bidders: st.Bidders, F: o.f, MedianMS: round2(st.MedianMS), P99MS: round2(st.P99MS),
-			MeanMS: round2(st.MeanMS), Reps: st.Reps, Seed: o.seed})
+			Wanting: st.Wanting, Bidders: st.Bidders, F: o.f, Elastic: o.elastic, MedianMS: round2(st.MedianMS), P99MS: round2(st.P99MS),
+			MeanMS: round2(st.MeanMS), AllocMB: round2(st.AllocMB), MaxRSSMB: round2(st.MaxRSSMB), Reps: st.Reps, Seed: o.seed})
 	}
 	if o.output == "json" {
 		enc := json.NewEncoder(w)
@@ -110,13 +120,13 @@ func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
-	t.AppendHeader(table.Row{"apps", "cluster", "GPUs", "offered", "wanting", "bidders", "f", "median (ms)", "p99 (ms)", "mean (ms)", "reps"})
+	t.AppendHeader(table.Row{"apps", "cluster", "GPUs", "offered", "wanting", "bidders", "f", "median (ms)", "p99 (ms)", "mean (ms)", "alloc (MB)", "max RSS (MB)", "reps"})
 	for _, r := range rows {
-		t.AppendRow(table.Row{r.Apps, r.Cluster, r.GPUs, r.Offered, r.Wanting, r.Bidders, r.F, r.MedianMS, r.P99MS, r.MeanMS, r.Reps})
+		t.AppendRow(table.Row{r.Apps, r.Cluster, r.GPUs, r.Offered, r.Wanting, r.Bidders, r.F, r.MedianMS, r.P99MS, r.MeanMS, r.AllocMB, r.MaxRSSMB, r.Reps})
 	}
 	if o.output == "csv" {
 		t.ResetHeaders()
-		t.AppendHeader(table.Row{"apps", "cluster", "gpus", "offered", "wanting", "bidders", "f", "median_ms", "p99_ms", "mean_ms", "reps"})
+		t.AppendHeader(table.Row{"apps", "cluster", "gpus", "offered", "wanting", "bidders", "f", "median_ms", "p99_ms", "mean_ms", "alloc_mb", "max_rss_mb", "reps"})
 		t.RenderCSV()
 		return nil
 	}

@@ -17,16 +17,25 @@ func newReproduceThemisCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "themis",
 		Short: "The Themis paper's experiments on a Philly-derived app workload",
-		Long: `Generate a Themis-style app workload (40 apps of 1-100 Philly jobs on 64 GPUs;
---quick: 12 small apps on 16 GPUs) and run: Themis against Tiresias, a
-Gandiva-like FIFO with packed non-sticky placement and SRTF; the fairness-knob
-sweep f = 0..1; the lease sweep 1-40 min with a 20 s checkpoint per lease
-change; the contention sweep (arrival rate x1, x2, x4); the truthfulness
-experiment (one placement-sensitive app inflates its slowdown 0-100%, hidden
-payments on and off); and the ablations (placement-blind bids, no leftovers,
-no payments, variability-blind bids). Writes OUT/themis/themis-*.csv, one
-plot per sweep (PNG and SVG), themis.md with the paper's claims beside ours,
-and index.html.`,
+		Long: `Generate Themis-style app workloads (40 apps of 1-100 Philly jobs on 64 GPUs
+for workload seeds 1-5 and 42; --quick: 12 small apps on 16 GPUs, seeds 1-4
+and 42) and run, for every seed: Themis with each hidden-payment form
+(random rounding, the default; lease time; the old floor; off) against
+Tiresias, a Gandiva-like FIFO with packed non-sticky placement, SRTF, Gavel
+and placement-blind Tiresias, reporting the median and range over seeds of
+max ρ, p95 ρ, the apps with ρ > 2 and the per-job max ρ, and whether Themis'
+max ρ is at least 2.25x better than the best packing baseline in every seed;
+GPU time at equal 300 s rounds on flat GPUs for every policy (and the
+PM-aware Themis beside it); the fairness-knob sweep over the seeds; and, on
+seed 42, the lease sweep
+1-40 min with a 20 s checkpoint per lease change, the contention sweep
+(arrival rate x1, x2, x4), the ablations (placement-blind bids, 1/ρ bids,
+the other leftover rules, variability-blind bids) and the truthfulness
+experiment: a mid-sized, placement-sensitive app that bids often inflates
+its slowdown 0-100% (payments on and off), against the band of its truthful
+ρ over five other PM-score draws. Writes OUT/themis/themis-*.csv, one plot
+per sweep (PNG and SVG), themis.md with the paper's claims beside ours and a
+verdict for each, and index.html.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := fairexp.DefaultPlan()

@@ -27,9 +27,11 @@ type themisSimOpts struct {
 	trace, cluster, profile   string
 	policies, output, appsOut string
 	payments, leftover        string
+	valuation, slowdowns      string
 	metric, rounding          string
 	round, lease, f, noise    float64
 	placementBlind, varBlind  bool
+	flat                      bool
 	seed                      uint64
 }
 
@@ -48,7 +50,8 @@ Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 --round says otherwise), tiresias (2D-LAS, packed sticky placement), gandiva
 (FIFO with packed non-sticky placement), srtf (packed sticky) and gavel
 (Gavel's finish-time-fairness min-max program per job, run in deficit order,
-packed sticky). Every policy
+packed sticky); tiresias-blind is Tiresias placement-blind, as the Themis
+paper ran it (GPUs wherever they are free: random sticky). Every policy
 is charged the same placement model: a job spread over machines runs at its
 model's spread_factor (the model table), and every GPU runs at its PM-score
 drawn from --profile.
@@ -60,6 +63,9 @@ time-average number of apps alive during its life.`,
   pal trace themis --apps 100 --seed 2 > apps.csv && pal themis sim --trace apps.csv --policy themis --apps-out apps-rho.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.gen.applyPreset(cmd); err != nil {
+				return err
+			}
 			return runThemisSim(cmd.OutOrStdout(), o)
 		},
 	}
@@ -73,13 +79,16 @@ time-average number of apps alive during its life.`,
 	f.Float64Var(&o.lease, "lease", themis.DefaultLease, "Themis lease in seconds")
 	f.Float64Var(&o.f, "fairness-knob", 0.8, "fairness knob f in [0, 1]: the ⌊(1-f)·n⌋ worst-off apps bid")
 	f.StringVar(&o.rounding, "knob-rounding", "floor", "floor or ceil of (1-f)·n")
-	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (Themis' paper) or off (the authors' simulator)")
-	f.StringVar(&o.leftover, "leftover", "nonbidders-first", "leftover GPUs: nonbidders-first, bidders-only or none")
+	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (= random: keep c_i of the bundle in expectation, whole grants drawn from --sim-seed), lease (keep it for c_i of the lease), floor (round down: a gang keeps nothing) or off (the authors' simulator)")
+	f.StringVar(&o.valuation, "valuation", "speedup", "what bids are worth: speedup (the effective speed-up Σ|G|·S(G), homogeneous) or rho (1/ρ)")
+	f.StringVar(&o.slowdowns, "slowdowns", "ours", "placement slowdown table: ours (the model table's) or authors (the Themis authors' simulator's cross-machine / cross-rack factors for the models it knows, e.g. vgg19 0.70 / 0.50)")
+	f.StringVar(&o.leftover, "leftover", "reauction", "leftover GPUs: reauction (the next worst-off bid again), nonbidders-first, bidders-only or none")
 	f.StringVar(&o.metric, "metric", "themis", "ρ's denominator in bids: themis or gavel")
 	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
 	f.BoolVar(&o.varBlind, "variability-blind", false, "bid without PM-scores (ablation; Themis' own bids)")
+	f.BoolVar(&o.flat, "flat", false, "every GPU at the median speed: no PM-scores in the simulator or in any policy (with --round 300, the like-for-like efficiency comparison)")
 	f.Float64Var(&o.noise, "remaining-noise", 0, "p: each app's remaining-work estimate × U(1-p, 1+p) (0: oracle)")
-	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws and the remaining-work noise")
+	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws, the remaining-work noise and the payment draws")
 	f.StringVar(&o.appsOut, "apps-out", "", "write one CSV row per app and policy (ρ and its terms)")
 	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
 	return cmd
@@ -105,13 +114,13 @@ func (o *themisSimOpts) themisConfig() (themis.Config, error) {
 	default:
 		return c, fmt.Errorf("--knob-rounding %q: want floor or ceil", o.rounding)
 	}
-	switch o.payments {
-	case "on":
-	case "off":
-		a.Payments = false
-	default:
-		return c, fmt.Errorf("--pa-payments %q: want on or off", o.payments)
+	if a.Payment, err = fairness.ParsePayment(o.payments); err != nil {
+		return c, fmt.Errorf("--pa-payments: %v", err)
 	}
+	if a.Valuation, err = fairness.ParseValuation(o.valuation); err != nil {
+		return c, fmt.Errorf("--valuation: %v", err)
+	}
+	a.Seed = o.seed
 	if a.Leftover, err = fairness.ParseLeftover(o.leftover); err != nil {
 		return c, fmt.Errorf("--leftover: %v", err)
 	}
@@ -166,13 +175,17 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if err != nil {
 		return err
 	}
+	models, err := fairexp.ModelsWithSlowdowns(o.slowdowns)
+	if err != nil {
+		return fmt.Errorf("--slowdowns: %v", err)
+	}
 	in, from, err := o.themisInputs()
 	if err != nil {
 		return err
 	}
 	var results []*fairexp.Result
 	for _, p := range splitList(o.policies) {
-		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Policy: p, Round: o.round, Themis: cfg})
+		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg, Flat: o.flat})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -185,7 +198,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	inputs := map[string]any{
 		"trace": from, "jobs": len(in.Trace.Jobs), "cluster": in.Cluster.String(), "profile": o.profile, "sim_seed": o.seed,
-		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments,
+		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation, "slowdowns": o.slowdowns, "flat": o.flat,
 		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
 		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
 	}
@@ -208,8 +221,8 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 		cw.Flush()
 		return cw.Error()
 	}
-	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  leftover: %s\n",
-		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.leftover)
+	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  valuation: %s  leftover: %s  sim seed: %d\n",
+		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.valuation, o.leftover, o.seed)
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // The expected outcomes are THEMIS-HIVED.md §3.1's hand-computed T4 and T5.
@@ -168,5 +170,32 @@ func TestSimSchedulerThemis(t *testing.T) {
 		if doc.Inputs["round"] != tc.round || len(doc.Runs) != 1 || doc.Runs[0]["placement"] != "themis" || doc.Runs[0]["scheduler"] != "themis" {
 			t.Errorf("%v: inputs %v runs %v", tc.args, doc.Inputs, doc.Runs)
 		}
+	}
+}
+
+// The hyperparam preset: 84 apps, 5/84 single-job, U{2..155} jobs (median
+// (2 + 155)/2 = 78.5), 84 arrivals over 63.5 days = 84/1524 per hour; a flag
+// given explicitly wins; an unknown preset is refused.
+func TestTraceThemisPreset(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		apps int
+	}{{[]string{"--preset", "hyperparam"}, 84}, {[]string{"--preset", "hyperparam", "--apps", "10"}, 10}} {
+		var g themisGenFlags
+		cmd := &cobra.Command{Use: "themis"}
+		g.add(cmd)
+		if err := cmd.Flags().Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.applyPreset(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if g.opt.Apps != tc.apps || g.opt.MaxJobs != 155 || g.opt.SingleShare != 5.0/84 || g.opt.Rate != 84.0/1524 {
+			t.Errorf("%v: %+v", tc.args, g.opt)
+		}
+	}
+	g := themisGenFlags{preset: "macro"}
+	if err := g.applyPreset(&cobra.Command{Use: "themis"}); err == nil {
+		t.Error("unknown preset accepted")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,91 @@ type themisGenFlags struct {
 	models  string
 	philly  string
 	maxHour float64
+	preset  string
+}
+
+// themisPresets are named generator settings. hyperparam aims at the Themis
+// authors' Philly hyper-parameter trace: 84 apps, 5 of them single-job
+// (6%), a median of 78.5 jobs per app (U{2..155} has that median), arrivals
+// over 63.5 days (84 apps at 84 / (63.5 × 24) per hour). Its GPU mix (99.5%
+// 1-GPU) and median run time (13,497 s) are not settable here: jobs take
+// Philly's sizes and durations, and the trace command prints how far off
+// they are.
+var themisPresets = map[string]func(o *workload.ThemisOptions){
+	"hyperparam": func(o *workload.ThemisOptions) {
+		o.Apps, o.SingleShare, o.MaxJobs, o.Rate = 84, 5.0/84, 155, 84/(63.5*24)
+	},
+}
+
+// applyPreset sets the preset's values for every flag not given.
+func (g *themisGenFlags) applyPreset(cmd *cobra.Command) error {
+	if g.preset == "" {
+		return nil
+	}
+	set, ok := themisPresets[g.preset]
+	if !ok {
+		return fmt.Errorf("--preset %q: want hyperparam", g.preset)
+	}
+	var p workload.ThemisOptions
+	set(&p)
+	fs := cmd.Flags()
+	if !fs.Changed("apps") {
+		g.opt.Apps = p.Apps
+	}
+	if !fs.Changed("single-share") {
+		g.opt.SingleShare = p.SingleShare
+	}
+	if !fs.Changed("max-jobs") {
+		g.opt.MaxJobs = p.MaxJobs
+	}
+	if !fs.Changed("rate") {
+		g.opt.Rate = p.Rate
+	}
+	return nil
+}
+
+// themisTraceStats are the statistics the hyperparam preset aims at, for
+// a generated trace, beside the authors' values.
+func themisTraceStats(jobs []workload.Spec) string {
+	perApp := map[string]int{}
+	var order []string
+	one := 0
+	var run []float64
+	for i := range jobs {
+		j := &jobs[i]
+		if perApp[j.App] == 0 {
+			order = append(order, j.App)
+		}
+		perApp[j.App]++
+		if j.GPUs == 1 {
+			one++
+		}
+		run = append(run, j.Iterations*j.IterTime)
+	}
+	var counts []float64
+	single := 0
+	for _, a := range order {
+		counts = append(counts, float64(perApp[a]))
+		if perApp[a] == 1 {
+			single++
+		}
+	}
+	med := func(v []float64) float64 {
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 0 {
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	span := 0.0
+	if len(jobs) > 0 {
+		span = jobs[len(jobs)-1].Submit / 86400
+	}
+	return fmt.Sprintf("apps %d (authors 84), jobs %d (4,697), median jobs per app %g (78.5), single-job apps %d (5), 1-GPU jobs %.1f%% (99.5%%), median run time %.0f s (13,497), arrivals over %.1f days (63.5)",
+		len(order), len(jobs), med(counts), single, 100*float64(one)/float64(max(1, len(jobs))), med(run), span)
 }
 
 func (g *themisGenFlags) add(cmd *cobra.Command) {
@@ -30,6 +116,7 @@ func (g *themisGenFlags) add(cmd *cobra.Command) {
 	fs.Float64Var(&g.maxHour, "max-hours", 0, "cap each job's Philly run time at this many hours (0: no cap beyond the filter's 166.7 h)")
 	fs.StringVar(&g.models, "models", "", "comma list of models apps train (default: every model in the table except synergy)")
 	fs.StringVar(&g.philly, "philly", "", "processed Philly CSV with duration (s) and num_gpus (default: the embedded philly/philly.csv)")
+	fs.StringVar(&g.preset, "preset", "", "hyperparam: the Themis authors' hyper-parameter trace's apps, jobs per app, single-job apps and arrival span (flags given explicitly win)")
 }
 
 func (g *themisGenFlags) generate() ([]workload.Spec, error) {
@@ -91,9 +178,15 @@ pal themis sim --trace FILE.`,
 		Example: "  pal trace themis --apps 100 --rate 0.5 --kill 0.5 --out apps.csv",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.applyPreset(cmd); err != nil {
+				return err
+			}
 			jobs, err := g.generate()
 			if err != nil {
 				return err
+			}
+			if g.preset != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "pal: preset %s: %s\n", g.preset, themisTraceStats(jobs))
 			}
 			if toStdout, err := writeTraceOut(cmd, out, jobs); err != nil || toStdout {
 				return err

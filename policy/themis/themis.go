@@ -41,11 +41,17 @@ type Config struct {
 	// RemainingNoise p multiplies each app's remaining-work estimate by a
 	// factor drawn once per app from U(1−p, 1+p) with Seed.
 	RemainingNoise float64
-	Seed           uint64
+	// Seed drives that noise and, unless Auction.Seed is set, the
+	// randomized payments.
+	Seed uint64
 	// Misreport makes apps lie in their bids (the truthfulness
 	// experiment): app name → x, the app reports its placement slowdown
 	// inflated by x (spread factor S reported as S/(1+x)).
 	Misreport map[string]float64
+	// OnAuction, when set, sees every auction's inputs and outcome as the
+	// policy holds it (for tests and traces; it must not keep or change
+	// them: the policy reuses the apps between auctions).
+	OnAuction func(in fairness.Input, res *fairness.Result)
 }
 
 // Validate rejects impossible knobs.
@@ -131,6 +137,9 @@ func New(cfg Config) (*Policy, error) {
 	}
 	if p.cfg.Auction.Metric == nil {
 		p.cfg.Auction.Metric = fairness.Themis{}
+	}
+	if p.cfg.Auction.Seed == 0 {
+		p.cfg.Auction.Seed = cfg.Seed // the payment draws follow the run's seed
 	}
 	return p, nil
 }
@@ -324,6 +333,9 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if err != nil {
 		panic("themis: " + err.Error()) // inputs built above are consistent
 	}
+	if p.cfg.OnAuction != nil {
+		p.cfg.OnAuction(in, res)
+	}
 	for x, a := range active {
 		ar := res.Apps[x]
 		gained := map[int]bool{}
@@ -374,10 +386,14 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			out[a.pos[k]] = g
 			mark(used, g)
 		}
+		lease := p.lease
+		if s := ar.LeaseShare; s > 0 && s < 1 {
+			lease *= s // the payment in lease time
+		}
 		for _, k := range chosen {
 			j := a.jobs[k]
 			g := out[a.pos[k]]
-			if err := p.leases.Grant(a.idx, g, T, p.lease); err != nil {
+			if err := p.leases.Grant(a.idx, g, T, lease); err != nil {
 				p.violate("%v", err)
 			}
 			if !slices.Equal(g, j.GPUsHeld) {

@@ -1,6 +1,7 @@
 package themis_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -94,6 +95,128 @@ func TestInvariantsOnGeneratedApps(t *testing.T) {
 		}
 		if !slices.Equal(keys(a), keys(b)) {
 			t.Error("same inputs, different runs")
+		}
+	}
+}
+
+// A job whose app wins back only part of its GPUs moves. 2×2 GPUs; A runs
+// a 3-GPU gang and a 1-GPU gang from t = 0 (all 4 GPUs, lease 600 s); B
+// (one 1-GPU job) arrives at 100 and waits. At 600 every lease expires and
+// all 4 GPUs are offered: n = 2 apps want GPUs, k = max(1, ⌊0.2·2⌋) = 1,
+// and B (ρ = +Inf, holding nothing) bids alone; its best 1-GPU bundle is
+// on the tightest machine, lowest id on the tie: GPU 0. A, the non-bidder,
+// takes the leftover 3 GPUs [1 2 3]; its water-fill gives them to the
+// 3-GPU gang (both jobs hold nothing, so the tie goes to more remaining
+// work), which cannot keep its old GPUs (GPU 0 is B's) and must move.
+// B starts at 600 on GPU 0, and no invariant breaks.
+func TestPartialWinBackMovesTheJob(t *testing.T) {
+	cl, err := cluster.New(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := themis.New(themis.Config{Lease: 600, Auction: fairness.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []workload.Spec{spec(0, 3, 0, 5000, "A"), spec(1, 1, 0, 5000, "A"), spec(2, 1, 100, 3000, "B")}
+	var bAt600 []int
+	var aAt600 []int
+	res, err := sim.Run(sim.Config{Cluster: cl, Trace: &workload.Trace{Name: "t", Jobs: jobs}, Scheduler: p, Placer: p,
+		Round: themis.DefaultRound, Locality: sim.ConstantLocality(1), MaxExtras: -1,
+		Observe: func(now float64, order []*workload.Job, alloc [][]int) {
+			if now != 600 {
+				return
+			}
+			for i, j := range order {
+				switch j.ID {
+				case 2:
+					bAt600 = slices.Clone(alloc[i])
+				case 0:
+					aAt600 = slices.Clone(alloc[i])
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := map[int]float64{}
+	for _, r := range res.Jobs {
+		start[r.ID] = r.FirstStart
+	}
+	if start[2] != 600 || !slices.Equal(bAt600, []int{0}) {
+		t.Errorf("B starts at %v on %v, want 600 on [0]", start[2], bAt600)
+	}
+	if !slices.Equal(aAt600, []int{1, 2, 3}) {
+		t.Errorf("A's 3-GPU gang at 600 on %v, want [1 2 3] (moved)", aAt600)
+	}
+	if v := p.Stats().Violations; len(v) != 0 {
+		t.Errorf("violations: %v", v)
+	}
+}
+
+// N_avg of a late app counts only the contention since the policy first
+// saw it. 1×4 GPUs, 60 s rounds, lease 600 s: A (4 GPUs) from t = 0; B
+// arrives at 100 and is first seen at the 120 s round, when the
+// contention integral is 1 app × 120 s = 120. At the 600 s auction the
+// integral is 120 + 2 × (600 − 120) = 1080, so
+//
+//	A: N_avg = 1080 / 600 = 1.8
+//	B: N_avg = (1080 − 120) / (600 − 120) = 2 (not 1080/480 = 2.25 from
+//	   the start of time, nor 960/500 = 1.92 from its arrival);
+//
+// at 120 itself B, seen just then, counts the apps alive: 2.
+func TestLateAppNAvgCountsOnlyContentionSinceSeen(t *testing.T) {
+	got := map[float64]map[string]float64{}
+	cfg := themis.Config{Lease: 600, Auction: fairness.DefaultOptions(), OnAuction: func(in fairness.Input, _ *fairness.Result) {
+		m := map[string]float64{}
+		for _, a := range in.Apps {
+			m[a.Name] = a.NAvg
+		}
+		got[in.Now] = m
+	}}
+	run(t, 1, 4, []workload.Spec{spec(0, 4, 0, 3000, "A"), spec(1, 4, 100, 3000, "B")}, cfg)
+	for _, tc := range []struct {
+		now     float64
+		app     string
+		want    float64
+		present bool
+	}{{120, "B", 2, true}, {600, "A", 1.8, true}, {600, "B", 2, true}} {
+		v, ok := got[tc.now][tc.app]
+		if !ok || math.Abs(v-tc.want) > 1e-12 {
+			t.Errorf("auction at %v: %s's N_avg %v (seen %v), want %v", tc.now, tc.app, v, ok, tc.want)
+		}
+	}
+}
+
+// Payments in lease time end the winner's lease early. 1×6 GPUs, f = 0
+// (both apps bid), lease 600 s: A is one 4-GPU gang, B four 1-GPU jobs,
+// all long, all at t = 0. Speed-up bids: A {0, 4}, B {0, 1, 2, 3, 4};
+// serving both beats serving one, so G* = (A 4, B 2); without A, B takes
+// 4, so c_A = 2/4 = 0.5 and c_B = 1 (B then also takes the 2 left over).
+// In lease time A keeps its 4 GPUs for 300 s, so an auction at 300 offers
+// them; kept in expectation instead, no lease ends before 600.
+func TestLeasePaymentEndsTheLeaseEarly(t *testing.T) {
+	jobs := []workload.Spec{spec(0, 4, 0, 5000, "A"), spec(1, 1, 0, 5000, "B"), spec(2, 1, 0, 5000, "B"), spec(3, 1, 0, 5000, "B"), spec(4, 1, 0, 5000, "B")}
+	for _, tc := range []struct {
+		pay   fairness.Payment
+		first float64 // first auction after 0 that offers GPUs
+	}{{fairness.PayLease, 300}, {fairness.PayOff, 600}} {
+		o := fairness.DefaultOptions()
+		o.Knob, _ = fairness.NewKnob(0)
+		o.Payment = tc.pay
+		first := -1.0
+		var keep float64
+		cfg := themis.Config{Lease: 600, Auction: o, OnAuction: func(in fairness.Input, r *fairness.Result) {
+			if in.Now == 0 {
+				keep = r.Apps[0].Keep
+			}
+			if in.Now > 0 && len(in.Offer) > 0 && first < 0 {
+				first = in.Now
+			}
+		}}
+		_, st := run(t, 1, 6, jobs, cfg)
+		if keep != 0.5 || first != tc.first || len(st.Violations) != 0 {
+			t.Errorf("%v: c_A %v, first re-offer at %v (violations %v); want 0.5 and %v", tc.pay, keep, first, st.Violations, tc.first)
 		}
 	}
 }
