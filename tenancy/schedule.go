@@ -34,6 +34,8 @@ type Scheduler struct {
 	epoch    int        // marks leaves chosen by the current decision
 	newBinds []*VCell   // bindings made by the current decision, for undo
 	scratch  []viewNode // reused view buffer
+	holding  bool       // Hold: unbinding waits for EndRound
+	deferred []*VCell   // leaves freed while holding
 }
 
 // New builds the tenancy state from a parsed config and validates it,
@@ -950,10 +952,15 @@ func (s *Scheduler) Release(name string) error {
 	if g == nil {
 		return fmt.Errorf("tenancy: release of unknown group %q", name)
 	}
-	for _, v := range s.dropUsage(g) {
+	freed := s.dropUsage(g)
+	delete(s.groups, name)
+	if s.holding {
+		s.deferred = append(s.deferred, freed...)
+		return nil
+	}
+	for _, v := range freed {
 		s.unbindUp(v)
 	}
-	delete(s.groups, name)
 	s.doomCheck(g.chain)
 	return nil
 }
