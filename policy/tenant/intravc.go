@@ -300,3 +300,17 @@ func (sc *subCluster) scores(s *policy.Scores) *policy.Scores {
 	}
 	return out
 }
+
+// UniformScores is a score table for c in which every GPU is alike (one
+// bin), for placers that read scores where none are known.
+func UniformScores(c *cluster.Cluster) *policy.Scores {
+	sc := &policy.Scores{}
+	for k := range sc.SF {
+		sc.SF[k] = make([]float64, c.Size())
+		for g := range sc.SF[k] {
+			sc.SF[k][g] = 1
+		}
+		sc.LV[k] = []policy.LVStep{{V: 1}, {V: 1, Across: true}}
+	}
+	return sc
+}

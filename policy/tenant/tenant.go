@@ -162,6 +162,9 @@ func podSize(j *workload.Spec, node int) int { return pods(j, node)[0] }
 // to its quota first (YARN's order of queues; ties in config order), each
 // on the GPUs no other VC's guaranteed job holds.
 type Quota struct {
+	// Hide, if set, names GPUs of the cluster no VC may be given this round
+	// (a driver's GPUs held outside the order).
+	Hide   func(g int) bool
 	l      *Layout
 	iv     *IntraVC
 	used   map[string]int
@@ -286,7 +289,7 @@ func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
 		}
 		return
 	}
-	if !q.sc.build(env.Cluster, func(g int) bool { return q.owner[g] < 0 || q.owner[g] == L.vc }) {
+	if !q.sc.build(env.Cluster, func(g int) bool { return (q.owner[g] < 0 || q.owner[g] == L.vc) && !q.hidden(g) }) {
 		return
 	}
 	L.env = policy.Env{Cluster: q.sc.c, Scores: q.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
@@ -330,7 +333,7 @@ func (q *Quota) placeOpportunistic(env *policy.Env) {
 		}
 		L.adm = append(L.adm, j)
 	}
-	if !q.sc.build(env.Cluster, func(g int) bool { return q.owner[g] < 0 }) {
+	if !q.sc.build(env.Cluster, func(g int) bool { return q.owner[g] < 0 && !q.hidden(g) }) {
 		return
 	}
 	L.env = policy.Env{Cluster: q.sc.c, Scores: q.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
@@ -350,6 +353,8 @@ func (q *Quota) placeOpportunistic(env *policy.Env) {
 		}
 	}
 }
+
+func (q *Quota) hidden(g int) bool { return q.Hide != nil && q.Hide(g) }
 
 // Finish implements policy.Tenancy.
 func (q *Quota) Finish(j *workload.Job) {
