@@ -298,6 +298,9 @@ func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
 		L.sh.view = append(L.sh.view, L.sh.of(j, q.sc.sub(j.GPUsHeld)))
 	}
 	alloc := L.placer.Place(&L.env, L.sh.view)
+	if !L.placer.Sticky() {
+		alloc = q.stay(L, alloc)
+	}
 	for k, j := range L.adm {
 		for _, g := range j.GPUsHeld {
 			q.owner[g] = -1
@@ -317,6 +320,35 @@ func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
 		}
 		q.used[vc] += len(q.out[q.index[j.ID]])
 	}
+}
+
+// stay keeps a running job that a non-sticky VC placer moved on its old
+// GPUs when no other job of the VC was given any of them: the move frees
+// nothing the VC needs. On the shared cluster a VC's re-plan from scratch
+// sees other tenants' jobs come and go every round, which its private
+// cluster never shows it, and would move its jobs round after round
+// (with a migration cost, some would never progress). Moves that make
+// room for another of the VC's jobs are kept.
+func (q *Quota) stay(L *quotaLayer, alloc [][]int) [][]int {
+	alloc = slices.Clone(alloc) // the placer's answer is read-only
+	owner := map[int]int{}      // GPU → the job (index) moving onto it
+	for k := range L.adm {
+		if alloc[k] != nil && !round.Same(L.sh.view[k].GPUsHeld, alloc[k]) {
+			for _, g := range alloc[k] {
+				owner[g] = k
+			}
+		}
+	}
+	for k := range L.adm {
+		old := L.sh.view[k].GPUsHeld
+		if old == nil || alloc[k] == nil || round.Same(old, alloc[k]) {
+			continue
+		}
+		if !slices.ContainsFunc(old, func(g int) bool { o, ok := owner[g]; return ok && o != k }) {
+			alloc[k] = old
+		}
+	}
+	return alloc
 }
 
 // placeOpportunistic places the opportunistic jobs on what the guaranteed
