@@ -230,13 +230,20 @@ type subCluster struct {
 	toPhy []int // sub GPU id → cluster GPU id
 	toSub []int // cluster GPU id → sub GPU id, -1 outside
 	sizes []int
+	prev  []int
+	from  *policy.Scores // scores restricted into sc
+	sc    *policy.Scores
 }
 
-// build makes the sub-cluster of the GPUs ok allows; false if there are none.
+// build makes the sub-cluster of the GPUs ok allows; false if there are
+// none. When they are the ones of the last build, the cluster is kept
+// (placers index a cluster they see again).
 func (sc *subCluster) build(c *cluster.Cluster, ok func(g int) bool) bool {
 	if len(sc.toSub) != c.Size() {
 		sc.toSub = make([]int, c.Size())
+		sc.c = nil
 	}
+	sc.prev = append(sc.prev[:0], sc.toPhy...)
 	sc.toPhy, sc.sizes = sc.toPhy[:0], sc.sizes[:0]
 	for _, n := range c.Nodes {
 		k := 0
@@ -255,10 +262,14 @@ func (sc *subCluster) build(c *cluster.Cluster, ok func(g int) bool) bool {
 	if len(sc.sizes) == 0 {
 		return false
 	}
+	if sc.c != nil && slices.Equal(sc.prev, sc.toPhy) {
+		return true
+	}
 	var err error
 	if sc.c, err = cluster.NewSized(sc.sizes); err != nil {
 		panic("tenant: " + err.Error())
 	}
+	sc.sc = nil
 	return true
 }
 
@@ -291,6 +302,9 @@ func (sc *subCluster) scores(s *policy.Scores) *policy.Scores {
 	if s == nil {
 		return nil
 	}
+	if sc.sc != nil && sc.from == s {
+		return sc.sc
+	}
 	out := &policy.Scores{LV: s.LV}
 	for k := range s.SF {
 		out.SF[k] = make([]float64, len(sc.toPhy))
@@ -298,6 +312,7 @@ func (sc *subCluster) scores(s *policy.Scores) *policy.Scores {
 			out.SF[k][i] = s.SF[k][g]
 		}
 	}
+	sc.from, sc.sc = s, out
 	return out
 }
 

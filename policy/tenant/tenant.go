@@ -172,7 +172,6 @@ type Quota struct {
 	opp    *quotaLayer
 	vcs    []string
 	owner  []int // per GPU: the VC index of the guaranteed job holding it, -1 free
-	sc     subCluster
 	index  map[int]int
 	out    [][]int
 }
@@ -184,6 +183,7 @@ type quotaLayer struct {
 	sh     shadows
 	jobs   []*workload.Job
 	adm    []*workload.Job
+	sc     subCluster
 }
 
 // NewQuota builds the quota stage.
@@ -289,13 +289,13 @@ func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
 		}
 		return
 	}
-	if !q.sc.build(env.Cluster, func(g int) bool { return (q.owner[g] < 0 || q.owner[g] == L.vc) && !q.hidden(g) }) {
+	if !L.sc.build(env.Cluster, func(g int) bool { return (q.owner[g] < 0 || q.owner[g] == L.vc) && !q.hidden(g) }) {
 		return
 	}
-	L.env = policy.Env{Cluster: q.sc.c, Scores: q.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
+	L.env = policy.Env{Cluster: L.sc.c, Scores: L.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
 	L.sh.view = L.sh.view[:0]
 	for _, j := range L.adm {
-		L.sh.view = append(L.sh.view, L.sh.of(j, q.sc.sub(j.GPUsHeld)))
+		L.sh.view = append(L.sh.view, L.sh.of(j, L.sc.sub(j.GPUsHeld)))
 	}
 	alloc := L.placer.Place(&L.env, L.sh.view)
 	if !L.placer.Sticky() {
@@ -311,7 +311,7 @@ func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
 		if round.Same(L.sh.view[k].GPUsHeld, alloc[k]) {
 			q.out[q.index[j.ID]] = j.GPUsHeld
 		} else {
-			q.out[q.index[j.ID]] = q.sc.phys(alloc[k])
+			q.out[q.index[j.ID]] = L.sc.phys(alloc[k])
 		}
 	}
 	for _, j := range L.adm {
@@ -365,13 +365,13 @@ func (q *Quota) placeOpportunistic(env *policy.Env) {
 		}
 		L.adm = append(L.adm, j)
 	}
-	if !q.sc.build(env.Cluster, func(g int) bool { return q.owner[g] < 0 && !q.hidden(g) }) {
+	if !L.sc.build(env.Cluster, func(g int) bool { return q.owner[g] < 0 && !q.hidden(g) }) {
 		return
 	}
-	L.env = policy.Env{Cluster: q.sc.c, Scores: q.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
+	L.env = policy.Env{Cluster: L.sc.c, Scores: L.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
 	L.sh.view = L.sh.view[:0]
 	for _, j := range L.adm {
-		L.sh.view = append(L.sh.view, L.sh.of(j, q.sc.sub(j.GPUsHeld)))
+		L.sh.view = append(L.sh.view, L.sh.of(j, L.sc.sub(j.GPUsHeld)))
 	}
 	alloc := L.placer.Place(&L.env, L.sh.view)
 	for k, j := range L.adm {
@@ -381,7 +381,7 @@ func (q *Quota) placeOpportunistic(env *policy.Env) {
 		if round.Same(L.sh.view[k].GPUsHeld, alloc[k]) {
 			q.out[q.index[j.ID]] = j.GPUsHeld
 		} else {
-			q.out[q.index[j.ID]] = q.sc.phys(alloc[k])
+			q.out[q.index[j.ID]] = L.sc.phys(alloc[k])
 		}
 	}
 }
