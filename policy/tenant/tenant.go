@@ -282,7 +282,9 @@ func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
 	if len(L.adm) == 0 {
 		return
 	}
-	if L.placer.Sticky() && !waiting(L.adm) {
+	if !waiting(L.adm) {
+		// Nothing waits: a sticky placer keeps everyone, and a non-sticky
+		// one's moves would make room for no one (see stay).
 		for _, j := range L.adm {
 			q.out[q.index[j.ID]] = j.GPUsHeld
 			q.used[vc] += j.GPUs
