@@ -1,77 +1,96 @@
-package tenancy
+package reproduce
 
 import (
+	"cmp"
 	"fmt"
-	"io"
-	"sort"
-	"strconv"
-	"strings"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
 )
 
-// WriteYAML writes a config in HiveD's format, so that a generated cluster
-// (a replay's cells, say) is an input file a user can read, check and
-// reuse. Parse reads back the same config.
-func WriteYAML(w io.Writer, cfg *Config) error {
-	var b strings.Builder
-	q := strconv.Quote
-	b.WriteString("physicalCluster:\n")
-	if len(cfg.SKUs) > 0 {
-		b.WriteString("  skuTypes:\n")
-		names := make([]string, 0, len(cfg.SKUs))
-		for n := range cfg.SKUs {
-			names = append(names, n)
+// SynthTenant is one tenant of the synthetic HiveD setup: its node cells,
+// the GPUs of each of its jobs (one pod) and their mean run time.
+type SynthTenant struct {
+	Name    string
+	Nodes   int
+	JobGPUs int
+	MeanRun float64 // seconds
+}
+
+// SynthTenants is the paper's 96-GPU setup as we read it: 12 nodes of 8
+// GPUs, one tenant of 4 nodes running whole-node 8-GPU jobs (mean 2 h)
+// and two tenants of 4 nodes running 1-GPU jobs (mean 1 h).
+var SynthTenants = []SynthTenant{
+	{"whole-node", 4, 8, 7200},
+	{"one-gpu-a", 4, 1, 3600},
+	{"one-gpu-b", 4, 1, 3600},
+}
+
+// SynthNodeGPUs is the synthetic cluster's node size.
+const SynthNodeGPUs = 8
+
+// SyntheticHived draws the synthetic workload: for each tenant, Poisson
+// arrivals over days days at load L of its quota (rate L x quota /
+// (job GPUs x mean run time)), exponential run times. Each tenant draws
+// from its own stream of seed, so changing one tenant's parameters never
+// shifts another's jobs. Jobs are numbered in arrival order (ties by
+// tenant order); every job is guaranteed (priority 0). The cells are
+// DGX-like 8-GPU nodes (PCIe pairs and sockets inside), each tenant a VC
+// of its nodes as node cells.
+func SyntheticHived(load, days float64, seed uint64) (*tenancy.Config, *workload.Trace) {
+	cfg := &tenancy.Config{File: fmt.Sprintf("synthetic 96-GPU cells (12 nodes x 8 GPUs; VCs %s)", synthVCs())}
+	cfg.CellTypes = []tenancy.CellTypeSpec{
+		{Name: "PCIE", ChildCellType: "GPU", ChildCellNumber: 2},
+		{Name: "SOCKET", ChildCellType: "PCIE", ChildCellNumber: 2},
+		{Name: "NODE", ChildCellType: "SOCKET", ChildCellNumber: 2, IsNodeLevel: true},
+	}
+	n := 0
+	for _, t := range SynthTenants {
+		for i := 0; i < t.Nodes; i++ {
+			cfg.PhysicalCells = append(cfg.PhysicalCells, tenancy.PhysicalCellSpec{CellType: "NODE", CellAddress: fmt.Sprintf("node-%d", n)})
+			n++
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			if sku := cfg.SKUs[n]; sku.HasGPU {
-				fmt.Fprintf(&b, "    %s: {gpu: %d}\n", q(n), sku.GPU)
-			} else {
-				fmt.Fprintf(&b, "    %s: {}\n", q(n))
-			}
+		cfg.VCs = append(cfg.VCs, tenancy.VCSpec{Name: t.Name, VirtualCells: []tenancy.VirtualCellSpec{{CellType: "NODE", CellNumber: t.Nodes}}})
+	}
+	name := fmt.Sprintf("synthetic-96 (load %.2f, %g days, seed %d)", load, days, seed)
+	tr := &workload.Trace{Name: name}
+	horizon := days * 86400
+	for k, t := range SynthTenants {
+		rng := rand.New(rand.NewPCG(seed, uint64(0x73796e00+k)))
+		rate := load * float64(t.Nodes*SynthNodeGPUs) / (float64(t.JobGPUs) * t.MeanRun) // jobs per second
+		for at := rng.ExpFloat64() / rate; at < horizon; at += rng.ExpFloat64() / rate {
+			run := math.Max(1, math.Round(rng.ExpFloat64()*t.MeanRun))
+			tr.Jobs = append(tr.Jobs, workload.Spec{GPUs: t.JobGPUs, PodGPUs: t.JobGPUs, Submit: math.Round(at), Iterations: run, IterTime: 1,
+				Model: workload.NoModel, Tracked: true, VC: t.Name, Source: name})
 		}
 	}
-	b.WriteString("  cellTypes:\n")
-	for _, t := range cfg.CellTypes {
-		fmt.Fprintf(&b, "    %s: {childCellType: %s, childCellNumber: %d, isNodeLevel: %v}\n", q(t.Name), q(t.ChildCellType), t.ChildCellNumber, t.IsNodeLevel)
+	rank := map[string]int{}
+	for k, t := range SynthTenants {
+		rank[t.Name] = k
 	}
-	b.WriteString("  physicalCells:\n")
-	var cell func(p PhysicalCellSpec, indent string, top bool)
-	cell = func(p PhysicalCellSpec, indent string, top bool) {
-		var f []string
-		if top || p.CellType != "" {
-			f = append(f, "cellType: "+q(p.CellType))
+	slices.SortStableFunc(tr.Jobs, func(a, b workload.Spec) int {
+		if c := cmp.Compare(a.Submit, b.Submit); c != 0 {
+			return c
 		}
-		if p.CellAddress != "" {
-			f = append(f, "cellAddress: "+q(p.CellAddress))
-		}
-		if p.PinnedCellID != "" {
-			f = append(f, "pinnedCellId: "+q(p.PinnedCellID))
-		}
-		if len(p.Children) == 0 {
-			fmt.Fprintf(&b, "%s- {%s}\n", indent, strings.Join(f, ", "))
-			return
-		}
-		fmt.Fprintf(&b, "%s- %s\n", indent, strings.Join(append(f, "cellChildren:"), "\n"+indent+"  "))
-		for _, c := range p.Children {
-			cell(c, indent+"  ", false)
-		}
+		return rank[a.VC] - rank[b.VC]
+	})
+	for i := range tr.Jobs {
+		tr.Jobs[i].ID = i
+		tr.Jobs[i].Line = i + 1
 	}
-	for _, p := range cfg.PhysicalCells {
-		cell(p, "  ", true)
-	}
-	b.WriteString("virtualClusters:\n")
-	for _, vc := range cfg.VCs {
-		fmt.Fprintf(&b, "  %s:\n    virtualCells:\n", q(vc.Name))
-		for _, v := range vc.VirtualCells {
-			fmt.Fprintf(&b, "    - {cellType: %s, cellNumber: %d}\n", q(v.CellType), v.CellNumber)
+	return cfg, tr
+}
+
+func synthVCs() string {
+	s := ""
+	for i, t := range SynthTenants {
+		if i > 0 {
+			s += ", "
 		}
-		if len(vc.PinnedCells) > 0 {
-			b.WriteString("    pinnedCells:\n")
-			for _, p := range vc.PinnedCells {
-				fmt.Fprintf(&b, "    - {pinnedCellId: %s}\n", q(p.PinnedCellID))
-			}
-		}
+		s += fmt.Sprintf("%s %d nodes of %d-GPU jobs", t.Name, t.Nodes, t.JobGPUs)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return s
 }
