@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -455,11 +456,9 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	}
 	// Intra-VC victims, in order of first appearance.
 	var victims []*Group
-	seen := map[*Group]bool{}
 	for _, pod := range vp {
 		for _, l := range pod {
-			if g := l.group; g != nil && !seen[g] {
-				seen[g] = true
+			if g := l.group; g != nil && !slices.Contains(victims, g) {
 				victims = append(victims, g)
 			}
 		}
@@ -533,21 +532,19 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	// Everyone still on the chosen devices goes: intra-VC victims that were
 	// not lazy, and opportunistic groups (demoted ones included).
 	var kill []*Group
-	killed := map[*Group]bool{}
 	for _, g := range victims {
 		if !g.Lazy {
 			kill = append(kill, g)
-			killed[g] = true
 		}
 	}
 	for _, pod := range vp {
 		for _, l := range pod {
-			if g := l.phys.group; g != nil && !killed[g] {
+			if g := l.phys.group; g != nil && !slices.Contains(kill, g) {
 				kill = append(kill, g)
-				killed[g] = true
 			}
 		}
 	}
+	killed := func(g *Group) bool { return slices.Contains(kill, g) }
 	d := Decision{Placed: true, Chain: ch.Name}
 	var cleanup []*VCell
 	for _, g := range kill {
@@ -556,7 +553,7 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		d.Preempted = append(d.Preempted, g.Name)
 	}
 	for _, g := range lazy {
-		if !killed[g] {
+		if !killed(g) {
 			d.Demoted = append(d.Demoted, g.Name)
 		}
 	}

@@ -84,6 +84,7 @@ type vcLayer struct {
 	held    map[int][]int // job id → virtual GPUs
 	sh      shadows
 	jobs    []*workload.Job
+	at      []int // jobs[k] is order[at[k]] this round
 	pods    [][]*tenancy.VCell
 	release []int
 }
@@ -131,8 +132,8 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 		return
 	}
 	if L.placer.Sticky() && !waiting(L.jobs) {
-		for _, j := range L.jobs {
-			out[h.index[j.ID]] = j.GPUsHeld
+		for k, j := range L.jobs {
+			out[L.at[k]] = j.GPUsHeld
 		}
 		return
 	}
@@ -151,7 +152,7 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 		}
 	}
 	for k, j := range L.jobs {
-		i := h.index[j.ID]
+		i := L.at[k]
 		v := alloc[k]
 		if v == nil {
 			continue

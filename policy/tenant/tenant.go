@@ -526,17 +526,18 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 	clear(h.gone)
 	clear(h.index)
 	for _, L := range h.layers {
-		L.jobs = L.jobs[:0]
+		L.jobs, L.at = L.jobs[:0], L.at[:0]
 	}
 	var opp []int
 	for i, j := range order {
-		h.index[j.ID] = i
 		if j.VCPriority == tenancy.Opportunistic {
+			h.index[j.ID] = i // only opportunistic groups are ever preempted by a commit
 			opp = append(opp, i)
 			continue
 		}
 		L := h.byVC[h.l.vcOf(&j.Spec)]
 		L.jobs = append(L.jobs, j)
+		L.at = append(L.at, i)
 	}
 	h.s.Hold()
 	for _, L := range h.layers {
