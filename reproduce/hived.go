@@ -824,6 +824,7 @@ func (r *HivedReport) claims(order []hivedKey, vs map[hivedKey]Verdict) string {
 		v := vs[k]
 		fmt.Fprintf(&b, "- Philly %s, %s: quota's worst VC %s, %.1f min. Verdict: %s.\n", k.l, k.s, v.QuotaMaxVC, v.QuotaMax/60, anomalyVerdict(v.QuotaMax))
 	}
+	b.WriteString("- Why quota shows no anomaly under Tiresias and Gandiva-like on the synthetic setup: their placer packs (best fit on the GPUs no other VC holds), and a 1-GPU job opens an untouched node only when every node it has touched is full; the two 1-GPU tenants can hold 64 GPUs in all, so they never touch more than 8 nodes and at least 4 whole nodes stay for the whole-node tenant within its quota. YARN-CS's spread placement puts each 1-GPU job on the emptiest node, the one about to become free, so under quota no node empties while 1-GPU jobs keep arriving: the whole-node tenant waits until arrivals stop (utilisation 0 at L = 0.85 and 0.95).\n")
 	b.WriteString("- **Paper (talk, not verified): multi-level cells cut fragmentation by over 20%.** Ours: the fragmented-rounds columns above, quota against hived, per run.\n")
 	return b.String()
 }
