@@ -32,7 +32,7 @@ type HivedOptions struct {
 	Out   string
 	Quick bool    // one day of the synthetic setup at one load, the first HivedQuickJobs Philly jobs at 1x (CI)
 	Round float64 // seconds (0: HivedRound)
-	Seed  uint64  // the synthetic generator's seed (0: 1)
+	Seed  uint64  // the synthetic generator's seed (0: 42, the CLI's default)
 	Days  float64 // synthetic arrival window in days (0: 7, or 1 with Quick)
 	Log   io.Writer
 }
@@ -334,7 +334,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 		o.Round = HivedRound
 	}
 	if o.Seed == 0 {
-		o.Seed = 1
+		o.Seed = 42
 	}
 	if o.Days == 0 {
 		o.Days = 7

@@ -51,7 +51,7 @@ paper's claims and a verdict beside ours.`,
 	cmd.Flags().BoolVar(&quick, "quick", false, fmt.Sprintf("one synthetic day at L = 0.85 and the first %d Philly jobs at 1x (for CI)", reproduce.HivedQuickJobs))
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory (results go to OUT/hived)")
 	cmd.Flags().Float64Var(&round, "round", reproduce.HivedRound, "round length in seconds")
-	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the synthetic workload")
+	cmd.Flags().Uint64Var(&seed, "seed", DefaultSeed, "seed of the synthetic workload")
 	cmd.Flags().Float64Var(&days, "days", 0, "synthetic arrival window in days (0: 7, or 1 with --quick)")
 	return cmd
 }
