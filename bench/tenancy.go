@@ -5,7 +5,11 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
 )
 
 // TenancyOptions shapes the tenancy benchmark: a cluster of Nodes 8-GPU
@@ -18,8 +22,8 @@ type TenancyOptions struct {
 }
 
 // TenancyStats summarises the timed decisions, in microseconds per
-// Schedule call (one gang's tenancy decision: intra-VC placement, binding
-// and buddy allocation, commit).
+// decision (one gang's tenancy decision: the VC's placer on its view,
+// binding by buddy allocation, commit).
 type TenancyStats struct {
 	MedianUS, P99US, MeanUS float64
 	Reps, GPUs, VCs, Placed int
@@ -74,63 +78,100 @@ var gangShapes = [][]int{{1}, {1}, {2}, {4}, {8}, {8, 8}, {8, 8, 8, 8}}
 
 // TenancyDecision loads the cluster to about half of every VC's cells and
 // then times opts.Reps gang decisions of random VCs; after each, one
-// random group ends (untimed), so the load stays steady.
+// random group ends (untimed), so the load stays steady. A decision is
+// the whole two-layer path of one round in which one gang waits: the HiveD
+// stage runs the VC's placer (packed-sticky, Tiresias' placement) on the
+// VC's view with the VC's running gangs, then binds the chosen virtual
+// GPUs by buddy allocation and commits them.
 func TenancyDecision(opts TenancyOptions) (TenancyStats, error) {
 	cfg, err := TenancyConfig(opts.Nodes, opts.NodesPerRack, opts.VCs)
 	if err != nil {
 		return TenancyStats{}, err
 	}
-	s, err := tenancy.New(cfg)
+	l, err := tenant.NewLayout(cfg)
 	if err != nil {
 		return TenancyStats{}, err
 	}
+	h, err := tenant.NewHiveD(l)
+	if err != nil {
+		return TenancyStats{}, err
+	}
+	h.SetIntraVC(&tenant.IntraVC{NewPlacer: func() (policy.Placer, error) {
+		p, err := place.New("packed-sticky")
+		return place.PodGuard{Placer: p}, err
+	}})
 	reps := opts.Reps
 	if reps <= 0 {
 		reps = 2000
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x7e4a))
-	vcs := s.VCs()
-	var live []string
+	env := &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(opts.Seed, 0x706c))}
+	vcs := l.VCs()
+	live := map[string][]*workload.Job{}
+	var all []*workload.Job
 	seq := 0
-	next := func() tenancy.Request {
+	used := 0
+	// decide asks for one random gang of a random VC and applies the
+	// answer to the jobs, as a driver would.
+	decide := func() (placed bool, us float64) {
 		seq++
-		return tenancy.Request{Group: fmt.Sprintf("g%d", seq), VC: vcs[rng.IntN(len(vcs))], Pods: gangShapes[rng.IntN(len(gangShapes))], NoPreemption: true}
-	}
-	// Load: keep asking until half the devices are in use.
-	used, target := 0, opts.Nodes*8/2
-	for tries := 0; used < target && tries < 100*opts.Nodes; tries++ {
-		r := next()
-		d, err := s.Schedule(r)
-		if err != nil {
-			return TenancyStats{}, err
+		vc := vcs[rng.IntN(len(vcs))]
+		shape := gangShapes[rng.IntN(len(gangShapes))]
+		n := 0
+		for _, p := range shape {
+			n += p
 		}
-		if d.Placed {
-			live = append(live, r.Group)
-			for _, p := range r.Pods {
-				used += p
+		j := workload.NewJob(workload.Spec{ID: seq, GPUs: n, PodGPUs: shape[0], VC: vc, Iterations: 1, IterTime: 1, Model: workload.NoModel})
+		order := append(live[vc][:len(live[vc]):len(live[vc])], j)
+		start := time.Now()
+		out := h.Place(env, order, nil)
+		us = micros(time.Since(start))
+		for i, x := range order {
+			x.GPUsHeld = out[i]
+		}
+		if out[len(order)-1] == nil {
+			return false, us
+		}
+		live[vc] = order
+		all = append(all, j)
+		used += n
+		return true, us
+	}
+	end := func() {
+		k := rng.IntN(len(all))
+		j := all[k]
+		h.Finish(j)
+		used -= len(j.GPUsHeld)
+		j.GPUsHeld = nil
+		all[k] = all[len(all)-1]
+		all = all[:len(all)-1]
+		vl := live[j.VC]
+		for i, x := range vl {
+			if x == j {
+				live[j.VC] = append(vl[:i:i], vl[i+1:]...)
+				break
 			}
 		}
 	}
-	st := TenancyStats{Reps: reps, GPUs: opts.Nodes * 8, VCs: len(vcs), Live: len(live)}
+	// Load: keep asking until half the devices are in use.
+	target := opts.Nodes * 8 / 2
+	for tries := 0; used < target && tries < 100*opts.Nodes; tries++ {
+		decide()
+	}
+	st := TenancyStats{Reps: reps, GPUs: opts.Nodes * 8, VCs: len(vcs), Live: len(all)}
 	us := make([]float64, reps)
 	for i := range us {
-		r := next()
-		start := time.Now()
-		d, err := s.Schedule(r)
-		us[i] = micros(time.Since(start))
-		if err != nil {
-			return TenancyStats{}, err
-		}
-		if d.Placed {
+		placed, t := decide()
+		us[i] = t
+		if placed {
 			st.Placed++
-			live = append(live, r.Group)
 		}
-		k := rng.IntN(len(live))
-		if err := s.Release(live[k]); err != nil {
-			return TenancyStats{}, err
+		if len(all) > 0 {
+			end()
 		}
-		live[k] = live[len(live)-1]
-		live = live[:len(live)-1]
+	}
+	if err := h.Check(); err != nil {
+		return TenancyStats{}, fmt.Errorf("bench: %w", err)
 	}
 	st.MedianUS, st.P99US, st.MeanUS = timeSummary(us)
 	return st, nil

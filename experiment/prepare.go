@@ -315,6 +315,19 @@ func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 	return t, fmt.Sprintf("profile %s, one draw per GPU and class (sampling %s replacement), seed %d", o.Profile, mode, o.Seed), nil
 }
 
+// newPlacer builds one instance of a placement, pods kept whole.
+func (in *Inputs) newPlacer(placement string) (policy.Placer, error) {
+	pl, err := NewPlacer(placement, in.Opts.TieBreak)
+	if err != nil {
+		return nil, err
+	}
+	if in.hasPods() {
+		// A pod never spans nodes, whatever the placement.
+		pl = place.PodGuard{Placer: pl}
+	}
+	return pl, nil
+}
+
 // Config is the simulator's configuration of one placement on the
 // prepared inputs (what Run runs; tests add an Observe hook to it).
 func (in *Inputs) Config(placement string) (sim.Config, error) {
@@ -325,12 +338,8 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 	var pl policy.Placer
 	if th, ok := sched.(*themis.Policy); ok {
 		pl = th
-	} else if pl, err = NewPlacer(placement, in.Opts.TieBreak); err != nil {
+	} else if pl, err = in.newPlacer(placement); err != nil {
 		return sim.Config{}, err
-	}
-	if in.hasPods() {
-		// A pod never spans nodes, whatever the placement.
-		pl = place.PodGuard{Placer: pl}
 	}
 	cfg := sim.Config{
 		Cluster:         in.Cluster,
@@ -352,7 +361,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
 		return sim.Config{}, err
 	}
-	if err := in.addTenancy(&cfg); err != nil {
+	if err := in.addTenancy(&cfg, placement); err != nil {
 		return sim.Config{}, err
 	}
 	return cfg, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/variability"
@@ -127,23 +128,35 @@ func (in *Inputs) TenancyDescription() string {
 		return ""
 	}
 	how := map[string]string{
-		"quota":    "quota: each VC holds at most its GPU count; the placement places on the shared cluster",
-		"hived":    "hived: VC cells bound by buddy allocation choose the GPUs (the placement is not used)",
-		"hived-pm": "hived-pm: as hived, and among equally safe cells the GPUs with the best PM-scores for the job's class; inside the VC's bound cells PAL's L×V order (the placement is not used)",
+		"quota":    "quota: one queue per VC (its own scheduler and placement), each VC holding at most its GPU count of the shared cluster's GPUs",
+		"hived":    "hived: each VC runs its own scheduler and placement on its view of its cells (its private cluster's shape); buddy allocation binds the cells",
+		"hived-pm": "hived-pm: as hived, and among equally safe cells binding picks the GPUs with the best PM-scores for the job's class",
 		"private":  "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
 	}[in.Opts.Tenancy]
 	return fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)
 }
 
-func (in *Inputs) addTenancy(cfg *sim.Config) error {
+func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	if in.Layout == nil {
 		return nil
 	}
+	// Each VC orders its own queue with its own scheduler, under every
+	// tenancy mode and in the private reference alike.
+	if _, ok := cfg.Scheduler.(*themis.Policy); !ok {
+		per, err := tenant.NewPerVC(in.Layout, func() (policy.Scheduler, error) { return NewScheduler(in.Opts) })
+		if err != nil {
+			return err
+		}
+		cfg.Scheduler = per
+	}
 	cfg.CheckInvariants = in.Opts.CheckInvariants
 	cfg.NodeEvents = in.nodeEvents
+	iv := &tenant.IntraVC{NewPlacer: func() (policy.Placer, error) { return in.newPlacer(placement) }}
 	switch in.Opts.Tenancy {
 	case "quota":
-		cfg.Tenancy = tenant.NewQuota(in.Layout)
+		q := tenant.NewQuota(in.Layout)
+		q.SetIntraVC(iv)
+		cfg.Tenancy = q
 	case "hived", "hived-pm":
 		h, err := tenant.NewHiveD(in.Layout)
 		if err != nil {
@@ -154,6 +167,16 @@ func (in *Inputs) addTenancy(cfg *sim.Config) error {
 				return err
 			}
 		}
+		// A VC's placer sees its view with the scores and the placement
+		// stream its private cluster's run has (privateScores, the seed).
+		iv.Env = func(_ string, c *cluster.Cluster) (policy.Env, error) {
+			_, sc, err := in.privateScores(c)
+			if err != nil {
+				return policy.Env{}, err
+			}
+			return policy.Env{Cluster: c, Scores: sc, Rand: sim.PlacementRand(in.Opts.Seed), Locality: in.Locality}, nil
+		}
+		h.SetIntraVC(iv)
 		cfg.Tenancy = h
 	}
 	return nil

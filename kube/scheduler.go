@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/variability"
@@ -135,7 +136,10 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
 	if l, _ := cfg.validateTenancy(); l != nil {
 		var err error
-		if s.ten, err = newTenancyStage(cfg.Tenancy, l); err != nil {
+		mk := func() (policy.Placer, error) {
+			return experiment.NewPlacer(strings.ToLower(cfg.Placement), cfg.PMFirstTieBreak)
+		}
+		if s.ten, err = newTenancyStage(cfg.Tenancy, l, mk); err != nil {
 			return nil, err
 		}
 	}

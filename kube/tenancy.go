@@ -12,6 +12,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
@@ -80,22 +81,31 @@ type tenancyStage struct {
 	l      *tenant.Layout
 	stage  policy.Tenancy
 	hived  *tenant.HiveD
+	quota  *tenant.Quota
 	held   map[int]*workload.Job
 	down   map[int]bool // cells node index -> told bad
 	scores *policy.Scores
 	toSnap []int // cells GPU id -> round GPU id (-1: absent), this round
 }
 
-func newTenancyStage(mode string, l *tenant.Layout) (*tenancyStage, error) {
+// newTenancyStage builds the stage; mk makes one VC's placer (each VC
+// runs its own, on its own view).
+func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
 	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}}
+	iv := &tenant.IntraVC{NewPlacer: mk, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
+		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: sim.PlacementRand(0)}, nil
+	}}
 	switch mode {
 	case "quota":
-		t.stage = tenant.NewQuota(l)
+		q := tenant.NewQuota(l)
+		q.SetIntraVC(iv)
+		t.quota, t.stage = q, q
 	case "hived", "hived-pm":
 		h, err := tenant.NewHiveD(l)
 		if err != nil {
 			return nil, err
 		}
+		h.SetIntraVC(iv)
 		t.hived, t.stage = h, h
 	}
 	return t, nil
@@ -229,7 +239,16 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 // running gang to fit the cells would kill its work.
 func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.Job, placer policy.Placer) [][]int {
 	if t.hived == nil {
-		return t.stage.Place(env, order, placer)
+		// Quota places each VC on the round's cluster, without the GPUs
+		// of pods outside the order (other schedulers', leaving gangs').
+		inOrder := make(map[int]bool, len(order))
+		for _, j := range order {
+			inOrder[j.ID] = true
+		}
+		e := *env
+		e.Cluster = snap.cl
+		t.quota.Hide = func(g int) bool { o := snap.cl.Owner(g); return o != cluster.Free && !inOrder[o] }
+		return t.stage.Place(&e, order, placer)
 	}
 	fromSnap := map[int]int{}
 	for g, r := range t.toSnap {

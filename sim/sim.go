@@ -234,6 +234,11 @@ const (
 	streamArrivals  = 0x61727276 // "arrv"
 )
 
+// PlacementRand is the placement stream a run of this seed hands its
+// placer: a tenancy stage that runs one placer per tenant gives each the
+// stream the tenant's private run would have.
+func PlacementRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, streamPlacement)) }
+
 // Validate checks a config against its trace; errors name the trace file,
 // line and field.
 func (c *Config) Validate() error {
@@ -375,7 +380,7 @@ func newState(cfg *Config) *state {
 		s.admit = policy.AcceptAll{}
 	}
 	s.env = policy.Env{Cluster: s.cl, Scores: cfg.Scores, Locality: cfg.Locality,
-		Rand: rand.New(rand.NewPCG(cfg.Seed, streamPlacement))}
+		Rand: PlacementRand(cfg.Seed)}
 	s.judge, _ = cfg.Placer.(policy.MoveJudge)
 	if cfg.Moves == MovesEvictRelaunch {
 		s.evict = &round.Evictions{}

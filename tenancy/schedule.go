@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -35,6 +36,8 @@ type Scheduler struct {
 	epoch    int        // marks leaves chosen by the current decision
 	newBinds []*VCell   // bindings made by the current decision, for undo
 	scratch  []viewNode // reused view buffer
+	holding  bool       // Hold: unbinding waits for EndRound
+	deferred []*VCell   // leaves freed while holding
 }
 
 // New builds the tenancy state from a parsed config and validates it,
@@ -454,11 +457,9 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	}
 	// Intra-VC victims, in order of first appearance.
 	var victims []*Group
-	seen := map[*Group]bool{}
 	for _, pod := range vp {
 		for _, l := range pod {
-			if g := l.group; g != nil && !seen[g] {
-				seen[g] = true
+			if g := l.group; g != nil && !slices.Contains(victims, g) {
 				victims = append(victims, g)
 			}
 		}
@@ -532,21 +533,19 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	// Everyone still on the chosen devices goes: intra-VC victims that were
 	// not lazy, and opportunistic groups (demoted ones included).
 	var kill []*Group
-	killed := map[*Group]bool{}
 	for _, g := range victims {
 		if !g.Lazy {
 			kill = append(kill, g)
-			killed[g] = true
 		}
 	}
 	for _, pod := range vp {
 		for _, l := range pod {
-			if g := l.phys.group; g != nil && !killed[g] {
+			if g := l.phys.group; g != nil && !slices.Contains(kill, g) {
 				kill = append(kill, g)
-				killed[g] = true
 			}
 		}
 	}
+	killed := func(g *Group) bool { return slices.Contains(kill, g) }
 	d := Decision{Placed: true, Chain: ch.Name}
 	var cleanup []*VCell
 	for _, g := range kill {
@@ -555,7 +554,7 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		d.Preempted = append(d.Preempted, g.Name)
 	}
 	for _, g := range lazy {
-		if !killed[g] {
+		if !killed(g) {
 			d.Demoted = append(d.Demoted, g.Name)
 		}
 	}
@@ -951,10 +950,15 @@ func (s *Scheduler) Release(name string) error {
 	if g == nil {
 		return fmt.Errorf("tenancy: release of unknown group %q", name)
 	}
-	for _, v := range s.dropUsage(g) {
+	freed := s.dropUsage(g)
+	delete(s.groups, name)
+	if s.holding {
+		s.deferred = append(s.deferred, freed...)
+		return nil
+	}
+	for _, v := range freed {
 		s.unbindUp(v)
 	}
-	delete(s.groups, name)
 	s.doomCheck(g.chain)
 	return nil
 }

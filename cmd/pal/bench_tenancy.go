@@ -27,8 +27,10 @@ func newBenchTenancyCmd() *cobra.Command {
 racks of --rack nodes) shared by --vcs VCs, each holding an equal share of
 racks, then nodes, then GPUs. It loads the cluster to half its GPUs with
 random gangs (1, 2, 4 or 8 GPUs, or 2 or 4 whole nodes) and times --reps
-decisions: intra-VC placement, binding by buddy allocation and commit.
-After each decision one random group ends, untimed, to keep the load.`,
+decisions through both layers of the HiveD stage: the VC's own placer
+(packed-sticky, Tiresias' placement) on the VC's view with its running
+gangs, then binding by buddy allocation and commit. After each decision one
+random group ends, untimed, to keep the load.`,
 		Example: "  pal bench tenancy\n  pal bench tenancy --nodes 432 --vcs 11 --output json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

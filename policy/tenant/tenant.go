@@ -12,6 +12,7 @@ import (
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
@@ -177,69 +178,257 @@ func pods(j *workload.Spec, node int) []int {
 
 func podSize(j *workload.Spec, node int) int { return pods(j, node)[0] }
 
-// Quota is the quota baseline: each VC may hold at most its GPU count at
-// once; inside that, the placer places on the shared cluster as usual.
-// Opportunistic jobs (priority -1) are not counted against the quota.
+// Quota is the quota baseline as YARN's capacity scheduler runs it: one
+// queue per VC, each with its own scheduler order (PerVC) and its own
+// placer, a VC holding at most its GPU count. A VC's queue is strict: its
+// first job that does not fit (its quota by count, or the free GPUs by
+// placement) ends that VC's round and blocks no other VC. Running jobs of
+// other VCs are never preempted; a VC's own placer may suspend its own
+// lower-ranked running jobs (Tiresias, SRTF), as on a private cluster.
+// Opportunistic jobs (priority -1) are not counted against the quota: they
+// run on what the guaranteed jobs leave, which may take their GPUs back.
+//
+// Each round the VCs place one after the other, the least used relative
+// to its quota first (YARN's order of queues; ties in config order), each
+// on the GPUs no other VC's guaranteed job holds.
 type Quota struct {
+	// Hide, if set, names GPUs of the cluster no VC may be given this round
+	// (a driver's GPUs held outside the order).
+	Hide   func(g int) bool
 	l      *Layout
+	iv     *IntraVC
 	used   map[string]int
-	sub    []*workload.Job
-	at     []int
-	chosen []bool
+	layers map[string]*quotaLayer
+	opp    *quotaLayer
+	vcs    []string
+	owner  []int // per GPU: the VC index of the guaranteed job holding it, -1 free
+	index  map[int]int
+	out    [][]int
+}
+
+type quotaLayer struct {
+	vc     int
+	placer policy.Placer
+	env    policy.Env
+	sh     shadows
+	jobs   []*workload.Job
+	adm    []*workload.Job
+	sc     subCluster
 }
 
 // NewQuota builds the quota stage.
-func NewQuota(l *Layout) *Quota { return &Quota{l: l, used: map[string]int{}} }
+func NewQuota(l *Layout) *Quota {
+	return &Quota{l: l, used: map[string]int{}, layers: map[string]*quotaLayer{}, index: map[int]int{}}
+}
+
+// SetIntraVC sets how each VC's placer is made (nil: the driver's placer).
+func (q *Quota) SetIntraVC(iv *IntraVC) { q.iv = iv }
 
 // Name implements policy.Tenancy.
 func (q *Quota) Name() string { return "quota" }
 
-// Place implements policy.Tenancy: walk the order and keep each job whose
-// VC still has quota for it (with a sticky placer, running jobs count
-// first: they keep their GPUs), then let the placer place the kept jobs.
+func (q *Quota) layer(k int, vc string, given policy.Placer) *quotaLayer {
+	if L := q.layers[vc]; L != nil {
+		return L
+	}
+	p, err := q.iv.placer(given)
+	if err != nil {
+		panic("tenant: " + err.Error()) // the same factory made the driver's placer
+	}
+	L := &quotaLayer{vc: k, placer: p}
+	q.layers[vc] = L
+	return L
+}
+
+// Place implements policy.Tenancy.
 func (q *Quota) Place(env *policy.Env, order []*workload.Job, placer policy.Placer) [][]int {
-	clear(q.used)
-	q.chosen = append(q.chosen[:0], make([]bool, len(order))...)
-	admit := func(i int, j *workload.Job) {
-		vc := q.l.vcOf(&j.Spec)
-		if j.VCPriority == tenancy.Opportunistic {
-			q.chosen[i] = true
-			return
-		}
-		if q.used[vc]+j.GPUs <= q.l.Quota(vc) {
-			q.used[vc] += j.GPUs
-			q.chosen[i] = true
+	q.out = make([][]int, len(order))
+	c := env.Cluster
+	if q.vcs == nil {
+		q.vcs = q.l.VCs()
+		q.opp = &quotaLayer{vc: -2}
+		if p, err := q.iv.placer(placer); err == nil {
+			q.opp.placer = p
+		} else {
+			panic("tenant: " + err.Error())
 		}
 	}
-	if placer.Sticky() {
-		for i, j := range order {
-			if j.Running() {
-				admit(i, j)
+	if len(q.owner) != c.Size() {
+		q.owner = make([]int, c.Size())
+	}
+	for g := range q.owner {
+		q.owner[g] = -1
+	}
+	clear(q.index)
+	clear(q.used)
+	for k, vc := range q.vcs {
+		q.layer(k, vc, placer).jobs = q.layers[vc].jobs[:0]
+	}
+	q.opp.jobs = q.opp.jobs[:0]
+	held := map[string]int{}
+	for i, j := range order {
+		q.index[j.ID] = i
+		if j.VCPriority == tenancy.Opportunistic {
+			q.opp.jobs = append(q.opp.jobs, j)
+			continue
+		}
+		vc := q.l.vcOf(&j.Spec)
+		L := q.layers[vc]
+		L.jobs = append(L.jobs, j)
+		for _, g := range j.GPUsHeld {
+			q.owner[g] = L.vc
+		}
+		held[vc] += len(j.GPUsHeld)
+	}
+	vcs := slices.Clone(q.vcs)
+	slices.SortStableFunc(vcs, func(a, b string) int {
+		// used/quota ascending, compared as cross products (exact).
+		return held[a]*q.l.Quota(b) - held[b]*q.l.Quota(a)
+	})
+	for _, vc := range vcs {
+		q.placeVC(env, q.layers[vc], vc)
+	}
+	q.placeOpportunistic(env)
+	return q.out
+}
+
+// placeVC admits a VC's jobs in its order while they fit its quota, then
+// lets its placer place them on the GPUs no other VC holds.
+func (q *Quota) placeVC(env *policy.Env, L *quotaLayer, vc string) {
+	quota, used := q.l.Quota(vc), 0
+	L.adm = L.adm[:0]
+	blocked := false
+	for _, j := range L.jobs {
+		if !blocked && used+j.GPUs <= quota {
+			used += j.GPUs
+			L.adm = append(L.adm, j)
+			continue
+		}
+		blocked = true
+		for _, g := range j.GPUsHeld { // over quota behind the VC's head: stopped
+			q.owner[g] = -1
+		}
+	}
+	if len(L.adm) == 0 {
+		return
+	}
+	if !waiting(L.adm) {
+		// Nothing waits: a sticky placer keeps everyone, and a non-sticky
+		// one's moves would make room for no one (see stay).
+		for _, j := range L.adm {
+			q.out[q.index[j.ID]] = j.GPUsHeld
+			q.used[vc] += j.GPUs
+		}
+		return
+	}
+	if !L.sc.build(env.Cluster, func(g int) bool { return (q.owner[g] < 0 || q.owner[g] == L.vc) && !q.hidden(g) }) {
+		return
+	}
+	L.env = policy.Env{Cluster: L.sc.c, Scores: L.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
+	L.sh.view = L.sh.view[:0]
+	for _, j := range L.adm {
+		L.sh.view = append(L.sh.view, L.sh.of(j, L.sc.sub(j.GPUsHeld)))
+	}
+	alloc := L.placer.Place(&L.env, L.sh.view)
+	if !L.placer.Sticky() {
+		alloc = q.stay(L, alloc)
+	}
+	for k, j := range L.adm {
+		for _, g := range j.GPUsHeld {
+			q.owner[g] = -1
+		}
+		if alloc[k] == nil {
+			continue
+		}
+		if round.Same(L.sh.view[k].GPUsHeld, alloc[k]) {
+			q.out[q.index[j.ID]] = j.GPUsHeld
+		} else {
+			q.out[q.index[j.ID]] = L.sc.phys(alloc[k])
+		}
+	}
+	for _, j := range L.adm {
+		for _, g := range q.out[q.index[j.ID]] {
+			q.owner[g] = L.vc
+		}
+		q.used[vc] += len(q.out[q.index[j.ID]])
+	}
+}
+
+// stay keeps a running job that a non-sticky VC placer moved on its old
+// GPUs when no other job of the VC was given any of them: the move frees
+// nothing the VC needs. On the shared cluster a VC's re-plan from scratch
+// sees other tenants' jobs come and go every round, which its private
+// cluster never shows it, and would move its jobs round after round
+// (with a migration cost, some would never progress). Moves that make
+// room for another of the VC's jobs are kept.
+func (q *Quota) stay(L *quotaLayer, alloc [][]int) [][]int {
+	alloc = slices.Clone(alloc) // the placer's answer is read-only
+	owner := map[int]int{}      // GPU → the job (index) moving onto it
+	for k := range L.adm {
+		if alloc[k] != nil && !round.Same(L.sh.view[k].GPUsHeld, alloc[k]) {
+			for _, g := range alloc[k] {
+				owner[g] = k
 			}
 		}
 	}
-	for i, j := range order {
-		if !q.chosen[i] && !(placer.Sticky() && j.Running()) {
-			admit(i, j)
+	for k := range L.adm {
+		old := L.sh.view[k].GPUsHeld
+		if old == nil || alloc[k] == nil || round.Same(old, alloc[k]) {
+			continue
+		}
+		if !slices.ContainsFunc(old, func(g int) bool { o, ok := owner[g]; return ok && o != k }) {
+			alloc[k] = old
 		}
 	}
-	q.sub, q.at = q.sub[:0], q.at[:0]
-	for i, j := range order {
-		if q.chosen[i] {
-			q.sub = append(q.sub, j)
-			q.at = append(q.at, i)
-		}
-	}
-	alloc := placer.Place(env, q.sub)
-	out := make([][]int, len(order))
-	for k, i := range q.at {
-		out[i] = alloc[k]
-	}
-	return out
+	return alloc
 }
 
+// placeOpportunistic places the opportunistic jobs on what the guaranteed
+// ones left: a running one whose GPUs a guaranteed job took is stopped.
+func (q *Quota) placeOpportunistic(env *policy.Env) {
+	L := q.opp
+	if len(L.jobs) == 0 {
+		return
+	}
+	L.adm = L.adm[:0]
+	for _, j := range L.jobs {
+		if j.Running() && slices.ContainsFunc(j.GPUsHeld, func(g int) bool { return q.owner[g] >= 0 }) {
+			continue // preempted: waits this round
+		}
+		L.adm = append(L.adm, j)
+	}
+	if !L.sc.build(env.Cluster, func(g int) bool { return q.owner[g] < 0 && !q.hidden(g) }) {
+		return
+	}
+	L.env = policy.Env{Cluster: L.sc.c, Scores: L.sc.scores(env.Scores), Rand: env.Rand, Locality: env.Locality}
+	L.sh.view = L.sh.view[:0]
+	for _, j := range L.adm {
+		L.sh.view = append(L.sh.view, L.sh.of(j, L.sc.sub(j.GPUsHeld)))
+	}
+	alloc := L.placer.Place(&L.env, L.sh.view)
+	for k, j := range L.adm {
+		if alloc[k] == nil {
+			continue
+		}
+		if round.Same(L.sh.view[k].GPUsHeld, alloc[k]) {
+			q.out[q.index[j.ID]] = j.GPUsHeld
+		} else {
+			q.out[q.index[j.ID]] = L.sc.phys(alloc[k])
+		}
+	}
+}
+
+func (q *Quota) hidden(g int) bool { return q.Hide != nil && q.Hide(g) }
+
 // Finish implements policy.Tenancy.
-func (q *Quota) Finish(*workload.Job) {}
+func (q *Quota) Finish(j *workload.Job) {
+	for _, L := range q.layers {
+		L.sh.forget(j.ID)
+	}
+	if q.opp != nil {
+		q.opp.sh.forget(j.ID)
+	}
+}
 
 // Check implements policy.Tenancy: no VC over its quota.
 func (q *Quota) Check() error {
@@ -251,26 +440,48 @@ func (q *Quota) Check() error {
 	return nil
 }
 
-// HiveD is the HiveD stage: jobs in the scheduler's order (which, for each
-// VC, is its intra-VC order) ask the cells for a placement; a running job
-// keeps its cells unless a higher-priority job of its VC, or any
-// guaranteed job over opportunistic ones, preempts it. The cells choose
-// the GPUs (HiveD's packing and buddy binding); the placer is not used.
+// HiveD is the HiveD stage, in HiveD's two layers. The VC layer: each VC
+// runs its own scheduler (PerVC) and its own placer on its own jobs, on
+// its view of its cells, which has the shape of its private cluster
+// (tenancy.Scheduler.View): the placer decides where inside the VC, with
+// the preemptions of the VC's own running jobs its frame makes (a sticky
+// placer suspends the VC's lowest-ranked running jobs for a waiting one;
+// a non-sticky one re-plans the VC every round). The cells layer binds the
+// virtual GPUs the VC chose to physical ones by buddy allocation, which
+// HiveD proves always succeeds for a VC within its cells, and preempts
+// the opportunistic jobs on what it binds. With guaranteed jobs only and
+// healthy hardware, a VC therefore decides exactly as on its private
+// cluster.
 //
-// Each VC's queue is strict, as the placers' round frame is: the first
-// guaranteed job of a VC that cannot be placed ends that VC's round (no
-// backfilling), so a VC sees the same queue as on a private cluster of
-// its cells. Other VCs go on; opportunistic jobs never block.
+// How a LAS or SRTF tenant takes GPUs back from its own running jobs is
+// the decision HiveD leaves open (its VC layer preempts only by
+// priority). Here the VC re-plans its own jobs inside its own cells every
+// round with its own placer, as on its private cluster, rather than mapping
+// rank to HiveD priority: rank changes all the time (a Tiresias job falls
+// a queue after each threshold), so priority mapping would turn every rank
+// change into a preemption and a rebinding, and the VC would preempt
+// differently from its private cluster, which is what the anomaly metric
+// compares against. HiveD's own priorities (the trace's priority column)
+// still order a VC's queue first, so a higher-priority job takes GPUs from
+// a lower-priority one through the same frame, never from an equal one
+// ranked before it.
+//
+// Opportunistic jobs skip the VC layer: after every VC's guaranteed jobs,
+// they go, in the merged order, onto physical cells away from guaranteed
+// ones and never block. A VC view node on bad hardware takes no new job:
+// a job the VC's placer puts there waits (the placer does not see health).
 type HiveD struct {
 	l       *Layout
 	s       *tenancy.Scheduler
+	iv      *IntraVC
 	held    map[int]bool
 	node    int
 	gone    map[int]bool
 	index   map[int]int
-	blocked map[string]bool
+	layers  []*vcLayer
+	byVC    map[string]*vcLayer
+	out     [][]int
 	fastest bool
-	lv      [][]tenancy.LVStep // per class, PAL's L×V order (hived-pm)
 }
 
 // NewHiveD builds a HiveD stage with fresh cells (all free, all healthy).
@@ -279,7 +490,7 @@ func NewHiveD(l *Layout) (*HiveD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{}, blocked: map[string]bool{}}, nil
+	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{}}, nil
 }
 
 // NewHiveDStatic is NewHiveD with static binding: every VC cell is bound
@@ -292,13 +503,15 @@ func NewHiveDStatic(l *Layout) (*HiveD, error) {
 	return h, h.s.BindStatic()
 }
 
+// SetIntraVC sets how each VC's placer is made and what it reads (nil:
+// the driver's placer, no scores). Call it before the first round.
+func (h *HiveD) SetIntraVC(iv *IntraVC) { h.iv = iv }
+
 // UseScores makes the stage variability-aware: among physical cells that
 // are equally good for safety, health and opportunistic load, a job binds
-// the one whose GPUs have the best (lowest) PM-scores for its class; and a
-// job that fits one node is first placed on the free GPUs of its VC's
-// bound cells by its class's L×V order, as PAL's placer places on the
-// whole cluster (a job without pod_gpus may then spread over nodes).
-// Safety is never traded: that placement binds nothing new.
+// the one whose GPUs have the best (lowest) PM-scores for its class.
+// Safety is never traded, and where inside its VC a job runs stays the
+// VC's placer's choice.
 func (h *HiveD) UseScores(sc *policy.Scores) error {
 	for k := range sc.SF {
 		if len(sc.SF[k]) != h.l.Cluster.Size() {
@@ -307,12 +520,6 @@ func (h *HiveD) UseScores(sc *policy.Scores) error {
 	}
 	h.s.SetSpeeds(len(sc.SF), func(class int, node string, gpu int) float64 { return sc.SF[class][h.l.gpuID[node][gpu]] })
 	h.fastest = true
-	h.lv = make([][]tenancy.LVStep, len(sc.LV))
-	for k, steps := range sc.LV {
-		for _, e := range steps {
-			h.lv[k] = append(h.lv[k], tenancy.LVStep{V: e.V, Across: e.Across})
-		}
-	}
 	return nil
 }
 
@@ -327,61 +534,67 @@ func (h *HiveD) Name() string {
 // Cells exposes the tenancy state (node events, tests).
 func (h *HiveD) Cells() *tenancy.Scheduler { return h.s }
 
+func (h *HiveD) setup(env *policy.Env, placer policy.Placer) {
+	if h.byVC != nil {
+		return
+	}
+	h.byVC = map[string]*vcLayer{}
+	for _, vc := range h.l.VCs() {
+		L, err := newVCLayer(h.s, vc, h.iv, placer, env)
+		if err != nil {
+			panic("tenant: " + err.Error()) // the layout was validated; the factory made the driver's placer
+		}
+		h.layers = append(h.layers, L)
+		h.byVC[vc] = L
+	}
+}
+
 // Place implements policy.Tenancy.
-func (h *HiveD) Place(_ *policy.Env, order []*workload.Job, _ policy.Placer) [][]int {
-	out := make([][]int, len(order))
+func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Placer) [][]int {
+	h.setup(env, placer)
+	h.out = make([][]int, len(order))
 	clear(h.gone)
 	clear(h.index)
-	clear(h.blocked)
-	for i, j := range order {
-		h.index[j.ID] = i
+	for _, L := range h.layers {
+		L.jobs, L.at = L.jobs[:0], L.at[:0]
 	}
+	var opp []int
 	for i, j := range order {
+		if j.VCPriority == tenancy.Opportunistic {
+			h.index[j.ID] = i // only opportunistic groups are ever preempted by a commit
+			opp = append(opp, i)
+			continue
+		}
+		L := h.byVC[h.l.vcOf(&j.Spec)]
+		L.jobs = append(L.jobs, j)
+		L.at = append(L.at, i)
+	}
+	h.s.Hold()
+	for _, L := range h.layers {
+		h.placeVC(L, h.out)
+	}
+	h.s.EndRound()
+	for _, i := range opp {
+		j := order[i]
 		if h.gone[j.ID] {
 			continue
 		}
 		if h.held[j.ID] {
-			out[i] = j.GPUsHeld
+			h.out[i] = j.GPUsHeld
 			continue
 		}
-		vc := h.l.vcOf(&j.Spec)
-		guaranteed := j.VCPriority != tenancy.Opportunistic
-		if guaranteed && h.blocked[vc] {
-			continue
-		}
-		req := tenancy.Request{Group: strconv.Itoa(j.ID), VC: vc, Priority: j.VCPriority,
-			Pods: pods(&j.Spec, h.node), Fastest: h.fastest, Class: int(j.Class), Spread: j.PodGPUs == 0,
-			PinnedCell: j.PinnedCell, LeafType: j.LeafCellType}
-		if h.fastest {
-			req.LV = h.lv[j.Class]
-		}
+		req := tenancy.Request{Group: groupName(j.ID), VC: h.l.vcOf(&j.Spec), Priority: tenancy.Opportunistic,
+			Pods: pods(&j.Spec, h.node), LeafType: j.LeafCellType}
 		d, err := h.s.Schedule(req)
 		if err != nil {
 			panic("tenant: " + err.Error()) // Validate rejects such jobs before the first round
 		}
-		if !d.Placed {
-			h.blocked[vc] = h.blocked[vc] || guaranteed
-			continue
-		}
-		h.held[j.ID] = true
-		var g []int
-		for _, p := range d.Pods {
-			for _, dev := range p.GPUs {
-				g = append(g, h.l.gpuID[p.Node][dev])
-			}
-		}
-		slices.Sort(g)
-		out[i] = g
-		for _, v := range d.Preempted {
-			id, _ := strconv.Atoi(v)
-			delete(h.held, id)
-			h.gone[id] = true
-			if k, ok := h.index[id]; ok {
-				out[k] = nil
-			}
+		if d.Placed {
+			h.held[j.ID] = true
+			h.out[i] = h.physical(d)
 		}
 	}
-	return out
+	return h.out
 }
 
 // SetNodeHealth implements sim.NodeHealth: cluster node i goes down or up.
@@ -396,10 +609,25 @@ func (h *HiveD) SetNodeHealth(node int, up bool) error {
 func (h *HiveD) Finish(j *workload.Job) {
 	if h.held[j.ID] {
 		delete(h.held, j.ID)
-		if err := h.s.Release(strconv.Itoa(j.ID)); err != nil {
+		if err := h.s.Release(groupName(j.ID)); err != nil {
 			panic("tenant: " + err.Error())
 		}
 	}
+	if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil {
+		delete(L.held, j.ID)
+		L.sh.forget(j.ID)
+	}
+}
+
+// groupName is a job's group in the cells.
+func groupName(id int) string { return strconv.Itoa(id) }
+
+func atoi(s string) int {
+	id, err := strconv.Atoi(s)
+	if err != nil {
+		panic("tenant: group name " + s)
+	}
+	return id
 }
 
 // Check implements policy.Tenancy: the full safety invariant and the

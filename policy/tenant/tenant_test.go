@@ -82,7 +82,9 @@ func TestStagesOnRandomTraces(t *testing.T) {
 				}
 				stage = h
 			}
-			placer, _ := place.New("packed-sticky")
+			// The VCs' placer places pods whole, as every driver's does.
+			packed, _ := place.New("packed-sticky")
+			placer := place.PodGuard{Placer: packed}
 			var fail error
 			res, err := sim.Run(sim.Config{Cluster: l.Cluster, Trace: tr, Scheduler: schedule.FIFO{}, Placer: placer,
 				Tenancy: stage, CheckInvariants: true, Round: 60, Locality: sim.ConstantLocality(1),

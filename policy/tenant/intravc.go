@@ -1,0 +1,332 @@
+package tenant
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
+	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
+)
+
+// IntraVC is the placement slot of the two-layer design: how one VC's
+// placer is made and what it reads. Each VC gets its own placer (placers
+// may keep state from round to round) and runs it on its own jobs only.
+type IntraVC struct {
+	// NewPlacer makes one VC's placer. nil: every VC uses the placer the
+	// driver passes to Place, one after the other (right for placers that
+	// remember nothing between calls: spread, packed, random).
+	NewPlacer func() (policy.Placer, error)
+	// Env is the environment of a VC's placer on c, a cluster of the VC's
+	// shape (its private cluster under HiveD): scores for c and the random
+	// stream. nil: no scores, the placement stream of seed 0, and the
+	// driver's locality.
+	Env func(vc string, c *cluster.Cluster) (policy.Env, error)
+}
+
+func (iv *IntraVC) placer(given policy.Placer) (policy.Placer, error) {
+	if iv == nil || iv.NewPlacer == nil {
+		return given, nil
+	}
+	return iv.NewPlacer()
+}
+
+func (iv *IntraVC) env(vc string, c *cluster.Cluster, driver *policy.Env) (policy.Env, error) {
+	if iv == nil || iv.Env == nil {
+		return policy.Env{Cluster: c, Rand: sim.PlacementRand(0), Locality: driver.Locality}, nil
+	}
+	e, err := iv.Env(vc, c)
+	if err != nil {
+		return policy.Env{}, fmt.Errorf("tenant: VC %s: %w", vc, err)
+	}
+	e.Cluster = c
+	return e, nil
+}
+
+// shadows keeps one stand-in job per real job: a copy of its state whose
+// GPUsHeld is in the numbering of the cluster the VC's placer sees. The
+// placer reads jobs and never writes them; the stand-ins keep a job's
+// identity (its pointer) from round to round for placers that remember.
+type shadows struct {
+	by   map[int]*workload.Job
+	view []*workload.Job
+}
+
+func (sh *shadows) of(j *workload.Job, held []int) *workload.Job {
+	if sh.by == nil {
+		sh.by = map[int]*workload.Job{}
+	}
+	x := sh.by[j.ID]
+	if x == nil {
+		x = new(workload.Job)
+		sh.by[j.ID] = x
+	}
+	*x = *j
+	x.GPUsHeld = held
+	return x
+}
+
+func (sh *shadows) forget(id int) { delete(sh.by, id) }
+
+// vcLayer is one VC under HiveD: its view as a cluster (the shape of its
+// private cluster), its placer, and where each of its running jobs is in
+// that view.
+type vcLayer struct {
+	name    string
+	nodes   []tenancy.ViewNode
+	leaf    []*tenancy.VCell // by virtual GPU id
+	c       *cluster.Cluster
+	env     policy.Env
+	placer  policy.Placer
+	held    map[int][]int // job id → virtual GPUs
+	sh      shadows
+	jobs    []*workload.Job
+	at      []int // jobs[k] is order[at[k]] this round
+	pods    [][]*tenancy.VCell
+	release []int
+}
+
+func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Placer, driver *policy.Env) (*vcLayer, error) {
+	nodes, err := s.View(vc)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make([]int, len(nodes))
+	L := &vcLayer{name: vc, nodes: nodes, held: map[int][]int{}}
+	for i, n := range nodes {
+		sizes[i] = len(n.Leaves)
+		L.leaf = append(L.leaf, n.Leaves...)
+	}
+	if L.c, err = cluster.NewSized(sizes); err != nil {
+		return nil, fmt.Errorf("tenant: VC %s: %w", vc, err)
+	}
+	if L.placer, err = iv.placer(given); err != nil {
+		return nil, err
+	}
+	if L.env, err = iv.env(vc, L.c, driver); err != nil {
+		return nil, err
+	}
+	return L, nil
+}
+
+// waiting reports whether any job of the layer's round is not running.
+func waiting(jobs []*workload.Job) bool {
+	for _, j := range jobs {
+		if !j.Running() {
+			return true
+		}
+	}
+	return false
+}
+
+// placeVC runs one VC's placer on its view and applies the answer: the
+// VC's jobs it stops or moves release their cells first, then the ones it
+// starts or moves commit theirs (binding by buddy allocation underneath).
+// A sticky placer with no waiting job would keep everyone where they are,
+// so it is not asked.
+func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
+	if len(L.jobs) == 0 {
+		return
+	}
+	if L.placer.Sticky() && !waiting(L.jobs) {
+		for k, j := range L.jobs {
+			out[L.at[k]] = j.GPUsHeld
+		}
+		return
+	}
+	L.sh.view = L.sh.view[:0]
+	for _, j := range L.jobs {
+		L.sh.view = append(L.sh.view, L.sh.of(j, L.held[j.ID]))
+	}
+	alloc := L.placer.Place(&L.env, L.sh.view)
+	for k, j := range L.jobs {
+		if old := L.held[j.ID]; old != nil && !round.Same(old, alloc[k]) {
+			if err := h.s.Release(groupName(j.ID)); err != nil {
+				panic("tenant: " + err.Error())
+			}
+			delete(L.held, j.ID)
+			delete(h.held, j.ID)
+		}
+	}
+	for k, j := range L.jobs {
+		i := L.at[k]
+		v := alloc[k]
+		if v == nil {
+			continue
+		}
+		if L.held[j.ID] != nil {
+			out[i] = j.GPUsHeld
+			continue
+		}
+		if g, ok := h.commit(L, j, v); ok {
+			out[i] = g
+		}
+	}
+}
+
+// commit binds a job's virtual GPUs (ascending, so a view node's are
+// consecutive) and returns its physical GPUs, or false when they cannot be
+// had this round (a view node on bad hardware, or no healthy cell to bind).
+func (h *HiveD) commit(L *vcLayer, j *workload.Job, v []int) ([]int, bool) {
+	L.pods = L.pods[:0]
+	last := -1
+	for _, x := range v {
+		n := L.c.GPUs[x].Node
+		if !L.nodes[n].Healthy() {
+			return nil, false
+		}
+		if n != last {
+			L.pods = append(L.pods, nil)
+			last = n
+		}
+		L.pods[len(L.pods)-1] = append(L.pods[len(L.pods)-1], L.leaf[x])
+	}
+	req := tenancy.Request{Group: groupName(j.ID), VC: L.name, Priority: j.VCPriority, Fastest: h.fastest, Class: int(j.Class)}
+	d, err := h.s.Commit(req, L.pods)
+	if err != nil {
+		panic("tenant: " + err.Error()) // the placer gave a GPU twice, or Validate let a bad job through
+	}
+	if !d.Placed {
+		return nil, false
+	}
+	L.held[j.ID] = slices.Clone(v)
+	h.held[j.ID] = true
+	h.preempted(d)
+	return h.physical(d), true
+}
+
+// physical is a decision's GPUs in the cluster's numbering, ascending.
+func (h *HiveD) physical(d tenancy.Decision) []int {
+	var g []int
+	for _, p := range d.Pods {
+		for _, dev := range p.GPUs {
+			g = append(g, h.l.gpuID[p.Node][dev])
+		}
+	}
+	slices.Sort(g)
+	return g
+}
+
+// preempted takes the groups a decision preempted off the round's answer.
+func (h *HiveD) preempted(d tenancy.Decision) {
+	for _, v := range d.Preempted {
+		id := atoi(v)
+		delete(h.held, id)
+		h.gone[id] = true
+		if k, ok := h.index[id]; ok {
+			h.out[k] = nil
+		}
+	}
+}
+
+// subCluster is the part of the shared cluster one tenant may use this
+// round under quota: the nodes with such GPUs, each with only those GPUs,
+// in node order (so a placer's tie-break by lowest node or GPU id reads
+// the same), and the maps between its numbering and the cluster's.
+type subCluster struct {
+	c     *cluster.Cluster
+	toPhy []int // sub GPU id → cluster GPU id
+	toSub []int // cluster GPU id → sub GPU id, -1 outside
+	sizes []int
+	prev  []int
+	from  *policy.Scores // scores restricted into sc
+	sc    *policy.Scores
+}
+
+// build makes the sub-cluster of the GPUs ok allows; false if there are
+// none. When they are the ones of the last build, the cluster is kept
+// (placers index a cluster they see again).
+func (sc *subCluster) build(c *cluster.Cluster, ok func(g int) bool) bool {
+	if len(sc.toSub) != c.Size() {
+		sc.toSub = make([]int, c.Size())
+		sc.c = nil
+	}
+	sc.prev = append(sc.prev[:0], sc.toPhy...)
+	sc.toPhy, sc.sizes = sc.toPhy[:0], sc.sizes[:0]
+	for _, n := range c.Nodes {
+		k := 0
+		for _, g := range n.GPUs {
+			sc.toSub[g] = -1
+			if ok(g) {
+				sc.toSub[g] = len(sc.toPhy)
+				sc.toPhy = append(sc.toPhy, g)
+				k++
+			}
+		}
+		if k > 0 {
+			sc.sizes = append(sc.sizes, k)
+		}
+	}
+	if len(sc.sizes) == 0 {
+		return false
+	}
+	if sc.c != nil && slices.Equal(sc.prev, sc.toPhy) {
+		return true
+	}
+	var err error
+	if sc.c, err = cluster.NewSized(sc.sizes); err != nil {
+		panic("tenant: " + err.Error())
+	}
+	sc.sc = nil
+	return true
+}
+
+// sub maps an ascending GPU list into the sub-cluster (ascending too: the
+// numbering keeps node and GPU order).
+func (sc *subCluster) sub(g []int) []int {
+	if g == nil {
+		return nil
+	}
+	out := make([]int, len(g))
+	for i, x := range g {
+		out[i] = sc.toSub[x]
+	}
+	return out
+}
+
+func (sc *subCluster) phys(g []int) []int {
+	if g == nil {
+		return nil
+	}
+	out := make([]int, len(g))
+	for i, x := range g {
+		out[i] = sc.toPhy[x]
+	}
+	return out
+}
+
+// scores restricts per-GPU scores to the sub-cluster (nil stays nil).
+func (sc *subCluster) scores(s *policy.Scores) *policy.Scores {
+	if s == nil {
+		return nil
+	}
+	if sc.sc != nil && sc.from == s {
+		return sc.sc
+	}
+	out := &policy.Scores{LV: s.LV}
+	for k := range s.SF {
+		out.SF[k] = make([]float64, len(sc.toPhy))
+		for i, g := range sc.toPhy {
+			out.SF[k][i] = s.SF[k][g]
+		}
+	}
+	sc.from, sc.sc = s, out
+	return out
+}
+
+// UniformScores is a score table for c in which every GPU is alike (one
+// bin), for placers that read scores where none are known.
+func UniformScores(c *cluster.Cluster) *policy.Scores {
+	sc := &policy.Scores{}
+	for k := range sc.SF {
+		sc.SF[k] = make([]float64, c.Size())
+		for g := range sc.SF[k] {
+			sc.SF[k][g] = 1
+		}
+		sc.LV[k] = []policy.LVStep{{V: 1}, {V: 1, Across: true}}
+	}
+	return sc
+}

@@ -1,0 +1,113 @@
+package tenancy
+
+import "fmt"
+
+// The intra-VC layer's side of the boundary. HiveD's VC layer decides
+// where inside a VC a gang runs, on the VC's virtual cells; binding those
+// cells to physical ones stays here. A VC's virtual cells, node by node,
+// are exactly its private cluster (PrivateConfig builds that cluster from
+// the same cells in the same order), so a scheduler and a placer that run
+// on the view below see what they would see on the private cluster; the
+// virtual leaves they choose are then bound by Commit.
+
+// ViewNode is one node of a VC's view: a node-level virtual cell, or a
+// preassigned cell below node level (which may be bound inside any node),
+// with its virtual leaves depth-first.
+type ViewNode struct {
+	Leaves []*VCell
+	cell   *VCell
+}
+
+// Healthy reports whether new groups may use the node's leaves: it is
+// unbound (binding picks healthy hardware), or bound to healthy hardware.
+func (n ViewNode) Healthy() bool { return n.cell.phys == nil || n.cell.phys.bad == 0 }
+
+// View lists a VC's view nodes: its chains in chain order, then its pinned
+// cells, each in the order of its preassigned cells. Node i of the VC's
+// private cluster (PrivateConfig, nodes in the order the config names
+// them) has the devices of view node i, and device k of it is leaf k.
+func (s *Scheduler) View(vcName string) ([]ViewNode, error) {
+	vc := s.byVC[vcName]
+	if vc == nil {
+		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+	}
+	var out []ViewNode
+	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
+		for _, vcc := range list {
+			for _, v := range vcc.view {
+				out = append(out, ViewNode{Leaves: vleavesOf(v, nil), cell: v})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Busy reports whether a virtual leaf is used by a guaranteed group.
+func (v *VCell) Busy() bool { return v.group != nil }
+
+// Hold defers unbinding: from now until EndRound, a bound cell whose last
+// group leaves stays bound. A VC that re-plans several of its groups in
+// one round (releasing some and committing others) then keeps the mapping
+// from its virtual leaves to physical devices, so a group that moves in
+// the VC also moves physically, and one that stays does not. Safety holds
+// throughout: a bound cell counts as used by its VC either way.
+func (s *Scheduler) Hold() { s.holding = true }
+
+// EndRound ends Hold: every cell left bound without a group is unbound,
+// as Release would have done.
+func (s *Scheduler) EndRound() {
+	s.holding = false
+	for _, v := range s.deferred {
+		s.unbindUp(v)
+	}
+	clear(s.deferred)
+	s.deferred = s.deferred[:0]
+	for _, ch := range s.chains {
+		s.doomCheck(ch)
+	}
+}
+
+// Commit places a guaranteed group on virtual leaves its VC's scheduler
+// chose (per pod; a pod's leaves lie in one view node, which keeps it in
+// one physical node), binding whatever is unbound by buddy allocation and
+// preempting the opportunistic groups on the devices it gets. The leaves
+// must be free of guaranteed groups: the VC's own victims are released
+// (Release) before. Decision.Placed is false, and nothing changes, when
+// binding fails (bad hardware); with healthy hardware HiveD's safety
+// guarantees it never does.
+func (s *Scheduler) Commit(r Request, pods [][]*VCell) (Decision, error) {
+	if r.Priority == Opportunistic {
+		return Decision{}, fmt.Errorf("tenancy: group %s: opportunistic groups hold no VC cells", r.Group)
+	}
+	r.Pods = r.Pods[:0]
+	for _, p := range pods {
+		r.Pods = append(r.Pods, len(p))
+	}
+	vc, err := s.validate(r)
+	if err != nil {
+		return Decision{}, err
+	}
+	s.epoch++
+	var vcc *vcChain
+	for i, pod := range pods {
+		for _, l := range pod {
+			switch {
+			case l.level != 1 || l.vcc.vc != vc:
+				return Decision{}, fmt.Errorf("tenancy: group %s: pod %d names a cell that is not a leaf of VC %s", r.Group, i, vc.Name)
+			case l.group != nil:
+				return Decision{}, fmt.Errorf("tenancy: group %s: leaf used by group %s", r.Group, l.group.Name)
+			case l.mark == s.epoch:
+				return Decision{}, fmt.Errorf("tenancy: group %s: a leaf named twice", r.Group)
+			}
+			l.mark = s.epoch
+			if vcc == nil {
+				vcc = l.vcc
+			}
+		}
+	}
+	d, ok := s.commitGuaranteed(r, vc, vcc, pods)
+	if !ok {
+		return Decision{Reason: "no physical cells for the VC's placement"}, nil
+	}
+	return d, nil
+}
