@@ -96,7 +96,7 @@ would, so the scheduler may move them), and deleting it deletes them.`,
 	f := c.Flags()
 	f.StringVar(&traceName, "trace", "", "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (e.g. DIR/kubeconfig from pal dev-cluster up)")
-	f.Float64Var(&o.Speedup, "speedup", o.Speedup, "simulated seconds per wall second")
+	f.Float64Var(&o.Speedup, "speedup", o.Speedup, "simulated seconds per wall second (run pal scheduler with timeScale set to the same, so that it credits progress in the trace's seconds)")
 	f.Float64Var(&o.Round, "round", o.Round, "simulated round length in seconds (as pal sim --round)")
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the jobs' pods")
 	f.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "spec.schedulerName of the pods")
