@@ -112,6 +112,12 @@ func (f *freeSet) reserve(order []*workload.Job, pin []bool) {
 	}
 }
 
+// lend, unlend and settle implement moveSpace: picks read the one free
+// set.
+func (f *freeSet) lend(j *workload.Job)   { f.give(j.GPUsHeld) }
+func (f *freeSet) unlend(j *workload.Job) { f.take(j.GPUsHeld) }
+func (f *freeSet) settle(*workload.Job)   {}
+
 // freeCount implements moveSpace.
 func (f *freeSet) freeCount() int { return f.total }
 

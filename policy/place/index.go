@@ -1231,6 +1231,42 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
 	x.buf = busy
 }
 
+// lend implements moveSpace: a pick for j reads only its own class's
+// structures (and the shared columns), so j's GPUs are given back in
+// those alone; if j stays, unlend takes them back there, and only if it
+// moves does settle free them in every other live class too.
+func (x *scoreIndex) lend(j *workload.Job) { x.inClass(int(j.Class), true, func() { x.give(j.GPUsHeld) }) }
+
+// unlend implements moveSpace (see lend).
+func (x *scoreIndex) unlend(j *workload.Job) { x.inClass(int(j.Class), true, func() { x.take(j.GPUsHeld) }) }
+
+// settle implements moveSpace (see lend): the other live classes see
+// j's GPUs free, the shared columns already do.
+func (x *scoreIndex) settle(j *workload.Job) {
+	x.inClass(int(j.Class), false, func() {
+		for _, g := range j.GPUsHeld {
+			x.free[g] = false
+			x.nodeFree[x.nodeOf(g)]--
+		}
+		x.total -= len(j.GPUsHeld)
+		hist := x.hist
+		x.hist = false
+		x.give(j.GPUsHeld)
+		x.hist = hist
+	})
+}
+
+// inClass runs f with only class c live (only, true) or with every live
+// class but c (only, false).
+func (x *scoreIndex) inClass(c int, only bool, f func()) {
+	saved := x.live
+	for k := range x.live {
+		x.live[k] = saved[k] && (k == c) == only
+	}
+	f()
+	x.live = saved
+}
+
 // freeCount implements moveSpace.
 func (x *scoreIndex) freeCount() int { return x.total }
 

@@ -170,6 +170,11 @@ type moveSpace interface {
 	discard()
 	// freeCount is the number of free GPUs.
 	freeCount() int
+	// lend frees pinned job j's GPUs for its own pick only; unlend takes
+	// them back, and settle frees them for everyone (j moves).
+	lend(j *workload.Job)
+	unlend(j *workload.Job)
+	settle(j *workload.Job)
 	// reserve takes the GPUs of every order[i] with pin[i].
 	reserve(order []*workload.Job, pin []bool)
 }
@@ -219,14 +224,15 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 			if !m.mayPay(j) {
 				continue
 			}
-			sp.give(j.GPUsHeld)
+			sp.lend(j)
 			if g := pick(i); m.pays(j, g) {
 				g = own(i, g)
+				sp.settle(j)
 				sp.take(g)
 				out[i] = g
 			} else {
 				sp.discard()
-				sp.take(j.GPUsHeld)
+				sp.unlend(j)
 			}
 			continue
 		}
