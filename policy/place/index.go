@@ -1235,10 +1235,14 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
 // structures (and the shared columns), so j's GPUs are given back in
 // those alone; if j stays, unlend takes them back there, and only if it
 // moves does settle free them in every other live class too.
-func (x *scoreIndex) lend(j *workload.Job) { x.inClass(int(j.Class), true, func() { x.give(j.GPUsHeld) }) }
+func (x *scoreIndex) lend(j *workload.Job) {
+	x.inClass(int(j.Class), true, func() { x.give(j.GPUsHeld) })
+}
 
 // unlend implements moveSpace (see lend).
-func (x *scoreIndex) unlend(j *workload.Job) { x.inClass(int(j.Class), true, func() { x.take(j.GPUsHeld) }) }
+func (x *scoreIndex) unlend(j *workload.Job) {
+	x.inClass(int(j.Class), true, func() { x.take(j.GPUsHeld) })
+}
 
 // settle implements moveSpace (see lend): the other live classes see
 // j's GPUs free, the shared columns already do.
