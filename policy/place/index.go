@@ -1236,18 +1236,26 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
 // those alone; if j stays, unlend takes them back there, and only if it
 // moves does settle free them in every other live class too.
 func (x *scoreIndex) lend(j *workload.Job) {
-	x.inClass(int(j.Class), true, func() { x.give(j.GPUsHeld) })
+	saved := x.live
+	x.live = x.onlyLive(int(j.Class))
+	x.give(j.GPUsHeld)
+	x.live = saved
 }
 
 // unlend implements moveSpace (see lend).
 func (x *scoreIndex) unlend(j *workload.Job) {
-	x.inClass(int(j.Class), true, func() { x.take(j.GPUsHeld) })
+	saved := x.live
+	x.live = x.onlyLive(int(j.Class))
+	x.take(j.GPUsHeld)
+	x.live = saved
 }
 
 // settle implements moveSpace (see lend): the other live classes see
 // j's GPUs free, the shared columns already do.
 func (x *scoreIndex) settle(j *workload.Job) {
-	x.inClass(int(j.Class), false, func() {
+	saved := x.live
+	x.live[j.Class] = false
+	if x.live != ([variability.NumClasses]bool{}) {
 		for _, g := range j.GPUsHeld {
 			x.free[g] = false
 			x.nodeFree[x.nodeOf(g)]--
@@ -1257,18 +1265,14 @@ func (x *scoreIndex) settle(j *workload.Job) {
 		x.hist = false
 		x.give(j.GPUsHeld)
 		x.hist = hist
-	})
+	}
+	x.live = saved
 }
 
-// inClass runs f with only class c live (only, true) or with every live
-// class but c (only, false).
-func (x *scoreIndex) inClass(c int, only bool, f func()) {
-	saved := x.live
-	for k := range x.live {
-		x.live[k] = saved[k] && (k == c) == only
-	}
-	f()
-	x.live = saved
+// onlyLive is the live set with class c alone (if it is live).
+func (x *scoreIndex) onlyLive(c int) (l [variability.NumClasses]bool) {
+	l[c] = x.live[c]
+	return l
 }
 
 // freeCount implements moveSpace.
