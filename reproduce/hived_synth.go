@@ -3,6 +3,7 @@ package reproduce
 import (
 	"cmp"
 	"fmt"
+	"github.com/palsched/pal/policy/tenant"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -42,18 +43,8 @@ const SynthNodeGPUs = 8
 // of its nodes as node cells.
 func SyntheticHived(load, days float64, seed uint64) (*tenancy.Config, *workload.Trace) {
 	cfg := &tenancy.Config{File: fmt.Sprintf("synthetic 96-GPU cells (12 nodes x 8 GPUs; VCs %s)", synthVCs())}
-	cfg.CellTypes = []tenancy.CellTypeSpec{
-		{Name: "PCIE", ChildCellType: "GPU", ChildCellNumber: 2},
-		{Name: "SOCKET", ChildCellType: "PCIE", ChildCellNumber: 2},
-		{Name: "NODE", ChildCellType: "SOCKET", ChildCellNumber: 2, IsNodeLevel: true},
-	}
-	n := 0
 	for _, t := range SynthTenants {
-		for i := 0; i < t.Nodes; i++ {
-			cfg.PhysicalCells = append(cfg.PhysicalCells, tenancy.PhysicalCellSpec{CellType: "NODE", CellAddress: fmt.Sprintf("node-%d", n)})
-			n++
-		}
-		cfg.VCs = append(cfg.VCs, tenancy.VCSpec{Name: t.Name, VirtualCells: []tenancy.VirtualCellSpec{{CellType: "NODE", CellNumber: t.Nodes}}})
+		tenant.AddNodeVC(cfg, t.Name, t.Nodes)
 	}
 	name := fmt.Sprintf("synthetic-96 (load %.2f, %g days, seed %d)", load, days, seed)
 	tr := &workload.Trace{Name: name}

@@ -640,18 +640,26 @@ func (h *HiveD) Check() error { return h.s.Check() }
 // cells. Node names are node-0, node-1, ...
 func PhillyCells(vcs []workload.PhillyVC) *tenancy.Config {
 	cfg := &tenancy.Config{File: "philly VCs (philly/philly_vc.csv, 8-GPU nodes)"}
-	cfg.CellTypes = []tenancy.CellTypeSpec{
-		{Name: "PCIE", ChildCellType: "GPU", ChildCellNumber: 2},
-		{Name: "SOCKET", ChildCellType: "PCIE", ChildCellNumber: 2},
-		{Name: "NODE", ChildCellType: "SOCKET", ChildCellNumber: 2, IsNodeLevel: true},
-	}
-	n := 0
 	for _, v := range vcs {
-		for i := 0; i < v.Nodes; i++ {
-			cfg.PhysicalCells = append(cfg.PhysicalCells, tenancy.PhysicalCellSpec{CellType: "NODE", CellAddress: fmt.Sprintf("node-%d", n)})
-			n++
-		}
-		cfg.VCs = append(cfg.VCs, tenancy.VCSpec{Name: v.Name, VirtualCells: []tenancy.VirtualCellSpec{{CellType: "NODE", CellNumber: v.Nodes}}})
+		AddNodeVC(cfg, v.Name, v.Nodes)
 	}
 	return cfg
+}
+
+// AddNodeVC adds a VC of nodes DGX-like 8-GPU nodes (PCIe pairs and
+// sockets inside) to cfg, as node cells, and the physical nodes it
+// holds (named node-0, node-1, ... across the config); the first call
+// also defines the cell types.
+func AddNodeVC(cfg *tenancy.Config, name string, nodes int) {
+	if len(cfg.CellTypes) == 0 {
+		cfg.CellTypes = []tenancy.CellTypeSpec{
+			{Name: "PCIE", ChildCellType: "GPU", ChildCellNumber: 2},
+			{Name: "SOCKET", ChildCellType: "PCIE", ChildCellNumber: 2},
+			{Name: "NODE", ChildCellType: "SOCKET", ChildCellNumber: 2, IsNodeLevel: true},
+		}
+	}
+	for range nodes {
+		cfg.PhysicalCells = append(cfg.PhysicalCells, tenancy.PhysicalCellSpec{CellType: "NODE", CellAddress: fmt.Sprintf("node-%d", len(cfg.PhysicalCells))})
+	}
+	cfg.VCs = append(cfg.VCs, tenancy.VCSpec{Name: name, VirtualCells: []tenancy.VirtualCellSpec{{CellType: "NODE", CellNumber: nodes}}})
 }
