@@ -32,56 +32,68 @@ import (
 // kubectl), in file order: namespace first.
 func applyDeploy(t *testing.T, cs kubernetes.Interface) map[string]runtime.Object {
 	t.Helper()
-	ctx := context.Background()
 	objs := map[string]runtime.Object{}
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml"} {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-		for {
-			doc, err := r.Read()
-			if err != nil {
-				break
-			}
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("deploy/%s: %v", f, err)
-			}
-			switch o := obj.(type) {
-			case *corev1.Namespace:
-				_, err = cs.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
-					err = nil
-				}
-			case *corev1.ServiceAccount:
-				_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *corev1.ConfigMap:
-				_, err = cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRole:
-				_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRoleBinding:
-				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.Role:
-				_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.RoleBinding:
-				_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *appsv1.Deployment:
-				_, err = cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			default:
-				t.Fatalf("deploy/%s: unexpected %v", f, gvk)
-			}
-			if err != nil {
-				t.Fatalf("deploy/%s: apply %v: %v", f, gvk.Kind, err)
-			}
-			objs[gvk.Kind] = obj
-		}
+		applyManifests(t, cs, "deploy/"+f, raw, objs)
 	}
 	return objs
+}
+
+// applyManifests creates each object of a YAML stream, in order, and
+// records it in objs by kind; name says where the stream came from.
+func applyManifests(t *testing.T, cs kubernetes.Interface, name string, raw []byte, objs map[string]runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			if runtime.IsMissingKind(err) { // a document of comments only
+				continue
+			}
+			t.Fatalf("%s: %v", name, err)
+		}
+		switch o := obj.(type) {
+		case *corev1.Namespace:
+			_, err = cs.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				err = nil
+			}
+		case *corev1.ServiceAccount:
+			_, err = cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			_, err = cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Service:
+			_, err = cs.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = cs.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			_, err = cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("%s: unexpected %v", name, gvk)
+		}
+		if err != nil {
+			t.Fatalf("%s: apply %v: %v", name, gvk.Kind, err)
+		}
+		objs[gvk.Kind] = obj
+	}
 }
 
 // The manifests apply cleanly, and the scheduler runs under the service
@@ -89,21 +101,28 @@ func applyDeploy(t *testing.T, cs kubernetes.Interface) map[string]runtime.Objec
 // role allows nothing beyond what the job needs.
 func TestDeployAndRBAC(t *testing.T) {
 	e := newEnv(t, 1, 4)
+	checkInstalled(t, e, "deploy/", applyDeploy(t, e.cs))
+}
+
+// checkInstalled runs, under the installed service account and with the
+// installed config, the scheduler's whole job, then checks that the role
+// allows nothing more. src names what installed objs (deploy/, the chart).
+func checkInstalled(t *testing.T, e *env, src string, objs map[string]runtime.Object) {
+	t.Helper()
 	ctx := context.Background()
-	objs := applyDeploy(t, e.cs)
 	dep := objs["Deployment"].(*appsv1.Deployment)
 	if *dep.Spec.Replicas != 2 || dep.Spec.Template.Spec.ServiceAccountName != "pal-scheduler" ||
 		dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot == nil || !*dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot {
-		t.Errorf("deployment: replicas %d, SA %q, non-root %v", *dep.Spec.Replicas, dep.Spec.Template.Spec.ServiceAccountName, dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot)
+		t.Errorf("%s deployment: replicas %d, SA %q, non-root %v", src, *dep.Spec.Replicas, dep.Spec.Template.Spec.ServiceAccountName, dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot)
 	}
 	// The scheduler's own config, from the deployed ConfigMap.
 	cm := objs["ConfigMap"].(*corev1.ConfigMap)
 	cfg := kube.DefaultConfig()
 	if err := yaml.UnmarshalStrict([]byte(cm.Data["config.yaml"]), &cfg); err != nil {
-		t.Fatalf("deploy/configmap.yaml config.yaml: %v", err)
+		t.Fatalf("%s ConfigMap config.yaml: %v", src, err)
 	}
 	if err := cfg.Validate(); err != nil {
-		t.Fatalf("deploy/configmap.yaml config.yaml: %v", err)
+		t.Fatalf("%s ConfigMap config.yaml: %v", src, err)
 	}
 	cfg.MetricsAddr = ""
 	cfg.Period = kube.Duration{Duration: 300 * time.Millisecond}
@@ -174,7 +193,7 @@ func TestDeployAndRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Status.Allowed != c.allowed {
-			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v", user, c.verb, c.res, c.sub, c.ns, got.Status.Allowed, c.allowed)
+			t.Errorf("%s: %s %s %s/%s in %q: allowed %v, want %v", src, user, c.verb, c.res, c.sub, c.ns, got.Status.Allowed, c.allowed)
 		}
 	}
 }

@@ -1,0 +1,232 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/palsched/pal/internal/helmbin"
+	"github.com/palsched/pal/kube"
+)
+
+// helm returns the helm binary; without one the test fails under CI=true
+// and skips, saying how to get one, elsewhere.
+func helm(t *testing.T) string {
+	t.Helper()
+	p, err := helmbin.Find()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the chart tests need helm under CI: %v", err)
+		}
+		t.Skipf("chart tests: %v", err)
+	}
+	return p
+}
+
+// objects decodes a multi-document YAML stream into typed objects, keyed
+// by kind (one object of each kind per stream here).
+func objects(t *testing.T, name string, raw []byte) map[string]runtime.Object {
+	t.Helper()
+	out := map[string]runtime.Object{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(doc)) == 0 || strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, doc)
+		}
+		if _, dup := out[gvk.Kind]; dup {
+			t.Fatalf("%s: two %s objects", name, gvk.Kind)
+		}
+		out[gvk.Kind] = obj
+	}
+	return out
+}
+
+func stripComments(doc []byte) string {
+	var b strings.Builder
+	for _, l := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// deployObjects reads the plain manifests in deploy/.
+func deployObjects(t *testing.T) map[string]runtime.Object {
+	t.Helper()
+	out := map[string]runtime.Object{}
+	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, o := range objects(t, "deploy/"+f, raw) {
+			out[k] = o
+		}
+	}
+	return out
+}
+
+// loadConfig parses a ConfigMap's config.yaml with the scheduler's own
+// loader (defaults, strict keys, validation), from a file as pal
+// scheduler --config reads it.
+func loadConfig(t *testing.T, cm *corev1.ConfigMap) (kube.Config, error) {
+	t.Helper()
+	text, ok := cm.Data["config.yaml"]
+	if !ok {
+		t.Fatalf("ConfigMap %s has no config.yaml key", cm.Name)
+	}
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kube.LoadConfig(p)
+}
+
+func render(t *testing.T, release, ns string, set ...string) map[string]runtime.Object {
+	t.Helper()
+	out, err := helmbin.Template(helm(t), "chart", release, ns, set...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects(t, "helm template "+release, out)
+}
+
+// The chart's default values install what deploy/*.yaml installs: the
+// same scheduler config (as the scheduler's loader reads it), the same
+// RBAC rules, and the same pod.
+func TestChartMatchesDeploy(t *testing.T) {
+	chart := render(t, "pal", "pal-system")
+	plain := deployObjects(t)
+	for _, k := range []string{"ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"} {
+		if chart[k] == nil {
+			t.Fatalf("the chart renders no %s", k)
+		}
+	}
+	if len(chart) != 8 {
+		t.Errorf("the chart renders %d kinds, want 8 (no Namespace: helm installs into the release's)", len(chart))
+	}
+
+	got, err := loadConfig(t, chart["ConfigMap"].(*corev1.ConfigMap))
+	if err != nil {
+		t.Fatalf("chart ConfigMap: %v", err)
+	}
+	want, err := loadConfig(t, plain["ConfigMap"].(*corev1.ConfigMap))
+	if err != nil {
+		t.Fatalf("deploy/configmap.yaml: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("chart config\n%+v\ndeploy/configmap.yaml config\n%+v", got, want)
+	}
+	if got.Namespace != "pal-system" || got.LeaderElection.LeaseName != "pal-scheduler" || !got.LeaderElection.Enabled || got.MetricsAddr != ":10261" {
+		t.Errorf("config: namespace %q, lease %q (enabled %v), metrics %q", got.Namespace, got.LeaderElection.LeaseName, got.LeaderElection.Enabled, got.MetricsAddr)
+	}
+
+	for _, k := range []string{"ClusterRole", "Role"} {
+		var g, w []rbacv1.PolicyRule
+		switch o := chart[k].(type) {
+		case *rbacv1.ClusterRole:
+			g, w = o.Rules, plain[k].(*rbacv1.ClusterRole).Rules
+		case *rbacv1.Role:
+			g, w = o.Rules, plain[k].(*rbacv1.Role).Rules
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s rules differ from deploy/rbac.yaml:\nchart  %+v\ndeploy %+v", k, g, w)
+		}
+	}
+	crb := chart["ClusterRoleBinding"].(*rbacv1.ClusterRoleBinding)
+	if s := crb.Subjects; len(s) != 1 || s[0].Name != "pal-scheduler" || s[0].Namespace != "pal-system" || crb.RoleRef.Name != "pal-scheduler" {
+		t.Errorf("ClusterRoleBinding %+v -> %+v", s, crb.RoleRef)
+	}
+
+	gd, wd := chart["Deployment"].(*appsv1.Deployment), plain["Deployment"].(*appsv1.Deployment)
+	if *gd.Spec.Replicas != *wd.Spec.Replicas || gd.Name != wd.Name {
+		t.Errorf("deployment %s x%d, deploy/ has %s x%d", gd.Name, *gd.Spec.Replicas, wd.Name, *wd.Spec.Replicas)
+	}
+	gp, wp := gd.Spec.Template.Spec, wd.Spec.Template.Spec
+	if !reflect.DeepEqual(gp.SecurityContext, wp.SecurityContext) || gp.ServiceAccountName != wp.ServiceAccountName ||
+		gp.PriorityClassName != wp.PriorityClassName || !reflect.DeepEqual(gp.Volumes, wp.Volumes) {
+		t.Errorf("pod spec differs from deploy/deployment.yaml:\nchart  %+v\ndeploy %+v", gp, wp)
+	}
+	gc, wc := gp.Containers[0], wp.Containers[0]
+	gc.Image, wc.Image = "", ""
+	gc.ImagePullPolicy = ""
+	if !reflect.DeepEqual(gc, wc) {
+		t.Errorf("container differs from deploy/deployment.yaml:\nchart  %+v\ndeploy %+v", gc, wc)
+	}
+	if img := gp.Containers[0].Image; img != "pal:latest" {
+		t.Errorf("image %q, want pal:latest (the chart's appVersion)", img)
+	}
+	gs, ws := chart["Service"].(*corev1.Service).Spec, plain["Service"].(*corev1.Service).Spec
+	if !reflect.DeepEqual(gs.Ports, ws.Ports) || gs.Type != ws.Type {
+		t.Errorf("Service differs from deploy/service.yaml:\nchart  %+v\ndeploy %+v", gs, ws)
+	}
+	// Each Service selects its own Deployment's pods.
+	for _, c := range []struct {
+		name string
+		sel  map[string]string
+		pod  map[string]string
+	}{{"chart", gs.Selector, gd.Spec.Template.Labels}, {"deploy/", ws.Selector, wd.Spec.Template.Labels}} {
+		for k, v := range c.sel {
+			if c.pod[k] != v {
+				t.Errorf("%s: the Service selects %s=%s, the pods have %q", c.name, k, v, c.pod[k])
+			}
+		}
+	}
+}
+
+// Values reach the scheduler's config under the keys its loader accepts;
+// a mistyped key is caught by that loader, naming the key.
+func TestChartValues(t *testing.T) {
+	objs := render(t, "gpu", "sched",
+		"config.placement=pal", "config.period=30s", "config.scheduler=las", "metrics.port=9100", "replicas=3",
+		"image.repository=registry.example/pal", "image.tag=v1.2.3")
+	cfg, err := loadConfig(t, objs["ConfigMap"].(*corev1.ConfigMap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Placement != "pal" || cfg.Period.Duration.String() != "30s" || cfg.Scheduler != "las" || cfg.MetricsAddr != ":9100" ||
+		cfg.Namespace != "sched" || cfg.LeaderElection.LeaseName != "gpu-scheduler" || cfg.MigrationCost.Duration.String() != "2m0s" {
+		t.Errorf("config from values: %+v", cfg)
+	}
+	d := objs["Deployment"].(*appsv1.Deployment)
+	c := d.Spec.Template.Spec.Containers[0]
+	if d.Name != "gpu-scheduler" || d.Namespace != "sched" || *d.Spec.Replicas != 3 || c.Image != "registry.example/pal:v1.2.3" || c.Ports[0].ContainerPort != 9100 {
+		t.Errorf("deployment %s/%s x%d image %s port %d", d.Namespace, d.Name, *d.Spec.Replicas, c.Image, c.Ports[0].ContainerPort)
+	}
+	if rb := objs["RoleBinding"].(*rbacv1.RoleBinding); rb.Namespace != "sched" || rb.Subjects[0].Namespace != "sched" || rb.Subjects[0].Name != "gpu-scheduler" {
+		t.Errorf("RoleBinding %s: %+v", rb.Namespace, rb.Subjects)
+	}
+
+	bad := render(t, "pal", "pal-system", "config.plcement=pal")
+	if _, err := loadConfig(t, bad["ConfigMap"].(*corev1.ConfigMap)); err == nil || !strings.Contains(err.Error(), `"plcement"`) {
+		t.Errorf("a mistyped config key: loader said %v, want an unknown-field error naming plcement", err)
+	}
+	if _, err := helmbin.Template(helm(t), "chart", "pal", "pal-system", "config.leaderElection.enabled=false"); err == nil ||
+		!strings.Contains(err.Error(), "replicas > 1 needs config.leaderElection.enabled") {
+		t.Errorf("two replicas without leader election rendered: %v", err)
+	}
+	one := render(t, "pal", "pal-system", "config.leaderElection.enabled=false", "replicas=1")
+	if cfg, err := loadConfig(t, one["ConfigMap"].(*corev1.ConfigMap)); err != nil || cfg.LeaderElection.Enabled {
+		t.Errorf("one replica without election: %v, enabled %v", err, cfg.LeaderElection.Enabled)
+	}
+}
