@@ -65,6 +65,9 @@ type Grid struct {
 	// Row.Run; the rest drop them once their summary is taken, so a big
 	// sweep does not hold millions of records it never reads.
 	Keep func(Point) bool
+	// Shard, when set, runs only that part of the grid (Partition); rows
+	// keep their indices in the whole grid, and Merge joins the parts.
+	Shard Shard
 }
 
 // SynergySpec shapes the generated Synergy traces.

@@ -124,11 +124,7 @@ func moveCosts(o experiment.Options) string {
 }
 
 // WriteInputs writes Inputs as lines starting with prefix ("# " for CSV).
-func WriteInputs(w io.Writer, g *Grid, prefix string) {
-	for _, kv := range Inputs(g) {
-		fmt.Fprintf(w, "%s%s: %s\n", prefix, kv.Name, kv.Value)
-	}
-}
+func WriteInputs(w io.Writer, g *Grid, prefix string) { WriteInputList(w, Inputs(g), prefix) }
 
 // Document is the JSON form of a sweep: the grid as run, whether it is
 // complete, and the rows.
@@ -179,10 +175,14 @@ func NewDocument(res *Result) Document {
 }
 
 // WriteJSON writes the document, indented.
-func WriteJSON(w io.Writer, res *Result) error {
+func WriteJSON(w io.Writer, res *Result) error { return WriteDocumentJSON(w, NewDocument(res)) }
+
+// WriteDocumentJSON writes a document, indented: what WriteJSON writes
+// for the result it came from.
+func WriteDocumentJSON(w io.Writer, d Document) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(NewDocument(res))
+	return enc.Encode(d)
 }
 
 // PartialFile is written beside sweep.csv when the sweep did not finish,
@@ -193,26 +193,38 @@ const PartialFile = "PARTIAL"
 // WriteDir writes dir/sweep.csv and dir/sweep.json, and dir/PARTIAL when
 // the result is partial. Files are written whole or not at all (via a
 // temporary name), so an interrupted write never leaves half a CSV.
-func WriteDir(dir string, res *Result) error {
+func WriteDir(dir string, res *Result) error { return WriteDocumentDir(dir, NewDocument(res)) }
+
+// WriteDocumentDir is WriteDir for a document (a merged sweep's, say):
+// the same files, byte for byte, as for the result it describes.
+func WriteDocumentDir(dir string, d Document) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error {
-		return Table("", res.Rows).WriteCSV(w)
+		return Table("", d.Rows).WriteCSV(w)
 	}); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sweep.json"), func(w io.Writer) error { return WriteDocumentJSON(w, d) }); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, PartialFile)
-	if !res.Partial {
+	if !d.Partial {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		return nil
 	}
-	msg := "partial sweep: " + strconv.Itoa(len(res.Rows)) + " of " + strconv.Itoa(res.Total) +
+	msg := "partial sweep: " + strconv.Itoa(d.RunsDone) + " of " + strconv.Itoa(d.RunsTotal) +
 		" runs finished (stopped early); sweep.csv and sweep.json hold the finished runs only\n"
 	return os.WriteFile(p, []byte(msg), 0o644)
+}
+
+// WriteInputList writes inputs as lines starting with prefix, as
+// WriteInputs does for a grid.
+func WriteInputList(w io.Writer, in []experiment.Input, prefix string) {
+	for _, kv := range in {
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, kv.Name, kv.Value)
+	}
 }

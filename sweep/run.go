@@ -104,7 +104,7 @@ func Run(ctx context.Context, grids []*Grid, opt RunOptions) ([]*Result, error) 
 	pts := make([][]Point, len(grids))
 	sh := &shared{inputs: map[inputKey]*inputSlot{}, traces: map[synKey]*traceSlot{}, runs: map[runKey]*runSlot{}}
 	for gi, g := range grids {
-		p, err := g.Expand()
+		p, err := g.Points()
 		if err != nil {
 			return nil, err
 		}

@@ -82,6 +82,8 @@ preemptions, migrations, GPU-seconds lost to moves and rounds simulated.`,
 	fs.StringVar(&outDir, "out", "", "write DIR/sweep.csv and DIR/sweep.json instead of printing")
 	fs.StringVarP(&output, "output", "o", "table", "stdout format without --out: table, csv or json")
 	fs.BoolVar(&wide, "wide", false, "table output: every column of the CSV, not just the headline ones")
+	sh := bindShardFlags(fs)
+	cmd.AddCommand(newSweepMergeCmd())
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if output != "table" && output != "csv" && output != "json" {
@@ -108,7 +110,17 @@ preemptions, migrations, GPU-seconds lost to moves and rounds simulated.`,
 			}
 			g.Synergy.Track = &t
 		}
-		pts, err := g.Expand()
+		all, err := g.Expand()
+		if err != nil {
+			return err
+		}
+		if sh.kubernetes {
+			return writeSweepJob(cmd, sh, fs)
+		}
+		if g.Shard, err = sh.parse(output); err != nil {
+			return err
+		}
+		pts, err := g.Points()
 		if err != nil {
 			return err
 		}
@@ -127,7 +139,13 @@ preemptions, migrations, GPU-seconds lost to moves and rounds simulated.`,
 		if res.Partial {
 			fmt.Fprintf(cmd.ErrOrStderr(), "pal: partial sweep: %d of %d runs finished\n", len(res.Rows), res.Total)
 		}
-		if err := writeSweepResult(cmd.OutOrStdout(), outDir, output, wide, res); err != nil {
+		if sh.shard != "" {
+			if err := writeSweepPart(cmd, outDir, res, g.Shard, pts, len(all)); err != nil {
+				return err
+			}
+			return runErr
+		}
+		if err := writeSweepResult(cmd.OutOrStdout(), outDir, output, wide, sweep.NewDocument(res), sweep.Inputs(res.Grid)); err != nil {
 			return err
 		}
 		return runErr
@@ -135,27 +153,30 @@ preemptions, migrations, GPU-seconds lost to moves and rounds simulated.`,
 	return cmd
 }
 
-func writeSweepResult(w io.Writer, dir, output string, wide bool, res *sweep.Result) error {
+// writeSweepResult writes a sweep's document to dir, or to w in the
+// output format. An unsharded sweep and a merge of its parts both write
+// through here, so their files are the same byte for byte.
+func writeSweepResult(w io.Writer, dir, output string, wide bool, doc sweep.Document, inputs []experiment.Input) error {
 	if dir != "" {
-		return sweep.WriteDir(dir, res)
+		return sweep.WriteDocumentDir(dir, doc)
 	}
 	switch output {
 	case "csv":
-		sweep.WriteInputs(w, res.Grid, "# ")
-		return sweep.Table("", res.Rows).WriteCSV(w)
+		sweep.WriteInputList(w, inputs, "# ")
+		return sweep.Table("", doc.Rows).WriteCSV(w)
 	case "json":
-		return sweep.WriteJSON(w, res)
+		return sweep.WriteDocumentJSON(w, doc)
 	}
-	title := fmt.Sprintf("sweep: %d runs", res.Total)
-	if res.Partial {
-		title = fmt.Sprintf("sweep (partial: %d of %d runs)", len(res.Rows), res.Total)
+	title := fmt.Sprintf("sweep: %d runs", doc.RunsTotal)
+	if doc.Partial {
+		title = fmt.Sprintf("sweep (partial: %d of %d runs)", doc.RunsDone, doc.RunsTotal)
 	}
-	sweep.WriteInputs(w, res.Grid, "")
+	sweep.WriteInputList(w, inputs, "")
 	fmt.Fprintln(w)
 	if wide {
-		return sweep.Table(title, res.Rows).WriteText(w)
+		return sweep.Table(title, doc.Rows).WriteText(w)
 	}
-	return sweep.NarrowTable(title, res.Rows).WriteText(w)
+	return sweep.NarrowTable(title, doc.Rows).WriteText(w)
 }
 
 // sweepNoEffect collects, once each, the warnings about given options
