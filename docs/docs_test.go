@@ -221,7 +221,7 @@ func checkFigures(t *testing.T, b doctest.Block) {
 // between digits).
 func dropSeparators(s string) string {
 	b := []byte(s)
-	out := b[:0]
+	out := make([]byte, 0, len(b))
 	for i, c := range b {
 		if c == ',' && i > 0 && i+1 < len(b) && isDigit(b[i-1]) && isDigit(b[i+1]) {
 			continue
