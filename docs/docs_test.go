@@ -2,9 +2,9 @@ package docs
 
 import (
 	"context"
-	"flag"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -81,6 +81,9 @@ func TestDocumentedCommands(t *testing.T) {
 					t.Fatalf("%s:%d: skipped for %s, but no test of that name exists", b.File, b.Line, b.Test)
 				}
 				return
+			}
+			if b.Slow && os.Getenv("PAL_DOCS_SLOW") != "1" {
+				t.Skipf("%s:%d takes minutes: run with PAL_DOCS_SLOW=1 (CI does, in its own step)", b.File, b.Line)
 			}
 			script, ok := shell(b)
 			if *dry {
