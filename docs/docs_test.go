@@ -276,3 +276,37 @@ func check(t *testing.T, b doctest.Block, out string) {
 		}
 	}
 }
+
+// TestDocLinks: every relative link of the README and docs/ names a file
+// of the checkout (a page moved or renamed leaves no dead link behind),
+// and no page sends the reader outside the checkout.
+func TestDocLinks(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range pages(t, root) {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		for n, line := range strings.Split(string(src), "\n") {
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target, _, _ := strings.Cut(m[1], "#")
+				if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				p := filepath.Join(filepath.Dir(f), target)
+				if r, err := filepath.Rel(root, p); err != nil || strings.HasPrefix(r, "..") {
+					t.Errorf("%s:%d: link %s leaves the checkout", rel, n+1, m[1])
+					continue
+				}
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("%s:%d: link %s: no such file", rel, n+1, m[1])
+				}
+			}
+		}
+	}
+}
