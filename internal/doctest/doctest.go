@@ -19,6 +19,9 @@
 //     <!-- doctest: skip TestName --> the block needs something this
 //     harness does not start (a cluster); TestName is the test that runs
 //     it.
+//   - A directive may start with the word slow (<!-- doctest: slow
+//     expect ... -->): the block takes minutes (a full experiment), so
+//     it runs only when the harness is asked for slow blocks (CI does).
 //   - The figures quoted in the paragraph right after a block (numbers
 //     with a decimal point, thousands separators, a percent or a times
 //     sign) must each be one the block's directive checks.
@@ -61,6 +64,8 @@ type Block struct {
 	Want     []string
 	// Test names the test that runs a skipped block.
 	Test string
+	// Slow: the block takes minutes; run only when asked.
+	Slow bool
 	// Prose is the paragraph right after the block (and its directive
 	// and output), from line ProseLine; Figures are the figures it quotes.
 	Prose     string
@@ -197,6 +202,11 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 	}
 	kind, rest, _ := strings.Cut(m[1], " ")
 	rest = strings.TrimSpace(rest)
+	if kind == "slow" {
+		b.Slow = true
+		kind, rest, _ = strings.Cut(rest, " ")
+		rest = strings.TrimSpace(rest)
+	}
 	switch Kind(kind) {
 	case Expect:
 		b.Kind = Expect

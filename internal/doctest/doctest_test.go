@@ -33,13 +33,20 @@ func TestParse(t *testing.T) {
 		"pal scheduler --config x.yaml", // 23
 		"```",                           // 24
 		"<!-- doctest: skip TestSchedulerBinds -->", // 25
+		"```sh",                             // 26
+		"pal reproduce --out out",           // 27
+		"```",                               // 28
+		`<!-- doctest: slow expect "x" -->`, // 29
 	}, "\n")
 	bs, err := Parse("p.md", []byte(page))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(bs) != 3 {
-		t.Fatalf("%d blocks, want 3: %+v", len(bs), bs)
+	if len(bs) != 4 {
+		t.Fatalf("%d blocks, want 4: %+v", len(bs), bs)
+	}
+	if b := bs[3]; !b.Slow || b.Kind != Expect || bs[0].Slow {
+		t.Errorf("slow: %+v", b)
 	}
 	b := bs[0]
 	if b.Line != 3 || len(b.Commands) != 1 || b.Commands[0].Line != 5 || b.Commands[0].Text != "pal sim --trace sia-philly/3 --placement pal" {
