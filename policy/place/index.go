@@ -1114,17 +1114,15 @@ func (x *scoreIndex) retire(c int) {
 }
 
 // moveFrameOn runs the migration rule's frame (see moveFrame) on the
-// index, in frame's visiting order. A class is retired (see retire) once
-// no job it must still serve exactly is left; after that only a pinned
-// job of the class asks about it (mayPay bounds it on the retired
-// counts) or a job past the prefix, which fits only once a preemption
-// frees GPUs, and a pick revives it. Without PAL's within queues a class
-// retires at the end of its run of the prefix, as in the base frame:
-// a revive is one load, and keeping every class live to the end of the
-// order would make every take update every class (jobs past the prefix
-// are in order, not by class). With the queues a revive replays every
-// busy GPU through them, so a class stays live until its last job that
-// is not pinned.
+// index, in frame's visiting order. As in the base frame, a class's
+// structures are kept only over its run of the prefix: loaded from the
+// free mask when the run starts (the takes before it skip the class) and
+// retired (see retire) when it ends. After that only a pinned job of the
+// class asks about it (mayPay bounds it on the retired counts) or a job
+// past the prefix, which fits only once a preemption frees GPUs, and a
+// pick revives it with one load. Keeping every class live to the end of
+// the order instead would make every take update every class (jobs past
+// the prefix are in order, not by class).
 func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
 	var live [variability.NumClasses]bool
 	var last, first [variability.NumClasses]int
@@ -1139,15 +1137,15 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 		if !live[c] {
 			live[c], last[c], first[c] = true, -1, p
 		}
-		if x.withinOn && !st.pin[i] || !x.withinOn && p < x.prefix {
+		if p < x.prefix {
 			last[c] = p
 		}
 	}
 	x.reset(live)
 	for c := range last {
-		// Without the queues a class is loaded only when its run of the
-		// prefix starts (see visited), so the takes before it skip it.
-		if live[c] && (last[c] < 0 || !x.withinOn && first[c] > 0) {
+		// A class is loaded only when its run of the prefix starts (see
+		// visited), so the takes before it skip it.
+		if live[c] && (last[c] < 0 || first[c] > 0) {
 			x.retire(c)
 		}
 	}
@@ -1162,7 +1160,7 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 				x.retire(c)
 			}
 		}
-		if !x.withinOn && p+1 < x.prefix {
+		if p+1 < x.prefix {
 			if c := x.dem[x.idx[p+1]].c; first[c] == p+1 && !x.live[c] {
 				x.revive(int(c))
 			}
@@ -1184,37 +1182,10 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 }
 
 // revive makes class c's structures current again after it was retired
-// (see moveFrameOn): the all-free state, then every busy GPU taken for
-// it alone.
+// (see moveFrameOn), from the free mask.
 func (x *scoreIndex) revive(c int) {
-	if !x.withinOn {
-		x.load(c)
-		x.live[c] = true
-		return
-	}
-	ci := &x.cls[c]
-	copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
-	copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
-	busy := x.buf[:0]
-	for g, f := range x.free {
-		if !f {
-			busy = append(busy, g)
-		}
-	}
-	// take on the busy GPUs with only c live, after marking them free
-	// in the shared columns (which take then marks busy again).
-	saved, hist := x.live, x.hist
-	x.live = [variability.NumClasses]bool{}
-	x.live[c], x.hist = true, false
-	for _, g := range busy {
-		x.free[g] = true
-		x.nodeFree[x.nodeOf(g)]++
-	}
-	x.total += len(busy)
-	x.take(busy)
-	x.live, x.hist = saved, hist
-	x.live[c], x.dirty[c] = true, true
-	x.buf = busy
+	x.load(c)
+	x.live[c] = true
 }
 
 // heldSlowdown is slowdown(env, j, j.GPUsHeld, true) off the index: the
@@ -1283,69 +1254,63 @@ func (x *scoreIndex) room(j *workload.Job) bool {
 	return false
 }
 
-// reserve implements moveSpace. Without PAL's within queues, a live
-// class's count structures are loaded from the free mask in one pass
-// (load) rather than by taking the reserved GPUs one by one: about half
-// the cluster is reserved in a loaded round, and every class is live when
-// the frame starts, so the per-GPU path would update every class for
-// every reserved GPU. With the queues, the GPUs are taken in id order, so
-// that the per-class columns are walked front to back rather than job by
-// job.
+// reserve implements moveSpace. A live class's structures are loaded
+// from the free mask in one pass (load) rather than by taking the
+// reserved GPUs one by one: about half the cluster is reserved in a
+// loaded round, and the per-GPU path would update every live class for
+// every reserved GPU.
 func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
-	if !x.withinOn {
-		n := 0
-		for i, j := range order {
-			if !pin[i] {
-				continue
-			}
-			for _, g := range j.GPUsHeld {
-				if x.free[g] {
-					x.free[g] = false
-					x.nodeFree[x.nodeOf(g)]--
-					n++
-				}
-			}
-		}
-		x.total -= n
-		if x.hist {
-			x.fillHist()
-		}
-		for c := range x.cls {
-			if x.live[c] {
-				x.load(c)
-			}
-		}
-		return
-	}
-	mark := x.free // x.free[g] false marks a reserved GPU for the moment
 	n := 0
 	for i, j := range order {
-		if pin[i] {
-			for _, g := range j.GPUsHeld {
-				mark[g] = false
+		if !pin[i] {
+			continue
+		}
+		for _, g := range j.GPUsHeld {
+			if x.free[g] {
+				x.free[g] = false
+				x.nodeFree[x.nodeOf(g)]--
+				n++
 			}
-			n += len(j.GPUsHeld)
 		}
 	}
-	busy := slices.Grow(x.buf[:0], n)
-	for g, f := range mark {
-		if !f {
-			busy = append(busy, g)
-			mark[g] = true
+	x.total -= n
+	if x.hist {
+		x.fillHist()
+	}
+	for c := range x.cls {
+		if x.live[c] {
+			x.load(c)
 		}
 	}
-	x.take(busy)
-	x.buf = busy
 }
 
-// load makes class c's count structures (not PAL's within queues) those
-// of the free mask x.free: the all-free build's two passes over the free
-// GPUs only. Hints and the bin cursor restart at 0, which is always a
-// valid lower bound (walks move them up).
+// load makes class c's structures those of the free mask x.free: the
+// all-free build's two passes over the free GPUs only, for the counts.
+// Hints and the bin cursor restart at 0, which is always a valid lower
+// bound (walks move them up). PAL's within queues restart from the
+// all-free state, whose entries are at worst too good, which wmin
+// corrects when it meets them (as after any take), and each node's free
+// mask is read off the free GPUs.
 func (x *scoreIndex) load(c int) {
 	ci := &x.cls[c]
-	clear(x.i32[ci.i32Lo:ci.i32Hi])
-	clear(x.words[ci.wLo:ci.wHi])
+	counts := len(ci.cnt) + len(ci.pop) + len(ci.hint) + len(ci.binFree) + len(ci.lo)
+	binWords := ci.wHi
+	if x.withinOn {
+		copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
+		copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+		binWords = ci.smOff
+		for nd := range ci.smask {
+			var m uint64
+			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
+				if x.free[g] {
+					m |= 1 << (ci.pos[g] & 63)
+				}
+			}
+			ci.smask[nd] = m
+		}
+	}
+	clear(x.i32[ci.i32Lo : ci.i32Lo+counts])
+	clear(x.words[ci.wLo:binWords])
 	cnt, pos, bins := ci.cnt, ci.pos, ci.bins
 	for g, b := range ci.gbin {
 		if x.free[g] {
