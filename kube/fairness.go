@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"context"
+	"log/slog"
 	"fmt"
 	"math"
 	"slices"
@@ -268,6 +270,13 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		t.violated = len(v)
 	}
 	t.keepLeases(s, order, byJob, out)
+	if s.log.Enabled(context.Background(), themisPlanLevel) {
+		var b strings.Builder
+		for i, j := range view {
+			fmt.Fprintf(&b, " %s:%v->%v(ex %.0f)", gangName(byJob[order[i]].key), j.GPUsHeld, out[i], j.Executed)
+		}
+		s.log.Log(context.Background(), themisPlanLevel, "themis plan", "t_s", t.now, "plan", b.String())
+	}
 	// Record the lease each placed gang now holds.
 	for i, j := range order {
 		key := byJob[j].key
@@ -373,6 +382,9 @@ func (s *Scheduler) placementName() string {
 // policy: Themis counts contention over time, and the simulator calls it
 // every round.
 func (s *Scheduler) runsEmpty(snap *snapshot) bool { return s.th != nil && snap.cl != nil }
+
+// themisPlanLevel is the level of the per-round plan line.
+var themisPlanLevel = slog.LevelDebug
 
 // themisMetrics registers what scheduler themis exports: each app's ρ at
 // its last auction and the lease revocations the driver refused.
