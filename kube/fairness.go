@@ -2,8 +2,8 @@ package kube
 
 import (
 	"context"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
