@@ -30,6 +30,9 @@ func (o Options) validateTenancy() error {
 	if !o.tenancyOn() && o.Cells != "" {
 		return fmt.Errorf("--cells %s needs --tenancy quota, hived or private", o.Cells)
 	}
+	if o.Scheduler == SchedulerThemis && o.tenancyOn() && o.Tenancy != "private" {
+		return fmt.Errorf("--tenancy %s with --scheduler themis: not supported (Themis' auctions and leases run over the whole cluster; there is no Themis inside a VC's cells yet); use --tenancy none or private", o.Tenancy)
+	}
 	if o.NodeEvents != "" && !o.hived() {
 		return fmt.Errorf("--node-events %s needs --tenancy hived (the stage that tracks bad nodes)", o.NodeEvents)
 	}
