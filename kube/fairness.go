@@ -57,8 +57,8 @@ func (c *Config) validateThemis() error {
 	if _, err := fairness.NewKnob(c.Themis.Knob); err != nil {
 		return fmt.Errorf("field themis.knob: %v", err)
 	}
-	if c.Tenancy != "none" {
-		return fmt.Errorf("field tenancy: %s under scheduler themis is not supported: Themis' auctions run over the whole cluster, and the simulator has no VC-local Themis to match either (use tenancy none)", c.Tenancy)
+	if c.Tenancy == "quota" {
+		return fmt.Errorf("field tenancy: quota under scheduler themis is not supported: a quota VC places on the shared cluster, where Themis' leases would span VCs (use hived, hived-pm or none)")
 	}
 	return nil
 }
@@ -99,6 +99,7 @@ type themisStage struct {
 	rho      map[string]float64       // app -> ρ at its last auction
 	auction  float64                  // time of the last auction
 	exported map[string]bool          // apps with a pal_app_rho series
+	vcs      []vcThemis               // under tenancy hived: each VC's policy
 	violated int                      // policy violations already logged
 }
 
@@ -136,20 +137,7 @@ func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 	if t.pol != nil && shape == t.shape {
 		return nil
 	}
-	opts := fairness.DefaultOptions()
-	k, err := fairness.NewKnob(t.cfg.Knob)
-	if err != nil {
-		return err
-	}
-	opts.Knob = k
-	pol, err := themis.New(themis.Config{Lease: t.cfg.Lease.Seconds(), Auction: opts, Models: t.models,
-		OnAuction: func(in fairness.Input, res *fairness.Result) {
-			t.auction = in.Now
-			clear(t.rho)
-			for x, a := range in.Apps {
-				t.rho[a.Name] = res.Apps[x].Rho
-			}
-		}})
+	pol, err := t.newPolicy(t.rho)
 	if err != nil {
 		return err
 	}
@@ -158,6 +146,94 @@ func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 	}
 	t.pol, t.shape, t.violated = pol, shape, 0
 	return nil
+}
+
+// newPolicy makes a Themis with the config's knobs (the simulator's
+// defaults otherwise) whose auctions record each app's ρ in rho.
+func (t *themisStage) newPolicy(rho map[string]float64) (*themis.Policy, error) {
+	opts := fairness.DefaultOptions()
+	k, err := fairness.NewKnob(t.cfg.Knob)
+	if err != nil {
+		return nil, err
+	}
+	opts.Knob = k
+	return themis.New(themis.Config{Lease: t.cfg.Lease.Seconds(), Auction: opts, Models: t.models,
+		OnAuction: func(in fairness.Input, res *fairness.Result) {
+			t.auction = in.Now
+			clear(rho)
+			for x, a := range in.Apps {
+				rho[a.Name] = res.Apps[x].Rho
+			}
+		}})
+}
+
+// vcPlacer makes one VC's placer under tenancy hived: a Themis of the VC's
+// own over the VC's view of its cells (its apps, leases and contention are
+// the VC's), on the round's clock, as pal sim --tenancy hived runs it.
+func (t *themisStage) vcPlacer() (policy.Placer, error) {
+	rho := map[string]float64{}
+	p, err := t.newPolicy(rho)
+	if err != nil {
+		return nil, err
+	}
+	t.vcs = append(t.vcs, vcThemis{p, rho, new(int)})
+	return themis.InVC{Policy: p, Clock: func() float64 { return t.now }}, nil
+}
+
+// vcThemis is one VC's policy and its apps' ρ.
+type vcThemis struct {
+	pol      *themis.Policy
+	rho      map[string]float64
+	violated *int
+}
+
+// placeInVCs runs the tenancy stage with a Themis per VC. The VCs'
+// policies read each gang's app and arrival from its job, so for the
+// stage's call every job carries them (its app key, its arrival on the
+// policy's clock) and gets its own arrival back after. Leases are the VC
+// policies' own, in their views' GPU numbering: the stage keeps a gang on
+// its cells while its VC's answer keeps its GPUs, and a broken lease is
+// logged as the policy's violation.
+func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) [][]int {
+	if t.epoch.IsZero() {
+		t.epoch = start
+		if t.align {
+			t.epoch = start.Truncate(t.period)
+		}
+	}
+	t.now = t.clock(start)
+	submit := make([]float64, len(order))
+	for i, j := range order {
+		g := byJob[j]
+		if _, ok := t.appOf[g.key]; !ok {
+			t.appOf[g.key] = appKey(g)
+		}
+		submit[i] = j.Submit
+		j.Submit, j.Spec.App = t.arrival(g), t.appOf[g.key]
+	}
+	out := s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+	for k := range t.appOf {
+		if snap.byKey[k] == nil {
+			delete(t.appOf, k)
+		}
+	}
+	for i, j := range order {
+		j.Submit = submit[i]
+	}
+	clear(t.rho)
+	for _, v := range t.vcs {
+		for app, r := range v.rho {
+			t.rho[app] = r
+		}
+		if vs := v.pol.Stats().Violations; len(vs) > *v.violated {
+			for _, msg := range vs[*v.violated:] {
+				s.log.Error("themis: policy invariant broken", "violation", msg)
+			}
+			*v.violated = len(vs)
+		}
+	}
+	t.export(s)
+	return out
 }
 
 // appKey is a gang's app: pal.io/app (annotation, then label), else its

@@ -206,3 +206,78 @@ func TestThemisConfig(t *testing.T) {
 		t.Errorf("knob 1.5: %v", err)
 	}
 }
+
+// Under tenancy hived each VC runs a Themis of its own over its cells
+// (testdata/two-vcs.yaml: VC A on one 4-GPU node, VC B on the other). VC
+// A replays the lease case above with apps X and Y; app Z's gang of four
+// GPUs in VC B is never touched by A's auctions: at 600 s its lease ends
+// too, but Z is alone in its VC and keeps its node. X's ρ at 120 s is 1
+// (C is A's 4 GPUs), Y's +Inf. Y's gang, placed at 600 s onto X's
+// vacating GPUs, is committed to its cells then; the stage gives them
+// back when the launch does not happen (Y's job is not running at 660 s),
+// so Y's gang binds at 720 s, on n0 devices 0,1.
+func TestThemisInsideHiveDVCs(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	withVC := func(p *corev1.Pod, vc string) *corev1.Pod { p.Annotations[AnnVC] = vc; return p }
+	cs, fc := newFake(t, node("n0", 4), node("n1", 4),
+		withVC(themisPod("a-0", 2, "X", "a", 2, "100000", t0), "A"), withVC(themisPod("a-1", 2, "X", "a", 2, "100000", t0), "A"),
+		withVC(themisPod("c-0", 4, "Z", "c", 1, "100000", t0), "B"))
+	cfg := testCfg()
+	cfg.Scheduler = "themis"
+	cfg.Period = Duration{time.Minute}
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	s.Round(ctx, at(0))
+	for n, want := range map[string]string{"a-0": "n0 0,1", "a-1": "n0 2,3", "c-0": "n1 0,1,2,3"} {
+		if b := fc.binds[n]; b == nil || b.Target.Name+" "+b.Annotations[AnnGPUIndices] != want {
+			t.Fatalf("t=0: %s bound %+v, want %s", n, b, want)
+		}
+	}
+	s.Round(ctx, at(60))
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, withVC(themisPod("b-0", 2, "Y", "b", 1, "100000", at(100)), "A"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "b-0", true)
+	for sec := 120; sec <= 540; sec += 60 {
+		s.Round(ctx, at(sec))
+		if len(fc.evicted) > 0 || fc.binds["b-0"] != nil {
+			t.Fatalf("t=%d: evicted %v, b-0 bound %v: X's lease runs until 600", sec, fc.evicted, fc.binds["b-0"] != nil)
+		}
+		if sec == 120 {
+			if r := gaugeValue(t, s, "ns/X"); math.Abs(r-1) > 1e-9 {
+				t.Errorf("t=120: pal_app_rho{app=ns/X} = %v, want 1", r)
+			}
+			if r := gaugeValue(t, s, "ns/Y"); !math.IsInf(r, 1) {
+				t.Errorf("t=120: pal_app_rho{app=ns/Y} = %v, want +Inf", r)
+			}
+		}
+	}
+	s.Round(ctx, at(600))
+	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) || fc.binds["b-0"] != nil {
+		t.Fatalf("t=600: evicted %v, b-0 bound %v; want a-0 and a-1 evicted (not c-0), b-0 waiting", fc.evicted, fc.binds["b-0"] != nil)
+	}
+	for _, n := range []string{"a-0", "a-1"} {
+		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "a-1", false)
+	s.Round(ctx, at(660))
+	if fc.binds["b-0"] != nil {
+		t.Fatalf("t=660: b-0 bound; want it at 720 (the stage gave its cells back at 660)")
+	}
+	s.Round(ctx, at(720))
+	if b := fc.binds["b-0"]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
+		t.Fatalf("t=720: b-0 bound %+v, want n0 devices 0,1", b)
+	}
+	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) {
+		t.Errorf("evicted %v, want only a-0 and a-1", fc.evicted)
+	}
+	for _, v := range s.th.vcs {
+		if vs := v.pol.Stats().Violations; len(vs) > 0 {
+			t.Errorf("VC policy violations: %v", vs)
+		}
+	}
+}

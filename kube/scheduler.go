@@ -144,6 +144,9 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 		mk := func() (policy.Placer, error) {
 			return experiment.NewPlacer(strings.ToLower(cfg.Placement), cfg.PMFirstTieBreak)
 		}
+		if s.th != nil {
+			mk = s.th.vcPlacer // each VC runs a Themis of its own
+		}
 		if s.ten, err = newTenancyStage(cfg.Tenancy, l, mk); err != nil {
 			return nil, err
 		}
@@ -429,7 +432,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		})
 		order = s.pol.sched.Order(now, order)
 		var alloc [][]int
-		if s.ten != nil {
+		if s.ten != nil && s.th != nil {
+			alloc = s.th.placeInVCs(s, snap, order, byJob, start)
+		} else if s.ten != nil {
 			alloc = s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
 		} else if s.th != nil {
 			alloc = s.th.place(s, snap, order, byJob, start)

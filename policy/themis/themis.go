@@ -500,3 +500,37 @@ func mark(set map[int]bool, g []int) {
 		set[x] = true
 	}
 }
+
+// Now is the time of the round being placed (what Order last recorded).
+func (p *Policy) Now() float64 { return p.now }
+
+// InVC is Themis as one virtual cluster's placer under a tenancy stage
+// (HiveD): a policy of the VC's own, whose apps, leases and contention are
+// the VC's and whose cluster is the VC's view of its cells, on the round's
+// clock (the stage calls a VC's placer without ordering first).
+type InVC struct {
+	*Policy
+	Clock func() float64
+}
+
+// Sticky implements policy.Placer. A VC's Themis is called every round,
+// even when none of its jobs waits: leases expire and a lost auction stops
+// a running job.
+func (v InVC) Sticky() bool { return false }
+
+// Place implements policy.Placer. A VC's view is a shape only (the stage
+// keeps no owners on it), so the policy gets a copy on which the VC's
+// running jobs hold their GPUs: what is free there is what it may offer.
+func (v InVC) Place(env *policy.Env, order []*workload.Job) [][]int {
+	v.Policy.Order(v.Clock(), order)
+	e := *env
+	e.Cluster = env.Cluster.Clone()
+	for _, j := range order {
+		if j.Running() {
+			if err := e.Cluster.Assign(j.ID, j.GPUsHeld); err != nil {
+				v.Policy.violate("VC view: %v", err)
+			}
+		}
+	}
+	return v.Policy.Place(&e, order)
+}
