@@ -200,6 +200,19 @@ func TestThemisConfig(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "themis.lease") {
 		t.Errorf("lease 0: %v", err)
 	}
+	path := t.TempDir() + "/themis.yaml"
+	if err := writeFile(path, "scheduler: themis\nthemis:\n  lease: 5m\n  knob: 0.5\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfig(path)
+	if err != nil || got.Themis.Lease.Duration != 5*time.Minute || got.Themis.Knob != 0.5 {
+		t.Errorf("%s: lease %v knob %v (%v), want 5m0s and 0.5", path, got.Themis.Lease, got.Themis.Knob, err)
+	}
+	bad = c
+	bad.Tenancy, bad.Cells = "quota", "testdata/two-vcs.yaml"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "field tenancy: quota under scheduler themis") {
+		t.Errorf("quota: %v", err)
+	}
 	bad = c
 	bad.Themis.Knob = 1.5
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "themis.knob") {
