@@ -27,6 +27,11 @@ import (
 // else its gang alone.
 const AnnApp = "pal.io/app"
 
+// AnnLeaseUntil is written at binding under scheduler themis: when the
+// lease the gang was placed on ends (RFC 3339, wall time). A restarted
+// scheduler keeps a running gang's GPUs until then.
+const AnnLeaseUntil = "pal.io/lease-until"
+
 // LabelPodGroup is the scheduler-plugins PodGroup a pod belongs to.
 const LabelPodGroup = "scheduling.x-k8s.io/pod-group"
 
@@ -118,6 +123,35 @@ func (t *themisStage) Sticky() bool { return true }
 // Place implements policy.Placer; the round calls place instead.
 func (t *themisStage) Place(*policy.Env, []*workload.Job) [][]int {
 	panic("kube: themis places through themisStage.place")
+}
+
+// wall is a time on the policy's clock as a wall time.
+func (t *themisStage) wall(c float64) time.Time {
+	return t.epoch.Add(time.Duration(c / t.scale * float64(time.Second)))
+}
+
+// annotate adds the gang's lease end to a pod's bind annotations.
+func (t *themisStage) annotate(gangKey string, ann map[string]string) map[string]string {
+	if t == nil {
+		return ann
+	}
+	if end := t.leaseEnd[gangKey]; end > 0 {
+		ann[AnnLeaseUntil] = t.wall(end).UTC().Format(time.RFC3339Nano)
+	}
+	return ann
+}
+
+// recorded is the lease end a running gang's pods carry, on the policy's
+// clock (0: none, or unreadable).
+func (t *themisStage) recorded(g *gang) float64 {
+	for _, p := range g.bound {
+		if v := p.Annotations[AnnLeaseUntil]; v != "" {
+			if w, err := time.Parse(time.RFC3339Nano, v); err == nil && w.After(t.epoch) {
+				return t.clock(w)
+			}
+		}
+	}
+	return 0
 }
 
 // clock is a wall time on the policy's clock.
@@ -315,6 +349,13 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			t.appOf[g.key] = appKey(g)
 			t.stand[g.key] = sh
 		}
+		if _, ok := t.leaseEnd[g.key]; !ok && j.Running() {
+			// Found running (the scheduler restarted): its pods say how
+			// long its lease runs.
+			if end := t.recorded(g); end > t.now {
+				t.leaseEnd[g.key] = end
+			}
+		}
 		id, submit, executed := sh.ID, sh.Submit, sh.Executed
 		*sh = *j
 		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.key]
@@ -362,7 +403,9 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			}
 			continue
 		}
-		if _, end := t.pol.Lease(out[i][0], t.now); end > t.now {
+		// Only the gang's own app's lease counts: a gang the guard kept
+		// on GPUs the policy leased to another app keeps its own end.
+		if app, end := t.pol.Lease(out[i][0], t.now); app == t.appOf[key] && end > t.now {
 			t.leaseEnd[key] = end
 		}
 	}

@@ -294,3 +294,60 @@ func TestThemisInsideHiveDVCs(t *testing.T) {
 		}
 	}
 }
+
+// A restarted scheduler keeps a running gang's GPUs until the lease its
+// pods record (pal.io/lease-until) ends, though its fresh policy has no
+// lease of its own: gang a (app run, devices 0-3 of n0, lease until
+// t0+300 s) and gang b (app queued, 2 GPUs) pending. The new policy's
+// auction goes to queued (both apps hold nothing on its leases, ρ +Inf,
+// equal waits and arrivals, and ns/queued sorts first), which would evict
+// a: the scheduler refuses that at 0 s and every round until 300 s
+// (counted in pal_lease_revocations_total), evicts a at 300 s, and binds b
+// on n0 devices 0,1 once a's pods are gone, recording b's lease end, 600 s
+// after the round that placed it.
+func TestThemisRestartKeepsRecordedLease(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	until := t0.Add(300 * time.Second).UTC().Format(time.RFC3339Nano)
+	bi := `{"gang":"ns/a","round":"` + t0.Add(-300*time.Second).UTC().Format(time.RFC3339Nano) + `","pods":{"a-0":{"node":"n0","gpus":[0,1]},"a-1":{"node":"n0","gpus":[2,3]}}}`
+	bound := func(name, idx string) *corev1.Pod {
+		p := themisPod(name, 2, "run", "a", 2, "100000", t0.Add(-400*time.Second))
+		p.Spec.NodeName = "n0"
+		p.Annotations[AnnGPUIndices], p.Annotations[AnnBindInfo], p.Annotations[AnnLeaseUntil] = idx, bi, until
+		return running(p)
+	}
+	cs, fc := newFake(t, node("n0", 4), bound("a-0", "0,1"), bound("a-1", "2,3"),
+		themisPod("b-0", 2, "queued", "b", 1, "100000", t0.Add(-100*time.Second)))
+	cfg := testCfg()
+	cfg.Scheduler = "themis"
+	cfg.Period = Duration{time.Minute}
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	for sec := 0; sec < 300; sec += 60 {
+		s.Round(ctx, at(sec))
+		if len(fc.evicted) > 0 || len(fc.binds) > 0 {
+			t.Fatalf("t=%d: evicted %v, bound %v; a's recorded lease runs until 300", sec, fc.evicted, keys(fc.binds))
+		}
+	}
+	if n := counterValue(t, s); n < 1 {
+		t.Errorf("pal_lease_revocations_total = %v, want the refusals counted", n)
+	}
+	s.Round(ctx, at(300))
+	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) {
+		t.Fatalf("t=300: evicted %v, want a-0 and a-1", fc.evicted)
+	}
+	for _, n := range []string{"a-0", "a-1"} {
+		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "a-1", false)
+	s.Round(ctx, at(360))
+	b := fc.binds["b-0"]
+	if b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
+		t.Fatalf("t=360: b-0 bound %+v, want n0 devices 0,1", b)
+	}
+	if got, want := b.Annotations[AnnLeaseUntil], t0.Add(960*time.Second).UTC().Format(time.RFC3339Nano); got != want {
+		t.Errorf("b-0's %s = %q, want %q", AnnLeaseUntil, got, want)
+	}
+}

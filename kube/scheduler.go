@@ -699,9 +699,9 @@ func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload
 			raw := mustJSON(info)
 			slow := s.slowdown(snap, d.Job, d.To)
 			for i, p := range g.pending {
-				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: map[string]string{
+				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: s.th.annotate(g.key, map[string]string{
 					AnnGPUIndices: FormatIndices(parts[i].GPUs), AnnBindInfo: raw, AnnSlowdown: fmtFloat(slow),
-				}})
+				})})
 			}
 			delete(s.lastWhy, g.key)
 		}
