@@ -73,6 +73,14 @@ func TestDocumentedCommands(t *testing.T) {
 			t.Fatalf("go build ./cmd/pal: %v\n%s", err, out)
 		}
 	}
+	before := untracked(root)
+	defer func() {
+		for _, f := range untracked(root) {
+			if !slices.Contains(before, f) {
+				t.Errorf("a documented command wrote %s into the checkout (the scratch directory links to it): write somewhere else", f)
+			}
+		}
+	}()
 	for _, b := range blocks {
 		t.Run(fmt.Sprintf("%s:%d", b.File, b.Line), func(t *testing.T) {
 			checkFigures(t, b)
@@ -102,6 +110,23 @@ func TestDocumentedCommands(t *testing.T) {
 			check(t, b, out)
 		})
 	}
+}
+
+// untracked lists the checkout's untracked files (nil outside git).
+func untracked(root string) []string {
+	cmd := exec.Command("git", "status", "--porcelain", "--untracked-files=all")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f, ok := strings.CutPrefix(l, "?? "); ok {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 // testNames lists every Test function of the module (a skipped block must
