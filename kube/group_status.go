@@ -50,7 +50,9 @@ func nativeWant(bound bool, size int, scheduler, why string) (metav1.Condition, 
 }
 
 // nextNativeConditions is pg's conditions with want set, or nil when
-// nothing would change. A True PodGroupInitiallyScheduled stays True.
+// nothing would change. A True PodGroupInitiallyScheduled stays True. A
+// gang bound again is no longer a disruption target: its DisruptionTarget
+// condition goes.
 func nextNativeConditions(pg *schedv1beta1.PodGroup, want metav1.Condition, now time.Time) []metav1.Condition {
 	if old := apimeta.FindStatusCondition(pg.Status.Conditions, want.Type); old != nil &&
 		old.Type == schedv1beta1.PodGroupInitiallyScheduled && old.Status == metav1.ConditionTrue && want.Status != metav1.ConditionTrue {
@@ -62,10 +64,40 @@ func nextNativeConditions(pg *schedv1beta1.PodGroup, want metav1.Condition, now 
 	for i := range pg.Status.Conditions {
 		pg.Status.Conditions[i].DeepCopyInto(&conds[i])
 	}
-	if !apimeta.SetStatusCondition(&conds, want) {
+	changed := apimeta.SetStatusCondition(&conds, want)
+	if want.Type == schedv1beta1.PodGroupInitiallyScheduled && want.Status == metav1.ConditionTrue &&
+		apimeta.RemoveStatusCondition(&conds, schedv1beta1.DisruptionTarget) {
+		changed = true
+	}
+	if !changed {
 		return nil
 	}
 	return conds
+}
+
+// markDisrupted sets DisruptionTarget=True (reason PreemptionByScheduler,
+// message why) on the native PodGroup of a gang PAL evicts, as
+// kube-scheduler marks a preempted group, and forgets what was written
+// so that the gang's next bind clears it.
+func (s *Scheduler) markDisrupted(ctx context.Context, g *gang, why string) {
+	id := g.spec.group
+	if id.kind != groupNative || s.groups.native.lister == nil {
+		return
+	}
+	delete(s.groupWrote, g.key)
+	pg, err := s.groups.native.lister.PodGroups(id.ns).Get(id.name)
+	if err != nil {
+		return
+	}
+	conds := nextNativeConditions(pg, metav1.Condition{Type: schedv1beta1.DisruptionTarget, Status: metav1.ConditionTrue,
+		Reason: schedv1beta1.PodGroupReasonPreemptionByScheduler, Message: why}, time.Now())
+	if conds == nil {
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
+	if err := s.patchGroupStatus(ctx, statusPatch{id: id, body: body}); err != nil {
+		s.log.Warn("PodGroup status not written", "podgroup", id.String(), "err", err)
+	}
 }
 
 // Phases of a scheduler-plugins PodGroup, as its API defines them.

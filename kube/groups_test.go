@@ -326,3 +326,35 @@ func TestCoschedStatus(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Evicting a native gang marks its PodGroup DisruptionTarget=True with
+// reason PreemptionByScheduler and the eviction's reason; binding it
+// again removes that condition and leaves PodGroupInitiallyScheduled True.
+func TestNativeDisruptionTarget(t *testing.T) {
+	pg := nativePG("pg", 2)
+	up, _ := nativeWant(true, 2, "pal", "")
+	pg.Status.Conditions = nextNativeConditions(pg, up, time.Unix(1, 0))
+	cs, fc := fakeWithGroups(t, pg, node("n0", 4))
+	s := startRounds(t, testCfg(), cs)
+	members := []*corev1.Pod{owned(withNative(pod("a", 2, nil, "n0"), "pg")), owned(withNative(pod("b", 2, nil, "n0"), "pg"))}
+	g := &gang{key: "ns/podgroup:pg", spec: podSpec{size: 2, group: groupID{groupNative, "ns", "pg"}}, bound: members}
+	s.evict(context.Background(), g, "preempted for gang ns/big")
+	if len(fc.evicted) != 2 {
+		t.Fatalf("evicted %v", fc.evicted)
+	}
+	got, err := cs.SchedulingV1beta1().PodGroups("ns").Get(context.Background(), "pg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := apimeta.FindStatusCondition(got.Status.Conditions, schedv1beta1.DisruptionTarget)
+	if d == nil || d.Status != metav1.ConditionTrue || d.Reason != "PreemptionByScheduler" || d.Message != "preempted for gang ns/big" {
+		t.Fatalf("DisruptionTarget %+v", d)
+	}
+	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, schedv1beta1.PodGroupInitiallyScheduled) {
+		t.Errorf("PodGroupInitiallyScheduled lost: %+v", got.Status.Conditions)
+	}
+	again := nextNativeConditions(got, up, time.Unix(2, 0))
+	if len(again) != 1 || again[0].Type != schedv1beta1.PodGroupInitiallyScheduled {
+		t.Errorf("after a new bind: %+v, want only PodGroupInitiallyScheduled", again)
+	}
+}

@@ -879,6 +879,7 @@ func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	s.log.Info("evicting gang", "gang", gangName(g.key), "pods", strings.Join(names, ","), "why", why)
+	s.markDisrupted(ctx, g, why)
 	for _, p := range g.bound {
 		if p.DeletionTimestamp != nil || isTerminal(p) {
 			continue
