@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,10 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/palsched/pal/devcluster"
 	"github.com/palsched/pal/kube"
@@ -32,9 +36,10 @@ import (
 // one PodGroupInitiallyScheduled=True/Scheduled, the scheduler-plugins
 // one phase Running with scheduled 4. A pod naming a native PodGroup that
 // does not exist waits, saying so, and binds once the group (minCount 1:
-// no gang) is created.
+// no gang) is created. Last, the two examples in deploy/examples bind
+// as the README says.
 func TestPodGroupGangs(t *testing.T) {
-	e := newEnvOpts(t, devcluster.Options{Nodes: 5, GPUsPerNode: 4, NativeGangs: true})
+	e := newEnvOpts(t, devcluster.Options{Nodes: 9, GPUsPerNode: 4, NativeGangs: true})
 	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(e.cl.RestConfig())
 	if err != nil {
@@ -153,6 +158,62 @@ func TestPodGroupGangs(t *testing.T) {
 	mkNative("later", 1)
 	e.eventually(20*time.Second, "the late pod bound once its group exists", func() bool { return e.bound(late) })
 	e.checkNoDoubleGPU()
+
+	// The examples: 8 pods of 2 GPUs on the 4 nodes left.
+	var ex []string
+	for _, f := range []string{"podgroup-native.yaml", "podgroup-coscheduling.yaml"} {
+		ex = append(ex, applyUnstructured(t, dyn, e.ns, f)...)
+	}
+	if len(ex) != 8 {
+		t.Fatalf("examples hold pods %v, want 8", ex)
+	}
+	e.eventually(30*time.Second, "the examples' gangs bound", func() bool { return e.bound(ex...) })
+	e.checkNoDoubleGPU()
+	e.eventually(10*time.Second, "the examples' PodGroups report it", func() bool {
+		pg, err := e.cs.SchedulingV1beta1().PodGroups(e.ns).Get(ctx, "gpt-native", metav1.GetOptions{})
+		u, err2 := dyn.Resource(kube.CoschedPodGroups).Namespace(e.ns).Get(ctx, "gpt-cosched", metav1.GetOptions{})
+		if err != nil || err2 != nil {
+			return false
+		}
+		sched, _, _ := unstructured.NestedInt64(u.Object, "status", "scheduled")
+		return apimeta.IsStatusConditionTrue(pg.Status.Conditions, schedv1beta1.PodGroupInitiallyScheduled) && sched == 4
+	})
+}
+
+// applyUnstructured creates every object of deploy/examples/FILE (Pods
+// and both kinds of PodGroup) in ns and returns the pods' names.
+func applyUnstructured(t *testing.T, dyn dynamic.Interface, ns, file string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []string
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("deploy/examples/%s: %v", file, err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			t.Fatalf("deploy/examples/%s: %v", file, err)
+		}
+		gvr := map[string]schema.GroupVersionResource{
+			"v1/Pod":                                {Version: "v1", Resource: "pods"},
+			"scheduling.k8s.io/v1beta1/PodGroup":    {Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"},
+			"scheduling.x-k8s.io/v1alpha1/PodGroup": kube.CoschedPodGroups,
+		}[u.GetAPIVersion()+"/"+u.GetKind()]
+		if gvr.Resource == "" {
+			t.Fatalf("deploy/examples/%s: unexpected %s %s", file, u.GetAPIVersion(), u.GetKind())
+		}
+		if _, err := dyn.Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("deploy/examples/%s: create %s %s: %v", file, u.GetKind(), u.GetName(), err)
+		}
+		if u.GetKind() == "Pod" {
+			pods = append(pods, u.GetName())
+		}
+	}
+	return pods
 }
 
 // getTable reads path as the server-side table kubectl prints: the
