@@ -66,6 +66,7 @@ scheduling.x-k8s.io/pod-group), so both forms can be tried with kubectl.
 	f.StringVar(&o.NodePrefix, "node-prefix", "gpu-node", "node names are PREFIX-000, PREFIX-001, ...")
 	f.BoolVar(&o.NativeGangs, "native-gangs", false, "serve scheduling.k8s.io/v1beta1 PodGroups (GenericWorkload) and install the scheduler-plugins PodGroup CRD")
 	f.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag KEY=VALUE (repeatable), e.g. --apiserver-arg audit-log-maxage=1")
+	f.Lookup("apiserver-arg").DefValue = ""
 	var downDir string
 	down := &cobra.Command{
 		Use:   "down",
