@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/palsched/pal/devcluster"
@@ -36,10 +38,12 @@ import (
 // one PodGroupInitiallyScheduled=True/Scheduled, the scheduler-plugins
 // one phase Running with scheduled 4. A pod naming a native PodGroup that
 // does not exist waits, saying so, and binds once the group (minCount 1:
-// no gang) is created. Last, the two examples in deploy/examples bind
-// as the README says.
+// no gang) is created. A batch/v1 Job whose pod template names a native
+// PodGroup is one gang of that PodGroup, not of the Job (the precedence
+// rule: the PodGroup's key is in every member's bind-info). Last, the two
+// examples in deploy/examples bind as docs/gangs.md says.
 func TestPodGroupGangs(t *testing.T) {
-	e := newEnvOpts(t, devcluster.Options{Nodes: 9, GPUsPerNode: 4, NativeGangs: true})
+	e := newEnvOpts(t, devcluster.Options{Nodes: 10, GPUsPerNode: 4, NativeGangs: true})
 	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(e.cl.RestConfig())
 	if err != nil {
@@ -157,6 +161,29 @@ func TestPodGroupGangs(t *testing.T) {
 	// The late pod's group appears (minCount 1: no gang): it binds.
 	mkNative("later", 1)
 	e.eventually(20*time.Second, "the late pod bound once its group exists", func() bool { return e.bound(late) })
+	e.checkNoDoubleGPU()
+
+	// A Job naming a native PodGroup in its template: the PodGroup wins.
+	mkNative("jobpg", 4)
+	pgName := "jobpg"
+	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobpg", Namespace: e.ns},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
+				SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: &pgName},
+				Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var jp []string
+	e.eventually(30*time.Second, "the Job's 4 pods bound", func() bool { jp = e.jobPods("jobpg"); return len(jp) == 4 && e.bound(jp...) })
+	for _, n := range jp {
+		bi, err := kube.ParseBindInfo(e.pod(n).Annotations[kube.AnnBindInfo])
+		if err != nil || bi.Gang != "jobs/podgroup:jobpg" || len(bi.Pods) != 4 {
+			t.Errorf("pod %s bind-info %+v (%v), want gang jobs/podgroup:jobpg of 4", n, bi, err)
+		}
+	}
 	e.checkNoDoubleGPU()
 
 	// The examples: 8 pods of 2 GPUs on the 4 nodes left.
