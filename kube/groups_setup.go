@@ -40,7 +40,7 @@ func (s *Scheduler) setupGroups() func(stop <-chan struct{}) {
 		_, _ = pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { s.poke() }})
 	}
 	if s.dyn == nil || !served(d, CoschedPodGroups.GroupVersion().String(), CoschedPodGroups.Resource) {
-		s.log.Debug("PodGroup APIs", NativePodGroupAPI, s.groups.native.served, CoschedPodGroups.GroupVersion().String(), false)
+		s.log.Info("PodGroup APIs read", NativePodGroupAPI, s.groups.native.served, CoschedPodGroups.GroupVersion().String(), false)
 		return func(<-chan struct{}) {}
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
@@ -48,6 +48,6 @@ func (s *Scheduler) setupGroups() func(stop <-chan struct{}) {
 	s.groups.cosched = coschedGroups{served: true, lister: dynamiclister.New(gi.Informer().GetIndexer(), CoschedPodGroups)}
 	s.synced = append(s.synced, gi.Informer().HasSynced)
 	_, _ = gi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { s.poke() }})
-	s.log.Debug("PodGroup APIs", NativePodGroupAPI, s.groups.native.served, CoschedPodGroups.GroupVersion().String(), true)
+	s.log.Info("PodGroup APIs read", NativePodGroupAPI, s.groups.native.served, CoschedPodGroups.GroupVersion().String(), true)
 	return f.Start
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -357,4 +358,43 @@ func TestNativeDisruptionTarget(t *testing.T) {
 	if len(again) != 1 || again[0].Type != schedv1beta1.PodGroupInitiallyScheduled {
 		t.Errorf("after a new bind: %+v, want only PodGroupInitiallyScheduled", again)
 	}
+}
+
+// Whatever a scheduler-plugins PodGroup holds, coschedRef answers a gang
+// of 2..65536 pods of that group, the pod alone, or an error naming the
+// PodGroup, and never panics.
+func FuzzCoschedRef(f *testing.F) {
+	for _, s := range []string{`{"spec":{"minMember":4}}`, `{"spec":{"minMember":"4"}}`, `{"spec":{"minMember":1.5}}`,
+		`{"spec":{"minMember":-1}}`, `{"spec":{}}`, `{"spec":{"minMember":1e30}}`, `{"spec":7}`, `{}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, js string) {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(`{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"PodGroup","metadata":{"name":"x","namespace":"ns"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		if json.Unmarshal([]byte(js), &body) != nil {
+			return
+		}
+		if spec, ok := body["spec"]; ok {
+			u.Object["spec"] = spec
+		}
+		p := pod("p", 1, nil, "")
+		ref, ok, err := coschedRef(p, u)
+		switch {
+		case !ok:
+			t.Fatalf("%s: not claimed", js)
+		case err != nil:
+			if !strings.Contains(err.Error(), "PodGroup ns/x") {
+				t.Fatalf("%s: error %q does not name the PodGroup", js, err)
+			}
+		case ref.key == "ns/pod:p":
+			if ref.size != 1 {
+				t.Fatalf("%s: alone with size %d", js, ref.size)
+			}
+		case ref.key != "ns/coscheduling:x" || ref.size < 2 || ref.size > 1<<16:
+			t.Fatalf("%s: %+v", js, ref)
+		}
+	})
 }

@@ -43,7 +43,17 @@ import (
 // rule: the PodGroup's key is in every member's bind-info). Last, the two
 // examples in deploy/examples bind as docs/gangs.md says.
 func TestPodGroupGangs(t *testing.T) {
-	e := newEnvOpts(t, devcluster.Options{Nodes: 10, GPUsPerNode: 4, NativeGangs: true})
+	e := newEnvOpts(t, devcluster.Options{Nodes: 10, GPUsPerNode: 4, NativeGangs: true,
+		APIServerArgs: []string{"audit-log-maxage=1"}})
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", e.cl.PID("kube-apiserver")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(devcluster.NativeGangArgs, "--audit-log-maxage=1") {
+		if !strings.Contains(string(cmdline), f+"\x00") {
+			t.Errorf("kube-apiserver runs without %s: %q", f, cmdline)
+		}
+	}
 	ctx := context.Background()
 	dyn, err := dynamic.NewForConfig(e.cl.RestConfig())
 	if err != nil {
