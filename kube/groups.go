@@ -91,6 +91,7 @@ func alone(p *corev1.Pod) gangRef {
 type nativeGroups struct {
 	served bool // the apiserver serves scheduling.k8s.io/v1beta1 podgroups
 	lister listerschedv1beta1.PodGroupLister
+	denied string // served, but listing them failed: why (nothing is watched)
 }
 
 var _ groupSource = (*nativeGroups)(nil)
@@ -105,6 +106,10 @@ func (n *nativeGroups) gangOf(p *corev1.Pod) (gangRef, bool, error) {
 		return gangRef{}, true, fmt.Errorf("spec.schedulingGroup.podGroupName is empty")
 	}
 	id := p.Namespace + "/" + name
+	if n.denied != "" {
+		return gangRef{}, true, fmt.Errorf("names PodGroup %s in spec.schedulingGroup.podGroupName, but pal scheduler cannot list %s podgroups (%s); "+
+			"grant it get, list and watch on them (deploy/rbac.yaml), then restart it", id, NativePodGroupAPI, n.denied)
+	}
 	if !n.served || n.lister == nil {
 		return gangRef{}, true, fmt.Errorf("names PodGroup %s in spec.schedulingGroup.podGroupName, but the apiserver does not serve %s podgroups "+
 			"(start it with --feature-gates=GenericWorkload=true --runtime-config=%s=true, then restart pal scheduler)", id, NativePodGroupAPI, NativePodGroupAPI)
@@ -135,6 +140,7 @@ func nativeRef(p *corev1.Pod, pg *schedv1beta1.PodGroup) gangRef {
 type coschedGroups struct {
 	served bool // the PodGroup CRD is installed and PAL has a dynamic client
 	lister dynamiclister.Lister
+	denied string // served, but listing them failed: why (nothing is watched)
 }
 
 var _ groupSource = (*coschedGroups)(nil)
@@ -149,6 +155,10 @@ func (c *coschedGroups) gangOf(p *corev1.Pod) (gangRef, bool, error) {
 	}
 	id := p.Namespace + "/" + name
 	gv := CoschedPodGroups.GroupVersion().String()
+	if c.denied != "" {
+		return gangRef{}, true, fmt.Errorf("names PodGroup %s in label %s, but pal scheduler cannot list %s podgroups (%s); "+
+			"grant it get, list and watch on them (deploy/rbac.yaml), then restart it", id, LabelCoschedPodGroup, gv, c.denied)
+	}
 	if !c.served || c.lister == nil {
 		return gangRef{}, true, fmt.Errorf("names PodGroup %s in label %s, but the apiserver does not serve %s podgroups (install the scheduler-plugins PodGroup CRD, then restart pal scheduler)",
 			id, LabelCoschedPodGroup, gv)

@@ -1,6 +1,10 @@
 package kube
 
 import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/dynamic/dynamiclister"
@@ -33,13 +37,32 @@ func (g *groupSources) list() []groupSource { return []groupSource{&g.native, &g
 // returns what starts the extra informers.
 func (s *Scheduler) setupGroups() func(stop <-chan struct{}) {
 	d := s.client.Discovery()
+	// A served API this replica may not list would keep its informer from
+	// ever syncing, and no round would run: such groups' pods wait instead.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	one := metav1.ListOptions{Limit: 1}
 	if served(d, NativePodGroupAPI, "podgroups") {
+		if _, err := s.client.SchedulingV1beta1().PodGroups("").List(ctx, one); err != nil {
+			s.groups.native.denied = err.Error()
+			s.log.Warn("PodGroups served but not readable; pods naming them wait", "api", NativePodGroupAPI, "err", err)
+		}
+	}
+	if served(d, NativePodGroupAPI, "podgroups") && s.groups.native.denied == "" {
 		pi := s.factory.Scheduling().V1beta1().PodGroups()
 		s.groups.native = nativeGroups{served: true, lister: pi.Lister()}
 		s.synced = append(s.synced, pi.Informer().HasSynced)
 		_, _ = pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { s.poke() }})
 	}
-	if s.dyn == nil || !served(d, CoschedPodGroups.GroupVersion().String(), CoschedPodGroups.Resource) {
+	xServed := s.dyn != nil && served(d, CoschedPodGroups.GroupVersion().String(), CoschedPodGroups.Resource)
+	if xServed {
+		if _, err := s.dyn.Resource(CoschedPodGroups).List(ctx, one); err != nil {
+			s.groups.cosched.denied = err.Error()
+			s.log.Warn("PodGroups served but not readable; pods naming them wait", "api", CoschedPodGroups.GroupVersion().String(), "err", err)
+			xServed = false
+		}
+	}
+	if !xServed {
 		s.log.Info("PodGroup APIs read", NativePodGroupAPI, s.groups.native.served, CoschedPodGroups.GroupVersion().String(), false)
 		return func(<-chan struct{}) {}
 	}

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +22,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	listerschedv1beta1 "k8s.io/client-go/listers/scheduling/v1beta1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/palsched/pal/workload"
@@ -397,4 +400,23 @@ func FuzzCoschedRef(f *testing.F) {
 			t.Fatalf("%s: %+v", js, ref)
 		}
 	})
+}
+
+// A PodGroup API that is served but that this replica may not list is not
+// watched (its informer would never sync and no round would run): the
+// scheduler runs rounds, and a pod naming such a group waits, saying what
+// to grant.
+func TestPodGroupsServedButForbidden(t *testing.T) {
+	cs, fc := fakeWithGroups(t, node("n0", 4), withNative(pod("a", 1, nil, ""), "pg"), pod("b", 1, nil, ""))
+	cs.PrependReactor("list", "podgroups", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "podgroups"}, "", errors.New("RBAC"))
+	})
+	s := startRounds(t, testCfg(), cs)
+	s.Round(context.Background(), time.Now())
+	if len(fc.binds) != 1 || fc.binds["b"] == nil {
+		t.Fatalf("binds %v, want b only", keys(fc.binds))
+	}
+	if why := s.lastWhy["ns/pod:a"]; !strings.Contains(why, "cannot list scheduling.k8s.io/v1beta1 podgroups") || !strings.Contains(why, "grant it get, list and watch") {
+		t.Errorf("a waits with %q", why)
+	}
 }
