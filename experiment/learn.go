@@ -87,7 +87,7 @@ func (in *Inputs) truthDescription() []Input {
 		out = append(out, Input{"true_gpu_values", s})
 	}
 	if in.Opts.LearnScores {
-		out = append(out, Input{"score_learning", "on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution, 1% band, step 0.5, re-bin on a 2% move"})
+		out = append(out, Input{"score_learning", "on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to the GPU most slow jobs name), 1% band, step 0.5, guesses withdrawn 5%/round when unused, re-bin on a 2% move"})
 	}
 	return out
 }
