@@ -42,6 +42,12 @@ type LearnOptions struct {
 	// Memory is how many unresolved slow observations are kept (0 means
 	// 4096; see Learner).
 	Memory int
+	// Every is the number of rounds between binnings (0 means 1: every
+	// Rebin may re-bin). Beliefs move every round; only the scores given
+	// to placement wait. A placer indexes a new score table from scratch,
+	// which at 27,648 GPUs costs more than two placement rounds, so large
+	// clusters re-bin less often: see RebinEvery.
+	Every int
 }
 
 func (o LearnOptions) withDefaults() LearnOptions {
@@ -65,6 +71,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	}
 	if o.Memory <= 0 {
 		o.Memory = 4096
+	}
+	if o.Every <= 0 {
+		o.Every = 1
 	}
 	return o
 }
@@ -163,11 +172,23 @@ type Learner struct {
 	cur     *Scores
 	// seen is ObserveJob's memory, round the number of Rebin calls (a
 	// round's end); jobs not seen in a round are forgotten at its end.
-	seen  map[int]jobSeen
-	round int
+	seenDense []jobSeen
+	seen      map[int]jobSeen
+	round     int
+	// binnedAt is the round of the last binning (see LearnOptions.Every).
+	binnedAt int
 	// Counters, for reports.
 	Observations, Lowered, Raised, Forgot, Rebins, Refits int
 }
+
+// RebinEvery is the binning interval, in rounds, for a cluster of gpus
+// GPUs: 1 up to 512 GPUs, then one round more per 512 GPUs (54 at
+// 27,648). Why: every new score table makes the placer index it again,
+// which costs about 2.6 placement rounds at 27,648 GPUs (and scales with
+// the cluster, as a round does); spread over 54 rounds that is under 5%
+// of a round, leaving room for the learner's own work inside the 10% it
+// may cost. Small clusters, where indexing is cheap, re-bin every round.
+func RebinEvery(gpus int) int { return max(1, (gpus+511)/512) }
 
 // NewLearner starts from prior (the believed table) and the scores
 // already binned from it.
@@ -228,34 +249,70 @@ type jobSeen struct {
 	n     int
 	y     float64
 	round int
+	set   bool
 }
 
 // ObserveJob is Observe for a job that has an id: a job showing the same
 // class, GPU list and pace as in the previous round is skipped at the cost
-// of a map lookup (its observation would change nothing, see Observe),
+// of a lookup (its observation would change nothing, see Observe),
 // which keeps a round's learning cost with the jobs that changed. gpus
 // must not be changed in place while the job keeps it (a driver replaces
 // a moved job's list, as both of PAL's drivers do).
 func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
-	if l.seen == nil {
-		l.seen = map[int]jobSeen{}
-	}
 	var first *int
 	if len(gpus) > 0 {
 		first = &gpus[0]
 	}
-	if s, ok := l.seen[id]; ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
+	s, ok := l.lookup(id)
+	if ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
 		s.round = l.round
-		l.seen[id] = s
+		l.store(id, s)
 		return
 	}
 	if l.observe(c, gpus, y) {
 		// Only an observation that changed nothing may be skipped when it
 		// comes again: a slow job keeps stepping its GPU towards its pace.
-		l.seen[id] = jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round}
-	} else {
-		delete(l.seen, id)
+		l.store(id, jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round, set: true})
+	} else if ok {
+		l.store(id, jobSeen{})
 	}
+}
+
+// denseIDs bounds the job ids ObserveJob keeps in a slice (both drivers
+// number jobs from 0); others go to a map.
+const denseIDs = 1 << 22
+
+// lookup is ObserveJob's memory of job id: valid when it was seen in the
+// round now running or the one before (a job not seen in a round is
+// forgotten at its end, lazily: no round sweeps the memory).
+func (l *Learner) lookup(id int) (jobSeen, bool) {
+	var s jobSeen
+	if id >= 0 && id < denseIDs {
+		if id < len(l.seenDense) {
+			s = l.seenDense[id]
+		}
+	} else {
+		s = l.seen[id]
+	}
+	return s, s.set && s.round >= l.round-1
+}
+
+func (l *Learner) store(id int, s jobSeen) {
+	if id >= 0 && id < denseIDs {
+		if id >= len(l.seenDense) {
+			l.seenDense = append(l.seenDense, make([]jobSeen, id+1-len(l.seenDense))...)
+		}
+		l.seenDense[id] = s
+		return
+	}
+	if !s.set {
+		delete(l.seen, id)
+		return
+	}
+	if l.seen == nil {
+		l.seen = map[int]jobSeen{}
+	}
+	l.seen[id] = s
 }
 
 // Observe takes one job's round: class c on gpus ran at pace y (its
@@ -547,12 +604,16 @@ func (l *Learner) spread(c Class, g int) {
 func (l *Learner) Rebin() (*Scores, error) {
 	for id, s := range l.seen {
 		if s.round != l.round {
-			delete(l.seen, id)
+			delete(l.seen, id) // only ids outside denseIDs, rare
 		}
 	}
 	l.round++
 	l.forgetGuesses()
 	l.settle()
+	if l.round-l.binnedAt < l.opts.Every {
+		return nil, nil // the touched GPUs wait for the next binning round
+	}
+	l.binnedAt = l.round
 	var redo []Class
 	var dirty [NumClasses][]int
 	for c := range Class(NumClasses) {
@@ -573,6 +634,7 @@ func (l *Learner) Rebin() (*Scores, error) {
 	ns := *l.cur
 	raw := *l.cur.Raw
 	ns.Raw = &raw
+	changed := false
 	for _, c := range redo {
 		n := len(l.belief[c])
 		l.reassigned[c] += len(dirty[c])
@@ -593,9 +655,18 @@ func (l *Learner) Rebin() (*Scores, error) {
 			for _, g := range dirty[c] {
 				l.snap[c][g] = l.belief[c][g]
 			}
+			if bn == ns.Bins[c] {
+				continue // no GPU changed score: the class's scores stand
+			}
 		}
+		changed = true
 		ns.Bins[c], ns.SF[c] = bn, bn.SF
 		ns.LV[c] = lxvOfCounts(l.sfCount[c], l.cur.L[c])
+	}
+	if !changed {
+		// Placement reads scores alone (SF and L×V): with none changed a
+		// new table would only make the placer index the same one again.
+		return nil, nil
 	}
 	l.cur = &ns
 	l.Rebins++
@@ -607,28 +678,42 @@ func (l *Learner) Rebin() (*Scores, error) {
 // own normalised value as its score (as the paper's binning treats
 // outliers), any other takes the score of the nearest centroid. Only SF
 // is new (a copy): Bin, Counts and the learner's Scores.Raw describe the
-// last fit.
+// last fit. When no moved GPU changes score it returns old itself.
 func reassign(old *Binning, vals []float64, moved []int, count map[float64]int) *Binning {
-	b := *old
-	b.SF = slices.Clone(old.SF)
-	for _, g := range moved {
+	score := func(g int) float64 {
 		v := vals[g]
+		if v > old.Threshold {
+			return v / old.Norm
+		}
 		j, d := 0, math.Inf(1)
 		for k, c := range old.RawCentroids {
 			if dd := math.Abs(v - c); dd < d {
 				j, d = k, dd
 			}
 		}
+		return old.Centroids[j]
+	}
+	var b *Binning
+	for _, g := range moved {
+		sf := score(g)
+		if sf == old.SF[g] {
+			continue // same score: nothing to copy for this GPU
+		}
+		if b == nil {
+			nb := *old
+			nb.SF = slices.Clone(old.SF)
+			b = &nb
+		}
 		if count[b.SF[g]]--; count[b.SF[g]] == 0 {
 			delete(count, b.SF[g])
 		}
-		b.SF[g] = old.Centroids[j]
-		if v > old.Threshold {
-			b.SF[g] = v / old.Norm
-		}
-		count[b.SF[g]]++
+		b.SF[g] = sf
+		count[sf]++
 	}
-	return &b
+	if b == nil {
+		return old
+	}
+	return b
 }
 
 func countScores(sf []float64) map[float64]int {
