@@ -368,3 +368,49 @@ func TestLearnerForgetGuess(t *testing.T) {
 		t.Errorf("GPU 2 believed %v, want 1", got)
 	}
 }
+
+// Binning waits for its interval, and a move that changes no score hands
+// placement nothing. Prior class A 0.9, 0.9, 1.2, 1.2 (bins at raw 0.9
+// and 1.2), re-placing in the old bins (RefitBelow 1), Every 3: GPU 0
+// alone at 1.3 moves 0.9 -> 1.1 (22%), but rounds 1 and 2 give no scores;
+// round 3 does, GPU 0 at the 1.2 bin's score (1.2 / 1.05). Then GPU 1
+// alone at 1.0 moves 0.9 -> 0.95 (5.6%, past the 2% threshold), whose
+// nearest centroid is still 0.9: round 6 (the next binning) gives nil.
+func TestLearnerEvery(t *testing.T) {
+	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true, RefitBelow: 1, RefitShare: 0.5, Every: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(ClassA, []int{0}, 1.3)
+	for round := 1; round <= 3; round++ {
+		got, err := l.Rebin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got != nil) != (round == 3) {
+			t.Fatalf("round %d: scores %v", round, got != nil)
+		}
+		if got != nil && math.Abs(got.SF[ClassA][0]-1.2/1.05) > 1e-9 {
+			t.Errorf("GPU 0 score %v, want %v", got.SF[ClassA][0], 1.2/1.05)
+		}
+	}
+	l.Observe(ClassA, []int{1}, 1.0)
+	if b := l.Belief(ClassA, 1); math.Abs(b-0.95) > 1e-12 {
+		t.Fatalf("GPU 1 believed %v, want 0.95", b)
+	}
+	for round := 4; round <= 6; round++ {
+		if got, err := l.Rebin(); err != nil || got != nil {
+			t.Errorf("round %d: scores %v, err %v; want none", round, got != nil, err)
+		}
+	}
+	for _, c := range []struct{ gpus, want int }{{1, 1}, {64, 1}, {512, 1}, {513, 2}, {27648, 54}} {
+		if got := RebinEvery(c.gpus); got != c.want {
+			t.Errorf("RebinEvery(%d) = %d, want %d", c.gpus, got, c.want)
+		}
+	}
+}
