@@ -278,9 +278,9 @@ func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
 	}
 }
 
-// denseIDs bounds the job ids ObserveJob keeps in a slice (both drivers
-// number jobs from 0); others go to a map.
-const denseIDs = 1 << 22
+// denseIDs bounds the job ids ObserveJob keeps in a slice (traces number
+// jobs from 0; the slice is at most 12 MiB); others go to a map.
+const denseIDs = 1 << 18
 
 // lookup is ObserveJob's memory of job id: valid when it was seen in the
 // round now running or the one before (a job not seen in a round is

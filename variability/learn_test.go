@@ -414,3 +414,41 @@ func TestLearnerEvery(t *testing.T) {
 		}
 	}
 }
+
+// ObserveJob skips a job that shows again, in the same or the next round,
+// the class, GPU list and pace of an observation that changed nothing; a job
+// missing for a round is forgotten, a moved job (a new list) and a slow
+// one are observed every time. The Observations counter says which calls
+// reached the estimator. Ids in the slice (7) and in the map (-3, 2^20)
+// behave alike.
+func TestLearnerObserveJob(t *testing.T) {
+	for _, id := range []int{7, -3, 1 << 20} {
+		l := newTestLearner(t, flatTable(4), true)
+		gpus := []int{0, 1}
+		step := func(what string, want int, calls ...func()) {
+			t.Helper()
+			for _, c := range calls {
+				c()
+			}
+			if l.Observations != want {
+				t.Errorf("id %d, %s: %d observations, want %d", id, what, l.Observations, want)
+			}
+		}
+		obs := func(g []int, y float64) func() { return func() { l.ObserveJob(id, ClassA, g, y) } }
+		rebin := func() {
+			if _, err := l.Rebin(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first observation sets the GPUs' bounds (it changed
+		// something), so only from the second on is the job steady.
+		step("first", 1, obs(gpus, 1))
+		step("second", 2, obs(gpus, 1))
+		step("third, same round", 2, obs(gpus, 1))
+		step("next round", 2, rebin, obs(gpus, 1))
+		step("after a round away", 3, rebin, rebin, obs(gpus, 1))
+		step("moved (new list)", 4, obs([]int{0, 1}, 1))
+		step("slow", 5, obs(gpus, 1.5))
+		step("slow again", 6, obs(gpus, 1.5))
+	}
+}
