@@ -35,8 +35,9 @@ export --kubernetes read: for each class, each GPU's iteration time
 relative to the class's median GPU (the PAL paper's PerfVar; 1.2 = 20%
 slower than the median GPU).
 
-Per model, a GPU's value is the median of its repetitions divided by the
-median over GPUs of those medians; a class with several models takes each
+Per model, a GPU's value is the mean of its repetitions (a run both over
+10% and over 3 scaled MADs from their median is set aside as disturbed)
+divided by the median over GPUs of those means; a class with several models takes each
 GPU's geometric mean over them and is divided again by its median GPU. A
 class no model maps to, and a GPU a class never ran on, get 1.0 (the median
 GPU); the report says which. Models map to classes through the model table
