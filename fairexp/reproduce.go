@@ -798,7 +798,7 @@ Why the gaps: the paper's numbers come from its 85-app production trace on a
 YARN testbed and a 64-GPU simulation with its authors' estimator; ours come
 from a Philly-derived synthetic workload (job lengths and sizes from Philly,
 apps of 1–100 jobs), our [D] definitions of ρ (T_id floored at the app's
-longest job) and our bundle-size auction, all in THEMIS-HIVED.md. Gavel
+longest job) and our bundle-size auction, all documented in fairness/doc.go. Gavel
 here is its finish-time-fairness program per job (not per app), solved
 exactly by bisection (one GPU type), run in deficit order on 300 s rounds.
 `)

@@ -17,7 +17,7 @@ type Headline struct {
 	Claim  string
 	Paper  float64
 	// Artifact is what the PAL artifact's own runs printed, where known
-	// (docs/SIMULATION.md §2.8); nil otherwise.
+	// (TESTDATA.md, calibration against the artifact); nil otherwise.
 	Artifact *float64
 	Ours     float64
 	// Spread is the range of ours over independent seeds, where several

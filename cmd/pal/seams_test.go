@@ -138,15 +138,15 @@ func TestTooLongRowNamesItsColumn(t *testing.T) {
 // none.
 func TestVersionString(t *testing.T) {
 	vcs := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: strings.Repeat("ab12", 10)},
 		{Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
 	for _, tc := range []struct {
 		release string
 		bi      *debug.BuildInfo
 		want    string
 	}{
-		{"devel", vcs, "devel (commit 0123456789ab of 2026-12-01T10:00:00Z, with uncommitted changes), go1.99"},
-		{"v1.2.3", vcs, "v1.2.3 (commit 0123456789ab of 2026-12-01T10:00:00Z, with uncommitted changes), go1.99"},
+		{"devel", vcs, "devel (commit " + strings.Repeat("ab12", 3) + " of 2026-12-01T10:00:00Z, with uncommitted changes), go1.99"},
+		{"v1.2.3", vcs, "v1.2.3 (commit " + strings.Repeat("ab12", 3) + " of 2026-12-01T10:00:00Z, with uncommitted changes), go1.99"},
 		{"devel", &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "v0.4.0"}}, "v0.4.0 (no commit recorded: build with go build -buildvcs=true ./cmd/pal in the checkout), go1.99"},
 		{"devel", nil, "devel"},
 	} {
@@ -156,7 +156,7 @@ func TestVersionString(t *testing.T) {
 	}
 	clean := *vcs
 	clean.Settings = vcs.Settings[:3]
-	if got := formatVersion("devel", &clean); got != "devel (commit 0123456789ab of 2026-12-01T10:00:00Z), go1.99" {
+	if got := formatVersion("devel", &clean); got != "devel (commit "+strings.Repeat("ab12", 3)+" of 2026-12-01T10:00:00Z), go1.99" {
 		t.Errorf("clean tree: %q", got)
 	}
 	help, _ := run(t, "--help")

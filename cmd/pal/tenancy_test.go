@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// h3Run runs THEMIS-HIVED.md H3's trace through pal sim and returns the
+// h3Run runs scenario H3's trace (TESTDATA.md, hand-derived HiveD scenarios) through pal sim and returns the
 // jobs-out rows keyed by job id.
 func h3Run(t *testing.T, extra ...string) map[string]map[string]string {
 	t.Helper()
