@@ -291,6 +291,9 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 			ref := hivedSubdir + "/" + base
 			s.Figures = append(s.Figures, ref)
 			s.Captions[ref] = "Sharing anomaly per VC, " + strings.ReplaceAll(strings.TrimPrefix(base, "anomaly-"), "-", " ") + " (hived/" + base + ")"
+			if rep.Hived.Quick && strings.HasPrefix(base, "anomaly-philly") {
+				s.Captions[ref] += "; --quick: not meaningful, no VC queues at this size"
+			}
 		}
 		sections = append(sections, s)
 	}
