@@ -31,7 +31,7 @@ func (o Options) validateTenancy() error {
 		return fmt.Errorf("--cells %s needs --tenancy quota, hived, hived-pm or private", o.Cells)
 	}
 	if o.NodeEvents != "" && !o.hived() {
-		return fmt.Errorf("--node-events %s needs --tenancy hived (the stage that tracks bad nodes)", o.NodeEvents)
+		return fmt.Errorf("--node-events %s needs --tenancy hived or hived-pm (the stages that track bad nodes)", o.NodeEvents)
 	}
 	return nil
 }

@@ -103,6 +103,22 @@ func TestTenancyErrorsNameEveryMode(t *testing.T) {
 	}
 }
 
+// --node-events works under both HiveD modes and names both when refused.
+func TestNodeEventsNameBothHivedModes(t *testing.T) {
+	ev := filepath.Join(t.TempDir(), "ev.csv")
+	os.WriteFile(ev, []byte("time_s,node,event\n600,node-0,down\n"), 0o644)
+	base := []string{"sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--placement", "pal", "--node-events", ev}
+	_, err := run(t, append(base, "--tenancy", "quota")...)
+	if err == nil || !strings.Contains(err.Error(), "needs --tenancy hived or hived-pm") {
+		t.Errorf("quota: %v", err)
+	}
+	for _, m := range []string{"hived", "hived-pm"} {
+		if out, err := run(t, append(base, "--tenancy", m)...); err != nil {
+			t.Errorf("%s: %v\n%s", m, err, out)
+		}
+	}
+}
+
 // A too-long row is reported against the column it came from: duration_s
 // rows name duration_s (and are not told that they count iterations);
 // duration rows name duration with the iterations reminder.
