@@ -20,6 +20,9 @@ type Metrics struct {
 	GPUsInUse    prometheus.Gauge
 	MeanScore    prometheus.Gauge
 	Leader       prometheus.Gauge
+	// Scheduler themis (fairness.go).
+	AppRho           *prometheus.GaugeVec
+	LeaseRevocations prometheus.Counter
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -34,6 +37,7 @@ func NewMetrics() *Metrics {
 	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica holds the leader lease."})
+	m.reg.MustRegister(themisMetrics(m)...)
 	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

@@ -90,6 +90,7 @@ type Scheduler struct {
 	lastRound time.Time
 
 	ten *tenancyStage // nil: tenancy none
+	th  *themisStage  // nil: scheduler is not themis
 
 	binds      atomic.Int64
 	killAfter  int64 // test hook: SIGKILL itself after this many binds
@@ -134,10 +135,17 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 		assumed: map[types.UID]assumption{}, lastWhy: map[string]string{}, told: map[string]bool{},
 	}
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
+	if cfg.Scheduler == experiment.SchedulerThemis {
+		s.th = newThemisStage(cfg, models)
+		s.pol.place = s.th
+	}
 	if l, _ := cfg.validateTenancy(); l != nil {
 		var err error
 		mk := func() (policy.Placer, error) {
 			return experiment.NewPlacer(strings.ToLower(cfg.Placement), cfg.PMFirstTieBreak)
+		}
+		if s.th != nil {
+			mk = s.th.vcPlacer // each VC runs a Themis of its own
 		}
 		if s.ten, err = newTenancyStage(cfg.Tenancy, l, mk); err != nil {
 			return nil, err
@@ -206,7 +214,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	s.ready.Store(true)
-	s.log.Info("informers synced", "scheduler", s.cfg.SchedulerName, "scheduling", s.cfg.Scheduler, "placement", s.cfg.Placement)
+	s.log.Info("informers synced", "scheduler", s.cfg.SchedulerName, "scheduling", s.cfg.Scheduler, "placement", s.placementName())
 	if !s.cfg.LeaderElection.Enabled {
 		s.loop(ctx)
 		return nil
@@ -413,7 +421,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		order = s.tenancyOrder(snap, order, byJob)
 	}
 	pending, inUse := 0, 0
-	if len(order) > 0 {
+	if len(order) > 0 || s.runsEmpty(snap) {
 		// Ties in the policies' keys keep this order (stable sorts), as
 		// arrival order is kept in the simulator.
 		slices.SortStableFunc(order, func(a, b *workload.Job) int {
@@ -424,8 +432,12 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		})
 		order = s.pol.sched.Order(now, order)
 		var alloc [][]int
-		if s.ten != nil {
+		if s.ten != nil && s.th != nil {
+			alloc = s.th.placeInVCs(s, snap, order, byJob, start)
+		} else if s.ten != nil {
 			alloc = s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+		} else if s.th != nil {
+			alloc = s.th.place(s, snap, order, byJob, start)
 		} else {
 			alloc = s.place(snap, order)
 		}
@@ -687,9 +699,9 @@ func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload
 			raw := mustJSON(info)
 			slow := s.slowdown(snap, d.Job, d.To)
 			for i, p := range g.pending {
-				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: map[string]string{
+				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: s.th.annotate(g.key, map[string]string{
 					AnnGPUIndices: FormatIndices(parts[i].GPUs), AnnBindInfo: raw, AnnSlowdown: fmtFloat(slow),
-				}})
+				})})
 			}
 			delete(s.lastWhy, g.key)
 		}
@@ -725,7 +737,7 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann
 	s.remember(p.UID, assumption{node: node, annots: ann})
 	s.metrics.BoundPods.Inc()
 	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
-	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (%s)", node, ann[AnnGPUIndices], gangName(gangKey))
+	s.recorder.Event(p, corev1.EventTypeNormal, "Scheduled", s.scheduledMessage(node, ann[AnnGPUIndices], gangKey))
 	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
 		s.log.Warn("test hook: killing myself after bind", "binds", n)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
