@@ -32,11 +32,11 @@ func NewMetrics() *Metrics {
 		Help: "Time one scheduling round takes (snapshot, order, place, bind, evict).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
 	m.PendingGangs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_pending_gangs", Help: "Gangs placed in the queue but not given GPUs in the last round."})
 	m.BoundPods = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_bound_pods_total", Help: "Pods bound through pods/binding."})
-	m.BoundNow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_bound_pods", Help: "Our pods bound and not finished at the start of the last round."})
+	m.BoundNow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_bound_pods", Help: "Our pods bound and not finished: counted at each round's start, raised at each bind."})
 	m.Evictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_evictions_total", Help: "Pods evicted for preemption or migration."})
 	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
-	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica holds the leader lease."})
+	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica runs rounds: it holds the leader lease, or runs without leader election."})
 	m.reg.MustRegister(themisMetrics(m)...)
 	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -72,6 +73,11 @@ type Scheduler struct {
 	synced    []cache.InformerSynced
 
 	startFactories func(stop <-chan struct{})
+
+	dyn        dynamic.Interface // nil: scheduler-plugins PodGroups are not read
+	groups     groupSources
+	groupWrote map[string]string // gang -> group status last written (round goroutine)
+	boundGangs map[string]bool   // gangs the current round bound whole
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
@@ -116,8 +122,9 @@ type assumption struct {
 // setting for operators.
 const KillAfterBindsEnv = "PAL_TEST_KILL_AFTER_BINDS"
 
-// New makes a scheduler; Run starts it.
-func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler, error) {
+// New makes a scheduler; Run starts it. It asks the apiserver's
+// discovery which PodGroup APIs it serves (see LabelCoschedPodGroup).
+func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Option) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -133,6 +140,10 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 		kick:    make(chan struct{}, 1),
 		jobs:    newJobTable(float64(time.Now().UnixNano()) / 1e9),
 		assumed: map[types.UID]assumption{}, lastWhy: map[string]string{}, told: map[string]bool{},
+		groupWrote: map[string]string{},
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
 	if cfg.Scheduler == experiment.SchedulerThemis {
@@ -179,7 +190,9 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 			s.poke()
 		}
 	}})
+	startGroups := s.setupGroups()
 	s.startFactories = func(stop <-chan struct{}) {
+		startGroups(stop)
 		s.factory.Start(stop)
 		ours.Start(stop)
 		assigned.Start(stop)
@@ -216,6 +229,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.ready.Store(true)
 	s.log.Info("informers synced", "scheduler", s.cfg.SchedulerName, "scheduling", s.cfg.Scheduler, "placement", s.placementName())
 	if !s.cfg.LeaderElection.Enabled {
+		// It runs rounds as a leader does: dashboards read it as one.
+		s.metrics.Leader.Set(1)
+		defer s.metrics.Leader.Set(0)
 		s.loop(ctx)
 		return nil
 	}
@@ -315,6 +331,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		elapsed = start.Sub(s.lastRound).Seconds() * s.cfg.TimeScale
 	}
 	s.lastRound = start
+	s.boundGangs = map[string]bool{}
 	now := float64(start.UnixNano())/1e9 - s.jobs.epoch
 
 	nodes, _ := s.nodes.List(labels.Everything())
@@ -327,7 +344,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			foreign = append(foreign, p)
 		}
 	}
-	snap, err := buildSnapshot(nodes, ours, foreign, s.models, s.jobGang, s.jobs)
+	snap, err := buildSnapshot(nodes, ours, foreign, s.models, s.jobGang, s.jobs, s.groups.list()...)
 	if err != nil {
 		s.log.Error("round: cannot read the cluster", "err", err)
 		return
@@ -459,6 +476,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	if snap.cl != nil {
 		inUse = snap.cl.Size() - snap.cl.FreeCount()
 	}
+	s.writeGroupStatus(ctx, snap, s.boundGangs)
 	s.metrics.PendingGangs.Set(float64(pending))
 	s.metrics.GPUsInUse.Set(float64(inUse))
 	s.metrics.MeanScore.Set(s.meanScore(snap, order))
@@ -708,19 +726,45 @@ func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload
 	}
 	// Bind concurrently: the apiserver, not this loop, should set the pace.
 	var wg sync.WaitGroup
-	work := make(chan bind)
+	var mu sync.Mutex
+	ok := make([]bool, len(binds))
+	work := make(chan int)
 	for range min(s.cfg.BindWorkers, len(binds)) {
 		wg.Go(func() {
-			for b := range work {
-				s.bindPod(ctx, b.pod, b.node, b.ann, b.g.key)
+			for i := range work {
+				b := binds[i]
+				r := s.bindPod(ctx, b.pod, b.node, b.ann, b.g.key)
+				mu.Lock()
+				ok[i] = r
+				mu.Unlock()
 			}
 		})
 	}
-	for _, b := range binds {
-		work <- b
+	for i := range binds {
+		work <- i
 	}
 	close(work)
 	wg.Wait()
+	// One line per gang bound, in launch order.
+	for i := 0; i < len(binds); {
+		g := binds[i].g
+		j := i
+		var parts []PodBind
+		failed := 0
+		for ; j < len(binds) && binds[j].g == g; j++ {
+			if !ok[j] {
+				failed++
+				continue
+			}
+			idx, _ := ParseIndices(binds[j].ann[AnnGPUIndices])
+			parts = append(parts, PodBind{Node: binds[j].node, GPUs: idx})
+		}
+		s.logGangBound(g, parts, failed)
+		if failed == 0 {
+			s.boundGangs[g.key] = true
+		}
+		i = j
+	}
 }
 
 // bindPod posts one Binding carrying the annotations.
@@ -736,6 +780,7 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann
 	}
 	s.remember(p.UID, assumption{node: node, annots: ann})
 	s.metrics.BoundPods.Inc()
+	s.metrics.BoundNow.Inc() // bound now, not at the next round's count
 	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
 	s.recorder.Event(p, corev1.EventTypeNormal, "Scheduled", s.scheduledMessage(node, ann[AnnGPUIndices], gangKey))
 	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
@@ -846,6 +891,7 @@ func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	s.log.Info("evicting gang", "gang", gangName(g.key), "pods", strings.Join(names, ","), "why", why)
+	s.markDisrupted(ctx, g, why)
 	for _, p := range g.bound {
 		if p.DeletionTimestamp != nil || isTerminal(p) {
 			continue
@@ -995,13 +1041,23 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 			missing[node] = append(missing[node], idx)
 		}
 	}
+	// One warning for all newly unscored nodes (a cluster without the
+	// ConfigMap would otherwise log a line per node); each node's own
+	// line is at debug level, and its event stays on the node.
+	var untold []string
+	unscored := 0
 	for _, node := range snap.nodeNames {
 		if idx := missing[node]; len(idx) > 0 && !s.told[node] {
 			s.told[node] = true
+			untold = append(untold, node)
+			unscored += len(idx)
 			msg := fmt.Sprintf("GPUs %s of node %s have no PM-score in ConfigMap %s; they count as median GPUs", FormatIndices(idx), node, src)
-			s.log.Warn(msg)
+			s.log.Debug(msg)
 			s.recorder.Event(&corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}, corev1.EventTypeWarning, "NoPMScore", msg)
 		}
+	}
+	if len(untold) > 0 {
+		s.log.Warn(unscoredSummary(untold, unscored, src, cm == nil))
 	}
 	st, _ := variability.ParseKStrategy(s.cfg.KStrategy)
 	vs, err := variability.NewScores(tab, variability.BinOptions{Strategy: st, Seed: s.cfg.Seed},
