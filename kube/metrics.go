@@ -20,6 +20,10 @@ type Metrics struct {
 	GPUsInUse    prometheus.Gauge
 	MeanScore    prometheus.Gauge
 	Leader       prometheus.Gauge
+	// EventsPosted and EventsDropped count the events the scheduler
+	// posted and those it could not post, by why (see eventPoster).
+	EventsPosted  prometheus.Counter
+	EventsDropped *prometheus.CounterVec
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -34,7 +38,15 @@ func NewMetrics() *Metrics {
 	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica holds the leader lease."})
+	m.EventsPosted = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_events_posted_total", Help: "Events (events.k8s.io/v1) the scheduler posted."})
+	m.EventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_events_dropped_total",
+		Help: "Events the scheduler did not post: queue_full (more waiting than its queue holds), api_error (the apiserver refused it, or kept failing), shutdown (still queued when it stopped)."},
+		[]string{"reason"})
+	for _, r := range []string{dropQueueFull, dropAPIError, dropShutdown} {
+		m.EventsDropped.WithLabelValues(r) // exported at 0 from the start
+	}
 	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
+		m.EventsPosted, m.EventsDropped,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
