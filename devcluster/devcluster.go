@@ -112,6 +112,9 @@ type Options struct {
 	// Nodes fake GPU nodes of GPUsPerNode each, named NodePrefix-000 ...
 	Nodes, GPUsPerNode int
 	NodePrefix         string
+	// APIServerArgs are added to kube-apiserver's flags (e.g. a feature
+	// gate and --runtime-config for native gangs).
+	APIServerArgs []string
 }
 
 // Cluster is a running dev cluster.
@@ -183,14 +186,15 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(c.Token+",pal-admin,pal-admin,system:masters\n"), 0o600); err != nil {
 		return c, err
 	}
-	if err := c.start("kube-apiserver", filepath.Join(o.Bin, "kube-apiserver"),
+	if err := c.start("kube-apiserver", filepath.Join(o.Bin, "kube-apiserver"), append([]string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(ports[2]), "--endpoint-reconciler-type", "none",
 		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
 		"--service-account-issuer", c.Server, "--service-account-key-file", filepath.Join(dir, "sa.pub"),
 		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
-		"--service-cluster-ip-range", "10.0.0.0/24", "--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"); err != nil {
+		"--service-cluster-ip-range", "10.0.0.0/24", "--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"},
+		o.APIServerArgs...)...); err != nil {
 		return c, err
 	}
 	if err := c.writeKubeconfig(); err != nil {
