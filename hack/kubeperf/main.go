@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +84,8 @@ type options struct {
 	runFor             time.Duration
 	placement          string
 	keep               bool
+	palProfile         string
+	run                int // which run (for file names)
 }
 
 func main() {
@@ -104,6 +107,7 @@ func main() {
 	flag.DurationVar(&o.runFor, "run", time.Hour, "how long each pod runs once bound (kwok finishes it)")
 	flag.StringVar(&o.placement, "placement", "pal", "pal's placement")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory (logs) and print it")
+	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal scheduler's CPU profile of each run to FILE.<scenario>.<run>")
 	flag.Parse()
 	o.qps = float32(*qps)
 	if *scen == "" {
@@ -159,6 +163,7 @@ func main() {
 		for _, sc := range list {
 			for _, w := range who {
 				fmt.Printf("\n== run %d/%d: %s (%s) with %s; load average %s\n", r+1, *runs, sc.name, sc.what, w, loadavg())
+				o.run = r + 1
 				x, err := measure(sc, w, o)
 				if err != nil {
 					fmt.Printf("   FAILED: %v\n", err)
@@ -306,7 +311,11 @@ func startScheduler(w string, sc scenario, cl *devcluster.Cluster, dir string, o
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return nil, err
 		}
-		cmd = exec.Command(o.pal, "scheduler", "--config", cfg, "--kubeconfig", cl.Kubeconfig, "--log-level", "warn")
+		args := []string{"scheduler", "--config", cfg, "--kubeconfig", cl.Kubeconfig, "--log-level", "warn"}
+		if o.palProfile != "" {
+			args = append(args, "--cpuprofile", fmt.Sprintf("%s.%s.%d", o.palProfile, sc.name, o.run))
+		}
+		cmd = exec.Command(o.pal, args...)
 	case schedKube:
 		cfg := filepath.Join(dir, "kube-scheduler.yaml")
 		body := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
@@ -375,7 +384,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	if err != nil {
 		return x, err
 	}
-	defer func() { _ = sched.Process.Kill(); _ = sched.Wait() }()
+	defer stopProcess(sched)
 
 	var mu sync.Mutex
 	created := map[string]time.Time{}
@@ -518,6 +527,20 @@ func measure(sc scenario, w string, o options) (result, error) {
 		return x, fmt.Errorf("only %d of %d pods bound after %v (see %s, --keep keeps it)", x.bound, x.pods, o.timeout, filepath.Join(dir, w+".log"))
 	}
 	return x, nil
+}
+
+// stopProcess asks the scheduler to stop (SIGTERM: pal writes its
+// profile), and kills it after 10 s.
+func stopProcess(c *exec.Cmd) {
+	_ = c.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.Process.Kill()
+		<-done
+	}
 }
 
 func gangName(g int) string { return fmt.Sprintf("g%05d", g) }
