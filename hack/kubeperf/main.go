@@ -104,7 +104,7 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 400, "client burst of either scheduler")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a scenario when its pods are not all bound by then")
 	flag.DurationVar(&o.eventWait, "event-wait", 90*time.Second, "after all are bound, wait at most this long for their Scheduled events")
-	flag.DurationVar(&o.runFor, "run", time.Hour, "how long each pod runs once bound (kwok finishes it)")
+	flag.DurationVar(&o.runFor, "run", 0, "how long each pod runs once bound (kwok finishes it; default: 5s in the mixed scenario, so not all can run at once, 1h in the peer ones, which all fit)")
 	flag.StringVar(&o.placement, "placement", "pal", "pal's placement")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory (logs) and print it")
 	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal scheduler's CPU profile of each run to FILE.<scenario>.<run>")
@@ -175,8 +175,8 @@ func main() {
 		}
 	}
 	fmt.Printf("\nMedians over %d run(s); load average at the end %s\n\n", *runs, loadavg())
-	fmt.Println("| scenario | scheduler | pods bound/s | create-to-bound p50 / p99 (s) | scheduler CPU (s) | apiserver CPU (s) | split gangs | Scheduled events |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| scenario | scheduler | pods bound/s | create-to-bound p50 / p99 (s) | scheduler CPU (s) | apiserver CPU (s) | split gangs | Scheduled events | apiserver writes per pod |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, sc := range list {
 		for _, w := range who {
 			xs := res[sc.name+"|"+w]
@@ -207,11 +207,11 @@ func main() {
 			if ok < len(xs) {
 				failed = fmt.Sprintf(" (%d of %d runs failed)", len(xs)-ok, len(xs))
 			}
-			fmt.Printf("| %s | %s%s | %.1f | %.2f / %.2f | %.1f | %.1f | %s | %.0f of %d |\n", sc.what, w, failed,
+			fmt.Printf("| %s | %s%s | %.1f | %.2f / %.2f | %.1f | %.1f | %s | %.0f of %d | %.2f |\n", sc.what, w, failed,
 				med(func(x result) float64 { return x.rate }), med(func(x result) float64 { return x.p50 }),
 				med(func(x result) float64 { return x.p99 }), med(func(x result) float64 { return x.cpuSched }),
 				med(func(x result) float64 { return x.cpuAPI }), split,
-				med(func(x result) float64 { return float64(x.events) }), sc.pods())
+				med(func(x result) float64 { return float64(x.events) }), sc.pods(), med(result.writesPerPod))
 		}
 	}
 }
@@ -255,7 +255,18 @@ type result struct {
 	split            int // gangs on more than one node
 	events           int // bound pods with a Scheduled event
 	eventsAfter      float64
+	writes           map[string]float64 // apiserver write requests by verb and resource, all clients
 	failed           bool
+}
+
+// writesPerPod is the apiserver's write requests per pod, all clients
+// together (the benchmark's creates and kwok's status writes included).
+func (x result) writesPerPod() float64 {
+	n := 0.0
+	for _, v := range x.writes {
+		n += v
+	}
+	return n / float64(max(x.pods, 1))
 }
 
 func (x result) print() {
@@ -271,6 +282,62 @@ func (x result) print() {
 		fmt.Printf("   gangs split over nodes: %d of %d\n", x.split, x.gangs)
 	}
 	fmt.Printf("   Scheduled events (events.k8s.io/v1) for bound pods: %d of %d, %.1f s after the last bind\n", x.events, x.bound, x.eventsAfter)
+	if len(x.writes) > 0 {
+		var ks []string
+		for k := range x.writes {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		var parts []string
+		for _, k := range ks {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, x.writes[k]))
+		}
+		fmt.Printf("   apiserver writes (all clients), %.2f per pod: %s\n", x.writesPerPod(), strings.Join(parts, ", "))
+	}
+}
+
+// apiWrites reads the apiserver's apiserver_request_total and sums the
+// write requests (POST, PUT, PATCH, DELETE) by verb and
+// group/resource/subresource.
+func apiWrites(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		res := l["resource"]
+		if l["group"] != "" {
+			res = l["group"] + "/" + res
+		}
+		if l["subresource"] != "" {
+			res += "/" + l["subresource"]
+		}
+		out[l["verb"]+" "+res] += v
+	}
+	return out, nil
 }
 
 // cpuSeconds is a process's user+system CPU time from /proc.
@@ -424,7 +491,18 @@ func measure(sc scenario, w string, o options) (result, error) {
 		return m
 	}
 	cpu0 := cpu()
+	w0, err := apiWrites(ctx, cs)
+	if err != nil {
+		return x, err
+	}
 
+	runFor := o.runFor
+	if runFor == 0 {
+		runFor = time.Hour
+		if sc.sizes != nil {
+			runFor = 5 * time.Second
+		}
+	}
 	type podReq struct {
 		name string
 		gang int
@@ -442,7 +520,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	for range 32 {
 		wg.Go(func() {
 			for r := range work {
-				p := makePod(sc, w, r.name, r.gang, o.runFor)
+				p := makePod(sc, w, r.name, r.gang, runFor)
 				mu.Lock()
 				created[r.name] = time.Now()
 				mu.Unlock()
@@ -523,6 +601,16 @@ func measure(sc scenario, w string, o options) (result, error) {
 		time.Sleep(2 * time.Second)
 	}
 	x.eventsAfter = time.Since(last).Seconds()
+	w1, err := apiWrites(ctx, cs)
+	if err != nil {
+		return x, err
+	}
+	x.writes = map[string]float64{}
+	for k, v := range w1 {
+		if d := v - w0[k]; d > 0 {
+			x.writes[k] = d
+		}
+	}
 	if timedOut {
 		return x, fmt.Errorf("only %d of %d pods bound after %v (see %s, --keep keeps it)", x.bound, x.pods, o.timeout, filepath.Join(dir, w+".log"))
 	}
