@@ -304,8 +304,15 @@ func apiWrites(ctx context.Context, cs kubernetes.Interface) (map[string]float64
 	if err != nil {
 		return nil, fmt.Errorf("apiserver /metrics: %v", err)
 	}
+	return parseWrites(string(raw)), nil
+}
+
+// parseWrites sums the apiserver_request_total samples of write verbs in
+// a Prometheus text exposition by "VERB group/resource/subresource"; lines
+// it cannot read are skipped (the counts are a report, not an input).
+func parseWrites(text string) map[string]float64 {
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
 		if !ok {
 			continue
@@ -337,7 +344,7 @@ func apiWrites(ctx context.Context, cs kubernetes.Interface) (map[string]float64
 		}
 		out[l["verb"]+" "+res] += v
 	}
-	return out, nil
+	return out
 }
 
 // cpuSeconds is a process's user+system CPU time from /proc.
