@@ -24,7 +24,7 @@ go build -o "$tmp/pal" ./cmd/pal
 go build -o "$tmp/kubeperf" ./hack/kubeperf
 ks=()
 for a in "$@"; do
-  if [ "$a" = "--compare" ] || [[ "$a" == --schedulers=*kube-scheduler* ]]; then
+  if [ "$a" = "--compare" ] || [[ "$a" == *kube-scheduler* ]]; then
     ks=(--kube-scheduler "$(bash hack/kube-scheduler.sh)")
   fi
 done
