@@ -30,6 +30,9 @@ func (o Options) validateTenancy() error {
 	if !o.tenancyOn() && o.Cells != "" {
 		return fmt.Errorf("--cells %s needs --tenancy quota, hived or private", o.Cells)
 	}
+	if o.Scheduler == SchedulerThemis && o.Tenancy == "quota" {
+		return fmt.Errorf("--tenancy quota with --scheduler themis: not supported (a quota VC places on the shared cluster, where Themis' leases would span VCs); use hived, hived-pm, private or none")
+	}
 	if o.NodeEvents != "" && !o.hived() {
 		return fmt.Errorf("--node-events %s needs --tenancy hived (the stage that tracks bad nodes)", o.NodeEvents)
 	}
@@ -152,6 +155,17 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	cfg.CheckInvariants = in.Opts.CheckInvariants
 	cfg.NodeEvents = in.nodeEvents
 	iv := &tenant.IntraVC{NewPlacer: func() (policy.Placer, error) { return in.newPlacer(placement) }}
+	if top, ok := cfg.Scheduler.(*themis.Policy); ok {
+		// Each VC runs a Themis of its own over its cells, on the round's
+		// clock (the top-level policy only orders).
+		iv.NewPlacer = func() (policy.Placer, error) {
+			p, err := newThemis()
+			if err != nil {
+				return nil, err
+			}
+			return themis.InVC{Policy: p, Clock: top.Now}, nil
+		}
+	}
 	switch in.Opts.Tenancy {
 	case "quota":
 		q := tenant.NewQuota(in.Layout)

@@ -35,7 +35,9 @@ type Config struct {
 	// so that a replay can put arrivals between rounds.
 	AlignPeriod bool `json:"alignPeriod"`
 
-	// Scheduler: fifo, las, srtf or tiresias-las (as `pal sim --scheduler`).
+	// Scheduler: fifo, las, srtf, tiresias-las or themis (as `pal sim
+	// --scheduler`). Themis places too: its auctions pick the GPUs, and
+	// Placement is not used.
 	Scheduler string `json:"scheduler"`
 	// Placement: pal, pm-first, packed-sticky, packed-nonsticky,
 	// random-sticky or random-nonsticky, or a non-sticky one's
@@ -103,6 +105,10 @@ type Config struct {
 	// name their VC and priority in pal.io/vc and pal.io/priority.
 	Tenancy string `json:"tenancy"`
 	Cells   string `json:"cells,omitempty"`
+
+	// Themis holds the knobs of scheduler themis (lease, knob); see
+	// ThemisConfig.
+	Themis ThemisConfig `json:"themis"`
 }
 
 // LeaderElection configures the Lease that keeps two replicas from binding
@@ -179,6 +185,7 @@ func DefaultConfig() Config {
 		EventBurst:  400,
 		BindWorkers: 32,
 		Tenancy:     "none",
+		Themis:      defaultThemisConfig(),
 	}
 }
 
@@ -247,7 +254,7 @@ func (c *Config) Validate() error {
 	if _, err := c.validateTenancy(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateThemis()
 }
 
 type policies struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -91,7 +92,11 @@ in the background, whose child keeps running when the parent is killed.`,
 			if err != nil {
 				return err
 			}
-			s, err := kube.New(cfg, client, log)
+			dyn, err := dynamic.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			s, err := kube.New(cfg, client, log, kube.WithDynamic(dyn))
 			if err != nil {
 				return err
 			}

@@ -439,7 +439,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	}
 	t := time.Now()
 	cl, err := devcluster.Up(ctx, devcluster.Options{Dir: dir, Nodes: sc.nodes, GPUsPerNode: sc.gpus,
-		APIServerArgs: []string{"--feature-gates", "GenericWorkload=true", "--runtime-config", "scheduling.k8s.io/v1beta1=true"}})
+		NativeGangs: true})
 	if err != nil {
 		return x, err
 	}
