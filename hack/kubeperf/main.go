@@ -97,6 +97,7 @@ type options struct {
 	keep               bool
 	palProfile         string
 	run                int // which run (for file names)
+	palGangs           string
 }
 
 func main() {
@@ -118,6 +119,7 @@ func main() {
 	flag.DurationVar(&o.runFor, "run", 0, "how long each pod runs once bound (kwok finishes it; default: 5s in the mixed scenario, so not all can run at once, 1h in the peer ones, which all fit)")
 	flag.StringVar(&o.placement, "placement", "pal", "pal's placement")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory (logs) and print it")
+	flag.StringVar(&o.palGangs, "pal-gangs", "annotations", "how pal's gangs are written: annotations (pal.io/gang) or podgroups (native PodGroups, as for kube-scheduler)")
 	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal scheduler's CPU profile of each run to FILE.<scenario>.<run>")
 	flag.Parse()
 	o.qps = float32(*qps)
@@ -164,11 +166,14 @@ func main() {
 		}
 		who = append(who, n)
 	}
+	if o.palGangs != "annotations" && o.palGangs != "podgroups" {
+		fail(fmt.Errorf("--pal-gangs: annotations or podgroups, got %q", o.palGangs))
+	}
 	if *runs < 1 {
 		fail(fmt.Errorf("--runs: want at least 1"))
 	}
-	fmt.Printf("kubeperf: scenarios %s, schedulers %s, %d run(s), client QPS %g / burst %d for either scheduler, timeout %v per scenario, pal placement %s\n",
-		*scen, *scheds, *runs, o.qps, o.burst, o.timeout, o.placement)
+	fmt.Printf("kubeperf: scenarios %s, schedulers %s, %d run(s), client QPS %g / burst %d for either scheduler, timeout %v per scenario, pal placement %s, pal gangs as %s\n",
+		*scen, *scheds, *runs, o.qps, o.burst, o.timeout, o.placement, o.palGangs)
 	res := map[string][]result{}
 	for r := range *runs {
 		for _, sc := range list {
@@ -452,7 +457,8 @@ func measure(sc scenario, w string, o options) (result, error) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return x, err
 	}
-	if w == schedKube {
+	native := w == schedKube || o.palGangs == "podgroups"
+	if native {
 		for g := range sc.gangs {
 			if !sc.isGang(g) {
 				continue
@@ -538,7 +544,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	for range 32 {
 		wg.Go(func() {
 			for r := range work {
-				p := makePod(sc, w, r.name, r.gang, runFor)
+				p := makePod(sc, native, w, r.name, r.gang, runFor)
 				mu.Lock()
 				created[r.name] = time.Now()
 				mu.Unlock()
@@ -651,28 +657,26 @@ func stopProcess(c *exec.Cmd) {
 
 func gangName(g int) string { return fmt.Sprintf("g%05d", g) }
 
-// makePod is one one-GPU pod of gang g for scheduler w: for pal, gang
-// members carry pal.io/gang; for kube-scheduler they name their native
-// PodGroup.
-func makePod(sc scenario, w, name string, g int, runFor time.Duration) *corev1.Pod {
+// makePod is one one-GPU pod of gang g for scheduler w: gang members name
+// their native PodGroup (always for kube-scheduler), or carry pal.io/gang.
+func makePod(sc scenario, native bool, w, name string, g int, runFor time.Duration) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{gangLabel: gangName(g)},
 			Annotations: map[string]string{devcluster.AnnFinishAfter: runFor.String()}},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{Name: "c", Image: "x",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}},
 	}
-	switch w {
-	case schedPAL:
+	if w == schedPAL {
 		p.Spec.SchedulerName = "pal"
-		if sc.isGang(g) {
-			p.Annotations[kube.AnnGang] = gangName(g)
-			p.Annotations[kube.AnnGangSize] = strconv.Itoa(sc.gangSize(g))
-		}
-	case schedKube:
-		if sc.isGang(g) {
-			pg := gangName(g)
-			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &pg}
-		}
+	}
+	switch {
+	case !sc.isGang(g):
+	case native:
+		pg := gangName(g)
+		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &pg}
+	default:
+		p.Annotations[kube.AnnGang] = gangName(g)
+		p.Annotations[kube.AnnGangSize] = strconv.Itoa(sc.gangSize(g))
 	}
 	return p
 }
