@@ -92,6 +92,11 @@ type Config struct {
 	// QPS and Burst limit the scheduler's own API requests.
 	QPS   float32 `json:"qps"`
 	Burst int     `json:"burst"`
+	// EventQPS and EventBurst limit the events it posts, on a client of
+	// their own, so that events never take a bind's turn (as
+	// kube-scheduler does).
+	EventQPS   float32 `json:"eventQPS"`
+	EventBurst int     `json:"eventBurst"`
 	// BindWorkers is how many binds run at once.
 	BindWorkers int `json:"bindWorkers"`
 
@@ -176,6 +181,8 @@ func DefaultConfig() Config {
 		MetricsAddr: DefaultMetricsAddr,
 		QPS:         200,
 		Burst:       400,
+		EventQPS:    200,
+		EventBurst:  400,
 		BindWorkers: 32,
 		Tenancy:     "none",
 		Themis:      defaultThemisConfig(),
@@ -223,6 +230,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field timeScale: must be a positive number (1 on a real cluster), got %v", c.TimeScale)
 	case c.QPS <= 0 || c.Burst <= 0:
 		return fmt.Errorf("fields qps and burst: must be positive")
+	case c.EventQPS <= 0 || c.EventBurst <= 0:
+		return fmt.Errorf("fields eventQPS and eventBurst: must be positive")
 	case c.BindWorkers <= 0 || c.BindWorkers > 1024:
 		return fmt.Errorf("field bindWorkers: must be 1..1024, got %d", c.BindWorkers)
 	}

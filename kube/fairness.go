@@ -486,7 +486,7 @@ func fmtRho(r float64) string {
 
 // scheduledMessage is the text of a bound pod's Scheduled event.
 func (s *Scheduler) scheduledMessage(node, gpus, gangKey string) string {
-	return fmt.Sprintf("Bound to %s with GPUs %s (%s)%s", node, gpus, gangName(gangKey), s.th.note(gangKey))
+	return ScheduledNote(node, gpus, gangName(gangKey)) + s.th.note(gangKey)
 }
 
 // placementName is what the log calls the round's placement.

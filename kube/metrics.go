@@ -23,6 +23,10 @@ type Metrics struct {
 	// Scheduler themis (fairness.go).
 	AppRho           *prometheus.GaugeVec
 	LeaseRevocations prometheus.Counter
+	// EventsPosted and EventsDropped count the events the scheduler
+	// posted and those it could not post, by why (see eventPoster).
+	EventsPosted  prometheus.Counter
+	EventsDropped *prometheus.CounterVec
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -38,7 +42,15 @@ func NewMetrics() *Metrics {
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica runs rounds: it holds the leader lease, or runs without leader election."})
 	m.reg.MustRegister(themisMetrics(m)...)
+	m.EventsPosted = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_events_posted_total", Help: "Events (events.k8s.io/v1) the scheduler posted."})
+	m.EventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_events_dropped_total",
+		Help: "Events the scheduler did not post: queue_full (more waiting than its queue holds), api_error (the apiserver refused it, or kept failing), shutdown (still queued when it stopped)."},
+		[]string{"reason"})
+	for _, r := range []string{dropQueueFull, dropAPIError, dropShutdown} {
+		m.EventsDropped.WithLabelValues(r) // exported at 0 from the start
+	}
 	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
+		m.EventsPosted, m.EventsDropped,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -35,14 +35,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	listerbatchv1 "k8s.io/client-go/listers/batch/v1"
 	listercorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/experiment"
@@ -79,8 +76,7 @@ type Scheduler struct {
 	groupWrote map[string]string // gang -> group status last written (round goroutine)
 	boundGangs map[string]bool   // gangs the current round bound whole
 
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+	events *eventPoster
 
 	kick  chan struct{}
 	ready atomic.Bool
@@ -198,10 +194,14 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 		assigned.Start(stop)
 		s.nsFactory.Start(stop)
 	}
-	s.broadcaster = record.NewBroadcaster()
-	s.recorder = s.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.SchedulerName})
+	s.events = newEventPoster(client, cfg.SchedulerName, s.metrics)
 	return s, nil
 }
+
+// UseEventClient makes the scheduler post its events through client, a
+// client of their own whose rate limits never slow a bind (call it
+// before Run; by default events share the scheduler's client).
+func (s *Scheduler) UseEventClient(client kubernetes.Interface) { s.events.client = client }
 
 func (s *Scheduler) poke() {
 	select {
@@ -220,8 +220,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.checkLeaseNamespace(ctx); err != nil {
 		return err
 	}
-	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
-	defer s.broadcaster.Shutdown()
+	s.events.Start(ctx)
+	defer s.events.Stop()
 	s.startFactories(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return ctx.Err()
@@ -782,7 +782,7 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann
 	s.metrics.BoundPods.Inc()
 	s.metrics.BoundNow.Inc() // bound now, not at the next round's count
 	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
-	s.recorder.Event(p, corev1.EventTypeNormal, "Scheduled", s.scheduledMessage(node, ann[AnnGPUIndices], gangKey))
+	s.events.post(podRef(p), corev1.EventTypeNormal, ReasonScheduled, "Binding", s.scheduledMessage(node, ann[AnnGPUIndices], gangKey))
 	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
 		s.log.Warn("test hook: killing myself after bind", "binds", n)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -904,7 +904,7 @@ func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
 		}
 		s.remember(p.UID, assumption{evicted: true})
 		s.metrics.Evictions.Inc()
-		s.recorder.Eventf(p, corev1.EventTypeNormal, "Preempted", "Evicted by %s: %s", s.cfg.SchedulerName, why)
+		s.events.post(podRef(p), corev1.EventTypeNormal, ReasonPreempted, "Evicting", fmt.Sprintf("Evicted by %s: %s", s.cfg.SchedulerName, why))
 	}
 }
 
@@ -915,7 +915,7 @@ func (s *Scheduler) wait(key string, pods []*corev1.Pod, why string) {
 	}
 	s.lastWhy[key] = why
 	for _, p := range pods {
-		s.recorder.Event(p, corev1.EventTypeWarning, "FailedScheduling", why)
+		s.events.post(podRef(p), corev1.EventTypeWarning, ReasonFailedScheduling, "Scheduling", why)
 	}
 	s.log.Info("waiting", "gang", gangName(key), "why", why)
 }
@@ -928,7 +928,7 @@ func (s *Scheduler) note(g *gang, why string) {
 	}
 	s.lastWhy[g.key] = why
 	for _, p := range g.bound {
-		s.recorder.Event(p, corev1.EventTypeNormal, "Kept", why)
+		s.events.post(podRef(p), corev1.EventTypeNormal, ReasonKept, "Keeping", why)
 	}
 	s.log.Info("move refused", "gang", gangName(g.key), "why", why)
 }
@@ -1053,7 +1053,7 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 			unscored += len(idx)
 			msg := fmt.Sprintf("GPUs %s of node %s have no PM-score in ConfigMap %s; they count as median GPUs", FormatIndices(idx), node, src)
 			s.log.Debug(msg)
-			s.recorder.Event(&corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}, corev1.EventTypeWarning, "NoPMScore", msg)
+			s.events.post(nodeRef(node), corev1.EventTypeWarning, ReasonNoPMScore, "Scoring", msg)
 		}
 	}
 	if len(untold) > 0 {

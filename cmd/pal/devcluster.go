@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -65,8 +66,7 @@ scheduling.x-k8s.io/pod-group), so both forms can be tried with kubectl.
 	f.IntVar(&o.GPUsPerNode, "gpus-per-node", 4, "nvidia.com/gpu per node")
 	f.StringVar(&o.NodePrefix, "node-prefix", "gpu-node", "node names are PREFIX-000, PREFIX-001, ...")
 	f.BoolVar(&o.NativeGangs, "native-gangs", false, "serve scheduling.k8s.io/v1beta1 PodGroups (GenericWorkload) and install the scheduler-plugins PodGroup CRD")
-	f.StringArrayVar(&o.APIServerArgs, "apiserver-arg", nil, "extra kube-apiserver flag KEY=VALUE (repeatable), e.g. --apiserver-arg audit-log-maxage=1")
-	f.Lookup("apiserver-arg").DefValue = ""
+	f.Var((*repeatedArg)(&o.APIServerArgs), "apiserver-arg", "extra kube-apiserver flag KEY=VALUE (repeatable), e.g. --apiserver-arg audit-log-maxage=1")
 	var downDir string
 	down := &cobra.Command{
 		Use:   "down",
@@ -87,3 +87,12 @@ scheduling.x-k8s.io/pod-group), so both forms can be tried with kubectl.
 	c.AddCommand(up, down)
 	return c
 }
+
+// repeatedArg is a flag given once per value, each kept whole (commas
+// included, as kube-apiserver flags may hold them); help shows it as
+// KEY=VALUE rather than a Go type name.
+type repeatedArg []string
+
+func (a *repeatedArg) String() string     { return strings.Join(*a, " ") }
+func (a *repeatedArg) Set(v string) error { *a = append(*a, v); return nil }
+func (a *repeatedArg) Type() string       { return "KEY=VALUE" }

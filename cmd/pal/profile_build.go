@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -59,13 +58,13 @@ Measurement file:
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.measurements, "measurements", "", "CSV of benchmark runs (format above; required)")
-	f.StringVar(&o.out, "out", "", "write the per-GPU table here (default: stdout)")
+	f.StringVar(&o.out, "out", "", "file to write the per-GPU table to (default: stdout)")
 	f.StringVar(&o.models, "models", "", "model table YAML giving each model's class (default: the embedded one)")
 	f.StringVar(&o.classMap, "class-map", "artifact", "model table column: artifact (code) or paper (Table II)")
 	f.StringVar(&o.classes, "classes", "", "CSV app,class (pal classify -o csv output) instead of the model table")
 	f.StringVar(&o.cluster, "cluster", "", "integer nodes: the NODESxGPUS grid (default: from the largest node and gpu_index)")
 	f.IntVar(&o.minSamples, "min-samples", 3, "flag GPUs with fewer runs of a model than this")
-	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "report format: table or json")
 	return cmd
 }
 
@@ -127,9 +126,7 @@ func runProfileBuild(stdout, stderr io.Writer, o profileBuildOpts) error {
 	}
 	rep.Source = fmt.Sprintf("%s; classes from %s", o.measurements, classSource)
 	if o.output == "json" {
-		enc := json.NewEncoder(repW)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(repW, rep)
 	}
 	return writeBuildReport(repW, rep)
 }
