@@ -235,7 +235,7 @@ func TestImage(t *testing.T) {
 	// records none, and pal says so.
 	wantVersion := "pal " + regexp.QuoteMeta(version)
 	if fi, err := os.Stat(filepath.Join("..", ".git")); err == nil && fi.IsDir() && rev != "" {
-		wantVersion += ` \(commit ` + rev[:12] + `(, modified)?\)`
+		wantVersion += ` \(commit ` + rev[:12] + `[^)]*\)`
 	} else {
 		wantVersion += ` \(no commit recorded[^)]*\)`
 	}
