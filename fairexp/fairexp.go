@@ -184,7 +184,8 @@ func jobRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.JobRun {
 	var out []fairness.JobRun
 	for _, r := range recs {
 		if s := spec[r.ID]; s != nil && r.Tracked {
-			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime, GPUs: s.GPUs})
+			// An elastic job's ideal is on all its GPUs.
+			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime * float64(s.GPUs) / float64(s.Most()), GPUs: s.Most()})
 		}
 	}
 	return out
@@ -213,9 +214,9 @@ func appRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.AppRun {
 		a.Arrival = math.Min(a.Arrival, r.Arrival)
 		a.Finish = math.Max(a.Finish, r.Completion)
 		a.Work += s.Iterations * s.IterTime * float64(s.GPUs)
-		a.Demand += s.GPUs
+		a.Demand += s.Most()
 		a.Jobs++
-		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime)
+		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime*float64(s.GPUs)/float64(s.Most()))
 		a.Held += r.Run * float64(r.GPUs)
 	}
 	out := make([]fairness.AppRun, 0, len(names))

@@ -37,9 +37,11 @@ func waterFill(a *App, limit int) []grant {
 		n := 1
 		if j.Gang {
 			n = j.MaxGPUs
-			if n > left {
-				continue // never fits: the budget only shrinks
-			}
+		} else if it.count == 0 && j.MinGPUs > 1 {
+			n = j.MinGPUs // an elastic job starts on its minimum
+		}
+		if n > left {
+			continue // never fits: the budget only shrinks
 		}
 		out = append(out, grant{it.job, n})
 		left -= n
@@ -59,6 +61,9 @@ func wantsMore(a *App, limit int) bool {
 			continue
 		}
 		if j.Gang && (len(j.Held) > 0 || j.MaxGPUs > limit) {
+			continue
+		}
+		if !j.Gang && len(j.Held) == 0 && j.MinGPUs > limit {
 			continue
 		}
 		if limit >= 1 {

@@ -161,6 +161,9 @@ const traceFormat = `A trace file is a CSV with a header naming its columns, in 
                this pinned cell of the job's VC; only on devices of this
                leaf cell type (a device model of the cells)
   batch_size   optional, carried by Sia's testbed traces, not used
+  max_gpus     optional: the job is elastic, running on num_gpus..max_gpus
+               GPUs, faster in proportion to its GPUs; only Themis and the
+               elastic baselines (optimus, slaq) give it more than num_gpus
 A row with more fields than the header is an error, and so is a column
 not listed here (a typo such as priorty would otherwise be lost);
 --allow-extra-columns ignores such columns with a warning.`

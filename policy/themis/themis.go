@@ -6,6 +6,10 @@
 // arrival, over the GPUs that are free or whose lease has expired. Between
 // auctions every job keeps what it holds.
 //
+// Elastic jobs (workload.Spec.MaxGPUs) bid and are water-filled from their
+// minimum up to their most GPUs; their GPU count changes only when their
+// lease ends.
+//
 // Rounds quantise those events: with 60 s rounds an app arriving at
 // t = 130 s is served at 180 s, and a lease granted at 180 s for 600 s
 // expires at 780 s, which is a round boundary, so leases end on time.
@@ -251,9 +255,10 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			}
 			p.jobApp[j.ID] = a
 			a.work += j.Iterations * j.IterTime * float64(j.GPUs)
-			a.demand += j.GPUs
+			a.demand += j.Most()
 			a.arrival = min(a.arrival, j.Submit)
-			a.critical = max(a.critical, j.Iterations*j.IterTime)
+			// An elastic job is fastest on all its GPUs.
+			a.critical = max(a.critical, j.Iterations*j.IterTime*float64(j.GPUs)/float64(j.Most()))
 		}
 		if len(a.jobs) == 0 {
 			active = append(active, a)
@@ -319,9 +324,16 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 		fa.Jobs = jobs
 		for k, j := range a.jobs {
-			fj := fairness.Job{ID: j.ID, Remaining: (j.Iterations - j.Executed) * j.IterTime * float64(j.GPUs), MaxGPUs: j.GPUs, Gang: true}
+			fj := fairness.Job{ID: j.ID, Remaining: (j.Iterations - j.Executed) * j.IterTime * float64(j.GPUs), MaxGPUs: j.Most(), Gang: !j.Elastic()}
+			if j.Elastic() {
+				fj.MinGPUs = j.GPUs
+			}
 			if mustKeep[a.pos[k]] {
 				fj.Held = j.GPUsHeld
+				// [D] An elastic job's GPU set changes only when its
+				// lease ends: while leased it neither grows nor shrinks,
+				// so every GPU it holds keeps one lease.
+				fj.MaxGPUs = max(len(j.GPUsHeld), 1)
 			} else if j.Running() {
 				fj.Prev = j.GPUsHeld
 			}
@@ -418,8 +430,8 @@ func (p *Policy) check(order []*workload.Job, out [][]int, mustKeep []bool) {
 	}
 	for i, j := range order {
 		g := out[i]
-		if g != nil && len(g) != j.GPUs {
-			p.violate("job %d: gang of %d given %d GPUs", j.ID, j.GPUs, len(g))
+		if g != nil && !j.Fits(len(g)) {
+			p.violate("job %d: needs %d..%d GPUs, given %d", j.ID, j.GPUs, j.Most(), len(g))
 		}
 		for _, x := range g {
 			if o := p.owner[x]; o >= 0 {
