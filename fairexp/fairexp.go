@@ -48,6 +48,12 @@ type Spec struct {
 	// Flat runs every GPU at the median speed (no PM-scores: neither the
 	// simulator's slowdowns nor any policy's score-aware choices).
 	Flat bool
+	// Levels give the cluster the authors' slot / machine / rack levels:
+	// the simulator then charges every job S(G) at the widest level its
+	// GPUs cross (slot, machine or rack factor of its model), and Themis
+	// bids on the same S(G). nil: machines only, spread jobs charged
+	// their spread factor.
+	Levels *fairness.Levels
 }
 
 // Result is one run's outcome.
@@ -96,6 +102,7 @@ func Run(sp Spec) (*Result, error) {
 	case "themis":
 		cfg := sp.Themis
 		cfg.Models = models
+		cfg.Levels = sp.Levels
 		if th, err = themis.New(cfg); err != nil {
 			return nil, err
 		}
@@ -124,11 +131,17 @@ func Run(sp Spec) (*Result, error) {
 		raw, scores = nil, nil
 	}
 	var placementSum, placementGPUs float64
-	topo, err := fairness.FromCluster(in.Cluster)
+	topo, err := themis.Topology(in.Cluster, sp.Levels)
 	if err != nil {
 		return nil, err
 	}
-	cfg := sim.Config{
+	var placement sim.PlacementFunc
+	if sp.Levels != nil {
+		placement = func(j *workload.Spec, g []int) float64 {
+			return 1 / topo.Placement(g, themis.SensitivityOf(models, j.Model))
+		}
+	}
+	cfg := sim.Config{Placement: placement,
 		Cluster: in.Cluster, Trace: in.Trace, Scheduler: sched, Placer: pl, Round: round,
 		Locality: Locality(models), Raw: raw, Scores: scores, Seed: in.Opts.Seed, Track: in.Track,
 		MaxExtras: -1, Costs: workload.Costs{Default: sp.MoveCost},
@@ -138,8 +151,7 @@ func Run(sp Spec) (*Result, error) {
 			}
 			for i, g := range alloc {
 				if len(g) > 0 {
-					s, r := models.Sensitivity(order[i].Model)
-					placementSum += topo.Placement(g, fairness.Sensitivity{Machine: s, Rack: r}) * float64(len(g))
+					placementSum += topo.Placement(g, themis.SensitivityOf(models, order[i].Model)) * float64(len(g))
 					placementGPUs += float64(len(g))
 				}
 			}

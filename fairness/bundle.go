@@ -231,6 +231,20 @@ func (p *pool) rebuildClass(c, m int) {
 			l = append(l, g)
 		}
 	}
+	if p.t.slot != nil {
+		// The fullest slots first, so that a bundle's prefix of a
+		// machine crosses as few slots as it can.
+		fill := map[int]int{}
+		for _, g := range l {
+			fill[p.t.slot[g]]++
+		}
+		slices.SortStableFunc(l, func(a, b int) int {
+			if c := cmp.Compare(fill[p.t.slot[b]], fill[p.t.slot[a]]); c != 0 {
+				return c
+			}
+			return cmp.Compare(p.t.slot[a], p.t.slot[b])
+		})
+	}
 	if p.t.hasSpeeds {
 		sf := p.t.speed[c]
 		slices.SortStableFunc(l, func(a, b int) int { return cmp.Compare(sf[a], sf[b]) })

@@ -52,6 +52,10 @@ type Config struct {
 	// experiment): app name → x, the app reports its placement slowdown
 	// inflated by x (spread factor S reported as S/(1+x)).
 	Misreport map[string]float64
+	// Levels, when set, give the cluster the Themis authors' slot /
+	// machine / rack levels (the cluster's nodes must be its machines);
+	// nil: machines are the nodes, without slots or racks.
+	Levels *fairness.Levels
 	// OnAuction, when set, sees every auction's inputs and outcome as the
 	// policy holds it (for tests and traces; it must not keep or change
 	// them: the policy reuses the apps between auctions).
@@ -181,7 +185,7 @@ func AppOf(s *workload.Spec) string {
 }
 
 func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
-	t, err := fairness.FromCluster(c)
+	t, err := Topology(c, p.cfg.Levels)
 	if err != nil {
 		return err
 	}
@@ -197,6 +201,34 @@ func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
 	p.topo = t
 	p.leases = fairness.NewLeases(c.Size())
 	return nil
+}
+
+// Topology is the cluster's topology for bids: its nodes as machines,
+// with l's slots and racks when l is set (l must describe the cluster).
+func Topology(c *cluster.Cluster, l *fairness.Levels) (*fairness.Topology, error) {
+	if l == nil {
+		return fairness.FromCluster(c)
+	}
+	if c.NumNodes() != l.Machines() || c.Size() != l.Machines()*l.GPUsPerMachine() {
+		return nil, fmt.Errorf("topology %s has %d machines of %d GPUs, the cluster is %s", l, l.Machines(), l.GPUsPerMachine(), c)
+	}
+	t, err := fairness.LevelTopology(*l)
+	if err != nil {
+		return nil, err
+	}
+	for g := range c.Size() {
+		if t.MachineOf(g) != c.NodeOf(g) {
+			return nil, fmt.Errorf("topology %s: GPU %d is on machine %d, the cluster puts it on node %d", l, g, t.MachineOf(g), c.NodeOf(g))
+		}
+	}
+	return t, nil
+}
+
+// SensitivityOf is a model's placement sensitivity from the model table:
+// its slot, spread (machine) and rack factors.
+func SensitivityOf(m *workload.Models, model string) fairness.Sensitivity {
+	spread, rack := m.Sensitivity(model)
+	return fairness.Sensitivity{Machine: spread, Rack: rack, Slot: m.SlotFactor(model)}
 }
 
 func (p *Policy) violate(format string, args ...any) {
@@ -309,13 +341,16 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 	}
 	for _, a := range active {
-		spread, rack := p.models.Sensitivity(a.jobs[0].Model)
+		sens := SensitivityOf(p.models, a.jobs[0].Model)
 		if x := p.cfg.Misreport[a.name]; x > 0 {
-			spread, rack = spread/(1+x), rack/(1+x)
+			sens.Machine, sens.Rack = sens.Machine/(1+x), sens.Rack/(1+x)
+			if sens.Slot != 0 {
+				sens.Slot /= 1 + x
+			}
 		}
 		jobs := a.fa.Jobs[:0]
 		a.fa = fairness.App{Name: a.name, Arrival: a.arrival, TotalWork: a.work, Demand: a.demand,
-			Sens: fairness.Sensitivity{Machine: spread, Rack: rack}, Class: a.jobs[0].Class, Noise: a.noise, Critical: a.critical, Since: a.lastRan}
+			Sens: sens, Class: a.jobs[0].Class, Noise: a.noise, Critical: a.critical, Since: a.lastRan}
 		fa := &a.fa
 		if T > a.firstSeen {
 			fa.NAvg = (p.contention - a.f0) / (T - a.firstSeen)
@@ -451,8 +486,7 @@ func (p *Policy) account(order []*workload.Job, out [][]int) {
 	p.curPlacement, p.curGPUs = 0, 0
 	for i, j := range order {
 		if g := out[i]; len(g) > 0 {
-			spread, rack := p.models.Sensitivity(j.Model)
-			p.curPlacement += p.topo.Placement(g, fairness.Sensitivity{Machine: spread, Rack: rack}) * float64(len(g))
+			p.curPlacement += p.topo.Placement(g, SensitivityOf(p.models, j.Model)) * float64(len(g))
 			p.curGPUs += float64(len(g))
 		}
 	}
