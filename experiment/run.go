@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"github.com/palsched/pal/policy/baseline"
 	"strconv"
 	"strings"
 	"time"
@@ -78,13 +79,13 @@ type Hooks struct {
 // RunAllWith is RunAll with hooks.
 func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	o = o.Effective()
-	if o.Scheduler == SchedulerThemis {
+	if PlacesToo(o.Scheduler) {
 		// Themis places too: the placement list is not used.
 	} else if _, err := place.Canonical(o.PlacementList()); err != nil {
 		return nil, nil, fmt.Errorf("--placement: %v", err)
 	}
 	for _, p := range o.PlacementList() {
-		if o.Scheduler == SchedulerThemis {
+		if PlacesToo(o.Scheduler) {
 			break
 		}
 		if _, err := NewPlacer(p, o.TieBreak); err != nil {
@@ -173,7 +174,12 @@ func traceFrom(name, from string) string {
 }
 
 func schedulerKnobs(o Options) string {
-	if o.Scheduler != "tiresias-las" {
+	switch {
+	case o.Scheduler == SchedulerThemis:
+		return fmt.Sprintf(" (f 0.8, lease 600 s, payment draws seed %d)", o.Seed)
+	case baseline.Is(o.Scheduler):
+		return fmt.Sprintf(" (lease %g s)", baseline.DefaultLease)
+	case o.Scheduler != "tiresias-las":
 		return ""
 	}
 	th := "3250,7200"

@@ -11,6 +11,7 @@ import (
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
@@ -139,6 +140,9 @@ func (in *Inputs) TenancyDescription() string {
 func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	if in.Layout == nil {
 		return nil
+	}
+	if baseline.Is(in.Opts.Scheduler) {
+		return fmt.Errorf("--scheduler %s plans the whole cluster and does not run under --tenancy", in.Opts.Scheduler)
 	}
 	// Each VC orders its own queue with its own scheduler, under every
 	// tenancy mode and in the private reference alike.

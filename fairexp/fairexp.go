@@ -18,6 +18,7 @@ import (
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/ftf"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/schedule"
@@ -33,6 +34,11 @@ func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srt
 // tiresias-blind is Tiresias' 2D-LAS with GPUs taken wherever they are free
 // (random-sticky placement), not packed.
 func BlindPolicies() []string { return []string{"tiresias-blind"} }
+
+// PaperBaselines are the Themis paper's other baselines, as elastic
+// whole-round policies under the same 600 s leases (package baseline):
+// Gandiva's fair variant, SLAQ and Optimus.
+func PaperBaselines() []string { return baseline.Names() }
 
 // Spec is one run: inputs (cluster, scores, trace) prepared by the
 // experiment package, plus the policy and Themis' knobs.
@@ -120,8 +126,17 @@ func Run(sp Spec) (*Result, error) {
 		sched, pl = schedule.NewTiresiasLAS(schedule.DefaultTiresias()), must(place.New("random-sticky"))
 	case "gavel":
 		sched, pl = ftf.New(in.Cluster.Size()), must(place.New("packed-sticky"))
+	case "gandiva-fair", "slaq", "optimus":
+		b, err := baseline.New(baseline.Config{Name: sp.Policy, Lease: sp.Themis.Lease, Levels: sp.Levels})
+		if err != nil {
+			return nil, err
+		}
+		sched, pl = b, b
+		if round == 0 {
+			round = themis.DefaultRound // the same rounds as Themis
+		}
 	default:
-		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(append(Policies(), BlindPolicies()...), ", "))
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(slices.Concat(Policies(), BlindPolicies(), PaperBaselines()), ", "))
 	}
 	if round == 0 {
 		round = in.Opts.Round

@@ -52,7 +52,11 @@ Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 (FIFO with packed non-sticky placement), srtf (packed sticky) and gavel
 (Gavel's finish-time-fairness min-max program per job, run in deficit order,
 packed sticky); tiresias-blind is Tiresias placement-blind, as the Themis
-paper ran it (GPUs wherever they are free: random sticky). Every policy
+paper ran it (GPUs wherever they are free: random sticky);
+gandiva-fair (Gandiva's fair variant: equal GPU time per app), slaq
+(GPUs to the largest predicted loss drop) and optimus (GPUs to the largest
+cut in remaining time) re-plan every 600 s lease with 60 s rounds and give
+elastic jobs (max_gpus) more than their minimum. Every policy
 is charged the same placement model: a job spread over machines runs at its
 model's spread_factor (the model table), and every GPU runs at its PM-score
 drawn from --profile.

@@ -166,6 +166,9 @@ func (p *Policy) Order(now float64, jobs []*workload.Job) []*workload.Job {
 	return jobs
 }
 
+// PaymentSeed is the seed of the randomized hidden payments' draws.
+func (p *Policy) PaymentSeed() uint64 { return p.cfg.Auction.Seed }
+
 // Stats returns the run's statistics so far.
 func (p *Policy) Stats() Stats {
 	s := p.stats
