@@ -55,3 +55,32 @@ func TestMaxGPUsColumn(t *testing.T) {
 		}
 	}
 }
+
+// The generator's elastic mode (the macro preset): every job starts on 1
+// GPU and may use up to Elastic, keeping the GPU-seconds of its Philly
+// draw on at most Elastic GPUs: 1000 s on 8 GPUs becomes 4000 one-GPU
+// seconds with Elastic 4, 1000 s on 2 GPUs 2000; Elastic 1 is rigid.
+func TestGenerateThemisElastic(t *testing.T) {
+	for _, c := range []struct {
+		gpus, elastic int
+		iters         float64
+		max           int
+	}{{8, 4, 4000, 4}, {2, 4, 2000, 4}, {8, 1, 1000, 0}, {8, 0, 1000, 0}} {
+		jobs, err := GenerateThemis([]PhillyJob{{Seconds: 1000, GPUs: c.gpus}}, ThemisOptions{Apps: 3, Rate: 1, Seed: 1, MaxJobs: 3, ModelNames: []string{"synergy"}, Elastic: c.elastic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			wantGPUs := 1
+			if c.elastic == 0 {
+				wantGPUs = c.gpus
+			}
+			if j.GPUs != wantGPUs || j.MaxGPUs != c.max || j.Iterations != c.iters {
+				t.Fatalf("%+v: job GPUs %d..%d, %v iterations; want %d..%d, %v", c, j.GPUs, j.MaxGPUs, j.Iterations, wantGPUs, c.max, c.iters)
+			}
+		}
+	}
+	if _, err := GenerateThemis([]PhillyJob{{Seconds: 1, GPUs: 1}}, ThemisOptions{Apps: 1, Rate: 1, MaxJobs: 1, Elastic: -1}); err == nil {
+		t.Error("negative --elastic accepted")
+	}
+}

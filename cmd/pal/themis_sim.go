@@ -71,6 +71,14 @@ time-average number of apps alive during its life.`,
 			if err := o.gen.applyPreset(cmd); err != nil {
 				return err
 			}
+			if o.gen.preset == "macro" {
+				if !cmd.Flags().Changed("topology") && !cmd.Flags().Changed("cluster") {
+					o.topology = MacroTopology
+				}
+				if !cmd.Flags().Changed("slowdowns") {
+					o.slowdowns = MacroSlowdowns
+				}
+			}
 			return runThemisSim(cmd.OutOrStdout(), o)
 		},
 	}
