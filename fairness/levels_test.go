@@ -60,3 +60,26 @@ func TestBundlePackedBySlot(t *testing.T) {
 		t.Errorf("gang got %v, want [2 3]", got)
 	}
 }
+
+// ParseLevels never panics, and what it accepts builds a topology of the
+// size it names.
+func FuzzParseLevels(f *testing.F) {
+	for _, s := range []string{"2x2x2x4", "1x1x1x1", "2x4x4x4", "0x1x1x1", "9999999x9999999x9999999x9999999", "2x2x2", "x", "-1x2x2x2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLevels(s)
+		if err != nil {
+			return
+		}
+		if l.Racks < 1 || l.MachinesPerRack < 1 || l.SlotsPerMachine < 1 || l.GPUsPerSlot < 1 || l.Machines()*l.GPUsPerMachine() > 1<<20 {
+			t.Fatalf("accepted %q as %+v", s, l)
+		}
+		if l.Machines()*l.GPUsPerMachine() <= 4096 {
+			topo, err := LevelTopology(l)
+			if err != nil || topo.NumGPUs() != l.Machines()*l.GPUsPerMachine() {
+				t.Fatalf("%q: topology %v, %v", s, topo, err)
+			}
+		}
+	})
+}
