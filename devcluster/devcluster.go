@@ -112,6 +112,12 @@ type Options struct {
 	// Nodes fake GPU nodes of GPUsPerNode each, named NodePrefix-000 ...
 	Nodes, GPUsPerNode int
 	NodePrefix         string
+	// NativeGangs serves Kubernetes' PodGroup API (NativeGangArgs) and
+	// installs the scheduler-plugins PodGroup CRD (PodGroupCRD).
+	NativeGangs bool
+	// APIServerArgs are more kube-apiserver flags, "--KEY=VALUE" (see
+	// ParseAPIServerArg), after Up's own and NativeGangArgs.
+	APIServerArgs []string
 }
 
 // Cluster is a running dev cluster.
@@ -183,14 +189,25 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(c.Token+",pal-admin,pal-admin,system:masters\n"), 0o600); err != nil {
 		return c, err
 	}
-	if err := c.start("kube-apiserver", filepath.Join(o.Bin, "kube-apiserver"),
+	var extra []string
+	if o.NativeGangs {
+		extra = append(extra, NativeGangArgs...)
+	}
+	for _, a := range o.APIServerArgs {
+		f, err := ParseAPIServerArg(a)
+		if err != nil {
+			return c, err
+		}
+		extra = append(extra, f)
+	}
+	if err := c.start("kube-apiserver", filepath.Join(o.Bin, "kube-apiserver"), append([]string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(ports[2]), "--endpoint-reconciler-type", "none",
 		"--cert-dir", filepath.Join(dir, "certs"), "--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
 		"--service-account-issuer", c.Server, "--service-account-key-file", filepath.Join(dir, "sa.pub"),
 		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
-		"--service-cluster-ip-range", "10.0.0.0/24", "--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"); err != nil {
+		"--service-cluster-ip-range", "10.0.0.0/24", "--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"}, extra...)...); err != nil {
 		return c, err
 	}
 	if err := c.writeKubeconfig(); err != nil {
@@ -198,6 +215,11 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	}
 	if err := c.waitReady(ctx, 90*time.Second); err != nil {
 		return c, err
+	}
+	if o.NativeGangs {
+		if err := InstallPodGroupCRD(ctx, c.RestConfig()); err != nil {
+			return c, err
+		}
 	}
 	if err := c.start("kube-controller-manager", filepath.Join(o.Bin, "kube-controller-manager"),
 		"--kubeconfig", c.Kubeconfig, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[4]),

@@ -72,7 +72,7 @@ func scaleInputs(b *testing.B, cluster, sched string, rate float64, jobs int) *I
 	return in
 }
 
-// BenchmarkScale20k is issue 12's long-queue run: 20,000 Synergy jobs at
+// BenchmarkScale20k is the long-queue scale run: 20,000 Synergy jobs at
 // 12 jobs/hour (about 120,000 rounds of 300 s; thousands wait at once)
 // on 16x4 GPUs, under each scheduler and placement. Targets: under 2 s
 // per run with PAL; other placements no slower than before.

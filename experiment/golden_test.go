@@ -88,9 +88,10 @@ func TestArtifactCalibrationSRTFPackedSticky(t *testing.T) {
 
 // Over all eight traces the artifact's own runs give PAL -42.9% and
 // PM-First -40.9% geomean average JCT against packed-sticky, and -36.2% /
-// -34.0% against packed-nonsticky (shared/docs/SIMULATION.md §2.8). This
+// -34.0% against packed-nonsticky (computed from the eight averages the
+// artifact printed; TESTDATA.md). This
 // holds every trace's semantics, not just workload 3's, to the artifact.
-// It also covers the acceptance point that both beat
+// It also checks the paper's claim that both beat
 // packed-sticky in the geometric mean.
 func TestArtifactGeomeansAllTraces(t *testing.T) {
 	ratios := map[string][]float64{}

@@ -87,7 +87,7 @@ func (in *Inputs) truthDescription() []Input {
 		out = append(out, Input{"true_gpu_values", s})
 	}
 	if in.Opts.LearnScores {
-		out = append(out, Input{"score_learning", "on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution, 1% band, step 0.5, re-bin on a 2% move"})
+		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to the GPU most slow jobs name), 1%% band, step 0.5, guesses withdrawn 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 	}
 	return out
 }
@@ -121,7 +121,7 @@ func (in *Inputs) runTruth() (*variability.Table, sim.ScoreHook, error) {
 			vs.SF[c] = in.Bins[c].SF
 			vs.LV[c] = variability.LxV(in.Bins[c].SF, in.ClassL[c])
 		}
-		lo := variability.LearnOptions{Bin: variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed}}
+		lo := variability.LearnOptions{Bin: variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed}, Every: variability.RebinEvery(in.Cluster.Size())}
 		l, err := variability.NewLearner(in.Raw, vs, lo)
 		if err != nil {
 			return nil, nil, err

@@ -200,8 +200,8 @@ func (in *Inputs) warnLong() {
 	for i := range in.Trace.Jobs {
 		j := &in.Trace.Jobs[i]
 		if end := j.Submit + j.IdealRuntime(); end > LongRun && j.Tracked {
-			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field \"duration\": job %d runs %g iterations x %g s (%s) = %.3g s (%.1f years) on median GPUs, so the run simulates at least %.0f rounds; the duration column counts iterations, not seconds",
-				j.Source, j.Line, j.ID, j.Iterations, j.IterTime, j.Model, j.IdealRuntime(), end/(365*24*3600), end/in.Opts.Round))
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field %q: job %d runs %s (%.1f years) on median GPUs, so the run simulates at least %.0f rounds%s",
+				j.Source, j.Line, j.DurationField(), j.ID, j.DurationText(), end/(365*24*3600), end/in.Opts.Round, j.DurationHint()))
 			if len(in.Warnings) >= 3 {
 				return
 			}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"github.com/palsched/pal/policy/baseline"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,9 @@ type Hooks struct {
 
 // RunAllWith is RunAll with hooks.
 func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
+	if o.Scheduler == SchedulerThemis && slices.Contains(o.Explicit.Flags, "placement") && o.Placements != SchedulerThemis {
+		return nil, nil, fmt.Errorf("--placement %s: --scheduler themis places every job itself (its auctions choose the GPUs), so a placement list would not be used; leave --placement out", o.Placements)
+	}
 	o = o.Effective()
 	if PlacesToo(o.Scheduler) {
 		// Themis places too: the placement list is not used.

@@ -29,10 +29,13 @@ func (o Options) validateTenancy() error {
 		return fmt.Errorf("--tenancy %q: want none, quota, hived, hived-pm or private", o.Tenancy)
 	}
 	if !o.tenancyOn() && o.Cells != "" {
-		return fmt.Errorf("--cells %s needs --tenancy quota, hived or private", o.Cells)
+		return fmt.Errorf("--cells %s needs --tenancy quota, hived, hived-pm or private", o.Cells)
+	}
+	if o.Scheduler == SchedulerThemis && o.Tenancy == "quota" {
+		return fmt.Errorf("--tenancy quota with --scheduler themis: not supported (a quota VC places on the shared cluster, where Themis' leases would span VCs); use hived, hived-pm, private or none")
 	}
 	if o.NodeEvents != "" && !o.hived() {
-		return fmt.Errorf("--node-events %s needs --tenancy hived (the stage that tracks bad nodes)", o.NodeEvents)
+		return fmt.Errorf("--node-events %s needs --tenancy hived or hived-pm (the stages that track bad nodes)", o.NodeEvents)
 	}
 	return nil
 }
@@ -62,6 +65,9 @@ func (in *Inputs) setupTenancy() error {
 	}
 	if in.Layout, err = tenant.NewLayout(cfg); err != nil {
 		return err
+	}
+	if o.Cells != "" && slices.Contains(o.Explicit.Flags, "cluster") && in.Cluster.String() != in.Layout.Cluster.String() {
+		return fmt.Errorf("--cluster %s: the cells file %s describes a %s cluster, and with --cells the cluster is the cells file's; leave --cluster out or make them agree", o.Cluster, o.Cells, in.Layout.Cluster)
 	}
 	in.Cluster = in.Layout.Cluster
 	if o.NodeEvents != "" {
@@ -156,6 +162,17 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	cfg.CheckInvariants = in.Opts.CheckInvariants
 	cfg.NodeEvents = in.nodeEvents
 	iv := &tenant.IntraVC{NewPlacer: func() (policy.Placer, error) { return in.newPlacer(placement) }}
+	if top, ok := cfg.Scheduler.(*themis.Policy); ok {
+		// Each VC runs a Themis of its own over its cells, on the round's
+		// clock (the top-level policy only orders).
+		iv.NewPlacer = func() (policy.Placer, error) {
+			p, err := newThemis(in.Opts.Seed)
+			if err != nil {
+				return nil, err
+			}
+			return themis.InVC{Policy: p, Clock: top.Now}, nil
+		}
+	}
 	switch in.Opts.Tenancy {
 	case "quota":
 		q := tenant.NewQuota(in.Layout)

@@ -135,7 +135,7 @@ type Metric interface {
 	Ideal(a *App, c Context) float64
 }
 
-// Themis is THEMIS-HIVED.md §1.3 [D]: T_id = W / min(C/N_avg, D_max).
+// Themis is our [D] reading of the paper's ideal time (fairness/doc.go): T_id = W / min(C/N_avg, D_max).
 type Themis struct{}
 
 // Name implements Metric.
@@ -153,7 +153,7 @@ func IdealTime(work, critical float64, demand int, nAvg float64, clusterGPUs int
 	return max(work/share, critical)
 }
 
-// Gavel is Gavel's finish-time-fairness denominator (ALGORITHMS.md §5.1):
+// Gavel is Gavel's finish-time-fairness denominator (the Gavel paper's finish-time fairness):
 // the isolated time already charged for done work plus the remaining work
 // at the isolated rate min(C/m, D_max).
 type Gavel struct{}

@@ -3,8 +3,8 @@
 // ρ = T_shared / T_ideal, the fairness knob that decides which apps may bid,
 // and the partial-allocation (PA) auction that hands out offered GPUs.
 //
-// The definitions follow docs/THEMIS-HIVED.md §1 (our [D] decisions where
-// the paper could not be verified):
+// The definitions, with our [D] decisions where the paper leaves room or
+// could not be verified:
 //
 //   - ρ(G) = ((now − arrival) + R / rate(G)) / T_id, with R the app's
 //     remaining GPU-seconds at ideal placement and rate(G) = Σ_jobs

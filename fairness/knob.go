@@ -12,8 +12,8 @@ import (
 // floor is 1, not 2.
 type Knob struct {
 	micro int64 // f × 10⁶
-	// Ceil rounds (1 − f)·n up instead of down (ALGORITHMS.md §5.4's
-	// reading; the authors' simulator floors).
+	// Ceil rounds (1 − f)·n up instead of down (one reading of the
+	// paper's ⌊(1−f)·n⌋ worst-off apps; the authors' simulator floors).
 	Ceil bool
 }
 

@@ -88,3 +88,8 @@ func (l *Leases) NextExpiry(now float64) float64 {
 	}
 	return t
 }
+
+// End is when the lease on g ends (0 when g has never been leased or was
+// released): a driver that must not evict a job before its lease ends
+// reads it.
+func (l *Leases) End(g int) float64 { return l.end[g] }

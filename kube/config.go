@@ -35,7 +35,9 @@ type Config struct {
 	// so that a replay can put arrivals between rounds.
 	AlignPeriod bool `json:"alignPeriod"`
 
-	// Scheduler: fifo, las, srtf or tiresias-las (as `pal sim --scheduler`).
+	// Scheduler: fifo, las, srtf, tiresias-las or themis (as `pal sim
+	// --scheduler`). Themis places too: its auctions pick the GPUs, and
+	// Placement is not used.
 	Scheduler string `json:"scheduler"`
 	// Placement: pal, pm-first, packed-sticky, packed-nonsticky,
 	// random-sticky or random-nonsticky, or a non-sticky one's
@@ -90,6 +92,11 @@ type Config struct {
 	// QPS and Burst limit the scheduler's own API requests.
 	QPS   float32 `json:"qps"`
 	Burst int     `json:"burst"`
+	// EventQPS and EventBurst limit the events it posts, on a client of
+	// their own, so that events never take a bind's turn (as
+	// kube-scheduler does).
+	EventQPS   float32 `json:"eventQPS"`
+	EventBurst int     `json:"eventBurst"`
 	// BindWorkers is how many binds run at once.
 	BindWorkers int `json:"bindWorkers"`
 
@@ -98,6 +105,10 @@ type Config struct {
 	// name their VC and priority in pal.io/vc and pal.io/priority.
 	Tenancy string `json:"tenancy"`
 	Cells   string `json:"cells,omitempty"`
+
+	// Themis holds the knobs of scheduler themis (lease, knob); see
+	// ThemisConfig.
+	Themis ThemisConfig `json:"themis"`
 }
 
 // LeaderElection configures the Lease that keeps two replicas from binding
@@ -170,8 +181,11 @@ func DefaultConfig() Config {
 		MetricsAddr: DefaultMetricsAddr,
 		QPS:         200,
 		Burst:       400,
+		EventQPS:    200,
+		EventBurst:  400,
 		BindWorkers: 32,
 		Tenancy:     "none",
+		Themis:      defaultThemisConfig(),
 	}
 }
 
@@ -216,6 +230,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field timeScale: must be a positive number (1 on a real cluster), got %v", c.TimeScale)
 	case c.QPS <= 0 || c.Burst <= 0:
 		return fmt.Errorf("fields qps and burst: must be positive")
+	case c.EventQPS <= 0 || c.EventBurst <= 0:
+		return fmt.Errorf("fields eventQPS and eventBurst: must be positive")
 	case c.BindWorkers <= 0 || c.BindWorkers > 1024:
 		return fmt.Errorf("field bindWorkers: must be 1..1024, got %d", c.BindWorkers)
 	}
@@ -238,7 +254,7 @@ func (c *Config) Validate() error {
 	if _, err := c.validateTenancy(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateThemis()
 }
 
 type policies struct {

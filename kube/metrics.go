@@ -20,6 +20,13 @@ type Metrics struct {
 	GPUsInUse    prometheus.Gauge
 	MeanScore    prometheus.Gauge
 	Leader       prometheus.Gauge
+	// Scheduler themis (fairness.go).
+	AppRho           *prometheus.GaugeVec
+	LeaseRevocations prometheus.Counter
+	// EventsPosted and EventsDropped count the events the scheduler
+	// posted and those it could not post, by why (see eventPoster).
+	EventsPosted  prometheus.Counter
+	EventsDropped *prometheus.CounterVec
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -29,12 +36,21 @@ func NewMetrics() *Metrics {
 		Help: "Time one scheduling round takes (snapshot, order, place, bind, evict).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
 	m.PendingGangs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_pending_gangs", Help: "Gangs placed in the queue but not given GPUs in the last round."})
 	m.BoundPods = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_bound_pods_total", Help: "Pods bound through pods/binding."})
-	m.BoundNow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_bound_pods", Help: "Our pods bound and not finished at the start of the last round."})
+	m.BoundNow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_bound_pods", Help: "Our pods bound and not finished: counted at each round's start, raised at each bind."})
 	m.Evictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_evictions_total", Help: "Pods evicted for preemption or migration."})
 	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
-	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica holds the leader lease."})
+	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica runs rounds: it holds the leader lease, or runs without leader election."})
+	m.reg.MustRegister(themisMetrics(m)...)
+	m.EventsPosted = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_events_posted_total", Help: "Events (events.k8s.io/v1) the scheduler posted."})
+	m.EventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_events_dropped_total",
+		Help: "Events the scheduler did not post: queue_full (more waiting than its queue holds), api_error (the apiserver refused it, or kept failing), shutdown (still queued when it stopped)."},
+		[]string{"reason"})
+	for _, r := range []string{dropQueueFull, dropAPIError, dropShutdown} {
+		m.EventsDropped.WithLabelValues(r) // exported at 0 from the start
+	}
 	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
+		m.EventsPosted, m.EventsDropped,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -43,12 +43,16 @@ func (g *gang) barePods() []string {
 const neverMoves = math.MaxFloat64
 
 // gangName is how messages name a gang: "gang ns/name" for pods that
-// share pal.io/gang, "Job ns/name" for a batch/v1 Job's pods, "pod
-// ns/name" for a pod alone.
+// share pal.io/gang, "Job ns/name" for a batch/v1 Job's pods, "PodGroup
+// ns/name" for a PodGroup's (with "(scheduling.x-k8s.io)" for
+// scheduler-plugins'), "pod ns/name" for a pod alone.
 func gangName(key string) string {
 	ns, name, ok := strings.Cut(key, "/")
 	if !ok {
 		return key
+	}
+	if g := keyGroupName(ns, name); g != "" {
+		return g
 	}
 	switch {
 	case strings.HasPrefix(name, "job:"):

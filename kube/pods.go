@@ -147,6 +147,8 @@ type podSpec struct {
 	model    string
 	iterTime float64
 	iters    float64
+	sizeFrom string  // what set size, for messages
+	group    groupID // the group object whose status PAL writes
 }
 
 // jobGang says which batch/v1 Job a pod belongs to and that Job's
@@ -155,8 +157,10 @@ type jobGang func(p *corev1.Pod) (key string, parallelism int)
 
 // readPod reads one pending or bound pod of ours. Errors say which
 // annotation or request is wrong; the pod then stays pending with that
-// message in a FailedScheduling event.
-func readPod(p *corev1.Pod, models *workload.Models, job jobGang) (podSpec, error) {
+// message in a FailedScheduling event. groups are the PodGroup sources
+// in precedence order (see LabelCoschedPodGroup): the first that claims
+// the pod sets its gang, before pal.io/gang and the Job.
+func readPod(p *corev1.Pod, models *workload.Models, job jobGang, groups ...groupSource) (podSpec, error) {
 	s := podSpec{iters: 1}
 	var err error
 	if s.gpus, err = PodGPUs(p); err != nil {
@@ -166,7 +170,21 @@ func readPod(p *corev1.Pod, models *workload.Models, job jobGang) (podSpec, erro
 		return s, fmt.Errorf("requests no %s; pal places GPU pods only", ResourceGPU)
 	}
 	a := p.Annotations
-	if g, ok := a[AnnGang]; ok {
+	claimed := false
+	for _, src := range groups {
+		ref, ok, err := src.gangOf(p)
+		if err != nil {
+			return s, err
+		}
+		if ok {
+			s.gang, s.size, s.sizeFrom, s.group = ref.key, ref.size, ref.sizeFrom, ref.group
+			claimed = true
+			break
+		}
+	}
+	if claimed {
+		// A PodGroup decided; pal.io/gang and the Job are not read.
+	} else if g, ok := a[AnnGang]; ok {
 		if g == "" {
 			return s, fmt.Errorf("annotation %s is empty", AnnGang)
 		}
@@ -175,11 +193,11 @@ func readPod(p *corev1.Pod, models *workload.Models, job jobGang) (podSpec, erro
 		if err != nil || v <= 0 || v > 1<<16 {
 			return s, fmt.Errorf("annotation %s=%q: want a positive pod count with %s", AnnGangSize, a[AnnGangSize], AnnGang)
 		}
-		s.size = v
+		s.size, s.sizeFrom = v, AnnGangSize
 	} else if _, ok := a[AnnGangSize]; ok {
 		return s, fmt.Errorf("annotation %s without %s", AnnGangSize, AnnGang)
 	} else if key, par := job(p); par > 1 {
-		s.gang, s.size = key, par
+		s.gang, s.size, s.sizeFrom = key, par, "the Job's parallelism"
 	} else {
 		s.gang, s.size = p.Namespace+"/pod:"+p.Name, 1
 	}

@@ -32,16 +32,14 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	listerbatchv1 "k8s.io/client-go/listers/batch/v1"
 	listercorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/experiment"
@@ -73,8 +71,12 @@ type Scheduler struct {
 
 	startFactories func(stop <-chan struct{})
 
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+	dyn        dynamic.Interface // nil: scheduler-plugins PodGroups are not read
+	groups     groupSources
+	groupWrote map[string]string // gang -> group status last written (round goroutine)
+	boundGangs map[string]bool   // gangs the current round bound whole
+
+	events *eventPoster
 
 	kick  chan struct{}
 	ready atomic.Bool
@@ -90,6 +92,7 @@ type Scheduler struct {
 	lastRound time.Time
 
 	ten *tenancyStage // nil: tenancy none
+	th  *themisStage  // nil: scheduler is not themis
 
 	binds      atomic.Int64
 	killAfter  int64 // test hook: SIGKILL itself after this many binds
@@ -115,8 +118,9 @@ type assumption struct {
 // setting for operators.
 const KillAfterBindsEnv = "PAL_TEST_KILL_AFTER_BINDS"
 
-// New makes a scheduler; Run starts it.
-func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler, error) {
+// New makes a scheduler; Run starts it. It asks the apiserver's
+// discovery which PodGroup APIs it serves (see LabelCoschedPodGroup).
+func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Option) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,12 +136,23 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 		kick:    make(chan struct{}, 1),
 		jobs:    newJobTable(float64(time.Now().UnixNano()) / 1e9),
 		assumed: map[types.UID]assumption{}, lastWhy: map[string]string{}, told: map[string]bool{},
+		groupWrote: map[string]string{},
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
+	if cfg.Scheduler == experiment.SchedulerThemis {
+		s.th = newThemisStage(cfg, models)
+		s.pol.place = s.th
+	}
 	if l, _ := cfg.validateTenancy(); l != nil {
 		var err error
 		mk := func() (policy.Placer, error) {
 			return experiment.NewPlacer(strings.ToLower(cfg.Placement), cfg.PMFirstTieBreak)
+		}
+		if s.th != nil {
+			mk = s.th.vcPlacer // each VC runs a Themis of its own
 		}
 		if s.ten, err = newTenancyStage(cfg.Tenancy, l, mk); err != nil {
 			return nil, err
@@ -171,16 +186,22 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Scheduler,
 			s.poke()
 		}
 	}})
+	startGroups := s.setupGroups()
 	s.startFactories = func(stop <-chan struct{}) {
+		startGroups(stop)
 		s.factory.Start(stop)
 		ours.Start(stop)
 		assigned.Start(stop)
 		s.nsFactory.Start(stop)
 	}
-	s.broadcaster = record.NewBroadcaster()
-	s.recorder = s.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.SchedulerName})
+	s.events = newEventPoster(client, cfg.SchedulerName, s.metrics)
 	return s, nil
 }
+
+// UseEventClient makes the scheduler post its events through client, a
+// client of their own whose rate limits never slow a bind (call it
+// before Run; by default events share the scheduler's client).
+func (s *Scheduler) UseEventClient(client kubernetes.Interface) { s.events.client = client }
 
 func (s *Scheduler) poke() {
 	select {
@@ -199,15 +220,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.checkLeaseNamespace(ctx); err != nil {
 		return err
 	}
-	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
-	defer s.broadcaster.Shutdown()
+	s.events.Start(ctx)
+	defer s.events.Stop()
 	s.startFactories(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return ctx.Err()
 	}
 	s.ready.Store(true)
-	s.log.Info("informers synced", "scheduler", s.cfg.SchedulerName, "scheduling", s.cfg.Scheduler, "placement", s.cfg.Placement)
+	s.log.Info("informers synced", "scheduler", s.cfg.SchedulerName, "scheduling", s.cfg.Scheduler, "placement", s.placementName())
 	if !s.cfg.LeaderElection.Enabled {
+		// It runs rounds as a leader does: dashboards read it as one.
+		s.metrics.Leader.Set(1)
+		defer s.metrics.Leader.Set(0)
 		s.loop(ctx)
 		return nil
 	}
@@ -307,6 +331,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		elapsed = start.Sub(s.lastRound).Seconds() * s.cfg.TimeScale
 	}
 	s.lastRound = start
+	s.boundGangs = map[string]bool{}
 	now := float64(start.UnixNano())/1e9 - s.jobs.epoch
 
 	nodes, _ := s.nodes.List(labels.Everything())
@@ -319,7 +344,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			foreign = append(foreign, p)
 		}
 	}
-	snap, err := buildSnapshot(nodes, ours, foreign, s.models, s.jobGang, s.jobs)
+	snap, err := buildSnapshot(nodes, ours, foreign, s.models, s.jobGang, s.jobs, s.groups.list()...)
 	if err != nil {
 		s.log.Error("round: cannot read the cluster", "err", err)
 		return
@@ -413,7 +438,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		order = s.tenancyOrder(snap, order, byJob)
 	}
 	pending, inUse := 0, 0
-	if len(order) > 0 {
+	if len(order) > 0 || s.runsEmpty(snap) {
 		// Ties in the policies' keys keep this order (stable sorts), as
 		// arrival order is kept in the simulator.
 		slices.SortStableFunc(order, func(a, b *workload.Job) int {
@@ -424,8 +449,12 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		})
 		order = s.pol.sched.Order(now, order)
 		var alloc [][]int
-		if s.ten != nil {
+		if s.ten != nil && s.th != nil {
+			alloc = s.th.placeInVCs(s, snap, order, byJob, start)
+		} else if s.ten != nil {
 			alloc = s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+		} else if s.th != nil {
+			alloc = s.th.place(s, snap, order, byJob, start)
 		} else {
 			alloc = s.place(snap, order)
 		}
@@ -447,6 +476,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	if snap.cl != nil {
 		inUse = snap.cl.Size() - snap.cl.FreeCount()
 	}
+	s.writeGroupStatus(ctx, snap, s.boundGangs)
 	s.metrics.PendingGangs.Set(float64(pending))
 	s.metrics.GPUsInUse.Set(float64(inUse))
 	s.metrics.MeanScore.Set(s.meanScore(snap, order))
@@ -687,28 +717,54 @@ func (s *Scheduler) act(ctx context.Context, snap *snapshot, byJob map[*workload
 			raw := mustJSON(info)
 			slow := s.slowdown(snap, d.Job, d.To)
 			for i, p := range g.pending {
-				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: map[string]string{
+				binds = append(binds, bind{pod: p, node: parts[i].Node, g: g, ann: s.th.annotate(g.key, map[string]string{
 					AnnGPUIndices: FormatIndices(parts[i].GPUs), AnnBindInfo: raw, AnnSlowdown: fmtFloat(slow),
-				}})
+				})})
 			}
 			delete(s.lastWhy, g.key)
 		}
 	}
 	// Bind concurrently: the apiserver, not this loop, should set the pace.
 	var wg sync.WaitGroup
-	work := make(chan bind)
+	var mu sync.Mutex
+	ok := make([]bool, len(binds))
+	work := make(chan int)
 	for range min(s.cfg.BindWorkers, len(binds)) {
 		wg.Go(func() {
-			for b := range work {
-				s.bindPod(ctx, b.pod, b.node, b.ann, b.g.key)
+			for i := range work {
+				b := binds[i]
+				r := s.bindPod(ctx, b.pod, b.node, b.ann, b.g.key)
+				mu.Lock()
+				ok[i] = r
+				mu.Unlock()
 			}
 		})
 	}
-	for _, b := range binds {
-		work <- b
+	for i := range binds {
+		work <- i
 	}
 	close(work)
 	wg.Wait()
+	// One line per gang bound, in launch order.
+	for i := 0; i < len(binds); {
+		g := binds[i].g
+		j := i
+		var parts []PodBind
+		failed := 0
+		for ; j < len(binds) && binds[j].g == g; j++ {
+			if !ok[j] {
+				failed++
+				continue
+			}
+			idx, _ := ParseIndices(binds[j].ann[AnnGPUIndices])
+			parts = append(parts, PodBind{Node: binds[j].node, GPUs: idx})
+		}
+		s.logGangBound(g, parts, failed)
+		if failed == 0 {
+			s.boundGangs[g.key] = true
+		}
+		i = j
+	}
 }
 
 // bindPod posts one Binding carrying the annotations.
@@ -724,8 +780,9 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string, ann
 	}
 	s.remember(p.UID, assumption{node: node, annots: ann})
 	s.metrics.BoundPods.Inc()
+	s.metrics.BoundNow.Inc() // bound now, not at the next round's count
 	s.log.Debug("bound", "pod", p.Namespace+"/"+p.Name, "node", node, "gpus", ann[AnnGPUIndices], "gang", gangKey)
-	s.recorder.Eventf(p, corev1.EventTypeNormal, "Scheduled", "Bound to %s with GPUs %s (%s)", node, ann[AnnGPUIndices], gangName(gangKey))
+	s.events.post(podRef(p), corev1.EventTypeNormal, ReasonScheduled, "Binding", s.scheduledMessage(node, ann[AnnGPUIndices], gangKey))
 	if n := s.binds.Add(1); s.killAfter > 0 && n == s.killAfter {
 		s.log.Warn("test hook: killing myself after bind", "binds", n)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -834,6 +891,7 @@ func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	s.log.Info("evicting gang", "gang", gangName(g.key), "pods", strings.Join(names, ","), "why", why)
+	s.markDisrupted(ctx, g, why)
 	for _, p := range g.bound {
 		if p.DeletionTimestamp != nil || isTerminal(p) {
 			continue
@@ -846,7 +904,7 @@ func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
 		}
 		s.remember(p.UID, assumption{evicted: true})
 		s.metrics.Evictions.Inc()
-		s.recorder.Eventf(p, corev1.EventTypeNormal, "Preempted", "Evicted by %s: %s", s.cfg.SchedulerName, why)
+		s.events.post(podRef(p), corev1.EventTypeNormal, ReasonPreempted, "Evicting", fmt.Sprintf("Evicted by %s: %s", s.cfg.SchedulerName, why))
 	}
 }
 
@@ -857,7 +915,7 @@ func (s *Scheduler) wait(key string, pods []*corev1.Pod, why string) {
 	}
 	s.lastWhy[key] = why
 	for _, p := range pods {
-		s.recorder.Event(p, corev1.EventTypeWarning, "FailedScheduling", why)
+		s.events.post(podRef(p), corev1.EventTypeWarning, ReasonFailedScheduling, "Scheduling", why)
 	}
 	s.log.Info("waiting", "gang", gangName(key), "why", why)
 }
@@ -870,7 +928,7 @@ func (s *Scheduler) note(g *gang, why string) {
 	}
 	s.lastWhy[g.key] = why
 	for _, p := range g.bound {
-		s.recorder.Event(p, corev1.EventTypeNormal, "Kept", why)
+		s.events.post(podRef(p), corev1.EventTypeNormal, ReasonKept, "Keeping", why)
 	}
 	s.log.Info("move refused", "gang", gangName(g.key), "why", why)
 }
@@ -983,13 +1041,23 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 			missing[node] = append(missing[node], idx)
 		}
 	}
+	// One warning for all newly unscored nodes (a cluster without the
+	// ConfigMap would otherwise log a line per node); each node's own
+	// line is at debug level, and its event stays on the node.
+	var untold []string
+	unscored := 0
 	for _, node := range snap.nodeNames {
 		if idx := missing[node]; len(idx) > 0 && !s.told[node] {
 			s.told[node] = true
+			untold = append(untold, node)
+			unscored += len(idx)
 			msg := fmt.Sprintf("GPUs %s of node %s have no PM-score in ConfigMap %s; they count as median GPUs", FormatIndices(idx), node, src)
-			s.log.Warn(msg)
-			s.recorder.Event(&corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}, corev1.EventTypeWarning, "NoPMScore", msg)
+			s.log.Debug(msg)
+			s.events.post(nodeRef(node), corev1.EventTypeWarning, ReasonNoPMScore, "Scoring", msg)
 		}
+	}
+	if len(untold) > 0 {
+		s.log.Warn(unscoredSummary(untold, unscored, src, cm == nil))
 	}
 	st, _ := variability.ParseKStrategy(s.cfg.KStrategy)
 	vs, err := variability.NewScores(tab, variability.BinOptions{Strategy: st, Seed: s.cfg.Seed},

@@ -33,6 +33,7 @@ type gang struct {
 	finished []string      // names of members that succeeded or failed
 	state    gangState
 	why      string // for gangWaiting: the event message
+	failed   int    // how many of finished failed (a PodGroup's status counts them)
 	job      *workload.Job
 	gpus     []int // global GPU ids the bound members hold
 }
@@ -87,8 +88,10 @@ func usableNode(n *corev1.Node) bool {
 // buildSnapshot reads nodes, our pods and other schedulers' bound pods.
 // jobs keeps each gang's runtime state across rounds (service attained,
 // starvation priority); new gangs get the next id.
+//
+// groups are the PodGroup sources, in precedence order (readPod).
 func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *workload.Models,
-	job jobGang, jobs *jobTable) (*snapshot, error) {
+	job jobGang, jobs *jobTable, groups ...groupSource) (*snapshot, error) {
 	s := &snapshot{nodeIndex: map[string]int{}, byKey: map[string]*gang{}}
 	var use []*corev1.Node
 	for _, n := range nodes {
@@ -125,7 +128,7 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 		if p.Spec.NodeName == "" && (isTerminal(p) || p.DeletionTimestamp != nil) || !p.DeletionTimestamp.IsZero() && isTerminal(p) {
 			continue
 		}
-		spec, err := readPod(p, models, job)
+		spec, err := readPod(p, models, job, groups...)
 		if err != nil {
 			if p.Spec.NodeName == "" {
 				s.bad = append(s.bad, badPod{p, err.Error()})
@@ -143,7 +146,7 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 			s.gangs = append(s.gangs, g)
 		}
 		if g.spec.gpus != spec.gpus || g.spec.size != spec.size || g.spec.class != spec.class {
-			g.state, g.why = gangWaiting, fmt.Sprintf("gang %s: members disagree on GPUs per pod, %s or %s (pod %s)", g.key, AnnGangSize, AnnClass, p.Name)
+			g.state, g.why = gangWaiting, fmt.Sprintf("gang %s: members disagree on GPUs per pod, %s or %s (pod %s)", g.key, sizeName(g.spec), AnnClass, p.Name)
 		}
 		switch {
 		case p.Spec.NodeName == "":
@@ -152,6 +155,9 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 			// Finished members hold nothing; a Job's next wave of pods
 			// forms the gang again.
 			g.finished = append(g.finished, p.Name)
+			if p.Status.Phase == corev1.PodFailed {
+				g.failed++
+			}
 		case p.DeletionTimestamp != nil:
 			g.bound = append(g.bound, p)
 			if g.state != gangWaiting {
@@ -197,7 +203,7 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 		case n == 0:
 			g.state = gangLeaving // every member finished: nothing to place, nothing to say
 		case n > g.spec.size:
-			g.state, g.why = gangWaiting, fmt.Sprintf("gang %s has %d pods but %s says %d", g.key, n, AnnGangSize, g.spec.size)
+			g.state, g.why = gangWaiting, fmt.Sprintf("gang %s has %d pods but %s says %d", g.key, n, sizeName(g.spec), g.spec.size)
 		case len(g.bound) == g.spec.size:
 			g.state = gangRunning
 		case len(g.bound) > 0 && len(g.finished) > 0:
@@ -222,6 +228,14 @@ func buildSnapshot(nodes []*corev1.Node, ours, foreign []*corev1.Pod, models *wo
 		s.holdForeign(p)
 	}
 	return s, nil
+}
+
+// sizeName is what set a gang's size, for messages.
+func sizeName(s podSpec) string {
+	if s.sizeFrom == "" {
+		return AnnGangSize
+	}
+	return s.sizeFrom
 }
 
 // hold marks the devices a bound pod of ours records as held by owner and

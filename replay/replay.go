@@ -254,7 +254,12 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 				return
 			}
 			if j.started {
-				k := int(math.Round(tick(time.Now())))
+				// The round that evicted it started at the last boundary:
+				// evictions are only made in rounds, and a round that
+				// evicts many gangs may take a good part of a round to
+				// make its calls, so the last pod may be seen gone well
+				// past the boundary.
+				k := int(math.Floor(tick(time.Now()) + 0.01))
 				for r := j.startTick; r < k; r++ {
 					j.executed, j.debt = credit(j.executed, j.debt, o.Round, j.slowdown*j.spec.IterTime)
 				}
@@ -396,6 +401,9 @@ func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, 
 		}
 		if j.spec.Model != "" {
 			ann[kube.AnnModel] = j.spec.Model
+		}
+		if j.spec.App != "" {
+			ann[kube.AnnApp] = j.spec.App // the trace's app column, for scheduler themis
 		}
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Annotations: ann, OwnerReferences: o.owner,

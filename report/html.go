@@ -15,8 +15,9 @@ type Section struct {
 	Title string
 	// Text is prose; blank lines separate paragraphs.
 	Text string
-	// Figures are base names as given to SavePlot. Each is shown as its
-	// PNG, linked to its SVG.
+	// Figures are base names as given to SavePlot, optionally under a
+	// subdirectory of the index's directory ("hived/anomaly-1x"). Each is
+	// shown as its PNG, linked to its SVG, before the section's tables.
 	Figures []string
 	// Captions optionally describe figures by base name; a figure without
 	// one is captioned with its name.
@@ -41,7 +42,7 @@ func WriteIndex(dir, title string, sections []Section) error {
 	for i, s := range sections {
 		ps := pageSection{ID: fmt.Sprintf("s%d", i+1), Title: s.Title, Paragraphs: paragraphs(s.Text)}
 		for _, base := range s.Figures {
-			if err := checkBase(base); err != nil {
+			if err := checkFigureRef(base); err != nil {
 				return fmt.Errorf("report: section %q: %v", s.Title, err)
 			}
 			for _, ext := range []string{".png", ".svg"} {
@@ -69,6 +70,18 @@ func WriteIndex(dir, title string, sections []Section) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, IndexFile), buf.Bytes(), 0o644)
+}
+
+// checkFigureRef accepts a figure base name, optionally below the index's
+// directory: forward slashes only, no "..", nothing absolute.
+func checkFigureRef(ref string) error {
+	parts := strings.Split(ref, "/")
+	for _, p := range parts[:len(parts)-1] {
+		if p == "" || p == "." || p == ".." || strings.Contains(p, `\`) {
+			return fmt.Errorf("report: figure %q: want a base name, optionally under a subdirectory of the index's directory", ref)
+		}
+	}
+	return checkBase(parts[len(parts)-1])
 }
 
 type indexPage struct {
@@ -133,6 +146,8 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 1250px; margin: 0 auto; padding: 1em 2em; color: #222; line-height: 1.45; }
 h1 { border-bottom: 2px solid #ddd; padding-bottom: .3em; }
 h2 { border-bottom: 1px solid #eee; padding-bottom: .2em; margin-top: 2em; }
+h2 a { color: inherit; text-decoration: none; }
+p.back { font-size: .85em; }
 nav ul { columns: 2; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -149,9 +164,9 @@ pre code { padding: 0; }
 </style>
 </head>
 <body>
-<h1>{{.Title}}</h1>
+<h1 id="top">{{.Title}}</h1>
 {{- if gt (len .Sections) 1}}
-<nav><ul>
+<nav id="contents"><h2>Contents</h2><ul>
 {{- range .Sections}}
 <li><a href="#{{.ID}}">{{.Title}}</a></li>
 {{- end}}
@@ -159,7 +174,7 @@ pre code { padding: 0; }
 {{- end}}
 {{- range .Sections}}
 <section id="{{.ID}}">
-<h2>{{.Title}}</h2>
+<h2><a href="#{{.ID}}">{{.Title}}</a></h2>
 {{- range .Paragraphs}}
 <p>{{.}}</p>
 {{- end}}
@@ -179,6 +194,7 @@ pre code { padding: 0; }
 {{- end}}
 </div>
 {{- end}}
+<p class="back"><a href="#top">Back to the contents</a></p>
 </section>
 {{- end}}
 </body>

@@ -102,8 +102,11 @@ func TestWriteIndexErrors(t *testing.T) {
 	}{
 		"missing figure": {"nope", `figure "nope"`},
 		"missing SVG":    {"ok", "ok.svg"},
-		"path as name":   {"../x", "plain file name"},
+		"parent dir":     {"../x", "under a subdirectory of the index's directory"},
+		"absolute":       {"/tmp/x", "under a subdirectory of the index's directory"},
+		"backslash":      {`sub\\x`, "plain file name"},
 		"with extension": {"ok.png", "plain file name"},
+		"missing in sub": {"sub/nope", `figure "sub/nope"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

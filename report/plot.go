@@ -419,7 +419,8 @@ func makeLegendRoom(p *plot.Plot, entries int, logY bool) {
 }
 
 // niceTicks labels about six round values (steps of 1, 2, 2.5 or 5 times
-// a power of ten) with a minor tick between each. gonum's default labels
+// a power of ten) with a minor tick between each, the outermost marks
+// always labelled. gonum's default labels
 // only two or three, too few to read a normalised JCT off a bar chart.
 type niceTicks struct{}
 
@@ -455,6 +456,14 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 			t.Label = strconv.FormatFloat(v, 'f', decimals, 64)
 		}
 		ticks = append(ticks, t)
+	}
+	// The lowest and highest tick marks carry a label: a bare minor mark
+	// at the bottom of the axis reads as an unlabelled value.
+	for len(ticks) > 1 && ticks[0].Label == "" {
+		ticks = ticks[1:]
+	}
+	for len(ticks) > 1 && ticks[len(ticks)-1].Label == "" {
+		ticks = ticks[:len(ticks)-1]
 	}
 	return ticks
 }

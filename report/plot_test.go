@@ -195,3 +195,30 @@ func TestLegendRoom(t *testing.T) {
 		t.Errorf("tallest bar reaches y=%.1f pt, legend starts at %.1f pt", top, legend.Min.Y)
 	}
 }
+
+// The axis ticks: round steps, a minor mark between labels, and the
+// outermost marks labelled (a bare mark at the bottom of an axis reads as
+// a value nobody can name).
+func TestNiceTicksLabelTheEnds(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		// 0.85 and 1.35 would be minor marks (step 0.1): left out.
+		{0.83, 1.37, "0.9 - 1.0 - 1.1 - 1.2 - 1.3"},
+		{0, 5.5, "0 - 1 - 2 - 3 - 4 - 5"},
+		{-12, 27, "-10 - 0 - 10 - 20"},
+	} {
+		var parts []string
+		for _, tk := range (niceTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Label == "" {
+				parts = append(parts, "-")
+			} else {
+				parts = append(parts, tk.Label)
+			}
+		}
+		if got := strings.Join(parts, " "); got != tc.want {
+			t.Errorf("[%g, %g]: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}

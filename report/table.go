@@ -32,6 +32,25 @@ type Table struct {
 	// HTML: 0 means DefaultPrec, negative means the shortest exact form.
 	// CSV always writes the shortest exact form.
 	Prec int
+	// colPrec overrides Prec per column (SetPrec), so that seconds,
+	// percentages and ratios each show the digits their unit warrants.
+	colPrec map[int]int
+}
+
+// SetPrec sets the digits after the point for floats in the column
+// headed header (negative: the shortest exact form), overriding Prec.
+// An unknown header panics: it is a programming error.
+func (t *Table) SetPrec(header string, digits int) *Table {
+	for j, h := range t.Headers {
+		if h == header {
+			if t.colPrec == nil {
+				t.colPrec = map[int]int{}
+			}
+			t.colPrec[j] = digits
+			return t
+		}
+	}
+	panic("report: SetPrec: no column " + header)
 }
 
 // NewTable starts a table with the given column headers.
@@ -92,9 +111,32 @@ func (t *Table) width() int {
 func (t *Table) formatRow(r []any, prec int) []string {
 	s := make([]string, t.width())
 	for j, c := range r {
-		s[j] = formatCell(c, prec)
+		d, ok := t.colPrec[j]
+		switch {
+		case !ok || prec < 0: // CSV keeps the shortest exact form
+			s[j] = formatCell(c, prec)
+		case d == 0 && isFloat(c):
+			s[j] = formatWhole(toFloat(c))
+		default:
+			s[j] = formatCell(c, d)
+		}
 	}
 	return s
+}
+
+func isFloat(c any) bool {
+	switch c.(type) {
+	case float64, float32:
+		return true
+	}
+	return false
+}
+
+func toFloat(c any) float64 {
+	if f, ok := c.(float32); ok {
+		return float64(f)
+	}
+	return c.(float64)
 }
 
 func isNumber(c any) bool {
@@ -119,6 +161,14 @@ func formatCell(c any, prec int) string {
 		return v.String()
 	}
 	return fmt.Sprint(c)
+}
+
+// formatWhole is a float with no digits after the point.
+func formatWhole(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return formatFloat(v, 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
 // formatFloat keeps bits so that a float32 0.1 prints as 0.1, not as

@@ -84,6 +84,52 @@ type HivedReport struct {
 	// Variability: plain HiveD against hived-pm, GPU values drawn from the
 	// Longhorn profile.
 	Variability []VariabilityRow
+	// Figures are the bar charts' base names in Dir, in the order hived.md
+	// discusses them.
+	Figures []string
+	// Quick says the run was --quick's reduced one (one synthetic load,
+	// a prefix of the Philly trace), whose Philly rows hived.md labels.
+	Quick bool
+	// VCNames maps each Philly VC's name in the report to the anonymised
+	// hash the trace gives it (philly/philly_vc.csv).
+	VCNames []PhillyVCName
+}
+
+// PhillyVCName is one Philly VC: the name the report uses, the trace's
+// anonymised hash and its node count.
+type PhillyVCName struct {
+	Name, Hash string
+	Nodes      int
+}
+
+// namePhillyVCs renames the Philly VCs from their anonymised hashes to
+// philly-vc01.. in descending size (ties by hash), in the VC list and in
+// every job, so that tables, plots and the CSV read as names; it returns
+// the legend.
+func namePhillyVCs(pv *workload.PhillyVCTrace) []PhillyVCName {
+	order := slices.Clone(pv.VCs)
+	slices.SortStableFunc(order, func(a, b workload.PhillyVC) int {
+		if a.Nodes != b.Nodes {
+			return b.Nodes - a.Nodes
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	rename := map[string]string{}
+	var legend []PhillyVCName
+	for i, v := range order {
+		n := fmt.Sprintf("philly-vc%02d", i+1)
+		rename[v.Name] = n
+		legend = append(legend, PhillyVCName{Name: n, Hash: v.Name, Nodes: v.Nodes})
+	}
+	for i := range pv.VCs {
+		pv.VCs[i].Name = rename[pv.VCs[i].Name]
+	}
+	for i := range pv.Trace.Jobs {
+		if n, ok := rename[pv.Trace.Jobs[i].VC]; ok {
+			pv.Trace.Jobs[i].VC = n
+		}
+	}
+	return legend
 }
 
 // HivedWall is one HiveD run's wall time.
@@ -351,7 +397,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	rep := &HivedReport{Dir: dir, Round: o.Round, Seed: o.Seed, Days: o.Days, Synth: map[string]int{}}
+	rep := &HivedReport{Dir: dir, Round: o.Round, Seed: o.Seed, Days: o.Days, Synth: map[string]int{}, Quick: o.Quick}
 	loads := []float64{0.70, 0.85, 0.95}
 	if o.Quick {
 		loads = []float64{0.85}
@@ -374,6 +420,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 		pv.Trace.Jobs = pv.Trace.Jobs[:HivedQuickJobs]
 	}
 	rep.Jobs, rep.Dropped = len(pv.Trace.Jobs), pv.Dropped
+	rep.VCNames = namePhillyVCs(pv)
 	pcells := tenant.PhillyCells(pv.VCs)
 	scales := []struct {
 		name string
@@ -705,6 +752,7 @@ func yes(b bool) string {
 
 func (r *HivedReport) markdown() (string, error) {
 	var md strings.Builder
+	r.Figures = nil
 	md.WriteString("# Sharing anomaly (HiveD, OSDI'20): quota, private clusters and HiveD, with each tenant's own scheduler inside its VC\n\n")
 	fmt.Fprintf(&md, "Inputs. (a) Synthetic 96-GPU cluster: 12 nodes x 8 GPUs (PCIe pairs and sockets inside); VCs %s; Poisson arrivals at load L of each quota for %g days, exponential run times (means 2 h and 1 h), seed %d; jobs per load:", synthVCs(), r.Days, r.Seed)
 	keys := make([]string, 0, len(r.Synth))
@@ -724,6 +772,14 @@ func (r *HivedReport) markdown() (string, error) {
 	for _, k := range keys {
 		fmt.Fprintf(&md, " %d (%s)", r.Dropped[k], k)
 	}
+	md.WriteString(". Philly VCs are anonymised hashes in the trace; here they are named by size:")
+	for i, v := range r.VCNames {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&md, "%s %s = %s (%d nodes)", sep, v.Name, v.Hash, v.Nodes)
+	}
 	fmt.Fprintf(&md, ".\n\nSetups. Every VC runs the named scheduler on its own queue with its own placer (per-VC order: HiveD priority first, then the scheduler; pods whole): *quota* = one queue per VC on the shared cluster, at most its GPU count, its first job that does not fit blocks only it, no preemption across VCs; *private* = the VC's jobs alone on a cluster of its own cells; *hived* = the VC's scheduler and placer on its view of its cells (the private cluster's shape), buddy allocation binding the cells; *alone* = the VC alone under HiveD (the old sanity check, 0 by construction). Rounds of %g s; uniform GPU speeds, no locality penalty; Gandiva-like pays %d s per migration, in every setup. Queueing = JCT − run time (first wait plus waits after preemptions). Anomaly(v) = max(0, Q_shared(v) − Q_private(v)), means over the VC's jobs. Whole-node jobs are those of >= 8 GPUs. Utilisation = the VC's GPU-time inside the arrival window / (quota x window). Fragmented = share of the window's rounds whose free GPUs add up to a node while no node is free.\n\n", r.Round, GandivaMigration)
 	order, vs := r.Verdicts()
 	md.WriteString("## The paper's claims beside ours\n\n| workload | scheduler | load | quota: max anomaly (min), VC | quota: whole-node jobs' anomaly (min) | hived: max abs(Q_hived − Q_private) (rounds) | preemptions hived / private | hived vs alone (min) | fragmented rounds quota / hived |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -733,6 +789,9 @@ func (r *HivedReport) markdown() (string, error) {
 			v.MaxDiffRounds, v.HivedPre, v.PrivatePre, v.MaxAlone/60, v.QuotaFrag, v.HivedFrag)
 	}
 	md.WriteString("\n")
+	if note := r.quickNote(); note != "" {
+		md.WriteString(note + "\n\n")
+	}
 	md.WriteString(r.claims(order, vs))
 	md.WriteString("\n## Per VC\n\nQ = mean queueing (min), p99 in brackets; whole = the same for jobs of >= 8 GPUs; pre = preemptions; >1 round = share of jobs waiting more than one round; util = utilisation of the quota over the arrival window.\n\n")
 	_, g := r.groups()
@@ -762,6 +821,7 @@ func (r *HivedReport) markdown() (string, error) {
 		if err := report.SavePlot(p, r.Dir, base); err != nil {
 			return "", err
 		}
+		r.Figures = append(r.Figures, base)
 	}
 	md.WriteString("## Dynamic versus static binding (opportunistic load)\n\nEvery fifth job runs opportunistically (priority -1); YARN-CS inside the VCs. Dynamic binding binds, among safe cells, the one with the fewest opportunistic GPUs; static binding fixes every VC cell up front. Preemptions are of opportunistic jobs by guaranteed ones.\n\n| workload | binding | preemptions | opportunistic jobs | guaranteed mean queueing (min) | mean JCT (h) |\n|---|---|---|---|---|---|\n")
 	for _, b := range r.Binding {
@@ -789,6 +849,22 @@ func (r *HivedReport) markdown() (string, error) {
 		fmt.Fprintf(&md, "| %s | %s | %s | %.1f |\n", w.Workload, w.Scheduler, w.Load, w.Wall.Seconds())
 	}
 	return md.String(), nil
+}
+
+// quickNote says, for a --quick run, which rows are not meaningful: the
+// Philly prefix loads its VCs too lightly for anyone to queue, so its
+// zeros show that the runs work, not that quota has no anomaly.
+func (r *HivedReport) quickNote() string {
+	if !r.Quick {
+		return ""
+	}
+	util := 0.0
+	for _, x := range r.Rows {
+		if x.Workload == "philly" && x.Setup == "quota" {
+			util = math.Max(util, x.Utilization)
+		}
+	}
+	return fmt.Sprintf("**--quick: the Philly rows are not meaningful.** They replay only the first %d Philly jobs at 1x; no VC uses more than %.0f%% of its quota, so no VC ever queues and every anomaly is 0 by lack of load. The synthetic rows (one load, %g day) keep the experiment's shape; the full `pal reproduce hived` runs 7 days at three loads and the whole Philly trace at 1x, 2x and 4x.", r.Jobs, 100*util, r.Days)
 }
 
 // claims writes the paper's claims with a plain verdict each.
@@ -822,7 +898,11 @@ func (r *HivedReport) claims(order []hivedKey, vs map[hivedKey]Verdict) string {
 			continue
 		}
 		v := vs[k]
-		fmt.Fprintf(&b, "- Philly %s, %s: quota's worst VC %s, %.1f min. Verdict: %s.\n", k.l, k.s, v.QuotaMaxVC, v.QuotaMax/60, anomalyVerdict(v.QuotaMax))
+		verdict := anomalyVerdict(v.QuotaMax)
+		if r.Quick {
+			verdict = "not meaningful at --quick's size (see above)"
+		}
+		fmt.Fprintf(&b, "- Philly %s, %s: quota's worst VC %s, %.1f min. Verdict: %s.\n", k.l, k.s, v.QuotaMaxVC, v.QuotaMax/60, verdict)
 	}
 	b.WriteString("- Why quota shows no anomaly under Tiresias and Gandiva-like on the synthetic setup: their placer packs (best fit on the GPUs no other VC holds), and a 1-GPU job opens an untouched node only when every node it has touched is full; the two 1-GPU tenants can hold 64 GPUs in all, so they never touch more than 8 nodes and at least 4 whole nodes stay for the whole-node tenant within its quota. YARN-CS's spread placement puts each 1-GPU job on the emptiest node, the one about to become free, so under quota no node empties while 1-GPU jobs keep arriving: the whole-node tenant waits until arrivals stop (utilisation 0 at L = 0.85 and 0.95).\n")
 	b.WriteString("- **Paper (talk, not verified): multi-level cells cut fragmentation by over 20%.** Ours: the fragmented-rounds columns above, quota against hived, per run.\n")

@@ -10,7 +10,7 @@ import (
 	"github.com/palsched/pal/sweep"
 )
 
-// The migration-cost section (issue 11): the paper's simulator, like the
+// The migration-cost section: the paper's simulator, like the
 // artifact, moves jobs for free, and PAL and PM-First re-place every job
 // every round. Here every move costs a checkpoint and a restart: each
 // grid runs one migration cost (the same for a preemption's restart) on

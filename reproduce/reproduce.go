@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/palsched/pal/fairexp"
@@ -229,23 +230,85 @@ func (rep *Report) write() error {
 	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
 		return err
 	}
-	sections := []report.Section{{Title: "Summary", Markdown: md}}
-	if rep.Hived != nil {
-		hm, err := os.ReadFile(filepath.Join(rep.Hived.Dir, "hived.md"))
-		if err != nil {
-			return err
-		}
-		sections = append(sections, report.Section{Title: "Tenancy: HiveD's sharing anomaly", Markdown: string(hm)})
+	sections, err := rep.indexSections(md)
+	if err != nil {
+		return err
 	}
-	if rep.Themis != nil {
-		sections = append(sections, report.Section{Title: "Finish-time fairness: Themis", Markdown: rep.Themis.Summary})
+	return report.WriteIndex(dir, IndexTitle+" ("+rep.Plan.Name+" plan)", sections)
+}
+
+// joinNums renders a list as "3 and 5" or "8, 10 and 12".
+func joinNums[T int | float64](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
 	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// IndexTitle heads index.html.
+const IndexTitle = "PAL, HiveD and Themis: reproduced figures and claims"
+
+// Section titles of index.html beyond the figures' own.
+const (
+	AboutTitle   = "About this report"
+	HivedTitle   = "Tenancy: HiveD's sharing anomaly"
+	ThemisTitle  = "Finish-time fairness: Themis"
+	ClaimsTitle  = "PAL: the paper's claims beside ours"
+	hivedSubdir  = "hived"
+	themisSubdir = "themis"
+)
+
+// indexSections lays index.html out figures first: a short guide, every
+// PAL figure (Figs 11-20, then the migration study), HiveD's and Themis'
+// figures each followed by their tables, and last the PAL summary's
+// tables with a verdict per claim. The figures of HiveD and Themis are
+// shown from their subdirectories.
+func (rep *Report) indexSections(summary string) ([]report.Section, error) {
+	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, HiveD's sharing anomaly, Themis' finish-time fairness, and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
+	if rep.Plan.Name == "quick" {
+		p, tp := rep.Plan, fairexp.QuickPlan()
+		about += fmt.Sprintf("\n\n**This is the --quick plan, and its numbers are not meaningful**: it shows that every figure and table is produced, on grids far smaller than the papers'. PAL: Sia-Philly traces %s only (geomeans over %d of 8 traces), workload %s alone for the locality sweep, %d Synergy seed(s) of %d jobs at %s jobs/h (the headline claims at other loads are not measured). HiveD: one synthetic load over one day, and the first %d Philly jobs, which load the VCs too lightly for anyone to queue (every Philly anomaly is 0 by lack of load). Themis: %d apps on a %s cluster, where one job sets an app's ρ. Run pal reproduce without --quick for the comparison with the papers.",
+			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), HivedQuickJobs, tp.Gen.Apps, tp.Cluster)
+	}
+	sections := []report.Section{{Title: AboutTitle, Markdown: about}}
 	for _, f := range rep.Figures {
 		sections = append(sections, report.Section{Title: f.Title,
 			Text:    f.Text + "\n\nData: " + f.CSV + ".",
 			Figures: f.Plots, Captions: f.Captions, Tables: f.Tables})
 	}
-	return report.WriteIndex(dir, "PAL: reproduced simulation figures ("+rep.Plan.Name+")", sections)
+	if rep.Hived != nil {
+		hm, err := os.ReadFile(filepath.Join(rep.Hived.Dir, "hived.md"))
+		if err != nil {
+			return nil, err
+		}
+		s := report.Section{Title: HivedTitle, Markdown: string(hm), Captions: map[string]string{},
+			Text: "Per-VC sharing anomaly (extra mean queueing over the VC's private cluster) under quota and HiveD, for each workload, intra-VC scheduler and load; the tables follow. Data: hived/anomaly.csv."}
+		for _, base := range rep.Hived.Figures {
+			ref := hivedSubdir + "/" + base
+			s.Figures = append(s.Figures, ref)
+			s.Captions[ref] = "Sharing anomaly per VC, " + strings.ReplaceAll(strings.TrimPrefix(base, "anomaly-"), "-", " ") + " (hived/" + base + ")"
+			if rep.Hived.Quick && strings.HasPrefix(base, "anomaly-philly") {
+				s.Captions[ref] += "; --quick: not meaningful, no VC queues at this size"
+			}
+		}
+		sections = append(sections, s)
+	}
+	if rep.Themis != nil {
+		s := report.Section{Title: ThemisTitle, Markdown: rep.Themis.Summary, Captions: map[string]string{},
+			Text: "Themis against the baselines: the knob, lease and contention sweeps first, then the paper's claims beside ours. Every table is in themis/index.html and themis/themis-*.csv."}
+		for _, base := range rep.Themis.Figures {
+			ref := themisSubdir + "/" + base
+			s.Figures = append(s.Figures, ref)
+			s.Captions[ref] = strings.ReplaceAll(strings.TrimPrefix(base, "themis-"), "-", " ") + " (themis/" + base + ")"
+		}
+		sections = append(sections, s)
+	}
+	sections = append(sections, report.Section{Title: ClaimsTitle, Markdown: summary})
+	return sections, nil
 }
 
 func writeCSV(path string, t *report.Table) error {

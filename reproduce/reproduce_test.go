@@ -9,11 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
-	"github.com/palsched/pal/report/browsercheck"
 )
 
 // The quick plan end to end: every figure of the paper's simulation
@@ -130,32 +128,9 @@ func TestQuickEndToEnd(t *testing.T) {
 			t.Errorf("summary.md cites %s, which is neither in the checkout nor in the output", c)
 		}
 	}
-	// The report must open in a real browser with every figure loading.
-	nPlots := 0
-	for _, f := range rep.Figures {
-		nPlots += len(f.Plots)
-	}
-	if chromium := browsercheck.Chromium(); chromium == "" {
-		if browsercheck.InCI() {
-			t.Fatal("CI is set but " + browsercheck.SkipMessage)
-		}
-		t.Log(browsercheck.SkipMessage)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		br := browsercheck.Start(ctx, chromium, filepath.Join(t.TempDir(), "profile"), t.Logf)
-		defer br.Close()
-		if err := br.Open(filepath.Join(dir, report.IndexFile)); err != nil {
-			t.Fatal(err)
-		}
-		st, err := br.Images()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Total != nPlots || st.Loaded != st.Total {
-			t.Errorf("browser: %d of %d images loaded (want all %d figures), broken %v", st.Loaded, st.Total, nPlots, st.Broken)
-		}
-	}
+	// The report must open in a real browser with every figure loading,
+	// every section present and the figures before the tables.
+	checkIndexInBrowser(t, dir, rep)
 	checkMigration(t, rep.Migration)
 	// The Sia ratios are exact replays of the artifact's inputs: PAL beats
 	// Tiresias on both quick traces.

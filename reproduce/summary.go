@@ -3,6 +3,7 @@ package reproduce
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/palsched/pal/report"
@@ -17,7 +18,7 @@ type Headline struct {
 	Claim  string
 	Paper  float64
 	// Artifact is what the PAL artifact's own runs printed, where known
-	// (docs/SIMULATION.md §2.8); nil otherwise.
+	// (TESTDATA.md, calibration against the artifact); nil otherwise.
 	Artifact *float64
 	Ours     float64
 	// Spread is the range of ours over independent seeds, where several
@@ -27,6 +28,37 @@ type Headline struct {
 
 // Deviation is ours minus the paper's, in percentage points.
 func (h Headline) Deviation() float64 { return h.Ours - h.Paper }
+
+// ReproTolerance is how far, in percentage points, ours may sit from a
+// figure and still count as reproducing it.
+const ReproTolerance = 5.0
+
+// Verdict is the claim's plain verdict: "reproduces" within
+// ReproTolerance points of the reference (the paper's figure, else the
+// artifact's run), "holds, stronger here" or "holds, weaker here" when
+// the change goes the same way by a different amount, "does not hold"
+// when it goes the other way, and "not measured" without a number of
+// ours. A reference of 0 ("nearly the same") holds only within the
+// tolerance.
+func (h Headline) Verdict() string {
+	ref := h.Paper
+	if math.IsNaN(ref) && h.Artifact != nil {
+		ref = *h.Artifact
+	}
+	switch {
+	case math.IsNaN(h.Ours):
+		return "not measured"
+	case math.IsNaN(ref):
+		return "no reference"
+	case math.Abs(h.Ours-ref) <= ReproTolerance:
+		return "reproduces"
+	case ref == 0 || h.Ours == 0 || (ref > 0) != (h.Ours > 0):
+		return "does not hold"
+	case math.Abs(h.Ours) > math.Abs(ref):
+		return "holds, stronger here"
+	}
+	return "holds, weaker here"
+}
 
 func pctCell(x float64) string {
 	if math.IsNaN(x) {
@@ -44,7 +76,7 @@ func ptsCell(x float64) string {
 
 // HeadlineTable lays out the headline rows for summary.md and the index.
 func HeadlineTable(hs []Headline) *report.Table {
-	t := report.NewTable("", "Fig", "Claim", "Paper", "Artifact run", "Ours", "Ours, seed range", "Deviation (pts)")
+	t := report.NewTable("", "Fig", "Claim", "Paper", "Artifact run", "Ours", "Ours, seed range", "Deviation (pts)", "Verdict")
 	for _, h := range hs {
 		art, sp := "", ""
 		if h.Artifact != nil {
@@ -53,18 +85,37 @@ func HeadlineTable(hs []Headline) *report.Table {
 		if h.Spread != nil {
 			sp = fmt.Sprintf("%s .. %s", pctCell(h.Spread[0]), pctCell(h.Spread[1]))
 		}
-		t.AddRow(h.Figure, h.Claim, pctCell(h.Paper), art, pctCell(h.Ours), sp, ptsCell(h.Deviation()))
+		t.AddRow(h.Figure, h.Claim, pctCell(h.Paper), art, pctCell(h.Ours), sp, ptsCell(h.Deviation()), h.Verdict())
 	}
 	return t
 }
 
+// timesFaster renders a speed ratio to three significant digits, with
+// thousands separators ("about 275,000 times"): the digits past those are
+// machine noise.
+func timesFaster(x float64) string {
+	if !(x > 0) || math.IsInf(x, 0) {
+		return ""
+	}
+	if x < 100 {
+		return fmt.Sprintf("%.3g times", x)
+	}
+	scale := math.Pow(10, math.Floor(math.Log10(x))-2)
+	n := int64(math.Round(x/scale) * scale)
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return "about " + s + " times"
+}
+
 func overheadTable(rows []OverheadRow) *report.Table {
-	t := report.NewTable("", "Claim", "Paper (s)", "Ours (ms)", "Paper / ours")
+	t := report.NewTable("", "Claim", "Paper (s)", "Ours (ms)", "Ours is faster by (paper's time / ours; Python there, Go here)")
 	for _, r := range rows {
 		paper, ratio := "", ""
 		if !math.IsNaN(r.PaperS) {
 			paper = fmt.Sprintf("%g", r.PaperS)
-			ratio = fmt.Sprintf("%.0fx", r.PaperS/r.OurS)
+			ratio = timesFaster(r.PaperS / r.OurS)
 		}
 		t.AddRow(r.Claim, paper, fmt.Sprintf("%.3g", r.OurS*1e3), ratio)
 	}

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 12's scale benchmarks: whole `pal` processes on generated Synergy
+# Scale benchmarks: whole `pal` processes on generated Synergy
 # traces, plus the Go benchmarks of a placement round, summarised (and,
 # with BASE, compared) by benchstat.
 #
 #   scripts/bench-scale.sh                 # this checkout only
-#   BASE=f7989a1 scripts/bench-scale.sh    # also the same runs built from a git ref
+#   BASE=main scripts/bench-scale.sh       # also the same runs built from a git ref
 #
 # Knobs (environment): COUNT runs per 20k-job case (default 5), COUNT_BIG
 # runs per 100k-job case (3), ONE_M=1 to run the million-job trace

@@ -108,7 +108,7 @@ func checkMovesPay(t *testing.T, name string, res *Result, cost float64) {
 	}
 }
 
-// The two-job case, hand-derived: 16 nodes x 4 GPUs, every GPU
+// A two-job case, hand-derived: 16 nodes x 4 GPUs, every GPU
 // scoring 1.0. Job 1 (4 GPUs, class C) runs on GPUs 0-3 from t = 0; job 2
 // (32 GPUs, class A) arrives at 400 s, when 60 GPUs are free. No GPU is
 // faster than another and job 1 already sits on one node, so its move

@@ -286,8 +286,8 @@ func (c *Config) Validate() error {
 		// Alone, on the fastest GPU values, inside one node: no run
 		// finishes it sooner.
 		if need := j.Iterations * j.IterTime * fastest; j.Submit+need >= horizon {
-			return fmt.Errorf("%s:%d: field \"duration\": job %d needs %g iterations x %g s (%s) = %g s even on the fastest GPUs, past the simulation horizon of %g s (%d rounds of %g s); the duration column counts iterations, not seconds",
-				j.Source, j.Line, j.ID, j.Iterations, j.IterTime, j.Model, need, horizon, c.maxRounds(), c.Round)
+			return fmt.Errorf("%s:%d: field %q: job %d runs %s on a median GPU, %.6g s even on the fastest GPUs, past the simulation horizon of %g s (%d rounds of %g s)%s",
+				j.Source, j.Line, j.DurationField(), j.ID, j.DurationText(), need, horizon, c.maxRounds(), c.Round, j.DurationHint())
 		}
 	}
 	if c.Raw != nil && c.Raw.NumGPUs() != size {

@@ -1,8 +1,8 @@
 package sweep
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/palsched/pal/internal/jsonround"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,6 +35,27 @@ func Table(title string, rows []Row) *report.Table {
 			r.AvgWait, r.Makespan, r.EndTime, r.Utilization, r.MultiGPUJobs, r.MultiGPUAvgJCT,
 			r.Preemptions, r.Migrations, r.LostGPUSeconds, r.Rounds)
 	}
+	return withUnitPrecision(t)
+}
+
+// withUnitPrecision gives each column of a sweep table the digits pal sim
+// prints for it: the grid's own values (load, L) as given, mean seconds to
+// 0.01 s, other seconds whole, percentages to 0.1, utilisation to 0.001.
+func withUnitPrecision(t *report.Table) *report.Table {
+	for _, h := range t.Headers {
+		switch h {
+		case "load_jobs_per_hour", "locality_penalty", "load (jobs/h)", "L":
+			t.SetPrec(h, -1)
+		case "avg_jct_s", "avg_wait_s", "multi_gpu_avg_jct_s", "avg JCT (s)":
+			t.SetPrec(h, 2)
+		case "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "max_jct_s", "makespan_s", "end_time_s", "lost_gpu_s", "p99 (s)", "makespan (s)":
+			t.SetPrec(h, 0)
+		case "avg_jct_vs_packed_sticky_pct", "vs packed-sticky (%)":
+			t.SetPrec(h, 1)
+		case "utilization", "util":
+			t.SetPrec(h, 3)
+		}
+	}
 	return t
 }
 
@@ -59,7 +80,7 @@ func NarrowTable(title string, rows []Row) *report.Table {
 		t.AddRow(r.Trace, r.Load, r.LocalityPenalty, r.Seed, r.Scheduler, r.Placement,
 			r.Jobs, r.AvgJCT, r.vsCell(), r.P99JCT, r.Makespan, r.Utilization)
 	}
-	return t
+	return withUnitPrecision(t)
 }
 
 // Inputs describes what shaped every run of a grid, for the header of
@@ -180,9 +201,7 @@ func NewDocument(res *Result) Document {
 
 // WriteJSON writes the document, indented.
 func WriteJSON(w io.Writer, res *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(NewDocument(res))
+	return jsonround.Encode(w, NewDocument(res), "  ")
 }
 
 // PartialFile is written beside sweep.csv when the sweep did not finish,

@@ -10,7 +10,7 @@ package tenancy
 // (or merged) cell is appended, and a removal keeps the order of the rest.
 // HiveD instead moves the last element into the hole; keeping the order
 // makes allocation take the oldest free cell first, which is the order
-// THEMIS-HIVED.md's hand-computed scenarios (H1–H5) assume.
+// the hand-computed scenarios H1–H5 of TESTDATA.md assume.
 
 func (c *Chain) pushFree(p *PCell) {
 	p.inFree = true
@@ -176,7 +176,7 @@ func (c *Chain) buddyAlloc(k int, mode allocMode) *PCell {
 //	splittable[top] = num_free[top] − vc_unused[top]
 //	splittable[l]   = splittable[l+1]·children(l+1) + num_free[l] − vc_unused[l]
 //
-// and sharing safety holds iff every entry is ≥ 0 (THEMIS-HIVED.md §2.5).
+// and sharing safety holds iff every entry is ≥ 0 (the recursive form of HiveD's safety condition).
 func (c *Chain) splittable() []int {
 	return c.splittableOf(func(l int) int { return len(c.free[l]) }, func(l int) int { return c.vcUnused[l] })
 }

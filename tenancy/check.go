@@ -7,7 +7,7 @@ import (
 // Check verifies sharing safety and the consistency of the whole state:
 //
 //   - safety: splittable[l] ≥ 0 on every chain and level (the full
-//     recursive form, THEMIS-HIVED.md §2.5), which implies HiveD's
+//     recursive form), which implies HiveD's
 //     per-level totalLeft[l] ≥ allVCFree[l];
 //   - buddy system: free cells are unbound, unsplit, not inside another
 //     free cell, and free buddies are merged; every device is in exactly

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The scenarios of HiveD's own unit test (ALGORITHMS.md §6.10), run on the
+// The scenarios of HiveD's own unit test, run on the
 // same cluster (testdata/hived-design.yaml). Which are exact and which are
 // stated as properties, and why:
 //

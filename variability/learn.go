@@ -29,7 +29,10 @@ type LearnOptions struct {
 	// PerClassOnly turns off the GPU-wide factor (see Learner): each
 	// class learns from its own jobs alone.
 	PerClassOnly bool
-	NoGuess      bool
+	// Forget is the step back towards the prior that a guessed belief
+	// takes each round its GPU runs no job of the class (0 means 0.05;
+	// see Learner).
+	Forget float64
 	// RefitShare is the share of a class's GPUs that may be re-placed in
 	// the old bins (see Rebin) before the class is fitted again (0 means
 	// 0.05). Clusters of at most RefitBelow GPUs (0 means 4096, where a
@@ -39,6 +42,12 @@ type LearnOptions struct {
 	// Memory is how many unresolved slow observations are kept (0 means
 	// 4096; see Learner).
 	Memory int
+	// Every is the number of rounds between binnings (0 means 1: every
+	// Rebin may re-bin). Beliefs move every round; only the scores given
+	// to placement wait. A placer indexes a new score table from scratch,
+	// which at 27,648 GPUs costs about a placement round, so large
+	// clusters re-bin less often: see RebinEvery.
+	Every int
 }
 
 func (o LearnOptions) withDefaults() LearnOptions {
@@ -51,6 +60,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	if o.Rebin <= 0 {
 		o.Rebin = 0.02
 	}
+	if o.Forget <= 0 || o.Forget > 1 {
+		o.Forget = 0.05
+	}
 	if o.RefitShare <= 0 {
 		o.RefitShare = 0.05
 	}
@@ -59,6 +71,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	}
 	if o.Memory <= 0 {
 		o.Memory = 4096
+	}
+	if o.Every <= 0 {
+		o.Every = 1
 	}
 	return o
 }
@@ -74,15 +89,29 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //
 //   - If y exceeds the believed max of G by more than Tol, some GPU of G
 //     is slower than believed, but which one the max does not say. The
-//     blame goes to one GPU: among those whose upper bound still allows
-//     y (a GPU seen at most y' < y in another job cannot be the one), the
-//     one believed slowest. One GPU and not all of G, because raising
-//     eight GPUs for one slow one would hide seven good GPUs from
+//     blame goes to one GPU among the suspects, those whose upper bound
+//     still allows y (a GPU seen at most y' < y in another job cannot be
+//     the one): the suspect named by the most remembered slow
+//     observations, then the one believed slowest. Slow observations
+//     whose slow GPU is not pinned are remembered and revisited each
+//     round (settle), so this is a greedy hitting set: the fewest slow
+//     GPUs that account for every slow job, which is the likeliest
+//     explanation when degradation is rare (one throttled GPU in two slow
+//     eight-GPU jobs, not eight). One GPU and not all of G, because
+//     raising eight GPUs for one slow one would hide seven good GPUs from
 //     sensitive jobs; a wrong pick is undone the next time that GPU runs
 //     in a faster job (its belief is capped) while G, still slow, moves
 //     the blame on. When no GPU's bound allows y the GPUs must have
-//     changed (drift): their bounds are forgotten and the believed slowest
-//     takes the blame.
+//     changed (drift): their bounds are forgotten and the believed
+//     slowest takes the blame.
+//
+//   - A guess is withdrawn when nothing needs it: a belief raised on a
+//     guess (more than one suspect) moves Forget of the way back to the
+//     prior each round in which its GPU ran no job of the class and
+//     explained no remembered observation. Without this a wrongly blamed
+//     GPU is avoided by the very jobs that could clear it, and on a small
+//     cluster the good GPUs it stands for are lost for good; with it the
+//     GPU is tried again, and if it is slow, blamed again.
 //
 //   - Noise: nothing moves inside the Tol band, and every move is a step
 //     of Alpha towards the observation (an exponentially weighted mean
@@ -91,6 +120,13 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //   - GPUs nobody has run on keep their prior (the profile's value, or
 //     the median GPU's 1.0 when a GPU has no profile) and, having no
 //     upper bound, are the first suspects when a job with them is slow.
+//
+//   - Exoneration is GPU-wide too (unless PerClassOnly): when a job of
+//     class c shows GPU g faster, relative to its profile, than another
+//     class k believes it, and k's belief of g stands on a guess or only
+//     on the GPU-wide factor (k never pinned g itself), k's belief comes
+//     down to g's GPU-wide bound. A class-specific slowdown that k
+//     measured itself is kept.
 //
 //   - A GPU-wide factor (unless PerClassOnly): when an observation pins
 //     one GPU's value (a one-GPU job, or the only GPU that can be the slow
@@ -111,7 +147,15 @@ type Learner struct {
 	hiH    []float64 // upper bound on the GPU-wide factor: min of pace / prior
 	belief [NumClasses][]float64
 	hi     [NumClasses][]float64
-	snap   [NumClasses][]float64
+	// guess marks beliefs raised on a guess: the blame of a slow set
+	// with more than one suspect (see explain).
+	guess [NumClasses][]bool
+	// guessed lists the GPUs with guess set (possibly stale entries),
+	// lastSeen the round each GPU last ran a job of the class.
+	guessed  [NumClasses][]int
+	inOpen   [NumClasses][]int32
+	lastSeen [NumClasses][]int
+	snap     [NumClasses][]float64
 	// touched lists the GPUs whose belief changed since the last Rebin
 	// (isTouched marks them), so that Rebin looks at those alone.
 	touched   [NumClasses][]int
@@ -128,11 +172,24 @@ type Learner struct {
 	cur     *Scores
 	// seen is ObserveJob's memory, round the number of Rebin calls (a
 	// round's end); jobs not seen in a round are forgotten at its end.
-	seen  map[int]jobSeen
-	round int
+	seenDense []jobSeen
+	seen      map[int]jobSeen
+	round     int
+	// binnedAt is the round of the last binning (see LearnOptions.Every).
+	binnedAt int
 	// Counters, for reports.
 	Observations, Lowered, Raised, Forgot, Rebins, Refits int
 }
+
+// RebinEvery is the binning interval, in rounds, for a cluster of gpus
+// GPUs: 1 up to 512 GPUs, then one round more per 512 GPUs (54 at
+// 27,648). Why: every new score table makes the placer index it again,
+// which at 27,648 GPUs costs about one placement round (12 ms against
+// 11 ms in the placement benchmark's CPU profile) and scales with the
+// cluster, as a round does; spread over 54 rounds that is about 2% of a
+// round, leaving room for the learner's own work inside the 10% it may
+// cost. Small clusters, where indexing is cheap, re-bin every round.
+func RebinEvery(gpus int) int { return max(1, (gpus+511)/512) }
 
 // NewLearner starts from prior (the believed table) and the scores
 // already binned from it.
@@ -157,6 +214,9 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.isTouched[c] = make([]bool, n)
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
+		l.guess[c] = make([]bool, n)
+		l.lastSeen[c] = make([]int, n)
+		l.inOpen[c] = make([]int32, n)
 		for g := range l.hi[c] {
 			l.hi[c][g] = math.Inf(1)
 		}
@@ -190,34 +250,70 @@ type jobSeen struct {
 	n     int
 	y     float64
 	round int
+	set   bool
 }
 
 // ObserveJob is Observe for a job that has an id: a job showing the same
 // class, GPU list and pace as in the previous round is skipped at the cost
-// of a map lookup (its observation would change nothing, see Observe),
+// of a lookup (its observation would change nothing, see Observe),
 // which keeps a round's learning cost with the jobs that changed. gpus
 // must not be changed in place while the job keeps it (a driver replaces
 // a moved job's list, as both of PAL's drivers do).
 func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
-	if l.seen == nil {
-		l.seen = map[int]jobSeen{}
-	}
 	var first *int
 	if len(gpus) > 0 {
 		first = &gpus[0]
 	}
-	if s, ok := l.seen[id]; ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
+	s, ok := l.lookup(id)
+	if ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
 		s.round = l.round
-		l.seen[id] = s
+		l.store(id, s)
 		return
 	}
 	if l.observe(c, gpus, y) {
 		// Only an observation that changed nothing may be skipped when it
 		// comes again: a slow job keeps stepping its GPU towards its pace.
-		l.seen[id] = jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round}
-	} else {
-		delete(l.seen, id)
+		l.store(id, jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round, set: true})
+	} else if ok {
+		l.store(id, jobSeen{})
 	}
+}
+
+// denseIDs bounds the job ids ObserveJob keeps in a slice (traces number
+// jobs from 0; the slice is at most 12 MiB); others go to a map.
+const denseIDs = 1 << 18
+
+// lookup is ObserveJob's memory of job id: valid when it was seen in the
+// round now running or the one before (a job not seen in a round is
+// forgotten at its end, lazily: no round sweeps the memory).
+func (l *Learner) lookup(id int) (jobSeen, bool) {
+	var s jobSeen
+	if id >= 0 && id < denseIDs {
+		if id < len(l.seenDense) {
+			s = l.seenDense[id]
+		}
+	} else {
+		s = l.seen[id]
+	}
+	return s, s.set && s.round >= l.round-1
+}
+
+func (l *Learner) store(id int, s jobSeen) {
+	if id >= 0 && id < denseIDs {
+		if id >= len(l.seenDense) {
+			l.seenDense = append(l.seenDense, make([]jobSeen, id+1-len(l.seenDense))...)
+		}
+		l.seenDense[id] = s
+		return
+	}
+	if !s.set {
+		delete(l.seen, id)
+		return
+	}
+	if l.seen == nil {
+		l.seen = map[int]jobSeen{}
+	}
+	l.seen[id] = s
 }
 
 // Observe takes one job's round: class c on gpus ran at pace y (its
@@ -262,8 +358,14 @@ func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 		l.remember(clause{c: c, y: y, gpus: gpus})
 	}
 	for _, g := range gpus {
+		l.lastSeen[c][g] = l.round + 1
 		hi[g] = min(hi[g], y)
-		l.hiH[g] = min(l.hiH[g], y/pr[g])
+		if h := y / pr[g]; h < l.hiH[g] {
+			l.hiH[g] = h
+			if !l.opts.PerClassOnly {
+				l.exonerate(c, g)
+			}
+		}
 		if b[g] > y*(1+tol) {
 			b[g] += a * (y - b[g])
 			l.touch(c, g)
@@ -298,6 +400,12 @@ func (k *clause) key() uint64 {
 	return h.Sum64()
 }
 
+func (l *Learner) count(k clause, d int32) {
+	for _, g := range k.gpus {
+		l.inOpen[k.c][g] += d
+	}
+}
+
 // remember keeps a slow observation (its GPU list copied), once.
 func (l *Learner) remember(k clause) {
 	key := k.key()
@@ -310,9 +418,11 @@ func (l *Learner) remember(k clause) {
 	k.gpus = slices.Clone(k.gpus)
 	l.open = append(l.open, k)
 	l.openKey[key] = true
+	l.count(k, 1)
 	if n := len(l.open) - l.opts.Memory; n > 0 {
 		for _, old := range l.open[:n] {
 			delete(l.openKey, old.key())
+			l.count(old, -1)
 		}
 		l.open = slices.Delete(l.open, 0, n)
 	}
@@ -334,8 +444,11 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 	var sv [2]float64 // its score
 	var n [2]int
 	s[0], s[1] = -1, -1
+	top := -1
 	for _, g := range gpus {
-		believed = max(believed, b[g])
+		if b[g] > believed {
+			believed, top = b[g], g
+		}
 		if hi[g] < y*(1-tol) {
 			continue
 		}
@@ -349,7 +462,7 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 		}
 		for t := tier; t <= 1; t++ {
 			n[t]++
-			if s[t] < 0 || v > sv[t] {
+			if s[t] < 0 || l.inOpen[c][g] > l.inOpen[c][s[t]] || (l.inOpen[c][g] == l.inOpen[c][s[t]] && v > sv[t]) {
 				s[t], sv[t] = g, v
 			}
 		}
@@ -357,6 +470,11 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 	t := 0
 	if n[0] == 0 {
 		t = 1
+	}
+	if top >= 0 && y <= believed*(1+tol) {
+		// The GPU that explains the observation: its belief is still
+		// needed (see forgetGuesses).
+		l.lastSeen[c][top] = l.round + 1
 	}
 	if n[t] == 0 {
 		return -1, 0
@@ -367,7 +485,12 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 	}
 	if y > believed*(1+tol) {
 		g := s[t]
+		l.lastSeen[c][g] = l.round + 1
 		b[g] += l.opts.Alpha * (y - b[g])
+		if n[t] > 1 && !l.guess[c][g] {
+			l.guessed[c] = append(l.guessed[c], g)
+		}
+		l.guess[c][g] = n[t] > 1
 		l.touch(c, g)
 		l.Raised++
 	}
@@ -385,6 +508,7 @@ func (l *Learner) settle() {
 		pinned, suspects := l.explain(k.c, k.gpus, k.y)
 		if suspects == 0 {
 			delete(l.openKey, k.key())
+			l.count(k, -1)
 			continue
 		}
 		if pinned >= 0 {
@@ -393,6 +517,7 @@ func (l *Learner) settle() {
 			}
 			if l.belief[k.c][pinned] >= k.y/(1+l.opts.Tol) {
 				delete(l.openKey, k.key())
+				l.count(k, -1)
 				continue
 			}
 		}
@@ -400,6 +525,51 @@ func (l *Learner) settle() {
 	}
 	clear(l.open[len(kept):])
 	l.open = kept
+}
+
+// forgetGuesses moves guessed beliefs of GPUs that ran no job of their
+// class this round a step back towards the prior.
+func (l *Learner) forgetGuesses() {
+	for c := range Class(NumClasses) {
+		kept := l.guessed[c][:0]
+		for _, g := range l.guessed[c] {
+			if !l.guess[c][g] {
+				continue
+			}
+			if l.lastSeen[c][g] != l.round {
+				p := l.prior[c][g]
+				l.belief[c][g] -= l.opts.Forget * (l.belief[c][g] - p)
+				l.touch(c, g)
+				if l.belief[c][g] <= p*(1+l.opts.Tol) {
+					l.belief[c][g], l.guess[c][g] = p, false
+					continue
+				}
+			}
+			kept = append(kept, g)
+		}
+		l.guessed[c] = kept
+	}
+}
+
+// exonerate lowers, in the classes other than c, the beliefs of GPU g
+// that stand on a guess or on another class's pin (spread) once g's
+// GPU-wide upper bound says g is not that slow.
+func (l *Learner) exonerate(c Class, g int) {
+	h := max(l.hiH[g], 1)
+	for k := range Class(NumClasses) {
+		if k == c || !(l.guess[k][g] || math.IsInf(l.hi[k][g], 1)) {
+			continue
+		}
+		if v := l.prior[k][g] * h; l.belief[k][g] > v*(1+l.opts.Tol) {
+			l.belief[k][g] = v
+			l.guess[k][g] = false
+			l.touch(k, g)
+			l.Lowered++
+		}
+	}
+	if l.health[g] > h {
+		l.health[g] = h
+	}
 }
 
 // spread carries what class c pinned about GPU g to the classes that have
@@ -435,11 +605,16 @@ func (l *Learner) spread(c Class, g int) {
 func (l *Learner) Rebin() (*Scores, error) {
 	for id, s := range l.seen {
 		if s.round != l.round {
-			delete(l.seen, id)
+			delete(l.seen, id) // only ids outside denseIDs, rare
 		}
 	}
 	l.round++
+	l.forgetGuesses()
 	l.settle()
+	if l.round-l.binnedAt < l.opts.Every {
+		return nil, nil // the touched GPUs wait for the next binning round
+	}
+	l.binnedAt = l.round
 	var redo []Class
 	var dirty [NumClasses][]int
 	for c := range Class(NumClasses) {
@@ -460,6 +635,7 @@ func (l *Learner) Rebin() (*Scores, error) {
 	ns := *l.cur
 	raw := *l.cur.Raw
 	ns.Raw = &raw
+	changed := false
 	for _, c := range redo {
 		n := len(l.belief[c])
 		l.reassigned[c] += len(dirty[c])
@@ -480,9 +656,18 @@ func (l *Learner) Rebin() (*Scores, error) {
 			for _, g := range dirty[c] {
 				l.snap[c][g] = l.belief[c][g]
 			}
+			if bn == ns.Bins[c] {
+				continue // no GPU changed score: the class's scores stand
+			}
 		}
+		changed = true
 		ns.Bins[c], ns.SF[c] = bn, bn.SF
 		ns.LV[c] = lxvOfCounts(l.sfCount[c], l.cur.L[c])
+	}
+	if !changed {
+		// Placement reads scores alone (SF and L×V): with none changed a
+		// new table would only make the placer index the same one again.
+		return nil, nil
 	}
 	l.cur = &ns
 	l.Rebins++
@@ -494,28 +679,42 @@ func (l *Learner) Rebin() (*Scores, error) {
 // own normalised value as its score (as the paper's binning treats
 // outliers), any other takes the score of the nearest centroid. Only SF
 // is new (a copy): Bin, Counts and the learner's Scores.Raw describe the
-// last fit.
+// last fit. When no moved GPU changes score it returns old itself.
 func reassign(old *Binning, vals []float64, moved []int, count map[float64]int) *Binning {
-	b := *old
-	b.SF = slices.Clone(old.SF)
-	for _, g := range moved {
+	score := func(g int) float64 {
 		v := vals[g]
+		if v > old.Threshold {
+			return v / old.Norm
+		}
 		j, d := 0, math.Inf(1)
 		for k, c := range old.RawCentroids {
 			if dd := math.Abs(v - c); dd < d {
 				j, d = k, dd
 			}
 		}
+		return old.Centroids[j]
+	}
+	var b *Binning
+	for _, g := range moved {
+		sf := score(g)
+		if sf == old.SF[g] {
+			continue // same score: nothing to copy for this GPU
+		}
+		if b == nil {
+			nb := *old
+			nb.SF = slices.Clone(old.SF)
+			b = &nb
+		}
 		if count[b.SF[g]]--; count[b.SF[g]] == 0 {
 			delete(count, b.SF[g])
 		}
-		b.SF[g] = old.Centroids[j]
-		if v > old.Threshold {
-			b.SF[g] = v / old.Norm
-		}
-		count[b.SF[g]]++
+		b.SF[g] = sf
+		count[sf]++
 	}
-	return &b
+	if b == nil {
+		return old
+	}
+	return b
 }
 
 func countScores(sf []float64) map[float64]int {

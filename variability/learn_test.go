@@ -285,3 +285,170 @@ func TestLearnerReassign(t *testing.T) {
 		t.Errorf("refits %d rebins %d", l.Refits, l.Rebins)
 	}
 }
+
+// The blame of a slow set goes to the suspect named by the most
+// remembered slow observations (the fewest slow GPUs that explain them
+// all), one class alone, every prior 1: {0, 1} at 1.5 blames GPU 0 (a
+// tie, the first): 1.25, and is remembered. {2, 1} at 1.5: GPU 1 is in
+// one remembered observation and GPU 2 in none, so GPU 1 is blamed
+// (1.25), not GPU 2 (the first of the tie on beliefs).
+func TestLearnerBlameMostNamed(t *testing.T) {
+	l := newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{0, 1}, 1.5)
+	l.Observe(ClassA, []int{2, 1}, 1.5)
+	for g, w := range []float64{1.25, 1.25, 1, 1} {
+		if got := l.Belief(ClassA, g); got != w {
+			t.Errorf("GPU %d believed %v, want %v", g, got, w)
+		}
+	}
+}
+
+// GPU-wide exoneration, every prior 1: class A on {0, 1} at 1.5 blames
+// GPU 0 on a guess (1.25). Class B then runs GPU 0 alone at its profile's
+// pace 1.0, so GPU 0 is not GPU-wide slow and class A's guess goes back
+// to 1. A pin is not undone that way: class A alone on GPU 2 at 1.5 pins
+// it at 1.25 (and spreads 1.25 to B-D, which never ran on it); class B on
+// GPU 2 at 1.0 lowers class B a step (1.125), which, B's own one-GPU
+// observation, is spread to C and D in turn, while class A keeps its own
+// 1.25 (a GPU may be slow for one class alone).
+func TestLearnerExonerate(t *testing.T) {
+	l := newTestLearner(t, flatTable(4))
+	l.Observe(ClassA, []int{0, 1}, 1.5)
+	if got := l.Belief(ClassA, 0); got != 1.25 {
+		t.Fatalf("guess: GPU 0 believed %v, want 1.25", got)
+	}
+	l.Observe(ClassB, []int{0}, 1.0)
+	if got := l.Belief(ClassA, 0); got != 1 {
+		t.Errorf("exonerated guess: GPU 0 believed %v for class A, want 1", got)
+	}
+	l.Observe(ClassA, []int{2}, 1.5)
+	l.Observe(ClassB, []int{2}, 1.0)
+	for _, w := range []struct {
+		c    Class
+		want float64
+	}{{ClassA, 1.25}, {ClassB, 1.125}, {ClassC, 1.125}, {ClassD, 1.125}} {
+		if got := l.Belief(w.c, 2); got != w.want {
+			t.Errorf("class %s GPU 2 believed %v, want %v", w.c, got, w.want)
+		}
+	}
+}
+
+// A guess no remembered observation needs any more is withdrawn, Forget
+// (0.05) of the way back to the prior each round its GPU runs no job of
+// the class, one class alone, every prior 1: {0, 1} at 1.5 blames GPU 0
+// (1.25), {1, 2} at 1.5 blames GPU 1 (named by both). Each round's
+// settling then raises GPU 1 (named by both observations) until it
+// explains both, while GPU 0, needed by neither, decays:
+// 1 + 0.25 x 0.95^k after k idle rounds (the first Rebin ends the round
+// it ran in), down to 1 once within the 1% band (k = 63).
+func TestLearnerForgetGuess(t *testing.T) {
+	l := newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{0, 1}, 1.5)
+	l.Observe(ClassA, []int{1, 2}, 1.5)
+	rebin := func() {
+		if _, err := l.Rebin(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rebin()
+	for k := 1; k <= 62; k++ {
+		rebin()
+		if got, w := l.Belief(ClassA, 0), 1+0.25*math.Pow(0.95, float64(k)); math.Abs(got-w) > 1e-12 {
+			t.Fatalf("after %d idle rounds GPU 0 believed %v, want %v", k, got, w)
+		}
+	}
+	rebin()
+	if got := l.Belief(ClassA, 0); got != 1 {
+		t.Errorf("after 63 idle rounds GPU 0 believed %v, want 1", got)
+	}
+	if got := l.Belief(ClassA, 1); got < 1.5/1.01 || got > 1.5 {
+		t.Errorf("GPU 1 believed %v, want it to explain 1.5", got)
+	}
+	if got := l.Belief(ClassA, 2); got != 1 {
+		t.Errorf("GPU 2 believed %v, want 1", got)
+	}
+}
+
+// Binning waits for its interval, and a move that changes no score hands
+// placement nothing. Prior class A 0.9, 0.9, 1.2, 1.2 (bins at raw 0.9
+// and 1.2), re-placing in the old bins (RefitBelow 1), Every 3: GPU 0
+// alone at 1.3 moves 0.9 -> 1.1 (22%), but rounds 1 and 2 give no scores;
+// round 3 does, GPU 0 at the 1.2 bin's score (1.2 / 1.05). Then GPU 1
+// alone at 1.0 moves 0.9 -> 0.95 (5.6%, past the 2% threshold), whose
+// nearest centroid is still 0.9: round 6 (the next binning) gives nil.
+func TestLearnerEvery(t *testing.T) {
+	prior := flatTable(4, 0.9, 0.9, 1.2, 1.2)
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true, RefitBelow: 1, RefitShare: 0.5, Every: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(ClassA, []int{0}, 1.3)
+	for round := 1; round <= 3; round++ {
+		got, err := l.Rebin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got != nil) != (round == 3) {
+			t.Fatalf("round %d: scores %v", round, got != nil)
+		}
+		if got != nil && math.Abs(got.SF[ClassA][0]-1.2/1.05) > 1e-9 {
+			t.Errorf("GPU 0 score %v, want %v", got.SF[ClassA][0], 1.2/1.05)
+		}
+	}
+	l.Observe(ClassA, []int{1}, 1.0)
+	if b := l.Belief(ClassA, 1); math.Abs(b-0.95) > 1e-12 {
+		t.Fatalf("GPU 1 believed %v, want 0.95", b)
+	}
+	for round := 4; round <= 6; round++ {
+		if got, err := l.Rebin(); err != nil || got != nil {
+			t.Errorf("round %d: scores %v, err %v; want none", round, got != nil, err)
+		}
+	}
+	for _, c := range []struct{ gpus, want int }{{1, 1}, {64, 1}, {512, 1}, {513, 2}, {27648, 54}} {
+		if got := RebinEvery(c.gpus); got != c.want {
+			t.Errorf("RebinEvery(%d) = %d, want %d", c.gpus, got, c.want)
+		}
+	}
+}
+
+// ObserveJob skips a job that shows again, in the same or the next round,
+// the class, GPU list and pace of an observation that changed nothing; a job
+// missing for a round is forgotten, a moved job (a new list) and a slow
+// one are observed every time. The Observations counter says which calls
+// reached the estimator. Ids in the slice (7) and in the map (-3, 2^20)
+// behave alike.
+func TestLearnerObserveJob(t *testing.T) {
+	for _, id := range []int{7, -3, 1 << 20} {
+		l := newTestLearner(t, flatTable(4), true)
+		gpus := []int{0, 1}
+		step := func(what string, want int, calls ...func()) {
+			t.Helper()
+			for _, c := range calls {
+				c()
+			}
+			if l.Observations != want {
+				t.Errorf("id %d, %s: %d observations, want %d", id, what, l.Observations, want)
+			}
+		}
+		obs := func(g []int, y float64) func() { return func() { l.ObserveJob(id, ClassA, g, y) } }
+		rebin := func() {
+			if _, err := l.Rebin(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The first observation sets the GPUs' bounds (it changed
+		// something), so only from the second on is the job steady.
+		step("first", 1, obs(gpus, 1))
+		step("second", 2, obs(gpus, 1))
+		step("third, same round", 2, obs(gpus, 1))
+		step("next round", 2, rebin, obs(gpus, 1))
+		step("after a round away", 3, rebin, rebin, obs(gpus, 1))
+		step("moved (new list)", 4, obs([]int{0, 1}, 1))
+		step("slow", 5, obs(gpus, 1.5))
+		step("slow again", 6, obs(gpus, 1.5))
+	}
+}

@@ -5,6 +5,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/palsched/pal/variability"
@@ -49,6 +50,10 @@ type Spec struct {
 
 	Source string // file the job came from, for error messages
 	Line   int    // 1-based line in Source (0 for generated jobs)
+	// Seconds says the row gave its length as duration_s (seconds on a
+	// median GPU) rather than duration (iterations), so that a message
+	// about the length names the column the user wrote.
+	Seconds bool
 }
 
 // Elastic reports whether the job may run on more GPUs than its minimum.
@@ -63,6 +68,32 @@ func (s *Spec) Fits(n int) bool { return n == s.GPUs || (n > s.GPUs && n <= s.Ma
 
 // IdealRuntime is the run time on median GPUs inside one node.
 func (s *Spec) IdealRuntime() float64 { return s.Iterations * s.IterTime }
+
+// DurationField is the trace column the job's length came from.
+func (s *Spec) DurationField() string {
+	if s.Seconds {
+		return "duration_s"
+	}
+	return "duration"
+}
+
+// DurationText is the job's length as its row gave it, for messages:
+// "N iterations x T s (model) = S s" or "S s".
+func (s *Spec) DurationText() string {
+	if s.Seconds {
+		return fmt.Sprintf("%.6g s", s.IdealRuntime())
+	}
+	return fmt.Sprintf("%g iterations x %g s (%s) = %.6g s", s.Iterations, s.IterTime, s.Model, s.IdealRuntime())
+}
+
+// DurationHint is the reminder a message about a too-long row ends
+// with: iterations are easily mistaken for seconds, seconds are not.
+func (s *Spec) DurationHint() string {
+	if s.Seconds {
+		return ""
+	}
+	return "; the duration column counts iterations, not seconds (duration_s takes seconds)"
+}
 
 // Job is a Spec plus the state a driver keeps while running it. Policies
 // read it; only the driver writes it.

@@ -4,8 +4,7 @@ package workload
 // them from Microsoft Philly's raw `cluster_job_log`, which cannot be had
 // here; the Pollux authors' per-job summary of the same log (data.Philly,
 // philly/philly.csv) stands in for it. Only each job's GPU demand survives
-// from the log: lengths and arrivals are synthetic, as in the artifact
-// (docs: ALGORITHMS.md §1.10, SIMULATION.md §2.9).
+// from the log: lengths and arrivals are synthetic, as in the artifact.
 
 import (
 	"errors"

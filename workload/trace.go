@@ -251,6 +251,7 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 		}
 		if durSCol >= 0 {
 			s.Iterations = seconds / s.IterTime
+			s.Seconds = true
 		}
 		if vcCol >= 0 && t.Has(vcCol) {
 			s.VC = t.Text(vcCol)

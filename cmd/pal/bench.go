@@ -2,16 +2,15 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/internal/jsonround"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/bench"
@@ -53,7 +52,7 @@ Every combination of --placement and --cluster is one result. Times are
 microseconds per round; first_us is the untimed set-up round, which also
 builds any per-cluster index the placer keeps between rounds.`,
 		Example: `  pal bench placement --placement pal --cluster 64x4
-  pal bench placement --placement pal,pm-first --cluster 64x4,1024x4,4608x6 --reps 20 --output table`,
+  pal bench placement --placement pal,pm-first --cluster 64x4,1024x4,4608x6 --reps 20 --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchPlacement(cmd.OutOrStdout(), o)
@@ -66,7 +65,7 @@ builds any per-cluster index the placer keeps between rounds.`,
 	f.IntVar(&o.reps, "reps", 200, "timed rounds per result")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the GPU values, the queue and the running set")
 	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set: "+strings.Join(variability.KnownProfiles(), ", ")+", or a path")
-	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "table, json or csv")
 	f.Float64Var(&o.migrationCost, "migration-cost", 0, "every job's migration cost in seconds, weighed by the migration-aware placements (pal-ma, ...)")
 	f.StringVar(&o.heldFrom, "held-from", "", "placement whose first round decides where running jobs sit (default: the one timed); e.g. packed-nonsticky makes PAL move jobs")
 	return cmd
@@ -135,12 +134,10 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 		}
 	}
 	if o.output == "json" {
-		enc := json.NewEncoder(w)
 		if len(rows) == 1 {
-			return enc.Encode(rows[0])
+			return jsonround.Encode(w, rows[0], "")
 		}
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"results": rows})
+		return writeJSON(w, map[string]any{"results": rows})
 	}
 	if o.output == "csv" {
 		cw := csv.NewWriter(w)
@@ -151,10 +148,7 @@ func runBenchPlacement(w io.Writer, o benchPlacementOpts) error {
 		cw.Flush()
 		return cw.Error()
 	}
-	t := table.NewWriter()
-	t.SetOutputMirror(w)
-	t.SetStyle(table.StyleLight)
-	t.Style().Format.Header = text.FormatDefault // keep "µs" lower case
+	t := newTable(w)
 	t.AppendHeader(table.Row{"placement", "cluster", "GPUs", "jobs", "median (µs)", "p99 (µs)", "mean (µs)", "first (µs)", "reps"})
 	for _, r := range rows {
 		t.AppendRow(table.Row{r.Placement, r.Cluster, r.GPUs, r.Jobs, usStr(r.MedianUS), usStr(r.P99US), usStr(r.MeanUS), usStr(r.FirstUS), r.Reps})

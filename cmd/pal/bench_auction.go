@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -42,7 +41,7 @@ Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
 <= 200 ms; 10,000 apps on 10,000 GPUs (--case 10000@1250x8 --f 0 --held 0,
 every app bidding on every GPU) under 2 GB of peak memory.`,
 		Example: `  pal bench auction
-  pal bench auction --case 100@32x8 --f 0 --reps 50 --output table`,
+  pal bench auction --case 100@32x8 --f 0 --reps 50 --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchAuction(cmd.OutOrStdout(), o)
@@ -55,7 +54,7 @@ every app bidding on every GPU) under 2 GB of peak memory.`,
 	f.IntVar(&o.reps, "reps", 20, "timed auctions per case")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the synthetic auction")
 	f.BoolVar(&o.elastic, "elastic", false, "elastic jobs (each runs on 1..its GPUs) instead of gangs")
-	f.StringVarP(&o.output, "output", "o", "json", "json, table or csv")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "table, json or csv")
 	return cmd
 }
 
@@ -113,13 +112,9 @@ func runBenchAuction(w io.Writer, o benchAuctionOpts) error {
 			MeanMS: round2(st.MeanMS), AllocMB: round2(st.AllocMB), MaxRSSMB: round2(st.MaxRSSMB), Reps: st.Reps, Seed: o.seed})
 	}
 	if o.output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"results": rows})
+		return writeJSON(w, map[string]any{"results": rows})
 	}
-	t := table.NewWriter()
-	t.SetOutputMirror(w)
-	t.SetStyle(table.StyleLight)
+	t := newTable(w)
 	t.AppendHeader(table.Row{"apps", "cluster", "GPUs", "offered", "wanting", "bidders", "f", "median (ms)", "p99 (ms)", "mean (ms)", "alloc (MB)", "max RSS (MB)", "reps"})
 	for _, r := range rows {
 		t.AppendRow(table.Row{r.Apps, r.Cluster, r.GPUs, r.Offered, r.Wanting, r.Bidders, r.F, r.MedianMS, r.P99MS, r.MeanMS, r.AllocMB, r.MaxRSSMB, r.Reps})

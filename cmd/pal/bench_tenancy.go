@@ -2,8 +2,8 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
+	"github.com/palsched/pal/internal/jsonround"
 	"io"
 	"strconv"
 
@@ -43,7 +43,7 @@ random group ends, untimed, to keep the load.`,
 	f.IntVar(&o.vcs, "vcs", 100, "virtual clusters")
 	f.IntVar(&o.reps, "reps", 5000, "timed decisions")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of the gang mix and the load")
-	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "table, json or csv")
 	return cmd
 }
 
@@ -64,7 +64,7 @@ func runBenchTenancy(w io.Writer, o benchTenancyOpts) error {
 		"median_us": round2(st.MedianUS), "p99_us": round2(st.P99US), "mean_us": round2(st.MeanUS),
 	}
 	if o.output == "json" {
-		return json.NewEncoder(w).Encode(row)
+		return jsonround.Encode(w, row, "")
 	}
 	if o.output == "csv" {
 		cw := csv.NewWriter(w)

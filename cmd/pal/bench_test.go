@@ -10,7 +10,7 @@ import (
 // one combination, {"results": [...]} for several, with the keys scripts
 // read.
 func TestBenchPlacementJSON(t *testing.T) {
-	out, err := run(t, "bench", "placement", "--placement", "pal", "--cluster", "8x4", "--reps", "3")
+	out, err := run(t, "bench", "placement", "--placement", "pal", "--cluster", "8x4", "--reps", "3", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestBenchPlacementJSON(t *testing.T) {
 	if one["placement"] != "pal" || one["cluster"] != "8x4" || one["gpus"] != 32.0 || one["reps"] != 3.0 {
 		t.Fatalf("got %s", out)
 	}
-	out, err = run(t, "bench", "placement", "--placement", "pal,pm-first", "--cluster", "4x4, 3x6", "--reps", "2")
+	out, err = run(t, "bench", "placement", "--placement", "pal,pm-first", "--cluster", "4x4, 3x6", "--reps", "2", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,11 @@ func newCellsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cells",
 		Short: "Validate and draw a cells file (HiveD's cell types, physical cells and virtual clusters)",
+		Long: `A cells file (HiveD's format) describes the cluster and its virtual
+clusters (VCs). pal sim --cells FILE --tenancy quota|hived|hived-pm|private
+runs a trace on it; check validates one and show draws it.
+
+` + cellsTraceColumns,
 	}
 	check := &cobra.Command{
 		Use:   "check FILE",
@@ -63,3 +68,20 @@ before any cell is built.`,
 	cmd.AddCommand(check, show)
 	return cmd
 }
+
+// cellsTraceColumns is what a trace carries for a run on cells: the
+// columns pal sim reads only under --tenancy.
+const cellsTraceColumns = `With --tenancy, a trace (see pal sim --help for every column) may carry:
+  vc              the job's VC, a name under virtualClusters in the cells
+                  file; may be empty when the cells define one VC (and
+                  without --cells, the one VC holding the whole --cluster)
+  priority        -1: opportunistic (runs on whatever is idle and holds no
+                  VC cell); 0..1000: guaranteed, inside its VC's cells
+                  (default 0)
+  pod_gpus        GPUs per pod; it divides num_gpus, and each pod stays
+                  inside one node (default: the job is one pod)
+  pinned_cell     --tenancy hived: run inside this pinned cell of the VC
+                  (pinnedCellId in the cells file)
+  leaf_cell_type  --tenancy hived: only on devices of this leaf cell type
+A job naming an unknown VC, or needing more GPUs or larger pods than its VC
+can ever hold, is an error naming its file, line and field before the run.`

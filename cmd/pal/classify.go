@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -48,7 +47,7 @@ values are illustrative, not measured.`,
 	f.IntVar(&o.k, "k", 0, "number of classes, 1-4 (0: choose by silhouette)")
 	f.StringVar(&o.point, "point", "", "also classify a new application at DRAM,FU")
 	f.Uint64Var(&o.seed, "seed", DefaultSeed, "seed of k-means++")
-	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "table, json or csv")
 	return cmd
 }
 
@@ -138,9 +137,7 @@ func runClassify(w io.Writer, o classifyOpts) error {
 		rep.Point = pt
 	}
 	if o.output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	if o.output == "csv" {
 		fmt.Fprintf(w, "# apps: %s\n# k: %d\n", rep.Source, rep.K)

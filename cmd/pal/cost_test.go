@@ -61,7 +61,7 @@ func TestMoveCostsInEveryOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(tab, "LOST GPU-S") || !strings.Contains(tab, "move costs:") {
+	if !strings.Contains(tab, "lost GPU-s") || !strings.Contains(tab, "move costs:") {
 		t.Errorf("table lacks the lost column or the cost header:\n%s", tab)
 	}
 	for _, bad := range [][]string{{"--migration-cost", "-1"}, {"--preemption-cost", "NaN"}, {"--migration-cost", "+Inf"}} {

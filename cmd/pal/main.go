@@ -23,8 +23,13 @@ func main() {
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "pal",
-		Short:         "PAL: variability- and locality-aware GPU cluster scheduling",
+		Use:   "pal",
+		Short: "PAL: variability- and locality-aware GPU cluster scheduling",
+		Long: `PAL: variability- and locality-aware GPU cluster scheduling.
+
+Build the binary in the checkout with go build -buildvcs=true -o pal ./cmd/pal
+(or go install ./cmd/pal); pal --version then names the commit it was built
+from.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),
@@ -70,30 +75,53 @@ const DefaultSeed = experiment.DefaultSeed
 // versionString is the version plus the commit it was built from, when
 // the Go toolchain recorded one.
 func versionString() string {
-	v := version
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if version == "devel" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return formatVersion(version, bi)
+}
+
+// formatVersion renders --version from the release version (-ldflags),
+// the module version and the VCS stamp of the build (go build and go
+// install record vcs.revision, vcs.time and vcs.modified when -buildvcs
+// is on, its default in a git checkout; GOFLAGS=-buildvcs=false or a
+// build outside the checkout leaves them out, and the output says so).
+func formatVersion(release string, bi *debug.BuildInfo) string {
+	v := release
+	if bi == nil {
+		return v
+	}
+	if release == "devel" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	rev, at, dirty := "", "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
-		rev, dirty := "", false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (commit " + rev
+		if at != "" {
+			v += " of " + at
 		}
-		if len(rev) > 12 {
-			rev = rev[:12]
+		if dirty {
+			v += ", with uncommitted changes"
 		}
-		if rev != "" {
-			v += " (commit " + rev
-			if dirty {
-				v += ", modified"
-			}
-			v += ")"
-		}
+		v += ")"
+	} else {
+		v += " (no commit recorded: build with go build -buildvcs=true ./cmd/pal in the checkout)"
+	}
+	if bi.GoVersion != "" {
 		v += ", " + bi.GoVersion
 	}
 	return v

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"github.com/palsched/pal/cluster"
 	"io"
@@ -66,7 +65,7 @@ PAL's L×V traversal order, i.e. exactly what placement will see.`,
 	f.StringVar(&o.engine, "engine", "lloyd", "k-means engine: lloyd (k-means++ + Lloyd, as the artifact) or exact (dynamic programming)")
 	f.Float64Var(&o.localityPenalty, "locality-penalty", variability.DefaultLocalityPenalty, "across-node penalty L")
 	f.StringVar(&o.localityModel, "locality-model", "constant", "constant (--locality-penalty for every class) or per-class (blox-pal main's A 1.16, B 1.0, C 1.0, D 1.10)")
-	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "table, json or csv")
 	return cmd
 }
 
@@ -136,9 +135,7 @@ func runProfileShow(w io.Writer, o profileShowOpts) error {
 	}
 	rep := newProfileReport(source, strat, loc, sc)
 	if o.output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(w, rep)
 	}
 	if o.output == "csv" {
 		return rep.writeCSV(w)

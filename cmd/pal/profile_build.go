@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -35,8 +34,9 @@ export --kubernetes read: for each class, each GPU's iteration time
 relative to the class's median GPU (the PAL paper's PerfVar; 1.2 = 20%
 slower than the median GPU).
 
-Per model, a GPU's value is the median of its repetitions divided by the
-median over GPUs of those medians; a class with several models takes each
+Per model, a GPU's value is the mean of its repetitions (a run both over
+10% and over 3 scaled MADs from their median is set aside as disturbed)
+divided by the median over GPUs of those means; a class with several models takes each
 GPU's geometric mean over them and is divided again by its median GPU. A
 class no model maps to, and a GPU a class never ran on, get 1.0 (the median
 GPU); the report says which. Models map to classes through the model table
@@ -58,13 +58,13 @@ Measurement file:
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.measurements, "measurements", "", "CSV of benchmark runs (format above; required)")
-	f.StringVar(&o.out, "out", "", "write the per-GPU table here (default: stdout)")
+	f.StringVar(&o.out, "out", "", "file to write the per-GPU table to (default: stdout)")
 	f.StringVar(&o.models, "models", "", "model table YAML giving each model's class (default: the embedded one)")
 	f.StringVar(&o.classMap, "class-map", "artifact", "model table column: artifact (code) or paper (Table II)")
 	f.StringVar(&o.classes, "classes", "", "CSV app,class (pal classify -o csv output) instead of the model table")
 	f.StringVar(&o.cluster, "cluster", "", "integer nodes: the NODESxGPUS grid (default: from the largest node and gpu_index)")
 	f.IntVar(&o.minSamples, "min-samples", 3, "flag GPUs with fewer runs of a model than this")
-	f.StringVarP(&o.output, "output", "o", "table", "report format: table or json")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "report format: table or json")
 	return cmd
 }
 
@@ -126,9 +126,7 @@ func runProfileBuild(stdout, stderr io.Writer, o profileBuildOpts) error {
 	}
 	rep.Source = fmt.Sprintf("%s; classes from %s", o.measurements, classSource)
 	if o.output == "json" {
-		enc := json.NewEncoder(repW)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(repW, rep)
 	}
 	return writeBuildReport(repW, rep)
 }

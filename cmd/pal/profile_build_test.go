@@ -14,17 +14,28 @@ import (
 	"github.com/palsched/pal/variability"
 )
 
-// The acceptance check end to end: a known 16x4 table with real bins
-// (class A 0.90 on GPUs 0-43, 1.02 on 44-62, 2.60 on 63; classes B-D two
-// levels 12% apart; every GPU jittered by up to +-0.5%, as in
-// variability's TestBuildRecoversClassABins) is turned into benchmark
-// runs (five per GPU and class, each with up to 5% noise, uniform in
-// [-5%, +5%], from seed 7; the models are the embedded table's class
-// representatives resnet50 A, BERT B, vgg19 C, PointNet D at their
-// iteration times); pal profile build recovers a table, and pal sim on
-// Sia-Philly workload 3 under PAL, believing the recovered table while
-// the GPUs run at the known one (--actual-gpu-scores), gives an average
-// JCT within 1% of believing the known table itself.
+// The acceptance check end to end: a known 16x4 table shaped like the
+// artifact's pinned one (class A: 51 GPUs at 0.95, 12 at 1.10 and one
+// outlier at 2.80, scattered over the nodes by p = 37g mod 64: p < 51,
+// p < 63, p = 63; classes B-D two levels 12% apart by p < 32; every GPU
+// jittered by up to +-0.5%, 0.005 x ((7g mod 11) - 5) / 5) is turned
+// into benchmark runs (five per GPU and class, each with up to 5% noise,
+// uniform in [-5%, +5%], from seed 7; the models are the embedded table's
+// class representatives resnet50 A, BERT B, vgg19 C, PointNet D at their
+// iteration times). pal profile build recovers a table whose class-A bins
+// are the known ones for every GPU, and pal sim on Sia-Philly workload 3
+// under PAL, believing the recovered table while the GPUs run at the
+// known one (--actual-gpu-scores), gives an average JCT within 1% of
+// believing the known table itself. The check has teeth: believing the
+// known table shifted by one GPU costs 16% (one way) or 157% (the other).
+//
+// (The pinned table itself is not the known table: its class-A values are
+// a continuum whose K-Means split, 51 GPUs against 12, is a near-tie (the
+// within-bin sum of squares differs by 3% between 44 and 51 GPUs in the
+// fast bin) beside a 1.0% gap, while five runs with up to 5% noise leave
+// each GPU's estimate about 1.3% off. No builder recovers its bins, and
+// average JCT on it moves by 0.1% to 7% with the noise seed; see
+// docs/variability.md.)
 func TestProfileBuildThroughSim(t *testing.T) {
 	dir := t.TempDir()
 	known := &variability.GPUScores{Table: &variability.Table{}, Node: make([]int, 64), UUID: make([]string, 64)}
@@ -34,16 +45,17 @@ func TestProfileBuildThroughSim(t *testing.T) {
 	for g := range 64 {
 		known.Node[g] = g / 4
 		j := 1 + 0.005*float64((7*g)%11-5)/5
-		a := 0.90
+		p := (37 * g) % 64
+		a := 0.95
 		switch {
-		case g == 63:
-			a = 2.60
-		case g >= 44:
-			a = 1.02
+		case p == 63:
+			a = 2.80
+		case p >= 51:
+			a = 1.10
 		}
 		known.Table.Values[0][g] = a * j
 		for c, lv := range [][2]float64{{0.95, 1.08}, {0.97, 1.10}, {0.99, 1.12}} {
-			known.Table.Values[c+1][g] = lv[g/32] * j
+			known.Table.Values[c+1][g] = lv[p/32] * j
 		}
 	}
 	knownPath := filepath.Join(dir, "known.csv")
@@ -78,6 +90,27 @@ func TestProfileBuildThroughSim(t *testing.T) {
 	}
 	if !strings.Contains(rep, "layout:      integer nodes, 16x4 (from --cluster)") {
 		t.Errorf("report:\n%s", rep)
+	}
+	// Every GPU lands in its known class-A bin (same K, same partition).
+	f, err := os.Open(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := variability.ReadGPUScores(built, f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kbin, err := variability.Bin(known.Table.Values[0], variability.BinOptions{Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := variability.Bin(got.Table.Values[0], variability.BinOptions{Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kbin.K != 3 || rb.K != kbin.K || fmt.Sprint(rb.Bin) != fmt.Sprint(kbin.Bin) {
+		t.Errorf("class-A bins: known K %d %v, built K %d %v", kbin.K, kbin.Bin, rb.K, rb.Bin)
 	}
 	avg := func(args ...string) float64 {
 		out, err := run(t, append([]string{"sim", "--trace", "sia-philly/3", "--placement", "pal", "-o", "json"}, args...)...)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -74,7 +73,7 @@ pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.`,
 	f.Lookup("url").DefValue = ""
 	f.Float64Var(&lowClock, "low-clock", 0.9, "flag a busy GPU whose SM clock is under this times the busy GPUs' median")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "time allowed for all scrapes")
-	f.StringVarP(&output, "output", "o", "table", "table, json or prometheus")
+	f.StringVarP(&output, "output", "o", DefaultOutput, "table, json or prometheus")
 	return cmd
 }
 
@@ -119,9 +118,7 @@ func writeDCGM(w io.Writer, output string, fs []telemetry.Finding) error {
 		for _, f := range fs {
 			rows = append(rows, row{f.GPU.Hostname, f.GPU.GPU, f.GPU.UUID, opt(f.GPU.SMClock), opt(f.ClockRatio), f.Throttled, f.PowerCapped, f.Degraded(), f.Prior})
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "node\tgpu\tuuid\tsm_clock_mhz\tclock_ratio\treasons\tdegraded\tprior")

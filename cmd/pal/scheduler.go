@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -90,10 +92,21 @@ in the background, whose child keeps running when the parent is killed.`,
 			if err != nil {
 				return err
 			}
-			s, err := kube.New(cfg, client, log)
+			dyn, err := dynamic.NewForConfig(rc)
 			if err != nil {
 				return err
 			}
+			s, err := kube.New(cfg, client, log, kube.WithDynamic(dyn))
+			if err != nil {
+				return err
+			}
+			erc := rest.CopyConfig(rc) // events: a client and rate limiter of their own
+			erc.QPS, erc.Burst = cfg.EventQPS, cfg.EventBurst
+			events, err := kubernetes.NewForConfig(erc)
+			if err != nil {
+				return err
+			}
+			s.UseEventClient(events)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			if cfg.MetricsAddr != "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/progress"
+	"github.com/palsched/pal/policy/place"
 )
 
 // bindRunFlags registers the options shared by sim, sweep and reproduce;
@@ -25,14 +25,14 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	o := def
 	fs.StringVar(&o.Preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
 	fs.StringVar(&o.Trace, "trace", def.Trace, "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file (format below)")
-	fs.StringVar(&o.Cluster, "cluster", def.Cluster, "cluster shape NODESxGPUS")
+	fs.StringVar(&o.Cluster, "cluster", def.Cluster, "cluster shape NODESxGPUS (with --cells the cluster is the cells file's; a --cluster that disagrees is an error)")
 	fs.StringVar(&o.Profile, "profile", def.Profile, "variability profile: longhorn, frontera, ls6, or a directory/JSON mapping")
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
 	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
 	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
 	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
 	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las, themis (leases and auctions; places too, 60 s rounds unless --round), or the Themis paper's elastic baselines gandiva-fair, slaq, optimus (600 s leases; place too)")
-	fs.StringVar(&o.Placements, "placement", def.Placements, "comma list of placements: pal, pm-first, packed-sticky, packed-nonsticky, random-sticky, random-nonsticky; a non-sticky one with -ma (pal-ma, pm-first-ma, packed-nonsticky-ma, random-nonsticky-ma) moves a running job only when the gain beats --migration-cost")
+	fs.StringVar(&o.Placements, "placement", def.Placements, placementUsage)
 	fs.Float64Var(&o.Round, "round", def.Round, "round length in seconds")
 	fs.Float64Var(&o.LocalityPenalty, "locality-penalty", def.LocalityPenalty, "slowdown of a job spread across nodes")
 	fs.StringVar(&o.LocalityModel, "locality-model", def.LocalityModel, "constant, per-class or per-model")
@@ -47,7 +47,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.Float64Var(&o.StarvationGuard, "starvation-guard", def.StarvationGuard, "seconds of waiting before a job jumps the queue (0: off; the artifact's 1000 h)")
 	fs.Lookup("starvation-guard").DefValue = strconv.FormatFloat(def.StarvationGuard, 'f', -1, 64)
 	fs.StringVar(&o.Models, "models", "", "model table YAML (default: the embedded one)")
-	fs.Float64SliceVar(&o.TiresiasThresholds, "tiresias-thresholds", nil, "tiresias-las queue thresholds in GPU-seconds")
+	fs.Var((*sweepFloats)(&o.TiresiasThresholds), "tiresias-thresholds", "tiresias-las queue thresholds in GPU-seconds, a comma list")
 	fs.Lookup("tiresias-thresholds").DefValue = "3250,7200"
 	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
 	fs.Float64Var(&o.MigrationCost, "migration-cost", 0, "seconds of progress a job loses per migration (checkpoint, restart, warm-up; 0: free, the artifact's model); a model-table migration_cost_s wins for its model")
@@ -55,7 +55,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.Float64Var(&o.PreemptionCost, "preemption-cost", 0, "seconds of progress a job loses per preemption, paid when it restarts (0: free); a model-table preemption_cost_s wins for its model")
 	fs.StringVar(&o.Tenancy, "tenancy", "none", "none, quota (each VC at most its GPU count), hived (VC cells by buddy allocation), hived-pm (hived, fastest equally safe cells by PM-score) or private (each VC alone on its cells)")
 	fs.StringVar(&o.Cells, "cells", "", "HiveD-format cells file: the cluster and its VCs (default with --tenancy: one VC holding the whole --cluster)")
-	fs.StringVar(&o.NodeEvents, "node-events", "", "CSV of time_s,node,event (down or up) for node failures (needs --tenancy hived)")
+	fs.StringVar(&o.NodeEvents, "node-events", "", "CSV of time_s,node,event (down or up) for node failures (needs --tenancy hived or hived-pm)")
 	fs.BoolVar(&o.CheckInvariants, "check-invariants", false, "check the tenancy stage's invariants (HiveD's full safety condition) every round")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
@@ -139,6 +139,12 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	}
 }
 
+// placementUsage describes --placement: every placement place.New knows.
+var placementUsage = "comma list of placements: " + strings.Join(place.Names(), ", ") +
+	", spread (each GPU, or pod, on the node with the most free GPUs, as YARN lands containers; not in the default list)" +
+	"; a non-sticky one with -ma (" + strings.Join(place.MigrationAwareNames(), ", ") + ") moves a running job only when the gain beats --migration-cost" +
+	"; not with --scheduler themis, which places jobs itself"
+
 // trackUsage is how every command describes --track.
 const trackUsage = "measure only job ids FROM-TO (inclusive); the others still run as load"
 
@@ -156,7 +162,7 @@ const traceFormat = `A trace file is a CSV with a header naming its columns, in 
   tracked      optional, 1 or 0: only tracked jobs are measured; with this
                column no background arrivals are generated
   app          optional: the job's application, for finish-time fairness
-  vc, priority, pod_gpus  optional, for --tenancy (see pal cells)
+  vc, priority, pod_gpus  optional, for --tenancy (see pal cells --help)
   pinned_cell, leaf_cell_type  optional, for --tenancy hived: run inside
                this pinned cell of the job's VC; only on devices of this
                leaf cell type (a device model of the cells)
@@ -198,7 +204,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 		Args: cobra.NoArgs,
 	}
 	resolve := bindRunFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or csv")
+	cmd.Flags().StringVarP(&output, "output", "o", DefaultOutput, "table, json or csv")
 	cmd.Flags().StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV) to this file")
 	cmd.Flags().StringVar(&roundsOut, "rounds-out", "", "write GPUs in use, running and queued jobs per round (CSV) to this file")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -243,9 +249,7 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 	base := baseline(runs)
 	switch output {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"inputs": in.Describe(), "runs": runs})
+		return writeJSON(w, map[string]any{"inputs": in.Describe(), "runs": runs})
 	case "csv":
 		// The inputs go first as comment lines (csv readers skip them with
 		// e.g. pandas' comment="#"), so the file says what produced it.
@@ -272,9 +276,7 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 		fmt.Fprintf(w, "%-17s %s\n", strings.ReplaceAll(kv.Name, "_", " ")+":", kv.Value)
 	}
 	fmt.Fprintln(w)
-	t := table.NewWriter()
-	t.SetOutputMirror(w)
-	t.SetStyle(table.StyleLight)
+	t := newTable(w)
 	head := table.Row{"placement", "jobs", "avg JCT (s)"}
 	if base != nil {
 		head = append(head, "vs packed-sticky")

@@ -80,7 +80,7 @@ preemptions, migrations, GPU-seconds lost to moves and rounds simulated.`,
 	fs.IntVar(&jobs, "jobs", sweep.DefaultSynergyJobs, "jobs per generated Synergy trace")
 	fs.IntVar(&workers, "workers", 0, "runs at once (0: GOMAXPROCS)")
 	fs.StringVar(&outDir, "out", "", "write DIR/sweep.csv and DIR/sweep.json instead of printing")
-	fs.StringVarP(&output, "output", "o", "table", "stdout format without --out: table, csv or json")
+	fs.StringVarP(&output, "output", "o", DefaultOutput, "stdout format without --out: table, csv or json")
 	fs.BoolVar(&wide, "wide", false, "table output: every column of the CSV, not just the headline ones")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -245,7 +245,7 @@ func (l *sweepFloats) Set(v string) error {
 	return nil
 }
 
-func (l *sweepFloats) Type() string { return "floats" }
+func (l *sweepFloats) Type() string { return "numbers" }
 
 // sweepSeeds is a comma-separated list of seeds.
 type sweepSeeds []uint64
@@ -269,4 +269,4 @@ func (l *sweepSeeds) Set(v string) error {
 	return nil
 }
 
-func (l *sweepSeeds) Type() string { return "uints" }
+func (l *sweepSeeds) Type() string { return "seeds" }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// h3Run runs THEMIS-HIVED.md H3's trace through pal sim and returns the
+// h3Run runs scenario H3's trace (TESTDATA.md, hand-derived HiveD scenarios) through pal sim and returns the
 // jobs-out rows keyed by job id.
 func h3Run(t *testing.T, extra ...string) map[string]map[string]string {
 	t.Helper()
@@ -88,7 +88,7 @@ func TestSimTenancyErrors(t *testing.T) {
 		{[]string{"--trace", write("never.csv", "job_id,num_gpus,pod_gpus,submit_time,duration_s,vc\n0,4,1,0,60,A\n1,4,2,0,60,B\n2,8,4,0,60,B\n"), "--tenancy", "hived", "--cells", cells},
 			`never.csv:4: field "num_gpus": job 2 needs 8 GPUs but VC B holds 4`},
 		{[]string{"--trace", write("ok.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--cells", cells},
-			"--cells ../../tenancy/testdata/h3.yaml needs --tenancy quota, hived or private"},
+			"--cells ../../tenancy/testdata/h3.yaml needs --tenancy quota, hived, hived-pm or private"},
 		{[]string{"--trace", write("ok2.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "fair"},
 			`--tenancy "fair": want none, quota, hived, hived-pm or private`},
 		{[]string{"--trace", write("ok3.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", write("bad.yaml", "physicalCluster: [\n")},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -104,7 +103,7 @@ time-average number of apps alive during its life.`,
 	f.Float64Var(&o.noise, "remaining-noise", 0, "p: each app's remaining-work estimate × U(1-p, 1+p) (0: oracle)")
 	f.Uint64Var(&o.seed, "sim-seed", DefaultSeed, "seed of the GPU PM-score draws, the remaining-work noise and the payment draws")
 	f.StringVar(&o.appsOut, "apps-out", "", "write one CSV row per app and policy (ρ and its terms)")
-	f.StringVarP(&o.output, "output", "o", "table", "table, json or csv")
+	f.StringVarP(&o.output, "output", "o", DefaultOutput, "table, json or csv")
 	return cmd
 }
 
@@ -243,9 +242,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	switch o.output {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"inputs": inputs, "runs": results})
+		return writeJSON(w, map[string]any{"inputs": inputs, "runs": results})
 	case "csv":
 		for _, k := range slices.Sorted(maps.Keys(inputs)) {
 			fmt.Fprintf(w, "# %s: %v\n", k, inputs[k])
@@ -265,13 +262,12 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if levels != nil {
 		fmt.Fprintf(w, "topology: %s (racks x machines x slots x GPUs)  slowdowns: %s\n", levels, o.slowdowns)
 	}
-	t := table.NewWriter()
-	t.SetOutputMirror(w)
-	t.SetStyle(table.StyleLight)
-	t.AppendHeader(table.Row{"policy", "round (s)", "apps", "max ρ", "mean ρ", "Jain", "GPU time (h)", "placement", "avg JCT (h)", "makespan (h)"})
+	t := newTable(w)
+	// Times in seconds, as pal sim prints them.
+	t.AppendHeader(table.Row{"policy", "round (s)", "apps", "max ρ", "mean ρ", "Jain", "GPU time (GPU-s)", "placement", "avg JCT (s)", "makespan (s)"})
 	for _, r := range results {
 		t.AppendRow(table.Row{r.Policy, r.Round, r.Fairness.Apps, f3(r.Fairness.MaxRho), f3(r.Fairness.MeanRho), f3(r.Fairness.Jain),
-			f1(r.GPUTime / 3600), f3(r.Placement), f2(r.Jobs.AvgJCT / 3600), f1(r.Jobs.Makespan / 3600)})
+			f0(r.GPUTime), f3(r.Placement), f2(r.Jobs.AvgJCT), f0(r.Jobs.Makespan)})
 	}
 	t.Render()
 	for _, r := range results {

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The expected outcomes are THEMIS-HIVED.md §3.1's hand-computed T4 and T5.
+// The expected outcomes are the hand-computed T4 and T5 of TESTDATA.md
+// (hand-derived Themis scenarios).
 func TestThemisAuctionFiles(t *testing.T) {
 	for _, tc := range []struct {
 		file string

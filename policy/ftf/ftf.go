@@ -1,5 +1,5 @@
 // Package ftf is Gavel's finish-time-fairness policy as a simulator
-// scheduler (ALGORITHMS.md §5.1): every round it solves
+// scheduler (the Gavel paper's finish-time fairness): every round it solves
 //
 //	minimise max_i ρ_i(x),  ρ_i(x) = (t_i + R_i / x_i) / Tiso_i,
 //	Σ_i g_i·x_i ≤ C,  0 ≤ x_i ≤ 1,

@@ -1,6 +1,7 @@
 package place
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -287,6 +288,31 @@ func TestMigrationAwareNames(t *testing.T) {
 	for _, bad := range []string{"packed-sticky-ma", "random-sticky-ma", "tiresias-ma", "best-ma"} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%q) accepted", bad)
+		}
+	}
+}
+
+// The index keeps state between rounds (which classes it restored, which
+// it loaded, which it retired): migration-aware rounds on one cluster and
+// score table, each with a fresh queue and running set, must each match
+// the reference, as must a base round after them.
+func TestMigrationAwareIndexedMatchesReferenceAcrossRounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for trial := range 60 {
+		c := randomCluster(t, rng)
+		e := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()),
+			Locality: func(*workload.Spec) float64 { return 1.7 }}
+		pal := &PAL{TieBreak: PMFirstArtifact, MigrationAware: true}
+		pm := &PMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
+		for round := range 8 {
+			order := randomQueue(rng, c)
+			for _, j := range order {
+				j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
+				j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
+			}
+			what := fmt.Sprintf("trial %d round %d", trial, round)
+			sameAlloc(t, what+" pal-ma", pal.Place(e, order), (&refPAL{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(e, order))
+			sameAlloc(t, what+" pm-first-ma", pm.Place(e, order), (&refPMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(e, order))
 		}
 	}
 }

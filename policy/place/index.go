@@ -86,7 +86,14 @@ type scoreIndex struct {
 	// (it was live since the last reset), so reset restores only those.
 	dirty [variability.NumClasses]bool
 	nfOff int // nodeFree's offset in i32
-	ms    moveScratch
+	// prefix is the round's prefix of the order whose demand fits the
+	// cluster (see frame), which the frame visits class by class.
+	prefix int
+	// given counts the GPUs give has freed (ever); givenAt[c] is its
+	// value when class c retired (see freeBelow).
+	given   int
+	givenAt [variability.NumClasses]int
+	ms      moveScratch
 	// hist: freeHist[k] counts the nodes with k free GPUs, kept by take
 	// and give while a migration-aware frame runs (see room).
 	hist     bool
@@ -1032,6 +1039,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		if classes <= 1 {
 			m.ready = ready // the visiting order is the order
 		}
+		x.prefix = k
 		x.moveFrameOn(order, out, ready, pick, m)
 		return
 	}
@@ -1076,17 +1084,19 @@ func (x *scoreIndex) own(j *workload.Job, g []int) []int {
 	}
 }
 
-// freeBelow counts class c's free GPUs scoring below thr, up to need
-// (c must be live): bins from the lowest with a free GPU, while their
-// score is below thr.
+// freeBelow counts class c's free GPUs scoring below thr, up to need:
+// bins from the lowest with a free GPU, while their score is below thr.
+// For a retired class (see retire) it is a bound, never below the truth:
+// what the class's frozen counts held below thr when it retired, plus
+// every GPU given back since.
 func (x *scoreIndex) freeBelow(c int, thr float64, need int) int {
 	ci := &x.cls[c]
 	if !x.live[c] {
-		// Retired: any GPU may be free, as far as it knows.
-		if ci.vals[0] < thr {
-			return need
+		n := x.given - x.givenAt[c]
+		for b := 0; b < len(ci.vals) && ci.vals[b] < thr && n < need; b++ {
+			n += int(ci.binFree[b])
 		}
-		return 0
+		return min(n, need)
 	}
 	n := 0
 	for b := ci.first(x.total); b < len(ci.vals) && ci.vals[b] < thr && n < need; b++ {
@@ -1095,35 +1105,64 @@ func (x *scoreIndex) freeBelow(c int, thr float64, need int) int {
 	return n
 }
 
+// retire stops maintaining class c's structures (take and give skip it)
+// until a pick revives it; its counts stay as they were, which freeBelow
+// bounds on.
+func (x *scoreIndex) retire(c int) {
+	x.live[c] = false
+	x.givenAt[c] = x.given
+}
+
 // moveFrameOn runs the migration rule's frame (see moveFrame) on the
-// index, in frame's visiting order. A job of any class may still be
-// placed past the prefix (a pinned job keeps its GPUs, a preemption makes
-// room), so a class stays live until its last job that is not pinned has
-// had its turn; after that only a pinned job of the class asks about it,
-// mayPay bounds it on the class's best score, and a pick revives it.
+// index, in frame's visiting order. As in the base frame, a class's
+// structures are kept only over its run of the prefix: loaded from the
+// free mask when the run starts (the takes before it skip the class) and
+// retired (see retire) when it ends. After that only a pinned job of the
+// class asks about it (mayPay bounds it on the retired counts) or a job
+// past the prefix, which fits only once a preemption frees GPUs, and a
+// pick revives it with one load. Keeping every class live to the end of
+// the order instead would make every take update every class (jobs past
+// the prefix are in order, not by class).
 func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
 	var live [variability.NumClasses]bool
-	var last [variability.NumClasses]int
+	var last, first [variability.NumClasses]int
+	st := &x.ms
+	st.pin = resizeBools(st.pin, len(order))
+	for i, j := range order {
+		st.pin[i] = pinned(j)
+	}
+	st.pinReady = true
 	for p, i := range x.idx {
 		c := x.dem[i].c
 		if !live[c] {
-			live[c], last[c] = true, -1
+			live[c], last[c], first[c] = true, -1, p
 		}
-		if !pinned(order[i]) {
+		if p < x.prefix {
 			last[c] = p
 		}
 	}
 	x.reset(live)
 	for c := range last {
-		if live[c] && last[c] < 0 {
-			x.live[c] = false
+		// A class is loaded only when its run of the prefix starts (see
+		// visited), so the takes before it skip it.
+		if live[c] && (last[c] < 0 || first[c] > 0) {
+			x.retire(c)
 		}
 	}
 	m.freeBelow, m.room = x.freeBelow, x.room
+	if m.scores {
+		m.held = func(j *workload.Job) float64 { return x.heldSlowdown(m.env, j) }
+		m.heldBelow = x.heldBelow
+	}
 	m.visited = func(p int) {
 		for c := range last {
 			if last[c] == p {
-				x.live[c] = false
+				x.retire(c)
+			}
+		}
+		if p+1 < x.prefix {
+			if c := x.dem[x.idx[p+1]].c; first[c] == p+1 && !x.live[c] {
+				x.revive(int(c))
 			}
 		}
 	}
@@ -1143,32 +1182,40 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 }
 
 // revive makes class c's structures current again after it was retired
-// (see moveFrameOn): the all-free state, then every busy GPU taken for
-// it alone.
+// (see moveFrameOn), from the free mask.
 func (x *scoreIndex) revive(c int) {
-	ci := &x.cls[c]
-	copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
-	copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
-	busy := x.buf[:0]
-	for g, f := range x.free {
-		if !f {
-			busy = append(busy, g)
+	x.load(c)
+	x.live[c] = true
+}
+
+// heldSlowdown is slowdown(env, j, j.GPUsHeld, true) off the index: the
+// worst bin of j's GPUs is its worst score (bins are the distinct scores,
+// ascending), and nodeOf tells whether they span nodes.
+func (x *scoreIndex) heldSlowdown(env *policy.Env, j *workload.Job) float64 {
+	ci := &x.cls[j.Class]
+	h := j.GPUsHeld
+	b, nd, spans := ci.gbin[h[0]], x.nodeOf(h[0]), false
+	for _, g := range h[1:] {
+		b = max(b, ci.gbin[g])
+		spans = spans || x.nodeOf(g) != nd
+	}
+	s := ci.vals[b]
+	if spans && env.Locality != nil {
+		s *= env.Locality(&j.Spec)
+	}
+	return s
+}
+
+// heldBelow counts j's GPUs whose class score is below thr.
+func (x *scoreIndex) heldBelow(j *workload.Job, thr float64) int {
+	ci := &x.cls[j.Class]
+	n := 0
+	for _, g := range j.GPUsHeld {
+		if ci.vals[ci.gbin[g]] < thr {
+			n++
 		}
 	}
-	// take on the busy GPUs with only c live, after marking them free
-	// in the shared columns (which take then marks busy again).
-	saved, hist := x.live, x.hist
-	x.live = [variability.NumClasses]bool{}
-	x.live[c], x.hist = true, false
-	for _, g := range busy {
-		x.free[g] = true
-		x.nodeFree[x.nodeOf(g)]++
-	}
-	x.total += len(busy)
-	x.take(busy)
-	x.live, x.hist = saved, hist
-	x.live[c], x.dirty[c] = true, true
-	x.buf = busy
+	return n
 }
 
 // fillHist counts the nodes by free GPUs.
@@ -1207,28 +1254,79 @@ func (x *scoreIndex) room(j *workload.Job) bool {
 	return false
 }
 
-// reserve implements moveSpace: the GPUs are taken in id order, so that
-// the per-class columns are walked front to back rather than job by job.
+// reserve implements moveSpace. A live class's structures are loaded
+// from the free mask in one pass (load) rather than by taking the
+// reserved GPUs one by one: about half the cluster is reserved in a
+// loaded round, and the per-GPU path would update every live class for
+// every reserved GPU.
 func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
-	mark := x.free // x.free[g] false marks a reserved GPU for the moment
 	n := 0
 	for i, j := range order {
-		if pin[i] {
-			for _, g := range j.GPUsHeld {
-				mark[g] = false
+		if !pin[i] {
+			continue
+		}
+		for _, g := range j.GPUsHeld {
+			if x.free[g] {
+				x.free[g] = false
+				x.nodeFree[x.nodeOf(g)]--
+				n++
 			}
-			n += len(j.GPUsHeld)
 		}
 	}
-	busy := slices.Grow(x.buf[:0], n)
-	for g, f := range mark {
-		if !f {
-			busy = append(busy, g)
-			mark[g] = true
+	x.total -= n
+	if x.hist {
+		x.fillHist()
+	}
+	for c := range x.cls {
+		if x.live[c] {
+			x.load(c)
 		}
 	}
-	x.take(busy)
-	x.buf = busy
+}
+
+// load makes class c's structures those of the free mask x.free: the
+// all-free build's two passes over the free GPUs only, for the counts.
+// Hints and the bin cursor restart at 0, which is always a valid lower
+// bound (walks move them up). PAL's within queues restart from the
+// all-free state, whose entries are at worst too good, which wmin
+// corrects when it meets them (as after any take), and each node's free
+// mask is read off the free GPUs.
+func (x *scoreIndex) load(c int) {
+	ci := &x.cls[c]
+	counts := len(ci.cnt) + len(ci.pop) + len(ci.hint) + len(ci.binFree) + len(ci.lo)
+	binWords := ci.wHi
+	if x.withinOn {
+		copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
+		copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+		binWords = ci.smOff
+		for nd := range ci.smask {
+			var m uint64
+			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
+				if x.free[g] {
+					m |= 1 << (ci.pos[g] & 63)
+				}
+			}
+			ci.smask[nd] = m
+		}
+	}
+	clear(x.i32[ci.i32Lo : ci.i32Lo+counts])
+	clear(x.words[ci.wLo:binWords])
+	cnt, pos, bins := ci.cnt, ci.pos, ci.bins
+	for g, b := range ci.gbin {
+		if x.free[g] {
+			cnt[bins[b].off+pos[g]>>6]++
+			ci.binFree[b]++
+		}
+	}
+	for _, bi := range bins {
+		for p, k := range cnt[bi.off : bi.off+bi.n] {
+			if k > 0 {
+				x.words[int(bi.bitOff)+int(k-1)*int(bi.nw)+p>>6] |= 1 << (p & 63)
+				ci.pop[bi.popOff+k]++
+			}
+		}
+	}
+	x.dirty[c] = true
 }
 
 // lend implements moveSpace: a pick for j reads only its own class's
@@ -1290,6 +1388,7 @@ func (x *scoreIndex) discard() {}
 // drops the other when it gets there (wput never files a node twice in
 // one bucket).
 func (x *scoreIndex) give(gpus []int) {
+	x.given += len(gpus)
 	for _, g := range gpus {
 		x.free[g] = true
 		nd := x.nodeOf(g)

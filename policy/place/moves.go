@@ -80,8 +80,15 @@ type mover struct {
 	// visiting order is the order itself: a job's turn changes only the
 	// lines of jobs behind it, so every line before it is final.
 	ready func(n int)
-	best  [variability.NumClasses]float64
-	bestK bool
+	// held(j), if set, is slowdown(env, j, j.GPUsHeld, scores) and
+	// heldBelow(j, thr) the number of j's GPUs scoring below thr, read
+	// off a placer's own compact columns (the index's bins and node
+	// arithmetic) instead of the score table and the cluster's node list:
+	// every pinned job asks, every round.
+	held      func(j *workload.Job) float64
+	heldBelow func(j *workload.Job, thr float64) int
+	best      [variability.NumClasses]float64
+	bestK     bool
 }
 
 // hysteresis makes the rule for env; scores says whether the placer
@@ -122,7 +129,12 @@ func (m *mover) mayPay(j *workload.Job) bool {
 	if math.IsInf(c, 1) || !(w > 0) {
 		return false
 	}
-	thr := slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
+	var thr float64
+	if m.held != nil {
+		thr = m.held(j) - c/w
+	} else {
+		thr = slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
+	}
 	if m.room != nil && !m.room(j) {
 		if m.env.Locality != nil {
 			thr /= m.env.Locality(&j.Spec)
@@ -131,11 +143,15 @@ func (m *mover) mayPay(j *workload.Job) bool {
 	if !m.scores || m.env.Scores == nil {
 		return thr > 1
 	}
-	sf := m.env.Scores.SF[j.Class]
 	n := 0
-	for _, g := range j.GPUsHeld {
-		if sf[g] < thr {
-			n++
+	if m.heldBelow != nil {
+		n = m.heldBelow(j, thr)
+	} else {
+		sf := m.env.Scores.SF[j.Class]
+		for _, g := range j.GPUsHeld {
+			if sf[g] < thr {
+				n++
+			}
 		}
 	}
 	if n >= j.GPUs {
@@ -182,7 +198,10 @@ type moveSpace interface {
 // moveScratch is a migration-aware frame's per-job state, kept between
 // rounds.
 type moveScratch struct {
-	pin      []bool
+	pin []bool
+	// pinReady: the frame's caller filled pin for this round already
+	// (it read every job anyway), so moveFrame does not read them again.
+	pinReady bool
 	launched []int // jobs launched this round (they held nothing)
 	vict     []int
 	saved    [][]int
@@ -201,11 +220,16 @@ type moveScratch struct {
 func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp moveSpace, st *moveScratch,
 	pick func(i int) []int, own func(i int, g []int) []int) {
 	n := len(order)
-	st.pin = resizeBools(st.pin, n)
+	if !st.pinReady {
+		st.pin = resizeBools(st.pin, n)
+		for i, j := range order {
+			st.pin[i] = pinned(j)
+		}
+	}
+	st.pinReady = false
 	st.launched = st.launched[:0]
 	for i, j := range order {
-		if pinned(j) {
-			st.pin[i] = true
+		if st.pin[i] {
 			out[i] = j.GPUsHeld
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 // Spread lands each pod (each GPU, for a job without pods) on the node
 // with the most free GPUs, ties to the lowest node id: how YARN's capacity
-// scheduler lands containers, and the quota baseline of THEMIS-HIVED.md
-// H3. It is sticky, like YARN: a running job keeps its GPUs.
+// scheduler lands containers, and the quota baseline of
+// scenario H3 (TESTDATA.md, hand-derived HiveD scenarios). It is sticky, like YARN: a running job keeps its GPUs.
 type Spread struct{ f freeSet }
 
 // Name implements policy.Placer.

@@ -110,6 +110,12 @@ type Policy struct {
 	// no arrival and no finish.
 	prevOrder  []*workload.Job
 	nextExpiry float64
+	// launching is the jobs the last auction gave GPUs while they were
+	// not running: a driver that cannot carry a launch out at once (the
+	// Kubernetes driver waits for an evicted gang's pods to leave) shows
+	// them still waiting at the next round, which then runs an auction
+	// instead of leaving their GPUs idle until the next lease expiry.
+	launching  map[int]bool
 	contention float64 // ∫ (apps alive) dt
 	owner      []int   // scratch for check
 
@@ -139,7 +145,7 @@ func New(cfg Config) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), models: cfg.Models, apps: map[string]*app{}, jobApp: map[int]*app{}}
+	p := &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), models: cfg.Models, apps: map[string]*app{}, jobApp: map[int]*app{}, launching: map[int]bool{}}
 	if p.models == nil {
 		p.models = workload.DefaultModels()
 	}
@@ -168,6 +174,21 @@ func (p *Policy) Order(now float64, jobs []*workload.Job) []*workload.Job {
 
 // PaymentSeed is the seed of the randomized hidden payments' draws.
 func (p *Policy) PaymentSeed() uint64 { return p.cfg.Auction.Seed }
+
+// Lease is the app holding GPU g at now and when that lease ends ("" and
+// 0 when g is free or its lease has expired). A driver that carries the
+// answer out by slower means than the simulator (evicting pods) checks
+// against it that no job loses GPUs before its lease ends.
+func (p *Policy) Lease(g int, now float64) (app string, end float64) {
+	if p.leases == nil || g < 0 || g >= p.topo.NumGPUs() {
+		return "", 0
+	}
+	h := p.leases.Holder(g, now)
+	if h < 0 {
+		return "", 0
+	}
+	return p.byIdx[h].name, p.leases.End(g)
+}
 
 // Stats returns the run's statistics so far.
 func (p *Policy) Stats() Stats {
@@ -260,6 +281,10 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 				event = true // a job arrived or finished
 				break
 			}
+			if p.launching[j.ID] && !j.Running() {
+				event = true // a grant the driver did not carry out
+				break
+			}
 		}
 	}
 	out := make([][]int, len(order))
@@ -320,6 +345,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		return j.Running() && p.leases.Holder(j.GPUsHeld[0], T) == p.jobApp[j.ID].idx
 	}
 	p.stats.Auctions++
+	clear(p.launching)
 	mustKeep := make([]bool, len(order)) // jobs on unexpired leases, before any grant
 	for i, j := range order {
 		mustKeep[i] = leased(j)
@@ -449,6 +475,9 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			if !slices.Equal(g, j.GPUsHeld) {
 				p.stats.LeaseChanges++
 			}
+			if !j.Running() {
+				p.launching[j.ID] = true
+			}
 		}
 	}
 	p.check(order, out, mustKeep)
@@ -519,4 +548,38 @@ func mark(set map[int]bool, g []int) {
 	for _, x := range g {
 		set[x] = true
 	}
+}
+
+// Now is the time of the round being placed (what Order last recorded).
+func (p *Policy) Now() float64 { return p.now }
+
+// InVC is Themis as one virtual cluster's placer under a tenancy stage
+// (HiveD): a policy of the VC's own, whose apps, leases and contention are
+// the VC's and whose cluster is the VC's view of its cells, on the round's
+// clock (the stage calls a VC's placer without ordering first).
+type InVC struct {
+	*Policy
+	Clock func() float64
+}
+
+// Sticky implements policy.Placer. A VC's Themis is called every round,
+// even when none of its jobs waits: leases expire and a lost auction stops
+// a running job.
+func (v InVC) Sticky() bool { return false }
+
+// Place implements policy.Placer. A VC's view is a shape only (the stage
+// keeps no owners on it), so the policy gets a copy on which the VC's
+// running jobs hold their GPUs: what is free there is what it may offer.
+func (v InVC) Place(env *policy.Env, order []*workload.Job) [][]int {
+	v.Policy.Order(v.Clock(), order)
+	e := *env
+	e.Cluster = env.Cluster.Clone()
+	for _, j := range order {
+		if j.Running() {
+			if err := e.Cluster.Assign(j.ID, j.GPUsHeld); err != nil {
+				v.Policy.violate("VC view: %v", err)
+			}
+		}
+	}
+	return v.Policy.Place(&e, order)
 }

@@ -70,7 +70,26 @@ func Require(t TB) string {
 type State struct {
 	Total, Loaded int
 	Broken        []string
-	Tables        int
+	// Sources are every image's src, in page order.
+	Sources []string
+	Tables  int
+}
+
+// Layout is where the page's parts sit, in CSS pixels from the top of the
+// document, for tests that check the order a reader meets them in.
+type Layout struct {
+	// Sections are the texts of the h2 headings, in order; SectionIDs
+	// the ids of the sections holding them.
+	Sections, SectionIDs []string
+	// ContentsLinks counts the table of contents' links; DeadLinks lists
+	// the in-page links whose target id does not exist.
+	ContentsLinks int
+	DeadLinks     []string
+	// FirstImageTop and FirstTableTop are the top of the first image and
+	// of the first table (-1 when there is none).
+	FirstImageTop, FirstTableTop float64
+	// Width and Height are the document's size.
+	Width, Height float64
 }
 
 // Browser is one headless Chromium with one tab.
@@ -84,6 +103,12 @@ type Browser struct {
 // profileDir must be an empty directory. The caller's ctx bounds the
 // whole session, start-up included.
 func Start(ctx context.Context, chromium, profileDir string, logf func(string, ...any)) *Browser {
+	return StartSized(ctx, chromium, profileDir, logf, 1280, 900)
+}
+
+// StartSized is Start with a window of width x height CSS pixels (the
+// screenshot's width).
+func StartSized(ctx context.Context, chromium, profileDir string, logf func(string, ...any), width, height int) *Browser {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.Headless,
@@ -98,7 +123,7 @@ func Start(ctx context.Context, chromium, profileDir string, logf func(string, .
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-extensions", true),
 		chromedp.UserDataDir(profileDir),
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(width, height),
 	}
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(logf))
@@ -131,6 +156,12 @@ func (b *Browser) Images() (State, error) {
 	return chromedp.Run(b.ctx, chromedp.Evaluate[State](imageCheck))
 }
 
+// Layout measures the page's headings, links, first image and first
+// table.
+func (b *Browser) Layout() (Layout, error) {
+	return chromedp.Run(b.ctx, chromedp.Evaluate[Layout](layoutCheck))
+}
+
 // Screenshot returns a full-page PNG.
 func (b *Browser) Screenshot() ([]byte, error) {
 	return chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100 means PNG
@@ -143,6 +174,23 @@ const imageCheck = `(() => {
 		Total: imgs.length,
 		Loaded: imgs.filter(good).length,
 		Broken: imgs.filter(i => !good(i)).map(i => i.getAttribute("src")),
+		Sources: imgs.map(i => i.getAttribute("src")),
 		Tables: document.querySelectorAll("table").length,
+	};
+})()`
+
+const layoutCheck = `(() => {
+	const top = e => e ? e.getBoundingClientRect().top + window.scrollY : -1;
+	const h2s = Array.from(document.querySelectorAll("section > h2"));
+	const links = Array.from(document.querySelectorAll('a[href^="#"]'));
+	return {
+		Sections: h2s.map(h => h.textContent.trim()),
+		SectionIDs: h2s.map(h => h.parentElement.id),
+		ContentsLinks: document.querySelectorAll("nav a[href^='#']").length,
+		DeadLinks: links.map(a => a.getAttribute("href").slice(1)).filter(id => !document.getElementById(id)),
+		FirstImageTop: top(document.querySelector("img")),
+		FirstTableTop: top(document.querySelector("table")),
+		Width: document.documentElement.scrollWidth,
+		Height: document.documentElement.scrollHeight,
 	};
 })()`

@@ -70,9 +70,17 @@ type env struct {
 
 func newEnv(t *testing.T, nodes, gpus int) *env {
 	t.Helper()
+	return newEnvOpts(t, devcluster.Options{Nodes: nodes, GPUsPerNode: gpus})
+}
+
+// newEnvOpts starts a dev cluster as o says (apiserver flags, native
+// gangs) in a fresh directory.
+func newEnvOpts(t *testing.T, o devcluster.Options) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := devcluster.Up(ctx, devcluster.Options{Dir: t.TempDir(), Nodes: nodes, GPUsPerNode: gpus})
+	o.Dir = t.TempDir()
+	cl, err := devcluster.Up(ctx, o)
 	if err != nil {
 		if cl != nil {
 			dumpLogs(t, cl.Dir)
@@ -134,9 +142,9 @@ func (e *env) runScheduler(cfg kube.Config, name string) (*kube.Scheduler, func(
 	return e.runSchedulerWith(cfg, cs, name)
 }
 
-func (e *env) runSchedulerWith(cfg kube.Config, cs kubernetes.Interface, name string) (*kube.Scheduler, func()) {
+func (e *env) runSchedulerWith(cfg kube.Config, cs kubernetes.Interface, name string, opts ...kube.Option) (*kube.Scheduler, func()) {
 	log := slog.New(slog.NewTextHandler(&testWriter{t: e.t, prefix: name + ": "}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s, err := kube.New(cfg, cs, log)
+	s, err := kube.New(cfg, cs, log, opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

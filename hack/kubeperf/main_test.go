@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+)
+
+// Write requests are summed by verb and group/resource/subresource over
+// response codes; reads, other metrics and broken lines are left out.
+func TestParseWrites(t *testing.T) {
+	text := `# HELP apiserver_request_total x
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 400
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 2
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="namespace",subresource="",verb="POST",version="v1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 99
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"} 1.5e+01
+apiserver_request_total{code="200",verb="PATCH"} notanumber
+apiserver_request_total{code="200",verb="PUT"
+apiserver_request_duration_seconds_count{verb="POST",resource="pods"} 5
+`
+	got := fmt.Sprint(parseWrites(text))
+	want := "map[PATCH pods/status:15 POST events.k8s.io/events:7 POST pods/binding:402]"
+	if got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// Any text is read without a panic.
+func FuzzParseWrites(f *testing.F) {
+	f.Add(`apiserver_request_total{verb="POST",resource="pods"} 3`)
+	f.Add(`apiserver_request_total{verb="POST",resource="pods",subresource="binding"} 1e3` + "\n" + `apiserver_request_total{`)
+	f.Add("apiserver_request_total{} ")
+	f.Fuzz(func(t *testing.T, s string) { _ = parseWrites(s) })
+}

@@ -1,0 +1,516 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/themis"
+	"github.com/palsched/pal/round"
+	"github.com/palsched/pal/workload"
+)
+
+// AnnApp names the pod's Themis app (as annotation or label): the unit of
+// finish-time fairness, typically every trial of one hyper-parameter
+// search. Without it a pod's app is its batch/v1 Job, else its PodGroup,
+// else its gang alone.
+const AnnApp = "pal.io/app"
+
+// AnnLeaseUntil is written at binding under scheduler themis: when the
+// lease the gang was placed on ends (RFC 3339, wall time). A restarted
+// scheduler keeps a running gang's GPUs until then.
+const AnnLeaseUntil = "pal.io/lease-until"
+
+// LabelPodGroup is the scheduler-plugins PodGroup a pod belongs to.
+const LabelPodGroup = "scheduling.x-k8s.io/pod-group"
+
+// ThemisConfig holds the knobs of `scheduler: themis`. Both are the
+// simulator's defaults unless set, so a cluster and `pal sim --scheduler
+// themis` run the same auctions.
+type ThemisConfig struct {
+	// Lease is how long GPUs won in an auction are held, in the jobs' time
+	// (timeScale applies): a running gang is never evicted before its
+	// lease ends.
+	Lease Duration `json:"lease"`
+	// Knob is the fairness knob f: only the (1-f) share of apps with the
+	// largest ρ bid in an auction.
+	Knob float64 `json:"knob"`
+}
+
+func defaultThemisConfig() ThemisConfig {
+	return ThemisConfig{Lease: Duration{time.Duration(themis.DefaultLease) * time.Second}, Knob: fairness.DefaultKnob.F()}
+}
+
+func (c *Config) validateThemis() error {
+	if c.Scheduler != experiment.SchedulerThemis {
+		return nil
+	}
+	if c.Themis.Lease.Duration <= 0 {
+		return fmt.Errorf("field themis.lease: must be positive, got %v", c.Themis.Lease)
+	}
+	if _, err := fairness.NewKnob(c.Themis.Knob); err != nil {
+		return fmt.Errorf("field themis.knob: %v", err)
+	}
+	if c.Tenancy == "quota" {
+		return fmt.Errorf("field tenancy: quota under scheduler themis is not supported: a quota VC places on the shared cluster, where Themis' leases would span VCs (use hived, hived-pm or none)")
+	}
+	return nil
+}
+
+// themisStage runs the simulator's Themis (policy/themis: leases and
+// partial-allocation auctions) as the round's scheduler and placer. The
+// policy is the one `pal sim --scheduler themis` runs; this file only
+// feeds it the cluster's gangs in the policy's terms and keeps it honest:
+//
+//   - Time: the policy's clock is the round's start, in the jobs' seconds
+//     (timeScale applies) from the first round (aligned to the period when
+//     rounds are), counted in whole milliseconds so that aligned rounds fall
+//     on exact multiples of the period, as the simulator's do.
+//   - Jobs: each gang is a stand-in job that keeps its identity, app and
+//     credited progress while its pods are evicted and recreated, so that
+//     the policy sees one job through a preemption, as in the simulator.
+//   - Leases: a gang the answer would move or stop before the lease on its
+//     GPUs ends keeps them, the jobs that were to take them wait, and
+//     pal_lease_revocations_total counts it (it should stay 0: the policy
+//     never offers leased GPUs).
+type themisStage struct {
+	cfg    ThemisConfig
+	scale  float64
+	period time.Duration
+	align  bool
+	models *workload.Models
+
+	pol   *themis.Policy
+	shape string // the cluster and scores the policy was built on
+	epoch time.Time
+	now   float64 // this round's time on the policy's clock
+
+	next     int                      // next stand-in job id
+	stand    map[string]*workload.Job // gang key -> stand-in
+	unseen   map[string]int           // gang key -> rounds since last seen
+	appOf    map[string]string        // gang key -> app
+	leaseEnd map[string]float64       // gang key -> end of the lease its GPUs are on (policy clock)
+	rho      map[string]float64       // app -> ρ at its last auction
+	auction  float64                  // time of the last auction
+	exported map[string]bool          // apps with a pal_app_rho series
+	vcs      []vcThemis               // under tenancy hived: each VC's policy
+	violated int                      // policy violations already logged
+}
+
+func newThemisStage(cfg Config, models *workload.Models) *themisStage {
+	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
+		next: 1, stand: map[string]*workload.Job{}, unseen: map[string]int{}, appOf: map[string]string{},
+		leaseEnd: map[string]float64{}, rho: map[string]float64{}, exported: map[string]bool{}}
+}
+
+// Name implements policy.Placer (what logs and events call the placement).
+func (t *themisStage) Name() string { return experiment.SchedulerThemis }
+
+// Sticky implements policy.Placer: gangs keep their GPUs while leased.
+func (t *themisStage) Sticky() bool { return true }
+
+// Place implements policy.Placer; the round calls place instead.
+func (t *themisStage) Place(*policy.Env, []*workload.Job) [][]int {
+	panic("kube: themis places through themisStage.place")
+}
+
+// wall is a time on the policy's clock as a wall time.
+func (t *themisStage) wall(c float64) time.Time {
+	return t.epoch.Add(time.Duration(c / t.scale * float64(time.Second)))
+}
+
+// annotate adds the gang's lease end to a pod's bind annotations.
+func (t *themisStage) annotate(gangKey string, ann map[string]string) map[string]string {
+	if t == nil {
+		return ann
+	}
+	if end := t.leaseEnd[gangKey]; end > 0 {
+		ann[AnnLeaseUntil] = t.wall(end).UTC().Format(time.RFC3339Nano)
+	}
+	return ann
+}
+
+// recorded is the lease end a running gang's pods carry, on the policy's
+// clock (0: none, or unreadable).
+func (t *themisStage) recorded(g *gang) float64 {
+	for _, p := range g.bound {
+		if v := p.Annotations[AnnLeaseUntil]; v != "" {
+			if w, err := time.Parse(time.RFC3339Nano, v); err == nil && w.After(t.epoch) {
+				return t.clock(w)
+			}
+		}
+	}
+	return 0
+}
+
+// clock is a wall time on the policy's clock.
+func (t *themisStage) clock(w time.Time) float64 {
+	d := w.Sub(t.epoch).Milliseconds()
+	if d < 0 {
+		return 0
+	}
+	return float64(d) / 1000 * t.scale
+}
+
+// build (re)makes the policy for the round's cluster and scores: its GPU
+// ids and bids' speeds are the snapshot's, so a change of either starts a
+// fresh policy (leases the driver recorded are still honoured).
+func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
+	shape := strings.Join(snap.nodeNames, ",") + "|" + fmt.Sprint(snap.first) + "|" + s.scoresKey
+	if t.pol != nil && shape == t.shape {
+		return nil
+	}
+	pol, err := t.newPolicy(t.rho)
+	if err != nil {
+		return err
+	}
+	if t.pol != nil {
+		s.log.Warn("themis: the cluster's nodes or GPU scores changed; auctions start afresh (running gangs keep their leases)")
+	}
+	t.pol, t.shape, t.violated = pol, shape, 0
+	return nil
+}
+
+// newPolicy makes a Themis with the config's knobs (the simulator's
+// defaults otherwise) whose auctions record each app's ρ in rho.
+func (t *themisStage) newPolicy(rho map[string]float64) (*themis.Policy, error) {
+	opts := fairness.DefaultOptions()
+	k, err := fairness.NewKnob(t.cfg.Knob)
+	if err != nil {
+		return nil, err
+	}
+	opts.Knob = k
+	return themis.New(themis.Config{Lease: t.cfg.Lease.Seconds(), Auction: opts, Models: t.models,
+		OnAuction: func(in fairness.Input, res *fairness.Result) {
+			t.auction = in.Now
+			clear(rho)
+			for x, a := range in.Apps {
+				rho[a.Name] = res.Apps[x].Rho
+			}
+		}})
+}
+
+// vcPlacer makes one VC's placer under tenancy hived: a Themis of the VC's
+// own over the VC's view of its cells (its apps, leases and contention are
+// the VC's), on the round's clock, as pal sim --tenancy hived runs it.
+func (t *themisStage) vcPlacer() (policy.Placer, error) {
+	rho := map[string]float64{}
+	p, err := t.newPolicy(rho)
+	if err != nil {
+		return nil, err
+	}
+	t.vcs = append(t.vcs, vcThemis{p, rho, new(int)})
+	return themis.InVC{Policy: p, Clock: func() float64 { return t.now }}, nil
+}
+
+// vcThemis is one VC's policy and its apps' ρ.
+type vcThemis struct {
+	pol      *themis.Policy
+	rho      map[string]float64
+	violated *int
+}
+
+// placeInVCs runs the tenancy stage with a Themis per VC. The VCs'
+// policies read each gang's app and arrival from its job, so for the
+// stage's call every job carries them (its app key, its arrival on the
+// policy's clock) and gets its own arrival back after. Leases are the VC
+// policies' own, in their views' GPU numbering: the stage keeps a gang on
+// its cells while its VC's answer keeps its GPUs, and a broken lease is
+// logged as the policy's violation.
+func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) [][]int {
+	if t.epoch.IsZero() {
+		t.epoch = start
+		if t.align {
+			t.epoch = start.Truncate(t.period)
+		}
+	}
+	t.now = t.clock(start)
+	submit := make([]float64, len(order))
+	for i, j := range order {
+		g := byJob[j]
+		if _, ok := t.appOf[g.key]; !ok {
+			t.appOf[g.key] = appKey(g)
+		}
+		submit[i] = j.Submit
+		j.Submit, j.Spec.App = t.arrival(g), t.appOf[g.key]
+	}
+	out := s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+	for k := range t.appOf {
+		if snap.byKey[k] == nil {
+			delete(t.appOf, k)
+		}
+	}
+	for i, j := range order {
+		j.Submit = submit[i]
+	}
+	clear(t.rho)
+	for _, v := range t.vcs {
+		for app, r := range v.rho {
+			t.rho[app] = r
+		}
+		if vs := v.pol.Stats().Violations; len(vs) > *v.violated {
+			for _, msg := range vs[*v.violated:] {
+				s.log.Error("themis: policy invariant broken", "violation", msg)
+			}
+			*v.violated = len(vs)
+		}
+	}
+	t.export(s)
+	return out
+}
+
+// appKey is a gang's app: pal.io/app (annotation, then label), else its
+// batch/v1 Job, else its PodGroup (native or scheduler-plugins), else the
+// gang itself. Apps are per namespace.
+func appKey(g *gang) string {
+	p := firstPod(g)
+	if p == nil {
+		return g.key
+	}
+	if v := strings.TrimSpace(p.Annotations[AnnApp]); v != "" {
+		return p.Namespace + "/" + v
+	}
+	if v := strings.TrimSpace(p.Labels[AnnApp]); v != "" {
+		return p.Namespace + "/" + v
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
+		return p.Namespace + "/job:" + ref.Name
+	}
+	if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
+		return p.Namespace + "/podgroup:" + *sg.PodGroupName
+	}
+	if v := p.Labels[LabelPodGroup]; v != "" {
+		return p.Namespace + "/podgroup:" + v
+	}
+	return g.key
+}
+
+func firstPod(g *gang) *corev1.Pod {
+	if len(g.pending) > 0 {
+		return g.pending[0]
+	}
+	if len(g.bound) > 0 {
+		return g.bound[0]
+	}
+	return nil
+}
+
+// arrival is the gang's creation (its earliest pod's) on the policy's
+// clock; pods older than the clock count from its start.
+func (t *themisStage) arrival(g *gang) float64 {
+	first := time.Time{}
+	for _, ps := range [][]*corev1.Pod{g.pending, g.bound} {
+		for _, p := range ps {
+			if c := p.CreationTimestamp.Time; first.IsZero() || c.Before(first) {
+				first = c
+			}
+		}
+	}
+	return t.clock(first)
+}
+
+// place runs one round of the policy on the round's order and returns its
+// answer in the order's terms, with every unexpired lease kept.
+func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) [][]int {
+	if t.epoch.IsZero() {
+		t.epoch = start
+		if t.align {
+			t.epoch = start.Truncate(t.period)
+		}
+	}
+	t.now = t.clock(start)
+	if err := t.build(s, snap); err != nil {
+		s.log.Error("themis: cannot build the policy; nothing placed", "err", err)
+		return make([][]int, len(order))
+	}
+	// Stand-ins: one per gang, kept through evictions.
+	seen := map[string]bool{}
+	view := make([]*workload.Job, len(order))
+	for i, j := range order {
+		g := byJob[j]
+		sh := t.stand[g.key]
+		if sh == nil {
+			sh = new(workload.Job)
+			*sh = *j
+			sh.ID = t.next
+			t.next++
+			sh.Submit = t.arrival(g)
+			t.appOf[g.key] = appKey(g)
+			t.stand[g.key] = sh
+		}
+		if _, ok := t.leaseEnd[g.key]; !ok && j.Running() {
+			// Found running (the scheduler restarted): its pods say how
+			// long its lease runs.
+			if end := t.recorded(g); end > t.now {
+				t.leaseEnd[g.key] = end
+			}
+		}
+		id, submit, executed := sh.ID, sh.Submit, sh.Executed
+		*sh = *j
+		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.key]
+		sh.Executed = max(executed, j.Executed) // progress survives a restart from a checkpoint
+		view[i] = sh
+		seen[g.key] = true
+	}
+	for k := range t.stand {
+		if seen[k] {
+			delete(t.unseen, k)
+			continue
+		}
+		// A gang between its eviction and its pods' recreation is gone
+		// for a round or so; one gone for longer has left.
+		if t.unseen[k]++; t.unseen[k] > 3 {
+			delete(t.stand, k)
+			delete(t.unseen, k)
+			delete(t.appOf, k)
+			delete(t.leaseEnd, k)
+		}
+	}
+	t.pol.Order(t.now, view)
+	env := policy.Env{Cluster: snap.cl, Scores: s.scores, Rand: s.rand.Rand}
+	out := t.pol.Place(&env, view)
+	if v := t.pol.Stats().Violations; len(v) > t.violated {
+		for _, msg := range v[t.violated:] {
+			s.log.Error("themis: policy invariant broken", "violation", msg)
+		}
+		t.violated = len(v)
+	}
+	t.keepLeases(s, order, byJob, out)
+	if s.log.Enabled(context.Background(), themisPlanLevel) {
+		var b strings.Builder
+		for i, j := range view {
+			fmt.Fprintf(&b, " %s:%v->%v(ex %.0f)", gangName(byJob[order[i]].key), j.GPUsHeld, out[i], j.Executed)
+		}
+		s.log.Log(context.Background(), themisPlanLevel, "themis plan", "t_s", t.now, "plan", b.String())
+	}
+	// Record the lease each placed gang now holds.
+	for i, j := range order {
+		key := byJob[j].key
+		if out[i] == nil {
+			if !j.Running() {
+				delete(t.leaseEnd, key)
+			}
+			continue
+		}
+		// Only the gang's own app's lease counts: a gang the guard kept
+		// on GPUs the policy leased to another app keeps its own end.
+		if app, end := t.pol.Lease(out[i][0], t.now); app == t.appOf[key] && end > t.now {
+			t.leaseEnd[key] = end
+		}
+	}
+	t.export(s)
+	return out
+}
+
+// keepLeases makes sure no running gang loses GPUs before its lease ends:
+// such a gang keeps what it holds and any job the answer put on those
+// GPUs waits. Each case is logged and counted.
+func (t *themisStage) keepLeases(s *Scheduler, order []*workload.Job, byJob map[*workload.Job]*gang, out [][]int) {
+	kept := map[int]bool{}
+	for i, j := range order {
+		g := byJob[j]
+		end := t.leaseEnd[g.key]
+		if !j.Running() || !(end > t.now) || round.Same(out[i], j.GPUsHeld) {
+			continue
+		}
+		s.metrics.LeaseRevocations.Inc()
+		s.log.Error("themis: the plan would take a gang's GPUs before its lease ends; it keeps them",
+			"gang", g.key, "gpus", snapDevices(j.GPUsHeld), "lease_end_s", end, "now_s", t.now)
+		out[i] = j.GPUsHeld
+		for _, x := range j.GPUsHeld {
+			kept[x] = true
+		}
+	}
+	if len(kept) == 0 {
+		return
+	}
+	for i, j := range order {
+		if out[i] != nil && !round.Same(out[i], j.GPUsHeld) && slices.ContainsFunc(out[i], func(x int) bool { return kept[x] }) {
+			out[i] = nil
+		}
+	}
+}
+
+func snapDevices(g []int) string { return fmt.Sprint(g) }
+
+// export sets pal_app_rho for the apps of the last auction and drops the
+// apps that left.
+func (t *themisStage) export(s *Scheduler) {
+	for app := range t.exported {
+		if _, ok := t.rho[app]; !ok {
+			s.metrics.AppRho.DeleteLabelValues(app)
+			delete(t.exported, app)
+		}
+	}
+	for app, r := range t.rho {
+		s.metrics.AppRho.WithLabelValues(app).Set(r)
+		t.exported[app] = true
+	}
+}
+
+// note is the Themis part of a Scheduled event's message: the gang's app,
+// its ρ at the auction that placed it and when its lease ends.
+func (t *themisStage) note(gangKey string) string {
+	if t == nil {
+		return ""
+	}
+	app := t.appOf[gangKey]
+	r, ok := t.rho[app]
+	if app == "" || !ok {
+		return ""
+	}
+	msg := fmt.Sprintf("; themis app %s, rho %s at the auction at t=%gs", app, fmtRho(r), t.auction)
+	if end := t.leaseEnd[gangKey]; end > 0 {
+		msg += fmt.Sprintf(", lease until t=%gs", end)
+	}
+	return msg
+}
+
+func fmtRho(r float64) string {
+	if math.IsInf(r, 1) {
+		return "+Inf"
+	}
+	return fmt.Sprintf("%.3g", r)
+}
+
+// scheduledMessage is the text of a bound pod's Scheduled event.
+func (s *Scheduler) scheduledMessage(node, gpus, gangKey string) string {
+	return ScheduledNote(node, gpus, gangName(gangKey)) + s.th.note(gangKey)
+}
+
+// placementName is what the log calls the round's placement.
+func (s *Scheduler) placementName() string {
+	if s.th != nil {
+		return s.th.Name() + " (the auction's GPUs)"
+	}
+	return s.cfg.Placement
+}
+
+// runsEmpty says whether a round with no gang to place still runs the
+// policy: Themis counts contention over time, and the simulator calls it
+// every round.
+func (s *Scheduler) runsEmpty(snap *snapshot) bool { return s.th != nil && snap.cl != nil }
+
+// themisPlanLevel is the level of the per-round plan line.
+var themisPlanLevel = slog.LevelDebug
+
+// themisMetrics registers what scheduler themis exports: each app's ρ at
+// its last auction and the lease revocations the driver refused.
+func themisMetrics(m *Metrics) []prometheus.Collector {
+	m.AppRho = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pal_app_rho",
+		Help: "Finish-time fairness rho of each Themis app at the last auction (+Inf: it holds no GPUs); scheduler themis only."}, []string{"app"})
+	m.LeaseRevocations = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_lease_revocations_total",
+		Help: "Times a round's plan would have taken GPUs from a gang before its Themis lease ended (refused: the gang kept them); should stay 0."})
+	return []prometheus.Collector{m.AppRho, m.LeaseRevocations}
+}

@@ -1,0 +1,60 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// logGangBound writes the one INFO line a bound gang gets: its name, how
+// many pods, the nodes and the devices on each. A gang some of whose
+// binds failed gets a warning instead (the next round completes it from
+// its bind-info).
+func (s *Scheduler) logGangBound(g *gang, parts []PodBind, failed int) {
+	nodes, gpus := bindSummary(parts)
+	if failed > 0 {
+		s.log.Warn("gang partly bound", "gang", gangName(g.key), "pods", len(parts), "failed", failed, "nodes", nodes, "gpus", gpus)
+		return
+	}
+	s.log.Info("bound gang", "gang", gangName(g.key), "pods", len(parts), "nodes", nodes, "gpus", gpus)
+}
+
+// bindSummary writes pods' placements as the node list "n0,n1" and the
+// devices per node "n0:0,1,2,3 n1:0,1", nodes in first-seen order.
+func bindSummary(parts []PodBind) (nodes, gpus string) {
+	var order []string
+	per := map[string][]int{}
+	for _, p := range parts {
+		if _, ok := per[p.Node]; !ok {
+			order = append(order, p.Node)
+		}
+		per[p.Node] = append(per[p.Node], p.GPUs...)
+	}
+	g := make([]string, len(order))
+	for i, n := range order {
+		idx := per[n]
+		slices.Sort(idx)
+		g[i] = n + ":" + FormatIndices(idx)
+	}
+	return strings.Join(order, ","), strings.Join(g, " ")
+}
+
+// maxNamed is how many node names a summary warning lists.
+const maxNamed = 5
+
+// unscoredSummary is the one warning for the nodes newly found with GPUs
+// that have no PM-score: how many nodes and GPUs, the first few names
+// (sorted), and whether the ConfigMap is missing altogether.
+func unscoredSummary(nodes []string, gpus int, src string, cmMissing bool) string {
+	names := slices.Clone(nodes)
+	slices.Sort(names)
+	list := strings.Join(names[:min(len(names), maxNamed)], ", ")
+	if len(names) > maxNamed {
+		list += fmt.Sprintf(" and %d more", len(names)-maxNamed)
+	}
+	why := "have no PM-score in ConfigMap " + src
+	if cmMissing {
+		why = "have no PM-score: ConfigMap " + src + " does not exist"
+	}
+	return fmt.Sprintf("%d GPUs on %d nodes (%s) %s; they count as median GPUs", gpus, len(names), list, why)
+}
