@@ -82,6 +82,9 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	if o.Scheduler == SchedulerThemis && slices.Contains(o.Explicit.Flags, "placement") && o.Placements != SchedulerThemis {
 		return nil, nil, fmt.Errorf("--placement %s: --scheduler themis places every job itself (its auctions choose the GPUs), so a placement list would not be used; leave --placement out", o.Placements)
 	}
+	if baseline.Is(o.Scheduler) && slices.Contains(o.Explicit.Flags, "placement") && o.Placements != o.Scheduler {
+		return nil, nil, fmt.Errorf("--placement %s: --scheduler %s places every job itself (it plans GPU counts and packs them), so a placement list would not be used; leave --placement out", o.Placements, o.Scheduler)
+	}
 	o = o.Effective()
 	if PlacesToo(o.Scheduler) {
 		// Themis places too: the placement list is not used.

@@ -32,3 +32,15 @@ func TestSchedulerSeedAndBaselines(t *testing.T) {
 		}
 	}
 }
+
+// An elastic baseline places every job itself: a --placement given with it
+// is refused, naming both.
+func TestBaselineRefusesPlacement(t *testing.T) {
+	o := Options{Scheduler: "slaq", Placements: "pal"}
+	o.Explicit.Flags = []string{"placement"}
+	_, _, err := RunAllWith(o, Hooks{})
+	const want = "--placement pal: --scheduler slaq places every job itself (it plans GPU counts and packs them), so a placement list would not be used; leave --placement out"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
