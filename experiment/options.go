@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/themis"
 )
 
@@ -105,10 +106,11 @@ func IsBuiltinTrace(name string) bool {
 // the user asked for them (--extra-load, --pinned, or --preset given on
 // the command line): a default never adds jobs to a user's own trace.
 func (o Options) Effective() Options {
-	if o.Scheduler == SchedulerThemis {
-		// Themis schedules and places at once; its rounds are shorter
-		// than its leases unless --round says otherwise.
-		o.Placements = SchedulerThemis
+	if PlacesToo(o.Scheduler) {
+		// Themis (and the elastic baselines) schedule and place at once;
+		// their rounds are shorter than their leases unless --round says
+		// otherwise.
+		o.Placements = o.Scheduler
 		if !slices.Contains(o.Explicit.Flags, "round") {
 			o.Round = themis.DefaultRound
 		}
@@ -129,6 +131,13 @@ func (o Options) Effective() Options {
 // leases and partial-allocation auctions (policy/themis, defaults: f =
 // 0.8, 600 s leases, payments on; `pal themis sim` has every knob).
 const SchedulerThemis = "themis"
+
+// PlacesToo reports whether a --scheduler also places (Themis and the
+// elastic baselines of package baseline: gandiva-fair, slaq, optimus), so
+// that --placement does not apply.
+func PlacesToo(scheduler string) bool {
+	return scheduler == SchedulerThemis || baseline.Is(scheduler)
+}
 
 // DefaultSeed is the seed every command uses when none is given.
 const DefaultSeed = 42

@@ -5,6 +5,7 @@ import (
 
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/schedule"
 	"github.com/palsched/pal/policy/themis"
@@ -14,7 +15,10 @@ import (
 // Every driver (the simulator, the Kubernetes scheduler) builds it here.
 func NewScheduler(o Options) (policy.Scheduler, error) {
 	if o.Scheduler == SchedulerThemis {
-		return newThemis()
+		return newThemis(o.Seed)
+	}
+	if baseline.Is(o.Scheduler) {
+		return baseline.New(baseline.Config{Name: o.Scheduler})
 	}
 	s, err := schedule.New(o.Scheduler)
 	if err != nil {
@@ -59,6 +63,8 @@ func NewPlacer(name, tieBreak string) (policy.Placer, error) {
 }
 
 // newThemis is Themis with its defaults, placing as well as scheduling.
-func newThemis() (*themis.Policy, error) {
-	return themis.New(themis.Config{Auction: fairness.DefaultOptions()})
+// The run's seed drives its randomized hidden payments (and is printed
+// with the run's inputs as its seed).
+func newThemis(seed uint64) (*themis.Policy, error) {
+	return themis.New(themis.Config{Auction: fairness.DefaultOptions(), Seed: seed})
 }

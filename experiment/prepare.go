@@ -13,6 +13,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/policy/themis"
@@ -338,6 +339,8 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 	var pl policy.Placer
 	if th, ok := sched.(*themis.Policy); ok {
 		pl = th
+	} else if b, ok := sched.(*baseline.Policy); ok {
+		pl = b
 	} else if pl, err = in.newPlacer(placement); err != nil {
 		return sim.Config{}, err
 	}

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"github.com/palsched/pal/policy/baseline"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,14 +82,17 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	if o.Scheduler == SchedulerThemis && slices.Contains(o.Explicit.Flags, "placement") && o.Placements != SchedulerThemis {
 		return nil, nil, fmt.Errorf("--placement %s: --scheduler themis places every job itself (its auctions choose the GPUs), so a placement list would not be used; leave --placement out", o.Placements)
 	}
+	if baseline.Is(o.Scheduler) && slices.Contains(o.Explicit.Flags, "placement") && o.Placements != o.Scheduler {
+		return nil, nil, fmt.Errorf("--placement %s: --scheduler %s places every job itself (it plans GPU counts and packs them), so a placement list would not be used; leave --placement out", o.Placements, o.Scheduler)
+	}
 	o = o.Effective()
-	if o.Scheduler == SchedulerThemis {
+	if PlacesToo(o.Scheduler) {
 		// Themis places too: the placement list is not used.
 	} else if _, err := place.Canonical(o.PlacementList()); err != nil {
 		return nil, nil, fmt.Errorf("--placement: %v", err)
 	}
 	for _, p := range o.PlacementList() {
-		if o.Scheduler == SchedulerThemis {
+		if PlacesToo(o.Scheduler) {
 			break
 		}
 		if _, err := NewPlacer(p, o.TieBreak); err != nil {
@@ -177,7 +181,12 @@ func traceFrom(name, from string) string {
 }
 
 func schedulerKnobs(o Options) string {
-	if o.Scheduler != "tiresias-las" {
+	switch {
+	case o.Scheduler == SchedulerThemis:
+		return fmt.Sprintf(" (f 0.8, lease 600 s, payment draws seed %d)", o.Seed)
+	case baseline.Is(o.Scheduler):
+		return fmt.Sprintf(" (lease %g s)", baseline.DefaultLease)
+	case o.Scheduler != "tiresias-las":
 		return ""
 	}
 	th := "3250,7200"

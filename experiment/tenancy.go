@@ -10,6 +10,7 @@ import (
 	"github.com/palsched/pal/internal/csvin"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
@@ -146,6 +147,9 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	if in.Layout == nil {
 		return nil
 	}
+	if baseline.Is(in.Opts.Scheduler) {
+		return fmt.Errorf("--scheduler %s plans the whole cluster and does not run under --tenancy", in.Opts.Scheduler)
+	}
 	// Each VC orders its own queue with its own scheduler, under every
 	// tenancy mode and in the private reference alike.
 	if _, ok := cfg.Scheduler.(*themis.Policy); !ok {
@@ -162,7 +166,7 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 		// Each VC runs a Themis of its own over its cells, on the round's
 		// clock (the top-level policy only orders).
 		iv.NewPlacer = func() (policy.Placer, error) {
-			p, err := newThemis()
+			p, err := newThemis(in.Opts.Seed)
 			if err != nil {
 				return nil, err
 			}

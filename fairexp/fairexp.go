@@ -18,6 +18,7 @@ import (
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/ftf"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/schedule"
@@ -34,6 +35,11 @@ func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srt
 // (random-sticky placement), not packed.
 func BlindPolicies() []string { return []string{"tiresias-blind"} }
 
+// PaperBaselines are the Themis paper's other baselines, as elastic
+// whole-round policies under the same 600 s leases (package baseline):
+// Gandiva's fair variant, SLAQ and Optimus.
+func PaperBaselines() []string { return baseline.Names() }
+
 // Spec is one run: inputs (cluster, scores, trace) prepared by the
 // experiment package, plus the policy and Themis' knobs.
 type Spec struct {
@@ -48,6 +54,12 @@ type Spec struct {
 	// Flat runs every GPU at the median speed (no PM-scores: neither the
 	// simulator's slowdowns nor any policy's score-aware choices).
 	Flat bool
+	// Levels give the cluster the authors' slot / machine / rack levels:
+	// the simulator then charges every job S(G) at the widest level its
+	// GPUs cross (slot, machine or rack factor of its model), and Themis
+	// bids on the same S(G). nil: machines only, spread jobs charged
+	// their spread factor.
+	Levels *fairness.Levels
 }
 
 // Result is one run's outcome.
@@ -96,6 +108,7 @@ func Run(sp Spec) (*Result, error) {
 	case "themis":
 		cfg := sp.Themis
 		cfg.Models = models
+		cfg.Levels = sp.Levels
 		if th, err = themis.New(cfg); err != nil {
 			return nil, err
 		}
@@ -113,8 +126,17 @@ func Run(sp Spec) (*Result, error) {
 		sched, pl = schedule.NewTiresiasLAS(schedule.DefaultTiresias()), must(place.New("random-sticky"))
 	case "gavel":
 		sched, pl = ftf.New(in.Cluster.Size()), must(place.New("packed-sticky"))
+	case "gandiva-fair", "slaq", "optimus":
+		b, err := baseline.New(baseline.Config{Name: sp.Policy, Lease: sp.Themis.Lease, Levels: sp.Levels})
+		if err != nil {
+			return nil, err
+		}
+		sched, pl = b, b
+		if round == 0 {
+			round = themis.DefaultRound // the same rounds as Themis
+		}
 	default:
-		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(append(Policies(), BlindPolicies()...), ", "))
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", sp.Policy, strings.Join(slices.Concat(Policies(), BlindPolicies(), PaperBaselines()), ", "))
 	}
 	if round == 0 {
 		round = in.Opts.Round
@@ -124,11 +146,17 @@ func Run(sp Spec) (*Result, error) {
 		raw, scores = nil, nil
 	}
 	var placementSum, placementGPUs float64
-	topo, err := fairness.FromCluster(in.Cluster)
+	topo, err := themis.Topology(in.Cluster, sp.Levels)
 	if err != nil {
 		return nil, err
 	}
-	cfg := sim.Config{
+	var placement sim.PlacementFunc
+	if sp.Levels != nil {
+		placement = func(j *workload.Spec, g []int) float64 {
+			return 1 / topo.Placement(g, themis.SensitivityOf(models, j.Model))
+		}
+	}
+	cfg := sim.Config{Placement: placement,
 		Cluster: in.Cluster, Trace: in.Trace, Scheduler: sched, Placer: pl, Round: round,
 		Locality: Locality(models), Raw: raw, Scores: scores, Seed: in.Opts.Seed, Track: in.Track,
 		MaxExtras: -1, Costs: workload.Costs{Default: sp.MoveCost},
@@ -138,8 +166,7 @@ func Run(sp Spec) (*Result, error) {
 			}
 			for i, g := range alloc {
 				if len(g) > 0 {
-					s, r := models.Sensitivity(order[i].Model)
-					placementSum += topo.Placement(g, fairness.Sensitivity{Machine: s, Rack: r}) * float64(len(g))
+					placementSum += topo.Placement(g, themis.SensitivityOf(models, order[i].Model)) * float64(len(g))
 					placementGPUs += float64(len(g))
 				}
 			}
@@ -184,7 +211,8 @@ func jobRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.JobRun {
 	var out []fairness.JobRun
 	for _, r := range recs {
 		if s := spec[r.ID]; s != nil && r.Tracked {
-			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime, GPUs: s.GPUs})
+			// An elastic job's ideal is on all its GPUs.
+			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime * float64(s.GPUs) / float64(s.Most()), GPUs: s.Most()})
 		}
 	}
 	return out
@@ -213,9 +241,9 @@ func appRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.AppRun {
 		a.Arrival = math.Min(a.Arrival, r.Arrival)
 		a.Finish = math.Max(a.Finish, r.Completion)
 		a.Work += s.Iterations * s.IterTime * float64(s.GPUs)
-		a.Demand += s.GPUs
+		a.Demand += s.Most()
 		a.Jobs++
-		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime)
+		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime*float64(s.GPUs)/float64(s.Most()))
 		a.Held += r.Run * float64(r.GPUs)
 	}
 	out := make([]fairness.AppRun, 0, len(names))

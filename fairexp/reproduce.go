@@ -27,6 +27,33 @@ type Plan struct {
 	// over (Gen.Seed among them: the single-seed sweeps use it).
 	Seeds []uint64
 	Quick bool
+	// Paper is the paper-like workload: the macro preset's elastic
+	// 1..4-GPU jobs on the authors' levels with their macro slowdowns,
+	// run over Seeds for GPU time against the placement-blind and elastic
+	// baselines.
+	Paper PaperPlan
+}
+
+// PaperPlan is the paper-like workload's generator and cluster levels.
+type PaperPlan struct {
+	Gen    workload.ThemisOptions
+	Levels fairness.Levels
+}
+
+// DefaultPaperPlan is the macro preset (pal trace themis --preset macro)
+// on the authors' 32-GPU cluster, 2 racks x 2 machines x 2 slots x 4 GPUs.
+func DefaultPaperPlan() PaperPlan {
+	return PaperPlan{Gen: workload.ThemisOptions{Apps: 30, Rate: 1, MaxJobs: 20, SingleShare: 0.1, MaxSeconds: 24 * 3600, Elastic: 4},
+		Levels: fairness.Levels{Racks: 2, MachinesPerRack: 2, SlotsPerMachine: 2, GPUsPerSlot: 4}}
+}
+
+// PaperPolicies are the policies the paper-like workload runs: Themis,
+// the placement-blind Tiresias, the elastic baselines, and the strong
+// (packing) Tiresias for reference (rigid policies run elastic jobs on
+// their minimum; the reproduction adds GangLabel, placement-blind
+// Tiresias with every job a gang of its most GPUs).
+func PaperPolicies() []string {
+	return slices.Concat([]string{"themis"}, BlindPolicies(), PaperBaselines(), []string{"tiresias"})
 }
 
 // DefaultPlan is Themis-sized: 64 GPUs (the paper's strategy-proofness
@@ -34,7 +61,8 @@ type Plan struct {
 // capped at 24 h so that one Philly outlier does not set every app's ρ.
 func DefaultPlan() Plan {
 	return Plan{Cluster: "8x8", Seed: 42, Seeds: []uint64{1, 2, 3, 4, 5, 42},
-		Gen: workload.ThemisOptions{Apps: 40, Rate: 1, Seed: 42, MaxJobs: 100, SingleShare: 0.1, MaxSeconds: 24 * 3600}}
+		Gen:   workload.ThemisOptions{Apps: 40, Rate: 1, Seed: 42, MaxJobs: 100, SingleShare: 0.1, MaxSeconds: 24 * 3600},
+		Paper: DefaultPaperPlan()}
 }
 
 // QuickPlan is a small version for tests and --quick.
@@ -44,6 +72,8 @@ func QuickPlan() Plan {
 	p.Cluster = "4x4"
 	p.Gen.Apps, p.Gen.MaxJobs, p.Gen.Rate, p.Gen.MaxSeconds = 12, 12, 2, 6*3600
 	p.Seeds = []uint64{1, 2, 3, 4, 42}
+	p.Paper.Gen.Apps, p.Paper.Gen.MaxJobs = 10, 6
+	p.Paper.Levels = fairness.Levels{Racks: 1, MachinesPerRack: 2, SlotsPerMachine: 2, GPUsPerSlot: 2}
 	return p
 }
 
@@ -54,6 +84,8 @@ type job struct {
 	seed       uint64 // workload seed
 	simSeed    uint64 // PM-score seed (0: the plan's)
 	flat       bool   // every GPU at the median speed
+	paper      bool   // the paper-like workload (Plan.Paper)
+	gangs      bool   // ... with every elastic job a rigid gang of its most GPUs
 	policy     string
 	rateMul    float64
 	cfg        themis.Config
@@ -112,12 +144,18 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 	// The headline over the workload seeds: every baseline and Themis with
 	// each payment form.
 	for _, s := range p.Seeds {
-		for _, pol := range append(Policies(), BlindPolicies()...) {
+		for _, pol := range slices.Concat(Policies(), BlindPolicies(), PaperBaselines()) {
 			if pol == "themis" {
 				continue
 			}
 			add(&job{exp: "seeds", label: pol, x: float64(s), seed: s, policy: pol, cfg: base})
 		}
+		for _, pol := range PaperPolicies() {
+			add(&job{exp: "paperlike", label: pol, x: float64(s), seed: s, policy: pol, paper: true, cfg: base})
+		}
+		// Placement-blind Tiresias as the paper ran it on multi-GPU jobs:
+		// every elastic job a gang of its most GPUs, same work.
+		add(&job{exp: "paperlike", label: GangLabel, x: float64(s), seed: s, policy: "tiresias-blind", paper: true, gangs: true, cfg: base})
 		for _, pay := range PaymentForms {
 			add(&job{exp: "seeds", label: themisLabel(pay), x: float64(s), seed: s, policy: "themis", cfg: with(func(c *themis.Config) { c.Auction.Payment = pay })})
 		}
@@ -164,12 +202,17 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 	type key struct {
 		seed, sim uint64
 		mul       float64
+		paper     bool
+		gangs     bool
 	}
 	inputs := map[key]*experiment.Inputs{}
-	input := func(seed, sim uint64, mul float64) (*experiment.Inputs, error) {
-		k := key{seed, sim, mul}
+	input := func(seed, sim uint64, mul float64, paper ...bool) (*experiment.Inputs, error) {
+		k := key{seed, sim, mul, len(paper) > 0 && paper[0], len(paper) > 1 && paper[1]}
 		if inputs[k] == nil {
 			in, err := p.inputsFor(seed, sim, mul)
+			if k.paper {
+				in, err = p.paperInputs(seed, sim, k.gangs)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -216,12 +259,20 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 		if j.simSeed == 0 {
 			j.simSeed = p.Seed
 		}
-		if _, err := input(j.seed, j.simSeed, j.rateMul); err != nil {
+		if _, err := input(j.seed, j.simSeed, j.rateMul, j.paper, j.gangs); err != nil {
 			return nil, err
 		}
 	}
+	macroModels, err := ModelsWithSlowdowns("macro")
+	if err != nil {
+		return nil, err
+	}
 	runAll(jobs, func(j *job) {
-		j.res, j.err = Run(Spec{Inputs: inputs[key{j.seed, j.simSeed, j.rateMul}], Policy: j.policy, Themis: j.cfg, Round: j.round, MoveCost: leaseCost(j, ckpt), Flat: j.flat})
+		sp := Spec{Inputs: inputs[key{j.seed, j.simSeed, j.rateMul, j.paper, j.gangs}], Policy: j.policy, Themis: j.cfg, Round: j.round, MoveCost: leaseCost(j, ckpt), Flat: j.flat}
+		if j.paper {
+			sp.Models, sp.Levels = macroModels, &p.Paper.Levels
+		}
+		j.res, j.err = Run(sp)
 	})
 	for _, j := range jobs {
 		if j.err != nil {
@@ -236,7 +287,7 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 		return nil, err
 	}
 	var tables []*report.Table
-	for _, k := range []string{"acceptance", "seeds-summary", "efficiency", "knob", "truth", "band", "macro", "seeds", "lease", "contention", "ablation"} {
+	for _, k := range []string{"acceptance", "seeds-summary", "efficiency", "paperlike", "knob", "truth", "band", "macro", "seeds", "lease", "contention", "ablation"} {
 		if t := o.Tables[k]; t != nil {
 			tables = append(tables, t)
 		}
@@ -293,6 +344,34 @@ func (p Plan) inputsFor(seed, simSeed uint64, rateMul float64) (*experiment.Inpu
 	}
 	eo, _ := experiment.Preset("paper")
 	eo.Cluster, eo.Trace, eo.Seed = p.Cluster, fmt.Sprintf("themis-apps-seed%d×%g", seed, rateMul), simSeed
+	eo.Explicit.Preset = true
+	return experiment.PrepareWith(eo, &workload.Trace{Name: eo.Trace, Jobs: jobs, HasApp: true})
+}
+
+// GangLabel is the paper-like row of placement-blind Tiresias on gangs.
+const GangLabel = "tiresias-blind (gangs of max_gpus)"
+
+// paperInputs prepares the paper-like workload for workload seed seed;
+// with gangs every elastic job is a rigid gang of its most GPUs doing the
+// same work (iterations scaled by its minimum over its most).
+func (p Plan) paperInputs(seed, simSeed uint64, gangs bool) (*experiment.Inputs, error) {
+	g := p.Paper.Gen
+	g.Seed = seed
+	jobs, err := workload.GenerateThemisEmbedded(g)
+	if err != nil {
+		return nil, err
+	}
+	if gangs {
+		for i := range jobs {
+			if j := &jobs[i]; j.Elastic() {
+				j.Iterations *= float64(j.GPUs) / float64(j.MaxGPUs)
+				j.GPUs, j.MaxGPUs = j.MaxGPUs, 0
+			}
+		}
+	}
+	l := p.Paper.Levels
+	eo, _ := experiment.Preset("paper")
+	eo.Cluster, eo.Trace, eo.Seed = fmt.Sprintf("%dx%d", l.Machines(), l.GPUsPerMachine()), fmt.Sprintf("themis-macro-seed%d", seed), simSeed
 	eo.Explicit.Preset = true
 	return experiment.PrepareWith(eo, &workload.Trace{Name: eo.Trace, Jobs: jobs, HasApp: true})
 }
@@ -507,6 +586,30 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		eff.AddRow(l, statOf(effGPU[l]).String(), effExtra[l].String())
 	}
 	out.Tables["efficiency"] = eff
+	// The paper-like workload: GPU time and max ρ per policy over seeds,
+	// and how much more GPU time each baseline uses than Themis.
+	paper := report.NewTable("paperlike", "run", "gpu_time_h median [range]", "extra_vs_themis_pct median [range]", "max_rho median [range]", "placement median [range]", "makespan_h median [range]")
+	pGPU, pRho, pPl, pMk := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	var pLabels []string
+	for _, j := range by("paperlike") {
+		if pGPU[j.label] == nil {
+			pLabels = append(pLabels, j.label)
+		}
+		pGPU[j.label] = append(pGPU[j.label], j.res.GPUTime/3600)
+		pRho[j.label] = append(pRho[j.label], j.res.Fairness.MaxRho)
+		pPl[j.label] = append(pPl[j.label], j.res.Placement)
+		pMk[j.label] = append(pMk[j.label], j.res.Jobs.Makespan/3600)
+	}
+	paperExtra := map[string]stat{}
+	for _, l := range pLabels {
+		var d []float64
+		for i, v := range pGPU[l] {
+			d = append(d, 100*(v/pGPU["themis"][i]-1))
+		}
+		paperExtra[l] = statOf(d)
+		paper.AddRow(l, statOf(pGPU[l]).String(), paperExtra[l].String(), statOf(pRho[l]).String(), statOf(pPl[l]).String(), statOf(pMk[l]).String())
+	}
+	out.Tables["paperlike"] = paper
 	// The knob over seeds (f = 0.8 is the headline's default run).
 	knobRho := map[float64][]float64{}
 	knobGPU := map[float64][]float64{}
@@ -615,7 +718,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		}
 		out.Figures = append(out.Figures, ch.base)
 	}
-	out.Summary = p.summary(by, hs, vals, knobRho, liar, ckpt, in, effLabels, effExtra)
+	out.Summary = p.summary(by, hs, vals, knobRho, liar, ckpt, in, effLabels, effExtra, pLabels, paperExtra, pRho)
 	if err := os.WriteFile(filepath.Join(dir, "themis.md"), []byte(out.Summary), 0o644); err != nil {
 		return nil, err
 	}
@@ -639,7 +742,8 @@ func liarStats(r *Result, liar string) (rho, share float64) {
 	return
 }
 
-func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]map[string][]float64, knobRho map[float64][]float64, liar Liar, ckpt float64, in *experiment.Inputs, effLabels []string, effExtra map[string]stat) string {
+func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]map[string][]float64, knobRho map[float64][]float64, liar Liar, ckpt float64, in *experiment.Inputs, effLabels []string, effExtra map[string]stat,
+	pLabels []string, paperExtra map[string]stat, pRho map[string][]float64) string {
 	var b strings.Builder
 	g := p.Gen
 	seedList := make([]string, len(p.Seeds))
@@ -722,6 +826,25 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		}
 	}
 	fmt.Fprintf(&b, "| efficiency at equal 300 s rounds, flat GPUs | 5–250%% better | GPU time relative to Themis (flat, 300 s) (positive: more, negative: less): %s | the like-for-like comparison; see the efficiency table |\n", strings.Join(eq, ", "))
+	if len(pLabels) > 0 {
+		var pe, lower []string
+		for _, l := range pLabels {
+			if l == "themis" {
+				continue
+			}
+			pe = append(pe, fmt.Sprintf("%s %s%%", l, paperExtra[l]))
+			if l != "tiresias" && l != "tiresias-blind" && paperExtra[l].lo <= 0 {
+				lower = append(lower, l)
+			}
+		}
+		pv := "Themis uses less GPU time than placement-blind Tiresias on gangs and every elastic baseline in every seed"
+		if len(lower) > 0 {
+			pv = "not in every seed against " + strings.Join(lower, ", ") + " (see the range)"
+		}
+		pg := p.Paper.Gen
+		fmt.Fprintf(&b, "| efficiency on the paper-like workload (`pal trace themis --preset macro`: %d apps of up to %d elastic 1..%d-GPU jobs on %s racks x machines x slots x GPUs, slowdowns 0.8 / 0.7 / 0.6 across slots / machines / racks) | 5–250%% better | more GPU time than Themis: %s; max ρ Themis %s | %s; tiresias-blind runs every job on its minimum (1 GPU), so it never spreads and never pays a slowdown: its GPU time is the work itself, at the cost of the makespan and max ρ in the paperlike table |\n",
+			pg.Apps, pg.MaxJobs, pg.Elastic, p.Paper.Levels, strings.Join(pe, ", "), statOf(pRho["themis"]), pv)
+	}
 	bestF, bestRho := 0.0, math.Inf(1)
 	for _, f := range KnobSweep {
 		if m := statOf(knobRho[f]).med; m < bestRho-1e-9 {

@@ -16,10 +16,13 @@ func TestReproduceQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"themis.md", "themis-macro.csv", "themis-seeds.csv", "themis-seeds-summary.csv", "themis-acceptance.csv", "themis-band.csv", "themis-efficiency.csv", "themis-knob.csv", "themis-lease.csv", "themis-contention.csv", "themis-ablation.csv", "themis-truth.csv", "themis-knob-maxrho.png", "themis-contention.svg"} {
+	for _, f := range []string{"themis.md", "themis-macro.csv", "themis-seeds.csv", "themis-seeds-summary.csv", "themis-acceptance.csv", "themis-band.csv", "themis-efficiency.csv", "themis-paperlike.csv", "themis-knob.csv", "themis-lease.csv", "themis-contention.csv", "themis-ablation.csv", "themis-truth.csv", "themis-knob-maxrho.png", "themis-contention.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
+	}
+	if n := len(o.Tables["paperlike"].Cells()); n != len(PaperPolicies())+1 {
+		t.Errorf("paperlike has %d rows, want %d", n, len(PaperPolicies())+1)
 	}
 	rows := o.Tables["macro"].Cells()
 	if len(rows) != len(Policies()) {

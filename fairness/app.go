@@ -15,9 +15,10 @@ type Job struct {
 	// placement (oracle by default; see App.Noise).
 	Remaining float64
 	// MaxGPUs is the most GPUs the job can use. A Gang job runs on
-	// exactly MaxGPUs or not at all; otherwise it scales linearly from 1
-	// to MaxGPUs.
+	// exactly MaxGPUs or not at all; otherwise it is elastic: it starts on
+	// MinGPUs (0: one) and scales linearly up to MaxGPUs, one GPU a grant.
 	MaxGPUs int
+	MinGPUs int
 	Gang    bool
 	// Held are the GPUs it runs on now, on unexpired leases.
 	Held []int
@@ -77,7 +78,10 @@ func (a *App) Validate() error {
 		if j.MaxGPUs < 1 {
 			return fmt.Errorf("app %s job %d: max GPUs must be at least 1, got %d", a.Name, i, j.MaxGPUs)
 		}
-		if len(j.Held) > j.MaxGPUs || (j.Gang && len(j.Held) != 0 && len(j.Held) != j.MaxGPUs) {
+		if j.MinGPUs < 0 || j.MinGPUs > j.MaxGPUs {
+			return fmt.Errorf("app %s job %d: min GPUs must be in 0..%d, got %d", a.Name, i, j.MaxGPUs, j.MinGPUs)
+		}
+		if len(j.Held) > j.MaxGPUs || (j.Gang && len(j.Held) != 0 && len(j.Held) != j.MaxGPUs) || (len(j.Held) != 0 && len(j.Held) < j.MinGPUs) {
 			return fmt.Errorf("app %s job %d: holds %d GPUs, can use %d", a.Name, i, len(j.Held), j.MaxGPUs)
 		}
 	}

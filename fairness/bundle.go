@@ -37,9 +37,11 @@ func waterFill(a *App, limit int) []grant {
 		n := 1
 		if j.Gang {
 			n = j.MaxGPUs
-			if n > left {
-				continue // never fits: the budget only shrinks
-			}
+		} else if it.count == 0 && j.MinGPUs > 1 {
+			n = j.MinGPUs // an elastic job starts on its minimum
+		}
+		if n > left {
+			continue // never fits: the budget only shrinks
 		}
 		out = append(out, grant{it.job, n})
 		left -= n
@@ -59,6 +61,9 @@ func wantsMore(a *App, limit int) bool {
 			continue
 		}
 		if j.Gang && (len(j.Held) > 0 || j.MaxGPUs > limit) {
+			continue
+		}
+		if !j.Gang && len(j.Held) == 0 && j.MinGPUs > limit {
 			continue
 		}
 		if limit >= 1 {
@@ -225,6 +230,20 @@ func (p *pool) rebuildClass(c, m int) {
 		if p.in[g] {
 			l = append(l, g)
 		}
+	}
+	if p.t.slot != nil {
+		// The fullest slots first, so that a bundle's prefix of a
+		// machine crosses as few slots as it can.
+		fill := map[int]int{}
+		for _, g := range l {
+			fill[p.t.slot[g]]++
+		}
+		slices.SortStableFunc(l, func(a, b int) int {
+			if c := cmp.Compare(fill[p.t.slot[b]], fill[p.t.slot[a]]); c != 0 {
+				return c
+			}
+			return cmp.Compare(p.t.slot[a], p.t.slot[b])
+		})
 	}
 	if p.t.hasSpeeds {
 		sf := p.t.speed[c]

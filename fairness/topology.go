@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/variability"
@@ -19,9 +21,11 @@ type Topology struct {
 	gpusOf    [][]int // GPUs of each machine, ascending
 	offset    []int   // Σ sizes of the machines before each
 	rack      []int   // rack of each machine (all 0 without racks)
+	slot      []int   // slot of each GPU (nil: one slot per machine)
 	machines  int
 	racks     int
 	perRack   int // machines per rack, 0 = no racks
+	perSlot   int // GPUs per slot, 0 = no slots
 	speed     [variability.NumClasses][]float64
 	hasSpeeds bool
 }
@@ -84,6 +88,82 @@ func UniformTopology(machines, gpusPerMachine, machinesPerRack int) (*Topology, 
 	return NewTopology(of, machinesPerRack)
 }
 
+// Levels are the Themis authors' cluster levels above a GPU: GPUs share a
+// slot (e.g. one PCIe switch), slots a machine, machines a rack.
+type Levels struct {
+	Racks, MachinesPerRack, SlotsPerMachine, GPUsPerSlot int
+}
+
+// ParseLevels reads "RxMxSxG": racks x machines per rack x slots per
+// machine x GPUs per slot (the authors' cluster configurations, e.g.
+// 2x2x2x4 = 32 GPUs).
+func ParseLevels(spec string) (Levels, error) {
+	var l Levels
+	parts := strings.Split(spec, "x")
+	if len(parts) != 4 {
+		return l, fmt.Errorf("topology %q: want RACKSxMACHINESxSLOTSxGPUS, e.g. 2x2x2x4", spec)
+	}
+	for i, dst := range []*int{&l.Racks, &l.MachinesPerRack, &l.SlotsPerMachine, &l.GPUsPerSlot} {
+		v, err := strconv.Atoi(parts[i])
+		if err != nil || v > 1<<20 {
+			return l, fmt.Errorf("topology %q: %q is not a count (want RACKSxMACHINESxSLOTSxGPUS, e.g. 2x2x2x4)", spec, parts[i])
+		}
+		*dst = v
+	}
+	if l.Racks < 1 || l.MachinesPerRack < 1 || l.SlotsPerMachine < 1 || l.GPUsPerSlot < 1 {
+		return l, fmt.Errorf("topology %q: every level needs at least 1", spec)
+	}
+	if n := l.Racks * l.MachinesPerRack; n > 1<<20 || n*l.SlotsPerMachine > 1<<20 || n*l.SlotsPerMachine*l.GPUsPerSlot > 1<<20 {
+		return l, fmt.Errorf("topology %q: more than %d GPUs", spec, 1<<20)
+	}
+	return l, nil
+}
+
+// Machines is the number of machines.
+func (l Levels) Machines() int { return l.Racks * l.MachinesPerRack }
+
+// GPUsPerMachine is the number of GPUs in a machine.
+func (l Levels) GPUsPerMachine() int { return l.SlotsPerMachine * l.GPUsPerSlot }
+
+// String is "RxMxSxG".
+func (l Levels) String() string {
+	return fmt.Sprintf("%dx%dx%dx%d", l.Racks, l.MachinesPerRack, l.SlotsPerMachine, l.GPUsPerSlot)
+}
+
+// LevelTopology is the uniform topology of l: GPU g is on machine
+// g / GPUsPerMachine, in slot g / GPUsPerSlot, and machine m in rack
+// m / MachinesPerRack.
+func LevelTopology(l Levels) (*Topology, error) {
+	t, err := UniformTopology(l.Machines(), l.GPUsPerMachine(), l.MachinesPerRack)
+	if err != nil {
+		return nil, err
+	}
+	return t.WithSlots(l.GPUsPerSlot)
+}
+
+// WithSlots returns a copy whose machines are split into slots of
+// gpusPerSlot consecutive GPUs (each machine's GPU count must be a
+// multiple of it).
+func (t *Topology) WithSlots(gpusPerSlot int) (*Topology, error) {
+	if gpusPerSlot < 1 {
+		return nil, fmt.Errorf("topology: GPUs per slot must be >= 1, got %d", gpusPerSlot)
+	}
+	d := *t
+	d.perSlot = gpusPerSlot
+	d.slot = make([]int, len(t.machine))
+	next := 0
+	for m, gs := range t.gpusOf {
+		if len(gs)%gpusPerSlot != 0 {
+			return nil, fmt.Errorf("topology: machine %d has %d GPUs, not a multiple of %d per slot", m, len(gs), gpusPerSlot)
+		}
+		for i, g := range gs {
+			d.slot[g] = next + i/gpusPerSlot
+		}
+		next += len(gs) / gpusPerSlot
+	}
+	return &d, nil
+}
+
 // WithSpeeds returns a copy whose bids count PM-scores: sf[c][g] is GPU
 // g's time-like score for class c. A gang runs at its slowest GPU.
 func (t *Topology) WithSpeeds(sf [variability.NumClasses][]float64) (*Topology, error) {
@@ -127,15 +207,23 @@ func (t *Topology) score(c variability.Class, g int) float64 {
 // a job whose GPUs span machines, and of one that spans racks. 1 means
 // insensitive; the Themis simulator's examples are 0.98/0.96 for most
 // models and 0.8/0.7 for VGG16.
+//
+// Slot is the factor of a job whose GPUs sit in one machine but span its
+// slots (the authors' third level; 0 means 1, no slowdown: the authors'
+// model statistics charge nothing there, their macro workload 0.8).
 type Sensitivity struct {
 	Machine float64
 	Rack    float64 // 0: same as Machine
+	Slot    float64 // 0: 1
 }
 
-// Validate checks 0 < Rack ≤ Machine ≤ 1.
+// Validate checks 0 < Rack ≤ Machine ≤ Slot ≤ 1.
 func (s Sensitivity) Validate() error {
 	if !(s.Machine > 0 && s.Machine <= 1) {
 		return fmt.Errorf("spread factor must be in (0, 1], got %v", s.Machine)
+	}
+	if s.Slot != 0 && !(s.Slot >= s.Machine && s.Slot <= 1) {
+		return fmt.Errorf("slot factor must be in [spread factor %v, 1], got %v", s.Machine, s.Slot)
 	}
 	if s.Rack != 0 && !(s.Rack > 0 && s.Rack <= s.Machine) {
 		return fmt.Errorf("rack factor must be in (0, spread factor %v], got %v", s.Machine, s.Rack)
@@ -150,11 +238,21 @@ func (s Sensitivity) rack() float64 {
 	return s.Rack
 }
 
+func (s Sensitivity) slotF() float64 {
+	if s.Slot == 0 {
+		return 1
+	}
+	return s.Slot
+}
+
 // Insensitive is S ≡ 1.
 var Insensitive = Sensitivity{Machine: 1, Rack: 1}
 
-// Placement is S(G) ∈ (0, 1] for one job's GPUs: 1 inside one machine,
-// the machine factor across machines, the rack factor across racks.
+// Placement is S(G) ∈ (0, 1] for one job's GPUs: 1 inside one slot (one
+// machine when there are no slots), the slot factor across a machine's
+// slots, the machine factor across machines, the rack factor across
+// racks: the widest boundary crossed decides, as in the authors'
+// simulator.
 func (t *Topology) Placement(gpus []int, s Sensitivity) float64 {
 	return t.placement2(gpus, nil, s)
 }
@@ -170,11 +268,12 @@ func (t *Topology) placement2(a, b []int, s Sensitivity) float64 {
 	}
 	m0 := t.machine[first[0]]
 	r0 := t.rack[m0]
-	spread := false
+	spread, slots := false, false
 	for _, l := range [2][]int{a, b} {
 		for _, g := range l {
 			m := t.machine[g]
 			if m == m0 {
+				slots = slots || (t.slot != nil && t.slot[g] != t.slot[first[0]])
 				continue
 			}
 			if t.rack[m] != r0 {
@@ -185,6 +284,9 @@ func (t *Topology) placement2(a, b []int, s Sensitivity) float64 {
 	}
 	if spread {
 		return s.Machine
+	}
+	if slots {
+		return s.slotF()
 	}
 	return 1
 }

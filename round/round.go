@@ -118,6 +118,7 @@ type Applier struct {
 // so that assigning them reads no job again.
 type take struct {
 	i, want int
+	most    int // the most GPUs it can use (want for a rigid gang)
 	id      int
 }
 
@@ -178,15 +179,18 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 			// the jobs whose new GPUs are still held by later jobs wait
 			// for the placer to finish; the rest assign in order below,
 			// with Apply's checks and errors.
-			if r == nil || len(alloc[i]) != j.GPUs || !cl.TryAssign(j.ID, alloc[i]) {
-				a.takes = append(a.takes, take{i: i, want: j.GPUs, id: j.ID})
+			if r == nil || !j.Fits(len(alloc[i])) || !cl.TryAssign(j.ID, alloc[i]) {
+				a.takes = append(a.takes, take{i: i, want: j.GPUs, most: j.Most(), id: j.ID})
 			}
 		}
 		visit(i, k)
 	}
 	for _, t := range a.takes {
 		g := alloc[t.i]
-		if len(g) != t.want {
+		if len(g) < t.want || len(g) > t.most {
+			if t.most > t.want {
+				return fmt.Errorf("round: job %d got %d GPUs, it runs on %d..%d", t.id, len(g), t.want, t.most)
+			}
 			return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", t.id, len(g), t.want)
 		}
 		if err := cl.Assign(t.id, g); err != nil {

@@ -8,7 +8,8 @@
 //     progress for (T-R, T], complete and free finished jobs, admit jobs
 //     with arrival <= T (inclusive), order, place, apply.
 //   - A running job gains R / (PM x Loc x iter_time) iterations per round,
-//     fractional. PM is the maximum raw per-GPU value of its class over
+//     fractional (an elastic job's Loc also carries GPUs/held: on more
+//     GPUs than its minimum it runs proportionally faster). PM is the maximum raw per-GPU value of its class over
 //     its GPUs (not the binned score); Loc is 1 inside one node and the
 //     locality penalty across nodes. Both are fixed at launch.
 //   - A job completes at the boundary where its iterations reach the
@@ -63,6 +64,9 @@ import (
 // LocalityFunc gives the slowdown of a job whose GPUs span nodes.
 type LocalityFunc func(j *workload.Spec) float64
 
+// PlacementFunc gives the slowdown (>= 1) of a job on a set of GPUs.
+type PlacementFunc func(j *workload.Spec, gpus []int) float64
+
 // ConstantLocality is the artifact's single --locality-penalty.
 func ConstantLocality(l float64) LocalityFunc { return func(*workload.Spec) float64 { return l } }
 
@@ -85,6 +89,10 @@ type Config struct {
 
 	Round    float64
 	Locality LocalityFunc
+	// Placement, when set, replaces Locality with a slowdown that sees
+	// the job's GPUs (the Themis authors' slot / machine / rack levels):
+	// 1 inside the tightest level, 1/S(G) otherwise.
+	Placement PlacementFunc
 	// Raw per-GPU values (time-like) drive the slowdown; nil means every
 	// GPU runs at the median speed.
 	Raw *variability.Table
@@ -263,7 +271,11 @@ func (c *Config) Validate() error {
 	}
 	for i := range c.Trace.Jobs {
 		j := &c.Trace.Jobs[i]
-		if j.GPUs > size {
+		if j.Most() > size {
+			if j.Elastic() && j.GPUs <= size {
+				return fmt.Errorf("%s:%d: field \"max_gpus\": job %d can use %d GPUs but the cluster (%s) has %d",
+					j.Source, j.Line, j.ID, j.MaxGPUs, c.Cluster, size)
+			}
 			return fmt.Errorf("%s:%d: field \"num_gpus\": job %d asks for %d GPUs but the cluster (%s) has %d",
 				j.Source, j.Line, j.ID, j.GPUs, c.Cluster, size)
 		}
@@ -449,11 +461,15 @@ func (s *state) report(round, active int) {
 
 // credit gives a running job the round (T-R, T].
 func credit(j *workload.Job, R float64) {
+	gpus := j.GPUs
+	if j.MaxGPUs > 0 {
+		gpus = len(j.GPUsHeld) // an elastic job holds what it was given
+	}
 	if paid := j.Progress(R); paid > 0 {
-		j.LostGPUSeconds += paid * float64(j.GPUs)
+		j.LostGPUSeconds += paid * float64(gpus)
 	}
 	j.Attained += R
-	j.GPUService += R * float64(j.GPUs)
+	j.GPUService += R * float64(gpus)
 	j.RoundsRun++
 }
 
@@ -653,8 +669,15 @@ func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool
 		j.GPUsHeld = g
 		j.PM = s.pm(j, g)
 		j.Loc = 1
-		if s.cl.SpansNodes(g) {
+		if s.cfg.Placement != nil {
+			j.Loc = s.cfg.Placement(&j.Spec, g)
+		} else if s.cl.SpansNodes(g) {
 			j.Loc = s.cfg.Locality(&j.Spec)
+		}
+		if j.MaxGPUs > 0 && len(g) != j.GPUs {
+			// An elastic job's iterations are counted on its minimum
+			// GPUs: on len(g) it runs len(g)/GPUs times as fast.
+			j.Loc *= float64(j.GPUs) / float64(len(g))
 		}
 	}
 	j.SinceScheduled = 0

@@ -15,13 +15,13 @@ func TestUnknownColumns(t *testing.T) {
 		read           func(string) error
 	}{
 		{"trace", "job_id,num_gpus,submit_time,duration_s,pod_gpu\n0,4,0,60,2\n",
-			`t.csv:1: unknown column "pod_gpu" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size` + hint,
+			`t.csv:1: unknown column "pod_gpu" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size,max_gpus` + hint,
 			func(in string) error {
 				_, err := ReadTrace("t.csv", strings.NewReader(in), DefaultModels())
 				return err
 			}},
 		{"trace rows", "job_id,num_gpus,submit_time,duration_s,tracked,Tracked\n0,4,0,60,0,0\n",
-			`t.csv:1: unknown column "Tracked" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size` + hint,
+			`t.csv:1: unknown column "Tracked" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size,max_gpus` + hint,
 			func(in string) error {
 				_, err := ReadTraceRows("t.csv", strings.NewReader(in), DefaultModels())
 				return err

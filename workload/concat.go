@@ -141,6 +141,7 @@ func concatColumns(paths []string) (TraceColumns, error) {
 		out.PodGPUs = out.PodGPUs || c.PodGPUs
 		out.PinnedCell = out.PinnedCell || c.PinnedCell
 		out.LeafCellType = out.LeafCellType || c.LeafCellType
+		out.MaxGPUs = out.MaxGPUs || c.MaxGPUs
 	}
 	return out, nil
 }

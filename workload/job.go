@@ -36,6 +36,12 @@ type Spec struct {
 	VC         string
 	VCPriority int
 	PodGPUs    int
+	// MaxGPUs (optional column max_gpus) makes the job elastic: it runs on
+	// any GPU count from GPUs to MaxGPUs, its iterations going faster in
+	// proportion to its GPUs (as in the Themis authors' simulator: a job
+	// on k GPUs gains k/GPUs times the iterations of its minimum, times
+	// the placement factor of those k). 0, or GPUs, is a rigid gang.
+	MaxGPUs int
 	// PinnedCell (optional column pinned_cell) runs the job inside one of
 	// its VC's pinned cells; LeafCellType (leaf_cell_type) restricts it
 	// to one device type of the cells. "" means any.
@@ -49,6 +55,16 @@ type Spec struct {
 	// about the length names the column the user wrote.
 	Seconds bool
 }
+
+// Elastic reports whether the job may run on more GPUs than its minimum.
+func (s *Spec) Elastic() bool { return s.MaxGPUs > s.GPUs }
+
+// Most is the most GPUs the job can use (GPUs for a rigid gang).
+func (s *Spec) Most() int { return max(s.GPUs, s.MaxGPUs) }
+
+// Fits reports whether the job can run on n GPUs: exactly GPUs for a
+// rigid gang, GPUs..MaxGPUs for an elastic job.
+func (s *Spec) Fits(n int) bool { return n == s.GPUs || (n > s.GPUs && n <= s.MaxGPUs) }
 
 // IdealRuntime is the run time on median GPUs inside one node.
 func (s *Spec) IdealRuntime() float64 { return s.Iterations * s.IterTime }

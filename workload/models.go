@@ -55,6 +55,10 @@ type Model struct {
 	// finish-time-fair scheduling reads them.
 	SpreadFactor float64 `json:"spread_factor,omitempty" yaml:"spread_factor,omitempty"`
 	RackFactor   float64 `json:"rack_factor,omitempty" yaml:"rack_factor,omitempty"`
+	// SlotFactor is the factor when a job's GPUs sit in one machine but
+	// span its slots (the Themis authors' third level; 1 when absent).
+	// It must lie in [SpreadFactor, 1].
+	SlotFactor float64 `json:"slot_factor,omitempty" yaml:"slot_factor,omitempty"`
 
 	class, paperClass variability.Class
 }
@@ -200,6 +204,12 @@ func ParseModels(name string, b []byte) (*Models, error) {
 		if !(md.RackFactor > 0 && md.RackFactor <= md.SpreadFactor) {
 			return nil, fmt.Errorf("%s (%s): field \"rack_factor\" must be in (0, spread_factor %v], got %v", where, md.Name, md.SpreadFactor, md.RackFactor)
 		}
+		if md.SlotFactor == 0 {
+			md.SlotFactor = 1
+		}
+		if !(md.SlotFactor >= md.SpreadFactor && md.SlotFactor <= 1) {
+			return nil, fmt.Errorf("%s (%s): field \"slot_factor\" must be in [spread_factor %v, 1], got %v", where, md.Name, md.SpreadFactor, md.SlotFactor)
+		}
 		if md.PaperClass == "" {
 			md.paperClass = c
 		} else if md.paperClass, err = variability.ParseClass(md.PaperClass); err != nil {
@@ -237,6 +247,16 @@ func (m *Models) Sensitivity(name string) (spread, rack float64) {
 		return 1, 1
 	}
 	return md.SpreadFactor, md.RackFactor
+}
+
+// SlotFactor is a model's throughput factor across a machine's slots (1
+// for an unknown model).
+func (m *Models) SlotFactor(name string) float64 {
+	md, ok := m.byName[name]
+	if !ok {
+		return 1
+	}
+	return md.SlotFactor
 }
 
 // Names lists the known models, sorted.

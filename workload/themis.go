@@ -30,6 +30,12 @@ type ThemisOptions struct {
 	// MaxSeconds caps a job's sampled Philly run time (0: no cap beyond
 	// the Philly filter's 166.7 h).
 	MaxSeconds float64
+	// Elastic > 0 makes every job elastic from 1 to Elastic GPUs (the
+	// authors' macro workload: max_parallelism 4). A job keeps the GPU-
+	// seconds of its Philly draw on min(its Philly GPUs, Elastic) GPUs,
+	// written as iterations on one GPU ([D]: the macro trace's own job
+	// lengths are not known here).
+	Elastic int
 }
 
 // Independent streams per quantity, so that changing Rate moves arrivals
@@ -54,6 +60,8 @@ func (o *ThemisOptions) Validate() error {
 		return fmt.Errorf("--kill %v: want a share in [0, 1]", o.Kill)
 	case !(o.MaxSeconds >= 0) || math.IsInf(o.MaxSeconds, 0):
 		return fmt.Errorf("--max-hours: want a finite number >= 0")
+	case o.Elastic < 0 || o.Elastic > MaxElasticGPUs:
+		return fmt.Errorf("--elastic %d: want 0 (rigid gangs) or 1..%d", o.Elastic, MaxElasticGPUs)
 	}
 	return nil
 }
@@ -117,10 +125,18 @@ func GenerateThemis(samples []PhillyJob, opt ThemisOptions) ([]Spec, error) {
 			if jobs > 1 && rng.Float64() < opt.Kill {
 				sec *= 0.1 + 0.4*rng.Float64()
 			}
-			out = append(out, Spec{
+			sp := Spec{
 				ID: len(out), GPUs: gpus, Submit: t, Iterations: math.Max(1, math.Round(sec/iter)),
 				Model: model, IterTime: iter, Class: class, Tracked: true, App: fmt.Sprintf("app-%d", k),
-			})
+			}
+			if opt.Elastic > 0 {
+				sp.GPUs = 1
+				sp.Iterations = math.Max(1, math.Round(sec*float64(min(gpus, opt.Elastic))/iter))
+				if opt.Elastic > 1 {
+					sp.MaxGPUs = opt.Elastic
+				}
+			}
+			out = append(out, sp)
 		}
 	}
 	return out, nil // arrivals never decrease, so ids are in arrival order

@@ -103,12 +103,13 @@ var traceColumns = []string{"job_id", "num_gpus", "submit_time", "duration", "mo
 // traces carry and the simulator does not use. Any other column is an
 // error (csvin.Known), so a misspelt optional column is not silently lost.
 var TraceKnown = append(append([]string(nil), traceColumns...),
-	"duration_s", "tracked", "app", "vc", "priority", "pod_gpus", "pinned_cell", "leaf_cell_type", "batch_size")
+	"duration_s", "tracked", "app", "vc", "priority", "pod_gpus", "pinned_cell", "leaf_cell_type", "batch_size", "max_gpus")
 
 // ReadTrace parses the PAL artifact trace format
 // `job_id,num_gpus,submit_time,duration,model[,tracked][,app]`, where
 // duration is an iteration count and app (optional, may be empty) groups
-// jobs for finish-time fairness. Columns are found by header name, so their order
+// jobs for finish-time fairness; max_gpus (optional, may be empty) makes a
+// job elastic from num_gpus to max_gpus GPUs. Columns are found by header name, so their order
 // is free; a column not in TraceKnown is an error (csvin.Known). Every error names the file, the
 // 1-based line and the field; nothing is returned on error, so a caller
 // never runs half a trace by accident.
@@ -171,6 +172,7 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 	trackedCol := t.OptCol("tracked")
 	appCol := t.OptCol("app")
 	pinCol, leafCol := t.OptCol("pinned_cell"), t.OptCol("leaf_cell_type")
+	maxCol := t.OptCol("max_gpus")
 	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0, Jobs: make([]Spec, 0, rows)}
 	appVC := map[string]struct {
 		vc   string
@@ -271,6 +273,18 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 			}
 			s.PodGPUs = p
 		}
+		if maxCol >= 0 && t.Has(maxCol) && t.Text(maxCol) != "" {
+			m, err := strconv.Atoi(t.Text(maxCol))
+			if err != nil || m < s.GPUs || m > MaxElasticGPUs {
+				return nil, t.Errorf(maxCol, "%q is not a GPU count from num_gpus (%d) to %d", t.Raw(maxCol), s.GPUs, MaxElasticGPUs)
+			}
+			if s.PodGPUs > 0 && m != s.GPUs {
+				return nil, t.Errorf(maxCol, "an elastic job (max_gpus %d > num_gpus %d) cannot have pod_gpus", m, s.GPUs)
+			}
+			if m > s.GPUs {
+				s.MaxGPUs = m
+			}
+		}
 		if pinCol >= 0 && t.Has(pinCol) {
 			s.PinnedCell = intern(names, t.Text(pinCol))
 		}
@@ -313,6 +327,10 @@ func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, err
 	sort.SliceStable(tr.Jobs, func(a, b int) bool { return tr.Jobs[a].Submit < tr.Jobs[b].Submit })
 	return tr, nil
 }
+
+// MaxElasticGPUs bounds max_gpus, so that a typo cannot ask a bid for
+// millions of GPU counts.
+const MaxElasticGPUs = 1 << 16
 
 // intern returns a copy of v shared by every equal field, so that a
 // kept field does not keep its whole row.
@@ -417,6 +435,7 @@ func WriteTrace(w io.Writer, jobs []Spec) error {
 	for i := range jobs {
 		c.Tracked = c.Tracked || !jobs[i].Tracked
 		c.App = c.App || jobs[i].App != ""
+		c.MaxGPUs = c.MaxGPUs || jobs[i].Elastic()
 	}
 	tw, err := NewTraceWriter(w, c)
 	if err != nil {
@@ -438,6 +457,7 @@ type TraceColumns struct {
 	Seconds                             bool
 	Tracked, App, VC, Priority, PodGPUs bool
 	PinnedCell, LeafCellType            bool
+	MaxGPUs                             bool // max_gpus (elastic jobs)
 }
 
 // columnsOf says which optional columns a trace's header has.
@@ -447,6 +467,7 @@ func columnsOf(t *csvin.Table) TraceColumns {
 		Tracked: t.OptCol("tracked") >= 0, App: t.OptCol("app") >= 0,
 		VC: t.OptCol("vc") >= 0, Priority: t.OptCol("priority") >= 0, PodGPUs: t.OptCol("pod_gpus") >= 0,
 		PinnedCell: t.OptCol("pinned_cell") >= 0, LeafCellType: t.OptCol("leaf_cell_type") >= 0,
+		MaxGPUs: t.OptCol("max_gpus") >= 0,
 	}
 }
 
@@ -468,7 +489,7 @@ func NewTraceWriter(w io.Writer, c TraceColumns) (*TraceWriter, error) {
 		on   bool
 		name string
 	}{{c.Tracked, "tracked"}, {c.App, "app"}, {c.VC, "vc"}, {c.Priority, "priority"}, {c.PodGPUs, "pod_gpus"},
-		{c.PinnedCell, "pinned_cell"}, {c.LeafCellType, "leaf_cell_type"}} {
+		{c.PinnedCell, "pinned_cell"}, {c.LeafCellType, "leaf_cell_type"}, {c.MaxGPUs, "max_gpus"}} {
 		if o.on {
 			h = append(h, o.name)
 		}
@@ -520,6 +541,9 @@ func (tw *TraceWriter) Write(j *Spec) error {
 	}
 	if tw.c.LeafCellType {
 		rec = append(rec, j.LeafCellType)
+	}
+	if tw.c.MaxGPUs {
+		rec = append(rec, strconv.Itoa(j.Most()))
 	}
 	tw.rec = rec
 	return tw.cw.Write(rec)

@@ -76,6 +76,7 @@ func FuzzReadTrace(f *testing.F) {
 	f.Add("model,duration,job_id,submit_time,num_gpus\nvgg19,3,7,8,2\n\n")
 	f.Add("job_id,num_gpus\n\"\n")
 	f.Add("job_id,num_gpus,pod_gpus,submit_time,duration_s,vc,priority\n0,8,4,0,3600,A,5\n1,1,,10,60,B,-1\n")
+	f.Add("job_id,num_gpus,submit_time,duration,model,app,max_gpus\n0,1,0,10,vgg19,a,4\n1,2,5,10,vgg19,a,\n2,2,6,1,BERT,,2\n")
 	models := DefaultModels()
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := ReadTrace("f.csv", strings.NewReader(in), models)
@@ -94,6 +95,9 @@ func FuzzReadTrace(f *testing.F) {
 			}
 			if j.VCPriority < -1 || j.VCPriority > 1000 || j.PodGPUs < 0 || (j.PodGPUs > 0 && j.GPUs%j.PodGPUs != 0) {
 				t.Fatalf("accepted bad tenancy fields %+v", j)
+			}
+			if j.MaxGPUs != 0 && (j.MaxGPUs <= j.GPUs || j.MaxGPUs > MaxElasticGPUs || j.PodGPUs > 0) {
+				t.Fatalf("accepted bad max_gpus %+v", j)
 			}
 			if i > 0 && tr.Jobs[i-1].Submit > j.Submit {
 				t.Fatal("not sorted by submit time")

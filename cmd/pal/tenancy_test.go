@@ -234,7 +234,7 @@ func TestUnknownColumns(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--trace", typo}, typo + `:1: unknown column "priorty" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size; --allow-extra-columns ignores unknown columns)`},
+		{[]string{"--trace", typo}, typo + `:1: unknown column "priorty" (known columns: job_id,num_gpus,submit_time,duration,model,duration_s,tracked,app,vc,priority,pod_gpus,pinned_cell,leaf_cell_type,batch_size,max_gpus; --allow-extra-columns ignores unknown columns)`},
 		{append(h3, "--node-events", events), events + `:1: field "why": unknown column (known columns: time_s,node,event; --allow-extra-columns ignores unknown columns)`},
 		{append(h3, "--gpu-scores", scores), scores + `:1: field "PerfVar_classE": unknown column (known columns: GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD,GPU_UUID,uuid,Local_GPU_ID,IP_addr,IN_USE,JOB_IDS,node_name,gpu_index; --allow-extra-columns ignores unknown columns)`},
 	}

@@ -24,6 +24,7 @@ import (
 type themisSimOpts struct {
 	gen                       themisGenFlags
 	trace, cluster, profile   string
+	topology                  string
 	policies, output, appsOut string
 	payments, leftover        string
 	valuation, slowdowns      string
@@ -50,7 +51,11 @@ Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 (FIFO with packed non-sticky placement), srtf (packed sticky) and gavel
 (Gavel's finish-time-fairness min-max program per job, run in deficit order,
 packed sticky); tiresias-blind is Tiresias placement-blind, as the Themis
-paper ran it (GPUs wherever they are free: random sticky). Every policy
+paper ran it (GPUs wherever they are free: random sticky);
+gandiva-fair (Gandiva's fair variant: equal GPU time per app), slaq
+(GPUs to the largest predicted loss drop) and optimus (GPUs to the largest
+cut in remaining time) re-plan every 600 s lease with 60 s rounds and give
+elastic jobs (max_gpus) more than their minimum. Every policy
 is charged the same placement model: a job spread over machines runs at its
 model's spread_factor (the model table), and every GPU runs at its PM-score
 drawn from --profile.
@@ -65,6 +70,14 @@ time-average number of apps alive during its life.`,
 			if err := o.gen.applyPreset(cmd); err != nil {
 				return err
 			}
+			if o.gen.preset == "macro" {
+				if !cmd.Flags().Changed("topology") && !cmd.Flags().Changed("cluster") {
+					o.topology = MacroTopology
+				}
+				if !cmd.Flags().Changed("slowdowns") {
+					o.slowdowns = MacroSlowdowns
+				}
+			}
 			return runThemisSim(cmd.OutOrStdout(), o)
 		},
 	}
@@ -72,6 +85,7 @@ time-average number of apps alive during its life.`,
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace CSV with an app column (default: generate one with the flags above)")
 	f.StringVar(&o.cluster, "cluster", "8x8", "cluster shape NODESxGPUS")
+	f.StringVar(&o.topology, "topology", "", "the authors' levels RACKSxMACHINESxSLOTSxGPUS (e.g. 2x2x2x4 = 32 GPUs; replaces --cluster): jobs run at their model's slot, spread or rack factor for the widest level their GPUs cross, and Themis bids on it")
 	f.StringVar(&o.profile, "profile", variability.DefaultProfile, "variability profile set for the GPUs' PM-scores")
 	f.StringVar(&o.policies, "policy", "themis,tiresias,gandiva,srtf,gavel", "comma list of policies")
 	f.Float64Var(&o.round, "round", 0, "round length in seconds (0: 60 for themis, 300 for the others)")
@@ -80,7 +94,7 @@ time-average number of apps alive during its life.`,
 	f.StringVar(&o.rounding, "knob-rounding", "floor", "floor or ceil of (1-f)·n")
 	f.StringVar(&o.payments, "pa-payments", "on", "hidden payments: on (= random: keep c_i of the bundle in expectation, whole grants drawn from --sim-seed), lease (keep it for c_i of the lease), floor (round down: a gang keeps nothing) or off (the authors' simulator)")
 	f.StringVar(&o.valuation, "valuation", "speedup", "what bids are worth: speedup (the effective speed-up Σ|G|·S(G), homogeneous) or rho (1/ρ)")
-	f.StringVar(&o.slowdowns, "slowdowns", "ours", "placement slowdown table: ours (the model table's) or authors (the Themis authors' simulator's cross-machine / cross-rack factors for the models it knows, e.g. vgg19 0.70 / 0.50)")
+	f.StringVar(&o.slowdowns, "slowdowns", "ours", "placement slowdown table: ours (the model table's), authors (the Themis authors' simulator's cross-machine / cross-rack factors for the models it knows, e.g. vgg19 0.70 / 0.50) or macro (their macro workload's 0.8 / 0.7 / 0.6 across slots / machines / racks for every model; slots count only with --topology)")
 	f.StringVar(&o.leftover, "leftover", "reauction", "leftover GPUs: reauction (the next worst-off bid again), nonbidders-first, bidders-only or none")
 	f.StringVar(&o.metric, "metric", "themis", "ρ's denominator in bids: themis or gavel")
 	f.BoolVar(&o.placementBlind, "placement-blind", false, "bid as if every spread factor were 1 (ablation)")
@@ -155,12 +169,29 @@ func (o *themisSimOpts) themisInputs() (*experiment.Inputs, string, error) {
 	}
 	eo, _ := experiment.Preset("paper")
 	eo.Trace, eo.Cluster, eo.Profile, eo.Seed, eo.Round = tr.Name, o.cluster, o.profile, o.seed, 300
+	if lv, err := o.levels(); err != nil {
+		return nil, "", err
+	} else if lv != nil {
+		eo.Cluster = fmt.Sprintf("%dx%d", lv.Machines(), lv.GPUsPerMachine())
+	}
 	eo.Explicit.Preset = true
 	in, err := experiment.PrepareWith(eo, tr)
 	if err != nil {
 		return nil, "", err
 	}
 	return in, from, nil
+}
+
+// levels parses --topology (nil when not given).
+func (o *themisSimOpts) levels() (*fairness.Levels, error) {
+	if o.topology == "" {
+		return nil, nil
+	}
+	l, err := fairness.ParseLevels(o.topology)
+	if err != nil {
+		return nil, fmt.Errorf("--topology: %v", err)
+	}
+	return &l, nil
 }
 
 func runThemisSim(w io.Writer, o themisSimOpts) error {
@@ -178,13 +209,17 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if err != nil {
 		return fmt.Errorf("--slowdowns: %v", err)
 	}
+	levels, err := o.levels()
+	if err != nil {
+		return err
+	}
 	in, from, err := o.themisInputs()
 	if err != nil {
 		return err
 	}
 	var results []*fairexp.Result
 	for _, p := range splitList(o.policies) {
-		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg, Flat: o.flat})
+		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg, Flat: o.flat, Levels: levels})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -200,6 +235,10 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 		"gpu_values": in.RawFrom, "lease_s": o.lease, "fairness_knob": o.f, "knob_rounding": o.rounding, "pa_payments": o.payments, "valuation": o.valuation, "slowdowns": o.slowdowns, "flat": o.flat,
 		"leftover": o.leftover, "metric": o.metric, "placement_blind": o.placementBlind, "variability_blind": o.varBlind,
 		"remaining_noise": o.noise, "placement_model": "spread jobs run at their model's spread_factor (model table)",
+	}
+	if levels != nil {
+		inputs["topology"] = levels.String()
+		inputs["placement_model"] = "jobs run at their model's slot, spread or rack factor for the widest level their GPUs cross"
 	}
 	switch o.output {
 	case "json":
@@ -220,6 +259,9 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	}
 	fmt.Fprintf(w, "trace: %s (%d jobs)  cluster: %s  lease: %g s  f: %g  payments: %s  valuation: %s  leftover: %s  sim seed: %d\n",
 		from, len(in.Trace.Jobs), in.Cluster, o.lease, o.f, o.payments, o.valuation, o.leftover, o.seed)
+	if levels != nil {
+		fmt.Fprintf(w, "topology: %s (racks x machines x slots x GPUs)  slowdowns: %s\n", levels, o.slowdowns)
+	}
 	t := newTable(w)
 	// Times in seconds, as pal sim prints them.
 	t.AppendHeader(table.Row{"policy", "round (s)", "apps", "max ρ", "mean ρ", "Jain", "GPU time (GPU-s)", "placement", "avg JCT (s)", "makespan (s)"})

@@ -195,8 +195,27 @@ func TestTraceThemisPreset(t *testing.T) {
 			t.Errorf("%v: %+v", tc.args, g.opt)
 		}
 	}
-	g := themisGenFlags{preset: "macro"}
+	g := themisGenFlags{preset: "nosuch"}
 	if err := g.applyPreset(&cobra.Command{Use: "themis"}); err == nil {
 		t.Error("unknown preset accepted")
+	}
+	// macro: elastic 1..4-GPU jobs, 30 apps of up to 20 jobs, 24 h cap;
+	// --elastic given explicitly wins.
+	for _, tc := range []struct {
+		args    []string
+		elastic int
+	}{{[]string{"--preset", "macro"}, 4}, {[]string{"--preset", "macro", "--elastic", "2"}, 2}} {
+		var g themisGenFlags
+		cmd := &cobra.Command{Use: "themis"}
+		g.add(cmd)
+		if err := cmd.Flags().Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.applyPreset(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if g.opt.Elastic != tc.elastic || g.opt.Apps != 30 || g.opt.MaxJobs != 20 || g.opt.Rate != 1 || g.maxHour != 24 {
+			t.Errorf("%v: %+v, max hours %v", tc.args, g.opt, g.maxHour)
+		}
 	}
 }

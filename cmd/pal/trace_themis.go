@@ -28,11 +28,28 @@ type themisGenFlags struct {
 // 1-GPU) and median run time (13,497 s) are not settable here: jobs take
 // Philly's sizes and durations, and the trace command prints how far off
 // they are.
+//
+// macro is the shape of the authors' macro workload: every job elastic
+// from 1 to 4 GPUs (their max_parallelism), meant for their 32-GPU cluster
+// of 2 racks x 2 machines x 2 slots x 4 GPUs with their macro slowdowns
+// (0.8 / 0.7 / 0.6 across slots / machines / racks), which pal themis sim
+// --preset macro sets unless --topology or --slowdowns are given. The
+// app count, sizes and arrival rate are ours ([D]: 30 apps of up to 20
+// jobs at 1 an hour, jobs capped at 24 h), sized to keep 32 GPUs busy.
 var themisPresets = map[string]func(o *workload.ThemisOptions){
 	"hyperparam": func(o *workload.ThemisOptions) {
 		o.Apps, o.SingleShare, o.MaxJobs, o.Rate = 84, 5.0/84, 155, 84/(63.5*24)
 	},
+	"macro": func(o *workload.ThemisOptions) {
+		o.Apps, o.SingleShare, o.MaxJobs, o.Rate, o.Elastic, o.MaxSeconds = 30, 0.1, 20, 1, 4, 24*3600
+	},
 }
+
+// MacroTopology and MacroSlowdowns are what --preset macro runs on.
+const (
+	MacroTopology  = "2x2x2x4"
+	MacroSlowdowns = "macro"
+)
 
 // applyPreset sets the preset's values for every flag not given.
 func (g *themisGenFlags) applyPreset(cmd *cobra.Command) error {
@@ -41,11 +58,17 @@ func (g *themisGenFlags) applyPreset(cmd *cobra.Command) error {
 	}
 	set, ok := themisPresets[g.preset]
 	if !ok {
-		return fmt.Errorf("--preset %q: want hyperparam", g.preset)
+		return fmt.Errorf("--preset %q: want hyperparam or macro", g.preset)
 	}
 	var p workload.ThemisOptions
 	set(&p)
 	fs := cmd.Flags()
+	if !fs.Changed("elastic") {
+		g.opt.Elastic = p.Elastic
+	}
+	if !fs.Changed("max-hours") && p.MaxSeconds > 0 {
+		g.maxHour = p.MaxSeconds / 3600
+	}
 	if !fs.Changed("apps") {
 		g.opt.Apps = p.Apps
 	}
@@ -116,7 +139,8 @@ func (g *themisGenFlags) add(cmd *cobra.Command) {
 	fs.Float64Var(&g.maxHour, "max-hours", 0, "cap each job's Philly run time at this many hours (0: no cap beyond the filter's 166.7 h)")
 	fs.StringVar(&g.models, "models", "", "comma list of models apps train (default: every model in the table except synergy)")
 	fs.StringVar(&g.philly, "philly", "", "processed Philly CSV with duration (s) and num_gpus (default: the embedded philly/philly.csv)")
-	fs.StringVar(&g.preset, "preset", "", "hyperparam: the Themis authors' hyper-parameter trace's apps, jobs per app, single-job apps and arrival span (flags given explicitly win)")
+	fs.IntVar(&g.opt.Elastic, "elastic", 0, "make every job elastic from 1 to this many GPUs, keeping its GPU-seconds (0: rigid gangs of Philly sizes)")
+	fs.StringVar(&g.preset, "preset", "", "hyperparam: the Themis authors' hyper-parameter trace's apps, jobs per app, single-job apps and arrival span; macro: their macro workload's elastic 1..4-GPU jobs (pal themis sim then runs on "+MacroTopology+" with the macro slowdowns); flags given explicitly win")
 }
 
 func (g *themisGenFlags) generate() ([]workload.Spec, error) {
@@ -150,8 +174,12 @@ func (g *themisGenFlags) describe() string {
 	if models == "" {
 		models = "all but synergy"
 	}
-	return fmt.Sprintf("pal trace themis --apps %d --rate %g --seed %d --max-jobs %d --single-share %g --kill %g --max-hours %g --models %q (Philly: %s)",
-		g.opt.Apps, g.opt.Rate, g.opt.Seed, g.opt.MaxJobs, g.opt.SingleShare, g.opt.Kill, g.maxHour, models, src)
+	el := ""
+	if g.opt.Elastic > 0 {
+		el = fmt.Sprintf(" --elastic %d", g.opt.Elastic)
+	}
+	return fmt.Sprintf("pal trace themis --apps %d --rate %g --seed %d --max-jobs %d --single-share %g --kill %g --max-hours %g%s --models %q (Philly: %s)",
+		g.opt.Apps, g.opt.Rate, g.opt.Seed, g.opt.MaxJobs, g.opt.SingleShare, g.opt.Kill, g.maxHour, el, models, src)
 }
 
 func newTraceThemisCmd() *cobra.Command {
@@ -185,7 +213,7 @@ pal themis sim --trace FILE.`,
 			if err != nil {
 				return err
 			}
-			if g.preset != "" {
+			if g.preset == "hyperparam" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "pal: preset %s: %s\n", g.preset, themisTraceStats(jobs))
 			}
 			if toStdout, err := writeTraceOut(cmd, out, jobs); err != nil || toStdout {

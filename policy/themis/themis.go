@@ -6,6 +6,10 @@
 // arrival, over the GPUs that are free or whose lease has expired. Between
 // auctions every job keeps what it holds.
 //
+// Elastic jobs (workload.Spec.MaxGPUs) bid and are water-filled from their
+// minimum up to their most GPUs; their GPU count changes only when their
+// lease ends.
+//
 // Rounds quantise those events: with 60 s rounds an app arriving at
 // t = 130 s is served at 180 s, and a lease granted at 180 s for 600 s
 // expires at 780 s, which is a round boundary, so leases end on time.
@@ -48,6 +52,10 @@ type Config struct {
 	// experiment): app name → x, the app reports its placement slowdown
 	// inflated by x (spread factor S reported as S/(1+x)).
 	Misreport map[string]float64
+	// Levels, when set, give the cluster the Themis authors' slot /
+	// machine / rack levels (the cluster's nodes must be its machines);
+	// nil: machines are the nodes, without slots or racks.
+	Levels *fairness.Levels
 	// OnAuction, when set, sees every auction's inputs and outcome as the
 	// policy holds it (for tests and traces; it must not keep or change
 	// them: the policy reuses the apps between auctions).
@@ -164,6 +172,9 @@ func (p *Policy) Order(now float64, jobs []*workload.Job) []*workload.Job {
 	return jobs
 }
 
+// PaymentSeed is the seed of the randomized hidden payments' draws.
+func (p *Policy) PaymentSeed() uint64 { return p.cfg.Auction.Seed }
+
 // Lease is the app holding GPU g at now and when that lease ends ("" and
 // 0 when g is free or its lease has expired). A driver that carries the
 // answer out by slower means than the simulator (evicting pods) checks
@@ -198,7 +209,7 @@ func AppOf(s *workload.Spec) string {
 }
 
 func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
-	t, err := fairness.FromCluster(c)
+	t, err := Topology(c, p.cfg.Levels)
 	if err != nil {
 		return err
 	}
@@ -214,6 +225,34 @@ func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
 	p.topo = t
 	p.leases = fairness.NewLeases(c.Size())
 	return nil
+}
+
+// Topology is the cluster's topology for bids: its nodes as machines,
+// with l's slots and racks when l is set (l must describe the cluster).
+func Topology(c *cluster.Cluster, l *fairness.Levels) (*fairness.Topology, error) {
+	if l == nil {
+		return fairness.FromCluster(c)
+	}
+	if c.NumNodes() != l.Machines() || c.Size() != l.Machines()*l.GPUsPerMachine() {
+		return nil, fmt.Errorf("topology %s has %d machines of %d GPUs, the cluster is %s", l, l.Machines(), l.GPUsPerMachine(), c)
+	}
+	t, err := fairness.LevelTopology(*l)
+	if err != nil {
+		return nil, err
+	}
+	for g := range c.Size() {
+		if t.MachineOf(g) != c.NodeOf(g) {
+			return nil, fmt.Errorf("topology %s: GPU %d is on machine %d, the cluster puts it on node %d", l, g, t.MachineOf(g), c.NodeOf(g))
+		}
+	}
+	return t, nil
+}
+
+// SensitivityOf is a model's placement sensitivity from the model table:
+// its slot, spread (machine) and rack factors.
+func SensitivityOf(m *workload.Models, model string) fairness.Sensitivity {
+	spread, rack := m.Sensitivity(model)
+	return fairness.Sensitivity{Machine: spread, Rack: rack, Slot: m.SlotFactor(model)}
 }
 
 func (p *Policy) violate(format string, args ...any) {
@@ -276,9 +315,10 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			}
 			p.jobApp[j.ID] = a
 			a.work += j.Iterations * j.IterTime * float64(j.GPUs)
-			a.demand += j.GPUs
+			a.demand += j.Most()
 			a.arrival = min(a.arrival, j.Submit)
-			a.critical = max(a.critical, j.Iterations*j.IterTime)
+			// An elastic job is fastest on all its GPUs.
+			a.critical = max(a.critical, j.Iterations*j.IterTime*float64(j.GPUs)/float64(j.Most()))
 		}
 		if len(a.jobs) == 0 {
 			active = append(active, a)
@@ -330,13 +370,16 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 	}
 	for _, a := range active {
-		spread, rack := p.models.Sensitivity(a.jobs[0].Model)
+		sens := SensitivityOf(p.models, a.jobs[0].Model)
 		if x := p.cfg.Misreport[a.name]; x > 0 {
-			spread, rack = spread/(1+x), rack/(1+x)
+			sens.Machine, sens.Rack = sens.Machine/(1+x), sens.Rack/(1+x)
+			if sens.Slot != 0 {
+				sens.Slot /= 1 + x
+			}
 		}
 		jobs := a.fa.Jobs[:0]
 		a.fa = fairness.App{Name: a.name, Arrival: a.arrival, TotalWork: a.work, Demand: a.demand,
-			Sens: fairness.Sensitivity{Machine: spread, Rack: rack}, Class: a.jobs[0].Class, Noise: a.noise, Critical: a.critical, Since: a.lastRan}
+			Sens: sens, Class: a.jobs[0].Class, Noise: a.noise, Critical: a.critical, Since: a.lastRan}
 		fa := &a.fa
 		if T > a.firstSeen {
 			fa.NAvg = (p.contention - a.f0) / (T - a.firstSeen)
@@ -345,9 +388,16 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 		fa.Jobs = jobs
 		for k, j := range a.jobs {
-			fj := fairness.Job{ID: j.ID, Remaining: (j.Iterations - j.Executed) * j.IterTime * float64(j.GPUs), MaxGPUs: j.GPUs, Gang: true}
+			fj := fairness.Job{ID: j.ID, Remaining: (j.Iterations - j.Executed) * j.IterTime * float64(j.GPUs), MaxGPUs: j.Most(), Gang: !j.Elastic()}
+			if j.Elastic() {
+				fj.MinGPUs = j.GPUs
+			}
 			if mustKeep[a.pos[k]] {
 				fj.Held = j.GPUsHeld
+				// [D] An elastic job's GPU set changes only when its
+				// lease ends: while leased it neither grows nor shrinks,
+				// so every GPU it holds keeps one lease.
+				fj.MaxGPUs = max(len(j.GPUsHeld), 1)
 			} else if j.Running() {
 				fj.Prev = j.GPUsHeld
 			}
@@ -447,8 +497,8 @@ func (p *Policy) check(order []*workload.Job, out [][]int, mustKeep []bool) {
 	}
 	for i, j := range order {
 		g := out[i]
-		if g != nil && len(g) != j.GPUs {
-			p.violate("job %d: gang of %d given %d GPUs", j.ID, j.GPUs, len(g))
+		if g != nil && !j.Fits(len(g)) {
+			p.violate("job %d: needs %d..%d GPUs, given %d", j.ID, j.GPUs, j.Most(), len(g))
 		}
 		for _, x := range g {
 			if o := p.owner[x]; o >= 0 {
@@ -468,8 +518,7 @@ func (p *Policy) account(order []*workload.Job, out [][]int) {
 	p.curPlacement, p.curGPUs = 0, 0
 	for i, j := range order {
 		if g := out[i]; len(g) > 0 {
-			spread, rack := p.models.Sensitivity(j.Model)
-			p.curPlacement += p.topo.Placement(g, fairness.Sensitivity{Machine: spread, Rack: rack}) * float64(len(g))
+			p.curPlacement += p.topo.Placement(g, SensitivityOf(p.models, j.Model)) * float64(len(g))
 			p.curGPUs += float64(len(g))
 		}
 	}

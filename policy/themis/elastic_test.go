@@ -1,0 +1,79 @@
+package themis_test
+
+import (
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/policy/themis"
+	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/workload"
+)
+
+// elastic runs jobs on one machine of 4 GPUs under Themis (60 s rounds,
+// 600 s leases) and returns each job's completion and the GPU-seconds in
+// use over the run.
+func elastic(t *testing.T, jobs []workload.Spec) (map[int]float64, float64) {
+	t.Helper()
+	cl, err := cluster.New(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := themis.New(themis.Config{Lease: 600, Auction: fairness.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(sim.Config{Cluster: cl, Trace: &workload.Trace{Name: "t", Jobs: jobs}, Scheduler: p, Placer: p,
+		Round: themis.DefaultRound, Locality: sim.ConstantLocality(1), MaxExtras: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Stats().Violations; len(v) != 0 {
+		t.Fatalf("violations: %v", v)
+	}
+	done := map[int]float64{}
+	for _, r := range res.Jobs {
+		done[r.ID] = r.Completion
+	}
+	busy := 0.0
+	for _, r := range res.Rounds {
+		busy += float64(r.GPUsInUse) * themis.DefaultRound
+	}
+	return done, busy
+}
+
+// An elastic job (1..4 GPUs) alone on 4 GPUs is given all 4 and runs 4x
+// as fast as its 1-GPU length: 4000 s of work end after 1000 s, at the
+// round boundary 1020; rigid, the same job ends at 4020.
+func TestElasticAloneTakesAllGPUs(t *testing.T) {
+	j := spec(0, 1, 0, 4000, "A")
+	j.MaxGPUs = 4
+	done, busy := elastic(t, []workload.Spec{j})
+	if done[0] != 1020 || busy != 4*1020 {
+		t.Errorf("elastic: done %v busy %v GPU-s, want 1020 and 4080", done[0], busy)
+	}
+	j.MaxGPUs = 0
+	done, busy = elastic(t, []workload.Spec{j})
+	if done[0] != 4020 || busy != 4020 {
+		t.Errorf("rigid: done %v busy %v GPU-s, want 4020 and 4020", done[0], busy)
+	}
+}
+
+// Elastic A (1..4 GPUs, 3200 s on one GPU) holds all 4 until its lease
+// ends at 600; B (a 2-GPU gang) arrived at 100 and, holding nothing, is
+// the one bidder then: it wins 2 GPUs and the other 2 are re-auctioned to
+// A, which shrinks to 2. A did 2400 s of its work by 600 and the 800 s
+// left take 400 s on 2 GPUs: it ends at 1000, the boundary 1020.
+func TestElasticShrinksAtLeaseEnd(t *testing.T) {
+	a := spec(0, 1, 0, 3200, "A")
+	a.MaxGPUs = 4
+	done, busy := elastic(t, []workload.Spec{a, spec(1, 2, 100, 3000, "B")})
+	if done[0] != 1020 {
+		t.Errorf("A done at %v, want 1020", done[0])
+	}
+	// B runs 600..3600 on 2 GPUs; A 4 GPUs for 600 s, then 2 for 420 s;
+	// after A, B may not grow (a gang).
+	if done[1] != 3600 || busy != 4*600+2*420+2*(3600-600) {
+		t.Errorf("B done at %v, busy %v GPU-s, want 3600 and %v", done[1], busy, 4*600+2*420+2*(3600-600))
+	}
+}
