@@ -156,21 +156,11 @@ func testNames(t *testing.T, root string) map[string]bool {
 }
 
 // workdir is a scratch directory that sees the checkout's files through
-// links, so that relative paths in the pages work and what a command
-// writes stays out of the checkout.
+// links (see doctest.LinkCheckout).
 func workdir(t *testing.T, root string) string {
 	dir := t.TempDir()
-	ents, err := os.ReadDir(root)
-	if err != nil {
+	if err := doctest.LinkCheckout(root, dir); err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() == ".git" {
-			continue
-		}
-		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return dir
 }

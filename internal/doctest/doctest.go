@@ -29,6 +29,8 @@ package doctest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -335,4 +337,24 @@ func Figures(s string) []string {
 
 func isFigure(m string) bool {
 	return strings.ContainsAny(m, ".,%×") || strings.HasSuffix(m, "x")
+}
+
+// LinkCheckout fills dir with a link to every top-level entry of the
+// checkout at root (but .git), so that a page's commands see the
+// checkout's files by their relative paths while what they write lands
+// in dir.
+func LinkCheckout(root, dir string) error {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Name() == ".git" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -43,11 +44,17 @@ func applyDeploy(t *testing.T, cs kubernetes.Interface) map[string]runtime.Objec
 	return objs
 }
 
-// applyManifests creates each object of a YAML stream, in order, and
-// records it in objs by kind; name says where the stream came from.
-func applyManifests(t *testing.T, cs kubernetes.Interface, name string, raw []byte, objs map[string]runtime.Object) {
+// manifest is one decoded document of a YAML stream.
+type manifest struct {
+	obj runtime.Object
+	gvk *schema.GroupVersionKind
+}
+
+// decodeManifests splits a YAML stream into its objects, in order (a
+// document of comments only is skipped); name says where it came from.
+func decodeManifests(t *testing.T, name string, raw []byte) []manifest {
 	t.Helper()
-	ctx := context.Background()
+	var out []manifest
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {
 		doc, err := r.Read()
@@ -64,6 +71,19 @@ func applyManifests(t *testing.T, cs kubernetes.Interface, name string, raw []by
 			}
 			t.Fatalf("%s: %v", name, err)
 		}
+		out = append(out, manifest{obj, gvk})
+	}
+	return out
+}
+
+// applyManifests creates each object of a YAML stream, in order, and
+// records it in objs by kind; name says where the stream came from.
+func applyManifests(t *testing.T, cs kubernetes.Interface, name string, raw []byte, objs map[string]runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, m := range decodeManifests(t, name, raw) {
+		obj, gvk := m.obj, m.gvk
+		var err error
 		switch o := obj.(type) {
 		case *corev1.Namespace:
 			_, err = cs.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})

@@ -52,16 +52,8 @@ func TestDocsKubernetesGuide(t *testing.T) {
 		t.Fatalf("found %d commands of the walk-through in docs/kubernetes.md", len(script))
 	}
 	work := t.TempDir()
-	ents, err := os.ReadDir(root)
-	if err != nil {
+	if err := doctest.LinkCheckout(root, work); err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Name() != ".git" {
-			if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(work, e.Name())); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 	// Whatever happens, the cluster and the scheduler the guide started
 	// are stopped.

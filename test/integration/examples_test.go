@@ -3,8 +3,6 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -14,8 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/palsched/pal/kube"
 )
@@ -30,19 +26,10 @@ func (e *env) applyExample(file string) []string {
 	}
 	ctx := context.Background()
 	var pods []string
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	for {
-		doc, err := r.Read()
-		if err != nil {
-			break
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			e.t.Fatalf("deploy/examples/%s: %v", file, err)
-		}
+	name := "deploy/examples/" + file
+	for _, m := range decodeManifests(e.t, name, raw) {
+		obj := m.obj
+		var err error
 		switch o := obj.(type) {
 		case *corev1.Pod:
 			o.Namespace = e.ns
