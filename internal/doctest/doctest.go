@@ -244,7 +244,7 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 		}
 		b.Test = rest
 	default:
-		return 0, fmt.Errorf("%s:%d: unknown doctest directive %q (expect, output, timing or skip)", b.File, j+1, kind)
+		return 0, fmt.Errorf("%s:%d: unknown doctest directive %q after a block (expect, output, timing or skip; the block's directive checks that paragraph, so a paragraph's own directive cannot stand here)", b.File, j+1, kind)
 	}
 	return j + 1, nil
 }
@@ -290,6 +290,9 @@ func (b *Block) prose(lines []string, i int) int {
 	j := skipBlank(lines, i)
 	var p []string
 	k := j
+	if j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "<!--") {
+		k = len(lines) // the paragraph has a directive of its own (see Quotes)
+	}
 	for ; k < len(lines); k++ {
 		t := strings.TrimSpace(lines[k])
 		if t == "" || strings.HasPrefix(t, "#") {
@@ -324,7 +327,7 @@ func Figures(s string) []string {
 			if rest := part[ix[1]:]; len(rest) > 1 && rest[0] == '.' && rest[1] >= '0' && rest[1] <= '9' {
 				continue // a version (1.37.2), not a figure
 			}
-			if ix[0] > 0 && part[ix[0]-1] == 'v' {
+			if ix[0] > 0 && part[ix[0]-1] == 'v' || afterProduct(part[:ix[0]]) {
 				continue
 			}
 			if isFigure(m) {
@@ -333,6 +336,19 @@ func Figures(s string) []string {
 		}
 	}
 	return out
+}
+
+// products whose name before a number makes it a version (Kubernetes
+// 1.37), not a figure.
+var products = []string{"Kubernetes ", "kube-apiserver ", "kube-scheduler ", "Go ", "kwok ", "etcd ", "helm ", "Helm "}
+
+func afterProduct(before string) bool {
+	for _, p := range products {
+		if strings.HasSuffix(before, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func isFigure(m string) bool {
