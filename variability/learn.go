@@ -45,7 +45,7 @@ type LearnOptions struct {
 	// Every is the number of rounds between binnings (0 means 1: every
 	// Rebin may re-bin). Beliefs move every round; only the scores given
 	// to placement wait. A placer indexes a new score table from scratch,
-	// which at 27,648 GPUs costs four to six placement rounds,
+	// which at 27,648 GPUs costs three to six placement rounds,
 	// so large clusters re-bin less often: see RebinEvery.
 	Every int
 }
@@ -184,8 +184,8 @@ type Learner struct {
 // RebinEvery is the binning interval, in rounds, for a cluster of gpus
 // GPUs: 1 up to 128 GPUs, then one round more per 128 GPUs (2 at 256, 216
 // at 27,648). Why: every new score table makes the placer index it again
-// from scratch, which at 27,648 GPUs costs four to six placement rounds
-// (15-19 ms against rounds of 2.6-4.2 ms, measured by
+// from scratch, which at 27,648 GPUs costs three to six placement rounds
+// (13-19 ms against rounds of 3-7 ms, measured by
 // BenchmarkLearningVsPlacement27648 on one pinned core) and scales with
 // the cluster, as a round does. One indexing per 216 rounds is 2-3% of a
 // round, which leaves the learner's own work (about 3% in the steady
