@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/fairness"
@@ -47,7 +48,9 @@ import (
 )
 
 // Names are the policies this package builds.
-func Names() []string { return []string{"gandiva-fair", "slaq", "optimus"} }
+func Names() []string {
+	return []string{"gandiva-fair", "slaq", "optimus", "tiresias-blind", "gandiva-score"}
+}
 
 // Is reports whether name is one of Names.
 func Is(name string) bool { return slices.Contains(Names(), name) }
@@ -63,6 +66,9 @@ type Config struct {
 	// Levels give the cluster the authors' slot / machine / rack levels
 	// for packing (nil: the cluster's nodes as machines).
 	Levels *fairness.Levels
+	// Models give gandiva-score the slowdowns it bids on (nil: the
+	// default model table).
+	Models *workload.Models
 }
 
 // SLAQLossDrop is the loss model's K in L(f) = 1/(1 + K·f).
@@ -79,15 +85,22 @@ type Policy struct {
 	service   map[string]float64 // app → GPU-seconds attained (gandiva-fair)
 	counted   map[int]float64    // job → its GPU-seconds already in service
 	firstSeen map[string]int     // app → first-seen rank, for ties
+	// The per-GPU baselines (pergpu.go): each GPU's lease end, and each
+	// job's last assignment (for ties).
+	leaseEnd   []float64
+	lastAssign map[int]float64
 }
 
 // New builds a baseline.
 func New(cfg Config) (*Policy, error) {
 	if !Is(cfg.Name) {
-		return nil, fmt.Errorf("unknown baseline %q (known: gandiva-fair, slaq, optimus)", cfg.Name)
+		return nil, fmt.Errorf("unknown baseline %q (known: %s)", cfg.Name, strings.Join(Names(), ", "))
 	}
 	if cfg.Lease < 0 || math.IsNaN(cfg.Lease) || math.IsInf(cfg.Lease, 0) {
 		return nil, fmt.Errorf("--lease %v: must be a positive number of seconds", cfg.Lease)
+	}
+	if cfg.Models == nil {
+		cfg.Models = workload.DefaultModels()
 	}
 	return &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), service: map[string]float64{}, counted: map[int]float64{}, firstSeen: map[string]int{}}, nil
 }
@@ -141,6 +154,9 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 		p.service[a] += j.GPUService - p.counted[j.ID]
 		p.counted[j.ID] = j.GPUService
+	}
+	if perGPU(p.cfg.Name) {
+		return p.auction(env.Cluster, order)
 	}
 	if !p.started || p.now >= p.nextLease {
 		p.started = true
