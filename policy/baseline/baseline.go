@@ -1,8 +1,23 @@
 // Package baseline holds the schedulers the Themis paper compares against
 // that decide at once who runs and on how many GPUs: Gandiva's fairness
-// variant, SLAQ and Optimus. Each is both the simulator's scheduler and
-// its placer, like Themis, and works under the same leases: every Lease
-// seconds it re-plans the whole cluster (who runs, on how many GPUs);
+// variant, SLAQ, Optimus, and the Themis authors' own Tiresias and Gandiva
+// (tiresias-blind, gandiva-score; see pergpu.go). Each is both the
+// simulator's scheduler and its placer, like Themis.
+//
+// The Themis authors' simulator runs every baseline the same way: each
+// free GPU, in cluster order, is auctioned on its own lease among the
+// jobs holding fewer than their max_parallelism GPUs, so an elastic job
+// grows GPU by GPU to its most; the policies differ only in the bid
+// (Tiresias: least attained GPU service, placement-blind; Gandiva: the
+// effective speed-up |G|·S(G) after the grant; SLAQ: the loss drop over a
+// lease; Optimus: the cut in expected running time, S(G) included).
+// tiresias-blind and gandiva-score follow that scheme. gandiva-fair,
+// slaq and optimus below are ours: whole-cluster plans at lease ends that
+// count GPUs placement-blind and then pack, which spares them the
+// authors' placement-blind GPU-by-GPU scatter.
+//
+// gandiva-fair, slaq and optimus work under the same leases: every Lease
+// seconds they re-plan the whole cluster (who runs, on how many GPUs);
 // between leases running jobs keep their GPUs and waiting jobs start, at
 // their minimum, on GPUs that free up (work-conserving, never preempting).
 //
@@ -28,7 +43,7 @@
 //     curve online; we use the simulator's linear one (k GPUs run k/min
 //     times as fast), placement-blind.
 //
-// All three count GPUs placement-blind and then place packed: a job that
+// Those three count GPUs placement-blind and then place packed: a job that
 // keeps its GPU count keeps its GPUs, a resized job keeps what it can,
 // new jobs take the tightest machine that fits (fairness.Topology.Pack).
 // The simulator charges whatever placement results.
