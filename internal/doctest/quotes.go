@@ -218,15 +218,26 @@ func quoteDirective(file string, line int, t string) (Quote, error) {
 	return q, nil
 }
 
-var numberRE = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?`)
+var (
+	numberRE    = regexp.MustCompile(`\d+(?:,\d+)*(?:\.\d+)?`)
+	thousandsRE = regexp.MustCompile(`^\d{1,3}(?:,\d{3})+(?:\.\d+)?$`)
+)
 
-// Numbers lists the numbers of a file's text (thousands separators
-// dropped), each with the digits it was printed with.
+// Numbers lists the numbers of a file's text, each with the digits it was
+// printed with. A comma between digits is read both ways, since a file
+// may be prose (1,005,095) or CSV (1,2.4960): as a thousands separator
+// where the groups allow it, and as a field separator always.
 func Numbers(text string) []string {
 	var out []string
 	for _, m := range numberRE.FindAllString(text, -1) {
-		m = strings.TrimRight(m, ",")
-		out = append(out, strings.ReplaceAll(m, ",", ""))
+		if !strings.Contains(m, ",") {
+			out = append(out, m)
+			continue
+		}
+		if thousandsRE.MatchString(m) {
+			out = append(out, strings.ReplaceAll(m, ",", ""))
+		}
+		out = append(out, strings.Split(m, ",")...)
 	}
 	return out
 }

@@ -96,8 +96,8 @@ func TestQuotesErrors(t *testing.T) {
 }
 
 func TestMatches(t *testing.T) {
-	nums := Numbers("avg_jct_s,recovered\n29337.12,0.831\n1.4812 x, 3,150.00 and 7 and 0.8\n")
-	if want := []string{"29337.12", "0.831", "1.4812", "3150.00", "7", "0.8"}; !slices.Equal(nums, want) {
+	nums := Numbers("avg_jct_s,recovered\n29337.12,0.831\n1.4812 x, 3,150.00 and 7 and 0.8\n1,2.4960,12\n")
+	if want := []string{"29337.12", "0.831", "1.4812", "3150.00", "3", "150.00", "7", "0.8", "1", "2.4960", "12"}; !slices.Equal(nums, want) {
 		t.Fatalf("Numbers = %q, want %q", nums, want)
 	}
 	for _, tc := range []struct {
@@ -116,7 +116,9 @@ func TestMatches(t *testing.T) {
 		{"3,150.00", true},
 		{"0.80", false}, // 0.8 was printed with one decimal: it does not stand for 0.80
 		{"7", true},
-		{"80%", false}, // nor does 0.8 stand for 80%
+		{"80%", false},   // nor does 0.8 stand for 80%
+		{"2.50", true},   // a CSV field after another (1,2.4960)
+		{"12.50", false}, // not the two fields read as one
 	} {
 		if got := Matches(tc.fig, nums); got != tc.want {
 			t.Errorf("Matches(%q) = %v, want %v", tc.fig, got, tc.want)
