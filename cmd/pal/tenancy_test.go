@@ -130,6 +130,11 @@ func TestSimNodeEvents(t *testing.T) {
 			t.Fatalf("A's job %s = %v, want a start at 0 on node 0", id, a)
 		}
 	}
+	// The events file shaped the result, so the run says so among its inputs.
+	out, err := run(t, "sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--tenancy", "hived", "--placement", "spread", "--node-events", ev)
+	if err != nil || !strings.Contains(out, "; 2 node event(s) from "+ev) {
+		t.Errorf("the inputs do not name the node events (%v):\n%s", err, out)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	for _, c := range []struct{ text, want string }{
 		{"time_s,node,event\n0,node-9,down\n", `bad.csv:2: field "node": unknown node "node-9"`},
