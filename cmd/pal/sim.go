@@ -318,13 +318,13 @@ func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 func writeJobs(path string, runs []*experiment.RunResult) error {
 	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s",
-		"vc", "priority", "start_s", "queue_delay_s", "nodes", "gpu_ids", "move_gain_s", "min_move_margin_s"},
+		"vc", "priority", "nodes", "gpu_ids", "move_gain_s", "min_move_margin_s"},
 		func(cw *csv.Writer) {
 			for _, r := range runs {
 				for _, j := range r.JobRecords {
 					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Origin, j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
 						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations), f2(j.LostGPUSeconds),
-						j.VC, strconv.Itoa(j.Priority), f2(j.FirstStart), f2(j.Wait), intsJoin(j.Nodes), intsJoin(j.GPUIDs),
+						j.VC, strconv.Itoa(j.Priority), intsJoin(j.Nodes), intsJoin(j.GPUIDs),
 						ifMoved(j.Migrations, j.MoveGain), ifMoved(j.Migrations, j.MinMoveMargin)})
 				}
 			}
