@@ -198,17 +198,11 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 	if !strings.HasPrefix(t, "<!--") || !strings.Contains(t, "doctest") {
 		return i, nil
 	}
-	m := directiveRE.FindStringSubmatch(t)
-	if m == nil {
-		return 0, fmt.Errorf("%s:%d: doctest directive must be one line: <!-- doctest: KIND ... -->", b.File, j+1)
+	slow, kind, rest, err := splitDirective(b.File, j+1, t)
+	if err != nil {
+		return 0, err
 	}
-	kind, rest, _ := strings.Cut(m[1], " ")
-	rest = strings.TrimSpace(rest)
-	if kind == "slow" {
-		b.Slow = true
-		kind, rest, _ = strings.Cut(rest, " ")
-		rest = strings.TrimSpace(rest)
-	}
+	b.Slow = slow
 	switch Kind(kind) {
 	case Expect:
 		b.Kind = Expect
@@ -247,6 +241,20 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 		return 0, fmt.Errorf("%s:%d: unknown doctest directive %q after a block (expect, output, timing or skip; the block's directive checks that paragraph, so a paragraph's own directive cannot stand here)", b.File, j+1, kind)
 	}
 	return j + 1, nil
+}
+
+// splitDirective reads `<!-- doctest: [slow] KIND REST -->`.
+func splitDirective(file string, line int, t string) (slow bool, kind, rest string, err error) {
+	m := directiveRE.FindStringSubmatch(t)
+	if m == nil {
+		return false, "", "", fmt.Errorf("%s:%d: doctest directive must be one line: <!-- doctest: KIND ... -->", file, line)
+	}
+	kind, rest, _ = strings.Cut(m[1], " ")
+	if kind == "slow" {
+		slow = true
+		kind, rest, _ = strings.Cut(strings.TrimSpace(rest), " ")
+	}
+	return slow, kind, strings.TrimSpace(rest), nil
 }
 
 // quoted splits `"a" "b c"` into its strings (\" and \\ escape).

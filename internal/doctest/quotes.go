@@ -173,18 +173,11 @@ func Quotes(file string, src []byte) ([]Quote, error) {
 }
 
 func quoteDirective(file string, line int, t string) (Quote, error) {
-	m := directiveRE.FindStringSubmatch(t)
-	if m == nil {
-		return Quote{}, fmt.Errorf("%s:%d: doctest directive must be one line: <!-- doctest: KIND ... -->", file, line)
+	slow, kind, rest, err := splitDirective(file, line, t)
+	if err != nil {
+		return Quote{}, err
 	}
-	q := Quote{File: file}
-	kind, rest, _ := strings.Cut(m[1], " ")
-	rest = strings.TrimSpace(rest)
-	if kind == "slow" {
-		q.Slow = true
-		kind, rest, _ = strings.Cut(rest, " ")
-		rest = strings.TrimSpace(rest)
-	}
+	q := Quote{File: file, Slow: slow}
 	switch QuoteKind(kind) {
 	case FromFiles:
 		q.Kind = FromFiles
