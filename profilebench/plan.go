@@ -108,7 +108,9 @@ type Plan struct {
 	Nodes       []Node        `json:"nodes"`
 	Models      []string      `json:"models"`
 	Repetitions int           `json:"repetitions"`
-	Runs        []Run         `json:"runs"`
+	// Runs follow from the rest (NewPlan), so the ConfigMap stores only
+	// the rest: a ConfigMap holds at most 1 MiB.
+	Runs []Run `json:"-"`
 }
 
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -198,9 +200,12 @@ func (p *Plan) Selector() string { return LabelRun + "=" + p.RunID }
 
 // ConfigMap is the run's record: the plan as JSON.
 func (p *Plan) ConfigMap() (*corev1.ConfigMap, error) {
-	b, err := json.MarshalIndent(p, "", " ")
+	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
+	}
+	if len(b) > 900<<10 {
+		return nil, fmt.Errorf("the plan of run %s is %d bytes, more than a ConfigMap holds: select fewer nodes per run", p.RunID, len(b))
 	}
 	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.ConfigMapName(), Namespace: p.Namespace, Labels: p.labels()},
@@ -274,8 +279,16 @@ func ReadPlan(cm *corev1.ConfigMap) (*Plan, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("configmap %s/%s %s: %v", cm.Namespace, cm.Name, PlanKey, err)
 	}
-	if p.RunID != cm.Labels[LabelRun] || len(p.Runs) == 0 {
-		return nil, fmt.Errorf("configmap %s/%s %s: run id %q against label %q, %d runs", cm.Namespace, cm.Name, PlanKey, p.RunID, cm.Labels[LabelRun], len(p.Runs))
+	if p.RunID != cm.Labels[LabelRun] {
+		return nil, fmt.Errorf("configmap %s/%s %s: run id %q against label %s=%q", cm.Namespace, cm.Name, PlanKey, p.RunID, LabelRun, cm.Labels[LabelRun])
 	}
-	return &p, nil
+	if p.Concurrency != "node" && p.Concurrency != "gpu" {
+		return nil, fmt.Errorf("configmap %s/%s %s: concurrency %q: want node or gpu", cm.Namespace, cm.Name, PlanKey, p.Concurrency)
+	}
+	q, err := NewPlan(p.Nodes, Options{RunID: p.RunID, Image: p.Image, Namespace: p.Namespace, SchedulerName: p.Scheduler,
+		Models: p.Models, Repetitions: p.Repetitions, Iterations: p.Iterations, PerGPU: p.Concurrency == "gpu", Deadline: p.Deadline})
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s %s: %v", cm.Namespace, cm.Name, PlanKey, err)
+	}
+	return q, nil
 }
