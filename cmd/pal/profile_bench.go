@@ -93,8 +93,8 @@ docs/profile-bench.md; the result line:
 The run's objects carry the label pal.io/profile-run=RUN; its ConfigMap
 pal-bench-RUN holds the plan. --cleanup deletes only pods that --apply
 created (owner reference to that ConfigMap, by UID).`,
-		Example: `  pal profile bench --image my/bench:1 --models ResNet-18,BERT --node-selector pool=a100 --out bench.yaml
-  pal profile bench --image my/bench:1 --models ResNet-18,BERT --apply --collect --measurements-out runs.csv
+		Example: `  pal profile bench --image my/bench:1 --models resnet50,vgg19 --node-selector pool=a100 --out bench.yaml
+  pal profile bench --image my/bench:1 --models resnet50,vgg19 --apply --collect --measurements-out runs.csv
   pal profile build --measurements runs.csv --out gpu-scores.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -299,17 +299,20 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 			return fmt.Errorf("pal profile build on %s: %w", o.measurementsOut, err)
 		}
 	}
+	var cleanupErr error
 	if o.cleanup {
 		deleted, kept, err := profilebench.Cleanup(ctx, cs, plan.Namespace, plan.RunID)
 		if err != nil {
-			return err
+			cleanupErr = fmt.Errorf("cleanup: %w", err)
+			fmt.Fprintln(stderr, cleanupErr)
+		} else {
+			fmt.Fprintf(stderr, "cleanup: deleted %d object(s), kept %d: %s\n", len(deleted), len(kept), strings.Join(kept, ", "))
 		}
-		fmt.Fprintf(stderr, "cleanup: deleted %d object(s), kept %d: %s\n", len(deleted), len(kept), strings.Join(kept, ", "))
 	}
 	if len(c.Failed) > 0 {
 		return fmt.Errorf("%d of %d runs of %s gave no measurement (listed above and in the CSV's comments)", len(c.Failed), len(plan.Runs), plan.RunID)
 	}
-	return nil
+	return cleanupErr
 }
 
 // profileCollectOpts are the flags of `pal profile collect`.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/palsched/pal/profilebench"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -153,5 +156,72 @@ func TestProfileBenchApplyCollect(t *testing.T) {
 	// --cleanup removed what --apply created.
 	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("%d pods left after --cleanup", len(l.Items))
+	}
+}
+
+// TestProfileBenchJSON: -o json is one v1 List of the ConfigMap and the
+// pods.
+func TestProfileBenchJSON(t *testing.T) {
+	out, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50", "--nodes", "n1", "--gpus-per-node", "3",
+		"--repetitions", "2", "--run-id", "j1", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Kind != "List" || len(list.Items) != 1+3*2 || list.Items[0].Kind != "ConfigMap" || list.Items[6].Kind != "Pod" ||
+		list.Items[6].Metadata.Name != "pal-bench-j1-n0-g2-m0-r1" {
+		t.Errorf("list: %+v", list)
+	}
+}
+
+// TestProfileCollectReportsFailures: pal profile collect on a run whose
+// objects were applied by hand (no owner references) writes the
+// measured rows, names the failed pod, exits non-zero, and with
+// --cleanup deletes nothing (pal did not create them).
+func TestProfileCollectReportsFailures(t *testing.T) {
+	plan, err := profilebench.NewPlan([]profilebench.Node{{Name: "n1", GPUs: 2}}, profilebench.Options{RunID: "k1", Image: "b",
+		Namespace: "default", SchedulerName: "pal", Models: []string{"resnet50"}, Repetitions: 1, Iterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := plan.ConfigMap()
+	pods := plan.Pods()
+	pods[0].Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "bench",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "PAL_RESULT iter_time_s=0.25 power_w=300"}}}}}
+	pods[1].Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfnvidia.com/gpu", Message: "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu"}
+	cs := fake.NewClientset(cm, pods[0], pods[1])
+	old := benchClientFor
+	benchClientFor = func(string) (kubernetes.Interface, error) { return cs, nil }
+	defer func() { benchClientFor = old }()
+	var stderr bytes.Buffer
+	root := newRootCmd()
+	var stdout bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"profile", "collect", "--run-id", "k1", "--wait", "--poll", "1ms", "--cleanup"})
+	err = root.Execute()
+	if err == nil || err.Error() != "1 of 2 runs of k1 gave no measurement (listed above and in the CSV's comments)" {
+		t.Fatalf("error %v", err)
+	}
+	if !strings.Contains(stdout.String(), "\nn1,0,,resnet50,0.25,,300,\n") ||
+		!strings.Contains(stdout.String(), "# failed: pod pal-bench-k1-n0-g1-m0-r0 (node n1 GPU 1, resnet50 repetition 0): pod failed: OutOfnvidia.com/gpu: Pod was rejected") {
+		t.Errorf("CSV:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "not created by pal profile bench --apply: nothing deleted") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 2 {
+		t.Errorf("%d pods left, want both", len(l.Items))
 	}
 }
