@@ -160,3 +160,29 @@ func TestPlanRefuses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadPlan: a run ConfigMap's plan.json, whatever it holds, reads
+// back as a valid plan or an error naming the ConfigMap, never a panic;
+// a plan that reads has the runs NewPlan makes of it.
+func FuzzReadPlan(f *testing.F) {
+	p, _ := NewPlan(twoNodes(), testOptions())
+	cm, _ := p.ConfigMap()
+	f.Add(cm.Data[PlanKey])
+	f.Add(`{"run_id":"t1","concurrency":"gpu","nodes":[{"name":"x","gpus":1025}]}`)
+	f.Add(`{"run_id":"t1","extra":1}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		c := cm.DeepCopy()
+		c.Data[PlanKey] = raw
+		got, err := ReadPlan(c)
+		if err != nil {
+			if !strings.Contains(err.Error(), "bench/pal-bench-t1") {
+				t.Fatalf("error does not name the ConfigMap: %v", err)
+			}
+			return
+		}
+		if got.RunID != "t1" || len(got.Runs) == 0 || len(got.Runs) > maxRuns {
+			t.Fatalf("plan %q read as run %q with %d runs", raw, got.RunID, len(got.Runs))
+		}
+	})
+}
