@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ type benchKubelet struct {
 	maxLive map[string]int
 	wrote   map[string]float64 // node/gpu/model -> iter_time_s written
 	bad     []string
+	hold    atomic.Bool // while set, running pods are left running
 }
 
 func (k *benchKubelet) run(ctx context.Context, run string) {
@@ -59,6 +61,9 @@ func (k *benchKubelet) run(ctx context.Context, run string) {
 			k.maxLive[n] = max(k.maxLive[n], v)
 		}
 		k.mu.Unlock()
+		if k.hold.Load() {
+			running = nil
+		}
 		for _, p := range running {
 			env := map[string]string{}
 			for _, v := range p.Spec.Containers[0].Env {
@@ -208,4 +213,61 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	if pods, _ := e.cs.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "pal.io/profile-run=it2"}); len(pods.Items) != 4 {
 		t.Errorf("%d pods of it2 left, want all 4", len(pods.Items))
 	}
+}
+
+// TestProfileBenchHeldByPal: with pal scheduler running, the bench pods
+// (schedulerName pal, bound by nodeName with pal.io/gpu-indices) hold
+// their devices in pal's view. With both GPUs of gpu-node-000 under a
+// live benchmark (--parallel, 2 runs), a 2-GPU pal pod binds on
+// gpu-node-001 and a second one waits; once the runs finish it binds on
+// gpu-node-000, and no GPU is ever given twice.
+func TestProfileBenchHeldByPal(t *testing.T) {
+	e := newEnv(t, 2, 2)
+	e.runScheduler(testConfig(), "pal")
+	k := &benchKubelet{e: e, iter: func(string, string, string) float64 { return 0.1 }, maxLive: map[string]int{}, wrote: map[string]float64{}}
+	k.hold.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go k.run(ctx, "held")
+	done := make(chan error, 1)
+	var out []byte
+	go func() {
+		var err error
+		out, err = exec.Command(palBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
+			"--image", "fake/bench:1", "--models", "resnet50", "--repetitions", "1", "--run-id", "held", "--parallel",
+			"--nodes", "gpu-node-000", "--apply", "--collect", "--poll", "100ms", "--timeout", "2m",
+			"--measurements-out", filepath.Join(t.TempDir(), "runs.csv")).CombinedOutput()
+		done <- err
+	}()
+	e.eventually(30*time.Second, "both bench pods running on gpu-node-000", func() bool {
+		pods, _ := e.cs.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "pal.io/profile-run=held"})
+		n := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n == 2
+	})
+	e.createPod(podOpts{name: "first", gpus: 2})
+	e.eventually(15*time.Second, "first bound", func() bool { return e.bound("first") })
+	if n := e.pod("first").Spec.NodeName; n != "gpu-node-001" {
+		t.Fatalf("first bound on %s, whose GPUs the benchmark holds", n)
+	}
+	e.createPod(podOpts{name: "second", gpus: 2})
+	e.eventually(15*time.Second, "second waits", func() bool { return e.hasEvent("second", "FailedScheduling", "") })
+	time.Sleep(time.Second) // several rounds
+	if e.bound("second") {
+		t.Fatalf("second bound on %s while the benchmark runs there", e.pod("second").Spec.NodeName)
+	}
+	e.checkNoDoubleGPU()
+	k.hold.Store(false)
+	if err := <-done; err != nil {
+		t.Fatalf("pal profile bench: %v\n%s", err, out)
+	}
+	e.eventually(15*time.Second, "second bound once the runs ended", func() bool { return e.bound("second") })
+	if n := e.pod("second").Spec.NodeName; n != "gpu-node-000" {
+		t.Errorf("second bound on %s, want gpu-node-000", n)
+	}
+	e.checkNoDoubleGPU()
 }
