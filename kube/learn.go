@@ -590,12 +590,19 @@ func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// flushLearned writes what the ConfigMap lacks when rounds stop.
+// flushLearned writes what the ConfigMap lacks when rounds stop (this
+// replica stops leading, or shuts down), then forgets the learning state:
+// if it leads again, another leader may have learned meanwhile, so it
+// starts again from the ConfigMap.
 func (s *Scheduler) flushLearned() {
-	if s.learn == nil || !s.learn.dirty {
+	if s.learn == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.writeLearned(ctx, time.Now())
+	if s.learn.dirty {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.writeLearned(ctx, time.Now())
+	}
+	s.learn = newLearnStage()
+	s.scoresKey = "" // the next round bins again, from the ConfigMap
 }

@@ -301,3 +301,40 @@ func FuzzReadLearned(f *testing.F) {
 		}
 	})
 }
+
+// When rounds stop (shutdown, or the lease is lost) what was learned
+// since the last write is written, and a replica that leads again starts
+// from the ConfigMap, not counting the same run twice.
+func TestLearnFlushThenLeadAgain(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
+	cs, _ := newFake(t, node("n0", 4), finished("s-0", "s", 1, "n0", []int{3}, info, 0, 2*179))
+	cfg := learnCfg()
+	cfg.LearnedScoresWriteInterval = Duration{time.Hour}
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	if _, err := cs.CoreV1().ConfigMaps("pal-system").Get(context.Background(), DefaultLearnedScoresConfigMap, metav1.GetOptions{}); err != nil {
+		t.Fatalf("first change not written at once: %v", err)
+	}
+	s.learn.lastWrite = learnT0.Add(400 * time.Second)
+	s.learn.dirty = true
+	s.learn.count = 5 // stands for learning since the first write
+	s.flushLearned()
+	cm := learnedCM(t, cs)
+	if cm.Annotations[AnnLearnedObservations] != "5" || !strings.Contains(cm.Data[ScoresKey], "n0,3,B,1.5\n") {
+		t.Fatalf("flush wrote %v %q", cm.Annotations, cm.Data[ScoresKey])
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err := s.cms.ConfigMaps("pal-system").Get(DefaultLearnedScoresConfigMap); err == nil && c.Annotations[AnnLearnedObservations] == "5" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer never showed the flushed ConfigMap")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Round(context.Background(), learnT0.Add(500*time.Second))
+	if s.raw.Values[variability.ClassB][3] != 1.5 || s.learn.count != 5 || len(s.learn.observed) != 0 {
+		t.Errorf("leading again: GPU 3 at %v, count %d, observed %+v; want 1.5 from the ConfigMap, 5, none", s.raw.Values[variability.ClassB][3], s.learn.count, s.learn.observed)
+	}
+}
