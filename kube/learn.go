@@ -49,6 +49,13 @@ const (
 	// runs its beliefs were learned from (all replicas and restarts).
 	AnnLearnedObservations = "pal.io/learned-observations"
 
+	// AnnProgress is what a running pod may report of its run:
+	// "ITERATIONS@TIME", the iterations this run has done by TIME (RFC
+	// 3339), counted from the pod's start (not a global step restored
+	// from a checkpoint). With learnScores on, each newer report of a
+	// running gang is an observation, as its end is.
+	AnnProgress = "pal.io/progress"
+
 	// ReasonLearnedScoresUnreadable is the warning event on a learned
 	// ConfigMap the scheduler cannot read (it starts from the profile).
 	ReasonLearnedScoresUnreadable = "LearnedScoresUnreadable"
@@ -86,18 +93,26 @@ type learnStage struct {
 	// is not a measurement of them.
 	done    map[types.UID]bool
 	evicted map[string]bool
-	// through is the end of the last run learned, count how many runs
-	// the beliefs stand on; dirty says the ConfigMap is behind.
-	through   time.Time
-	count     int
-	dirty     bool
-	lastWrite time.Time
+	// through is the end of the last run learned (what the ConfigMap
+	// says), loadedThrough what it said at start: runs that ended by then
+	// were counted by the replica before (a run whose end is seen a round
+	// late is still counted while this replica runs). count is how many
+	// observations the beliefs stand on; dirty says the ConfigMap is
+	// behind.
+	through       time.Time
+	loadedThrough time.Time
+	count         int
+	dirty         bool
+	lastWrite     time.Time
+	// progressAt is the time of the last progress report learned from,
+	// by run (gang key @ bind round).
+	progressAt map[string]time.Time
 	// observed are the last round's observations (logs, tests).
 	observed []observation
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]bool{}}
+	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]bool{}, progressAt: map[string]time.Time{}}
 }
 
 // observation is one finished gang run as the learner receives it.
@@ -237,7 +252,7 @@ func (s *Scheduler) loadLearned() {
 		return
 	}
 	L.known = ns.scores
-	L.through, L.count = ns.through, ns.count
+	L.through, L.loadedThrough, L.count = ns.through, ns.through, ns.count
 	s.log.Info("starting from learned scores", "configmap", src, "gpus", len(ns.scores), "observations", ns.count, "through", ns.through.Format(time.RFC3339))
 }
 
@@ -333,7 +348,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 			why = "restarted after an eviction: this run did fewer than " + AnnIterations + " iterations"
 		}
 		delete(L.evicted, bi.Gang)
-		if why == "" && !o.End.After(L.through) {
+		if why == "" && !o.End.After(L.loadedThrough) {
 			why = "ended before the learned ConfigMap's " + AnnLearnedThrough + ": already counted"
 		}
 		if why != "" {
@@ -347,6 +362,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		s.log.Info("learned from a finished gang", "gang", gangName(bi.Gang), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
+	s.learnProgress(snap)
 	if len(L.observed) > 0 {
 		for _, o := range L.observed {
 			if o.End.After(L.through) {
@@ -400,22 +416,57 @@ func runMembers(bi *BindInfo, byName map[string]*corev1.Pod) (members []*corev1.
 
 // observeRun is a finished run's observation, or why there is none.
 func (s *Scheduler) observeRun(snap *snapshot, bi *BindInfo, members []*corev1.Pod) (observation, string) {
-	o := observation{Gang: bi.Gang}
 	if len(members) != len(bi.Pods) {
-		return o, "a member is gone or belongs to another run"
+		return observation{Gang: bi.Gang}, "a member is gone or belongs to another run"
 	}
 	for _, p := range members {
 		if p.Status.Phase != corev1.PodSucceeded {
-			return o, "a member failed"
+			return observation{Gang: bi.Gang}, "a member failed"
 		}
 	}
-	p0 := members[0]
+	o, why := s.runSetup(snap, bi, members[0])
+	if why != "" {
+		return o, why
+	}
+	if _, ok := members[0].Annotations[AnnIterations]; !ok {
+		return o, "no " + AnnIterations + " annotation: its time per iteration is unknown"
+	}
+	for i, p := range members {
+		st, ok1 := podStart(p)
+		en, ok2 := podEnd(p)
+		if !ok1 || !ok2 {
+			return o, "pod " + p.Name + " records no start or end time"
+		}
+		if i == 0 || st.After(o.Start) {
+			o.Start = st
+		}
+		if i == 0 || en.After(o.End) {
+			o.End = en
+		}
+	}
+	return o, o.pace(s.cfg.TimeScale)
+}
+
+// pace sets Run and Y from Start, End and Iterations, or says why not.
+func (o *observation) pace(timeScale float64) string {
+	o.Run = o.End.Sub(o.Start).Seconds() * timeScale
+	if !(o.Run > 0) {
+		return "it ran no measurable time"
+	}
+	o.Y = o.Run / o.Iterations / o.IterTime / o.Locality
+	if !(o.Y > 0) || math.IsInf(o.Y, 0) {
+		return "its pace is not a positive number"
+	}
+	return ""
+}
+
+// runSetup is what a run's annotations and bind-info say: its class,
+// iterations, median iteration time, GPUs and locality (p0 is a member).
+func (s *Scheduler) runSetup(snap *snapshot, bi *BindInfo, p0 *corev1.Pod) (observation, string) {
+	o := observation{Gang: bi.Gang}
 	spec, err := readPod(p0, s.models, s.jobGang, s.groups.list()...)
 	if err != nil {
 		return o, err.Error()
-	}
-	if _, ok := p0.Annotations[AnnIterations]; !ok {
-		return o, "no " + AnnIterations + " annotation: its time per iteration is unknown"
 	}
 	if !(spec.iterTime > 0) {
 		return o, "no " + AnnModel + " with an iteration time: its pace against the median GPU is unknown"
@@ -433,30 +484,9 @@ func (s *Scheduler) observeRun(snap *snapshot, bi *BindInfo, members []*corev1.P
 		}
 	}
 	slices.Sort(o.GPUs)
-	for i, p := range members {
-		st, ok1 := podStart(p)
-		en, ok2 := podEnd(p)
-		if !ok1 || !ok2 {
-			return o, "pod " + p.Name + " records no start or end time"
-		}
-		if i == 0 || st.After(o.Start) {
-			o.Start = st
-		}
-		if i == 0 || en.After(o.End) {
-			o.End = en
-		}
-	}
-	o.Run = o.End.Sub(o.Start).Seconds() * s.cfg.TimeScale
-	if !(o.Run > 0) {
-		return o, "it ran no measurable time"
-	}
 	o.Class, o.Iterations, o.IterTime, o.Locality = spec.class, spec.iters, spec.iterTime, 1
 	if snap.cl.SpansNodes(o.GPUs) {
 		o.Locality = s.cfg.LocalityPenalty
-	}
-	o.Y = o.Run / o.Iterations / o.IterTime / o.Locality
-	if !(o.Y > 0) || math.IsInf(o.Y, 0) {
-		return o, "its pace is not a positive number"
 	}
 	return o, ""
 }
@@ -605,4 +635,93 @@ func (s *Scheduler) flushLearned() {
 	}
 	s.learn = newLearnStage()
 	s.scoresKey = "" // the next round bins again, from the ConfigMap
+}
+
+// ParseProgress reads AnnProgress: "ITERATIONS@TIME".
+func ParseProgress(v string) (float64, time.Time, error) {
+	it, at, ok := strings.Cut(strings.TrimSpace(v), "@")
+	if !ok {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: want ITERATIONS@TIME, such as 1200@2026-03-01T12:30:00Z", AnnProgress, v)
+	}
+	n, err := strconv.ParseFloat(it, 64)
+	if err != nil || !(n > 0) || n > 1e15 {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not a positive iteration count", AnnProgress, v, it)
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil || t.IsZero() {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not an RFC 3339 time", AnnProgress, v, at)
+	}
+	return n, t, nil
+}
+
+// learnProgress takes the progress running gangs report (AnnProgress):
+// each report newer than the last one learned from is an observation of
+// the run so far, timed from the start of its last pod to the report.
+func (s *Scheduler) learnProgress(snap *snapshot) {
+	L := s.learn
+	live := map[string]bool{}
+	for _, g := range snap.gangs {
+		if g.state != gangRunning || len(g.bound) == 0 || L.evicted[g.key] {
+			continue
+		}
+		bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
+		if err != nil || bi.Gang != g.key {
+			continue
+		}
+		run := bi.Gang + "@" + bi.Round
+		live[run] = true
+		var iters float64
+		var at time.Time
+		for _, p := range g.bound {
+			v, ok := p.Annotations[AnnProgress]
+			if !ok {
+				continue
+			}
+			n, t, err := ParseProgress(v)
+			if err != nil {
+				s.log.Debug("progress not read", "pod", p.Namespace+"/"+p.Name, "err", err)
+				continue
+			}
+			if t.After(at) {
+				iters, at = n, t
+			}
+		}
+		if at.IsZero() || !at.After(L.progressAt[run]) || !at.After(L.loadedThrough) {
+			continue
+		}
+		if len(g.bound) != len(bi.Pods) {
+			continue
+		}
+		o, why := s.runSetup(snap, bi, g.bound[0])
+		if why != "" {
+			continue
+		}
+		// Timed from the start of its last pod to the report.
+		for i, p := range g.bound {
+			st, ok := podStart(p)
+			if !ok {
+				why = "no start"
+				break
+			}
+			if i == 0 || st.After(o.Start) {
+				o.Start = st
+			}
+		}
+		L.progressAt[run] = at
+		o.End, o.Iterations = at, iters
+		if why != "" || o.pace(s.cfg.TimeScale) != "" {
+			continue
+		}
+		L.count++
+		L.learner.Observe(o.Class, o.GPUs, o.Y)
+		L.observed = append(L.observed, o)
+		s.metrics.learn.observations.Inc()
+		s.log.Info("learned from a running gang's progress", "gang", gangName(g.key), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
+	}
+	for run := range L.progressAt {
+		if !live[run] {
+			delete(L.progressAt, run)
+		}
+	}
 }

@@ -338,3 +338,89 @@ func TestLearnFlushThenLeadAgain(t *testing.T) {
 		t.Errorf("leading again: GPU 3 at %v, count %d, observed %+v; want 1.5 from the ConfigMap, 5, none", s.raw.Values[variability.ClassB][3], s.learn.count, s.learn.observed)
 	}
 }
+
+// A running gang's progress report is an observation of its run so far:
+// g-0 started at 2 s, g-1 at 5 s, and g-1 reports 500 iterations at
+// 100 s, so the learner gets 95 s / 500 / 0.179 / 1.7 on GPUs 1 and 6.
+// The same report is taken once; a newer one is taken again.
+func TestLearnProgressOfRunningGang(t *testing.T) {
+	mk := func(name, node string, idx int, start float64, progress string) *corev1.Pod {
+		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, start, 0)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
+			StartedAt: metav1.NewTime(learnT0.Add(time.Duration(start) * time.Second))}}
+		if progress != "" {
+			p.Annotations[AnnProgress] = progress
+		}
+		return p
+	}
+	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4), mk("g-0", "n0", 1, 2, ""), mk("g-1", "n1", 2, 5, "500@"+at(100)))
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0.Add(110*time.Second))
+	want := 95.0 / 500 / 0.179 / 1.7
+	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 95 || obs[0].Iterations != 500 || math.Abs(obs[0].Y-want) > 1e-12 ||
+		len(obs[0].GPUs) != 2 || obs[0].GPUs[0] != 1 || obs[0].GPUs[1] != 6 {
+		t.Fatalf("observed %+v, want one on GPUs [1 6] with run 95 s, 500 iterations, y %v", obs, want)
+	}
+	s.Round(context.Background(), learnT0.Add(120*time.Second))
+	if len(s.learn.observed) != 0 {
+		t.Errorf("the same report taken again: %+v", s.learn.observed)
+	}
+	p, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "g-1", metav1.GetOptions{})
+	p.Annotations[AnnProgress] = "1000@" + at(195)
+	if _, err := cs.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if q, err := s.ours.Pods("ns").Get("g-1"); err == nil && q.Annotations[AnnProgress] == "1000@"+at(195) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer never showed the new report")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Round(context.Background(), learnT0.Add(200*time.Second))
+	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 190 || obs[0].Iterations != 1000 {
+		t.Errorf("newer report: %+v, want run 190 s over 1000 iterations", obs)
+	}
+}
+
+func TestParseProgress(t *testing.T) {
+	n, at, err := ParseProgress("1200@2026-03-01T12:30:00.5Z")
+	if err != nil || n != 1200 || !at.Equal(time.Date(2026, 3, 1, 12, 30, 0, 5e8, time.UTC)) {
+		t.Errorf("got %v %v %v", n, at, err)
+	}
+	for v, want := range map[string]string{
+		"1200":                      `annotation pal.io/progress="1200": want ITERATIONS@TIME`,
+		"0@2026-03-01T12:30:00Z":    `"0" is not a positive iteration count`,
+		"x@2026-03-01T12:30:00Z":    `"x" is not a positive iteration count`,
+		"12@yesterday":              `"yesterday" is not an RFC 3339 time`,
+		"NaN@2026-03-01T12:30:00Z":  `"NaN" is not a positive iteration count`,
+		"1e99@2026-03-01T12:30:00Z": `"1e99" is not a positive iteration count`,
+	} {
+		if _, _, err := ParseProgress(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", v, err, want)
+		}
+	}
+}
+
+func FuzzParseProgress(f *testing.F) {
+	for _, s := range []string{"1200@2026-03-01T12:30:00Z", "1@x", "@", "", "5e3@2026-03-01T12:30:00.123456789+02:00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, at, err := ParseProgress(v)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "annotation "+AnnProgress+"=") {
+				t.Errorf("error %q does not name the annotation", err)
+			}
+			return
+		}
+		if !(n > 0) || n > 1e15 || at.IsZero() {
+			t.Errorf("%q read as %v at %v", v, n, at)
+		}
+	})
+}
