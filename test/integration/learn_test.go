@@ -5,8 +5,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +43,8 @@ func learnTrue(k kube.GPUKey) float64 {
 // the time its true GPUs take (13 rounds on a degraded GPU). After it,
 // the learned ConfigMap holds all 8 devices, counts all 10 runs, and
 // ranks the two degraded GPUs last for class B: each above every healthy
-// GPU.
+// GPU. With the replay's pods deleted, a restarted scheduler exports the
+// learned value of a degraded GPU from its first round.
 func TestLearnScoresFromReplay(t *testing.T) {
 	e := newEnv(t, 2, 4)
 	ctx := context.Background()
@@ -140,4 +143,24 @@ func TestLearnScoresFromReplay(t *testing.T) {
 	if !(bestDegraded > worstHealthy) {
 		t.Errorf("class B: the degraded GPUs are not ranked last: slowest healthy %v, fastest degraded %v", worstHealthy, bestDegraded)
 	}
+
+	// A restarted scheduler starts from the ConfigMap: with the replay's
+	// pods gone (nothing to learn from again), its first round exports
+	// the learned beliefs, not the profile's 0.9.
+	if err := e.cs.CoreV1().Pods("pal-replay").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(30*time.Second, "replay pods gone", func() bool {
+		l, err := e.cs.CoreV1().Pods("pal-replay").List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+	s2, _ := e.runScheduler(cfg, "restarted")
+	want := fmt.Sprintf(`pal_learned_score{class="B",gpu="3",node="gpu-node-000"} %s`, strconv.FormatFloat(ns[kube.GPUKey{Node: "gpu-node-000", Index: 3}][b], 'g', -1, 64))
+	var last string
+	e.eventually(15*time.Second, "restarted scheduler exports the learned score", func() bool {
+		rec := httptest.NewRecorder()
+		s2.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		last = rec.Body.String()
+		return strings.Contains(last, want+"\n")
+	})
 }
