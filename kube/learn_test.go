@@ -424,3 +424,28 @@ func FuzzParseProgress(f *testing.F) {
 		}
 	})
 }
+
+// The placer uses what was learned for new placements. The profile says
+// n0 device 3 is the fastest GPU (0.9, the others 1), so without learning
+// a new 1-GPU BERT pod is bound there. A finished run showed it at 2x the
+// median GPU; with learning on, the same pod goes elsewhere.
+func TestLearnedScoresSteerPlacement(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
+	for _, learn := range []bool{false, true} {
+		cs, fc := newFake(t, node("n0", 4), profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1", "n0,3", "0.9")),
+			finished("s-0", "s", 1, "n0", []int{3}, info, 0, 2*179),
+			pod("new", 1, map[string]string{AnnModel: "BERT", AnnIterations: "1000"}, ""))
+		cfg := learnCfg()
+		cfg.LearnScores = learn
+		s := startRounds(t, cfg, cs)
+		s.Round(context.Background(), learnT0.Add(400*time.Second))
+		b := fc.binds["new"]
+		if b == nil {
+			t.Fatalf("learn %v: new pod not bound", learn)
+		}
+		got := b.Annotations[AnnGPUIndices]
+		if (got == "3") == learn {
+			t.Errorf("learn %v: new pod bound to n0 device %s", learn, got)
+		}
+	}
+}
