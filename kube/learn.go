@@ -92,7 +92,7 @@ type learnStage struct {
 	// a checkpoint and does fewer than pal.io/iterations iterations, so it
 	// is not a measurement of them.
 	done    map[types.UID]bool
-	evicted map[string]bool
+	evicted map[string]time.Time // when
 	// through is the end of the last run learned (what the ConfigMap
 	// says), loadedThrough what it said at start: runs that ended by then
 	// were counted by the replica before (a run whose end is seen a round
@@ -112,7 +112,7 @@ type learnStage struct {
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]bool{}, progressAt: map[string]time.Time{}}
+	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}}
 }
 
 // observation is one finished gang run as the learner receives it.
@@ -288,7 +288,7 @@ func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
 // learnEvicted notes a gang this replica evicts (see learnStage.evicted).
 func (s *Scheduler) learnEvicted(key string) {
 	if s.learn != nil {
-		s.learn.evicted[key] = true
+		s.learn.evicted[key] = time.Now()
 	}
 }
 
@@ -344,10 +344,16 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 			}
 		}
 		o, why := s.observeRun(snap, bi, members)
-		if why == "" && L.evicted[bi.Gang] {
-			why = "restarted after an eviction: this run did fewer than " + AnnIterations + " iterations"
+		if at, ok := L.evicted[bi.Gang]; ok {
+			// A run bound after the eviction is the restart; an earlier
+			// one is the evicted run itself (it failed or is gone).
+			if rs, err := time.Parse(time.RFC3339Nano, bi.Round); err != nil || rs.After(at) {
+				delete(L.evicted, bi.Gang)
+				if why == "" {
+					why = "restarted after an eviction: this run did fewer than " + AnnIterations + " iterations"
+				}
+			}
 		}
-		delete(L.evicted, bi.Gang)
 		if why == "" && !o.End.After(L.loadedThrough) {
 			why = "ended before the learned ConfigMap's " + AnnLearnedThrough + ": already counted"
 		}
@@ -661,7 +667,7 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 	L := s.learn
 	live := map[string]bool{}
 	for _, g := range snap.gangs {
-		if g.state != gangRunning || len(g.bound) == 0 || L.evicted[g.key] {
+		if _, ev := L.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
 			continue
 		}
 		bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
