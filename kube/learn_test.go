@@ -243,14 +243,16 @@ func TestLearnWriteThrottled(t *testing.T) {
 
 // A gang this replica evicted restarts from a checkpoint: its next run is
 // not a measurement of its GPUs. Here the evicted run (bound at 11:50,
-// evicted at 11:55, its pod Failed) ends first and must not clear the
-// mark; the restarted run (bound at 12:00) is then left out too.
+// evicted at 11:55: one pod had succeeded, the other was killed) ends
+// first and must not clear the mark; the restarted run (bound at 12:00)
+// is then left out too.
 func TestLearnSkipsEvictedGang(t *testing.T) {
-	oldInfo := `{"gang":"ns/e","round":"2026-03-01T11:50:00Z","pods":{"e-0":{"node":"n0","gpus":[0]}}}`
-	newInfo := `{"gang":"ns/e","round":"2026-03-01T12:00:00Z","pods":{"e-1":{"node":"n0","gpus":[1]}}}`
-	evicted := finished("e-0", "e", 1, "n0", []int{0}, oldInfo, -600, -290)
-	evicted.Status.Phase = corev1.PodFailed
-	cs, _ := newFake(t, node("n0", 2), evicted, finished("e-1", "e", 1, "n0", []int{1}, newInfo, 0, 10))
+	oldInfo := `{"gang":"ns/e","round":"2026-03-01T11:50:00Z","pods":{"e-0":{"node":"n0","gpus":[0]},"e-1":{"node":"n0","gpus":[1]}}}`
+	newInfo := `{"gang":"ns/e","round":"2026-03-01T12:00:00Z","pods":{"e-2":{"node":"n0","gpus":[0]},"e-3":{"node":"n0","gpus":[1]}}}`
+	killed := finished("e-1", "e", 2, "n0", []int{1}, oldInfo, -600, -300)
+	killed.Status.Phase = corev1.PodFailed
+	cs, _ := newFake(t, node("n0", 2), finished("e-0", "e", 2, "n0", []int{0}, oldInfo, -600, -310), killed,
+		finished("e-2", "e", 2, "n0", []int{0}, newInfo, 0, 10), finished("e-3", "e", 2, "n0", []int{1}, newInfo, 0, 10))
 	s := startRounds(t, learnCfg(), cs)
 	s.learn.evicted["ns/e"] = learnT0.Add(-5 * time.Minute)
 	s.Round(context.Background(), learnT0.Add(400*time.Second))
