@@ -81,6 +81,12 @@ type Config struct {
 	// `pal profile export --kubernetes`; empty or absent: every GPU runs at
 	// the median.
 	VariabilityConfigMap string `json:"variabilityConfigMap"`
+	// LearnScores, LearnedScoresConfigMap and LearnedScoresWriteInterval
+	// turn on learning PM-scores from the gangs' own run times and say
+	// where what was learned is kept (learn.go).
+	LearnScores                bool     `json:"learnScores"`
+	LearnedScoresConfigMap     string   `json:"learnedScoresConfigMap"`
+	LearnedScoresWriteInterval Duration `json:"learnedScoresWriteInterval"`
 
 	LeaderElection LeaderElection `json:"leaderElection"`
 
@@ -185,6 +191,9 @@ func DefaultConfig() Config {
 		BindWorkers: 32,
 		Tenancy:     "none",
 		Themis:      defaultThemisConfig(),
+
+		LearnedScoresConfigMap:     DefaultLearnedScoresConfigMap,
+		LearnedScoresWriteInterval: Duration{DefaultLearnedScoresWriteInterval},
 	}
 }
 
@@ -255,6 +264,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if _, err := c.validateTenancy(); err != nil {
+		return err
+	}
+	if err := c.validateLearn(); err != nil {
 		return err
 	}
 	return c.validateThemis()

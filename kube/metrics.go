@@ -27,6 +27,10 @@ type Metrics struct {
 	// posted and those it could not post, by why (see eventPoster).
 	EventsPosted  prometheus.Counter
 	EventsDropped *prometheus.CounterVec
+	// learn is what learnScores exports (learn.go); LearnedScore is its
+	// per-GPU belief.
+	learn        *learnMetrics
+	LearnedScore *prometheus.GaugeVec
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -42,6 +46,10 @@ func NewMetrics() *Metrics {
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica runs rounds: it holds the leader lease, or runs without leader election."})
 	m.reg.MustRegister(themisMetrics(m)...)
+	var lc []prometheus.Collector
+	m.learn, lc = newLearnMetrics()
+	m.LearnedScore = m.learn.score
+	m.reg.MustRegister(lc...)
 	m.EventsPosted = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_events_posted_total", Help: "Events (events.k8s.io/v1) the scheduler posted."})
 	m.EventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_events_dropped_total",
 		Help: "Events the scheduler did not post: queue_full (more waiting than its queue holds), api_error (the apiserver refused it, or kept failing), shutdown (still queued when it stopped)."},

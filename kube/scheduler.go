@@ -91,6 +91,8 @@ type Scheduler struct {
 	told      map[string]bool // nodes already told they run at the median
 	lastRound time.Time
 
+	learn *learnStage // nil: learnScores off
+
 	ten *tenancyStage // nil: tenancy none
 	th  *themisStage  // nil: scheduler is not themis
 
@@ -142,6 +144,9 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 		o(s)
 	}
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
+	if cfg.LearnScores {
+		s.learn = newLearnStage()
+	}
 	if cfg.Scheduler == experiment.SchedulerThemis {
 		s.th = newThemisStage(cfg, models)
 		s.pol.place = s.th
@@ -298,6 +303,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		}
 		return now.Add(period)
 	}
+	defer s.flushLearned()
 	// The first round runs at once: it rebuilds state from the pods and
 	// completes any gang whose binding a crash cut off.
 	s.Round(ctx, time.Now())
@@ -357,6 +363,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	}
 	if snap.cl != nil {
 		s.loadScores(snap)
+		s.learnRound(ctx, snap, ours, start)
 		s.rand.Cluster, s.rand.Scores = snap.cl, s.scores
 	}
 
@@ -891,6 +898,7 @@ func (s *Scheduler) evict(ctx context.Context, g *gang, why string) {
 		names = append(names, p.Namespace+"/"+p.Name)
 	}
 	s.log.Info("evicting gang", "gang", gangName(g.key), "pods", strings.Join(names, ","), "why", why)
+	s.learnEvicted(g.key)
 	s.markDisrupted(ctx, g, why)
 	for _, p := range g.bound {
 		if p.DeletionTimestamp != nil || isTerminal(p) {
@@ -1073,6 +1081,9 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 		if err != nil {
 			return
 		}
+	}
+	if s.learn != nil {
+		tab, vs = s.learnReset(snap, tab, vs)
 	}
 	s.scores, s.raw, s.scoresKey = policy.ScoresFrom(vs), tab, key
 }

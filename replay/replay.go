@@ -43,6 +43,7 @@ import (
 	"github.com/palsched/pal/devcluster"
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
 
@@ -60,6 +61,12 @@ type Options struct {
 	// the simulator's --migration-cost and --preemption-cost charge it):
 	// it pays them off at the start of its next placement.
 	RestartCost float64
+	// Slowdown, when set, is how much slower than the median GPU a job of
+	// class c runs on the devices pods name (its slowest GPU, times the
+	// locality penalty when they span nodes), in place of the
+	// pal.io/slowdown the scheduler believes: a replay whose GPUs are not
+	// what the scheduler's profile says.
+	Slowdown func(c variability.Class, pods []kube.PodBind) float64
 
 	owner []metav1.OwnerReference // the run's ConfigMap
 }
@@ -191,6 +198,13 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 			if err != nil || !(slow > 0) {
 				o.Log("pod %s: no usable %s", p.Name, kube.AnnSlowdown)
 				return
+			}
+			if o.Slowdown != nil {
+				var pods []kube.PodBind
+				for _, pb := range info.Pods {
+					pods = append(pods, pb)
+				}
+				slow = o.Slowdown(j.spec.Class, pods)
 			}
 			k := int(math.Round(tick(rs)))
 			if !j.started {

@@ -1,0 +1,733 @@
+package kube
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+)
+
+// Online PM-scores (learnScores: true). When a gang ends, its run tells
+// how fast its GPUs ran it: the time from the start of its last pod to
+// the end of its last pod, over pal.io/iterations, is its time per
+// iteration; divided by the model's median iteration time and, when the
+// gang spans nodes, by the locality penalty, it is the pace y of its
+// slowest GPU (1 is the median GPU), exactly what the simulator's
+// --learn-scores hands the same estimator (variability.Learner). The
+// learner's beliefs become the placement's scores when they move, and are
+// kept in a ConfigMap so that a restarted scheduler starts from them.
+
+const (
+	// DefaultLearnedScoresConfigMap is where learned beliefs are kept.
+	DefaultLearnedScoresConfigMap = "pal-learned-scores"
+	// DefaultLearnedScoresWriteInterval throttles the ConfigMap writes:
+	// beliefs move with every gang that ends, the ConfigMap at most this
+	// often (and once more at shutdown).
+	DefaultLearnedScoresWriteInterval = 30 * time.Second
+
+	// AnnLearnedThrough, on the learned ConfigMap, is the end of the last
+	// gang run its beliefs include (RFC 3339): a restarted scheduler does
+	// not count the runs up to it again.
+	AnnLearnedThrough = "pal.io/learned-through"
+	// AnnLearnedObservations, on the learned ConfigMap, is how many gang
+	// runs its beliefs were learned from (all replicas and restarts).
+	AnnLearnedObservations = "pal.io/learned-observations"
+
+	// AnnProgress is what a running pod may report of its run:
+	// "ITERATIONS@TIME", the iterations this run has done by TIME (RFC
+	// 3339), counted from the pod's start (not a global step restored
+	// from a checkpoint). With learnScores on, each newer report of a
+	// running gang is an observation, as its end is.
+	AnnProgress = "pal.io/progress"
+
+	// ReasonLearnedScoresUnreadable is the warning event on a learned
+	// ConfigMap the scheduler cannot read (it starts from the profile).
+	ReasonLearnedScoresUnreadable = "LearnedScoresUnreadable"
+)
+
+// validateLearn checks the learning fields.
+func (c *Config) validateLearn() error {
+	if !c.LearnScores {
+		return nil
+	}
+	switch {
+	case c.LearnedScoresConfigMap == "":
+		return fmt.Errorf("field learnedScoresConfigMap: must not be empty with learnScores: true")
+	case c.LearnedScoresConfigMap == c.VariabilityConfigMap:
+		return fmt.Errorf("field learnedScoresConfigMap: %q is the variabilityConfigMap; the scheduler would overwrite the profile it was given", c.LearnedScoresConfigMap)
+	case c.LearnedScoresWriteInterval.Duration < 0:
+		return fmt.Errorf("field learnedScoresWriteInterval: must be >= 0, got %v", c.LearnedScoresWriteInterval)
+	}
+	return nil
+}
+
+// learnStage is the round goroutine's learning state (nil: learning off).
+type learnStage struct {
+	learner *variability.Learner
+	keys    []GPUKey // the learner's GPU numbering: the snapshot's when it was made
+	// known are the beliefs by device: read from the ConfigMap at start,
+	// then the learner's, kept for devices whose node left (a node that
+	// comes back keeps what was learned of it).
+	known   NodeScores
+	loaded  bool
+	loadErr error
+	// done marks finished pods whose run was taken (or could not be),
+	// evicted the gangs this replica evicted: their next run restarts from
+	// a checkpoint and does fewer than pal.io/iterations iterations, so it
+	// is not a measurement of them.
+	done    map[types.UID]bool
+	evicted map[string]time.Time // when
+	// through is the end of the last run learned (what the ConfigMap
+	// says), loadedThrough what it said at start: runs that ended by then
+	// were counted by the replica before (a run whose end is seen a round
+	// late is still counted while this replica runs). count is how many
+	// observations the beliefs stand on; dirty says the ConfigMap is
+	// behind.
+	through       time.Time
+	loadedThrough time.Time
+	count         int
+	dirty         bool
+	lastWrite     time.Time
+	// progressAt is the time of the last progress report learned from,
+	// by run (gang key @ bind round).
+	progressAt map[string]time.Time
+	// observed are the last round's observations (logs, tests).
+	observed []observation
+}
+
+func newLearnStage() *learnStage {
+	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}}
+}
+
+// observation is one finished gang run as the learner receives it.
+type observation struct {
+	Gang       string
+	Class      variability.Class
+	GPUs       []int // global ids, ascending
+	Start, End time.Time
+	Run        float64 // job seconds from Start to End (wall x timeScale)
+	Iterations float64
+	IterTime   float64 // the model's median seconds per iteration
+	Locality   float64 // 1, or the penalty when the gang spans nodes
+	Y          float64 // Run / Iterations / IterTime / Locality
+}
+
+// learnMetrics are what learning exports.
+type learnMetrics struct {
+	observations prometheus.Counter
+	updates      prometheus.Counter
+	score        *prometheus.GaugeVec
+	writes       *prometheus.CounterVec
+}
+
+func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
+	m := &learnMetrics{
+		observations: prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_learned_observations_total",
+			Help: "Finished gang runs the PM-score learner took (learnScores: true)."}),
+		updates: prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_learned_score_updates_total",
+			Help: "Times learning gave placement new binned PM-scores."}),
+		score: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pal_learned_score",
+			Help: "Believed PM value of each GPU and class (1 is the median GPU; higher is slower)."}, []string{"node", "gpu", "class"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_learned_scores_writes_total",
+			Help: "Writes of the learned-scores ConfigMap, by result (ok, error)."}, []string{"result"}),
+	}
+	m.writes.WithLabelValues("ok")
+	m.writes.WithLabelValues("error")
+	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes}
+}
+
+func (s *Scheduler) learnedSource() string {
+	return s.cfg.Namespace + "/" + s.cfg.LearnedScoresConfigMap
+}
+
+// learnReset makes a learner for the round's GPU numbering, from tab (the
+// profile) with what was learned of each device laid over it, and returns
+// the believed table and its scores. loadScores calls it whenever it bins
+// anew (the profile or the node set changed).
+func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *variability.Scores) (*variability.Table, *variability.Scores) {
+	L := s.learn
+	L.syncKnown()
+	if !L.loaded {
+		L.loaded = true
+		s.loadLearned()
+	}
+	n := snap.cl.Size()
+	keys := make([]GPUKey, n)
+	prior := &variability.Table{}
+	for c := range prior.Values {
+		prior.Values[c] = slices.Clone(tab.Values[c])
+	}
+	learned := 0
+	for g := range n {
+		node, idx := snap.device(g)
+		keys[g] = GPUKey{node, idx}
+		if v, ok := L.known[keys[g]]; ok {
+			for c := range prior.Values {
+				prior.Values[c][g] = v[c]
+			}
+			learned++
+		}
+	}
+	st, _ := variability.ParseKStrategy(s.cfg.KStrategy)
+	bin := variability.BinOptions{Strategy: st, Seed: s.cfg.Seed}
+	if learned > 0 {
+		nv, err := variability.NewScores(prior, bin, func(variability.Class) float64 { return s.cfg.LocalityPenalty })
+		if err != nil {
+			s.log.Error("binning learned scores failed; starting from the profile", "configmap", s.learnedSource(), "err", err)
+			prior = tab
+		} else {
+			vs = nv
+		}
+	}
+	l, err := variability.NewLearner(prior, vs, variability.LearnOptions{Bin: bin, Every: variability.RebinEvery(n)})
+	if err != nil {
+		s.log.Error("score learning off: no learner", "err", err)
+		L.learner, L.keys = nil, nil
+		return tab, vs
+	}
+	L.learner, L.keys = l, keys
+	s.setLearnedGauges()
+	return prior, vs
+}
+
+// syncKnown copies the learner's beliefs into known.
+func (L *learnStage) syncKnown() {
+	if L.learner == nil {
+		return
+	}
+	for g, k := range L.keys {
+		var row [variability.NumClasses]float64
+		for c := range row {
+			row[c] = L.learner.Belief(variability.Class(c), g)
+		}
+		L.known[k] = row
+	}
+}
+
+// loadLearned reads the learned ConfigMap once, at the first binning. A
+// missing ConfigMap, or one without the key, means nothing was learned
+// yet; an unreadable one is reported (log and a warning event on it) and
+// the scheduler starts from the profile; its next write replaces it.
+func (s *Scheduler) loadLearned() {
+	L := s.learn
+	src := s.learnedSource()
+	cm, err := s.cms.ConfigMaps(s.cfg.Namespace).Get(s.cfg.LearnedScoresConfigMap)
+	if apierrors.IsNotFound(err) {
+		s.log.Info("no learned scores yet; learning from the profile", "configmap", src)
+		return
+	}
+	if err != nil {
+		L.loadErr = err
+		s.log.Error("learned scores ConfigMap not read; learning from the profile", "configmap", src, "err", err)
+		return
+	}
+	data, ok := cm.Data[ScoresKey]
+	if !ok || strings.TrimSpace(data) == "" {
+		s.log.Info("learned scores ConfigMap holds no "+ScoresKey+" yet; learning from the profile", "configmap", src)
+		return
+	}
+	ns, err := readLearned(src, cm)
+	if err != nil {
+		L.loadErr = err
+		msg := fmt.Sprintf("%v; starting from the profile (ConfigMap %s/%s), and the next write of learned scores replaces it", err, s.cfg.Namespace, s.cfg.VariabilityConfigMap)
+		s.log.Error("learned scores ConfigMap unreadable", "err", msg)
+		s.events.post(corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID},
+			corev1.EventTypeWarning, ReasonLearnedScoresUnreadable, "Learning", msg)
+		return
+	}
+	L.known = ns.scores
+	L.through, L.loadedThrough, L.count = ns.through, ns.through, ns.count
+	s.log.Info("starting from learned scores", "configmap", src, "gpus", len(ns.scores), "observations", ns.count, "through", ns.through.Format(time.RFC3339))
+}
+
+// learned is a learned ConfigMap's content.
+type learned struct {
+	scores  NodeScores
+	through time.Time
+	count   int
+}
+
+// readLearned reads a learned ConfigMap: the scores table under ScoresKey
+// (errors name the ConfigMap, key, line and field) and its annotations.
+func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
+	var out learned
+	ns, err := ReadNodeScores("configmap "+src+" key "+ScoresKey, strings.NewReader(cm.Data[ScoresKey]))
+	if err != nil {
+		return out, err
+	}
+	out.scores = ns
+	if v, ok := cm.Annotations[AnnLearnedThrough]; ok {
+		if out.through, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return out, fmt.Errorf("configmap %s annotation %s=%q: want an RFC 3339 time", src, AnnLearnedThrough, v)
+		}
+	}
+	if v, ok := cm.Annotations[AnnLearnedObservations]; ok {
+		if out.count, err = strconv.Atoi(v); err != nil || out.count < 0 {
+			return out, fmt.Errorf("configmap %s annotation %s=%q: want a count >= 0", src, AnnLearnedObservations, v)
+		}
+	}
+	return out, nil
+}
+
+// learnEvicted notes a gang this replica evicts (see learnStage.evicted).
+func (s *Scheduler) learnEvicted(key string) {
+	if s.learn != nil {
+		s.learn.evicted[key] = time.Now()
+	}
+}
+
+// learnRound takes the runs of gangs that ended since the last round,
+// feeds them to the learner, hands placement the new scores when they
+// moved, and writes the ConfigMap when it is due.
+func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*corev1.Pod, now time.Time) {
+	L := s.learn
+	if L == nil || L.learner == nil || snap.cl == nil {
+		return
+	}
+	L.observed = L.observed[:0]
+	byName := make(map[string]*corev1.Pod, len(ours))
+	runs := map[string]*BindInfo{}
+	live := map[types.UID]bool{}
+	for _, p := range ours {
+		byName[p.Namespace+"/"+p.Name] = p
+		if p.Status.Phase != corev1.PodSucceeded || p.Spec.NodeName == "" {
+			continue
+		}
+		live[p.UID] = true
+		if L.done[p.UID] {
+			continue
+		}
+		bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+		if err != nil || !strings.HasPrefix(bi.Gang, p.Namespace+"/") {
+			L.done[p.UID] = true // not bound by a PAL round: nothing to time
+			continue
+		}
+		if _, ok := runs[bi.Gang+"@"+bi.Round]; !ok {
+			runs[bi.Gang+"@"+bi.Round] = bi
+		}
+	}
+	for uid := range L.done {
+		if !live[uid] {
+			delete(L.done, uid)
+		}
+	}
+	keys := make([]string, 0, len(runs))
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		bi := runs[k]
+		members, finished := runMembers(bi, byName)
+		if !finished {
+			continue // a member still runs: the run has not ended
+		}
+		for _, p := range members {
+			if p != nil {
+				L.done[p.UID] = true
+			}
+		}
+		o, why := s.observeRun(snap, bi, members)
+		if at, ok := L.evicted[bi.Gang]; ok {
+			// A run bound after the eviction is the restart; an earlier
+			// one is the evicted run itself (it failed or is gone).
+			if rs, err := time.Parse(time.RFC3339Nano, bi.Round); err != nil || rs.After(at) {
+				delete(L.evicted, bi.Gang)
+				if why == "" {
+					why = "restarted after an eviction: this run did fewer than " + AnnIterations + " iterations"
+				}
+			}
+		}
+		if why == "" && !o.End.After(L.loadedThrough) {
+			why = "ended before the learned ConfigMap's " + AnnLearnedThrough + ": already counted"
+		}
+		if why != "" {
+			s.log.Debug("gang run not learned from", "gang", gangName(bi.Gang), "why", why)
+			continue
+		}
+		L.learner.Observe(o.Class, o.GPUs, o.Y)
+		L.observed = append(L.observed, o)
+		L.count++
+		s.metrics.learn.observations.Inc()
+		s.log.Info("learned from a finished gang", "gang", gangName(bi.Gang), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
+	}
+	s.learnProgress(snap)
+	if len(L.observed) > 0 {
+		for _, o := range L.observed {
+			if o.End.After(L.through) {
+				L.through = o.End
+			}
+		}
+		vs, err := L.learner.Rebin()
+		if err != nil {
+			s.log.Error("re-binning learned scores failed; placement keeps the old ones", "err", err)
+		} else if vs != nil {
+			s.scores = policy.ScoresFrom(vs)
+			s.metrics.learn.updates.Inc()
+			s.log.Info("placement uses learned scores", "rebins", L.learner.Rebins)
+		}
+		s.raw = L.learner.Beliefs()
+		L.syncKnown()
+		L.dirty = true
+		s.setLearnedGauges()
+	}
+	if L.dirty && now.Sub(L.lastWrite) >= s.cfg.LearnedScoresWriteInterval.Duration {
+		_ = s.writeLearned(ctx, now)
+	}
+}
+
+// runMembers finds a run's pods by the names its bind-info records. The
+// run has ended when no member still runs; members are the pods found
+// (a member gone, or a pod of its name from another run, is left out,
+// and observeRun then refuses the run).
+func runMembers(bi *BindInfo, byName map[string]*corev1.Pod) (members []*corev1.Pod, finished bool) {
+	ns, _, _ := strings.Cut(bi.Gang, "/")
+	names := make([]string, 0, len(bi.Pods))
+	for n := range bi.Pods {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		p := byName[ns+"/"+n]
+		if p == nil {
+			continue // gone: observeRun refuses the run
+		}
+		if other, err := ParseBindInfo(p.Annotations[AnnBindInfo]); err != nil || other.Gang != bi.Gang || other.Round != bi.Round {
+			continue // a pod of that name from another run
+		}
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return nil, false
+		}
+		members = append(members, p)
+	}
+	return members, true
+}
+
+// observeRun is a finished run's observation, or why there is none.
+func (s *Scheduler) observeRun(snap *snapshot, bi *BindInfo, members []*corev1.Pod) (observation, string) {
+	if len(members) != len(bi.Pods) {
+		return observation{Gang: bi.Gang}, "a member is gone or belongs to another run"
+	}
+	for _, p := range members {
+		if p.Status.Phase != corev1.PodSucceeded {
+			return observation{Gang: bi.Gang}, "a member failed"
+		}
+	}
+	o, why := s.runSetup(snap, bi, members[0])
+	if why != "" {
+		return o, why
+	}
+	if _, ok := members[0].Annotations[AnnIterations]; !ok {
+		return o, "no " + AnnIterations + " annotation: its time per iteration is unknown"
+	}
+	for i, p := range members {
+		st, ok1 := podStart(p)
+		en, ok2 := podEnd(p)
+		if !ok1 || !ok2 {
+			return o, "pod " + p.Name + " records no start or end time"
+		}
+		if i == 0 || st.After(o.Start) {
+			o.Start = st
+		}
+		if i == 0 || en.After(o.End) {
+			o.End = en
+		}
+	}
+	return o, o.pace(s.cfg.TimeScale)
+}
+
+// pace sets Run and Y from Start, End and Iterations, or says why not.
+func (o *observation) pace(timeScale float64) string {
+	o.Run = o.End.Sub(o.Start).Seconds() * timeScale
+	if !(o.Run > 0) {
+		return "it ran no measurable time"
+	}
+	o.Y = o.Run / o.Iterations / o.IterTime / o.Locality
+	if !(o.Y > 0) || math.IsInf(o.Y, 0) {
+		return "its pace is not a positive number"
+	}
+	return ""
+}
+
+// runSetup is what a run's annotations and bind-info say: its class,
+// iterations, median iteration time, GPUs and locality (p0 is a member).
+func (s *Scheduler) runSetup(snap *snapshot, bi *BindInfo, p0 *corev1.Pod) (observation, string) {
+	o := observation{Gang: bi.Gang}
+	spec, err := readPod(p0, s.models, s.jobGang, s.groups.list()...)
+	if err != nil {
+		return o, err.Error()
+	}
+	if !(spec.iterTime > 0) {
+		return o, "no " + AnnModel + " with an iteration time: its pace against the median GPU is unknown"
+	}
+	for _, pb := range bi.Pods {
+		n, ok := snap.nodeIndex[pb.Node]
+		if !ok {
+			return o, "its node " + pb.Node + " is no longer a GPU node of the cluster"
+		}
+		for _, x := range pb.GPUs {
+			if x >= len(snap.cl.Nodes[n].GPUs) {
+				return o, fmt.Sprintf("device %d beyond node %s's GPUs", x, pb.Node)
+			}
+			o.GPUs = append(o.GPUs, snap.first[n]+x)
+		}
+	}
+	slices.Sort(o.GPUs)
+	o.Class, o.Iterations, o.IterTime, o.Locality = spec.class, spec.iters, spec.iterTime, 1
+	if snap.cl.SpansNodes(o.GPUs) {
+		o.Locality = s.cfg.LocalityPenalty
+	}
+	return o, ""
+}
+
+// podStart is when the pod's containers last started (a container's
+// startedAt, else the pod's startTime); podEnd when the last of them
+// ended.
+func podStart(p *corev1.Pod) (time.Time, bool) {
+	var t time.Time
+	for _, c := range p.Status.ContainerStatuses {
+		for _, v := range []*metav1.Time{startedAt(c.State.Terminated), runningAt(c.State.Running)} {
+			if v != nil && !v.IsZero() && v.After(t) {
+				t = v.Time
+				break
+			}
+		}
+	}
+	if t.IsZero() && p.Status.StartTime != nil {
+		t = p.Status.StartTime.Time
+	}
+	return t, !t.IsZero()
+}
+
+func startedAt(s *corev1.ContainerStateTerminated) *metav1.Time {
+	if s == nil {
+		return nil
+	}
+	return &s.StartedAt
+}
+
+func runningAt(s *corev1.ContainerStateRunning) *metav1.Time {
+	if s == nil {
+		return nil
+	}
+	return &s.StartedAt
+}
+
+func podEnd(p *corev1.Pod) (time.Time, bool) {
+	var t time.Time
+	for _, c := range p.Status.ContainerStatuses {
+		if st := c.State.Terminated; st != nil && st.FinishedAt.After(t) {
+			t = st.FinishedAt.Time
+		}
+	}
+	return t, !t.IsZero()
+}
+
+// setLearnedGauges exports every belief of the learner's devices.
+func (s *Scheduler) setLearnedGauges() {
+	L := s.learn
+	for g, k := range L.keys {
+		gpu := strconv.Itoa(k.Index)
+		for c := range variability.Class(variability.NumClasses) {
+			s.metrics.learn.score.WithLabelValues(k.Node, gpu, c.String()).Set(L.learner.Belief(c, g))
+		}
+	}
+}
+
+// learnedCSV is the learned ConfigMap's table: every known device, by
+// node name and index.
+func (L *learnStage) learnedCSV() string {
+	keys := make([]GPUKey, 0, len(L.known))
+	for k := range L.known {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b GPUKey) int {
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Index, b.Index)
+	})
+	var b bytes.Buffer
+	_ = WriteNodeScores(&b, keys, L.known)
+	return b.String()
+}
+
+// writeLearned writes the beliefs to the learned ConfigMap: created when
+// missing; otherwise only its ScoresKey and the two learned annotations
+// change (other keys and labels are kept), by an Update on the version
+// just read, retried on a conflict.
+func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
+	L := s.learn
+	L.lastWrite = now
+	L.syncKnown()
+	data := L.learnedCSV()
+	ann := map[string]string{AnnLearnedObservations: strconv.Itoa(L.count)}
+	if !L.through.IsZero() {
+		ann[AnnLearnedThrough] = L.through.UTC().Format(time.RFC3339Nano)
+	}
+	name, ns := s.cfg.LearnedScoresConfigMap, s.cfg.Namespace
+	cms := s.client.CoreV1().ConfigMaps(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = cms.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann,
+					Labels: map[string]string{"app.kubernetes.io/managed-by": "pal-scheduler"}},
+				Data: map[string]string{ScoresKey: data},
+			}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// Another writer made it first: read it and update.
+				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cm = cm.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[ScoresKey] = data
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		for k, v := range ann {
+			cm.Annotations[k] = v
+		}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		s.metrics.learn.writes.WithLabelValues("error").Inc()
+		s.log.Warn("learned scores not written; retried at the next interval", "configmap", s.learnedSource(), "err", err)
+		return err
+	}
+	L.dirty = false
+	s.metrics.learn.writes.WithLabelValues("ok").Inc()
+	s.log.Debug("learned scores written", "configmap", s.learnedSource(), "gpus", len(L.known), "observations", L.count)
+	return nil
+}
+
+// flushLearned writes what the ConfigMap lacks when rounds stop (this
+// replica stops leading, or shuts down), then forgets the learning state:
+// if it leads again, another leader may have learned meanwhile, so it
+// starts again from the ConfigMap.
+func (s *Scheduler) flushLearned() {
+	if s.learn == nil {
+		return
+	}
+	if s.learn.dirty {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.writeLearned(ctx, time.Now())
+	}
+	s.learn = newLearnStage()
+	s.scoresKey = "" // the next round bins again, from the ConfigMap
+}
+
+// ParseProgress reads AnnProgress: "ITERATIONS@TIME".
+func ParseProgress(v string) (float64, time.Time, error) {
+	it, at, ok := strings.Cut(strings.TrimSpace(v), "@")
+	if !ok {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: want ITERATIONS@TIME, such as 1200@2026-03-01T12:30:00Z", AnnProgress, v)
+	}
+	n, err := strconv.ParseFloat(it, 64)
+	if err != nil || !(n > 0) || n > 1e15 {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not a positive iteration count", AnnProgress, v, it)
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil || t.IsZero() {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not an RFC 3339 time", AnnProgress, v, at)
+	}
+	return n, t, nil
+}
+
+// learnProgress takes the progress running gangs report (AnnProgress):
+// each report newer than the last one learned from is an observation of
+// the run so far, timed from the start of its last pod to the report.
+func (s *Scheduler) learnProgress(snap *snapshot) {
+	L := s.learn
+	live := map[string]bool{}
+	for _, g := range snap.gangs {
+		if _, ev := L.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
+			continue
+		}
+		bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
+		if err != nil || bi.Gang != g.key {
+			continue
+		}
+		run := bi.Gang + "@" + bi.Round
+		live[run] = true
+		var iters float64
+		var at time.Time
+		for _, p := range g.bound {
+			v, ok := p.Annotations[AnnProgress]
+			if !ok {
+				continue
+			}
+			n, t, err := ParseProgress(v)
+			if err != nil {
+				s.log.Debug("progress not read", "pod", p.Namespace+"/"+p.Name, "err", err)
+				continue
+			}
+			if t.After(at) {
+				iters, at = n, t
+			}
+		}
+		if at.IsZero() || !at.After(L.progressAt[run]) || !at.After(L.loadedThrough) {
+			continue
+		}
+		if len(g.bound) != len(bi.Pods) {
+			continue
+		}
+		o, why := s.runSetup(snap, bi, g.bound[0])
+		if why != "" {
+			continue
+		}
+		// Timed from the start of its last pod to the report.
+		for i, p := range g.bound {
+			st, ok := podStart(p)
+			if !ok {
+				why = "no start"
+				break
+			}
+			if i == 0 || st.After(o.Start) {
+				o.Start = st
+			}
+		}
+		L.progressAt[run] = at
+		o.End, o.Iterations = at, iters
+		if why != "" || o.pace(s.cfg.TimeScale) != "" {
+			continue
+		}
+		L.count++
+		L.learner.Observe(o.Class, o.GPUs, o.Y)
+		L.observed = append(L.observed, o)
+		s.metrics.learn.observations.Inc()
+		s.log.Info("learned from a running gang's progress", "gang", gangName(g.key), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
+	}
+	for run := range L.progressAt {
+		if !live[run] {
+			delete(L.progressAt, run)
+		}
+	}
+}

@@ -1,0 +1,461 @@
+package kube
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/palsched/pal/variability"
+)
+
+var learnT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func learnCfg() Config {
+	c := testCfg()
+	c.LearnScores = true
+	c.LearnedScoresWriteInterval = Duration{}
+	return c
+}
+
+// finished is a succeeded pod of gang ns/NAME bound by a PAL round with
+// the given bind-info, whose container ran from start to end (seconds
+// after learnT0).
+func finished(name, gang string, size int, node string, idx []int, info string, start, end float64, extra ...string) *corev1.Pod {
+	ann := gangAnn(gang, size, append([]string{AnnModel, "BERT", AnnIterations, "1000", AnnGPUIndices, FormatIndices(idx), AnnBindInfo, info}, extra...)...)
+	p := pod(name, len(idx), ann, node)
+	p.Status.Phase = corev1.PodSucceeded
+	at := func(s float64) metav1.Time {
+		return metav1.NewTime(learnT0.Add(time.Duration(s * float64(time.Second))))
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{StartedAt: at(start), FinishedAt: at(end)}}}}
+	return p
+}
+
+func learnedCM(t *testing.T, cs *fake.Clientset) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := cs.CoreV1().ConfigMaps("pal-system").Get(context.Background(), DefaultLearnedScoresConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("learned ConfigMap: %v", err)
+	}
+	return cm
+}
+
+const twoNodeInfo = `{"gang":"ns/g","round":"2026-03-01T12:00:00Z","pods":{"g-0":{"node":"n0","gpus":[1]},"g-1":{"node":"n1","gpus":[2]}}}`
+
+// A finished BERT gang (class B, 0.179 s per iteration on the median
+// GPU) of 1000 iterations, g-0 on n0 device 1 from 2 s to 300 s, g-1 on
+// n1 device 2 from 5 s to 290 s: its run is 5 s (the last start) to
+// 300 s (the last end), 295 s, and it spans nodes (penalty 1.7), so the
+// learner gets class B on global GPUs 1 and 6 (n1's device 2 is 4+2) at
+// y = 295/1000/0.179/1.7. Both were believed at 1.0 and y is below it:
+// each steps half way down, to (1+y)/2, and the ConfigMap says so.
+func TestLearnObservationFromFinishedGang(t *testing.T) {
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4),
+		finished("g-0", "g", 2, "n0", []int{1}, twoNodeInfo, 2, 300),
+		finished("g-1", "g", 2, "n1", []int{2}, twoNodeInfo, 5, 290))
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	obs := s.learn.observed
+	if len(obs) != 1 {
+		t.Fatalf("%d observations, want 1: %+v", len(obs), obs)
+	}
+	o := obs[0]
+	wantY := 295.0 / 1000 / 0.179 / 1.7
+	if o.Class != variability.ClassB || len(o.GPUs) != 2 || o.GPUs[0] != 1 || o.GPUs[1] != 6 || o.Run != 295 || o.Locality != 1.7 || math.Abs(o.Y-wantY) > 1e-12 {
+		t.Fatalf("observation %+v, want class B on GPUs [1 6], run 295 s, locality 1.7, y %v", o, wantY)
+	}
+	for _, g := range []int{1, 6} {
+		if b := s.learn.learner.Belief(variability.ClassB, g); math.Abs(b-(1+wantY)/2) > 1e-12 {
+			t.Errorf("belief of GPU %d = %v, want %v", g, b, (1+wantY)/2)
+		}
+	}
+	ns, err := ReadNodeScores("cm", strings.NewReader(learnedCM(t, cs).Data[ScoresKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) != 8 || math.Abs(ns[GPUKey{"n1", 2}][variability.ClassB]-(1+wantY)/2) > 1e-12 || ns[GPUKey{"n1", 2}][variability.ClassA] != 1 || ns[GPUKey{"n0", 0}][variability.ClassB] != 1 {
+		t.Errorf("learned ConfigMap %v", ns)
+	}
+	// The same run is taken once.
+	s.Round(context.Background(), learnT0.Add(410*time.Second))
+	if len(s.learn.observed) != 0 || s.learn.count != 1 {
+		t.Errorf("second round observed %+v (count %d)", s.learn.observed, s.learn.count)
+	}
+}
+
+// A one-GPU BERT pod on n0 device 3 that took 2x the median GPU's time
+// pins that GPU: its class-B belief goes half way to 2 (1.5), and
+// placement's scores rank it slowest of the cluster for class B.
+func TestLearnSlowGPUReachesPlacement(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4), finished("s-0", "s", 1, "n0", []int{3}, info, 0, 2*179))
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	if b := s.learn.learner.Belief(variability.ClassB, 3); b != 1.5 {
+		t.Fatalf("belief %v, want 1.5", b)
+	}
+	sf := s.scores.SF[variability.ClassB]
+	for g, v := range sf {
+		if g != 3 && !(v < sf[3]) {
+			t.Errorf("GPU %d score %v not below the slow GPU's %v: %v", g, v, sf[3], sf)
+		}
+	}
+	if s.raw.Values[variability.ClassB][3] != 1.5 {
+		t.Errorf("believed raw value %v, want 1.5", s.raw.Values[variability.ClassB][3])
+	}
+}
+
+func learnedConfigMap(csv string, ann map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: DefaultLearnedScoresConfigMap, Namespace: "pal-system", Annotations: ann},
+		Data: map[string]string{ScoresKey: csv}}
+}
+
+func profileConfigMap(csv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pal-variability", Namespace: "pal-system"}, Data: map[string]string{ScoresKey: csv}}
+}
+
+func allClasses(rows ...string) string {
+	var b strings.Builder
+	b.WriteString("node,gpu_index,class,score\n")
+	for i := 0; i+2 < len(rows)+1; i += 2 {
+		for _, c := range "ABCD" {
+			b.WriteString(rows[i] + "," + string(c) + "," + rows[i+1] + "\n")
+		}
+	}
+	return b.String()
+}
+
+// A restarted scheduler starts from the learned ConfigMap: n0 device 2 is
+// believed at 1.4 there, over the profile's 0.9, and a run that ended
+// before the ConfigMap's learned-through time is not counted again.
+func TestLearnRestartStartsFromConfigMap(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[2]}}}`
+	cs, _ := newFake(t, node("n0", 4),
+		profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
+		learnedConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1.4", "n0,3", "1"),
+			map[string]string{AnnLearnedThrough: learnT0.Add(500 * time.Second).Format(time.RFC3339), AnnLearnedObservations: "7"}),
+		finished("s-0", "s", 1, "n0", []int{2}, info, 0, 2*179))
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0.Add(600*time.Second))
+	for c := range variability.Class(variability.NumClasses) {
+		if v := s.raw.Values[c][2]; v != 1.4 {
+			t.Errorf("class %s GPU 2 starts at %v, want the learned 1.4", c, v)
+		}
+	}
+	if len(s.learn.observed) != 0 || s.learn.count != 7 {
+		t.Errorf("observed %+v, count %d; want none and the ConfigMap's 7", s.learn.observed, s.learn.count)
+	}
+	sf := s.scores.SF[variability.ClassA]
+	if !(sf[2] > sf[0]) {
+		t.Errorf("scores %v: learned-slow GPU 2 not ranked behind GPU 0", sf)
+	}
+}
+
+// A malformed learned ConfigMap names itself, the key and the line; the
+// scheduler starts from the profile and keeps running rounds.
+func TestLearnMalformedConfigMap(t *testing.T) {
+	bad := "node,gpu_index,class,score\nn0,0,A,1\nn0,0,B,fast\n"
+	cs, _ := newFake(t, node("n0", 4), profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
+		learnedConfigMap(bad, nil))
+	s, buf := startLogged(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0)
+	s.Round(context.Background(), learnT0.Add(10*time.Second))
+	want := `configmap pal-system/pal-learned-scores key scores.csv:3: field "score": `
+	if s.learn.loadErr == nil || !strings.HasPrefix(s.learn.loadErr.Error(), want) {
+		t.Fatalf("load error %v, want it to start %q", s.learn.loadErr, want)
+	}
+	if !strings.Contains(buf.String(), "learned scores ConfigMap unreadable") || !strings.Contains(buf.String(), "scores.csv:3") {
+		t.Errorf("log does not tell:\n%s", buf.String())
+	}
+	if v := s.raw.Values[variability.ClassA][2]; v != 0.9 {
+		t.Errorf("GPU 2 starts at %v, want the profile's 0.9", v)
+	}
+	if s.Rounds() != 2 {
+		t.Errorf("%d rounds", s.Rounds())
+	}
+}
+
+// A write that meets a conflict reads the ConfigMap again and updates it,
+// keeping the keys and labels someone else put there.
+func TestLearnWriteRetriesConflict(t *testing.T) {
+	old := learnedConfigMap("", nil)
+	old.Labels = map[string]string{"team": "ml"}
+	old.Data["notes"] = "keep me"
+	cs, _ := newFake(t, node("n0", 2), old)
+	conflicts := 0
+	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, DefaultLearnedScoresConfigMap, nil)
+		}
+		return false, nil, nil
+	})
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0)
+	s.learn.dirty = true
+	if err := s.writeLearned(context.Background(), learnT0); err != nil {
+		t.Fatal(err)
+	}
+	cm := learnedCM(t, cs)
+	if conflicts != 1 || cm.Data["notes"] != "keep me" || cm.Labels["team"] != "ml" || !strings.HasPrefix(cm.Data[ScoresKey], "node,gpu_index,class,score\nn0,0,A,1\n") {
+		t.Errorf("after %d conflict(s): %+v", conflicts, cm)
+	}
+}
+
+// Writes are throttled: a second change within the interval waits.
+func TestLearnWriteThrottled(t *testing.T) {
+	info := func(g string) string {
+		return `{"gang":"ns/` + g + `","round":"2026-03-01T12:00:00Z","pods":{"` + g + `-0":{"node":"n0","gpus":[0]}}}`
+	}
+	cs, _ := newFake(t, node("n0", 2), finished("a-0", "a", 1, "n0", []int{0}, info("a"), 0, 2*179))
+	cfg := learnCfg()
+	cfg.LearnedScoresWriteInterval = Duration{time.Minute}
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	written := func() string { return learnedCM(t, cs).Annotations[AnnLearnedObservations] }
+	if written() != "1" {
+		t.Fatalf("first write says %q observations, want 1", written())
+	}
+	if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), finished("b-0", "b", 1, "n0", []int{1}, info("b"), 0, 3*179), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "b-0", true)
+	s.Round(context.Background(), learnT0.Add(430*time.Second))
+	if s.learn.count != 2 || !s.learn.dirty || written() != "1" {
+		t.Fatalf("count %d dirty %v: the ConfigMap was written within the interval", s.learn.count, s.learn.dirty)
+	}
+	s.Round(context.Background(), learnT0.Add(461*time.Second))
+	if s.learn.dirty || written() != "2" {
+		t.Errorf("not written after the interval")
+	}
+}
+
+// A gang this replica evicted restarts from a checkpoint: its next run is
+// not a measurement of its GPUs. Here the evicted run (bound at 11:50,
+// evicted at 11:55: one pod had succeeded, the other was killed) ends
+// first and must not clear the mark; the restarted run (bound at 12:00)
+// is then left out too.
+func TestLearnSkipsEvictedGang(t *testing.T) {
+	oldInfo := `{"gang":"ns/e","round":"2026-03-01T11:50:00Z","pods":{"e-0":{"node":"n0","gpus":[0]},"e-1":{"node":"n0","gpus":[1]}}}`
+	newInfo := `{"gang":"ns/e","round":"2026-03-01T12:00:00Z","pods":{"e-2":{"node":"n0","gpus":[0]},"e-3":{"node":"n0","gpus":[1]}}}`
+	killed := finished("e-1", "e", 2, "n0", []int{1}, oldInfo, -600, -300)
+	killed.Status.Phase = corev1.PodFailed
+	cs, _ := newFake(t, node("n0", 2), finished("e-0", "e", 2, "n0", []int{0}, oldInfo, -600, -310), killed,
+		finished("e-2", "e", 2, "n0", []int{0}, newInfo, 0, 10), finished("e-3", "e", 2, "n0", []int{1}, newInfo, 0, 10))
+	s := startRounds(t, learnCfg(), cs)
+	s.learn.evicted["ns/e"] = learnT0.Add(-5 * time.Minute)
+	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	if len(s.learn.observed) != 0 || s.learn.learner.Belief(variability.ClassB, 1) != 1 {
+		t.Errorf("observed %+v", s.learn.observed)
+	}
+	if _, ok := s.learn.evicted["ns/e"]; ok {
+		t.Errorf("the restarted run did not clear the eviction mark")
+	}
+}
+
+func TestLearnConfigValidate(t *testing.T) {
+	c := learnCfg()
+	c.LearnedScoresConfigMap = c.VariabilityConfigMap
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "field learnedScoresConfigMap") {
+		t.Errorf("same ConfigMap as the profile: %v", err)
+	}
+	c = learnCfg()
+	c.LearnedScoresWriteInterval = Duration{-time.Second}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "field learnedScoresWriteInterval") {
+		t.Errorf("negative interval: %v", err)
+	}
+	if d := DefaultConfig(); d.LearnScores {
+		t.Errorf("learning on by default")
+	}
+}
+
+// The learned ConfigMap's reader: any content gives scores or an error
+// that names the ConfigMap, never a panic.
+func FuzzReadLearned(f *testing.F) {
+	f.Add(allClasses("n0,0", "1"), "2026-03-01T12:00:00Z", "3")
+	f.Add("node,gpu_index,class,score\nn0,0,A,1\n", "", "")
+	f.Add("node,gpu_index,class,score\nn0,x,A,1\n", "yesterday", "-1")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, csv, through, count string) {
+		ann := map[string]string{}
+		if through != "" {
+			ann[AnnLearnedThrough] = through
+		}
+		if count != "" {
+			ann[AnnLearnedObservations] = count
+		}
+		l, err := readLearned("pal-system/x", learnedConfigMap(csv, ann))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "configmap pal-system/x ") {
+				t.Errorf("error %q does not name the ConfigMap", err)
+			}
+			return
+		}
+		for k, v := range l.scores {
+			for _, x := range v {
+				if !(x > 0) || math.IsInf(x, 0) {
+					t.Errorf("%v: score %v", k, x)
+				}
+			}
+		}
+	})
+}
+
+// When rounds stop (shutdown, or the lease is lost) what was learned
+// since the last write is written, and a replica that leads again starts
+// from the ConfigMap, not counting the same run twice.
+func TestLearnFlushThenLeadAgain(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
+	cs, _ := newFake(t, node("n0", 4), finished("s-0", "s", 1, "n0", []int{3}, info, 0, 2*179))
+	cfg := learnCfg()
+	cfg.LearnedScoresWriteInterval = Duration{time.Hour}
+	s := startRounds(t, cfg, cs)
+	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	if _, err := cs.CoreV1().ConfigMaps("pal-system").Get(context.Background(), DefaultLearnedScoresConfigMap, metav1.GetOptions{}); err != nil {
+		t.Fatalf("first change not written at once: %v", err)
+	}
+	s.learn.lastWrite = learnT0.Add(400 * time.Second)
+	s.learn.dirty = true
+	s.learn.count = 5 // stands for learning since the first write
+	s.flushLearned()
+	cm := learnedCM(t, cs)
+	if cm.Annotations[AnnLearnedObservations] != "5" || !strings.Contains(cm.Data[ScoresKey], "n0,3,B,1.5\n") {
+		t.Fatalf("flush wrote %v %q", cm.Annotations, cm.Data[ScoresKey])
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err := s.cms.ConfigMaps("pal-system").Get(DefaultLearnedScoresConfigMap); err == nil && c.Annotations[AnnLearnedObservations] == "5" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer never showed the flushed ConfigMap")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Round(context.Background(), learnT0.Add(500*time.Second))
+	if s.raw.Values[variability.ClassB][3] != 1.5 || s.learn.count != 5 || len(s.learn.observed) != 0 {
+		t.Errorf("leading again: GPU 3 at %v, count %d, observed %+v; want 1.5 from the ConfigMap, 5, none", s.raw.Values[variability.ClassB][3], s.learn.count, s.learn.observed)
+	}
+}
+
+// A running gang's progress report is an observation of its run so far:
+// g-0 started at 2 s, g-1 at 5 s, and g-1 reports 500 iterations at
+// 100 s, so the learner gets 95 s / 500 / 0.179 / 1.7 on GPUs 1 and 6.
+// The same report is taken once; a newer one is taken again.
+func TestLearnProgressOfRunningGang(t *testing.T) {
+	mk := func(name, node string, idx int, start float64, progress string) *corev1.Pod {
+		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, start, 0)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
+			StartedAt: metav1.NewTime(learnT0.Add(time.Duration(start) * time.Second))}}
+		if progress != "" {
+			p.Annotations[AnnProgress] = progress
+		}
+		return p
+	}
+	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4), mk("g-0", "n0", 1, 2, ""), mk("g-1", "n1", 2, 5, "500@"+at(100)))
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0.Add(110*time.Second))
+	want := 95.0 / 500 / 0.179 / 1.7
+	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 95 || obs[0].Iterations != 500 || math.Abs(obs[0].Y-want) > 1e-12 ||
+		len(obs[0].GPUs) != 2 || obs[0].GPUs[0] != 1 || obs[0].GPUs[1] != 6 {
+		t.Fatalf("observed %+v, want one on GPUs [1 6] with run 95 s, 500 iterations, y %v", obs, want)
+	}
+	s.Round(context.Background(), learnT0.Add(120*time.Second))
+	if len(s.learn.observed) != 0 {
+		t.Errorf("the same report taken again: %+v", s.learn.observed)
+	}
+	p, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "g-1", metav1.GetOptions{})
+	p.Annotations[AnnProgress] = "1000@" + at(195)
+	if _, err := cs.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if q, err := s.ours.Pods("ns").Get("g-1"); err == nil && q.Annotations[AnnProgress] == "1000@"+at(195) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer never showed the new report")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Round(context.Background(), learnT0.Add(200*time.Second))
+	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 190 || obs[0].Iterations != 1000 {
+		t.Errorf("newer report: %+v, want run 190 s over 1000 iterations", obs)
+	}
+}
+
+func TestParseProgress(t *testing.T) {
+	n, at, err := ParseProgress("1200@2026-03-01T12:30:00.5Z")
+	if err != nil || n != 1200 || !at.Equal(time.Date(2026, 3, 1, 12, 30, 0, 5e8, time.UTC)) {
+		t.Errorf("got %v %v %v", n, at, err)
+	}
+	for v, want := range map[string]string{
+		"1200":                      `annotation pal.io/progress="1200": want ITERATIONS@TIME`,
+		"0@2026-03-01T12:30:00Z":    `"0" is not a positive iteration count`,
+		"x@2026-03-01T12:30:00Z":    `"x" is not a positive iteration count`,
+		"12@yesterday":              `"yesterday" is not an RFC 3339 time`,
+		"NaN@2026-03-01T12:30:00Z":  `"NaN" is not a positive iteration count`,
+		"1e99@2026-03-01T12:30:00Z": `"1e99" is not a positive iteration count`,
+	} {
+		if _, _, err := ParseProgress(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", v, err, want)
+		}
+	}
+}
+
+func FuzzParseProgress(f *testing.F) {
+	for _, s := range []string{"1200@2026-03-01T12:30:00Z", "1@x", "@", "", "5e3@2026-03-01T12:30:00.123456789+02:00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, at, err := ParseProgress(v)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "annotation "+AnnProgress+"=") {
+				t.Errorf("error %q does not name the annotation", err)
+			}
+			return
+		}
+		if !(n > 0) || n > 1e15 || at.IsZero() {
+			t.Errorf("%q read as %v at %v", v, n, at)
+		}
+	})
+}
+
+// The placer uses what was learned for new placements. The profile says
+// n0 device 3 is the fastest GPU (0.9, the others 1), so without learning
+// a new 1-GPU BERT pod is bound there. A finished run showed it at 2x the
+// median GPU; with learning on, the same pod goes elsewhere.
+func TestLearnedScoresSteerPlacement(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
+	for _, learn := range []bool{false, true} {
+		cs, fc := newFake(t, node("n0", 4), profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1", "n0,3", "0.9")),
+			finished("s-0", "s", 1, "n0", []int{3}, info, 0, 2*179),
+			pod("new", 1, map[string]string{AnnModel: "BERT", AnnIterations: "1000"}, ""))
+		cfg := learnCfg()
+		cfg.LearnScores = learn
+		s := startRounds(t, cfg, cs)
+		s.Round(context.Background(), learnT0.Add(400*time.Second))
+		b := fc.binds["new"]
+		if b == nil {
+			t.Fatalf("learn %v: new pod not bound", learn)
+		}
+		got := b.Annotations[AnnGPUIndices]
+		if (got == "3") == learn {
+			t.Errorf("learn %v: new pod bound to n0 device %s", learn, got)
+		}
+	}
+}
