@@ -13,7 +13,6 @@ import (
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/tenant"
-	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
@@ -94,7 +93,7 @@ type tenancyStage struct {
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
 	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}}
 	iv := &tenant.IntraVC{NewPlacer: mk, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
-		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: sim.PlacementRand(0)}, nil
+		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: policy.PlacementRand(0)}, nil
 	}}
 	st, err := registry.NewTenancy(registry.Spec{Tenancy: mode}, l, iv)
 	if err != nil {
