@@ -11,6 +11,7 @@ import (
 
 	"github.com/palsched/pal/fairexp"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/hived"
 	"github.com/palsched/pal/sweep"
 )
 
@@ -42,7 +43,7 @@ type Report struct {
 	// Migration is the migration-cost section's numbers.
 	Migration *MigrationResult
 	// Hived is the HiveD sharing-anomaly experiment (under hived/).
-	Hived *HivedReport
+	Hived *hived.HivedReport
 	// Stale is the stale-profiles section (under stale/).
 	Stale *StaleResult
 	// Themis is the finish-time-fairness experiments (under themis/).
@@ -148,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if rep.Hived, err = RunHived(HivedOptions{Out: o.Out, Quick: o.Quick, Log: o.Log}); err != nil {
+	if rep.Hived, err = hived.RunHived(hived.HivedOptions{Out: o.Out, Quick: o.Quick, Log: o.Log}); err != nil {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
@@ -272,7 +273,7 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 	if rep.Plan.Name == "quick" {
 		p, tp := rep.Plan, fairexp.QuickPlan()
 		about += fmt.Sprintf("\n\n**This is the --quick plan, and its numbers are not meaningful**: it shows that every figure and table is produced, on grids far smaller than the papers'. PAL: Sia-Philly traces %s only (geomeans over %d of 8 traces), workload %s alone for the locality sweep, %d Synergy seed(s) of %d jobs at %s jobs/h (the headline claims at other loads are not measured). HiveD: one synthetic load over one day, and the first %d Philly jobs, which load the VCs too lightly for anyone to queue (every Philly anomaly is 0 by lack of load). Themis: %d apps on a %s cluster, where one job sets an app's ρ. Run pal reproduce without --quick for the comparison with the papers.",
-			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), HivedQuickJobs, tp.Gen.Apps, tp.Cluster)
+			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), hived.HivedQuickJobs, tp.Gen.Apps, tp.Cluster)
 	}
 	sections := []report.Section{{Title: AboutTitle, Markdown: about}}
 	for _, f := range rep.Figures {

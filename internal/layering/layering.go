@@ -176,6 +176,10 @@ type Rules struct {
 	// experiments (Experiments, with its subtree), tests included.
 	Drivers     []string
 	Experiments string
+	// The rooms are the packages below Experiments, one per paper: a
+	// room never imports another room (what they share lives in
+	// RoomBase, "" for none).
+	RoomBase string
 }
 
 // Check returns every violation, one sentence each, in package order: a
@@ -210,6 +214,13 @@ func Check(m *Map, pkgs []Package, r Rules) []string {
 			}
 			if im == r.Options && !covered(p.Path, r.OptionsUsers) {
 				bad = append(bad, fmt.Sprintf("%s imports %s: only %s may build on the simulator's options", p.Path, r.Options, users(r.OptionsUsers)))
+			}
+		}
+		if strings.HasPrefix(p.Path, r.Experiments+"/") && p.Path != r.RoomBase {
+			for _, im := range p.Imports {
+				if strings.HasPrefix(im, r.Experiments+"/") && im != r.RoomBase && im != p.Path {
+					bad = append(bad, fmt.Sprintf("room %s imports room %s: the paper experiments share only %s", p.Path, im, roomBase(r)))
+				}
 			}
 		}
 		if slices.Contains(r.Drivers, p.Path) {
@@ -248,4 +259,11 @@ func users(allowed map[string]string) string {
 	}
 	slices.Sort(s)
 	return strings.Join(s, ", ")
+}
+
+func roomBase(r Rules) string {
+	if r.RoomBase == "" {
+		return "the layers below them"
+	}
+	return r.RoomBase + " and the layers below them"
 }

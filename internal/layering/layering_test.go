@@ -81,19 +81,21 @@ func TestTreeFollowsPackageMap(t *testing.T) {
 // for each, and a clean one none.
 func TestCheckFindsEachViolation(t *testing.T) {
 	const doc = "# Packages\n\n## Layer 0: base\n\n### `cluster`\ntext\n\n## Layer 1: core\n\n### `policy`\n\n### `experiment`\n\n" +
-		"## Layer 2: drivers\n\n### `sim`\n\n### `kube`\n\n## Layer 3: top\n\n### `reproduce`\n\n### `gone`\n"
+		"## Layer 2: drivers\n\n### `sim`\n\n### `kube`\n\n## Layer 3: rooms\n\n### `reproduce/base`\n\n### `reproduce/a`\n\n### `reproduce/b`\n\n" +
+		"## Layer 4: top\n\n### `reproduce`\n\n### `gone`\n"
 	m, err := ReadMap("map.md", strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Layer["cluster"] != 0 || m.Layer["sim"] != 2 || m.Layer["reproduce"] != 3 || m.Names[1] != "core" {
+	if m.Layer["cluster"] != 0 || m.Layer["sim"] != 2 || m.Layer["reproduce"] != 4 || m.Names[1] != "core" {
 		t.Fatalf("map read as %v %v", m.Layer, m.Names)
 	}
-	r := Rules{Options: "experiment", OptionsUsers: map[string]string{"reproduce/...": ""}, Drivers: []string{"sim", "kube"}, Experiments: "reproduce"}
+	r := Rules{Options: "experiment", OptionsUsers: map[string]string{"reproduce/...": ""}, Drivers: []string{"sim", "kube"}, Experiments: "reproduce", RoomBase: "reproduce/base"}
 	clean := []Package{
 		{Path: "cluster"}, {Path: "policy", Imports: []string{"cluster"}}, {Path: "experiment", Imports: []string{"policy"}},
 		{Path: "sim", Imports: []string{"policy"}}, {Path: "kube", Imports: []string{"policy"}, TestImports: []string{"cluster"}},
-		{Path: "reproduce", Imports: []string{"experiment", "sim"}}, {Path: "gone"},
+		{Path: "reproduce", Imports: []string{"experiment", "sim", "reproduce/a"}}, {Path: "gone"},
+		{Path: "reproduce/base", Imports: []string{"experiment"}}, {Path: "reproduce/a", Imports: []string{"reproduce/base"}}, {Path: "reproduce/b"},
 	}
 	if v := Check(m, clean, r); len(v) != 0 {
 		t.Fatalf("clean tree: %q", v)
@@ -106,6 +108,9 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		{Path: "kube", Imports: []string{"experiment"}},
 		{Path: "reproduce"},
 		{Path: "extra"},
+		{Path: "reproduce/base", Imports: []string{"reproduce/a"}},
+		{Path: "reproduce/a", Imports: []string{"reproduce/b", "reproduce"}},
+		{Path: "reproduce/b"},
 	}
 	want := []string{
 		"cluster (layer 0, base) imports policy (layer 1, core): an import from a lower layer to a higher one",
@@ -115,6 +120,8 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		"kube imports experiment: only reproduce/... may build on the simulator's options",
 		"package extra is not in the package map",
 		"policy imports experiment: only reproduce/... may build on the simulator's options",
+		"reproduce/a (layer 3, rooms) imports reproduce (layer 4, top): an import from a lower layer to a higher one",
+		"room reproduce/a imports room reproduce/b: the paper experiments share only reproduce/base and the layers below them",
 		"the package map lists gone, which is not a package",
 	}
 	if got := Check(m, bad, r); !slices.Equal(got, want) {
