@@ -12,6 +12,8 @@ import (
 	"github.com/palsched/pal/fairexp"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/hived"
+	"github.com/palsched/pal/reproduce/migration"
+	"github.com/palsched/pal/reproduce/stale"
 	"github.com/palsched/pal/sweep"
 )
 
@@ -41,11 +43,11 @@ type Report struct {
 	// Packed says where each packed flavour wins on the Fig 11 traces.
 	Packed PackedOrder
 	// Migration is the migration-cost section's numbers.
-	Migration *MigrationResult
+	Migration *migration.MigrationResult
 	// Hived is the HiveD sharing-anomaly experiment (under hived/).
 	Hived *hived.HivedReport
 	// Stale is the stale-profiles section (under stale/).
-	Stale *StaleResult
+	Stale *stale.StaleResult
 	// Themis is the finish-time-fairness experiments (under themis/).
 	Themis *fairexp.Outcome
 	// Simulations is the number of distinct runs; SimTime and BenchTime
@@ -84,7 +86,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			fmt.Fprintf(o.Log, format+"\n", a...)
 		}
 	}
-	g, err := plan.grids()
+	g, err := gridsOf(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	logf("reproduce: simulations took %s", rep.SimTime.Round(time.Millisecond))
 
 	start = time.Now()
-	base, _ := plan.base()
+	base, _ := plan.Base()
 	benches, err := runBenches(ctx, plan.Bench, base.Seed)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Figures = append(rep.Figures, f18, f20f)
 	rep.Headlines = append(rep.Headlines, h20...)
 	rep.Overhead = over
-	fm, mig := migrationFigure(migSia, migSyn, plan)
+	fm, mig := migration.Figure(migSia, migSyn, plan)
 	rep.Figures = append(rep.Figures, fm)
 	rep.Migration = mig
 	if err := ctx.Err(); err != nil {
@@ -153,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
-	if rep.Stale, err = RunStale(ctx, plan, o.Out, o.Workers, o.Log); err != nil {
+	if rep.Stale, err = stale.RunStale(ctx, plan, o.Out, o.Workers, o.Log); err != nil {
 		return nil, err
 	}
 	logf("reproduce: stale-profiles section written to %s", rep.Stale.Dir)
@@ -198,11 +200,11 @@ func (rep *Report) write() error {
 		return err
 	}
 	for _, f := range rep.Figures {
-		if err := writeCSV(filepath.Join(dir, f.CSV), f.data); err != nil {
+		if err := writeCSV(filepath.Join(dir, f.CSV), f.Data); err != nil {
 			return err
 		}
 		for _, base := range f.Plots {
-			p, err := f.charts[base].Plot()
+			p, err := f.Charts[base].Plot()
 			if err != nil {
 				return fmt.Errorf("%s: %v", base, err)
 			}

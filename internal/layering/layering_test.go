@@ -20,6 +20,7 @@ var rules = Rules{
 	},
 	Drivers:     []string{"sim", "kube"},
 	Experiments: "reproduce",
+	RoomBase:    "reproduce/paper",
 }
 
 func root(t *testing.T) string {

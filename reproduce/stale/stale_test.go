@@ -1,9 +1,11 @@
-package reproduce
+package stale
 
 import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/palsched/pal/reproduce/paper"
 )
 
 // The stale-profiles acceptance on the full plan (all eight Sia-Philly
@@ -18,7 +20,7 @@ func TestStaleAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full stale-profiles section: about 20 s of simulation")
 	}
-	res, err := RunStale(context.Background(), FullPlan(), t.TempDir(), 0, nil)
+	res, err := RunStale(context.Background(), paper.FullPlan(), t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
