@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/palsched/pal/fairexp"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/hived"
 	"github.com/palsched/pal/reproduce/migration"
 	"github.com/palsched/pal/reproduce/stale"
+	"github.com/palsched/pal/reproduce/themis"
 	"github.com/palsched/pal/sweep"
 )
 
@@ -49,7 +49,7 @@ type Report struct {
 	// Stale is the stale-profiles section (under stale/).
 	Stale *stale.StaleResult
 	// Themis is the finish-time-fairness experiments (under themis/).
-	Themis *fairexp.Outcome
+	Themis *themis.Outcome
 	// Simulations is the number of distinct runs; SimTime and BenchTime
 	// are the wall times of the sweep and of Fig 18.
 	Simulations int
@@ -162,12 +162,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tp := fairexp.DefaultPlan()
+	tp := themis.DefaultPlan()
 	if o.Quick {
-		tp = fairexp.QuickPlan()
+		tp = themis.QuickPlan()
 	}
 	themisDir := filepath.Join(o.Out, "themis")
-	if rep.Themis, err = fairexp.Reproduce(tp, themisDir); err != nil {
+	if rep.Themis, err = themis.Reproduce(tp, themisDir); err != nil {
 		return nil, err
 	}
 	logf("reproduce: Themis experiments written to %s", themisDir)
@@ -273,7 +273,7 @@ const (
 func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, HiveD's sharing anomaly, Themis' finish-time fairness, and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
 	if rep.Plan.Name == "quick" {
-		p, tp := rep.Plan, fairexp.QuickPlan()
+		p, tp := rep.Plan, themis.QuickPlan()
 		about += fmt.Sprintf("\n\n**This is the --quick plan, and its numbers are not meaningful**: it shows that every figure and table is produced, on grids far smaller than the papers'. PAL: Sia-Philly traces %s only (geomeans over %d of 8 traces), workload %s alone for the locality sweep, %d Synergy seed(s) of %d jobs at %s jobs/h (the headline claims at other loads are not measured). HiveD: one synthetic load over one day, and the first %d Philly jobs, which load the VCs too lightly for anyone to queue (every Philly anomaly is 0 by lack of load). Themis: %d apps on a %s cluster, where one job sets an app's ρ. Run pal reproduce without --quick for the comparison with the papers.",
 			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), hived.HivedQuickJobs, tp.Gen.Apps, tp.Cluster)
 	}

@@ -16,7 +16,6 @@ var rules = Rules{
 		"cmd/pal":       "the CLI turns flags into options",
 		"reproduce/...": "the paper experiments run presets",
 		"sweep":         "a grid of simulator runs: its points are options",
-		"fairexp":       "the Themis experiments, until they move under reproduce",
 	},
 	Drivers:     []string{"sim", "kube"},
 	Experiments: "reproduce",
