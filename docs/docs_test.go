@@ -49,6 +49,7 @@ func TestDocumentedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var blocks []doctest.Block
+	var quotes []doctest.Quote
 	for _, f := range pages(t, root) {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -60,6 +61,11 @@ func TestDocumentedCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		blocks = append(blocks, bs...)
+		qs, err := doctest.Quotes(rel, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quotes = append(quotes, qs...)
 	}
 	if len(blocks) == 0 {
 		t.Fatalf("found %d documented commands; the pages were not read", len(blocks))
@@ -109,6 +115,43 @@ func TestDocumentedCommands(t *testing.T) {
 			t.Logf("%s:%d ran in %.1fs", b.File, b.Line, time.Since(start).Seconds())
 			check(t, b, out)
 		})
+	}
+	// The figures quoted away from any block, after the blocks have
+	// written what they write.
+	for _, q := range quotes {
+		t.Run(fmt.Sprintf("%s:%d", q.File, q.Line), func(t *testing.T) { checkQuote(t, q, work) })
+	}
+}
+
+// checkQuote: a paragraph's figures are each in the files its directive
+// names (see doctest.Quotes), or the directive says why they are not ours
+// to compare.
+func checkQuote(t *testing.T, q doctest.Quote, work string) {
+	switch q.Kind {
+	case doctest.Unchecked:
+		t.Fatalf("%s:%d: quotes %s, which nothing checks: put the command that prints it in a sh block before the paragraph, or a directive before it (figures FILE, timing, cited \"SOURCE\", derived \"HOW\", inputs, example; see internal/doctest)", q.File, q.Line, strings.Join(q.Figures, " "))
+	case doctest.FromFiles:
+	default:
+		return
+	}
+	if q.Slow && os.Getenv("PAL_DOCS_SLOW") != "1" {
+		t.Skipf("%s:%d: its figures are in files a slow block writes (PAL_DOCS_SLOW=1)", q.File, q.Line)
+	}
+	var nums []string
+	for _, f := range q.Files {
+		src, err := os.ReadFile(filepath.Join(work, f))
+		if err != nil {
+			if *dry {
+				t.Skipf("%s:%d: %s is written by a block, and -dry runs none", q.File, q.Line, f)
+			}
+			t.Fatalf("%s:%d: the figures' file %s: %v (commit it, or let a block before the paragraph write it)", q.File, q.Line, f, err)
+		}
+		nums = append(nums, doctest.Numbers(string(src))...)
+	}
+	for _, f := range q.Figures {
+		if !doctest.Matches(f, nums) {
+			t.Errorf("%s:%d: quotes %s, which is in none of %s", q.File, q.Line, f, strings.Join(q.Files, ", "))
+		}
 	}
 }
 

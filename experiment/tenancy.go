@@ -141,7 +141,11 @@ func (in *Inputs) TenancyDescription() string {
 		"hived-pm": "hived-pm: as hived, and among equally safe cells binding picks the GPUs with the best PM-scores for the job's class",
 		"private":  "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
 	}[in.Opts.Tenancy]
-	return fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)
+	s := fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)
+	if in.Opts.NodeEvents != "" {
+		s += fmt.Sprintf("; %d node event(s) from %s", len(in.nodeEvents), in.Opts.NodeEvents)
+	}
+	return s
 }
 
 func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -210,7 +209,11 @@ func LoadConfig(path string) (Config, error) {
 	if path == "" {
 		return c, c.Validate()
 	}
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path, maxConfigBytes)
+	if err != nil {
+		return c, err
+	}
+	f, err := parseConfigFile(path, b)
 	if err != nil {
 		return c, err
 	}
@@ -218,7 +221,7 @@ func LoadConfig(path string) (Config, error) {
 		return c, fmt.Errorf("%s: %v", path, err)
 	}
 	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("%s: %v", path, err)
+		return c, f.locate(err)
 	}
 	return c, nil
 }

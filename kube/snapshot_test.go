@@ -185,7 +185,7 @@ func TestConfig(t *testing.T) {
 		{"period: -1s", "field period"},
 		{"scheduler: nope", "field scheduler"},
 		{"placement: nope", "field placement"},
-		{"perod: 1s", "unknown field \"perod\""},
+		{"perod: 1s", `c.yaml:1: field "perod": unknown`},
 		{"period: ten", "duration"},
 	} {
 		f := t.TempDir() + "/c.yaml"

@@ -45,8 +45,8 @@ type LearnOptions struct {
 	// Every is the number of rounds between binnings (0 means 1: every
 	// Rebin may re-bin). Beliefs move every round; only the scores given
 	// to placement wait. A placer indexes a new score table from scratch,
-	// which at 27,648 GPUs costs about a placement round, so large
-	// clusters re-bin less often: see RebinEvery.
+	// which at 27,648 GPUs costs three to six placement rounds,
+	// so large clusters re-bin less often: see RebinEvery.
 	Every int
 }
 
@@ -182,14 +182,17 @@ type Learner struct {
 }
 
 // RebinEvery is the binning interval, in rounds, for a cluster of gpus
-// GPUs: 1 up to 512 GPUs, then one round more per 512 GPUs (54 at
-// 27,648). Why: every new score table makes the placer index it again,
-// which at 27,648 GPUs costs about one placement round (12 ms against
-// 11 ms in the placement benchmark's CPU profile) and scales with the
-// cluster, as a round does; spread over 54 rounds that is about 2% of a
-// round, leaving room for the learner's own work inside the 10% it may
-// cost. Small clusters, where indexing is cheap, re-bin every round.
-func RebinEvery(gpus int) int { return max(1, (gpus+511)/512) }
+// GPUs: 1 up to 128 GPUs, then one round more per 128 GPUs (2 at 256, 216
+// at 27,648). Why: every new score table makes the placer index it again
+// from scratch, which at 27,648 GPUs costs three to six placement rounds
+// (13-19 ms against rounds of 3-7 ms, measured by
+// BenchmarkLearningVsPlacement27648 on one pinned core) and scales with
+// the cluster, as a round does. One indexing per 216 rounds is 2-3% of a
+// round, which leaves the learner's own work (about 3% in the steady
+// state) well inside the 10% it may cost on a noisy machine. Put the other
+// way, indexing costs a round no more than re-indexing 128 GPUs every
+// round would, tens of microseconds, at every size.
+func RebinEvery(gpus int) int { return max(1, (gpus+127)/128) }
 
 // NewLearner starts from prior (the believed table) and the scores
 // already binned from it.

@@ -408,7 +408,7 @@ func TestLearnerEvery(t *testing.T) {
 			t.Errorf("round %d: scores %v, err %v; want none", round, got != nil, err)
 		}
 	}
-	for _, c := range []struct{ gpus, want int }{{1, 1}, {64, 1}, {512, 1}, {513, 2}, {27648, 54}} {
+	for _, c := range []struct{ gpus, want int }{{1, 1}, {64, 1}, {128, 1}, {129, 2}, {256, 2}, {27648, 216}} {
 		if got := RebinEvery(c.gpus); got != c.want {
 			t.Errorf("RebinEvery(%d) = %d, want %d", c.gpus, got, c.want)
 		}

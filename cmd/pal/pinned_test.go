@@ -54,7 +54,7 @@ func TestPinnedCellJob(t *testing.T) {
 		if !ok {
 			continue
 		}
-		got := [3]string{r[col["start_s"]], r[col["nodes"]], r[col["gpu_ids"]]}
+		got := [3]string{r[col["first_start_s"]], r[col["nodes"]], r[col["gpu_ids"]]}
 		if got != w {
 			t.Errorf("job %s: start, nodes, GPUs = %v, want %v", r[col["job_id"]], got, w)
 		}

@@ -22,7 +22,8 @@ func newProfileCmd() *cobra.Command {
 		Use:   "profile",
 		Short: "Build, inspect and export GPU variability profiles, PM-score bins and L×V orders",
 	}
-	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd(), newProfileBuildCmd(), newProfileDCGMCmd())
+	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd(), newProfileBuildCmd(), newProfileDCGMCmd(),
+		newProfileBenchCmd(), newProfileCollectCmd())
 	return cmd
 }
 

@@ -22,15 +22,19 @@ for workload seeds 1-5 and 42; --quick: 12 small apps on 16 GPUs, seeds 1-4
 and 42) and run, for every seed: Themis with each hidden-payment form
 (random rounding, the default; lease time; the old floor; off) against
 Tiresias, a Gandiva-like FIFO with packed non-sticky placement, SRTF, Gavel,
-placement-blind Tiresias, and the paper's elastic baselines gandiva-fair,
+the Themis authors' Tiresias (tiresias-blind: per-GPU leases, GPU-by-GPU
+to the least attained service, placement-blind) and Gandiva (gandiva-score:
+GPU-by-GPU to the largest |G|·S(G)), and the elastic baselines gandiva-fair,
 slaq and optimus (600 s leases), reporting the median and range over seeds of
 max ρ, p95 ρ, the apps with ρ > 2 and the per-job max ρ, and whether Themis'
-max ρ is at least 2.25x better than the best packing baseline in every seed;
+max ρ is at least 2.25x better than the best baseline in every seed, both
+with and without gandiva-fair (Gandiva_fair, which the paper did not run),
+and which app sets each max ρ;
 GPU time at equal 300 s rounds on flat GPUs for every policy (and the
 PM-aware Themis beside it); GPU time on the paper-like workload (the macro
 preset: elastic 1..4-GPU jobs on 2 racks x 2 machines x 2 slots x 4 GPUs,
-slowdowns 0.8 / 0.7 / 0.6) for Themis, placement-blind Tiresias, the
-elastic baselines and packed Tiresias over the same seeds; the
+slowdowns 0.8 / 0.7 / 0.6) for Themis, the authors' Tiresias and Gandiva,
+the elastic baselines and packed Tiresias over the same seeds; the
 fairness-knob sweep over the seeds; and, on
 seed 42, the lease sweep
 1-40 min with a 20 s checkpoint per lease change, the contention sweep

@@ -264,7 +264,7 @@ func TestThemisSimSeconds(t *testing.T) {
 // float noise.
 func TestEveryCommandOneVocabulary(t *testing.T) {
 	// The commands whose -o picks something other than a results format.
-	otherFormat := map[string]string{"pal profile export": "kubernetes"}
+	otherFormat := map[string]string{"pal profile export": "kubernetes", "pal profile bench": "yaml"}
 	typeName := regexp.MustCompile(`\b(u?int(8|16|32|64)|float(32|64)|complex(64|128)|\w+Slice|\w+Array|stringTo\w+|map\[|\[\]\w+)\b`)
 	placeholder := regexp.MustCompile(`^([a-z]+|[A-Z][A-Z_=]*)?$`)
 	commands, flags := 0, 0

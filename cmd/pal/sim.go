@@ -32,7 +32,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
 	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
 	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
-	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las, themis (leases and auctions; places too, 60 s rounds unless --round), or the Themis paper's elastic baselines gandiva-fair, slaq, optimus (600 s leases; place too)")
+	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las, themis (leases and auctions; places too, 60 s rounds unless --round), or the Themis paper's elastic baselines gandiva-fair, slaq, optimus, tiresias-blind, gandiva-score (600 s leases; place too)")
 	fs.StringVar(&o.Placements, "placement", def.Placements, placementUsage)
 	fs.Float64Var(&o.Round, "round", def.Round, "round length in seconds")
 	fs.Float64Var(&o.LocalityPenalty, "locality-penalty", def.LocalityPenalty, "slowdown of a job spread across nodes")
@@ -319,13 +319,13 @@ func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 func writeJobs(path string, runs []*experiment.RunResult) error {
 	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s",
-		"vc", "priority", "start_s", "queue_delay_s", "nodes", "gpu_ids", "move_gain_s", "min_move_margin_s"},
+		"vc", "priority", "nodes", "gpu_ids", "move_gain_s", "min_move_margin_s"},
 		func(cw *csv.Writer) {
 			for _, r := range runs {
 				for _, j := range r.JobRecords {
 					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Origin, j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
 						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations), f2(j.LostGPUSeconds),
-						j.VC, strconv.Itoa(j.Priority), f2(j.FirstStart), f2(j.Wait), intsJoin(j.Nodes), intsJoin(j.GPUIDs),
+						j.VC, strconv.Itoa(j.Priority), intsJoin(j.Nodes), intsJoin(j.GPUIDs),
 						ifMoved(j.Migrations, j.MoveGain), ifMoved(j.Migrations, j.MinMoveMargin)})
 				}
 			}

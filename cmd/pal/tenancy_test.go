@@ -44,7 +44,7 @@ func TestSimH3QuotaVersusHiveD(t *testing.T) {
 	for _, c := range cases {
 		rows := h3Run(t, "--tenancy", c.tenancy, "--placement", "spread")
 		b := rows["4"]
-		if b["start_s"] != c.start || b["queue_delay_s"] != c.delay || b["vc"] != "B" || b["nodes"] != c.bNodes {
+		if b["first_start_s"] != c.start || b["wait_s"] != c.delay || b["vc"] != "B" || b["nodes"] != c.bNodes {
 			t.Errorf("%s: B = %v, want start %s, delay %s on node %s", c.tenancy, b, c.start, c.delay, c.bNodes)
 		}
 		if c.aNodes != "" {
@@ -122,13 +122,18 @@ func TestSimNodeEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := h3Run(t, "--tenancy", "hived", "--placement", "spread", "--node-events", ev)
-	if b := rows["4"]; b["start_s"] != "600.00" || b["nodes"] != "1" {
+	if b := rows["4"]; b["first_start_s"] != "600.00" || b["nodes"] != "1" {
 		t.Fatalf("B = %v, want a start at 600 s on node 1", b)
 	}
 	for _, id := range []string{"0", "1", "2", "3"} {
-		if a := rows[id]; a["start_s"] != "0.00" || a["nodes"] != "0" {
+		if a := rows[id]; a["first_start_s"] != "0.00" || a["nodes"] != "0" {
 			t.Fatalf("A's job %s = %v, want a start at 0 on node 0", id, a)
 		}
+	}
+	// The events file shaped the result, so the run says so among its inputs.
+	out, err := run(t, "sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--tenancy", "hived", "--placement", "spread", "--node-events", ev)
+	if err != nil || !strings.Contains(out, "; 2 node event(s) from "+ev) {
+		t.Errorf("the inputs do not name the node events (%v):\n%s", err, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	for _, c := range []struct{ text, want string }{
@@ -183,8 +188,8 @@ func TestSimPodsNeverSpanNodes(t *testing.T) {
 		col[h] = i
 	}
 	j2 := recs[3]
-	if j2[col["job_id"]] != "2" || j2[col["start_s"]] != "600.00" || strings.Contains(j2[col["nodes"]], ";") {
-		t.Fatalf("job 2: start %s on nodes %s, want 600.00 on one node", j2[col["start_s"]], j2[col["nodes"]])
+	if j2[col["job_id"]] != "2" || j2[col["first_start_s"]] != "600.00" || strings.Contains(j2[col["nodes"]], ";") {
+		t.Fatalf("job 2: start %s on nodes %s, want 600.00 on one node", j2[col["first_start_s"]], j2[col["nodes"]])
 	}
 }
 

@@ -50,8 +50,11 @@ Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 --round says otherwise), tiresias (2D-LAS, packed sticky placement), gandiva
 (FIFO with packed non-sticky placement), srtf (packed sticky) and gavel
 (Gavel's finish-time-fairness min-max program per job, run in deficit order,
-packed sticky); tiresias-blind is Tiresias placement-blind, as the Themis
-paper ran it (GPUs wherever they are free: random sticky);
+packed sticky); tiresias-blind and gandiva-score are Tiresias and Gandiva
+as the Themis authors' simulator ran them: every free GPU on its own
+600 s lease, auctioned GPU by GPU (elastic jobs grow to max_gpus) to the
+least attained GPU service wherever the GPU is (tiresias-blind) or to the
+largest effective speed-up |G|·S(G) after the grant (gandiva-score);
 gandiva-fair (Gandiva's fair variant: equal GPU time per app), slaq
 (GPUs to the largest predicted loss drop) and optimus (GPUs to the largest
 cut in remaining time) re-plan every 600 s lease with 60 s rounds and give

@@ -198,17 +198,11 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 	if !strings.HasPrefix(t, "<!--") || !strings.Contains(t, "doctest") {
 		return i, nil
 	}
-	m := directiveRE.FindStringSubmatch(t)
-	if m == nil {
-		return 0, fmt.Errorf("%s:%d: doctest directive must be one line: <!-- doctest: KIND ... -->", b.File, j+1)
+	slow, kind, rest, err := splitDirective(b.File, j+1, t)
+	if err != nil {
+		return 0, err
 	}
-	kind, rest, _ := strings.Cut(m[1], " ")
-	rest = strings.TrimSpace(rest)
-	if kind == "slow" {
-		b.Slow = true
-		kind, rest, _ = strings.Cut(rest, " ")
-		rest = strings.TrimSpace(rest)
-	}
+	b.Slow = slow
 	switch Kind(kind) {
 	case Expect:
 		b.Kind = Expect
@@ -244,9 +238,23 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 		}
 		b.Test = rest
 	default:
-		return 0, fmt.Errorf("%s:%d: unknown doctest directive %q (expect, output, timing or skip)", b.File, j+1, kind)
+		return 0, fmt.Errorf("%s:%d: unknown doctest directive %q after a block (expect, output, timing or skip; the block's directive checks that paragraph, so a paragraph's own directive cannot stand here)", b.File, j+1, kind)
 	}
 	return j + 1, nil
+}
+
+// splitDirective reads `<!-- doctest: [slow] KIND REST -->`.
+func splitDirective(file string, line int, t string) (slow bool, kind, rest string, err error) {
+	m := directiveRE.FindStringSubmatch(t)
+	if m == nil {
+		return false, "", "", fmt.Errorf("%s:%d: doctest directive must be one line: <!-- doctest: KIND ... -->", file, line)
+	}
+	kind, rest, _ = strings.Cut(m[1], " ")
+	if kind == "slow" {
+		slow = true
+		kind, rest, _ = strings.Cut(strings.TrimSpace(rest), " ")
+	}
+	return slow, kind, strings.TrimSpace(rest), nil
 }
 
 // quoted splits `"a" "b c"` into its strings (\" and \\ escape).
@@ -290,6 +298,9 @@ func (b *Block) prose(lines []string, i int) int {
 	j := skipBlank(lines, i)
 	var p []string
 	k := j
+	if j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "<!--") {
+		k = len(lines) // the paragraph has a directive of its own (see Quotes)
+	}
 	for ; k < len(lines); k++ {
 		t := strings.TrimSpace(lines[k])
 		if t == "" || strings.HasPrefix(t, "#") {
@@ -324,7 +335,7 @@ func Figures(s string) []string {
 			if rest := part[ix[1]:]; len(rest) > 1 && rest[0] == '.' && rest[1] >= '0' && rest[1] <= '9' {
 				continue // a version (1.37.2), not a figure
 			}
-			if ix[0] > 0 && part[ix[0]-1] == 'v' {
+			if ix[0] > 0 && part[ix[0]-1] == 'v' || afterProduct(part[:ix[0]]) {
 				continue
 			}
 			if isFigure(m) {
@@ -333,6 +344,19 @@ func Figures(s string) []string {
 		}
 	}
 	return out
+}
+
+// products whose name before a number makes it a version (Kubernetes
+// 1.37), not a figure.
+var products = []string{"Kubernetes ", "kube-apiserver ", "kube-scheduler ", "Go ", "kwok ", "etcd ", "helm ", "Helm "}
+
+func afterProduct(before string) bool {
+	for _, p := range products {
+		if strings.HasSuffix(before, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func isFigure(m string) bool {

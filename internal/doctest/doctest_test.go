@@ -112,7 +112,20 @@ func FuzzParse(f *testing.F) {
 	f.Add("```sh\npal a \\\n b\n```\n<!-- doctest: output -->\n```text\nx\n```\n")
 	f.Add("~~~sh\nx\n~~~\n<!-- doctest: skip TestX -->\n")
 	f.Add("```sh\n```\n")
+	f.Add("<!-- doctest: figures out/a.csv -->\n| a | 29,337 |\n\n<!-- doctest: cited \"x\" -->\n1.5%\n")
+	f.Add("<!-- doctest: slow figures a -->\n```text\n1.5\n```\n")
 	f.Fuzz(func(t *testing.T, page string) {
+		if qs, err := Quotes("f.md", []byte(page)); err != nil {
+			if !strings.HasPrefix(err.Error(), "f.md") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+		} else {
+			for _, q := range qs {
+				if len(q.Figures) == 0 || q.Line < 1 || q.Kind == FromFiles && len(q.Files) == 0 {
+					t.Fatalf("quote without figures, line or files: %+v", q)
+				}
+			}
+		}
 		bs, err := Parse("f.md", []byte(page))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.md") {

@@ -1,8 +1,23 @@
 // Package baseline holds the schedulers the Themis paper compares against
 // that decide at once who runs and on how many GPUs: Gandiva's fairness
-// variant, SLAQ and Optimus. Each is both the simulator's scheduler and
-// its placer, like Themis, and works under the same leases: every Lease
-// seconds it re-plans the whole cluster (who runs, on how many GPUs);
+// variant, SLAQ, Optimus, and the Themis authors' own Tiresias and Gandiva
+// (tiresias-blind, gandiva-score; see pergpu.go). Each is both the
+// simulator's scheduler and its placer, like Themis.
+//
+// The Themis authors' simulator runs every baseline the same way: each
+// free GPU, in cluster order, is auctioned on its own lease among the
+// jobs holding fewer than their max_parallelism GPUs, so an elastic job
+// grows GPU by GPU to its most; the policies differ only in the bid
+// (Tiresias: least attained GPU service, placement-blind; Gandiva: the
+// effective speed-up |G|·S(G) after the grant; SLAQ: the loss drop over a
+// lease; Optimus: the cut in expected running time, S(G) included).
+// tiresias-blind and gandiva-score follow that scheme. gandiva-fair,
+// slaq and optimus below are ours: whole-cluster plans at lease ends that
+// count GPUs placement-blind and then pack, which spares them the
+// authors' placement-blind GPU-by-GPU scatter.
+//
+// gandiva-fair, slaq and optimus work under the same leases: every Lease
+// seconds they re-plan the whole cluster (who runs, on how many GPUs);
 // between leases running jobs keep their GPUs and waiting jobs start, at
 // their minimum, on GPUs that free up (work-conserving, never preempting).
 //
@@ -28,7 +43,7 @@
 //     curve online; we use the simulator's linear one (k GPUs run k/min
 //     times as fast), placement-blind.
 //
-// All three count GPUs placement-blind and then place packed: a job that
+// Those three count GPUs placement-blind and then place packed: a job that
 // keeps its GPU count keeps its GPUs, a resized job keeps what it can,
 // new jobs take the tightest machine that fits (fairness.Topology.Pack).
 // The simulator charges whatever placement results.
@@ -39,6 +54,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/fairness"
@@ -47,7 +63,9 @@ import (
 )
 
 // Names are the policies this package builds.
-func Names() []string { return []string{"gandiva-fair", "slaq", "optimus"} }
+func Names() []string {
+	return []string{"gandiva-fair", "slaq", "optimus", "tiresias-blind", "gandiva-score"}
+}
 
 // Is reports whether name is one of Names.
 func Is(name string) bool { return slices.Contains(Names(), name) }
@@ -63,6 +81,9 @@ type Config struct {
 	// Levels give the cluster the authors' slot / machine / rack levels
 	// for packing (nil: the cluster's nodes as machines).
 	Levels *fairness.Levels
+	// Models give gandiva-score the slowdowns it bids on (nil: the
+	// default model table).
+	Models *workload.Models
 }
 
 // SLAQLossDrop is the loss model's K in L(f) = 1/(1 + K·f).
@@ -79,15 +100,22 @@ type Policy struct {
 	service   map[string]float64 // app → GPU-seconds attained (gandiva-fair)
 	counted   map[int]float64    // job → its GPU-seconds already in service
 	firstSeen map[string]int     // app → first-seen rank, for ties
+	// The per-GPU baselines (pergpu.go): each GPU's lease end, and each
+	// job's last assignment (for ties).
+	leaseEnd   []float64
+	lastAssign map[int]float64
 }
 
 // New builds a baseline.
 func New(cfg Config) (*Policy, error) {
 	if !Is(cfg.Name) {
-		return nil, fmt.Errorf("unknown baseline %q (known: gandiva-fair, slaq, optimus)", cfg.Name)
+		return nil, fmt.Errorf("unknown baseline %q (known: %s)", cfg.Name, strings.Join(Names(), ", "))
 	}
 	if cfg.Lease < 0 || math.IsNaN(cfg.Lease) || math.IsInf(cfg.Lease, 0) {
 		return nil, fmt.Errorf("--lease %v: must be a positive number of seconds", cfg.Lease)
+	}
+	if cfg.Models == nil {
+		cfg.Models = workload.DefaultModels()
 	}
 	return &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), service: map[string]float64{}, counted: map[int]float64{}, firstSeen: map[string]int{}}, nil
 }
@@ -141,6 +169,9 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 		p.service[a] += j.GPUService - p.counted[j.ID]
 		p.counted[j.ID] = j.GPUService
+	}
+	if perGPU(p.cfg.Name) {
+		return p.auction(env.Cluster, order)
 	}
 	if !p.started || p.now >= p.nextLease {
 		p.started = true

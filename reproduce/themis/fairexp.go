@@ -31,15 +31,25 @@ import (
 // Policies are Themis and the strong (packing) baselines.
 func Policies() []string { return []string{"themis", "tiresias", "gandiva", "srtf", "gavel"} }
 
-// BlindPolicies are the placement-blind baselines, as the paper ran them:
-// tiresias-blind is Tiresias' 2D-LAS with GPUs taken wherever they are free
-// (random-sticky placement), not packed.
+// BlindPolicies are the placement-blind baselines, as the Themis authors'
+// simulator ran them: tiresias-blind auctions every free GPU on its own
+// lease to the job with the least attained GPU service, wherever the GPU
+// is, and grows elastic jobs GPU by GPU up to max_gpus (package baseline).
 func BlindPolicies() []string { return []string{"tiresias-blind"} }
 
-// PaperBaselines are the Themis paper's other baselines, as elastic
-// whole-round policies under the same 600 s leases (package baseline):
-// Gandiva's fair variant, SLAQ and Optimus.
-func PaperBaselines() []string { return baseline.Names() }
+// PaperBaselines are the Themis paper's other baselines under the same
+// 600 s leases (package baseline): Gandiva's fair variant, SLAQ, Optimus,
+// and gandiva-score, the authors' Gandiva (GPU by GPU to the largest
+// effective speed-up |G|·S(G)).
+func PaperBaselines() []string {
+	var out []string
+	for _, n := range baseline.Names() {
+		if !slices.Contains(BlindPolicies(), n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Spec is one run: inputs (cluster, scores, trace) prepared by the
 // experiment package, plus the policy and Themis' knobs.
@@ -123,12 +133,10 @@ func Run(sp Spec) (*Result, error) {
 		sched, pl = schedule.FIFO{}, must(place.New("packed-nonsticky"))
 	case "srtf":
 		sched, pl = schedule.SRTF{}, must(place.New("packed-sticky"))
-	case "tiresias-blind":
-		sched, pl = schedule.NewTiresiasLAS(schedule.DefaultTiresias()), must(place.New("random-sticky"))
 	case "gavel":
 		sched, pl = ftf.New(in.Cluster.Size()), must(place.New("packed-sticky"))
-	case "gandiva-fair", "slaq", "optimus":
-		b, err := baseline.New(baseline.Config{Name: sp.Policy, Lease: sp.Themis.Lease, Levels: sp.Levels})
+	case "gandiva-fair", "slaq", "optimus", "tiresias-blind", "gandiva-score":
+		b, err := baseline.New(baseline.Config{Name: sp.Policy, Lease: sp.Themis.Lease, Levels: sp.Levels, Models: models})
 		if err != nil {
 			return nil, err
 		}

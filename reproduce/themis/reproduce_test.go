@@ -2,9 +2,13 @@ package themis
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/palsched/pal/fairness"
 )
 
 // The quick reproduction runs every experiment with no invariant broken
@@ -23,6 +27,13 @@ func TestReproduceQuick(t *testing.T) {
 	}
 	if n := len(o.Tables["paperlike"].Cells()); n != len(PaperPolicies())+1 {
 		t.Errorf("paperlike has %d rows, want %d", n, len(PaperPolicies())+1)
+	}
+	// The report says in numbers why the 2.25× claim fails where it
+	// does, and judges GPU time against the placement-blind baselines.
+	for _, want := range []string{"| why not against the best baseline, in numbers |", "seed 1: Themis' max ρ", "lower GPU time than every placement-blind baseline", "tiresias-blind "} {
+		if !strings.Contains(o.Summary, want) {
+			t.Errorf("themis.md lacks %q", want)
+		}
 	}
 	rows := o.Tables["macro"].Cells()
 	if len(rows) != len(Policies()) {
@@ -46,5 +57,19 @@ func TestReproduceQuick(t *testing.T) {
 		if themisRho > v {
 			t.Errorf("themis max ρ %v above %s's %v", themisRho, p, v)
 		}
+	}
+}
+
+// worstApp and rhoOf read the app with the largest ρ and an app's ρ.
+func TestWorstApp(t *testing.T) {
+	r := &Result{Apps: []fairness.AppStat{{AppRun: fairness.AppRun{Name: "a"}, Rho: 1.5}, {AppRun: fairness.AppRun{Name: "b"}, Rho: 2.5}, {AppRun: fairness.AppRun{Name: "c"}, Rho: 2.5}}}
+	if w := worstApp(r); w != "b" {
+		t.Errorf("worst %q, want b (the earlier of the ties)", w)
+	}
+	if x := rhoOf(r, "a"); x != 1.5 {
+		t.Errorf("ρ of a %v, want 1.5", x)
+	}
+	if x := rhoOf(r, "z"); !math.IsNaN(x) {
+		t.Errorf("ρ of an absent app %v, want NaN", x)
 	}
 }

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/profilebench"
+)
+
+// benchClientFor opens the cluster a kubeconfig names ($KUBECONFIG,
+// ~/.kube/config, then in-cluster when it is empty); tests replace it.
+var benchClientFor = func(kubeconfig string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %v", err)
+	}
+	rc.UserAgent = "pal-profile-bench"
+	return kubernetes.NewForConfig(rc)
+}
+
+// benchCollectOpts are the flags bench and collect share.
+type benchCollectOpts struct {
+	kubeconfig, namespace, measurementsOut, gpuScoresOut string
+	cleanup                                              bool
+	poll, timeout                                        time.Duration
+}
+
+func (o *benchCollectOpts) flags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
+	f.StringVar(&o.namespace, "namespace", "default", "namespace of the run's pods and ConfigMap")
+	f.StringVar(&o.measurementsOut, "measurements-out", "", "file to write the measurement CSV to (default: stdout)")
+	f.StringVar(&o.gpuScoresOut, "gpu-scores-out", "", "also run pal profile build (embedded model table) on the measurements and write the per-GPU table to this file; needs --measurements-out")
+	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal profile bench --apply created them; failed pods stay")
+	f.DurationVar(&o.poll, "poll", 2*time.Second, "how often the run's pods are listed while waiting")
+	f.DurationVar(&o.timeout, "timeout", 24*time.Hour, "give up waiting for the runs after this long")
+}
+
+// profileBenchOpts are the flags of `pal profile bench`.
+type profileBenchOpts struct {
+	benchCollectOpts
+	image, models, nodes, nodeSelector, scheduler, runID, output, out string
+	gpusPerNode, repetitions, iterations                              int
+	parallel, apply, collect                                          bool
+	runTimeout                                                        time.Duration
+}
+
+func newProfileBenchCmd() *cobra.Command {
+	var o profileBenchOpts
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a benchmark image on every GPU of a cluster and collect the measurements pal profile build reads",
+		Long: `Bench writes, and with --apply creates, one bare pod per GPU, model and
+repetition on every GPU of the selected nodes. Each pod is bound to its
+node (spec.nodeName), carries its device in pal.io/gpu-indices as pal
+scheduler writes it, and gets NVIDIA_VISIBLE_DEVICES set to that one
+device, so the NVIDIA runtime shows it that GPU and no device plugin has
+to choose one. Its schedulerName (--scheduler-name, pal's) makes a
+running pal scheduler count the device as taken.
+
+Without --parallel, one run per node runs at a time (GPUs of a node share
+power, cooling and PCIe; a neighbour's load would be measured too); with
+--parallel, one run per GPU. Only --apply enforces that order: it starts
+each node's (or GPU's) next run when the previous one has finished, and
+returns when all have. Applying the written file with kubectl instead
+starts every run at once.
+
+--collect then reads each run's result line from its termination message
+or, failing that, the tail of its log, and writes the measurement CSV
+(--measurements-out); failed runs are listed in its comments and make the
+command fail. pal profile collect does the same for a run started
+earlier. The benchmark contract (environment, result line) is in
+docs/profile-bench.md; the result line:
+  ` + profilebench.ResultFormat + `
+
+The run's objects carry the label pal.io/profile-run=RUN; its ConfigMap
+pal-bench-RUN holds the plan. --cleanup deletes only pods that --apply
+created (owner reference to that ConfigMap, by UID).`,
+		Example: `  pal profile bench --image my/bench:1 --models resnet50,vgg19 --node-selector pool=a100 --out bench.yaml
+  pal profile bench --image my/bench:1 --models resnet50,vgg19 --apply --collect --measurements-out runs.csv
+  pal profile build --measurements runs.csv --out gpu-scores.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProfileBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	o.flags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&o.image, "image", "", "benchmark image (required; the contract is in docs/profile-bench.md)")
+	f.StringVar(&o.models, "models", "", "comma-separated models to benchmark, passed as PAL_BENCH_MODEL (required)")
+	f.StringVar(&o.nodes, "nodes", "", "comma-separated node names (default: every node with allocatable nvidia.com/gpu)")
+	f.StringVar(&o.nodeSelector, "node-selector", "", "label selector of the nodes, e.g. pool=a100")
+	f.IntVar(&o.gpusPerNode, "gpus-per-node", 0, "with --nodes and without --apply: GPUs per node, without asking the cluster")
+	f.BoolVar(&o.parallel, "parallel", false, "one run per GPU at a time (default: one run per node at a time)")
+	f.IntVar(&o.repetitions, "repetitions", 5, "runs per GPU and model")
+	f.IntVar(&o.iterations, "iterations", 100, "timed iterations per run, passed as PAL_BENCH_ITERATIONS")
+	f.StringVar(&o.scheduler, "scheduler-name", "pal", "spec.schedulerName of the pods: pal scheduler's, so it counts their GPUs as taken")
+	f.StringVar(&o.runID, "run-id", "", "run id in names and labels (default: the UTC time, YYYYMMDD-HHMMSS)")
+	f.DurationVar(&o.runTimeout, "run-timeout", 30*time.Minute, "each pod's activeDeadlineSeconds: a run still going after this fails")
+	f.StringVarP(&o.output, "output", "o", "yaml", "format of the written objects: yaml or json (a v1 List)")
+	f.StringVar(&o.out, "out", "", "file to write the objects to (default: stdout without --apply, not written with it)")
+	f.BoolVar(&o.apply, "apply", false, "create the objects and wait until every run has finished")
+	f.BoolVar(&o.collect, "collect", false, "with --apply: collect the results into the measurement CSV")
+	return cmd
+}
+
+func runProfileBench(ctx context.Context, stdout, stderr io.Writer, o profileBenchOpts) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.output != "yaml" && o.output != "json" {
+		return fmt.Errorf("--output %q: want yaml or json", o.output)
+	}
+	if o.image == "" || o.models == "" {
+		return fmt.Errorf("--image and --models are required")
+	}
+	if o.collect && !o.apply {
+		return fmt.Errorf("--collect needs --apply (pal profile collect --run-id RUN collects a run started earlier)")
+	}
+	if o.gpusPerNode != 0 && (o.nodes == "" || o.apply || o.nodeSelector != "") {
+		return fmt.Errorf("--gpus-per-node goes with --nodes, without --apply or --node-selector")
+	}
+	if o.gpuScoresOut != "" && o.measurementsOut == "" {
+		return fmt.Errorf("--gpu-scores-out needs --measurements-out")
+	}
+	if o.runID == "" {
+		o.runID = time.Now().UTC().Format("20060102-150405")
+	}
+	var cs kubernetes.Interface
+	var nodes []profilebench.Node
+	if o.gpusPerNode != 0 {
+		for _, n := range splitList(o.nodes) {
+			nodes = append(nodes, profilebench.Node{Name: n, GPUs: o.gpusPerNode})
+		}
+	} else {
+		var err error
+		if cs, err = benchClientFor(o.kubeconfig); err != nil {
+			return err
+		}
+		if nodes, err = benchNodes(ctx, cs, o.nodes, o.nodeSelector, stderr); err != nil {
+			return err
+		}
+	}
+	plan, err := profilebench.NewPlan(nodes, profilebench.Options{RunID: o.runID, Image: o.image, Namespace: o.namespace,
+		SchedulerName: o.scheduler, Models: splitList(o.models), Repetitions: o.repetitions, Iterations: o.iterations,
+		PerGPU: o.parallel, Deadline: o.runTimeout})
+	if err != nil {
+		return err
+	}
+	gpus := 0
+	for _, n := range plan.Nodes {
+		gpus += n.GPUs
+	}
+	fmt.Fprintf(stderr, "run %s: %d runs (%d GPUs on %d nodes x %d models x %d repetitions), one per %s at a time, image %s, namespace %s\n",
+		plan.RunID, len(plan.Runs), gpus, len(plan.Nodes), len(plan.Models), plan.Repetitions, plan.Concurrency, plan.Image, plan.Namespace)
+	if !o.apply || o.out != "" {
+		if err := writeBenchObjects(stdout, o.out, o.output, plan); err != nil {
+			return err
+		}
+	}
+	if !o.apply {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := profilebench.Apply(ctx, cs, plan, profilebench.ApplyOptions{Poll: o.poll, Progress: stderr}); err != nil {
+		return fmt.Errorf("run %s: %w", plan.RunID, err)
+	}
+	if !o.collect {
+		fmt.Fprintf(stderr, "run %s finished; pal profile collect --run-id %s --namespace %s collects it\n", plan.RunID, plan.RunID, plan.Namespace)
+		return nil
+	}
+	return collectRun(ctx, cs, plan, stdout, stderr, o.benchCollectOpts)
+}
+
+// benchNodes are the GPU nodes --nodes and --node-selector pick. A named
+// node without GPUs is an error; a selected one is skipped, saying so.
+// Cordoned nodes are kept: cordoning is how an operator keeps other
+// work off the GPUs being measured.
+func benchNodes(ctx context.Context, cs kubernetes.Interface, names, selector string, stderr io.Writer) ([]profilebench.Node, error) {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range list.Items {
+		byName[list.Items[i].Name] = &list.Items[i]
+	}
+	var out []profilebench.Node
+	if names != "" {
+		for _, n := range splitList(names) {
+			node, ok := byName[n]
+			if !ok {
+				return nil, fmt.Errorf("--nodes: node %s not found (or not matching --node-selector %q)", n, selector)
+			}
+			g := kube.NodeGPUs(node)
+			if g == 0 {
+				return nil, fmt.Errorf("--nodes: node %s has no allocatable %s", n, kube.ResourceGPU)
+			}
+			out = append(out, profilebench.Node{Name: n, GPUs: g})
+		}
+		return out, nil
+	}
+	for _, node := range list.Items {
+		if g := kube.NodeGPUs(&node); g > 0 {
+			out = append(out, profilebench.Node{Name: node.Name, GPUs: g})
+		} else {
+			fmt.Fprintf(stderr, "skipping node %s: no allocatable %s\n", node.Name, kube.ResourceGPU)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no node with allocatable %s matches --node-selector %q", kube.ResourceGPU, selector)
+	}
+	return out, nil
+}
+
+// writeBenchObjects writes the run's ConfigMap and pods as YAML
+// documents or as one JSON v1 List.
+func writeBenchObjects(stdout io.Writer, path, format string, plan *profilebench.Plan) error {
+	cm, err := plan.ConfigMap()
+	if err != nil {
+		return err
+	}
+	objs := []runtime.Object{cm}
+	for _, p := range plan.Pods() {
+		objs = append(objs, p)
+	}
+	var b bytes.Buffer
+	if format == "json" {
+		list := corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+		for _, o := range objs {
+			list.Items = append(list.Items, runtime.RawExtension{Object: o})
+		}
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(&b, "# pal profile bench run %s: apply with pal profile bench --apply (kubectl apply starts every run at once)\n", plan.RunID)
+		for _, o := range objs {
+			y, err := yaml.Marshal(o)
+			if err != nil {
+				return err
+			}
+			b.WriteString("---\n")
+			b.Write(y)
+		}
+	}
+	if path == "" || path == "-" {
+		_, err := stdout.Write(b.Bytes())
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// collectRun collects a finished run into the measurement CSV, runs
+// build when asked, cleans up when asked, and fails if any run did.
+func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench.Plan, stdout, stderr io.Writer, o benchCollectOpts) error {
+	c, err := profilebench.Collect(ctx, cs, plan, profilebench.ClientLogs(cs))
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := c.WriteCSV(&b); err != nil {
+		return err
+	}
+	if o.measurementsOut == "" || o.measurementsOut == "-" {
+		if _, err := stdout.Write(b.Bytes()); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(o.measurementsOut, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "run %s: %d of %d runs measured\n", plan.RunID, len(c.Measured), len(plan.Runs))
+	for _, f := range c.Failed {
+		fmt.Fprintf(stderr, "failed: pod %s/%s (node %s GPU %d, %s repetition %d): %s\n", plan.Namespace, f.Pod, f.Node, f.GPU, f.Model, f.Repetition, f.Why)
+	}
+	if o.gpuScoresOut != "" && len(c.Measured) > 0 {
+		if err := runProfileBuild(stderr, stderr, profileBuildOpts{measurements: o.measurementsOut, out: o.gpuScoresOut,
+			classMap: "artifact", output: DefaultOutput, minSamples: 3}); err != nil {
+			return fmt.Errorf("pal profile build on %s: %w", o.measurementsOut, err)
+		}
+	}
+	var cleanupErr error
+	if o.cleanup {
+		deleted, kept, err := profilebench.Cleanup(ctx, cs, plan.Namespace, plan.RunID)
+		if err != nil {
+			cleanupErr = fmt.Errorf("cleanup: %w", err)
+			fmt.Fprintln(stderr, cleanupErr)
+		} else {
+			fmt.Fprintf(stderr, "cleanup: deleted %d object(s), kept %d: %s\n", len(deleted), len(kept), strings.Join(kept, ", "))
+		}
+	}
+	if len(c.Failed) > 0 {
+		return fmt.Errorf("%d of %d runs of %s gave no measurement (listed above and in the CSV's comments)", len(c.Failed), len(plan.Runs), plan.RunID)
+	}
+	return cleanupErr
+}
+
+// profileCollectOpts are the flags of `pal profile collect`.
+type profileCollectOpts struct {
+	benchCollectOpts
+	runID string
+	wait  bool
+}
+
+func newProfileCollectCmd() *cobra.Command {
+	var o profileCollectOpts
+	cmd := &cobra.Command{
+		Use:   "collect",
+		Short: "Collect a pal profile bench run's results into the measurement CSV",
+		Long: `Collect reads the plan of run RUN from its ConfigMap pal-bench-RUN, then
+each planned pod's result line (termination message, else the tail of
+its log), and writes the measurement CSV pal profile build reads. A run
+whose pod is missing, unfinished, failed, moved off its device or printed
+no valid result line is listed in the CSV's comments and on stderr, and
+the command fails. --wait first waits until every pod has finished.`,
+		Example: `  pal profile collect --run-id 20261201-120000 --namespace bench --measurements-out runs.csv`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if o.runID == "" {
+				return fmt.Errorf("--run-id is required")
+			}
+			if o.gpuScoresOut != "" && o.measurementsOut == "" {
+				return fmt.Errorf("--gpu-scores-out needs --measurements-out")
+			}
+			cs, err := benchClientFor(o.kubeconfig)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, o.timeout)
+			defer cancel()
+			plan, _, err := profilebench.LoadPlan(ctx, cs, o.namespace, o.runID)
+			if err != nil {
+				return err
+			}
+			if o.wait {
+				if err := waitFinished(ctx, cs, plan, o.poll); err != nil {
+					return err
+				}
+			}
+			return collectRun(ctx, cs, plan, cmd.OutOrStdout(), cmd.ErrOrStderr(), o.benchCollectOpts)
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringVar(&o.runID, "run-id", "", "the run to collect (required)")
+	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait until every existing pod of the run has finished")
+	return cmd
+}
+
+// waitFinished polls until no pod of the run is Pending or Running.
+func waitFinished(ctx context.Context, cs kubernetes.Interface, plan *profilebench.Plan, poll time.Duration) error {
+	for {
+		list, err := cs.CoreV1().Pods(plan.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plan.Selector()})
+		if err != nil {
+			return err
+		}
+		live := 0
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				live++
+			}
+		}
+		if live == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d pods of run %s still running: %w", live, plan.RunID, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}

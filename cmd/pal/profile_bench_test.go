@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/palsched/pal/profilebench"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+)
+
+// TestProfileBenchWritesObjects: without a cluster (--gpus-per-node),
+// the written YAML is the run's ConfigMap and one pod per GPU, model and
+// repetition, each pinned to its node and device.
+func TestProfileBenchWritesObjects(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench.yaml")
+	if _, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--nodes", "n2,n1",
+		"--gpus-per-node", "2", "--repetitions", "3", "--run-id", "w1", "--namespace", "bench", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(raw), "\n---\n")
+	// A comment, the ConfigMap, 2 nodes x 2 GPUs x 2 models x 3 repetitions.
+	if len(docs) != 2+2*2*2*3 || !strings.HasPrefix(docs[0], "# pal profile bench run w1") {
+		t.Fatalf("%d documents, want a comment, the ConfigMap and 24 pods", len(docs))
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &cm); err != nil || cm.Kind != "ConfigMap" || cm.Name != "pal-bench-w1" {
+		t.Fatalf("first document: %v %s %s", err, cm.Kind, cm.Name)
+	}
+	seen := map[string]int{}
+	for _, d := range docs[2:] {
+		var p corev1.Pod
+		if err := yaml.UnmarshalStrict([]byte(d), &p); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, e := range p.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		key := fmt.Sprintf("%s/%s/%s", p.Spec.NodeName, env["NVIDIA_VISIBLE_DEVICES"], env["PAL_BENCH_MODEL"])
+		seen[key]++
+		if p.Annotations["pal.io/gpu-indices"] != env["NVIDIA_VISIBLE_DEVICES"] || p.Namespace != "bench" || p.Labels["pal.io/profile-run"] != "w1" {
+			t.Errorf("pod %s: %v %v", p.Name, p.Annotations, env)
+		}
+	}
+	for _, n := range []string{"n1", "n2"} {
+		for g := range 2 {
+			for _, m := range []string{"resnet50", "BERT"} {
+				if k := fmt.Sprintf("%s/%d/%s", n, g, m); seen[k] != 3 {
+					t.Errorf("%s: %d pods, want 3 repetitions", k, seen[k])
+				}
+			}
+		}
+	}
+	for _, bad := range [][]string{
+		{"--image", "b", "--models", "m", "--nodes", "n", "--gpus-per-node", "1", "-o", "table"},
+		{"--image", "b", "--models", "m", "--collect"},
+		{"--models", "m"},
+	} {
+		if _, err := run(t, append([]string{"profile", "bench"}, bad...)...); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// TestProfileBenchApplyCollect runs --apply --collect --gpu-scores-out
+// against the fake clientset, the test finishing each started pod with
+// a result that depends on its GPU: the CSV has one row per GPU, model
+// and repetition with those values, and pal profile build's table ranks
+// the slow GPU slowest.
+func TestProfileBenchApplyCollect(t *testing.T) {
+	gpu := resource.MustParse("2")
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": gpu}}}
+	}
+	cs := fake.NewClientset(node("n1"), node("n2"), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}})
+	cs.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetUID(types.UID("cm-uid"))
+		return false, nil, nil
+	})
+	old := benchClientFor
+	benchClientFor = func(string) (kubernetes.Interface, error) { return cs, nil }
+	defer func() { benchClientFor = old }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the kubelet: finish every pod that has not finished
+		defer wg.Done()
+		for ctx.Err() == nil {
+			list, _ := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			for i := range list.Items {
+				p := &list.Items[i]
+				if p.Status.Phase != "" {
+					continue
+				}
+				it := 0.1
+				if p.Spec.NodeName == "n2" && p.Annotations["pal.io/gpu-indices"] == "1" {
+					it = 0.15 // the slow GPU
+				}
+				p.Status.Phase = corev1.PodSucceeded
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "bench", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Message: fmt.Sprintf("PAL_RESULT iter_time_s=%g", it)}}}}
+				cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	dir := t.TempDir()
+	csvPath, scores := filepath.Join(dir, "runs.csv"), filepath.Join(dir, "scores.csv")
+	_, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", "a1",
+		"--apply", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores, "--cleanup")
+	cancel()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(csvPath)
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 1+4*2*3 || rows[0] != "node,gpu_index,gpu_uuid,model,iter_time_s,sm_clock_mhz,power_w,temp_c" {
+		t.Fatalf("%d rows:\n%s", len(rows), raw)
+	}
+	if rows[1] != "n1,0,,resnet50,0.1,,," || rows[24] != "n2,1,,BERT,0.15,,," {
+		t.Errorf("rows %q ... %q", rows[1], rows[24])
+	}
+	tbl, _ := os.ReadFile(scores)
+	// The slow GPU (GPU_ID 3, node 1) is 1.5x the median GPU in classes
+	// A (resnet50) and B (BERT); C and D were not measured (1.0).
+	if !strings.Contains(string(tbl), "\n0,0,1,1,1,1,n1,0\n") || !strings.Contains(string(tbl), "\n3,1,1.4999999999999996,1.4999999999999996,1,1,n2,1\n") {
+		t.Errorf("score table lacks the slow GPU at 1.5:\n%s", tbl)
+	}
+	// --cleanup removed what --apply created.
+	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("%d pods left after --cleanup", len(l.Items))
+	}
+}
+
+// TestProfileBenchJSON: -o json is one v1 List of the ConfigMap and the
+// pods.
+func TestProfileBenchJSON(t *testing.T) {
+	out, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50", "--nodes", "n1", "--gpus-per-node", "3",
+		"--repetitions", "2", "--run-id", "j1", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Kind != "List" || len(list.Items) != 1+3*2 || list.Items[0].Kind != "ConfigMap" || list.Items[6].Kind != "Pod" ||
+		list.Items[6].Metadata.Name != "pal-bench-j1-n0-g2-m0-r1" {
+		t.Errorf("list: %+v", list)
+	}
+}
+
+// TestProfileCollectReportsFailures: pal profile collect on a run whose
+// objects were applied by hand (no owner references) writes the
+// measured rows, names the failed pod, exits non-zero, and with
+// --cleanup deletes nothing (pal did not create them).
+func TestProfileCollectReportsFailures(t *testing.T) {
+	plan, err := profilebench.NewPlan([]profilebench.Node{{Name: "n1", GPUs: 2}}, profilebench.Options{RunID: "k1", Image: "b",
+		Namespace: "default", SchedulerName: "pal", Models: []string{"resnet50"}, Repetitions: 1, Iterations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := plan.ConfigMap()
+	pods := plan.Pods()
+	pods[0].Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "bench",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "PAL_RESULT iter_time_s=0.25 power_w=300"}}}}}
+	pods[1].Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfnvidia.com/gpu", Message: "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu"}
+	cs := fake.NewClientset(cm, pods[0], pods[1])
+	old := benchClientFor
+	benchClientFor = func(string) (kubernetes.Interface, error) { return cs, nil }
+	defer func() { benchClientFor = old }()
+	var stderr bytes.Buffer
+	root := newRootCmd()
+	var stdout bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"profile", "collect", "--run-id", "k1", "--wait", "--poll", "1ms", "--cleanup"})
+	err = root.Execute()
+	if err == nil || err.Error() != "1 of 2 runs of k1 gave no measurement (listed above and in the CSV's comments)" {
+		t.Fatalf("error %v", err)
+	}
+	if !strings.Contains(stdout.String(), "\nn1,0,,resnet50,0.25,,300,\n") ||
+		!strings.Contains(stdout.String(), "# failed: pod pal-bench-k1-n0-g1-m0-r0 (node n1 GPU 1, resnet50 repetition 0): pod failed: OutOfnvidia.com/gpu: Pod was rejected") {
+		t.Errorf("CSV:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "not created by pal profile bench --apply: nothing deleted") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 2 {
+		t.Errorf("%d pods left, want both", len(l.Items))
+	}
+}

@@ -1,0 +1,87 @@
+package kube
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadConfigErrors: every way a config file can be wrong is reported
+// with the file, the line of the key, and the dotted field, in words an
+// operator reads (no JSON, no Go type names).
+func TestLoadConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown key", "period: 10s\nperod: 1s\n", `c.yaml:2: field "perod": unknown (known here: alignPeriod,`},
+		{"unknown nested key", "themis:\n  knob: 0.8\n  lese: 1s\n", `c.yaml:3: field "themis.lese": unknown (known here: knob, lease)`},
+		{"integer", "qps: 5\nburst: many\n", `c.yaml:2: field "burst": want an integer`},
+		{"number", "themis:\n  knob: high\n", `c.yaml:2: field "themis.knob": want a number`},
+		{"bool", "alignPeriod: [1]\n", `c.yaml:1: field "alignPeriod": want true or false`},
+		{"list", "tiresiasThresholds: 5\n", `c.yaml:1: field "tiresiasThresholds": want a list`},
+		{"duration", "period: ten\n", `c.yaml:1: field "period": want a duration`},
+		{"mapping wanted", "themis: [1]\n", `c.yaml:1: field "themis": want a mapping of keys`},
+		{"not a mapping", "- a\n- b\n", `c.yaml:1: the config must be a mapping`},
+		{"syntax", "period: 10s\nqps: 1\n  burst: 2\n", `c.yaml:3: mapping values are not allowed`},
+		{"unclosed quote", "schedulerName: \"pal\n", `c.yaml:2: found unexpected end of stream`},
+		{"invalid value", "namespace: kube-system\nperiod: -1s\n", `c.yaml:2: field period: must be positive, got -1s`},
+		{"invalid nested value", "scheduler: themis\nthemis:\n  lease: -5s\n", `c.yaml:3: field themis.lease: must be positive`},
+		{"invalid pair", "qps: 5\nburst: 0\n", `c.yaml:1: fields qps and burst: must be positive`},
+		{"invalid default-only", "scheduler: nope\n", `c.yaml:1: field scheduler:`},
+		{"too large", "# " + strings.Repeat("x", maxConfigBytes) + "\n", `bytes, more than the 1048576 a config may have`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadConfig(p)
+			if err == nil {
+				t.Fatalf("LoadConfig accepted %q", tc.yaml)
+			}
+			got := strings.TrimPrefix(err.Error(), filepath.Dir(p)+"/")
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("error\n  %s\nwant it to contain\n  %s", got, tc.want)
+			}
+			for _, bad := range []string{"json", "JSON", "Go struct", "kube.", "float64"} {
+				if strings.Contains(got, bad) {
+					t.Errorf("error speaks of %q: %s", bad, got)
+				}
+			}
+		})
+	}
+}
+
+// TestLoadConfigGood: a valid file loads, and a key set to its default
+// still loads (the per-key check accepts what the whole-file decode does).
+func TestLoadConfigGood(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	body := "schedulerName: pal\nperiod: 30s\nalignPeriod: true\nqps: 50\nburst: 100\ntiresiasThresholds: [3600, 7200]\nthemis:\n  knob: 0.8\nleaderElection:\n  enabled: false\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Period.Seconds() != 30 || !c.AlignPeriod || c.QPS != 50 || c.Burst != 100 || len(c.TiresiasThresholds) != 2 || c.Themis.Knob != 0.8 {
+		t.Errorf("loaded %+v", c)
+	}
+}
+
+// FuzzLoadConfig: any file loads or fails with an error naming the file,
+// and never panics.
+func FuzzLoadConfig(f *testing.F) {
+	for _, s := range []string{"period: 10s\n", "themis:\n  knob: x\n", "a: &a [*a, *a]\n", "- 1\n", ": : :\n", "leaderElection:\n  enabled: true\n"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body string) {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(p); err != nil && !strings.HasPrefix(err.Error(), p) {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
+}

@@ -1,0 +1,297 @@
+package profilebench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// fakeClient is a fake clientset that gives created objects a UID, as
+// the API server does.
+func fakeClient(objs ...runtime.Object) *fake.Clientset {
+	cs := fake.NewClientset(objs...)
+	n := 0
+	cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.CreateAction).GetObject()
+		if m, ok := obj.(metav1.Object); ok && m.GetUID() == "" {
+			n++
+			m.SetUID(types.UID(fmt.Sprintf("uid-%d", n)))
+		}
+		return false, nil, nil
+	})
+	return cs
+}
+
+// finish sets a pod's status as a kubelet does when its container ends.
+func finish(p *corev1.Pod, phase corev1.PodPhase, exit int32, msg string) {
+	p.Status.Phase = phase
+	reason := "Completed"
+	if exit != 0 {
+		reason = "Error"
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: Container,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: reason, Message: msg}}}}
+}
+
+func TestCollect(t *testing.T) {
+	p, err := NewPlan(twoNodes(), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := p.Pods()
+	logs := map[string]string{}
+	var objs []runtime.Object
+	for i, pod := range pods {
+		r := p.Runs[i]
+		// GPU speeds by position; BERT twice ResNet-18's time.
+		it := 0.1 * float64(1+r.GPU) * float64(1+r.Repetition%2) / 10
+		if r.Model == "BERT" {
+			it *= 2
+		}
+		if r.Node == "a-node" {
+			it *= 1.5
+		}
+		line := fmt.Sprintf("PAL_RESULT iter_time_s=%g sm_clock_mhz=1410 power_w=250 temp_c=6%d", it, r.GPU)
+		switch i {
+		case 0: // the result only in the log (an image that writes no termination message)
+			finish(pod, corev1.PodSucceeded, 0, "")
+			logs[pod.Name] = "loading model\nstep 30/30\n" + line + " gpu_uuid=GPU-aaaa\n"
+		case 4: // failed: the kubelet's fallback message is the log's tail
+			finish(pod, corev1.PodFailed, 1, "Traceback ...\nRuntimeError: CUDA out of memory")
+		case 7: // killed at its deadline
+			pod.Status.Phase, pod.Status.Reason, pod.Status.Message = corev1.PodFailed, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+		case 8: // a malformed line
+			finish(pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.1 temp=60")
+		case 9: // still running
+			pod.Status.Phase = corev1.PodRunning
+		case 10: // missing: not created
+			continue
+		case 11: // moved off its device by hand
+			pod.Annotations["pal.io/gpu-indices"] = "0"
+			finish(pod, corev1.PodSucceeded, 0, line)
+		default:
+			finish(pod, corev1.PodSucceeded, 0, "done\n"+line)
+		}
+		objs = append(objs, pod)
+	}
+	cs := fakeClient(objs...)
+	logf := func(_ context.Context, ns, pod, container string) (string, error) {
+		if ns != "bench" || container != Container {
+			t.Errorf("logs of %s/%s container %s", ns, pod, container)
+		}
+		l, ok := logs[pod]
+		if !ok {
+			return "", fmt.Errorf("no logs")
+		}
+		return l, nil
+	}
+	c, err := Collect(context.Background(), cs, p, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := c.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `# pal profile bench run t1: image bench:1, namespace bench, 30 iterations per run, one run per node at a time
+# 6 of 12 runs measured
+# failed: pod pal-bench-t1-n1-g0-m1-r0 (node b-node GPU 0, BERT repetition 0): pod failed: exit code 1 (Error): RuntimeError: CUDA out of memory
+# failed: pod pal-bench-t1-n1-g0-m0-r1 (node b-node GPU 0, ResNet-18 repetition 1): pod failed: DeadlineExceeded: Pod was active on the node longer than the specified deadline
+# failed: pod pal-bench-t1-n1-g1-m0-r1 (node b-node GPU 1, ResNet-18 repetition 1): termination message line 1: field temp: unknown key (want iter_time_s, sm_clock_mhz, power_w, temp_c or gpu_uuid)
+# failed: pod pal-bench-t1-n0-g0-m1-r1 (node a-node GPU 0, BERT repetition 1): pod is Running, not finished
+# failed: pod pal-bench-t1-n1-g0-m1-r1 (node b-node GPU 0, BERT repetition 1): pod not found
+# failed: pod pal-bench-t1-n1-g1-m1-r1 (node b-node GPU 1, BERT repetition 1): pod runs on b-node device "0", planned for b-node device 1
+node,gpu_index,gpu_uuid,model,iter_time_s,sm_clock_mhz,power_w,temp_c
+a-node,0,GPU-aaaa,ResNet-18,0.015,1410,250,60
+a-node,0,,ResNet-18,0.03,1410,250,60
+a-node,0,,BERT,0.03,1410,250,60
+b-node,0,,ResNet-18,0.01,1410,250,60
+b-node,1,,ResNet-18,0.02,1410,250,61
+b-node,1,,BERT,0.04,1410,250,61
+`
+	// Rows by node, GPU, model in plan order (ResNet-18 first), then
+	// repetition; odd repetitions take twice as long, a-node 1.5x.
+	if got := b.String(); got != want {
+		t.Errorf("CSV:\n%s\nwant:\n%s", got, want)
+	}
+	if len(c.Measured)+len(c.Failed) != len(p.Runs) {
+		t.Errorf("%d measured + %d failed != %d runs", len(c.Measured), len(c.Failed), len(p.Runs))
+	}
+	if c.Measured[0].Source != "log" || c.Measured[1].Source != "termination message" {
+		t.Errorf("sources %q %q", c.Measured[0].Source, c.Measured[1].Source)
+	}
+}
+
+// TestApplySequences runs Apply against the fake clientset with the test
+// as the kubelet: between two polls it finishes every running pod. No
+// two runs of one queue may ever be live at once, every run starts once,
+// and every pod is owned by the run's ConfigMap.
+func TestApplySequences(t *testing.T) {
+	for _, perGPU := range []bool{false, true} {
+		o := testOptions()
+		o.PerGPU = perGPU
+		p, err := NewPlan(twoNodes(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := fakeClient()
+		ctx := context.Background()
+		polls, maxLive := 0, 0
+		kubelet := func(ctx context.Context, _ time.Duration) error {
+			polls++
+			list, err := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			live := map[string]int{}
+			for i := range list.Items {
+				pod := &list.Items[i]
+				if isFinished(pod) {
+					continue
+				}
+				q := pod.Spec.NodeName
+				if perGPU {
+					q += "/" + pod.Annotations["pal.io/gpu-indices"]
+				}
+				live[q]++
+				if live[q] > 1 {
+					t.Errorf("perGPU=%v: two runs of queue %s live at once (poll %d)", perGPU, q, polls)
+				}
+				finish(pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.5")
+				if _, err := cs.CoreV1().Pods("bench").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+			n := 0
+			for _, v := range live {
+				n += v
+			}
+			maxLive = max(maxLive, n)
+			return nil
+		}
+		var progress strings.Builder
+		if err := Apply(ctx, cs, p, ApplyOptions{Sleep: kubelet, Progress: &progress}); err != nil {
+			t.Fatal(err)
+		}
+		list, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+		cm, err := cs.CoreV1().ConfigMaps("bench").Get(ctx, "pal-bench-t1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 12 {
+			t.Fatalf("perGPU=%v: %d pods, want 12", perGPU, len(list.Items))
+		}
+		for _, pod := range list.Items {
+			if !ownedBy(&pod, cm) {
+				t.Errorf("pod %s not owned by %s (%v)", pod.Name, cm.UID, pod.OwnerReferences)
+			}
+		}
+		// Per node: a-node has 4 runs, b-node 8, so 8 waves with one run
+		// per node; per GPU: 4 runs on each of 3 GPUs, 4 waves of 3.
+		wantPolls, wantLive := 8, 2
+		if perGPU {
+			wantPolls, wantLive = 4, 3
+		}
+		if polls != wantPolls || maxLive != wantLive {
+			t.Errorf("perGPU=%v: %d polls with at most %d live runs, want %d and %d", perGPU, polls, maxLive, wantPolls, wantLive)
+		}
+		if n := strings.Count(progress.String(), "started "); n != 12 {
+			t.Errorf("%d started lines", n)
+		}
+		c, err := Collect(ctx, cs, p, nil)
+		if err != nil || len(c.Measured) != 12 {
+			t.Fatalf("collect: %v, %d measured", err, len(c.Measured))
+		}
+
+		// Resume: the same plan again starts nothing new.
+		if err := Apply(ctx, cs, p, ApplyOptions{Sleep: kubelet}); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+		if l, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{}); len(l.Items) != 12 {
+			t.Errorf("resume made %d pods", len(l.Items))
+		}
+		// Another plan under the same run id is refused.
+		o.Repetitions = 3
+		p3, _ := NewPlan(twoNodes(), o)
+		if err := Apply(ctx, cs, p3, ApplyOptions{Sleep: kubelet}); err == nil || !strings.Contains(err.Error(), "another plan") {
+			t.Errorf("other plan, same id: %v", err)
+		}
+	}
+}
+
+func TestApplyRefusesForeignPod(t *testing.T) {
+	p, _ := NewPlan(twoNodes(), testOptions())
+	squat := p.Pod(p.Runs[0]) // applied by hand: no owner reference
+	cs := fakeClient(squat)
+	err := Apply(context.Background(), cs, p, ApplyOptions{Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err == nil || !strings.Contains(err.Error(), "pod bench/pal-bench-t1-n0-g0-m0-r0 exists and was not created by run t1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestCleanupOnlyOwn: Cleanup deletes the run's succeeded pods it owns,
+// keeps a failed one and a labelled pod it did not create, keeps the
+// ConfigMap while pods remain, and never touches other pods.
+func TestCleanupOnlyOwn(t *testing.T) {
+	ctx := context.Background()
+	p, _ := NewPlan([]Node{{Name: "a-node", GPUs: 2}}, Options{RunID: "c1", Image: "i", Namespace: "bench", SchedulerName: "pal",
+		Models: []string{"m"}, Repetitions: 1, Iterations: 1})
+	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "bench", Labels: map[string]string{"app": "x"}}}
+	squatter := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: "bench", Labels: map[string]string{LabelRun: "c1"}}}
+	finish(squatter, corev1.PodSucceeded, 0, "")
+	cs := fakeClient(stranger, squatter)
+	fails := 0
+	kubelet := func(ctx context.Context, _ time.Duration) error {
+		list, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{LabelSelector: p.Selector()})
+		for i := range list.Items {
+			pod := &list.Items[i]
+			if pod.Status.Phase != "" {
+				continue
+			}
+			if pod.Annotations["pal.io/gpu-indices"] == "1" {
+				finish(pod, corev1.PodFailed, 2, "bad")
+				fails++
+			} else {
+				finish(pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=1")
+			}
+			cs.CoreV1().Pods("bench").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		}
+		return nil
+	}
+	if err := Apply(ctx, cs, p, ApplyOptions{Sleep: kubelet}); err != nil {
+		t.Fatal(err)
+	}
+	deleted, kept, err := Cleanup(ctx, cs, "bench", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(deleted) != "[pal-bench-c1-n0-g0-m0-r0]" || fmt.Sprint(kept) != "[labelled (not created by this run) pal-bench-c1-n0-g1-m0-r0 (Failed)]" || fails != 1 {
+		t.Errorf("deleted %v kept %v", deleted, kept)
+	}
+	for _, n := range []string{"other", "labelled", "pal-bench-c1-n0-g1-m0-r0"} {
+		if _, err := cs.CoreV1().Pods("bench").Get(ctx, n, metav1.GetOptions{}); err != nil {
+			t.Errorf("pod %s: %v", n, err)
+		}
+	}
+	if _, err := cs.CoreV1().ConfigMaps("bench").Get(ctx, "pal-bench-c1", metav1.GetOptions{}); err != nil {
+		t.Errorf("configmap deleted while pods remain: %v", err)
+	}
+	// A run applied from a written file (no AnnCreatedBy) is not ours.
+	cm, _ := p.ConfigMap()
+	cm.Name, cm.Labels[LabelRun] = "pal-bench-k1", "k1"
+	if _, err := cs.CoreV1().ConfigMaps("bench").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Cleanup(ctx, cs, "bench", "k1"); err == nil || !strings.Contains(err.Error(), "not created by pal profile bench --apply") {
+		t.Errorf("cleanup of a kubectl-applied run: %v", err)
+	}
+}
