@@ -27,7 +27,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/palsched/pal/policy/baseline"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
 )
 
@@ -129,14 +129,28 @@ func (o Options) Effective() Options {
 
 // SchedulerThemis is the --scheduler that hands whole rounds to Themis'
 // leases and partial-allocation auctions (policy/themis, defaults: f =
-// 0.8, 600 s leases, payments on; `pal themis sim` has every knob).
-const SchedulerThemis = "themis"
+// 0.8, 600 s leases, payments on; `pal themis sim` has every knob). The
+// registry builds it; the name is repeated here for the commands' flags.
+const SchedulerThemis = registry.SchedulerThemis
 
 // PlacesToo reports whether a --scheduler also places (Themis and the
 // elastic baselines of package baseline: gandiva-fair, slaq, optimus), so
 // that --placement does not apply.
-func PlacesToo(scheduler string) bool {
-	return scheduler == SchedulerThemis || baseline.Is(scheduler)
+func PlacesToo(scheduler string) bool { return registry.PlacesToo(scheduler) }
+
+// Spec is the registry's description of the options' policies, placement
+// being the one placement of the list a run uses ("" when only the
+// scheduler is wanted).
+func (o Options) Spec(placement string) registry.Spec {
+	return registry.Spec{
+		Scheduler:          o.Scheduler,
+		TiresiasThresholds: o.TiresiasThresholds,
+		TiresiasStarvation: o.TiresiasStarvation,
+		Seed:               o.Seed,
+		Placement:          placement,
+		TieBreak:           o.TieBreak,
+		Tenancy:            o.Tenancy,
+	}
 }
 
 // DefaultSeed is the seed every command uses when none is given.

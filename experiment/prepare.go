@@ -15,6 +15,7 @@ import (
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
@@ -318,7 +319,7 @@ func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 
 // newPlacer builds one instance of a placement, pods kept whole.
 func (in *Inputs) newPlacer(placement string) (policy.Placer, error) {
-	pl, err := NewPlacer(placement, in.Opts.TieBreak)
+	pl, err := registry.NewPlacer(in.Opts.Spec(placement))
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +333,7 @@ func (in *Inputs) newPlacer(placement string) (policy.Placer, error) {
 // Config is the simulator's configuration of one placement on the
 // prepared inputs (what Run runs; tests add an Observe hook to it).
 func (in *Inputs) Config(placement string) (sim.Config, error) {
-	sched, err := NewScheduler(in.Opts)
+	sched, err := registry.NewScheduler(in.Opts.Spec(placement))
 	if err != nil {
 		return sim.Config{}, err
 	}

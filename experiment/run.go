@@ -10,6 +10,7 @@ import (
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/sim"
 )
 
@@ -95,11 +96,11 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 		if PlacesToo(o.Scheduler) {
 			break
 		}
-		if _, err := NewPlacer(p, o.TieBreak); err != nil {
+		if _, err := registry.NewPlacer(o.Spec(p)); err != nil {
 			return nil, nil, err
 		}
 	}
-	if _, err := NewScheduler(o); err != nil {
+	if _, err := registry.NewScheduler(o.Spec("")); err != nil {
 		return nil, nil, err
 	}
 	if len(o.PlacementList()) == 0 {

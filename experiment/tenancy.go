@@ -11,6 +11,7 @@ import (
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/baseline"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/sim"
@@ -156,42 +157,24 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	}
 	// Each VC orders its own queue with its own scheduler, under every
 	// tenancy mode and in the private reference alike.
-	if _, ok := cfg.Scheduler.(*themis.Policy); !ok {
-		per, err := tenant.NewPerVC(in.Layout, func() (policy.Scheduler, error) { return NewScheduler(in.Opts) })
-		if err != nil {
-			return err
-		}
-		cfg.Scheduler = per
+	spec := in.Opts.Spec(placement)
+	per, err := registry.PerVC(spec, in.Layout, cfg.Scheduler)
+	if err != nil {
+		return err
 	}
+	cfg.Scheduler = per
 	cfg.CheckInvariants = in.Opts.CheckInvariants
 	cfg.NodeEvents = in.nodeEvents
 	iv := &tenant.IntraVC{NewPlacer: func() (policy.Placer, error) { return in.newPlacer(placement) }}
 	if top, ok := cfg.Scheduler.(*themis.Policy); ok {
 		// Each VC runs a Themis of its own over its cells, on the round's
 		// clock (the top-level policy only orders).
-		iv.NewPlacer = func() (policy.Placer, error) {
-			p, err := newThemis(in.Opts.Seed)
-			if err != nil {
-				return nil, err
-			}
-			return themis.InVC{Policy: p, Clock: top.Now}, nil
-		}
+		iv.NewPlacer = registry.VCThemis(spec, top)
 	}
-	switch in.Opts.Tenancy {
-	case "quota":
-		q := tenant.NewQuota(in.Layout)
-		q.SetIntraVC(iv)
-		cfg.Tenancy = q
-	case "hived", "hived-pm":
-		h, err := tenant.NewHiveD(in.Layout)
-		if err != nil {
-			return err
-		}
-		if in.Opts.Tenancy == "hived-pm" {
-			if err := h.UseScores(in.Scores); err != nil {
-				return err
-			}
-		}
+	if !in.Opts.hived() && in.Opts.Tenancy != "quota" {
+		return nil // private: runPrivate runs each VC on its own cluster
+	}
+	if in.Opts.hived() {
 		// A VC's placer sees its view with the scores and the placement
 		// stream its private cluster's run has (privateScores, the seed).
 		iv.Env = func(_ string, c *cluster.Cluster) (policy.Env, error) {
@@ -201,9 +184,17 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 			}
 			return policy.Env{Cluster: c, Scores: sc, Rand: sim.PlacementRand(in.Opts.Seed), Locality: in.Locality}, nil
 		}
-		h.SetIntraVC(iv)
-		cfg.Tenancy = h
 	}
+	stage, err := registry.NewTenancy(spec, in.Layout, iv)
+	if err != nil {
+		return err
+	}
+	if h, ok := stage.(*tenant.HiveD); ok && in.Opts.Tenancy == "hived-pm" {
+		if err := h.UseScores(in.Scores); err != nil {
+			return err
+		}
+	}
+	cfg.Tenancy = stage
 	return nil
 }
 

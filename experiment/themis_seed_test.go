@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/palsched/pal/policy/baseline"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
 )
 
@@ -11,7 +12,7 @@ import (
 // and the elastic baselines are schedulers that place.
 func TestSchedulerSeedAndBaselines(t *testing.T) {
 	for _, seed := range []uint64{1, 42} {
-		s, err := NewScheduler(Options{Scheduler: SchedulerThemis, Seed: seed})
+		s, err := registry.NewScheduler(Options{Scheduler: SchedulerThemis, Seed: seed}.Spec(""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -20,7 +21,7 @@ func TestSchedulerSeedAndBaselines(t *testing.T) {
 		}
 	}
 	for _, n := range baseline.Names() {
-		s, err := NewScheduler(Options{Scheduler: n})
+		s, err := registry.NewScheduler(Options{Scheduler: n}.Spec(""))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -156,10 +156,24 @@ const DefaultMigrationCost = 2 * time.Minute
 // Kubernetes component uses.
 const DefaultMetricsAddr = "127.0.0.1:10261"
 
+// The simulator's artifact preset, which the driver's defaults follow:
+// the same scheduler, tie-break, locality penalty, K strategy, seed,
+// starvation guard and class map as `pal sim` with no flags (cmd/pal's
+// tests check that the two agree). The driver does not import the
+// simulator's option package, so the values are written out here.
+var artifact = struct {
+	Scheduler, TieBreak, KStrategy, ClassMap string
+	LocalityPenalty, StarvationGuard         float64
+	Seed                                     uint64
+}{
+	Scheduler: "fifo", TieBreak: "artifact", KStrategy: "artifact", ClassMap: "artifact",
+	LocalityPenalty: 1.7, StarvationGuard: 3.6e6, Seed: 42,
+}
+
 // DefaultConfig is what runs with no --config: the simulator's artifact
 // preset for the policies, 10 s rounds, a round 1 s after new pods arrive.
 func DefaultConfig() Config {
-	o, _ := experiment.Preset("artifact")
+	o := artifact
 	return Config{
 		SchedulerName:        "pal",
 		Namespace:            "pal-system",
@@ -280,19 +294,25 @@ type policies struct {
 // policies builds the round's scheduler and placer exactly as the
 // simulator does.
 func (c *Config) policies() (policies, error) {
-	o, _ := experiment.Preset("artifact")
-	o.Scheduler = c.Scheduler
-	o.TiresiasThresholds = c.TiresiasThresholds
-	o.TiresiasStarvation = c.TiresiasStarvation
-	s, err := experiment.NewScheduler(o)
+	// The seed is the artifact preset's, as the simulator's scheduler
+	// had before the registry moved out of its options.
+	s, err := registry.NewScheduler(registry.Spec{
+		Scheduler: c.Scheduler, TiresiasThresholds: c.TiresiasThresholds, TiresiasStarvation: c.TiresiasStarvation,
+		Seed: artifact.Seed,
+	})
 	if err != nil {
 		return policies{}, fmt.Errorf("field scheduler: %v", err)
 	}
-	p, err := experiment.NewPlacer(strings.ToLower(c.Placement), c.PMFirstTieBreak)
+	p, err := c.newPlacer()
 	if err != nil {
 		return policies{}, fmt.Errorf("field placement/pmfirstTieBreak: %v", err)
 	}
 	return policies{s, p}, nil
+}
+
+// newPlacer builds the config's placement with its tie-break.
+func (c *Config) newPlacer() (policy.Placer, error) {
+	return registry.NewPlacer(registry.Spec{Placement: strings.ToLower(c.Placement), TieBreak: c.PMFirstTieBreak})
 }
 
 func (c *Config) models() (*workload.Models, error) {

@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
@@ -53,7 +53,7 @@ func defaultThemisConfig() ThemisConfig {
 }
 
 func (c *Config) validateThemis() error {
-	if c.Scheduler != experiment.SchedulerThemis {
+	if c.Scheduler != registry.SchedulerThemis {
 		return nil
 	}
 	if c.Themis.Lease.Duration <= 0 {
@@ -115,7 +115,7 @@ func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 }
 
 // Name implements policy.Placer (what logs and events call the placement).
-func (t *themisStage) Name() string { return experiment.SchedulerThemis }
+func (t *themisStage) Name() string { return registry.SchedulerThemis }
 
 // Sticky implements policy.Placer: gangs keep their GPUs while leased.
 func (t *themisStage) Sticky() bool { return true }

@@ -42,8 +42,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/palsched/pal/cluster"
-	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
@@ -147,15 +147,13 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	if cfg.LearnScores {
 		s.learn = newLearnStage()
 	}
-	if cfg.Scheduler == experiment.SchedulerThemis {
+	if cfg.Scheduler == registry.SchedulerThemis {
 		s.th = newThemisStage(cfg, models)
 		s.pol.place = s.th
 	}
 	if l, _ := cfg.validateTenancy(); l != nil {
 		var err error
-		mk := func() (policy.Placer, error) {
-			return experiment.NewPlacer(strings.ToLower(cfg.Placement), cfg.PMFirstTieBreak)
-		}
+		mk := cfg.newPlacer
 		if s.th != nil {
 			mk = s.th.vcPlacer // each VC runs a Themis of its own
 		}

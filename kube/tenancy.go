@@ -11,8 +11,8 @@ import (
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/tenant"
-	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
@@ -93,20 +93,18 @@ type tenancyStage struct {
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
 	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}}
 	iv := &tenant.IntraVC{NewPlacer: mk, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
-		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: sim.PlacementRand(0)}, nil
+		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: policy.PlacementRand(0)}, nil
 	}}
-	switch mode {
-	case "quota":
-		q := tenant.NewQuota(l)
-		q.SetIntraVC(iv)
-		t.quota, t.stage = q, q
-	case "hived", "hived-pm":
-		h, err := tenant.NewHiveD(l)
-		if err != nil {
-			return nil, err
-		}
-		h.SetIntraVC(iv)
-		t.hived, t.stage = h, h
+	st, err := registry.NewTenancy(registry.Spec{Tenancy: mode}, l, iv)
+	if err != nil {
+		return nil, err
+	}
+	t.stage = st
+	switch v := st.(type) {
+	case *tenant.Quota:
+		t.quota = v
+	case *tenant.HiveD:
+		t.hived = v
 	}
 	return t, nil
 }

@@ -2,98 +2,14 @@ package reproduce
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/sweep"
 )
-
-// Figure is one of the paper's figures as reproduced: a CSV of its data,
-// one or more plots, and the tables the HTML index shows beside them.
-type Figure struct {
-	// ID names the figure in file names ("fig11"); Title is the index
-	// heading and Text says what the paper shows and how we built it.
-	ID, Title, Text string
-	// CSV is the data file's name in the output directory.
-	CSV string
-	// Plots are SavePlot base names, each written as .png and .svg.
-	Plots    []string
-	Captions map[string]string
-	// Tables are shown in the index; data is what the CSV holds.
-	Tables []*report.Table
-	data   *report.Table
-	charts map[string]chart
-}
-
-// chart is anything that builds a gonum plot (report's bar and line charts).
-type chart interface {
-	Plot() (*plot.Plot, error)
-}
-
-func (f *Figure) add(base, caption string, c chart) {
-	if f.charts == nil {
-		f.charts, f.Captions = map[string]chart{}, map[string]string{}
-	}
-	f.Plots = append(f.Plots, base)
-	f.Captions[base] = caption
-	f.charts[base] = c
-}
-
-// Display names: the paper calls packed-sticky Tiresias and
-// packed-nonsticky Gandiva.
-var displayNames = map[string]string{
-	"pal":              "PAL",
-	"pm-first":         "PM-First",
-	"packed-sticky":    "Tiresias (packed-sticky)",
-	"packed-nonsticky": "Gandiva (packed-nonsticky)",
-	"random-sticky":    "Random-sticky",
-	"random-nonsticky": "Random-nonsticky",
-}
-
-// policyLooks gives each placement one colour (the Okabe-Ito palette,
-// readable with colour-blindness), one line style and one marker for every
-// figure of a report. PAL and PM-First often overlap, so they differ in
-// all three: PAL solid with circles, PM-First dashed with triangles.
-var policyLooks = map[string]report.Look{
-	"pal":              {Color: color.RGBA{0, 114, 178, 255}, Dashes: []vg.Length{}, Shape: draw.CircleGlyph{}},
-	"pm-first":         {Color: color.RGBA{230, 159, 0, 255}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}, Shape: draw.TriangleGlyph{}},
-	"packed-sticky":    {Color: color.RGBA{213, 94, 0, 255}, Dashes: []vg.Length{vg.Points(2), vg.Points(2)}, Shape: draw.BoxGlyph{}},
-	"packed-nonsticky": {Color: color.RGBA{0, 158, 115, 255}, Dashes: []vg.Length{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}, Shape: draw.PyramidGlyph{}},
-	"random-sticky":    {Color: color.RGBA{204, 121, 167, 255}, Dashes: []vg.Length{vg.Points(1), vg.Points(3)}, Shape: draw.RingGlyph{}},
-	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []vg.Length{vg.Points(10), vg.Points(4)}, Shape: draw.CrossGlyph{}},
-}
-
-// lookOf is a placement's look (nil for a name without one). A
-// migration-aware variant ("pal-ma") keeps its policy's colour and marker
-// with a dotted line.
-func lookOf(p string) *report.Look {
-	if base, ok := strings.CutSuffix(p, "-ma"); ok {
-		if l := lookOf(base); l != nil {
-			l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-			return l
-		}
-	}
-	if l, ok := policyLooks[p]; ok {
-		return &l
-	}
-	return nil
-}
-
-func display(p string) string {
-	if d, ok := displayNames[p]; ok {
-		return d
-	}
-	return p
-}
 
 // Fig 12 compares the paper's two policies with its best baseline; Fig 15
 // PAL with Tiresias.
@@ -188,13 +104,6 @@ func util(r *sweep.Row) float64     { return r.Utilization }
 func multiJCT(r *sweep.Row) float64 { return r.MultiGPUAvgJCT }
 
 // cell is a number for a table, or an empty cell when it is not known.
-func cell(x float64) any {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return ""
-	}
-	return x
-}
-
 func traceLabel(k int) string { return strconv.Itoa(k) }
 
 // siaGeo holds the Fig 11 ratios: per placement, per trace, and geomean.

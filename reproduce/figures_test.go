@@ -2,30 +2,10 @@ package reproduce
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/palsched/pal/report"
 )
-
-// Every placement has its own colour, and PAL and PM-First, which often
-// overlap, also differ in line style and marker.
-func TestPolicyLooksDistinct(t *testing.T) {
-	seen := map[any]string{}
-	for p, l := range policyLooks {
-		if q, dup := seen[l.Color]; dup {
-			t.Errorf("%s and %s share a colour", p, q)
-		}
-		seen[l.Color] = p
-	}
-	if len(seen) != 6 {
-		t.Fatalf("%d placements styled, want 6", len(seen))
-	}
-	pal, pmf := policyLooks["pal"], policyLooks["pm-first"]
-	if slices.Equal(pal.Dashes, pmf.Dashes) || pal.Shape == pmf.Shape {
-		t.Error("PAL and PM-First share a line style or a marker")
-	}
-}
 
 func TestSpreadIsWide(t *testing.T) {
 	narrow := []report.Series{{Y: []float64{19.9, 20.8}}, {Y: []float64{20.1}}}

@@ -81,9 +81,9 @@ well inside a 300 s round.`}
 			report.Series{Name: display(p) + " first round", X: xs, Y: first, Look: fr})
 	}
 	if len(c.Series) > 0 {
-		f.add("fig18_placement_time", "Placement time per round against cluster size (log-log)", c)
+		f.Add("fig18_placement_time", "Placement time per round against cluster size (log-log)", c)
 	}
-	f.data = d
+	f.Data = d
 	f.Tables = []*report.Table{tab}
 
 	var rows []OverheadRow

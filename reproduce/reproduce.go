@@ -9,8 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/palsched/pal/fairexp"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/hived"
+	"github.com/palsched/pal/reproduce/migration"
+	"github.com/palsched/pal/reproduce/stale"
+	"github.com/palsched/pal/reproduce/themis"
 	"github.com/palsched/pal/sweep"
 )
 
@@ -40,13 +43,13 @@ type Report struct {
 	// Packed says where each packed flavour wins on the Fig 11 traces.
 	Packed PackedOrder
 	// Migration is the migration-cost section's numbers.
-	Migration *MigrationResult
+	Migration *migration.MigrationResult
 	// Hived is the HiveD sharing-anomaly experiment (under hived/).
-	Hived *HivedReport
+	Hived *hived.HivedReport
 	// Stale is the stale-profiles section (under stale/).
-	Stale *StaleResult
+	Stale *stale.StaleResult
 	// Themis is the finish-time-fairness experiments (under themis/).
-	Themis *fairexp.Outcome
+	Themis *themis.Outcome
 	// Simulations is the number of distinct runs; SimTime and BenchTime
 	// are the wall times of the sweep and of Fig 18.
 	Simulations int
@@ -83,7 +86,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			fmt.Fprintf(o.Log, format+"\n", a...)
 		}
 	}
-	g, err := plan.grids()
+	g, err := gridsOf(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	logf("reproduce: simulations took %s", rep.SimTime.Round(time.Millisecond))
 
 	start = time.Now()
-	base, _ := plan.base()
+	base, _ := plan.Base()
 	benches, err := runBenches(ctx, plan.Bench, base.Seed)
 	if err != nil {
 		return nil, err
@@ -142,29 +145,29 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Figures = append(rep.Figures, f18, f20f)
 	rep.Headlines = append(rep.Headlines, h20...)
 	rep.Overhead = over
-	fm, mig := migrationFigure(migSia, migSyn, plan)
+	fm, mig := migration.Figure(migSia, migSyn, plan)
 	rep.Figures = append(rep.Figures, fm)
 	rep.Migration = mig
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if rep.Hived, err = RunHived(HivedOptions{Out: o.Out, Quick: o.Quick, Log: o.Log}); err != nil {
+	if rep.Hived, err = hived.RunHived(hived.HivedOptions{Out: o.Out, Quick: o.Quick, Log: o.Log}); err != nil {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
-	if rep.Stale, err = RunStale(ctx, plan, o.Out, o.Workers, o.Log); err != nil {
+	if rep.Stale, err = stale.RunStale(ctx, plan, o.Out, o.Workers, o.Log); err != nil {
 		return nil, err
 	}
 	logf("reproduce: stale-profiles section written to %s", rep.Stale.Dir)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tp := fairexp.DefaultPlan()
+	tp := themis.DefaultPlan()
 	if o.Quick {
-		tp = fairexp.QuickPlan()
+		tp = themis.QuickPlan()
 	}
 	themisDir := filepath.Join(o.Out, "themis")
-	if rep.Themis, err = fairexp.Reproduce(tp, themisDir); err != nil {
+	if rep.Themis, err = themis.Reproduce(tp, themisDir); err != nil {
 		return nil, err
 	}
 	logf("reproduce: Themis experiments written to %s", themisDir)
@@ -197,11 +200,11 @@ func (rep *Report) write() error {
 		return err
 	}
 	for _, f := range rep.Figures {
-		if err := writeCSV(filepath.Join(dir, f.CSV), f.data); err != nil {
+		if err := writeCSV(filepath.Join(dir, f.CSV), f.Data); err != nil {
 			return err
 		}
 		for _, base := range f.Plots {
-			p, err := f.charts[base].Plot()
+			p, err := f.Charts[base].Plot()
 			if err != nil {
 				return fmt.Errorf("%s: %v", base, err)
 			}
@@ -270,9 +273,9 @@ const (
 func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, HiveD's sharing anomaly, Themis' finish-time fairness, and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
 	if rep.Plan.Name == "quick" {
-		p, tp := rep.Plan, fairexp.QuickPlan()
+		p, tp := rep.Plan, themis.QuickPlan()
 		about += fmt.Sprintf("\n\n**This is the --quick plan, and its numbers are not meaningful**: it shows that every figure and table is produced, on grids far smaller than the papers'. PAL: Sia-Philly traces %s only (geomeans over %d of 8 traces), workload %s alone for the locality sweep, %d Synergy seed(s) of %d jobs at %s jobs/h (the headline claims at other loads are not measured). HiveD: one synthetic load over one day, and the first %d Philly jobs, which load the VCs too lightly for anyone to queue (every Philly anomaly is 0 by lack of load). Themis: %d apps on a %s cluster, where one job sets an app's ρ. Run pal reproduce without --quick for the comparison with the papers.",
-			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), HivedQuickJobs, tp.Gen.Apps, tp.Cluster)
+			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), hived.HivedQuickJobs, tp.Gen.Apps, tp.Cluster)
 	}
 	sections := []report.Section{{Title: AboutTitle, Markdown: about}}
 	for _, f := range rep.Figures {

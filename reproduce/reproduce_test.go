@@ -12,6 +12,7 @@ import (
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/migration"
 )
 
 // The quick plan end to end: every figure of the paper's simulation
@@ -80,9 +81,10 @@ func TestQuickEndToEnd(t *testing.T) {
 	// a placement carries that placement's look.
 	styled := 0
 	for _, f := range rep.Figures {
-		for base, c := range f.charts {
+		for base, c := range f.Charts {
 			check := func(name string, l *report.Look) {
-				for p, want := range policyLooks {
+				for p := range displayNames {
+					want := lookOf(p)
 					if name == display(p) || strings.HasPrefix(name, display(p)+" ") || strings.HasPrefix(name, display(p)+", ") {
 						styled++
 						if l == nil || l.Color != want.Color {
@@ -105,7 +107,7 @@ func TestQuickEndToEnd(t *testing.T) {
 	}
 	// The quick Fig 14's JCTs lie in a narrow band: its axis is zoomed.
 	for _, f := range rep.Figures {
-		if c, ok := f.charts["fig14_fifo_avg_jct"].(*report.LineChart); ok && c.YFromZero {
+		if c, ok := f.Charts["fig14_fifo_avg_jct"].(*report.LineChart); ok && c.YFromZero {
 			t.Error("quick Fig 14 starts its axis at zero and squashes the lines")
 		}
 	}
@@ -146,14 +148,14 @@ func TestQuickEndToEnd(t *testing.T) {
 // variants equal their bases, nobody loses GPU time), FIFO Tiresias never
 // moves a job, dearer moves lose PAL more, and the migration-aware
 // variants move fewer jobs than their bases once moves cost something.
-func checkMigration(t *testing.T, m *MigrationResult) {
+func checkMigration(t *testing.T, m *migration.MigrationResult) {
 	t.Helper()
 	if m == nil || len(m.Costs) < 2 || m.Costs[0] != 0 {
 		t.Fatalf("migration section: %+v", m)
 	}
 	for _, fam := range []struct {
 		name string
-		t    migTable
+		t    migration.Table
 	}{{"sia", m.Sia}, {"synergy", m.Synergy}} {
 		for _, pair := range [][2]string{{"pal", "pal-ma"}, {"pm-first", "pm-first-ma"}} {
 			base, ma := fam.t[pair[0]], fam.t[pair[1]]
@@ -202,7 +204,7 @@ func TestPlans(t *testing.T) {
 					t.Errorf("load %v is not among the FIFO loads %v", x, p.Loads["fifo"])
 				}
 			}
-			g, err := p.grids()
+			g, err := gridsOf(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,8 +226,8 @@ func TestPlans(t *testing.T) {
 
 func TestFig18FromStub(t *testing.T) {
 	res := []benchResult{
-		{"pal", BenchSize{64, 4, 1}, bench.Stats{MedianUS: 100, P99US: 120, FirstUS: 400, GPUs: 256, Jobs: 100, Reps: 1}},
-		{"pm-first", BenchSize{64, 4, 1}, bench.Stats{MedianUS: 50, P99US: 60, FirstUS: 200, GPUs: 256, Jobs: 100, Reps: 1}},
+		{"pal", BenchSize{Nodes: 64, GPUsPerNode: 4, Reps: 1}, bench.Stats{MedianUS: 100, P99US: 120, FirstUS: 400, GPUs: 256, Jobs: 100, Reps: 1}},
+		{"pm-first", BenchSize{Nodes: 64, GPUsPerNode: 4, Reps: 1}, bench.Stats{MedianUS: 50, P99US: 60, FirstUS: 200, GPUs: 256, Jobs: 100, Reps: 1}},
 	}
 	f, rows := fig18(res)
 	if len(f.Plots) != 1 || len(rows) != 3 {

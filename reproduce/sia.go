@@ -39,11 +39,11 @@ quotes PAL -43% and PM-First -40% geomean average JCT, and -47% / -44% makespan,
 The artifact's Fig-10 plot script labels Default-Packed-S as "Packed-Non-Sticky" and Default-Packed-NS as
 "Packed-Sticky", and normalises to its "Packed-Sticky": the figure it draws is normalised to the non-sticky code
 path. The third chart shows that normalisation.`}
-	f.add("fig11_avg_jct", "Average JCT normalised to Tiresias (packed-sticky), per trace and geomean",
+	f.Add("fig11_avg_jct", "Average JCT normalised to Tiresias (packed-sticky), per trace and geomean",
 		normBars("Fig 11: average JCT vs Tiresias (packed-sticky)", "avg JCT / Tiresias", "packed-sticky", jct))
-	f.add("fig11_makespan", "Makespan normalised to Tiresias (packed-sticky)",
+	f.Add("fig11_makespan", "Makespan normalised to Tiresias (packed-sticky)",
 		normBars("Fig 11: makespan vs Tiresias (packed-sticky)", "makespan / Tiresias", "packed-sticky", mk))
-	f.add("fig11_avg_jct_vs_nonsticky", "Average JCT normalised to packed-nonsticky, as the artifact's plot script (with its swapped labels) draws Fig 11",
+	f.Add("fig11_avg_jct_vs_nonsticky", "Average JCT normalised to packed-nonsticky, as the artifact's plot script (with its swapped labels) draws Fig 11",
 		normBars("Fig 11 as the artifact plots it: average JCT vs packed-nonsticky", "avg JCT / packed-nonsticky", "packed-nonsticky", jctNS))
 	f.Tables = []*report.Table{
 		normTable("Average JCT / Tiresias (packed-sticky)", jct),
@@ -67,7 +67,7 @@ path. The third chart shows that normalisation.`}
 	for _, p := range placements {
 		d.AddRow("geomean", p, "", "", "", "", cell(jct.geo(p)), cell(mk.geo(p)), cell(jctNS.geo(p)), cell(mkNS.geo(p)))
 	}
-	f.data = d
+	f.Data = d
 
 	scope := "8 traces"
 	if len(tr) != 8 {
@@ -155,10 +155,10 @@ low and gains are smaller.`}
 		if len(perJob.Series) == 0 {
 			continue
 		}
-		f.add(fmt.Sprintf("fig12_wait_w%d", k), fmt.Sprintf("Wait time of each job, workload %d", k), perJob)
-		f.add(fmt.Sprintf("fig12_wait_cdf_w%d", k), fmt.Sprintf("CDF of wait times, workload %d", k), cdf)
+		f.Add(fmt.Sprintf("fig12_wait_w%d", k), fmt.Sprintf("Wait time of each job, workload %d", k), perJob)
+		f.Add(fmt.Sprintf("fig12_wait_cdf_w%d", k), fmt.Sprintf("CDF of wait times, workload %d", k), cdf)
 	}
-	f.data = d
+	f.Data = d
 	f.Tables = []*report.Table{sum}
 	return f
 }
@@ -217,9 +217,9 @@ paper: packing wins over random as L grows; PM-First's gain over Tiresias falls 
 		}
 		tab.AddRow(row...)
 	}
-	f.add("fig13_locality", "Average JCT normalised to Tiresias at each locality penalty (geomean over traces)", c)
+	f.Add("fig13_locality", "Average JCT normalised to Tiresias at each locality penalty (geomean over traces)", c)
 	f.Tables = []*report.Table{tab}
-	f.data = d
+	f.Data = d
 
 	at := func(p string, l float64) float64 {
 		i := slices.Index(plan.LocalityPenalties, l)

@@ -60,13 +60,6 @@ func (h Headline) Verdict() string {
 	return "holds, weaker here"
 }
 
-func pctCell(x float64) string {
-	if math.IsNaN(x) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%+.1f%%", x)
-}
-
 func ptsCell(x float64) string {
 	if math.IsNaN(x) {
 		return ""

@@ -73,11 +73,11 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 	// (the quick plan's few short runs) is zoomed to the data instead of
 	// being squashed into one line at the top.
 	abs.YFromZero = spreadIsWide(abs.Series)
-	f.add(id+"_"+sched+"_avg_jct", "Average JCT (hours) per placement and load"+seedsNote(ix.seeds), abs)
-	f.add(id+"_"+sched+"_avg_jct_norm", "Average JCT normalised to Tiresias at each load"+seedsNote(ix.seeds), norm)
-	f.add(id+"_"+sched+"_multi_gpu_norm", "Multi-GPU jobs' average JCT normalised to Tiresias"+seedsNote(ix.seeds), multi)
+	f.Add(id+"_"+sched+"_avg_jct", "Average JCT (hours) per placement and load"+seedsNote(ix.seeds), abs)
+	f.Add(id+"_"+sched+"_avg_jct_norm", "Average JCT normalised to Tiresias at each load"+seedsNote(ix.seeds), norm)
+	f.Add(id+"_"+sched+"_multi_gpu_norm", "Multi-GPU jobs' average JCT normalised to Tiresias"+seedsNote(ix.seeds), multi)
 	f.Tables = []*report.Table{tab, tabMulti}
-	f.data = d
+	f.Data = d
 
 	pal := aggs["pal"]
 	at := func(load float64, multi bool) (float64, *[2]float64) {
@@ -121,8 +121,6 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 	return f, hs
 }
 
-func pct(ratio float64) float64 { return 100 * (ratio - 1) }
-
 func (a seedAgg) ratio(multi bool) float64 {
 	if multi {
 		return a.MultiRatio
@@ -140,13 +138,6 @@ func (a seedAgg) spread(multi bool) *[2]float64 {
 		return &[2]float64{pct(a.MultiLo), pct(a.MultiHi)}
 	}
 	return &[2]float64{pct(a.Lo), pct(a.Hi)}
-}
-
-func seedsText(seeds []uint64) string {
-	if len(seeds) == 1 {
-		return fmt.Sprintf("seed %d", seeds[0])
-	}
-	return fmt.Sprintf("combined over seeds %v (mean JCT; geometric mean of the per-seed ratios)", seeds)
 }
 
 func seedsNote(seeds []uint64) string {
@@ -210,10 +201,10 @@ utilisation "runs ahead" of Tiresias, freeing GPUs earlier. The simulation stops
 			sum.AddRow(x, display(p), n, busy/float64(n), cell(first), float64(full)/float64(n), xs[n-1])
 		}
 		if len(c.Series) > 0 {
-			f.add(fmt.Sprintf("fig15_gpus_load%g", x), fmt.Sprintf("GPUs in use per round at %g jobs/hour", x), c)
+			f.Add(fmt.Sprintf("fig15_gpus_load%g", x), fmt.Sprintf("GPUs in use per round at %g jobs/hour", x), c)
 		}
 	}
-	f.data = d
+	f.Data = d
 	f.Tables = []*report.Table{sum}
 	return f
 }
@@ -265,9 +256,9 @@ equal, and PAL's gain over Tiresias falls only from 12%% to 7%%.`, x, plan.Syner
 		c.Series = append(c.Series, report.Series{Name: display(p), X: ls, Y: vs, Look: lookOf(p)})
 		tab.AddRow(rowOf(display(p), vs)...)
 	}
-	f.add("fig20_locality", "Average JCT normalised to Tiresias at each locality penalty"+seedsNote(ix.seeds), c)
+	f.Add("fig20_locality", "Average JCT normalised to Tiresias at each locality penalty"+seedsNote(ix.seeds), c)
 	f.Tables = []*report.Table{tab}
-	f.data = d
+	f.Data = d
 	claim := func(text string, paper float64, p string, l float64) Headline {
 		h := Headline{Figure: "20", Claim: text, Paper: paper, Ours: math.NaN()}
 		if i := slices.Index(ls, l); i >= 0 {

@@ -236,16 +236,14 @@ func DefaultMaxExtras(n int) int { return 20 * n }
 
 // Stream ids for the independent random streams drawn from one seed, so
 // that adding draws to one (say, a random placement) never shifts another
-// (the extra arrivals).
-const (
-	streamPlacement = 0x706c6163 // "plac"
-	streamArrivals  = 0x61727276 // "arrv"
-)
+// (the extra arrivals). The placement stream's id lives in package policy
+// (policy.PlacementRand).
+const streamArrivals = 0x61727276 // "arrv"
 
 // PlacementRand is the placement stream a run of this seed hands its
-// placer: a tenancy stage that runs one placer per tenant gives each the
-// stream the tenant's private run would have.
-func PlacementRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, streamPlacement)) }
+// placer (policy.PlacementRand, which tenancy stages and the Kubernetes
+// driver call without importing the simulator).
+func PlacementRand(seed uint64) *rand.Rand { return policy.PlacementRand(seed) }
 
 // Validate checks a config against its trace; errors name the trace file,
 // line and field.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/reproduce"
+	"github.com/palsched/pal/reproduce/stale"
 )
 
 func newReproduceCmd() *cobra.Command {
@@ -93,7 +94,7 @@ the tables it used.`,
 			if preset != "" {
 				plan.Preset = preset
 			}
-			res, err := reproduce.RunStale(cmd.Context(), plan, out, workers, cmd.ErrOrStderr())
+			res, err := stale.RunStale(cmd.Context(), plan, out, workers, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

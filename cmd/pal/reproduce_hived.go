@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/palsched/pal/reproduce"
+	"github.com/palsched/pal/reproduce/hived"
 )
 
 func newReproduceHivedCmd() *cobra.Command {
@@ -40,7 +40,7 @@ bar chart per workload, scheduler and load, and hived/hived.md with the
 paper's claims and a verdict beside ours.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := reproduce.RunHived(reproduce.HivedOptions{Out: out, Quick: quick, Round: round, Seed: seed, Days: days, Log: cmd.ErrOrStderr()})
+			rep, err := hived.RunHived(hived.HivedOptions{Out: out, Quick: quick, Round: round, Seed: seed, Days: days, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -48,9 +48,9 @@ paper's claims and a verdict beside ours.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&quick, "quick", false, fmt.Sprintf("one synthetic day at L = 0.85 and the first %d Philly jobs at 1x (for CI)", reproduce.HivedQuickJobs))
+	cmd.Flags().BoolVar(&quick, "quick", false, fmt.Sprintf("one synthetic day at L = 0.85 and the first %d Philly jobs at 1x (for CI)", hived.HivedQuickJobs))
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory (results go to OUT/hived)")
-	cmd.Flags().Float64Var(&round, "round", reproduce.HivedRound, "round length in seconds")
+	cmd.Flags().Float64Var(&round, "round", hived.HivedRound, "round length in seconds")
 	cmd.Flags().Uint64Var(&seed, "seed", DefaultSeed, "seed of the synthetic workload")
 	cmd.Flags().Float64Var(&days, "days", 0, "synthetic arrival window in days (0: 7, or 1 with --quick)")
 	return cmd

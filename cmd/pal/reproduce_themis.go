@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/palsched/pal/fairexp"
+	fairexp "github.com/palsched/pal/reproduce/themis"
 )
 
 func newReproduceThemisCmd() *cobra.Command {

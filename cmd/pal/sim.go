@@ -16,6 +16,7 @@ import (
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/progress"
 	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/sim"
 )
 
 // bindRunFlags registers the options shared by sim, sweep and reproduce;
@@ -223,7 +224,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 					fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
 				}
 			},
-			Progress:     line.Sim,
+			Progress:     func(p string) func(sim.Status) { return progress.SimHook[sim.Status](line, p) },
 			NoJobRecords: jobsOut == "",
 		})
 		line.Clear()

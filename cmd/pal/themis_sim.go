@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/experiment"
-	"github.com/palsched/pal/fairexp"
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy/themis"
+	fairexp "github.com/palsched/pal/reproduce/themis"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )

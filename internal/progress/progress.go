@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/term"
-
-	"github.com/palsched/pal/sim"
 )
 
 // Line is one status line.
@@ -62,16 +60,31 @@ func (l *Line) Runs(done, total int) {
 	})
 }
 
-// Sim returns a hook for sim.Config.Progress that reports the simulated
-// time reached and the jobs done.
-func (l *Line) Sim(label string) func(sim.Status) {
+// Simulated is how far a simulation has got, as its driver reports it
+// after every round (the simulator's sim.Status has these methods). The
+// line reads this interface rather than the simulator's type, so the
+// package stays below the drivers it reports on.
+type Simulated interface {
+	// Reached is the simulated time in seconds and the rounds simulated.
+	Reached() (t float64, rounds int)
+	// JobsDone is the jobs finished, the tracked jobs not yet finished,
+	// and the tracked jobs in all.
+	JobsDone() (done, trackedLeft, tracked int)
+}
+
+// SimHook returns a hook for a simulator's progress (sim.Config.Progress)
+// that reports on l the simulated time reached and the jobs done; nil
+// when l is nil.
+func SimHook[S Simulated](l *Line, label string) func(S) {
 	if l == nil {
 		return nil
 	}
-	return func(st sim.Status) {
+	return func(st S) {
+		t, rounds := st.Reached()
+		done, left, tracked := st.JobsDone()
 		l.draw(false, func(el time.Duration) string {
 			return fmt.Sprintf("%s %s: simulated %s (round %d), %d jobs done, %d of %d tracked left, %s elapsed",
-				l.what, label, simTime(st.T), st.Rounds, st.Done, st.TrackedLeft, st.Tracked, round(el))
+				l.what, label, simTime(t), rounds, done, left, tracked, round(el))
 		})
 	}
 }

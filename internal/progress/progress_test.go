@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/palsched/pal/sim"
 )
 
 type clock struct{ t time.Time }
@@ -44,14 +42,14 @@ func TestRunsLine(t *testing.T) {
 func TestSimLineAfterDelay(t *testing.T) {
 	var b bytes.Buffer
 	c := &clock{t: time.Unix(0, 0)}
-	hook := New(&b, "simulating", 2*time.Second, c.now).Sim("pal")
+	hook := SimHook[status](New(&b, "simulating", 2*time.Second, c.now), "pal")
 	c.t = c.t.Add(time.Second)
-	hook(sim.Status{T: 3600, Rounds: 10, Done: 1, TrackedLeft: 2, Tracked: 3})
+	hook(status{t: 3600, rounds: 10, done: 1, left: 2, tracked: 3})
 	if b.Len() != 0 {
 		t.Fatalf("drew before the delay: %q", b.String())
 	}
 	c.t = c.t.Add(1500 * time.Millisecond)
-	hook(sim.Status{T: 90 * 86400, Rounds: 21600, Done: 40, TrackedLeft: 2, Tracked: 3})
+	hook(status{t: 90 * 86400, rounds: 21600, done: 40, left: 2, tracked: 3})
 	if got := b.String(); !strings.Contains(got, "simulating pal: simulated 90.0 days (round 21600), 40 jobs done, 2 of 3 tracked left, 2.5s elapsed") {
 		t.Fatalf("line %q", got)
 	}
@@ -66,7 +64,16 @@ func TestNothingWhenPiped(t *testing.T) {
 	}
 	l.Runs(1, 2)
 	l.Clear()
-	if l.Sim("x") != nil || b.Len() != 0 {
+	if SimHook[status](l, "x") != nil || b.Len() != 0 {
 		t.Fatal("nil line drew")
 	}
 }
+
+// status is a simulator's progress as the line reads it.
+type status struct {
+	t                           float64
+	rounds, done, left, tracked int
+}
+
+func (s status) Reached() (float64, int)   { return s.t, s.rounds }
+func (s status) JobsDone() (int, int, int) { return s.done, s.left, s.tracked }

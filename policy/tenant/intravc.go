@@ -7,7 +7,6 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/round"
-	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
@@ -36,7 +35,7 @@ func (iv *IntraVC) placer(given policy.Placer) (policy.Placer, error) {
 
 func (iv *IntraVC) env(vc string, c *cluster.Cluster, driver *policy.Env) (policy.Env, error) {
 	if iv == nil || iv.Env == nil {
-		return policy.Env{Cluster: c, Rand: sim.PlacementRand(0), Locality: driver.Locality}, nil
+		return policy.Env{Cluster: c, Rand: policy.PlacementRand(0), Locality: driver.Locality}, nil
 	}
 	e, err := iv.Env(vc, c)
 	if err != nil {

@@ -1,21 +1,15 @@
-// Package reproduce regenerates the PAL paper's simulation figures (§V-B,
-// §V-C: Figs 11-18 and 20) from the built-in data, and writes each
-// figure's CSV, PNG and SVG, an HTML index and a summary that sets our
-// headline numbers beside the paper's.
-//
-// Everything runs through one parallel sweep (package sweep), so the
-// figures share prepared inputs and every core; only the placement-time
-// benchmark of Fig 18 runs afterwards, alone, so its timings are not
-// disturbed by simulations on the other cores.
-package reproduce
+// Package paper is the convention every room of the paper experiments
+// shares: the plan (what each figure's grid covers, full or quick), the
+// Figure (a CSV, plots and tables, written the same way by every room),
+// the placements' display names and looks, and the small text helpers
+// the summaries use. It sits below the rooms, which never import each
+// other, and below package reproduce, which runs them all.
+package paper
 
 import (
 	"fmt"
-	"slices"
 
-	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/experiment"
-	"github.com/palsched/pal/sweep"
 	"github.com/palsched/pal/workload"
 )
 
@@ -73,12 +67,12 @@ type BenchSize struct {
 // GPUs is the cluster size.
 func (b BenchSize) GPUs() int { return b.Nodes * b.GPUsPerNode }
 
-// Schedulers of the Synergy figures, in figure order (14, 16, 17).
-var synergySchedulers = []string{"fifo", "las", "srtf"}
+// SynergySchedulers are the schedulers of the Synergy figures, in figure order (14, 16, 17).
+var SynergySchedulers = []string{"fifo", "las", "srtf"}
 
-// Placements shown in every figure: the paper's two first (so that they get
+// Placements are the placements shown in every figure: the paper's two first (so that they get
 // the most distinct colours), then the four baselines.
-var placements = []string{"pal", "pm-first", "packed-sticky", "packed-nonsticky", "random-sticky", "random-nonsticky"}
+var Placements = []string{"pal", "pm-first", "packed-sticky", "packed-nonsticky", "random-sticky", "random-nonsticky"}
 
 func loadRange(from, to, step float64) []float64 {
 	var out []float64
@@ -153,105 +147,16 @@ func QuickPlan() Plan {
 	return p
 }
 
-// Grids of a plan, one per figure family; Run shares identical runs
-// between them (Fig 20 at L 1.7 is Fig 14's load-10 point).
-type grids struct {
-	sia, locality, fig20 *sweep.Grid
-	synergy              map[string]*sweep.Grid // by scheduler
-	migSia, migSynergy   []*sweep.Grid          // by migration cost
-}
-
-func (p Plan) base() (experiment.Options, error) {
+// Base is the experiment preset the plan names.
+func (p Plan) Base() (experiment.Options, error) {
 	return experiment.Preset(p.Preset)
 }
 
-func siaNames(ks []int) []string {
+// SiaNames are the built-in trace names of Sia-Philly workloads ks.
+func SiaNames(ks []int) []string {
 	out := make([]string, len(ks))
 	for i, k := range ks {
 		out[i] = fmt.Sprintf("sia-philly/%d", k)
 	}
 	return out
 }
-
-func (p Plan) grids() (*grids, error) {
-	base, err := p.base()
-	if err != nil {
-		return nil, err
-	}
-	if len(p.SynergySeeds) == 0 {
-		return nil, fmt.Errorf("reproduce: no Synergy seed")
-	}
-	for _, k := range p.WaitTraces {
-		if !slices.Contains(p.SiaTraces, k) {
-			return nil, fmt.Errorf("reproduce: wait-time trace %d is not among the Fig 11 traces %v", k, p.SiaTraces)
-		}
-	}
-	sia := base
-	sia.Scheduler = "fifo"
-	g := &grids{synergy: map[string]*sweep.Grid{}}
-	waitKeep := func(pt sweep.Point) bool {
-		for _, k := range p.WaitTraces {
-			if pt.Trace == fmt.Sprintf("sia-philly/%d", k) && slices.Contains(fig12Placements, pt.Placement) {
-				return true
-			}
-		}
-		return false
-	}
-	g.sia = &sweep.Grid{Base: sia, Traces: siaNames(p.SiaTraces), Schedulers: []string{"fifo"}, Placements: placements, Keep: waitKeep}
-	g.locality = &sweep.Grid{Base: sia, Traces: siaNames(p.LocalityTraces), Localities: p.LocalityPenalties,
-		Schedulers: []string{"fifo"}, Placements: placements}
-
-	// Synergy: the artifact preset, but its pinned inputs exist only for
-	// 16x4, so GPU values are drawn (with replacement, seed 42) for 64x4.
-	syn := base
-	syn.Cluster = p.SynergyCluster
-	syn.Round = p.SynergyRound
-	syn.LocalityPenalty = p.SynergyL
-	syn.Pinned = false
-	track := p.SynergyTrack
-	spec := sweep.SynergySpec{Jobs: p.SynergyJobs, Track: &track}
-	for _, s := range synergySchedulers {
-		loads := p.Loads[s]
-		if s == "fifo" {
-			loads = union(loads, p.UtilLoads)
-		}
-		var keep func(sweep.Point) bool
-		if s == "fifo" {
-			keep = func(pt sweep.Point) bool {
-				return pt.Seed == p.SynergySeeds[0] && slices.Contains(p.UtilLoads, pt.Load) && slices.Contains(fig15Placements, pt.Placement)
-			}
-		}
-		g.synergy[s] = &sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: loads, Seeds: p.SynergySeeds,
-			Schedulers: []string{s}, Placements: placements, Synergy: spec, Keep: keep}
-	}
-	g.fig20 = &sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{p.Fig20Load},
-		Localities: p.Fig20Penalties, Seeds: p.SynergySeeds, Schedulers: []string{"fifo"}, Placements: placements, Synergy: spec}
-	g.migSia, g.migSynergy = p.migrationGrids(*g.sia, *g.fig20)
-	return g, nil
-}
-
-func (g *grids) list() []*sweep.Grid {
-	out := []*sweep.Grid{g.sia, g.locality}
-	for _, s := range synergySchedulers {
-		out = append(out, g.synergy[s])
-	}
-	out = append(out, g.fig20)
-	out = append(out, g.migSia...)
-	return append(out, g.migSynergy...)
-}
-
-// union is a ∪ b, sorted.
-func union(a, b []float64) []float64 {
-	out := slices.Clone(a)
-	for _, x := range b {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// placementRound times Fig 18's rounds. It is a variable so that tests can
-// stand in a fake and keep wall-clock noise out of their assertions.
-var placementRound = bench.PlacementRound

@@ -1,4 +1,4 @@
-package fairexp
+package themis
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package reproduce
+package stale
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/variability"
 )
 
@@ -27,7 +28,7 @@ func TestStaleAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full stale-profiles section: about 20 s of simulation")
 	}
-	res, err := RunStale(context.Background(), FullPlan(), t.TempDir(), 0, nil)
+	res, err := RunStale(context.Background(), paper.FullPlan(), t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func staleRuns(t *testing.T, trace string, seed uint64) [3]float64 {
 	if err := writeTable(tru, truth, 4, nil); err != nil {
 		t.Fatal(err)
 	}
-	base, err := FullPlan().base()
+	base, err := paper.FullPlan().Base()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,12 @@
-// Package fairexp runs app workloads under Themis or a baseline scheduler
+// Package themis is the Themis paper's room of the paper experiments.
+// It runs app workloads under Themis or a baseline scheduler
 // on the simulator and reports finish-time fairness per app beside the
 // usual job metrics, so that every policy is judged by the same ρ.
 //
 // Every policy is charged the same placement model: a job whose GPUs span
 // machines runs at its model's spread factor (workload's model table), so
 // the comparison is about decisions, not about different physics.
-package fairexp
+package themis
 
 import (
 	"fmt"

@@ -1,4 +1,7 @@
-package reproduce
+// Package migration is the migration-cost room of the paper experiments:
+// what PAL's and the baselines' migrations cost when each one loses
+// progress, on the Sia-Philly traces and on Synergy.
+package migration
 
 import (
 	"fmt"
@@ -7,6 +10,7 @@ import (
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/sweep"
 )
 
@@ -23,12 +27,14 @@ import (
 var migrationPlacements = []string{"pal", "pal-ma", "pm-first", "pm-first-ma", "packed-sticky", "packed-nonsticky"}
 
 func init() {
-	displayNames["pal-ma"] = "PAL, migration-aware"
-	displayNames["pm-first-ma"] = "PM-First, migration-aware"
+	paper.DisplayNames["pal-ma"] = "PAL, migration-aware"
+	paper.DisplayNames["pm-first-ma"] = "PM-First, migration-aware"
 }
 
 // migrationGrids makes one Sia-Philly and one Synergy grid per cost.
-func (p Plan) migrationGrids(sia, syn sweep.Grid) (siaG, synG []*sweep.Grid) {
+// Grids are the section's grids: sia and syn (the Fig 11 and Fig 20
+// grids) at every migration cost of the plan.
+func Grids(p paper.Plan, sia, syn sweep.Grid) (siaG, synG []*sweep.Grid) {
 	for _, c := range p.MigrationCosts {
 		s := sia
 		s.Base.MigrationCost, s.Base.PreemptionCost = c, c
@@ -43,20 +49,20 @@ func (p Plan) migrationGrids(sia, syn sweep.Grid) (siaG, synG []*sweep.Grid) {
 	return siaG, synG
 }
 
-// migCell is one placement at one cost on one family of traces.
-type migCell struct {
+// Cell is one placement at one cost on one family of traces.
+type Cell struct {
 	Ratio      float64 // avg JCT / Tiresias at the same cost (geomean)
 	LostGPUH   float64 // GPU-hours lost to moves: Sia summed over traces, Synergy mean over seeds
 	Migrations float64 // likewise
 }
 
-// migTable is placement x cost.
-type migTable map[string][]migCell
+// Table is placement x cost.
+type Table map[string][]Cell
 
 // MigrationResult is the section's numbers, for the summary.
 type MigrationResult struct {
 	Costs           []float64
-	Sia, Synergy    migTable
+	Sia, Synergy    Table
 	SiaTraces       []int
 	SynergyLoad     float64
 	SynergySeeds    []uint64
@@ -64,8 +70,8 @@ type MigrationResult struct {
 	SiaRound, SynRd float64
 }
 
-func collect(res []*sweep.Result, one func(r *sweep.Row) bool, summed bool) migTable {
-	t := migTable{}
+func collect(res []*sweep.Result, one func(r *sweep.Row) bool, summed bool) Table {
+	t := Table{}
 	for _, rs := range res {
 		for _, p := range migrationPlacements {
 			var ratios []float64
@@ -81,7 +87,7 @@ func collect(res []*sweep.Result, one func(r *sweep.Row) bool, summed bool) migT
 				migr += float64(r.Migrations)
 				n++
 			}
-			c := migCell{Ratio: math.NaN(), LostGPUH: math.NaN(), Migrations: math.NaN()}
+			c := Cell{Ratio: math.NaN(), LostGPUH: math.NaN(), Migrations: math.NaN()}
 			if n > 0 {
 				c.Ratio = metrics.GeoMean(ratios)
 				c.LostGPUH, c.Migrations = lost, migr
@@ -95,7 +101,8 @@ func collect(res []*sweep.Result, one func(r *sweep.Row) bool, summed bool) migT
 	return t
 }
 
-func migrationFigure(sia, syn []*sweep.Result, plan Plan) (*Figure, *MigrationResult) {
+// Figure is the section's figure and numbers from the runs of Grids.
+func Figure(sia, syn []*sweep.Result, plan paper.Plan) (*paper.Figure, *MigrationResult) {
 	m := &MigrationResult{Costs: plan.MigrationCosts, SiaTraces: plan.SiaTraces, SynergyLoad: plan.MigrationLoad,
 		SynergySeeds: plan.SynergySeeds, SynergyCluster: plan.SynergyCluster}
 	m.Sia = collect(sia, func(*sweep.Row) bool { return true }, true)
@@ -107,7 +114,7 @@ func migrationFigure(sia, syn []*sweep.Result, plan Plan) (*Figure, *MigrationRe
 		m.SynRd = syn[0].Grid.Base.Round
 	}
 
-	f := &Figure{ID: "migration", CSV: "migration.csv",
+	f := &paper.Figure{ID: "migration", CSV: "migration.csv",
 		Title: "Migration cost: average JCT and GPU time lost when moves are not free (FIFO)",
 		Text: fmt.Sprintf(`Not in the paper: its simulator, like the artifact's, moves jobs for free, and PAL and PM-First re-place every
 job every round. Here each migration costs a checkpoint and a restart: the job loses that many seconds of progress
@@ -117,14 +124,14 @@ Average JCT is normalised to Tiresias (packed-sticky) at the same cost (geometri
 GPU-hours lost are summed over the Sia-Philly traces and averaged over the Synergy seeds. The migration-aware
 variants (-ma) keep a running job on its GPUs unless the move's expected gain over its remaining work exceeds
 the cost.`, costsText(plan.MigrationCosts), plan.SiaTraces, m.SiaRound, plan.SynergyJobs, plan.MigrationLoad,
-			plan.SynergyCluster, m.SynRd, seedsText(plan.SynergySeeds))}
+			plan.SynergyCluster, m.SynRd, paper.SeedsText(plan.SynergySeeds))}
 	mins := make([]float64, len(plan.MigrationCosts))
 	for i, c := range plan.MigrationCosts {
 		mins[i] = c / 60
 	}
 	for _, fam := range []struct {
 		id, name string
-		t        migTable
+		t        Table
 	}{{"sia", "Sia-Philly", m.Sia}, {"synergy", "Synergy", m.Synergy}} {
 		ratio := &report.LineChart{Title: "Average JCT vs Tiresias by migration cost, " + fam.name,
 			XLabel: "migration cost (minutes)", YLabel: "avg JCT / Tiresias at that cost", Mark: report.LinesPoints}
@@ -135,11 +142,11 @@ the cost.`, costsText(plan.MigrationCosts), plan.SiaTraces, m.SiaRound, plan.Syn
 			for _, c := range fam.t[p] {
 				rs, ls = append(rs, c.Ratio), append(ls, c.LostGPUH)
 			}
-			ratio.Series = append(ratio.Series, report.Series{Name: display(p), X: mins, Y: rs, Look: lookOf(p)})
-			lost.Series = append(lost.Series, report.Series{Name: display(p), X: mins, Y: ls, Look: lookOf(p)})
+			ratio.Series = append(ratio.Series, report.Series{Name: paper.Display(p), X: mins, Y: rs, Look: paper.LookOf(p)})
+			lost.Series = append(lost.Series, report.Series{Name: paper.Display(p), X: mins, Y: ls, Look: paper.LookOf(p)})
 		}
-		f.add("migration_jct_"+fam.id, "Average JCT normalised to Tiresias at the same migration cost, "+fam.name, ratio)
-		f.add("migration_lost_"+fam.id, "GPU-hours lost to migrations and restarts, "+fam.name, lost)
+		f.Add("migration_jct_"+fam.id, "Average JCT normalised to Tiresias at the same migration cost, "+fam.name, ratio)
+		f.Add("migration_lost_"+fam.id, "GPU-hours lost to migrations and restarts, "+fam.name, lost)
 		f.Tables = append(f.Tables, m.table(fam.name, fam.t))
 	}
 	d := report.NewTable("", "family", "migration_cost_s", "trace", "seed", "placement", "avg_jct_s", "avg_jct_vs_packed_sticky",
@@ -150,12 +157,12 @@ the cost.`, costsText(plan.MigrationCosts), plan.SiaTraces, m.SiaRound, plan.Syn
 	}{{"sia-philly", sia}, {"synergy", syn}} {
 		for i, rs := range fam.res {
 			for _, r := range rs.Rows {
-				d.AddRow(fam.name, plan.MigrationCosts[i], r.Trace, r.Seed, r.Placement, r.AvgJCT, cell(r.VsPackedSticky),
+				d.AddRow(fam.name, plan.MigrationCosts[i], r.Trace, r.Seed, r.Placement, r.AvgJCT, paper.Cell(r.VsPackedSticky),
 					r.Migrations, r.Preemptions, r.LostGPUSeconds)
 			}
 		}
 	}
-	f.data = d
+	f.Data = d
 	return f, m
 }
 
@@ -179,7 +186,7 @@ func costLabel(c float64) string {
 
 // table is placement x cost: avg JCT vs Tiresias, GPU-hours lost and
 // migrations.
-func (m *MigrationResult) table(family string, t migTable) *report.Table {
+func (m *MigrationResult) table(family string, t Table) *report.Table {
 	h := []string{"placement"}
 	for _, c := range m.Costs {
 		h = append(h, "JCT vs Tiresias @ "+costLabel(c))
@@ -192,9 +199,9 @@ func (m *MigrationResult) table(family string, t migTable) *report.Table {
 	}
 	tab := report.NewTable(family+": average JCT vs Tiresias at the same cost, GPU-hours lost and migrations", h...)
 	for _, p := range migrationPlacements {
-		row := []any{display(p)}
+		row := []any{paper.Display(p)}
 		for _, c := range t[p] {
-			row = append(row, pctCell(pct(c.Ratio)))
+			row = append(row, paper.PctCell(paper.Pct(c.Ratio)))
 		}
 		for _, c := range t[p] {
 			row = append(row, fmt.Sprintf("%.1f", c.LostGPUH))
@@ -216,10 +223,10 @@ func (m *MigrationResult) Markdown() string {
 	var b strings.Builder
 	b.WriteString("\n## Migration cost: does PAL's gain survive when moves are not free?\n\n")
 	fmt.Fprintf(&b, "Every migration costs the job that many seconds of progress while it holds its GPUs (%s; a restart after a preemption costs the same). FIFO; Sia-Philly workloads %v (ratios: geomean over traces; GPU-hours lost and migrations: summed) and Synergy at %g jobs/hour on %s (%s; lost and migrations: mean over seeds). Average JCT is against Tiresias (packed-sticky) at the same cost.\n\n",
-		costsText(m.Costs), m.SiaTraces, m.SynergyLoad, m.SynergyCluster, seedsText(m.SynergySeeds))
+		costsText(m.Costs), m.SiaTraces, m.SynergyLoad, m.SynergyCluster, paper.SeedsText(m.SynergySeeds))
 	for _, fam := range []struct {
 		name string
-		t    migTable
+		t    Table
 	}{{"Sia-Philly", m.Sia}, {"Synergy", m.Synergy}} {
 		m.table(fam.name, fam.t).WriteMarkdown(&b)
 		b.WriteString("\n")
@@ -236,7 +243,7 @@ func (m *MigrationResult) verdict() string {
 	var parts, palLost, maLost []string
 	for _, fam := range []struct {
 		name string
-		t    migTable
+		t    Table
 	}{{"Sia-Philly", m.Sia}, {"Synergy", m.Synergy}} {
 		if c := firstLoss(fam.t["pal"]); c >= 0 {
 			palLost = append(palLost, fmt.Sprintf("on %s from %s per move", fam.name, costLabel(m.Costs[c])))
@@ -246,7 +253,7 @@ func (m *MigrationResult) verdict() string {
 		}
 		pal, ma := fam.t["pal"], fam.t["pal-ma"]
 		parts = append(parts, fmt.Sprintf("on %s, PAL against Tiresias is %s with free moves and %s at %s; migration-aware PAL %s and %s, with %.0f migrations (PAL: %.0f) and %.1f GPU-hours lost (PAL: %.1f) at %s",
-			fam.name, pctCell(pct(pal[0].Ratio)), ratios(pal[1:]), costsList(m.Costs[1:]), pctCell(pct(ma[0].Ratio)), ratios(ma[1:]),
+			fam.name, paper.PctCell(paper.Pct(pal[0].Ratio)), ratios(pal[1:]), costsList(m.Costs[1:]), paper.PctCell(paper.Pct(ma[0].Ratio)), ratios(ma[1:]),
 			ma[last].Migrations, pal[last].Migrations, ma[last].LostGPUH, pal[last].LostGPUH, costLabel(m.Costs[last])))
 	}
 	var answer string
@@ -264,7 +271,7 @@ func (m *MigrationResult) verdict() string {
 
 // firstLoss is the first cost at which a placement is no better than
 // Tiresias, or -1.
-func firstLoss(cs []migCell) int {
+func firstLoss(cs []Cell) int {
 	for i, c := range cs {
 		if !(c.Ratio < 1) {
 			return i
@@ -280,10 +287,10 @@ func orNever(s []string) string {
 	return strings.Join(s, " and ")
 }
 
-func ratios(cs []migCell) string {
+func ratios(cs []Cell) string {
 	var s []string
 	for _, c := range cs {
-		s = append(s, pctCell(pct(c.Ratio)))
+		s = append(s, paper.PctCell(paper.Pct(c.Ratio)))
 	}
 	return strings.Join(s, " / ")
 }

@@ -1,4 +1,8 @@
-package reproduce
+// Package stale is the stale-profiles room of the paper
+// experiments: PAL believing an old profile after some GPUs slowed down,
+// with and without online PM-score learning, against the oracle and
+// packed-sticky, as `pal reproduce stale` writes it.
+package stale
 
 import (
 	"bytes"
@@ -16,6 +20,7 @@ import (
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/sweep"
 	"github.com/palsched/pal/variability"
 )
@@ -98,12 +103,12 @@ func writeTable(path string, t *variability.Table, per int, comments []string) e
 
 // RunStale runs the stale-profiles section and writes it under
 // out/StaleDir (the tables it made, stale.csv and stale.md).
-func RunStale(ctx context.Context, plan Plan, out string, workers int, log io.Writer) (*StaleResult, error) {
+func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log io.Writer) (*StaleResult, error) {
 	dir := filepath.Join(out, StaleDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	base, err := plan.base()
+	base, err := plan.Base()
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +158,7 @@ func RunStale(ctx context.Context, plan Plan, out string, workers int, log io.Wr
 			fams = append(fams, fam+"\x00"+v)
 		}
 	}
-	add("sia-philly", sweep.Grid{Base: sia, Traces: siaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, siaTrue)
+	add("sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, siaTrue)
 
 	// Synergy: each seed's drawn table is that seed's old profile.
 	syn := base
@@ -251,7 +256,7 @@ func recovered(m map[string]float64) float64 {
 	return (m["stale"] - m["stale+learning"]) / gap
 }
 
-func (r *StaleResult) markdown(plan Plan) string {
+func (r *StaleResult) markdown(plan paper.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Stale profiles: learning PM-scores online\n\n")
 	fmt.Fprintf(&b, "Not in the paper. The profile the scheduler believes was right when taken, but %.0f%% of the GPUs (drawn with seed %d) have since degraded by x%g for every class. FIFO, PAL unless named; oracle believes the truth (oracle+learning adds `--learn-scores` to it), stale the old profile while GPUs run at the truth, stale+learning adds `--learn-scores`, packed-sticky (Tiresias) ignores variability. Sia-Philly: workloads %v on 16x4 with the artifact's pinned table as the old profile; Synergy: %d jobs at %g jobs/hour on %s, seeds %v, each seed's drawn table as its old profile. The tables are in %s/. Recovered = (stale - learning) / (stale - oracle).\n\n",

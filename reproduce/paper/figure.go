@@ -1,0 +1,122 @@
+package paper
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/palsched/pal/report"
+)
+
+// Figure is one of the paper's figures as reproduced: a CSV of its data,
+// one or more plots, and the tables the HTML index shows beside them.
+type Figure struct {
+	// ID names the figure in file names ("fig11"); Title is the index
+	// heading and Text says what the paper shows and how we built it.
+	ID, Title, Text string
+	// CSV is the data file's name in the output directory.
+	CSV string
+	// Plots are SavePlot base names, each written as .png and .svg.
+	Plots    []string
+	Captions map[string]string
+	// Tables are shown in the index.
+	Tables []*report.Table
+	// Data is what the CSV holds; Charts build the plots, by base name.
+	Data   *report.Table
+	Charts map[string]Chart
+}
+
+// Chart is anything that builds a gonum plot (report's bar and line charts).
+type Chart interface {
+	Plot() (*plot.Plot, error)
+}
+
+// Add adds a plot with its caption.
+func (f *Figure) Add(base, caption string, c Chart) {
+	if f.Charts == nil {
+		f.Charts, f.Captions = map[string]Chart{}, map[string]string{}
+	}
+	f.Plots = append(f.Plots, base)
+	f.Captions[base] = caption
+	f.Charts[base] = c
+}
+
+// DisplayNames are the placements as the figures name them: the paper calls packed-sticky Tiresias and
+// packed-nonsticky Gandiva.
+var DisplayNames = map[string]string{
+	"pal":              "PAL",
+	"pm-first":         "PM-First",
+	"packed-sticky":    "Tiresias (packed-sticky)",
+	"packed-nonsticky": "Gandiva (packed-nonsticky)",
+	"random-sticky":    "Random-sticky",
+	"random-nonsticky": "Random-nonsticky",
+}
+
+// policyLooks gives each placement one colour (the Okabe-Ito palette,
+// readable with colour-blindness), one line style and one marker for every
+// figure of a report. PAL and PM-First often overlap, so they differ in
+// all three: PAL solid with circles, PM-First dashed with triangles.
+var policyLooks = map[string]report.Look{
+	"pal":              {Color: color.RGBA{0, 114, 178, 255}, Dashes: []vg.Length{}, Shape: draw.CircleGlyph{}},
+	"pm-first":         {Color: color.RGBA{230, 159, 0, 255}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}, Shape: draw.TriangleGlyph{}},
+	"packed-sticky":    {Color: color.RGBA{213, 94, 0, 255}, Dashes: []vg.Length{vg.Points(2), vg.Points(2)}, Shape: draw.BoxGlyph{}},
+	"packed-nonsticky": {Color: color.RGBA{0, 158, 115, 255}, Dashes: []vg.Length{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}, Shape: draw.PyramidGlyph{}},
+	"random-sticky":    {Color: color.RGBA{204, 121, 167, 255}, Dashes: []vg.Length{vg.Points(1), vg.Points(3)}, Shape: draw.RingGlyph{}},
+	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []vg.Length{vg.Points(10), vg.Points(4)}, Shape: draw.CrossGlyph{}},
+}
+
+// LookOf is a placement's look (nil for a name without one). A
+// migration-aware variant ("pal-ma") keeps its policy's colour and marker
+// with a dotted line.
+func LookOf(p string) *report.Look {
+	if base, ok := strings.CutSuffix(p, "-ma"); ok {
+		if l := LookOf(base); l != nil {
+			l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+			return l
+		}
+	}
+	if l, ok := policyLooks[p]; ok {
+		return &l
+	}
+	return nil
+}
+
+// Display is a placement's display name (the name itself when it has none).
+func Display(p string) string {
+	if d, ok := DisplayNames[p]; ok {
+		return d
+	}
+	return p
+}
+
+// SeedsText says which seeds a figure combines, and how.
+func SeedsText(seeds []uint64) string {
+	if len(seeds) == 1 {
+		return fmt.Sprintf("seed %d", seeds[0])
+	}
+	return fmt.Sprintf("combined over seeds %v (mean JCT; geometric mean of the per-seed ratios)", seeds)
+}
+
+// Cell is a number for a table cell: NaN and Inf (no value) become "".
+func Cell(x float64) any {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return x
+}
+
+// PctCell writes a percentage with its sign; NaN is "n/a".
+func PctCell(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.1f%%", x)
+}
+
+// Pct is a ratio as a percentage change (1.05 is +5).
+func Pct(ratio float64) float64 { return 100 * (ratio - 1) }
