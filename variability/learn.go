@@ -105,6 +105,11 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     changed (drift): their bounds are forgotten and the believed
 //     slowest takes the blame.
 //
+//   - A redundant guess is withdrawn at once (prune): a guessed GPU that
+//     no remembered slow observation needs, because another GPU of each
+//     explains it as well, goes back to its belief before the guess, so
+//     that the blame stays a hitting set without redundant members.
+//
 //   - A guess is withdrawn when nothing needs it: a belief raised on a
 //     guess (more than one suspect) moves Forget of the way back to the
 //     prior each round in which its GPU ran no job of the class and
