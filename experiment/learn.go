@@ -87,7 +87,7 @@ func (in *Inputs) truthDescription() []Input {
 		out = append(out, Input{"true_gpu_values", s})
 	}
 	if in.Opts.LearnScores {
-		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to the GPU most slow jobs name), 1%% band, step 0.5, guesses withdrawn 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
+		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to the GPU most slow jobs name), 1%% band, step 0.5, guesses no slow job needs withdrawn at once, others 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 	}
 	return out
 }

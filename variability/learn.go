@@ -105,6 +105,11 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     changed (drift): their bounds are forgotten and the believed
 //     slowest takes the blame.
 //
+//   - A redundant guess is withdrawn at once (prune): a guessed GPU that
+//     no remembered slow observation needs, because another GPU of each
+//     explains it as well, goes back to its belief before the guess, so
+//     that the blame stays a hitting set without redundant members.
+//
 //   - A guess is withdrawn when nothing needs it: a belief raised on a
 //     guess (more than one suspect) moves Forget of the way back to the
 //     prior each round in which its GPU ran no job of the class and
@@ -150,6 +155,9 @@ type Learner struct {
 	// guess marks beliefs raised on a guess: the blame of a slow set
 	// with more than one suspect (see explain).
 	guess [NumClasses][]bool
+	// base is, for a GPU with guess set, its belief before the guess:
+	// what placement is shown (see published) until evidence confirms it.
+	base [NumClasses][]float64
 	// guessed lists the GPUs with guess set (possibly stale entries),
 	// lastSeen the round each GPU last ran a job of the class.
 	guessed  [NumClasses][]int
@@ -178,7 +186,7 @@ type Learner struct {
 	// binnedAt is the round of the last binning (see LearnOptions.Every).
 	binnedAt int
 	// Counters, for reports.
-	Observations, Lowered, Raised, Forgot, Rebins, Refits int
+	Observations, Lowered, Raised, Forgot, Rebins, Refits, Pruned int
 }
 
 // RebinEvery is the binning interval, in rounds, for a cluster of gpus
@@ -218,6 +226,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
 		l.guess[c] = make([]bool, n)
+		l.base[c] = make([]float64, n)
 		l.lastSeen[c] = make([]int, n)
 		l.inOpen[c] = make([]int32, n)
 		for g := range l.hi[c] {
@@ -489,10 +498,11 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 	if y > believed*(1+tol) {
 		g := s[t]
 		l.lastSeen[c][g] = l.round + 1
-		b[g] += l.opts.Alpha * (y - b[g])
 		if n[t] > 1 && !l.guess[c][g] {
 			l.guessed[c] = append(l.guessed[c], g)
+			l.base[c][g] = b[g]
 		}
+		b[g] += l.opts.Alpha * (y - b[g])
 		l.guess[c][g] = n[t] > 1
 		l.touch(c, g)
 		l.Raised++
@@ -528,6 +538,74 @@ func (l *Learner) settle() {
 	}
 	clear(l.open[len(kept):])
 	l.open = kept
+}
+
+// prune withdraws the guesses that no remembered slow observation needs:
+// a guessed GPU each of whose open observations (of its class) is also
+// explained by another GPU of the observation (a belief within Tol of its
+// pace) goes back to its belief before the guess. The blame is a hitting
+// set, and a hitting set with a redundant member is not the fewest slow
+// GPUs that explain the slow jobs: after a slow job moves off a wrongly
+// blamed GPU and stays slow, the GPU blamed next for it explains both
+// observations, and the first is then blamed for nothing. GPUs named by
+// fewer observations go first, so the GPUs that most observations name
+// are kept.
+func (l *Learner) prune() {
+	for c := range Class(NumClasses) {
+		if len(l.guessed[c]) == 0 {
+			continue
+		}
+		var idx []int // the open observations of class c
+		for i := range l.open {
+			if l.open[i].c == c {
+				idx = append(idx, i)
+			}
+		}
+		cnt := make(map[int]int, len(idx))     // open index -> GPUs explaining it
+		top := make(map[int]float64, len(idx)) // open index -> its believed max
+		by := map[int][]int{}                  // guessed GPU -> open indices naming it
+		b, tol := l.belief[c], l.opts.Tol
+		for _, i := range idx {
+			k := &l.open[i]
+			for _, g := range k.gpus {
+				top[i] = max(top[i], b[g])
+			}
+			for _, g := range k.gpus {
+				if b[g]*(1+tol) >= top[i] {
+					cnt[i]++
+				}
+				if l.guess[c][g] {
+					by[g] = append(by[g], i)
+				}
+			}
+		}
+		order := slices.Clone(l.guessed[c])
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(len(by[x]), len(by[y])) })
+		for _, g := range order {
+			if !l.guess[c][g] || l.lastSeen[c][g] == l.round {
+				continue
+			}
+			needed := false
+			for _, i := range by[g] {
+				if b[g]*(1+tol) >= top[i] && cnt[i] <= 1 {
+					needed = true
+					break
+				}
+			}
+			if needed {
+				continue
+			}
+			for _, i := range by[g] {
+				if b[g]*(1+tol) >= top[i] {
+					cnt[i]--
+				}
+			}
+			b[g] = min(b[g], l.base[c][g])
+			l.guess[c][g] = false
+			l.touch(c, g)
+			l.Pruned++
+		}
+	}
 }
 
 // forgetGuesses moves guessed beliefs of GPUs that ran no job of their
@@ -614,6 +692,7 @@ func (l *Learner) Rebin() (*Scores, error) {
 	l.round++
 	l.forgetGuesses()
 	l.settle()
+	l.prune()
 	if l.round-l.binnedAt < l.opts.Every {
 		return nil, nil // the touched GPUs wait for the next binning round
 	}

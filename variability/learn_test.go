@@ -333,15 +333,14 @@ func TestLearnerExonerate(t *testing.T) {
 	}
 }
 
-// A guess no remembered observation needs any more is withdrawn, Forget
-// (0.05) of the way back to the prior each round its GPU runs no job of
-// the class, one class alone, every prior 1: {0, 1} at 1.5 blames GPU 0
-// (1.25), {1, 2} at 1.5 blames GPU 1 (named by both). Each round's
-// settling then raises GPU 1 (named by both observations) until it
-// explains both, while GPU 0, needed by neither, decays:
-// 1 + 0.25 x 0.95^k after k idle rounds (the first Rebin ends the round
-// it ran in), down to 1 once within the 1% band (k = 63).
-func TestLearnerForgetGuess(t *testing.T) {
+// A guess no remembered observation needs is withdrawn at once (the
+// blame is a hitting set, kept free of redundant GPUs), one class alone,
+// every prior 1: {0, 1} at 1.5 blames GPU 0 (1.25), {1, 2} at 1.5 blames
+// GPU 1 (named by both). The first Rebin ends the round GPU 0 ran in, so
+// its guess stands (1.25); settling raises GPU 1 until it explains both
+// observations, and at the next Rebin GPU 0, needed by neither, is back
+// at its belief before the guess, 1, exactly.
+func TestLearnerPruneGuess(t *testing.T) {
 	l := newTestLearner(t, flatTable(4), true)
 	l.Observe(ClassA, []int{0, 1}, 1.5)
 	l.Observe(ClassA, []int{1, 2}, 1.5)
@@ -351,15 +350,17 @@ func TestLearnerForgetGuess(t *testing.T) {
 		}
 	}
 	rebin()
-	for k := 1; k <= 62; k++ {
-		rebin()
-		if got, w := l.Belief(ClassA, 0), 1+0.25*math.Pow(0.95, float64(k)); math.Abs(got-w) > 1e-12 {
-			t.Fatalf("after %d idle rounds GPU 0 believed %v, want %v", k, got, w)
-		}
+	if got := l.Belief(ClassA, 0); got != 1.25 {
+		t.Fatalf("after the round it ran in GPU 0 believed %v, want 1.25", got)
 	}
-	rebin()
+	for range 6 {
+		rebin()
+	}
 	if got := l.Belief(ClassA, 0); got != 1 {
-		t.Errorf("after 63 idle rounds GPU 0 believed %v, want 1", got)
+		t.Errorf("GPU 0 believed %v, want 1 (its guess withdrawn)", got)
+	}
+	if l.Pruned != 1 {
+		t.Errorf("%d guesses withdrawn, want 1", l.Pruned)
 	}
 	if got := l.Belief(ClassA, 1); got < 1.5/1.01 || got > 1.5 {
 		t.Errorf("GPU 1 believed %v, want it to explain 1.5", got)

@@ -19,15 +19,17 @@ import (
 // traces, Synergy 4000 jobs at 10 jobs/hour on seeds 42, 1 and 2):
 // learning with beliefs equal to the truth changes no run by 0.5% or
 // more; stale + learning recovers at least 80% of oracle's gain over
-// stale on both families' geomeans, and is never worse than stale by more
-// than learning's own price (staleLearnBand), nor worse at all where the
-// oracle gains more than that price, as it does on every trace but
-// Sia-Philly 4. (There the stale profile beats the oracle itself, by
-// 0.7%, and learning, moving towards the oracle, ends 3.5% above stale.)
+// stale on both families' geomeans, and is never worse than stale: below
+// it wherever the oracle gains more over stale than stale's own spread
+// under re-measurement of its profile (remeasuredBand, 5.1%), as it does
+// on every trace but Sia-Philly 4, and within that spread where it does
+// not. (On Sia-Philly 4 the pinned profile beats the oracle itself, by
+// 0.8%, and learning ends 2.5% above it.)
 func TestStaleAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full stale-profiles section: about 20 s of simulation")
 	}
+	band := remeasuredBand(t).band
 	res, err := RunStale(context.Background(), paper.FullPlan(), t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +42,7 @@ func TestStaleAcceptance(t *testing.T) {
 		if d := math.Abs(m["oracle+learning"]/m["oracle"] - 1); !(d < 0.005) {
 			t.Errorf("%s: learning with beliefs = truth moves avg JCT by %.2f%% (%.0f -> %.0f)", r.Trace, 100*d, m["oracle"], m["oracle+learning"])
 		}
-		checkLearningVsStale(t, r.Trace, m["oracle"], m["stale"], m["stale+learning"])
+		checkLearningVsStale(t, r.Trace, band, m["oracle"], m["stale"], m["stale+learning"])
 	}
 	for _, fam := range []string{"sia-philly", "synergy"} {
 		if rec := res.Recovered[fam]; !(rec >= 0.8) {
@@ -94,42 +96,35 @@ func staleRuns(t *testing.T, trace string, seed uint64) [3]float64 {
 	return out
 }
 
-// Learning's price on Sia-Philly 4 over 11 degradation draws (seeds 1 to
-// 11, the section's draw first): stale + learning is 2.7-6.9% above the
-// oracle on every draw (median 4.4%), the rounds jobs spend on degraded
-// GPUs before their pace names them, which on a trace of 160 short jobs
-// is a visible share of the average JCT. So wherever the oracle gains less
-// than that over stale, learning can end above stale by at most the band
-// (the section's own draw: the oracle loses 0.8%, learning ends 3.5% above
-// stale); wherever the oracle gains more, learning must beat stale.
+// Sia-Philly 4 over 11 degradation draws (seeds 1 to 11, the section's
+// draw first): learning beats stale wherever the oracle gains more than
+// stale's spread under re-measurement (remeasuredBand), and stays within
+// that spread where it does not. Measured: stale + learning is 1.8-6.5%
+// above the oracle (median 5.2%), the rounds jobs spend on degraded GPUs
+// before their pace names them, and it ends above stale on three draws,
+// by 2.5% (seed 1, where the oracle loses 0.8% to stale), 0.7% (seed 2,
+// oracle gains 4.9%) and 1.9% (seed 9, 3.5%).
 func TestStaleLearningBand(t *testing.T) {
 	if testing.Short() {
-		t.Skip("33 simulations of Sia-Philly 4: about a second")
+		t.Skip("33 simulations of Sia-Philly 4 and the re-measured band: a few seconds")
 	}
+	band := remeasuredBand(t).band
 	for s := uint64(1); s <= 11; s++ {
 		m := staleRuns(t, "sia-philly/4", s)
 		oracle, stale, learn := m[0], m[1], m[2]
 		t.Logf("seed %d: oracle %.0f stale %.0f stale+learning %.0f: learning/oracle %.4f learning/stale %.4f", s, oracle, stale, learn, learn/oracle, learn/stale)
-		if learn > oracle*(1+staleLearnBand) {
-			t.Errorf("seed %d: learning %.0f is %.1f%% above the oracle %.0f, outside the %.0f%% band", s, learn, 100*(learn/oracle-1), oracle, 100*staleLearnBand)
-		}
-		checkLearningVsStale(t, fmt.Sprintf("sia-philly/4 seed %d", s), oracle, stale, learn)
+		checkLearningVsStale(t, fmt.Sprintf("sia-philly/4 seed %d", s), band, oracle, stale, learn)
 	}
 }
 
-// staleLearnBand is learning's price over the oracle on the shortest
-// trace, measured by TestStaleLearningBand (at most 6.9% over 11 draws).
-const staleLearnBand = 0.07
-
-// checkLearningVsStale: learning is never worse than stale by more than
-// staleLearnBand, and not worse at all where the oracle gains more than
-// the band over stale.
-func checkLearningVsStale(t *testing.T, name string, oracle, stale, learn float64) {
+// checkLearningVsStale: learning is below stale where the oracle gains
+// more than band over stale, and never above stale by more than band.
+func checkLearningVsStale(t *testing.T, name string, band, oracle, stale, learn float64) {
 	t.Helper()
-	if learn > stale*(1+staleLearnBand) {
-		t.Errorf("%s: learning %.0f is %.1f%% worse than stale %.0f (oracle %.0f), outside the %.0f%% band", name, learn, 100*(learn/stale-1), stale, oracle, 100*staleLearnBand)
+	if learn > stale*(1+band) {
+		t.Errorf("%s: learning %.0f is %.1f%% worse than stale %.0f (oracle %.0f), outside stale's own %.1f%% spread", name, learn, 100*(learn/stale-1), stale, oracle, 100*band)
 	}
-	if oracle*(1+staleLearnBand) < stale && learn > stale {
-		t.Errorf("%s: learning %.0f is worse than stale %.0f where the oracle %.0f gains %.1f%%", name, learn, stale, oracle, 100*(1-oracle/stale))
+	if oracle*(1+band) < stale && !(learn < stale) {
+		t.Errorf("%s: learning %.0f is not below stale %.0f where the oracle %.0f gains %.1f%%", name, learn, stale, oracle, 100*(1-oracle/stale))
 	}
 }
