@@ -8,7 +8,7 @@ import (
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 )
 
 // Fig 12 compares the paper's two policies with its best baseline; Fig 15

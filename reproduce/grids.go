@@ -6,7 +6,7 @@ import (
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/reproduce/migration"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 )
 
 // Grids of a plan, one per figure family; Run shares identical runs

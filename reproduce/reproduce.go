@@ -14,7 +14,7 @@ import (
 	"github.com/palsched/pal/reproduce/migration"
 	"github.com/palsched/pal/reproduce/stale"
 	"github.com/palsched/pal/reproduce/themis"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 )
 
 // Options say what to reproduce and where.

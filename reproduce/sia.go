@@ -7,7 +7,7 @@ import (
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 )
 
 // The artifact's Sia runs use extra load 2 and L 1.7 (the preset's).

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/report"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 )
 
 // synergyFigure numbers by scheduler.

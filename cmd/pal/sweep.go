@@ -14,7 +14,7 @@ import (
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/progress"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 	"github.com/palsched/pal/workload"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/palsched/pal/internal/atomicfile"
-	"github.com/palsched/pal/sweep"
-	"github.com/palsched/pal/sweep/kubejob"
+	"github.com/palsched/pal/reproduce/sweep"
+	"github.com/palsched/pal/reproduce/sweep/kubejob"
 )
 
 // shardFlags are pal sweep's flags for running a grid in parts: one part

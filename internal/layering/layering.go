@@ -176,10 +176,10 @@ type Rules struct {
 	// experiments (Experiments, with its subtree), tests included.
 	Drivers     []string
 	Experiments string
-	// The rooms are the packages below Experiments, one per paper: a
-	// room never imports another room (what they share lives in
-	// RoomBase, "" for none).
-	RoomBase string
+	// The rooms are the packages below Experiments, one per experiment:
+	// a room never imports another room (what they share lives in the
+	// RoomBases: the paper convention, the parameter grids).
+	RoomBases []string
 }
 
 // Check returns every violation, one sentence each, in package order: a
@@ -216,9 +216,9 @@ func Check(m *Map, pkgs []Package, r Rules) []string {
 				bad = append(bad, fmt.Sprintf("%s imports %s: only %s may build on the simulator's options", p.Path, r.Options, users(r.OptionsUsers)))
 			}
 		}
-		if strings.HasPrefix(p.Path, r.Experiments+"/") && p.Path != r.RoomBase {
+		if strings.HasPrefix(p.Path, r.Experiments+"/") && !slices.Contains(r.RoomBases, p.Path) {
 			for _, im := range p.Imports {
-				if strings.HasPrefix(im, r.Experiments+"/") && im != r.RoomBase && im != p.Path {
+				if strings.HasPrefix(im, r.Experiments+"/") && !slices.Contains(r.RoomBases, im) && im != p.Path {
 					bad = append(bad, fmt.Sprintf("room %s imports room %s: the paper experiments share only %s", p.Path, im, roomBase(r)))
 				}
 			}
@@ -262,8 +262,8 @@ func users(allowed map[string]string) string {
 }
 
 func roomBase(r Rules) string {
-	if r.RoomBase == "" {
+	if len(r.RoomBases) == 0 {
 		return "the layers below them"
 	}
-	return r.RoomBase + " and the layers below them"
+	return strings.Join(r.RoomBases, ", ") + " and the layers below them"
 }

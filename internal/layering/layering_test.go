@@ -15,11 +15,10 @@ var rules = Rules{
 	OptionsUsers: map[string]string{
 		"cmd/pal":       "the CLI turns flags into options",
 		"reproduce/...": "the paper experiments run presets",
-		"sweep":         "a grid of simulator runs: its points are options",
 	},
 	Drivers:     []string{"sim", "kube"},
 	Experiments: "reproduce",
-	RoomBase:    "reproduce/paper",
+	RoomBases:   []string{"reproduce/paper", "reproduce/sweep"},
 }
 
 func root(t *testing.T) string {
@@ -90,7 +89,7 @@ func TestCheckFindsEachViolation(t *testing.T) {
 	if m.Layer["cluster"] != 0 || m.Layer["sim"] != 2 || m.Layer["reproduce"] != 4 || m.Names[1] != "core" {
 		t.Fatalf("map read as %v %v", m.Layer, m.Names)
 	}
-	r := Rules{Options: "experiment", OptionsUsers: map[string]string{"reproduce/...": ""}, Drivers: []string{"sim", "kube"}, Experiments: "reproduce", RoomBase: "reproduce/base"}
+	r := Rules{Options: "experiment", OptionsUsers: map[string]string{"reproduce/...": ""}, Drivers: []string{"sim", "kube"}, Experiments: "reproduce", RoomBases: []string{"reproduce/base"}}
 	clean := []Package{
 		{Path: "cluster"}, {Path: "policy", Imports: []string{"cluster"}}, {Path: "experiment", Imports: []string{"policy"}},
 		{Path: "sim", Imports: []string{"policy"}}, {Path: "kube", Imports: []string{"policy"}, TestImports: []string{"cluster"}},

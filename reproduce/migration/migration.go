@@ -11,7 +11,7 @@ import (
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/paper"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 )
 
 // The migration-cost section: the paper's simulator, like the

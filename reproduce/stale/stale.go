@@ -21,7 +21,7 @@ import (
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/reproduce/paper"
-	"github.com/palsched/pal/sweep"
+	"github.com/palsched/pal/reproduce/sweep"
 	"github.com/palsched/pal/variability"
 )
 
