@@ -12,9 +12,11 @@ import (
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/hived"
 	"github.com/palsched/pal/reproduce/migration"
+	"github.com/palsched/pal/reproduce/pal"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/stale"
-	"github.com/palsched/pal/reproduce/themis"
 	"github.com/palsched/pal/reproduce/sweep"
+	"github.com/palsched/pal/reproduce/themis"
 )
 
 // Options say what to reproduce and where.
@@ -35,13 +37,13 @@ type Options struct {
 
 // Report is what Run wrote.
 type Report struct {
-	Dir       string
-	Plan      Plan
-	Figures   []*Figure
-	Headlines []Headline
-	Overhead  []OverheadRow
-	// Packed says where each packed flavour wins on the Fig 11 traces.
-	Packed PackedOrder
+	Dir  string
+	Plan paper.Plan
+	// Figures are every figure written at the top of Dir: PAL's, then
+	// the migration study's.
+	Figures []*paper.Figure
+	// PAL is PAL's figures, headline claims, packed order and overhead.
+	PAL *pal.Result
 	// Migration is the migration-cost section's numbers.
 	Migration *migration.MigrationResult
 	// Hived is the HiveD sharing-anomaly experiment (under hived/).
@@ -66,9 +68,9 @@ const (
 // ctx stops it before anything is written: a figure from part of its grid
 // would be misleading.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	plan := FullPlan()
+	plan := paper.FullPlan()
 	if o.Quick {
-		plan = QuickPlan()
+		plan = paper.QuickPlan()
 	}
 	if o.Preset != "" {
 		plan.Preset = o.Preset
@@ -90,11 +92,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	grids := g.list()
 	rep := &Report{Dir: o.Out, Plan: plan}
 
 	start := time.Now()
 	total := 0
-	for _, gr := range g.list() {
+	for _, gr := range grids {
 		pts, err := gr.Expand()
 		if err != nil {
 			return nil, err
@@ -102,7 +105,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		total += len(pts)
 	}
 	logf("reproduce: %s plan, %d simulations", plan.Name, total)
-	res, err := sweep.Run(ctx, g.list(), sweep.RunOptions{Workers: o.Workers, Progress: o.Progress})
+	res, err := sweep.Run(ctx, grids, sweep.RunOptions{Workers: o.Workers, Progress: o.Progress})
 	if err != nil {
 		return nil, err
 	}
@@ -112,39 +115,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	start = time.Now()
 	base, _ := plan.Base()
-	benches, err := runBenches(ctx, plan.Bench, base.Seed)
+	benches, err := pal.RunBenches(ctx, plan.Bench, base.Seed)
 	if err != nil {
 		return nil, err
 	}
 	rep.BenchTime = time.Since(start)
 	logf("reproduce: placement timing took %s", rep.BenchTime.Round(time.Millisecond))
 
-	sia, loc, f20 := res[0], res[1], res[2+len(synergySchedulers)]
-	nm := len(g.migSia)
-	migSia, migSyn := res[3+len(synergySchedulers):][:nm], res[3+len(synergySchedulers)+nm:]
-	syn := map[string]*sweep.Result{}
-	for i, s := range synergySchedulers {
-		syn[s] = res[2+i]
+	np, nm := len(g.pal.List()), len(g.migSia)
+	if rep.PAL, err = pal.Figures(res[:np], benches, plan); err != nil {
+		return nil, err
 	}
-	f11, h11, po := fig11(sia, plan)
-	rep.Packed = po
-	f13, h13 := fig13(loc, plan)
-	rep.Figures = append(rep.Figures, f11, fig12(sia, plan), f13)
-	rep.Headlines = append(rep.Headlines, h11...)
-	rep.Headlines = append(rep.Headlines, h13...)
-	f14, h14 := synergyLoadFigure(syn["fifo"], "fifo", plan)
-	rep.Figures = append(rep.Figures, f14, fig15(syn["fifo"], plan))
-	rep.Headlines = append(rep.Headlines, h14...)
-	for _, s := range []string{"las", "srtf"} {
-		f, h := synergyLoadFigure(syn[s], s, plan)
-		rep.Figures = append(rep.Figures, f)
-		rep.Headlines = append(rep.Headlines, h...)
-	}
-	f18, over := fig18(benches)
-	f20f, h20 := fig20(f20, plan)
-	rep.Figures = append(rep.Figures, f18, f20f)
-	rep.Headlines = append(rep.Headlines, h20...)
-	rep.Overhead = over
+	rep.Figures = append(rep.Figures, rep.PAL.Figures...)
+	migSia, migSyn := res[np:][:nm], res[np+nm:]
 	fm, mig := migration.Figure(migSia, migSyn, plan)
 	rep.Figures = append(rep.Figures, fm)
 	rep.Migration = mig
@@ -213,14 +196,10 @@ func (rep *Report) write() error {
 			}
 		}
 	}
-	notes := []string{
+	notes := append([]string{
 		fmt.Sprintf("%d simulations in %s, Fig 18 timing in %s.", rep.Simulations, rep.SimTime.Round(time.Millisecond), rep.BenchTime.Round(time.Millisecond)),
-		"Synergy traces cannot be the artifact's: its Philly `cluster_job_log` is absent, so GPU demands come from the embedded processed Philly trace, and lengths and Poisson arrivals from our own seeded generator (the artifact builds them from that log; see data/PROVENANCE.md). Synergy numbers are therefore the same experiment on a different draw, not a replay.",
-		fmt.Sprintf("On 64x4 the artifact's pinned GPU table does not exist, so Synergy GPU values are drawn from the Longhorn profile (with replacement), per seed %v; each seed also draws its own Synergy trace. Synergy ratios are geometric means over the seeds, and the seed range is shown beside them.", rep.Plan.SynergySeeds),
-		"The Sia-Philly runs replay the artifact's pinned inputs (its seed-42 GPU table and extra arrivals), so Figs 11-13 are deterministic replays of the artifact's configuration, not draws.",
-		"Fig 12 wait = JCT minus time holding GPUs (queueing, suspension and round quantisation).",
-	}
-	md := summaryMarkdown(rep.Plan, rep.Headlines, rep.Packed, rep.Overhead, notes) + rep.Migration.Markdown()
+	}, pal.Notes(rep.Plan)...)
+	md := rep.PAL.Summary(rep.Plan, notes) + rep.Migration.Markdown()
 	if rep.Stale != nil {
 		md += rep.Stale.Markdown
 	}

@@ -2,7 +2,6 @@ package reproduce
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/migration"
+	"github.com/palsched/pal/reproduce/paper"
 )
 
 // The quick plan end to end: every figure of the paper's simulation
@@ -83,9 +82,9 @@ func TestQuickEndToEnd(t *testing.T) {
 	for _, f := range rep.Figures {
 		for base, c := range f.Charts {
 			check := func(name string, l *report.Look) {
-				for p := range displayNames {
-					want := lookOf(p)
-					if name == display(p) || strings.HasPrefix(name, display(p)+" ") || strings.HasPrefix(name, display(p)+", ") {
+				for p := range paper.DisplayNames {
+					want := paper.LookOf(p)
+					if name == paper.Display(p) || strings.HasPrefix(name, paper.Display(p)+" ") || strings.HasPrefix(name, paper.Display(p)+", ") {
 						styled++
 						if l == nil || l.Color != want.Color {
 							t.Errorf("%s: series %q is not drawn in %s's colour", base, name, p)
@@ -136,7 +135,7 @@ func TestQuickEndToEnd(t *testing.T) {
 	checkMigration(t, rep.Migration)
 	// The Sia ratios are exact replays of the artifact's inputs: PAL beats
 	// Tiresias on both quick traces.
-	for _, h := range rep.Headlines {
+	for _, h := range rep.PAL.Headlines {
 		if strings.HasPrefix(h.Claim, "PAL avg JCT vs Tiresias, geomean") && !(h.Ours < -20) {
 			t.Errorf("quick PAL vs Tiresias geomean %v%%, want a clear gain", h.Ours)
 		}
@@ -188,66 +187,6 @@ func nonEmpty(t *testing.T, path string, lines int) {
 	}
 }
 
-func TestPlans(t *testing.T) {
-	for _, p := range []Plan{FullPlan(), QuickPlan()} {
-		t.Run(p.Name, func(t *testing.T) {
-			// Fig 20's 1.7 must be the very double of the Synergy L, or
-			// its runs would not be shared with Fig 14's.
-			if !slices.Contains(p.Fig20Penalties, p.SynergyL) {
-				t.Errorf("Fig 20 penalties %v lack the Synergy L %v", p.Fig20Penalties, p.SynergyL)
-			}
-			if !slices.Contains(p.Fig20Penalties, 1.0) {
-				t.Errorf("Fig 20 penalties %v lack 1.0", p.Fig20Penalties)
-			}
-			for _, x := range append(p.UtilLoads, p.Fig20Load) {
-				if !slices.Contains(p.Loads["fifo"], x) {
-					t.Errorf("load %v is not among the FIFO loads %v", x, p.Loads["fifo"])
-				}
-			}
-			g, err := gridsOf(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, gr := range g.list() {
-				if _, err := gr.Expand(); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	full := FullPlan()
-	if full.SynergyTrack.First != 2000 || full.SynergyTrack.Last != 3000 || full.SynergyJobs <= 3000 {
-		t.Errorf("full plan tracks %v of %d jobs, want the paper's 2000-3000 with load after it", full.SynergyTrack, full.SynergyJobs)
-	}
-	if got := full.Bench[len(full.Bench)-1].GPUs(); got != 27648 {
-		t.Errorf("largest Fig 18 cluster %d GPUs, want 27,648", got)
-	}
-}
-
-func TestFig18FromStub(t *testing.T) {
-	res := []benchResult{
-		{"pal", BenchSize{Nodes: 64, GPUsPerNode: 4, Reps: 1}, bench.Stats{MedianUS: 100, P99US: 120, FirstUS: 400, GPUs: 256, Jobs: 100, Reps: 1}},
-		{"pm-first", BenchSize{Nodes: 64, GPUsPerNode: 4, Reps: 1}, bench.Stats{MedianUS: 50, P99US: 60, FirstUS: 200, GPUs: 256, Jobs: 100, Reps: 1}},
-	}
-	f, rows := fig18(res)
-	if len(f.Plots) != 1 || len(rows) != 3 {
-		t.Fatalf("plots %v, overhead rows %+v", f.Plots, rows)
-	}
-	if rows[0].OurS != 100e-6 || rows[0].PaperS != 2.8 {
-		t.Errorf("PAL median row %+v, want ours 1e-4 s against the paper's 2.8 s", rows[0])
-	}
-}
-
-func TestDeviationAndCells(t *testing.T) {
-	h := Headline{Paper: -43, Ours: -41.5}
-	if d := h.Deviation(); math.Abs(d-1.5) > 1e-9 {
-		t.Errorf("deviation %v, want +1.5 points", d)
-	}
-	if pctCell(math.NaN()) != "n/a" || pctCell(-4) != "-4.0%" || ptsCell(1.5) != "+1.5" || ptsCell(math.NaN()) != "" {
-		t.Error("cell formatting")
-	}
-}
-
 // A bad --out fails at once, before any simulation.
 func TestOutCheckedFirst(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "a-file")
@@ -261,5 +200,25 @@ func TestOutCheckedFirst(t *testing.T) {
 	}
 	if runs != 0 {
 		t.Fatalf("%d runs simulated before --out was checked", runs)
+	}
+}
+
+// Every grid of the one sweep, PAL's and the migration study's, expands
+// on both plans, and PAL's come first in the order pal.Figures reads.
+func TestGridsExpand(t *testing.T) {
+	for _, p := range []paper.Plan{paper.FullPlan(), paper.QuickPlan()} {
+		g, err := gridsOf(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		list := g.list()
+		if want := len(g.pal.List()) + 2*len(g.migSia); len(list) != want || list[0] != g.pal.Sia {
+			t.Fatalf("%s: %d grids, want %d with PAL's Sia grid first", p.Name, len(list), want)
+		}
+		for _, gr := range list {
+			if _, err := gr.Expand(); err != nil {
+				t.Errorf("%s: %v", p.Name, err)
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/reproduce"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/stale"
 )
 
@@ -87,9 +88,9 @@ truth (oracle), believing the old profile (stale), the same with
 the tables it used.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			plan := reproduce.FullPlan()
+			plan := paper.FullPlan()
 			if quick {
-				plan = reproduce.QuickPlan()
+				plan = paper.QuickPlan()
 			}
 			if preset != "" {
 				plan.Preset = preset

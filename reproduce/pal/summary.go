@@ -1,4 +1,4 @@
-package reproduce
+package pal
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 )
 
 // Headline is one number the paper states, beside ours. Values are percent
@@ -73,12 +74,12 @@ func HeadlineTable(hs []Headline) *report.Table {
 	for _, h := range hs {
 		art, sp := "", ""
 		if h.Artifact != nil {
-			art = pctCell(*h.Artifact)
+			art = paper.PctCell(*h.Artifact)
 		}
 		if h.Spread != nil {
-			sp = fmt.Sprintf("%s .. %s", pctCell(h.Spread[0]), pctCell(h.Spread[1]))
+			sp = fmt.Sprintf("%s .. %s", paper.PctCell(h.Spread[0]), paper.PctCell(h.Spread[1]))
 		}
-		t.AddRow(h.Figure, h.Claim, pctCell(h.Paper), art, pctCell(h.Ours), sp, ptsCell(h.Deviation()), h.Verdict())
+		t.AddRow(h.Figure, h.Claim, paper.PctCell(h.Paper), art, paper.PctCell(h.Ours), sp, ptsCell(h.Deviation()), h.Verdict())
 	}
 	return t
 }
@@ -163,7 +164,7 @@ The text's comparison of the two packed flavours read the swapped labels too: it
 Gandiva (non-sticky) on workloads 1, 2, 4, 5, 6 and the geomean. With the code's labels, packed-sticky has the
 lower average JCT on workloads %v and packed-nonsticky on %v, geomean packed-nonsticky / packed-sticky = %.3f; the
 figure's "Tiresias" bars (really packed-nonsticky) are the ones that win there.`,
-		pctCell(nonsticky), pctCell(pmNS), pctCell(sticky), pctCell(pmS), po.StickyBetter, po.NonstickyBetter, po.Geomean)
+		paper.PctCell(nonsticky), paper.PctCell(pmNS), paper.PctCell(sticky), paper.PctCell(pmS), po.StickyBetter, po.NonstickyBetter, po.Geomean)
 }
 
 // deviationNotes explain, per claim, why ours differs by more than five
@@ -220,7 +221,7 @@ func deviationSection(hs []Headline) string {
 		} else {
 			seen[note] = true
 		}
-		fmt.Fprintf(&b, "- **Fig %s, %s** (%s vs %s): %s\n", h.Figure, h.Claim, pctCell(h.Ours), pctCell(h.Paper), note)
+		fmt.Fprintf(&b, "- **Fig %s, %s** (%s vs %s): %s\n", h.Figure, h.Claim, paper.PctCell(h.Ours), paper.PctCell(h.Paper), note)
 	}
 	return b.String()
 }
@@ -228,7 +229,7 @@ func deviationSection(hs []Headline) string {
 // summaryMarkdown is summary.md: settings first, then the swap finding,
 // the headline table, the deviations over five points, the overhead
 // comparison and notes.
-func summaryMarkdown(plan Plan, hs []Headline, po PackedOrder, over []OverheadRow, notes []string) string {
+func summaryMarkdown(plan paper.Plan, hs []Headline, po PackedOrder, over []OverheadRow, notes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# PAL reproduction: summary (%s plan, preset %s)\n\n", plan.Name, plan.Preset)
 	if plan.Name != "full" {

@@ -1,4 +1,4 @@
-package reproduce
+package pal
 
 import (
 	"math"

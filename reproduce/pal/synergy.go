@@ -1,4 +1,4 @@
-package reproduce
+package pal
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
 )
 
@@ -17,19 +18,19 @@ var schedulerTitle = map[string]string{"fifo": "FIFO", "las": "LAS", "srtf": "SR
 // synergyLoadFigure is Fig 14 (FIFO), 16 (LAS) or 17 (SRTF): average JCT
 // of every placement against load, absolute and normalised to Tiresias,
 // and the multi-GPU jobs' average alone, each combined over the seeds.
-func synergyLoadFigure(res *sweep.Result, sched string, plan Plan) (*Figure, []Headline) {
+func synergyLoadFigure(res *sweep.Result, sched string, plan paper.Plan) (*paper.Figure, []Headline) {
 	ix := index(res)
 	no := synergyFigNo[sched]
 	l := res.Grid.Base.LocalityPenalty
 	loads := res.Grid.Loads
 	id := "fig" + no
-	f := &Figure{ID: id, CSV: id + ".csv",
+	f := &paper.Figure{ID: id, CSV: id + ".csv",
 		Title: fmt.Sprintf("Fig %s: Synergy, average JCT vs load (%s, %s, L = %g)", no, schedulerTitle[sched], plan.SynergyCluster, l),
 		Text: fmt.Sprintf(`Synergy-style traces (%d jobs, ids %s measured, Philly GPU demands, Gavel-like lengths, all class A as in
 the artifact) on %s GPUs, round %g s, L = %g, %s scheduling, at %v jobs/hour, %s. Average JCT per placement in hours,
 normalised to Tiresias at the same load, and the average over multi-GPU jobs only. %s`,
 			plan.SynergyJobs, plan.SynergyTrack, plan.SynergyCluster, plan.SynergyRound, l, schedulerTitle[sched], loads,
-			seedsText(ix.seeds), synergyClaim[sched])}
+			paper.SeedsText(ix.seeds), synergyClaim[sched])}
 	abs := &report.LineChart{Title: fmt.Sprintf("Fig %s: average JCT, Synergy, %s", no, schedulerTitle[sched]),
 		XLabel: "load (jobs/hour)", YLabel: "average JCT (hours)", Mark: report.LinesPoints}
 	norm := &report.LineChart{Title: fmt.Sprintf("Fig %s: average JCT vs Tiresias, Synergy, %s", no, schedulerTitle[sched]),
@@ -45,29 +46,29 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 	tab := report.NewTable("Average JCT / Tiresias"+seedsNote(ix.seeds), h...)
 	tabMulti := report.NewTable("Multi-GPU jobs' average JCT / Tiresias"+seedsNote(ix.seeds), h...)
 	aggs := map[string][]seedAgg{}
-	for _, p := range placements {
+	for _, p := range paper.Placements {
 		var habs, vs, vm []float64
 		for _, x := range loads {
 			for _, seed := range ix.seeds {
 				r := ix.getSeed(seed, sweep.SynergyTrace, x, l, sched, p)
 				b := ix.getSeed(seed, sweep.SynergyTrace, x, l, sched, "packed-sticky")
 				if r != nil {
-					d.AddRow(sched, x, seed, p, r.Jobs, r.AvgJCT, cell(ratio(r, b, avgJCT)), r.MultiGPUJobs, r.MultiGPUAvgJCT,
-						cell(ratio(r, b, multiJCT)), r.P99JCT, r.Makespan, r.Utilization)
+					d.AddRow(sched, x, seed, p, r.Jobs, r.AvgJCT, paper.Cell(ratio(r, b, avgJCT)), r.MultiGPUJobs, r.MultiGPUAvgJCT,
+						paper.Cell(ratio(r, b, multiJCT)), r.P99JCT, r.Makespan, r.Utilization)
 				}
 			}
 			a := ix.agg(sweep.SynergyTrace, x, l, sched, p)
 			aggs[p] = append(aggs[p], a)
 			if len(ix.seeds) > 1 {
-				d.AddRow(sched, x, "all", p, "", cell(a.AvgJCT), cell(a.Ratio), "", cell(a.MultiAvgJCT), cell(a.MultiRatio), "", "", "")
+				d.AddRow(sched, x, "all", p, "", paper.Cell(a.AvgJCT), paper.Cell(a.Ratio), "", paper.Cell(a.MultiAvgJCT), paper.Cell(a.MultiRatio), "", "", "")
 			}
 			habs, vs, vm = append(habs, hours(a.AvgJCT)), append(vs, a.Ratio), append(vm, a.MultiRatio)
 		}
-		abs.Series = append(abs.Series, report.Series{Name: display(p), X: loads, Y: habs, Look: lookOf(p)})
-		norm.Series = append(norm.Series, report.Series{Name: display(p), X: loads, Y: vs, Look: lookOf(p)})
-		multi.Series = append(multi.Series, report.Series{Name: display(p), X: loads, Y: vm, Look: lookOf(p)})
-		tab.AddRow(rowOf(display(p), vs)...)
-		tabMulti.AddRow(rowOf(display(p), vm)...)
+		abs.Series = append(abs.Series, report.Series{Name: paper.Display(p), X: loads, Y: habs, Look: paper.LookOf(p)})
+		norm.Series = append(norm.Series, report.Series{Name: paper.Display(p), X: loads, Y: vs, Look: paper.LookOf(p)})
+		multi.Series = append(multi.Series, report.Series{Name: paper.Display(p), X: loads, Y: vm, Look: paper.LookOf(p)})
+		tab.AddRow(rowOf(paper.Display(p), vs)...)
+		tabMulti.AddRow(rowOf(paper.Display(p), vm)...)
 	}
 	// Start at zero only when the lines span much of it; a narrow band
 	// (the quick plan's few short runs) is zoomed to the data instead of
@@ -85,7 +86,7 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 		if i < 0 {
 			return math.NaN(), nil
 		}
-		return pct(pal[i].ratio(multi)), pal[i].spread(multi)
+		return paper.Pct(pal[i].ratio(multi)), pal[i].spread(multi)
 	}
 	claim := func(fig, text string, paper, load float64, multi bool) Headline {
 		v, sp := at(load, multi)
@@ -116,7 +117,7 @@ normalised to Tiresias at the same load, and the average over multi-GPU jobs onl
 			sp = pal[i].spread(false)
 		}
 		hs = []Headline{{Figure: no, Claim: fmt.Sprintf("Synergy %s: PAL's best avg JCT gain vs Tiresias over %v jobs/h (ours at %g)",
-			schedulerTitle[sched], plan.HeadlineLoads, bestAt), Paper: map[string]float64{"las": -15, "srtf": -10}[sched], Ours: pct(best), Spread: sp}}
+			schedulerTitle[sched], plan.HeadlineLoads, bestAt), Paper: map[string]float64{"las": -15, "srtf": -10}[sched], Ours: paper.Pct(best), Spread: sp}}
 	}
 	return f, hs
 }
@@ -135,9 +136,9 @@ func (a seedAgg) spread(multi bool) *[2]float64 {
 		return nil
 	}
 	if multi {
-		return &[2]float64{pct(a.MultiLo), pct(a.MultiHi)}
+		return &[2]float64{paper.Pct(a.MultiLo), paper.Pct(a.MultiHi)}
 	}
-	return &[2]float64{pct(a.Lo), pct(a.Hi)}
+	return &[2]float64{paper.Pct(a.Lo), paper.Pct(a.Hi)}
 }
 
 func seedsNote(seeds []uint64) string {
@@ -156,18 +157,18 @@ var synergyClaim = map[string]string{
 func rowOf(name string, vals []float64) []any {
 	row := []any{name}
 	for _, v := range vals {
-		row = append(row, cell(v))
+		row = append(row, paper.Cell(v))
 	}
 	return row
 }
 
 // fig15 is GPUs in use after each round's placement, Tiresias against PAL,
 // at the loads the paper shows.
-func fig15(res *sweep.Result, plan Plan) *Figure {
+func fig15(res *sweep.Result, plan paper.Plan) *paper.Figure {
 	ix := index(res)
 	l := res.Grid.Base.LocalityPenalty
 	size := clusterGPUs(plan.SynergyCluster)
-	f := &Figure{ID: "fig15", Title: "Fig 15: GPUs in use per round, Synergy (FIFO)", CSV: "fig15.csv",
+	f := &paper.Figure{ID: "fig15", Title: "Fig 15: GPUs in use per round, Synergy (FIFO)", CSV: "fig15.csv",
 		Text: fmt.Sprintf(`GPUs in use after each round's placement for Tiresias and PAL at %v jobs/hour (FIFO, %s). The paper: below 8
 jobs/hour the cluster stays under-used; at 10 it saturates early (around 0.7e6 s) and stays full, and PAL's
 utilisation "runs ahead" of Tiresias, freeing GPUs earlier. The simulation stops when the last measured job (id
@@ -197,8 +198,8 @@ utilisation "runs ahead" of Tiresias, freeing GPUs earlier. The simulation stops
 				}
 			}
 			n := len(r.Run.RoundStats)
-			c.Series = append(c.Series, report.Series{Name: display(p), X: xs, Y: ys, Look: lookOf(p)})
-			sum.AddRow(x, display(p), n, busy/float64(n), cell(first), float64(full)/float64(n), xs[n-1])
+			c.Series = append(c.Series, report.Series{Name: paper.Display(p), X: xs, Y: ys, Look: paper.LookOf(p)})
+			sum.AddRow(x, paper.Display(p), n, busy/float64(n), paper.Cell(first), float64(full)/float64(n), xs[n-1])
 		}
 		if len(c.Series) > 0 {
 			f.Add(fmt.Sprintf("fig15_gpus_load%g", x), fmt.Sprintf("GPUs in use per round at %g jobs/hour", x), c)
@@ -219,14 +220,14 @@ func clusterGPUs(shape string) int {
 
 // fig20 is average JCT against the locality penalty on Synergy at one
 // load, normalised to Tiresias at the same penalty, over the seeds.
-func fig20(res *sweep.Result, plan Plan) (*Figure, []Headline) {
+func fig20(res *sweep.Result, plan paper.Plan) (*paper.Figure, []Headline) {
 	ix := index(res)
 	x := plan.Fig20Load
 	ls := plan.Fig20Penalties
-	f := &Figure{ID: "fig20", Title: fmt.Sprintf("Fig 20: Synergy, average JCT vs locality penalty (FIFO, %g jobs/hour)", x), CSV: "fig20.csv",
+	f := &paper.Figure{ID: "fig20", Title: fmt.Sprintf("Fig 20: Synergy, average JCT vs locality penalty (FIFO, %g jobs/hour)", x), CSV: "fig20.csv",
 		Text: fmt.Sprintf(`Average JCT per placement on the Synergy trace at %g jobs/hour (FIFO, %s) as L goes from %g to %g, normalised to
 Tiresias at the same L, %s. The paper: packing catches up as L grows; at 1.7 Tiresias and PM-First are nearly
-equal, and PAL's gain over Tiresias falls only from 12%% to 7%%.`, x, plan.SynergyCluster, ls[0], ls[len(ls)-1], seedsText(ix.seeds))}
+equal, and PAL's gain over Tiresias falls only from 12%% to 7%%.`, x, plan.SynergyCluster, ls[0], ls[len(ls)-1], paper.SeedsText(ix.seeds))}
 	c := &report.LineChart{Title: fmt.Sprintf("Fig 20: average JCT vs locality penalty, Synergy %g jobs/h", x),
 		XLabel: "locality penalty L", YLabel: "avg JCT / Tiresias", Mark: report.LinesPoints}
 	h := []string{"placement"}
@@ -236,33 +237,33 @@ equal, and PAL's gain over Tiresias falls only from 12%% to 7%%.`, x, plan.Syner
 	tab := report.NewTable("Average JCT / Tiresias at the same L"+seedsNote(ix.seeds), h...)
 	d := report.NewTable("", "locality_penalty", "seed", "placement", "avg_jct_s", "avg_jct_vs_packed_sticky", "multi_gpu_avg_jct_s", "multi_gpu_vs_packed_sticky")
 	aggs := map[string][]seedAgg{}
-	for _, p := range placements {
+	for _, p := range paper.Placements {
 		var vs []float64
 		for _, l := range ls {
 			for _, seed := range ix.seeds {
 				r := ix.getSeed(seed, sweep.SynergyTrace, x, l, "fifo", p)
 				b := ix.getSeed(seed, sweep.SynergyTrace, x, l, "fifo", "packed-sticky")
 				if r != nil {
-					d.AddRow(l, seed, p, r.AvgJCT, cell(ratio(r, b, avgJCT)), r.MultiGPUAvgJCT, cell(ratio(r, b, multiJCT)))
+					d.AddRow(l, seed, p, r.AvgJCT, paper.Cell(ratio(r, b, avgJCT)), r.MultiGPUAvgJCT, paper.Cell(ratio(r, b, multiJCT)))
 				}
 			}
 			a := ix.agg(sweep.SynergyTrace, x, l, "fifo", p)
 			if len(ix.seeds) > 1 {
-				d.AddRow(l, "all", p, cell(a.AvgJCT), cell(a.Ratio), cell(a.MultiAvgJCT), cell(a.MultiRatio))
+				d.AddRow(l, "all", p, paper.Cell(a.AvgJCT), paper.Cell(a.Ratio), paper.Cell(a.MultiAvgJCT), paper.Cell(a.MultiRatio))
 			}
 			aggs[p] = append(aggs[p], a)
 			vs = append(vs, a.Ratio)
 		}
-		c.Series = append(c.Series, report.Series{Name: display(p), X: ls, Y: vs, Look: lookOf(p)})
-		tab.AddRow(rowOf(display(p), vs)...)
+		c.Series = append(c.Series, report.Series{Name: paper.Display(p), X: ls, Y: vs, Look: paper.LookOf(p)})
+		tab.AddRow(rowOf(paper.Display(p), vs)...)
 	}
 	f.Add("fig20_locality", "Average JCT normalised to Tiresias at each locality penalty"+seedsNote(ix.seeds), c)
 	f.Tables = []*report.Table{tab}
 	f.Data = d
-	claim := func(text string, paper float64, p string, l float64) Headline {
-		h := Headline{Figure: "20", Claim: text, Paper: paper, Ours: math.NaN()}
+	claim := func(text string, paperPct float64, p string, l float64) Headline {
+		h := Headline{Figure: "20", Claim: text, Paper: paperPct, Ours: math.NaN()}
 		if i := slices.Index(ls, l); i >= 0 {
-			h.Ours, h.Spread = pct(aggs[p][i].Ratio), aggs[p][i].spread(false)
+			h.Ours, h.Spread = paper.Pct(aggs[p][i].Ratio), aggs[p][i].spread(false)
 		}
 		return h
 	}

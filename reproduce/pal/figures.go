@@ -1,4 +1,4 @@
-package reproduce
+package pal
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
 )
 
@@ -123,7 +124,7 @@ func (s siaGeo) minMax(p string) (lo, hi float64) {
 // trace at one locality penalty.
 func siaRatios(ix rowIndex, traces []int, load, l float64, baseline string, metric func(*sweep.Row) float64) siaGeo {
 	g := siaGeo{traces: traces, vs: map[string][]float64{}}
-	for _, p := range placements {
+	for _, p := range paper.Placements {
 		for _, k := range traces {
 			tr := fmt.Sprintf("sia-philly/%d", k)
 			g.vs[p] = append(g.vs[p], ratio(ix.get(tr, load, l, "fifo", p), ix.get(tr, load, l, "fifo", baseline), metric))
@@ -136,14 +137,14 @@ func siaRatios(ix rowIndex, traces []int, load, l float64, baseline string, metr
 // geomean, one bar per placement.
 func normBars(title, ylabel, baseline string, g siaGeo) *report.BarChart {
 	c := &report.BarChart{Title: title, XLabel: "Sia-Philly workload", YLabel: ylabel,
-		RefLine: 1, RefLabel: display(baseline) + " = 1"}
+		RefLine: 1, RefLabel: paper.Display(baseline) + " = 1"}
 	for _, k := range g.traces {
 		c.Categories = append(c.Categories, traceLabel(k))
 	}
 	c.Categories = append(c.Categories, "geomean")
-	for _, p := range placements {
+	for _, p := range paper.Placements {
 		vals := append(slices.Clone(g.vs[p]), g.geo(p))
-		c.Series = append(c.Series, report.BarSeries{Name: display(p), Values: vals, Look: lookOf(p)})
+		c.Series = append(c.Series, report.BarSeries{Name: paper.Display(p), Values: vals, Look: paper.LookOf(p)})
 	}
 	return c
 }
@@ -155,12 +156,12 @@ func normTable(title string, g siaGeo) *report.Table {
 		h = append(h, "w"+traceLabel(k))
 	}
 	t := report.NewTable(title, append(h, "geomean")...)
-	for _, p := range placements {
-		row := []any{display(p)}
+	for _, p := range paper.Placements {
+		row := []any{paper.Display(p)}
 		for _, v := range g.vs[p] {
-			row = append(row, cell(v))
+			row = append(row, paper.Cell(v))
 		}
-		t.AddRow(append(row, cell(g.geo(p)))...)
+		t.AddRow(append(row, paper.Cell(g.geo(p)))...)
 	}
 	return t
 }

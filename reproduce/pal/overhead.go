@@ -1,4 +1,4 @@
-package reproduce
+package pal
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 
 	"gonum.org/v1/plot/vg"
 )
@@ -14,17 +15,17 @@ import (
 // fig18Placements are the policies whose cost the paper measures.
 var fig18Placements = []string{"pal", "pm-first"}
 
-// benchResult is one timed cluster for one placement.
-type benchResult struct {
+// BenchResult is one timed cluster for one placement.
+type BenchResult struct {
 	Placement string
-	Size      BenchSize
+	Size      paper.BenchSize
 	Stats     bench.Stats
 }
 
-// runBenches times every size in order, alone: the caller runs it after the
+// RunBenches times every size in order, alone: the caller runs it after the
 // simulations so that no other work shares the cores while it measures.
-func runBenches(ctx context.Context, sizes []BenchSize, seed uint64) ([]benchResult, error) {
-	var out []benchResult
+func RunBenches(ctx context.Context, sizes []paper.BenchSize, seed uint64) ([]BenchResult, error) {
+	var out []BenchResult
 	for _, s := range sizes {
 		for _, p := range fig18Placements {
 			if err := ctx.Err(); err != nil {
@@ -34,7 +35,7 @@ func runBenches(ctx context.Context, sizes []BenchSize, seed uint64) ([]benchRes
 			if err != nil {
 				return out, fmt.Errorf("fig 18, %s on %dx%d: %v", p, s.Nodes, s.GPUsPerNode, err)
 			}
-			out = append(out, benchResult{Placement: p, Size: s, Stats: st})
+			out = append(out, BenchResult{Placement: p, Size: s, Stats: st})
 		}
 	}
 	return out, nil
@@ -45,8 +46,8 @@ func runBenches(ctx context.Context, sizes []BenchSize, seed uint64) ([]benchRes
 // size is a loaded cluster (a queue of 1.5x its GPUs, half of it running)
 // timed over repeated rounds, with the first round, which builds any
 // per-cluster index, reported apart as the worst case.
-func fig18(results []benchResult) (*Figure, []OverheadRow) {
-	f := &Figure{ID: "fig18", Title: "Fig 18: placement time per round vs cluster size (PAL, PM-First)", CSV: "fig18.csv",
+func fig18(results []BenchResult) (*paper.Figure, []OverheadRow) {
+	f := &paper.Figure{ID: "fig18", Title: "Fig 18: placement time per round vs cluster size (PAL, PM-First)", CSV: "fig18.csv",
 		Text: `Wall time of one placement round against cluster size (4 GPUs per node), for PAL and PM-First: median over
 repeated rounds on a loaded cluster, and the first round (the worst case, as the paper's first epoch). The paper's
 Python implementation needs 2.8 s (median) and 4 s (first epoch) for PAL and 2 s (worst) for PM-First at 256 GPUs,
@@ -63,7 +64,7 @@ well inside a 300 s round.`}
 			}
 			s := r.Stats
 			d.AddRow(p, r.Size.Nodes, r.Size.GPUsPerNode, s.GPUs, s.Jobs, s.Reps, s.MedianUS, s.P99US, s.MeanUS, s.FirstUS)
-			tab.AddRow(display(p), s.GPUs, s.Jobs, s.MedianUS/1e3, s.P99US/1e3, s.FirstUS/1e3)
+			tab.AddRow(paper.Display(p), s.GPUs, s.Jobs, s.MedianUS/1e3, s.P99US/1e3, s.FirstUS/1e3)
 			xs = append(xs, float64(s.GPUs))
 			med = append(med, positive(s.MedianUS/1e3))
 			first = append(first, positive(s.FirstUS/1e3))
@@ -72,13 +73,13 @@ well inside a 300 s round.`}
 			continue
 		}
 		// The policy's colour for both; the first round is dotted.
-		fr := lookOf(p)
+		fr := paper.LookOf(p)
 		if fr != nil {
 			fr.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
 		}
 		c.Series = append(c.Series,
-			report.Series{Name: display(p) + " median", X: xs, Y: med, Look: lookOf(p)},
-			report.Series{Name: display(p) + " first round", X: xs, Y: first, Look: fr})
+			report.Series{Name: paper.Display(p) + " median", X: xs, Y: med, Look: paper.LookOf(p)},
+			report.Series{Name: paper.Display(p) + " first round", X: xs, Y: first, Look: fr})
 	}
 	if len(c.Series) > 0 {
 		f.Add("fig18_placement_time", "Placement time per round against cluster size (log-log)", c)
@@ -111,7 +112,7 @@ well inside a 300 s round.`}
 			}
 		}
 		if s := find(p, big); s != nil && big > 256 {
-			rows = append(rows, OverheadRow{fmt.Sprintf("%s median per round, %d GPUs (not in the paper's text)", display(p), big), math.NaN(), s.MedianUS / 1e6})
+			rows = append(rows, OverheadRow{fmt.Sprintf("%s median per round, %d GPUs (not in the paper's text)", paper.Display(p), big), math.NaN(), s.MedianUS / 1e6})
 		}
 	}
 	return f, rows

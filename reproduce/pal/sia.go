@@ -1,4 +1,4 @@
-package reproduce
+package pal
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
 )
 
@@ -20,7 +21,7 @@ func siaLoadL(res *sweep.Result) (load, l float64) {
 // artifact's Fig-10 plot script swaps the two packed labels, so the
 // figure it drew is normalised to the non-sticky code path while the
 // paper's text quotes the sticky one.
-func fig11(res *sweep.Result, plan Plan) (*Figure, []Headline, PackedOrder) {
+func fig11(res *sweep.Result, plan paper.Plan) (*paper.Figure, []Headline, PackedOrder) {
 	ix := index(res)
 	load, l := siaLoadL(res)
 	tr := plan.SiaTraces
@@ -31,7 +32,7 @@ func fig11(res *sweep.Result, plan Plan) (*Figure, []Headline, PackedOrder) {
 	jctNS := siaRatios(ix, tr, load, l, "packed-nonsticky", avgJCT)
 	mkNS := siaRatios(ix, tr, load, l, "packed-nonsticky", makespan)
 
-	f := &Figure{ID: "fig11", Title: "Fig 11: Sia-Philly, average JCT and makespan by placement (FIFO, 16x4)", CSV: "fig11.csv",
+	f := &paper.Figure{ID: "fig11", Title: "Fig 11: Sia-Philly, average JCT and makespan by placement (FIFO, 16x4)", CSV: "fig11.csv",
 		Text: `Average JCT of each placement on the Sia-Philly traces (160 jobs each, FIFO, 64 GPUs, L = 1.7), normalised to
 Tiresias (packed-sticky) on the same trace, with the geometric mean over traces; makespan the same way. The paper
 quotes PAL -43% and PM-First -40% geomean average JCT, and -47% / -44% makespan, against Tiresias.
@@ -55,17 +56,17 @@ path. The third chart shows that normalisation.`}
 		"avg_jct_vs_packed_sticky", "makespan_vs_packed_sticky", "avg_jct_vs_packed_nonsticky", "makespan_vs_packed_nonsticky")
 	for i, k := range tr {
 		name := fmt.Sprintf("sia-philly/%d", k)
-		for _, p := range placements {
+		for _, p := range paper.Placements {
 			r := ix.get(name, load, l, "fifo", p)
 			if r == nil {
 				continue
 			}
 			d.AddRow(name, p, r.AvgJCT, r.Makespan, r.P99JCT, r.Utilization,
-				cell(jct.vs[p][i]), cell(mk.vs[p][i]), cell(jctNS.vs[p][i]), cell(mkNS.vs[p][i]))
+				paper.Cell(jct.vs[p][i]), paper.Cell(mk.vs[p][i]), paper.Cell(jctNS.vs[p][i]), paper.Cell(mkNS.vs[p][i]))
 		}
 	}
-	for _, p := range placements {
-		d.AddRow("geomean", p, "", "", "", "", cell(jct.geo(p)), cell(mk.geo(p)), cell(jctNS.geo(p)), cell(mkNS.geo(p)))
+	for _, p := range paper.Placements {
+		d.AddRow("geomean", p, "", "", "", "", paper.Cell(jct.geo(p)), paper.Cell(mk.geo(p)), paper.Cell(jctNS.geo(p)), paper.Cell(mkNS.geo(p)))
 	}
 	f.Data = d
 
@@ -77,20 +78,20 @@ path. The third chart shows that normalisation.`}
 	palLo, palHi := jct.minMax("pal")
 	pmLo, pmHi := jct.minMax("pm-first")
 	hs := []Headline{
-		{Figure: "11", Claim: "PAL avg JCT vs Tiresias, geomean (" + scope + ")", Paper: -43, Artifact: art(-42.9), Ours: pct(jct.geo("pal"))},
-		{Figure: "11", Claim: "PM-First avg JCT vs Tiresias, geomean", Paper: -40, Artifact: art(-40.9), Ours: pct(jct.geo("pm-first"))},
-		{Figure: "11", Claim: "PAL makespan vs Tiresias, geomean", Paper: -47, Ours: pct(mk.geo("pal"))},
-		{Figure: "11", Claim: "PM-First makespan vs Tiresias, geomean", Paper: -44, Ours: pct(mk.geo("pm-first"))},
-		{Figure: "11", Claim: "PAL p99 JCT vs Tiresias, geomean (§I)", Paper: -41, Ours: pct(p99.geo("pal"))},
-		{Figure: "11", Claim: "PM-First p99 JCT vs Tiresias, geomean (§I)", Paper: -40, Ours: pct(p99.geo("pm-first"))},
-		{Figure: "11", Claim: "PAL utilization vs Tiresias, geomean (abstract)", Paper: 28, Ours: pct(ut.geo("pal"))},
-		{Figure: "11", Claim: "PM-First utilization vs Tiresias, geomean (§I)", Paper: 26, Ours: pct(ut.geo("pm-first"))},
-		{Figure: "11", Claim: "PAL avg JCT vs Tiresias, smallest gain of a trace", Paper: -21, Ours: pct(palHi)},
-		{Figure: "11", Claim: "PAL avg JCT vs Tiresias, largest gain of a trace", Paper: -59, Ours: pct(palLo)},
-		{Figure: "11", Claim: "PM-First avg JCT vs Tiresias, smallest gain of a trace", Paper: -5, Ours: pct(pmHi)},
-		{Figure: "11", Claim: "PM-First avg JCT vs Tiresias, largest gain of a trace", Paper: -59, Ours: pct(pmLo)},
-		{Figure: "11", Claim: "PAL avg JCT vs packed-nonsticky (the artifact plot's baseline), geomean", Paper: math.NaN(), Artifact: art(-36.2), Ours: pct(jctNS.geo("pal"))},
-		{Figure: "11", Claim: "PM-First avg JCT vs packed-nonsticky, geomean", Paper: math.NaN(), Artifact: art(-34.0), Ours: pct(jctNS.geo("pm-first"))},
+		{Figure: "11", Claim: "PAL avg JCT vs Tiresias, geomean (" + scope + ")", Paper: -43, Artifact: art(-42.9), Ours: paper.Pct(jct.geo("pal"))},
+		{Figure: "11", Claim: "PM-First avg JCT vs Tiresias, geomean", Paper: -40, Artifact: art(-40.9), Ours: paper.Pct(jct.geo("pm-first"))},
+		{Figure: "11", Claim: "PAL makespan vs Tiresias, geomean", Paper: -47, Ours: paper.Pct(mk.geo("pal"))},
+		{Figure: "11", Claim: "PM-First makespan vs Tiresias, geomean", Paper: -44, Ours: paper.Pct(mk.geo("pm-first"))},
+		{Figure: "11", Claim: "PAL p99 JCT vs Tiresias, geomean (§I)", Paper: -41, Ours: paper.Pct(p99.geo("pal"))},
+		{Figure: "11", Claim: "PM-First p99 JCT vs Tiresias, geomean (§I)", Paper: -40, Ours: paper.Pct(p99.geo("pm-first"))},
+		{Figure: "11", Claim: "PAL utilization vs Tiresias, geomean (abstract)", Paper: 28, Ours: paper.Pct(ut.geo("pal"))},
+		{Figure: "11", Claim: "PM-First utilization vs Tiresias, geomean (§I)", Paper: 26, Ours: paper.Pct(ut.geo("pm-first"))},
+		{Figure: "11", Claim: "PAL avg JCT vs Tiresias, smallest gain of a trace", Paper: -21, Ours: paper.Pct(palHi)},
+		{Figure: "11", Claim: "PAL avg JCT vs Tiresias, largest gain of a trace", Paper: -59, Ours: paper.Pct(palLo)},
+		{Figure: "11", Claim: "PM-First avg JCT vs Tiresias, smallest gain of a trace", Paper: -5, Ours: paper.Pct(pmHi)},
+		{Figure: "11", Claim: "PM-First avg JCT vs Tiresias, largest gain of a trace", Paper: -59, Ours: paper.Pct(pmLo)},
+		{Figure: "11", Claim: "PAL avg JCT vs packed-nonsticky (the artifact plot's baseline), geomean", Paper: math.NaN(), Artifact: art(-36.2), Ours: paper.Pct(jctNS.geo("pal"))},
+		{Figure: "11", Claim: "PM-First avg JCT vs packed-nonsticky, geomean", Paper: math.NaN(), Artifact: art(-34.0), Ours: paper.Pct(jctNS.geo("pm-first"))},
 	}
 	// Which packed flavour wins where: the text's "Tiresias beats Gandiva
 	// on workloads 1, 2, 4, 5, 6 and the geomean" tells which labels it read.
@@ -116,10 +117,10 @@ type PackedOrder struct {
 // fig12 is every tracked job's wait (JCT minus time on GPUs: queueing,
 // suspension and round quantisation) on the traces the paper picks, under
 // PAL, PM-First and Tiresias.
-func fig12(res *sweep.Result, plan Plan) *Figure {
+func fig12(res *sweep.Result, plan paper.Plan) *paper.Figure {
 	ix := index(res)
 	load, l := siaLoadL(res)
-	f := &Figure{ID: "fig12", Title: "Fig 12: wait time per job, Sia-Philly workloads 3 and 5 (FIFO)", CSV: "fig12.csv",
+	f := &paper.Figure{ID: "fig12", Title: "Fig 12: wait time per job, Sia-Philly workloads 3 and 5 (FIFO)", CSV: "fig12.csv",
 		Text: `Wait time of every job (JCT minus time holding GPUs) under PAL, PM-First and Tiresias on workloads 3 and 5, per job
 id and as a CDF. The paper: workload 5 has a 48-GPU job early (id 19) that blocks the queue, so its waits grow and
 PAL/PM-First, which drain the queue faster, gain most; workload 3's large jobs arrive late (id 60), so waits stay
@@ -145,12 +146,12 @@ low and gains are smaller.`}
 				waits = append(waits, hours(j.Wait))
 				d.AddRow(name, p, j.ID, j.GPUs, j.Arrival, j.FirstStart, j.Wait, j.JCT)
 			}
-			pj, cd := report.PerJob(display(p), ids, waits), report.CDF(display(p), waits)
-			pj.Look, cd.Look = lookOf(p), lookOf(p)
+			pj, cd := report.PerJob(paper.Display(p), ids, waits), report.CDF(paper.Display(p), waits)
+			pj.Look, cd.Look = paper.LookOf(p), paper.LookOf(p)
 			perJob.Series = append(perJob.Series, pj)
 			cdf.Series = append(cdf.Series, cd)
 			s := slices.Sorted(slices.Values(waits))
-			sum.AddRow(name, display(p), len(s), metrics.Mean(s), metrics.Quantile(s, 0.5), metrics.Quantile(s, 0.9), s[len(s)-1])
+			sum.AddRow(name, paper.Display(p), len(s), metrics.Mean(s), metrics.Quantile(s, 0.5), metrics.Quantile(s, 0.9), s[len(s)-1])
 		}
 		if len(perJob.Series) == 0 {
 			continue
@@ -176,11 +177,11 @@ func tracked(recs []metrics.JobRecord) []metrics.JobRecord {
 
 // fig13 is average JCT against the locality penalty, normalised to
 // Tiresias at the same penalty, geomean over the swept traces.
-func fig13(res *sweep.Result, plan Plan) (*Figure, []Headline) {
+func fig13(res *sweep.Result, plan paper.Plan) (*paper.Figure, []Headline) {
 	ix := index(res)
 	load := res.Grid.Base.ExtraLoad
 	tr := plan.LocalityTraces
-	f := &Figure{ID: "fig13", Title: "Fig 13: average JCT vs locality penalty, Sia-Philly (FIFO, 16x4)", CSV: "fig13.csv",
+	f := &paper.Figure{ID: "fig13", Title: "Fig 13: average JCT vs locality penalty, Sia-Philly (FIFO, 16x4)", CSV: "fig13.csv",
 		Text: fmt.Sprintf(`Average JCT of each placement as the inter-node locality penalty goes from 1.0 to 3.0, normalised to Tiresias
 at the same penalty; geometric mean over Sia-Philly workloads %v (the artifact's sweep ran workload 6 only). The
 paper: packing wins over random as L grows; PM-First's gain over Tiresias falls from 30%% to 9%%, PAL's only from
@@ -198,22 +199,22 @@ paper: packing wins over random as L grows; PM-First's gain over Tiresias falls 
 		g := siaRatios(ix, tr, load, l, "packed-sticky", avgJCT)
 		for i, k := range tr {
 			name := fmt.Sprintf("sia-philly/%d", k)
-			for _, p := range placements {
+			for _, p := range paper.Placements {
 				if r := ix.get(name, load, l, "fifo", p); r != nil {
-					d.AddRow(name, l, p, r.AvgJCT, cell(g.vs[p][i]))
+					d.AddRow(name, l, p, r.AvgJCT, paper.Cell(g.vs[p][i]))
 				}
 			}
 		}
-		for _, p := range placements {
+		for _, p := range paper.Placements {
 			geo[p] = append(geo[p], g.geo(p))
-			d.AddRow("geomean", l, p, "", cell(g.geo(p)))
+			d.AddRow("geomean", l, p, "", paper.Cell(g.geo(p)))
 		}
 	}
-	for _, p := range placements {
-		c.Series = append(c.Series, report.Series{Name: display(p), X: plan.LocalityPenalties, Y: geo[p], Look: lookOf(p)})
-		row := []any{display(p)}
+	for _, p := range paper.Placements {
+		c.Series = append(c.Series, report.Series{Name: paper.Display(p), X: plan.LocalityPenalties, Y: geo[p], Look: paper.LookOf(p)})
+		row := []any{paper.Display(p)}
 		for _, v := range geo[p] {
-			row = append(row, cell(v))
+			row = append(row, paper.Cell(v))
 		}
 		tab.AddRow(row...)
 	}
