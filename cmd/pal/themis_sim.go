@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 
@@ -229,7 +228,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 		results = append(results, r)
 	}
 	if o.appsOut != "" {
-		if err := writeAppsOut(o.appsOut, results); err != nil {
+		if err := writeApps(o.appsOut, "policy", themisFairRuns(results)); err != nil {
 			return err
 		}
 	}
@@ -284,24 +283,12 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
-func writeAppsOut(path string, results []*fairexp.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+// themisFairRuns are pal themis sim's results as the rows the shared
+// fairness outputs take.
+func themisFairRuns(results []*fairexp.Result) []fairRun {
+	out := make([]fairRun, len(results))
+	for i, r := range results {
+		out[i] = fairRun{r.Policy, &fairness.RunFairness{FairSummary: r.Fairness, JobMaxRho: r.JobMaxRho, GPUTime: r.GPUTime, PerApp: r.Apps}}
 	}
-	cw := csv.NewWriter(f)
-	_ = cw.Write([]string{"policy", "app", "jobs", "arrival_s", "finish_s", "t_shared_s", "work_gpu_s", "demand_gpus", "n_avg", "t_ideal_s", "rho"})
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
-	for _, r := range results {
-		for _, a := range r.Apps {
-			_ = cw.Write([]string{r.Policy, a.Name, strconv.Itoa(a.Jobs), g(a.Arrival), g(a.Finish), g(a.TShared), g(a.Work),
-				strconv.Itoa(a.Demand), g(a.NAvg), g(a.TIdeal), g(a.Rho)})
-		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return out
 }
