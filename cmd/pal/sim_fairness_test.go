@@ -105,3 +105,37 @@ func TestSimFairnessOnlyWithApps(t *testing.T) {
 		t.Errorf("--scheduler themis without apps: no fairness columns:\n%s", out)
 	}
 }
+
+// pal sim and pal themis sim print one ρ table: the same heading line
+// after the name column and, for the same schedule of fairTrace (FIFO
+// and SRTF both run a and b first, then c, on GPUs at speed 1 in 60 s
+// rounds), the same figures.
+func TestSimAndThemisSimOneRhoTable(t *testing.T) {
+	trace, scores := fairTrace(t)
+	rhoTable := func(out string) []string {
+		i := strings.Index(out, "finish-time fairness")
+		if i < 0 {
+			t.Fatalf("no ρ table:\n%s", out)
+		}
+		var rows []string
+		for _, l := range strings.Split(out[i:], "\n") {
+			if strings.HasPrefix(l, "│") {
+				// Drop the name column.
+				rows = append(rows, l[strings.Index(l[len("│"):], "│")+len("│"):])
+			}
+		}
+		return rows
+	}
+	sim, err := run(t, "sim", "--trace", trace, "--cluster", "1x2", "--gpu-scores", scores, "--round", "60", "--placement", "packed-sticky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := run(t, "themis", "sim", "--trace", trace, "--cluster", "1x2", "--policy", "srtf", "--flat", "--round", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := rhoTable(sim), rhoTable(th)
+	if len(a) != 2 || len(b) != 2 || a[0] != b[0] || a[1] != b[1] {
+		t.Errorf("ρ tables differ:\npal sim:\n%s\npal themis sim:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+}
