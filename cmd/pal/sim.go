@@ -183,7 +183,15 @@ list); p50, p99 = median and 99th percentile JCT (linear interpolation); p99 art
 the artifact's p99, sorted JCTs at index int(0.99 n); makespan = last tracked
 completion minus first tracked arrival; util = GPU-seconds held over GPU-seconds
 available until the run ended; preempt, migr = suspensions and moves, all jobs; wall ms =
-this run's compute time.`
+this run's compute time.
+
+With apps (a trace with an app column, or --scheduler themis or one of its
+elastic baselines, each job without an app then an app of its own) a second
+table gives each placement's finish-time fairness: ρ = an app's finish minus
+arrival over its ideal time with 1/N of the cluster (1 = its fair share), as
+max, p95 (nearest rank) and mean ρ, the apps with ρ > 2, Jain's index over
+the ρ and the GPU-seconds the jobs held; -o csv appends the same columns and
+--apps-out writes every app's ρ and its terms.`
 
 func newSimCmd() *cobra.Command {
 	var output, jobsOut, roundsOut, appsOut string
