@@ -360,7 +360,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		Seed:            in.Opts.Seed,
 		StarvationGuard: in.Opts.StarvationGuard,
 		Track:           in.Track,
-		NoRecords:       in.noRecords,
+		NoRecords:       in.noRecords && !in.WantFairness(), // fairness reads the records
 	}
 	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
 		return sim.Config{}, err

@@ -2,13 +2,14 @@ package experiment
 
 import (
 	"fmt"
-	"github.com/palsched/pal/policy/baseline"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/sim"
@@ -27,6 +28,12 @@ type RunResult struct {
 	ExtrasCapped bool    `json:"extras_capped,omitempty"`
 	WallMS       float64 `json:"wall_ms"`
 
+	// Fairness is the apps' finish-time fairness (every app's ρ and
+	// their summary, package fairness), set when the inputs WantFairness:
+	// the trace has an app column or the scheduler is Themis or an
+	// elastic baseline. nil otherwise.
+	Fairness *fairness.RunFairness `json:"fairness,omitempty"`
+
 	JobRecords []metrics.JobRecord `json:"-"`
 	RoundStats []sim.RoundStat     `json:"-"`
 }
@@ -37,6 +44,30 @@ func (in *Inputs) Run(placement string) (*RunResult, error) { return in.RunProgr
 // RunProgress is Run with a progress hook fed by the simulator's driver
 // after every round (nil: none).
 func (in *Inputs) RunProgress(placement string, progress func(sim.Status)) (*RunResult, error) {
+	r, err := in.runProgress(placement, progress)
+	if err != nil || !in.WantFairness() {
+		return r, err
+	}
+	f := fairness.Measure(in.Trace, r.JobRecords, in.Cluster.Size())
+	for _, s := range r.RoundStats {
+		f.GPUTime += float64(s.GPUsInUse) * in.Opts.Round
+	}
+	r.Fairness = &f
+	if in.noRecords {
+		r.JobRecords = nil // kept only for the fairness (Hooks.NoJobRecords)
+	}
+	return r, nil
+}
+
+// WantFairness reports whether runs on these inputs measure the apps'
+// finish-time fairness: when the trace has an app column, or the
+// scheduler is Themis or one of its elastic baselines (each job without
+// an app is then an app of its own).
+func (in *Inputs) WantFairness() bool {
+	return in.Trace.HasApp || PlacesToo(in.Opts.Scheduler)
+}
+
+func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*RunResult, error) {
 	if in.Layout != nil && in.Opts.Tenancy == "private" {
 		return in.runPrivate(placement, progress)
 	}

@@ -323,6 +323,7 @@ func TestEveryCommandOneVocabulary(t *testing.T) {
 		{"sim", "--placement", "pal,packed-sticky"},
 		{"sweep", "--placement", "pal"},
 		{"themis", "sim", "--trace", apps, "--cluster", "2x4", "--policy", "themis,gavel"},
+		{"sim", "--trace", apps, "--cluster", "2x4", "--scheduler", "themis"},
 		{"bench", "placement", "--cluster", "2x4", "--reps", "3"},
 		{"bench", "auction", "--case", "10@4x4", "--reps", "2"},
 		{"bench", "tenancy", "--nodes", "8", "--vcs", "2", "--reps", "5"},

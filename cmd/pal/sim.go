@@ -183,10 +183,18 @@ list); p50, p99 = median and 99th percentile JCT (linear interpolation); p99 art
 the artifact's p99, sorted JCTs at index int(0.99 n); makespan = last tracked
 completion minus first tracked arrival; util = GPU-seconds held over GPU-seconds
 available until the run ended; preempt, migr = suspensions and moves, all jobs; wall ms =
-this run's compute time.`
+this run's compute time.
+
+With apps (a trace with an app column, or --scheduler themis or one of its
+elastic baselines, each job without an app then an app of its own) a second
+table gives each placement's finish-time fairness: ρ = an app's finish minus
+arrival over its ideal time with 1/N of the cluster (1 = its fair share), as
+max, p95 (nearest rank) and mean ρ, the apps with ρ > 2, Jain's index over
+the ρ and the GPU-seconds the jobs held; -o csv appends the same columns and
+--apps-out writes every app's ρ and its terms.`
 
 func newSimCmd() *cobra.Command {
-	var output, jobsOut, roundsOut string
+	var output, jobsOut, roundsOut, appsOut string
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a trace under one or more placements and compare them",
@@ -208,6 +216,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 	cmd.Flags().StringVarP(&output, "output", "o", DefaultOutput, "table, json or csv")
 	cmd.Flags().StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV) to this file")
 	cmd.Flags().StringVar(&roundsOut, "rounds-out", "", "write GPUs in use, running and queued jobs per round (CSV) to this file")
+	cmd.Flags().StringVar(&appsOut, "apps-out", "", "write each app's finish-time fairness ρ and its terms, per placement (CSV), to this file (needs a trace with an app column, or --scheduler themis or an elastic baseline)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		o, err := resolve()
 		if err != nil {
@@ -241,6 +250,14 @@ source, GPU values, class map, K strategy, seed and the rest.
 				return err
 			}
 		}
+		if appsOut != "" {
+			if !in.WantFairness() {
+				return fmt.Errorf("--apps-out %s: trace %s has no app column and --scheduler %s is neither themis nor an elastic baseline, so no run measured apps", appsOut, o.Trace, o.Scheduler)
+			}
+			if err := writeApps(appsOut, "placement", simFairRuns(runs)); err != nil {
+				return err
+			}
+		}
 		return printRuns(cmd.OutOrStdout(), output, in, runs)
 	}
 	return cmd
@@ -262,13 +279,22 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 		if base != nil {
 			head = append(head, "avg_jct_vs_packed_sticky_pct")
 		}
-		cw.Write(append(head, "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "lost_gpu_s", "extras_generated", "wall_ms"))
+		head = append(head, "p50_jct_s", "p99_jct_s", "p99_jct_artifact_s", "makespan_s", "utilization", "preemptions", "migrations", "lost_gpu_s", "extras_generated", "wall_ms")
+		fair := in.WantFairness()
+		if fair {
+			head = append(head, fairCSVHead...)
+		}
+		cw.Write(head)
 		for _, r := range runs {
 			row := []string{r.Trace, r.Scheduler, r.Placement, strconv.Itoa(r.Jobs), f2(r.AvgJCT)}
 			if base != nil {
 				row = append(row, fmt.Sprintf("%.2f", pctVs(r.AvgJCT, base.AvgJCT)))
 			}
-			cw.Write(append(row, f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), f2(r.LostGPUSeconds), strconv.Itoa(r.Extras), fmt.Sprintf("%.2f", r.WallMS)))
+			row = append(row, f2(r.P50JCT), f2(r.P99JCT), f2(r.P99JCTIndex), f2(r.Makespan), fmt.Sprintf("%.4f", r.Utilization), strconv.Itoa(r.Preemptions), strconv.Itoa(r.Migrations), f2(r.LostGPUSeconds), strconv.Itoa(r.Extras), fmt.Sprintf("%.2f", r.WallMS))
+			if fair && r.Fairness != nil {
+				row = append(row, fairCSVRow(r.Fairness)...)
+			}
+			cw.Write(row)
 		}
 		cw.Flush()
 		return cw.Error()
@@ -295,6 +321,9 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 	t.Render()
 	if capped {
 		fmt.Fprintln(w, "note: the extra arrivals reached their bound before every tracked job finished; later rounds ran without new extras")
+	}
+	if fr := simFairRuns(runs); len(fr) > 0 {
+		printFairness(w, "placement", fr)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 
@@ -42,9 +41,14 @@ func newThemisSimCmd() *cobra.Command {
 		Short: "Simulate an app workload under Themis and baselines; report finish-time fairness",
 		Long: `Sim runs one app workload (--trace FILE with an app column, or one generated
 with the pal trace themis flags) under each --policy and reports, per policy,
-the apps' finish-time fairness (max ρ, mean ρ, Jain's index over the apps' ρ),
-total GPU time, the mean placement score (GPU-weighted S(G): 1 = every job
-inside one machine) and the jobs' average JCT and makespan.
+the jobs' average JCT and makespan, the mean placement score (GPU-weighted
+S(G): 1 = every job inside one machine), the auctions, and then the ρ table
+pal sim prints for a trace with apps: max, p95 and mean ρ, the apps with
+ρ > 2, Jain's index over the apps' ρ and the GPU time, every time in
+seconds. pal sim runs the same measurement under its own schedulers and
+placements (--scheduler themis with Themis' defaults); this command adds
+Themis' knobs, the Themis paper's baselines as policies and its placement
+model.
 
 Policies: themis (leases and partial-allocation auctions; 60 s rounds unless
 --round says otherwise), tiresias (2D-LAS, packed sticky placement), gandiva
@@ -229,7 +233,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 		results = append(results, r)
 	}
 	if o.appsOut != "" {
-		if err := writeAppsOut(o.appsOut, results); err != nil {
+		if err := writeApps(o.appsOut, "policy", themisFairRuns(results)); err != nil {
 			return err
 		}
 	}
@@ -251,10 +255,10 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 			fmt.Fprintf(w, "# %s: %v\n", k, inputs[k])
 		}
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"policy", "round_s", "apps", "max_rho", "mean_rho", "jain", "gpu_time_s", "placement_score", "avg_jct_s", "makespan_s", "auctions", "lease_changes", "violations"})
+		_ = cw.Write([]string{"policy", "round_s", "apps", "max_rho", "p95_rho", "apps_rho_gt_2", "mean_rho", "jain", "gpu_time_s", "placement_score", "avg_jct_s", "makespan_s", "auctions", "lease_changes", "violations"})
 		g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 		for _, r := range results {
-			_ = cw.Write([]string{r.Policy, g(r.Round), strconv.Itoa(r.Fairness.Apps), g(r.Fairness.MaxRho), g(r.Fairness.MeanRho), g(r.Fairness.Jain),
+			_ = cw.Write([]string{r.Policy, g(r.Round), strconv.Itoa(r.Fairness.Apps), g(r.Fairness.MaxRho), g(r.Fairness.P95Rho), strconv.Itoa(r.Fairness.Over2), g(r.Fairness.MeanRho), g(r.Fairness.Jain),
 				g(r.GPUTime), g(r.Placement), g(r.Jobs.AvgJCT), g(r.Jobs.Makespan), strconv.Itoa(r.Auctions), strconv.Itoa(r.LeaseChanges), strconv.Itoa(len(r.Violations))})
 		}
 		cw.Flush()
@@ -265,14 +269,15 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if levels != nil {
 		fmt.Fprintf(w, "topology: %s (racks x machines x slots x GPUs)  slowdowns: %s\n", levels, o.slowdowns)
 	}
+	// Times in seconds, as pal sim prints them; the ρ table below is
+	// pal sim's own.
 	t := newTable(w)
-	// Times in seconds, as pal sim prints them.
-	t.AppendHeader(table.Row{"policy", "round (s)", "apps", "max ρ", "mean ρ", "Jain", "GPU time (GPU-s)", "placement", "avg JCT (s)", "makespan (s)"})
+	t.AppendHeader(table.Row{"policy", "round (s)", "jobs", "avg JCT (s)", "makespan (s)", "placement", "auctions", "lease changes"})
 	for _, r := range results {
-		t.AppendRow(table.Row{r.Policy, r.Round, r.Fairness.Apps, f3(r.Fairness.MaxRho), f3(r.Fairness.MeanRho), f3(r.Fairness.Jain),
-			f0(r.GPUTime), f3(r.Placement), f2(r.Jobs.AvgJCT), f0(r.Jobs.Makespan)})
+		t.AppendRow(table.Row{r.Policy, r.Round, r.Jobs.Jobs, f2(r.Jobs.AvgJCT), f0(r.Jobs.Makespan), f3(r.Placement), r.Auctions, r.LeaseChanges})
 	}
 	t.Render()
+	printFairness(w, "policy", themisFairRuns(results))
 	for _, r := range results {
 		for _, v := range r.Violations {
 			fmt.Fprintf(w, "INVARIANT VIOLATED (%s): %s\n", r.Policy, v)
@@ -284,24 +289,12 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
-func writeAppsOut(path string, results []*fairexp.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+// themisFairRuns are pal themis sim's results as the rows the shared
+// fairness outputs take.
+func themisFairRuns(results []*fairexp.Result) []fairRun {
+	out := make([]fairRun, len(results))
+	for i, r := range results {
+		out[i] = fairRun{r.Policy, &fairness.RunFairness{FairSummary: r.Fairness, JobMaxRho: r.JobMaxRho, GPUTime: r.GPUTime, PerApp: r.Apps}}
 	}
-	cw := csv.NewWriter(f)
-	_ = cw.Write([]string{"policy", "app", "jobs", "arrival_s", "finish_s", "t_shared_s", "work_gpu_s", "demand_gpus", "n_avg", "t_ideal_s", "rho"})
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
-	for _, r := range results {
-		for _, a := range r.Apps {
-			_ = cw.Write([]string{r.Policy, a.Name, strconv.Itoa(a.Jobs), g(a.Arrival), g(a.Finish), g(a.TShared), g(a.Work),
-				strconv.Itoa(a.Demand), g(a.NAvg), g(a.TIdeal), g(a.Rho)})
-		}
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return out
 }

@@ -201,12 +201,7 @@ func (p *Policy) Stats() Stats {
 }
 
 // AppOf is the app key of a job: its app column, or the job itself.
-func AppOf(s *workload.Spec) string {
-	if s.App != "" {
-		return s.App
-	}
-	return fmt.Sprintf("job-%d", s.ID)
-}
+func AppOf(s *workload.Spec) string { return fairness.AppName(s) }
 
 func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
 	t, err := Topology(c, p.cfg.Levels)

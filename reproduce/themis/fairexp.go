@@ -10,7 +10,6 @@ package themis
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -196,11 +195,8 @@ func Run(sp Spec) (*Result, error) {
 	} else if placementGPUs > 0 {
 		out.Placement = placementSum / placementGPUs
 	}
-	out.Apps = fairness.AppStats(appRuns(in.Trace, res.Jobs), in.Cluster.Size())
-	out.Fairness = fairness.Summarize(out.Apps)
-	for _, r := range fairness.JobRhos(jobRuns(in.Trace, res.Jobs), in.Cluster.Size()) {
-		out.JobMaxRho = max(out.JobMaxRho, r)
-	}
+	m := fairness.Measure(in.Trace, res.Jobs, in.Cluster.Size())
+	out.Apps, out.Fairness, out.JobMaxRho = m.PerApp, m.FairSummary, m.JobMaxRho
 	return out, nil
 }
 
@@ -209,61 +205,4 @@ func must(p policy.Placer, err error) policy.Placer {
 		panic(err) // built-in names
 	}
 	return p
-}
-
-// jobRuns are the finished tracked jobs, for the per-job ρ.
-func jobRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.JobRun {
-	spec := map[int]*workload.Spec{}
-	for i := range tr.Jobs {
-		spec[tr.Jobs[i].ID] = &tr.Jobs[i]
-	}
-	var out []fairness.JobRun
-	for _, r := range recs {
-		if s := spec[r.ID]; s != nil && r.Tracked {
-			// An elastic job's ideal is on all its GPUs.
-			out = append(out, fairness.JobRun{Arrival: r.Arrival, Finish: r.Completion, Ideal: s.Iterations * s.IterTime * float64(s.GPUs) / float64(s.Most()), GPUs: s.Most()})
-		}
-	}
-	return out
-}
-
-// appRuns groups the finished tracked jobs into apps.
-func appRuns(tr *workload.Trace, recs []metrics.JobRecord) []fairness.AppRun {
-	spec := map[int]*workload.Spec{}
-	for i := range tr.Jobs {
-		spec[tr.Jobs[i].ID] = &tr.Jobs[i]
-	}
-	byApp := map[string]*fairness.AppRun{}
-	var names []string
-	for _, r := range recs {
-		s := spec[r.ID]
-		if s == nil || !r.Tracked {
-			continue
-		}
-		key := themis.AppOf(s)
-		a := byApp[key]
-		if a == nil {
-			a = &fairness.AppRun{Name: key, Arrival: math.Inf(1), Finish: math.Inf(-1)}
-			byApp[key] = a
-			names = append(names, key)
-		}
-		a.Arrival = math.Min(a.Arrival, r.Arrival)
-		a.Finish = math.Max(a.Finish, r.Completion)
-		a.Work += s.Iterations * s.IterTime * float64(s.GPUs)
-		a.Demand += s.Most()
-		a.Jobs++
-		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime*float64(s.GPUs)/float64(s.Most()))
-		a.Held += r.Run * float64(r.GPUs)
-	}
-	out := make([]fairness.AppRun, 0, len(names))
-	for _, n := range names {
-		out = append(out, *byApp[n])
-	}
-	slices.SortStableFunc(out, func(a, b fairness.AppRun) int {
-		if a.Arrival != b.Arrival {
-			return int(math.Copysign(1, a.Arrival-b.Arrival))
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return out
 }
