@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"k8s.io/client-go/kubernetes/fake"
 	"math"
 	"slices"
 	"strings"
@@ -35,6 +36,44 @@ func counterValue(t *testing.T, s *Scheduler) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// leaseRunsOut plays the lease case's middle, from 60 s to A's pods
+// leaving: the waiter's pod b-0 arrives at 100 s; from 120 to 540 s
+// nothing is evicted or bound (holder's lease runs until 600), and at
+// 120 s the holder's ρ is exactly 1 and the waiter's +Inf; at 600 s
+// a-0 and a-1 are evicted and b-0 waits for them; then they are deleted.
+func leaseRunsOut(t *testing.T, s *Scheduler, cs *fake.Clientset, fc *fakeCluster, at func(int) time.Time, b0 *corev1.Pod, holder, waiter string) {
+	t.Helper()
+	ctx := context.Background()
+	s.Round(ctx, at(60))
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, b0, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "b-0", true)
+	for sec := 120; sec <= 540; sec += 60 {
+		s.Round(ctx, at(sec))
+		if len(fc.evicted) > 0 || fc.binds["b-0"] != nil {
+			t.Fatalf("t=%d: evicted %v, b-0 bound %v: %s's lease runs until 600", sec, fc.evicted, fc.binds["b-0"] != nil, holder)
+		}
+		if sec == 120 {
+			if r := gaugeValue(t, s, holder); math.Abs(r-1) > 1e-9 {
+				t.Errorf("t=120: pal_app_rho{app=%s} = %v, want 1", holder, r)
+			}
+			if r := gaugeValue(t, s, waiter); !math.IsInf(r, 1) {
+				t.Errorf("t=120: pal_app_rho{app=%s} = %v, want +Inf", waiter, r)
+			}
+		}
+	}
+	s.Round(ctx, at(600))
+	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) || fc.binds["b-0"] != nil {
+		t.Fatalf("t=600: evicted %v, b-0 bound %v; want a-0 and a-1 evicted (nothing else), b-0 waiting for them", fc.evicted, fc.binds["b-0"] != nil)
+	}
+	for _, n := range []string{"a-0", "a-1"} {
+		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Themis' lease on one 4-GPU node, every 60 s round by hand (lease 600 s,
@@ -75,34 +114,7 @@ func TestThemisLeaseHeldUntilItEnds(t *testing.T) {
 	if got := s.th.leaseEnd["ns/a"]; got != 600 {
 		t.Errorf("t=0: gang a's lease ends at %v, want 600", got)
 	}
-	s.Round(ctx, at(60))
-	if _, err := cs.CoreV1().Pods("ns").Create(ctx, themisPod("b-0", 2, "B", "b", 1, "100000", at(100)), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitInformer(t, s, "b-0", true)
-	for sec := 120; sec <= 540; sec += 60 {
-		s.Round(ctx, at(sec))
-		if len(fc.evicted) > 0 || fc.binds["b-0"] != nil {
-			t.Fatalf("t=%d: evicted %v, b-0 bound %v: A's lease runs until 600", sec, fc.evicted, fc.binds["b-0"] != nil)
-		}
-		if sec == 120 {
-			if r := gaugeValue(t, s, "ns/A"); math.Abs(r-1) > 1e-9 {
-				t.Errorf("t=120: pal_app_rho{app=ns/A} = %v, want 1", r)
-			}
-			if r := gaugeValue(t, s, "ns/B"); !math.IsInf(r, 1) {
-				t.Errorf("t=120: pal_app_rho{app=ns/B} = %v, want +Inf", r)
-			}
-		}
-	}
-	s.Round(ctx, at(600))
-	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) || fc.binds["b-0"] != nil {
-		t.Fatalf("t=600: evicted %v, b-0 bound %v; want a-0 and a-1 evicted, b-0 waiting for them", fc.evicted, fc.binds["b-0"] != nil)
-	}
-	for _, n := range []string{"a-0", "a-1"} {
-		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	leaseRunsOut(t, s, cs, fc, at, themisPod("b-0", 2, "B", "b", 1, "100000", at(100)), "ns/A", "ns/B")
 	waitInformer(t, s, "a-1", false)
 	s.Round(ctx, at(660))
 	if b := fc.binds["b-0"]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
@@ -248,34 +260,7 @@ func TestThemisInsideHiveDVCs(t *testing.T) {
 			t.Fatalf("t=0: %s bound %+v, want %s", n, b, want)
 		}
 	}
-	s.Round(ctx, at(60))
-	if _, err := cs.CoreV1().Pods("ns").Create(ctx, withVC(themisPod("b-0", 2, "Y", "b", 1, "100000", at(100)), "A"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitInformer(t, s, "b-0", true)
-	for sec := 120; sec <= 540; sec += 60 {
-		s.Round(ctx, at(sec))
-		if len(fc.evicted) > 0 || fc.binds["b-0"] != nil {
-			t.Fatalf("t=%d: evicted %v, b-0 bound %v: X's lease runs until 600", sec, fc.evicted, fc.binds["b-0"] != nil)
-		}
-		if sec == 120 {
-			if r := gaugeValue(t, s, "ns/X"); math.Abs(r-1) > 1e-9 {
-				t.Errorf("t=120: pal_app_rho{app=ns/X} = %v, want 1", r)
-			}
-			if r := gaugeValue(t, s, "ns/Y"); !math.IsInf(r, 1) {
-				t.Errorf("t=120: pal_app_rho{app=ns/Y} = %v, want +Inf", r)
-			}
-		}
-	}
-	s.Round(ctx, at(600))
-	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) || fc.binds["b-0"] != nil {
-		t.Fatalf("t=600: evicted %v, b-0 bound %v; want a-0 and a-1 evicted (not c-0), b-0 waiting", fc.evicted, fc.binds["b-0"] != nil)
-	}
-	for _, n := range []string{"a-0", "a-1"} {
-		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	leaseRunsOut(t, s, cs, fc, at, withVC(themisPod("b-0", 2, "Y", "b", 1, "100000", at(100)), "A"), "ns/X", "ns/Y")
 	waitInformer(t, s, "a-1", false)
 	s.Round(ctx, at(660))
 	if fc.binds["b-0"] != nil {
