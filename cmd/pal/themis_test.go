@@ -174,6 +174,22 @@ func TestSimSchedulerThemis(t *testing.T) {
 	}
 }
 
+// presetFlags parses args as pal trace themis would and applies the
+// preset they name.
+func presetFlags(t *testing.T, args []string) themisGenFlags {
+	t.Helper()
+	var g themisGenFlags
+	cmd := &cobra.Command{Use: "themis"}
+	g.add(cmd)
+	if err := cmd.Flags().Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.applyPreset(cmd); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // The hyperparam preset: 84 apps, 5/84 single-job, U{2..155} jobs (median
 // (2 + 155)/2 = 78.5), 84 arrivals over 63.5 days = 84/1524 per hour; a flag
 // given explicitly wins; an unknown preset is refused.
@@ -182,15 +198,7 @@ func TestTraceThemisPreset(t *testing.T) {
 		args []string
 		apps int
 	}{{[]string{"--preset", "hyperparam"}, 84}, {[]string{"--preset", "hyperparam", "--apps", "10"}, 10}} {
-		var g themisGenFlags
-		cmd := &cobra.Command{Use: "themis"}
-		g.add(cmd)
-		if err := cmd.Flags().Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.applyPreset(cmd); err != nil {
-			t.Fatal(err)
-		}
+		g := presetFlags(t, tc.args)
 		if g.opt.Apps != tc.apps || g.opt.MaxJobs != 155 || g.opt.SingleShare != 5.0/84 || g.opt.Rate != 84.0/1524 {
 			t.Errorf("%v: %+v", tc.args, g.opt)
 		}
@@ -205,15 +213,7 @@ func TestTraceThemisPreset(t *testing.T) {
 		args    []string
 		elastic int
 	}{{[]string{"--preset", "macro"}, 4}, {[]string{"--preset", "macro", "--elastic", "2"}, 2}} {
-		var g themisGenFlags
-		cmd := &cobra.Command{Use: "themis"}
-		g.add(cmd)
-		if err := cmd.Flags().Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.applyPreset(cmd); err != nil {
-			t.Fatal(err)
-		}
+		g := presetFlags(t, tc.args)
 		if g.opt.Elastic != tc.elastic || g.opt.Apps != 30 || g.opt.MaxJobs != 20 || g.opt.Rate != 1 || g.maxHour != 24 {
 			t.Errorf("%v: %+v, max hours %v", tc.args, g.opt, g.maxHour)
 		}
