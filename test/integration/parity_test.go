@@ -155,13 +155,10 @@ func parityInputs(t *testing.T, trace string) (tracePath, scoresPath string) {
 	return tracePath, scoresPath
 }
 
-// replayOnDevCluster starts a 4x4 dev cluster with the scores' ConfigMap
-// and pal scheduler (FIFO, placement, migration cost, rounds aligned to
-// the wall clock at one 360 s round per 2 s) and replays the trace.
-func replayOnDevCluster(t *testing.T, tracePath, scoresPath, placement string, migrationCost, restartCost float64) *replay.Result {
+// installScores puts the GPU scores file into the cluster as the profile
+// ConfigMap, exactly as an operator would: through pal profile export.
+func installScores(t *testing.T, e *env, scoresPath string) {
 	t.Helper()
-	const R, speedup = 360.0, 180.0
-	e := newEnv(t, 4, 4)
 	out, err := exec.Command(palBin, "profile", "export", "--kubernetes", "--gpu-scores", scoresPath).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +170,16 @@ func replayOnDevCluster(t *testing.T, tracePath, scoresPath, placement string, m
 	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(context.Background(), &cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// replayOnDevCluster starts a 4x4 dev cluster with the scores' ConfigMap
+// and pal scheduler (FIFO, placement, migration cost, rounds aligned to
+// the wall clock at one 360 s round per 2 s) and replays the trace.
+func replayOnDevCluster(t *testing.T, tracePath, scoresPath, placement string, migrationCost, restartCost float64) *replay.Result {
+	t.Helper()
+	const R, speedup = 360.0, 180.0
+	e := newEnv(t, 4, 4)
+	installScores(t, e, scoresPath)
 	kc := testConfig()
 	kc.Period = kube.Duration{Duration: time.Duration(R / speedup * float64(time.Second))}
 	kc.AlignPeriod, kc.ArrivalDelay = true, kube.Duration{}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net/http/httptest"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/yaml"
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/kube"
@@ -97,17 +95,7 @@ func TestThemisSchedulerMatchesSim(t *testing.T) {
 
 	// The dev cluster.
 	e := newEnv(t, 4, 4)
-	out, err := exec.Command(palBin, "profile", "export", "--kubernetes", "--gpu-scores", scoresPath).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(out, &cm); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(context.Background(), &cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	installScores(t, e, scoresPath)
 	kc := testConfig()
 	kc.Period = kube.Duration{Duration: time.Duration(R / speedup * float64(time.Second))}
 	kc.AlignPeriod, kc.ArrivalDelay = true, kube.Duration{}
