@@ -38,6 +38,20 @@ func counterValue(t *testing.T, s *Scheduler) float64 {
 	return m.GetCounter().GetValue()
 }
 
+// themisCfg is the test config under Themis with 60 s rounds, the
+// setting every hand-worked lease case here uses.
+func themisCfg() Config {
+	cfg := testCfg()
+	cfg.Scheduler = "themis"
+	cfg.Period = Duration{time.Minute}
+	return cfg
+}
+
+// clockAt gives the round times of a case as seconds after t0.
+func clockAt(t0 time.Time) func(int) time.Time {
+	return func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+}
+
 // leaseRunsOut plays the lease case's middle, from 60 s to A's pods
 // leaving: the waiter's pod b-0 arrives at 100 s; from 120 to 540 s
 // nothing is evicted or bound (holder's lease runs until 600), and at
@@ -98,12 +112,10 @@ func TestThemisLeaseHeldUntilItEnds(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	cs, fc := newFake(t, node("n0", 4),
 		themisPod("a-0", 2, "A", "a", 2, "100000", t0), themisPod("a-1", 2, "A", "a", 2, "100000", t0))
-	cfg := testCfg()
-	cfg.Scheduler = "themis"
-	cfg.Period = Duration{time.Minute}
+	cfg := themisCfg()
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	at := clockAt(t0)
 
 	s.Round(ctx, at(0))
 	for n, idx := range map[string]string{"a-0": "0,1", "a-1": "2,3"} {
@@ -140,12 +152,10 @@ func TestThemisDriverRefusesEarlyRevocation(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	cs, fc := newFake(t, node("n0", 4),
 		themisPod("a-0", 2, "A", "a", 2, "100000", t0), themisPod("a-1", 2, "A", "a", 2, "100000", t0))
-	cfg := testCfg()
-	cfg.Scheduler = "themis"
-	cfg.Period = Duration{time.Minute}
+	cfg := themisCfg()
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	at := clockAt(t0)
 	s.Round(ctx, at(0))
 	if _, err := cs.CoreV1().Pods("ns").Create(ctx, themisPod("b-0", 2, "B", "b", 1, "100000", at(100)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -247,13 +257,11 @@ func TestThemisInsideHiveDVCs(t *testing.T) {
 	cs, fc := newFake(t, node("n0", 4), node("n1", 4),
 		withVC(themisPod("a-0", 2, "X", "a", 2, "100000", t0), "A"), withVC(themisPod("a-1", 2, "X", "a", 2, "100000", t0), "A"),
 		withVC(themisPod("c-0", 4, "Z", "c", 1, "100000", t0), "B"))
-	cfg := testCfg()
-	cfg.Scheduler = "themis"
-	cfg.Period = Duration{time.Minute}
+	cfg := themisCfg()
 	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	at := clockAt(t0)
 	s.Round(ctx, at(0))
 	for n, want := range map[string]string{"a-0": "n0 0,1", "a-1": "n0 2,3", "c-0": "n1 0,1,2,3"} {
 		if b := fc.binds[n]; b == nil || b.Target.Name+" "+b.Annotations[AnnGPUIndices] != want {
@@ -302,12 +310,10 @@ func TestThemisRestartKeepsRecordedLease(t *testing.T) {
 	}
 	cs, fc := newFake(t, node("n0", 4), bound("a-0", "0,1"), bound("a-1", "2,3"),
 		themisPod("b-0", 2, "queued", "b", 1, "100000", t0.Add(-100*time.Second)))
-	cfg := testCfg()
-	cfg.Scheduler = "themis"
-	cfg.Period = Duration{time.Minute}
+	cfg := themisCfg()
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	at := clockAt(t0)
 	for sec := 0; sec < 300; sec += 60 {
 		s.Round(ctx, at(sec))
 		if len(fc.evicted) > 0 || len(fc.binds) > 0 {
