@@ -23,6 +23,15 @@ type truthInputs struct {
 // loadTruth reads --actual-gpu-scores and --gpu-events.
 func (in *Inputs) loadTruth() error {
 	o := in.Opts
+	switch o.LearnFrom {
+	case "", "job":
+	case "gpu":
+		if !o.LearnScores {
+			return fmt.Errorf("--learn-from gpu: needs --learn-scores")
+		}
+	default:
+		return fmt.Errorf("--learn-from %q: want job or gpu", o.LearnFrom)
+	}
 	if o.ActualGPUScores != "" {
 		t, err := in.readGPUTable("--actual-gpu-scores", o.ActualGPUScores)
 		if err != nil {
@@ -87,6 +96,10 @@ func (in *Inputs) truthDescription() []Input {
 		out = append(out, Input{"true_gpu_values", s})
 	}
 	if in.Opts.LearnScores {
+		if in.Opts.LearnFrom == "gpu" {
+			out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each GPU's own pace (every worker times its own step; a GPU is known once a job has run on it), 1%% band, step 0.5, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
+			return out
+		}
 		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to the GPU most slow jobs name), 1%% band, step 0.5, guesses no slow job needs withdrawn at once, others 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 	}
 	return out
@@ -126,7 +139,7 @@ func (in *Inputs) runTruth() (*variability.Table, sim.ScoreHook, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		h.learner = l
+		h.learner, h.perGPU = l, in.Opts.LearnFrom == "gpu"
 	}
 	return truth, h, nil
 }
@@ -138,6 +151,10 @@ type scoreHook struct {
 	events  []variability.GPUEvent
 	next    int
 	learner *variability.Learner
+	// perGPU: each GPU's own pace is observed (--learn-from gpu), not
+	// only the job's.
+	perGPU bool
+	one    [1]int
 }
 
 func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, bool) {
@@ -146,6 +163,15 @@ func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, b
 		for _, j := range running {
 			if j.Debt > 0 {
 				continue // restoring after a move: no iteration to time
+			}
+			if h.perGPU {
+				// Each worker's own step time: one GPU, one observation,
+				// which pins it.
+				for _, g := range j.GPUsHeld {
+					h.one[0] = g
+					h.learner.Observe(j.Class, h.one[:], h.truth.Values[j.Class][g])
+				}
+				continue
 			}
 			// The job's measured pace with its (known) locality penalty
 			// divided out.

@@ -85,3 +85,58 @@ func TestGPUEventSlowsRunningJob(t *testing.T) {
 		t.Errorf("bad event: %v", err)
 	}
 }
+
+// What a job shows decides what is learnt. On 1x2, GPU 1 truly runs at
+// 2.0 while both GPUs are believed 1.0; a 2-GPU job (1000 iterations of
+// 1 s, 100 s rounds) runs at 2.0 from t = 0 to 2000, then a 1-GPU job
+// (500 iterations, submitted at 1000) goes where PAL believes faster.
+// From the job's pace alone the slow pair's blame is a tie and goes to
+// the first GPU, 0, raised round after round towards 2.0, so the 1-GPU
+// job starts on GPU 1 at 2.0. Its pace pins GPU 1, 1.5, 1.75, ...,
+// 1.984375 after six rounds, when GPU 1 explains the pair's slowness and
+// GPU 0's guess is withdrawn: the job moves to GPU 0 having run 300
+// iterations in 600 s, and runs the last 200 in 200 s (JCT 1800 s with
+// its 1000 s wait). From each GPU's own pace GPU 1 is pinned in the
+// first round and the job runs on GPU 0 from the start (500 s, JCT
+// 1500 s). The 2-GPU job's JCT is 2000 s either way: average 1900
+// against 1750.
+func TestLearnFromGPU(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "t.csv", "job_id,num_gpus,submit_time,duration,model\n0,2,0,1000,synergy\n1,1,1000,500,synergy\n")
+	hdr := "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n"
+	believed := writeFile(t, dir, "b.csv", hdr+"0,0,1,1,1,1\n1,0,1,1,1,1\n")
+	actual := writeFile(t, dir, "a.csv", hdr+"0,0,1,1,1,1\n1,0,2,2,2,2\n")
+	for _, tc := range []struct {
+		from string
+		want float64
+	}{{"job", 1900}, {"gpu", 1750}} {
+		o, err := Preset("artifact")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Trace, o.Cluster, o.Round, o.Placements, o.ExtraLoad = trace, "1x2", 100, "pal", 0
+		o.GPUScores, o.ActualGPUScores, o.LearnScores, o.LearnFrom = believed, actual, true, tc.from
+		in, runs, err := RunAll(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runs[0].AvgJCT; got != tc.want {
+			t.Errorf("--learn-from %s: avg JCT %v, want %v", tc.from, got, tc.want)
+		}
+		if h := in.Describe()["score_learning"]; strings.Contains(h, "each GPU's own pace") != (tc.from == "gpu") {
+			t.Errorf("--learn-from %s: inputs say %q", tc.from, h)
+		}
+	}
+	for _, tc := range []struct {
+		from  string
+		learn bool
+		want  string
+	}{{"gpu", false, "--learn-from gpu: needs --learn-scores"}, {"pod", true, `--learn-from "pod": want job or gpu`}} {
+		o, _ := Preset("artifact")
+		o.Trace, o.Cluster, o.Placements, o.GPUScores = trace, "1x2", "pal", believed
+		o.LearnScores, o.LearnFrom = tc.learn, tc.from
+		if _, _, err := RunAll(o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--learn-from %s: error %v, want %q", tc.from, err, tc.want)
+		}
+	}
+}

@@ -42,10 +42,14 @@ type Options struct {
 	// ActualGPUScores are the GPUs' true speeds when they differ from
 	// what GPUScores (or the profile) makes the scheduler believe;
 	// GPUEvents change them during the run; LearnScores updates the
-	// beliefs from the jobs' pace.
+	// beliefs from the jobs' pace, and LearnFrom says what a job shows:
+	// "job" (or ""), its pace alone, the slowest of its GPUs; "gpu",
+	// each GPU's own pace, as workers that time their own step before
+	// the all-reduce report it.
 	ActualGPUScores string  `json:"actual_gpu_scores,omitempty"`
 	GPUEvents       string  `json:"gpu_events,omitempty"`
 	LearnScores     bool    `json:"learn_scores,omitempty"`
+	LearnFrom       string  `json:"learn_from,omitempty"`
 	Scheduler       string  `json:"scheduler"`
 	Placements      string  `json:"placements"`
 	Round           float64 `json:"round_s"`

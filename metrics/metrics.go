@@ -160,6 +160,14 @@ func Quantile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
+// Median is Quantile 0.5 of unsorted data (the mean of the two middle
+// values for an even count); it sorts a copy.
+func Median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return Quantile(s, 0.5)
+}
+
 // GeoMean is the geometric mean of positive values.
 func GeoMean(x []float64) float64 {
 	if len(x) == 0 {

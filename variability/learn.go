@@ -92,7 +92,8 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     blame goes to one GPU among the suspects, those whose upper bound
 //     still allows y (a GPU seen at most y' < y in another job cannot be
 //     the one): the suspect named by the most remembered slow
-//     observations, then the one believed slowest. Slow observations
+//     observations of any class (unless PerClassOnly), then the one
+//     believed slowest. Slow observations
 //     whose slow GPU is not pinned are remembered and revisited each
 //     round (settle), so this is a greedy hitting set: the fewest slow
 //     GPUs that account for every slow job, which is the likeliest
@@ -135,10 +136,12 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //
 //   - A GPU-wide factor (unless PerClassOnly): when an observation pins
 //     one GPU's value (a one-GPU job, or the only GPU that can be the slow
-//     one), the ratio of its new belief to its profile value is kept as
-//     the GPU's factor and applied to the classes that have never run on
-//     it, and a slow set's blame goes first to the GPU whose factor (as
-//     much as its own belief) says it is slow. Throttling, power caps and
+//     one), the ratio of its new belief to its profile value, capped by
+//     the GPU-wide upper bound, is kept as the GPU's factor and applied
+//     to the classes that have never run on it and to those that believe
+//     the GPU faster (their bounds allow it: see spread), and a slow
+//     set's blame goes first to the GPU whose factor (as much as its own
+//     belief) says it is slow. Throttling, power caps and
 //     a replaced board are properties of the GPU, not of the application,
 //     so what one class learns is the best prior the others have.
 //
@@ -155,6 +158,9 @@ type Learner struct {
 	// guess marks beliefs raised on a guess: the blame of a slow set
 	// with more than one suspect (see explain).
 	guess [NumClasses][]bool
+	// carried marks beliefs raised by another class's pin in a class
+	// that had observed the GPU itself (see spread).
+	carried [NumClasses][]bool
 	// base is, for a GPU with guess set, its belief before the guess:
 	// what placement is shown (see published) until evidence confirms it.
 	base [NumClasses][]float64
@@ -226,6 +232,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
 		l.guess[c] = make([]bool, n)
+		l.carried[c] = make([]bool, n)
 		l.base[c] = make([]float64, n)
 		l.lastSeen[c] = make([]int, n)
 		l.inOpen[c] = make([]int32, n)
@@ -474,7 +481,7 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 		}
 		for t := tier; t <= 1; t++ {
 			n[t]++
-			if s[t] < 0 || l.inOpen[c][g] > l.inOpen[c][s[t]] || (l.inOpen[c][g] == l.inOpen[c][s[t]] && v > sv[t]) {
+			if s[t] < 0 || l.named(c, g) > l.named(c, s[t]) || (l.named(c, g) == l.named(c, s[t]) && v > sv[t]) {
 				s[t], sv[t] = g, v
 			}
 		}
@@ -638,7 +645,7 @@ func (l *Learner) forgetGuesses() {
 func (l *Learner) exonerate(c Class, g int) {
 	h := max(l.hiH[g], 1)
 	for k := range Class(NumClasses) {
-		if k == c || !(l.guess[k][g] || math.IsInf(l.hi[k][g], 1)) {
+		if k == c || !(l.guess[k][g] || math.IsInf(l.hi[k][g], 1) || l.carried[k][g]) {
 			continue
 		}
 		if v := l.prior[k][g] * h; l.belief[k][g] > v*(1+l.opts.Tol) {
@@ -653,22 +660,35 @@ func (l *Learner) exonerate(c Class, g int) {
 	}
 }
 
-// spread carries what class c pinned about GPU g to the classes that have
-// never observed g: thermal limits, power caps and a replaced board slow
-// a GPU for every application, so the factor belief / prior is the best
-// guess there is for those classes until their own jobs say otherwise.
+// spread carries what class c pinned about GPU g to the other classes:
+// thermal limits, power caps and a replaced board slow a GPU for every
+// application, so the factor belief / prior is the best guess there is
+// for a class until its own jobs say otherwise. The factor is capped by
+// g's GPU-wide bound (a job of any class that ran g at some pace says
+// how slow g can be), so every class's own upper bound allows it. A
+// class that never observed g takes the factor; one that did takes it
+// when its belief is lower, marked carried, so that a job showing g fast
+// undoes it (exonerate) as it undoes a guess. A class that believes g
+// slower keeps what its own jobs said.
 func (l *Learner) spread(c Class, g int) {
-	h := l.belief[c][g] / l.prior[c][g]
+	h := min(l.belief[c][g]/l.prior[c][g], l.hiH[g])
 	if math.Abs(h-l.health[g]) <= l.opts.Tol*l.health[g] {
 		return
 	}
 	l.health[g] = h
 	for k := range Class(NumClasses) {
-		if k == c || !math.IsInf(l.hi[k][g], 1) {
+		if k == c {
 			continue
 		}
-		if v := l.prior[k][g] * h; v != l.belief[k][g] {
+		v := l.prior[k][g] * h
+		if math.IsInf(l.hi[k][g], 1) {
+			if v != l.belief[k][g] {
+				l.belief[k][g] = v
+				l.touch(k, g)
+			}
+		} else if l.belief[k][g] < v/(1+l.opts.Tol) {
 			l.belief[k][g] = v
+			l.carried[k][g] = true
 			l.touch(k, g)
 		}
 	}
@@ -821,4 +841,18 @@ func lxvOfCounts(count map[float64]int, L float64) []LVEntry {
 	}
 	slices.SortStableFunc(out, func(a, b LVEntry) int { return cmp.Compare(a.Product, b.Product) })
 	return out
+}
+
+// named is how many remembered slow observations name GPU g: of every
+// class, since a GPU slow for one class is most likely slow for all
+// (see spread), or of class c alone with PerClassOnly.
+func (l *Learner) named(c Class, g int) int32 {
+	if l.opts.PerClassOnly {
+		return l.inOpen[c][g]
+	}
+	var n int32
+	for k := range Class(NumClasses) {
+		n += l.inOpen[k][g]
+	}
+	return n
 }

@@ -308,9 +308,10 @@ func TestLearnerBlameMostNamed(t *testing.T) {
 // pace 1.0, so GPU 0 is not GPU-wide slow and class A's guess goes back
 // to 1. A pin is not undone that way: class A alone on GPU 2 at 1.5 pins
 // it at 1.25 (and spreads 1.25 to B-D, which never ran on it); class B on
-// GPU 2 at 1.0 lowers class B a step (1.125), which, B's own one-GPU
-// observation, is spread to C and D in turn, while class A keeps its own
-// 1.25 (a GPU may be slow for one class alone).
+// GPU 2 at 1.0 lowers class B a step (1.125) and bounds GPU 2 GPU-wide at
+// 1.0, so C and D, which stood on A's pin, are exonerated to 1 (B's own
+// step is not carried past that bound), while class A keeps its own 1.25
+// (a GPU may be slow for one class alone).
 func TestLearnerExonerate(t *testing.T) {
 	l := newTestLearner(t, flatTable(4))
 	l.Observe(ClassA, []int{0, 1}, 1.5)
@@ -326,9 +327,57 @@ func TestLearnerExonerate(t *testing.T) {
 	for _, w := range []struct {
 		c    Class
 		want float64
-	}{{ClassA, 1.25}, {ClassB, 1.125}, {ClassC, 1.125}, {ClassD, 1.125}} {
+	}{{ClassA, 1.25}, {ClassB, 1.125}, {ClassC, 1}, {ClassD, 1}} {
 		if got := l.Belief(w.c, 2); got != w.want {
 			t.Errorf("class %s GPU 2 believed %v, want %v", w.c, got, w.want)
+		}
+	}
+}
+
+// A pin is carried to a class that ran the GPU, and undone as a guess
+// is. Priors 1, except class B GPU 1 = 1.6. B on {0, 1} at 1.6 is
+// explained by GPU 1's profile and bounds GPU 0 by 1.6. A alone on GPU 0
+// at 1.5 pins it at 1.25: B (its bound allows it) and C and D (never ran
+// it) take 1.25. C on GPU 0 at its profile's pace 1.0 then bounds GPU 0
+// GPU-wide at 1.0: B's carried 1.25 and D's are undone (1), C steps to
+// 1.125 (its own observation, not carried past the bound), and A keeps
+// its own pin (a GPU may be slow for one application alone).
+func TestLearnerCarry(t *testing.T) {
+	prior := flatTable(4)
+	prior.Values[ClassB][1] = 1.6
+	l := newTestLearner(t, prior)
+	l.Observe(ClassB, []int{0, 1}, 1.6)
+	l.Observe(ClassA, []int{0}, 1.5)
+	check := func(when string, want [NumClasses]float64) {
+		t.Helper()
+		for c, w := range want {
+			if got := l.Belief(Class(c), 0); math.Abs(got-w) > 1e-12 {
+				t.Errorf("%s: class %s GPU 0 believed %v, want %v", when, Class(c), got, w)
+			}
+		}
+	}
+	check("after A's pin", [NumClasses]float64{1.25, 1.25, 1.25, 1.25})
+	l.Observe(ClassC, []int{0}, 1.0)
+	check("after C at its profile's pace", [NumClasses]float64{1.25, 1, 1.125, 1})
+}
+
+// The blame of a slow set goes to the GPU that most remembered slow
+// observations name, of any class. Every prior 1: class A on {0, 1} at
+// 1.5 blames GPU 0 (a tie, the first), and on {1, 2} at 1.5 GPU 1, which
+// both remembered observations name. Class B on {3, 1} at 1.5 then blames GPU 1, named by
+// A's two, not GPU 3 (a tie on belief, first in the set): B's GPU 1 goes
+// from its prior 1 to 1.25 (a guess is not carried), and GPU 3 stays 1.
+func TestLearnerBlameNamedAcrossClasses(t *testing.T) {
+	l := newTestLearner(t, flatTable(4))
+	l.Observe(ClassA, []int{0, 1}, 1.5)
+	l.Observe(ClassA, []int{1, 2}, 1.5)
+	l.Observe(ClassB, []int{3, 1}, 1.5)
+	for _, w := range []struct {
+		g    int
+		want float64
+	}{{1, 1.25}, {3, 1}} {
+		if got := l.Belief(ClassB, w.g); got != w.want {
+			t.Errorf("class B GPU %d believed %v, want %v", w.g, got, w.want)
 		}
 	}
 }

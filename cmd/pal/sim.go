@@ -32,6 +32,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
 	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
 	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
+	fs.StringVar(&o.LearnFrom, "learn-from", "job", "with --learn-scores, what a job shows: job (its pace: the slowest of its GPUs) or gpu (each GPU's own pace, as workers that time their own step report it)")
 	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las, themis (leases and auctions; places too, 60 s rounds unless --round), or the Themis paper's elastic baselines gandiva-fair, slaq, optimus, tiresias-blind, gandiva-score (600 s leases; place too)")
 	fs.StringVar(&o.Placements, "placement", def.Placements, placementUsage)
 	fs.Float64Var(&o.Round, "round", def.Round, "round length in seconds")
@@ -84,6 +85,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.GPUEvents = set.GPUEvents
 			case "learn-scores":
 				out.LearnScores = set.LearnScores
+			case "learn-from":
+				out.LearnFrom = set.LearnFrom
 			case "scheduler":
 				out.Scheduler = set.Scheduler
 			case "placement":

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/palsched/pal/cluster"
@@ -41,18 +42,30 @@ import (
 // profile) and on Synergy (the plan's cluster, load MigrationLoad, the
 // table drawn for each seed as the old profile).
 
-// Stale-profile degradation: which GPUs and by how much.
+// Stale-profile degradation: which GPUs and by how much. StaleSeed is
+// the draw of the section's main table; StaleDraws more (seeds
+// StaleSeed..StaleSeed+StaleDraws-1) make its spread table, because one
+// draw's average JCT is one sample of a queue that a single placement
+// can reshuffle: on Sia-Philly 4 the pinned profile beats the oracle
+// itself on the main draw.
 const (
 	StaleFraction = 0.2
 	StaleFactor   = 1.5
 	StaleSeed     = 1
+	StaleDraws    = 11
 )
 
 // StaleDir is the section's directory under the output directory.
 const StaleDir = "stale"
 
-// staleVariants are the section's runs, in table order.
-var staleVariants = []string{"oracle", "oracle+learning", "stale", "stale+learning", "packed-sticky"}
+// staleVariants are the section's runs, in table order. gpu-learning is
+// learning from each GPU's own pace (--learn-from gpu): what a learner
+// knows once a job has run on a GPU, when workers time their own step.
+// Job-pace learning cannot know more, so its distance from gpu-learning
+// is the cost of attribution (the max over a job's GPUs), and
+// gpu-learning's from the oracle the cost of having to run on a GPU to
+// know it.
+var staleVariants = []string{"oracle", "oracle+learning", "stale", "stale+learning", "stale+gpu-learning", "packed-sticky"}
 
 // StaleRow is one trace's average JCTs, by variant.
 type StaleRow struct {
@@ -63,12 +76,16 @@ type StaleRow struct {
 // StaleResult is the section's numbers.
 type StaleResult struct {
 	Dir      string
-	Degraded map[string][]int // family -> degraded GPU ids
-	Rows     []StaleRow
+	Degraded map[string][]int // family -> degraded GPU ids (main draw)
+	Rows     []StaleRow       // the main draw
 	// Geomean by family and variant; Recovered is (stale - learning) /
-	// (stale - oracle) on the geomeans.
+	// (stale - oracle) on the geomeans (main draw).
 	Geomean   map[string]map[string]float64
 	Recovered map[string]float64
+	// Draws are the rows of every draw (Draws[0] is Rows), by draw seed
+	// in DrawSeeds.
+	DrawSeeds []uint64
+	Draws     [][]StaleRow
 	Markdown  string
 }
 
@@ -102,7 +119,7 @@ func writeTable(path string, t *variability.Table, per int, comments []string) e
 }
 
 // RunStale runs the stale-profiles section and writes it under
-// out/StaleDir (the tables it made, stale.csv and stale.md).
+// out/StaleDir (the tables it made, stale.csv, draws.csv and stale.md).
 func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log io.Writer) (*StaleResult, error) {
 	dir := filepath.Join(out, StaleDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -113,7 +130,17 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return nil, err
 	}
 	res := &StaleResult{Dir: dir, Degraded: map[string][]int{}, Geomean: map[string]map[string]float64{}, Recovered: map[string]float64{}}
-	note := fmt.Sprintf("%.0f%% of GPUs (seed %d) x %g for every class", 100*StaleFraction, StaleSeed, StaleFactor)
+	for i := range StaleDraws {
+		res.DrawSeeds = append(res.DrawSeeds, StaleSeed+uint64(i))
+	}
+	// truthFile is the degraded table of one draw: the main draw's under
+	// the names the section has always used, the others by seed.
+	truthFile := func(name string, draw uint64) string {
+		if draw == StaleSeed {
+			return filepath.Join(dir, name+"-truth.csv")
+		}
+		return filepath.Join(dir, fmt.Sprintf("%s-truth-draw%d.csv", name, draw))
+	}
 
 	// Sia-Philly: the pinned 16x4 table is the old profile.
 	b, err := fs.ReadFile(data.Reference, "reference/pal-artifact-gpu-pmscores.csv")
@@ -125,20 +152,14 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return nil, err
 	}
 	siaOld := filepath.Join(dir, "sia-profile.csv")
-	siaTrue := filepath.Join(dir, "sia-truth.csv")
-	truth, bad := degrade(pinned.Table, StaleFraction, StaleFactor, StaleSeed)
-	res.Degraded["sia-philly"] = bad
 	if err := writeTable(siaOld, pinned.Table, 4, []string{"old profile: the artifact's pinned seed-42 table"}); err != nil {
-		return nil, err
-	}
-	if err := writeTable(siaTrue, truth, 4, []string{"truth: the old profile with " + note, fmt.Sprintf("degraded GPUs: %v", bad)}); err != nil {
 		return nil, err
 	}
 	sia := base
 	sia.Scheduler = "fifo"
 	var grids []*sweep.Grid
-	var fams []string
-	add := func(fam string, g sweep.Grid, old, tru string) {
+	var keys []string // draw, family and variant of each grid
+	add := func(draw uint64, fam string, g sweep.Grid, old, tru string) {
 		for _, v := range staleVariants {
 			gg := g
 			gg.Base.GPUScores, gg.Base.ActualGPUScores, gg.Base.LearnScores = old, tru, false
@@ -150,15 +171,31 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 				gg.Base.GPUScores, gg.Base.ActualGPUScores, gg.Base.LearnScores = tru, "", true
 			case "stale+learning":
 				gg.Base.LearnScores = true
+			case "stale+gpu-learning":
+				gg.Base.LearnScores, gg.Base.LearnFrom = true, "gpu"
 			case "packed-sticky":
 				gg.Base.GPUScores, gg.Base.ActualGPUScores = tru, ""
 				gg.Placements = []string{"packed-sticky"}
 			}
 			grids = append(grids, &gg)
-			fams = append(fams, fam+"\x00"+v)
+			keys = append(keys, fmt.Sprintf("%d\x00%s\x00%s", draw, fam, v))
 		}
 	}
-	add("sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, siaTrue)
+	writeTruth := func(path string, t *variability.Table, per int, draw uint64, bad []int) error {
+		note := fmt.Sprintf("%.0f%% of GPUs (seed %d) x %g for every class", 100*StaleFraction, draw, StaleFactor)
+		return writeTable(path, t, per, []string{"truth: the old profile with " + note, fmt.Sprintf("degraded GPUs: %v", bad)})
+	}
+	for _, draw := range res.DrawSeeds {
+		truth, bad := degrade(pinned.Table, StaleFraction, StaleFactor, draw)
+		if draw == StaleSeed {
+			res.Degraded["sia-philly"] = bad
+		}
+		tru := truthFile("sia", draw)
+		if err := writeTruth(tru, truth, 4, draw, bad); err != nil {
+			return nil, err
+		}
+		add(draw, "sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, tru)
+	}
 
 	// Synergy: each seed's drawn table is that seed's old profile.
 	syn := base
@@ -177,17 +214,22 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 			return nil, err
 		}
 		old := filepath.Join(dir, fmt.Sprintf("synergy-seed%d-profile.csv", seed))
-		tru := filepath.Join(dir, fmt.Sprintf("synergy-seed%d-truth.csv", seed))
-		t, bad := degrade(in.Raw, StaleFraction, StaleFactor, StaleSeed)
-		res.Degraded[fmt.Sprintf("synergy-seed%d", seed)] = bad
 		if err := writeTable(old, in.Raw, per, []string{"old profile: " + in.RawFrom}); err != nil {
 			return nil, err
 		}
-		if err := writeTable(tru, t, per, []string{"truth: the old profile with " + note, fmt.Sprintf("degraded GPUs: %v", bad)}); err != nil {
-			return nil, err
+		for _, draw := range res.DrawSeeds {
+			t, bad := degrade(in.Raw, StaleFraction, StaleFactor, draw)
+			name := fmt.Sprintf("synergy-seed%d", seed)
+			if draw == StaleSeed {
+				res.Degraded[name] = bad
+			}
+			tru := truthFile(name, draw)
+			if err := writeTruth(tru, t, per, draw, bad); err != nil {
+				return nil, err
+			}
+			add(draw, "synergy", sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
+				Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}, old, tru)
 		}
-		add("synergy", sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
-			Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}, old, tru)
 	}
 	if log != nil {
 		fmt.Fprintf(log, "reproduce: stale profiles, %d runs\n", len(grids))
@@ -197,36 +239,34 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return nil, err
 	}
 	rows := map[string]*StaleRow{}
-	var order []string
+	order := map[uint64][]string{}
 	for i, r := range results {
-		fam, v, _ := strings.Cut(fams[i], "\x00")
+		parts := strings.SplitN(keys[i], "\x00", 3)
+		draw, _ := strconv.ParseUint(parts[0], 10, 64)
+		fam, v := parts[1], parts[2]
 		for _, row := range r.Rows {
 			tr := row.Trace
 			if row.IsSynergy() {
 				tr = fmt.Sprintf("synergy %g jobs/h seed %d", row.Load, row.Seed)
 			}
-			k := fam + "\x00" + tr
+			k := parts[0] + "\x00" + fam + "\x00" + tr
 			if rows[k] == nil {
 				rows[k] = &StaleRow{Family: fam, Trace: tr, AvgJCT: map[string]float64{}}
-				order = append(order, k)
+				order[draw] = append(order[draw], k)
 			}
 			rows[k].AvgJCT[v] = row.AvgJCT
 		}
 	}
-	for _, k := range order {
-		res.Rows = append(res.Rows, *rows[k])
-	}
-	for _, fam := range []string{"sia-philly", "synergy"} {
-		gm := map[string]float64{}
-		for _, v := range staleVariants {
-			var xs []float64
-			for _, r := range res.Rows {
-				if r.Family == fam {
-					xs = append(xs, r.AvgJCT[v])
-				}
-			}
-			gm[v] = metrics.GeoMean(xs)
+	for _, draw := range res.DrawSeeds {
+		var rs []StaleRow
+		for _, k := range order[draw] {
+			rs = append(rs, *rows[k])
 		}
+		res.Draws = append(res.Draws, rs)
+	}
+	res.Rows = res.Draws[0]
+	for _, fam := range []string{"sia-philly", "synergy"} {
+		gm := geomeans(res.Rows, fam)
 		res.Geomean[fam] = gm
 		res.Recovered[fam] = recovered(gm)
 	}
@@ -234,16 +274,45 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if err := os.WriteFile(filepath.Join(dir, "stale.md"), []byte(res.Markdown), 0o644); err != nil {
 		return nil, err
 	}
-	var csv strings.Builder
-	csv.WriteString("family,trace,oracle_avg_jct_s,oracle_learning_avg_jct_s,stale_avg_jct_s,learning_avg_jct_s,packed_sticky_avg_jct_s,recovered\n")
+	header := "family,trace,oracle_avg_jct_s,oracle_learning_avg_jct_s,stale_avg_jct_s,learning_avg_jct_s,gpu_learning_avg_jct_s,packed_sticky_avg_jct_s,recovered\n"
+	line := func(b *strings.Builder, r StaleRow) {
+		fmt.Fprintf(b, "%s,%s,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f\n", r.Family, r.Trace, r.AvgJCT["oracle"], r.AvgJCT["oracle+learning"], r.AvgJCT["stale"],
+			r.AvgJCT["stale+learning"], r.AvgJCT["stale+gpu-learning"], r.AvgJCT["packed-sticky"], recovered(r.AvgJCT))
+	}
+	var csv, draws strings.Builder
+	csv.WriteString(header)
+	draws.WriteString("draw," + header)
 	for _, r := range res.Rows {
-		fmt.Fprintf(&csv, "%s,%s,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f\n", r.Family, r.Trace, r.AvgJCT["oracle"], r.AvgJCT["oracle+learning"], r.AvgJCT["stale"],
-			r.AvgJCT["stale+learning"], r.AvgJCT["packed-sticky"], recovered(r.AvgJCT))
+		line(&csv, r)
+	}
+	for i, rs := range res.Draws {
+		for _, r := range rs {
+			fmt.Fprintf(&draws, "%d,", res.DrawSeeds[i])
+			line(&draws, r)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "stale.csv"), []byte(csv.String()), 0o644); err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(dir, "draws.csv"), []byte(draws.String()), 0o644); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// geomeans is the geometric mean of every variant over fam's rows.
+func geomeans(rows []StaleRow, fam string) map[string]float64 {
+	gm := map[string]float64{}
+	for _, v := range staleVariants {
+		var xs []float64
+		for _, r := range rows {
+			if r.Family == fam {
+				xs = append(xs, r.AvgJCT[v])
+			}
+		}
+		gm[v] = metrics.GeoMean(xs)
+	}
+	return gm
 }
 
 // recovered is the share of oracle's gain over stale that learning wins
@@ -259,11 +328,11 @@ func recovered(m map[string]float64) float64 {
 func (r *StaleResult) markdown(plan paper.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Stale profiles: learning PM-scores online\n\n")
-	fmt.Fprintf(&b, "Not in the paper. The profile the scheduler believes was right when taken, but %.0f%% of the GPUs (drawn with seed %d) have since degraded by x%g for every class. FIFO, PAL unless named; oracle believes the truth (oracle+learning adds `--learn-scores` to it), stale the old profile while GPUs run at the truth, stale+learning adds `--learn-scores`, packed-sticky (Tiresias) ignores variability. Sia-Philly: workloads %v on 16x4 with the artifact's pinned table as the old profile; Synergy: %d jobs at %g jobs/hour on %s, seeds %v, each seed's drawn table as its old profile. The tables are in %s/. Recovered = (stale - learning) / (stale - oracle).\n\n",
+	fmt.Fprintf(&b, "Not in the paper. The profile the scheduler believes was right when taken, but %.0f%% of the GPUs (drawn with seed %d) have since degraded by x%g for every class. FIFO, PAL unless named; oracle believes the truth (oracle+learning adds `--learn-scores` to it), stale the old profile while GPUs run at the truth, stale+learning adds `--learn-scores` (learning from each job's pace, the slowest of its GPUs), stale+gpu-learning adds `--learn-scores --learn-from gpu` (each GPU's own pace: what a learner can know once a job has run on a GPU), packed-sticky (Tiresias) ignores variability. Sia-Philly: workloads %v on 16x4 with the artifact's pinned table as the old profile; Synergy: %d jobs at %g jobs/hour on %s, seeds %v, each seed's drawn table as its old profile. The tables are in %s/. Recovered = (stale - learning) / (stale - oracle).\n\n",
 		100*StaleFraction, StaleSeed, StaleFactor, plan.SiaTraces, plan.SynergyJobs, plan.MigrationLoad, plan.SynergyCluster, plan.SynergySeeds, StaleDir)
-	b.WriteString("| trace | oracle | oracle+learning | stale | stale+learning | packed-sticky | recovered |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| trace | oracle | oracle+learning | stale | stale+learning | stale+gpu-learning | packed-sticky | recovered |\n|---|---|---|---|---|---|---|---|\n")
 	row := func(name string, m map[string]float64) {
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", name, m["oracle"], m["oracle+learning"], m["stale"], m["stale+learning"], m["packed-sticky"], sharePct(recovered(m)))
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", name, m["oracle"], m["oracle+learning"], m["stale"], m["stale+learning"], m["stale+gpu-learning"], m["packed-sticky"], sharePct(recovered(m)))
 	}
 	for _, rr := range r.Rows {
 		row(rr.Trace, rr.AvgJCT)
@@ -272,7 +341,89 @@ func (r *StaleResult) markdown(plan paper.Plan) string {
 		row("**"+fam+" geomean**", r.Geomean[fam])
 	}
 	b.WriteString("\n")
+	if len(r.Draws) > 1 {
+		r.drawsMarkdown(&b)
+	}
 	return b.String()
+}
+
+// DrawStats is one trace over the degradation draws.
+type DrawStats struct {
+	Trace string
+	// Median average JCT by variant.
+	Median map[string]float64
+	// LearnVsStale is stale+learning / stale per draw, and Above the
+	// draws where it exceeds 1; GPUAbove the same for stale+gpu-learning.
+	LearnVsStale    []float64
+	Above, GPUAbove []uint64
+}
+
+// DrawStats summarises every trace over the draws, in table order.
+func (r *StaleResult) DrawStats() []DrawStats {
+	var out []DrawStats
+	for i, row := range r.Rows {
+		d := DrawStats{Trace: row.Trace, Median: map[string]float64{}}
+		for _, v := range staleVariants {
+			var xs []float64
+			for _, rs := range r.Draws {
+				xs = append(xs, rs[i].AvgJCT[v])
+			}
+			d.Median[v] = metrics.Median(xs)
+		}
+		for k, rs := range r.Draws {
+			m := rs[i].AvgJCT
+			d.LearnVsStale = append(d.LearnVsStale, m["stale+learning"]/m["stale"])
+			if m["stale+learning"] > m["stale"] {
+				d.Above = append(d.Above, r.DrawSeeds[k])
+			}
+			if m["stale+gpu-learning"] > m["stale"] {
+				d.GPUAbove = append(d.GPUAbove, r.DrawSeeds[k])
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// DrawRecovered is each draw's recovery on fam's geomean, by draw.
+func (r *StaleResult) DrawRecovered(fam string) []float64 {
+	var out []float64
+	for _, rs := range r.Draws {
+		out = append(out, recovered(geomeans(rs, fam)))
+	}
+	return out
+}
+
+func (r *StaleResult) drawsMarkdown(b *strings.Builder) {
+	fmt.Fprintf(b, "### Over %d degradation draws (seeds %d-%d)\n\n", len(r.Draws), r.DrawSeeds[0], r.DrawSeeds[len(r.DrawSeeds)-1])
+	b.WriteString("One draw's average JCT is one sample of a queue that a single placement can reshuffle. The same runs with every draw of the degraded GPUs: medians over the draws, learning against stale per draw, and the draws on which each learner ends above stale. Every run is in draws.csv.\n\n")
+	b.WriteString("| trace | oracle | stale | stale+learning | stale+gpu-learning | learning / stale, median [range] | learning above stale | gpu-learning above stale |\n|---|---|---|---|---|---|---|---|\n")
+	seeds := func(xs []uint64) string {
+		if len(xs) == 0 {
+			return "none"
+		}
+		var ss []string
+		for _, x := range xs {
+			ss = append(ss, strconv.FormatUint(x, 10))
+		}
+		return fmt.Sprintf("%d (seed %s)", len(xs), strings.Join(ss, ", "))
+	}
+	for _, d := range r.DrawStats() {
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.0f | %.0f | %.3f [%.3f-%.3f] | %s | %s |\n", d.Trace, d.Median["oracle"], d.Median["stale"], d.Median["stale+learning"], d.Median["stale+gpu-learning"],
+			metrics.Median(d.LearnVsStale), slices.Min(d.LearnVsStale), slices.Max(d.LearnVsStale), seeds(d.Above), seeds(d.GPUAbove))
+	}
+	b.WriteString("\n")
+	for _, fam := range []string{"sia-philly", "synergy"} {
+		rec := r.DrawRecovered(fam)
+		below := 0
+		for _, x := range rec {
+			if !(x >= 0.8) {
+				below++
+			}
+		}
+		fmt.Fprintf(b, "- %s geomean, recovered per draw: median %s, range %s-%s; below 80%% on %d of %d draws.\n", fam, sharePct(metrics.Median(rec)), sharePct(slices.Min(rec)), sharePct(slices.Max(rec)), below, len(rec))
+	}
+	b.WriteString("\n")
 }
 
 func sharePct(x float64) string {

@@ -8,12 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/variability"
 )
@@ -111,27 +111,17 @@ func remeasuredBand(t *testing.T) remeasuredRuns {
 			}
 			r.stale, r.learn = append(r.stale, st), append(r.learn, le)
 		}
-		m := median(r.stale)
+		m := metrics.Median(r.stale)
 		dev := make([]float64, len(r.stale))
 		for i, v := range r.stale {
 			dev[i] = math.Abs(v - m)
 		}
-		r.band = median(dev) / m
+		r.band = metrics.Median(dev) / m
 	})
 	if remeasuredOnce.err != nil {
 		t.Fatal(remeasuredOnce.err)
 	}
 	return remeasuredOnce.r
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // siaRun is one FIFO PAL run of a Sia-Philly trace believing believed
@@ -152,8 +142,8 @@ func siaRun(trace, believed, actual string, learn bool) (float64, error) {
 
 // On Sia-Philly 4, with the old profile measured again 20 times, learning
 // beats stale: its median average JCT is below stale's. Measured: stale
-// 21,720-26,882 s (median 23,849), stale + learning 21,952-23,752 s
-// (median 22,805), learning ahead on 16 of the 20; the section's own
+// 21,720-26,882 s (median 23,871), stale + learning 22,042-23,691 s
+// (median 22,806), learning ahead on 15 of the 20; the section's own
 // stale run (21,745 s, the profile as pinned) is the second-best of the
 // 21 stale runs. The band, stale's median absolute deviation, is 5.1%.
 func TestStaleRemeasured(t *testing.T) {
@@ -168,7 +158,7 @@ func TestStaleRemeasured(t *testing.T) {
 			wins++
 		}
 	}
-	ms, ml := median(r.stale), median(r.learn)
+	ms, ml := metrics.Median(r.stale), metrics.Median(r.learn)
 	t.Logf("median stale %.0f, stale+learning %.0f; learning ahead on %d of %d; band %.2f%%", ms, ml, wins, len(r.stale), 100*r.band)
 	if !(ml < ms) {
 		t.Errorf("median stale+learning %.0f is not below median stale %.0f over %d re-measured profiles", ml, ms, len(r.stale))

@@ -1,48 +1,70 @@
 package stale
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"math"
-	"path/filepath"
 	"testing"
 
-	"github.com/palsched/pal/data"
-	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/reproduce/paper"
-	"github.com/palsched/pal/variability"
 )
 
 // The stale-profiles acceptance on the full plan (all eight Sia-Philly
-// traces, Synergy 4000 jobs at 10 jobs/hour on seeds 42, 1 and 2):
-// learning with beliefs equal to the truth changes no run by 0.5% or
-// more; stale + learning recovers at least 80% of oracle's gain over
-// stale on both families' geomeans, and is never worse than stale: below
-// it wherever the oracle gains more over stale than stale's own spread
-// under re-measurement of its profile (remeasuredBand, 5.1%), as it does
-// on every trace but Sia-Philly 4, and within that spread where it does
-// not. (On Sia-Philly 4 the pinned profile beats the oracle itself, by
-// 0.8%, and learning ends 2.5% above it.)
+// traces, Synergy 4000 jobs at 10 jobs/hour on seeds 42, 1 and 2), on
+// the main degradation draw and on all StaleDraws:
+//
+//   - learning with beliefs equal to the truth changes no run by 0.5% or
+//     more;
+//   - stale + learning recovers at least 80% of the oracle's gain over
+//     stale on both families' geomeans (main draw);
+//   - on every trace, learning's median over the draws is below stale's;
+//   - per run, learning is below stale wherever the oracle gains more
+//     over stale than stale's own spread under re-measurement of its
+//     profile (remeasuredBand, 5.1%), and within that spread where it
+//     does not. Measured: above stale on 2 of the 88 Sia-Philly runs and
+//     none of the 33 Synergy runs, Sia-Philly 4 draws 1 (+2.3%) and 2
+//     (+0.03%);
+//   - learning from each GPU's own pace, which knows every GPU a job has
+//     run on, ends above stale only where the oracle itself does
+//     (Sia-Philly 4 draw 1, where the oracle is 0.8% above stale): no
+//     learner can be held to beating stale there.
 func TestStaleAcceptance(t *testing.T) {
 	if testing.Short() {
-		t.Skip("full stale-profiles section: about 20 s of simulation")
+		t.Skip("full stale-profiles section over 11 draws: about 40 s of simulation")
 	}
 	band := remeasuredBand(t).band
 	res, err := RunStale(context.Background(), paper.FullPlan(), t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Rows) != 11 {
-		t.Fatalf("%d rows, want 8 Sia-Philly and 3 Synergy", len(res.Rows))
+	if len(res.Draws) != StaleDraws {
+		t.Fatalf("%d draws, want %d", len(res.Draws), StaleDraws)
 	}
-	for _, r := range res.Rows {
-		m := r.AvgJCT
-		if d := math.Abs(m["oracle+learning"]/m["oracle"] - 1); !(d < 0.005) {
-			t.Errorf("%s: learning with beliefs = truth moves avg JCT by %.2f%% (%.0f -> %.0f)", r.Trace, 100*d, m["oracle"], m["oracle+learning"])
+	above := 0
+	for i, rows := range res.Draws {
+		if len(rows) != 11 {
+			t.Fatalf("draw %d: %d rows, want 8 Sia-Philly and 3 Synergy", res.DrawSeeds[i], len(rows))
 		}
-		checkLearningVsStale(t, r.Trace, band, m["oracle"], m["stale"], m["stale+learning"])
+		for _, r := range rows {
+			m := r.AvgJCT
+			name := fmt.Sprintf("%s draw %d", r.Trace, res.DrawSeeds[i])
+			if d := math.Abs(m["oracle+learning"]/m["oracle"] - 1); !(d < 0.005) {
+				t.Errorf("%s: learning with beliefs = truth moves avg JCT by %.2f%% (%.0f -> %.0f)", name, 100*d, m["oracle"], m["oracle+learning"])
+			}
+			checkLearningVsStale(t, name, band, m["oracle"], m["stale"], m["stale+learning"])
+			if m["stale+learning"] > m["stale"] {
+				above++
+			}
+			if m["stale+gpu-learning"] > m["stale"] && !(m["oracle"] > m["stale"]) {
+				t.Errorf("%s: learning from every GPU's own pace %.0f is above stale %.0f although the oracle %.0f is not", name, m["stale+gpu-learning"], m["stale"], m["oracle"])
+			}
+		}
+	}
+	t.Logf("learning above stale on %d of %d runs", above, StaleDraws*len(res.Rows))
+	for _, d := range res.DrawStats() {
+		if !(d.Median["stale+learning"] < d.Median["stale"]) {
+			t.Errorf("%s: median over %d draws, learning %.0f is not below stale %.0f", d.Trace, StaleDraws, d.Median["stale+learning"], d.Median["stale"])
+		}
 	}
 	for _, fam := range []string{"sia-philly", "synergy"} {
 		if rec := res.Recovered[fam]; !(rec >= 0.8) {
@@ -50,70 +72,6 @@ func TestStaleAcceptance(t *testing.T) {
 		}
 		t.Logf("%s geomean: oracle %.0f stale %.0f stale+learning %.0f: %.0f%% recovered", fam,
 			res.Geomean[fam]["oracle"], res.Geomean[fam]["stale"], res.Geomean[fam]["stale+learning"], 100*res.Recovered[fam])
-	}
-}
-
-// staleRuns runs one Sia-Philly trace under FIFO and PAL with the pinned
-// table as the old profile and a truth degraded with seed: oracle, stale
-// and stale + learning, in that order.
-func staleRuns(t *testing.T, trace string, seed uint64) [3]float64 {
-	t.Helper()
-	b, err := fs.ReadFile(data.Reference, "reference/pal-artifact-gpu-pmscores.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned, err := variability.ReadGPUScores("pal-artifact-gpu-pmscores.csv", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	old, tru := filepath.Join(dir, "old.csv"), filepath.Join(dir, "truth.csv")
-	truth, _ := degrade(pinned.Table, StaleFraction, StaleFactor, seed)
-	if err := writeTable(old, pinned.Table, 4, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeTable(tru, truth, 4, nil); err != nil {
-		t.Fatal(err)
-	}
-	base, err := paper.FullPlan().Base()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [3]float64
-	for i, v := range []struct {
-		believed, actual string
-		learn            bool
-	}{{tru, "", false}, {old, tru, false}, {old, tru, true}} {
-		o := base
-		o.Trace, o.Scheduler, o.Placements = trace, "fifo", "pal"
-		o.GPUScores, o.ActualGPUScores, o.LearnScores = v.believed, v.actual, v.learn
-		_, runs, err := experiment.RunAll(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = runs[0].AvgJCT
-	}
-	return out
-}
-
-// Sia-Philly 4 over 11 degradation draws (seeds 1 to 11, the section's
-// draw first): learning beats stale wherever the oracle gains more than
-// stale's spread under re-measurement (remeasuredBand), and stays within
-// that spread where it does not. Measured: stale + learning is 1.8-6.5%
-// above the oracle (median 5.2%), the rounds jobs spend on degraded GPUs
-// before their pace names them, and it ends above stale on three draws,
-// by 2.5% (seed 1, where the oracle loses 0.8% to stale), 0.7% (seed 2,
-// oracle gains 4.9%) and 1.9% (seed 9, 3.5%).
-func TestStaleLearningBand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("33 simulations of Sia-Philly 4 and the re-measured band: a few seconds")
-	}
-	band := remeasuredBand(t).band
-	for s := uint64(1); s <= 11; s++ {
-		m := staleRuns(t, "sia-philly/4", s)
-		oracle, stale, learn := m[0], m[1], m[2]
-		t.Logf("seed %d: oracle %.0f stale %.0f stale+learning %.0f: learning/oracle %.4f learning/stale %.4f", s, oracle, stale, learn, learn/oracle, learn/stale)
-		checkLearningVsStale(t, fmt.Sprintf("sia-philly/4 seed %d", s), band, oracle, stale, learn)
 	}
 }
 
