@@ -84,7 +84,9 @@ func newReproduceStaleCmd() *cobra.Command {
 		Long: `Run the stale-profiles section alone: 20% of the GPUs (seed 1) degraded by
 x1.5 for every class after the profile was taken; FIFO; PAL believing the
 truth (oracle), believing the old profile (stale), the same with
---learn-scores, and packed-sticky. Writes OUT/stale/stale.md, stale.csv and
+--learn-scores (from job paces, and with --learn-from gpu from per-GPU
+paces), and packed-sticky; then the same runs for degradation seeds 1-11.
+Writes OUT/stale/stale.md, stale.csv (seed 1), draws.csv (every seed) and
 the tables it used.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
