@@ -56,6 +56,17 @@ const (
 	// running gang is an observation, as its end is.
 	AnnProgress = "pal.io/progress"
 
+	// AnnStepTime is what a running pod may report of its own GPUs:
+	// "SECONDS@TIME", its own compute time per iteration (the step
+	// without the wait for the other workers at the all-reduce) as
+	// measured by TIME (RFC 3339). A gang's pace is its slowest GPU's,
+	// and which GPU that is the pace does not say; a pod's own step time
+	// is its own GPUs' alone, so each newer report is an observation of
+	// those GPUs (of one GPU: it pins it), with no locality penalty (the
+	// step leaves the communication out). It is what `pal sim
+	// --learn-from gpu` simulates.
+	AnnStepTime = "pal.io/step-time"
+
 	// ReasonLearnedScoresUnreadable is the warning event on a learned
 	// ConfigMap the scheduler cannot read (it starts from the profile).
 	ReasonLearnedScoresUnreadable = "LearnedScoresUnreadable"
@@ -107,12 +118,15 @@ type learnStage struct {
 	// progressAt is the time of the last progress report learned from,
 	// by run (gang key @ bind round).
 	progressAt map[string]time.Time
+	// stepAt is the time of the last step-time report learned from, by
+	// pod run (pod key @ bind round).
+	stepAt map[string]time.Time
 	// observed are the last round's observations (logs, tests).
 	observed []observation
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}}
+	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, stepAt: map[string]time.Time{}}
 }
 
 // observation is one finished gang run as the learner receives it.
@@ -369,6 +383,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
 	s.learnProgress(snap)
+	s.learnStepTimes(snap)
 	if len(L.observed) > 0 {
 		for _, o := range L.observed {
 			if o.End.After(L.through) {
@@ -645,17 +660,28 @@ func (s *Scheduler) flushLearned() {
 
 // ParseProgress reads AnnProgress: "ITERATIONS@TIME".
 func ParseProgress(v string) (float64, time.Time, error) {
-	it, at, ok := strings.Cut(strings.TrimSpace(v), "@")
+	return parseAt(AnnProgress, v, "ITERATIONS@TIME, such as 1200@2026-03-01T12:30:00Z", "a positive iteration count", 1e15)
+}
+
+// ParseStepTime reads AnnStepTime: "SECONDS@TIME".
+func ParseStepTime(v string) (float64, time.Time, error) {
+	return parseAt(AnnStepTime, v, "SECONDS@TIME, such as 0.21@2026-03-01T12:30:00Z", "a positive number of seconds", 1e6)
+}
+
+// parseAt reads "NUMBER@TIME": a positive number up to limit, and an RFC
+// 3339 time.
+func parseAt(ann, v, want, what string, limit float64) (float64, time.Time, error) {
+	num, at, ok := strings.Cut(strings.TrimSpace(v), "@")
 	if !ok {
-		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: want ITERATIONS@TIME, such as 1200@2026-03-01T12:30:00Z", AnnProgress, v)
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: want %s", ann, v, want)
 	}
-	n, err := strconv.ParseFloat(it, 64)
-	if err != nil || !(n > 0) || n > 1e15 {
-		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not a positive iteration count", AnnProgress, v, it)
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(n > 0) || n > limit {
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not %s", ann, v, num, what)
 	}
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil || t.IsZero() {
-		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not an RFC 3339 time", AnnProgress, v, at)
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not an RFC 3339 time", ann, v, at)
 	}
 	return n, t, nil
 }
@@ -728,6 +754,77 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 	for run := range L.progressAt {
 		if !live[run] {
 			delete(L.progressAt, run)
+		}
+	}
+}
+
+// learnStepTimes takes the step times the pods of running gangs report
+// (AnnStepTime): each report newer than the last one taken from that pod
+// is an observation of the pod's own GPUs at its step time over the
+// model's median iteration time.
+func (s *Scheduler) learnStepTimes(snap *snapshot) {
+	L := s.learn
+	live := map[string]bool{}
+	for _, g := range snap.gangs {
+		if _, ev := L.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
+			continue
+		}
+		bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
+		if err != nil || bi.Gang != g.key || len(g.bound) != len(bi.Pods) {
+			continue
+		}
+		var setup observation
+		ready := false
+		for _, p := range g.bound {
+			v, ok := p.Annotations[AnnStepTime]
+			if !ok {
+				continue
+			}
+			run := p.Namespace + "/" + p.Name + "@" + bi.Round
+			live[run] = true
+			sec, at, err := ParseStepTime(v)
+			if err != nil {
+				s.log.Debug("step time not read", "pod", p.Namespace+"/"+p.Name, "err", err)
+				continue
+			}
+			pb, ok := bi.Pods[p.Name]
+			if !ok || !at.After(L.stepAt[run]) || !at.After(L.loadedThrough) {
+				continue
+			}
+			if !ready {
+				var why string
+				if setup, why = s.runSetup(snap, bi, p); why != "" {
+					s.log.Debug("step times not learned from", "gang", gangName(bi.Gang), "why", why)
+					break
+				}
+				ready = true
+			}
+			n, ok := snap.nodeIndex[pb.Node]
+			if !ok {
+				continue
+			}
+			o := observation{Gang: bi.Gang, Class: setup.Class, IterTime: setup.IterTime, Locality: 1, Iterations: 1, Start: at, End: at}
+			for _, x := range pb.GPUs {
+				o.GPUs = append(o.GPUs, snap.first[n]+x)
+			}
+			slices.Sort(o.GPUs)
+			o.Run = sec * s.cfg.TimeScale
+			o.Y = o.Run / o.IterTime
+			L.stepAt[run] = at
+			if len(o.GPUs) == 0 || !(o.Y > 0) || math.IsInf(o.Y, 0) {
+				continue
+			}
+			L.count++
+			L.learner.Observe(o.Class, o.GPUs, o.Y)
+			L.observed = append(L.observed, o)
+			s.metrics.learn.observations.Inc()
+			s.log.Info("learned from a pod's step time", "pod", p.Namespace+"/"+p.Name, "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+				"step_s", fmtFloat(o.Run), "pace", fmtFloat(o.Y))
+		}
+	}
+	for run := range L.stepAt {
+		if !live[run] {
+			delete(L.stepAt, run)
 		}
 	}
 }

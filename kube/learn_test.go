@@ -415,6 +415,20 @@ func TestParseProgress(t *testing.T) {
 			t.Errorf("%q: %v, want %q", v, err, want)
 		}
 	}
+	sec, at, err := ParseStepTime(" 0.21@2026-03-01T12:30:00Z")
+	if err != nil || sec != 0.21 || !at.Equal(time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)) {
+		t.Errorf("step time: got %v %v %v", sec, at, err)
+	}
+	for v, want := range map[string]string{
+		"0.21":                     `annotation pal.io/step-time="0.21": want SECONDS@TIME`,
+		"-1@2026-03-01T12:30:00Z":  `"-1" is not a positive number of seconds`,
+		"2e6@2026-03-01T12:30:00Z": `"2e6" is not a positive number of seconds`,
+		"0.2@12:30":                `"12:30" is not an RFC 3339 time`,
+	} {
+		if _, _, err := ParseStepTime(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("step time %q: %v, want %q", v, err, want)
+		}
+	}
 }
 
 func FuzzParseProgress(f *testing.F) {
@@ -422,15 +436,21 @@ func FuzzParseProgress(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		n, at, err := ParseProgress(v)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "annotation "+AnnProgress+"=") {
-				t.Errorf("error %q does not name the annotation", err)
+		for _, r := range []struct {
+			ann   string
+			parse func(string) (float64, time.Time, error)
+			limit float64
+		}{{AnnProgress, ParseProgress, 1e15}, {AnnStepTime, ParseStepTime, 1e6}} {
+			n, at, err := r.parse(v)
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), "annotation "+r.ann+"=") {
+					t.Errorf("error %q does not name the annotation", err)
+				}
+				continue
 			}
-			return
-		}
-		if !(n > 0) || n > 1e15 || at.IsZero() {
-			t.Errorf("%q read as %v at %v", v, n, at)
+			if !(n > 0) || n > r.limit || at.IsZero() {
+				t.Errorf("%s %q read as %v at %v", r.ann, v, n, at)
+			}
 		}
 	})
 }
@@ -457,5 +477,67 @@ func TestLearnedScoresSteerPlacement(t *testing.T) {
 		if (got == "3") == learn {
 			t.Errorf("learn %v: new pod bound to n0 device %s", learn, got)
 		}
+	}
+}
+
+// Step times a running gang's pods report are observations of each
+// pod's own GPUs. BERT (class B, 0.179 s per iteration on the median
+// GPU) on n0 device 1 (g-0) and n1 device 2 (g-1, global GPU 6): g-0
+// reports 0.358 s (y = 2: GPU 1 is pinned and steps half way, to 1.5),
+// g-1 0.179 s (y = 1, its belief: nothing moves). No locality penalty
+// although the gang spans nodes (a step leaves communication out), and
+// the gang's own pace, 2 on both GPUs, would not have said which one is
+// slow. The same reports are taken once; a newer one is taken again.
+func TestLearnStepTimeOfRunningPods(t *testing.T) {
+	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	mk := func(name, node string, idx int, step string) *corev1.Pod {
+		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, 2, 0)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(learnT0)}}
+		p.Annotations[AnnStepTime] = step
+		return p
+	}
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4), mk("g-0", "n0", 1, "0.358@"+at(100)), mk("g-1", "n1", 2, "0.179@"+at(100)))
+	s := startRounds(t, learnCfg(), cs)
+	s.Round(context.Background(), learnT0.Add(110*time.Second))
+	obs := s.learn.observed
+	if len(obs) != 2 {
+		t.Fatalf("%d observations, want one per pod: %+v", len(obs), obs)
+	}
+	for i, w := range []struct {
+		gpu int
+		y   float64
+	}{{1, 2}, {6, 1}} {
+		if o := obs[i]; len(o.GPUs) != 1 || o.GPUs[0] != w.gpu || math.Abs(o.Y-w.y) > 1e-12 || o.Locality != 1 {
+			t.Errorf("observation %d: %+v, want GPU %d at y %v, locality 1", i, o, w.gpu, w.y)
+		}
+	}
+	for g, want := range map[int]float64{1: 1.5, 6: 1} {
+		if b := s.learn.learner.Belief(variability.ClassB, g); math.Abs(b-want) > 1e-12 {
+			t.Errorf("GPU %d believed %v, want %v", g, b, want)
+		}
+	}
+	s.Round(context.Background(), learnT0.Add(120*time.Second))
+	if len(s.learn.observed) != 0 {
+		t.Errorf("the same reports taken again: %+v", s.learn.observed)
+	}
+	p, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "g-0", metav1.GetOptions{})
+	p.Annotations[AnnStepTime] = "0.358@" + at(150)
+	if _, err := cs.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if q, err := s.ours.Pods("ns").Get("g-0"); err == nil && q.Annotations[AnnStepTime] == "0.358@"+at(150) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer never showed the new report")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Round(context.Background(), learnT0.Add(160*time.Second))
+	if b := s.learn.learner.Belief(variability.ClassB, 1); len(s.learn.observed) != 1 || b != 1.75 {
+		t.Errorf("newer report: observed %+v, GPU 1 believed %v, want one observation and 1.75", s.learn.observed, b)
 	}
 }

@@ -396,7 +396,7 @@ func (r *StaleResult) DrawRecovered(fam string) []float64 {
 
 func (r *StaleResult) drawsMarkdown(b *strings.Builder) {
 	fmt.Fprintf(b, "### Over %d degradation draws (seeds %d-%d)\n\n", len(r.Draws), r.DrawSeeds[0], r.DrawSeeds[len(r.DrawSeeds)-1])
-	b.WriteString("One draw's average JCT is one sample of a queue that a single placement can reshuffle. The same runs with every draw of the degraded GPUs: medians over the draws, learning against stale per draw, and the draws on which each learner ends above stale. Every run is in draws.csv.\n\n")
+	fmt.Fprintf(b, "One draw's average JCT is one sample of a queue that a single placement can reshuffle. The same runs with every draw of the degraded GPUs: medians over the draws, learning against stale per draw, and the draws on which each learner ends above stale. Every run is in %s/draws.csv.\n\n", StaleDir)
 	b.WriteString("| trace | oracle | stale | stale+learning | stale+gpu-learning | learning / stale, median [range] | learning above stale | gpu-learning above stale |\n|---|---|---|---|---|---|---|---|\n")
 	seeds := func(xs []uint64) string {
 		if len(xs) == 0 {
