@@ -40,13 +40,19 @@ func checkIndexInBrowser(t *testing.T, dir string, rep *Report) {
 	if rep.Hived == nil || rep.Themis == nil || len(rep.Hived.Figures) < 6 || len(rep.Themis.Figures) < 3 {
 		t.Fatalf("HiveD figures %v, Themis %v: want the quick run's 6 and 3 at least", rep.Hived, rep.Themis)
 	}
+	if rep.Stale == nil || len(rep.Stale.Figures) != 2 {
+		t.Fatalf("stale figures %v: want one per family", rep.Stale)
+	}
+	for _, b := range rep.Stale.Figures {
+		want = append(want, "stale/"+b+".png")
+	}
 	for _, b := range rep.Hived.Figures {
 		want = append(want, "hived/"+b+".png")
 	}
 	for _, b := range rep.Themis.Figures {
 		want = append(want, "themis/"+b+".png")
 	}
-	titles = append(titles, HivedTitle, ThemisTitle, ClaimsTitle)
+	titles = append(titles, StaleTitle, HivedTitle, ThemisTitle, ClaimsTitle)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

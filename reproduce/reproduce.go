@@ -200,6 +200,7 @@ func (rep *Report) write() error {
 		fmt.Sprintf("%d simulations in %s, Fig 18 timing in %s.", rep.Simulations, rep.SimTime.Round(time.Millisecond), rep.BenchTime.Round(time.Millisecond)),
 	}, pal.Notes(rep.Plan)...)
 	md := rep.PAL.Summary(rep.Plan, notes) + rep.Migration.Markdown()
+	claims := md // index.html shows the stale section on its own
 	if rep.Stale != nil {
 		md += rep.Stale.Markdown
 	}
@@ -212,7 +213,7 @@ func (rep *Report) write() error {
 	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
 		return err
 	}
-	sections, err := rep.indexSections(md)
+	sections, err := rep.indexSections(claims)
 	if err != nil {
 		return err
 	}
@@ -237,9 +238,11 @@ const IndexTitle = "PAL, HiveD and Themis: reproduced figures and claims"
 // Section titles of index.html beyond the figures' own.
 const (
 	AboutTitle   = "About this report"
+	StaleTitle   = "Stale profiles: learning PM-scores online"
 	HivedTitle   = "Tenancy: HiveD's sharing anomaly"
 	ThemisTitle  = "Finish-time fairness: Themis"
 	ClaimsTitle  = "PAL: the paper's claims beside ours"
+	staleSubdir  = stale.StaleDir
 	hivedSubdir  = "hived"
 	themisSubdir = "themis"
 )
@@ -250,7 +253,7 @@ const (
 // tables with a verdict per claim. The figures of HiveD and Themis are
 // shown from their subdirectories.
 func (rep *Report) indexSections(summary string) ([]report.Section, error) {
-	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, HiveD's sharing anomaly, Themis' finish-time fairness, and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
+	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, the stale-profiles study (not in the paper), HiveD's sharing anomaly, Themis' finish-time fairness, and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
 	if rep.Plan.Name == "quick" {
 		p, tp := rep.Plan, themis.QuickPlan()
 		about += fmt.Sprintf("\n\n**This is the --quick plan, and its numbers are not meaningful**: it shows that every figure and table is produced, on grids far smaller than the papers'. PAL: Sia-Philly traces %s only (geomeans over %d of 8 traces), workload %s alone for the locality sweep, %d Synergy seed(s) of %d jobs at %s jobs/h (the headline claims at other loads are not measured). HiveD: one synthetic load over one day, and the first %d Philly jobs, which load the VCs too lightly for anyone to queue (every Philly anomaly is 0 by lack of load). Themis: %d apps on a %s cluster, where one job sets an app's ρ. Run pal reproduce without --quick for the comparison with the papers.",
@@ -261,6 +264,17 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 		sections = append(sections, report.Section{Title: f.Title,
 			Text:    f.Text + "\n\nData: " + f.CSV + ".",
 			Figures: f.Plots, Captions: f.Captions, Tables: f.Tables})
+	}
+	if rep.Stale != nil {
+		body := strings.TrimPrefix(strings.TrimLeft(rep.Stale.Markdown, "\n"), "## "+StaleTitle+"\n")
+		s := report.Section{Title: StaleTitle, Markdown: body, Captions: map[string]string{},
+			Text: "How fast online learning closes the gap to the oracle when the profile is stale; the tables follow. Data: stale/convergence.csv, stale/stale.csv and stale/draws.csv."}
+		for _, base := range rep.Stale.Figures {
+			ref := staleSubdir + "/" + base
+			s.Figures = append(s.Figures, ref)
+			s.Captions[ref] = "Mean JCT by arrival group over the oracle's, " + strings.TrimPrefix(base, "convergence-") + " (stale/" + base + ")"
+		}
+		sections = append(sections, s)
 	}
 	if rep.Hived != nil {
 		hm, err := os.ReadFile(filepath.Join(rep.Hived.Dir, "hived.md"))

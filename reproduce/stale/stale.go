@@ -86,7 +86,11 @@ type StaleResult struct {
 	// in DrawSeeds.
 	DrawSeeds []uint64
 	Draws     [][]StaleRow
-	Markdown  string
+	// Convergence is how fast learning closes the gap, by family, and
+	// Figures its charts' base names in Dir.
+	Convergence []Convergence
+	Figures     []string
+	Markdown    string
 }
 
 // degrade copies t with the GPUs degraded for every class, choosing
@@ -164,6 +168,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 			gg := g
 			gg.Base.GPUScores, gg.Base.ActualGPUScores, gg.Base.LearnScores = old, tru, false
 			gg.Placements = []string{"pal"}
+			gg.Keep = func(sweep.Point) bool { return kept(v) }
 			switch v {
 			case "oracle":
 				gg.Base.GPUScores, gg.Base.ActualGPUScores = tru, ""
@@ -239,6 +244,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return nil, err
 	}
 	rows := map[string]*StaleRow{}
+	jobs := map[string]map[string][]metrics.JobRecord{}
 	order := map[uint64][]string{}
 	for i, r := range results {
 		parts := strings.SplitN(keys[i], "\x00", 3)
@@ -255,6 +261,15 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 				order[draw] = append(order[draw], k)
 			}
 			rows[k].AvgJCT[v] = row.AvgJCT
+			if kept(v) {
+				if row.Run == nil {
+					return nil, fmt.Errorf("stale: %s %s kept no job records", tr, v)
+				}
+				if jobs[k] == nil {
+					jobs[k] = map[string][]metrics.JobRecord{}
+				}
+				jobs[k][v] = row.Run.JobRecords
+			}
 		}
 	}
 	for _, draw := range res.DrawSeeds {
@@ -265,6 +280,12 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		res.Draws = append(res.Draws, rs)
 	}
 	res.Rows = res.Draws[0]
+	if res.Convergence, err = convergence(jobs, []string{"sia-philly", "synergy"}); err != nil {
+		return nil, err
+	}
+	if res.Figures, err = writeConvergence(dir, res.Convergence); err != nil {
+		return nil, err
+	}
 	for _, fam := range []string{"sia-philly", "synergy"} {
 		gm := geomeans(res.Rows, fam)
 		res.Geomean[fam] = gm
@@ -343,6 +364,9 @@ func (r *StaleResult) markdown(plan paper.Plan) string {
 	b.WriteString("\n")
 	if len(r.Draws) > 1 {
 		r.drawsMarkdown(&b)
+	}
+	if len(r.Convergence) > 0 {
+		r.convergenceMarkdown(&b)
 	}
 	return b.String()
 }
