@@ -70,11 +70,11 @@ type Config struct {
 	KStrategy          string    `json:"kStrategy"`
 	Seed               uint64    `json:"seed"`
 	StarvationGuard    Duration  `json:"starvationGuard"`
-	TiresiasThresholds []float64 `json:"tiresiasThresholds,omitempty"`
-	TiresiasStarvation float64   `json:"tiresiasStarvation,omitempty"`
+	TiresiasThresholds []float64 `json:"tiresiasThresholds"`
+	TiresiasStarvation float64   `json:"tiresiasStarvation"`
 	// Models is a model table YAML (empty: the embedded one); ClassMap is
 	// artifact or paper, as in `pal sim`.
-	Models   string `json:"models,omitempty"`
+	Models   string `json:"models"`
 	ClassMap string `json:"classMap"`
 
 	// VariabilityConfigMap names the ConfigMap (in Namespace) written by
@@ -109,7 +109,7 @@ type Config struct {
 	// Cells is the HiveD cells file it needs (as `pal sim --cells`). Pods
 	// name their VC and priority in pal.io/vc and pal.io/priority.
 	Tenancy string `json:"tenancy"`
-	Cells   string `json:"cells,omitempty"`
+	Cells   string `json:"cells"`
 
 	// Themis holds the knobs of scheduler themis (lease, knob); see
 	// ThemisConfig.
@@ -175,20 +175,23 @@ var artifact = struct {
 func DefaultConfig() Config {
 	o := artifact
 	return Config{
-		SchedulerName:        "pal",
-		Namespace:            "pal-system",
-		Period:               Duration{10 * time.Second},
-		ArrivalDelay:         Duration{time.Second},
-		Scheduler:            o.Scheduler,
-		Placement:            "pal-ma",
-		MigrationCost:        Duration{DefaultMigrationCost},
-		TimeScale:            1,
-		PMFirstTieBreak:      o.TieBreak,
-		LocalityPenalty:      o.LocalityPenalty,
-		KStrategy:            o.KStrategy,
-		Seed:                 o.Seed,
-		StarvationGuard:      Duration{time.Duration(o.StarvationGuard * float64(time.Second))},
-		ClassMap:             o.ClassMap,
+		SchedulerName:   "pal",
+		Namespace:       "pal-system",
+		Period:          Duration{10 * time.Second},
+		ArrivalDelay:    Duration{time.Second},
+		Scheduler:       o.Scheduler,
+		Placement:       "pal-ma",
+		MigrationCost:   Duration{DefaultMigrationCost},
+		TimeScale:       1,
+		PMFirstTieBreak: o.TieBreak,
+		LocalityPenalty: o.LocalityPenalty,
+		KStrategy:       o.KStrategy,
+		Seed:            o.Seed,
+		StarvationGuard: Duration{time.Duration(o.StarvationGuard * float64(time.Second))},
+		ClassMap:        o.ClassMap,
+		// Tiresias' own defaults, written out so that --print-config
+		// shows what scheduler tiresias-las runs with.
+		TiresiasThresholds:   registry.DefaultTiresiasThresholds(),
 		VariabilityConfigMap: "pal-variability",
 		LeaderElection: LeaderElection{
 			Enabled:       true,

@@ -3,8 +3,11 @@ package kube
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestLoadConfigErrors: every way a config file can be wrong is reported
@@ -84,4 +87,53 @@ func FuzzLoadConfig(f *testing.F) {
 			t.Fatalf("error does not name the file: %v", err)
 		}
 	})
+}
+
+// --print-config shows every field, unset ones included (no hidden
+// default: tiresias-las' thresholds are written out), and what it prints
+// loads back to the same config.
+func TestPrintedConfigHasEveryField(t *testing.T) {
+	def := DefaultConfig()
+	b, err := yaml.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := yaml.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(prefix string, ty reflect.Type, m map[string]any)
+	walk = func(prefix string, ty reflect.Type, m map[string]any) {
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			v, ok := m[name]
+			if !ok {
+				t.Errorf("--print-config lacks %s%s", prefix, name)
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(Duration{}) {
+				sub, _ := v.(map[string]any)
+				walk(prefix+name+".", f.Type, sub)
+			}
+		}
+	}
+	walk("", reflect.TypeOf(def), got)
+	if th, _ := got["tiresiasThresholds"].([]any); len(th) != 2 || th[0] != 3250.0 || th[1] != 7200.0 {
+		t.Errorf("tiresiasThresholds printed as %v, want [3250 7200]", got["tiresiasThresholds"])
+	}
+	p := filepath.Join(t.TempDir(), "printed.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadConfig(p)
+	if err != nil {
+		t.Fatalf("the printed config does not load: %v", err)
+	}
+	if !reflect.DeepEqual(back, def) {
+		t.Errorf("printed and loaded back:\n%+v\nwant\n%+v", back, def)
+	}
 }

@@ -51,6 +51,10 @@ func PlacesToo(scheduler string) bool {
 	return scheduler == SchedulerThemis || baseline.Is(scheduler)
 }
 
+// DefaultTiresiasThresholds are tiresias-las' queue thresholds
+// (GPU-seconds) when none are given.
+func DefaultTiresiasThresholds() []float64 { return schedule.DefaultTiresias().Thresholds }
+
 // NewScheduler builds the scheduling order s names, with its Tiresias knobs.
 // Every driver (the simulator, the Kubernetes scheduler) builds it here.
 func NewScheduler(o Spec) (policy.Scheduler, error) {
