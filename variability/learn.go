@@ -174,6 +174,10 @@ type Learner struct {
 	// (isTouched marks them), so that Rebin looks at those alone.
 	touched   [NumClasses][]int
 	isTouched [NumClasses][]bool
+	// moved lists the GPUs touched since the last TakeMoved (isMoved
+	// marks them).
+	moved   []int
+	isMoved []bool
 	// reassigned counts GPUs re-placed in the old bins since the last fit.
 	reassigned [NumClasses]int
 	// sfCount counts each class's GPUs by score, so that a re-placement's
@@ -217,6 +221,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 	l := &Learner{opts: opts.withDefaults(), cur: cur}
 	n := prior.NumGPUs()
 	l.health = make([]float64, n)
+	l.isMoved = make([]bool, n)
 	l.hiH = make([]float64, n)
 	for g := range l.health {
 		l.health[g], l.hiH[g] = 1, math.Inf(1)
@@ -260,6 +265,23 @@ func (l *Learner) touch(c Class, g int) {
 		l.isTouched[c][g] = true
 		l.touched[c] = append(l.touched[c], g)
 	}
+	if !l.isMoved[g] {
+		l.isMoved[g] = true
+		l.moved = append(l.moved, g)
+	}
+}
+
+// TakeMoved appends to dst the GPUs some belief of which may have changed
+// since the last call (or since the learner was made), and forgets them:
+// a driver that mirrors the beliefs (gauges, a copy by device) updates
+// those alone instead of reading every GPU every round.
+func (l *Learner) TakeMoved(dst []int) []int {
+	for _, g := range l.moved {
+		l.isMoved[g] = false
+	}
+	dst = append(dst, l.moved...)
+	l.moved = l.moved[:0]
+	return dst
 }
 
 // jobSeen is what ObserveJob last saw of a job.

@@ -502,3 +502,26 @@ func TestLearnerObserveJob(t *testing.T) {
 		step("slow again", 6, obs(gpus, 1.5))
 	}
 }
+
+// TakeMoved names each GPU whose belief may have changed, once: class A
+// on {0, 1} at 1.5 raises GPU 0 on a guess; then nothing moved; then GPU 2
+// alone at 1.5 is pinned (and its factor spread to the other classes,
+// still GPU 2 alone). A steady observation moves nothing.
+func TestLearnerTakeMoved(t *testing.T) {
+	l := newTestLearner(t, flatTable(4))
+	if got := l.TakeMoved(nil); len(got) != 0 {
+		t.Fatalf("a new learner moved %v", got)
+	}
+	l.Observe(ClassA, []int{0, 1}, 1.5)
+	if got := l.TakeMoved(nil); fmt.Sprint(got) != "[0]" {
+		t.Errorf("after the guess: moved %v, want [0]", got)
+	}
+	if got := l.TakeMoved(nil); len(got) != 0 {
+		t.Errorf("taken twice: %v", got)
+	}
+	l.Observe(ClassA, []int{2}, 1.5)
+	l.Observe(ClassB, []int{3}, 1.0)
+	if got := l.TakeMoved([]int{9}); fmt.Sprint(got) != "[9 2]" {
+		t.Errorf("after the pin: moved %v, want [9 2] (appended to dst)", got)
+	}
+}
