@@ -164,3 +164,59 @@ func TestLearnScoresFromReplay(t *testing.T) {
 		return strings.Contains(last, want+"\n")
 	})
 }
+
+// Step times on the dev cluster: a BERT gang of two 1-GPU pods (0.179 s
+// per iteration on the median GPU; no profile, so every GPU is believed
+// the median) is bound by PAL; then, as their workers would, the test
+// annotates pod 0 with a 2x step time (0.358 s) and pod 1 with the
+// median's. Through the apiserver and the scheduler's informers, the
+// learned ConfigMap ends with pod 0's device at 1.5 for class B (half way
+// to 2, one observation) and pod 1's at 1, and the gauge says the same.
+// The gang's own pace (2 on both) could not have told the two apart.
+func TestLearnStepTimesOnDevCluster(t *testing.T) {
+	e := newEnv(t, 2, 4)
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.Scheduler, cfg.Placement = "fifo", "pal"
+	cfg.LearnScores = true
+	cfg.LearnedScoresWriteInterval = kube.Duration{}
+	s, _ := e.runScheduler(cfg, "pal")
+	names := e.gang("st", 2, 1, map[string]string{kube.AnnModel: "BERT"})
+	e.eventually(30*time.Second, "the gang bound", func() bool { return e.bound(names...) })
+	dev := func(name string) kube.GPUKey {
+		p := e.pod(name)
+		idx, err := kube.ParseIndices(p.Annotations[kube.AnnGPUIndices])
+		if err != nil || len(idx) != 1 {
+			t.Fatalf("pod %s: %s=%q: %v", name, kube.AnnGPUIndices, p.Annotations[kube.AnnGPUIndices], err)
+		}
+		return kube.GPUKey{Node: p.Spec.NodeName, Index: idx[0]}
+	}
+	slow, fast := dev(names[0]), dev(names[1])
+	at := time.Now().UTC().Format(time.RFC3339)
+	for name, step := range map[string]string{names[0]: "0.358", names[1]: "0.179"} {
+		p := e.pod(name)
+		p.Annotations[kube.AnnStepTime] = step + "@" + at
+		if _, err := e.cs.CoreV1().Pods(e.ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := variability.ClassB
+	var ns kube.NodeScores
+	e.eventually(30*time.Second, "the learned ConfigMap holds the slow device", func() bool {
+		cm, err := e.cs.CoreV1().ConfigMaps("pal-system").Get(ctx, kube.DefaultLearnedScoresConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		ns, err = kube.ReadNodeScores("learned", strings.NewReader(cm.Data[kube.ScoresKey]))
+		return err == nil && ns[slow][b] != 1
+	})
+	if ns[slow][b] != 1.5 || ns[fast][b] != 1 {
+		t.Errorf("learned class B: %+v at %v and %+v at %v, want 1.5 and 1", slow, ns[slow][b], fast, ns[fast][b])
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	want := fmt.Sprintf(`pal_learned_score{class="B",gpu="%d",node="%s"} 1.5`, slow.Index, slow.Node)
+	if !strings.Contains(rec.Body.String(), want+"\n") {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
