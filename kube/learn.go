@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -727,20 +728,34 @@ func parseAt(ann, v, want, what string, limit float64) (float64, time.Time, erro
 	return n, t, nil
 }
 
+// learnableRuns are the running gangs whose reports may be learned from,
+// with their bind-info: every member bound, by a PAL round that the
+// bind-info names, and not evicted by this replica (a run restarted from
+// a checkpoint would look fast).
+func (s *Scheduler) learnableRuns(snap *snapshot) iter.Seq2[*gang, *BindInfo] {
+	return func(yield func(*gang, *BindInfo) bool) {
+		for _, g := range snap.gangs {
+			if _, ev := s.learn.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
+				continue
+			}
+			bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
+			if err != nil || bi.Gang != g.key {
+				continue
+			}
+			if !yield(g, bi) {
+				return
+			}
+		}
+	}
+}
+
 // learnProgress takes the progress running gangs report (AnnProgress):
 // each report newer than the last one learned from is an observation of
 // the run so far, timed from the start of its last pod to the report.
 func (s *Scheduler) learnProgress(snap *snapshot) {
 	L := s.learn
 	live := map[string]bool{}
-	for _, g := range snap.gangs {
-		if _, ev := L.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
-			continue
-		}
-		bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
-		if err != nil || bi.Gang != g.key {
-			continue
-		}
+	for g, bi := range s.learnableRuns(snap) {
 		run := bi.Gang + "@" + bi.Round
 		live[run] = true
 		var iters float64
@@ -806,12 +821,8 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 func (s *Scheduler) learnStepTimes(snap *snapshot) {
 	L := s.learn
 	live := map[string]bool{}
-	for _, g := range snap.gangs {
-		if _, ev := L.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
-			continue
-		}
-		bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
-		if err != nil || bi.Gang != g.key || len(g.bound) != len(bi.Pods) {
+	for g, bi := range s.learnableRuns(snap) {
+		if len(g.bound) != len(bi.Pods) {
 			continue
 		}
 		var setup observation

@@ -388,24 +388,34 @@ func TestLearnProgressOfRunningGang(t *testing.T) {
 	if len(s.learn.observed) != 0 {
 		t.Errorf("the same report taken again: %+v", s.learn.observed)
 	}
-	p, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "g-1", metav1.GetOptions{})
-	p.Annotations[AnnProgress] = "1000@" + at(195)
+	annotateSeen(t, cs, s, "g-1", AnnProgress, "1000@"+at(195))
+	s.Round(context.Background(), learnT0.Add(200*time.Second))
+	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 190 || obs[0].Iterations != 1000 {
+		t.Errorf("newer report: %+v, want run 190 s over 1000 iterations", obs)
+	}
+}
+
+// annotateSeen sets a pod's annotation, as its worker would, and waits
+// until the scheduler's informer shows it.
+func annotateSeen(t *testing.T, cs *fake.Clientset, s *Scheduler, pod, key, value string) {
+	t.Helper()
+	p, err := cs.CoreV1().Pods("ns").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Annotations[key] = value
 	if _, err := cs.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if q, err := s.ours.Pods("ns").Get("g-1"); err == nil && q.Annotations[AnnProgress] == "1000@"+at(195) {
-			break
+		if q, err := s.ours.Pods("ns").Get(pod); err == nil && q.Annotations[key] == value {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("informer never showed the new report")
+			t.Fatalf("informer never showed %s=%s on %s", key, value, pod)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	s.Round(context.Background(), learnT0.Add(200*time.Second))
-	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 190 || obs[0].Iterations != 1000 {
-		t.Errorf("newer report: %+v, want run 190 s over 1000 iterations", obs)
 	}
 }
 
@@ -532,21 +542,7 @@ func TestLearnStepTimeOfRunningPods(t *testing.T) {
 	if len(s.learn.observed) != 0 {
 		t.Errorf("the same reports taken again: %+v", s.learn.observed)
 	}
-	p, _ := cs.CoreV1().Pods("ns").Get(context.Background(), "g-0", metav1.GetOptions{})
-	p.Annotations[AnnStepTime] = "0.358@" + at(150)
-	if _, err := cs.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if q, err := s.ours.Pods("ns").Get("g-0"); err == nil && q.Annotations[AnnStepTime] == "0.358@"+at(150) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("informer never showed the new report")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	annotateSeen(t, cs, s, "g-0", AnnStepTime, "0.358@"+at(150))
 	s.Round(context.Background(), learnT0.Add(160*time.Second))
 	if b := s.learn.learner.Belief(variability.ClassB, 1); len(s.learn.observed) != 1 || b != 1.75 {
 		t.Errorf("newer report: observed %+v, GPU 1 believed %v, want one observation and 1.75", s.learn.observed, b)
