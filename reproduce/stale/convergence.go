@@ -110,6 +110,9 @@ func convergence(jobs map[string]map[string][]metrics.JobRecord, fams []string) 
 			}
 			runs++
 		}
+		if runs == 0 {
+			continue // the plan has no run of this family: no curve
+		}
 		c := Convergence{Family: fam, Runs: runs, Ratio: map[string][]float64{}}
 		for _, v := range convergenceVariants {
 			for g := range convergenceGroups {

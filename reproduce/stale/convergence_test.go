@@ -39,6 +39,10 @@ func TestConvergenceGroupsByArrival(t *testing.T) {
 	if len(cs) != 1 || cs[0].Runs != 1 {
 		t.Fatalf("curves %+v, want one of one run", cs)
 	}
+	// A family the plan did not run has no curve (not one of NaNs).
+	if cs, err := convergence(map[string]map[string][]metrics.JobRecord{"1\x00sia-philly\x00t": run}, []string{"sia-philly", "synergy"}); err != nil || len(cs) != 1 || cs[0].Family != "sia-philly" {
+		t.Errorf("with a family of no runs: %+v, %v", cs, err)
+	}
 	for g := range convergenceGroups {
 		wantL := 1.0
 		if g < 5 {
