@@ -588,11 +588,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 	}
 	effExtra := map[string]stat{}
 	for _, l := range effLabels {
-		var d []float64
-		for i, v := range effGPU[l] {
-			d = append(d, 100*(v/effGPU["themis (flat, 300 s)"][i]-1))
-		}
-		effExtra[l] = statOf(d)
+		effExtra[l] = statOf(extraPct(effGPU[l], effGPU["themis (flat, 300 s)"]))
 		eff.AddRow(l, statOf(effGPU[l]).String(), effExtra[l].String())
 	}
 	out.Tables["efficiency"] = eff
@@ -612,11 +608,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 	}
 	paperExtra := map[string]stat{}
 	for _, l := range pLabels {
-		var d []float64
-		for i, v := range pGPU[l] {
-			d = append(d, 100*(v/pGPU["themis"][i]-1))
-		}
-		paperExtra[l] = statOf(d)
+		paperExtra[l] = statOf(extraPct(pGPU[l], pGPU["themis"]))
 		paper.AddRow(l, statOf(pGPU[l]).String(), paperExtra[l].String(), statOf(pRho[l]).String(), statOf(pPl[l]).String(), statOf(pMk[l]).String())
 	}
 	out.Tables["paperlike"] = paper
@@ -1015,4 +1007,13 @@ func joinF(v []float64, f string) string {
 		s[i] = fmt.Sprintf(f, x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// extraPct is, seed by seed, how much more xs is than ref, in percent.
+func extraPct(xs, ref []float64) []float64 {
+	d := make([]float64, 0, len(xs))
+	for i, v := range xs {
+		d = append(d, 100*(v/ref[i]-1))
+	}
+	return d
 }
