@@ -71,6 +71,43 @@ const (
 	// ReasonLearnedScoresUnreadable is the warning event on a learned
 	// ConfigMap the scheduler cannot read (it starts from the profile).
 	ReasonLearnedScoresUnreadable = "LearnedScoresUnreadable"
+	// ReasonLearnReportRejected is the warning event on a pod whose run
+	// or report the learner was not given (see MaxReportedPace), once per
+	// pod.
+	ReasonLearnReportRejected = "LearnReportRejected"
+)
+
+// What workers report can be wrong, and one wrong report would move a
+// belief (a fast one bounds every GPU of its gang from above): a step
+// time in milliseconds, a pal.io/iterations that counts the global step
+// of a run restarted from a checkpoint, a job stalled on its input. Two
+// checks keep such reports from the learner; each one refused is logged,
+// counted in pal_learned_reports_rejected_total and posted once as a
+// warning event on its pod.
+const (
+	// MaxReportedPace bounds what one observation may say of a GPU: a
+	// pace more than this many times the model's median iteration time,
+	// or less than its inverse, is not a GPU of the model's cluster
+	// (the largest iso-architecture spread the PAL paper cites is 3.5x;
+	// a step time in milliseconds is 1000x off).
+	MaxReportedPace = 10.0
+	// StepTimeSlack: a pod's step time leaves out the wait at the
+	// all-reduce, so it is at most its gang's time per iteration. That is
+	// known from the gang's freshest progress report, averaged since its
+	// last pod started, and lags a GPU that slowed since; a step time up
+	// to this many times it is taken (a GPU that halves its speed mid-run
+	// is refused only until the average catches up).
+	StepTimeSlack = 1.5
+)
+
+// Sources and reasons of a refused report (the labels of
+// pal_learned_reports_rejected_total).
+const (
+	sourceRun      = "run"      // a finished run, timed over pal.io/iterations
+	sourceProgress = "progress" // pal.io/progress
+	sourceStepTime = "step-time"
+	rejectPace     = "implausible_pace"
+	rejectGang     = "slower_than_gang"
 )
 
 // validateLearn checks the learning fields.
@@ -122,8 +159,13 @@ type learnStage struct {
 	// stepAt is the time of the last step-time report learned from, by
 	// pod run (pod key @ bind round).
 	stepAt map[string]time.Time
-	// observed are the last round's observations (logs, tests).
+	// warned are the pods that got a ReasonLearnReportRejected event
+	// (one each), by UID.
+	warned map[types.UID]bool
+	// observed are the last round's observations (logs, tests), and
+	// rejected the reports refused in it.
 	observed []observation
+	rejected []rejection
 	// moved are the GPUs whose beliefs changed since the last syncKnown
 	// (Learner.TakeMoved), gaugeDirty those whose gauges are behind, and
 	// gauges the gauges' handles: a round copies and sets only what moved,
@@ -137,7 +179,13 @@ type learnStage struct {
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, stepAt: map[string]time.Time{}}
+	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
+}
+
+// rejection is a report the learner was not given.
+type rejection struct {
+	Pod, Source, Reason string
+	Y                   float64 // the pace it would have given
 }
 
 // observation is one finished gang run as the learner receives it.
@@ -159,6 +207,7 @@ type learnMetrics struct {
 	updates      prometheus.Counter
 	score        *prometheus.GaugeVec
 	writes       *prometheus.CounterVec
+	rejected     *prometheus.CounterVec
 }
 
 func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
@@ -172,9 +221,16 @@ func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_learned_scores_writes_total",
 			Help: "Writes of the learned-scores ConfigMap, by result (ok, error)."}, []string{"result"}),
 	}
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_learned_reports_rejected_total",
+		Help: "Gang runs and worker reports the PM-score learner refused, by source (run, progress, step-time) and reason (implausible_pace, slower_than_gang)."},
+		[]string{"source", "reason"})
 	m.writes.WithLabelValues("ok")
 	m.writes.WithLabelValues("error")
-	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes}
+	for _, src := range []string{sourceRun, sourceProgress, sourceStepTime} {
+		m.rejected.WithLabelValues(src, rejectPace)
+	}
+	m.rejected.WithLabelValues(sourceStepTime, rejectGang)
+	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes, m.rejected}
 }
 
 func (s *Scheduler) learnedSource() string {
@@ -340,12 +396,15 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 	if L == nil || L.learner == nil || snap.cl == nil {
 		return
 	}
-	L.observed = L.observed[:0]
+	L.observed, L.rejected = L.observed[:0], L.rejected[:0]
 	byName := make(map[string]*corev1.Pod, len(ours))
 	runs := map[string]*BindInfo{}
 	live := map[types.UID]bool{}
 	for _, p := range ours {
 		byName[p.Namespace+"/"+p.Name] = p
+		if L.warned[p.UID] {
+			live[p.UID] = true
+		}
 		if p.Status.Phase != corev1.PodSucceeded || p.Spec.NodeName == "" {
 			continue
 		}
@@ -365,6 +424,11 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 	for uid := range L.done {
 		if !live[uid] {
 			delete(L.done, uid)
+		}
+	}
+	for uid := range L.warned {
+		if !live[uid] {
+			delete(L.warned, uid)
 		}
 	}
 	keys := make([]string, 0, len(runs))
@@ -399,6 +463,11 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		}
 		if why != "" {
 			s.log.Debug("gang run not learned from", "gang", gangName(bi.Gang), "why", why)
+			continue
+		}
+		if !plausiblePace(o.Y) {
+			s.rejectReport(members[0], sourceRun, rejectPace, o.Y, fmt.Sprintf("its gang's run of %s s over %s iterations (%s) is %s times the model's %s s per iteration on the median GPU; %s",
+				fmtFloat(o.Run), fmtFloat(o.Iterations), AnnIterations, fmtFloat(o.Y), fmtFloat(o.IterTime), implausible))
 			continue
 		}
 		L.learner.Observe(o.Class, o.GPUs, o.Y)
@@ -749,6 +818,39 @@ func (s *Scheduler) learnableRuns(snap *snapshot) iter.Seq2[*gang, *BindInfo] {
 	}
 }
 
+// gangProgress is a running gang's freshest progress report
+// (AnnProgress) and the start of its last pod, from which the report
+// counts; ok is false when no member reports or one has no start.
+func (s *Scheduler) gangProgress(g *gang) (iters float64, at, start time.Time, ok bool) {
+	for _, p := range g.bound {
+		v, has := p.Annotations[AnnProgress]
+		if !has {
+			continue
+		}
+		n, t, err := ParseProgress(v)
+		if err != nil {
+			s.log.Debug("progress not read", "pod", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		}
+		if t.After(at) {
+			iters, at = n, t
+		}
+	}
+	if at.IsZero() {
+		return 0, at, start, false
+	}
+	for i, p := range g.bound {
+		st, has := podStart(p)
+		if !has {
+			return 0, at, start, false
+		}
+		if i == 0 || st.After(start) {
+			start = st
+		}
+	}
+	return iters, at, start, true
+}
+
 // learnProgress takes the progress running gangs report (AnnProgress):
 // each report newer than the last one learned from is an observation of
 // the run so far, timed from the start of its last pod to the report.
@@ -758,23 +860,8 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 	for g, bi := range s.learnableRuns(snap) {
 		run := bi.Gang + "@" + bi.Round
 		live[run] = true
-		var iters float64
-		var at time.Time
-		for _, p := range g.bound {
-			v, ok := p.Annotations[AnnProgress]
-			if !ok {
-				continue
-			}
-			n, t, err := ParseProgress(v)
-			if err != nil {
-				s.log.Debug("progress not read", "pod", p.Namespace+"/"+p.Name, "err", err)
-				continue
-			}
-			if t.After(at) {
-				iters, at = n, t
-			}
-		}
-		if at.IsZero() || !at.After(L.progressAt[run]) || !at.After(L.loadedThrough) {
+		iters, at, start, ok := s.gangProgress(g)
+		if !ok || !at.After(L.progressAt[run]) || !at.After(L.loadedThrough) {
 			continue
 		}
 		if len(g.bound) != len(bi.Pods) {
@@ -784,20 +871,14 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 		if why != "" {
 			continue
 		}
-		// Timed from the start of its last pod to the report.
-		for i, p := range g.bound {
-			st, ok := podStart(p)
-			if !ok {
-				why = "no start"
-				break
-			}
-			if i == 0 || st.After(o.Start) {
-				o.Start = st
-			}
-		}
 		L.progressAt[run] = at
-		o.End, o.Iterations = at, iters
-		if why != "" || o.pace(s.cfg.TimeScale) != "" {
+		o.Start, o.End, o.Iterations = start, at, iters
+		if o.pace(s.cfg.TimeScale) != "" {
+			continue
+		}
+		if !plausiblePace(o.Y) {
+			s.rejectReport(g.bound[0], sourceProgress, rejectPace, o.Y, fmt.Sprintf("its gang's %s of %s iterations in %s s is %s times the model's %s s per iteration on the median GPU; %s",
+				AnnProgress, fmtFloat(o.Iterations), fmtFloat(o.Run), fmtFloat(o.Y), fmtFloat(o.IterTime), implausible))
 			continue
 		}
 		L.count++
@@ -814,6 +895,28 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 	}
 }
 
+// implausible ends the message of a report refused for its pace.
+var implausible = fmt.Sprintf("beyond %g times either way that is a reporting error (seconds, iterations counted from a checkpoint's step, a stalled input), not a GPU, and the learner does not take it", MaxReportedPace)
+
+// plausiblePace: see MaxReportedPace.
+func plausiblePace(y float64) bool { return y <= MaxReportedPace && y >= 1/MaxReportedPace }
+
+// rejectReport refuses a run or report of pod p: logged, counted, and a
+// warning event on p the first time one of its reports is refused (a
+// worker that reports every minute would otherwise post an event a
+// minute).
+func (s *Scheduler) rejectReport(p *corev1.Pod, source, reason string, y float64, why string) {
+	L := s.learn
+	name := p.Namespace + "/" + p.Name
+	L.rejected = append(L.rejected, rejection{Pod: name, Source: source, Reason: reason, Y: y})
+	s.metrics.learn.rejected.WithLabelValues(source, reason).Inc()
+	s.log.Warn("report not learned from", "pod", name, "source", source, "reason", reason, "why", why)
+	if !L.warned[p.UID] {
+		L.warned[p.UID] = true
+		s.events.post(podRef(p), corev1.EventTypeWarning, ReasonLearnReportRejected, "Learning", why)
+	}
+}
+
 // learnStepTimes takes the step times the pods of running gangs report
 // (AnnStepTime): each report newer than the last one taken from that pod
 // is an observation of the pod's own GPUs at its step time over the
@@ -827,6 +930,12 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 		}
 		var setup observation
 		ready := false
+		// The gang's time per iteration so far (job seconds; 0: unknown)
+		// bounds its pods' step times.
+		perIter := 0.0
+		if iters, at, start, ok := s.gangProgress(g); ok && at.After(start) {
+			perIter = at.Sub(start).Seconds() * s.cfg.TimeScale / iters
+		}
 		for _, p := range g.bound {
 			v, ok := p.Annotations[AnnStepTime]
 			if !ok {
@@ -864,6 +973,16 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 			o.Y = o.Run / o.IterTime
 			L.stepAt[run] = at
 			if len(o.GPUs) == 0 || !(o.Y > 0) || math.IsInf(o.Y, 0) {
+				continue
+			}
+			if !plausiblePace(o.Y) {
+				s.rejectReport(p, sourceStepTime, rejectPace, o.Y, fmt.Sprintf("its %s of %s s is %s times the model's %s s per iteration on the median GPU; %s",
+					AnnStepTime, fmtFloat(sec), fmtFloat(o.Y), fmtFloat(o.IterTime), implausible))
+				continue
+			}
+			if perIter > 0 && o.Run > StepTimeSlack*perIter {
+				s.rejectReport(p, sourceStepTime, rejectGang, o.Y, fmt.Sprintf("its %s of %s s is more than %g times its gang's %s s per iteration so far (%s); a pod's own step, which leaves out the wait for the other workers, is never slower than its gang's, so the learner does not take it",
+					AnnStepTime, fmtFloat(sec), StepTimeSlack, fmtFloat(perIter/s.cfg.TimeScale), AnnProgress))
 				continue
 			}
 			L.count++

@@ -548,3 +548,112 @@ func TestLearnStepTimeOfRunningPods(t *testing.T) {
 		t.Errorf("newer report: observed %+v, GPU 1 believed %v, want one observation and 1.75", s.learn.observed, b)
 	}
 }
+
+// Reports that cannot be a GPU's pace are refused, each counted by source
+// and reason, and the pod gets one warning event however many of its
+// reports are refused. Class B's model (BERT) takes 0.179 s per
+// iteration on the median GPU; the gang is g-0 on GPU 1 and g-1 on GPU 6,
+// both believed at 1, and both pods started at learnT0.
+func TestLearnRefusesImplausibleReports(t *testing.T) {
+	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	running := func(name, node string, idx int, ann ...string) *corev1.Pod {
+		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, 0, 0)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(learnT0)}}
+		for i := 0; i+1 < len(ann); i += 2 {
+			p.Annotations[ann[i]] = ann[i+1]
+		}
+		return p
+	}
+	type want struct {
+		source, reason string
+	}
+	for _, c := range []struct {
+		name     string
+		pods     []*corev1.Pod
+		rejected want   // on g-0
+		observed int    // observations the learner took
+		kept     []int  // GPUs whose class-B belief must stay 1
+		moved    string // annotation that a newer bad report gets (g-0's), or "" for a finished run
+	}{
+		{
+			// 358 is milliseconds: y = 2000.
+			name:     "step time in milliseconds",
+			pods:     []*corev1.Pod{running("g-0", "n0", 1, AnnStepTime, "358@"+at(100)), running("g-1", "n1", 2, AnnStepTime, "0.179@"+at(100))},
+			rejected: want{sourceStepTime, rejectPace}, observed: 1, kept: []int{1, 6}, moved: AnnStepTime,
+		},
+		{
+			// The gang did 500 iterations in 100 s: 0.2 s each. g-0's 0.358 s
+			// is over 1.5 x that; g-1's 0.25 s is not (y = 0.25/0.179), and the
+			// progress itself is taken (y = 0.2/0.179/1.7).
+			name: "step time slower than its gang",
+			pods: []*corev1.Pod{running("g-0", "n0", 1, AnnStepTime, "0.358@"+at(100)),
+				running("g-1", "n1", 2, AnnStepTime, "0.25@"+at(100), AnnProgress, "500@"+at(100))},
+			rejected: want{sourceStepTime, rejectGang}, observed: 2, moved: AnnStepTime,
+		},
+		{
+			// 50,000 iterations in 100 s: the global step of a checkpoint,
+			// y = 0.002/0.179/1.7.
+			name:     "progress counted from a checkpoint's step",
+			pods:     []*corev1.Pod{running("g-0", "n0", 1, AnnProgress, "50000@"+at(100)), running("g-1", "n1", 2)},
+			rejected: want{sourceProgress, rejectPace}, kept: []int{1, 6}, moved: AnnProgress,
+		},
+		{
+			// 10 iterations in 295 s: y = 29.5/0.179/1.7.
+			name: "finished run with too few iterations",
+			pods: []*corev1.Pod{finished("g-0", "g", 2, "n0", []int{1}, twoNodeInfo, 2, 300, AnnIterations, "10"),
+				finished("g-1", "g", 2, "n1", []int{2}, twoNodeInfo, 5, 290, AnnIterations, "10")},
+			rejected: want{sourceRun, rejectPace}, kept: []int{1, 6},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := []runtime.Object{node("n0", 4), node("n1", 4)}
+			for _, p := range c.pods {
+				objs = append(objs, p)
+			}
+			cs, _ := newFake(t, objs...)
+			s := startRounds(t, learnCfg(), cs)
+			evc := fake.NewSimpleClientset()
+			s.UseEventClient(evc)
+			s.events.Start(context.Background())
+			s.Round(context.Background(), learnT0.Add(310*time.Second))
+			L := s.learn
+			if len(L.rejected) != 1 || L.rejected[0].Pod != "ns/g-0" || L.rejected[0].Source != c.rejected.source || L.rejected[0].Reason != c.rejected.reason {
+				t.Fatalf("rejected %+v, want one on ns/g-0 from %s for %s", L.rejected, c.rejected.source, c.rejected.reason)
+			}
+			if len(L.observed) != c.observed {
+				t.Errorf("%d observations, want %d: %+v", len(L.observed), c.observed, L.observed)
+			}
+			for _, g := range c.kept {
+				if b := L.learner.Belief(variability.ClassB, g); b != 1 {
+					t.Errorf("GPU %d believed %v after a refused report, want 1", g, b)
+				}
+			}
+			if c.moved != "" {
+				// A newer report as bad as the first: refused and counted
+				// again, with no second event.
+				old := c.pods[0].Annotations[c.moved]
+				num, _, _ := strings.Cut(old, "@")
+				annotateSeen(t, cs, s, "g-0", c.moved, num+"@"+at(200))
+				s.Round(context.Background(), learnT0.Add(320*time.Second))
+			}
+			wantCount := 1.0
+			if c.moved != "" {
+				wantCount = 2
+			}
+			if got := testutil.ToFloat64(s.metrics.learn.rejected.WithLabelValues(c.rejected.source, c.rejected.reason)); got != wantCount {
+				t.Errorf("pal_learned_reports_rejected_total{%s,%s} = %v, want %v", c.rejected.source, c.rejected.reason, got, wantCount)
+			}
+			s.events.Stop()
+			var evs []string
+			for _, ev := range listEvents(t, evc, "ns") {
+				if ev.Reason == ReasonLearnReportRejected {
+					evs = append(evs, ev.Regarding.Name+": "+ev.Note)
+				}
+			}
+			if len(evs) != 1 || !strings.HasPrefix(evs[0], "g-0: ") {
+				t.Errorf("events %q, want one on g-0", evs)
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/palsched/pal/devcluster"
 	"github.com/palsched/pal/kube"
@@ -261,6 +262,25 @@ func (e *env) countBound(names ...string) int {
 		}
 	}
 	return k
+}
+
+// annotate sets a pod's annotation, as a worker reporting its run would:
+// read, change and update, again on a conflict (the scheduler writes the
+// pod's status and annotations meanwhile).
+func (e *env) annotate(name, key, value string) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := e.cs.CoreV1().Pods(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Annotations[key] = value
+		_, err = e.cs.CoreV1().Pods(e.ns).Update(context.Background(), p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // events lists the events of a pod with the given reason.

@@ -194,11 +194,7 @@ func TestLearnStepTimesOnDevCluster(t *testing.T) {
 	slow, fast := dev(names[0]), dev(names[1])
 	at := time.Now().UTC().Format(time.RFC3339)
 	for name, step := range map[string]string{names[0]: "0.358", names[1]: "0.179"} {
-		p := e.pod(name)
-		p.Annotations[kube.AnnStepTime] = step + "@" + at
-		if _, err := e.cs.CoreV1().Pods(e.ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		e.annotate(name, kube.AnnStepTime, step+"@"+at)
 	}
 	b := variability.ClassB
 	var ns kube.NodeScores
@@ -218,5 +214,21 @@ func TestLearnStepTimesOnDevCluster(t *testing.T) {
 	want := fmt.Sprintf(`pal_learned_score{class="B",gpu="%d",node="%s"} 1.5`, slow.Index, slow.Node)
 	if !strings.Contains(rec.Body.String(), want+"\n") {
 		t.Errorf("/metrics lacks %s", want)
+	}
+
+	// A worker that reports milliseconds (179 for 0.179 s, a pace of
+	// 1000) is refused: a warning event on its pod, the counter, and the
+	// device it would have slowed still at 1.
+	e.annotate(names[1], kube.AnnStepTime, "179@"+time.Now().UTC().Add(time.Second).Format(time.RFC3339))
+	e.eventually(30*time.Second, "a LearnReportRejected event on the pod", func() bool {
+		return len(e.events(names[1], kube.ReasonLearnReportRejected)) == 1
+	})
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, w := range []string{`pal_learned_reports_rejected_total{reason="implausible_pace",source="step-time"} 1`,
+		fmt.Sprintf(`pal_learned_score{class="B",gpu="%d",node="%s"} 1`, fast.Index, fast.Node)} {
+		if !strings.Contains(rec.Body.String(), w+"\n") {
+			t.Errorf("/metrics lacks %s", w)
+		}
 	}
 }
