@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,9 @@ type ApplyOptions struct {
 	// Sleep waits between polls (nil: a timer on Poll); tests replace it
 	// to act as the kubelet between two looks.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Cordon cordons each node before its first run and uncordons it
+	// after its last (see AnnCordonedBy); it needs patch on nodes.
+	Cordon bool
 }
 
 // Apply creates the run's ConfigMap (marked AnnCreatedBy), then its pods,
@@ -29,8 +34,12 @@ type ApplyOptions struct {
 // run of its queue (its node, or its GPU with per-GPU concurrency) has
 // finished, and returns when every run has finished or ctx ends. Run it
 // again with the same plan after an interruption and it resumes: pods
-// that exist and are owned by the run count as started.
-func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOptions) error {
+// that exist and are owned by the run count as started. Before a node's
+// first run it says which other pods hold the node's GPUs, and with
+// o.Cordon it cordons the node until the node's last run has finished
+// (or Apply returns early: a node is never left cordoned by a run that
+// is no longer watched, except by a killed Apply, which Uncordon undoes).
+func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOptions) (err error) {
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
 	}
@@ -66,8 +75,68 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 		}
 		queues[r.Queue] = append(queues[r.Queue], r)
 	}
-	inFlight := map[string]string{} // queue -> pod started and not yet seen finished
+	inFlight := map[string]Run{} // queue -> run started and not yet seen finished
 	done := 0
+
+	// Per node: runs not yet finished, whether its first run was
+	// prepared (neighbours told, cordoned), and whether its cordon is
+	// the run's to lift.
+	remaining := nodeRuns(plan.Runs)
+	prepared, cordoned := map[string]bool{}, map[string]bool{}
+	prepare := func(node string) error {
+		if prepared[node] {
+			return nil
+		}
+		prepared[node] = true
+		if others, err := neighbours(ctx, cs, node, plan.RunID); err != nil {
+			progress("node %s: other pods on its GPUs not checked: %v", node, err)
+		} else if len(others) > 0 {
+			progress("node %s: other pods hold its GPUs, and their load is measured too: %s", node, strings.Join(others, ", "))
+		}
+		if !o.Cordon {
+			return nil
+		}
+		ours, err := cordon(ctx, cs, node, plan.RunID)
+		if err != nil {
+			return err
+		}
+		if ours {
+			cordoned[node] = true
+			progress("cordoned node %s until its last run has finished", node)
+		} else {
+			progress("node %s was cordoned already: left as it is", node)
+		}
+		return nil
+	}
+	lift := func(ctx context.Context, node, why string) error {
+		ok, err := uncordon(ctx, cs, node, plan.RunID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			progress("uncordoned node %s: %s", node, why)
+		}
+		delete(cordoned, node)
+		return nil
+	}
+	if o.Cordon {
+		defer func() {
+			// Returning early (an error, ctx ended): no cordon stays
+			// behind; runs still going finish without it.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			nodes := make([]string, 0, len(cordoned))
+			for n := range cordoned {
+				nodes = append(nodes, n)
+			}
+			slices.Sort(nodes)
+			for _, n := range nodes {
+				if e := lift(lctx, n, "the benchmark stopped before its last run there finished"); e != nil && err == nil {
+					err = e
+				}
+			}
+		}()
+	}
 	for {
 		list, err := cs.CoreV1().Pods(plan.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plan.Selector()})
 		if err != nil {
@@ -79,8 +148,8 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 		}
 		for _, q := range order {
 			for {
-				if name, ok := inFlight[q]; ok {
-					p := pods[name]
+				if r, ok := inFlight[q]; ok {
+					p := pods[r.Pod]
 					if p != nil && !isFinished(p) {
 						break // still running: the queue waits
 					}
@@ -88,9 +157,16 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 					if p != nil {
 						state = string(p.Status.Phase)
 					}
-					progress("finished %s: %s (%d of %d)", name, state, done+1, len(plan.Runs))
+					progress("finished %s: %s (%d of %d)", r.Pod, state, done+1, len(plan.Runs))
 					delete(inFlight, q)
 					done++
+					if remaining[r.Node]--; remaining[r.Node] == 0 && o.Cordon {
+						// Its last run: lift the run's cordon, also one an
+						// interrupted Apply of the run left.
+						if err := lift(ctx, r.Node, "its last run has finished"); err != nil {
+							return err
+						}
+					}
 				}
 				if len(queues[q]) == 0 {
 					break
@@ -101,8 +177,16 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 					if !ownedBy(p, cm) {
 						return fmt.Errorf("pod %s/%s exists and was not created by run %s: delete it or pick another --run-id", p.Namespace, p.Name, plan.RunID)
 					}
-					inFlight[q] = r.Pod // resumed
+					if !isFinished(p) {
+						if err := prepare(r.Node); err != nil {
+							return err
+						}
+					}
+					inFlight[q] = r // resumed
 					continue
+				}
+				if err := prepare(r.Node); err != nil {
+					return err
 				}
 				pod := plan.Pod(r)
 				pod.OwnerReferences = []metav1.OwnerReference{owner}
@@ -111,7 +195,7 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 					return fmt.Errorf("creating pod %s: %w", r.Pod, err)
 				}
 				pods[r.Pod] = created
-				inFlight[q] = r.Pod
+				inFlight[q] = r
 				progress("started %s on %s GPU %d: %s repetition %d", r.Pod, r.Node, r.GPU, r.Model, r.Repetition)
 			}
 		}

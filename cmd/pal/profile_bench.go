@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +50,7 @@ func (o *benchCollectOpts) flags(c *cobra.Command) {
 	f.StringVar(&o.namespace, "namespace", "default", "namespace of the run's pods and ConfigMap")
 	f.StringVar(&o.measurementsOut, "measurements-out", "", "file to write the measurement CSV to (default: stdout)")
 	f.StringVar(&o.gpuScoresOut, "gpu-scores-out", "", "also run pal profile build (embedded model table) on the measurements and write the per-GPU table to this file; needs --measurements-out")
-	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal profile bench --apply created them; failed pods stay")
+	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal profile bench --apply created them, and uncordon the nodes a killed --apply --cordon of the run left; failed pods stay")
 	f.DurationVar(&o.poll, "poll", 2*time.Second, "how often the run's pods are listed while waiting")
 	f.DurationVar(&o.timeout, "timeout", 24*time.Hour, "give up waiting for the runs after this long")
 }
@@ -58,7 +60,7 @@ type profileBenchOpts struct {
 	benchCollectOpts
 	image, models, nodes, nodeSelector, scheduler, runID, output, out string
 	gpusPerNode, repetitions, iterations                              int
-	parallel, apply, collect                                          bool
+	parallel, apply, collect, cordon                                  bool
 	runTimeout                                                        time.Duration
 }
 
@@ -90,11 +92,17 @@ earlier. The benchmark contract (environment, result line) is in
 docs/profile-bench.md; the result line:
   ` + profilebench.ResultFormat + `
 
+Before a node's first run, --apply names the other pods that hold its
+GPUs (their load is measured too); with --cordon it cordons the node
+until its last run has finished (marked pal.io/profile-cordoned-by=RUN;
+a node cordoned already is left as it is, and --cleanup lifts what a
+killed --apply left).
+
 The run's objects carry the label pal.io/profile-run=RUN; its ConfigMap
 pal-bench-RUN holds the plan. --cleanup deletes only pods that --apply
 created (owner reference to that ConfigMap, by UID).`,
 		Example: `  pal profile bench --image my/bench:1 --models resnet50,vgg19 --node-selector pool=a100 --out bench.yaml
-  pal profile bench --image my/bench:1 --models resnet50,vgg19 --apply --collect --measurements-out runs.csv
+  pal profile bench --image my/bench:1 --models resnet50,vgg19 --apply --cordon --collect --measurements-out runs.csv
   pal profile build --measurements runs.csv --out gpu-scores.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -118,6 +126,7 @@ created (owner reference to that ConfigMap, by UID).`,
 	f.StringVar(&o.out, "out", "", "file to write the objects to (default: stdout without --apply, not written with it)")
 	f.BoolVar(&o.apply, "apply", false, "create the objects and wait until every run has finished")
 	f.BoolVar(&o.collect, "collect", false, "with --apply: collect the results into the measurement CSV")
+	f.BoolVar(&o.cordon, "cordon", false, "with --apply: cordon each node from before its first run until its last has finished, so no scheduler places new work on its GPUs meanwhile (a node cordoned already is left as it is; needs patch on nodes)")
 	return cmd
 }
 
@@ -130,6 +139,9 @@ func runProfileBench(ctx context.Context, stdout, stderr io.Writer, o profileBen
 	}
 	if o.image == "" || o.models == "" {
 		return fmt.Errorf("--image and --models are required")
+	}
+	if o.cordon && !o.apply {
+		return fmt.Errorf("--cordon needs --apply: only a running benchmark knows when a node's last run has finished")
 	}
 	if o.collect && !o.apply {
 		return fmt.Errorf("--collect needs --apply (pal profile collect --run-id RUN collects a run started earlier)")
@@ -178,9 +190,13 @@ func runProfileBench(ctx context.Context, stdout, stderr io.Writer, o profileBen
 	if !o.apply {
 		return nil
 	}
+	// Ctrl-C and SIGTERM end the wait like --timeout does: Apply then
+	// lifts its cordons before the command exits.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if err := profilebench.Apply(ctx, cs, plan, profilebench.ApplyOptions{Poll: o.poll, Progress: stderr}); err != nil {
+	if err := profilebench.Apply(ctx, cs, plan, profilebench.ApplyOptions{Poll: o.poll, Progress: stderr, Cordon: o.cordon}); err != nil {
 		return fmt.Errorf("run %s: %w", plan.RunID, err)
 	}
 	if !o.collect {
@@ -307,6 +323,12 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 			fmt.Fprintln(stderr, cleanupErr)
 		} else {
 			fmt.Fprintf(stderr, "cleanup: deleted %d object(s), kept %d: %s\n", len(deleted), len(kept), strings.Join(kept, ", "))
+		}
+		// A --cordon benchmark that was killed left its cordons.
+		if nodes, err := profilebench.Uncordon(ctx, cs, plan.RunID); err != nil {
+			fmt.Fprintf(stderr, "cleanup: cordons of run %s not checked: %v\n", plan.RunID, err)
+		} else if len(nodes) > 0 {
+			fmt.Fprintf(stderr, "cleanup: uncordoned %s (cordoned by run %s)\n", strings.Join(nodes, ", "), plan.RunID)
 		}
 	}
 	if len(c.Failed) > 0 {

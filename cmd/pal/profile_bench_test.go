@@ -127,12 +127,23 @@ func TestProfileBenchApplyCollect(t *testing.T) {
 	}()
 	dir := t.TempDir()
 	csvPath, scores := filepath.Join(dir, "runs.csv"), filepath.Join(dir, "scores.csv")
-	_, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", "a1",
-		"--apply", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores, "--cleanup")
+	out, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", "a1",
+		"--apply", "--cordon", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores, "--cleanup")
 	cancel()
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// --cordon held each node while its runs ran, and lifted it.
+	for _, n := range []string{"n1", "n2"} {
+		for _, w := range []string{"cordoned node " + n + " until its last run has finished", "uncordoned node " + n + ": its last run has finished"} {
+			if !strings.Contains(out, w+"\n") {
+				t.Errorf("output lacks %q", w)
+			}
+		}
+		if nd, _ := cs.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{}); nd.Spec.Unschedulable || nd.Annotations[profilebench.AnnCordonedBy] != "" {
+			t.Errorf("node %s left cordoned (%v, %v)", n, nd.Spec.Unschedulable, nd.Annotations)
+		}
 	}
 	raw, _ := os.ReadFile(csvPath)
 	var rows []string
@@ -223,5 +234,19 @@ func TestProfileCollectReportsFailures(t *testing.T) {
 	}
 	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 2 {
 		t.Errorf("%d pods left, want both", len(l.Items))
+	}
+}
+
+// Flags that only a running benchmark can honour are refused without
+// --apply, before anything reaches a cluster.
+func TestProfileBenchNeedsApply(t *testing.T) {
+	for flag, want := range map[string]string{
+		"--cordon":  "--cordon needs --apply",
+		"--collect": "--collect needs --apply",
+	} {
+		_, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50", "--nodes", "n1", "--gpus-per-node", "2", flag)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s without --apply: %v, want %q", flag, err, want)
+		}
 	}
 }

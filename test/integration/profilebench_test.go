@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/profilebench"
 	"github.com/palsched/pal/variability"
 )
 
@@ -36,6 +37,9 @@ type benchKubelet struct {
 	wrote   map[string]float64 // node/gpu/model -> iter_time_s written
 	bad     []string
 	hold    atomic.Bool // while set, running pods are left running
+	// cordoned, when set, must hold for the node of every run it
+	// finishes (pal profile bench --cordon).
+	cordoned func(node string) bool
 }
 
 func (k *benchKubelet) run(ctx context.Context, run string) {
@@ -73,6 +77,11 @@ func (k *benchKubelet) run(ctx context.Context, run string) {
 			if env["NVIDIA_VISIBLE_DEVICES"] != gpu || env["PAL_BENCH_GPU_INDEX"] != gpu || env["PAL_BENCH_NODE"] != p.Spec.NodeName {
 				k.mu.Lock()
 				k.bad = append(k.bad, fmt.Sprintf("pod %s on %s device %s has env %v", p.Name, p.Spec.NodeName, gpu, env))
+				k.mu.Unlock()
+			}
+			if k.cordoned != nil && !k.cordoned(p.Spec.NodeName) {
+				k.mu.Lock()
+				k.bad = append(k.bad, fmt.Sprintf("pod %s ran on %s while it was not cordoned by the run", p.Name, p.Spec.NodeName))
 				k.mu.Unlock()
 			}
 			it := k.iter(p.Spec.NodeName, gpu, model)
@@ -117,6 +126,10 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 		return v
 	}
 	k := &benchKubelet{e: e, iter: iter, maxLive: map[string]int{}, wrote: map[string]float64{}}
+	k.cordoned = func(node string) bool {
+		n, err := e.cs.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		return err == nil && n.Spec.Unschedulable && n.Annotations[profilebench.AnnCordonedBy] == "it1"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -124,7 +137,7 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	runs, scores := filepath.Join(dir, "runs.csv"), filepath.Join(dir, "scores.csv")
 	cmd := exec.Command(palBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
 		"--image", "fake/bench:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", "it1",
-		"--apply", "--collect", "--poll", "100ms", "--timeout", "2m",
+		"--apply", "--cordon", "--collect", "--poll", "100ms", "--timeout", "2m",
 		"--measurements-out", runs, "--gpu-scores-out", scores, "--cleanup")
 	out, err := cmd.CombinedOutput()
 	cancel()
@@ -139,6 +152,10 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	for _, n := range []string{"gpu-node-000", "gpu-node-001"} {
 		if k.maxLive[n] != 1 {
 			t.Errorf("node %s: at most %d bench pods live at once, want 1", n, k.maxLive[n])
+		}
+		// --cordon lifted what it set once the node's last run ended.
+		if nd, err := e.cs.CoreV1().Nodes().Get(context.Background(), n, metav1.GetOptions{}); err != nil || nd.Spec.Unschedulable || nd.Annotations[profilebench.AnnCordonedBy] != "" {
+			t.Errorf("node %s after the benchmark: %v", n, err)
 		}
 	}
 
