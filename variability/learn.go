@@ -161,8 +161,13 @@ type Learner struct {
 	// carried marks beliefs raised by another class's pin in a class
 	// that had observed the GPU itself (see spread).
 	carried [NumClasses][]bool
+	// hinted marks beliefs raised by telemetry (Hint) that no
+	// observation has moved since, and hintBase holds each one's belief
+	// before the hint: what a withdrawn hint restores.
+	hinted   [NumClasses][]bool
+	hintBase [NumClasses][]float64
 	// base is, for a GPU with guess set, its belief before the guess:
-	// what placement is shown (see published) until evidence confirms it.
+	// what prune puts back when the guess turns out redundant.
 	base [NumClasses][]float64
 	// guessed lists the GPUs with guess set (possibly stale entries),
 	// lastSeen the round each GPU last ran a job of the class.
@@ -238,6 +243,8 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.hi[c] = make([]float64, n)
 		l.guess[c] = make([]bool, n)
 		l.carried[c] = make([]bool, n)
+		l.hinted[c] = make([]bool, n)
+		l.hintBase[c] = make([]float64, n)
 		l.base[c] = make([]float64, n)
 		l.lastSeen[c] = make([]int, n)
 		l.inOpen[c] = make([]int32, n)
@@ -282,6 +289,55 @@ func (l *Learner) TakeMoved(dst []int) []int {
 	dst = append(dst, l.moved...)
 	l.moved = l.moved[:0]
 	return dst
+}
+
+// Hint takes what GPU telemetry says of GPU g now: it runs about f times
+// slower than its profile for every class (DCGM shows its clock held
+// down by f), or, with f at 1, that nothing holds it down any more. A
+// hint is a prior, not a measurement, so it is weaker than any job:
+//
+//   - It raises each class's belief of g to the profile's value times f
+//     where the belief is lower, marked hinted, whatever jobs showed of g
+//     before: a clock held down now says the GPU changed since they ran.
+//     So g's GPU-wide bound is forgotten, and the next job to show g at
+//     some pace sets it again and, if that is fast, lowers the hinted
+//     beliefs of every class (exonerate). The class bounds are left; a
+//     job slower than they allow makes the learner forget them, as after
+//     any drift.
+//   - Any job's observation of g afterwards takes over: a job of the
+//     class on g clears the mark (it lowers the belief if g runs faster),
+//     a job of another class showing g at its profile's pace lowers it as
+//     it lowers a guess (exonerate), and a pin carries over it (spread).
+//   - A hint withdrawn (f at 1) or changed puts every belief still marked
+//     back where it was before the hint.
+//
+// The driver calls Hint when what telemetry says of g changes, not at
+// every scrape: a hint repeated after jobs showed g fast would undo what
+// they showed.
+func (l *Learner) Hint(g int, f float64) {
+	if g < 0 || g >= len(l.health) || !(f > 0) || math.IsInf(f, 0) {
+		return
+	}
+	tol := l.opts.Tol
+	raise := f > 1+tol
+	for c := range Class(NumClasses) {
+		b := l.belief[c]
+		if l.hinted[c][g] {
+			b[g], l.hinted[c][g] = l.hintBase[c][g], false
+			l.touch(c, g)
+		}
+		if !raise {
+			continue
+		}
+		if v := l.prior[c][g] * f; b[g] < v/(1+tol) {
+			l.hintBase[c][g] = b[g]
+			b[g], l.hinted[c][g] = v, true
+			l.touch(c, g)
+		}
+	}
+	if raise {
+		l.hiH[g] = math.Inf(1)
+	}
 }
 
 // jobSeen is what ObserveJob last saw of a job.
@@ -400,6 +456,7 @@ func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 	}
 	for _, g := range gpus {
 		l.lastSeen[c][g] = l.round + 1
+		l.hinted[c][g] = false // the class's own jobs speak for g now
 		hi[g] = min(hi[g], y)
 		if h := y / pr[g]; h < l.hiH[g] {
 			l.hiH[g] = h
@@ -667,12 +724,12 @@ func (l *Learner) forgetGuesses() {
 func (l *Learner) exonerate(c Class, g int) {
 	h := max(l.hiH[g], 1)
 	for k := range Class(NumClasses) {
-		if k == c || !(l.guess[k][g] || math.IsInf(l.hi[k][g], 1) || l.carried[k][g]) {
+		if k == c || !(l.guess[k][g] || math.IsInf(l.hi[k][g], 1) || l.carried[k][g] || l.hinted[k][g]) {
 			continue
 		}
 		if v := l.prior[k][g] * h; l.belief[k][g] > v*(1+l.opts.Tol) {
 			l.belief[k][g] = v
-			l.guess[k][g] = false
+			l.guess[k][g], l.hinted[k][g] = false, false
 			l.touch(k, g)
 			l.Lowered++
 		}
@@ -704,13 +761,14 @@ func (l *Learner) spread(c Class, g int) {
 		}
 		v := l.prior[k][g] * h
 		if math.IsInf(l.hi[k][g], 1) {
+			l.hinted[k][g] = false // a pin is evidence; a hint was not
 			if v != l.belief[k][g] {
 				l.belief[k][g] = v
 				l.touch(k, g)
 			}
 		} else if l.belief[k][g] < v/(1+l.opts.Tol) {
 			l.belief[k][g] = v
-			l.carried[k][g] = true
+			l.carried[k][g], l.hinted[k][g] = true, false
 			l.touch(k, g)
 		}
 	}

@@ -525,3 +525,75 @@ func TestLearnerTakeMoved(t *testing.T) {
 		t.Errorf("after the pin: moved %v, want [9 2] (appended to dst)", got)
 	}
 }
+
+// A hint is a prior that jobs override. Four GPUs at 1 in every class
+// except class B's GPU 2 at 0.8; telemetry says GPU 2 runs 1.4x slow.
+// Beliefs after each step, by hand (Alpha 0.5):
+func TestLearnerHint(t *testing.T) {
+	prior := flatTable(4)
+	prior.Values[ClassB][2] = 0.8
+	type step struct {
+		name  string
+		do    func(l *Learner)
+		wantA float64 // class A's belief of GPU 2
+		wantB float64 // class B's
+	}
+	hint := func(f float64) func(*Learner) { return func(l *Learner) { l.Hint(2, f) } }
+	job := func(c Class, y float64) func(*Learner) { return func(l *Learner) { l.Observe(c, []int{2}, y) } }
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"withdrawn", []step{
+			{"hint 1.4", hint(1.4), 1.4, 0.8 * 1.4},
+			{"withdrawn", hint(1), 1, 0.8},
+		}},
+		{"a job shows it fast", []step{
+			{"hint 1.4", hint(1.4), 1.4, 0.8 * 1.4},
+			// Class A's job runs it at the profile's pace: A steps half way
+			// down, and B, which only the hint raised, goes back to its
+			// profile (GPU-wide bound 1/1).
+			{"class A at 1", job(ClassA, 1), 1.2, 0.8},
+			// Withdrawing changes nothing now: the job spoke.
+			{"withdrawn", hint(1), 1.2, 0.8},
+		}},
+		{"a job of another class shows it fast", []step{
+			// Class B ran GPU 2 at its profile's 0.8 before the hint: B's own
+			// bound does not let an A job's pace lower a belief B measured,
+			// but the hinted one it does lower.
+			{"class B at 0.8", job(ClassB, 0.8), 1, 0.8},
+			{"hint 1.4", hint(1.4), 1.4, 0.8 * 1.4},
+			{"class A at 1", job(ClassA, 1), 1.2, 0.8},
+		}},
+		{"a job confirms it", []step{
+			{"hint 1.4", hint(1.4), 1.4, 0.8 * 1.4},
+			// A one-GPU class-A job at 1.4 pins GPU 2's factor at 1.4, so B's
+			// belief stands on the pin, not on the hint.
+			{"class A at 1.4", job(ClassA, 1.4), 1.4, 0.8 * 1.4},
+			{"withdrawn", hint(1), 1.4, 0.8 * 1.4},
+		}},
+		{"a hint after fast jobs", []step{
+			// Jobs showed GPU 2 at the profile's pace; then its clock is held
+			// down: the old bounds no longer hold and the hint applies.
+			{"class A at 1", job(ClassA, 1), 1, 0.8},
+			{"hint 1.5", hint(1.5), 1.5, 0.8 * 1.5},
+			{"hint 1.2", hint(1.2), 1.2, 0.8 * 1.2},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newTestLearner(t, prior)
+			for _, s := range c.steps {
+				s.do(l)
+				a, b := l.Belief(ClassA, 2), l.Belief(ClassB, 2)
+				if math.Abs(a-s.wantA) > 1e-12 || math.Abs(b-s.wantB) > 1e-12 {
+					t.Fatalf("after %s: A %v, B %v; want %v, %v", s.name, a, b, s.wantA, s.wantB)
+				}
+				for g := range 4 {
+					if g != 2 && (l.Belief(ClassA, g) != 1 || l.Belief(ClassB, g) != 1) {
+						t.Fatalf("after %s: GPU %d moved (%v, %v)", s.name, g, l.Belief(ClassA, g), l.Belief(ClassB, g))
+					}
+				}
+			}
+		})
+	}
+}
