@@ -87,6 +87,10 @@ type Config struct {
 	LearnScores                bool     `json:"learnScores"`
 	LearnedScoresConfigMap     string   `json:"learnedScoresConfigMap"`
 	LearnedScoresWriteInterval Duration `json:"learnedScoresWriteInterval"`
+	// DCGM is where NVIDIA's DCGM exporters are: their throttled GPUs
+	// become pal_gpu_* metrics and, with learnScores, a prior for the
+	// learner (dcgm.go).
+	DCGM DCGMConfig `json:"dcgm"`
 
 	LeaderElection LeaderElection `json:"leaderElection"`
 
@@ -211,6 +215,7 @@ func DefaultConfig() Config {
 
 		LearnedScoresConfigMap:     DefaultLearnedScoresConfigMap,
 		LearnedScoresWriteInterval: Duration{DefaultLearnedScoresWriteInterval},
+		DCGM:                       defaultDCGMConfig(),
 	}
 }
 
@@ -284,6 +289,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateLearn(); err != nil {
+		return err
+	}
+	if err := c.validateDCGM(); err != nil {
 		return err
 	}
 	return c.validateThemis()

@@ -36,15 +36,19 @@ func exportedSeries(t *testing.T) map[string]string {
 		kind[f.GetName()] = f.GetType()
 	}
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	var cs []prometheus.Collector
 	v := reflect.ValueOf(m).Elem()
 	for i := range v.NumField() {
 		if !v.Type().Field(i).IsExported() {
 			continue
 		}
-		c, ok := v.Field(i).Interface().(prometheus.Collector)
-		if !ok {
-			continue
+		if c, ok := v.Field(i).Interface().(prometheus.Collector); ok {
+			cs = append(cs, c)
 		}
+	}
+	// What a scheduler with dcgm: configured registers besides.
+	cs = append(cs, newDCGMStage(defaultDCGMConfig()).collectors()...)
+	for _, c := range cs {
 		var typ dto.MetricType
 		switch c.(type) {
 		case *prometheus.HistogramVec, prometheus.Histogram:

@@ -159,6 +159,13 @@ type learnStage struct {
 	// stepAt is the time of the last step-time report learned from, by
 	// pod run (pod key @ bind round).
 	stepAt map[string]time.Time
+	// hints are the slowdowns last handed to the learner by GPU (absent:
+	// 1), from DCGM scrape hintGen, for learner hintFor (see learnHints);
+	// hintWarned says the Hostname mismatch was logged.
+	hints      map[int]float64
+	hintGen    uint64
+	hintFor    *variability.Learner
+	hintWarned bool
 	// warned are the pods that got a ReasonLearnReportRejected event
 	// (one each), by UID.
 	warned map[types.UID]bool
@@ -287,7 +294,9 @@ func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *varia
 	return prior, vs
 }
 
-// syncKnown copies the learner's beliefs into known.
+// syncKnown copies the learner's beliefs into known, without DCGM's
+// hints (Learner.Measured): known is what the ConfigMap keeps and what a
+// new learner starts from, and the hints are handed to it again.
 func (L *learnStage) syncKnown() {
 	if L.learner == nil {
 		return
@@ -295,7 +304,7 @@ func (L *learnStage) syncKnown() {
 	copyRow := func(g int) {
 		var row [variability.NumClasses]float64
 		for c := range row {
-			row[c] = L.learner.Belief(variability.Class(c), g)
+			row[c] = L.learner.Measured(variability.Class(c), g)
 		}
 		L.known[L.keys[g]] = row
 	}
@@ -477,9 +486,10 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		s.log.Info("learned from a finished gang", "gang", gangName(bi.Gang), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
+	hinted := s.learnHints()
 	s.learnProgress(snap)
 	s.learnStepTimes(snap)
-	if len(L.observed) > 0 {
+	if len(L.observed) > 0 || hinted {
 		for _, o := range L.observed {
 			if o.End.After(L.through) {
 				L.through = o.End

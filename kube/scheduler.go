@@ -92,6 +92,7 @@ type Scheduler struct {
 	lastRound time.Time
 
 	learn *learnStage // nil: learnScores off
+	dcgm  *dcgmStage  // nil: no dcgm exporters configured
 
 	ten *tenancyStage // nil: tenancy none
 	th  *themisStage  // nil: scheduler is not themis
@@ -146,6 +147,10 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	s.jobs.cost = workload.MoveCost{Migration: cfg.MigrationCost.Seconds()}
 	if cfg.LearnScores {
 		s.learn = newLearnStage()
+	}
+	if cfg.DCGM.enabled() {
+		s.dcgm = newDCGMStage(cfg.DCGM)
+		s.metrics.reg.MustRegister(s.dcgm.collectors()...)
 	}
 	if cfg.Scheduler == registry.SchedulerThemis {
 		s.th = newThemisStage(cfg, models)
@@ -225,6 +230,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.events.Start(ctx)
 	defer s.events.Stop()
+	if s.dcgm != nil {
+		// Every replica scrapes: each exports what it saw, and a replica
+		// that starts leading has the findings at once.
+		go s.dcgm.run(ctx, s.client, s.log)
+	}
 	s.startFactories(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return ctx.Err()

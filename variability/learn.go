@@ -258,6 +258,17 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 // Belief is GPU g's believed value for class c.
 func (l *Learner) Belief(c Class, g int) float64 { return l.belief[c][g] }
 
+// Measured is GPU g's belief for class c without telemetry's hint (see
+// Hint): what jobs showed, or the profile. A driver keeps this across
+// restarts and hands the hints over again, so that a hint is never
+// counted twice.
+func (l *Learner) Measured(c Class, g int) float64 {
+	if l.hinted[c][g] {
+		return l.hintBase[c][g]
+	}
+	return l.belief[c][g]
+}
+
 // Beliefs is a copy of every belief.
 func (l *Learner) Beliefs() *Table {
 	t := &Table{}

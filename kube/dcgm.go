@@ -1,0 +1,307 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/palsched/pal/telemetry"
+)
+
+// GPU telemetry (dcgm: in the config). Operators of GPU clusters already
+// run NVIDIA's DCGM exporter on every GPU node. The scheduler scrapes it
+// every interval, flags the GPUs whose clocks are held down (thermal or
+// power slowdown) or run well under their peers (telemetry.Assess), and
+// exports that as pal_gpu_* metrics. With learnScores on, a flagged GPU
+// is also a prior for the learner (variability.Learner.Hint): its
+// believed scores rise by the slowdown its clock suggests before any job
+// has run slow on it, and the first job that shows it fast takes that
+// back. Jobs are the measurement; telemetry only says where to look.
+
+// DCGMConfig says where the DCGM exporters are. Telemetry is off unless
+// urls or service is set.
+type DCGMConfig struct {
+	// URLs are exporter /metrics URLs. Their GPUs are named by the
+	// exporter's Hostname label, which must be the node's name (newer
+	// exporters set it from NODE_NAME; older ones, and any without it,
+	// give their pod's name: use service then).
+	URLs []string `json:"urls"`
+	// Service is the exporter's Service as NAMESPACE/NAME: each ready
+	// endpoint of its EndpointSlices is scraped at port and path, and its
+	// GPUs are named by the endpoint's node, whatever Hostname says.
+	Service string `json:"service"`
+	Port    int    `json:"port"`
+	Path    string `json:"path"`
+	// Interval is the time between scrapes, Timeout one scrape's limit.
+	Interval Duration `json:"interval"`
+	Timeout  Duration `json:"timeout"`
+	// LowClock flags a busy GPU whose SM clock is under this share of the
+	// busy GPUs' median (telemetry.Assess).
+	LowClock float64 `json:"lowClock"`
+}
+
+func defaultDCGMConfig() DCGMConfig {
+	return DCGMConfig{URLs: []string{}, Port: 9400, Path: "/metrics", Interval: Duration{time.Minute}, Timeout: Duration{10 * time.Second}, LowClock: 0.9}
+}
+
+func (c *DCGMConfig) enabled() bool { return len(c.URLs) > 0 || c.Service != "" }
+
+// validateDCGM checks the dcgm fields (only when telemetry is on).
+func (c *Config) validateDCGM() error {
+	d := &c.DCGM
+	if !d.enabled() {
+		return nil
+	}
+	for i, u := range d.URLs {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("field dcgm.urls[%d]: %q is not an http(s) URL such as http://gpu-node-1:9400/metrics", i, u)
+		}
+	}
+	if d.Service != "" {
+		ns, name, ok := strings.Cut(d.Service, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
+			return fmt.Errorf("field dcgm.service: %q is not NAMESPACE/NAME of a Service, such as gpu-operator/nvidia-dcgm-exporter", d.Service)
+		}
+	}
+	switch {
+	case d.Port < 1 || d.Port > 65535:
+		return fmt.Errorf("field dcgm.port: must be 1..65535, got %d", d.Port)
+	case !strings.HasPrefix(d.Path, "/"):
+		return fmt.Errorf("field dcgm.path: must start with /, got %q", d.Path)
+	case d.Interval.Duration < time.Second:
+		return fmt.Errorf("field dcgm.interval: must be at least 1s, got %v", d.Interval)
+	case d.Timeout.Duration <= 0 || d.Timeout.Duration > d.Interval.Duration:
+		return fmt.Errorf("field dcgm.timeout: must be positive and at most the interval (%v), got %v", d.Interval, d.Timeout)
+	case !(d.LowClock > 0 && d.LowClock <= 1):
+		return fmt.Errorf("field dcgm.lowClock: must be in (0, 1], got %v", d.LowClock)
+	}
+	return nil
+}
+
+// dcgmStage scrapes the exporters; the round goroutine reads what the
+// last scrape found.
+type dcgmStage struct {
+	cfg       DCGMConfig
+	http      *http.Client
+	collector *telemetry.Collector
+	scrapes   *prometheus.CounterVec // by target result: ok, error
+	flagged   prometheus.Gauge
+
+	mu       sync.Mutex
+	findings map[GPUKey]telemetry.Finding
+	gen      uint64 // scrapes that finished
+}
+
+func newDCGMStage(cfg DCGMConfig) *dcgmStage {
+	d := &dcgmStage{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout.Duration}, collector: telemetry.NewCollector(),
+		scrapes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_dcgm_scrapes_total",
+			Help: "DCGM exporter endpoints scraped, by result (ok, error)."}, []string{"result"}),
+		flagged: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_dcgm_flagged_gpus",
+			Help: "GPUs the last DCGM scrape flagged as throttled or at a low SM clock."}),
+	}
+	d.scrapes.WithLabelValues("ok")
+	d.scrapes.WithLabelValues("error")
+	return d
+}
+
+func (d *dcgmStage) collectors() []prometheus.Collector {
+	return []prometheus.Collector{d.collector, d.scrapes, d.flagged}
+}
+
+// last is what the last scrape found, and its number.
+func (d *dcgmStage) last() (map[GPUKey]telemetry.Finding, uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.findings, d.gen
+}
+
+// run scrapes every interval until ctx ends.
+func (d *dcgmStage) run(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) {
+	for {
+		d.scrape(ctx, cs, log)
+		t := time.NewTimer(d.cfg.Interval.Duration)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// dcgmTarget is one exporter endpoint; node, when known from its
+// EndpointSlice, names its GPUs.
+type dcgmTarget struct{ url, node string }
+
+// targets are the configured URLs and the ready endpoints of the
+// configured Service.
+func (d *dcgmStage) targets(ctx context.Context, cs kubernetes.Interface) ([]dcgmTarget, error) {
+	var out []dcgmTarget
+	for _, u := range d.cfg.URLs {
+		out = append(out, dcgmTarget{url: u})
+	}
+	if d.cfg.Service == "" {
+		return out, nil
+	}
+	ns, name, _ := strings.Cut(d.cfg.Service, "/")
+	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return out, fmt.Errorf("dcgm.service %s: listing its EndpointSlices: %w", d.cfg.Service, err)
+	}
+	seen := map[string]bool{}
+	for _, sl := range list.Items {
+		for _, ep := range sl.Endpoints {
+			if (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) || len(ep.Addresses) == 0 {
+				continue
+			}
+			u := "http://" + net.JoinHostPort(ep.Addresses[0], strconv.Itoa(d.cfg.Port)) + d.cfg.Path
+			if seen[u] {
+				continue // one endpoint in two slices (IPv4 and IPv6 families name it apart)
+			}
+			seen[u] = true
+			t := dcgmTarget{url: u}
+			if ep.NodeName != nil {
+				t.node = *ep.NodeName
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// dcgmWorkers scrape at once: a node that does not answer holds one of
+// them for the timeout, not the whole scrape.
+const dcgmWorkers = 8
+
+// scrape reads every target, assesses their GPUs together (a low clock
+// is low against the busy GPUs of the whole cluster) and publishes the
+// findings. A target that fails is logged and counted; the others
+// still count.
+func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Interval.Duration)
+	defer cancel()
+	targets, err := d.targets(ctx, cs)
+	if err != nil {
+		log.Warn("DCGM exporters not all found", "err", err)
+	}
+	got := make([][]telemetry.GPU, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(dcgmWorkers, len(targets)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				host := targets[i].node
+				if u, err := url.Parse(targets[i].url); err == nil && host == "" {
+					host = u.Hostname() // for an exporter without a Hostname label
+				}
+				got[i], errs[i] = telemetry.Scrape(ctx, d.http, targets[i].url, host)
+			}
+		}()
+	}
+	for i := range targets {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var all []telemetry.GPU
+	for i, t := range targets {
+		if errs[i] != nil {
+			d.scrapes.WithLabelValues("error").Inc()
+			log.Warn("DCGM exporter not read", "url", t.url, "err", errs[i])
+			continue
+		}
+		d.scrapes.WithLabelValues("ok").Inc()
+		for _, g := range got[i] {
+			if t.node != "" {
+				g.Hostname = t.node
+			}
+			all = append(all, g)
+		}
+	}
+	fs := telemetry.Assess(all, d.cfg.LowClock)
+	d.collector.Set(fs)
+	byKey := make(map[GPUKey]telemetry.Finding, len(fs))
+	flagged := 0
+	for _, f := range fs {
+		byKey[GPUKey{Node: f.GPU.Hostname, Index: f.GPU.GPU}] = f
+		if f.Degraded() {
+			flagged++
+		}
+	}
+	d.flagged.Set(float64(flagged))
+	d.mu.Lock()
+	d.findings = byKey
+	d.gen++
+	d.mu.Unlock()
+	log.Debug("DCGM scraped", "targets", len(targets), "gpus", len(all), "flagged", flagged)
+}
+
+// learnHints hands the learner what telemetry says of each GPU, when it
+// changed since the learner last heard (a new scrape, or a new learner):
+// the prior slowdown of a flagged GPU, 1 for one no longer flagged. It
+// reports whether any hint changed.
+func (s *Scheduler) learnHints() bool {
+	L, d := s.learn, s.dcgm
+	if d == nil || L.learner == nil {
+		return false
+	}
+	fs, gen := d.last()
+	if gen == L.hintGen && L.hintFor == L.learner {
+		return false
+	}
+	if L.hintFor != L.learner {
+		L.hintFor, L.hints = L.learner, map[int]float64{}
+	}
+	L.hintGen = gen
+	changed, matched := false, 0
+	for g, k := range L.keys {
+		f := 1.0
+		if x, ok := fs[k]; ok {
+			matched++
+			if x.Degraded() {
+				f = x.Prior
+			}
+		}
+		was, ok := L.hints[g]
+		if !ok {
+			was = 1
+		}
+		if math.Abs(f-was) <= 0.01*was {
+			continue
+		}
+		L.learner.Hint(g, f)
+		L.hints[g], changed = f, true
+		s.log.Info("DCGM hint to the learner", "node", k.Node, "gpu", k.Index, "slowdown", fmtFloat(f))
+	}
+	if len(fs) > 0 && matched == 0 && !L.hintWarned {
+		L.hintWarned = true
+		var names []string
+		for k := range fs {
+			names = append(names, k.Node)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		s.log.Warn("no GPU that DCGM reports is a GPU of the cluster: its Hostname labels name no node; set NODE_NAME on the exporter or use dcgm.service",
+			"hostnames", strings.Join(names[:min(len(names), 5)], ","))
+	}
+	return changed
+}

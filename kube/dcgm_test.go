@@ -1,0 +1,197 @@
+package kube
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/palsched/pal/variability"
+)
+
+// exporter serves a DCGM exporter's /metrics; set changes what it serves.
+func exporter(t *testing.T, body string) (url string, set func(string)) {
+	t.Helper()
+	var cur atomic.Pointer[string]
+	cur.Store(&body)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write([]byte(*cur.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics", func(b string) { cur.Store(&b) }
+}
+
+// a100Sample is telemetry's exporter sample: gpu-node-001's GPU 1 is
+// held down by thermal slowdown at 1005 MHz against the busy GPUs'
+// median of 1395, a prior slowdown of 1395/1005.
+func a100Sample(t *testing.T) string {
+	b, err := os.ReadFile("../telemetry/testdata/dcgm-exporter-a100.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// cooled is the sample with GPU 1's slowdown over: no reasons, 1400 MHz.
+func cooled(sample string) string {
+	var out []string
+	for _, l := range strings.Split(sample, "\n") {
+		if strings.Contains(l, `gpu="1"`) {
+			switch {
+			case strings.HasPrefix(l, "DCGM_FI_DEV_SM_CLOCK{"):
+				l = l[:strings.LastIndex(l, " ")] + " 1400"
+			case strings.HasPrefix(l, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS{"):
+				l = l[:strings.LastIndex(l, " ")] + " 0"
+			}
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func metricsText(t *testing.T, s *Scheduler) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+// A GPU that DCGM shows throttled is believed slower in every class from
+// the next round on, before any job ran on it, and back at its profile
+// once the throttling ends; the learned ConfigMap never keeps the hint
+// (a restarted scheduler would count it twice). No profile: every GPU
+// starts at 1.
+func TestDCGMHintsReachTheLearner(t *testing.T) {
+	sample := a100Sample(t)
+	u, set := exporter(t, sample)
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	s.Round(ctx, learnT0) // the first round bins and makes the learner
+	s.dcgm.scrape(ctx, cs, s.log)
+	s.Round(ctx, learnT0.Add(10*time.Second))
+	prior := 1395.0 / 1005
+	for g := range 8 {
+		want := 1.0
+		if g == 1 {
+			want = prior
+		}
+		for c := range variability.Class(variability.NumClasses) {
+			if b := s.learn.learner.Belief(c, g); math.Abs(b-want) > 1e-12 {
+				t.Errorf("GPU %d class %s believed %v, want %v", g, c, b, want)
+			}
+		}
+	}
+	m := metricsText(t, s)
+	for _, w := range []string{
+		`pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02"} 1`,
+		`pal_dcgm_scrapes_total{result="ok"} 1`,
+		`pal_dcgm_flagged_gpus 1`,
+		`pal_learned_score{class="A",gpu="1",node="gpu-node-001"} ` + strconv.FormatFloat(prior, 'g', -1, 64),
+	} {
+		if !strings.Contains(m, w+"\n") {
+			t.Errorf("/metrics lacks %s", w)
+		}
+	}
+	ns, err := ReadNodeScores("learned", strings.NewReader(learnedCM(t, cs).Data[ScoresKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ns[GPUKey{"gpu-node-001", 1}]; v[variability.ClassA] != 1 {
+		t.Errorf("the learned ConfigMap keeps %v for the hinted GPU, want its measured 1", v)
+	}
+
+	// The same scrape again hands nothing new; the slowdown's end does.
+	s.dcgm.scrape(ctx, cs, s.log)
+	if s.learnHints() {
+		t.Errorf("an unchanged scrape changed a hint")
+	}
+	set(cooled(sample))
+	s.dcgm.scrape(ctx, cs, s.log)
+	s.Round(ctx, learnT0.Add(20*time.Second))
+	if b := s.learn.learner.Belief(variability.ClassA, 1); b != 1 {
+		t.Errorf("after the throttling ended GPU 1 is believed %v, want 1", b)
+	}
+	if m := metricsText(t, s); !strings.Contains(m, "pal_dcgm_flagged_gpus 0\n") {
+		t.Errorf("/metrics does not say 0 GPUs flagged")
+	}
+}
+
+// With dcgm.service the exporters are the ready endpoints of its
+// EndpointSlices, and each one's GPUs are named by the endpoint's node
+// whatever the exporter's Hostname label says (an exporter without
+// NODE_NAME gives its pod's name). The sample says gpu-node-001; the
+// endpoint runs on gpu-node-002, so gpu-node-002's device 1 (global
+// GPU 5) is the hinted one. A not-ready endpoint is not scraped.
+func TestDCGMServiceEndpoints(t *testing.T) {
+	u, _ := exporter(t, a100Sample(t))
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(u, "/metrics"), "http://"))
+	p, _ := strconv.Atoi(port)
+	yes, no := true, false
+	n2, n1 := "gpu-node-002", "gpu-node-001"
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "dcgm-abc", Namespace: "gpu-operator", Labels: map[string]string{discoveryv1.LabelServiceName: "dcgm"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{host}, NodeName: &n2, Conditions: discoveryv1.EndpointConditions{Ready: &yes}},
+			{Addresses: []string{"192.0.2.1"}, NodeName: &n1, Conditions: discoveryv1.EndpointConditions{Ready: &no}},
+		},
+	}
+	cfg := learnCfg()
+	cfg.DCGM.Service, cfg.DCGM.Port = "gpu-operator/dcgm", p
+	cs, _ := newFake(t, []runtime.Object{node(n1, 4), node(n2, 4), slice}...)
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	s.Round(ctx, learnT0)
+	s.dcgm.scrape(ctx, cs, s.log)
+	s.Round(ctx, learnT0.Add(10*time.Second))
+	for g, want := range map[int]float64{1: 1, 5: 1395.0 / 1005} {
+		if b := s.learn.learner.Belief(variability.ClassA, g); math.Abs(b-want) > 1e-12 {
+			t.Errorf("GPU %d believed %v, want %v", g, b, want)
+		}
+	}
+	if m := metricsText(t, s); !strings.Contains(m, `pal_dcgm_scrapes_total{result="ok"} 1`+"\n") || !strings.Contains(m, `pal_dcgm_scrapes_total{result="error"} 0`+"\n") {
+		t.Errorf("want one target scraped, none failed:\n%s", m)
+	}
+}
+
+func TestDCGMConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*DCGMConfig)
+		want string
+	}{
+		{func(d *DCGMConfig) { d.URLs = []string{"gpu-node-1:9400/metrics"} }, "field dcgm.urls[0]"},
+		{func(d *DCGMConfig) { d.Service = "nvidia-dcgm-exporter" }, "field dcgm.service"},
+		{func(d *DCGMConfig) { d.Service = "gpu-operator/Bad_Name" }, "field dcgm.service"},
+		{func(d *DCGMConfig) { d.Service, d.Port = "a/b", 70000 }, "field dcgm.port"},
+		{func(d *DCGMConfig) { d.Service, d.Path = "a/b", "metrics" }, "field dcgm.path"},
+		{func(d *DCGMConfig) { d.Service, d.Interval = "a/b", Duration{0} }, "field dcgm.interval"},
+		{func(d *DCGMConfig) { d.Service, d.Timeout = "a/b", Duration{2 * time.Minute} }, "field dcgm.timeout"},
+		{func(d *DCGMConfig) { d.Service, d.LowClock = "a/b", 1.5 }, "field dcgm.lowClock"},
+	} {
+		cfg := DefaultConfig()
+		c.set(&cfg.DCGM)
+		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %s", cfg.DCGM, err, c.want)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.DCGM.Port = 0 // telemetry off: its fields are not checked
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("dcgm off: %v", err)
+	}
+}
