@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -18,6 +19,7 @@ type truthInputs struct {
 	actual    *variability.Table // nil: the believed table (in.Raw)
 	actualSrc string
 	events    []variability.GPUEvent
+	hints     []variability.GPUHint
 }
 
 // loadTruth reads --actual-gpu-scores and --gpu-events.
@@ -39,24 +41,38 @@ func (in *Inputs) loadTruth() error {
 		}
 		in.truth.actual, in.truth.actualSrc = t, o.ActualGPUScores
 	}
-	if o.GPUEvents != "" {
-		f, err := os.Open(o.GPUEvents)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		evs, err := variability.ReadGPUEvents(o.GPUEvents, f)
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if e.GPU >= in.Cluster.Size() {
-				return fmt.Errorf("%s:%d: field \"gpu\": GPU %d, but --cluster %s has GPUs 0..%d", o.GPUEvents, e.Line, e.GPU, o.Cluster, in.Cluster.Size()-1)
-			}
-		}
-		in.truth.events = evs
+	var err error
+	if in.truth.events, err = readTimedFile(in, o.GPUEvents, variability.ReadGPUEvents, func(e *variability.GPUEvent) (int, int) { return e.GPU, e.Line }); err != nil {
+		return err
 	}
-	return nil
+	if o.GPUHints != "" && !o.LearnScores {
+		return fmt.Errorf("--gpu-hints %s: needs --learn-scores (hints are the learner's priors)", o.GPUHints)
+	}
+	in.truth.hints, err = readTimedFile(in, o.GPUHints, variability.ReadGPUHints, func(h *variability.GPUHint) (int, int) { return h.GPU, h.Line })
+	return err
+}
+
+// readTimedFile reads path ("": none) with read and checks every row's
+// GPU against the cluster.
+func readTimedFile[T any](in *Inputs, path string, read func(string, io.Reader) ([]T, error), gpu func(*T) (int, int)) ([]T, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := read(path, f)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		if g, line := gpu(&rows[i]); g >= in.Cluster.Size() {
+			return nil, fmt.Errorf("%s:%d: field \"gpu\": GPU %d, but --cluster %s has GPUs 0..%d", path, line, g, in.Opts.Cluster, in.Cluster.Size()-1)
+		}
+	}
+	return rows, nil
 }
 
 // readGPUTable reads a per-GPU table that must fit --cluster.
@@ -94,6 +110,9 @@ func (in *Inputs) truthDescription() []Input {
 			s += fmt.Sprintf(", changed by %d GPU event(s) from %s", n, in.Opts.GPUEvents)
 		}
 		out = append(out, Input{"true_gpu_values", s})
+	}
+	if n := len(in.truth.hints); n > 0 {
+		out = append(out, Input{"gpu_hints", fmt.Sprintf("%d telemetry hint(s) from %s, priors the learner takes until jobs show otherwise", n, in.Opts.GPUHints)})
 	}
 	if in.Opts.LearnScores {
 		if in.Opts.LearnFrom == "gpu" {
@@ -139,7 +158,7 @@ func (in *Inputs) runTruth() (*variability.Table, sim.ScoreHook, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		h.learner, h.perGPU = l, in.Opts.LearnFrom == "gpu"
+		h.learner, h.perGPU, h.hints = l, in.Opts.LearnFrom == "gpu", in.truth.hints
 	}
 	return truth, h, nil
 }
@@ -155,11 +174,21 @@ type scoreHook struct {
 	// only the job's.
 	perGPU bool
 	one    [1]int
+	// hints are telemetry's, handed to the learner when due (nextHint).
+	hints    []variability.GPUHint
+	nextHint int
 }
 
 func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, bool) {
 	var sc *policy.Scores
 	if h.learner != nil {
+		// Telemetry first: what the exporter says at T is known before
+		// the round's paces.
+		for h.nextHint < len(h.hints) && h.hints[h.nextHint].T <= T {
+			x := h.hints[h.nextHint]
+			h.learner.Hint(x.GPU, x.Slowdown)
+			h.nextHint++
+		}
 		for _, j := range running {
 			if j.Debt > 0 {
 				continue // restoring after a move: no iteration to time

@@ -99,29 +99,36 @@ func TestGPUEventSlowsRunningJob(t *testing.T) {
 // its 1000 s wait). From each GPU's own pace GPU 1 is pinned in the
 // first round and the job runs on GPU 0 from the start (500 s, JCT
 // 1500 s). The 2-GPU job's JCT is 2000 s either way: average 1900
-// against 1750.
+// against 1750. With telemetry's hint that GPU 1 runs 2x slow from t = 0
+// (--gpu-hints), job paces are enough: the pair's pace 2.0 is what the
+// hinted GPU explains, nothing is blamed on GPU 0, and the 1-GPU job
+// runs on GPU 0 from the start, 1750 again.
 func TestLearnFromGPU(t *testing.T) {
 	dir := t.TempDir()
 	trace := writeFile(t, dir, "t.csv", "job_id,num_gpus,submit_time,duration,model\n0,2,0,1000,synergy\n1,1,1000,500,synergy\n")
 	hdr := "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n"
 	believed := writeFile(t, dir, "b.csv", hdr+"0,0,1,1,1,1\n1,0,1,1,1,1\n")
 	actual := writeFile(t, dir, "a.csv", hdr+"0,0,1,1,1,1\n1,0,2,2,2,2\n")
+	hints := writeFile(t, dir, "h.csv", "time_s,gpu,slowdown\n0,1,2\n")
 	for _, tc := range []struct {
-		from string
-		want float64
-	}{{"job", 1900}, {"gpu", 1750}} {
+		from, hints string
+		want        float64
+	}{{"job", "", 1900}, {"gpu", "", 1750}, {"job", hints, 1750}} {
 		o, err := Preset("artifact")
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.Trace, o.Cluster, o.Round, o.Placements, o.ExtraLoad = trace, "1x2", 100, "pal", 0
-		o.GPUScores, o.ActualGPUScores, o.LearnScores, o.LearnFrom = believed, actual, true, tc.from
+		o.GPUScores, o.ActualGPUScores, o.LearnScores, o.LearnFrom, o.GPUHints = believed, actual, true, tc.from, tc.hints
 		in, runs, err := RunAll(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := runs[0].AvgJCT; got != tc.want {
-			t.Errorf("--learn-from %s: avg JCT %v, want %v", tc.from, got, tc.want)
+			t.Errorf("--learn-from %s --gpu-hints %q: avg JCT %v, want %v", tc.from, tc.hints, got, tc.want)
+		}
+		if h := in.Describe()["gpu_hints"]; (h != "") != (tc.hints != "") {
+			t.Errorf("--gpu-hints %q: inputs say %q", tc.hints, h)
 		}
 		if h := in.Describe()["score_learning"]; strings.Contains(h, "each GPU's own pace") != (tc.from == "gpu") {
 			t.Errorf("--learn-from %s: inputs say %q", tc.from, h)
@@ -131,10 +138,13 @@ func TestLearnFromGPU(t *testing.T) {
 		from  string
 		learn bool
 		want  string
-	}{{"gpu", false, "--learn-from gpu: needs --learn-scores"}, {"pod", true, `--learn-from "pod": want job or gpu`}} {
+		hints string
+	}{{"gpu", false, "--learn-from gpu: needs --learn-scores", ""}, {"pod", true, `--learn-from "pod": want job or gpu`, ""},
+		{"job", false, "--gpu-hints " + hints + ": needs --learn-scores", hints},
+		{"job", true, `bad.csv:2: field "gpu": GPU 2, but --cluster 1x2 has GPUs 0..1`, writeFile(t, dir, "bad.csv", "time_s,gpu,slowdown\n0,2,2\n")}} {
 		o, _ := Preset("artifact")
 		o.Trace, o.Cluster, o.Placements, o.GPUScores = trace, "1x2", "pal", believed
-		o.LearnScores, o.LearnFrom = tc.learn, tc.from
+		o.LearnScores, o.LearnFrom, o.GPUHints = tc.learn, tc.from, tc.hints
 		if _, _, err := RunAll(o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--learn-from %s: error %v, want %q", tc.from, err, tc.want)
 		}

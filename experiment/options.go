@@ -45,9 +45,11 @@ type Options struct {
 	// beliefs from the jobs' pace, and LearnFrom says what a job shows:
 	// "job" (or ""), its pace alone, the slowest of its GPUs; "gpu",
 	// each GPU's own pace, as workers that time their own step before
-	// the all-reduce report it.
+	// the all-reduce report it. GPUHints are telemetry's priors for the
+	// learner (a simulated DCGM exporter; variability.Learner.Hint).
 	ActualGPUScores string  `json:"actual_gpu_scores,omitempty"`
 	GPUEvents       string  `json:"gpu_events,omitempty"`
+	GPUHints        string  `json:"gpu_hints,omitempty"`
 	LearnScores     bool    `json:"learn_scores,omitempty"`
 	LearnFrom       string  `json:"learn_from,omitempty"`
 	Scheduler       string  `json:"scheduler"`

@@ -1,8 +1,11 @@
 package variability
 
 import (
+	"cmp"
 	"io"
 	"slices"
+
+	"github.com/palsched/pal/internal/csvin"
 )
 
 // GPUEvent changes one GPU's true speed during a simulated run: from
@@ -28,35 +31,75 @@ order; '#' lines are comments.`
 // (stably: rows with the same time apply in file order). GPU ids are
 // checked against the cluster by the caller, with Line.
 func ReadGPUEvents(name string, r io.Reader) ([]GPUEvent, error) {
-	t, err := openCSV(name, r, []string{"time_s", "gpu", "class", "new_score"})
-	if err != nil {
-		return nil, err
-	}
-	cols, err := t.Cols("time_s", "gpu", "class", "new_score")
-	if err != nil {
-		return nil, err
-	}
-	var out []GPUEvent
-	for t.Next() {
-		e := GPUEvent{Line: t.Line()}
-		if e.T, err = t.Float(cols[0]); err != nil {
-			return nil, err
-		}
-		if e.T < 0 {
-			return nil, t.Errorf(cols[0], "%q must not be negative", t.Text(cols[0]))
-		}
-		if e.GPU, err = t.Int(cols[1]); err != nil {
-			return nil, err
-		}
-		if s := t.Text(cols[2]); s == "*" {
+	return readTimed(name, r, []string{"class", "new_score"}, func(t *csvin.Table, cols []int, e *GPUEvent) (err error) {
+		if s := t.Text(cols[0]); s == "*" {
 			e.All = true
 		} else if e.Class, err = ParseClass(s); err != nil {
-			return nil, t.Errorf(cols[2], "%v (or * for every class)", err)
+			return t.Errorf(cols[0], "%v (or * for every class)", err)
 		}
-		if e.Score, err = t.Positive(cols[3]); err != nil {
+		e.Score, err = t.Positive(cols[1])
+		return err
+	}, func(e *GPUEvent) (*float64, *int, *int) { return &e.T, &e.GPU, &e.Line })
+}
+
+// GPUHint is what GPU telemetry says of one GPU from time T on: it runs
+// about Slowdown times slower than its profile for every class (1: not
+// slowed). It goes to the learner (variability.Learner.Hint) as a prior,
+// not to the GPU's true speed: a simulated DCGM exporter.
+type GPUHint struct {
+	T        float64
+	GPU      int
+	Slowdown float64
+	Line     int
+}
+
+// GPUHintsFormat documents the hints CSV for help texts.
+const GPUHintsFormat = `time_s,gpu,slowdown: from time_s (seconds, >= 0; at the first round
+boundary at or after it) telemetry says GPU gpu runs slowdown (> 0) times
+slower than its profile for every class (1: no longer slowed), as DCGM's
+clock ratio would. Rows in any order; '#' lines are comments.`
+
+// ReadGPUHints reads a GPU hints CSV (GPUHintsFormat), sorted by time
+// (stably). GPU ids are checked against the cluster by the caller.
+func ReadGPUHints(name string, r io.Reader) ([]GPUHint, error) {
+	return readTimed(name, r, []string{"slowdown"}, func(t *csvin.Table, cols []int, h *GPUHint) (err error) {
+		h.Slowdown, err = t.Positive(cols[0])
+		return err
+	}, func(h *GPUHint) (*float64, *int, *int) { return &h.T, &h.GPU, &h.Line })
+}
+
+// readTimed reads a CSV of rows that each apply to one GPU from a time
+// on: the columns time_s and gpu, then rest, which row parses into a T;
+// fields gives a T's time, GPU and line. The rows come back sorted by
+// time, stably (rows of one time apply in file order).
+func readTimed[T any](name string, r io.Reader, rest []string, row func(*csvin.Table, []int, *T) error, fields func(*T) (*float64, *int, *int)) ([]T, error) {
+	names := append([]string{"time_s", "gpu"}, rest...)
+	t, err := openCSV(name, r, names)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := t.Cols(names...)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for t.Next() {
+		var v T
+		at, gpu, line := fields(&v)
+		*line = t.Line()
+		if *at, err = t.Float(cols[0]); err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		if *at < 0 {
+			return nil, t.Errorf(cols[0], "%q must not be negative", t.Text(cols[0]))
+		}
+		if *gpu, err = t.Int(cols[1]); err != nil {
+			return nil, err
+		}
+		if err := row(t, cols[2:], &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	if err := t.Err(); err != nil {
 		return nil, err
@@ -64,14 +107,10 @@ func ReadGPUEvents(name string, r io.Reader) ([]GPUEvent, error) {
 	if len(out) == 0 {
 		return nil, &InputError{File: name, Msg: "no data rows"}
 	}
-	slices.SortStableFunc(out, func(a, b GPUEvent) int {
-		switch {
-		case a.T < b.T:
-			return -1
-		case a.T > b.T:
-			return 1
-		}
-		return 0
+	slices.SortStableFunc(out, func(a, b T) int {
+		ta, _, _ := fields(&a)
+		tb, _, _ := fields(&b)
+		return cmp.Compare(*ta, *tb)
 	})
 	return out, nil
 }

@@ -230,6 +230,48 @@ func FuzzReadGPUEvents(f *testing.F) {
 	})
 }
 
+func FuzzReadGPUHints(f *testing.F) {
+	for _, s := range []string{"time_s,gpu,slowdown\n0,3,1.5\n5,3,1\n", "time_s,gpu,slowdown\n1,-1,2\n", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		hs, err := ReadGPUHints("h.csv", strings.NewReader(in))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "h.csv") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for i, h := range hs {
+			if !(h.T >= 0) || h.GPU < 0 || !(h.Slowdown > 0) || math.IsInf(h.Slowdown, 0) || (i > 0 && h.T < hs[i-1].T) {
+				t.Fatalf("hint %d: %+v", i, h)
+			}
+		}
+	})
+}
+
+// Hints come back by time, rows of one time in file order; a bad field
+// is named with its line.
+func TestReadGPUHints(t *testing.T) {
+	hs, err := ReadGPUHints("h.csv", strings.NewReader("gpu,time_s,slowdown\n# DCGM\n3,60,1\n3,0,1.5\n7,0,1.2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(hs); got != "[{0 3 1.5 4} {0 7 1.2 5} {60 3 1 3}]" {
+		t.Errorf("hints %s", got)
+	}
+	for in, want := range map[string]string{
+		"time_s,gpu,slowdown\n0,1,0\n":          `h.csv:2: field "slowdown"`,
+		"time_s,gpu,slowdown\n-5,1,2\n":         `h.csv:2: field "time_s"`,
+		"time_s,gpu\n0,1\n":                     `h.csv`,
+		"time_s,gpu,slowdown,class\n0,1,2,A\n": `h.csv`,
+	} {
+		if _, err := ReadGPUHints("h.csv", strings.NewReader(in)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %s...", in, err, want)
+		}
+	}
+}
+
 // Re-placing in the old bins (RefitBelow 1, RefitShare 0.5 so that up to
 // 2 of the 4 GPUs may move before a fit). Prior class A 0.9, 0.9, 1.2,
 // 1.2: bins at raw 0.9 and 1.2, Norm (0.9 + 1.2)/2 = 1.05, threshold

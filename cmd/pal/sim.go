@@ -31,6 +31,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
 	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
 	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
+	fs.StringVar(&o.GPUHints, "gpu-hints", "", "with --learn-scores: CSV time_s,gpu,slowdown of telemetry's priors for the learner (a simulated DCGM exporter: GPU gpu runs about slowdown times slower than its profile, 1 when no longer)")
 	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
 	fs.StringVar(&o.LearnFrom, "learn-from", "job", "with --learn-scores, what a job shows: job (its pace: the slowest of its GPUs) or gpu (each GPU's own pace, as workers that time their own step report it)")
 	fs.StringVar(&o.Scheduler, "scheduler", def.Scheduler, "fifo, las, srtf, tiresias-las, themis (leases and auctions; places too, 60 s rounds unless --round), or the Themis paper's elastic baselines gandiva-fair, slaq, optimus, tiresias-blind, gandiva-score (600 s leases; place too)")
@@ -83,6 +84,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.ActualGPUScores = set.ActualGPUScores
 			case "gpu-events":
 				out.GPUEvents = set.GPUEvents
+			case "gpu-hints":
+				out.GPUHints = set.GPUHints
 			case "learn-scores":
 				out.LearnScores = set.LearnScores
 			case "learn-from":
