@@ -23,7 +23,7 @@ const convergenceGroups = 10
 
 // convergenceVariants are the variants the curve compares with the
 // oracle, in plot order.
-var convergenceVariants = []string{"stale", "stale+learning", "stale+gpu-learning"}
+var convergenceVariants = []string{"stale", "stale+learning", "stale+learning+dcgm", "stale+gpu-learning"}
 
 // kept reports whether a variant's runs keep per-job records (the curve
 // reads them).
@@ -102,6 +102,9 @@ func convergence(jobs map[string]map[string][]metrics.JobRecord, fams []string) 
 				means[v] = groupMeans(order, jct)
 			}
 			for _, v := range convergenceVariants {
+				if means[v] == nil {
+					return nil, fmt.Errorf("stale: %s kept no job records under %s", strings.ReplaceAll(k, "\x00", " "), v)
+				}
 				r := make([]float64, convergenceGroups)
 				for g := range r {
 					r[g] = means[v][g] / means["oracle"][g]

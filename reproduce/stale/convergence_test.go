@@ -31,6 +31,7 @@ func TestConvergenceGroupsByArrival(t *testing.T) {
 			}
 			return 100
 		}),
+		"stale+learning+dcgm": mk(func(int) float64 { return 120 }),
 	}
 	cs, err := convergence(map[string]map[string][]metrics.JobRecord{"1\x00sia-philly\x00t": run}, []string{"sia-philly"})
 	if err != nil {
@@ -48,10 +49,17 @@ func TestConvergenceGroupsByArrival(t *testing.T) {
 		if g < 5 {
 			wantL = 1.5
 		}
-		if r := cs[0].Ratio; r["stale"][g] != 1.5 || r["stale+learning"][g] != wantL || r["stale+gpu-learning"][g] != 1 {
-			t.Errorf("group %d: stale %v learning %v gpu-learning %v, want 1.5 %v 1", g+1, r["stale"][g], r["stale+learning"][g], r["stale+gpu-learning"][g], wantL)
+		if r := cs[0].Ratio; r["stale"][g] != 1.5 || r["stale+learning"][g] != wantL || r["stale+gpu-learning"][g] != 1 || r["stale+learning+dcgm"][g] != 1.2 {
+			t.Errorf("group %d: stale %v learning %v gpu-learning %v dcgm %v, want 1.5 %v 1 1.2", g+1, r["stale"][g], r["stale+learning"][g], r["stale+gpu-learning"][g], r["stale+learning+dcgm"][g], wantL)
 		}
 	}
+	// A variant whose runs kept no records is an error, not a panic.
+	dcgm := run["stale+learning+dcgm"]
+	delete(run, "stale+learning+dcgm")
+	if _, err := convergence(map[string]map[string][]metrics.JobRecord{"1\x00sia-philly\x00t": run}, []string{"sia-philly"}); err == nil || !strings.Contains(err.Error(), "kept no job records under stale+learning+dcgm") {
+		t.Errorf("a variant without records: %v", err)
+	}
+	run["stale+learning+dcgm"] = dcgm
 	delete(run, "stale")
 	run["stale"] = mk(func(int) float64 { return 150 })[:19]
 	if _, err := convergence(map[string]map[string][]metrics.JobRecord{"1\x00sia-philly\x00t": run}, []string{"sia-philly"}); err == nil || !strings.Contains(err.Error(), "under stale tracks 19 jobs, the oracle 20") {

@@ -65,7 +65,14 @@ const StaleDir = "stale"
 // is the cost of attribution (the max over a job's GPUs), and
 // gpu-learning's from the oracle the cost of having to run on a GPU to
 // know it.
-var staleVariants = []string{"oracle", "oracle+learning", "stale", "stale+learning", "stale+gpu-learning", "packed-sticky"}
+//
+// dcgm adds telemetry's priors to job-pace learning (--gpu-hints): a
+// simulated DCGM exporter that sees every other degraded GPU of the draw
+// (a clock held down: thermal throttling, a power cap) from the start,
+// at its true slowdown, and not the others (a slower replacement board
+// runs at a normal clock). Telemetry that saw every degradation would
+// give the oracle exactly; half shows what a partial view is worth.
+var staleVariants = []string{"oracle", "oracle+learning", "stale", "stale+learning", "stale+learning+dcgm", "stale+gpu-learning", "packed-sticky"}
 
 // StaleRow is one trace's average JCTs, by variant.
 type StaleRow struct {
@@ -163,7 +170,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	sia.Scheduler = "fifo"
 	var grids []*sweep.Grid
 	var keys []string // draw, family and variant of each grid
-	add := func(draw uint64, fam string, g sweep.Grid, old, tru string) {
+	add := func(draw uint64, fam string, g sweep.Grid, old, tru, hints string) {
 		for _, v := range staleVariants {
 			gg := g
 			gg.Base.GPUScores, gg.Base.ActualGPUScores, gg.Base.LearnScores = old, tru, false
@@ -176,6 +183,8 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 				gg.Base.GPUScores, gg.Base.ActualGPUScores, gg.Base.LearnScores = tru, "", true
 			case "stale+learning":
 				gg.Base.LearnScores = true
+			case "stale+learning+dcgm":
+				gg.Base.LearnScores, gg.Base.GPUHints = true, hints
 			case "stale+gpu-learning":
 				gg.Base.LearnScores, gg.Base.LearnFrom = true, "gpu"
 			case "packed-sticky":
@@ -190,6 +199,16 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		note := fmt.Sprintf("%.0f%% of GPUs (seed %d) x %g for every class", 100*StaleFraction, draw, StaleFactor)
 		return writeTable(path, t, per, []string{"truth: the old profile with " + note, fmt.Sprintf("degraded GPUs: %v", bad)})
 	}
+	// hintsFile is the truth file's DCGM view: every other degraded GPU.
+	hintsFile := func(truth string, bad []int) (string, error) {
+		path := strings.TrimSuffix(truth, ".csv") + "-dcgm.csv"
+		var b strings.Builder
+		b.WriteString("# what a DCGM exporter shows: every other degraded GPU of the draw, held down from the start\ntime_s,gpu,slowdown\n")
+		for i := 0; i < len(bad); i += 2 {
+			fmt.Fprintf(&b, "0,%d,%g\n", bad[i], StaleFactor)
+		}
+		return path, os.WriteFile(path, []byte(b.String()), 0o644)
+	}
 	for _, draw := range res.DrawSeeds {
 		truth, bad := degrade(pinned.Table, StaleFraction, StaleFactor, draw)
 		if draw == StaleSeed {
@@ -199,7 +218,11 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		if err := writeTruth(tru, truth, 4, draw, bad); err != nil {
 			return nil, err
 		}
-		add(draw, "sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, tru)
+		hints, err := hintsFile(tru, bad)
+		if err != nil {
+			return nil, err
+		}
+		add(draw, "sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, tru, hints)
 	}
 
 	// Synergy: each seed's drawn table is that seed's old profile.
@@ -232,8 +255,12 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 			if err := writeTruth(tru, t, per, draw, bad); err != nil {
 				return nil, err
 			}
+			hints, err := hintsFile(tru, bad)
+			if err != nil {
+				return nil, err
+			}
 			add(draw, "synergy", sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
-				Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}, old, tru)
+				Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}, old, tru, hints)
 		}
 	}
 	if log != nil {
@@ -295,10 +322,10 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if err := os.WriteFile(filepath.Join(dir, "stale.md"), []byte(res.Markdown), 0o644); err != nil {
 		return nil, err
 	}
-	header := "family,trace,oracle_avg_jct_s,oracle_learning_avg_jct_s,stale_avg_jct_s,learning_avg_jct_s,gpu_learning_avg_jct_s,packed_sticky_avg_jct_s,recovered\n"
+	header := "family,trace,oracle_avg_jct_s,oracle_learning_avg_jct_s,stale_avg_jct_s,learning_avg_jct_s,learning_dcgm_avg_jct_s,gpu_learning_avg_jct_s,packed_sticky_avg_jct_s,recovered\n"
 	line := func(b *strings.Builder, r StaleRow) {
-		fmt.Fprintf(b, "%s,%s,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f\n", r.Family, r.Trace, r.AvgJCT["oracle"], r.AvgJCT["oracle+learning"], r.AvgJCT["stale"],
-			r.AvgJCT["stale+learning"], r.AvgJCT["stale+gpu-learning"], r.AvgJCT["packed-sticky"], recovered(r.AvgJCT))
+		fmt.Fprintf(b, "%s,%s,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.4f\n", r.Family, r.Trace, r.AvgJCT["oracle"], r.AvgJCT["oracle+learning"], r.AvgJCT["stale"],
+			r.AvgJCT["stale+learning"], r.AvgJCT["stale+learning+dcgm"], r.AvgJCT["stale+gpu-learning"], r.AvgJCT["packed-sticky"], recovered(r.AvgJCT))
 	}
 	var csv, draws strings.Builder
 	csv.WriteString(header)
@@ -349,11 +376,11 @@ func recovered(m map[string]float64) float64 {
 func (r *StaleResult) markdown(plan paper.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Stale profiles: learning PM-scores online\n\n")
-	fmt.Fprintf(&b, "Not in the paper. The profile the scheduler believes was right when taken, but %.0f%% of the GPUs (drawn with seed %d) have since degraded by x%g for every class. FIFO, PAL unless named; oracle believes the truth (oracle+learning adds `--learn-scores` to it), stale the old profile while GPUs run at the truth, stale+learning adds `--learn-scores` (learning from each job's pace, the slowest of its GPUs), stale+gpu-learning adds `--learn-scores --learn-from gpu` (each GPU's own pace: what a learner can know once a job has run on a GPU), packed-sticky (Tiresias) ignores variability. Sia-Philly: workloads %v on 16x4 with the artifact's pinned table as the old profile; Synergy: %d jobs at %g jobs/hour on %s, seeds %v, each seed's drawn table as its old profile. The tables are in %s/. Recovered = (stale - learning) / (stale - oracle).\n\n",
+	fmt.Fprintf(&b, "Not in the paper. The profile the scheduler believes was right when taken, but %.0f%% of the GPUs (drawn with seed %d) have since degraded by x%g for every class. FIFO, PAL unless named; oracle believes the truth (oracle+learning adds `--learn-scores` to it), stale the old profile while GPUs run at the truth, stale+learning adds `--learn-scores` (learning from each job's pace, the slowest of its GPUs), stale+learning+dcgm adds `--gpu-hints` to it (a simulated DCGM exporter that shows every other degraded GPU held down from the start, at its slowdown, and not the others, as a slower replacement board would not show), stale+gpu-learning adds `--learn-scores --learn-from gpu` (each GPU's own pace: what a learner can know once a job has run on a GPU), packed-sticky (Tiresias) ignores variability. Sia-Philly: workloads %v on 16x4 with the artifact's pinned table as the old profile; Synergy: %d jobs at %g jobs/hour on %s, seeds %v, each seed's drawn table as its old profile. The tables are in %s/. Recovered = (stale - learning) / (stale - oracle).\n\n",
 		100*StaleFraction, StaleSeed, StaleFactor, plan.SiaTraces, plan.SynergyJobs, plan.MigrationLoad, plan.SynergyCluster, plan.SynergySeeds, StaleDir)
-	b.WriteString("| trace | oracle | oracle+learning | stale | stale+learning | stale+gpu-learning | packed-sticky | recovered |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| trace | oracle | oracle+learning | stale | stale+learning | stale+learning+dcgm | stale+gpu-learning | packed-sticky | recovered |\n|---|---|---|---|---|---|---|---|---|\n")
 	row := func(name string, m map[string]float64) {
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", name, m["oracle"], m["oracle+learning"], m["stale"], m["stale+learning"], m["stale+gpu-learning"], m["packed-sticky"], sharePct(recovered(m)))
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n", name, m["oracle"], m["oracle+learning"], m["stale"], m["stale+learning"], m["stale+learning+dcgm"], m["stale+gpu-learning"], m["packed-sticky"], sharePct(recovered(m)))
 	}
 	for _, rr := range r.Rows {
 		row(rr.Trace, rr.AvgJCT)

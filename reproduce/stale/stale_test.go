@@ -27,7 +27,14 @@ import (
 //   - learning from each GPU's own pace, which knows every GPU a job has
 //     run on, ends above stale only where the oracle itself does
 //     (Sia-Philly 4 draw 1, where the oracle is 0.8% above stale): no
-//     learner can be held to beating stale there.
+//     learner can be held to beating stale there;
+//   - with telemetry that shows every other degraded GPU
+//     (stale+learning+dcgm), learning ends closer to the oracle on
+//     Sia-Philly (geomean over every run and draw: measured 1.008 of the
+//     oracle against learning's 1.025), is at or below learning alone in
+//     every arrival group there, stays within 0.5% of the oracle on
+//     Synergy (measured 1.000; learning alone 0.999), and ends above
+//     stale only where the oracle does.
 func TestStaleAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full stale-profiles section over 11 draws: about 40 s of simulation")
@@ -41,6 +48,8 @@ func TestStaleAcceptance(t *testing.T) {
 		t.Fatalf("%d draws, want %d", len(res.Draws), StaleDraws)
 	}
 	above := 0
+	logRatio := map[string]map[string]float64{} // family -> variant -> sum of log(x / oracle)
+	runs := map[string]int{}
 	for i, rows := range res.Draws {
 		if len(rows) != 11 {
 			t.Fatalf("draw %d: %d rows, want 8 Sia-Philly and 3 Synergy", res.DrawSeeds[i], len(rows))
@@ -55,12 +64,30 @@ func TestStaleAcceptance(t *testing.T) {
 			if m["stale+learning"] > m["stale"] {
 				above++
 			}
-			if m["stale+gpu-learning"] > m["stale"] && !(m["oracle"] > m["stale"]) {
-				t.Errorf("%s: learning from every GPU's own pace %.0f is above stale %.0f although the oracle %.0f is not", name, m["stale+gpu-learning"], m["stale"], m["oracle"])
+			for _, v := range []string{"stale+gpu-learning", "stale+learning+dcgm"} {
+				if m[v] > m["stale"] && !(m["oracle"] > m["stale"]) {
+					t.Errorf("%s: %s %.0f is above stale %.0f although the oracle %.0f is not", name, v, m[v], m["stale"], m["oracle"])
+				}
 			}
+			if logRatio[r.Family] == nil {
+				logRatio[r.Family] = map[string]float64{}
+			}
+			for _, v := range []string{"stale+learning", "stale+learning+dcgm"} {
+				logRatio[r.Family][v] += math.Log(m[v] / m["oracle"])
+			}
+			runs[r.Family]++
 		}
 	}
 	t.Logf("learning above stale on %d of %d runs", above, StaleDraws*len(res.Rows))
+	gm := func(fam, v string) float64 { return math.Exp(logRatio[fam][v] / float64(runs[fam])) }
+	if l, d := gm("sia-philly", "stale+learning"), gm("sia-philly", "stale+learning+dcgm"); !(d < l) {
+		t.Errorf("sia-philly, every run: with telemetry %.4f of the oracle, not closer than learning alone %.4f", d, l)
+	}
+	if d := gm("synergy", "stale+learning+dcgm"); !(math.Abs(d-1) < 0.005) {
+		t.Errorf("synergy, every run: with telemetry %.4f of the oracle, want within 0.5%%", d)
+	}
+	t.Logf("geomean over every run, of the oracle: sia-philly learning %.4f with telemetry %.4f; synergy %.4f %.4f",
+		gm("sia-philly", "stale+learning"), gm("sia-philly", "stale+learning+dcgm"), gm("synergy", "stale+learning"), gm("synergy", "stale+learning+dcgm"))
 	for _, d := range res.DrawStats() {
 		if !(d.Median["stale+learning"] < d.Median["stale"]) {
 			t.Errorf("%s: median over %d draws, learning %.0f is not below stale %.0f", d.Trace, StaleDraws, d.Median["stale+learning"], d.Median["stale"])
@@ -80,6 +107,12 @@ func TestStaleAcceptance(t *testing.T) {
 		for g := range convergenceGroups {
 			if !(r["stale+gpu-learning"][g] <= r["stale+learning"][g]*1.001 && r["stale+learning"][g] < r["stale"][g]) {
 				t.Errorf("%s group %d: stale %.3f learning %.3f per-GPU learning %.3f, want per-GPU <= learning < stale", c.Family, g+1, r["stale"][g], r["stale+learning"][g], r["stale+gpu-learning"][g])
+			}
+		}
+		for g := range convergenceGroups {
+			d, l := r["stale+learning+dcgm"][g], r["stale+learning"][g]
+			if (c.Family == "sia-philly" && !(d <= l)) || (c.Family == "synergy" && !(math.Abs(d-1) < 0.005)) {
+				t.Errorf("%s group %d: with telemetry %.3f, learning alone %.3f of the oracle", c.Family, g+1, d, l)
 			}
 		}
 		last := convergenceGroups - 1
