@@ -261,9 +261,9 @@ func TestReadGPUHints(t *testing.T) {
 		t.Errorf("hints %s", got)
 	}
 	for in, want := range map[string]string{
-		"time_s,gpu,slowdown\n0,1,0\n":          `h.csv:2: field "slowdown"`,
-		"time_s,gpu,slowdown\n-5,1,2\n":         `h.csv:2: field "time_s"`,
-		"time_s,gpu\n0,1\n":                     `h.csv`,
+		"time_s,gpu,slowdown\n0,1,0\n":         `h.csv:2: field "slowdown"`,
+		"time_s,gpu,slowdown\n-5,1,2\n":        `h.csv:2: field "time_s"`,
+		"time_s,gpu\n0,1\n":                    `h.csv`,
 		"time_s,gpu,slowdown,class\n0,1,2,A\n": `h.csv`,
 	} {
 		if _, err := ReadGPUHints("h.csv", strings.NewReader(in)); err == nil || !strings.HasPrefix(err.Error(), want) {
