@@ -103,13 +103,18 @@ type dcgmStage struct {
 	scrapes   *prometheus.CounterVec // by target result: ok, error
 	flagged   prometheus.Gauge
 
+	// lastGood is each target's last good scrape (the scrape goroutine's
+	// alone): a target that fails keeps saying what it said, so that an
+	// exporter restarting does not withdraw its GPUs' hints.
+	lastGood map[string][]telemetry.GPU
+
 	mu       sync.Mutex
 	findings map[GPUKey]telemetry.Finding
 	gen      uint64 // scrapes that finished
 }
 
 func newDCGMStage(cfg DCGMConfig) *dcgmStage {
-	d := &dcgmStage{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout.Duration}, collector: telemetry.NewCollector(),
+	d := &dcgmStage{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout.Duration}, collector: telemetry.NewCollector(), lastGood: map[string][]telemetry.GPU{},
 		scrapes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_dcgm_scrapes_total",
 			Help: "DCGM exporter endpoints scraped, by result (ok, error)."}, []string{"result"}),
 		flagged: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_dcgm_flagged_gpus",
@@ -223,18 +228,27 @@ func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *sl
 	close(next)
 	wg.Wait()
 	var all []telemetry.GPU
+	live := map[string]bool{}
 	for i, t := range targets {
+		live[t.url] = true
 		if errs[i] != nil {
 			d.scrapes.WithLabelValues("error").Inc()
-			log.Warn("DCGM exporter not read", "url", t.url, "err", errs[i])
-			continue
+			log.Warn("DCGM exporter not read; its last findings stand", "url", t.url, "err", errs[i], "gpus", len(d.lastGood[t.url]))
+			got[i] = d.lastGood[t.url]
+		} else {
+			d.scrapes.WithLabelValues("ok").Inc()
+			d.lastGood[t.url] = got[i]
 		}
-		d.scrapes.WithLabelValues("ok").Inc()
 		for _, g := range got[i] {
 			if t.node != "" {
 				g.Hostname = t.node
 			}
 			all = append(all, g)
+		}
+	}
+	for u := range d.lastGood {
+		if !live[u] {
+			delete(d.lastGood, u) // an endpoint gone from the Service
 		}
 	}
 	fs := telemetry.Assess(all, d.cfg.LowClock)

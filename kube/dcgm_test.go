@@ -115,10 +115,20 @@ func TestDCGMHintsReachTheLearner(t *testing.T) {
 		t.Errorf("the learned ConfigMap keeps %v for the hinted GPU, want its measured 1", v)
 	}
 
-	// The same scrape again hands nothing new; the slowdown's end does.
+	// The same scrape again hands nothing new, and neither does one
+	// the exporter fails (its last findings stand); the slowdown's end
+	// does.
 	s.dcgm.scrape(ctx, cs, s.log)
 	if s.learnHints() {
 		t.Errorf("an unchanged scrape changed a hint")
+	}
+	set("not the exposition format {")
+	s.dcgm.scrape(ctx, cs, s.log)
+	if s.learnHints() || s.learn.learner.Belief(variability.ClassA, 1) != prior {
+		t.Errorf("a failed scrape changed a hint: GPU 1 at %v", s.learn.learner.Belief(variability.ClassA, 1))
+	}
+	if m := metricsText(t, s); !strings.Contains(m, `pal_dcgm_scrapes_total{result="error"} 1`+"\n") {
+		t.Errorf("the failed scrape is not counted")
 	}
 	set(cooled(sample))
 	s.dcgm.scrape(ctx, cs, s.log)
