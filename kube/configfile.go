@@ -147,18 +147,29 @@ func plainDecodeError(err error, t reflect.Type) string {
 }
 
 // line is the line of the dotted key (themis.lease) in the file, 0 when
-// the file does not set it (its default was used).
+// the file does not set it (its default was used). A last key with an
+// index (dcgm.urls[1]) is that item's line.
 func (f *configFile) line(dotted string) int {
 	if f == nil || f.root == nil {
 		return 0
 	}
 	m := f.root
 	parts := strings.Split(dotted, ".")
+	idx := -1
+	if last, n, ok := strings.Cut(parts[len(parts)-1], "["); ok {
+		if _, err := fmt.Sscanf(n, "%d]", &idx); err != nil {
+			idx = -1
+		}
+		parts[len(parts)-1] = last
+	}
 	for i, p := range parts {
 		var next *yaml3.Node
 		for k := 0; k+1 < len(m.Content); k += 2 {
 			if m.Content[k].Value == p {
 				if i == len(parts)-1 {
+					if v := m.Content[k+1]; idx >= 0 && v.Kind == yaml3.SequenceNode && idx < len(v.Content) {
+						return v.Content[idx].Line
+					}
 					return m.Content[k].Line
 				}
 				next = m.Content[k+1]

@@ -29,6 +29,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"invalid value", "namespace: kube-system\nperiod: -1s\n", `c.yaml:2: field period: must be positive, got -1s`},
 		{"invalid nested value", "scheduler: themis\nthemis:\n  lease: -5s\n", `c.yaml:3: field themis.lease: must be positive`},
 		{"invalid pair", "qps: 5\nburst: 0\n", `c.yaml:1: fields qps and burst: must be positive`},
+		{"dcgm service", "learnScores: true\ndcgm:\n  service: gpu-operator\n", `c.yaml:3: field dcgm.service: "gpu-operator" is not NAMESPACE/NAME`},
+		{"dcgm url", "dcgm:\n  port: 9400\n  urls:\n  - http://a:9400/metrics\n  - gpu-node-1:9400\n", `c.yaml:5: field dcgm.urls[1]: "gpu-node-1:9400" is not an http(s) URL`},
+		{"dcgm interval", "dcgm:\n  service: a/b\n  interval: 100ms\n", `c.yaml:3: field dcgm.interval: must be at least 1s`},
 		{"invalid default-only", "scheduler: nope\n", `c.yaml:1: field scheduler:`},
 		{"too large", "# " + strings.Repeat("x", maxConfigBytes) + "\n", `bytes, more than the 1048576 a config may have`},
 	} {
@@ -74,7 +77,7 @@ func TestLoadConfigGood(t *testing.T) {
 // FuzzLoadConfig: any file loads or fails with an error naming the file,
 // and never panics.
 func FuzzLoadConfig(f *testing.F) {
-	for _, s := range []string{"period: 10s\n", "themis:\n  knob: x\n", "a: &a [*a, *a]\n", "- 1\n", ": : :\n", "leaderElection:\n  enabled: true\n"} {
+	for _, s := range []string{"period: 10s\n", "themis:\n  knob: x\n", "dcgm:\n  service: a/b\n  port: 0\n", "dcgm:\n  urls: [':::']\n", "a: &a [*a, *a]\n", "- 1\n", ": : :\n", "leaderElection:\n  enabled: true\n"} {
 		f.Add(s)
 	}
 	dir := f.TempDir()
