@@ -205,3 +205,25 @@ func TestDCGMConfigErrors(t *testing.T) {
 		t.Errorf("dcgm off: %v", err)
 	}
 }
+
+// A restarted scheduler whose learned ConfigMap already has the throttled
+// GPU at 1.4 (learnt from jobs while it was throttled; the profile says
+// 1) does not count DCGM's 1395/1005 on top: the hint is against the
+// profile, so the GPU stays at 1.4, not 1.4 x 1.388.
+func TestDCGMHintNotCountedTwice(t *testing.T) {
+	u, _ := exporter(t, a100Sample(t))
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cs, _ := newFake(t, node("gpu-node-001", 4),
+		learnedConfigMap(allClasses("gpu-node-001,0", "1", "gpu-node-001,1", "1.4", "gpu-node-001,2", "1", "gpu-node-001,3", "1"), nil))
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	s.Round(ctx, learnT0)
+	s.dcgm.scrape(ctx, cs, s.log)
+	s.Round(ctx, learnT0.Add(10*time.Second))
+	for c := range variability.Class(variability.NumClasses) {
+		if b := s.learn.learner.Belief(c, 1); b != 1.4 {
+			t.Errorf("class %s: the learned, still throttled GPU believed %v, want 1.4", c, b)
+		}
+	}
+}

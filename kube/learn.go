@@ -289,6 +289,11 @@ func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *varia
 		L.learner, L.keys = nil, nil
 		return tab, vs
 	}
+	// DCGM's slowdowns are against the profile: the prior may hold the
+	// same slowdown, learnt from jobs while the GPU was throttled.
+	if err := l.HintRelativeTo(tab); err != nil {
+		s.log.Error("DCGM hints relative to the learned scores, not the profile", "err", err)
+	}
 	L.learner, L.keys = l, keys
 	s.setLearnedGauges()
 	return prior, vs

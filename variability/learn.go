@@ -166,6 +166,9 @@ type Learner struct {
 	// before the hint: what a withdrawn hint restores.
 	hinted   [NumClasses][]bool
 	hintBase [NumClasses][]float64
+	// hintRef is what a hint's slowdown multiplies: the prior, unless
+	// HintRelativeTo gave the profile under it.
+	hintRef [NumClasses][]float64
 	// base is, for a GPU with guess set, its belief before the guess:
 	// what prune puts back when the guess turns out redundant.
 	base [NumClasses][]float64
@@ -245,6 +248,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.carried[c] = make([]bool, n)
 		l.hinted[c] = make([]bool, n)
 		l.hintBase[c] = make([]float64, n)
+		l.hintRef[c] = l.prior[c]
 		l.base[c] = make([]float64, n)
 		l.lastSeen[c] = make([]int, n)
 		l.inOpen[c] = make([]int32, n)
@@ -302,13 +306,29 @@ func (l *Learner) TakeMoved(dst []int) []int {
 	return dst
 }
 
+// HintRelativeTo makes hints multiply t's values instead of the prior's.
+// A driver whose prior already holds what jobs showed (pal scheduler
+// starts from its learned ConfigMap) gives the profile here: a GPU
+// learned 1.4x slow and still throttled by 1.4x is 1.4x slow, not 1.96x.
+func (l *Learner) HintRelativeTo(t *Table) error {
+	for c := range Class(NumClasses) {
+		if len(t.Values[c]) != len(l.prior[c]) {
+			return fmt.Errorf("learner: hint table class %s covers %d GPUs, want %d", c, len(t.Values[c]), len(l.prior[c]))
+		}
+	}
+	for c := range Class(NumClasses) {
+		l.hintRef[c] = slices.Clone(t.Values[c])
+	}
+	return nil
+}
+
 // Hint takes what GPU telemetry says of GPU g now: it runs about f times
 // slower than its profile for every class (DCGM shows its clock held
 // down by f), or, with f at 1, that nothing holds it down any more. A
 // hint is a prior, not a measurement, so it is weaker than any job:
 //
 //   - It raises each class's belief of g to the profile's value times f
-//     where the belief is lower, marked hinted, whatever jobs showed of g
+//     (the prior's, unless HintRelativeTo) where the belief is lower, marked hinted, whatever jobs showed of g
 //     before: a clock held down now says the GPU changed since they ran.
 //     So g's GPU-wide bound is forgotten, and the next job to show g at
 //     some pace sets it again and, if that is fast, lowers the hinted
@@ -340,7 +360,7 @@ func (l *Learner) Hint(g int, f float64) {
 		if !raise {
 			continue
 		}
-		if v := l.prior[c][g] * f; b[g] < v/(1+tol) {
+		if v := l.hintRef[c][g] * f; b[g] < v/(1+tol) {
 			l.hintBase[c][g] = b[g]
 			b[g], l.hinted[c][g] = v, true
 			l.touch(c, g)

@@ -568,6 +568,13 @@ func TestLearnerTakeMoved(t *testing.T) {
 	}
 }
 
+// flatTable4B is four GPUs at 1, class B's GPU 2 at b.
+func flatTable4B(b float64) *Table {
+	t := flatTable(4)
+	t.Values[ClassB][2] = b
+	return t
+}
+
 // A hint is a prior that jobs override. Four GPUs at 1 in every class
 // except class B's GPU 2 at 0.8; telemetry says GPU 2 runs 1.4x slow.
 // Beliefs after each step, by hand (Alpha 0.5):
@@ -620,6 +627,18 @@ func TestLearnerHint(t *testing.T) {
 			{"class A at 1", job(ClassA, 1), 1, 0.8},
 			{"hint 1.5", hint(1.5), 1.5, 0.8 * 1.5},
 			{"hint 1.2", hint(1.2), 1.2, 0.8 * 1.2},
+		}},
+		{"relative to the profile", []step{
+			// The prior already holds a learned 1.4 in class A (the profile
+			// says 1): a 1.4x hint relative to the profile leaves it, and
+			// raises B (prior and profile 0.8) to 1.12.
+			{"learned", func(l *Learner) {
+				l.belief[ClassA][2], l.prior[ClassA][2] = 1.4, 1.4
+				if err := l.HintRelativeTo(flatTable4B(0.8)); err != nil {
+					t.Fatal(err)
+				}
+			}, 1.4, 0.8},
+			{"hint 1.4", hint(1.4), 1.4, 0.8 * 1.4},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
