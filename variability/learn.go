@@ -42,6 +42,16 @@ type LearnOptions struct {
 	// Memory is how many unresolved slow observations are kept (0 means
 	// 4096; see Learner).
 	Memory int
+	// Expire is how many rounds an unresolved slow observation is kept
+	// (0 means 5/Forget, 100 with the default Forget). A remembered
+	// observation keeps the guess that explains it from fading (see
+	// forgetGuesses), so kept for ever, the old observation of a gang
+	// that has moved on holds an innocent GPU slow for good, and the very
+	// jobs that could clear it avoid it. 5/Forget is how long the guess
+	// would last on its own: five e-foldings of Forget take a x1.5 guess
+	// back to within Tol of its prior. A job still slow when its
+	// observation expires is observed again and names a GPU again.
+	Expire int
 	// Every is the number of rounds between binnings (0 means 1: every
 	// Rebin may re-bin). Beliefs move every round; only the scores given
 	// to placement wait. A placer indexes a new score table from scratch,
@@ -72,6 +82,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	if o.Memory <= 0 {
 		o.Memory = 4096
 	}
+	if o.Expire <= 0 {
+		o.Expire = int(math.Round(5 / o.Forget))
+	}
 	if o.Every <= 0 {
 		o.Every = 1
 	}
@@ -91,11 +104,12 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     is slower than believed, but which one the max does not say. The
 //     blame goes to one GPU among the suspects, those whose upper bound
 //     still allows y (a GPU seen at most y' < y in another job cannot be
-//     the one): the suspect named by the most remembered slow
-//     observations of any class (unless PerClassOnly), then the one
-//     believed slowest. Slow observations
-//     whose slow GPU is not pinned are remembered and revisited each
-//     round (settle), so this is a greedy hitting set: the fewest slow
+//     the one): a suspect that some class pinned slow (unless
+//     PerClassOnly; see blameFirst), then the suspect named by the most
+//     remembered slow observations of any class (unless PerClassOnly),
+//     then the one believed slowest. Slow observations
+//     whose slow GPU is not pinned are remembered (for Expire rounds)
+//     and revisited each round (settle), so this is a greedy hitting set: the fewest slow
 //     GPUs that account for every slow job, which is the likeliest
 //     explanation when degradation is rare (one throttled GPU in two slow
 //     eight-GPU jobs, not eight). One GPU and not all of G, because
@@ -512,6 +526,7 @@ type clause struct {
 	c    Class
 	y    float64
 	gpus []int
+	born int // the round it was remembered in
 }
 
 func (k *clause) key() uint64 {
@@ -545,6 +560,7 @@ func (l *Learner) remember(k clause) {
 		l.openKey = map[uint64]bool{}
 	}
 	k.gpus = slices.Clone(k.gpus)
+	k.born = l.round
 	l.open = append(l.open, k)
 	l.openKey[key] = true
 	l.count(k, 1)
@@ -591,7 +607,7 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 		}
 		for t := tier; t <= 1; t++ {
 			n[t]++
-			if s[t] < 0 || l.named(c, g) > l.named(c, s[t]) || (l.named(c, g) == l.named(c, s[t]) && v > sv[t]) {
+			if s[t] < 0 || l.blameFirst(c, g, v, s[t], sv[t]) {
 				s[t], sv[t] = g, v
 			}
 		}
@@ -631,10 +647,16 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 // since (their upper bound is now under the pace) cannot be the slow one,
 // so the blame moves to one that can, and an observation only one GPU can
 // explain pins it. Observations no GPU can explain any more (the GPUs
-// changed) and pinned ones, once explained, are dropped.
+// changed), pinned ones once explained, and those older than Expire
+// rounds are dropped.
 func (l *Learner) settle() {
 	kept := l.open[:0]
 	for _, k := range l.open {
+		if l.round-k.born > l.opts.Expire {
+			delete(l.openKey, k.key())
+			l.count(k, -1)
+			continue
+		}
 		pinned, suspects := l.explain(k.c, k.gpus, k.y)
 		if suspects == 0 {
 			delete(l.openKey, k.key())
@@ -952,6 +974,25 @@ func lxvOfCounts(count map[float64]int, L float64) []LVEntry {
 	}
 	slices.SortStableFunc(out, func(a, b LVEntry) int { return cmp.Compare(a.Product, b.Product) })
 	return out
+}
+
+// blameFirst reports whether suspect g (scored v) takes a slow set's
+// blame before suspect o (scored ov): first a GPU some class has pinned
+// slow (its GPU-wide factor above 1, unless PerClassOnly), then the one
+// the most remembered slow observations name, then the one believed
+// slowest. The pin comes first because it is evidence about the GPU
+// itself, where being named is evidence about the sets it ran in: a GPU
+// in a large gang that keeps moving is named by most of that gang's slow
+// observations whether it is slow or not, and blaming it on that count
+// alone hides a good GPU while the known-slow one beside it goes free.
+func (l *Learner) blameFirst(c Class, g int, v float64, o int, ov float64) bool {
+	if !l.opts.PerClassOnly {
+		if pg, po := l.health[g] > 1+l.opts.Tol, l.health[o] > 1+l.opts.Tol; pg != po {
+			return pg
+		}
+	}
+	ng, no := l.named(c, g), l.named(c, o)
+	return ng > no || (ng == no && v > ov)
 }
 
 // named is how many remembered slow observations name GPU g: of every

@@ -658,3 +658,72 @@ func TestLearnerHint(t *testing.T) {
 		})
 	}
 }
+
+// A GPU that some class pinned slow takes a slow set's blame before one
+// that more remembered observations name. Every prior 1: class C on
+// {1, 3} at 1.7 blames GPU 1 on a guess and is remembered (it names GPUs
+// 1 and 3). Class B alone on GPU 2 at 1.6, twice, pins it at 1.3 then
+// 1.45, and spreads the factor 1.45 to class A, which never ran it. Class
+// A on {1, 2} at 1.6 is slow against its believed max 1.45; GPU 1 is
+// named once and GPU 2 not at all, but GPU 2 is the one known to be slow:
+// 1.45 + 0.5 x (1.6 - 1.45) = 1.525, and GPU 1 stays at 1. With
+// PerClassOnly there is no GPU-wide factor: class A believes both at 1
+// and, a tie, blames the first, GPU 1 (1 + 0.5 x 0.6 = 1.3).
+func TestLearnerBlamePinnedFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		perClass bool
+		want     [2]float64 // class A's beliefs of GPUs 1 and 2
+	}{
+		{"GPU-wide", false, [2]float64{1, 1.525}},
+		{"per class", true, [2]float64{1.3, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newTestLearner(t, flatTable(4), tc.perClass)
+			l.Observe(ClassC, []int{1, 3}, 1.7)
+			l.Observe(ClassB, []int{2}, 1.6)
+			l.Observe(ClassB, []int{2}, 1.6)
+			l.Observe(ClassA, []int{1, 2}, 1.6)
+			for i, g := range []int{1, 2} {
+				if got := l.Belief(ClassA, g); math.Abs(got-tc.want[i]) > 1e-12 {
+					t.Errorf("class A GPU %d believed %v, want %v", g, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// A remembered slow observation lasts Expire rounds, and the guess it
+// kept then goes. One class, every prior 1, Expire 3: {0, 1} at 1.5
+// blames GPU 0 on a guess (1.25), and no job runs after it. While the
+// observation is remembered it is settled each round, which raises GPU 0
+// further (1.375, 1.4375, 1.46875: the guess explains it, so it is
+// neither forgotten nor withdrawn). Rebin 4 drops the observation (it is
+// older than 3 rounds); from round 5 nothing needs GPU 0's guess, and it
+// is withdrawn to its belief before the guess, 1, exactly. Kept for ever,
+// the observation would hold GPU 0 at 1.5 although no job shows it slow.
+func TestLearnerExpire(t *testing.T) {
+	prior := flatTable(4)
+	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true, Expire: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(ClassA, []int{0, 1}, 1.5)
+	for r, w := range []float64{1.25, 1.375, 1.4375, 1.46875, 1.46875, 1, 1} {
+		if r > 0 {
+			if _, err := l.Rebin(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := l.Belief(ClassA, 0); math.Abs(got-w) > 1e-12 {
+			t.Errorf("after %d rounds GPU 0 believed %v, want %v", r, got, w)
+		}
+	}
+	if got := l.Belief(ClassA, 1); got != 1 {
+		t.Errorf("GPU 1 believed %v, want 1", got)
+	}
+}

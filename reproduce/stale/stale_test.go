@@ -16,25 +16,24 @@ import (
 //   - learning with beliefs equal to the truth changes no run by 0.5% or
 //     more;
 //   - stale + learning recovers at least 80% of the oracle's gain over
-//     stale on both families' geomeans (main draw);
+//     stale on both families' geomeans, on the main draw and on every
+//     draw (measured on Sia-Philly: 94%, and 90-96% over the draws);
 //   - on every trace, learning's median over the draws is below stale's;
 //   - per run, learning is below stale wherever the oracle gains more
 //     over stale than stale's own spread under re-measurement of its
 //     profile (remeasuredBand, 5.1%), and within that spread where it
-//     does not. Measured: above stale on 2 of the 88 Sia-Philly runs and
-//     none of the 33 Synergy runs, Sia-Philly 4 draws 1 (+2.3%) and 2
-//     (+0.03%);
-//   - learning from each GPU's own pace, which knows every GPU a job has
-//     run on, ends above stale only where the oracle itself does
-//     (Sia-Philly 4 draw 1, where the oracle is 0.8% above stale): no
-//     learner can be held to beating stale there;
+//     does not;
+//   - every learner (job paces, each GPU's own pace, job paces with
+//     telemetry) ends above stale only where the oracle itself does: a
+//     learner that converges to the truth cannot be held to beating stale
+//     where the truth is worse. Measured: learning above stale on 1 of
+//     the 121 runs, Sia-Philly 4 draw 1 (+3.5%; the oracle +0.8%);
 //   - with telemetry that shows every other degraded GPU
 //     (stale+learning+dcgm), learning ends closer to the oracle on
 //     Sia-Philly (geomean over every run and draw: measured 1.008 of the
-//     oracle against learning's 1.025), is at or below learning alone in
-//     every arrival group there, stays within 0.5% of the oracle on
-//     Synergy (measured 1.000; learning alone 0.999), and ends above
-//     stale only where the oracle does.
+//     oracle against learning's 1.018), is at or below learning alone in
+//     every arrival group there, and stays within 0.5% of the oracle on
+//     Synergy (measured 0.998, as learning alone).
 func TestStaleAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full stale-profiles section over 11 draws: about 40 s of simulation")
@@ -64,7 +63,7 @@ func TestStaleAcceptance(t *testing.T) {
 			if m["stale+learning"] > m["stale"] {
 				above++
 			}
-			for _, v := range []string{"stale+gpu-learning", "stale+learning+dcgm"} {
+			for _, v := range []string{"stale+learning", "stale+gpu-learning", "stale+learning+dcgm"} {
 				if m[v] > m["stale"] && !(m["oracle"] > m["stale"]) {
 					t.Errorf("%s: %s %.0f is above stale %.0f although the oracle %.0f is not", name, v, m[v], m["stale"], m["oracle"])
 				}
@@ -97,8 +96,8 @@ func TestStaleAcceptance(t *testing.T) {
 	// at most job-pace learning, which is below stale, and by the last
 	// group job-pace learning's distance from the oracle is under a
 	// quarter of stale's. Measured: Sia-Philly, first group stale 1.238,
-	// learning 1.060, per-GPU 1.025; last 1.256, 1.015, 1.001. Synergy:
-	// learning within 0.2% of the oracle from the first group on.
+	// learning 1.058, per-GPU 1.025; last 1.256, 1.009, 1.001. Synergy:
+	// learning within 0.3% of the oracle from the first group on.
 	if len(res.Convergence) != 2 {
 		t.Fatalf("%d convergence curves, want one per family", len(res.Convergence))
 	}
@@ -123,6 +122,11 @@ func TestStaleAcceptance(t *testing.T) {
 	for _, fam := range []string{"sia-philly", "synergy"} {
 		if rec := res.Recovered[fam]; !(rec >= 0.8) {
 			t.Errorf("%s geomean: learning recovers %.0f%% of oracle's gain over stale, want >= 80%%", fam, 100*rec)
+		}
+		for i, rec := range res.DrawRecovered(fam) {
+			if !(rec >= 0.8) {
+				t.Errorf("%s geomean, draw %d: learning recovers %.0f%% of oracle's gain over stale, want >= 80%%", fam, res.DrawSeeds[i], 100*rec)
+			}
 		}
 		t.Logf("%s geomean: oracle %.0f stale %.0f stale+learning %.0f: %.0f%% recovered", fam,
 			res.Geomean[fam]["oracle"], res.Geomean[fam]["stale"], res.Geomean[fam]["stale+learning"], 100*res.Recovered[fam])
