@@ -77,12 +77,7 @@ func readTimedFile[T any](in *Inputs, path string, read func(string, io.Reader) 
 
 // readGPUTable reads a per-GPU table that must fit --cluster.
 func (in *Inputs) readGPUTable(flag, p string) (*variability.Table, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	gs, err := variability.ReadGPUScores(p, f)
+	gs, err := variability.ReadGPUScoresFile(p)
 	if err != nil {
 		return nil, err
 	}

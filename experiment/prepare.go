@@ -268,12 +268,7 @@ func readEmbedded(fsys fs.FS, p string, models *workload.Models) (*workload.Trac
 func (in *Inputs) loadRaw() (*variability.Table, string, error) {
 	o := in.Opts
 	if o.GPUScores != "" {
-		f, err := os.Open(o.GPUScores)
-		if err != nil {
-			return nil, "", err
-		}
-		defer f.Close()
-		gs, err := variability.ReadGPUScores(o.GPUScores, f)
+		gs, err := variability.ReadGPUScoresFile(o.GPUScores)
 		if err != nil {
 			return nil, "", err
 		}

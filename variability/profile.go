@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,6 +155,16 @@ type GPUScores struct {
 	Index    []int
 }
 
+// ReadGPUScoresFile is ReadGPUScores of the file at path, named by it.
+func ReadGPUScoresFile(path string) (*GPUScores, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadGPUScores(path, f)
+}
+
 // ReadGPUScores reads columns GPU_ID, Node_ID and PerfVar_classA..D (plus
 // an optional GPU_UUID). Rows may come in any order, but the ids must be
 // exactly 0..N-1 so that a table can be indexed by GPU id without holes.
@@ -297,4 +308,44 @@ func WriteGPUScores(w io.Writer, s *GPUScores, comments []string) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// Locate finds the GPU of the table that a node's report names (GPU
+// telemetry names a GPU by its UUID, its node and its index on the node)
+// and says how it matched. A UUID the table has wins; then the node name
+// and index, where the table has node_name and gpu_index columns (as pal
+// profile build writes them for named nodes); then, for a table whose
+// nodes are the simulator's integers, node number and the index-th GPU of
+// that node in GPU_ID order. ok is false when nothing matches.
+func (s *GPUScores) Locate(uuid, node string, index int) (gpu int, how string, ok bool) {
+	if uuid != "" {
+		for g, u := range s.UUID {
+			if u == uuid {
+				return g, "uuid", true
+			}
+		}
+	}
+	if s.NodeName != nil {
+		for g, n := range s.NodeName {
+			if n == node && s.Index[g] == index {
+				return g, "node_name and gpu_index", true
+			}
+		}
+		return -1, "", false
+	}
+	nd, isInt := intNode(node)
+	if !isInt || index < 0 {
+		return -1, "", false
+	}
+	k := 0
+	for g, n := range s.Node {
+		if n != nd {
+			continue
+		}
+		if k == index {
+			return g, "node number and index", true
+		}
+		k++
+	}
+	return -1, "", false
 }

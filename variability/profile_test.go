@@ -318,3 +318,34 @@ func FuzzReadGPUScores(f *testing.F) {
 		}
 	})
 }
+
+// Locate on hand-built tables: integer nodes 0 and 1 of two GPUs each
+// (ids 0-3), one of them with a UUID.
+func TestGPUScoresLocate(t *testing.T) {
+	ints := &GPUScores{Node: []int{0, 0, 1, 1}, UUID: []string{"", "", "GPU-x", ""}}
+	named := &GPUScores{Node: []int{0, 0, 1, 1}, UUID: make([]string, 4), NodeName: []string{"a", "a", "b", "b"}, Index: []int{0, 1, 0, 1}}
+	for _, tc := range []struct {
+		name  string
+		s     *GPUScores
+		uuid  string
+		node  string
+		index int
+		want  int
+		how   string
+	}{
+		{"node number", ints, "", "1", 1, 3, "node number and index"},
+		{"uuid wins", ints, "GPU-x", "0", 0, 2, "uuid"},
+		{"unknown uuid, node number", ints, "GPU-y", "0", 1, 1, "node number and index"},
+		{"index past the node", ints, "", "1", 2, -1, ""},
+		{"named node on an integer table", ints, "", "b", 0, -1, ""},
+		{"name and index", named, "", "b", 1, 3, "node_name and gpu_index"},
+		{"a number is not a name", named, "", "1", 1, -1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, how, ok := tc.s.Locate(tc.uuid, tc.node, tc.index)
+			if g != tc.want || how != tc.how || ok != (tc.want >= 0) {
+				t.Errorf("Locate(%q, %q, %d) = %d, %q, %v; want %d, %q", tc.uuid, tc.node, tc.index, g, how, ok, tc.want, tc.how)
+			}
+		})
+	}
+}

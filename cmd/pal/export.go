@@ -47,12 +47,7 @@ within its node.
 			if gpuScores == "" {
 				return fmt.Errorf("--gpu-scores is required")
 			}
-			f, err := os.Open(gpuScores)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			gs, err := variability.ReadGPUScores(gpuScores, f)
+			gs, err := variability.ReadGPUScoresFile(gpuScores)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"github.com/palsched/pal/cluster"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -98,12 +97,7 @@ func runProfileShow(w io.Writer, o profileShowOpts) error {
 	var raw *variability.Table
 	var source string
 	if o.gpuScores != "" {
-		f, err := os.Open(o.gpuScores)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		gs, err := variability.ReadGPUScores(o.gpuScores, f)
+		gs, err := variability.ReadGPUScoresFile(o.gpuScores)
 		if err != nil {
 			return err
 		}

@@ -191,6 +191,90 @@ func TestProfileDCGM(t *testing.T) {
 	}
 }
 
+// pal profile dcgm -o hints: the sample's throttled GPU (gpu-node-001 GPU
+// 1, prior 1395/1005 = 1.3881) located in the table pal sim will believe,
+// by each of the three ways a table can name it, and the file read back
+// by pal sim --gpu-hints.
+func TestProfileDCGMHints(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "dcgm-exporter-a100.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(b) }))
+	defer srv.Close()
+	url := srv.URL + "/metrics"
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const cols = "PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD"
+	rows := func(f func(g int) string) string {
+		var sb strings.Builder
+		for g := range 8 {
+			fmt.Fprintf(&sb, "%d,%d,%s1,1,1,1\n", g, g/4, f(g))
+		}
+		return sb.String()
+	}
+	named := write("named.csv", "GPU_ID,Node_ID,node_name,gpu_index,"+cols+"\n"+rows(func(g int) string { return fmt.Sprintf("gpu-node-00%d,%d,", g/4, g%4) }))
+	byUUID := write("uuid.csv", "GPU_ID,Node_ID,GPU_UUID,"+cols+"\n"+rows(func(g int) string {
+		if g == 6 {
+			return "GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02,"
+		}
+		return fmt.Sprintf("GPU-other-%d,", g)
+	}))
+	ints := write("ints.csv", "GPU_ID,Node_ID,"+cols+"\n"+rows(func(int) string { return "" }))
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  string // the data row
+		by    string
+		error string
+	}{
+		{"node name and index", []string{"--gpu-scores", named}, "0,5,1.3881", "1 by node_name and gpu_index", ""},
+		{"uuid", []string{"--gpu-scores", byUUID, "--at", "3600"}, "3600,6,1.3881", "1 by uuid", ""},
+		{"not in the table", []string{"--gpu-scores", ints}, "", "", "flagged GPU gpu-node-001/1"},
+		{"no table", nil, "", "", "-o hints needs --gpu-scores"},
+		{"negative time", []string{"--gpu-scores", named, "--at", "-1"}, "", "", "--at -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(t, append([]string{"profile", "dcgm", "--url", url, "-o", "hints"}, tc.args...)...)
+			if tc.error != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.error) {
+					t.Fatalf("error %v, want one containing %q", err, tc.error)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "\ntime_s,gpu,slowdown\n"+tc.want+"\n") || strings.Count(out, "\n") != 4 || !strings.Contains(out, "1 of 4 scraped GPUs flagged") || !strings.Contains(out, tc.by) {
+				t.Errorf("hints:\n%s", out)
+			}
+		})
+	}
+	if _, err := run(t, "profile", "dcgm", "--url", url, "--gpu-scores", named); err == nil || !strings.Contains(err.Error(), "-o table does not use it") {
+		t.Errorf("--gpu-scores without -o hints: %v", err)
+	}
+	// The file is what pal sim --gpu-hints reads.
+	out, err := run(t, "profile", "dcgm", "--url", url, "-o", "hints", "--gpu-scores", byUUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hints := write("hints.csv", out)
+	trace := write("trace.csv", "job_id,num_gpus,submit_time,duration_s\n0,2,0,3600\n")
+	sim, err := run(t, "sim", "--trace", trace, "--cluster", "2x4", "--pinned=false", "--gpu-scores", byUUID, "--learn-scores", "--gpu-hints", hints, "--placement", "pal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sim, hints) {
+		t.Errorf("pal sim does not name the hints file it read:\n%s", sim)
+	}
+}
+
 // Named nodes end to end: two nodes' runs (class A only, resnet50), built
 // and exported. Medians: nb/1 2.0, nb/0 1.0, na/0 1.0, na/1 1.0; their
 // median 1.0, so nb/1 is 2 and the others 1 (classes B-D unmeasured: 1).

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/telemetry"
+	"github.com/palsched/pal/variability"
 )
 
 func newProfileDCGMCmd() *cobra.Command {
@@ -22,6 +25,8 @@ func newProfileDCGMCmd() *cobra.Command {
 	var output string
 	var lowClock float64
 	var timeout time.Duration
+	var scoresFile string
+	var at float64
 	cmd := &cobra.Command{
 		Use:   "dcgm",
 		Short: "Flag throttled or degraded GPUs from NVIDIA DCGM exporter endpoints",
@@ -35,9 +40,18 @@ named by the exporter's Hostname and gpu labels (the URL's host when
 there is no Hostname label). A software power cap is shown, not flagged.
 
 -o prometheus writes the findings as pal_gpu_degraded, pal_gpu_throttled,
-pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.`,
+pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.
+
+-o hints writes what the scrape says as a pal sim --gpu-hints file: one row
+per flagged GPU, from --at seconds on, at its prior slowdown. Its GPU ids
+are those of the score table given with --gpu-scores (the one pal sim will
+believe): a scraped GPU is found there by its UUID, else by node name and
+gpu index (a table pal profile build wrote for named nodes), else, for a
+table of integer nodes, by the exporter's Hostname as the node number. A
+flagged GPU the table does not have is an error.`,
 		Example: `  pal profile dcgm --url http://gpu-node-001:9400/metrics --url http://gpu-node-002:9400/metrics
-  pal profile dcgm --url http://localhost:9400/metrics -o prometheus`,
+  pal profile dcgm --url http://localhost:9400/metrics -o prometheus
+  pal profile dcgm --url http://gpu-node-001:9400/metrics -o hints --gpu-scores built.csv > hints.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(urls) == 0 {
@@ -45,8 +59,25 @@ pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.`,
 			}
 			switch output {
 			case "table", "json", "prometheus":
+				if scoresFile != "" {
+					return fmt.Errorf("--gpu-scores names the GPUs of -o hints; -o %s does not use it", output)
+				}
+			case "hints":
+				if scoresFile == "" {
+					return fmt.Errorf("-o hints needs --gpu-scores: the score table whose GPU ids the hints use")
+				}
+				if !(at >= 0) || math.IsInf(at, 0) {
+					return fmt.Errorf("--at %v: want seconds >= 0", at)
+				}
 			default:
-				return fmt.Errorf("--output %q: want table, json or prometheus", output)
+				return fmt.Errorf("--output %q: want table, json, prometheus or hints", output)
+			}
+			var scores *variability.GPUScores
+			if scoresFile != "" {
+				var err error
+				if scores, err = variability.ReadGPUScoresFile(scoresFile); err != nil {
+					return err
+				}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -65,7 +96,11 @@ pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.`,
 				}
 				all = append(all, gs...)
 			}
-			return writeDCGM(cmd.OutOrStdout(), output, telemetry.Assess(all, lowClock))
+			fs := telemetry.Assess(all, lowClock)
+			if output == "hints" {
+				return writeDCGMHints(cmd.OutOrStdout(), fs, scores, scoresFile, urls, lowClock, at)
+			}
+			return writeDCGM(cmd.OutOrStdout(), output, fs)
 		},
 	}
 	f := cmd.Flags()
@@ -73,8 +108,56 @@ pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.`,
 	f.Lookup("url").DefValue = ""
 	f.Float64Var(&lowClock, "low-clock", 0.9, "flag a busy GPU whose SM clock is under this times the busy GPUs' median")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "time allowed for all scrapes")
-	f.StringVarP(&output, "output", "o", DefaultOutput, "table, json or prometheus")
+	f.StringVarP(&output, "output", "o", DefaultOutput, "table, json, prometheus or hints (a pal sim --gpu-hints file)")
+	f.StringVar(&scoresFile, "gpu-scores", "", "with -o hints: the score table (GPU_ID,Node_ID,...) whose GPU ids the hints use")
+	f.Float64Var(&at, "at", 0, "with -o hints: the time_s, in simulated seconds, the hints apply from")
 	return cmd
+}
+
+// writeDCGMHints writes the flagged GPUs as a --gpu-hints file, each
+// located in the table pal sim will believe, with the inputs that shaped
+// it as comments.
+func writeDCGMHints(w io.Writer, fs []telemetry.Finding, scores *variability.GPUScores, table string, urls []string, lowClock, at float64) error {
+	type row struct {
+		gpu  int
+		prio float64
+	}
+	var rows []row
+	how := map[string]int{}
+	for _, f := range fs {
+		if !(f.Prior > 1) {
+			continue
+		}
+		g, by, ok := scores.Locate(f.GPU.UUID, f.GPU.Hostname, f.GPU.GPU)
+		if !ok {
+			return fmt.Errorf("%s: flagged GPU %s (UUID %q) is not in the table: no GPU with that uuid, node_name and gpu_index, or node number and index", table, f.GPU.Key(), f.GPU.UUID)
+		}
+		how[by]++
+		rows = append(rows, row{g, f.Prior})
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return a.gpu - b.gpu })
+	for i := 1; i < len(rows); i++ {
+		if rows[i].gpu == rows[i-1].gpu {
+			return fmt.Errorf("%s: two scraped GPUs are GPU %d of the table", table, rows[i].gpu)
+		}
+	}
+	var bys []string
+	for _, k := range []string{"uuid", "node_name and gpu_index", "node number and index"} {
+		if how[k] > 0 {
+			bys = append(bys, fmt.Sprintf("%d by %s", how[k], k))
+		}
+	}
+	located := "none flagged"
+	if len(bys) > 0 {
+		located = strings.Join(bys, ", ")
+	}
+	fmt.Fprintf(w, "# pal profile dcgm -o hints: %d of %d scraped GPUs flagged (--low-clock %g), from %s\n", len(rows), len(fs), lowClock, strings.Join(urls, " "))
+	fmt.Fprintf(w, "# GPU ids of %s (%s); from time_s %s on\n", table, located, strconv.FormatFloat(at, 'f', -1, 64))
+	fmt.Fprintln(w, "time_s,gpu,slowdown")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s,%d,%s\n", strconv.FormatFloat(at, 'f', -1, 64), r.gpu, strconv.FormatFloat(r.prio, 'f', 4, 64))
+	}
+	return nil
 }
 
 func writeDCGM(w io.Writer, output string, fs []telemetry.Finding) error {
