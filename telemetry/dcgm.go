@@ -29,6 +29,7 @@ const (
 	MetricSMClock        = "DCGM_FI_DEV_SM_CLOCK"    // MHz
 	MetricPower          = "DCGM_FI_DEV_POWER_USAGE" // W
 	MetricTemp           = "DCGM_FI_DEV_GPU_TEMP"    // C
+	MetricUtil           = "DCGM_FI_DEV_GPU_UTIL"    // %
 	MetricEventReasons   = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
 	MetricThrottleReason = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
 )
@@ -89,10 +90,19 @@ type GPU struct {
 	SMClock  float64
 	Power    float64
 	Temp     float64
-	Reasons  Reason
+	// Util is the share of time a kernel ran, in percent.
+	Util    float64
+	Reasons Reason
 	// HasReasons is false when the exporter does not export the reasons.
 	HasReasons bool
 }
+
+// Idle reports a GPU that runs nothing: DCGM's gpu_idle reason, or 0%
+// utilisation. An idle GPU drops its clock (300 MHz on an idle T4 against
+// 1,590 busy), so its clock says nothing about throttling, and an older
+// exporter that does not export the reasons says it is idle only by its
+// utilisation.
+func (g *GPU) Idle() bool { return g.Reasons&ReasonGPUIdle != 0 || g.Util == 0 }
 
 // Key is how a GPU is named in flags and metrics: host and index.
 func (g *GPU) Key() string { return fmt.Sprintf("%s/%d", g.Hostname, g.GPU) }
@@ -152,7 +162,7 @@ func Parse(source, defaultHost string, r io.Reader) ([]GPU, error) {
 		k := host + "/" + idx
 		g := byKey[k]
 		if g == nil {
-			g = &GPU{Hostname: host, GPU: n, UUID: uuid, SMClock: math.NaN(), Power: math.NaN(), Temp: math.NaN()}
+			g = &GPU{Hostname: host, GPU: n, UUID: uuid, SMClock: math.NaN(), Power: math.NaN(), Temp: math.NaN(), Util: math.NaN()}
 			byKey[k] = g
 		} else if uuid != "" && g.UUID != "" && uuid != g.UUID {
 			return nil, fmt.Errorf("GPU %s is %s in one sample and %s in another", k, g.UUID, uuid)
@@ -161,7 +171,7 @@ func Parse(source, defaultHost string, r io.Reader) ([]GPU, error) {
 		}
 		return g, nil
 	}
-	for _, name := range []string{MetricSMClock, MetricPower, MetricTemp, MetricThrottleReason, MetricEventReasons} {
+	for _, name := range []string{MetricSMClock, MetricPower, MetricTemp, MetricUtil, MetricThrottleReason, MetricEventReasons} {
 		f := fams[name]
 		if f == nil {
 			continue
@@ -185,6 +195,8 @@ func Parse(source, defaultHost string, r io.Reader) ([]GPU, error) {
 				g.Power = v
 			case MetricTemp:
 				g.Temp = v
+			case MetricUtil:
+				g.Util = v
 			default:
 				if v < 0 || v != math.Trunc(v) || v >= 1<<53 {
 					return nil, &ParseError{Source: source, Msg: fmt.Sprintf("%s for GPU %s: %v is not a bitmask", name, g.Key(), v)}
@@ -270,7 +282,7 @@ func Assess(gpus []GPU, lowClock float64) []Finding {
 	}
 	var busy []float64
 	for _, g := range gpus {
-		if !math.IsNaN(g.SMClock) && g.Reasons&ReasonGPUIdle == 0 && g.SMClock > 0 {
+		if !math.IsNaN(g.SMClock) && !g.Idle() && g.SMClock > 0 {
 			busy = append(busy, g.SMClock)
 		}
 	}
@@ -290,7 +302,7 @@ func Assess(gpus []GPU, lowClock float64) []Finding {
 		f.PowerCapped = g.Reasons&ReasonSWPowerCap != 0
 		if !math.IsNaN(g.SMClock) && med > 0 {
 			f.ClockRatio = g.SMClock / med
-			f.LowClock = g.Reasons&ReasonGPUIdle == 0 && f.ClockRatio < lowClock
+			f.LowClock = !g.Idle() && f.ClockRatio < lowClock
 		}
 		if f.Degraded() && f.ClockRatio > 0 {
 			f.Prior = math.Max(1, 1/f.ClockRatio)

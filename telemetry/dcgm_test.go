@@ -112,6 +112,47 @@ func TestScrapeOlderExporter(t *testing.T) {
 	}
 }
 
+// testdata/dcgm-exporter-t4-captured.txt is output that exporters served
+// on real GPUs (see its header): two idle T4s on two hosts, one of them
+// with the 3.x exporter's extra device labels and no SM clock. It parses
+// to one GPU per host with the values it shows, and an idle GPU is never
+// flagged (the reasons 0x1 are gpu_idle, not a slowdown; a clock is only
+// low against the busy GPUs, and there is none).
+func TestScrapeCapturedExporter(t *testing.T) {
+	gpus, err := Scrape(context.Background(), nil, serve(t, "testdata/dcgm-exporter-t4-captured.txt"), "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gpus) != 2 {
+		t.Fatalf("%d GPUs, want 2: %+v", len(gpus), gpus)
+	}
+	a, b := gpus[0], gpus[1]
+	if a.Hostname != "424773df46e0" || a.GPU != 0 || a.UUID != "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e" ||
+		a.SMClock != 300 || a.Temp != 25 || a.Power != 8.969 || a.HasReasons {
+		t.Errorf("first GPU parsed as %+v", a)
+	}
+	if b.Hostname != "551bdf382151" || b.GPU != 0 || b.UUID != "GPU-9ef1b6d0-3643-5dd7-b823-c0ec20dcf2d5" ||
+		!math.IsNaN(b.SMClock) || b.Reasons != 1 || !b.HasReasons {
+		t.Errorf("second GPU parsed as %+v", b)
+	}
+	for _, f := range Assess(gpus, 0) {
+		if f.Degraded() || f.PowerCapped || f.Prior != 1 {
+			t.Errorf("%s: idle, but %+v", f.GPU.Key(), f)
+		}
+	}
+	// Beside busy GPUs, the first T4 (no reasons exported, 0%
+	// utilisation, 300 MHz) is still idle, not a low clock, and leaves
+	// the busy median of the A100 sample's GPUs at 1395.
+	busy, err := Scrape(context.Background(), nil, serve(t, "testdata/dcgm-exporter-a100.txt"), "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := Assess(append([]GPU{a}, busy...), 0)
+	if fs[0].Degraded() || fs[0].LowClock || !near(fs[2].Prior, 1395.0/1005) {
+		t.Errorf("idle T4 beside busy GPUs: %+v; throttled A100's prior %v, want %v", fs[0], fs[2].Prior, 1395.0/1005)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} 1\nDCGM_FI_DEV_SM_CLOCK{gpu=\"0\" 2\n", "x:2: "},
@@ -132,7 +173,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, file := range []string{"testdata/dcgm-exporter-a100.txt", "testdata/dcgm-exporter-old.txt"} {
+	for _, file := range []string{"testdata/dcgm-exporter-a100.txt", "testdata/dcgm-exporter-old.txt", "testdata/dcgm-exporter-t4-captured.txt"} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)

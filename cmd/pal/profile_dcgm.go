@@ -35,7 +35,8 @@ each GPU that DCGM reports throttled (clock event reasons hw_slowdown,
 sw_thermal, hw_thermal, hw_power_brake; read from
 DCGM_FI_DEV_CLOCKS_EVENT_REASONS or the older
 DCGM_FI_DEV_CLOCK_THROTTLE_REASONS) or whose SM clock is under
---low-clock times the median SM clock of the busy GPUs scraped. GPUs are
+--low-clock times the median SM clock of the busy GPUs scraped (busy: not
+reported gpu_idle, and DCGM_FI_DEV_GPU_UTIL not 0). GPUs are
 named by the exporter's Hostname and gpu labels (the URL's host when
 there is no Hostname label). A software power cap is shown, not flagged.
 
