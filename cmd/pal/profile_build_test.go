@@ -165,24 +165,32 @@ func TestProfileBuildCLIErrors(t *testing.T) {
 	}
 }
 
-// pal profile dcgm end to end against a served exporter sample: GPU 1 of
-// testdata/dcgm-exporter-a100.txt is thermally throttled at 72% of the
-// busy median clock (see the telemetry package's test for the numbers).
-func TestProfileDCGM(t *testing.T) {
+// serveDCGMSample serves the telemetry package's exporter sample, as an
+// exporter would, and returns its URL.
+func serveDCGMSample(t *testing.T) string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "dcgm-exporter-a100.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(b) }))
-	defer srv.Close()
-	out, err := run(t, "profile", "dcgm", "--url", srv.URL+"/metrics")
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+// pal profile dcgm end to end against a served exporter sample: GPU 1 of
+// testdata/dcgm-exporter-a100.txt is thermally throttled at 72% of the
+// busy median clock (see the telemetry package's test for the numbers).
+func TestProfileDCGM(t *testing.T) {
+	url := serveDCGMSample(t)
+	out, err := run(t, "profile", "dcgm", "--url", url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "gpu-node-001  1    GPU-3c4a5b1e-0d2f-4e77-9a10-6f1b2c3d4e02  1005          0.720        sw_thermal,hw_thermal  yes       1.39") {
 		t.Errorf("table:\n%s", out)
 	}
-	out, err = run(t, "profile", "dcgm", "--url", srv.URL+"/metrics", "-o", "prometheus")
+	out, err = run(t, "profile", "dcgm", "--url", url, "-o", "prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,13 +204,7 @@ func TestProfileDCGM(t *testing.T) {
 // by each of the three ways a table can name it, and the file read back
 // by pal sim --gpu-hints.
 func TestProfileDCGMHints(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "dcgm-exporter-a100.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(b) }))
-	defer srv.Close()
-	url := srv.URL + "/metrics"
+	url := serveDCGMSample(t)
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
