@@ -107,9 +107,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     the one): a suspect that some class pinned slow (unless
 //     PerClassOnly; see blameFirst), then the suspect named by the most
 //     remembered slow observations of any class (unless PerClassOnly),
-//     then the one believed slowest. Slow observations
-//     whose slow GPU is not pinned are remembered (for Expire rounds)
-//     and revisited each round (settle), so this is a greedy hitting set: the fewest slow
+//     then the one believed slowest. Slow observations whose slow GPU is
+//     not pinned are remembered (for Expire rounds) and revisited each
+//     round (settle), so this is a greedy hitting set: the fewest slow
 //     GPUs that account for every slow job, which is the likeliest
 //     explanation when degradation is rare (one throttled GPU in two slow
 //     eight-GPU jobs, not eight). One GPU and not all of G, because
