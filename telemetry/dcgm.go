@@ -266,8 +266,9 @@ type Finding struct {
 	// LowClock is ClockRatio below the threshold on a busy GPU.
 	LowClock bool
 	// Prior is the slowdown the clock suggests for compute-bound work
-	// (1 / ClockRatio, at least 1) for a flagged GPU, 1 otherwise: a prior
-	// for the learner, not a measurement.
+	// (1 / ClockRatio, at least 1) for a flagged busy GPU, 1 otherwise
+	// (an idle GPU's clock is its idle clock, whatever else it shows): a
+	// prior for the learner, not a measurement.
 	Prior float64
 }
 
@@ -304,7 +305,7 @@ func Assess(gpus []GPU, lowClock float64) []Finding {
 			f.ClockRatio = g.SMClock / med
 			f.LowClock = !g.Idle() && f.ClockRatio < lowClock
 		}
-		if f.Degraded() && f.ClockRatio > 0 {
+		if f.Degraded() && f.ClockRatio > 0 && !g.Idle() {
 			f.Prior = math.Max(1, 1/f.ClockRatio)
 		}
 		out[i] = f

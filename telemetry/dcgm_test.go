@@ -151,6 +151,14 @@ func TestScrapeCapturedExporter(t *testing.T) {
 	if fs[0].Degraded() || fs[0].LowClock || !near(fs[2].Prior, 1395.0/1005) {
 		t.Errorf("idle T4 beside busy GPUs: %+v; throttled A100's prior %v, want %v", fs[0], fs[2].Prior, 1395.0/1005)
 	}
+	// Idle and under thermal slowdown: flagged, but its 300 MHz is its
+	// idle clock, not a slowdown to hand the learner.
+	hot := b
+	hot.SMClock, hot.Reasons = 300, ReasonGPUIdle|ReasonHWThermal
+	fs = Assess(append([]GPU{hot}, busy...), 0)
+	if !fs[0].Degraded() || fs[0].Prior != 1 {
+		t.Errorf("idle GPU under thermal slowdown: %+v, want flagged with prior 1", fs[0])
+	}
 }
 
 func TestParseErrors(t *testing.T) {
