@@ -165,26 +165,10 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	cfg.Scheduler = per
 	cfg.CheckInvariants = in.Opts.CheckInvariants
 	cfg.NodeEvents = in.nodeEvents
-	iv := &tenant.IntraVC{NewPlacer: func() (policy.Placer, error) { return in.newPlacer(placement) }}
-	if top, ok := cfg.Scheduler.(*themis.Policy); ok {
-		// Each VC runs a Themis of its own over its cells, on the round's
-		// clock (the top-level policy only orders).
-		iv.NewPlacer = registry.VCThemis(spec, top)
-	}
 	if !in.Opts.hived() && in.Opts.Tenancy != "quota" {
 		return nil // private: runPrivate runs each VC on its own cluster
 	}
-	if in.Opts.hived() {
-		// A VC's placer sees its view with the scores and the placement
-		// stream its private cluster's run has (privateScores, the seed).
-		iv.Env = func(_ string, c *cluster.Cluster) (policy.Env, error) {
-			_, sc, err := in.privateScores(c)
-			if err != nil {
-				return policy.Env{}, err
-			}
-			return policy.Env{Cluster: c, Scores: sc, Rand: sim.PlacementRand(in.Opts.Seed), Locality: in.Locality}, nil
-		}
-	}
+	iv := in.intraVC(placement, cfg.Scheduler, in.Opts.hived())
 	stage, err := registry.NewTenancy(spec, in.Layout, iv)
 	if err != nil {
 		return err
@@ -196,6 +180,28 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	}
 	cfg.Tenancy = stage
 	return nil
+}
+
+// intraVC is how each VC's placer is made: the run's placement (or, under
+// Themis, a Themis of the VC's own over its cells, on the round's clock;
+// the top-level policy only orders). Under hived (view true) a VC's
+// placer sees its view with the scores and the placement stream its
+// private cluster's run has (privateScores, the seed).
+func (in *Inputs) intraVC(placement string, sched policy.Scheduler, view bool) *tenant.IntraVC {
+	iv := &tenant.IntraVC{NewPlacer: func() (policy.Placer, error) { return in.newPlacer(placement) }}
+	if top, ok := sched.(*themis.Policy); ok {
+		iv.NewPlacer = registry.VCThemis(in.Opts.Spec(placement), top)
+	}
+	if view {
+		iv.Env = func(_ string, c *cluster.Cluster) (policy.Env, error) {
+			_, sc, err := in.privateScores(c)
+			if err != nil {
+				return policy.Env{}, err
+			}
+			return policy.Env{Cluster: c, Scores: sc, Rand: sim.PlacementRand(in.Opts.Seed), Locality: in.Locality}, nil
+		}
+	}
+	return iv
 }
 
 // runPrivate runs each VC's jobs alone on a cluster of the VC's own cells
@@ -240,6 +246,20 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 		cfg.Tenancy = nil
 		if cfg.Raw, cfg.Scores, err = in.privateScores(pl.Cluster); err != nil {
 			return nil, err
+		}
+		if pl.Pooled(vc) {
+			// Pinned cells or several leaf types: the jobs' pinned cells and
+			// leaf types hold on the private cluster too, through the stage
+			// that honours them (the VC alone in it).
+			if cfg.Scheduler, err = registry.PerVC(in.Opts.Spec(placement), pl, cfg.Scheduler); err != nil {
+				return nil, err
+			}
+			h, err := tenant.NewHiveD(pl)
+			if err != nil {
+				return nil, err
+			}
+			h.SetIntraVC(in.intraVC(placement, cfg.Scheduler, true))
+			cfg.Tenancy = h
 		}
 		cfg.Progress = progress
 		cfg.NoRecords = false // the summary below merges the VCs' records

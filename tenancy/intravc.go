@@ -15,7 +15,49 @@ import "fmt"
 // with its virtual leaves depth-first.
 type ViewNode struct {
 	Leaves []*VCell
+	// LeafType is the leaf cell type of the node's chain; GPU is false
+	// for a leaf type that is not a GPU (skuTypes gpu: 0).
+	LeafType string
+	GPU      bool
+	// Pinned names the pinned cell the node lies in ("" outside one):
+	// only groups that name it may use it (HiveD hands a pinned cell to
+	// no one else).
+	Pinned string
 	cell   *VCell
+}
+
+// Pool is the part of a VC's view a group may be placed in, as HiveD's
+// intra-VC layer keeps one scheduler per chain and per pinned cell: one
+// pinned cell, or every non-pinned chain of one leaf type. A group that
+// names a pinned cell goes to that pinned cell's pool, one that names a
+// leaf type to that type's pool, and one that names neither to the first
+// GPU pool (in leaf-type order) that can place it (HiveD's "any leaf
+// type": a group runs on one leaf type).
+type Pool struct {
+	LeafType string
+	GPU      bool
+	Pinned   string
+	Nodes    []ViewNode
+}
+
+// Pools splits a VC's view into pools: the non-pinned chains' pools in
+// leaf-type order (the order HiveD searches leaf types in), then the
+// pinned cells in the VC's order. Their nodes, concatenated, are View's.
+func (s *Scheduler) Pools(vcName string) ([]Pool, error) {
+	view, err := s.View(vcName)
+	if err != nil {
+		return nil, err
+	}
+	var out []Pool
+	for _, n := range view {
+		// Chains are in leaf-type order, so a type's chains are adjacent.
+		if k := len(out) - 1; k >= 0 && out[k].Pinned == n.Pinned && out[k].LeafType == n.LeafType {
+			out[k].Nodes = append(out[k].Nodes, n)
+			continue
+		}
+		out = append(out, Pool{LeafType: n.LeafType, GPU: n.GPU, Pinned: n.Pinned, Nodes: []ViewNode{n}})
+	}
+	return out, nil
 }
 
 // Healthy reports whether new groups may use the node's leaves: it is
@@ -35,7 +77,7 @@ func (s *Scheduler) View(vcName string) ([]ViewNode, error) {
 	for _, list := range [][]*vcChain{vc.chains, vc.pins} {
 		for _, vcc := range list {
 			for _, v := range vcc.view {
-				out = append(out, ViewNode{Leaves: vleavesOf(v, nil), cell: v})
+				out = append(out, ViewNode{Leaves: vleavesOf(v, nil), LeafType: vcc.chain.LeafType, GPU: !vcc.chain.cpu, Pinned: vcc.pinnedID, cell: v})
 			}
 		}
 	}

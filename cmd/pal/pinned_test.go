@@ -90,3 +90,58 @@ func TestPinnedCellJob(t *testing.T) {
 		}
 	}
 }
+
+// The two cases of pinned cells and leaf types beside ordinary cells
+// (tenancy/testdata/pools-*), run through `pal sim` and derived by hand in
+// policy/tenant's pools_test.go, where the same traces run on the stage
+// itself. Three 4-GPU nodes, n1 pinned as A-PIN, VC A = one node cell +
+// A-PIN: the pinned 2-GPU jobs share n1 (GPUs 4-7), the unpinned 4-GPU job
+// gets A's node cell, bound to n0, and the second unpinned one waits for it
+// until 600 s although A-PIN is idle from 300 s. Nodes k0 (K80 x4) and v0
+// (V100 x4) in one VC: the V100 job runs on v0, the job naming nothing on
+// the first leaf type with room (K80), the K80 job on k0; the 4-GPU job
+// naming nothing waits for room and runs on v0 from 600 s, the second V100
+// job after it from 900 s. The same under packed-sticky and spread; and
+// --tenancy private (each VC alone, through the same pools) runs too.
+func TestPoolsSim(t *testing.T) {
+	const dir = "../../tenancy/testdata/"
+	cases := []struct {
+		name, scores string
+		want         map[string][3]string // job id → start, nodes, GPUs
+	}{{
+		name: "pools-pinned", scores: "uniform-12-gpus.csv",
+		want: map[string][3]string{"0": {"0.00", "1", "4;5"}, "1": {"0.00", "1", "6;7"}, "2": {"0.00", "0", "0;1;2;3"},
+			"3": {"0.00", "2", "8;9;10;11"}, "4": {"600.00", "0", "0;1;2;3"}},
+	}, {
+		name: "pools-skus", scores: "h3-uniform-gpus.csv",
+		want: map[string][3]string{"0": {"0.00", "1", "4;5;6;7"}, "1": {"0.00", "0", "0;1"}, "2": {"0.00", "0", "2;3"},
+			"3": {"600.00", "1", "4;5;6;7"}, "4": {"900.00", "1", "4;5;6;7"}},
+	}}
+	for _, c := range cases {
+		for _, tenancy := range []string{"hived", "private"} {
+			for _, placement := range []string{"packed-sticky", "spread"} {
+				jobs := filepath.Join(t.TempDir(), "jobs.csv")
+				args := []string{"sim", "--trace", dir + c.name + "-trace.csv", "--cells", dir + c.name + ".yaml", "--tenancy", tenancy,
+					"--placement", placement, "--round", "60", "--gpu-scores", dir + c.scores, "--check-invariants", "--jobs-out", jobs}
+				out, err := run(t, args...)
+				if err != nil {
+					t.Fatalf("%s %s %s: %v\n%s", c.name, tenancy, placement, err, out)
+				}
+				if tenancy == "private" {
+					continue // its GPU ids are the private clusters'
+				}
+				recs := readJobsOut(t, jobs)
+				col := map[string]int{}
+				for i, h := range recs[0] {
+					col[h] = i
+				}
+				for _, r := range recs[1:] {
+					w := c.want[r[col["job_id"]]]
+					if got := [3]string{r[col["first_start_s"]], r[col["nodes"]], r[col["gpu_ids"]]}; got != w {
+						t.Errorf("%s %s: job %s: start, nodes, GPUs = %v, want %v", c.name, placement, r[col["job_id"]], got, w)
+					}
+				}
+			}
+		}
+	}
+}

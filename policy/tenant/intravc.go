@@ -70,43 +70,63 @@ func (sh *shadows) of(j *workload.Job, held []int) *workload.Job {
 
 func (sh *shadows) forget(id int) { delete(sh.by, id) }
 
-// vcLayer is one VC under HiveD: its view as a cluster (the shape of its
-// private cluster), its placer, and where each of its running jobs is in
-// that view.
+// vcLayer is one VC under HiveD: its view split into pools (one per
+// leaf type of its non-pinned chains, one per pinned cell; see
+// tenancy.Pool), each with the shape of its part of the VC's private
+// cluster and a placer of its own, and the pool each running job is in.
 type vcLayer struct {
-	name    string
-	nodes   []tenancy.ViewNode
-	leaf    []*tenancy.VCell // by virtual GPU id
-	c       *cluster.Cluster
-	env     policy.Env
-	placer  policy.Placer
-	held    map[int][]int // job id → virtual GPUs
-	sh      shadows
-	jobs    []*workload.Job
-	at      []int // jobs[k] is order[at[k]] this round
-	pods    [][]*tenancy.VCell
-	release []int
+	name   string
+	pools  []*poolLayer
+	byPin  map[string]*poolLayer
+	byType map[string]*poolLayer // non-pinned pools by leaf type
+	in     map[int]*poolLayer    // job id → the pool it runs in
+	jobs   []*workload.Job
+	at     []int // jobs[k] is order[at[k]] this round
+}
+
+// poolLayer is one pool of a VC: its nodes as a cluster, its placer, and
+// where each of its running jobs is in that cluster.
+type poolLayer struct {
+	tenancy.Pool
+	leaf   []*tenancy.VCell // by virtual GPU id
+	c      *cluster.Cluster
+	env    policy.Env
+	placer policy.Placer
+	held   map[int][]int // job id → virtual GPUs
+	sh     shadows
+	jobs   []*workload.Job
+	at     []int // jobs[k] is the VC's jobs[at[k]]
+	pods   [][]*tenancy.VCell
 }
 
 func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Placer, driver *policy.Env) (*vcLayer, error) {
-	nodes, err := s.View(vc)
+	pools, err := s.Pools(vc)
 	if err != nil {
 		return nil, err
 	}
-	sizes := make([]int, len(nodes))
-	L := &vcLayer{name: vc, nodes: nodes, held: map[int][]int{}}
-	for i, n := range nodes {
-		sizes[i] = len(n.Leaves)
-		L.leaf = append(L.leaf, n.Leaves...)
-	}
-	if L.c, err = cluster.NewSized(sizes); err != nil {
-		return nil, fmt.Errorf("tenant: VC %s: %w", vc, err)
-	}
-	if L.placer, err = iv.placer(given); err != nil {
-		return nil, err
-	}
-	if L.env, err = iv.env(vc, L.c, driver); err != nil {
-		return nil, err
+	L := &vcLayer{name: vc, byPin: map[string]*poolLayer{}, byType: map[string]*poolLayer{}, in: map[int]*poolLayer{}}
+	for _, pool := range pools {
+		P := &poolLayer{Pool: pool, held: map[int][]int{}}
+		sizes := make([]int, len(pool.Nodes))
+		for i, n := range pool.Nodes {
+			sizes[i] = len(n.Leaves)
+			P.leaf = append(P.leaf, n.Leaves...)
+		}
+		if P.c, err = cluster.NewSized(sizes); err != nil {
+			return nil, fmt.Errorf("tenant: VC %s: %w", vc, err)
+		}
+		if P.placer, err = iv.placer(given); err != nil {
+			return nil, err
+		}
+		if P.env, err = iv.env(vc, P.c, driver); err != nil {
+			return nil, err
+		}
+		L.pools = append(L.pools, P)
+		if pool.Pinned != "" {
+			L.byPin[pool.Pinned] = P
+		} else {
+			L.byType[pool.LeafType] = P
+		}
 	}
 	return L, nil
 }
@@ -121,46 +141,179 @@ func waiting(jobs []*workload.Job) bool {
 	return false
 }
 
-// placeVC runs one VC's placer on its view and applies the answer: the
-// VC's jobs it stops or moves release their cells first, then the ones it
-// starts or moves commit theirs (binding by buddy allocation underneath).
-// A sticky placer with no waiting job would keep everyone where they are,
-// so it is not asked.
+// poolOf is the pool a job must run in, or nil for a guaranteed job that
+// names neither a pinned cell nor a leaf type and is not running: it may
+// run in any GPU pool of its VC (Validate has checked that the pool a job
+// names exists).
+func (L *vcLayer) poolOf(j *workload.Job) *poolLayer {
+	switch {
+	case j.PinnedCell != "":
+		return L.byPin[j.PinnedCell]
+	case j.LeafCellType != "":
+		return L.byType[j.LeafCellType]
+	}
+	return L.in[j.ID]
+}
+
+// placeVC assigns each of the VC's jobs to a pool and runs every pool's
+// placer on its jobs, in the VC's order. A job that names a pinned cell
+// or a leaf type goes to that pool, a running one stays in its pool, and
+// a waiting one that names neither goes to the first GPU pool without a
+// pin, in leaf-type order, that has room for it: free GPUs (not held by
+// the pool's running jobs nor claimed by the waiting jobs before it in
+// the VC's order) enough for its pods, first fit per node; if none has,
+// to the first such pool, where it waits its turn. That is HiveD's "any
+// leaf type", which tries a VC's leaf types in order and runs a group on
+// one of them. A VC of one leaf type without pinned cells is one pool,
+// placed in one call, as on its private cluster.
 func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 	if len(L.jobs) == 0 {
 		return
 	}
-	if L.placer.Sticky() && !waiting(L.jobs) {
-		for k, j := range L.jobs {
-			out[L.at[k]] = j.GPUsHeld
+	for _, P := range L.pools {
+		P.jobs, P.at = P.jobs[:0], P.at[:0]
+	}
+	var free map[*poolLayer][]int
+	for k, j := range L.jobs {
+		P := L.poolOf(j)
+		if P == nil {
+			if free == nil {
+				free = L.freeByNode()
+			}
+			P = L.anyPool(j, free, h.node)
+		}
+		if P == nil {
+			continue // a VC without GPU cells outside its pins: Validate refuses such jobs
+		}
+		P.jobs = append(P.jobs, j)
+		P.at = append(P.at, k)
+	}
+	for _, P := range L.pools {
+		h.placePool(L, P, out)
+	}
+}
+
+// freeByNode counts, per GPU pool without a pin, the free GPUs of each
+// node: not held by a running job of the pool.
+func (L *vcLayer) freeByNode() map[*poolLayer][]int {
+	free := map[*poolLayer][]int{}
+	for _, P := range L.pools {
+		if P.Pinned != "" || !P.GPU {
+			continue
+		}
+		f := make([]int, len(P.Nodes))
+		for i, n := range P.Nodes {
+			f[i] = len(n.Leaves)
+		}
+		for _, v := range P.held {
+			for _, x := range v {
+				f[P.c.GPUs[x].Node]--
+			}
+		}
+		free[P] = f
+	}
+	return free
+}
+
+// anyPool picks the pool of a waiting job that names neither a pinned
+// cell nor a leaf type (see placeVC) and claims its GPUs there.
+func (L *vcLayer) anyPool(j *workload.Job, free map[*poolLayer][]int, node int) *poolLayer {
+	want := pods(&j.Spec, node)
+	var first *poolLayer
+	for _, P := range L.pools {
+		f, ok := free[P]
+		if !ok {
+			continue
+		}
+		if first == nil {
+			first = P
+		}
+		if claim(f, want, j.PodGPUs > 0) {
+			return P
+		}
+	}
+	return first
+}
+
+// claim takes pods from per-node free counts, first fit, and reports
+// whether they fit; when they do not, the counts are left as they were.
+// Without fixed pods (whole false) only the total matters: a placer may
+// spread such a job over nodes.
+func claim(free []int, pods []int, whole bool) bool {
+	if !whole {
+		n, total := 0, 0
+		for _, p := range pods {
+			n += p
+		}
+		for _, f := range free {
+			total += f
+		}
+		if total < n {
+			return false
+		}
+		for i := range free {
+			d := min(free[i], n)
+			free[i] -= d
+			n -= d
+		}
+		return true
+	}
+	taken := make([]int, 0, len(pods))
+	for _, p := range pods {
+		i := slices.IndexFunc(free, func(f int) bool { return f >= p })
+		if i < 0 {
+			for k, t := range taken {
+				free[t] += pods[k]
+			}
+			return false
+		}
+		free[i] -= p
+		taken = append(taken, i)
+	}
+	return true
+}
+
+// placePool runs one pool's placer on its jobs and applies the answer:
+// the jobs it stops or moves release their cells first, then the ones it
+// starts or moves commit theirs (binding by buddy allocation
+// underneath). A sticky placer with no waiting job would keep everyone
+// where they are, so it is not asked.
+func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
+	if len(P.jobs) == 0 {
+		return
+	}
+	if P.placer.Sticky() && !waiting(P.jobs) {
+		for k, j := range P.jobs {
+			out[L.at[P.at[k]]] = j.GPUsHeld
 		}
 		return
 	}
-	L.sh.view = L.sh.view[:0]
-	for _, j := range L.jobs {
-		L.sh.view = append(L.sh.view, L.sh.of(j, L.held[j.ID]))
+	P.sh.view = P.sh.view[:0]
+	for _, j := range P.jobs {
+		P.sh.view = append(P.sh.view, P.sh.of(j, P.held[j.ID]))
 	}
-	alloc := L.placer.Place(&L.env, L.sh.view)
-	for k, j := range L.jobs {
-		if old := L.held[j.ID]; old != nil && !round.Same(old, alloc[k]) {
+	alloc := P.placer.Place(&P.env, P.sh.view)
+	for k, j := range P.jobs {
+		if old := P.held[j.ID]; old != nil && !round.Same(old, alloc[k]) {
 			if err := h.s.Release(groupName(j.ID)); err != nil {
 				panic("tenant: " + err.Error())
 			}
-			delete(L.held, j.ID)
+			delete(P.held, j.ID)
+			delete(L.in, j.ID)
 			delete(h.held, j.ID)
 		}
 	}
-	for k, j := range L.jobs {
-		i := L.at[k]
+	for k, j := range P.jobs {
+		i := L.at[P.at[k]]
 		v := alloc[k]
 		if v == nil {
 			continue
 		}
-		if L.held[j.ID] != nil {
+		if P.held[j.ID] != nil {
 			out[i] = j.GPUsHeld
 			continue
 		}
-		if g, ok := h.commit(L, j, v); ok {
+		if g, ok := h.commit(L, P, j, v); ok {
 			out[i] = g
 		}
 	}
@@ -169,29 +322,30 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 // commit binds a job's virtual GPUs (ascending, so a view node's are
 // consecutive) and returns its physical GPUs, or false when they cannot be
 // had this round (a view node on bad hardware, or no healthy cell to bind).
-func (h *HiveD) commit(L *vcLayer, j *workload.Job, v []int) ([]int, bool) {
-	L.pods = L.pods[:0]
+func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]int, bool) {
+	P.pods = P.pods[:0]
 	last := -1
 	for _, x := range v {
-		n := L.c.GPUs[x].Node
-		if !L.nodes[n].Healthy() {
+		n := P.c.GPUs[x].Node
+		if !P.Nodes[n].Healthy() {
 			return nil, false
 		}
 		if n != last {
-			L.pods = append(L.pods, nil)
+			P.pods = append(P.pods, nil)
 			last = n
 		}
-		L.pods[len(L.pods)-1] = append(L.pods[len(L.pods)-1], L.leaf[x])
+		P.pods[len(P.pods)-1] = append(P.pods[len(P.pods)-1], P.leaf[x])
 	}
 	req := tenancy.Request{Group: groupName(j.ID), VC: L.name, Priority: j.VCPriority, Fastest: h.fastest, Class: int(j.Class)}
-	d, err := h.s.Commit(req, L.pods)
+	d, err := h.s.Commit(req, P.pods)
 	if err != nil {
 		panic("tenant: " + err.Error()) // the placer gave a GPU twice, or Validate let a bad job through
 	}
 	if !d.Placed {
 		return nil, false
 	}
-	L.held[j.ID] = slices.Clone(v)
+	P.held[j.ID] = slices.Clone(v)
+	L.in[j.ID] = P
 	h.held[j.ID] = true
 	h.preempted(d)
 	return h.physical(d), true

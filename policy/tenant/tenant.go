@@ -82,6 +82,17 @@ func NewLayout(cfg *tenancy.Config) (*Layout, error) {
 // VCs lists the VC names in config order.
 func (l *Layout) VCs() []string { return l.vcs }
 
+// Pooled reports whether a VC's cells split into more than one pool
+// (tenancy.Pool: pinned cells, or GPUs of several leaf types), so that
+// where its jobs may run depends on the pinned cell and leaf type they
+// name. Its private reference then runs through the HiveD stage, which
+// honours both; a VC of one pool runs on its private cluster as any
+// cluster does (with guaranteed jobs the two are the same).
+func (l *Layout) Pooled(vc string) bool {
+	pools, err := l.probe.Pools(vc)
+	return err == nil && len(pools) > 1
+}
+
 // Quota is a VC's GPU count.
 func (l *Layout) Quota(vc string) int { return l.probe.VCDevices(vc) }
 
@@ -614,8 +625,11 @@ func (h *HiveD) Finish(j *workload.Job) {
 		}
 	}
 	if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil {
-		delete(L.held, j.ID)
-		L.sh.forget(j.ID)
+		delete(L.in, j.ID)
+		for _, P := range L.pools {
+			delete(P.held, j.ID)
+			P.sh.forget(j.ID)
+		}
 	}
 }
 

@@ -214,10 +214,6 @@ func TestQuotaPreemptsInsideItsVC(t *testing.T) {
 // GPUs); 12 seeds of 40 jobs with priorities 0..2.
 func TestHiveDEqualsPrivate(t *testing.T) {
 	l := layout(t)
-	probe, err := tenancy.New(l.Cells)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for seed := uint64(0); seed < 12; seed++ {
 		tr := randomTrace(rand.New(rand.NewPCG(seed, 7)), 40)
 		// Traces arrive in submit order (the readers sort them).
@@ -230,34 +226,47 @@ func TestHiveDEqualsPrivate(t *testing.T) {
 		for _, sched := range []string{"fifo", "tiresias-las", "srtf"} {
 			for _, placer := range []string{"spread", "packed-sticky", "packed-nonsticky", "random-sticky"} {
 				shared := runStage(t, l, "hived", tr, sched, placer, true)
-				for _, vc := range l.VCs() {
-					sub := &workload.Trace{Name: tr.Name}
-					for _, j := range tr.Jobs {
-						if j.VC == vc {
-							sub.Jobs = append(sub.Jobs, j)
-						}
-					}
-					if len(sub.Jobs) == 0 {
-						continue
-					}
-					pcfg, err := probe.PrivateConfig(vc)
-					if err != nil {
-						t.Fatal(err)
-					}
-					pl, err := NewLayout(pcfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					priv := runStage(t, pl, "none", sub, sched, placer, true)
-					for _, j := range sub.Jobs {
-						a, b := shared[j.ID], priv[j.ID]
-						if a.FirstStart != b.FirstStart || a.Completion != b.Completion || a.Preemptions != b.Preemptions || a.Migrations != b.Migrations {
-							t.Fatalf("seed %d, %s + %s, VC %s, job %d: hived start %g end %g preempt %d migrate %d; private %g %g %d %d",
-								seed, sched, placer, vc, j.ID, a.FirstStart, a.Completion, a.Preemptions, a.Migrations,
-								b.FirstStart, b.Completion, b.Preemptions, b.Migrations)
-						}
-					}
-				}
+				samePrivate(t, l, tr, sched, placer, shared, "none", fmt.Sprintf("seed %d", seed))
+			}
+		}
+	}
+}
+
+// samePrivate runs each VC's jobs of tr alone on its private cluster under
+// mode ("none": no stage; "hived": the VC alone through the stage) with
+// the same scheduler and placer, and fails unless every job starts, ends,
+// and is preempted and migrated exactly as in shared.
+func samePrivate(t *testing.T, l *Layout, tr *workload.Trace, sched, placer string, shared map[int]metrics.JobRecord, mode, label string) {
+	t.Helper()
+	probe, err := tenancy.New(l.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vc := range l.VCs() {
+		sub := &workload.Trace{Name: tr.Name}
+		for _, j := range tr.Jobs {
+			if j.VC == vc {
+				sub.Jobs = append(sub.Jobs, j)
+			}
+		}
+		if len(sub.Jobs) == 0 {
+			continue
+		}
+		pcfg, err := probe.PrivateConfig(vc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := NewLayout(pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv := runStage(t, pl, mode, sub, sched, placer, true)
+		for _, j := range sub.Jobs {
+			a, b := shared[j.ID], priv[j.ID]
+			if a.FirstStart != b.FirstStart || a.Completion != b.Completion || a.Preemptions != b.Preemptions || a.Migrations != b.Migrations {
+				t.Fatalf("%s, %s + %s, VC %s, job %d: hived start %g end %g preempt %d migrate %d; private %g %g %d %d",
+					label, sched, placer, vc, j.ID, a.FirstStart, a.Completion, a.Preemptions, a.Migrations,
+					b.FirstStart, b.Completion, b.Preemptions, b.Migrations)
 			}
 		}
 	}

@@ -279,7 +279,11 @@ func perVC(l *tenant.Layout, tr *workload.Trace, hs hivedScheduler, mode string,
 		if err != nil {
 			return simOut{}, err
 		}
-		o, err := simulate(vl, sub, hs, mode, round, window)
+		m := mode
+		if m == "none" && vl.Pooled(vc) {
+			m = "hived" // pinned cells or leaf types hold on the private cluster too
+		}
+		o, err := simulate(vl, sub, hs, m, round, window)
 		if err != nil {
 			return simOut{}, fmt.Errorf("VC %s: %w", vc, err)
 		}
