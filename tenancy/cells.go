@@ -94,6 +94,7 @@ type PCell struct {
 	used, opp, bad int       // leaves in use, in use by opportunistic groups, on bad nodes
 	speed          []float64 // per class: the sum of the leaves' values (lower is faster); nil without SetSpeeds
 	group          *Group    // the group using a leaf
+	leaving        *Group    // a victim still on the leaf, which a preempting group holds
 	mark           int       // chosen by the decision of this epoch
 }
 
@@ -641,4 +642,12 @@ func viewNodes(pre []*VCell, nodeLevel int) []*VCell {
 func link(v *VCell, p *PCell) {
 	v.phys = p
 	p.vcell = v
+}
+
+// root is a virtual cell's preassigned (top-of-VC) ancestor.
+func (v *VCell) root() *VCell {
+	for v.parent != nil {
+		v = v.parent
+	}
+	return v
 }

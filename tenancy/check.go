@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Check verifies sharing safety and the consistency of the whole state:
@@ -76,48 +77,21 @@ func (s *Scheduler) Check() error {
 		if g.Name != name {
 			return fmt.Errorf("group %q filed as %q", g.Name, name)
 		}
-		n := 0
-		for _, pod := range g.pods {
-			if len(pod) == 0 {
-				return fmt.Errorf("group %s: a pod holds no devices", name)
-			}
-			for _, p := range pod {
-				if p.node != pod[0].node {
-					return fmt.Errorf("group %s: a pod spans nodes %s and %s", name, pod[0].node, p.node)
-				}
-				if other := held[p]; other != nil {
-					return fmt.Errorf("device %s held by %s and %s", p.Addr, other.Name, name)
-				}
-				held[p] = g
-				if p.group != g {
-					return fmt.Errorf("device %s: group %s not recorded on it", p.Addr, name)
-				}
-				n++
-			}
-		}
-		if g.Priority == Opportunistic {
-			if len(g.vleaves) != 0 {
-				return fmt.Errorf("opportunistic group %s holds VC cells", name)
-			}
-			continue
-		}
-		if len(g.vleaves) != n {
-			return fmt.Errorf("group %s: %d devices but %d VC leaves", name, n, len(g.vleaves))
-		}
-		i := 0
-		for _, pod := range g.pods {
-			for _, p := range pod {
-				v := g.vleaves[i]
-				i++
-				if v.group != g || v.phys != p || v.vcc.vc != g.VC {
-					return fmt.Errorf("group %s: VC leaf not bound to its device %s", name, p.Addr)
-				}
-			}
+		if err := s.checkGroup(g, held); err != nil {
+			return err
 		}
 	}
 	for _, p := range s.leaves {
 		if p.group != nil && held[p] != p.group {
 			return fmt.Errorf("device %s names group %s, which does not hold it", p.Addr, p.group.Name)
+		}
+		if o := p.leaving; o != nil {
+			if p.group == nil || p.group.state != preempting || !slices.Contains(p.group.victims, o) {
+				return fmt.Errorf("device %s: victim %s leaves it for a group that does not wait for it", p.Addr, o.Name)
+			}
+			if s.groups[o.Name] != o || o.state != leaving || !slices.Contains(o.takers, p.group) {
+				return fmt.Errorf("device %s: victim %s is not leaving for %s", p.Addr, o.Name, p.group.Name)
+			}
 		}
 	}
 	for _, ch := range s.chains {
@@ -286,4 +260,80 @@ func recount(p *PCell) (used, opp, bad int, err error) {
 		return 0, 0, 0, fmt.Errorf("cell %s counts used/opp/bad %d/%d/%d, recount %d/%d/%d", p.Addr, p.used, p.opp, p.bad, used, opp, bad)
 	}
 	return used, opp, bad, nil
+}
+
+// checkGroup checks one group's devices and VC leaves, and its part in a
+// preemption. held collects who holds each device.
+func (s *Scheduler) checkGroup(g *Group, held map[*PCell]*Group) error {
+	name := g.Name
+	n, lent := 0, 0
+	i := 0
+	for _, pod := range g.pods {
+		if len(pod) == 0 {
+			return fmt.Errorf("group %s: a pod holds no devices", name)
+		}
+		for _, p := range pod {
+			if p.node != pod[0].node {
+				return fmt.Errorf("group %s: a pod spans nodes %s and %s", name, pod[0].node, p.node)
+			}
+			var v *VCell
+			if i < len(g.vleaves) {
+				v = g.vleaves[i]
+			}
+			i++
+			if p.group != g {
+				// A leaving group's device a preemptor holds: its leaf, if
+				// it had one, is the preemptor's now.
+				if g.state != leaving || p.leaving != g {
+					return fmt.Errorf("device %s: group %s not recorded on it", p.Addr, name)
+				}
+				if v != nil && v.group == g {
+					return fmt.Errorf("group %s: lent device %s still has its VC leaf", name, p.Addr)
+				}
+				lent++
+				continue
+			}
+			if other := held[p]; other != nil {
+				return fmt.Errorf("device %s held by %s and %s", p.Addr, other.Name, name)
+			}
+			held[p] = g
+			n++
+			if g.Priority != Opportunistic && (v == nil || v.group != g || v.phys != p || v.vcc.vc != g.VC) {
+				return fmt.Errorf("group %s: VC leaf not bound to its device %s", name, p.Addr)
+			}
+		}
+	}
+	switch g.state {
+	case running:
+		if lent > 0 || len(g.victims) > 0 || len(g.takers) > 0 {
+			return fmt.Errorf("running group %s has a part in a preemption", name)
+		}
+	case leaving:
+		if lent == 0 || len(g.takers) == 0 {
+			return fmt.Errorf("group %s is leaving for no one", name)
+		}
+	case preempting:
+		if g.Priority == Opportunistic || len(g.takers) > 0 {
+			return fmt.Errorf("group %s cannot preempt", name)
+		}
+		for _, v := range g.victims {
+			found := false
+			for _, pod := range g.pods {
+				found = found || slices.ContainsFunc(pod, func(p *PCell) bool { return p.leaving == v })
+			}
+			if !found {
+				return fmt.Errorf("group %s waits for victim %s on none of its devices", name, v.Name)
+			}
+		}
+	}
+	if g.Priority == Opportunistic {
+		if len(g.vleaves) != 0 {
+			return fmt.Errorf("opportunistic group %s holds VC cells", name)
+		}
+		return nil
+	}
+	if len(g.vleaves) != n+lent {
+		return fmt.Errorf("group %s: %d devices but %d VC leaves", name, n+lent, len(g.vleaves))
+	}
+	return nil
 }

@@ -104,7 +104,7 @@ func pinList(vc *VC) string {
 func fitsView(vcc *vcChain, pods []int) bool {
 	nodes := make([]viewNode, 0, len(vcc.view))
 	for _, v := range vcc.view {
-		nodes = append(nodes, viewNode{v: v, free: v.leaves, healthy: true})
+		nodes = append(nodes, viewNode{v: v, free: v.leaves, healthy: true, allowed: true})
 	}
 	sortView(nodes)
 	at, _ := fitPods(nodes, pods)

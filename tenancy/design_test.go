@@ -8,9 +8,11 @@ import (
 	"testing"
 )
 
-// The scenarios of HiveD's own unit test, run on the
-// same cluster (testdata/hived-design.yaml). Which are exact and which are
-// stated as properties, and why:
+// The scenarios of HiveD's own unit test, run on the same cluster
+// (testdata/hived-design.yaml) with atomic preemption, as the simulator's
+// scenario tests first had them; conformance_test.go runs HiveD's whole
+// test, with stateful preemption, suggested nodes and reconfiguration,
+// and counts how each case compares. Here:
 //
 //   - Our free lists keep their order on removal (HiveD moves the last
 //     element into the hole) and our nodes start healthy (HiveD starts
@@ -18,14 +20,9 @@ import (
 //     Where a scenario's node depends on that order (7, 10), it is stated
 //     as a property, and the exact HiveD outcome is shown by steering the
 //     free list there.
-//   - Our drivers preempt atomically (victims go in the same decision) and
-//     have no Kubernetes filter/preempt phases or suggested nodes, so the
-//     stateful preemption scenarios (B 13–17, C 18–25) are kept only where
-//     they mean something atomically (equal priority never preempts, a
-//     gang is preempted whole), and the safe-relaxed split (E 31–33) runs
-//     with bad nodes instead of suggestions.
-//   - Reconfiguration from pod annotations (F 34) does not apply: the
-//     simulator never restarts with a changed config.
+//   - Preemption is atomic here (victims go in the same decision), so the
+//     preemption scenarios are kept where they mean something atomically
+//     (equal priority never preempts, a gang is preempted whole).
 func loadDesign(t *testing.T, edit func(string) string) *Scheduler {
 	t.Helper()
 	data, err := os.ReadFile("testdata/hived-design.yaml")

@@ -1,6 +1,9 @@
 package tenancy
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The intra-VC layer's side of the boundary. HiveD's VC layer decides
 // where inside a VC a gang runs, on the VC's virtual cells; binding those
@@ -107,6 +110,7 @@ func (s *Scheduler) EndRound() {
 	for _, ch := range s.chains {
 		s.doomCheck(ch)
 	}
+	s.revertDemoted()
 }
 
 // Commit places a guaranteed group on virtual leaves its VC's scheduler
@@ -124,6 +128,15 @@ func (s *Scheduler) Commit(r Request, pods [][]*VCell) (Decision, error) {
 	r.Pods = r.Pods[:0]
 	for _, p := range pods {
 		r.Pods = append(r.Pods, len(p))
+	}
+	s.cancelled, s.reprieved = s.cancelled[:0], s.reprieved[:0]
+	defer s.restrict(r.Nodes)()
+	if g := s.groups[r.Group]; g != nil && g.state == preempting {
+		if !sameLeaves(g.vleaves, pods) {
+			s.cancel(g) // the VC now wants other leaves for it
+		} else if d, ok := s.retry(g); ok {
+			return d, nil
+		}
 	}
 	vc, err := s.validate(r)
 	if err != nil {
@@ -149,7 +162,22 @@ func (s *Scheduler) Commit(r Request, pods [][]*VCell) (Decision, error) {
 	}
 	d, ok := s.commitGuaranteed(r, vc, vcc, pods)
 	if !ok {
-		return Decision{Reason: "no physical cells for the VC's placement"}, nil
+		d = Decision{Reason: "no physical cells for the VC's placement"}
 	}
-	return d, nil
+	return s.noted(d), nil
+}
+
+// sameLeaves reports whether pods names exactly the leaves of held, in
+// any order.
+func sameLeaves(held []*VCell, pods [][]*VCell) bool {
+	n := 0
+	for _, pod := range pods {
+		for _, l := range pod {
+			if !slices.Contains(held, l) {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(held)
 }

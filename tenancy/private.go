@@ -175,6 +175,7 @@ func (s *Scheduler) BindStatic() error {
 // class.
 func (s *Scheduler) SetSpeeds(classes int, value func(class int, node string, gpu int) float64) {
 	s.classes = classes
+	s.speedFn = value
 	var fill func(p *PCell)
 	fill = func(p *PCell) {
 		p.speed = make([]float64, classes)
@@ -212,7 +213,7 @@ func (s *Scheduler) FitsEmpty(vcName string, pods []int) bool {
 		}
 		nodes := make([]viewNode, 0, len(vcc.view))
 		for _, v := range vcc.view {
-			nodes = append(nodes, viewNode{v: v, free: v.leaves, healthy: true})
+			nodes = append(nodes, viewNode{v: v, free: v.leaves, healthy: true, allowed: true})
 		}
 		sortView(nodes)
 		if at, _ := fitPods(nodes, pods); at != nil {

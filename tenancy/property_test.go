@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,11 +130,22 @@ func TestH7RandomSequencesKeepSafety(t *testing.T) {
 		}
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { runH7(t, seed) })
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { runH7(t, seed, false) })
 	}
 }
 
-func runH7(t *testing.T, seed uint64) {
+// H7 with stateful preemption and allowed nodes: preemptors wait for
+// their victims, which leave at random (Release), preemptors ask again or
+// are deleted, higher priorities override preemptions in progress, and
+// some requests may use only a random subset of the nodes. The full
+// invariant and every preemption's consistency (Check) hold after every
+// step; a request the VC's view can place without preemption on every
+// node is placed or waits only for opportunistic victims.
+func TestH7StatefulAllowedNodes(t *testing.T) {
+	runH7(t, 11, true)
+}
+
+func runH7(t *testing.T, seed uint64, stateful bool) {
 	configs := 2000
 	if testing.Short() {
 		configs = 300
@@ -140,6 +153,7 @@ func runH7(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	lvRng := rand.New(rand.NewPCG(seed, seed+1)) // its own stream: the other draws stay as they were
 	steps, placed, valid := 0, 0, 0
+	preempts, cancelled, restricted, waited, reconfigs := 0, 0, 0, 0, 0
 	trace := -1 // PAL_PROP_TRACE=N logs config N and every step of it
 	if env := os.Getenv("PAL_PROP_TRACE"); env != "" {
 		n, err := strconv.Atoi(env)
@@ -160,6 +174,7 @@ func runH7(t *testing.T, seed uint64) {
 		if c == trace {
 			t.Logf("config %d: %+v", c, *cfg)
 		}
+		s.SetStateful(stateful)
 		fastest := c%2 == 0
 		if fastest {
 			s.SetSpeeds(2, func(class int, node string, gpu int) float64 { return rng.Float64() })
@@ -195,6 +210,14 @@ func runH7(t *testing.T, seed uint64) {
 					r.LV = []LVStep{{V: 0.3}, {V: 0.3, Across: true}, {V: 0.7}, {V: 0.7, Across: true}, {V: 1}, {V: 1, Across: true}}
 					r.Spread = lvRng.IntN(2) == 0
 				}
+				if stateful && rng.IntN(3) == 0 {
+					r.Nodes = []string{}
+					for _, n := range nodes {
+						if rng.IntN(2) == 0 {
+							r.Nodes = append(r.Nodes, n)
+						}
+					}
+				}
 				canView := s.viewCanPlace(vc, r)
 				before = s.dump()
 				d, err := s.Schedule(r)
@@ -202,7 +225,22 @@ func runH7(t *testing.T, seed uint64) {
 					t.Fatalf("config %d step %d: %v", c, step, err)
 				}
 				what = fmt.Sprintf("guaranteed %+v → %v", r, d)
-				if len(s.BadNodes()) == 0 && r.NoPreemption {
+				if d.Preempting {
+					preempts++
+				}
+				cancelled += len(d.Cancelled)
+				if r.Nodes != nil && (d.Placed || d.Preempting) {
+					restricted++
+					for _, p := range d.Pods {
+						if !slices.Contains(r.Nodes, p.Node) {
+							t.Fatalf("config %d step %d: %+v placed on %s, outside its nodes", c, step, r, p.Node)
+						}
+					}
+				}
+				if stateful && d.Preempting {
+					d.Placed = true // it holds its cells; only opportunistic groups may be on them
+				}
+				if len(s.BadNodes()) == 0 && r.NoPreemption && r.Nodes == nil {
 					if canView {
 						valid++
 					}
@@ -226,6 +264,28 @@ func runH7(t *testing.T, seed uint64) {
 					t.Fatalf("config %d step %d: %v", c, step, err)
 				}
 				what = fmt.Sprintf("opportunistic %+v → %v", r, d)
+			case op < 8 && stateful: // a preemptor asks again
+				var ps []string
+				for g := range s.Preempting() {
+					ps = append(ps, g)
+				}
+				if len(ps) == 0 {
+					continue
+				}
+				sort.Strings(ps)
+				g := s.groups[ps[rng.IntN(len(ps))]]
+				r := Request{Group: g.Name, VC: g.VC.Name, Priority: g.Priority, Pods: make([]int, len(g.pods))}
+				for i, pod := range g.pods {
+					r.Pods[i] = len(pod)
+				}
+				d, err := s.Schedule(r)
+				if err != nil {
+					t.Fatalf("config %d step %d: %v", c, step, err)
+				}
+				what = fmt.Sprintf("again %+v → %v", r, d)
+				if d.Placed {
+					waited++
+				}
 			case op < 9: // release
 				gs := s.Groups()
 				if len(gs) == 0 {
@@ -236,6 +296,30 @@ func runH7(t *testing.T, seed uint64) {
 					t.Fatal(err)
 				}
 				what = "release " + g
+			case stateful && op == 9 && rng.IntN(4) == 0: // restart with the same config
+				n, rep, err := s.Reconfigure(cfg)
+				if err != nil {
+					t.Fatalf("config %d step %d: %v", c, step, err)
+				}
+				if err := n.Check(); err != nil {
+					t.Fatalf("config %d step %d: after reconfiguring: %v\n%s\nbefore:\n%s", c, step, err, n.dump(), s.dump())
+				}
+				for name, g := range s.groups {
+					if g.state == preempting {
+						continue
+					}
+					was, _ := s.Placement(name)
+					now, ok := n.Placement(name)
+					if !ok || !reflect.DeepEqual(was, now) {
+						t.Fatalf("config %d step %d: group %s ran on %v, now %v", c, step, name, was, now)
+					}
+				}
+				if len(rep.Demoted) > 0 {
+					t.Fatalf("config %d step %d: the same config lazily preempted %v\n%s", c, step, rep.Demoted, s.dump())
+				}
+				reconfigs++
+				s = n
+				what = "reconfigure"
 			default: // failure or recovery
 				n := nodes[rng.IntN(len(nodes))]
 				healthy := rng.IntN(2) == 0
@@ -253,6 +337,13 @@ func runH7(t *testing.T, seed uint64) {
 		}
 	}
 	t.Logf("%d configs, %d steps, %d placements, %d valid no-preemption requests all placed", configs, steps, placed, valid)
+	if stateful {
+		t.Logf("%d preemptions waited for victims, %d placed after waiting, %d overridden or cancelled, %d placed inside allowed nodes, %d reconfigurations",
+			preempts, waited, cancelled, restricted, reconfigs)
+		if preempts < configs || waited < configs/20 || cancelled < configs/10 || restricted < configs || reconfigs < configs/4 {
+			t.Fatal("the generator is too weak to exercise stateful preemption")
+		}
+	}
 	if valid < configs {
 		t.Fatalf("only %d valid requests checked; the generator is too weak", valid)
 	}

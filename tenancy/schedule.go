@@ -32,12 +32,19 @@ type Scheduler struct {
 	leaves    []*PCell
 	sizes     sizes // fixed by the config, computed once by build
 
-	classes  int        // speed classes set by SetSpeeds (0: none)
-	epoch    int        // marks leaves chosen by the current decision
-	newBinds []*VCell   // bindings made by the current decision, for undo
-	scratch  []viewNode // reused view buffer
-	holding  bool       // Hold: unbinding waits for EndRound
-	deferred []*VCell   // leaves freed while holding
+	classes  int             // speed classes set by SetSpeeds (0: none)
+	epoch    int             // marks leaves chosen by the current decision
+	newBinds []*VCell        // bindings made by the current decision, for undo
+	scratch  []viewNode      // reused view buffer
+	holding  bool            // Hold: unbinding waits for EndRound
+	deferred []*VCell        // leaves freed while holding
+	allowed  map[string]bool // nodes the decision under way may use (nil: all)
+	stateful bool            // SetStateful: preemptors wait for their victims
+	seq      int             // groups created
+	speedFn  func(class int, node string, gpu int) float64
+	// The preemptions the decision under way cancelled, and the victims
+	// no preemptor waits for any more.
+	cancelled, reprieved []string
 }
 
 // New builds the tenancy state from a parsed config and validates it,
@@ -68,6 +75,16 @@ type Group struct {
 	chain        *Chain
 	pods         [][]*PCell
 	vleaves      []*VCell
+	state        groupState
+	victims      []*Group // preempting: the groups still on its devices
+	takers       []*Group // leaving: the preemptors holding some of its devices
+	seq          int      // creation order
+	// pre is, per device (pods in order), the cell type of the VC cell its
+	// leaf was placed under (the preassigned cell, or the pinned cell) and
+	// pinned the pinned cell's id: how a lazily preempted group finds its
+	// VC's cells again (adopt), and how a reconfiguration maps it.
+	pre    []string
+	pinned string
 }
 
 // Request asks for devices for one new group.
@@ -97,6 +114,9 @@ type Request struct {
 	// Spread lets an L×V across entry split the group into one pod per
 	// node (a job without fixed pods); without it pods are as given.
 	Spread bool
+	// Nodes, if not nil, are the only nodes the decision may use (on
+	// Kubernetes, the nodes the pod may run on: HiveD's suggested nodes).
+	Nodes []string
 }
 
 // Pod is where one pod runs.
@@ -108,27 +128,63 @@ type Pod struct {
 // Decision is the answer to a Request. When Placed, the group holds its
 // devices; Preempted lists the groups killed for it (they hold nothing
 // any more) and Demoted those lazily preempted (they run on as
-// opportunistic).
+// opportunistic). With stateful preemption (SetStateful) a group that
+// needs devices others still run on is Preempting instead: it holds its
+// devices (Pods) without running, and Victims must leave first (the
+// driver stops them and releases them once they are gone); asking again
+// then places it.
 type Decision struct {
-	Placed    bool
-	Reason    string
-	Chain     string
-	Pods      []Pod
-	Preempted []string
-	Demoted   []string
+	Placed     bool
+	Preempting bool
+	Reason     string
+	Chain      string
+	Pods       []Pod
+	Preempted  []string
+	Demoted    []string
+	Victims    []string
+	// Cancelled lists the preempting groups this decision overrode (they
+	// hold nothing now; ask again to place them), Reprieved their victims
+	// that no preemptor waits for any more (they may run on).
+	Cancelled []string
+	Reprieved []string
 }
 
 // Schedule decides a new group's placement and, when one is found, commits
 // it. It returns an error (and changes nothing) for a malformed request.
 func (s *Scheduler) Schedule(r Request) (Decision, error) {
+	s.cancelled, s.reprieved = s.cancelled[:0], s.reprieved[:0]
+	defer s.restrict(r.Nodes)()
+	if g := s.groups[r.Group]; g != nil && g.state == preempting {
+		if d, ok := s.retry(g); ok {
+			return d, nil
+		}
+	}
 	vc, err := s.validate(r)
 	if err != nil {
 		return Decision{}, err
 	}
+	var d Decision
 	if r.Priority == Opportunistic {
-		return s.scheduleOpportunistic(r, vc), nil
+		d = s.scheduleOpportunistic(r, vc)
+	} else {
+		d = s.scheduleGuaranteed(r, vc)
 	}
-	return s.scheduleGuaranteed(r, vc), nil
+	return s.noted(d), nil
+}
+
+// noted adds the preemptions the decision cancelled to it.
+func (s *Scheduler) noted(d Decision) Decision {
+	if len(s.cancelled) > 0 {
+		d.Cancelled = slices.Clone(s.cancelled)
+		for _, n := range s.reprieved {
+			// A victim this decision takes again is not reprieved.
+			if g := s.groups[n]; g != nil && g.state != leaving && !slices.Contains(d.Reprieved, n) {
+				d.Reprieved = append(d.Reprieved, n)
+			}
+		}
+		sort.Strings(d.Reprieved)
+	}
+	return d
 }
 
 func (s *Scheduler) validate(r Request) (*VC, error) {
@@ -197,16 +253,21 @@ type viewNode struct {
 	used    int    // devices in use (packing: more first)
 	higher  int    // devices in use at a priority above the request's (fewer first)
 	healthy bool
+	allowed bool // inside the nodes the decision may use (Request.Nodes)
 }
 
 // sortView orders a view as HiveD's topology-aware scheduler does:
-// healthy first, then most devices in use (pack), then fewest devices used
-// at a higher priority. The sort is stable, so ties keep view order.
+// healthy first, then allowed (Request.Nodes), then most devices in use
+// (pack), then fewest devices used at a higher priority. The sort is
+// stable, so ties keep view order.
 func sortView(nodes []viewNode) {
 	sort.SliceStable(nodes, func(i, j int) bool {
 		a, b := &nodes[i], &nodes[j]
 		if a.healthy != b.healthy {
 			return a.healthy
+		}
+		if a.allowed != b.allowed {
+			return a.allowed
 		}
 		if a.used != b.used {
 			return a.used > b.used
@@ -249,6 +310,9 @@ func fitPods(nodes []viewNode, pods []int) ([]int, string) {
 		}
 		if !nodes[ni].healthy {
 			return nil, "only bad nodes have room"
+		}
+		if !nodes[ni].allowed {
+			return nil, "only nodes outside the allowed ones have room"
 		}
 		at[pi] = ni
 		left -= pods[pi]
@@ -347,7 +411,7 @@ func blockSizes(ch *Chain, top int) []int {
 func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) ([][]*VCell, string) {
 	nodes := s.scratch[:0]
 	for _, v := range vcc.view {
-		n := viewNode{v: v, used: v.used, healthy: v.phys == nil || v.phys.bad == 0}
+		n := viewNode{v: v, used: v.used, healthy: v.phys == nil || v.phys.bad == 0, allowed: s.vnodeAllowed(v)}
 		n.free = v.leaves - v.used
 		if preempt {
 			n.higher = 0
@@ -409,7 +473,7 @@ func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) 
 }
 
 func (s *Scheduler) scheduleGuaranteed(r Request, vc *VC) Decision {
-	if r.Fastest && len(r.LV) > 0 && s.classes > 0 {
+	if r.Fastest && len(r.LV) > 0 && s.classes > 0 && s.allowed == nil {
 		if d, ok := s.placeLxV(r, vc); ok {
 			return d
 		}
@@ -455,6 +519,16 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		ch.class = r.Class
 		defer func() { ch.class = -1 }()
 	}
+	// A preemption in progress that this placement overlaps (only a higher
+	// priority can choose a preemptor's leaves) is overridden first: its
+	// devices go back to its victims, which this group may preempt in turn.
+	for _, pod := range vp {
+		for _, l := range pod {
+			if g := l.group; g != nil && g.state == preempting {
+				s.cancel(g)
+			}
+		}
+	}
 	// Intra-VC victims, in order of first appearance.
 	var victims []*Group
 	for _, pod := range vp {
@@ -474,8 +548,8 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	var lazyPairs [][]pair
 	s.newBinds = s.newBinds[:0]
 	for _, g := range victims {
-		if !g.Lazy {
-			continue
+		if !g.Lazy || g.state == leaving {
+			continue // a group already leaving is not demoted: it goes
 		}
 		var ps []pair
 		for _, l := range g.vleaves {
@@ -534,7 +608,7 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	// not lazy, and opportunistic groups (demoted ones included).
 	var kill []*Group
 	for _, g := range victims {
-		if !g.Lazy {
+		if !g.Lazy || g.state == leaving {
 			kill = append(kill, g)
 		}
 	}
@@ -547,6 +621,11 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	}
 	killed := func(g *Group) bool { return slices.Contains(kill, g) }
 	d := Decision{Placed: true, Chain: ch.Name}
+	if s.stateful {
+		// The victims leave in their own time; the group holds its devices
+		// meanwhile (takeOver) and runs once they are gone.
+		kill = nil
+	}
 	var cleanup []*VCell
 	for _, g := range kill {
 		cleanup = append(cleanup, s.dropUsage(g)...)
@@ -558,19 +637,28 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 			d.Demoted = append(d.Demoted, g.Name)
 		}
 	}
-	g := &Group{Name: r.Group, VC: vc, Priority: r.Priority, origPriority: r.Priority, Lazy: r.LazyPreemptable, chain: ch}
+	s.seq++
+	g := &Group{Name: r.Group, VC: vc, Priority: r.Priority, origPriority: r.Priority, Lazy: r.LazyPreemptable, chain: ch, seq: s.seq, pinned: vcc.pinnedID}
 	for _, pod := range vp {
 		var pp []*PCell
 		for _, l := range pod {
+			s.takeOver(g, l, l.phys)
 			s.use(g, l, l.phys)
 			pp = append(pp, l.phys)
 			g.vleaves = append(g.vleaves, l)
+			g.pre = append(g.pre, l.root().vcc.chain.types[l.root().level].name)
 		}
 		g.pods = append(g.pods, pp)
 	}
 	s.groups[g.Name] = g
 	for _, v := range cleanup {
 		s.unbindUp(v)
+	}
+	if len(g.victims) > 0 {
+		g.state = preempting
+		d.Placed, d.Preempting = false, true
+		d.Reason = "waiting for its victims to leave"
+		d.Victims = names(g.victims)
 	}
 	s.doomCheck(ch)
 	d.Pods = podsOf(g)
@@ -597,7 +685,12 @@ func (s *Scheduler) bind(v *VCell) bool {
 		return true
 	}
 	if v.parent == nil {
-		p := v.vcc.chain.buddyAlloc(v.level, healthyAlloc)
+		var p *PCell
+		if s.allowed != nil {
+			p = s.restrictedAlloc(v)
+		} else {
+			p = v.vcc.chain.buddyAlloc(v.level, healthyAlloc)
+		}
 		if p == nil {
 			return false
 		}
@@ -614,7 +707,7 @@ func (s *Scheduler) bind(v *VCell) bool {
 	}
 	var best *PCell
 	for _, c := range v.parent.phys.children {
-		if c.vcell != nil {
+		if c.vcell != nil || s.allowed != nil && !s.canHost(v, c) {
 			continue
 		}
 		if best == nil || better(c, best) {
@@ -763,6 +856,19 @@ func (s *Scheduler) dropUsage(g *Group) []*VCell {
 	opp := g.Priority == Opportunistic
 	for _, pod := range g.pods {
 		for _, p := range pod {
+			if p.group != g {
+				// Lent to a preemptor, which no longer waits for g here.
+				if p.leaving == g {
+					p.leaving = nil
+					t := p.group
+					if !slices.ContainsFunc(t.pods, func(pod []*PCell) bool {
+						return slices.ContainsFunc(pod, func(q *PCell) bool { return q.leaving == g })
+					}) {
+						t.victims = slices.DeleteFunc(t.victims, func(x *Group) bool { return x == g })
+					}
+				}
+				continue
+			}
 			p.group = nil
 			for x := p; x != nil; x = x.parent {
 				x.used--
@@ -772,13 +878,17 @@ func (s *Scheduler) dropUsage(g *Group) []*VCell {
 			}
 		}
 	}
+	var out []*VCell
 	for _, v := range g.vleaves {
+		if v.group != g {
+			continue // lent to a preemptor with its device
+		}
 		v.group = nil
 		for x := v; x != nil; x = x.parent {
 			x.used--
 		}
+		out = append(out, v)
 	}
-	out := g.vleaves
 	g.vleaves = nil
 	return out
 }
@@ -787,6 +897,9 @@ func (s *Scheduler) dropUsage(g *Group) []*VCell {
 // runs on as opportunistic until something needs its devices.
 func (s *Scheduler) demote(g *Group) {
 	for _, v := range g.vleaves {
+		if v.group != g {
+			continue
+		}
 		v.group = nil
 		for x := v; x != nil; x = x.parent {
 			x.used--
@@ -891,7 +1004,7 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 		}
 		nodes := s.scratch[:0]
 		for _, p := range ch.nodes {
-			nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: p.bad == 0})
+			nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: p.bad == 0, allowed: s.allowedNode(p.node)})
 		}
 		s.scratch = nodes
 		sortView(nodes)
@@ -938,6 +1051,8 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 				s.use(g, nil, l)
 			}
 		}
+		s.seq++
+		g.seq = s.seq
 		s.groups[g.Name] = g
 		return Decision{Placed: true, Chain: ch.Name, Pods: podsOf(g)}
 	}
@@ -950,6 +1065,14 @@ func (s *Scheduler) Release(name string) error {
 	if g == nil {
 		return fmt.Errorf("tenancy: release of unknown group %q", name)
 	}
+	if g.state == preempting {
+		s.cancelled, s.reprieved = s.cancelled[:0], s.reprieved[:0]
+		s.cancel(g) // its victims keep what it held of theirs
+		if !s.holding {
+			s.revertDemoted()
+		}
+		return nil
+	}
 	freed := s.dropUsage(g)
 	delete(s.groups, name)
 	if s.holding {
@@ -960,6 +1083,7 @@ func (s *Scheduler) Release(name string) error {
 		s.unbindUp(v)
 	}
 	s.doomCheck(g.chain)
+	s.revertDemoted()
 	return nil
 }
 
