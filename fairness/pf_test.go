@@ -11,8 +11,9 @@ import (
 // tables (2-9 bidders, up to 4 sizes each, random utilities, so no ties)
 // and budgets; brute force enumerates every choice, takes the best
 // welfare (fewest zeros, then the largest Σ log u) within the budget for
-// G* and for every G*₋ₓ, and c_x is the product of the others' ratios
-// between the two. Odd trials keep only √n suffix checkpoints (with 9
+// G* and for every G*₋ₓ, and c_x is the ratio of the others' utility
+// products between the two, taken from those welfare values (0 when G*
+// leaves more of the others unserved). Odd trials keep only √n suffix checkpoints (with 9
 // bidders, every 3 rows), so block recomputation is exercised; even trials
 // keep every row. The choice without payments (the prefix sweep alone) is
 // the same.
@@ -83,8 +84,21 @@ func TestProportionalFairMatchesBruteForce(t *testing.T) {
 			t.Fatalf("trial %d: choice %v (welfare %v, %d GPUs) vs brute force %v (%v), budget %d", trial, choice, got, used, bc, bw, budget)
 		}
 		for x := range nb {
-			wx, _ := best(x)
-			want := keepFraction(tables, bc, wx, x)
+			// c_x from the two welfare values, not from keepFraction:
+			// the others' welfare in G* against their best without x
+			// (wbx). More unserved others in G* gives 0; else the ratio
+			// of the products, exp(Σ log u − Σ log u'), at most 1.
+			_, wbx := best(x)
+			var others welfare
+			for j, o := range bc {
+				if j != x {
+					others = others.plus(tables[j][o].u)
+				}
+			}
+			want := 0.0
+			if others.zeros <= wbx.zeros {
+				want = min(1, math.Exp(others.log-wbx.log))
+			}
 			if math.Abs(keep[x]-want) > 1e-9 {
 				t.Fatalf("trial %d: c_%d = %v, brute force %v", trial, x, keep[x], want)
 			}

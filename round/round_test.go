@@ -168,3 +168,93 @@ func TestPlanReasons(t *testing.T) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
 }
+
+// An elastic job runs on any count from its minimum to its maximum; one
+// GPU fewer or one more is the placer's bug, named as such. A rigid gang
+// given more than its demand is the same bug.
+func TestApplyElasticBounds(t *testing.T) {
+	elastic := func() *workload.Job { return workload.NewJob(workload.Spec{ID: 7, GPUs: 2, MaxGPUs: 3}) }
+	for _, c := range []struct {
+		name  string
+		j     *workload.Job
+		alloc []int
+		want  string // "" for no error
+	}{
+		{"elastic at its minimum", elastic(), []int{0, 1}, ""},
+		{"elastic at its maximum", elastic(), []int{0, 1, 2}, ""},
+		{"elastic below its minimum", elastic(), []int{0}, "job 7 got 1 GPUs, it runs on 2..3"},
+		{"elastic past its maximum", elastic(), []int{0, 1, 2, 3}, "job 7 got 4 GPUs, it runs on 2..3"},
+		{"rigid past its demand", job(8, 2, nil), []int{0, 1, 2}, "job 8 got 3 GPUs, its demand is 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := hold(t)
+			err := Apply(cl, []*workload.Job{c.j}, [][]int{c.alloc}, nil)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, g := range c.alloc {
+					if cl.Owner(g) != c.j.ID {
+						t.Errorf("GPU %d owned by %d, want job %d", g, cl.Owner(g), c.j.ID)
+					}
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+	// Streamed, a job whose count is out of bounds must not take its GPUs
+	// early either: the error is the same.
+	r := NewRelay()
+	go r.Ready(1)
+	var a Applier
+	if err := a.Stream(hold(t), []*workload.Job{elastic()}, [][]int{{0, 1, 2, 3}}, r, func(int, Kind) {}); err == nil || !strings.Contains(err.Error(), "got 4 GPUs, it runs on 2..3") {
+		t.Fatalf("streamed: err %v, want the elastic bound", err)
+	}
+}
+
+// Rewrite on a 2x2 cluster (GPUs 0-3), worked by hand:
+//   - job 1 holds {0,1} and the answer moves it to {2,3}: a driver that
+//     cannot migrate stops it (alloc nil, Moved {2,3}) and {0,1} are
+//     vacated this round;
+//   - job 2 holds {2} and is preempted: {2} is vacated;
+//   - job 3 is new and launched onto {0}: vacated by job 1's stop, so it
+//     waits (nil);
+//   - job 4 is new and launched onto {2}: vacated by job 2's preemption,
+//     so it waits;
+//   - job 5 is new and launched onto {3}: nobody held it, so it starts;
+//   - job 6 is new and gets nothing: it stays waiting.
+//
+// Planting fallthrough -> continue (a stop that does not vacate) lets job
+// 3 start on GPU 0 while job 1's pods may still run there.
+func TestEvictionsRewrite(t *testing.T) {
+	order := []*workload.Job{
+		job(1, 2, []int{0, 1}), job(2, 1, []int{2}), job(3, 1, nil),
+		job(4, 1, nil), job(5, 1, nil), job(6, 1, nil),
+	}
+	alloc := [][]int{{2, 3}, nil, {0}, {2}, {3}, nil}
+	var e Evictions
+	e.Rewrite(4, order, alloc)
+	want := [][]int{nil, nil, nil, nil, {3}, nil}
+	for i := range order {
+		if !slices.Equal(alloc[i], want[i]) || (alloc[i] == nil) != (want[i] == nil) {
+			t.Errorf("job %d: alloc %v, want %v", order[i].ID, alloc[i], want[i])
+		}
+	}
+	wantMoved := [][]int{{2, 3}, nil, nil, nil, nil, nil}
+	for i := range order {
+		if !slices.Equal(e.Moved[i], wantMoved[i]) || (e.Moved[i] == nil) != (wantMoved[i] == nil) {
+			t.Errorf("job %d: Moved %v, want %v", order[i].ID, e.Moved[i], wantMoved[i])
+		}
+	}
+	// The scratch space is reset between rounds: a second round with
+	// nothing stopped launches onto the GPUs vacated in the first.
+	order2 := []*workload.Job{job(3, 1, nil), job(5, 1, []int{3})}
+	alloc2 := [][]int{{0}, {3}}
+	e.Rewrite(4, order2, alloc2)
+	if !slices.Equal(alloc2[0], []int{0}) || !slices.Equal(alloc2[1], []int{3}) || e.Moved[0] != nil || e.Moved[1] != nil {
+		t.Errorf("second round: alloc %v, Moved %v; want [[0] [3]] and no moves", alloc2, e.Moved)
+	}
+}
