@@ -380,8 +380,11 @@ func (r *runner) run(m mutant) (o outcome) {
 		o.took = time.Since(start).Round(time.Second)
 	}()
 	files, err := r.apply(m)
-	if len(files) > 0 {
+	switch {
+	case len(files) > 0:
 		o.pkg = r.rel(filepath.Dir(files[0]))
+	case m.file != "":
+		o.pkg = filepath.Dir(filepath.Clean(m.file))
 	}
 	if err != nil {
 		o.verdict, o.by = "invalid", err.Error()
