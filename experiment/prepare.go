@@ -201,8 +201,14 @@ func (in *Inputs) warnLong() {
 	for i := range in.Trace.Jobs {
 		j := &in.Trace.Jobs[i]
 		if end := j.Submit + j.IdealRuntime(); end > LongRun && j.Tracked {
-			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field %q: job %d runs %s (%.1f years) on median GPUs, so the run simulates at least %.0f rounds%s",
-				j.Source, j.Line, j.DurationField(), j.ID, j.DurationText(), end/(365*24*3600), end/in.Opts.Round, j.DurationHint()))
+			// Blame the larger of the two terms: a far arrival is the
+			// submit_time's doing, not the duration's.
+			field, what, hint := j.DurationField(), fmt.Sprintf("runs %s (%.3g years) on median GPUs", j.DurationText(), j.IdealRuntime()/LongRun), j.DurationHint()
+			if j.Submit > j.IdealRuntime() {
+				field, what, hint = "submit_time", fmt.Sprintf("arrives at %.6g s (%.3g years)", j.Submit, j.Submit/LongRun), ""
+			}
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field %q: job %d %s, so the run simulates at least %.3g rounds%s",
+				j.Source, j.Line, field, j.ID, what, end/in.Opts.Round, hint))
 			if len(in.Warnings) >= 3 {
 				return
 			}

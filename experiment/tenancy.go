@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/palsched/pal/cluster"
@@ -116,18 +117,32 @@ func readNodeEvents(path string, c *cluster.Cluster) ([]sim.NodeEvent, error) {
 		}
 		node, ok := byName[name]
 		if !ok {
-			return nil, t.Errorf(cols[1], "unknown node %q", name)
+			return nil, t.Errorf(cols[1], "unknown node %s (the cluster's nodes: %s)", csvin.Quote(name), nodeSample(c))
 		}
 		ev, err := t.Field(cols[2])
 		if err != nil {
 			return nil, err
 		}
 		if ev != "down" && ev != "up" {
-			return nil, t.Errorf(cols[2], "%q is not down or up", ev)
+			return nil, t.Errorf(cols[2], "%s is not down or up", csvin.Quote(ev))
 		}
 		out = append(out, sim.NodeEvent{T: at, Node: node, Up: ev == "up"})
 	}
 	return out, t.Err()
+}
+
+// nodeSample names a cluster's nodes for an error: all of them up to
+// eight, else the first six, the last and the count.
+func nodeSample(c *cluster.Cluster) string {
+	names := make([]string, 0, min(len(c.Nodes), 8))
+	for i, n := range c.Nodes {
+		if len(c.Nodes) > 8 && i == 6 {
+			names = append(names, "...", c.Nodes[len(c.Nodes)-1].Name)
+			return strings.Join(names, ", ") + fmt.Sprintf(" (%d nodes)", len(c.Nodes))
+		}
+		names = append(names, n.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // TenancyDescription is the tenancy line of the output header ("" off).

@@ -11,6 +11,10 @@ import (
 	"github.com/palsched/pal/variability"
 )
 
+// MaxFileBytes bounds an auction file (4 MiB: tens of thousands of
+// apps), so that a stray file is refused before the YAML parser holds it.
+const MaxFileBytes = 4 << 20
+
 // FileFormat documents the auction file, for --help and the README.
 const FileFormat = `The input is YAML. GPU ids are machine × gpus_per_machine + index.
 

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/palsched/pal/internal/csvin"
+	"github.com/palsched/pal/internal/sizecap"
 )
 
 // Error locates a problem in a cells file: File, Line (1-based) and Field,
@@ -130,9 +130,15 @@ func (c *Config) Warning() string {
 	return c.File + ": " + strings.Join(parts, "; ")
 }
 
+// MaxFileBytes bounds a cells file (4 MiB). A cells file lists cell
+// types and nodes, a few dozen bytes per node, so 4 MiB is well past a
+// 100,000-node cluster, and refusing more keeps a stray or crafted file
+// (a 50 MB key) from costing the YAML parser hundreds of MB.
+const MaxFileBytes = 4 << 20
+
 // LoadFile reads and parses a cells file.
 func LoadFile(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := sizecap.ReadFile(path, MaxFileBytes, "a cells file")
 	if err != nil {
 		return nil, err
 	}

@@ -26,3 +26,41 @@ func openCSV(name string, r io.Reader, known []string) (*csvin.Table, error) {
 	}
 	return csvin.Open(name, r, opts...)
 }
+
+// MaxScore bounds a time-like score or slowdown from an input file: GPU
+// scores, event scores and telemetry hints are on a scale where the median
+// GPU is 1, so 1000 is a GPU a thousand times slower than the median, and
+// MinScore (1/1000) one a thousand times faster. Nothing real is either;
+// such a value is a typo or a crafted file, and accepted it would stretch
+// a run to its horizon (or past what float64 holds) without naming the
+// input that did it.
+const (
+	MaxScore = 1000
+	MinScore = 1.0 / MaxScore
+)
+
+// CheckScore says whether v is a score or slowdown inside MinScore..
+// MaxScore, in the words an input error uses ("" when it is).
+func CheckScore(v float64) string {
+	switch {
+	case !(v > 0):
+		return "must be positive"
+	case v > MaxScore:
+		return "is more than 1000 times the median GPU's 1 (a GPU that slow is a typo or a broken reading)"
+	case v < MinScore:
+		return "is less than 1/1000 of the median GPU's 1 (a GPU that fast is a typo or a broken reading)"
+	}
+	return ""
+}
+
+// score reads field col of t's row as a score or slowdown (CheckScore).
+func score(t *csvin.Table, col int) (float64, error) {
+	v, err := t.Positive(col)
+	if err != nil {
+		return 0, err
+	}
+	if msg := CheckScore(v); msg != "" {
+		return 0, t.Errorf(col, "%s %s", csvin.Quote(t.Text(col)), msg)
+	}
+	return v, nil
+}

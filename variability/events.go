@@ -24,7 +24,7 @@ type GPUEvent struct {
 // GPUEventsFormat documents the events CSV for help texts.
 const GPUEventsFormat = `time_s,gpu,class,new_score: from time_s (seconds, >= 0; applied at the
 first round boundary at or after it) GPU gpu runs class (A-D, or * for every
-class) at new_score (> 0; 1.2 = 20% slower than the median GPU). Rows in any
+class) at new_score (1/1000..1000; 1.2 = 20% slower than the median GPU). Rows in any
 order; '#' lines are comments.`
 
 // ReadGPUEvents reads a GPU events CSV (GPUEventsFormat), sorted by time
@@ -37,7 +37,7 @@ func ReadGPUEvents(name string, r io.Reader) ([]GPUEvent, error) {
 		} else if e.Class, err = ParseClass(s); err != nil {
 			return t.Errorf(cols[0], "%v (or * for every class)", err)
 		}
-		e.Score, err = t.Positive(cols[1])
+		e.Score, err = score(t, cols[1])
 		return err
 	}, func(e *GPUEvent) (*float64, *int, *int) { return &e.T, &e.GPU, &e.Line })
 }
@@ -55,7 +55,7 @@ type GPUHint struct {
 
 // GPUHintsFormat documents the hints CSV for help texts.
 const GPUHintsFormat = `time_s,gpu,slowdown: from time_s (seconds, >= 0; at the first round
-boundary at or after it) telemetry says GPU gpu runs slowdown (> 0) times
+boundary at or after it) telemetry says GPU gpu runs slowdown (1/1000..1000) times
 slower than its profile for every class (1: no longer slowed), as DCGM's
 clock ratio would. Rows in any order; '#' lines are comments.`
 
@@ -63,7 +63,7 @@ clock ratio would. Rows in any order; '#' lines are comments.`
 // (stably). GPU ids are checked against the cluster by the caller.
 func ReadGPUHints(name string, r io.Reader) ([]GPUHint, error) {
 	return readTimed(name, r, []string{"slowdown"}, func(t *csvin.Table, cols []int, h *GPUHint) (err error) {
-		h.Slowdown, err = t.Positive(cols[0])
+		h.Slowdown, err = score(t, cols[0])
 		return err
 	}, func(h *GPUHint) (*float64, *int, *int) { return &h.T, &h.GPU, &h.Line })
 }
@@ -91,7 +91,7 @@ func readTimed[T any](name string, r io.Reader, rest []string, row func(*csvin.T
 			return nil, err
 		}
 		if *at < 0 {
-			return nil, t.Errorf(cols[0], "%q must not be negative", t.Text(cols[0]))
+			return nil, t.Errorf(cols[0], "%s must not be negative", csvin.Quote(t.Text(cols[0])))
 		}
 		if *gpu, err = t.Int(cols[1]); err != nil {
 			return nil, err

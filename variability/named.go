@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/internal/sizecap"
 )
 
 // namedProfiles maps a cluster name to the embedded file of each class.
@@ -131,7 +132,7 @@ func LoadProfileSet(spec string) (map[Class]*Profile, error) {
 }
 
 func loadProfileJSON(file string) (map[Class]*Profile, error) {
-	raw, err := os.ReadFile(file)
+	raw, err := sizecap.ReadFile(file, 1<<20, "a profile map (an object of four file names)")
 	if err != nil {
 		return nil, err
 	}

@@ -208,7 +208,7 @@ func ReadGPUScores(name string, r io.Reader) (*GPUScores, error) {
 			return nil, err
 		}
 		for c := range Class(NumClasses) {
-			if rw.v[c], err = t.Positive(classCols[c]); err != nil {
+			if rw.v[c], err = score(t, classCols[c]); err != nil {
 				return nil, err
 			}
 		}

@@ -1,6 +1,9 @@
 package workload
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Moves are free only when neither cost is set; a preemption cost alone
 // is a priced run, and the run header says both costs.
@@ -24,5 +27,15 @@ func TestMoveCostFree(t *testing.T) {
 		if got := cs.String(); got != tc.head {
 			t.Errorf("Costs{%+v}: header %q, want %q", tc.c, got, tc.head)
 		}
+	}
+}
+
+// An unknown key in a model table is named with every key a model row
+// has, the Themis sensitivity factors included.
+func TestModelsUnknownFieldListsAll(t *testing.T) {
+	_, err := ParseModels("m.yaml", []byte("models:\n  - name: x\n    iter_time_s: 1\n    class: A\n    paper_class: A\n    spread_facter: 0.9\n"))
+	want := `unknown field "spread_facter" (a model has name, iter_time_s, class, paper_class, migration_cost_s, preemption_cost_s, spread_factor, rack_factor, slot_factor)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want it to contain %s", err, want)
 	}
 }

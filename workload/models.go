@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/palsched/pal/internal/sizecap"
 	"github.com/palsched/pal/variability"
 )
 
@@ -85,9 +86,22 @@ var (
 	yamlKinds    = map[string]string{"map": "a mapping (key: value)", "seq": "a list (- item)", "str": "a string", "int": "a number", "float": "a number", "bool": "true or false", "null": "nothing"}
 )
 
+// modelFields lists a model row's keys, read from Model's tags so that
+// the list cannot miss a field.
+func modelFields() string {
+	t := reflect.TypeFor[Model]()
+	var names []string
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+			names = append(names, tag)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // yamlWords says a decoder message in YAML's terms rather than Go's.
 func yamlWords(l string) string {
-	l = unknownField.ReplaceAllString(l, `unknown field "$1" (a model has name, iter_time_s, class, paper_class, migration_cost_s, preemption_cost_s)`)
+	l = unknownField.ReplaceAllString(l, `unknown field "$1" (a model has `+modelFields()+`)`)
 	if m := wrongKind.FindStringSubmatch(l); m != nil {
 		want := "a mapping (key: value)"
 		switch t := m[3]; {
@@ -140,9 +154,13 @@ func DefaultModels() *Models {
 	return m
 }
 
+// MaxModelsBytes bounds a model table file (1 MiB, like the scheduler
+// config): a row is a few hundred bytes.
+const MaxModelsBytes = 1 << 20
+
 // LoadModels reads a model table from a YAML file.
 func LoadModels(path string) (*Models, error) {
-	b, err := os.ReadFile(path)
+	b, err := sizecap.ReadFile(path, MaxModelsBytes, "a model table")
 	if err != nil {
 		return nil, err
 	}

@@ -137,7 +137,7 @@ func TestSimNodeEvents(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	for _, c := range []struct{ text, want string }{
-		{"time_s,node,event\n0,node-9,down\n", `bad.csv:2: field "node": unknown node "node-9"`},
+		{"time_s,node,event\n0,node-9,down\n", `bad.csv:2: field "node": unknown node "node-9" (the cluster's nodes: node-0, node-1)`},
 		{"time_s,node,event\n0,node-1,off\n", `bad.csv:2: field "event": "off" is not down or up`},
 		{"time_s,node,event\n10,node-1,down\n5,node-1,up\n", `bad.csv:3: field "time_s": 5 s is negative or before the previous event`},
 	} {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/internal/sizecap"
 )
 
 // newThemisCmd groups the finish-time-fairness tools.
@@ -58,9 +59,9 @@ func runThemisAuction(w io.Writer, input string) error {
 	name := input
 	if input == "-" {
 		name = "<stdin>"
-		b, err = io.ReadAll(os.Stdin)
+		b, err = sizecap.ReadAll(name, os.Stdin, fairness.MaxFileBytes, "an auction file")
 	} else {
-		b, err = os.ReadFile(input)
+		b, err = sizecap.ReadFile(input, fairness.MaxFileBytes, "an auction file")
 	}
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
-		fmt.Fprintf(&b, "field %q: ", e.Field)
+		fmt.Fprintf(&b, "field %s: ", Quote(e.Field))
 	}
 	b.WriteString(e.Msg)
 	return b.String()
@@ -134,6 +134,7 @@ type Table struct {
 	err  error // what stopped Next
 
 	knownDone bool // checkKnown has run
+	lim       *capReader
 }
 
 // Open reads the header of r; name is the file name errors report. A
@@ -145,7 +146,11 @@ func Open(name string, r io.Reader, opts ...Option) (*Table, error) {
 	for _, o := range opts {
 		o(&t.cfg)
 	}
-	cr := csv.NewReader(r)
+	t.lim = &capReader{r: r, line: 1, comment: byte(t.cfg.comment), atStart: true}
+	if t.cfg.comment >= 0x80 {
+		t.lim.comment = 0 // a multi-byte comment rune: quotes in comments are not tracked
+	}
+	cr := csv.NewReader(t.lim)
 	cr.Comment = t.cfg.comment
 	cr.ReuseRecord = true
 	if t.cfg.ragged {
@@ -160,6 +165,7 @@ func Open(name string, r io.Reader, opts ...Option) (*Table, error) {
 		return nil, t.wrap(err)
 	}
 	t.head = append([]string(nil), head...)
+	t.lim.head = t.head
 	for i, h := range t.head {
 		if i == 0 || t.cfg.allBOMs {
 			t.head[i] = strings.TrimPrefix(h, "\ufeff")
@@ -171,7 +177,7 @@ func Open(name string, r io.Reader, opts ...Option) (*Table, error) {
 		}
 		if _, dup := t.cols[k]; dup {
 			if t.cfg.inline {
-				return nil, &Error{File: name, Line: 1, Msg: fmt.Sprintf("column %q appears twice", h)}
+				return nil, &Error{File: name, Line: 1, Msg: fmt.Sprintf("column %s appears twice", Quote(h))}
 			}
 			line, _ := cr.FieldPos(i)
 			return nil, &Error{File: name, Line: line, Field: h, Msg: "column appears twice in the header"}
@@ -202,7 +208,7 @@ func (t *Table) checkKnown() error {
 			if len(unknown) == 1 && extraColumns.Load() == nil {
 				list := strings.Join(t.cfg.known, ",")
 				if t.cfg.inline {
-					return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("unknown column %q (known columns: %s; %s ignores unknown columns)", h, list, AllowExtraFlag)}
+					return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("unknown column %s (known columns: %s; %s ignores unknown columns)", Quote(h), list, AllowExtraFlag)}
 				}
 				line, _ := t.r.FieldPos(i)
 				return &Error{File: t.name, Line: line, Field: h, Msg: fmt.Sprintf("unknown column (known columns: %s; %s ignores unknown columns)", list, AllowExtraFlag)}
@@ -211,7 +217,7 @@ func (t *Table) checkKnown() error {
 	}
 	if len(unknown) > 0 {
 		warn := *extraColumns.Load()
-		warn(fmt.Sprintf("%s: ignoring unknown columns %s (known columns: %s)", t.name, strings.Join(unknown, ","), strings.Join(t.cfg.known, ",")))
+		warn(fmt.Sprintf("%s: ignoring unknown columns %s (known columns: %s)", t.name, headList(unknown), strings.Join(t.cfg.known, ",")))
 	}
 	return nil
 }
@@ -226,6 +232,14 @@ func (t *Table) key(name string) string {
 // wrap turns encoding/csv errors into Errors so every message has the
 // same "file:line:" shape.
 func (t *Table) wrap(err error) error {
+	var tl *tooLong
+	if errors.As(err, &tl) {
+		e := &Error{File: t.name, Line: tl.line, Msg: tl.msg()}
+		if tl.col >= 0 && tl.col < len(t.head) && t.head != nil {
+			e.Field = strings.TrimSpace(t.head[tl.col])
+		}
+		return e
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		if t.cfg.inline {
@@ -272,9 +286,9 @@ func (t *Table) OptCol(names ...string) int {
 
 func (t *Table) missing(name string, want []string) error {
 	if t.cfg.inline {
-		return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("missing column %q (header must include %s)", name, strings.Join(want, ","))}
+		return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("missing column %s (header must include %s)", Quote(name), strings.Join(want, ","))}
 	}
-	return &Error{File: t.name, Line: 1, Field: name, Msg: fmt.Sprintf("missing column (header has %s)", strings.Join(t.head, ","))}
+	return &Error{File: t.name, Line: 1, Field: name, Msg: fmt.Sprintf("missing column (header has %s)", headList(t.head))}
 }
 
 // HeaderWidth is the number of fields in the header.
@@ -382,12 +396,12 @@ func (t *Table) Float(col int) (float64, error) {
 	if err != nil {
 		var ne *strconv.NumError
 		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, t.Errorf(col, "%q is out of range", s)
+			return 0, t.Errorf(col, "%s is out of range", Quote(s))
 		}
-		return 0, t.Errorf(col, "%q is not a number", s)
+		return 0, t.Errorf(col, "%s is not a number", Quote(s))
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, t.Errorf(col, "%q is not a finite number", s)
+		return 0, t.Errorf(col, "%s is not a finite number", Quote(s))
 	}
 	return v, nil
 }
@@ -400,7 +414,7 @@ func (t *Table) Positive(col int) (float64, error) {
 		return 0, err
 	}
 	if v <= 0 {
-		return 0, t.Errorf(col, "%q must be positive", t.Text(col))
+		return 0, t.Errorf(col, "%s must be positive", Quote(t.Text(col)))
 	}
 	return v, nil
 }
@@ -415,19 +429,19 @@ func (t *Table) Int(col int) (int, error) {
 	}
 	if n, err := strconv.Atoi(s); err == nil {
 		if n < 0 {
-			return 0, t.Errorf(col, "%q must not be negative", s)
+			return 0, t.Errorf(col, "%s must not be negative", Quote(s))
 		}
 		return n, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v != math.Trunc(v) || math.IsInf(v, 0) {
-		return 0, t.Errorf(col, "%q is not an integer", s)
+		return 0, t.Errorf(col, "%s is not an integer", Quote(s))
 	}
 	if v < 0 {
-		return 0, t.Errorf(col, "%q must not be negative", s)
+		return 0, t.Errorf(col, "%s must not be negative", Quote(s))
 	}
 	if v > math.MaxInt32 {
-		return 0, t.Errorf(col, "%q is out of range", s)
+		return 0, t.Errorf(col, "%s is out of range", Quote(s))
 	}
 	return int(v), nil
 }
