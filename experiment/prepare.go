@@ -203,9 +203,9 @@ func (in *Inputs) warnLong() {
 		if end := j.Submit + j.IdealRuntime(); end > LongRun && j.Tracked {
 			// Blame the larger of the two terms: a far arrival is the
 			// submit_time's doing, not the duration's.
-			field, what, hint := j.DurationField(), fmt.Sprintf("runs %s (%.3g years) on median GPUs", j.DurationText(), j.IdealRuntime()/LongRun), j.DurationHint()
+			field, what, hint := j.DurationField(), fmt.Sprintf("runs %s (%s) on median GPUs", j.DurationText(), years(j.IdealRuntime())), j.DurationHint()
 			if j.Submit > j.IdealRuntime() {
-				field, what, hint = "submit_time", fmt.Sprintf("arrives at %.6g s (%.3g years)", j.Submit, j.Submit/LongRun), ""
+				field, what, hint = "submit_time", fmt.Sprintf("arrives at %.6g s (%s)", j.Submit, years(j.Submit)), ""
 			}
 			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field %q: job %d %s, so the run simulates at least %.3g rounds%s",
 				j.Source, j.Line, field, j.ID, what, end/in.Opts.Round, hint))
@@ -214,6 +214,14 @@ func (in *Inputs) warnLong() {
 			}
 		}
 	}
+}
+
+// years says a time in years, in a few digits however large.
+func years(s float64) string {
+	if y := s / LongRun; y < 1e6 {
+		return fmt.Sprintf("%.1f years", y)
+	}
+	return fmt.Sprintf("%.3g years", s/LongRun)
 }
 
 // warnCosts warns when a move costs a whole round or more: a job that a

@@ -18,7 +18,7 @@ func TestWarnLongBlamesTheRightColumn(t *testing.T) {
 		row, field, says string
 	}{
 		{"1,4,1e300,36000,BERT", "submit_time", "arrives at 1e+300 s (3.17e+292 years)"},
-		{"1,4,0,2e8,BERT", "duration_s", "(6.34 years) on median GPUs"},
+		{"1,4,0,2e8,BERT", "duration_s", "(6.3 years) on median GPUs"},
 	} {
 		tr, err := workload.ReadTrace("t.csv", strings.NewReader("job_id,num_gpus,submit_time,duration_s,model\n"+tc.row+"\n"), workload.DefaultModels())
 		if err != nil {

@@ -16,7 +16,8 @@ type AppRun struct {
 	Jobs    int
 	// Critical is the longest job's run time at ideal placement.
 	Critical float64
-	// Held is the GPU-seconds its jobs held GPUs.
+	// Held is the GPU-seconds its jobs held GPUs (JobRecord.GPUSeconds:
+	// what each held, round by round, an elastic job's growth included).
 	Held float64
 }
 

@@ -45,7 +45,7 @@ func AppRuns(tr *workload.Trace, recs []metrics.JobRecord) []AppRun {
 		a.Demand += s.Most()
 		a.Jobs++
 		a.Critical = math.Max(a.Critical, s.Iterations*s.IterTime*float64(s.GPUs)/float64(s.Most()))
-		a.Held += r.Run * float64(r.GPUs)
+		a.Held += r.GPUSeconds
 	}
 	out := make([]AppRun, 0, len(names))
 	for _, n := range names {

@@ -22,16 +22,18 @@ func TestAppRunsByHand(t *testing.T) {
 		{ID: 4, GPUs: 1, Iterations: 10, IterTime: 1, App: "y"},
 	}}
 	recs := []metrics.JobRecord{
-		{ID: 4, GPUs: 1, Tracked: true, Arrival: 10, Completion: 30, Run: 10},
-		{ID: 0, GPUs: 2, Tracked: true, Arrival: 0, Completion: 400, Run: 300},
-		{ID: 1, GPUs: 3, Tracked: true, Arrival: 5, Completion: 500, Run: 100},
-		{ID: 2, GPUs: 1, Tracked: true, Arrival: 10, Completion: 120, Run: 100},
-		{ID: 3, GPUs: 1, Tracked: false, Arrival: 0, Completion: 900, Run: 10},
+		{ID: 4, GPUs: 1, Tracked: true, Arrival: 10, Completion: 30, Run: 10, GPUSeconds: 10},
+		{ID: 0, GPUs: 2, Tracked: true, Arrival: 0, Completion: 400, Run: 300, GPUSeconds: 600},
+		// Elastic: the record's GPUs is its minimum, 1; it held 4 GPUs
+		// for 60 s and 2 for 40 s.
+		{ID: 1, GPUs: 1, Tracked: true, Arrival: 5, Completion: 500, Run: 100, GPUSeconds: 4*60 + 2*40},
+		{ID: 2, GPUs: 1, Tracked: true, Arrival: 10, Completion: 120, Run: 100, GPUSeconds: 100},
+		{ID: 3, GPUs: 1, Tracked: false, Arrival: 0, Completion: 900, Run: 10, GPUSeconds: 10},
 	}
 	want := []AppRun{
 		// W = 100·3·2 + 200·1·1; D = 2 + 4; critical max(300, 200/4);
-		// held 300·2 + 100·3.
-		{Name: "x", Arrival: 0, Finish: 500, Work: 800, Demand: 6, Jobs: 2, Critical: 300, Held: 900},
+		// held 300·2 + (4·60 + 2·40), not 300·2 + 100·1.
+		{Name: "x", Arrival: 0, Finish: 500, Work: 800, Demand: 6, Jobs: 2, Critical: 300, Held: 920},
 		{Name: "job-2", Arrival: 10, Finish: 120, Work: 100, Demand: 1, Jobs: 1, Critical: 100, Held: 100},
 		{Name: "y", Arrival: 10, Finish: 30, Work: 10, Demand: 1, Jobs: 1, Critical: 10, Held: 10},
 	}

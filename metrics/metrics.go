@@ -22,12 +22,16 @@ type JobRecord struct {
 	// Origin is "trace" for a trace row, "extra-pinned" or
 	// "extra-generated" for a background arrival (set by the caller that
 	// knows the trace; empty when unknown).
-	Origin      string  `json:"origin,omitempty"`
-	Arrival     float64 `json:"arrival_s"`
-	FirstStart  float64 `json:"first_start_s"`
-	Completion  float64 `json:"completion_s"`
-	JCT         float64 `json:"jct_s"`
-	Run         float64 `json:"run_s"`  // time holding GPUs (whole rounds)
+	Origin     string  `json:"origin,omitempty"`
+	Arrival    float64 `json:"arrival_s"`
+	FirstStart float64 `json:"first_start_s"`
+	Completion float64 `json:"completion_s"`
+	JCT        float64 `json:"jct_s"`
+	Run        float64 `json:"run_s"` // time holding GPUs (whole rounds)
+	// GPUSeconds is the GPU time the job held: each round it ran times
+	// the GPUs it held then. An elastic job holds more than GPUs (its
+	// minimum) when it is given more, so Run × GPUs undercounts it.
+	GPUSeconds  float64 `json:"gpu_s"`
 	Wait        float64 `json:"wait_s"` // JCT minus run time: queueing plus suspensions
 	Preemptions int     `json:"preemptions"`
 	Migrations  int     `json:"migrations"`

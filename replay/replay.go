@@ -322,7 +322,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 		jct := j.complete - j.spec.Submit
 		held := float64(j.held) * o.Round
 		rec := metrics.JobRecord{ID: j.spec.ID, Model: j.spec.Model, Class: j.spec.Class.String(), GPUs: j.spec.GPUs,
-			Tracked: true, Origin: "trace", Arrival: j.spec.Submit, FirstStart: j.first, Completion: j.complete, JCT: jct, Run: held,
+			Tracked: true, Origin: "trace", Arrival: j.spec.Submit, FirstStart: j.first, Completion: j.complete, JCT: jct, Run: held, GPUSeconds: held * float64(j.spec.GPUs),
 			Wait: math.Max(0, jct-held), Preemptions: j.preempt}
 		for _, pb := range j.placement {
 			n, ok := nodeIdx[pb.Node]

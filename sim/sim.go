@@ -767,7 +767,7 @@ func (s *state) record(j *workload.Job) metrics.JobRecord {
 	return metrics.JobRecord{
 		ID: j.ID, Model: j.Model, Class: j.Class.String(), GPUs: j.GPUs, Tracked: j.Tracked,
 		Arrival: j.Submit, FirstStart: j.FirstStart, Completion: j.Completion,
-		JCT: jct, Run: run, Wait: math.Max(0, jct-run),
+		JCT: jct, Run: run, GPUSeconds: j.GPUService, Wait: math.Max(0, jct-run),
 		Preemptions: j.Preemptions, Migrations: j.Migrations, LostGPUSeconds: j.LostGPUSeconds,
 		MoveGain: j.MoveGain, MinMoveMargin: j.MinMoveMargin,
 		VC: j.VC, Priority: j.VCPriority, GPUIDs: j.LastGPUs, Nodes: s.nodesOf(j.LastGPUs),
