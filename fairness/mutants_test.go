@@ -182,3 +182,34 @@ func TestReauctionTieServedLast(t *testing.T) {
 		t.Errorf("final X %v Y %v W %v, want [2 3] [0 1 4 5] []", x, y, w)
 	}
 }
+
+// With fewer than 10 apps wanting GPUs, f = 0.8 leaves one bidder
+// (⌊0.2·9⌋ = 1), as in the authors' code: it takes its best bundle with
+// no one to pay for (c = 1), so payments on or off give the same auction,
+// and so does any f up to 1 − 1/9 (still one bidder). Nine identical apps
+// (each can use 4 GPUs, none holding any) on one 4-GPU machine: the first
+// bids alone and wins all 4. With a tenth app two bid, PF splits the
+// machine 2 + 2 and each keeps c = 0.5 of its half.
+func TestOneBidderBelowTenApps(t *testing.T) {
+	apps := func(n int) []*App {
+		var out []*App
+		for i := range n {
+			out = append(out, SingleJob(string(rune('A'+i)), 0, 1000, 1000, 4, Insensitive, nil))
+		}
+		return out
+	}
+	in := Input{Topo: topo(t, 1, 4), Apps: apps(9), Offer: []int{0, 1, 2, 3}}
+	for _, f := range []float64{0.8, 0.85} {
+		for _, pay := range []bool{true, false} {
+			r := mustRun(t, in, opts(f, pay, Reauction))
+			if r.N != 9 || r.K != 1 || r.Apps[0].Keep != 1 || !slices.Equal(r.Apps[0].Final, []int{0, 1, 2, 3}) {
+				t.Fatalf("f %v payments %v: n %d k %d, A keeps %v and ends with %v; want 9, 1, 1, all 4", f, pay, r.N, r.K, r.Apps[0].Keep, r.Apps[0].Final)
+			}
+		}
+	}
+	in.Apps = apps(10)
+	r := mustRun(t, in, opts(0.8, true, NoLeftover))
+	if r.K != 2 || r.Apps[0].Keep != 0.5 || r.Apps[1].Keep != 0.5 || len(r.Apps[0].PF) != 2 {
+		t.Errorf("10 apps: k %d, c %v and %v, A's PF %v; want 2 bidders at c = 0.5 on 2 GPUs each", r.K, r.Apps[0].Keep, r.Apps[1].Keep, r.Apps[0].PF)
+	}
+}
