@@ -96,11 +96,16 @@ type Series struct {
 }
 
 // Look is a series' colour, line dashes and marker. Zero fields fall back
-// to the series' position.
+// to the series' position (colour, dashes, marker) or to the chart's
+// defaults (line width 1.5 pt, marker radius 2.5 pt). Two series that may
+// coincide stay visible when the first drawn has the wider line and the
+// larger hollow marker.
 type Look struct {
 	Color  color.Color
 	Dashes []vg.Length
 	Shape  draw.GlyphDrawer
+	Width  vg.Length
+	Radius vg.Length
 }
 
 // look fills what l leaves open from position i.
@@ -116,6 +121,13 @@ func (l *Look) resolve(i int) Look {
 		if l.Shape != nil {
 			out.Shape = l.Shape
 		}
+		out.Width, out.Radius = l.Width, l.Radius
+	}
+	if out.Width == 0 {
+		out.Width = vg.Points(1.5)
+	}
+	if out.Radius == 0 {
+		out.Radius = vg.Points(2.5)
 	}
 	return out
 }
@@ -221,7 +233,7 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 			if err != nil {
 				return nil, err
 			}
-			l.Color, l.Width, l.Dashes = lk.Color, vg.Points(1.5), lk.Dashes
+			l.Color, l.Width, l.Dashes = lk.Color, lk.Width, lk.Dashes
 			if c.Step {
 				l.StepStyle = plotter.PostStep
 			}
@@ -233,7 +245,7 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 			if err != nil {
 				return nil, err
 			}
-			sc.Color, sc.Shape, sc.Radius = lk.Color, lk.Shape, vg.Points(2.5)
+			sc.Color, sc.Shape, sc.Radius = lk.Color, lk.Shape, lk.Radius
 			p.Add(sc)
 			thumbs = append(thumbs, sc)
 		}

@@ -109,7 +109,7 @@ func runProfileBuild(stdout, stderr io.Writer, o profileBuildOpts) error {
 		fmt.Sprintf("measurements: %s (%d runs, %d GPUs)", o.measurements, rep.Rows, rep.GPUs),
 		"layout: " + rep.Layout,
 		"classes: " + classSource + " (" + modelClassList(rep.ModelClass) + ")",
-		"value: per model, median run / median GPU; per class, geometric mean over its models / median GPU; unmeasured = 1.0",
+		"value: per model, the mean of the GPU's runs (outliers past 10% and 3 scaled MADs of their median left out) / median GPU; per class, geometric mean over its models / median GPU; unmeasured = 1.0",
 	}
 	var tbl bytes.Buffer
 	if err := variability.WriteGPUScores(&tbl, gs, comments); err != nil {

@@ -91,6 +91,11 @@ func TestProfileBuildThroughSim(t *testing.T) {
 	if !strings.Contains(rep, "layout:      integer nodes, 16x4 (from --cluster)") {
 		t.Errorf("report:\n%s", rep)
 	}
+	// The table's header says how a value was made: the mean of a GPU's
+	// runs (docs/variability.md), not their median.
+	if head, err := os.ReadFile(built); err != nil || !strings.Contains(string(head), "# value: per model, the mean of the GPU's runs") {
+		t.Errorf("table header does not say the mean of runs (%v):\n%.600s", err, head)
+	}
 	// Every GPU lands in its known class-A bin (same K, same partition).
 	f, err := os.Open(built)
 	if err != nil {

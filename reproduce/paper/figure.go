@@ -70,10 +70,24 @@ var policyLooks = map[string]report.Look{
 	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []vg.Length{vg.Points(10), vg.Points(4)}, Shape: draw.CrossGlyph{}},
 }
 
+// maLooks are PAL's and PM-First's migration-aware variants, whose lines
+// often coincide (both keep a running job where it is): PAL's is drawn
+// first, wide and long-dashed with large rings, PM-First's on top of it,
+// thin and dotted with small crosses, so that where they coincide both
+// still show.
+var maLooks = map[string]report.Look{
+	"pal-ma":      {Color: policyLooks["pal"].Color, Dashes: []vg.Length{vg.Points(7), vg.Points(3)}, Shape: draw.RingGlyph{}, Width: vg.Points(4), Radius: vg.Points(5)},
+	"pm-first-ma": {Color: policyLooks["pm-first"].Color, Dashes: []vg.Length{vg.Points(1.5), vg.Points(2)}, Shape: draw.CrossGlyph{}, Width: vg.Points(1.5), Radius: vg.Points(3)},
+}
+
 // LookOf is a placement's look (nil for a name without one). A
-// migration-aware variant ("pal-ma") keeps its policy's colour and marker
-// with a dotted line.
+// migration-aware variant ("pal-ma") keeps its policy's colour; PAL's and
+// PM-First's have looks of their own (maLooks), any other has its
+// policy's marker with a dotted line.
 func LookOf(p string) *report.Look {
+	if l, ok := maLooks[p]; ok {
+		return &l
+	}
 	if base, ok := strings.CutSuffix(p, "-ma"); ok {
 		if l := LookOf(base); l != nil {
 			l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
