@@ -86,6 +86,10 @@ type Options struct {
 	CheckInvariants bool   `json:"check_invariants,omitempty"`
 	// NodeEvents is a CSV of time_s,node,event (down or up); needs hived.
 	NodeEvents string `json:"node_events,omitempty"`
+	// CellsEvents is a CSV of time_s,cells: at each time the cells file
+	// named (relative to the CSV) is applied under the running jobs;
+	// needs hived and --cells.
+	CellsEvents string `json:"cells_events,omitempty"`
 
 	// Explicit records which preset-driven inputs the user named. A
 	// preset's background arrivals and pinned artifact tables belong to

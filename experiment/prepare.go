@@ -55,8 +55,9 @@ type Inputs struct {
 	// of a million ids costs tens of megabytes).
 	traceIDs []int
 	// Layout is the cells the tenancy stage works on (nil: no tenancy).
-	Layout     *tenant.Layout
-	nodeEvents []sim.NodeEvent
+	Layout      *tenant.Layout
+	nodeEvents  []sim.NodeEvent
+	cellsEvents []cellsEvent
 	// truth is what the GPUs really do when it is not what the
 	// scheduler believes (see learn.go).
 	truth truthInputs

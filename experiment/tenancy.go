@@ -39,6 +39,9 @@ func (o Options) validateTenancy() error {
 	if o.NodeEvents != "" && !o.hived() {
 		return fmt.Errorf("--node-events %s needs --tenancy hived or hived-pm (the stages that track bad nodes)", o.NodeEvents)
 	}
+	if o.CellsEvents != "" && (!o.hived() || o.Cells == "") {
+		return fmt.Errorf("--cells-events %s needs --tenancy hived or hived-pm and --cells (the config it changes)", o.CellsEvents)
+	}
 	return nil
 }
 
@@ -77,7 +80,20 @@ func (in *Inputs) setupTenancy() error {
 			return err
 		}
 	}
-	return in.Layout.Validate(in.Trace, o.hived())
+	if err := in.Layout.Validate(in.Trace, o.hived()); err != nil {
+		return err
+	}
+	if o.CellsEvents != "" {
+		if in.cellsEvents, err = loadCellsEvents(o.CellsEvents, in.Layout, in.Trace); err != nil {
+			return err
+		}
+		for _, e := range in.cellsEvents {
+			if w := e.cfg.Warning(); w != "" {
+				in.Warnings = append(in.Warnings, w)
+			}
+		}
+	}
+	return nil
 }
 
 func (o Options) hived() bool { return o.Tenancy == "hived" || o.Tenancy == "hived-pm" }
@@ -160,6 +176,9 @@ func (in *Inputs) TenancyDescription() string {
 	if in.Opts.NodeEvents != "" {
 		s += fmt.Sprintf("; %d node event(s) from %s", len(in.nodeEvents), in.Opts.NodeEvents)
 	}
+	if in.Opts.CellsEvents != "" {
+		s += fmt.Sprintf("; %d cells change(s) from %s", len(in.cellsEvents), in.Opts.CellsEvents)
+	}
 	return s
 }
 
@@ -191,6 +210,13 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	if h, ok := stage.(*tenant.HiveD); ok && in.Opts.Tenancy == "hived-pm" {
 		if err := h.UseScores(in.Scores); err != nil {
 			return err
+		}
+	}
+	if h, ok := stage.(*tenant.HiveD); ok {
+		for _, e := range in.cellsEvents {
+			cells := e.cfg
+			cfg.StageEvents = append(cfg.StageEvents, sim.StageEvent{T: e.t, What: fmt.Sprintf("cells change %s (%s:%d)", cells.File, in.Opts.CellsEvents, e.line),
+				Apply: func() error { _, err := h.Reconfigure(cells); return err }})
 		}
 	}
 	cfg.Tenancy = stage

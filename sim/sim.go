@@ -86,6 +86,9 @@ type Config struct {
 	// boundary the events due are applied before scheduling. They need a
 	// tenancy stage that tracks node health (NodeHealth).
 	NodeEvents []NodeEvent
+	// StageEvents change the tenancy stage at their times (in time
+	// order), after the node events due.
+	StageEvents []StageEvent
 
 	Round    float64
 	Locality LocalityFunc
@@ -158,6 +161,23 @@ type NodeEvent struct {
 // down keeps its running jobs but takes no new ones.
 type NodeHealth interface {
 	SetNodeHealth(node int, up bool) error
+}
+
+// Clocked is a tenancy stage that keeps time: the simulator tells it each
+// round's time before it places (a preempted job's termination takes its
+// preemption cost in time, during which its GPUs stay taken).
+type Clocked interface {
+	SetNow(T float64)
+}
+
+// StageEvent is a timed change of the tenancy stage (a cells config
+// applied under running jobs): at the first round boundary at or after T,
+// before scheduling, Apply runs; an error stops the run. What names it in
+// that error.
+type StageEvent struct {
+	T     float64
+	What  string
+	Apply func() error
 }
 
 // MoveModel is how the simulator carries out a migration.
@@ -298,6 +318,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	for i, e := range c.StageEvents {
+		if c.Tenancy == nil || e.Apply == nil || !(e.T >= 0) || (i > 0 && e.T < c.StageEvents[i-1].T) {
+			return fmt.Errorf("sim: stage event %d (%s, t = %g) has no tenancy stage, or is out of range or out of time order", i, e.What, e.T)
+		}
+	}
 	if len(c.NodeEvents) > 0 {
 		if _, ok := c.Tenancy.(NodeHealth); !ok {
 			return errors.New("sim: node events need a tenancy stage that tracks node health (--tenancy hived)")
@@ -373,6 +398,7 @@ type state struct {
 	arrived    []*workload.Job
 	maxRound   int
 	nextEvent  int
+	nextStage  int
 	freeMoves  bool // Config.Costs prices no move of any job
 	applier    round.Applier
 	hookBuf    []*workload.Job // Config.Hook's running jobs, reused
@@ -506,6 +532,13 @@ func (s *state) nodeEvents(T float64) error {
 		}
 		s.nextEvent++
 	}
+	for s.nextStage < len(s.cfg.StageEvents) && s.cfg.StageEvents[s.nextStage].T <= T {
+		e := s.cfg.StageEvents[s.nextStage]
+		if err := e.Apply(); err != nil {
+			return fmt.Errorf("sim: %s at t = %g: %w", e.What, e.T, err)
+		}
+		s.nextStage++
+	}
 	return nil
 }
 
@@ -582,6 +615,9 @@ func (s *state) schedule(T, R float64) {
 	order := s.cfg.Scheduler.Order(T, s.order)
 	var alloc [][]int
 	if s.cfg.Tenancy != nil {
+		if c, ok := s.cfg.Tenancy.(Clocked); ok {
+			c.SetNow(T)
+		}
 		alloc = s.cfg.Tenancy.Place(&s.env, order, s.cfg.Placer)
 	} else {
 		alloc = s.cfg.Placer.Place(&s.env, order)

@@ -181,3 +181,21 @@ func sameLeaves(held []*VCell, pods [][]*VCell) bool {
 	}
 	return n == len(held)
 }
+
+// Leaves lists a guaranteed group's VC leaves, per device in pod order
+// (nil for an opportunistic or lazily preempted group, or an unknown
+// one): where the group is in its VC's view.
+func (s *Scheduler) Leaves(name string) []*VCell {
+	g := s.groups[name]
+	if g == nil || g.Priority == Opportunistic {
+		return nil
+	}
+	return slices.Clone(g.vleaves)
+}
+
+// IsPreempting reports whether a group holds its cells while its victims
+// leave.
+func (s *Scheduler) IsPreempting(name string) bool {
+	g := s.groups[name]
+	return g != nil && g.state == preempting
+}

@@ -59,6 +59,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.Tenancy, "tenancy", "none", "none, quota (each VC at most its GPU count), hived (VC cells by buddy allocation), hived-pm (hived, fastest equally safe cells by PM-score) or private (each VC alone on its cells)")
 	fs.StringVar(&o.Cells, "cells", "", "HiveD-format cells file: the cluster and its VCs (default with --tenancy: one VC holding the whole --cluster)")
 	fs.StringVar(&o.NodeEvents, "node-events", "", "CSV of time_s,node,event (down or up) for node failures (needs --tenancy hived or hived-pm)")
+	fs.StringVar(&o.CellsEvents, "cells-events", "", "CSV of time_s,cells: from each time on, that cells file (relative to the CSV; the same nodes, devices and VCs) applies under the running jobs, which keep their cells if they still fit and are lazily preempted if not (needs --tenancy hived or hived-pm and --cells)")
 	fs.BoolVar(&o.CheckInvariants, "check-invariants", false, "check the tenancy stage's invariants (HiveD's full safety condition) every round")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
@@ -140,6 +141,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.CheckInvariants = set.CheckInvariants
 			case "node-events":
 				out.NodeEvents = set.NodeEvents
+			case "cells-events":
+				out.CellsEvents = set.CellsEvents
 			}
 		})
 		return out, nil

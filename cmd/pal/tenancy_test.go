@@ -93,6 +93,22 @@ func TestSimTenancyErrors(t *testing.T) {
 			`--tenancy "fair": want none, quota, hived, hived-pm or private`},
 		{[]string{"--trace", write("ok3.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", write("bad.yaml", "physicalCluster: [\n")},
 			"bad.yaml:"},
+		// --cells-events: each change is checked before the first round.
+		{[]string{"--trace", write("ok4.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "quota", "--cells", cells,
+			"--cells-events", write("ev0.csv", "time_s,cells\n0,c.yaml\n")},
+			"--cells-events " + filepath.Join(dir, "ev0.csv") + " needs --tenancy hived or hived-pm and --cells"},
+		{[]string{"--trace", write("ok5.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", cells,
+			"--cells-events", write("ev1.csv", "time_s,cells\n60,"+abs(t, cells)+"\n30,"+abs(t, cells)+"\n")},
+			`ev1.csv:3: field "time_s": 30 s is negative or before the previous change`},
+		{[]string{"--trace", write("ok6.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", cells,
+			"--cells-events", write("ev2.csv", "time_s,cells,why\n60,x.yaml,y\n")},
+			`ev2.csv:1: field "why": unknown column (known columns: time_s,cells`},
+		{[]string{"--trace", write("ok7.csv", "job_id,num_gpus,submit_time,duration_s,vc\n0,1,0,60,A\n"), "--tenancy", "hived", "--cells", cells,
+			"--cells-events", write("ev3.csv", "time_s,cells\n60,"+write("three.yaml", strings.Replace(mustReadFile(t, cells), "node-1}", "node-1}\n  - {cellType: NODE, cellAddress: node-2}", 1))+"\n")},
+			`ev3.csv:2: field "cells": ` + filepath.Join(dir, "three.yaml") + `: 3 nodes; the cluster has 2`},
+		{[]string{"--trace", write("ok8.csv", "job_id,num_gpus,pod_gpus,submit_time,duration_s,vc\n0,3,1,0,60,A\n"), "--tenancy", "hived", "--cells", cells,
+			"--cells-events", write("ev4.csv", "time_s,cells\n60,"+write("small.yaml", strings.Replace(mustReadFile(t, cells), "cellType: NODE.GPU, cellNumber: 4", "cellType: NODE.GPU, cellNumber: 2", 1))+"\n")},
+			`ev4.csv:2: field "cells": under ` + filepath.Join(dir, "small.yaml") + ": " + filepath.Join(dir, "ok8.csv") + `:2: field "num_gpus": job 0 needs 3 GPUs but VC A holds 2`},
 	}
 	for _, c := range cases {
 		_, err := run(t, append([]string{"sim", "--placement", "spread"}, c.args...)...)
@@ -260,4 +276,22 @@ func TestUnknownColumns(t *testing.T) {
 	if _, err := run(t, append(base, "--trace", typo)...); err == nil {
 		t.Error("the escape hatch outlived its command")
 	}
+}
+
+func mustReadFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func abs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

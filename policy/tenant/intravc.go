@@ -89,6 +89,7 @@ type vcLayer struct {
 type poolLayer struct {
 	tenancy.Pool
 	leaf   []*tenancy.VCell // by virtual GPU id
+	id     map[*tenancy.VCell]int
 	c      *cluster.Cluster
 	env    policy.Env
 	placer policy.Placer
@@ -106,11 +107,14 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 	}
 	L := &vcLayer{name: vc, byPin: map[string]*poolLayer{}, byType: map[string]*poolLayer{}, in: map[int]*poolLayer{}}
 	for _, pool := range pools {
-		P := &poolLayer{Pool: pool, held: map[int][]int{}}
+		P := &poolLayer{Pool: pool, held: map[int][]int{}, id: map[*tenancy.VCell]int{}}
 		sizes := make([]int, len(pool.Nodes))
 		for i, n := range pool.Nodes {
 			sizes[i] = len(n.Leaves)
-			P.leaf = append(P.leaf, n.Leaves...)
+			for _, v := range n.Leaves {
+				P.id[v] = len(P.leaf)
+				P.leaf = append(P.leaf, v)
+			}
 		}
 		if P.c, err = cluster.NewSized(sizes); err != nil {
 			return nil, fmt.Errorf("tenant: VC %s: %w", vc, err)
@@ -301,6 +305,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			delete(P.held, j.ID)
 			delete(L.in, j.ID)
 			delete(h.held, j.ID)
+			delete(h.pre, j.ID) // a preemptor that no longer needs its cells cancels
 		}
 	}
 	for k, j := range P.jobs {
@@ -310,6 +315,10 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			continue
 		}
 		if P.held[j.ID] != nil {
+			if h.pre[j.ID] {
+				out[i], _ = h.again(L, P, j) // holding its cells: its victims may have left
+				continue
+			}
 			out[i] = j.GPUsHeld
 			continue
 		}
@@ -323,12 +332,33 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 // consecutive) and returns its physical GPUs, or false when they cannot be
 // had this round (a view node on bad hardware, or no healthy cell to bind).
 func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]int, bool) {
+	if !P.leaves(v, true) {
+		return nil, false
+	}
+	d := h.commitLeaves(L, P, j)
+	if !d.Placed && !d.Preempting {
+		return nil, false
+	}
+	P.held[j.ID] = slices.Clone(v)
+	L.in[j.ID] = P
+	h.held[j.ID] = true
+	if d.Preempting {
+		h.pre[j.ID] = true // it holds its cells; it runs once its victims are gone
+		return nil, false
+	}
+	return h.physical(d), true
+}
+
+// leaves splits virtual GPUs (ascending, so a view node's are
+// consecutive) into pods of leaves, one per view node, in P.pods; false
+// when healthy asks for healthy view nodes and one is on bad hardware.
+func (P *poolLayer) leaves(v []int, healthy bool) bool {
 	P.pods = P.pods[:0]
 	last := -1
 	for _, x := range v {
 		n := P.c.GPUs[x].Node
-		if !P.Nodes[n].Healthy() {
-			return nil, false
+		if healthy && !P.Nodes[n].Healthy() {
+			return false
 		}
 		if n != last {
 			P.pods = append(P.pods, nil)
@@ -336,19 +366,43 @@ func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]in
 		}
 		P.pods[len(P.pods)-1] = append(P.pods[len(P.pods)-1], P.leaf[x])
 	}
+	return true
+}
+
+// commitLeaves commits a job on the leaves in P.pods. The victims of a
+// preemption leave (stateful.go); those whose termination costs nothing
+// are gone at once, and the job asks again.
+func (h *HiveD) commitLeaves(L *vcLayer, P *poolLayer, j *workload.Job) tenancy.Decision {
 	req := tenancy.Request{Group: groupName(j.ID), VC: L.name, Priority: j.VCPriority, Fastest: h.fastest, Class: int(j.Class)}
-	d, err := h.s.Commit(req, P.pods)
-	if err != nil {
-		panic("tenant: " + err.Error()) // the placer gave a GPU twice, or Validate let a bad job through
+	for {
+		d, err := h.s.Commit(req, P.pods)
+		if err != nil {
+			panic("tenant: " + err.Error()) // the placer gave a GPU twice, or Validate let a bad job through
+		}
+		h.preempted(d)
+		if !d.Preempting || !h.evict(d.Victims) {
+			return d
+		}
 	}
-	if !d.Placed {
+}
+
+// again asks for a job that holds its cells while its victims leave.
+func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
+	P.leaves(P.held[j.ID], false) // bad hardware under it: tenancy cancels the reservation
+	d := h.commitLeaves(L, P, j)
+	switch {
+	case d.Placed:
+		delete(h.pre, j.ID)
+		return h.physical(d), true
+	case d.Preempting:
 		return nil, false
 	}
-	P.held[j.ID] = slices.Clone(v)
-	L.in[j.ID] = P
-	h.held[j.ID] = true
-	h.preempted(d)
-	return h.physical(d), true
+	// Cancelled (its cells went bad): it waits as any job.
+	delete(P.held, j.ID)
+	delete(L.in, j.ID)
+	delete(h.held, j.ID)
+	delete(h.pre, j.ID)
+	return nil, false
 }
 
 // physical is a decision's GPUs in the cluster's numbering, ascending.

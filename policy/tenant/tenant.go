@@ -493,6 +493,13 @@ type HiveD struct {
 	byVC    map[string]*vcLayer
 	out     [][]int
 	fastest bool
+	// Stateful preemption (see stateful.go): the round's time and jobs,
+	// the victims still terminating (job id → when they are gone), and
+	// the guaranteed jobs holding cells while victims leave.
+	now     float64
+	byID    map[int]*workload.Job
+	leaving map[int]float64
+	pre     map[int]bool
 }
 
 // NewHiveD builds a HiveD stage with fresh cells (all free, all healthy).
@@ -501,7 +508,9 @@ func NewHiveD(l *Layout) (*HiveD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{}}, nil
+	s.SetStateful(true)
+	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{},
+		byID: map[int]*workload.Job{}, leaving: map[int]float64{}, pre: map[int]bool{}}, nil
 }
 
 // NewHiveDStatic is NewHiveD with static binding: every VC cell is bound
@@ -566,17 +575,29 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 	h.out = make([][]int, len(order))
 	clear(h.gone)
 	clear(h.index)
+	clear(h.byID)
+	for i, j := range order {
+		h.index[j.ID] = i
+		h.byID[j.ID] = j
+	}
+	h.terminated()
 	for _, L := range h.layers {
 		L.jobs, L.at = L.jobs[:0], L.at[:0]
 	}
 	var opp []int
 	for i, j := range order {
 		if j.VCPriority == tenancy.Opportunistic {
-			h.index[j.ID] = i // only opportunistic groups are ever preempted by a commit
 			opp = append(opp, i)
 			continue
 		}
+		if _, ok := h.leaving[j.ID]; ok {
+			continue // preempted, its GPUs still taken while it terminates
+		}
 		L := h.byVC[h.l.vcOf(&j.Spec)]
+		if h.held[j.ID] && L.in[j.ID] == nil && !h.found(L, j) {
+			h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
+			continue
+		}
 		L.jobs = append(L.jobs, j)
 		L.at = append(L.at, i)
 	}
@@ -591,7 +612,7 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			continue
 		}
 		if h.held[j.ID] {
-			h.out[i] = j.GPUsHeld
+			h.out[i] = j.GPUsHeld // nil for a victim still terminating
 			continue
 		}
 		req := tenancy.Request{Group: groupName(j.ID), VC: h.l.vcOf(&j.Spec), Priority: tenancy.Opportunistic,
@@ -618,6 +639,8 @@ func (h *HiveD) SetNodeHealth(node int, up bool) error {
 
 // Finish implements policy.Tenancy.
 func (h *HiveD) Finish(j *workload.Job) {
+	delete(h.pre, j.ID)
+	delete(h.leaving, j.ID)
 	if h.held[j.ID] {
 		delete(h.held, j.ID)
 		if err := h.s.Release(groupName(j.ID)); err != nil {

@@ -1,0 +1,162 @@
+package tenant
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
+)
+
+// Stateful preemption in the simulator. A guaranteed job whose cells have
+// opportunistic jobs on them (the only preemptions the cells layer makes:
+// a VC's own jobs are preempted by its placer, as on its private cluster)
+// holds its cells while they leave, as HiveD does. A victim stops when it
+// is preempted, but its termination (its checkpoint and exit) takes its
+// preemption cost in time, and its GPUs stay taken until then; the
+// preemptor runs from the first round after. With no preemption cost a
+// victim is gone at once, and the preemptor runs in the same round.
+
+// SetNow implements sim.Clocked: the round's time.
+func (h *HiveD) SetNow(T float64) { h.now = T }
+
+// evict starts the victims' termination: each stops now and leaves when
+// its preemption cost has passed. It reports whether any left at once
+// (the preemptor should ask again).
+func (h *HiveD) evict(victims []string) bool {
+	left := false
+	for _, v := range victims {
+		id := atoi(v)
+		if _, ok := h.leaving[id]; !ok {
+			cost := 0.0
+			if j := h.byID[id]; j != nil {
+				cost = j.MoveCost.Preemption
+			}
+			h.leaving[id] = h.now + cost
+			h.gone[id] = true
+			if k, ok := h.index[id]; ok {
+				h.out[k] = nil
+			}
+		}
+		if h.leaving[id] <= h.now {
+			h.leave(id)
+			left = true
+		}
+	}
+	return left
+}
+
+// terminated releases the victims whose termination is over.
+func (h *HiveD) terminated() {
+	var due []int
+	for id, t := range h.leaving {
+		if t <= h.now {
+			due = append(due, id)
+		}
+	}
+	slices.Sort(due)
+	for _, id := range due {
+		h.leave(id)
+	}
+}
+
+func (h *HiveD) leave(id int) {
+	delete(h.leaving, id)
+	if h.held[id] {
+		delete(h.held, id)
+		if err := h.s.Release(groupName(id)); err != nil {
+			panic("tenant: " + err.Error())
+		}
+	}
+}
+
+// found puts a guaranteed job the cells hold into its pool, when the VC
+// layer has lost track of it (after a reconfiguration, or when a lazily
+// preempted job is guaranteed again); false when the cells hold it lazily
+// preempted (it runs on as opportunistic, outside the VC layer).
+func (h *HiveD) found(L *vcLayer, j *workload.Job) bool {
+	name := groupName(j.ID)
+	leaves := h.s.Leaves(name)
+	if len(leaves) == 0 {
+		return false
+	}
+	for _, P := range L.pools {
+		if _, ok := P.id[leaves[0]]; !ok {
+			continue
+		}
+		v := make([]int, 0, len(leaves))
+		for _, l := range leaves {
+			x, ok := P.id[l]
+			if !ok {
+				panic("tenant: a job's leaves span pools")
+			}
+			v = append(v, x)
+		}
+		slices.Sort(v)
+		P.held[j.ID] = v
+		L.in[j.ID] = P
+		if h.s.IsPreempting(name) {
+			h.pre[j.ID] = true
+		}
+		return true
+	}
+	panic("tenant: a job's leaves are in no pool of its VC")
+}
+
+// Reconfigure applies a changed cells config under the running jobs
+// (tenancy.Scheduler.Reconfigure): a job that still fits its VC keeps its
+// cells, one that no longer fits is lazily preempted and runs on as
+// opportunistic until its GPUs are needed or its cells come back. The
+// config must describe the same nodes and devices (the simulated
+// cluster) and the same VCs (the jobs name them); its cells, their
+// levels, the VCs' cells and the pinned cells may change. An error leaves
+// the stage as it was.
+func (h *HiveD) Reconfigure(cfg *tenancy.Config) (tenancy.Reconfig, error) {
+	l, err := h.l.Same(cfg)
+	if err != nil {
+		return tenancy.Reconfig{}, err
+	}
+	n, rep, err := h.s.Reconfigure(cfg)
+	if err != nil {
+		return rep, err
+	}
+	h.s, h.l = n, l
+	for _, g := range append(rep.Cancelled, rep.Gone...) {
+		delete(h.held, atoi(g))
+	}
+	// The VC layers are made again from the new views at the next round,
+	// and find the jobs the cells hold (found).
+	clear(h.pre)
+	h.layers, h.byVC = nil, nil
+	return rep, nil
+}
+
+// Same validates a changed cells config against the cluster the layout
+// describes: the same nodes, in the same order, with the same devices,
+// and the same VCs. The layout it returns shares the cluster.
+func (l *Layout) Same(cfg *tenancy.Config) (*Layout, error) {
+	nl, err := NewLayout(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if nl.Cluster.NumNodes() != l.Cluster.NumNodes() {
+		return nil, fmt.Errorf("%s: %d nodes; the cluster has %d (a changed config may not add or remove nodes here)", cfg.File, nl.Cluster.NumNodes(), l.Cluster.NumNodes())
+	}
+	for i, n := range l.Cluster.Nodes {
+		m := nl.Cluster.Nodes[i]
+		if m.Name != n.Name || len(m.GPUs) != len(n.GPUs) {
+			return nil, fmt.Errorf("%s: node %d is %s with %d GPUs; the cluster's is %s with %d", cfg.File, i, m.Name, len(m.GPUs), n.Name, len(n.GPUs))
+		}
+		for d := range l.gpuID[n.Name] {
+			if _, ok := nl.gpuID[n.Name][d]; !ok {
+				return nil, fmt.Errorf("%s: node %s has no device %d; the cluster's has", cfg.File, n.Name, d)
+			}
+		}
+	}
+	a, b := slices.Sorted(slices.Values(l.vcs)), slices.Sorted(slices.Values(nl.vcs))
+	if !slices.Equal(a, b) {
+		return nil, fmt.Errorf("%s: VCs %v; the jobs' VCs are %v (a changed config keeps the VCs and changes their cells)", cfg.File, b, a)
+	}
+	nl.Cluster, nl.gpuID = l.Cluster, l.gpuID
+	return nl, nil
+}

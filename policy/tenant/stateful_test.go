@@ -1,0 +1,150 @@
+package tenant
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/policy/schedule"
+	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/tenancy"
+	"github.com/palsched/pal/workload"
+)
+
+// runHiveD runs a trace under the HiveD stage (FIFO and packed-sticky
+// inside each VC, rounds of 60 s) with a preemption cost, checking the
+// cells every round.
+func runHiveD(t *testing.T, l *Layout, tr *workload.Trace, preemption float64, evs func(h *HiveD) []sim.StageEvent) map[int]metrics.JobRecord {
+	t.Helper()
+	mk := func() (policy.Placer, error) {
+		p, err := place.New("packed-sticky")
+		return place.PodGuard{Placer: p}, err
+	}
+	h, err := NewHiveD(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetIntraVC(&IntraVC{NewPlacer: mk})
+	s, err := NewPerVC(l, func() (policy.Scheduler, error) { return schedule.New("fifo") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, _ := mk()
+	var events []sim.StageEvent
+	if evs != nil {
+		events = evs(h)
+	}
+	res, err := sim.Run(sim.Config{Cluster: l.Cluster, Trace: tr, Scheduler: s, Placer: pl, Tenancy: h, StageEvents: events,
+		CheckInvariants: true, Round: 60, Locality: sim.ConstantLocality(1), Costs: workload.Costs{Default: workload.MoveCost{Preemption: preemption}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]metrics.JobRecord{}
+	for _, r := range res.Jobs {
+		out[r.ID] = r
+	}
+	return out
+}
+
+// A guaranteed job waits while the opportunistic job on its cells
+// terminates, by hand. Nodes n0, n1 (4 GPUs), VC A and VC B one node cell
+// each; FIFO, packed-sticky, rounds of 60 s.
+//
+//   - t = 0: b1 (B, 4 GPUs, 10 rounds) binds B's cell to n0 (the first
+//     free node); o (A, opportunistic, 4 GPUs) goes to n1.
+//   - t = 60: a1 (A, 4 GPUs, 5 rounds) binds A's cell to n1, the only free
+//     node: o is its victim. With a preemption cost of 90 s, o stops at 60
+//     and leaves at 150; a1 holds n1 meanwhile and starts at the first
+//     round after, 180 (with no cost, at 60). o2 (A, opportunistic, 4 GPUs,
+//     arriving at 120) finds n1 taken and waits.
+//   - a1 runs [180, 480) (with no cost [60, 360)); then o, ahead of o2 in
+//     arrival order, runs again on n1, and o2 starts when b1 leaves n0, at
+//     600.
+func TestHiveDVictimTerminates(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{
+		job(0, "B", 0, 4, 4, 0, 10),
+		job(1, "A", tenancy.Opportunistic, 4, 4, 0, 20),
+		job(2, "A", 0, 4, 4, 60, 5),
+		job(3, "A", tenancy.Opportunistic, 4, 4, 120, 5),
+	}}
+	for _, c := range []struct {
+		cost, a1, a1End, o2 float64
+	}{{90, 180, 480, 600}, {0, 60, 360, 600}} {
+		recs := runHiveD(t, l, tr, c.cost, nil)
+		a1, o, o2 := recs[2], recs[1], recs[3]
+		if a1.FirstStart != c.a1 || a1.Completion != c.a1End {
+			t.Errorf("cost %g: a1 ran [%g, %g), want [%g, %g)", c.cost, a1.FirstStart, a1.Completion, c.a1, c.a1End)
+		}
+		if o.Preemptions != 1 {
+			t.Errorf("cost %g: o preempted %d times, want once", c.cost, o.Preemptions)
+		}
+		if o2.FirstStart != c.o2 {
+			t.Errorf("cost %g: o2 started at %g, want %g", c.cost, o2.FirstStart, c.o2)
+		}
+	}
+}
+
+// A VC shrinks under a running job, by hand. Nodes n0-n2 (GPUs 0-3, 4-7,
+// 8-11); first VC A holds two node cells and B one, from t = 300 A one
+// and B two. FIFO, packed-sticky, rounds of 60 s, no preemption cost.
+//
+//   - t = 0: a1 and a2 (A, 4 GPUs, 20 rounds) bind A's cells to n0 and n1;
+//     b1 (B, 4 GPUs, 20 rounds) B's to n2.
+//   - t = 300: the change. a1 keeps A's only cell (it started first); a2
+//     no longer fits A and is lazily preempted: it runs on, on n1.
+//   - t = 360: b2 (B, 4 GPUs, 5 rounds) binds B's second cell to the only
+//     free node, n1: a2 is its victim and stops; b2 runs [360, 660).
+//   - a2 waits for A's cell, which a1 holds until 1200, and runs again
+//     from 1200 (a2 ran 360 s, so it ends at 1200 + 840 = 2040), on the
+//     node buddy allocation hands out first: the free list keeps release
+//     order, n1 (free since 660) before n0 (free since 1200).
+func TestHiveDReconfigureShrinks(t *testing.T) {
+	cells := func(a, b int) *tenancy.Config {
+		cfg, err := tenancy.Parse("cells.yaml", []byte(fmt.Sprintf(`
+physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: %d}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: %d}]}
+`, a, b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	l, err := NewLayout(cells(2, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{
+		job(0, "A", 0, 4, 4, 0, 20), job(1, "A", 0, 4, 4, 0, 20), job(2, "B", 0, 4, 4, 0, 20), job(3, "B", 0, 4, 4, 360, 5),
+	}}
+	var rep tenancy.Reconfig
+	recs := runHiveD(t, l, tr, 0, func(h *HiveD) []sim.StageEvent {
+		return []sim.StageEvent{{T: 300, What: "cells change", Apply: func() (err error) {
+			rep, err = h.Reconfigure(cells(1, 2))
+			return err
+		}}}
+	})
+	if fmt.Sprint(rep.Kept, rep.Demoted) != "[0 2] [1]" {
+		t.Errorf("kept %v, lazily preempted %v; want [0 2] and [1]", rep.Kept, rep.Demoted)
+	}
+	a1, a2, b2 := recs[0], recs[1], recs[3]
+	if a1.Preemptions != 0 || a1.Completion != 1200 {
+		t.Errorf("a1: %d preemptions, done at %g; want 0 and 1200", a1.Preemptions, a1.Completion)
+	}
+	if b2.FirstStart != 360 || fmt.Sprint(b2.GPUIDs) != "[4 5 6 7]" {
+		t.Errorf("b2 started at %g on %v, want 360 on [4 5 6 7]", b2.FirstStart, b2.GPUIDs)
+	}
+	if a2.Preemptions != 1 || a2.Completion != 2040 || fmt.Sprint(a2.GPUIDs) != "[4 5 6 7]" {
+		t.Errorf("a2: %d preemptions, done at %g on %v; want 1, 2040 on [4 5 6 7]", a2.Preemptions, a2.Completion, a2.GPUIDs)
+	}
+}
