@@ -1,0 +1,103 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+// roundShape is a benchmark cluster: nodes x per GPUs, every GPU held by
+// one running one-GPU pod of ours (a Job's, so the round may move it),
+// and pending one-GPU pods that wait for room.
+type roundShape struct{ nodes, per, pending int }
+
+// benchRoundShapes: the acceptance shape (5,000 nodes x 8 GPUs, 40,000
+// running pods, 2,000 pending) and a small one.
+var benchRoundShapes = []roundShape{{100, 8, 40}, {5000, 8, 2000}}
+
+// benchCluster builds the shape's objects as the apiserver would hold
+// them: bound pods carry their indices and bind-info, as PAL wrote them.
+func benchCluster(sh roundShape) []runtime.Object {
+	var objs []runtime.Object
+	yes := true
+	created := metav1.NewTime(time.Unix(1_700_000_000, 0))
+	mk := func(name, nodeName string, idx int, at metav1.Time) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "train", Name: name, UID: k8stypes.UID("uid-" + name),
+				CreationTimestamp: at, ResourceVersion: "1",
+				Labels: map[string]string{"app": "train", "batch.kubernetes.io/job-name": name},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name,
+					UID: k8stypes.UID("uid-job-" + name), Controller: &yes}},
+				Annotations: map[string]string{AnnModel: "resnet50"}},
+			Spec: corev1.PodSpec{SchedulerName: "pal", NodeName: nodeName, Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ResourceGPU: GPUQuantity(1)}}}}},
+		}
+		if nodeName != "" {
+			p.Status.Phase = corev1.PodRunning
+			p.Annotations[AnnGPUIndices] = FormatIndices([]int{idx})
+			p.Annotations[AnnBindInfo] = mustJSON(BindInfo{Gang: "train/pod:" + name, Round: "2026-01-01T00:00:00Z",
+				Pods: map[string]PodBind{name: {Node: nodeName, GPUs: []int{idx}}}})
+			p.Annotations[AnnSlowdown] = "1"
+		} else {
+			p.Status.Phase = corev1.PodPending
+		}
+		return p
+	}
+	for n := range sh.nodes {
+		name := fmt.Sprintf("gpu-%05d", n)
+		objs = append(objs, node(name, sh.per))
+		for i := range sh.per {
+			objs = append(objs, mk(fmt.Sprintf("run-%05d-%d", n, i), name, i, created))
+		}
+	}
+	later := metav1.NewTime(created.Add(time.Hour))
+	for i := range sh.pending {
+		objs = append(objs, mk(fmt.Sprintf("wait-%05d", i), "", 0, later))
+	}
+	return objs
+}
+
+// BenchmarkSchedulerRound times one steady round of pal scheduler: the
+// informers hold the shape's cluster, an earlier round has run, and
+// nothing changed since but the clock (a period of 10 s). Every GPU is
+// held, so the pending pods wait and nothing is bound: the round's cost is
+// reading the state, ordering, placing and deciding to do nothing.
+//
+//	go test ./kube -run '^$' -bench 'BenchmarkSchedulerRound/5000x8' -count 6
+func BenchmarkSchedulerRound(b *testing.B) {
+	for _, sh := range benchRoundShapes {
+		b.Run(fmt.Sprintf("%dx%d", sh.nodes, sh.per), func(b *testing.B) {
+			cs := fake.NewClientset(benchCluster(sh)...)
+			cfg := DefaultConfig()
+			cfg.LeaderElection.Enabled = false
+			s, err := New(cfg, cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s.startFactories(ctx.Done())
+			if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+				b.Fatal("informers did not sync")
+			}
+			at := time.Unix(1_700_010_000, 0)
+			s.Round(ctx, at)
+			s.Round(ctx, at.Add(10*time.Second))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				s.Round(ctx, at.Add(time.Duration(i+2)*10*time.Second))
+			}
+		})
+	}
+}
