@@ -106,6 +106,14 @@ type Config struct {
 	// kube-scheduler does).
 	EventQPS   float32 `json:"eventQPS"`
 	EventBurst int     `json:"eventBurst"`
+	// BindQPS and BindBurst limit the binder's requests (Bindings,
+	// Evictions, and the GETs that settle a bind whose answer was an
+	// error), on a client of their own: binds are the scheduler's
+	// throughput, and neither the informers nor the status writes take
+	// their turn (a round never waits on them either; see package
+	// kube/bind).
+	BindQPS   float32 `json:"bindQPS"`
+	BindBurst int     `json:"bindBurst"`
 	// BindWorkers is how many binds run at once.
 	BindWorkers int `json:"bindWorkers"`
 
@@ -209,6 +217,8 @@ func DefaultConfig() Config {
 		Burst:       400,
 		EventQPS:    200,
 		EventBurst:  400,
+		BindQPS:     500,
+		BindBurst:   1000,
 		BindWorkers: 32,
 		Tenancy:     "none",
 		Themis:      defaultThemisConfig(),
@@ -266,6 +276,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fields qps and burst: must be positive")
 	case c.EventQPS <= 0 || c.EventBurst <= 0:
 		return fmt.Errorf("fields eventQPS and eventBurst: must be positive")
+	case c.BindQPS <= 0 || c.BindBurst <= 0:
+		return fmt.Errorf("fields bindQPS and bindBurst: must be positive")
 	case c.BindWorkers <= 0 || c.BindWorkers > 1024:
 		return fmt.Errorf("field bindWorkers: must be 1..1024, got %d", c.BindWorkers)
 	}

@@ -81,9 +81,9 @@ func TestDCGMHintsReachTheLearner(t *testing.T) {
 	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	s.Round(ctx, learnT0) // the first round bins and makes the learner
+	roundWait(s, ctx, learnT0) // the first round bins and makes the learner
 	s.dcgm.scrape(ctx, cs, s.log)
-	s.Round(ctx, learnT0.Add(10*time.Second))
+	roundWait(s, ctx, learnT0.Add(10*time.Second))
 	prior := 1395.0 / 1005
 	for g := range 8 {
 		want := 1.0
@@ -132,7 +132,7 @@ func TestDCGMHintsReachTheLearner(t *testing.T) {
 	}
 	set(cooled(sample))
 	s.dcgm.scrape(ctx, cs, s.log)
-	s.Round(ctx, learnT0.Add(20*time.Second))
+	roundWait(s, ctx, learnT0.Add(20*time.Second))
 	if b := s.learn.learner.Belief(variability.ClassA, 1); b != 1 {
 		t.Errorf("after the throttling ended GPU 1 is believed %v, want 1", b)
 	}
@@ -166,9 +166,9 @@ func TestDCGMServiceEndpoints(t *testing.T) {
 	cs, _ := newFake(t, []runtime.Object{node(n1, 4), node(n2, 4), slice}...)
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	s.Round(ctx, learnT0)
+	roundWait(s, ctx, learnT0)
 	s.dcgm.scrape(ctx, cs, s.log)
-	s.Round(ctx, learnT0.Add(10*time.Second))
+	roundWait(s, ctx, learnT0.Add(10*time.Second))
 	for g, want := range map[int]float64{1: 1, 5: 1395.0 / 1005} {
 		if b := s.learn.learner.Belief(variability.ClassA, g); math.Abs(b-want) > 1e-12 {
 			t.Errorf("GPU %d believed %v, want %v", g, b, want)
@@ -218,9 +218,9 @@ func TestDCGMHintNotCountedTwice(t *testing.T) {
 		learnedConfigMap(allClasses("gpu-node-001,0", "1", "gpu-node-001,1", "1.4", "gpu-node-001,2", "1", "gpu-node-001,3", "1"), nil))
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
-	s.Round(ctx, learnT0)
+	roundWait(s, ctx, learnT0)
 	s.dcgm.scrape(ctx, cs, s.log)
-	s.Round(ctx, learnT0.Add(10*time.Second))
+	roundWait(s, ctx, learnT0.Add(10*time.Second))
 	for c := range variability.Class(variability.NumClasses) {
 		if b := s.learn.learner.Belief(c, 1); b != 1.4 {
 			t.Errorf("class %s: the learned, still throttled GPU believed %v, want 1.4", c, b)

@@ -181,7 +181,7 @@ func TestRoundPostsScheduledPerPod(t *testing.T) {
 	evc := fake.NewSimpleClientset()
 	s.UseEventClient(evc)
 	s.events.Start(context.Background())
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	s.events.Stop()
 	if len(fc.binds) != 2 {
 		t.Fatalf("binds %v", keys(fc.binds))

@@ -144,7 +144,7 @@ func (t *themisStage) annotate(gangKey string, ann map[string]string) map[string
 // recorded is the lease end a running gang's pods carry, on the policy's
 // clock (0: none, or unreadable).
 func (t *themisStage) recorded(g *gang) float64 {
-	for _, p := range g.bound {
+	for _, p := range g.Bound {
 		if v := p.Annotations[AnnLeaseUntil]; v != "" {
 			if w, err := time.Parse(time.RFC3339Nano, v); err == nil && w.After(t.epoch) {
 				return t.clock(w)
@@ -167,7 +167,7 @@ func (t *themisStage) clock(w time.Time) float64 {
 // ids and bids' speeds are the snapshot's, so a change of either starts a
 // fresh policy (leases the driver recorded are still honoured).
 func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
-	shape := strings.Join(snap.nodeNames, ",") + "|" + fmt.Sprint(snap.first) + "|" + s.scoresKey
+	shape := s.scoresKey // its layout generation and the scores' version
 	if t.pol != nil && shape == t.shape {
 		return nil
 	}
@@ -236,23 +236,27 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 		}
 	}
 	t.now = t.clock(start)
-	submit := make([]float64, len(order))
+	type saved struct{ submit, iterTime, executed float64 }
+	keep := make([]saved, len(order))
 	for i, j := range order {
 		g := byJob[j]
-		if _, ok := t.appOf[g.key]; !ok {
-			t.appOf[g.key] = appKey(g)
+		if _, ok := t.appOf[g.Key]; !ok {
+			t.appOf[g.Key] = appKey(g)
 		}
-		submit[i] = j.Submit
-		j.Submit, j.Spec.App = t.arrival(g), t.appOf[g.key]
+		keep[i] = saved{j.Submit, j.IterTime, j.Executed}
+		j.Submit, j.Spec.App = t.arrival(g), t.appOf[g.Key]
+		knownWork(j)
 	}
+	defer func() {
+		for i, j := range order {
+			j.Submit, j.IterTime, j.Executed = keep[i].submit, keep[i].iterTime, keep[i].executed
+		}
+	}()
 	out := s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
 	for k := range t.appOf {
-		if snap.byKey[k] == nil {
+		if snap.ByKey[k] == nil {
 			delete(t.appOf, k)
 		}
-	}
-	for i, j := range order {
-		j.Submit = submit[i]
 	}
 	clear(t.rho)
 	for _, v := range t.vcs {
@@ -270,13 +274,31 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 	return out
 }
 
+// knownWork makes a job's work what Themis can bid on. The auction needs
+// every app's work (iterations x iteration time x GPUs) positive and
+// every job's remaining work at least 0, and a cluster's pods do not
+// always say: a pod without pal.io/model has no iteration time, so each
+// of its iterations counts as one second of its run (pal.io/iterations
+// then reads as seconds, and without it the gang is one second's work),
+// and its iterations done are the seconds it has run; a gang that ran
+// past its pal.io/iterations (or within one iteration of them) counts as
+// having one iteration left, as if about to end: still running, so it
+// still bids for its GPUs when its lease ends.
+func knownWork(j *workload.Job) {
+	if !(j.IterTime > 0) {
+		j.IterTime = 1
+		j.Executed = max(j.Executed, j.Attained)
+	}
+	j.Executed = min(j.Executed, max(j.Iterations-1, 0))
+}
+
 // appKey is a gang's app: pal.io/app (annotation, then label), else its
 // batch/v1 Job, else its PodGroup (native or scheduler-plugins), else the
 // gang itself. Apps are per namespace.
 func appKey(g *gang) string {
 	p := firstPod(g)
 	if p == nil {
-		return g.key
+		return g.Key
 	}
 	if v := strings.TrimSpace(p.Annotations[AnnApp]); v != "" {
 		return p.Namespace + "/" + v
@@ -293,15 +315,15 @@ func appKey(g *gang) string {
 	if v := p.Labels[LabelPodGroup]; v != "" {
 		return p.Namespace + "/podgroup:" + v
 	}
-	return g.key
+	return g.Key
 }
 
 func firstPod(g *gang) *corev1.Pod {
-	if len(g.pending) > 0 {
-		return g.pending[0]
+	if len(g.Pending) > 0 {
+		return g.Pending[0]
 	}
-	if len(g.bound) > 0 {
-		return g.bound[0]
+	if len(g.Bound) > 0 {
+		return g.Bound[0]
 	}
 	return nil
 }
@@ -310,7 +332,7 @@ func firstPod(g *gang) *corev1.Pod {
 // clock; pods older than the clock count from its start.
 func (t *themisStage) arrival(g *gang) float64 {
 	first := time.Time{}
-	for _, ps := range [][]*corev1.Pod{g.pending, g.bound} {
+	for _, ps := range [][]*corev1.Pod{g.Pending, g.Bound} {
 		for _, p := range ps {
 			if c := p.CreationTimestamp.Time; first.IsZero() || c.Before(first) {
 				first = c
@@ -339,29 +361,30 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	view := make([]*workload.Job, len(order))
 	for i, j := range order {
 		g := byJob[j]
-		sh := t.stand[g.key]
+		sh := t.stand[g.Key]
 		if sh == nil {
 			sh = new(workload.Job)
 			*sh = *j
 			sh.ID = t.next
 			t.next++
 			sh.Submit = t.arrival(g)
-			t.appOf[g.key] = appKey(g)
-			t.stand[g.key] = sh
+			t.appOf[g.Key] = appKey(g)
+			t.stand[g.Key] = sh
 		}
-		if _, ok := t.leaseEnd[g.key]; !ok && j.Running() {
+		if _, ok := t.leaseEnd[g.Key]; !ok && j.Running() {
 			// Found running (the scheduler restarted): its pods say how
 			// long its lease runs.
 			if end := t.recorded(g); end > t.now {
-				t.leaseEnd[g.key] = end
+				t.leaseEnd[g.Key] = end
 			}
 		}
 		id, submit, executed := sh.ID, sh.Submit, sh.Executed
 		*sh = *j
-		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.key]
+		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.Key]
 		sh.Executed = max(executed, j.Executed) // progress survives a restart from a checkpoint
+		knownWork(sh)
 		view[i] = sh
-		seen[g.key] = true
+		seen[g.Key] = true
 	}
 	for k := range t.stand {
 		if seen[k] {
@@ -378,7 +401,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		}
 	}
 	t.pol.Order(t.now, view)
-	env := policy.Env{Cluster: snap.cl, Scores: s.scores, Rand: s.rand.Rand}
+	env := policy.Env{Cluster: snap.Cluster, Scores: s.scores, Rand: s.rand.Rand}
 	out := t.pol.Place(&env, view)
 	if v := t.pol.Stats().Violations; len(v) > t.violated {
 		for _, msg := range v[t.violated:] {
@@ -390,13 +413,13 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	if s.log.Enabled(context.Background(), themisPlanLevel) {
 		var b strings.Builder
 		for i, j := range view {
-			fmt.Fprintf(&b, " %s:%v->%v(ex %.0f)", gangName(byJob[order[i]].key), j.GPUsHeld, out[i], j.Executed)
+			fmt.Fprintf(&b, " %s:%v->%v(ex %.0f)", gangName(byJob[order[i]].Key), j.GPUsHeld, out[i], j.Executed)
 		}
 		s.log.Log(context.Background(), themisPlanLevel, "themis plan", "t_s", t.now, "plan", b.String())
 	}
 	// Record the lease each placed gang now holds.
 	for i, j := range order {
-		key := byJob[j].key
+		key := byJob[j].Key
 		if out[i] == nil {
 			if !j.Running() {
 				delete(t.leaseEnd, key)
@@ -420,13 +443,13 @@ func (t *themisStage) keepLeases(s *Scheduler, order []*workload.Job, byJob map[
 	kept := map[int]bool{}
 	for i, j := range order {
 		g := byJob[j]
-		end := t.leaseEnd[g.key]
+		end := t.leaseEnd[g.Key]
 		if !j.Running() || !(end > t.now) || round.Same(out[i], j.GPUsHeld) {
 			continue
 		}
 		s.metrics.LeaseRevocations.Inc()
 		s.log.Error("themis: the plan would take a gang's GPUs before its lease ends; it keeps them",
-			"gang", g.key, "gpus", snapDevices(j.GPUsHeld), "lease_end_s", end, "now_s", t.now)
+			"gang", g.Key, "gpus", snapDevices(j.GPUsHeld), "lease_end_s", end, "now_s", t.now)
 		out[i] = j.GPUsHeld
 		for _, x := range j.GPUsHeld {
 			kept[x] = true
@@ -500,7 +523,7 @@ func (s *Scheduler) placementName() string {
 // runsEmpty says whether a round with no gang to place still runs the
 // policy: Themis counts contention over time, and the simulator calls it
 // every round.
-func (s *Scheduler) runsEmpty(snap *snapshot) bool { return s.th != nil && snap.cl != nil }
+func (s *Scheduler) runsEmpty(snap *snapshot) bool { return s.th != nil && snap.Cluster != nil }
 
 // themisPlanLevel is the level of the per-round plan line.
 var themisPlanLevel = slog.LevelDebug

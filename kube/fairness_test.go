@@ -2,13 +2,15 @@ package kube
 
 import (
 	"context"
-	"k8s.io/client-go/kubernetes/fake"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,13 +62,13 @@ func clockAt(t0 time.Time) func(int) time.Time {
 func leaseRunsOut(t *testing.T, s *Scheduler, cs *fake.Clientset, fc *fakeCluster, at func(int) time.Time, b0 *corev1.Pod, holder, waiter string) {
 	t.Helper()
 	ctx := context.Background()
-	s.Round(ctx, at(60))
+	roundWait(s, ctx, at(60))
 	if _, err := cs.CoreV1().Pods("ns").Create(ctx, b0, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitInformer(t, s, "b-0", true)
 	for sec := 120; sec <= 540; sec += 60 {
-		s.Round(ctx, at(sec))
+		roundWait(s, ctx, at(sec))
 		if len(fc.evicted) > 0 || fc.binds["b-0"] != nil {
 			t.Fatalf("t=%d: evicted %v, b-0 bound %v: %s's lease runs until 600", sec, fc.evicted, fc.binds["b-0"] != nil, holder)
 		}
@@ -79,7 +81,7 @@ func leaseRunsOut(t *testing.T, s *Scheduler, cs *fake.Clientset, fc *fakeCluste
 			}
 		}
 	}
-	s.Round(ctx, at(600))
+	roundWait(s, ctx, at(600))
 	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) || fc.binds["b-0"] != nil {
 		t.Fatalf("t=600: evicted %v, b-0 bound %v; want a-0 and a-1 evicted (nothing else), b-0 waiting for them", fc.evicted, fc.binds["b-0"] != nil)
 	}
@@ -117,7 +119,7 @@ func TestThemisLeaseHeldUntilItEnds(t *testing.T) {
 	ctx := context.Background()
 	at := clockAt(t0)
 
-	s.Round(ctx, at(0))
+	roundWait(s, ctx, at(0))
 	for n, idx := range map[string]string{"a-0": "0,1", "a-1": "2,3"} {
 		if b := fc.binds[n]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != idx {
 			t.Fatalf("t=0: %s bound %+v, want n0 devices %s", n, b, idx)
@@ -128,7 +130,7 @@ func TestThemisLeaseHeldUntilItEnds(t *testing.T) {
 	}
 	leaseRunsOut(t, s, cs, fc, at, themisPod("b-0", 2, "B", "b", 1, "100000", at(100)), "ns/A", "ns/B")
 	waitInformer(t, s, "a-1", false)
-	s.Round(ctx, at(660))
+	roundWait(s, ctx, at(660))
 	if b := fc.binds["b-0"]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
 		t.Fatalf("t=660: b-0 bound %+v, want n0 devices 0,1", b)
 	}
@@ -156,14 +158,14 @@ func TestThemisDriverRefusesEarlyRevocation(t *testing.T) {
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
 	at := clockAt(t0)
-	s.Round(ctx, at(0))
+	roundWait(s, ctx, at(0))
 	if _, err := cs.CoreV1().Pods("ns").Create(ctx, themisPod("b-0", 2, "B", "b", 1, "100000", at(100)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitInformer(t, s, "b-0", true)
-	s.Round(ctx, at(120))
+	roundWait(s, ctx, at(120))
 	s.th.leaseEnd["ns/a"] = 900 // the driver's record outlives the policy's lease
-	s.Round(ctx, at(600))
+	roundWait(s, ctx, at(600))
 	if len(fc.evicted) > 0 || fc.binds["b-0"] != nil {
 		t.Fatalf("t=600: evicted %v, b-0 bound %v; want a kept until 900, b waiting", fc.evicted, fc.binds["b-0"] != nil)
 	}
@@ -200,7 +202,7 @@ func TestThemisAppKey(t *testing.T) {
 	for _, c := range cases {
 		p := pod("p", 1, nil, "")
 		c.edit(p)
-		if got := appKey(&gang{key: "ns/g", pending: []*corev1.Pod{p}}); got != c.want {
+		if got := appKey(&gang{Key: "ns/g", Pending: []*corev1.Pod{p}}); got != c.want {
 			t.Errorf("%s: app %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -262,7 +264,7 @@ func TestThemisInsideHiveDVCs(t *testing.T) {
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
 	at := clockAt(t0)
-	s.Round(ctx, at(0))
+	roundWait(s, ctx, at(0))
 	for n, want := range map[string]string{"a-0": "n0 0,1", "a-1": "n0 2,3", "c-0": "n1 0,1,2,3"} {
 		if b := fc.binds[n]; b == nil || b.Target.Name+" "+b.Annotations[AnnGPUIndices] != want {
 			t.Fatalf("t=0: %s bound %+v, want %s", n, b, want)
@@ -270,11 +272,11 @@ func TestThemisInsideHiveDVCs(t *testing.T) {
 	}
 	leaseRunsOut(t, s, cs, fc, at, withVC(themisPod("b-0", 2, "Y", "b", 1, "100000", at(100)), "A"), "ns/X", "ns/Y")
 	waitInformer(t, s, "a-1", false)
-	s.Round(ctx, at(660))
+	roundWait(s, ctx, at(660))
 	if fc.binds["b-0"] != nil {
 		t.Fatalf("t=660: b-0 bound; want it at 720 (the stage gave its cells back at 660)")
 	}
-	s.Round(ctx, at(720))
+	roundWait(s, ctx, at(720))
 	if b := fc.binds["b-0"]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
 		t.Fatalf("t=720: b-0 bound %+v, want n0 devices 0,1", b)
 	}
@@ -315,7 +317,7 @@ func TestThemisRestartKeepsRecordedLease(t *testing.T) {
 	ctx := context.Background()
 	at := clockAt(t0)
 	for sec := 0; sec < 300; sec += 60 {
-		s.Round(ctx, at(sec))
+		roundWait(s, ctx, at(sec))
 		if len(fc.evicted) > 0 || len(fc.binds) > 0 {
 			t.Fatalf("t=%d: evicted %v, bound %v; a's recorded lease runs until 300", sec, fc.evicted, keys(fc.binds))
 		}
@@ -323,7 +325,7 @@ func TestThemisRestartKeepsRecordedLease(t *testing.T) {
 	if n := counterValue(t, s); n < 1 {
 		t.Errorf("pal_lease_revocations_total = %v, want the refusals counted", n)
 	}
-	s.Round(ctx, at(300))
+	roundWait(s, ctx, at(300))
 	if !slices.Equal(fc.evicted, []string{"a-0", "a-1"}) {
 		t.Fatalf("t=300: evicted %v, want a-0 and a-1", fc.evicted)
 	}
@@ -333,12 +335,53 @@ func TestThemisRestartKeepsRecordedLease(t *testing.T) {
 		}
 	}
 	waitInformer(t, s, "a-1", false)
-	s.Round(ctx, at(360))
+	roundWait(s, ctx, at(360))
 	b := fc.binds["b-0"]
 	if b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
 		t.Fatalf("t=360: b-0 bound %+v, want n0 devices 0,1", b)
 	}
 	if got, want := b.Annotations[AnnLeaseUntil], t0.Add(960*time.Second).UTC().Format(time.RFC3339Nano); got != want {
 		t.Errorf("b-0's %s = %q, want %q", AnnLeaseUntil, got, want)
+	}
+}
+
+// Under Themis a gang's work must be known, and two kinds of pod leave it
+// unknown: one without pal.io/model (no iteration time) and one that ran
+// past its pal.io/iterations. Each used to stop the scheduler (the
+// auction refuses zero work and negative remaining work). On one 8-GPU
+// node: app x's 4-GPU pod with no model and no iterations, app y's
+// 4-GPU pod with a model and no iterations (one iteration: 0.2 s of
+// work it outruns in its first round). Both bind in the first round (8
+// GPUs for 8) and keep their GPUs while their leases run (600 s); the
+// rounds go on past the leases' end without a fault.
+func TestThemisUnknownWorkSchedules(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	x := owned(pod("x-0", 4, map[string]string{AnnApp: "x"}, ""))
+	y := owned(pod("y-0", 4, map[string]string{AnnApp: "y", AnnModel: "BERT"}, ""))
+	for _, p := range []*corev1.Pod{x, y} {
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	}
+	cs, fc := newFake(t, node("n0", 8), x, y)
+	s, log := startLogged(t, themisCfg(), cs)
+	at := clockAt(t0)
+	roundWait(s, context.Background(), at(0))
+	if fc.binds["x-0"] == nil || fc.binds["y-0"] == nil {
+		t.Fatalf("binds %v, want x-0 and y-0 (wait reasons %q); log:\n%s", keys(fc.binds), s.lastWhy, log)
+	}
+	for sec := 60; sec <= 540; sec += 60 {
+		roundWait(s, context.Background(), at(sec))
+	}
+	if len(fc.evicted) > 0 || fc.calls != 2 {
+		t.Errorf("evicted %v, %d bind calls before the leases end; want both kept, 2 binds", fc.evicted, fc.calls)
+	}
+	for sec := 600; sec <= 900; sec += 60 {
+		roundWait(s, context.Background(), at(sec))
+	}
+	faults := 0.0
+	for _, st := range []string{"round", "plan", "bind", "complete"} {
+		faults += testutil.ToFloat64(s.metrics.RoundErrors.WithLabelValues(st))
+	}
+	if faults != 0 || strings.Contains(log.String(), "recovered from a fault") {
+		t.Fatalf("%v faults recovered; log:\n%s", faults, log)
 	}
 }

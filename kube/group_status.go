@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	"github.com/palsched/pal/kube/podspec"
+	"github.com/palsched/pal/kube/state"
 	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,13 +82,15 @@ func nextNativeConditions(pg *schedv1beta1.PodGroup, want metav1.Condition, now 
 // message why) on the native PodGroup of a gang PAL evicts, as
 // kube-scheduler marks a preempted group, and forgets what was written
 // so that the gang's next bind clears it.
-func (s *Scheduler) markDisrupted(ctx context.Context, g *gang, why string) {
-	id := g.spec.group
-	if id.kind != groupNative || s.groups.native.lister == nil {
+func (s *Scheduler) markDisrupted(g *gang, why string) {
+	id := g.Spec.Group
+	if id.Kind != podspec.GroupNative || s.groups.native.lister == nil {
 		return
 	}
-	delete(s.groupWrote, g.key)
-	pg, err := s.groups.native.lister.PodGroups(id.ns).Get(id.name)
+	s.groupMu.Lock()
+	delete(s.groupWrote, g.Key)
+	s.groupMu.Unlock()
+	pg, err := s.groups.native.lister.PodGroups(id.NS).Get(id.Name)
 	if err != nil {
 		return
 	}
@@ -95,9 +100,7 @@ func (s *Scheduler) markDisrupted(ctx context.Context, g *gang, why string) {
 		return
 	}
 	body, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
-	if err := s.patchGroupStatus(ctx, statusPatch{id: id, body: body}); err != nil {
-		s.log.Warn("PodGroup status not written", "podgroup", id.String(), "err", err)
-	}
+	s.writeStatuses([]statusPatch{{id: id, body: body}})
 }
 
 // Phases of a scheduler-plugins PodGroup, as its API defines them.
@@ -184,55 +187,58 @@ func sameStatus(a, b map[string]any) bool {
 
 // statusPatch is one group object's status write.
 type statusPatch struct {
-	id   groupID
+	id   podspec.GroupID
 	key  string // gang key, for the written-once memory
 	sig  string // what was decided, remembered once written
 	body []byte // merge patch of the status subresource
 }
 
 // writeGroupStatus updates the status of every gang's group object after
-// a round (see ReasonPodGroupScheduled). bound says which gangs the round
-// bound whole. Writes go out concurrently and are remembered, so a
-// status is written once per change even before the informers show it.
-func (s *Scheduler) writeGroupStatus(ctx context.Context, snap *snapshot, bound map[string]bool) {
+// a round (see ReasonPodGroupScheduled): a gang counts as bound whole
+// once the binder bound all of it. Writes go out in the background and
+// are remembered, so a status is written once per change even before
+// the informers show it.
+func (s *Scheduler) writeGroupStatus(snap *snapshot) {
+	s.groupMu.Lock()
+	bound := s.boundGangs
+	s.boundGangs = map[string]bool{}
+	wrote := maps.Clone(s.groupWrote)
+	s.groupMu.Unlock()
 	now := time.Now()
 	live := map[string]bool{}
 	var todo []statusPatch
-	for _, g := range snap.gangs {
-		id := g.spec.group
-		if id.kind == groupNone {
-			continue
-		}
-		live[g.key] = true
-		switch id.kind {
-		case groupNative:
-			want, ok := nativeWant(g.state == gangRunning || bound[g.key], g.spec.size, s.cfg.SchedulerName, s.lastWhy[g.key])
-			if g.state == gangPartial || g.state == gangLeaving {
+	for _, g := range snap.Grouped {
+		id := g.Spec.Group
+		live[g.Key] = true
+		switch id.Kind {
+		case podspec.GroupNative:
+			want, ok := nativeWant(g.State == state.GangRunning || bound[g.Key], g.Spec.Size, s.cfg.SchedulerName, s.lastWhy[g.Key])
+			if g.State == state.GangPartial || g.State == state.GangLeaving {
 				ok = false
 			}
 			if !ok {
 				continue
 			}
 			sig := string(want.Status) + "|" + want.Reason + "|" + want.Message
-			if s.groupWrote[g.key] == sig || s.groups.native.lister == nil {
+			if wrote[g.Key] == sig || s.groups.native.lister == nil {
 				continue
 			}
-			pg, err := s.groups.native.lister.PodGroups(id.ns).Get(id.name)
+			pg, err := s.groups.native.lister.PodGroups(id.NS).Get(id.Name)
 			if err != nil {
 				continue
 			}
 			conds := nextNativeConditions(pg, want, now)
 			if conds == nil {
-				s.groupWrote[g.key] = sig
+				s.setWrote(g.Key, sig)
 				continue
 			}
 			body, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": conds}})
-			todo = append(todo, statusPatch{id, g.key, sig, body})
-		case groupCosched:
+			todo = append(todo, statusPatch{id, g.Key, sig, body})
+		case podspec.GroupCosched:
 			if s.groups.cosched.lister == nil {
 				continue
 			}
-			obj, err := s.groups.cosched.lister.Namespace(id.ns).Get(id.name)
+			obj, err := s.groups.cosched.lister.Namespace(id.NS).Get(id.Name)
 			if err != nil {
 				continue
 			}
@@ -240,71 +246,96 @@ func (s *Scheduler) writeGroupStatus(ctx context.Context, snap *snapshot, bound 
 			if old == nil {
 				old = map[string]any{}
 			}
-			c := coschedCounts{Pods: len(g.pending) + len(g.bound) + len(g.finished), Scheduled: len(g.bound) + len(g.finished),
-				Succeeded: len(g.finished) - g.failed, Failed: g.failed}
-			if bound[g.key] {
-				c.Scheduled = max(c.Scheduled, g.spec.size)
+			c := coschedCounts{Pods: len(g.Pending) + len(g.Bound) + len(g.Finished), Scheduled: len(g.Bound) + len(g.Finished),
+				Succeeded: len(g.Finished) - g.Failed, Failed: g.Failed}
+			if bound[g.Key] {
+				c.Scheduled = max(c.Scheduled, g.Spec.Size)
 			}
-			for _, p := range g.bound {
+			for _, p := range g.Bound {
 				if p.Status.Phase == "Running" {
 					c.Running++
 				}
 			}
-			next := coschedStatus(old, g.spec.size, c, now)
+			next := coschedStatus(old, g.Spec.Size, c, now)
 			body, _ := json.Marshal(map[string]any{"status": next})
 			sig := fmt.Sprint(next["phase"], c) // not the start time: it is set once
-			if s.groupWrote[g.key] == sig {
+			if wrote[g.Key] == sig {
 				continue
 			}
 			if sameStatus(old, next) {
-				s.groupWrote[g.key] = sig
+				s.setWrote(g.Key, sig)
 				continue
 			}
-			todo = append(todo, statusPatch{id, g.key, sig, body})
+			todo = append(todo, statusPatch{id, g.Key, sig, body})
 		}
 	}
+	s.groupMu.Lock()
 	for k := range s.groupWrote {
 		if !live[k] {
 			delete(s.groupWrote, k)
 		}
 	}
+	s.groupMu.Unlock()
+	s.writeStatuses(todo)
+}
+
+func (s *Scheduler) setWrote(key, sig string) {
+	s.groupMu.Lock()
+	s.groupWrote[key] = sig
+	s.groupMu.Unlock()
+}
+
+// writeStatuses sends status patches in the background, a few at once
+// (the round does not wait on the network); each one written is
+// remembered under its gang.
+func (s *Scheduler) writeStatuses(todo []statusPatch) {
 	if len(todo) == 0 {
 		return
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	work := make(chan statusPatch)
-	for range min(s.cfg.BindWorkers, len(todo)) {
-		wg.Go(func() {
-			for w := range work {
-				if err := s.patchGroupStatus(ctx, w); err != nil {
-					s.log.Warn("PodGroup status not written", "podgroup", w.id.String(), "err", err)
-					continue
+	ctx := s.roundCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s.statusWG.Add(1)
+	go func() {
+		defer s.statusWG.Done()
+		var wg sync.WaitGroup
+		work := make(chan statusPatch)
+		for range min(statusWriters, len(todo)) {
+			wg.Go(func() {
+				for w := range work {
+					if err := s.patchGroupStatus(ctx, w); err != nil {
+						s.log.Warn("PodGroup status not written", "podgroup", w.id.String(), "err", err)
+						continue
+					}
+					if w.key != "" {
+						s.setWrote(w.key, w.sig)
+					}
 				}
-				mu.Lock()
-				s.groupWrote[w.key] = w.sig
-				mu.Unlock()
-			}
-		})
-	}
-	for _, w := range todo {
-		work <- w
-	}
-	close(work)
-	wg.Wait()
+			})
+		}
+		for _, w := range todo {
+			work <- w
+		}
+		close(work)
+		wg.Wait()
+	}()
 }
+
+// statusWriters is how many group status patches go out at once.
+const statusWriters = 8
 
 // patchGroupStatus sends one status merge patch.
 func (s *Scheduler) patchGroupStatus(ctx context.Context, w statusPatch) error {
-	switch w.id.kind {
-	case groupNative:
-		_, err := s.client.SchedulingV1beta1().PodGroups(w.id.ns).Patch(ctx, w.id.name, types.MergePatchType, w.body, metav1.PatchOptions{}, "status")
+	switch w.id.Kind {
+	case podspec.GroupNative:
+		_, err := s.client.SchedulingV1beta1().PodGroups(w.id.NS).Patch(ctx, w.id.Name, types.MergePatchType, w.body, metav1.PatchOptions{}, "status")
 		return err
-	case groupCosched:
+	case podspec.GroupCosched:
 		if s.dyn == nil {
 			return fmt.Errorf("no dynamic client")
 		}
-		_, err := s.dyn.Resource(CoschedPodGroups).Namespace(w.id.ns).Patch(ctx, w.id.name, types.MergePatchType, w.body, metav1.PatchOptions{}, "status")
+		_, err := s.dyn.Resource(CoschedPodGroups).Namespace(w.id.NS).Patch(ctx, w.id.Name, types.MergePatchType, w.body, metav1.PatchOptions{}, "status")
 		return err
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/palsched/pal/kube/podspec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -27,7 +28,9 @@ type groupSources struct {
 	cosched coschedGroups
 }
 
-func (g *groupSources) list() []groupSource { return []groupSource{&g.native, &g.cosched} }
+func (g *groupSources) list() []podspec.GroupSource {
+	return []podspec.GroupSource{&g.native, &g.cosched}
+}
 
 // setupGroups asks discovery which PodGroup APIs the apiserver serves and
 // registers informers for those only, so that a cluster without them
@@ -53,6 +56,9 @@ func (s *Scheduler) setupGroups() func(stop <-chan struct{}) {
 		s.groups.native = nativeGroups{served: true, lister: pi.Lister()}
 		s.synced = append(s.synced, pi.Informer().HasSynced)
 		_, _ = pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { s.poke() }})
+		if reg, err := pi.Informer().AddEventHandler(s.groupRefs(podspec.NativeGroupRef)); err == nil {
+			s.synced = append(s.synced, reg.HasSynced)
+		}
 	}
 	xServed := s.dyn != nil && served(d, CoschedPodGroups.GroupVersion().String(), CoschedPodGroups.Resource)
 	if xServed {
@@ -71,6 +77,28 @@ func (s *Scheduler) setupGroups() func(stop <-chan struct{}) {
 	s.groups.cosched = coschedGroups{served: true, lister: dynamiclister.New(gi.Informer().GetIndexer(), CoschedPodGroups)}
 	s.synced = append(s.synced, gi.Informer().HasSynced)
 	_, _ = gi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { s.poke() }})
+	if reg, err := gi.Informer().AddEventHandler(s.groupRefs(podspec.CoschedGroupRef)); err == nil {
+		s.synced = append(s.synced, reg.HasSynced)
+	}
 	s.log.Info("PodGroup APIs read", NativePodGroupAPI, s.groups.native.served, CoschedPodGroups.GroupVersion().String(), true)
 	return f.Start
+}
+
+// groupRefs tells the state that a group object changed, so that its
+// pods are read again (a PodGroup's minimum sets their gang's size).
+func (s *Scheduler) groupRefs(ref func(ns, name string) string) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.noteRef(ref, obj) },
+		UpdateFunc: func(_, obj any) { s.noteRef(ref, obj) },
+		DeleteFunc: func(obj any) { s.noteRef(ref, obj) },
+	}
+}
+
+func (s *Scheduler) noteRef(ref func(ns, name string) string, obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if m, ok := obj.(metav1.Object); ok && s.state != nil {
+		s.state.OnRef(ref(m.GetNamespace(), m.GetName()))
+	}
 }

@@ -25,6 +25,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/palsched/pal/kube/podspec"
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/workload"
 )
 
@@ -105,22 +107,22 @@ func TestGangPrecedence(t *testing.T) {
 		key      string
 		size     int
 		sizeFrom string
-		kind     groupKind
+		kind     podspec.GroupKind
 		err      string
 	}{
 		{"native beats every other form", all(pod("p", 1, gangAnn("g", 2), "")), served, jobOf("j", 5),
-			"ns/podgroup:pg", 4, "spec.schedulingPolicy.gang.minCount of PodGroup ns/pg", groupNative, ""},
+			"ns/podgroup:pg", 4, "spec.schedulingPolicy.gang.minCount of PodGroup ns/pg", podspec.GroupNative, ""},
 		{"scheduler-plugins beats pal.io/gang and the Job", withCosched(pod("p", 1, gangAnn("g", 2), ""), "xg"), served, jobOf("j", 5),
-			"ns/coscheduling:xg", 3, "spec.minMember of PodGroup ns/xg (scheduling.x-k8s.io)", groupCosched, ""},
-		{"pal.io/gang beats the Job", pod("p", 1, gangAnn("g", 2), ""), served, jobOf("j", 5), "ns/g", 2, AnnGangSize, groupNone, ""},
-		{"the Job", pod("p", 1, nil, ""), served, jobOf("j", 5), "ns/job:j", 5, "the Job's parallelism", groupNone, ""},
-		{"alone", pod("p", 1, nil, ""), served, noJob, "ns/pod:p", 1, "", groupNone, ""},
+			"ns/coscheduling:xg", 3, "spec.minMember of PodGroup ns/xg (scheduling.x-k8s.io)", podspec.GroupCosched, ""},
+		{"pal.io/gang beats the Job", pod("p", 1, gangAnn("g", 2), ""), served, jobOf("j", 5), "ns/g", 2, AnnGangSize, podspec.GroupNone, ""},
+		{"the Job", pod("p", 1, nil, ""), served, jobOf("j", 5), "ns/job:j", 5, "the Job's parallelism", podspec.GroupNone, ""},
+		{"alone", pod("p", 1, nil, ""), served, noJob, "ns/pod:p", 1, "", podspec.GroupNone, ""},
 		{"a PodGroup makes pal.io/gang-size unread", withNative(pod("p", 1, map[string]string{AnnGangSize: "x"}, ""), "pg"), served, noJob,
-			"ns/podgroup:pg", 4, "spec.schedulingPolicy.gang.minCount of PodGroup ns/pg", groupNative, ""},
-		{"basic policy: no gang", withNative(pod("p", 1, gangAnn("g", 2), ""), "basic"), served, jobOf("j", 5), "ns/pod:p", 1, "", groupNone, ""},
-		{"minCount 1: no gang", withNative(pod("p", 1, nil, ""), "one"), served, noJob, "ns/pod:p", 1, "", groupNone, ""},
-		{"minMember 1: no gang", withCosched(pod("p", 1, nil, ""), "x1"), served, noJob, "ns/pod:p", 1, "", groupNone, ""},
-		{"minMember absent: no gang", withCosched(pod("p", 1, nil, ""), "xnone"), served, noJob, "ns/pod:p", 1, "", groupNone, ""},
+			"ns/podgroup:pg", 4, "spec.schedulingPolicy.gang.minCount of PodGroup ns/pg", podspec.GroupNative, ""},
+		{"basic policy: no gang", withNative(pod("p", 1, gangAnn("g", 2), ""), "basic"), served, jobOf("j", 5), "ns/pod:p", 1, "", podspec.GroupNone, ""},
+		{"minCount 1: no gang", withNative(pod("p", 1, nil, ""), "one"), served, noJob, "ns/pod:p", 1, "", podspec.GroupNone, ""},
+		{"minMember 1: no gang", withCosched(pod("p", 1, nil, ""), "x1"), served, noJob, "ns/pod:p", 1, "", podspec.GroupNone, ""},
+		{"minMember absent: no gang", withCosched(pod("p", 1, nil, ""), "xnone"), served, noJob, "ns/pod:p", 1, "", podspec.GroupNone, ""},
 		{"native group missing: waits", withNative(pod("p", 1, gangAnn("g", 2), ""), "gone"), served, jobOf("j", 5), "", 0, "", 0,
 			"waits for PodGroup ns/gone (scheduling.k8s.io/v1beta1), which does not exist yet"},
 		{"scheduler-plugins group missing: waits", withCosched(pod("p", 1, nil, ""), "gone"), served, noJob, "", 0, "", 0,
@@ -147,8 +149,8 @@ func TestGangPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.gang != c.key || s.size != c.size || s.sizeFrom != c.sizeFrom || s.group.kind != c.kind {
-				t.Errorf("gang %q size %d from %q kind %d, want %q %d %q %d", s.gang, s.size, s.sizeFrom, s.group.kind, c.key, c.size, c.sizeFrom, c.kind)
+			if s.Gang != c.key || s.Size != c.size || s.SizeFrom != c.sizeFrom || s.Group.Kind != c.kind {
+				t.Errorf("gang %q size %d from %q kind %d, want %q %d %q %d", s.Gang, s.Size, s.SizeFrom, s.Group.Kind, c.key, c.size, c.sizeFrom, c.kind)
 			}
 		})
 	}
@@ -158,13 +160,13 @@ func TestGangPrecedence(t *testing.T) {
 func TestPodGroupExactSize(t *testing.T) {
 	src := &groupSources{native: nativeGroups{served: true, lister: nativeLister(nativePG("pg", 2))}}
 	ours := []*corev1.Pod{withNative(pod("a", 1, nil, ""), "pg"), withNative(pod("b", 1, nil, ""), "pg"), withNative(pod("c", 1, nil, ""), "pg")}
-	s, err := buildSnapshot([]*corev1.Node{node("n", 4)}, ours, nil, workload.DefaultModels(), noJob, newJobTable(0), src.list()...)
+	s, err := buildSnapshot([]*corev1.Node{node("n", 4)}, ours, nil, workload.DefaultModels(), noJob, src.list()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := s.byKey["ns/podgroup:pg"]
+	g := s.ByKey["ns/podgroup:pg"]
 	want := "gang ns/podgroup:pg has 3 pods but spec.schedulingPolicy.gang.minCount of PodGroup ns/pg says 2"
-	if g == nil || g.state != gangWaiting || g.why != want {
+	if g == nil || g.State != state.GangWaiting || g.Why != want {
 		t.Fatalf("gang %+v, want waiting with %q", g, want)
 	}
 }
@@ -212,7 +214,8 @@ func TestRoundPodGroupsAllOrNothing(t *testing.T) {
 			if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 				t.Fatal("informers did not sync")
 			}
-			s.Round(ctx, time.Now())
+			s.binder.Start(ctx)
+			roundWait(s, ctx, time.Now())
 			if len(fc.binds) != 0 {
 				t.Fatalf("3 of 4 pods bound %v", keys(fc.binds))
 			}
@@ -229,10 +232,12 @@ func TestRoundPodGroupsAllOrNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitInformer(t, s, "w-3", true)
-			s.Round(ctx, time.Now())
+			roundWait(s, ctx, time.Now())
 			if len(fc.binds) != 4 {
 				t.Fatalf("binds %v, want all 4", keys(fc.binds))
 			}
+			// The round after the binds landed writes the group's status.
+			roundWait(s, ctx, time.Now())
 			seen := map[string]string{}
 			for name, b := range fc.binds {
 				d := b.Target.Name + "/" + b.Annotations[AnnGPUIndices]
@@ -341,8 +346,10 @@ func TestNativeDisruptionTarget(t *testing.T) {
 	cs, fc := fakeWithGroups(t, pg, node("n0", 4))
 	s := startRounds(t, testCfg(), cs)
 	members := []*corev1.Pod{owned(withNative(pod("a", 2, nil, "n0"), "pg")), owned(withNative(pod("b", 2, nil, "n0"), "pg"))}
-	g := &gang{key: "ns/podgroup:pg", spec: podSpec{size: 2, group: groupID{groupNative, "ns", "pg"}}, bound: members}
-	s.evict(context.Background(), g, "preempted for gang ns/big")
+	g := &gang{Key: "ns/podgroup:pg", Spec: podspec.Spec{Size: 2, Group: podspec.GroupID{Kind: podspec.GroupNative, NS: "ns", Name: "pg"}}, Bound: members}
+	s.submit(s.evict(g, "preempted for gang ns/big"))
+	_ = s.binder.Wait(context.Background())
+	s.statusWG.Wait()
 	if len(fc.evicted) != 2 {
 		t.Fatalf("evicted %v", fc.evicted)
 	}
@@ -384,7 +391,7 @@ func FuzzCoschedRef(f *testing.F) {
 			u.Object["spec"] = spec
 		}
 		p := pod("p", 1, nil, "")
-		ref, ok, err := coschedRef(p, u)
+		ref, ok, err := podspec.CoschedRef(p, u)
 		switch {
 		case !ok:
 			t.Fatalf("%s: not claimed", js)
@@ -392,11 +399,11 @@ func FuzzCoschedRef(f *testing.F) {
 			if !strings.Contains(err.Error(), "PodGroup ns/x") {
 				t.Fatalf("%s: error %q does not name the PodGroup", js, err)
 			}
-		case ref.key == "ns/pod:p":
-			if ref.size != 1 {
-				t.Fatalf("%s: alone with size %d", js, ref.size)
+		case ref.Key == "ns/pod:p":
+			if ref.Size != 1 {
+				t.Fatalf("%s: alone with size %d", js, ref.Size)
 			}
-		case ref.key != "ns/coscheduling:x" || ref.size < 2 || ref.size > 1<<16:
+		case ref.Key != "ns/coscheduling:x" || ref.Size < 2 || ref.Size > 1<<16:
 			t.Fatalf("%s: %+v", js, ref)
 		}
 	})
@@ -412,7 +419,7 @@ func TestPodGroupsServedButForbidden(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "podgroups"}, "", errors.New("RBAC"))
 	})
 	s := startRounds(t, testCfg(), cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if len(fc.binds) != 1 || fc.binds["b"] == nil {
 		t.Fatalf("binds %v, want b only", keys(fc.binds))
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 )
@@ -255,7 +256,7 @@ func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *varia
 		L.loaded = true
 		s.loadLearned()
 	}
-	n := snap.cl.Size()
+	n := snap.Cluster.Size()
 	keys := make([]GPUKey, n)
 	prior := &variability.Table{}
 	for c := range prior.Values {
@@ -263,7 +264,7 @@ func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *varia
 	}
 	learned := 0
 	for g := range n {
-		node, idx := snap.device(g)
+		node, idx := snap.Device(g)
 		keys[g] = GPUKey{node, idx}
 		if v, ok := L.known[keys[g]]; ok {
 			for c := range prior.Values {
@@ -407,7 +408,7 @@ func (s *Scheduler) learnEvicted(key string) {
 // moved, and writes the ConfigMap when it is due.
 func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*corev1.Pod, now time.Time) {
 	L := s.learn
-	if L == nil || L.learner == nil || snap.cl == nil {
+	if L == nil || L.learner == nil || snap.Cluster == nil {
 		return
 	}
 	L.observed, L.rejected = L.observed[:0], L.rejected[:0]
@@ -488,7 +489,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		L.observed = append(L.observed, o)
 		L.count++
 		s.metrics.learn.observations.Inc()
-		s.log.Info("learned from a finished gang", "gang", gangName(bi.Gang), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+		s.log.Info("learned from a finished gang", "gang", gangName(bi.Gang), "class", o.Class.String(), "gpus", snap.Devices(o.GPUs),
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
 	hinted := s.learnHints()
@@ -595,28 +596,28 @@ func (o *observation) pace(timeScale float64) string {
 // iterations, median iteration time, GPUs and locality (p0 is a member).
 func (s *Scheduler) runSetup(snap *snapshot, bi *BindInfo, p0 *corev1.Pod) (observation, string) {
 	o := observation{Gang: bi.Gang}
-	spec, err := readPod(p0, s.models, s.jobGang, s.groups.list()...)
+	spec, err := s.reader.Read(p0)
 	if err != nil {
 		return o, err.Error()
 	}
-	if !(spec.iterTime > 0) {
+	if !(spec.IterTime > 0) {
 		return o, "no " + AnnModel + " with an iteration time: its pace against the median GPU is unknown"
 	}
 	for _, pb := range bi.Pods {
-		n, ok := snap.nodeIndex[pb.Node]
+		n, ok := snap.NodeIndex[pb.Node]
 		if !ok {
 			return o, "its node " + pb.Node + " is no longer a GPU node of the cluster"
 		}
 		for _, x := range pb.GPUs {
-			if x >= len(snap.cl.Nodes[n].GPUs) {
+			if x >= len(snap.Cluster.Nodes[n].GPUs) {
 				return o, fmt.Sprintf("device %d beyond node %s's GPUs", x, pb.Node)
 			}
-			o.GPUs = append(o.GPUs, snap.first[n]+x)
+			o.GPUs = append(o.GPUs, snap.First[n]+x)
 		}
 	}
 	slices.Sort(o.GPUs)
-	o.Class, o.Iterations, o.IterTime, o.Locality = spec.class, spec.iters, spec.iterTime, 1
-	if snap.cl.SpansNodes(o.GPUs) {
+	o.Class, o.Iterations, o.IterTime, o.Locality = spec.Class, spec.Iters, spec.IterTime, 1
+	if snap.Cluster.SpansNodes(o.GPUs) {
 		o.Locality = s.cfg.LocalityPenalty
 	}
 	return o, ""
@@ -818,12 +819,12 @@ func parseAt(ann, v, want, what string, limit float64) (float64, time.Time, erro
 // a checkpoint would look fast).
 func (s *Scheduler) learnableRuns(snap *snapshot) iter.Seq2[*gang, *BindInfo] {
 	return func(yield func(*gang, *BindInfo) bool) {
-		for _, g := range snap.gangs {
-			if _, ev := s.learn.evicted[g.key]; g.state != gangRunning || len(g.bound) == 0 || ev {
+		for _, g := range snap.Gangs {
+			if _, ev := s.learn.evicted[g.Key]; g.State != state.GangRunning || len(g.Bound) == 0 || ev {
 				continue
 			}
-			bi, err := ParseBindInfo(g.bound[0].Annotations[AnnBindInfo])
-			if err != nil || bi.Gang != g.key {
+			bi, err := ParseBindInfo(g.Bound[0].Annotations[AnnBindInfo])
+			if err != nil || bi.Gang != g.Key {
 				continue
 			}
 			if !yield(g, bi) {
@@ -837,7 +838,7 @@ func (s *Scheduler) learnableRuns(snap *snapshot) iter.Seq2[*gang, *BindInfo] {
 // (AnnProgress) and the start of its last pod, from which the report
 // counts; ok is false when no member reports or one has no start.
 func (s *Scheduler) gangProgress(g *gang) (iters float64, at, start time.Time, ok bool) {
-	for _, p := range g.bound {
+	for _, p := range g.Bound {
 		v, has := p.Annotations[AnnProgress]
 		if !has {
 			continue
@@ -854,7 +855,7 @@ func (s *Scheduler) gangProgress(g *gang) (iters float64, at, start time.Time, o
 	if at.IsZero() {
 		return 0, at, start, false
 	}
-	for i, p := range g.bound {
+	for i, p := range g.Bound {
 		st, has := podStart(p)
 		if !has {
 			return 0, at, start, false
@@ -879,10 +880,10 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 		if !ok || !at.After(L.progressAt[run]) || !at.After(L.loadedThrough) {
 			continue
 		}
-		if len(g.bound) != len(bi.Pods) {
+		if len(g.Bound) != len(bi.Pods) {
 			continue
 		}
-		o, why := s.runSetup(snap, bi, g.bound[0])
+		o, why := s.runSetup(snap, bi, g.Bound[0])
 		if why != "" {
 			continue
 		}
@@ -892,7 +893,7 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 			continue
 		}
 		if !plausiblePace(o.Y) {
-			s.rejectReport(g.bound[0], sourceProgress, rejectPace, o.Y, fmt.Sprintf("its gang's %s of %s iterations in %s s is %s times the model's %s s per iteration on the median GPU; %s",
+			s.rejectReport(g.Bound[0], sourceProgress, rejectPace, o.Y, fmt.Sprintf("its gang's %s of %s iterations in %s s is %s times the model's %s s per iteration on the median GPU; %s",
 				AnnProgress, fmtFloat(o.Iterations), fmtFloat(o.Run), fmtFloat(o.Y), fmtFloat(o.IterTime), implausible))
 			continue
 		}
@@ -900,7 +901,7 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 		L.learner.Observe(o.Class, o.GPUs, o.Y)
 		L.observed = append(L.observed, o)
 		s.metrics.learn.observations.Inc()
-		s.log.Info("learned from a running gang's progress", "gang", gangName(g.key), "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+		s.log.Info("learned from a running gang's progress", "gang", gangName(g.Key), "class", o.Class.String(), "gpus", snap.Devices(o.GPUs),
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
 	for run := range L.progressAt {
@@ -940,7 +941,7 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 	L := s.learn
 	live := map[string]bool{}
 	for g, bi := range s.learnableRuns(snap) {
-		if len(g.bound) != len(bi.Pods) {
+		if len(g.Bound) != len(bi.Pods) {
 			continue
 		}
 		var setup observation
@@ -951,7 +952,7 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 		if iters, at, start, ok := s.gangProgress(g); ok && at.After(start) {
 			perIter = at.Sub(start).Seconds() * s.cfg.TimeScale / iters
 		}
-		for _, p := range g.bound {
+		for _, p := range g.Bound {
 			v, ok := p.Annotations[AnnStepTime]
 			if !ok {
 				continue
@@ -975,13 +976,13 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 				}
 				ready = true
 			}
-			n, ok := snap.nodeIndex[pb.Node]
+			n, ok := snap.NodeIndex[pb.Node]
 			if !ok {
 				continue
 			}
 			o := observation{Gang: bi.Gang, Class: setup.Class, IterTime: setup.IterTime, Locality: 1, Iterations: 1, Start: at, End: at}
 			for _, x := range pb.GPUs {
-				o.GPUs = append(o.GPUs, snap.first[n]+x)
+				o.GPUs = append(o.GPUs, snap.First[n]+x)
 			}
 			slices.Sort(o.GPUs)
 			o.Run = sec * s.cfg.TimeScale
@@ -1004,7 +1005,7 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 			L.learner.Observe(o.Class, o.GPUs, o.Y)
 			L.observed = append(L.observed, o)
 			s.metrics.learn.observations.Inc()
-			s.log.Info("learned from a pod's step time", "pod", p.Namespace+"/"+p.Name, "class", o.Class.String(), "gpus", snap.devices(o.GPUs),
+			s.log.Info("learned from a pod's step time", "pod", p.Namespace+"/"+p.Name, "class", o.Class.String(), "gpus", snap.Devices(o.GPUs),
 				"step_s", fmtFloat(o.Run), "pace", fmtFloat(o.Y))
 		}
 	}

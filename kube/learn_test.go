@@ -2,11 +2,12 @@ package kube
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,7 +67,7 @@ func TestLearnObservationFromFinishedGang(t *testing.T) {
 		finished("g-0", "g", 2, "n0", []int{1}, twoNodeInfo, 2, 300),
 		finished("g-1", "g", 2, "n1", []int{2}, twoNodeInfo, 5, 290))
 	s := startRounds(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(400*time.Second))
 	obs := s.learn.observed
 	if len(obs) != 1 {
 		t.Fatalf("%d observations, want 1: %+v", len(obs), obs)
@@ -89,7 +90,7 @@ func TestLearnObservationFromFinishedGang(t *testing.T) {
 		t.Errorf("learned ConfigMap %v", ns)
 	}
 	// The same run is taken once.
-	s.Round(context.Background(), learnT0.Add(410*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(410*time.Second))
 	if len(s.learn.observed) != 0 || s.learn.count != 1 {
 		t.Errorf("second round observed %+v (count %d)", s.learn.observed, s.learn.count)
 	}
@@ -102,7 +103,7 @@ func TestLearnSlowGPUReachesPlacement(t *testing.T) {
 	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
 	cs, _ := newFake(t, node("n0", 4), node("n1", 4), finished("s-0", "s", 1, "n0", []int{3}, info, 0, 2*179))
 	s := startRounds(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(400*time.Second))
 	if b := s.learn.learner.Belief(variability.ClassB, 3); b != 1.5 {
 		t.Fatalf("belief %v, want 1.5", b)
 	}
@@ -158,7 +159,7 @@ func TestLearnRestartStartsFromConfigMap(t *testing.T) {
 			map[string]string{AnnLearnedThrough: learnT0.Add(500 * time.Second).Format(time.RFC3339), AnnLearnedObservations: "7"}),
 		finished("s-0", "s", 1, "n0", []int{2}, info, 0, 2*179))
 	s := startRounds(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0.Add(600*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(600*time.Second))
 	for c := range variability.Class(variability.NumClasses) {
 		if v := s.raw.Values[c][2]; v != 1.4 {
 			t.Errorf("class %s GPU 2 starts at %v, want the learned 1.4", c, v)
@@ -180,8 +181,8 @@ func TestLearnMalformedConfigMap(t *testing.T) {
 	cs, _ := newFake(t, node("n0", 4), profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
 		learnedConfigMap(bad, nil))
 	s, buf := startLogged(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0)
-	s.Round(context.Background(), learnT0.Add(10*time.Second))
+	roundWait(s, context.Background(), learnT0)
+	roundWait(s, context.Background(), learnT0.Add(10*time.Second))
 	want := `configmap pal-system/pal-learned-scores key scores.csv:3: field "score": `
 	if s.learn.loadErr == nil || !strings.HasPrefix(s.learn.loadErr.Error(), want) {
 		t.Fatalf("load error %v, want it to start %q", s.learn.loadErr, want)
@@ -213,7 +214,7 @@ func TestLearnWriteRetriesConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	s := startRounds(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0)
+	roundWait(s, context.Background(), learnT0)
 	s.learn.dirty = true
 	if err := s.writeLearned(context.Background(), learnT0); err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestLearnWriteThrottled(t *testing.T) {
 	cfg := learnCfg()
 	cfg.LearnedScoresWriteInterval = Duration{time.Minute}
 	s := startRounds(t, cfg, cs)
-	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(400*time.Second))
 	written := func() string { return learnedCM(t, cs).Annotations[AnnLearnedObservations] }
 	if written() != "1" {
 		t.Fatalf("first write says %q observations, want 1", written())
@@ -242,11 +243,11 @@ func TestLearnWriteThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitInformer(t, s, "b-0", true)
-	s.Round(context.Background(), learnT0.Add(430*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(430*time.Second))
 	if s.learn.count != 2 || !s.learn.dirty || written() != "1" {
 		t.Fatalf("count %d dirty %v: the ConfigMap was written within the interval", s.learn.count, s.learn.dirty)
 	}
-	s.Round(context.Background(), learnT0.Add(461*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(461*time.Second))
 	if s.learn.dirty || written() != "2" {
 		t.Errorf("not written after the interval")
 	}
@@ -266,7 +267,7 @@ func TestLearnSkipsEvictedGang(t *testing.T) {
 		finished("e-2", "e", 2, "n0", []int{0}, newInfo, 0, 10), finished("e-3", "e", 2, "n0", []int{1}, newInfo, 0, 10))
 	s := startRounds(t, learnCfg(), cs)
 	s.learn.evicted["ns/e"] = learnT0.Add(-5 * time.Minute)
-	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(400*time.Second))
 	if len(s.learn.observed) != 0 || s.learn.learner.Belief(variability.ClassB, 1) != 1 {
 		t.Errorf("observed %+v", s.learn.observed)
 	}
@@ -332,7 +333,7 @@ func TestLearnFlushThenLeadAgain(t *testing.T) {
 	cfg := learnCfg()
 	cfg.LearnedScoresWriteInterval = Duration{time.Hour}
 	s := startRounds(t, cfg, cs)
-	s.Round(context.Background(), learnT0.Add(400*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(400*time.Second))
 	if _, err := cs.CoreV1().ConfigMaps("pal-system").Get(context.Background(), DefaultLearnedScoresConfigMap, metav1.GetOptions{}); err != nil {
 		t.Fatalf("first change not written at once: %v", err)
 	}
@@ -354,7 +355,7 @@ func TestLearnFlushThenLeadAgain(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.Round(context.Background(), learnT0.Add(500*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(500*time.Second))
 	if s.raw.Values[variability.ClassB][3] != 1.5 || s.learn.count != 5 || len(s.learn.observed) != 0 {
 		t.Errorf("leading again: GPU 3 at %v, count %d, observed %+v; want 1.5 from the ConfigMap, 5, none", s.raw.Values[variability.ClassB][3], s.learn.count, s.learn.observed)
 	}
@@ -378,18 +379,18 @@ func TestLearnProgressOfRunningGang(t *testing.T) {
 	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
 	cs, _ := newFake(t, node("n0", 4), node("n1", 4), mk("g-0", "n0", 1, 2, ""), mk("g-1", "n1", 2, 5, "500@"+at(100)))
 	s := startRounds(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0.Add(110*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(110*time.Second))
 	want := 95.0 / 500 / 0.179 / 1.7
 	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 95 || obs[0].Iterations != 500 || math.Abs(obs[0].Y-want) > 1e-12 ||
 		len(obs[0].GPUs) != 2 || obs[0].GPUs[0] != 1 || obs[0].GPUs[1] != 6 {
 		t.Fatalf("observed %+v, want one on GPUs [1 6] with run 95 s, 500 iterations, y %v", obs, want)
 	}
-	s.Round(context.Background(), learnT0.Add(120*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(120*time.Second))
 	if len(s.learn.observed) != 0 {
 		t.Errorf("the same report taken again: %+v", s.learn.observed)
 	}
 	annotateSeen(t, cs, s, "g-1", AnnProgress, "1000@"+at(195))
-	s.Round(context.Background(), learnT0.Add(200*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(200*time.Second))
 	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 190 || obs[0].Iterations != 1000 {
 		t.Errorf("newer report: %+v, want run 190 s over 1000 iterations", obs)
 	}
@@ -489,7 +490,7 @@ func TestLearnedScoresSteerPlacement(t *testing.T) {
 		cfg := learnCfg()
 		cfg.LearnScores = learn
 		s := startRounds(t, cfg, cs)
-		s.Round(context.Background(), learnT0.Add(400*time.Second))
+		roundWait(s, context.Background(), learnT0.Add(400*time.Second))
 		b := fc.binds["new"]
 		if b == nil {
 			t.Fatalf("learn %v: new pod not bound", learn)
@@ -520,7 +521,7 @@ func TestLearnStepTimeOfRunningPods(t *testing.T) {
 	}
 	cs, _ := newFake(t, node("n0", 4), node("n1", 4), mk("g-0", "n0", 1, "0.358@"+at(100)), mk("g-1", "n1", 2, "0.179@"+at(100)))
 	s := startRounds(t, learnCfg(), cs)
-	s.Round(context.Background(), learnT0.Add(110*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(110*time.Second))
 	obs := s.learn.observed
 	if len(obs) != 2 {
 		t.Fatalf("%d observations, want one per pod: %+v", len(obs), obs)
@@ -538,12 +539,12 @@ func TestLearnStepTimeOfRunningPods(t *testing.T) {
 			t.Errorf("GPU %d believed %v, want %v", g, b, want)
 		}
 	}
-	s.Round(context.Background(), learnT0.Add(120*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(120*time.Second))
 	if len(s.learn.observed) != 0 {
 		t.Errorf("the same reports taken again: %+v", s.learn.observed)
 	}
 	annotateSeen(t, cs, s, "g-0", AnnStepTime, "0.358@"+at(150))
-	s.Round(context.Background(), learnT0.Add(160*time.Second))
+	roundWait(s, context.Background(), learnT0.Add(160*time.Second))
 	if b := s.learn.learner.Belief(variability.ClassB, 1); len(s.learn.observed) != 1 || b != 1.75 {
 		t.Errorf("newer report: observed %+v, GPU 1 believed %v, want one observation and 1.75", s.learn.observed, b)
 	}
@@ -616,7 +617,7 @@ func TestLearnRefusesImplausibleReports(t *testing.T) {
 			evc := fake.NewSimpleClientset()
 			s.UseEventClient(evc)
 			s.events.Start(context.Background())
-			s.Round(context.Background(), learnT0.Add(310*time.Second))
+			roundWait(s, context.Background(), learnT0.Add(310*time.Second))
 			L := s.learn
 			if len(L.rejected) != 1 || L.rejected[0].Pod != "ns/g-0" || L.rejected[0].Source != c.rejected.source || L.rejected[0].Reason != c.rejected.reason {
 				t.Fatalf("rejected %+v, want one on ns/g-0 from %s for %s", L.rejected, c.rejected.source, c.rejected.reason)
@@ -635,7 +636,7 @@ func TestLearnRefusesImplausibleReports(t *testing.T) {
 				old := c.pods[0].Annotations[c.moved]
 				num, _, _ := strings.Cut(old, "@")
 				annotateSeen(t, cs, s, "g-0", c.moved, num+"@"+at(200))
-				s.Round(context.Background(), learnT0.Add(320*time.Second))
+				roundWait(s, context.Background(), learnT0.Add(320*time.Second))
 			}
 			wantCount := 1.0
 			if c.moved != "" {

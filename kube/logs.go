@@ -10,13 +10,21 @@ import (
 // many pods, the nodes and the devices on each. A gang some of whose
 // binds failed gets a warning instead (the next round completes it from
 // its bind-info).
-func (s *Scheduler) logGangBound(g *gang, parts []PodBind, failed int) {
+//
+// Binds settle in any order; the line lists the pods by node and device.
+func (s *Scheduler) logGangBound(key string, parts []PodBind, failed int) {
+	slices.SortFunc(parts, func(a, b PodBind) int {
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return slices.Compare(a.GPUs, b.GPUs)
+	})
 	nodes, gpus := bindSummary(parts)
 	if failed > 0 {
-		s.log.Warn("gang partly bound", "gang", gangName(g.key), "pods", len(parts), "failed", failed, "nodes", nodes, "gpus", gpus)
+		s.log.Warn("gang partly bound", "gang", gangName(key), "pods", len(parts), "failed", failed, "nodes", nodes, "gpus", gpus)
 		return
 	}
-	s.log.Info("bound gang", "gang", gangName(g.key), "pods", len(parts), "nodes", nodes, "gpus", gpus)
+	s.log.Info("bound gang", "gang", gangName(key), "pods", len(parts), "nodes", nodes, "gpus", gpus)
 }
 
 // bindSummary writes pods' placements as the node list "n0,n1" and the

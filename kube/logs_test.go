@@ -14,12 +14,12 @@ import (
 func TestBoundGangLogLine(t *testing.T) {
 	cs, _ := newFake(t, node("n0", 4), node("n1", 4), pod("g-0", 2, gangAnn("g", 2), ""), pod("g-1", 2, gangAnn("g", 2), ""))
 	s, buf := startLogged(t, testCfg(), cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	want := `level=INFO msg="bound gang" gang="gang ns/g" pods=2 nodes=n0 gpus=n0:0,1,2,3`
 	if n := strings.Count(buf.String(), `msg="bound gang"`); n != 1 || !strings.Contains(buf.String(), want) {
 		t.Fatalf("%d bound-gang lines, want one with %q; log:\n%s", n, want, buf)
 	}
-	nodes, gpus := bindSummary([]PodBind{{"b", []int{3}}, {"a", []int{1, 0}}, {"b", []int{2}}})
+	nodes, gpus := bindSummary([]PodBind{{Node: "b", GPUs: []int{3}}, {Node: "a", GPUs: []int{1, 0}}, {Node: "b", GPUs: []int{2}}})
 	if nodes != "b,a" || gpus != "b:2,3 a:0,1" {
 		t.Errorf("summary %q %q, want b,a and b:2,3 a:0,1", nodes, gpus)
 	}
@@ -30,8 +30,8 @@ func TestBoundGangLogLine(t *testing.T) {
 func TestUnscoredGPUsOneWarning(t *testing.T) {
 	cs, _ := newFake(t, node("n2", 4), node("n0", 4), node("n1", 2))
 	s, buf := startLogged(t, testCfg(), cs)
-	s.Round(context.Background(), time.Now())
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	want := `level=WARN msg="10 GPUs on 3 nodes (n0, n1, n2) have no PM-score: ConfigMap pal-system/pal-variability does not exist; they count as median GPUs"`
 	if n := strings.Count(buf.String(), "PM-score"); n != 1 || !strings.Contains(buf.String(), want) {
 		t.Fatalf("%d PM-score lines, want one: %s\nlog:\n%s", n, want, buf)
@@ -47,7 +47,7 @@ func TestUnscoredGPUsOneWarning(t *testing.T) {
 func TestBoundPodsGaugeAtBind(t *testing.T) {
 	cs, _ := newFake(t, []runtime.Object{node("n0", 4), node("n1", 4), pod("g-0", 2, gangAnn("g", 2), ""), pod("g-1", 2, gangAnn("g", 2), ""), pod("solo", 1, nil, "")}...)
 	s := startRounds(t, testCfg(), cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if v := testutil.ToFloat64(s.metrics.BoundNow); v != 3 {
 		t.Errorf("pal_bound_pods %v right after 3 binds, want 3", v)
 	}
@@ -55,7 +55,7 @@ func TestBoundPodsGaugeAtBind(t *testing.T) {
 		t.Errorf("pal_bound_pods_total %v, want 3", v)
 	}
 	// The next round counts the same 3 (assumed until the informer shows them).
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if v := testutil.ToFloat64(s.metrics.BoundNow); v != 3 {
 		t.Errorf("pal_bound_pods %v after the next round, want 3", v)
 	}

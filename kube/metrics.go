@@ -20,6 +20,12 @@ type Metrics struct {
 	GPUsInUse    prometheus.Gauge
 	MeanScore    prometheus.Gauge
 	Leader       prometheus.Gauge
+	// RoundErrors counts the faults a round recovered from, by stage
+	// (see faults.go); BindsInFlight the binder's tasks not settled yet;
+	// BindErrors the binds that did not land.
+	RoundErrors   *prometheus.CounterVec
+	BindsInFlight prometheus.Gauge
+	BindErrors    prometheus.Counter
 	// Scheduler themis (fairness.go).
 	AppRho           *prometheus.GaugeVec
 	LeaseRevocations prometheus.Counter
@@ -45,6 +51,17 @@ func NewMetrics() *Metrics {
 	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica runs rounds: it holds the leader lease, or runs without leader election."})
+	m.RoundErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_round_errors_total",
+		Help: "Faults the scheduler recovered from, by stage: plan (placing; the gang at fault is set aside), complete (a gang cut off by a crash), bind (a launch, or a bind worker), round (anything else in a round)."},
+		[]string{"stage"})
+	for _, st := range []string{"plan", "complete", "bind", "round"} {
+		m.RoundErrors.WithLabelValues(st) // exported at 0 from the start
+	}
+	m.BindsInFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_binds_in_flight",
+		Help: "Binds and evictions handed to the binder whose outcome is not known yet (their GPUs stay held)."})
+	m.BindErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_bind_errors_total",
+		Help: "Binds that did not land: the apiserver refused them, or the pod was gone or bound elsewhere (its GPUs are free again)."})
+	m.reg.MustRegister(m.RoundErrors, m.BindsInFlight, m.BindErrors)
 	m.reg.MustRegister(themisMetrics(m)...)
 	var lc []prometheus.Collector
 	m.learn, lc = newLearnMetrics()

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestRoundMovesAGangOnlyWhenItPays(t *testing.T) {
 		cfg.LeaderElection.Enabled = false
 		cfg.Placement, cfg.MigrationCost, cfg.PreemptBarePods = tc.placement, Duration{tc.cost}, tc.preemptBare
 		s := startRounds(t, cfg, cs)
-		s.Round(context.Background(), time.Now())
+		roundWait(s, context.Background(), time.Now())
 		if got := len(fc.evicted) > 0; got != tc.evicted {
 			t.Errorf("%s, %s iterations, cost %v, bare %v, preemptBarePods %v: evicted %v (%v), want %v; wait reasons %q",
 				tc.placement, tc.iters, tc.cost, tc.bare, tc.preemptBare, got, fc.evicted, tc.evicted, s.lastWhy)
@@ -107,7 +108,8 @@ func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
 	for _, placement := range []string{"packed-sticky", "random-sticky", "spread"} {
 		r0 := pod("r-0", 1, gangAnn("r", 2, AnnGPUIndices, "2", AnnModel, "BERT"), "n1")
 		r1 := pod("r-1", 1, gangAnn("r", 2, AnnGPUIndices, "3", AnnModel, "BERT"), "n1")
-		other := pod("other", 1, map[string]string{AnnGPUIndices: "0"}, "n0")
+		// Another scheduler's pod: PAL counts it on n0's highest device, 3.
+		other := pod("other", 1, nil, "n0")
 		other.Spec.SchedulerName = "default-scheduler"
 		for _, p := range []*corev1.Pod{r0, r1, other} {
 			p.Status.Phase = corev1.PodRunning
@@ -118,7 +120,7 @@ func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
 		cfg.LeaderElection.Enabled = false
 		cfg.Placement = placement
 		s := startRounds(t, cfg, cs)
-		s.Round(context.Background(), time.Now())
+		roundWait(s, context.Background(), time.Now())
 		q := pod("q-0", 1, gangAnn("q", 1, AnnModel, "BERT"), "")
 		if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -132,7 +134,7 @@ func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
 			}
 		}
 		for range 3 {
-			s.Round(context.Background(), time.Now())
+			roundWait(s, context.Background(), time.Now())
 		}
 		if len(fc.evicted) > 0 {
 			t.Errorf("%s: evicted %v; a sticky placer must keep the running gang on n1 GPUs 2,3 (wait reasons %q)", placement, fc.evicted, s.lastWhy)
@@ -142,8 +144,114 @@ func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
 			t.Fatalf("%s: q-0 not bound (binds %v, wait reasons %q)", placement, keys(fc.binds), s.lastWhy)
 		}
 		n, idx := b.Target.Name, b.Annotations[AnnGPUIndices]
-		if (n == "n0" && idx == "0") || (n == "n1" && (idx == "2" || idx == "3")) {
+		if (n == "n0" && idx == "3") || (n == "n1" && (idx == "2" || idx == "3")) {
 			t.Errorf("%s: q-0 bound to %s GPU %s, a GPU already in use", placement, n, idx)
 		}
+	}
+}
+
+// JobBackoff is the Job controller's recreation delay: 10 s doubled per
+// failed pod, at most 6 minutes.
+func TestJobBackoff(t *testing.T) {
+	for pods, want := range map[int]time.Duration{0: 0, 1: 10 * time.Second, 2: 20 * time.Second, 4: 80 * time.Second,
+		6: 320 * time.Second, 7: 6 * time.Minute, 64: 6 * time.Minute} {
+		if got := JobBackoff(pods); got != want {
+			t.Errorf("JobBackoff(%d) = %v, want %v", pods, got, want)
+		}
+	}
+}
+
+// A move of a Job's gang is weighed against migrationCost plus the Job
+// controller's backoff for the pods it recreates. A gang of four 1-GPU
+// BERT pods runs on node slow (4 GPUs scoring 1.2 for every class); node
+// fast (4 GPUs at 1.0) is free. pal-ma's expected gain is the remaining
+// work times the slowdown it saves: binned, the scores are taken over
+// their mean 1.1 (1.0909 and 0.9091, 0.1818 apart), so 5,000 BERT
+// iterations of 0.179 s gain 5,000 x 0.179 x 0.1818 = 163 s, and a
+// million 32,545 s. With migrationCost 2m:
+//
+//   - owned by a StatefulSet (recreated at once), 163 s > 120 s: moved;
+//   - owned by a batch/v1 Job, 163 s < 120 + 80 s (the backoff for 4
+//     failed pods, 10 s doubled three times): kept;
+//   - owned by a Job, a million iterations: moved, the eviction saying
+//     what it weighed, and the gang owing the 200 s as lost progress.
+func TestJobGangMoveCost(t *testing.T) {
+	scores := "node,gpu_index,class,score\n"
+	for g := range 4 {
+		for _, c := range []string{"A", "B", "C", "D"} {
+			scores += fmt.Sprintf("slow,%d,%s,1.2\nfast,%d,%s,1.0\n", g, c, g, c)
+		}
+	}
+	yes := true
+	for _, tc := range []struct {
+		owner, iters string
+		moved        bool
+	}{
+		{"StatefulSet", "5000", true},
+		{"Job", "5000", false},
+		{"Job", "1000000", true},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "pal-system", Name: "pal-variability"},
+			Data: map[string]string{ScoresKey: scores}}
+		objs := []runtime.Object{node("slow", 4), node("fast", 4), cm}
+		for i := range 4 {
+			p := running(pod(fmt.Sprintf("w-%d", i), 1, gangAnn("w", 4, AnnGPUIndices, itoa(i), AnnModel, "BERT", AnnIterations, tc.iters), "slow"))
+			api := "apps/v1"
+			if tc.owner == "Job" {
+				api = "batch/v1"
+			}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: api, Kind: tc.owner, Name: "train", UID: "uid-train", Controller: &yes}}
+			objs = append(objs, p)
+		}
+		cs, fc := newFake(t, objs...)
+		s, log := startLogged(t, testCfg(), cs)
+		roundWait(s, context.Background(), time.Now())
+		if got := len(fc.evicted) == 4; got != tc.moved || len(fc.evicted)%4 != 0 {
+			t.Errorf("owner %s, %s iterations: evicted %v, want moved %v; log:\n%s", tc.owner, tc.iters, fc.evicted, tc.moved, log)
+		}
+		if tc.owner == "Job" && tc.moved {
+			want := "a move it weighed against a migration cost of 200 s (migrationCost 120 s, and 80 s of the Job controller's backoff before it recreates 4 pods)"
+			if !strings.Contains(log.String(), want) {
+				t.Errorf("the eviction does not say %q:\n%s", want, log)
+			}
+			if j := s.state.Snapshot().ByKey["ns/w"].Job; j.Debt != 200 {
+				t.Errorf("debt %v, want 200 s", j.Debt)
+			}
+		}
+	}
+}
+
+// Under preemptBarePods with the non-migration-aware pal placement, a
+// bare pod's gang that the plan would migrate is kept (its pods would be
+// deleted for good), and a launch the plan put on its GPUs used to wait
+// for them forever while others were free. Nodes fast (1 GPU, score 1.0)
+// and slow (1 GPU, 1.2): bare pod r runs on slow; q (1 GPU) arrives. PAL
+// places r first, on the faster free GPU (fast), and q on what is left,
+// r's own GPU: r's move is refused, and the order is placed once more
+// without r, whose GPU is then taken, so q goes to fast at once.
+func TestKeptBarePodDoesNotBlockLaunch(t *testing.T) {
+	scores := "node,gpu_index,class,score\n"
+	for _, c := range []string{"A", "B", "C", "D"} {
+		scores += "slow,0," + c + ",1.2\nfast,0," + c + ",1.0\n"
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "pal-system", Name: "pal-variability"},
+		Data: map[string]string{ScoresKey: scores}}
+	r := running(pod("r", 1, map[string]string{AnnGPUIndices: "0", AnnModel: "BERT", AnnIterations: "1000"}, "slow"))
+	q := pod("q", 1, map[string]string{AnnModel: "BERT"}, "")
+	q.CreationTimestamp = metav1.NewTime(r.CreationTimestamp.Add(time.Minute))
+	cs, fc := newFake(t, node("slow", 1), node("fast", 1), cm, r, q)
+	cfg := testCfg()
+	cfg.Placement, cfg.PreemptBarePods = "pal", true
+	s := startRounds(t, cfg, cs)
+	roundWait(s, context.Background(), time.Now())
+	if len(fc.evicted) > 0 {
+		t.Fatalf("evicted %v: the bare pod r must be kept", fc.evicted)
+	}
+	if b := fc.binds["q"]; b == nil || b.Target.Name != "fast" || b.Annotations[AnnGPUIndices] != "0" {
+		t.Fatalf("q bound %+v, want fast GPU 0 (wait reasons %q)", b, s.lastWhy)
+	}
+	want := "kept on slow GPU 0: the pal placement would migrate it, but its bare pods ns/r would be deleted and nothing would recreate them"
+	if s.lastWhy["ns/pod:r"] != want {
+		t.Errorf("r told %q, want %q", s.lastWhy["ns/pod:r"], want)
 	}
 }

@@ -6,10 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/kube/podspec"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
 )
@@ -21,21 +19,6 @@ import (
 // deleted and nothing recreates it: its work is lost. So a gang with a
 // bare pod is never evicted to migrate it, and evicted to preempt it only
 // when the config's preemptBarePods says so.
-
-// isBare reports whether no controller will recreate p once it is
-// evicted.
-func isBare(p *corev1.Pod) bool { return metav1.GetControllerOf(p) == nil }
-
-// barePods names a gang's bound bare pods as namespace/name.
-func (g *gang) barePods() []string {
-	var out []string
-	for _, p := range g.bound {
-		if isBare(p) {
-			out = append(out, p.Namespace+"/"+p.Name)
-		}
-	}
-	return out
-}
 
 // neverMoves is the migration cost of a job that must not migrate: no
 // expected gain reaches it, so a migration-aware placement keeps the job
@@ -51,7 +34,7 @@ func gangName(key string) string {
 	if !ok {
 		return key
 	}
-	if g := keyGroupName(ns, name); g != "" {
+	if g := podspec.KeyGroupName(ns, name); g != "" {
 		return g
 	}
 	switch {
@@ -63,39 +46,6 @@ func gangName(key string) string {
 	return "gang " + key
 }
 
-// devices writes global GPU ids as node names and device indices:
-// "gpu-node-000 GPUs 0,1,2,3 and gpu-node-001 GPU 0".
-func (s *snapshot) devices(gpus []int) string {
-	var parts []string
-	var node string
-	var idx []int
-	flush := func() {
-		if len(idx) == 0 {
-			return
-		}
-		w := "GPUs"
-		if len(idx) == 1 {
-			w = "GPU"
-		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", node, w, FormatIndices(idx)))
-	}
-	sorted := slices.Clone(gpus)
-	slices.Sort(sorted)
-	for _, g := range sorted {
-		if g < 0 || g >= s.cl.Size() {
-			continue
-		}
-		n, i := s.device(g)
-		if n != node {
-			flush()
-			node, idx = n, nil
-		}
-		idx = append(idx, i)
-	}
-	flush()
-	return strings.Join(parts, " and ")
-}
-
 // takers lists, as gang names, the gangs of the round that hold some of
 // gpus after the plan, and whether every one of them is ahead of index at
 // in the round's order.
@@ -104,7 +54,7 @@ func takers(snap *snapshot, self *workload.Job, gpus []int, byID map[int]*gang, 
 	ahead := true
 	seen := map[int]bool{}
 	for _, x := range gpus {
-		o := snap.cl.Owner(x)
+		o := snap.Cluster.Owner(x)
 		if o == cluster.Free || o == self.ID || seen[o] {
 			continue
 		}
@@ -113,7 +63,7 @@ func takers(snap *snapshot, self *workload.Job, gpus []int, byID map[int]*gang, 
 		if g == nil {
 			continue
 		}
-		names = append(names, gangName(g.key))
+		names = append(names, gangName(g.Key))
 		if p, ok := pos[o]; !ok || p > at {
 			ahead = false
 		}
@@ -135,17 +85,22 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 		case len(who) == 0:
 			return fmt.Sprintf("%s: the %s placement left it out of the round's plan", at, place)
 		case ahead:
-			return fmt.Sprintf("%s: its %s go to %s, ordered ahead of it", at, snap.devices(d.From), strings.Join(who, ", "))
+			return fmt.Sprintf("%s: its %s go to %s, ordered ahead of it", at, snap.Devices(d.From), strings.Join(who, ", "))
 		default:
 			return fmt.Sprintf("%s: the %s placement re-planned the round, gave its %s to %s and left no GPUs for it",
-				at, place, snap.devices(d.From), strings.Join(who, ", "))
+				at, place, snap.Devices(d.From), strings.Join(who, ", "))
 		}
 	case round.Migrate:
 		old, nw := s.slowdown(snap, d.Job, d.From), s.slowdown(snap, d.Job, d.To)
 		why := fmt.Sprintf("migrated by the %s placement from %s to %s (expected slowdown %s on the old GPUs, %s on the new)",
-			place, snap.devices(d.From), snap.devices(d.To), fmtFloat(old), fmtFloat(nw))
+			place, snap.Devices(d.From), snap.Devices(d.To), fmtFloat(old), fmtFloat(nw))
 		if c := d.Job.MoveCost.Migration; strings.HasSuffix(place, "-ma") && c > 0 && c < neverMoves {
 			why += fmt.Sprintf(", a move it weighed against a migration cost of %s s", fmtFloat(c))
+			if g := byID[d.Job.ID]; g != nil && g.JobPods > 0 {
+				b := JobBackoff(g.JobPods).Seconds() * s.cfg.TimeScale
+				why += fmt.Sprintf(" (migrationCost %s s, and %s s of the Job controller's backoff before it recreates %d pods)",
+					fmtFloat(c-b), fmtFloat(b), g.JobPods)
+			}
 		}
 		if len(who) > 0 {
 			why += "; its old GPUs go to " + strings.Join(who, ", ")
@@ -159,7 +114,7 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 // every pod a controller recreates may migrate; a gang with a bare pod
 // may be preempted only when the config allows it.
 func (s *Scheduler) movable(g *gang, k round.Kind) bool {
-	if len(g.barePods()) == 0 {
+	if len(g.BarePods()) == 0 {
 		return true
 	}
 	return k == round.Preempt && s.cfg.PreemptBarePods

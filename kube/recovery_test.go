@@ -60,6 +60,7 @@ func startLogged(t *testing.T, cfg Config, cs *fake.Clientset) (*Scheduler, *syn
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		t.Fatal("informers did not sync")
 	}
+	s.binder.Start(ctx)
 	return s, buf
 }
 
@@ -94,9 +95,9 @@ func TestRoundCompletesCrashCutGang(t *testing.T) {
 		pending []string
 		slots   map[string]PodBind // pod -> where it must be bound
 	}{
-		{[]string{"w-1", "w-2"}, map[string]PodBind{"w-1": {"n1", []int{2, 3}}, "w-2": {"n2", []int{1, 2}}}},
-		{[]string{"w-1", "w-3"}, map[string]PodBind{"w-1": {"n1", []int{2, 3}}, "w-3": {"n2", []int{1, 2}}}},
-		{[]string{"w-3", "w-4"}, map[string]PodBind{"w-3": {"n1", []int{2, 3}}, "w-4": {"n2", []int{1, 2}}}},
+		{[]string{"w-1", "w-2"}, map[string]PodBind{"w-1": {Node: "n1", GPUs: []int{2, 3}}, "w-2": {Node: "n2", GPUs: []int{1, 2}}}},
+		{[]string{"w-1", "w-3"}, map[string]PodBind{"w-1": {Node: "n1", GPUs: []int{2, 3}}, "w-3": {Node: "n2", GPUs: []int{1, 2}}}},
+		{[]string{"w-3", "w-4"}, map[string]PodBind{"w-3": {Node: "n1", GPUs: []int{2, 3}}, "w-4": {Node: "n2", GPUs: []int{1, 2}}}},
 	} {
 		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3, AnnSlowdown, "1.5"), "n0")))
 		objs := []runtime.Object{node("n0", 4), node("n1", 4), node("n2", 4), w0}
@@ -105,7 +106,7 @@ func TestRoundCompletesCrashCutGang(t *testing.T) {
 		}
 		cs, fc := newFake(t, objs...)
 		s := startRounds(t, testCfg(), cs)
-		s.Round(context.Background(), time.Now())
+		roundWait(s, context.Background(), time.Now())
 		if len(fc.evicted) > 0 {
 			t.Errorf("pending %v: evicted %v, want none", tc.pending, fc.evicted)
 		}
@@ -147,7 +148,7 @@ func TestRoundEvictsGangWithShortBindInfo(t *testing.T) {
 			mk(pod("w-1", 2, gangAnn("w", 3), "")), mk(pod("w-2", 2, gangAnn("w", 3), ""))}
 		cs, fc := newFake(t, objs...)
 		s := startRounds(t, testCfg(), cs)
-		s.Round(context.Background(), time.Now())
+		roundWait(s, context.Background(), time.Now())
 		if len(fc.binds) > 0 {
 			t.Errorf("bare %v: bound %v, want nothing", bare, keys(fc.binds))
 		}
@@ -180,15 +181,15 @@ func TestLaunchWaitsForPreemptedPods(t *testing.T) {
 	s, log := startLogged(t, cfg, cs)
 	ctx := context.Background()
 	t0 := time.Now()
-	s.Round(ctx, t0)
+	roundWait(s, ctx, t0)
 	for _, n := range []string{"new-0", "new-1"} {
 		if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitInformer(t, s, "new-1", true)
-	s.Round(ctx, t0.Add(100*time.Second))
-	if !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) || len(fc.binds) > 0 {
+	roundWait(s, ctx, t0.Add(100*time.Second))
+	if !slices.Equal(slices.Sorted(slices.Values(fc.evicted)), []string{"old-0", "old-1"}) || len(fc.binds) > 0 {
 		t.Fatalf("round 2: evicted %v, bound %v; want old-0 and old-1 evicted, nothing bound", fc.evicted, keys(fc.binds))
 	}
 	if got, want := s.lastWhy["ns/new"], "placed on n0 GPUs 0,1,2,3, which gang ns/old still hold(s); binds once they are free"; got != want {
@@ -197,7 +198,7 @@ func TestLaunchWaitsForPreemptedPods(t *testing.T) {
 	if want := `why="preempted at queue position 2 under las: its n0 GPUs 0,1,2,3 go to gang ns/new, ordered ahead of it"`; !strings.Contains(log.String(), want) {
 		t.Errorf("round 2: the log lacks %s:\n%s", want, log)
 	}
-	s.Round(ctx, t0.Add(110*time.Second))
+	roundWait(s, ctx, t0.Add(110*time.Second))
 	if len(fc.binds) > 0 {
 		t.Fatalf("round 3: bound %v while old's pods are still leaving", keys(fc.binds))
 	}
@@ -207,7 +208,7 @@ func TestLaunchWaitsForPreemptedPods(t *testing.T) {
 		}
 	}
 	waitInformer(t, s, "old-1", false)
-	s.Round(ctx, t0.Add(120*time.Second))
+	roundWait(s, ctx, t0.Add(120*time.Second))
 	for n, idx := range map[string]string{"new-0": "0,1", "new-1": "2,3"} {
 		if b := fc.binds[n]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != idx {
 			t.Errorf("round 4: %s bound %+v, want n0 devices %s", n, b, idx)
@@ -227,14 +228,14 @@ func TestBarePodsPreemptedOnlyWhenAllowed(t *testing.T) {
 		s := startRounds(t, cfg, cs)
 		ctx := context.Background()
 		t0 := time.Now()
-		s.Round(ctx, t0)
+		roundWait(s, ctx, t0)
 		for _, n := range []string{"new-0", "new-1"} {
 			if _, err := cs.CoreV1().Pods("ns").Create(ctx, pod(n, 2, gangAnn("new", 2), ""), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		waitInformer(t, s, "new-1", true)
-		s.Round(ctx, t0.Add(100*time.Second))
+		roundWait(s, ctx, t0.Add(100*time.Second))
 		if len(fc.binds) > 0 {
 			t.Errorf("preemptBarePods %v: bound %v, want nothing", allow, keys(fc.binds))
 		}
@@ -274,7 +275,7 @@ func waitInformer(t *testing.T, s *Scheduler, name string, present bool) {
 func TestForeignPodHoldsWholeNode(t *testing.T) {
 	f4 := running(pod("f4", 4, nil, "n0"))
 	f4.Spec.SchedulerName = "default-scheduler"
-	snap, err := buildSnapshot([]*corev1.Node{node("n0", 4), node("n1", 4)}, nil, []*corev1.Pod{f4}, workload.DefaultModels(), noJob, newJobTable(0))
+	snap, err := buildSnapshot([]*corev1.Node{node("n0", 4), node("n1", 4)}, nil, []*corev1.Pod{f4}, workload.DefaultModels(), noJob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestForeignPodHoldsWholeNode(t *testing.T) {
 		if g < 4 {
 			want = ownerForeign
 		}
-		if o := snap.cl.Owner(g); o != want {
+		if o := snap.Cluster.Owner(g); o != want {
 			t.Errorf("GPU %d: owner %d, want %d", g, o, want)
 		}
 	}
@@ -292,7 +293,7 @@ func TestForeignPodHoldsWholeNode(t *testing.T) {
 	f3.Spec.SchedulerName = "default-scheduler"
 	cs, fc := newFake(t, node("n0", 4), node("n1", 4), f4, f3, pod("a", 1, nil, ""), pod("b", 2, nil, ""))
 	s := startRounds(t, testCfg(), cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if b := fc.binds["a"]; b == nil || b.Target.Name != "n1" || b.Annotations[AnnGPUIndices] != "0" || len(fc.binds) != 1 {
 		t.Fatalf("binds %v (a: %+v), want a alone on n1 device 0", keys(fc.binds), fc.binds["a"])
 	}
@@ -329,7 +330,7 @@ func TestNodePackFallbackMostFreeFirst(t *testing.T) {
 		pod("g-0", 2, gangAnn("g", 2), ""), pod("g-1", 2, gangAnn("g", 2), ""))
 	s := startRounds(t, testCfg(), cs)
 	s.pol.place = fixedPlacer{[][]int{{0, 1, 2, 3}}}
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	for n, idx := range map[string]string{"g-0": "0,1", "g-1": "2,3"} {
 		if b := fc.binds[n]; b == nil || b.Target.Name != "n1" || b.Annotations[AnnGPUIndices] != idx {
 			t.Errorf("%s bound %+v, want n1 devices %s (wait reasons %q)", n, b, idx, s.lastWhy)

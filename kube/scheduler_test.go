@@ -43,6 +43,7 @@ func newFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *fakeCluste
 			ev := ca.GetObject().(*policyv1.Eviction)
 			fc.mu.Lock()
 			fc.evicted = append(fc.evicted, ev.Name)
+			slices.Sort(fc.evicted) // evictions run in parallel: compare as a set
 			fc.mu.Unlock()
 			return true, ev, nil
 		}
@@ -63,7 +64,16 @@ func startRounds(t *testing.T, cfg Config, cs *fake.Clientset) *Scheduler {
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		t.Fatal("informers did not sync")
 	}
+	s.binder.Start(ctx)
 	return s
+}
+
+// roundWait runs a round and waits until the binder has settled its
+// binds and evictions and its group statuses are written.
+func roundWait(s *Scheduler, ctx context.Context, at time.Time) {
+	s.Round(ctx, at)
+	_ = s.binder.Wait(ctx)
+	s.statusWG.Wait()
 }
 
 // One round on a hand-built cluster: the 2x2 gang gets one node's four
@@ -78,7 +88,7 @@ func TestRoundBindsWholeGang(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.LeaderElection.Enabled = false
 	s := startRounds(t, cfg, cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 
 	if len(fc.binds) != 2 {
 		t.Fatalf("binds %v, want g-0 and g-1 only", keys(fc.binds))
@@ -106,7 +116,7 @@ func TestRoundBindsWholeGang(t *testing.T) {
 	}
 	// A second round before the informers show the binds must not hand
 	// the same GPUs out again: nothing new is bound.
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if fc.calls != 2 {
 		t.Fatalf("%d bind calls after the second round, want the first round's 2", fc.calls)
 	}

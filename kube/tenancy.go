@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/tenant"
@@ -114,9 +115,9 @@ var jobRef = regexp.MustCompile(`job [0-9]+(: |'s )`)
 // admit reads a gang's VC and priority and checks them against the cells.
 // An error leaves the gang pending with the message as its event.
 func (t *tenancyStage) admit(g *gang) error {
-	p := g.pending
+	p := g.Pending
 	if len(p) == 0 {
-		p = g.bound
+		p = g.Bound
 	}
 	if len(p) == 0 {
 		return nil
@@ -140,7 +141,7 @@ func (t *tenancyStage) admit(g *gang) error {
 		}
 		prio = n
 	}
-	for _, q := range append(slices.Clone(g.pending), g.bound...) {
+	for _, q := range append(slices.Clone(g.Pending), g.Bound...) {
 		if q.Annotations[AnnVC] != a[AnnVC] || q.Annotations[AnnPriority] != a[AnnPriority] {
 			return fmt.Errorf("pods %s and %s of the gang differ in %s or %s", p[0].Name, q.Name, AnnVC, AnnPriority)
 		}
@@ -150,10 +151,10 @@ func (t *tenancyStage) admit(g *gang) error {
 			}
 		}
 	}
-	j := g.job
-	j.VC, j.VCPriority, j.PodGPUs = vc, prio, g.spec.gpus
+	j := g.Job
+	j.VC, j.VCPriority, j.PodGPUs = vc, prio, g.Spec.GPUs
 	j.PinnedCell, j.LeafCellType = strings.TrimSpace(a[AnnPinnedCell]), strings.TrimSpace(a[AnnLeafCellType])
-	src := "gang " + g.key
+	src := "gang " + g.Key
 	spec := j.Spec
 	spec.Source, spec.Line = src, 0
 	if err := t.l.Validate(&workload.Trace{Jobs: []workload.Spec{spec}}, t.hived != nil); err != nil {
@@ -184,11 +185,11 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 		t.toSnap[i] = -1
 	}
 	for i, n := range lc.Nodes {
-		k, ok := snap.nodeIndex[n.Name]
-		up := ok && snap.cl != nil && len(snap.cl.Nodes[k].GPUs) == len(n.GPUs)
+		k, ok := snap.NodeIndex[n.Name]
+		up := ok && snap.Cluster != nil && len(snap.Cluster.Nodes[k].GPUs) == len(n.GPUs)
 		if up {
 			for d, g := range n.GPUs {
-				t.toSnap[g] = snap.first[k] + d
+				t.toSnap[g] = snap.First[k] + d
 			}
 		}
 		if t.hived != nil && t.down[i] == up {
@@ -244,8 +245,8 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 			inOrder[j.ID] = true
 		}
 		e := *env
-		e.Cluster = snap.cl
-		t.quota.Hide = func(g int) bool { o := snap.cl.Owner(g); return o != cluster.Free && !inOrder[o] }
+		e.Cluster = snap.Cluster
+		t.quota.Hide = func(g int) bool { o := snap.Cluster.Owner(g); return o != cluster.Free && !inOrder[o] }
 		return t.stage.Place(&e, order, placer)
 	}
 	fromSnap := map[int]int{}
@@ -300,7 +301,7 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 				ok = false
 				continue
 			}
-			if o := snap.cl.Owner(r[k]); o != cluster.Free && before[o] == nil {
+			if o := snap.Cluster.Owner(r[k]); o != cluster.Free && before[o] == nil {
 				ok = false
 			}
 		}
@@ -321,18 +322,17 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 // served) and brings the cells up to date with the round.
 func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang) []*workload.Job {
 	live := map[int]bool{}
-	for _, g := range snap.gangs {
-		if g.job != nil {
-			live[g.job.ID] = true
+	for _, g := range snap.Gangs {
+		if g.Job != nil {
+			live[g.Job.ID] = true
 		}
 	}
 	kept := order[:0]
 	for _, j := range order {
 		g := byJob[j]
 		if err := s.ten.admit(g); err != nil {
-			delete(byJob, j)
-			if g.state == gangQueued {
-				s.wait(g.key, g.pending, err.Error())
+			if g.State == state.GangQueued {
+				s.wait(g.Key, g.Pending, err.Error())
 			}
 			continue
 		}

@@ -34,7 +34,7 @@ func TestTenancyTwoVCs(t *testing.T) {
 	cfg.LeaderElection.Enabled = false
 	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
 	s := startRounds(t, cfg, cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 
 	want := map[string]string{"a-big": "n0", "b-0": "n1", "b-1": "n1"}
 	if len(fc.binds) != len(want) {
@@ -61,7 +61,7 @@ func TestTenancyTwoVCs(t *testing.T) {
 	}
 	// A second round before the informers show the binds: the cells keep
 	// the gangs where they are and nothing new is bound.
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if fc.calls != 3 {
 		t.Errorf("%d bind calls after the second round, want 3", fc.calls)
 	}
@@ -69,7 +69,7 @@ func TestTenancyTwoVCs(t *testing.T) {
 	cs2, fc2 := newFake(t, objs...)
 	cfg.Tenancy, cfg.Cells = "none", ""
 	s2 := startRounds(t, cfg, cs2)
-	s2.Round(context.Background(), time.Now())
+	roundWait(s2, context.Background(), time.Now())
 	if fc2.binds["a-more"] == nil {
 		t.Errorf("without tenancy a-more waits too: binds %v", keys(fc2.binds))
 	}
@@ -101,7 +101,7 @@ func TestTenancyQuota(t *testing.T) {
 	cfg.LeaderElection.Enabled = false
 	cfg.Tenancy, cfg.Cells = "quota", "testdata/two-vcs.yaml"
 	s := startRounds(t, cfg, cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	if got := keys(fc.binds); !slices.Equal(got, []string{"a-big", "b-0"}) {
 		t.Errorf("binds %v, want a-big and b-0", got)
 	}
@@ -129,7 +129,7 @@ func TestTenancyPinnedCell(t *testing.T) {
 	cfg.LeaderElection.Enabled = false
 	cfg.Tenancy, cfg.Cells = "hived", "testdata/pinned.yaml"
 	s := startRounds(t, cfg, cs)
-	s.Round(context.Background(), time.Now())
+	roundWait(s, context.Background(), time.Now())
 	want := map[string]string{"a-0": "n0", "b-pin": "n1"}
 	if len(fc.binds) != len(want) {
 		t.Fatalf("binds %v, want %v", keys(fc.binds), want)

@@ -107,6 +107,13 @@ in the background, whose child keeps running when the parent is killed.`,
 				return err
 			}
 			s.UseEventClient(events)
+			brc := rest.CopyConfig(rc) // binds: a client and rate limiter of their own
+			brc.QPS, brc.Burst = cfg.BindQPS, cfg.BindBurst
+			binds, err := kubernetes.NewForConfig(brc)
+			if err != nil {
+				return err
+			}
+			s.UseBindClient(binds)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			if cfg.MetricsAddr != "" {

@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/palsched/pal/workload"
+)
+
+func node(name string, gpus int) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{ResourceGPU: GPUQuantity(gpus)}}}
+}
+
+func pod(name string, gpus int, ann map[string]string, nodeName string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: k8stypes.UID("uid-" + name), Annotations: ann,
+		CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))},
+		Spec: corev1.PodSpec{SchedulerName: "pal", NodeName: nodeName, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ResourceGPU: GPUQuantity(gpus)}}}}}}
+	return p
+}
+
+// owned gives p a controller ownerReference (a StatefulSet's), so that the
+// scheduler may evict it: its controller would recreate it.
+func owned(p *corev1.Pod) *corev1.Pod {
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "set", UID: "uid-set", Controller: &yes}}
+	return p
+}
+
+func gangAnn(g string, size int, extra ...string) map[string]string {
+	a := map[string]string{AnnGang: g, AnnGangSize: itoa(size)}
+	for i := 0; i+1 < len(extra); i += 2 {
+		a[extra[i]] = extra[i+1]
+	}
+	return a
+}
+
+func itoa(i int) string { return FormatIndices([]int{i}) }
+
+func noJob(*corev1.Pod) (string, int) { return "", 0 }
+
+func TestReadPodErrors(t *testing.T) {
+	m := workload.DefaultModels()
+	for _, c := range []struct {
+		p    *corev1.Pod
+		want string
+	}{
+		{pod("a", 0, nil, ""), "requests no nvidia.com/gpu"},
+		{pod("a", 1, map[string]string{AnnGang: "g"}, ""), `pal.io/gang-size=""`},
+		{pod("a", 1, map[string]string{AnnGangSize: "2"}, ""), "without pal.io/gang"},
+		{pod("a", 1, map[string]string{AnnModel: "nosuch"}, ""), `pal.io/model="nosuch": unknown model`},
+		{pod("a", 1, map[string]string{AnnClass: "Z"}, ""), "annotation pal.io/class"},
+		{pod("a", 1, map[string]string{AnnIterations: "-3"}, ""), "pal.io/iterations"},
+	} {
+		if _, err := readPod(c.p, m, noJob); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("readPod(%v) = %v, want %q", c.p.Annotations, err, c.want)
+		}
+	}
+}
+
+func TestReadNodeScores(t *testing.T) {
+	good := "node,gpu_index,class,score\na,0,A,1.1\na,0,B,1\na,0,C,0.9\na,0,D,1\n"
+	s, err := ReadNodeScores("cm", strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s[GPUKey{"a", 0}]; v[0] != 1.1 || v[2] != 0.9 {
+		t.Fatalf("scores %v", v)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"node,gpu_index,class,score\na,0,A,1.1\n", "cm:2: field \"class\": a/0 has no class B row"},
+		{"node,gpu_index,class,score\na,x,A,1\n", "cm:2"},
+		{"node,gpu_index,class,score\na,0,Q,1\n", "unknown class"},
+		{"node,gpu_index,class,score\na,0,A,-1\n", "cm:2"},
+		{"node,index\n", "missing column"},
+	} {
+		if _, err := ReadNodeScores("cm", strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ReadNodeScores(%q) = %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	if err := func() error { c := DefaultConfig(); return c.Validate() }(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"period: -1s", "field period"},
+		{"scheduler: nope", "field scheduler"},
+		{"placement: nope", "field placement"},
+		{"perod: 1s", `c.yaml:1: field "perod": unknown`},
+		{"period: ten", "duration"},
+	} {
+		f := t.TempDir() + "/c.yaml"
+		if err := writeFile(f, c.yaml); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("LoadConfig(%q) = %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }

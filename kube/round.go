@@ -1,0 +1,786 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/kube/bind"
+	"github.com/palsched/pal/kube/state"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
+	"github.com/palsched/pal/workload"
+)
+
+// Round runs one round: bring the state up to date, order, place, plan,
+// then hand the binds and evictions to the binder. No fault stops the
+// scheduler: a panic anywhere in a round is recovered, logged with its
+// stack and counted in pal_round_errors_total{stage="round"}, and the
+// next round runs as usual.
+func (s *Scheduler) Round(ctx context.Context, start time.Time) {
+	t0 := time.Now()
+	defer func() {
+		if v := recover(); v != nil {
+			s.fault("round", "", v, debug.Stack())
+		}
+		s.metrics.RoundSeconds.Observe(time.Since(t0).Seconds())
+	}()
+	s.roundCount.Add(1)
+	s.roundCtx = ctx
+	elapsed := 0.0
+	if !s.lastRound.IsZero() {
+		elapsed = start.Sub(s.lastRound).Seconds() * s.cfg.TimeScale
+	}
+	s.lastRound = start
+	now := float64(start.UnixNano())/1e9 - s.epoch
+
+	s.state.Sync()
+	snap := s.state.Snapshot()
+	for _, w := range snap.Warnings {
+		if !s.warned[w] {
+			s.warned[w] = true
+			s.log.Warn(w)
+		}
+	}
+	if len(s.warned) > len(snap.Warnings) {
+		now := make(map[string]bool, len(snap.Warnings))
+		for _, w := range snap.Warnings {
+			now[w] = true
+		}
+		for w := range s.warned {
+			if !now[w] {
+				delete(s.warned, w)
+			}
+		}
+	}
+	for _, b := range snap.Bad {
+		s.wait(b.Pod.Namespace+"/pod:"+b.Pod.Name, []*corev1.Pod{b.Pod}, b.Why)
+	}
+	for _, g := range snap.Removed {
+		delete(s.faulty, g.Key)
+		if f, ok := s.pol.sched.(interface{ Forget(id int) }); ok && g.Job != nil {
+			f.Forget(g.Job.ID) // Tiresias keeps a state per job
+		}
+	}
+	if snap.Cluster != nil {
+		s.loadScores(snap)
+		if s.learn != nil {
+			ours, _ := s.ours.List(everything)
+			s.learnRound(ctx, snap, ours, start)
+		}
+		s.rand.Cluster, s.rand.Scores = snap.Cluster, s.scores
+	}
+
+	// Complete gangs a crash cut off, from their bind-info, before anything
+	// else may take their GPUs.
+	order := s.plan.buf[:0]
+	byJob := snap.ByJob
+	boundPods := 0
+	raised := false // a waiting job's priority was raised (the order may change)
+	actions := s.actions
+	// A running gang's slowdown changes only with its GPUs or the scores:
+	// with neither changed since the last round, the one it has stands.
+	pmValid := snap.PlanGeneration == s.pmGen && s.raw == s.pmRaw
+	s.pmGen, s.pmRaw = snap.PlanGeneration, s.raw
+	for _, g := range snap.Gangs {
+		boundPods += len(g.Bound)
+		if gen, bad := s.faulty[g.Key]; bad {
+			if g.Gen == gen {
+				continue // its planning failed, and none of its pods changed since
+			}
+			delete(s.faulty, g.Key)
+		}
+		switch g.State {
+		case state.GangPartial:
+			s.guard("complete", g, func() { s.complete(snap, g) })
+		case state.GangWaiting:
+			s.wait(g.Key, g.Pending, g.Why)
+		case state.GangQueued, state.GangRunning:
+			j := g.Job
+			if snap.Cluster == nil || (g.State == state.GangRunning && len(g.GPUs) != j.GPUs) {
+				continue // its node left the cluster: not placeable until it ends
+			}
+			j.MoveCost = s.moveCost(g)
+			if g.State == state.GangRunning {
+				j.GPUsHeld = g.GPUs
+				// Its progress over the last period, as the simulator
+				// credits a round: a migration-aware placement weighs a
+				// move's gain against the work that is left.
+				if j.IterTime > 0 && elapsed > 0 {
+					if !pmValid || !(j.PM > 0) {
+						j.PM = s.slowdown(snap, j, g.GPUs)
+					}
+					j.Loc = 1
+					j.Progress(elapsed)
+				}
+				j.Attained += elapsed
+				j.GPUService += elapsed * float64(j.GPUs)
+				j.SinceScheduled = 0
+				if j.FirstStart < 0 {
+					j.FirstStart = now
+				}
+				if g.Bare() > 0 {
+					if !s.cfg.PreemptBarePods && s.ten == nil {
+						// Nothing would recreate its pods: it keeps its
+						// GPUs until it ends, and the placer does not
+						// see them (as another scheduler's pods).
+						continue
+					}
+					// It may be preempted, never migrated: act refuses
+					// a move that a placement still makes.
+					j.MoveCost.Migration = neverMoves
+				}
+			} else {
+				j.GPUsHeld = nil
+				j.SinceScheduled += elapsed
+				if g := s.cfg.StarvationGuard.Seconds(); g > 0 && j.SinceScheduled >= g && j.Priority != 1 {
+					j.Priority, raised = 1, true
+				}
+			}
+			order = append(order, j)
+		}
+	}
+	s.plan.buf = order[:0] // its backing array serves the next round
+	s.cleanWhy(snap)
+	s.metrics.BoundNow.Set(float64(boundPods))
+
+	if s.ten != nil {
+		order = s.tenancyOrder(snap, order, byJob)
+	}
+	if (len(order) > 0 || s.runsEmpty(snap)) && !s.plan.dead(s, snap, order, now, raised) {
+		order = s.orderJobs(now, order, byJob)
+		var alloc [][]int
+		var ds []round.Decision
+		var ok bool
+		snap, order, alloc, ds, ok = s.planRound(snap, order, byJob, start)
+		if !ok {
+			s.plan.quiet = false
+			return
+		}
+		s.act(snap, byJob, order, ds, start)
+		pending := 0
+		for i, j := range order {
+			if alloc[i] == nil {
+				pending++
+				g := byJob[j]
+				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free",
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount()))
+			}
+		}
+		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)
+		s.plan.record(s, snap, order, ds, actions)
+	} else if len(order) == 0 && !s.runsEmpty(snap) {
+		s.plan.quiet, s.plan.pending, s.plan.mean = false, 0, 0
+	}
+	s.plan.inUse = 0
+	if snap.Cluster != nil {
+		s.plan.inUse = snap.Cluster.Size() - snap.Cluster.FreeCount()
+	}
+	s.writeGroupStatus(snap)
+	s.metrics.PendingGangs.Set(float64(s.plan.pending))
+	s.metrics.GPUsInUse.Set(float64(s.plan.inUse))
+	s.metrics.MeanScore.Set(s.plan.mean)
+}
+
+// planRound places the round's order and reads the answer. A panic in
+// the placer is isolated to the gang that causes it (see isolate); when
+// the placement would move or preempt a gang the round may not evict
+// (see refusals) and a launch was planned onto its GPUs while others may
+// be free, the order is placed once more without that gang, whose GPUs
+// the placer then sees as taken. It returns the snapshot the answer is
+// on (a fresh one when the order was placed again).
+func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) (*snapshot, []*workload.Job, [][]int, []round.Decision, bool) {
+	for try := 0; ; try++ {
+		alloc, err := s.placeIsolated(snap, order, byJob, start)
+		if err != nil {
+			s.log.Error("round: nothing placed", "err", err)
+			return snap, order, nil, nil, false
+		}
+		ds, err := round.Plan(snap.Cluster, order, alloc)
+		if err != nil {
+			s.roundError("plan", "")
+			s.log.Error("round: placer answer rejected; nothing bound this round", "placer", s.pol.place.Name(), "err", err)
+			return snap, order, nil, nil, false
+		}
+		if try > 0 || s.ten != nil || s.th != nil {
+			return snap, order, alloc, ds, true
+		}
+		kept, _ := s.refusals(snap, byJob, ds, false)
+		if len(kept) == 0 || !slices.ContainsFunc(ds, func(d round.Decision) bool {
+			return d.Kind == round.Launch && slices.ContainsFunc(d.To, func(x int) bool { return kept[x] != "" })
+		}) {
+			return snap, order, alloc, ds, true
+		}
+		// The plan launches onto GPUs a gang keeps: place again with that
+		// gang out of the order, so that the placer sees its GPUs as taken
+		// and may find others. The gang is told why it stays.
+		s.refusals(snap, byJob, ds, true)
+		keep := map[int]bool{}
+		for _, d := range ds {
+			if (d.Kind == round.Migrate || d.Kind == round.Preempt) && slices.ContainsFunc(d.From, func(x int) bool { return kept[x] != "" }) {
+				keep[d.Job.ID] = true
+			}
+		}
+		rest := order[:0:0]
+		for _, j := range order {
+			if !keep[j.ID] {
+				rest = append(rest, j)
+			}
+		}
+		order = rest
+		snap = s.state.Snapshot()
+		s.rand.Cluster = snap.Cluster
+	}
+}
+
+// placeIsolated is the round's placement (tenancy, Themis or the
+// placer). A placer that panics is asked again on shorter prefixes of
+// the order to find the first gang whose presence makes it panic; that
+// gang is marked unschedulable until one of its pods changes (a
+// FailedScheduling event says why, the fault is logged with its stack
+// and counted in pal_round_errors_total{stage="plan"}), and the round
+// places the others. At most a few gangs are set aside in one round.
+func (s *Scheduler) placeIsolated(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) ([][]int, error) {
+	try := func(o []*workload.Job) (alloc [][]int, fault any, stack []byte) {
+		saved := make([][]int, len(o))
+		for i, j := range o {
+			saved[i] = j.GPUsHeld
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				fault, stack = v, debug.Stack()
+				for i, j := range o {
+					j.GPUsHeld = saved[i] // a placer may have left a view's ids behind
+				}
+			}
+		}()
+		return s.placeOnce(snap, o, byJob, start), nil, nil
+	}
+	alloc, fault, stack := try(order)
+	if fault == nil {
+		return alloc, nil
+	}
+	// A stateful placement (HiveD's cells, Themis' leases) may be left
+	// half-changed by a panic; it is asked again only without tenancy
+	// and Themis.
+	full := order
+	for set := 0; fault != nil; set++ {
+		if s.ten != nil || s.th != nil || set == 3 {
+			s.fault("plan", "", fault, stack)
+			return nil, fmt.Errorf("the placement failed: %v", fault)
+		}
+		// The shortest failing prefix ends with the culprit.
+		lo, hi := 0, len(order) // order[:lo] places; order[:hi] panics
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if _, f, _ := try(order[:mid]); f != nil {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		bad := order[hi-1]
+		g := byJob[bad]
+		s.fault("plan", g.Key, fault, stack)
+		s.markFaulty(g, fault)
+		order = slices.Delete(slices.Clone(order), hi-1, hi)
+		alloc, fault, stack = try(order)
+	}
+	// The answer in the round's order: the gangs set aside get nothing.
+	out := make([][]int, len(full))
+	k := 0
+	for i, j := range full {
+		if k < len(order) && order[k] == j {
+			out[i] = alloc[k]
+			k++
+		} else if j.GPUsHeld != nil {
+			out[i] = j.GPUsHeld // a running gang set aside keeps its GPUs
+		}
+	}
+	return out, nil
+}
+
+// placeOnce is one run of the round's placement.
+func (s *Scheduler) placeOnce(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) [][]int {
+	switch {
+	case s.ten != nil && s.th != nil:
+		return s.th.placeInVCs(s, snap, order, byJob, start)
+	case s.ten != nil:
+		return s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+	case s.th != nil:
+		return s.th.place(s, snap, order, byJob, start)
+	}
+	return s.place(snap, order)
+}
+
+// place runs the placer on the GPUs it may hand out. Placers take every
+// GPU not held by a job in the order as free (in the simulator every
+// GPU belongs to such a job), so GPUs of other schedulers' pods, of
+// leaving gangs and of partly bound gangs are cut out of the cluster the
+// placer sees: it gets a view without them (same bins and L×V order, GPU
+// ids renumbered), and its answer is mapped back. With nothing to cut
+// out the view is the cluster itself.
+func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
+	inOrder := make(map[int]bool, len(order))
+	for _, j := range order {
+		inOrder[j.ID] = true
+	}
+	cl := snap.Cluster
+	toView := make([]int, cl.Size())
+	var toReal []int
+	var sizes []int
+	var names []string
+	for n, nd := range cl.Nodes {
+		k := 0
+		for _, g := range nd.GPUs {
+			if o := cl.Owner(g); o != cluster.Free && !inOrder[o] {
+				toView[g] = -1
+				continue
+			}
+			toView[g] = len(toReal)
+			toReal = append(toReal, g)
+			k++
+		}
+		if k > 0 {
+			sizes = append(sizes, k)
+			names = append(names, cl.Nodes[n].Name)
+		}
+	}
+	if len(toReal) == cl.Size() {
+		return s.pol.place.Place(&s.rand, order)
+	}
+	if len(toReal) == 0 {
+		return make([][]int, len(order))
+	}
+	view, err := cluster.NewSized(sizes)
+	if err != nil {
+		s.log.Error("round: building the placer's view", "err", err)
+		return make([][]int, len(order))
+	}
+	for i := range view.Nodes {
+		view.Nodes[i].Name = names[i]
+	}
+	env := policy.Env{Cluster: view, Rand: s.rand.Rand}
+	if s.scores != nil {
+		sc := &policy.Scores{LV: s.scores.LV}
+		for c := range sc.SF {
+			sc.SF[c] = make([]float64, len(toReal))
+			for v, g := range toReal {
+				sc.SF[c][v] = s.scores.SF[c][g]
+			}
+		}
+		env.Scores = sc
+	}
+	held := make([][]int, len(order))
+	defer func() {
+		for i, j := range order {
+			if held[i] != nil {
+				j.GPUsHeld = held[i]
+			}
+		}
+	}()
+	for i, j := range order {
+		if j.GPUsHeld == nil {
+			continue
+		}
+		held[i] = j.GPUsHeld
+		v := make([]int, len(j.GPUsHeld))
+		for k, g := range j.GPUsHeld {
+			v[k] = toView[g]
+		}
+		_ = view.Assign(j.ID, v)
+		j.GPUsHeld = v
+	}
+	alloc := s.pol.place.Place(&env, order)
+	for i := range order {
+		if alloc[i] == nil {
+			continue
+		}
+		// toReal is increasing, so an ascending view list maps to an
+		// ascending real one.
+		r := make([]int, len(alloc[i]))
+		for k, v := range alloc[i] {
+			r[k] = toReal[v]
+		}
+		alloc[i] = r
+	}
+	return alloc
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// refusals finds the moves the round may not make: a gang with a bare
+// pod is never migrated, and preempted only under preemptBarePods; a
+// migration onto GPUs such a gang keeps is refused too. It returns the
+// kept GPUs (by the gang that keeps them) and the refused decisions;
+// with tell, each kept gang's pods are told why.
+func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds []round.Decision, tell bool) (map[int]string, map[int]bool) {
+	kept := map[int]string{}
+	refused := map[int]bool{}
+	for changed := true; changed; {
+		changed = false
+		for i, d := range ds {
+			if refused[i] || (d.Kind != round.Preempt && d.Kind != round.Migrate) {
+				continue
+			}
+			g := byJob[d.Job]
+			var why string
+			if !s.movable(g, d.Kind) {
+				verb := "migrate"
+				if d.Kind == round.Preempt {
+					verb = "preempt (preemptBarePods is off)"
+				}
+				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but its bare pods %s would be deleted and nothing would recreate them",
+					snap.Devices(d.From), s.pol.place.Name(), verb, strings.Join(g.BarePods(), ", "))
+			} else if d.Kind == round.Migrate {
+				for _, x := range d.To {
+					if k := kept[x]; k != "" {
+						why = fmt.Sprintf("kept on %s: the %s placement would migrate it to %s, which %s keeps", snap.Devices(d.From), s.pol.place.Name(), snap.Devices(d.To), k)
+						break
+					}
+				}
+			}
+			if why == "" {
+				continue
+			}
+			refused[i], changed = true, true
+			for _, x := range d.From {
+				kept[x] = gangName(g.Key)
+			}
+			if tell {
+				s.note(g, why)
+			}
+		}
+	}
+	return kept, refused
+}
+
+// act hands the binder the launched gangs' binds and the preempted or
+// migrated gangs' evictions. A move that would evict a bare pod it may
+// not evict (see movable) is refused: the gang keeps its GPUs, and a
+// launch or migration onto them waits.
+func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*workload.Job, ds []round.Decision, start time.Time) {
+	kept, refused := s.refusals(snap, byJob, ds, true)
+	var byID map[int]*gang
+	var pos map[int]int
+	// GPUs of gangs evicted this round stay busy until their pods are
+	// gone; a launch onto them waits for a later round (the kubelet would
+	// otherwise see two pods on one device).
+	vacating := map[int]string{}
+	var tasks []*bind.Task
+	for i, d := range ds {
+		if refused[i] || (d.Kind != round.Preempt && d.Kind != round.Migrate) {
+			continue
+		}
+		if byID == nil {
+			byID = make(map[int]*gang, len(snap.Gangs))
+			for _, g := range snap.Gangs {
+				if g.Job != nil {
+					byID[g.Job.ID] = g
+				}
+			}
+			pos = make(map[int]int, len(order))
+			for i, j := range order {
+				pos[j.ID] = i
+			}
+		}
+		g := byJob[d.Job]
+		tasks = append(tasks, s.evict(g, s.reason(snap, d, byID, pos))...)
+		// The restart costs what the placement weighed (lost progress,
+		// paid once the gang runs again), as in pal sim --moves
+		// evict-relaunch.
+		if d.Kind == round.Migrate {
+			d.Job.Debt += d.Job.MoveCost.Migration
+		} else {
+			d.Job.Debt += d.Job.MoveCost.Preemption
+		}
+		for _, x := range d.From {
+			vacating[x] = gangName(g.Key)
+		}
+	}
+	// A launch onto GPUs that are kept or still being vacated waits.
+	for _, d := range ds {
+		if d.Kind != round.Launch {
+			continue
+		}
+		var busy []int
+		var holders []string
+		for _, x := range d.To {
+			h := kept[x]
+			if h == "" {
+				h = vacating[x]
+			}
+			if h != "" {
+				busy = append(busy, x)
+				if !slices.Contains(holders, h) {
+					holders = append(holders, h)
+				}
+			}
+		}
+		if len(busy) > 0 {
+			g := byJob[d.Job]
+			slices.Sort(holders)
+			s.wait(g.Key, g.Pending, fmt.Sprintf("placed on %s, which %s still hold(s); binds once they are free", snap.Devices(busy), strings.Join(holders, ", ")))
+		}
+	}
+	for _, d := range ds {
+		if d.Kind != round.Launch {
+			continue
+		}
+		g := byJob[d.Job]
+		if slices.ContainsFunc(d.To, func(x int) bool { return vacating[x] != "" || kept[x] != "" }) {
+			continue // told above
+		}
+		s.guard("bind", g, func() {
+			parts := snap.Split(g, d.To)
+			if parts == nil {
+				// The placer's set does not split into whole pods per node;
+				// pack by node instead from what is left free.
+				if err := snap.Cluster.Release(d.Job.ID, d.To); err != nil {
+					s.log.Error("round: release", "err", err)
+					return
+				}
+				alt := snap.PackByNode(g, func(x int) bool { return vacating[x] != "" || kept[x] != "" })
+				if alt == nil || snap.Cluster.Assign(d.Job.ID, alt) != nil {
+					s.wait(g.Key, g.Pending, fmt.Sprintf("the %s set %v does not split into pods of %d GPUs per node, and no node-packed set is free", s.pol.place.Name(), d.To, g.Spec.GPUs))
+					return
+				}
+				s.log.Info("placer's GPU set does not split into pods; packed by node", "gang", g.Key, "placer_set", d.To, "used", alt)
+				d.To = alt
+				parts = snap.Split(g, alt)
+			}
+			info := BindInfo{Gang: g.Key, Round: start.UTC().Format(time.RFC3339Nano), Pods: map[string]PodBind{}}
+			for i, p := range g.Pending {
+				info.Pods[p.Name] = parts[i]
+			}
+			raw := mustJSON(info)
+			slow := s.slowdown(snap, d.Job, d.To)
+			for i, p := range g.Pending {
+				ann := s.th.annotate(g.Key, map[string]string{
+					AnnGPUIndices: FormatIndices(parts[i].GPUs), AnnBindInfo: raw, AnnSlowdown: fmtFloat(slow),
+				})
+				tasks = append(tasks, s.bindTask(p, parts[i].Node, ann, g.Key))
+			}
+			delete(s.lastWhy, g.Key)
+		})
+	}
+	s.submit(tasks)
+}
+
+// complete binds the missing members of a gang whose binding a crash cut
+// off, as its bind-info recorded. Recorded slots whose pod is gone go to
+// the gang's unbound pods in name order. If the record cannot be
+// followed (no bind-info, or a slot's devices are taken), the bound
+// members are evicted so the whole gang queues again.
+func (s *Scheduler) complete(snap *snapshot, g *gang) {
+	var info *BindInfo
+	for _, p := range g.Bound {
+		if bi, err := ParseBindInfo(p.Annotations[AnnBindInfo]); err == nil && bi.Gang == g.Key {
+			info = bi
+			break
+		}
+	}
+	if info == nil || len(info.Pods) != g.Spec.Size {
+		s.evictPartial(g, "partly bound without a usable "+AnnBindInfo+" for all its pods")
+		return
+	}
+	raw := mustJSON(info)
+	used := map[string]bool{}
+	for _, p := range g.Bound {
+		used[p.Name] = true
+	}
+	for _, n := range g.Finished {
+		used[n] = true
+	}
+	var free []string // recorded slots of members that vanished (deleted, to be recreated)
+	for name := range info.Pods {
+		if !used[name] {
+			free = append(free, name)
+		}
+	}
+	slices.Sort(free)
+	var todo []*corev1.Pod
+	var slots []PodBind
+	var rest []*corev1.Pod
+	for _, p := range g.Pending {
+		if pb, ok := info.Pods[p.Name]; ok {
+			todo, slots = append(todo, p), append(slots, pb)
+			free = slices.DeleteFunc(free, func(n string) bool { return n == p.Name })
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	for i, p := range rest {
+		if i < len(free) {
+			todo, slots = append(todo, p), append(slots, info.Pods[free[i]])
+		}
+	}
+	if len(todo) == 0 {
+		s.wait(g.Key, nil, fmt.Sprintf("gang partly bound (%d of %d): waits for its missing pods to be recreated", len(g.Bound), g.Spec.Size))
+		return
+	}
+	for i := range todo {
+		n, ok := snap.NodeIndex[slots[i].Node]
+		if !ok {
+			s.evictPartial(g, "partly bound, and its recorded node "+slots[i].Node+" is gone")
+			return
+		}
+		glob := make([]int, len(slots[i].GPUs))
+		for k, x := range slots[i].GPUs {
+			if x < 0 || x >= len(snap.Cluster.Nodes[n].GPUs) {
+				s.evictPartial(g, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are beyond the node")
+				return
+			}
+			glob[k] = snap.First[n] + x
+		}
+		if err := snap.Cluster.Assign(g.Job.ID, glob); err != nil {
+			s.evictPartial(g, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are taken")
+			return
+		}
+	}
+	s.log.Info("completing a gang cut off by a crash", "gang", g.Key, "bound", len(g.Bound), "binding", len(todo))
+	tasks := make([]*bind.Task, 0, len(todo))
+	for i, p := range todo {
+		ann := map[string]string{AnnGPUIndices: FormatIndices(slots[i].GPUs), AnnBindInfo: raw}
+		if v := g.Bound[0].Annotations[AnnSlowdown]; v != "" {
+			ann[AnnSlowdown] = v
+		}
+		tasks = append(tasks, s.bindTask(p, slots[i].Node, ann, g.Key))
+	}
+	s.submit(tasks)
+}
+
+// evictPartial evicts the bound members of a gang that a crash cut off
+// and that cannot be completed, so that the whole gang queues again once
+// its controller recreates them. Bare pods would be lost, so a gang with
+// one is evicted only under preemptBarePods; otherwise it waits, saying
+// what to do.
+func (s *Scheduler) evictPartial(g *gang, why string) {
+	if bare := g.BarePods(); len(bare) > 0 && !s.cfg.PreemptBarePods {
+		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bare pods %s are not evicted, since nothing would recreate them: delete them to queue the gang again",
+			gangName(g.Key), why, strings.Join(bare, ", ")))
+		return
+	}
+	s.submit(s.evict(g, gangName(g.Key)+" "+why+"; evicting its bound pods to queue it again whole"))
+}
+
+// evict turns a gang's eviction into tasks for the binder, one per bound
+// member, each assumed evicted at once; the pods' controller recreates
+// them and they queue again. Callers check that the gang may be evicted
+// (movable, evictPartial).
+func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
+	var names []string
+	for _, p := range g.Bound {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	s.log.Info("evicting gang", "gang", gangName(g.Key), "pods", strings.Join(names, ","), "why", why)
+	s.learnEvicted(g.Key)
+	s.markDisrupted(g, why)
+	var tasks []*bind.Task
+	now := time.Now()
+	for _, p := range g.Bound {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		seq := s.state.AssumeEvicted(p, now)
+		tasks = append(tasks, &bind.Task{Kind: bind.Evict, Pod: p, Seq: seq, Gang: g.Key, Reason: why})
+	}
+	return tasks
+}
+
+// wait tells a waiting gang's pods why, once per distinct reason.
+func (s *Scheduler) wait(key string, pods []*corev1.Pod, why string) {
+	if s.lastWhy[key] == why {
+		return
+	}
+	s.lastWhy[key] = why
+	for _, p := range pods {
+		s.events.post(podRef(p), corev1.EventTypeWarning, ReasonFailedScheduling, "Scheduling", why)
+	}
+	s.log.Info("waiting", "gang", gangName(key), "why", why)
+}
+
+// note tells a running gang's pods that a move was refused, once per
+// distinct reason.
+func (s *Scheduler) note(g *gang, why string) {
+	if s.lastWhy[g.Key] == why {
+		return
+	}
+	s.lastWhy[g.Key] = why
+	for _, p := range g.Bound {
+		s.events.post(podRef(p), corev1.EventTypeNormal, ReasonKept, "Keeping", why)
+	}
+	s.log.Info("move refused", "gang", gangName(g.Key), "why", why)
+}
+
+// cleanWhy forgets the reasons of gangs and pods that left.
+func (s *Scheduler) cleanWhy(snap *snapshot) {
+	for _, g := range snap.Removed {
+		delete(s.lastWhy, g.Key)
+	}
+	if len(s.lastWhy) == 0 || snap.Generation == s.whyGen && len(s.lastWhy) <= s.whyLen {
+		return // nothing left since the last look
+	}
+	defer func() { s.whyGen, s.whyLen = snap.Generation, len(s.lastWhy) }()
+	bad := make(map[string]bool, len(snap.Bad))
+	for _, b := range snap.Bad {
+		bad[b.Pod.Namespace+"/pod:"+b.Pod.Name] = true
+	}
+	for k := range s.lastWhy {
+		if snap.ByKey[k] == nil && !bad[k] {
+			delete(s.lastWhy, k)
+		}
+	}
+}
+
+// slowdown is the simulator's slowdown of a job on gpus: its slowest GPU
+// times the locality penalty when the GPUs span nodes.
+func (s *Scheduler) slowdown(snap *snapshot, j *workload.Job, gpus []int) float64 {
+	pm := 1.0
+	if s.raw != nil {
+		v := s.raw.Values[j.Class]
+		pm = v[gpus[0]]
+		for _, g := range gpus[1:] {
+			pm = math.Max(pm, v[g])
+		}
+	}
+	if snap.Cluster.SpansNodes(gpus) {
+		return pm * s.cfg.LocalityPenalty
+	}
+	return pm
+}
+
+// meanScore is the mean binned PM-score over the GPUs of every placed job
+// (lower is faster; 0 when there are no scores).
+func (s *Scheduler) meanScore(order []*workload.Job, alloc [][]int) float64 {
+	if s.scores == nil {
+		return 0
+	}
+	sum, n := 0.0, 0
+	for i, j := range order {
+		sf := s.scores.SF[j.Class]
+		for _, g := range alloc[i] {
+			sum += sf[g]
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}

@@ -1,0 +1,225 @@
+package state
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/kube/podspec"
+)
+
+// UsableNode reports whether pal may place on n: a schedulable GPU node
+// without a taint that keeps pods off (but nvidia.com/gpu's, the usual
+// taint of dedicated GPU nodes).
+func UsableNode(n *corev1.Node) bool {
+	if n.Spec.Unschedulable || podspec.NodeGPUs(n) == 0 {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			if t.Key != "nvidia.com/gpu" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// layout is the usable nodes, sorted by name, each node's GPUs numbered
+// from its first global id (device index i of node n is global
+// first[n]+i), and the owner table of those GPUs (the base the rounds
+// copy).
+type layout struct {
+	names  []string
+	index  map[string]int
+	first  []int
+	base   *cluster.Cluster // nil: no usable node
+	maxPer int
+}
+
+// nodeUse is who holds what on one node: our bound pods by the indices
+// they carry (claims), and pods that hold by count (others: other
+// schedulers' pods, ours that no longer read), by sort key.
+type nodeUse struct {
+	claims   map[string]*podEntry
+	others   map[string]int
+	warnings []string
+}
+
+// applyNode records a node (nil: deleted) and reports whether the usable
+// nodes or their sizes changed.
+func (s *Store) applyNode(name string, n *corev1.Node) bool {
+	was := s.nodes[name]
+	if n == nil {
+		delete(s.nodes, name)
+	} else {
+		s.nodes[name] = n
+	}
+	gpus := func(n *corev1.Node) int {
+		if n == nil || !UsableNode(n) {
+			return 0
+		}
+		return podspec.NodeGPUs(n)
+	}
+	return gpus(was) != gpus(n)
+}
+
+// rebuildLayout numbers the usable nodes again and holds every GPU
+// again: the node set changed (rare), so every global id may have moved.
+func (s *Store) rebuildLayout() {
+	var use []*corev1.Node
+	for _, n := range s.nodes {
+		if UsableNode(n) {
+			use = append(use, n)
+		}
+	}
+	slices.SortFunc(use, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	l := layout{index: make(map[string]int, len(use))}
+	sizes := make([]int, len(use))
+	id := 0
+	for i, n := range use {
+		sizes[i] = podspec.NodeGPUs(n)
+		l.names = append(l.names, n.Name)
+		l.index[n.Name] = i
+		l.first = append(l.first, id)
+		id += sizes[i]
+		l.maxPer = max(l.maxPer, sizes[i])
+	}
+	if len(use) > 0 {
+		c, err := cluster.NewSized(sizes)
+		if err != nil {
+			panic("state: " + err.Error()) // sizes are 1..MaxNodeGPUs
+		}
+		for i := range c.Nodes {
+			c.Nodes[i].Name = l.names[i]
+		}
+		l.base = c
+	}
+	s.lay = l
+	s.layoutGen++
+	s.planChanged = true
+	for name := range s.use {
+		s.dirtyNodes[name] = true
+	}
+	for _, g := range s.gangs {
+		s.dirtyGangs[g] = true
+	}
+}
+
+// resolveNode holds a node's GPUs again from its claims and others: our
+// pods in gang-key and pod-name order each take the devices they record
+// (all or none: a pod whose devices are taken or beyond the node holds
+// nothing, and a warning says so), then the others take what is left
+// from the highest device index down. It reports whether any device
+// changed hands.
+func (s *Store) resolveNode(name string) (changed bool) {
+	u := s.use[name]
+	if u == nil {
+		return false
+	}
+	for _, c := range u.claims {
+		if c.held != nil {
+			c.held = nil
+		}
+		s.gpusDirty[c.gang] = true
+	}
+	if len(u.warnings) > 0 {
+		u.warnings = nil
+		s.warnDirty = true
+	}
+	n, ok := s.lay.index[name]
+	if !ok {
+		// Gone, or no longer a GPU node: nothing there is held.
+		if len(u.claims) == 0 && len(u.others) == 0 {
+			delete(s.use, name)
+		}
+		return false
+	}
+	cl := s.lay.base
+	gpus := cl.Nodes[n].GPUs
+	before := make([]int, len(gpus))
+	for i, g := range gpus {
+		before[i] = cl.Owner(g)
+		if before[i] != cluster.Free {
+			_ = cl.Release(before[i], []int{g})
+		}
+	}
+	defer func() {
+		for i, g := range gpus {
+			if cl.Owner(g) != before[i] {
+				changed = true
+			}
+		}
+	}()
+	claims := make([]*podEntry, 0, len(u.claims))
+	for _, c := range u.claims {
+		claims = append(claims, c)
+	}
+	slices.SortFunc(claims, func(a, b *podEntry) int {
+		if c := strings.Compare(a.gang.Key, b.gang.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.eff.Name, b.eff.Name)
+	})
+	holder := make([]string, len(gpus)) // device index -> pod holding it
+	warn := func(format string, args ...any) {
+		u.warnings = append(u.warnings, fmt.Sprintf(format, args...))
+		s.warnDirty = true
+	}
+	for _, c := range claims {
+		p := c.eff
+		if c.ierr != nil {
+			warn("pod %s/%s on %s: %v", p.Namespace, p.Name, name, c.ierr)
+			continue
+		}
+		glob := make([]int, len(c.idx))
+		ok := true
+		for i, x := range c.idx {
+			if x >= len(gpus) {
+				warn("pod %s/%s: device %d beyond node %s's %d GPUs", p.Namespace, p.Name, x, name, len(gpus))
+				ok = false
+				break
+			}
+			glob[i] = s.lay.first[n] + x
+		}
+		if !ok {
+			continue
+		}
+		if !cl.TryAssign(c.gang.owner(), glob) {
+			var by []string
+			for _, x := range c.idx {
+				if h := holder[x]; h != "" && !slices.Contains(by, h) {
+					by = append(by, h)
+				}
+			}
+			warn("pod %s/%s on %s holds devices %s already held by %s", p.Namespace, p.Name, name, podspec.FormatIndices(c.idx), strings.Join(by, ", "))
+			continue
+		}
+		for _, x := range c.idx {
+			holder[x] = "pod " + c.key
+		}
+		c.held = glob
+	}
+	keys := make([]string, 0, len(u.others))
+	for k := range u.others {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		want := u.others[k]
+		for i := len(gpus) - 1; i >= 0 && want > 0; i-- {
+			if cl.IsFree(gpus[i]) {
+				_ = cl.Assign(OwnerForeign, gpus[i:i+1])
+				want--
+			}
+		}
+		if want > 0 {
+			warn("node %s is overcommitted: pod %s wants %d more %s than are free", name, strings.TrimPrefix(k, "foreign:"), want, podspec.ResourceGPU)
+		}
+	}
+	return false // the deferred comparison decides
+}

@@ -1,0 +1,177 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/palsched/pal/kube/podspec"
+)
+
+// BadPod is a pending pod of ours whose annotations or requests are
+// wrong: it waits, and Why is its event's message.
+type BadPod struct {
+	Pod *corev1.Pod
+	Why string
+}
+
+// applyPod replaces what the Store knows of one pod of ours by obj (nil:
+// the pod is gone), read once.
+func (s *Store) applyPod(key string, obj *corev1.Pod) {
+	if old := s.pods[key]; old != nil {
+		s.detach(old)
+		delete(s.pods, key)
+	}
+	a := s.assumed[key]
+	if obj == nil || obj.Spec.SchedulerName != s.cfg.SchedulerName {
+		// Gone (or not ours: a client that does not filter by field
+		// sent it). Its bind or eviction has nothing left to hold.
+		delete(s.assumed, key)
+		return
+	}
+	if a != nil && a.uid != obj.UID {
+		delete(s.assumed, key) // another pod of that name
+		a = nil
+	}
+	e := &podEntry{key: key, obj: obj, eff: obj}
+	if a != nil {
+		var empty bool
+		if e.eff, empty = a.overlay(obj); empty {
+			delete(s.assumed, key) // the informer shows what was assumed
+		}
+	}
+	s.read(e)
+	s.pods[key] = e
+	s.attach(e)
+}
+
+// read classifies a pod and reads its spec and indices.
+func (s *Store) read(e *podEntry) {
+	p := e.eff
+	terminal := podspec.IsTerminal(p)
+	deleting := p.DeletionTimestamp != nil
+	if p.Spec.NodeName == "" && (terminal || deleting) || deleting && terminal {
+		e.role = roleNone
+		return
+	}
+	e.refs = podspec.Refs(p)
+	e.spec, e.err = s.cfg.Reader.Read(p)
+	switch {
+	case e.err != nil && p.Spec.NodeName == "":
+		e.role = roleBad
+	case e.err != nil:
+		// Bound by us earlier with annotations that read differently
+		// now (a changed model table): it still holds its request.
+		e.role = roleNone
+		if !terminal {
+			if n, err := podspec.PodGPUs(p); err == nil && n > 0 {
+				e.role, e.fore = roleOther, n
+			}
+		}
+	case p.Spec.NodeName == "":
+		e.role = rolePending
+	case terminal:
+		e.role = roleFinished
+	default:
+		e.role = roleBound
+		e.idx, e.ierr = podspec.ParseIndices(p.Annotations[podspec.AnnGPUIndices])
+	}
+}
+
+// attach adds a read pod to its gang, node and references.
+func (s *Store) attach(e *podEntry) {
+	for _, r := range e.refs {
+		m := s.byRef[r]
+		if m == nil {
+			m = map[string]bool{}
+			s.byRef[r] = m
+		}
+		m[e.key] = true
+	}
+	switch e.role {
+	case roleBad:
+		s.bad[e.key] = &BadPod{Pod: e.eff, Why: e.err.Error()}
+		s.badDirty = true
+	case roleOther:
+		u := s.nodeUse(e.eff.Spec.NodeName)
+		u.others[e.key] = e.fore
+		s.dirtyNodes[e.eff.Spec.NodeName] = true
+	case rolePending, roleBound, roleFinished:
+		g := s.gangs[e.spec.Gang]
+		if g == nil {
+			g = &Gang{Key: e.spec.Gang, members: map[string]*podEntry{}}
+			s.gangs[g.Key] = g
+			s.resorted = true
+		}
+		g.members[e.eff.Name] = e
+		e.gang = g
+		s.dirtyGangs[g] = true
+		if e.role == roleBound {
+			u := s.nodeUse(e.eff.Spec.NodeName)
+			u.claims[e.key] = e
+			s.dirtyNodes[e.eff.Spec.NodeName] = true
+		}
+	}
+}
+
+// detach undoes attach.
+func (s *Store) detach(e *podEntry) {
+	for _, r := range e.refs {
+		if m := s.byRef[r]; m != nil {
+			delete(m, e.key)
+			if len(m) == 0 {
+				delete(s.byRef, r)
+			}
+		}
+	}
+	switch e.role {
+	case roleBad:
+		delete(s.bad, e.key)
+		s.badDirty = true
+	case roleOther:
+		if u := s.use[e.eff.Spec.NodeName]; u != nil {
+			delete(u.others, e.key)
+		}
+		s.dirtyNodes[e.eff.Spec.NodeName] = true
+	case rolePending, roleBound, roleFinished:
+		g := e.gang
+		delete(g.members, e.eff.Name)
+		s.dirtyGangs[g] = true
+		if e.role == roleBound {
+			if u := s.use[e.eff.Spec.NodeName]; u != nil {
+				delete(u.claims, e.key)
+			}
+			s.dirtyNodes[e.eff.Spec.NodeName] = true
+		}
+	}
+}
+
+// applyForeign replaces what the Store knows of one bound pod of another
+// scheduler (nil: gone, or finished).
+func (s *Store) applyForeign(key string, p *corev1.Pod) {
+	if old := s.foreign[key]; old != nil {
+		if u := s.use[old.node]; u != nil {
+			delete(u.others, "foreign:"+key)
+		}
+		s.dirtyNodes[old.node] = true
+		delete(s.foreign, key)
+	}
+	if p == nil || p.Spec.SchedulerName == s.cfg.SchedulerName || p.Spec.NodeName == "" || podspec.IsTerminal(p) {
+		return
+	}
+	want, err := podspec.PodGPUs(p)
+	if err != nil || want == 0 {
+		return
+	}
+	o := &other{key: key, node: p.Spec.NodeName, want: want}
+	s.foreign[key] = o
+	s.nodeUse(o.node).others["foreign:"+key] = want
+	s.dirtyNodes[o.node] = true
+}
+
+func (s *Store) nodeUse(name string) *nodeUse {
+	u := s.use[name]
+	if u == nil {
+		u = &nodeUse{claims: map[string]*podEntry{}, others: map[string]int{}}
+		s.use[name] = u
+	}
+	return u
+}

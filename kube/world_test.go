@@ -1,0 +1,481 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// world is an apiserver and a cluster's kubelets for tests that run many
+// rounds: it holds the truth (nodes and pods), answers the scheduler's
+// Bindings, Evictions and GETs through fake clientset reactors (with
+// faults when asked), and feeds the scheduler's state the events the
+// informers would, as late as the test says.
+type world struct {
+	t     testing.TB
+	mu    sync.Mutex
+	nodes map[string]*corev1.Node
+	pods  map[string]*corev1.Pod
+	queue []worldEvent // changes the scheduler has not been shown
+	known map[string]bool
+	seq   int
+	rv    int
+	cs    *fake.Clientset
+	s     *Scheduler
+	ctx   context.Context
+
+	// faults, each a chance in 1,000, drawn from the seed and the
+	// request (so that the binder's interleaving does not change them).
+	log                     *syncBuf
+	seed                    uint64
+	commitFail, refuse, get int
+	attempts                map[string]int
+	binds, committed        int
+}
+
+type worldEvent struct {
+	key  string
+	pod  *corev1.Pod // nil: deleted
+	node *corev1.Node
+}
+
+func newWorld(t testing.TB, cfg Config, seed uint64, nodes int, gpus int) *world {
+	w := &world{t: t, nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, known: map[string]bool{},
+		seed: seed, attempts: map[string]int{}}
+	w.cs = fake.NewClientset()
+	w.cs.PrependReactor("create", "pods", w.react)
+	w.cs.PrependReactor("get", "pods", w.react)
+	// Events are taken and dropped: the fake's tracker is slow to store them.
+	w.cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, a.(k8stesting.CreateAction).GetObject(), nil
+	})
+	w.log = &syncBuf{}
+	s, err := New(cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.binder.Backoff, s.binder.MaxBackoff = time.Millisecond, 4*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s.events.Start(ctx)
+	s.binder.Start(ctx)
+	w.s, w.ctx = s, ctx
+	for i := range nodes {
+		n := node(fmt.Sprintf("n%d", i), gpus)
+		w.nodes[n.Name] = n
+		w.queue = append(w.queue, worldEvent{key: "node/" + n.Name, node: n})
+	}
+	return w
+}
+
+// chance draws a fault for one request from the seed and the request.
+func (w *world) chance(what, key string, attempt int, perMille int) bool {
+	if perMille == 0 {
+		return false
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%s/%d", w.seed, what, key, attempt)
+	return int(h.Sum64()%1000) < perMille
+}
+
+func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch act := a.(type) {
+	case k8stesting.GetAction:
+		if act.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		key := act.GetNamespace() + "/" + act.GetName()
+		w.attempts["get/"+key]++
+		if w.chance("get", key, w.attempts["get/"+key], w.get) {
+			return true, nil, fmt.Errorf("get %s: connection reset by peer", key)
+		}
+		p := w.pods[key]
+		if p == nil {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
+		}
+		return true, p.DeepCopy(), nil
+	case k8stesting.CreateAction:
+		switch act.GetSubresource() {
+		case "binding":
+			b := act.GetObject().(*corev1.Binding)
+			key := b.Namespace + "/" + b.Name
+			w.attempts["bind/"+key]++
+			n := w.attempts["bind/"+key]
+			w.binds++
+			p := w.pods[key]
+			switch {
+			case p == nil:
+				return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, b.Name)
+			case p.UID != b.UID:
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, b.Name, fmt.Errorf("UID precondition failed"))
+			case p.Spec.NodeName != "":
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, b.Name,
+					fmt.Errorf("pod %s is already assigned to node %q", b.Name, p.Spec.NodeName))
+			case p.DeletionTimestamp != nil:
+				return true, nil, apierrors.NewBadRequest("pod " + b.Name + " is being deleted, cannot be assigned to a host")
+			case w.chance("refuse", key, n, w.refuse):
+				return true, nil, apierrors.NewTooManyRequests("slow down", 1)
+			}
+			q := p.DeepCopy()
+			q.Spec.NodeName = b.Target.Name
+			if q.Annotations == nil {
+				q.Annotations = map[string]string{}
+			}
+			for k, v := range b.Annotations {
+				q.Annotations[k] = v
+			}
+			q.Status.Phase = corev1.PodRunning
+			w.put(q)
+			w.committed++
+			if w.chance("commitfail", key, n, w.commitFail) {
+				if n%2 == 0 {
+					return true, nil, apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
+				}
+				return true, nil, fmt.Errorf("http2: client connection lost")
+			}
+			return true, b, nil
+		case "eviction":
+			ev := act.GetObject().(*policyv1.Eviction)
+			key := ev.Namespace + "/" + ev.Name
+			p := w.pods[key]
+			if p == nil {
+				return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, ev.Name)
+			}
+			if p.DeletionTimestamp == nil {
+				q := p.DeepCopy()
+				now := metav1.NewTime(time.Unix(1_700_000_000, 0))
+				q.DeletionTimestamp = &now
+				w.put(q)
+			}
+			return true, ev, nil
+		}
+	}
+	return false, nil, nil
+}
+
+// put stores a pod's new version and queues its event (mu held).
+func (w *world) put(p *corev1.Pod) {
+	w.rv++
+	p.ResourceVersion = fmt.Sprint(w.rv)
+	key := p.Namespace + "/" + p.Name
+	w.pods[key] = p
+	w.queue = append(w.queue, worldEvent{key: key, pod: p})
+}
+
+// create makes a pod of ours (a StatefulSet's, so that it may be
+// evicted and comes back).
+func (w *world) create(name string, gpus int, ann map[string]string, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seq++
+	p := owned(pod(name, gpus, ann, ""))
+	p.UID = k8stypes.UID(fmt.Sprintf("uid-%s-%d", name, w.seq))
+	p.CreationTimestamp = metav1.NewTime(at)
+	w.put(p)
+}
+
+// remove deletes a pod for good.
+func (w *world) remove(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.pods[key]; ok {
+		delete(w.pods, key)
+		w.queue = append(w.queue, worldEvent{key: key})
+	}
+}
+
+// finish ends a running pod.
+func (w *world) finish(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.pods[key]; p != nil && p.Spec.NodeName != "" {
+		q := p.DeepCopy()
+		q.Status.Phase = corev1.PodSucceeded
+		w.put(q)
+	}
+}
+
+// deliver shows the scheduler the first n queued changes (all: n < 0).
+func (w *world) deliver(n int) {
+	w.mu.Lock()
+	if n < 0 || n > len(w.queue) {
+		n = len(w.queue)
+	}
+	evs := slices.Clone(w.queue[:n])
+	w.queue = w.queue[n:]
+	w.mu.Unlock()
+	for _, e := range evs {
+		w.show(e)
+	}
+}
+
+func (w *world) show(e worldEvent) {
+	st := w.s.state
+	switch {
+	case e.node != nil:
+		st.OnNode(e.node)
+	case e.pod != nil:
+		st.OnPod(e.pod)
+		w.known[e.key] = true
+	default:
+		st.OnPodDeleted(e.key)
+		delete(w.known, e.key)
+	}
+}
+
+// relist shows the scheduler every object as it is now, and deletions
+// for the pods it knows that are gone, as an informer's re-list does;
+// queued changes are dropped (the list holds them).
+func (w *world) relist() {
+	w.mu.Lock()
+	w.queue = w.queue[:0]
+	var evs []worldEvent
+	for _, n := range w.nodes {
+		evs = append(evs, worldEvent{node: n})
+	}
+	for k, p := range w.pods {
+		evs = append(evs, worldEvent{key: k, pod: p})
+	}
+	for k := range w.known {
+		if w.pods[k] == nil {
+			evs = append(evs, worldEvent{key: k})
+		}
+	}
+	w.mu.Unlock()
+	for _, e := range evs {
+		w.show(e)
+	}
+}
+
+// round runs one round at at and waits for the binder.
+func (w *world) round(at time.Time) {
+	roundWait(w.s, w.ctx, at)
+}
+
+// check reports two live pods on one device, or a pod beyond its node.
+func (w *world) check() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	held := map[string]string{}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range w.pods {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		p := w.pods[k]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		idx, err := ParseIndices(p.Annotations[AnnGPUIndices])
+		if err != nil {
+			return fmt.Errorf("pod %s bound without indices: %v", k, err)
+		}
+		for _, x := range idx {
+			if x >= NodeGPUs(w.nodes[p.Spec.NodeName]) {
+				return fmt.Errorf("pod %s on %s device %d, beyond the node", k, p.Spec.NodeName, x)
+			}
+			d := fmt.Sprintf("%s/%d", p.Spec.NodeName, x)
+			if other := held[d]; other != "" {
+				return fmt.Errorf("GPU %s given to both %s and %s", d, other, k)
+			}
+			held[d] = k
+		}
+	}
+	return nil
+}
+
+// bound lists the live bound pods as pod@node[indices], sorted.
+func (w *world) bound() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k, p := range w.pods {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded {
+			out = append(out, fmt.Sprintf("%s@%s[%s]", k, p.Spec.NodeName, p.Annotations[AnnGPUIndices]))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// workload drives a world for rounds: gangs of 1-4 pods of 1-2 GPUs
+// arrive, run a few rounds and finish; evicted pods are deleted and come
+// back (their controller recreates them) a round later. It returns a
+// function that does one round's worth of it.
+func (w *world) workload(rng *rand.Rand) func(r int, at time.Time) {
+	type running struct {
+		key string
+		end int
+	}
+	var runs []running
+	gangs := 0
+	return func(r int, at time.Time) {
+		if rng.IntN(2) == 0 {
+			gangs++
+			size, gpus := 1+rng.IntN(4), 1+rng.IntN(2)
+			iters := fmt.Sprint(100 * (1 + rng.IntN(10000)))
+			for i := range size {
+				ann := map[string]string{AnnModel: []string{"BERT", "resnet50", "vgg19"}[rng.IntN(3)], AnnIterations: iters}
+				if size > 1 {
+					ann = gangAnn(fmt.Sprintf("g%d", gangs), size, AnnModel, "BERT", AnnIterations, iters)
+				}
+				w.create(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at)
+			}
+		}
+		w.mu.Lock()
+		var deleting, started []string
+		for k, p := range w.pods {
+			switch {
+			case p.DeletionTimestamp != nil:
+				deleting = append(deleting, k)
+			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x running) bool { return x.key == k }):
+				started = append(started, k)
+			}
+		}
+		w.mu.Unlock()
+		slices.Sort(deleting)
+		slices.Sort(started)
+		for _, k := range started {
+			runs = append(runs, running{k, r + 2 + rng.IntN(8)})
+		}
+		for _, k := range deleting {
+			// The kubelet stops it; its controller makes it again.
+			w.mu.Lock()
+			old := w.pods[k]
+			w.mu.Unlock()
+			w.remove(k)
+			ann := map[string]string{}
+			for a, v := range old.Annotations {
+				if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown {
+					ann[a] = v
+				}
+			}
+			gpus, _ := PodGPUs(old)
+			w.create(old.Name, gpus, ann, old.CreationTimestamp.Time)
+		}
+		keep := runs[:0]
+		for _, x := range runs {
+			if x.end <= r {
+				w.finish(x.key)
+				continue
+			}
+			keep = append(keep, x)
+		}
+		runs = keep
+	}
+}
+
+// Two schedulers on the same world, one that finds dead rounds (and does
+// not place in them) and one that places every round, bind and evict the
+// same pods on the same devices round after round: a dead round is
+// invisible. Every scheduling order and the pure placements.
+func TestDeadRoundsChangeNothing(t *testing.T) {
+	for _, c := range []struct{ sched, place string }{
+		{"fifo", "pal-ma"}, {"las", "pal-ma"}, {"srtf", "pal"}, {"tiresias-las", "pm-first-ma"}, {"fifo", "packed-sticky"},
+	} {
+		t.Run(c.sched+"/"+c.place, func(t *testing.T) {
+			var ws [2]*world
+			var steps [2]func(int, time.Time)
+			for i := range ws {
+				cfg := testCfg()
+				cfg.Scheduler, cfg.Placement = c.sched, c.place
+				cfg.StarvationGuard = Duration{5 * time.Minute}
+				ws[i] = newWorld(t, cfg, 1, 6, 4)
+				ws[i].s.plan.noSkip = i == 1
+				steps[i] = ws[i].workload(rand.New(rand.NewPCG(7, 8)))
+			}
+			t0 := time.Unix(1_700_000_000, 0)
+			for r := range 80 {
+				at := t0.Add(time.Duration(r) * 10 * time.Second)
+				for i, w := range ws {
+					if r%4 != 3 { // every fourth round nothing arrives or ends
+						steps[i](r, at)
+					}
+					w.deliver(-1)
+					w.round(at)
+					w.deliver(-1)
+				}
+				if a, b := ws[0].bound(), ws[1].bound(); a != b {
+					t.Fatalf("round %d: with dead rounds %s\nplacing every round %s", r, a, b)
+				}
+				if err := ws[0].check(); err != nil {
+					l := ws[0].log.String()
+					t.Fatalf("round %d: %v\n%s", r, err, l[max(0, len(l)-6000):])
+				}
+			}
+			if ws[0].s.plan.deadRounds == 0 {
+				t.Errorf("no round was dead: the test shows nothing")
+			}
+			t.Logf("%d of 80 rounds dead", ws[0].s.plan.deadRounds)
+		})
+	}
+}
+
+// No GPU index is ever given to two live pods while the apiserver
+// misbehaves: Bindings it commits but answers with an error (a timeout, a
+// lost connection), Bindings it refuses, GETs that fail, informers that
+// show changes late (a random part of what happened, each round) or all
+// at once after a re-list, and pods recreated under the same name while
+// a bind of the old one is in flight (UID conflicts), over random rounds
+// of gangs arriving, running, being preempted or migrated and finishing.
+// The invariant is checked on the apiserver's own pods after every round.
+func TestNoGPUTwiceUnderFaults(t *testing.T) {
+	seeds, rounds := 20, 150
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		cfg := testCfg()
+		cfg.Scheduler, cfg.Placement = []string{"srtf", "las", "fifo"}[seed%3], []string{"pal", "pal-ma", "packed-nonsticky"}[seed%3]
+		w := newWorld(t, cfg, uint64(seed), 6, 4)
+		w.commitFail, w.refuse, w.get = 150, 50, 200
+		rng := rand.New(rand.NewPCG(uint64(seed), 99))
+		step := w.workload(rng)
+		t0 := time.Unix(1_700_000_000, 0)
+		for r := range rounds {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			step(r, at)
+			switch rng.IntN(10) {
+			case 0:
+				w.relist()
+			case 1, 2:
+				// nothing shown: the informers lag a whole round
+			default:
+				w.mu.Lock()
+				n := rng.IntN(len(w.queue) + 1)
+				w.mu.Unlock()
+				w.deliver(n)
+			}
+			w.round(at)
+			if err := w.check(); err != nil {
+				l := w.log.String()
+				t.Fatalf("seed %d round %d: %v\n%s", seed, r, err, l[max(0, len(l)-4000):])
+			}
+		}
+		if w.committed == 0 || w.binds == w.committed {
+			t.Errorf("seed %d: %d bind requests, %d committed: the faults were not exercised", seed, w.binds, w.committed)
+		}
+	}
+}
