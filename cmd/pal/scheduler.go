@@ -100,16 +100,13 @@ in the background, whose child keeps running when the parent is killed.`,
 			if err != nil {
 				return err
 			}
-			erc := rest.CopyConfig(rc) // events: a client and rate limiter of their own
-			erc.QPS, erc.Burst = cfg.EventQPS, cfg.EventBurst
-			events, err := kubernetes.NewForConfig(erc)
+			// Events and binds: clients and rate limiters of their own.
+			events, err := limitedClient(rc, cfg.EventQPS, cfg.EventBurst)
 			if err != nil {
 				return err
 			}
 			s.UseEventClient(events)
-			brc := rest.CopyConfig(rc) // binds: a client and rate limiter of their own
-			brc.QPS, brc.Burst = cfg.BindQPS, cfg.BindBurst
-			binds, err := kubernetes.NewForConfig(brc)
+			binds, err := limitedClient(rc, cfg.BindQPS, cfg.BindBurst)
 			if err != nil {
 				return err
 			}
@@ -150,4 +147,11 @@ in the background, whose child keeps running when the parent is killed.`,
 	f.BoolVar(&printConfig, "print-config", false, "print the effective config as YAML and exit")
 	f.BoolVar(&noLeader, "no-leader-election", false, "run rounds without taking the Lease (a single replica only)")
 	return c
+}
+
+// limitedClient is a client of rc's cluster with rate limits of its own.
+func limitedClient(rc *rest.Config, qps float32, burst int) (*kubernetes.Clientset, error) {
+	c := rest.CopyConfig(rc)
+	c.QPS, c.Burst = qps, burst
+	return kubernetes.NewForConfig(c)
 }
