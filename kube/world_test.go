@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -48,6 +49,7 @@ type world struct {
 	commitFail, refuse, get int
 	attempts                map[string]int
 	binds, committed        int
+	palBound                map[string]bool // pods the scheduler's Bindings bound
 }
 
 type worldEvent struct {
@@ -58,7 +60,7 @@ type worldEvent struct {
 
 func newWorld(t testing.TB, cfg Config, seed uint64, nodes int, gpus int) *world {
 	w := &world{t: t, nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, known: map[string]bool{},
-		seed: seed, attempts: map[string]int{}}
+		seed: seed, attempts: map[string]int{}, palBound: map[string]bool{}}
 	w.cs = fake.NewClientset()
 	w.cs.PrependReactor("create", "pods", w.react)
 	w.cs.PrependReactor("get", "pods", w.react)
@@ -146,6 +148,7 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 			q.Status.Phase = corev1.PodRunning
 			w.put(q)
 			w.committed++
+			w.palBound[key] = true
 			if w.chance("commitfail", key, n, w.commitFail) {
 				if n%2 == 0 {
 					return true, nil, apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
@@ -271,36 +274,50 @@ func (w *world) round(at time.Time) {
 	roundWait(w.s, w.ctx, at)
 }
 
-// check reports two live pods on one device, or a pod beyond its node.
+// check reports two live pods on one device, a pod the scheduler bound
+// beyond its node, or a node the scheduler filled beyond its GPUs. Pods
+// a test created bound are the input: what they claim is only checked
+// against the scheduler's binds.
 func (w *world) check() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	held := map[string]string{}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range w.pods {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
+	used, ours := map[string]int{}, map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(w.pods)) {
 		p := w.pods[k]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		n := w.nodes[p.Spec.NodeName]
+		if p.Spec.NodeName == "" || n == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
+		}
+		gpus, _ := PodGPUs(p)
+		used[p.Spec.NodeName] += gpus
+		if w.palBound[k] {
+			ours[p.Spec.NodeName] = true
 		}
 		idx, err := ParseIndices(p.Annotations[AnnGPUIndices])
 		if err != nil {
-			return fmt.Errorf("pod %s bound without indices: %v", k, err)
+			if w.palBound[k] {
+				return fmt.Errorf("pod %s bound without indices: %v", k, err)
+			}
+			continue
 		}
 		for _, x := range idx {
-			if x >= NodeGPUs(w.nodes[p.Spec.NodeName]) {
-				return fmt.Errorf("pod %s on %s device %d, beyond the node", k, p.Spec.NodeName, x)
+			if x >= NodeGPUs(n) {
+				if w.palBound[k] {
+					return fmt.Errorf("pod %s on %s device %d, beyond the node", k, p.Spec.NodeName, x)
+				}
+				continue
 			}
 			d := fmt.Sprintf("%s/%d", p.Spec.NodeName, x)
-			if other := held[d]; other != "" {
+			if other := held[d]; other != "" && (w.palBound[k] || w.palBound[other]) {
 				return fmt.Errorf("GPU %s given to both %s and %s", d, other, k)
 			}
 			held[d] = k
+		}
+	}
+	for n := range ours {
+		if used[n] > NodeGPUs(w.nodes[n]) {
+			return fmt.Errorf("node %s: %d GPUs in use after the scheduler's binds, it has %d", n, used[n], NodeGPUs(w.nodes[n]))
 		}
 	}
 	return nil

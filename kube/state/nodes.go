@@ -112,9 +112,10 @@ func (s *Store) rebuildLayout() {
 
 // resolveNode holds a node's GPUs again from its claims and others: our
 // pods in gang-key and pod-name order each take the devices they record
-// (all or none: a pod whose devices are taken or beyond the node holds
-// nothing, and a warning says so), then the others take what is left
-// from the highest device index down. It reports whether any device
+// (all or none: a pod whose devices do not read, are taken or lie beyond
+// the node takes none, and a warning says so), then the others, and the
+// claims that took none, take their requests' worth of what is left from
+// the highest device index down. It reports whether any device
 // changed hands.
 func (s *Store) resolveNode(name string) (changed bool) {
 	u := s.use[name]
@@ -170,10 +171,15 @@ func (s *Store) resolveNode(name string) (changed bool) {
 		u.warnings = append(u.warnings, fmt.Sprintf(format, args...))
 		s.warnDirty = true
 	}
+	// A claim that cannot be held by its indices (they do not read, lie
+	// beyond the node, or are another pod's) still runs on the node: it
+	// holds its request by count, as another scheduler's pod does.
+	counted := map[string]int{}
 	for _, c := range claims {
 		p := c.eff
 		if c.ierr != nil {
 			warn("pod %s/%s on %s: %v", p.Namespace, p.Name, name, c.ierr)
+			counted[c.key] = c.spec.GPUs
 			continue
 		}
 		glob := make([]int, len(c.idx))
@@ -187,9 +193,11 @@ func (s *Store) resolveNode(name string) (changed bool) {
 			glob[i] = s.lay.first[n] + x
 		}
 		if !ok {
+			counted[c.key] = c.spec.GPUs
 			continue
 		}
 		if !cl.TryAssign(c.gang.owner(), glob) {
+			counted[c.key] = c.spec.GPUs
 			var by []string
 			for _, x := range c.idx {
 				if h := holder[x]; h != "" && !slices.Contains(by, h) {
@@ -204,13 +212,19 @@ func (s *Store) resolveNode(name string) (changed bool) {
 		}
 		c.held = glob
 	}
-	keys := make([]string, 0, len(u.others))
+	keys := make([]string, 0, len(u.others)+len(counted))
 	for k := range u.others {
+		keys = append(keys, k)
+	}
+	for k := range counted {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		want := u.others[k]
+		want, ok := u.others[k]
+		if !ok {
+			want = counted[k]
+		}
 		for i := len(gpus) - 1; i >= 0 && want > 0; i-- {
 			if cl.IsFree(gpus[i]) {
 				_ = cl.Assign(OwnerForeign, gpus[i:i+1])

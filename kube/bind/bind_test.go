@@ -1,0 +1,245 @@
+package bind
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/palsched/pal/kube/podspec"
+	"github.com/palsched/pal/kube/state"
+)
+
+// apiserver answers a test's binds, evictions and GETs from a script:
+// each request takes the next answer for its kind.
+type apiserver struct {
+	mu      sync.Mutex
+	pod     *corev1.Pod // the apiserver's pod (nil: gone)
+	binds   []func(b *corev1.Binding) error
+	gets    []error
+	evicts  []error
+	calls   map[string]int
+	commits int
+}
+
+func (a *apiserver) next(list *[]error) error {
+	if len(*list) == 0 {
+		return nil
+	}
+	e := (*list)[0]
+	*list = (*list)[1:]
+	return e
+}
+
+func (a *apiserver) client() *fake.Clientset {
+	cs := fake.NewClientset()
+	cs.PrependReactor("*", "pods", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.calls[act.GetVerb()+"/"+act.GetSubresource()]++
+		switch x := act.(type) {
+		case k8stesting.CreateAction:
+			switch x.GetSubresource() {
+			case "binding":
+				b := x.GetObject().(*corev1.Binding)
+				do := func(b *corev1.Binding) error { return a.commit(b) }
+				if len(a.binds) > 0 {
+					do, a.binds = a.binds[0], a.binds[1:]
+				}
+				return true, b, do(b)
+			case "eviction":
+				return true, x.GetObject(), a.next(&a.evicts)
+			}
+		case k8stesting.GetAction:
+			if err := a.next(&a.gets); err != nil {
+				return true, nil, err
+			}
+			if a.pod == nil {
+				return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, x.GetName())
+			}
+			return true, a.pod.DeepCopy(), nil
+		}
+		return false, nil, nil
+	})
+	return cs
+}
+
+// commit binds the pod as b asks (mu held), or answers as the apiserver
+// would when it is already bound.
+func (a *apiserver) commit(b *corev1.Binding) error {
+	if a.pod.Spec.NodeName != "" {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, b.Name, errors.New("pod is already assigned"))
+	}
+	a.pod.Spec.NodeName = b.Target.Name
+	a.pod.Annotations = b.Annotations
+	a.commits++
+	return nil
+}
+
+func pending() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
+}
+
+// run does one task on a binder over the scripted apiserver and returns
+// what became of it.
+func run(t *testing.T, a *apiserver, task *Task) Result {
+	t.Helper()
+	a.calls = map[string]int{}
+	var got []Result
+	var mu sync.Mutex
+	b := New(a.client(), 2, slog.New(slog.NewTextHandler(io.Discard, nil)), func(r Result) {
+		mu.Lock()
+		got = append(got, r)
+		mu.Unlock()
+	})
+	b.Backoff, b.MaxBackoff = time.Millisecond, 2*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b.Start(ctx)
+	b.Submit(task)
+	if err := b.Wait(ctx); err != nil {
+		t.Fatalf("the task never settled: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("no result")
+	}
+	return got[len(got)-1]
+}
+
+func bindTask() *Task {
+	return &Task{Kind: Bind, Pod: pending(), Node: "n0", Annots: map[string]string{podspec.AnnGPUIndices: "0,1"}, Seq: 7}
+}
+
+// Each way a Binding's answer can mislead, and what the binder makes of
+// it: the outcome the state gets, and the requests it took.
+func TestBindOutcomes(t *testing.T) {
+	timeout := func(a *apiserver) func(*corev1.Binding) error {
+		return func(b *corev1.Binding) error { // committed, answered with an error
+			_ = a.commit(b)
+			return apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
+		}
+	}
+	lost := func(*corev1.Binding) error { return errors.New("http2: client connection lost") } // not committed
+	for _, c := range []struct {
+		name  string
+		setup func(a *apiserver)
+		want  state.Outcome
+		binds int
+	}{
+		{"plain", func(*apiserver) {}, state.Bound, 1},
+		{"committed but a timeout: the GET finds it bound", func(a *apiserver) { a.binds = append(a.binds, timeout(a)) }, state.Bound, 1},
+		{"lost and not committed: bound again", func(a *apiserver) { a.binds = append(a.binds, lost) }, state.Bound, 2},
+		{"committed, and the GETs fail twice: held until one answers", func(a *apiserver) {
+			a.binds = append(a.binds, timeout(a))
+			a.gets = []error{errors.New("connection refused"), errors.New("connection refused")}
+		}, state.Bound, 1},
+		{"refused (429), unbound: not bound", func(a *apiserver) {
+			a.binds = append(a.binds, func(*corev1.Binding) error { return apierrors.NewTooManyRequests("slow down", 1) })
+		}, state.NotBound, 1},
+		{"bound elsewhere by another: not ours", func(a *apiserver) { a.pod.Spec.NodeName = "n9" }, state.NotBound, 1},
+		{"gone", func(a *apiserver) {
+			a.binds = append(a.binds, func(b *corev1.Binding) error {
+				a.pod = nil
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, b.Name)
+			})
+		}, state.NotBound, 1},
+		{"replaced by a pod of the same name", func(a *apiserver) {
+			a.pod.UID = "u2"
+			a.binds = append(a.binds, func(b *corev1.Binding) error {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, b.Name, errors.New("UID precondition"))
+			})
+		}, state.NotBound, 1},
+		{"lost, then the earlier one landed: the retry's conflict is ours", func(a *apiserver) {
+			a.binds = append(a.binds, lost, func(b *corev1.Binding) error {
+				_ = a.commit(b) // the first request landed late...
+				return a.commit(b)
+			})
+		}, state.Bound, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &apiserver{pod: pending()}
+			c.setup(a)
+			r := run(t, a, bindTask())
+			if r.Outcome != c.want || r.Task.Seq != 7 {
+				t.Errorf("outcome %v (err %v), want %v", r.Outcome, r.Err, c.want)
+			}
+			if got := a.calls["create/binding"]; got != c.binds {
+				t.Errorf("%d Bindings posted, want %d", got, c.binds)
+			}
+			if c.want == state.Bound && (a.pod.Spec.NodeName != "n0" || a.commits != 1) {
+				t.Errorf("pod on %q after %d commits", a.pod.Spec.NodeName, a.commits)
+			}
+		})
+	}
+}
+
+// An eviction refused by a disruption budget (429) leaves the pod
+// running; one whose pod is gone is done; one lost is sent again.
+func TestEvictOutcomes(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		evicts []error
+		want   state.Outcome
+		posts  int
+	}{
+		{"accepted", nil, state.Evicted, 1},
+		{"budget", []error{apierrors.NewTooManyRequests("disruption budget", 10)}, state.NotEvicted, 1},
+		{"gone", []error{apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")}, state.Evicted, 1},
+		{"lost, then accepted", []error{errors.New("connection reset")}, state.Evicted, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := pending()
+			p.Spec.NodeName = "n0"
+			a := &apiserver{pod: p, evicts: c.evicts}
+			r := run(t, a, &Task{Kind: Evict, Pod: p, Seq: 3})
+			if r.Outcome != c.want {
+				t.Errorf("outcome %v (err %v), want %v", r.Outcome, r.Err, c.want)
+			}
+			if got := a.calls["create/eviction"]; got != c.posts {
+				t.Errorf("%d Evictions posted, want %d", got, c.posts)
+			}
+		})
+	}
+}
+
+// A task that panics is reported with its stack and goes on as a
+// verification: here the bind had landed, and it settles as bound.
+func TestPanicTurnsIntoVerify(t *testing.T) {
+	a := &apiserver{pod: pending()}
+	a.binds = append(a.binds, func(b *corev1.Binding) error {
+		_ = a.commit(b)
+		panic("a bug in the binding path")
+	})
+	a.calls = map[string]int{}
+	var got []Result
+	var mu sync.Mutex
+	b := New(a.client(), 1, slog.New(slog.NewTextHandler(io.Discard, nil)), func(r Result) {
+		mu.Lock()
+		got = append(got, r)
+		mu.Unlock()
+	})
+	b.Backoff = time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b.Start(ctx)
+	b.Submit(bindTask())
+	if err := b.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Panic == nil || len(got[0].Stack) == 0 || got[1].Outcome != state.Bound {
+		t.Fatalf("results %+v, want the panic, then bound", got)
+	}
+}
