@@ -373,7 +373,7 @@ func (P *poolLayer) leaves(v []int, healthy bool) bool {
 // preemption leave (stateful.go); those whose termination costs nothing
 // are gone at once, and the job asks again.
 func (h *HiveD) commitLeaves(L *vcLayer, P *poolLayer, j *workload.Job) tenancy.Decision {
-	req := tenancy.Request{Group: groupName(j.ID), VC: L.name, Priority: j.VCPriority, Fastest: h.fastest, Class: int(j.Class)}
+	req := tenancy.Request{Group: groupName(j.ID), VC: L.name, Priority: j.VCPriority, Fastest: h.fastest, Class: int(j.Class), Nodes: h.nodesOf(j)}
 	for {
 		d, err := h.s.Commit(req, P.pods)
 		if err != nil {

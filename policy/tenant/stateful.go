@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/palsched/pal/tenancy"
@@ -31,6 +32,9 @@ func (h *HiveD) evict(victims []string) bool {
 			cost := 0.0
 			if j := h.byID[id]; j != nil {
 				cost = j.MoveCost.Preemption
+			}
+			if h.untimed {
+				cost = math.Inf(1) // until Finish
 			}
 			h.leaving[id] = h.now + cost
 			h.gone[id] = true
@@ -116,11 +120,33 @@ func (h *HiveD) Reconfigure(cfg *tenancy.Config) (tenancy.Reconfig, error) {
 	if err != nil {
 		return tenancy.Reconfig{}, err
 	}
+	return h.reconfigure(cfg, l)
+}
+
+// ReconfigureAny is Reconfigure for a driver that maps GPUs to the cells
+// by node name and device index every round (Kubernetes): the new config
+// may add, remove or reshape nodes and VCs. A running job keeps the
+// devices the new cells still have; one whose VC is gone runs on as
+// opportunistic, and waiting jobs of an unknown VC wait. The driver takes
+// the returned layout's numbering from the next round on.
+func (h *HiveD) ReconfigureAny(cfg *tenancy.Config) (*Layout, tenancy.Reconfig, error) {
+	l, err := NewLayout(cfg)
+	if err != nil {
+		return nil, tenancy.Reconfig{}, err
+	}
+	rep, err := h.reconfigure(cfg, l)
+	if err != nil {
+		return nil, rep, err
+	}
+	return l, rep, nil
+}
+
+func (h *HiveD) reconfigure(cfg *tenancy.Config, l *Layout) (tenancy.Reconfig, error) {
 	n, rep, err := h.s.Reconfigure(cfg)
 	if err != nil {
 		return rep, err
 	}
-	h.s, h.l = n, l
+	h.s, h.l, h.node = n, l, n.MaxNode()
 	for _, g := range append(rep.Cancelled, rep.Gone...) {
 		delete(h.held, atoi(g))
 	}

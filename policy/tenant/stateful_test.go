@@ -148,3 +148,68 @@ virtualClusters:
 		t.Errorf("a2: %d preemptions, done at %g on %v; want 1, 2040 on [4 5 6 7]", a2.Preemptions, a2.Completion, a2.GPUIDs)
 	}
 }
+
+// drive runs one round of the stage by hand, as a driver would: the
+// answer becomes the jobs' held GPUs.
+func drive(t *testing.T, h *HiveD, l *Layout, jobs []*workload.Job) [][]int {
+	t.Helper()
+	p, err := place.New("packed-sticky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &policy.Env{Cluster: l.Cluster, Rand: policy.PlacementRand(0)}
+	out := h.Place(env, jobs, place.PodGuard{Placer: p})
+	for i, j := range jobs {
+		j.GPUsHeld = out[i]
+	}
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// What a Kubernetes driver sets, by hand on two 4-GPU nodes (VC A and VC
+// B one node cell each): a job allowed only n1 binds A's cell there,
+// although buddy allocation would hand out n0 first; and with victims
+// that leave only when the driver finishes them, a guaranteed job whose
+// cell has an opportunistic job on it waits, round after round, until
+// the driver says that job is gone.
+func TestHiveDDriverHooks(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	h, err := NewHiveD(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := workload.NewJob(job(0, "A", 0, 4, 4, 0, 10))
+	h.SetAllowedNodes(func(j *workload.Job) []string {
+		if j == a {
+			return []string{"n1"}
+		}
+		return nil
+	})
+	if out := drive(t, h, l, []*workload.Job{a}); fmt.Sprint(out[0]) != "[4 5 6 7]" {
+		t.Fatalf("a allowed only n1 got %v", out[0])
+	}
+	h.Finish(a)
+
+	h2, err := NewHiveD(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.SetVictimsLeaveOnFinish()
+	o := workload.NewJob(job(1, "A", tenancy.Opportunistic, 4, 4, 0, 10))
+	b := workload.NewJob(job(2, "B", 0, 4, 4, 0, 10))
+	if out := drive(t, h2, l, []*workload.Job{b, o}); fmt.Sprint(out) != "[[0 1 2 3] [4 5 6 7]]" {
+		t.Fatalf("round 1: %v", out)
+	}
+	g := workload.NewJob(job(3, "A", 0, 4, 4, 0, 10))
+	for round := 2; round <= 3; round++ {
+		if out := drive(t, h2, l, []*workload.Job{b, g, o}); out[1] != nil || out[2] != nil {
+			t.Fatalf("round %d: %v (g must wait while o leaves)", round, out)
+		}
+	}
+	h2.Finish(o)
+	if out := drive(t, h2, l, []*workload.Job{b, g}); fmt.Sprint(out[1]) != "[4 5 6 7]" {
+		t.Fatalf("after o left: %v", out)
+	}
+}

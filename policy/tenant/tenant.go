@@ -500,6 +500,30 @@ type HiveD struct {
 	byID    map[int]*workload.Job
 	leaving map[int]float64
 	pre     map[int]bool
+	// allowed, if set, names the cells' nodes a job may run on (the
+	// driver's node filters: HiveD's suggested nodes); nil: all.
+	allowed func(j *workload.Job) []string
+	// untimed: a victim leaves when the driver says it has (Finish), not
+	// after its preemption cost (a real cluster's pods are deleted).
+	untimed bool
+}
+
+// SetAllowedNodes restricts each job's decisions to the cells' nodes f
+// names for it (nil: every node): a driver's node filters, HiveD's
+// suggested nodes. A binding that needs another node fails, and the job
+// waits; a job that runs keeps its nodes.
+func (h *HiveD) SetAllowedNodes(f func(j *workload.Job) []string) { h.allowed = f }
+
+// SetVictimsLeaveOnFinish makes a preempted job leave its cells only when
+// the driver finishes it (its pods are gone), whatever its preemption
+// cost: the preemptor runs once they have.
+func (h *HiveD) SetVictimsLeaveOnFinish() { h.untimed = true }
+
+func (h *HiveD) nodesOf(j *workload.Job) []string {
+	if h.allowed == nil {
+		return nil
+	}
+	return h.allowed(j)
 }
 
 // NewHiveD builds a HiveD stage with fresh cells (all free, all healthy).
@@ -594,6 +618,14 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			continue // preempted, its GPUs still taken while it terminates
 		}
 		L := h.byVC[h.l.vcOf(&j.Spec)]
+		if L == nil {
+			// Its VC left the cells (ReconfigureAny): it runs on as
+			// opportunistic if the cells hold it, or waits.
+			if h.held[j.ID] {
+				h.out[i] = j.GPUsHeld
+			}
+			continue
+		}
 		if h.held[j.ID] && L.in[j.ID] == nil && !h.found(L, j) {
 			h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
 			continue
@@ -615,8 +647,11 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			h.out[i] = j.GPUsHeld // nil for a victim still terminating
 			continue
 		}
+		if h.byVC[h.l.vcOf(&j.Spec)] == nil {
+			continue // its VC left the cells (ReconfigureAny)
+		}
 		req := tenancy.Request{Group: groupName(j.ID), VC: h.l.vcOf(&j.Spec), Priority: tenancy.Opportunistic,
-			Pods: pods(&j.Spec, h.node), LeafType: j.LeafCellType}
+			Pods: pods(&j.Spec, h.node), LeafType: j.LeafCellType, Nodes: h.nodesOf(j)}
 		d, err := h.s.Schedule(req)
 		if err != nil {
 			panic("tenant: " + err.Error()) // Validate rejects such jobs before the first round

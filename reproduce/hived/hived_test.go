@@ -27,8 +27,8 @@ func TestRunHivedQuick(t *testing.T) {
 		}
 	}
 	order, vs := rep.Verdicts()
-	if len(order) != 2*3 {
-		t.Fatalf("%d groups, want 6 (2 workloads x 3 schedulers)", len(order))
+	if len(order) != 3*3 {
+		t.Fatalf("%d groups, want 9 (3 workloads x 3 schedulers)", len(order))
 	}
 	for _, k := range order {
 		v := vs[k]
