@@ -24,6 +24,7 @@ require (
 	github.com/grafana/regexp v0.0.0-20250905093917-f7b3be9d1853 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
+	k8s.io/component-helpers v0.37.2 // indirect
 )
 
 require (

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/kube/state"
@@ -87,12 +91,15 @@ type tenancyStage struct {
 	down   map[int]bool // cells node index -> told bad
 	scores *policy.Scores
 	toSnap []int // cells GPU id -> round GPU id (-1: absent), this round
+	// allowed: per job, the cells' nodes its pods' node selector and
+	// required node affinity allow (absent: every node), this round.
+	allowed map[int][]string
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
-	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}}
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}}
 	iv := &tenant.IntraVC{NewPlacer: mk, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
 		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: policy.PlacementRand(0)}, nil
 	}}
@@ -106,6 +113,12 @@ func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, er
 		t.quota = v
 	case *tenant.HiveD:
 		t.hived = v
+		// A preempted gang leaves its cells when its pods are gone, not
+		// when the eviction is sent: its preemptor binds only then.
+		v.SetVictimsLeaveOnFinish()
+		// Each gang's decisions stay on the nodes its pods may run on
+		// (HiveD's suggested nodes).
+		v.SetAllowedNodes(func(j *workload.Job) []string { return t.allowed[j.ID] })
 	}
 	return t, nil
 }
@@ -145,6 +158,9 @@ func (t *tenancyStage) admit(g *gang) error {
 		if q.Annotations[AnnVC] != a[AnnVC] || q.Annotations[AnnPriority] != a[AnnPriority] {
 			return fmt.Errorf("pods %s and %s of the gang differ in %s or %s", p[0].Name, q.Name, AnnVC, AnnPriority)
 		}
+		if !maps.Equal(q.Spec.NodeSelector, p[0].Spec.NodeSelector) || !reflect.DeepEqual(nodeAffinity(q), nodeAffinity(p[0])) {
+			return fmt.Errorf("pods %s and %s of the gang differ in their node selector or node affinity", p[0].Name, q.Name)
+		}
 		for _, k := range []string{AnnPinnedCell, AnnLeafCellType} {
 			if q.Annotations[k] != a[k] {
 				return fmt.Errorf("pods %s and %s of the gang differ in %s", p[0].Name, q.Name, k)
@@ -173,6 +189,38 @@ func (t *tenancyStage) admit(g *gang) error {
 		return fmt.Errorf("%s", msg)
 	}
 	return nil
+}
+
+func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
+	if p.Spec.Affinity == nil {
+		return nil
+	}
+	return p.Spec.Affinity.NodeAffinity
+}
+
+// allow records the cells' nodes a gang's pods may run on: those whose
+// labels match its node selector and required node affinity (the
+// kube-scheduler's own matching, from k8s.io/component-helpers). A gang
+// without either may use every node.
+func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node) {
+	p := g.Pending
+	if len(p) == 0 {
+		p = g.Bound
+	}
+	if len(p) == 0 || len(p[0].Spec.NodeSelector) == 0 && nodeAffinity(p[0]) == nil {
+		delete(t.allowed, g.Job.ID)
+		return
+	}
+	aff := nodeaffinity.GetRequiredNodeAffinity(p[0])
+	out := []string{}
+	for _, n := range t.l.Cluster.Nodes {
+		if nd := node(n.Name); nd != nil {
+			if ok, err := aff.Match(nd); err == nil && ok {
+				out = append(out, n.Name)
+			}
+		}
+	}
+	t.allowed[g.Job.ID] = out
 }
 
 // sync maps the cells' GPUs onto this round's cluster, tells HiveD which
@@ -283,7 +331,10 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		j.GPUsHeld = saved[i]
 		a := got[i]
 		if a == nil {
-			if t.held[j.ID] != nil { // preempted, or cells held for a gang whose bind failed: give them back
+			// Preempted for a guaranteed gang: it keeps its cells while its
+			// pods leave (sync finishes it once they are gone). Otherwise
+			// (cells held for a gang whose bind failed) give them back.
+			if t.held[j.ID] != nil && !t.hived.Leaving(j) {
 				t.stage.Finish(j)
 				delete(t.held, j.ID)
 			}
@@ -328,6 +379,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 		}
 	}
 	kept := order[:0]
+	clear(s.ten.allowed)
 	for _, j := range order {
 		g := byJob[j]
 		if err := s.ten.admit(g); err != nil {
@@ -336,6 +388,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 			}
 			continue
 		}
+		s.ten.allow(g, s.state.Node)
 		kept = append(kept, j)
 	}
 	if err := s.ten.sync(snap, s.scores, live); err != nil {

@@ -186,3 +186,10 @@ func (l *Layout) Same(cfg *tenancy.Config) (*Layout, error) {
 	nl.Cluster, nl.gpuID = l.Cluster, l.gpuID
 	return nl, nil
 }
+
+// Leaving reports whether a preempted job still holds its cells while it
+// terminates (a driver keeps its GPUs taken until it finishes it).
+func (h *HiveD) Leaving(j *workload.Job) bool {
+	_, ok := h.leaving[j.ID]
+	return ok
+}

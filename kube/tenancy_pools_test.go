@@ -1,0 +1,137 @@
+package kube
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// bindsOf runs one round of a hived scheduler on objs with the cells file
+// and returns each bound pod's node and GPU indices.
+func bindsOf(t *testing.T, cells string, objs ...runtime.Object) (map[string]string, *Scheduler) {
+	t.Helper()
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", cells
+	s := startRounds(t, cfg, cs)
+	roundWait(s, context.Background(), time.Now())
+	out := map[string]string{}
+	for p, b := range fc.binds {
+		out[p] = b.Target.Name + " " + b.Annotations[AnnGPUIndices]
+	}
+	return out, s
+}
+
+func with(a map[string]string, kv ...string) map[string]string {
+	out := maps.Clone(a)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// The two cases of pinned cells and leaf types beside ordinary cells
+// through pal scheduler's round (pods in name order, FIFO, one round; the
+// same cells and jobs as pal sim's, derived by hand in policy/tenant's
+// pools_test.go). Three 4-GPU nodes, n1 pinned as A-PIN, VC A = one node
+// cell + A-PIN: the two 2-GPU pods naming A-PIN share n1, the unpinned
+// 4-GPU pod gets A's node cell, bound to n0, B's pod n2, and the second
+// unpinned pod of A waits (A's node is taken; A-PIN is not for it). Nodes
+// k0 (K80) and v0 (V100) in one VC: the V100 pod runs on v0, the pod
+// naming nothing on the first type with room (K80: k0 0,1), the K80 pod on
+// k0 2,3.
+func TestTenancyPoolsInRound(t *testing.T) {
+	a, b := vcAnn("A", ""), vcAnn("B", "")
+	got, s := bindsOf(t, "../tenancy/testdata/pools-pinned.yaml", node("n0", 4), node("n1", 4), node("n2", 4),
+		pod("j0", 2, with(a, AnnPinnedCell, "A-PIN"), ""), pod("j1", 2, with(a, AnnPinnedCell, "A-PIN"), ""),
+		pod("j2", 4, a, ""), pod("j3", 4, b, ""), pod("j4", 4, a, ""))
+	want := map[string]string{"j0": "n1 0,1", "j1": "n1 2,3", "j2": "n0 0,1,2,3", "j3": "n2 0,1,2,3"}
+	if !maps.Equal(got, want) {
+		t.Errorf("pinned: binds %v, want %v", got, want)
+	}
+	if why := s.lastWhy["ns/pod:j4"]; why == "" {
+		t.Errorf("j4 waits without a reason")
+	}
+	got, _ = bindsOf(t, "../tenancy/testdata/pools-skus.yaml", node("k0", 4), node("v0", 4),
+		pod("j0", 4, with(a, AnnLeafCellType, "V100"), ""), pod("j1", 2, a, ""), pod("j2", 2, with(a, AnnLeafCellType, "K80"), ""))
+	want = map[string]string{"j0": "v0 0,1,2,3", "j1": "k0 0,1", "j2": "k0 2,3"}
+	if !maps.Equal(got, want) {
+		t.Errorf("leaf types: binds %v, want %v", got, want)
+	}
+}
+
+// A gang's node selector is the set of nodes its decisions may use
+// (HiveD's suggested nodes). Two 4-GPU nodes, VC A and VC B one node cell
+// each: buddy allocation would bind A's cell to n0 first, but a-0 selects
+// zone=b, which only n1 has, so A's cell binds n1. A gang whose pods
+// disagree on their selector waits saying so.
+func TestTenancyNodeSelector(t *testing.T) {
+	n0, n1 := node("n0", 4), node("n1", 4)
+	n0.Labels, n1.Labels = map[string]string{"zone": "a"}, map[string]string{"zone": "b"}
+	sel := func(p *corev1.Pod, zone string) *corev1.Pod {
+		p.Spec.NodeSelector = map[string]string{"zone": zone}
+		return p
+	}
+	got, s := bindsOf(t, "testdata/two-vcs.yaml", n0, n1, sel(pod("a-0", 4, vcAnn("A", ""), ""), "b"),
+		sel(pod("g-0", 1, gangAnn("g", 2, AnnVC, "B"), ""), "a"), sel(pod("g-1", 1, gangAnn("g", 2, AnnVC, "B"), ""), "b"))
+	if want := map[string]string{"a-0": "n1 0,1,2,3"}; !maps.Equal(got, want) {
+		t.Errorf("binds %v, want %v", got, want)
+	}
+	if why := s.lastWhy["ns/g"]; why != "pods g-0 and g-1 of the gang differ in their node selector or node affinity" {
+		t.Errorf("g waits with %q", why)
+	}
+}
+
+// A guaranteed gang waits while its victims' pods terminate, on a world
+// whose kubelets take their time (the pods stay, being deleted, until the
+// test removes them). Two 4-GPU nodes, VC A and VC B one node cell each:
+//
+//  1. b (B, 4 GPUs) binds B's cell to n0; o (A, opportunistic, 4 GPUs)
+//     takes n1.
+//  2. g (A, 4 GPUs) needs A's cell, and n1 is the only free node: o is
+//     evicted; g is not bound.
+//  3. o is still terminating: g still waits, and nothing else is bound.
+//  4. o is gone: g binds n1.
+//
+// No GPU is ever given twice (world.check after every round).
+func TestTenancyPreemptorWaitsForVictims(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	step := func(what, want string) {
+		t.Helper()
+		w.deliver(-1)
+		at = at.Add(10 * time.Second)
+		w.round(at)
+		if err := w.check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		w.deliver(-1)
+		if got := w.bound(); got != want {
+			t.Fatalf("%s: bound %s, want %s", what, got, want)
+		}
+	}
+	w.create("b", 4, vcAnn("B", ""), at)
+	w.create("o", 4, vcAnn("A", "-1"), at)
+	step("round 1", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+	w.create("g", 4, vcAnn("A", ""), at)
+	step("round 2", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+	if w.pods["ns/o"].DeletionTimestamp == nil {
+		t.Fatal("o was not evicted")
+	}
+	step("round 3", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+	// g holds its cells all along, waiting for o (one victim still on them).
+	if pre := w.s.ten.hived.Cells().Preempting(); len(pre) != 1 || len(slices.Collect(maps.Values(pre))[0]) != 1 {
+		t.Fatalf("round 3: preempting %v, want g waiting for o", pre)
+	}
+	w.remove("ns/o")
+	step("round 4", "ns/b@n0[0,1,2,3] ns/g@n1[0,1,2,3]")
+}
