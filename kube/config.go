@@ -122,6 +122,11 @@ type Config struct {
 	// name their VC and priority in pal.io/vc and pal.io/priority.
 	Tenancy string `json:"tenancy"`
 	Cells   string `json:"cells"`
+	// CellsConfigMap names a ConfigMap (in Namespace) holding the cells
+	// (key hivedscheduler.yaml, HiveD's, or cells.yaml) that the scheduler
+	// watches under hived: a change is applied under the running gangs,
+	// an infeasible one refused (the config in force stays).
+	CellsConfigMap string `json:"cellsConfigMap"`
 
 	// Themis holds the knobs of scheduler themis (lease, knob); see
 	// ThemisConfig.

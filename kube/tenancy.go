@@ -55,10 +55,16 @@ func (c *Config) validateTenancy() (*tenant.Layout, error) {
 		if c.Cells != "" {
 			return nil, fmt.Errorf("field cells: set, but tenancy is none")
 		}
+		if c.CellsConfigMap != "" {
+			return nil, fmt.Errorf("field cellsConfigMap: set, but tenancy is none")
+		}
 		return nil, nil
 	}
 	if c.Cells == "" {
 		return nil, fmt.Errorf("field cells: tenancy %s needs a cells file (HiveD format)", c.Tenancy)
+	}
+	if c.CellsConfigMap != "" && c.Tenancy != "hived" && c.Tenancy != "hived-pm" {
+		return nil, fmt.Errorf("field cellsConfigMap: tenancy %s does not change its cells under running gangs; use hived or hived-pm", c.Tenancy)
 	}
 	cfg, err := tenancy.LoadFile(c.Cells)
 	if err != nil {
@@ -94,6 +100,10 @@ type tenancyStage struct {
 	// allowed: per job, the cells' nodes its pods' node selector and
 	// required node affinity allow (absent: every node), this round.
 	allowed map[int][]string
+	// The cells in force (their text) and the watched ConfigMap's last
+	// version seen (see watchCells).
+	cellsText, cellsRV string
+	cellsMissing       bool
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
@@ -372,6 +382,9 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 // priority is wrong (each waits with an event saying why; the others are
 // served) and brings the cells up to date with the round.
 func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang) []*workload.Job {
+	if s.cfg.CellsConfigMap != "" && s.ten.hived != nil {
+		s.watchCells(snap)
+	}
 	live := map[int]bool{}
 	for _, g := range snap.Gangs {
 		if g.Job != nil {

@@ -2,12 +2,16 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -134,4 +138,85 @@ func TestTenancyPreemptorWaitsForVictims(t *testing.T) {
 	}
 	w.remove("ns/o")
 	step("round 4", "ns/b@n0[0,1,2,3] ns/g@n1[0,1,2,3]")
+}
+
+// setCells puts the cells text in the watched ConfigMap, as its informer
+// would show a new version.
+func (w *world) setCells(cfg Config, text string) {
+	w.mu.Lock()
+	w.rv++
+	rv := fmt.Sprint(w.rv)
+	w.mu.Unlock()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.CellsConfigMap, ResourceVersion: rv},
+		Data: map[string]string{CellsKey: text}}
+	idx := w.s.nsFactory.Core().V1().ConfigMaps().Informer().GetIndexer()
+	if err := idx.Update(cm); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// A VC shrinks under running gangs through the cells ConfigMap, by hand.
+// Nodes n0-n2 of 4 GPUs; the cells file (and the ConfigMap at first) give
+// VC A two node cells and B one, the change A one and B two.
+//
+//  1. a1, a2 (A) and b1 (B), 4 GPUs each, bind n0, n1 and n2.
+//  2. The change: a1 keeps A's only cell (it started first); a2 no longer
+//     fits A and is lazily preempted: it runs on, evicted by nothing.
+//  3. An infeasible change (A three nodes) is refused, naming the
+//     ConfigMap, line and field; the change of step 2 stays in force.
+//  4. b2 (B, 4 GPUs) binds B's second cell to the only node left, n1,
+//     where a2 runs as opportunistic: a2 is evicted, b2 waits for it.
+//  5. a2's pod is gone: b2 binds n1.
+func TestTenancyCellsConfigMapChange(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", "../docs/reference/examples/cells-two-for-a.yaml", "pal-cells"
+	before, err := os.ReadFile(cfg.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile("../docs/reference/examples/cells-one-for-a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, cfg, 1, 3, 4)
+	w.setCells(cfg, string(before))
+	at := time.Unix(1_700_000_000, 0)
+	step := func(what, want string) {
+		t.Helper()
+		w.deliver(-1)
+		at = at.Add(10 * time.Second)
+		w.round(at)
+		if err := w.check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		w.deliver(-1)
+		if got := w.bound(); got != want {
+			t.Fatalf("%s: bound %s, want %s", what, got, want)
+		}
+	}
+	for _, name := range []string{"a1", "a2"} {
+		w.create(name, 4, vcAnn("A", ""), at)
+	}
+	w.create("b1", 4, vcAnn("B", ""), at)
+	all := "ns/a1@n0[0,1,2,3] ns/a2@n1[0,1,2,3] ns/b1@n2[0,1,2,3]"
+	step("before the change", all)
+	w.setCells(cfg, string(after))
+	step("the change", all)
+	if got := w.log.String(); !strings.Contains(got, "kept pod ns/a1, pod ns/b1; lazily preempted pod ns/a2") {
+		t.Fatalf("no record of the change in the log:\n%s", got)
+	}
+	w.setCells(cfg, strings.Replace(string(after), "cellNumber: 1}", "cellNumber: 3}", 1))
+	step("an infeasible change", all)
+	if got := w.log.String(); !strings.Contains(got, `configmap pal-system/pal-cells key cells.yaml:10: field \"virtualClusters.A.virtualCells[0]\": illegal initial VC assignment`) ||
+		!strings.Contains(got, "the cells in force stay") {
+		t.Fatalf("the refusal is not in the log:\n%s", got)
+	}
+	w.create("b2", 4, vcAnn("B", ""), at)
+	step("b2 arrives", all)
+	if w.pods["ns/a2"].DeletionTimestamp == nil {
+		t.Fatal("a2 was not evicted for b2")
+	}
+	w.remove("ns/a2")
+	step("a2 gone", "ns/a1@n0[0,1,2,3] ns/b1@n2[0,1,2,3] ns/b2@n1[0,1,2,3]")
 }

@@ -88,6 +88,16 @@ func TestTenancyConfigErrors(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
+	for _, c := range []struct{ tenancy, cells, want string }{
+		{"quota", "testdata/two-vcs.yaml", "field cellsConfigMap: tenancy quota does not change its cells under running gangs; use hived or hived-pm"},
+		{"none", "", "field cellsConfigMap: set, but tenancy is none"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = c.tenancy, c.cells, "pal-cells"
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
 }
 
 // The same pods under quota: each VC holds at most its 4 GPUs, so a-more
