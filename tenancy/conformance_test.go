@@ -29,8 +29,8 @@ import (
 //     checked).
 //
 // The test fails when PAL's outcome is not the one written out, or an
-// exact row's outcome is not HiveD's; it logs the counts, which
-// docs/design.md quotes.
+// exact row's outcome is not HiveD's; it logs the counts, and fails
+// unless docs/design.md quotes that line.
 
 // check is one of HiveD's assertions and what PAL gives for it.
 type check struct {
@@ -181,10 +181,16 @@ func TestHiveDConformance(t *testing.T) {
 	if len(got) != len(hivedChecks) {
 		t.Errorf("%d outcomes for %d checks", len(got), len(hivedChecks))
 	}
-	t.Logf("HiveD conformance: %d checks: %d exact, %d same outcome, %d differ, %d not applicable",
+	line := fmt.Sprintf("HiveD conformance: %d checks: %d exact, %d same outcome, %d differ, %d not applicable",
 		len(hivedChecks), count["exact"], count["same"], count["differs"], count["n/a"])
+	t.Log(line)
 	if count["differs"] > 0 {
 		t.Errorf("%d checks differ from HiveD", count["differs"])
+	}
+	// The design notes quote the line; they must quote these counts.
+	doc := strings.Join(strings.Fields(string(mustRead(t, "../docs/design.md"))), " ")
+	if !strings.Contains(doc, "`"+line+"`") {
+		t.Errorf("docs/design.md does not quote the counts this test prints: `%s`", line)
 	}
 }
 
