@@ -1,8 +1,11 @@
 package tenancy
 
 import (
+	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -250,6 +253,80 @@ func TestConfigsAsFound(t *testing.T) {
 	s, _ := Load("testdata/old-names.yaml")
 	if p := s.pinned["A-NODE"]; p == nil || p.Addr != "n0" || p.vcell == nil || p.vcell.vcc.vc.Name != "A" {
 		t.Errorf("A-NODE not pinned to n0 for VC A: %+v", p)
+	}
+}
+
+// Every cells file the project ships still loads, with the devices each
+// VC holds counted by hand from the file (pinned cells included, CPU
+// cells not), and passes Check: HiveD's design cluster and its
+// reconfigured form, HiveD's deployment file, v0.2's names, the examples
+// the docs run and the kube tests' files. A cells file added to one of
+// these directories must be added here; h2-illegal.yaml is refused on
+// purpose (TestCellsCheckRejectsH2).
+func TestShippedConfigsLoad(t *testing.T) {
+	want := map[string]map[string]int{
+		// VC1: six DGX-2 nodes (3 x 2 cells, 16 GPUs each) and a pair of
+		// them (32), pinned: one CT1 GPU, a DGX-2 pair (32), two IB DGX-2
+		// nodes (32). VC2: two DGX-1 nodes (8 each), two CPU sockets (4
+		// each), one CT1 node (2).
+		"testdata/hived-design.yaml": {"VC1": 96 + 32 + 1 + 32 + 32, "VC2": 16 + 8 + 2},
+		// The same for VC1; VC2 keeps one DGX-1 node instead of two.
+		"testdata/hived-design-reconfigured.yaml":         {"VC1": 96 + 32 + 1 + 32 + 32, "VC2": 8 + 8 + 2},
+		"testdata/hived-deploy.yaml":                      {"vc1": 4, "vc2": 8},
+		"testdata/old-names.yaml":                         {"A": 8, "B": 4},
+		"testdata/h3.yaml":                                {"A": 4, "B": 4},
+		"testdata/mixed-skus.yaml":                        {"A": 4, "B": 4},
+		"testdata/pools-pinned.yaml":                      {"A": 4 + 4, "B": 4},
+		"testdata/pools-skus.yaml":                        {"A": 4 + 4},
+		"../docs/reference/examples/cells-two-for-a.yaml": {"A": 8, "B": 4},
+		"../docs/reference/examples/cells-one-for-a.yaml": {"A": 4, "B": 8},
+		"../kube/testdata/two-vcs.yaml":                   {"A": 4, "B": 4},
+		"../kube/testdata/pinned.yaml":                    {"A": 4, "B": 4},
+	}
+	refused := []string{"testdata/h2-illegal.yaml"}
+	var found []string
+	for _, dir := range []string{"testdata", "../docs/reference/examples", "../kube/testdata"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), "physicalCluster") {
+				found = append(found, filepath.ToSlash(f))
+			}
+		}
+	}
+	listed := append(slices.Collect(maps.Keys(want)), refused...)
+	slices.Sort(found)
+	slices.Sort(listed)
+	if !slices.Equal(found, listed) {
+		t.Errorf("cells files found %v, listed %v: list every shipped cells file with its VCs' devices", found, listed)
+	}
+	for _, f := range slices.Sorted(maps.Keys(want)) {
+		s, err := Load(f)
+		if err != nil {
+			t.Errorf("%s no longer loads: %v", f, err)
+			continue
+		}
+		got := map[string]int{}
+		for _, vc := range s.VCs() {
+			got[vc] = s.VCDevices(vc)
+		}
+		if !maps.Equal(got, want[f]) {
+			t.Errorf("%s: VC devices %v, want %v", f, got, want[f])
+		}
+		if err := s.Check(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, f := range refused {
+		if _, err := Load(f); err == nil {
+			t.Errorf("%s loads; it is there to be refused", f)
+		}
 	}
 }
 
