@@ -76,7 +76,12 @@ func hivedAnn(kv ...string) map[string]string {
 // idle, but not for it). C's V100 pod runs on node 4, its pod naming
 // nothing on the first type with room (K80, node 3 GPUs 0,1), its K80
 // pod on node 3 GPUs 2,3. Pods are created one at a time, in the order of
-// pal sim's trace.
+// pal sim's trace. Then pods finish (are deleted) in pal sim's order, and
+// the waiting pods bind as its jobs start: the pinned pods go (A-PIN is
+// idle, a-more still waits), then a-node, and a-more gets A's node cell
+// again (node 0); C's 4-GPU pod naming nothing and its second V100 pod
+// wait for node 4, the first in line binds there when c-v100 goes, the
+// second when that one goes.
 func TestHivedPoolsDevCluster(t *testing.T) {
 	e := newEnv(t, 5, 4)
 	n := e.nodeNames(5)
@@ -125,11 +130,45 @@ virtualClusters:
 			t.Errorf("%s on %s, want %s", s.pod, got, s.want)
 		}
 	}
+	for _, p := range []string{"c-any4", "c-v100b"} {
+		ann := hivedAnn(kube.AnnVC, "C")
+		if p == "c-v100b" {
+			ann[kube.AnnLeafCellType] = "V100"
+		}
+		e.createPod(podOpts{name: p, gpus: 4, ann: ann})
+		e.eventually(10*time.Second, p+" waits", func() bool { return e.hasEvent(p, "FailedScheduling", "waits at queue position") })
+	}
+	e.finish("a-pin-0")
+	e.finish("a-pin-1")
 	time.Sleep(time.Second) // a few rounds: a-more still waits
 	if e.bound("a-more") {
 		t.Errorf("a-more bound on %s: only pods naming A-PIN may use it", e.where("a-more"))
 	}
 	e.checkNoDoubleGPU()
+	for _, s := range []struct{ finish, next, want string }{
+		{"a-node", "a-more", n[0] + " 0,1,2,3"},
+		{"c-v100", "c-any4", n[4] + " 0,1,2,3"},
+		{"c-any4", "c-v100b", n[4] + " 0,1,2,3"},
+	} {
+		if s.next == "c-any4" && e.bound("c-v100b") {
+			t.Errorf("c-v100b bound on %s before c-any4", e.where("c-v100b"))
+		}
+		e.finish(s.finish)
+		e.eventually(15*time.Second, s.next+" bound after "+s.finish+" left", func() bool { return e.bound(s.next) })
+		if got := e.where(s.next); got != s.want {
+			t.Errorf("%s on %s, want %s", s.next, got, s.want)
+		}
+		e.checkNoDoubleGPU()
+	}
+}
+
+// finish deletes a pod at once and waits until it is gone: its job ended.
+func (e *env) finish(name string) {
+	e.t.Helper()
+	if err := e.cs.CoreV1().Pods(e.ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptrInt64(0)}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.eventually(10*time.Second, name+" gone", func() bool { return e.pod(name) == nil })
 }
 
 // evictablePod creates a bare pod that terminates quickly when deleted
