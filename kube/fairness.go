@@ -106,12 +106,26 @@ type themisStage struct {
 	exported map[string]bool          // apps with a pal_app_rho series
 	vcs      []vcThemis               // under tenancy hived: each VC's policy
 	violated int                      // policy violations already logged
+	runs     map[string]themisRun     // gang key -> its current run (see measured)
+	credit   map[string]float64       // gang key -> iterations the rounds credited, at its claim
+	factor   map[string]float64       // app -> measured over claimed time per iteration (absent: its claims hold)
+	trustAll bool                     // tests: take every claim as it stands
+}
+
+// themisRun is a running gang's current run: when its last pod started
+// and the iterations credited to it before then, from which its progress
+// reports count; corrected says its claim was found wrong (one event a run).
+type themisRun struct {
+	start     time.Time
+	base      float64
+	corrected bool
 }
 
 func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
 		next: 1, stand: map[string]*workload.Job{}, unseen: map[string]int{}, appOf: map[string]string{},
-		leaseEnd: map[string]float64{}, rho: map[string]float64{}, exported: map[string]bool{}}
+		leaseEnd: map[string]float64{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
+		credit: map[string]float64{}, factor: map[string]float64{}}
 }
 
 // Name implements policy.Placer (what logs and events call the placement).
@@ -246,6 +260,7 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 		keep[i] = saved{j.Submit, j.IterTime, j.Executed}
 		j.Submit, j.Spec.App = t.arrival(g), t.appOf[g.Key]
 		knownWork(j)
+		t.measured(s, g, j, j.Executed)
 	}
 	defer func() {
 		for i, j := range order {
@@ -256,6 +271,7 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 	for k := range t.appOf {
 		if snap.ByKey[k] == nil {
 			delete(t.appOf, k)
+			delete(t.runs, k)
 		}
 	}
 	clear(t.rho)
@@ -290,6 +306,110 @@ func knownWork(j *workload.Job) {
 		j.Executed = max(j.Executed, j.Attained)
 	}
 	j.Executed = min(j.Executed, max(j.Iterations-1, 0))
+}
+
+// ClaimTolerance is how far a running gang's measured time per
+// iteration may stray from what its claims predict before Themis stops
+// believing them: a quarter either way (a GPU that is slower than its
+// score says, input stalls and the rounds' granularity stay inside it;
+// a count of iterations twice the true one does not).
+const ClaimTolerance = 0.25
+
+// ReasonWorkClaimCorrected is the event on a gang's first pod when its
+// measured pace disagrees with its claimed work and Themis' ρ is computed
+// on the measured figure.
+const ReasonWorkClaimCorrected = "WorkClaimCorrected"
+
+// measured checks an app's claimed work against its gangs' measured
+// pace. A gang's claim (pal.io/iterations at the model's time per
+// iteration) predicts a time per iteration on its GPUs: the model's times
+// its slowdown there. A running gang's freshest pal.io/progress report
+// (N iterations by TIME, counted from its last pod's start) measures
+// one. When the two differ by more than ClaimTolerance either way, the
+// claim's iterations are not the ones the gang does (a count that
+// overstates the work also overstates the pace it reports) or its model
+// is not what it runs, and the app's claims are scaled by the measured
+// ratio: each of its gangs counts the measured time per claimed
+// iteration, and its iterations done at that time (a running gang's
+// reported ones on top of what its earlier runs were credited), so that
+// remaining work, W and the ideal time in ρ are the measured figures,
+// for the gangs that wait as for the one that reported. A report within
+// the tolerance restores the claims. The first correction of each run
+// posts a WorkClaimCorrected event on the gang's first pod. prior is
+// what the rounds credited the gang before this round.
+func (t *themisStage) measured(s *Scheduler, g *gang, j *workload.Job, prior float64) {
+	if t.trustAll {
+		return
+	}
+	app := t.appOf[g.Key]
+	slow := j.PM * j.Loc
+	if !(slow > 0) {
+		slow = 1
+	}
+	var r themisRun
+	iters := -1.0 // the current run's reported iterations (-1: none)
+	if start, ok := lastStart(g); ok && j.Running() {
+		var seen bool
+		if r, seen = t.runs[g.Key]; !seen || !r.start.Equal(start) {
+			r = themisRun{start: start, base: prior} // credited up to the last round: before this run
+			t.runs[g.Key] = r
+		}
+		if n, at, from, ok := s.gangProgress(g); ok && from.Equal(start) && at.After(start) {
+			run := at.Sub(start).Seconds() * t.scale
+			measured := run / n // the jobs' seconds per iteration, on its GPUs
+			claimed := j.IterTime * slow
+			if measured <= claimed*(1+ClaimTolerance) && measured >= claimed/(1+ClaimTolerance) {
+				delete(t.factor, app)
+			} else {
+				iters = n
+				t.factor[app] = measured / claimed
+				if !r.corrected {
+					r.corrected = true
+					t.runs[g.Key] = r
+					left := j.Iterations - min(r.base*claimed/measured+n, max(j.Iterations-1, 0))
+					note := fmt.Sprintf("claimed work (%s=%s at %s s per iteration on its GPUs) disagrees with the measured pace (%s: %s iterations in %s s, %s s per iteration) by more than %g%%: Themis' rho counts the measured figure for app %s, %s iterations left at %s s",
+						AnnIterations, fmtFloat(j.Iterations), fmtFloat(claimed), AnnProgress, fmtFloat(n), fmtFloat(run), fmtFloat(measured),
+						ClaimTolerance*100, app, fmtFloat(left), fmtFloat(measured))
+					s.log.Info("themis: a gang's claimed work disagrees with its measured pace", "gang", g.Key, "app", app,
+						"claimed_s_per_iter", claimed, "measured_s_per_iter", measured)
+					if p := firstPod(g); p != nil {
+						s.events.post(podRef(p), corev1.EventTypeNormal, ReasonWorkClaimCorrected, "Scheduling", note)
+					}
+				}
+			}
+		}
+	} else {
+		delete(t.runs, g.Key)
+	}
+	f, ok := t.factor[app]
+	if !ok {
+		return
+	}
+	// The iterations credited so far are the model's (each its time on
+	// the median GPU): at f times that time per claimed iteration, they
+	// are 1/f as many claimed ones.
+	j.IterTime *= f
+	if iters >= 0 {
+		j.Executed = r.base/f + iters
+	} else {
+		j.Executed /= f
+	}
+	j.Executed = min(j.Executed, max(j.Iterations-1, 0))
+}
+
+// lastStart is the start of a bound gang's last pod (ok false: one has
+// none yet).
+func lastStart(g *gang) (start time.Time, ok bool) {
+	for i, p := range g.Bound {
+		st, has := podStart(p)
+		if !has {
+			return time.Time{}, false
+		}
+		if i == 0 || st.After(start) {
+			start = st
+		}
+	}
+	return start, len(g.Bound) > 0
 }
 
 // appKey is a gang's app: pal.io/app (annotation, then label), else its
@@ -378,11 +498,13 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 				t.leaseEnd[g.Key] = end
 			}
 		}
-		id, submit, executed := sh.ID, sh.Submit, sh.Executed
+		id, submit, executed := sh.ID, sh.Submit, t.credit[g.Key]
 		*sh = *j
 		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.Key]
 		sh.Executed = max(executed, j.Executed) // progress survives a restart from a checkpoint
 		knownWork(sh)
+		t.credit[g.Key] = sh.Executed
+		t.measured(s, g, sh, executed)
 		view[i] = sh
 		seen[g.Key] = true
 	}
@@ -398,6 +520,19 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			delete(t.unseen, k)
 			delete(t.appOf, k)
 			delete(t.leaseEnd, k)
+			delete(t.runs, k)
+			delete(t.credit, k)
+		}
+	}
+	if len(t.factor) > 0 {
+		apps := map[string]bool{}
+		for _, a := range t.appOf {
+			apps[a] = true
+		}
+		for a := range t.factor {
+			if !apps[a] {
+				delete(t.factor, a)
+			}
 		}
 	}
 	t.pol.Order(t.now, view)

@@ -128,16 +128,46 @@ type app struct {
 	idx       int
 	name      string
 	arrival   float64
-	firstSeen float64         // the round it was first seen
-	f0        float64         // the contention integral then
-	work      float64         // W: ideal GPU-seconds of every job seen
-	demand    int             // Σ gang sizes of every job seen
-	critical  float64         // longest job's ideal run time
-	lastRan   float64         // last event round it held GPUs (arrival until then)
-	fa        fairness.App    // its auction view, reused between auctions
-	jobs      []*workload.Job // this round's active jobs
-	pos       []int           // their positions in the round's order
+	firstSeen float64            // the round it was first seen
+	f0        float64            // the contention integral then
+	work      float64            // W: ideal GPU-seconds of every job seen
+	demand    int                // Σ gang sizes of every job seen
+	critical  float64            // longest job's ideal run time
+	lastRan   float64            // last event round it held GPUs (arrival until then)
+	fa        fairness.App       // its auction view, reused between auctions
+	jobWork   map[int][2]float64 // each job's share of work and its ideal run time, by job id
+	jobs      []*workload.Job    // this round's active jobs
+	pos       []int              // their positions in the round's order
 	noise     float64
+}
+
+// count adds a job's work to its app's W and its ideal run time to the
+// app's longest, or updates both when the job's figures changed since
+// (a driver that learns a job's true pace corrects its iteration time:
+// W and T_id follow, so that ρ is computed on one figure throughout).
+func (a *app) count(j *workload.Job) {
+	w := j.Iterations * j.IterTime * float64(j.GPUs)
+	// An elastic job is fastest on all its GPUs.
+	c := w / float64(j.Most())
+	old, seen := a.jobWork[j.ID]
+	if seen && old == [2]float64{w, c} {
+		return
+	}
+	if a.jobWork == nil {
+		a.jobWork = map[int][2]float64{}
+	}
+	a.jobWork[j.ID] = [2]float64{w, c}
+	a.work += w - old[0]
+	if c >= a.critical {
+		a.critical = c
+		return
+	}
+	if seen && old[1] == a.critical {
+		a.critical = 0
+		for _, x := range a.jobWork {
+			a.critical = max(a.critical, x[1])
+		}
+	}
 }
 
 // New builds the policy. Scores (may be nil) make bids variability-aware.
@@ -309,12 +339,10 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 				p.byIdx = append(p.byIdx, a)
 			}
 			p.jobApp[j.ID] = a
-			a.work += j.Iterations * j.IterTime * float64(j.GPUs)
 			a.demand += j.Most()
 			a.arrival = min(a.arrival, j.Submit)
-			// An elastic job is fastest on all its GPUs.
-			a.critical = max(a.critical, j.Iterations*j.IterTime*float64(j.GPUs)/float64(j.Most()))
 		}
+		a.count(j)
 		if len(a.jobs) == 0 {
 			active = append(active, a)
 			if a.lastRan < a.arrival {
