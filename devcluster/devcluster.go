@@ -130,9 +130,10 @@ type Cluster struct {
 }
 
 type proc struct {
-	Name string `json:"name"`
-	PID  int    `json:"pid"`
-	Exe  string `json:"exe"`
+	Name string   `json:"name"`
+	PID  int      `json:"pid"`
+	Exe  string   `json:"exe"`
+	Args []string `json:"-"` // how it was started (Restart starts it so again)
 }
 
 // Up starts etcd, kube-apiserver, kube-controller-manager and kwok on free
@@ -268,8 +269,52 @@ func (c *Cluster) start(name, exe string, args ...string) error {
 		return fmt.Errorf("start %s: %v", name, err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while we run
-	c.procs = append(c.procs, proc{Name: name, PID: cmd.Process.Pid, Exe: exe})
+	p := proc{Name: name, PID: cmd.Process.Pid, Exe: exe, Args: args}
+	for i := range c.procs {
+		if c.procs[i].Name == name {
+			c.procs[i] = p // started again (Restart)
+			return c.savePIDs()
+		}
+	}
+	c.procs = append(c.procs, p)
 	return c.savePIDs()
+}
+
+// KillAPIServer kills kube-apiserver with SIGKILL, as a crash would: no
+// request in flight is answered, no watch is closed cleanly. The state
+// stays in etcd; StartAPIServer brings it back on the same address.
+func (c *Cluster) KillAPIServer() error {
+	for _, p := range c.procs {
+		if p.Name != "kube-apiserver" {
+			continue
+		}
+		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill kube-apiserver (pid %d): %v", p.PID, err)
+		}
+		for range 100 {
+			if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID)); err != nil {
+				return nil
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return fmt.Errorf("kube-apiserver (pid %d) still runs 5 s after SIGKILL", p.PID)
+	}
+	return fmt.Errorf("this cluster started no kube-apiserver")
+}
+
+// StartAPIServer starts kube-apiserver again as Up started it (same
+// port, certificates and etcd) and waits until it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	for _, p := range c.procs {
+		if p.Name != "kube-apiserver" {
+			continue
+		}
+		if err := c.start(p.Name, p.Exe, p.Args...); err != nil {
+			return err
+		}
+		return c.waitReady(ctx, 90*time.Second)
+	}
+	return fmt.Errorf("this cluster started no kube-apiserver")
 }
 
 func (c *Cluster) savePIDs() error {
