@@ -134,7 +134,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if rep.Hived, err = hived.RunHived(hived.HivedOptions{Out: o.Out, Quick: o.Quick, Log: o.Log}); err != nil {
+	if rep.Hived, err = hived.RunHived(hived.HivedOptions{Out: o.Out, Quick: o.Quick, Workers: o.Workers, Log: o.Log}); err != nil {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)

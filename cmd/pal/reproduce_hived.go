@@ -10,11 +10,12 @@ import (
 
 func newReproduceHivedCmd() *cobra.Command {
 	var (
-		quick bool
-		out   string
-		round float64
-		seed  uint64
-		days  float64
+		quick   bool
+		out     string
+		round   float64
+		seed    uint64
+		days    float64
+		workers int
 	)
 	cmd := &cobra.Command{
 		Use:   "hived",
@@ -40,7 +41,7 @@ bar chart per workload, scheduler and load, and hived/hived.md with the
 paper's claims and a verdict beside ours.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := hived.RunHived(hived.HivedOptions{Out: out, Quick: quick, Round: round, Seed: seed, Days: days, Log: cmd.ErrOrStderr()})
+			rep, err := hived.RunHived(hived.HivedOptions{Out: out, Quick: quick, Round: round, Seed: seed, Days: days, Workers: workers, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -52,6 +53,7 @@ paper's claims and a verdict beside ours.`,
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory (results go to OUT/hived)")
 	cmd.Flags().Float64Var(&round, "round", hived.HivedRound, "round length in seconds")
 	cmd.Flags().Uint64Var(&seed, "seed", DefaultSeed, "seed of the synthetic workload")
+	cmd.Flags().IntVar(&workers, "workers", 0, "settings (workload, load, scheduler) run at once (0: GOMAXPROCS); the results do not depend on it")
 	cmd.Flags().Float64Var(&days, "days", 0, "synthetic arrival window in days (0: 7, or 1 with --quick)")
 	return cmd
 }

@@ -2,14 +2,17 @@ package hived
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/palsched/pal/bench"
@@ -35,6 +38,10 @@ type HivedOptions struct {
 	Seed  uint64  // the synthetic generator's seed (0: 42, the CLI's default)
 	Days  float64 // synthetic arrival window in days (0: 7, or 1 with Quick)
 	Log   io.Writer
+	// Workers is how many (workload, load, scheduler) settings run at once
+	// (0: GOMAXPROCS). Results do not depend on it; the wall-time table
+	// does, as runs share the cores.
+	Workers int
 }
 
 // HivedQuickJobs is the Philly trace prefix --quick runs.
@@ -82,8 +89,10 @@ type HivedReport struct {
 	// seeds. Both only in the full run.
 	Factors []FactorRow
 	Seeds   []SeedRow
-	// Walls: wall time of each HiveD run, by workload, scheduler and load.
-	Walls []HivedWall
+	// Walls: wall time of each HiveD run, by workload, scheduler and load,
+	// measured while Workers settings ran at once.
+	Walls   []HivedWall
+	Workers int
 	// Binding: dynamic versus static binding with opportunistic load.
 	Binding []BindingRow
 	// Overhead: median tenancy decision time by cluster size.
@@ -430,14 +439,13 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 	if o.Quick {
 		loads = []float64{0.85}
 	}
+	var tasks []anomalyTask
 	for _, L := range loads {
 		cells, tr := SyntheticHived(L, o.Days, o.Seed)
 		label := fmt.Sprintf("L=%.2f", L)
 		rep.Synth[label] = len(tr.Jobs)
 		for _, hs := range hivedSchedulers {
-			if err := rep.anomalyRuns("synthetic", label, cells, tr, hs, logf); err != nil {
-				return nil, err
-			}
+			tasks = append(tasks, anomalyTask{wl: "synthetic", load: label, cells: cells, tr: tr, hs: hs})
 		}
 	}
 	for _, L := range loads {
@@ -445,14 +453,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 		label := fmt.Sprintf("L=%.2f", L)
 		rep.Mixed[label] = len(tr.Jobs)
 		for _, hs := range hivedSchedulers {
-			if err := rep.anomalyRuns("mixed", label, cells, tr, hs, logf); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if !o.Quick {
-		if err := rep.factors(o, logf); err != nil {
-			return nil, err
+			tasks = append(tasks, anomalyTask{wl: "mixed", load: label, cells: cells, tr: tr, hs: hs})
 		}
 	}
 	pv, err := workload.EmbeddedPhillyVCTrace(8)
@@ -475,11 +476,26 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 	for _, sc := range scales {
 		tr := scaleArrivals(pv.Trace, sc.k)
 		for _, hs := range hivedSchedulers {
-			if err := rep.anomalyRuns("philly", sc.name, pcells, tr, hs, logf); err != nil {
-				return nil, err
-			}
+			tasks = append(tasks, anomalyTask{wl: "philly", load: sc.name, cells: pcells, tr: tr, hs: hs, long: true})
 		}
 	}
+	var factors []anomalyTask
+	if !o.Quick {
+		factors = rep.factorTasks(o)
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	rep.Workers = o.Workers
+	done, err := runAnomalies(append(tasks, factors...), rep.Round, o.Workers, logf)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range done[:len(tasks)] {
+		rep.Rows = append(rep.Rows, d.Rows...)
+		rep.Walls = append(rep.Walls, d.Walls...)
+	}
+	rep.factors(factors, done[len(tasks):])
 	if err := rep.binding(o, pv.Trace, pcells, logf); err != nil {
 		return nil, err
 	}
@@ -498,44 +514,104 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 // packers are the two intra-VC schedulers whose placers pack.
 var packers = hivedSchedulers[1:]
 
-// factors runs, at L = 0.95, the mixed workload's traits one at a time
-// (a size mix in the small tenants only; jobs of two nodes in the large
-// one only) under the packing schedulers, and the mixed workload over
-// seeds 1 to 5.
-func (rep *HivedReport) factors(o HivedOptions, logf func(string, ...any)) error {
+// factorTasks are, at L = 0.95, the mixed workload's traits one at a
+// time (a size mix in the small tenants only; jobs of two nodes in the
+// large one only) under the packing schedulers, then the mixed workload
+// over seeds 1 to 5.
+func (rep *HivedReport) factorTasks(o HivedOptions) []anomalyTask {
 	sizesOnly := []SynthTenant{{Name: "large", Nodes: 4, JobGPUs: 8, MeanRun: 7200}, MixedTenants[1], MixedTenants[2]}
 	multiOnly := []SynthTenant{MixedTenants[0], SynthTenants[1], SynthTenants[2]}
-	worst := func(tenants []SynthTenant, seed uint64, hs hivedScheduler) (Verdict, error) {
+	var tasks []anomalyTask
+	add := func(variant string, tenants []SynthTenant, seed uint64) {
 		cells, tr := SyntheticTenants(tenants, "synthetic-factor", 0.95, o.Days, seed)
-		tmp := &HivedReport{Round: rep.Round}
-		if err := tmp.anomalyRuns("factor", "L=0.95", cells, tr, hs, logf); err != nil {
-			return Verdict{}, err
-		}
-		order, vs := tmp.Verdicts()
-		return vs[order[0]], nil
-	}
-	for _, variant := range []struct {
-		name    string
-		tenants []SynthTenant
-	}{{"sizes only", sizesOnly}, {"multi-node only", multiOnly}} {
 		for _, hs := range packers {
-			v, err := worst(variant.tenants, o.Seed, hs)
-			if err != nil {
-				return err
-			}
-			rep.Factors = append(rep.Factors, FactorRow{Variant: variant.name, Scheduler: hs.label, QuotaMax: v.QuotaMax, QuotaVC: v.QuotaMaxVC, HivedRounds: v.MaxDiffRounds})
+			tasks = append(tasks, anomalyTask{wl: "factor", load: "L=0.95", cells: cells, tr: tr, hs: hs, variant: variant, seed: seed})
 		}
 	}
+	add("sizes only", sizesOnly, o.Seed)
+	add("multi-node only", multiOnly, o.Seed)
 	for seed := uint64(1); seed <= 5; seed++ {
-		for _, hs := range packers {
-			v, err := worst(MixedTenants, seed, hs)
-			if err != nil {
-				return err
-			}
-			rep.Seeds = append(rep.Seeds, SeedRow{Seed: seed, Scheduler: hs.label, QuotaMax: v.QuotaMax, HivedRounds: v.MaxDiffRounds})
+		add("", MixedTenants, seed)
+	}
+	return tasks
+}
+
+// factors reads each factor run's worst VC into the Factors and Seeds
+// tables.
+func (rep *HivedReport) factors(tasks []anomalyTask, done []*HivedReport) {
+	for i, t := range tasks {
+		order, vs := done[i].Verdicts()
+		v := vs[order[0]]
+		if t.variant != "" {
+			rep.Factors = append(rep.Factors, FactorRow{Variant: t.variant, Scheduler: t.hs.label, QuotaMax: v.QuotaMax, QuotaVC: v.QuotaMaxVC, HivedRounds: v.MaxDiffRounds})
+		} else {
+			rep.Seeds = append(rep.Seeds, SeedRow{Seed: t.seed, Scheduler: t.hs.label, QuotaMax: v.QuotaMax, HivedRounds: v.MaxDiffRounds})
 		}
 	}
-	return nil
+}
+
+// anomalyTask is one setting of the experiment: a workload at one load
+// under one intra-VC scheduler, run four ways by anomalyRuns.
+type anomalyTask struct {
+	wl, load string
+	cells    *tenancy.Config
+	tr       *workload.Trace // shared between tasks, read only
+	hs       hivedScheduler
+	long     bool // the Philly replay: started first, so that the short runs fill in around it
+	variant  string
+	seed     uint64
+}
+
+// runAnomalies runs the tasks on up to workers goroutines (0: GOMAXPROCS),
+// each into a report of its own, and returns those in task order, so the
+// tables come out the same whatever order the runs finish in. The
+// simulations dominate the full experiment's time and are independent.
+func runAnomalies(tasks []anomalyTask, round float64, workers int, logf func(string, ...any)) ([]*HivedReport, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var mu sync.Mutex
+	logLocked := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logf(format, a...)
+	}
+	start := make([]int, 0, len(tasks))
+	for i := len(tasks) - 1; i >= 0; i-- { // the long runs first, the heaviest (latest) of them first
+		if tasks[i].long {
+			start = append(start, i)
+		}
+	}
+	for i, t := range tasks {
+		if !t.long {
+			start = append(start, i)
+		}
+	}
+	done := make([]*HivedReport, len(tasks))
+	errs := make([]error, len(tasks))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, len(tasks)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t := tasks[i]
+				r := &HivedReport{Round: round}
+				errs[i] = r.anomalyRuns(t.wl, t.load, t.cells, t.tr, t.hs, logLocked)
+				done[i] = r
+			}
+		}()
+	}
+	for _, i := range start {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return done, nil
 }
 
 // binding compares dynamic and static binding with opportunistic load:
@@ -939,7 +1015,7 @@ func (r *HivedReport) markdown() (string, error) {
 		}
 		fmt.Fprintf(&md, "\nhived-pm against hived: mean JCT %+.1f%%.\n", 100*(b.MeanJCT/a.MeanJCT-1))
 	}
-	md.WriteString("\n## Wall time of the HiveD runs\n\n| workload | scheduler | load | wall (s) |\n|---|---|---|---|\n")
+	fmt.Fprintf(&md, "\n## Wall time of the HiveD runs\n\n%d settings ran at once, sharing the machine's cores.\n\n| workload | scheduler | load | wall (s) |\n|---|---|---|---|\n", r.Workers)
 	for _, w := range r.Walls {
 		fmt.Fprintf(&md, "| %s | %s | %s | %.1f |\n", w.Workload, w.Scheduler, w.Load, w.Wall.Seconds())
 	}
