@@ -3,12 +3,16 @@
 #
 #   hack/kube-perf.sh              10,000 pods in gangs of 1-8 on 1,000 kwok
 #                                  nodes x 8 GPUs, pal alone
-#   hack/kube-perf.sh --compare    the peer benchmark: pal and kube-scheduler
+#   hack/kube-perf.sh --compare    the peer benchmark: pal, kube-scheduler
 #                                  (same Kubernetes version, built by
-#                                  hack/kube-scheduler.sh) at equal client QPS,
-#                                  each alone on a fresh cluster, on 5,000
-#                                  one-GPU pods, 500 gangs of 8 and 100 gangs
-#                                  of 4 (add --runs 3 for medians)
+#                                  hack/kube-scheduler.sh) in its default
+#                                  configuration and in its gang one
+#                                  (kube-scheduler-gang), and the no-op
+#                                  binder (the apiserver's own ceiling), at
+#                                  equal client QPS, each alone on a fresh
+#                                  cluster, on 5,000 one-GPU pods, 500 gangs
+#                                  of 8 and 100 gangs of 4 (add --runs 3 for
+#                                  medians)
 #
 # Other flags go to hack/kubeperf (go run ./hack/kubeperf -h lists them).
 # Prints pods bound per second, create-to-bound p50/p99, the CPU seconds of

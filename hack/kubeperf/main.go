@@ -83,6 +83,16 @@ func (sc scenario) isGang(g int) bool { return sc.gangSize(g) > 1 }
 const (
 	schedPAL  = "pal"
 	schedKube = "kube-scheduler"
+	// schedKubeGang is kube-scheduler in its best gang configuration:
+	// GenericWorkload and TopologyAwareWorkloadScheduling on the
+	// apiserver and the scheduler, each PodGroup constrained to one
+	// kubernetes.io/hostname, and the NodeResourcesFit plugin scoring
+	// MostAllocated on nvidia.com/gpu (packing rather than spreading).
+	schedKubeGang = "kube-scheduler-gang"
+	// schedNoop is the no-op binder (noop.go): pending pods bound in
+	// order to any node with room, no scheduling; the apiserver's own
+	// ceiling.
+	schedNoop = "noop"
 	ns        = "perf"
 	gangLabel = "kubeperf.pal.io/gang"
 )
@@ -98,12 +108,15 @@ type options struct {
 	palProfile         string
 	run                int // which run (for file names)
 	palGangs           string
+	noopWorkers        int
 }
 
 func main() {
-	compare := flag.Bool("compare", false, "run the peer scenarios (plain, gangs8, gangs4) against pal and kube-scheduler")
+	compare := flag.Bool("compare", false, "run the peer scenarios (plain, gangs8, gangs4) against pal, kube-scheduler in its default and its gang configuration, and the no-op binder")
 	scen := flag.String("scenarios", "", "comma-separated scenarios: plain, gangs8, gangs4, mixed (default: mixed; with --compare: plain,gangs8,gangs4)")
-	scheds := flag.String("schedulers", "", "comma-separated: pal, kube-scheduler (default: pal; with --compare: both)")
+	scheds := flag.String("schedulers", "", "comma-separated: pal, kube-scheduler, kube-scheduler-gang, noop (default: pal; with --compare: all four)")
+	noopKubeconfig := flag.String("noop-binder", "", "run as the no-op binder against this kubeconfig (kubeperf starts itself so for the noop scheduler)")
+	noopWorkers := flag.Int("noop-workers", 32, "the no-op binder's bind workers (pal's bindWorkers default)")
 	runs := flag.Int("runs", 1, "repeat every scenario this many times; the table gives medians")
 	nodes := flag.Int("nodes", 1000, "mixed scenario: kwok nodes")
 	gpus := flag.Int("gpus", 8, "mixed scenario: GPUs per node")
@@ -123,6 +136,13 @@ func main() {
 	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal scheduler's CPU profile of each run to FILE.<scenario>.<run>")
 	flag.Parse()
 	o.qps = float32(*qps)
+	o.noopWorkers = *noopWorkers
+	if *noopKubeconfig != "" {
+		if err := runNoopBinder(*noopKubeconfig, o.qps, o.burst, o.noopWorkers); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *scen == "" {
 		*scen = "mixed"
 		if *compare {
@@ -132,7 +152,7 @@ func main() {
 	if *scheds == "" {
 		*scheds = schedPAL
 		if *compare {
-			*scheds = schedKube + "," + schedPAL
+			*scheds = strings.Join([]string{schedKube, schedKubeGang, schedNoop, schedPAL}, ",")
 		}
 	}
 	all := map[string]scenario{
@@ -157,12 +177,13 @@ func main() {
 			if o.pal == "" {
 				fail(fmt.Errorf("--pal: the pal binary is needed"))
 			}
-		case schedKube:
+		case schedKube, schedKubeGang:
 			if o.kubeScheduler == "" {
 				fail(fmt.Errorf("--kube-scheduler: the kube-scheduler binary is needed"))
 			}
+		case schedNoop:
 		default:
-			fail(fmt.Errorf("--schedulers: unknown scheduler %q (pal, kube-scheduler)", n))
+			fail(fmt.Errorf("--schedulers: unknown scheduler %q (pal, kube-scheduler, kube-scheduler-gang, noop)", n))
 		}
 		who = append(who, n)
 	}
@@ -396,8 +417,8 @@ func startScheduler(w string, sc scenario, cl *devcluster.Cluster, dir string, o
 	switch w {
 	case schedPAL:
 		cfg := filepath.Join(dir, "pal.yaml")
-		body := fmt.Sprintf("period: 1s\narrivalDelay: 100ms\nqps: %g\nburst: %d\neventQPS: %g\neventBurst: %d\nmetricsAddr: \"\"\nplacement: %s\nleaderElection: {enabled: false}\n",
-			o.qps, o.burst, o.qps, o.burst, o.placement)
+		body := fmt.Sprintf("period: 1s\narrivalDelay: 100ms\nqps: %g\nburst: %d\neventQPS: %g\neventBurst: %d\nbindQPS: %g\nbindBurst: %d\nmetricsAddr: \"\"\nplacement: %s\nleaderElection: {enabled: false}\n",
+			o.qps, o.burst, o.qps, o.burst, o.qps, o.burst, o.placement)
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return nil, err
 		}
@@ -406,7 +427,7 @@ func startScheduler(w string, sc scenario, cl *devcluster.Cluster, dir string, o
 			args = append(args, "--cpuprofile", fmt.Sprintf("%s.%s.%d", o.palProfile, sc.name, o.run))
 		}
 		cmd = exec.Command(o.pal, args...)
-	case schedKube:
+	case schedKube, schedKubeGang:
 		cfg := filepath.Join(dir, "kube-scheduler.yaml")
 		body := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -417,14 +438,27 @@ clientConnection:
 leaderElection:
   leaderElect: false
 `, cl.Kubeconfig, o.qps, o.burst)
+		if w == schedKubeGang {
+			body += mostAllocatedProfile
+		}
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return nil, err
 		}
 		args := []string{"--config", cfg, "--bind-address", "127.0.0.1", "--secure-port", "0", "-v", "1"}
-		if sc.gangs < sc.pods() {
+		switch {
+		case w == schedKubeGang:
+			args = append(args, "--feature-gates", gangGates)
+		case sc.gangs < sc.pods():
 			args = append(args, "--feature-gates", "GenericWorkload=true")
 		}
 		cmd = exec.Command(o.kubeScheduler, args...)
+	case schedNoop:
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(self, "--noop-binder", cl.Kubeconfig, "--qps", fmt.Sprint(o.qps), "--burst", fmt.Sprint(o.burst),
+			"--noop-workers", fmt.Sprint(o.noopWorkers))
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	return cmd, cmd.Start()
@@ -443,8 +477,12 @@ func measure(sc scenario, w string, o options) (result, error) {
 		defer os.RemoveAll(dir)
 	}
 	t := time.Now()
+	var apiArgs []string
+	if w == schedKubeGang {
+		apiArgs = append(apiArgs, "--feature-gates="+gangGates)
+	}
 	cl, err := devcluster.Up(ctx, devcluster.Options{Dir: dir, Nodes: sc.nodes, GPUsPerNode: sc.gpus,
-		NativeGangs: true})
+		NativeGangs: true, APIServerArgs: apiArgs})
 	if err != nil {
 		return x, err
 	}
@@ -457,7 +495,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return x, err
 	}
-	native := w == schedKube || o.palGangs == "podgroups"
+	native := w == schedKube || w == schedKubeGang || o.palGangs == "podgroups"
 	if native {
 		for g := range sc.gangs {
 			if !sc.isGang(g) {
@@ -466,6 +504,10 @@ func measure(sc scenario, w string, o options) (result, error) {
 			pg := &schedv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: gangName(g), Namespace: ns},
 				Spec: schedv1beta1.PodGroupSpec{SchedulingPolicy: schedv1beta1.PodGroupSchedulingPolicy{
 					Gang: &schedv1beta1.GangSchedulingPolicy{MinCount: int32(sc.gangSize(g))}}}}
+			if w == schedKubeGang {
+				pg.Spec.SchedulingConstraints = &schedv1beta1.PodGroupSchedulingConstraints{
+					Topology: []schedv1beta1.TopologyConstraint{{Key: "kubernetes.io/hostname"}}}
+			}
 			if _, err := cs.SchedulingV1beta1().PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 				return x, fmt.Errorf("create PodGroup: %v", err)
 			}
@@ -619,7 +661,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 			return x, err
 		}
 		x.events = n
-		if n >= len(bound) || time.Since(ev0) > o.eventWait {
+		if n >= len(bound) || time.Since(ev0) > o.eventWait || w == schedNoop {
 			break
 		}
 		time.Sleep(2 * time.Second)
@@ -666,8 +708,11 @@ func makePod(sc scenario, native bool, w, name string, g int, runFor time.Durati
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{Name: "c", Image: "x",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}},
 	}
-	if w == schedPAL {
+	switch w {
+	case schedPAL:
 		p.Spec.SchedulerName = "pal"
+	case schedNoop:
+		p.Spec.SchedulerName = noopSchedulerName
 	}
 	switch {
 	case !sc.isGang(g):

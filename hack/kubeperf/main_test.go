@@ -3,6 +3,11 @@ package main
 import (
 	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/palsched/pal/kube"
 )
 
 // Write requests are summed by verb and group/resource/subresource over
@@ -31,4 +36,27 @@ func FuzzParseWrites(f *testing.F) {
 	f.Add(`apiserver_request_total{verb="POST",resource="pods",subresource="binding"} 1e3` + "\n" + `apiserver_request_total{`)
 	f.Add("apiserver_request_total{} ")
 	f.Fuzz(func(t *testing.T, s string) { _ = parseWrites(s) })
+}
+
+// The no-op binder's rooms: first fit over nodes in name order, a full
+// node skipped for good, nodes without GPUs never offered, and "" when
+// no node has room.
+func TestRoomsFirstFit(t *testing.T) {
+	mk := func(name string, gpus int) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(gpus)}}}
+	}
+	r := newRooms([]*corev1.Node{mk("b", 2), mk("cpu", 0), mk("a", 3)})
+	var got []string
+	for _, want := range []int{2, 2, 1, 1, 1} {
+		got = append(got, r.take(want))
+	}
+	// a: 3 -> 1 after the first; 2 fits b (a has 1); a's last GPU goes to
+	// the first 1; then nothing is left.
+	if fmt.Sprint(got) != "[a b a  ]" {
+		t.Errorf("takes %q, want [a b a \"\" \"\"]", got)
+	}
+	if r.next != 2 {
+		t.Errorf("next = %d, want 2 (both nodes full)", r.next)
+	}
 }
