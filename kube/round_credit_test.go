@@ -81,4 +81,13 @@ func TestStarvationGuardOnTime(t *testing.T) {
 	if j := creditJob(t, w, "ns/pod:hog"); j.Priority == 1 || j.SinceScheduled != 0 {
 		t.Errorf("the running hog: priority %d, waited %v s", j.Priority, j.SinceScheduled)
 	}
+	// Once it runs, its wait starts again from 0.
+	w.finish("ns/hog")
+	w.deliver(-1)
+	w.round(t0.Add(400 * time.Second)) // binds the waiter
+	w.deliver(-1)
+	w.round(t0.Add(500 * time.Second))
+	if j := creditJob(t, w, "ns/pod:waiter"); !j.Running() || j.SinceScheduled != 0 {
+		t.Errorf("the waiter, running: %v GPUs, waited %v s; want its wait reset to 0", j.GPUsHeld, j.SinceScheduled)
+	}
 }

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,24 @@ func TestPreemptionSkipsNodesWithHigherPriority(t *testing.T) {
 	d := mustPlace(t, s, Request{Group: "R", VC: "A", Priority: 5, Pods: []int{2}})
 	if !slices.Equal(d.Preempted, []string{"L1"}) || d.Pods[0].Node != node["E"] {
 		t.Errorf("preempted %v on %s, want [L1] on %s (E's node)", d.Preempted, d.Pods[0].Node, node["E"])
+	}
+}
+
+// Priorities run from Opportunistic (-1) to MaxPriority (1000), both
+// ends included: a request at either end is placed, one beyond either is
+// refused naming the range.
+func TestPriorityRange(t *testing.T) {
+	for _, c := range []struct {
+		prio int
+		ok   bool
+	}{{Opportunistic, true}, {0, true}, {MaxPriority, true}, {MaxPriority + 1, false}, {Opportunistic - 1, false}} {
+		s := mustNew(t, twoLevel(1, 4, "  V: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n"))
+		_, err := s.Schedule(Request{Group: "G", VC: "V", Priority: c.prio, Pods: []int{1}})
+		if (err == nil) != c.ok {
+			t.Errorf("priority %d: err %v, want placed %v", c.prio, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "outside -1..1000") {
+			t.Errorf("priority %d: %v does not name the range", c.prio, err)
+		}
 	}
 }

@@ -149,6 +149,11 @@ func TestBindOutcomes(t *testing.T) {
 		{"refused (429), unbound: not bound", func(a *apiserver) {
 			a.binds = append(a.binds, func(*corev1.Binding) error { return apierrors.NewTooManyRequests("slow down", 1) })
 		}, state.NotBound, 1},
+		{"timed out (408) before it was committed: it may land, so bound again", func(a *apiserver) {
+			a.binds = append(a.binds, func(*corev1.Binding) error {
+				return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 408, Reason: metav1.StatusReasonTimeout}}
+			})
+		}, state.Bound, 2},
 		{"bound elsewhere by another: not ours", func(a *apiserver) { a.pod.Spec.NodeName = "n9" }, state.NotBound, 1},
 		{"gone", func(a *apiserver) {
 			a.binds = append(a.binds, func(b *corev1.Binding) error {
