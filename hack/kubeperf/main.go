@@ -113,7 +113,7 @@ type options struct {
 
 func main() {
 	compare := flag.Bool("compare", false, "run the peer scenarios (plain, gangs8, gangs4) against pal, kube-scheduler in its default and its gang configuration, and the no-op binder")
-	scen := flag.String("scenarios", "", "comma-separated scenarios: plain, gangs8, gangs4, mixed (default: mixed; with --compare: plain,gangs8,gangs4)")
+	scen := flag.String("scenarios", "", "comma-separated scenarios: plain, gangs8, gangs4, mixed, scale (default: mixed; with --compare: plain,gangs8,gangs4)")
 	scheds := flag.String("schedulers", "", "comma-separated: pal, kube-scheduler, kube-scheduler-gang, noop (default: pal; with --compare: all four)")
 	noopKubeconfig := flag.String("noop-binder", "", "run as the no-op binder against this kubeconfig (kubeperf starts itself so for the noop scheduler)")
 	noopWorkers := flag.Int("noop-workers", 32, "the no-op binder's bind workers (pal's bindWorkers default)")
@@ -129,7 +129,7 @@ func main() {
 	flag.IntVar(&o.burst, "burst", 400, "client burst of either scheduler")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up on a scenario when its pods are not all bound by then")
 	flag.DurationVar(&o.eventWait, "event-wait", 90*time.Second, "after all are bound, wait at most this long for their Scheduled events")
-	flag.DurationVar(&o.runFor, "run", 0, "how long each pod runs once bound (kwok finishes it; default: 5s in the mixed scenario, so not all can run at once, 1h in the peer ones, which all fit)")
+	flag.DurationVar(&o.runFor, "run", 0, "how long each pod runs once bound (kwok finishes it; default: 5s in the mixed scenario, so not all can run at once, 1h in the others, which all fit)")
 	flag.StringVar(&o.placement, "placement", "pal", "pal's placement")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory (logs) and print it")
 	flag.StringVar(&o.palGangs, "pal-gangs", "annotations", "how pal's gangs are written: annotations (pal.io/gang) or podgroups (native PodGroups, as for kube-scheduler)")
@@ -160,12 +160,13 @@ func main() {
 		"gangs8": {name: "gangs8", what: "500 gangs of 8, 1,000 nodes x 8 GPUs", nodes: 1000, gpus: 8, gangs: 500, size: 8},
 		"gangs4": {name: "gangs4", what: "100 gangs of 4, 100 nodes x 8 GPUs", nodes: 100, gpus: 8, gangs: 100, size: 4},
 		"mixed":  mixed(*nodes, *gpus, *pods, *seed),
+		"scale":  scale(*nodes, *gpus),
 	}
 	var list []scenario
 	for _, n := range strings.Split(*scen, ",") {
 		sc, ok := all[strings.TrimSpace(n)]
 		if !ok {
-			fail(fmt.Errorf("--scenarios: unknown scenario %q (plain, gangs8, gangs4, mixed)", n))
+			fail(fmt.Errorf("--scenarios: unknown scenario %q (plain, gangs8, gangs4, mixed, scale)", n))
 		}
 		list = append(list, sc)
 	}
@@ -212,8 +213,8 @@ func main() {
 		}
 	}
 	fmt.Printf("\nMedians over %d run(s); load average at the end %s\n\n", *runs, loadavg())
-	fmt.Println("| scenario | scheduler | pods bound/s | create-to-bound p50 / p99 (s) | scheduler CPU (s) | apiserver CPU (s) | split gangs | Scheduled events | apiserver writes per pod |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| scenario | scheduler | pods bound/s | create-to-bound p50 / p99 (s) | scheduler CPU (s) | scheduler peak RSS (MiB) | apiserver CPU (s) | split gangs | Scheduled events | apiserver writes per pod |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, sc := range list {
 		for _, w := range who {
 			xs := res[sc.name+"|"+w]
@@ -244,9 +245,10 @@ func main() {
 			if ok < len(xs) {
 				failed = fmt.Sprintf(" (%d of %d runs failed)", len(xs)-ok, len(xs))
 			}
-			fmt.Printf("| %s | %s%s | %.1f | %.2f / %.2f | %.1f | %.1f | %s | %.0f of %d | %.2f |\n", sc.what, w, failed,
+			fmt.Printf("| %s | %s%s | %.1f | %.2f / %.2f | %.1f | %.0f | %.1f | %s | %.0f of %d | %.2f |\n", sc.what, w, failed,
 				med(func(x result) float64 { return x.rate }), med(func(x result) float64 { return x.p50 }),
 				med(func(x result) float64 { return x.p99 }), med(func(x result) float64 { return x.cpuSched }),
+				med(func(x result) float64 { return x.rssMiB }),
 				med(func(x result) float64 { return x.cpuAPI }), split,
 				med(func(x result) float64 { return float64(x.events) }), sc.pods(), med(result.writesPerPod))
 		}
@@ -279,6 +281,23 @@ func mixed(nodes, gpus, pods int, seed uint64) scenario {
 		nodes: nodes, gpus: gpus, gangs: len(sizes), sizes: sizes}
 }
 
+// scale is the large-cluster scenario: on 5,000 nodes, 20,000 one-GPU
+// pods and 2,000 gangs of 8 (36,000 of the 40,000 GPUs at 8 a node), all
+// running at once; other node counts scale the counts with them. Ten
+// one-GPU pods come before each gang.
+func scale(nodes, gpus int) scenario {
+	gangs := max(1, 2000*nodes/5000)
+	var sizes []int
+	for range gangs {
+		for range 10 {
+			sizes = append(sizes, 1)
+		}
+		sizes = append(sizes, 8)
+	}
+	return scenario{name: "scale", what: fmt.Sprintf("%d one-GPU pods and %d gangs of 8, %d nodes x %d GPUs", 10*gangs, gangs, nodes, gpus),
+		nodes: nodes, gpus: gpus, gangs: len(sizes), sizes: sizes}
+}
+
 // result is one scenario run with one scheduler.
 type result struct {
 	sched, scenario  string
@@ -289,8 +308,9 @@ type result struct {
 	p50, p99, maxLat float64
 	cpuSched, cpuAPI float64
 	cpuEtcd, cpuKwok float64
-	split            int // gangs on more than one node (in the mixed scenario one may have had no node with room)
-	events           int // bound pods with a Scheduled event
+	rssMiB           float64 // the scheduler's peak resident set (VmHWM) by the last bind
+	split            int     // gangs on more than one node (in the mixed scenario one may have had no node with room)
+	events           int     // bound pods with a Scheduled event
 	eventsAfter      float64
 	writes           map[string]float64 // apiserver write requests by verb and resource, all clients
 	failed           bool
@@ -315,6 +335,7 @@ func (x result) print() {
 	fmt.Printf("   create-to-bound p50 %.2f s, p99 %.2f s, max %.2f s\n", x.p50, x.p99, x.maxLat)
 	fmt.Printf("   CPU s (first create to last bind): %s %.1f, kube-apiserver %.1f, etcd %.1f, kwok %.1f\n",
 		x.sched, x.cpuSched, x.cpuAPI, x.cpuEtcd, x.cpuKwok)
+	fmt.Printf("   %s peak RSS %.0f MiB\n", x.sched, x.rssMiB)
 	if x.gangs > 0 {
 		fmt.Printf("   gangs (of more than one pod) split over nodes: %d of %d\n", x.split, x.gangs)
 	}
@@ -395,6 +416,32 @@ func cpuSeconds(pid int) float64 {
 	u, _ := strconv.ParseFloat(f[11], 64)
 	k, _ := strconv.ParseFloat(f[12], 64)
 	return (u + k) / 100 // USER_HZ
+}
+
+// peakRSSMiB is a process's peak resident set size (VmHWM in
+// /proc/PID/status), in MiB; 0 when it cannot be read.
+func peakRSSMiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	return parseVmHWM(string(b))
+}
+
+// parseVmHWM reads the VmHWM line ("VmHWM:    123456 kB") of a
+// /proc/PID/status text, in MiB; 0 when there is none.
+func parseVmHWM(status string) float64 {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+					return kb / 1024
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func loadavg() string {
@@ -565,7 +612,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	runFor := o.runFor
 	if runFor == 0 {
 		runFor = time.Hour
-		if sc.sizes != nil {
+		if sc.name == "mixed" {
 			runFor = 5 * time.Second
 		}
 	}
@@ -616,6 +663,7 @@ func measure(sc scenario, w string, o options) (result, error) {
 	cpu1 := cpu()
 	x.cpuSched, x.cpuAPI = cpu1["sched"]-cpu0["sched"], cpu1["api"]-cpu0["api"]
 	x.cpuEtcd, x.cpuKwok = cpu1["etcd"]-cpu0["etcd"], cpu1["kwok"]-cpu0["kwok"]
+	x.rssMiB = peakRSSMiB(pids["sched"])
 
 	mu.Lock()
 	var last time.Time

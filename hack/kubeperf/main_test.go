@@ -60,3 +60,37 @@ func TestRoomsFirstFit(t *testing.T) {
 		t.Errorf("next = %d, want 2 (both nodes full)", r.next)
 	}
 }
+
+// The peak resident set is VmHWM's kB in MiB; a status without it, or
+// with a line that does not read, gives 0.
+func TestParseVmHWM(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+	}{
+		{"Name:\tpal\nVmPeak:\t  999 kB\nVmHWM:\t  524288 kB\nVmRSS:\t 1024 kB\n", 512},
+		{"Name:\tpal\nVmRSS:\t 1024 kB\n", 0},
+		{"VmHWM:\t  x kB\n", 0},
+		{"VmHWM:\t  2048\n", 0},
+	} {
+		if got := parseVmHWM(c.in); got != c.want {
+			t.Errorf("parseVmHWM(%q) = %g, want %g", c.in, got, c.want)
+		}
+	}
+}
+
+// The scale scenario at 5,000 nodes is 20,000 one-GPU pods and 2,000
+// gangs of 8 (36,000 pods), ten single pods before each gang; at 1,000
+// nodes a fifth of it.
+func TestScaleScenario(t *testing.T) {
+	sc := scale(5000, 8)
+	if sc.pods() != 36000 || sc.multiPod() != 2000 || sc.gangs != 22000 {
+		t.Errorf("5,000 nodes: %d pods, %d gangs of 8, %d gangs in all; want 36000, 2000, 22000", sc.pods(), sc.multiPod(), sc.gangs)
+	}
+	if fmt.Sprint(sc.sizes[:12]) != "[1 1 1 1 1 1 1 1 1 1 8 1]" {
+		t.Errorf("first sizes %v", sc.sizes[:12])
+	}
+	if sc := scale(1000, 8); sc.pods() != 7200 || sc.multiPod() != 400 {
+		t.Errorf("1,000 nodes: %d pods, %d gangs of 8; want 7200 and 400", sc.pods(), sc.multiPod())
+	}
+}
