@@ -1,6 +1,7 @@
 package fairness
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -211,5 +212,60 @@ func TestOneBidderBelowTenApps(t *testing.T) {
 	r := mustRun(t, in, opts(0.8, true, NoLeftover))
 	if r.K != 2 || r.Apps[0].Keep != 0.5 || r.Apps[1].Keep != 0.5 || len(r.Apps[0].PF) != 2 {
 		t.Errorf("10 apps: k %d, c %v and %v, A's PF %v; want 2 bidders at c = 0.5 on 2 GPUs each", r.K, r.Apps[0].Keep, r.Apps[1].Keep, r.Apps[0].PF)
+	}
+}
+
+// NextExpiry is the first lease end strictly after now: a lease ending
+// at now has ended (its GPUs are offered at now), so it is not next.
+// GPU 0 leased over [0, 600), GPU 1 over [100, 400).
+func TestNextExpiryAfterNow(t *testing.T) {
+	l := NewLeases(3)
+	if err := l.Grant(0, []int{0}, 0, 600); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Grant(1, []int{1}, 100, 300); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ now, want float64 }{{0, 400}, {399, 400}, {400, 600}, {599, 600}, {600, math.Inf(1)}} {
+		if got := l.NextExpiry(c.now); got != c.want {
+			t.Errorf("NextExpiry(%v) = %v, want %v", c.now, got, c.want)
+		}
+	}
+}
+
+// Bidders with ceiling rounding: ⌈(1 − f)·n⌉ at f = 0.8. n = 6: ⌈1.2⌉ =
+// 2; n = 10: exactly 2, not 3; n = 11: ⌈2.2⌉ = 3; n = 1: 1. Floor
+// rounding gives 1, 2, 2, 1.
+func TestBiddersCeilExact(t *testing.T) {
+	k, err := NewKnob(0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ n, floor, ceil int }{{6, 1, 2}, {10, 2, 2}, {11, 2, 3}, {1, 1, 1}} {
+		k.Ceil = false
+		f := k.Bidders(c.n)
+		k.Ceil = true
+		if g := k.Bidders(c.n); f != c.floor || g != c.ceil {
+			t.Errorf("n = %d: %d bidders (floor), %d (ceil); want %d and %d", c.n, f, g, c.floor, c.ceil)
+		}
+	}
+}
+
+// A lease may be renewed by its holder before it ends (GPU 0, app 0,
+// [0, 600) renewed at 300 for 600: it ends at 900), not taken by another
+// app (app 1 at 300 is refused), and taken by anyone once it has ended.
+func TestLeaseRenewal(t *testing.T) {
+	l := NewLeases(2)
+	if err := l.Grant(0, []int{0}, 0, 600); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Grant(0, []int{0}, 300, 600); err != nil || l.End(0) != 900 {
+		t.Errorf("renewal by the holder: %v, ends at %v, want 900", err, l.End(0))
+	}
+	if err := l.Grant(1, []int{0}, 300, 600); err == nil {
+		t.Error("app 1 took GPU 0 from its holder at 300")
+	}
+	if err := l.Grant(1, []int{0}, 900, 600); err != nil || l.Holder(0, 900) != 1 {
+		t.Errorf("app 1 at 900, after the lease ended: %v, holder %d", err, l.Holder(0, 900))
 	}
 }

@@ -155,6 +155,10 @@ func TestBindOutcomes(t *testing.T) {
 			})
 		}, state.Bound, 2},
 		{"bound elsewhere by another: not ours", func(a *apiserver) { a.pod.Spec.NodeName = "n9" }, state.NotBound, 1},
+		{"bound elsewhere with the same devices: still not ours", func(a *apiserver) {
+			a.pod.Spec.NodeName = "n9"
+			a.pod.Annotations = map[string]string{podspec.AnnGPUIndices: "0,1"}
+		}, state.NotBound, 1},
 		{"gone", func(a *apiserver) {
 			a.binds = append(a.binds, func(b *corev1.Binding) error {
 				a.pod = nil
