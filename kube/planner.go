@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -53,9 +54,13 @@ type orderEnt struct {
 	j      *workload.Job
 }
 
-// orderJobs is the round's order: the jobs by submit time and gang key
+// orderJobs is the round's order: the jobs by submit time, then in the
+// order this scheduler first saw their gangs (job id), then by gang key
 // (arrival order, as the simulator keeps it), then stably by the
-// scheduling policy's order.
+// scheduling policy's order. The API server keeps creation times to the
+// second, so gangs created within one second tie on submit time; they
+// keep the order they arrived in, not their names' (a gang bound a moment
+// ago is not ordered behind one that came after it and sorts first).
 func (s *Scheduler) orderJobs(now float64, order []*workload.Job, byJob map[*workload.Job]*gang) []*workload.Job {
 	es := s.plan.ents[:0]
 	for _, j := range order {
@@ -63,6 +68,9 @@ func (s *Scheduler) orderJobs(now float64, order []*workload.Job, byJob map[*wor
 	}
 	slices.SortFunc(es, func(a, b orderEnt) int {
 		if c := cmpFloat(a.submit, b.submit); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.j.ID, b.j.ID); c != 0 {
 			return c
 		}
 		return strings.Compare(a.key, b.key)

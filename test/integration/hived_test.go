@@ -81,7 +81,9 @@ func hivedAnn(kv ...string) map[string]string {
 // idle, a-more still waits), then a-node, and a-more gets A's node cell
 // again (node 0); C's 4-GPU pod naming nothing and its second V100 pod
 // wait for node 4, the first in line binds there when c-v100 goes, the
-// second when that one goes.
+// second when that one goes. Bare pods may be evicted (preemptBarePods),
+// so a pod displaced for a later one of equal priority would show; pods
+// created within one second keep their arrival order.
 func TestHivedPoolsDevCluster(t *testing.T) {
 	e := newEnv(t, 5, 4)
 	n := e.nodeNames(5)
@@ -102,7 +104,7 @@ virtualClusters:
   C: {virtualCells: [{cellType: K80-NODE, cellNumber: 1}, {cellType: V100-NODE, cellNumber: 1}]}
 `, n[0], n[1], n[2], n[3], n[4]))
 	cfg := testConfig()
-	cfg.Tenancy, cfg.Cells = "hived", cells
+	cfg.Tenancy, cfg.Cells, cfg.PreemptBarePods = "hived", cells, true
 	e.runScheduler(cfg, "pal")
 	steps := []struct {
 		pod  string
@@ -137,6 +139,12 @@ virtualClusters:
 		}
 		e.createPod(podOpts{name: p, gpus: 4, ann: ann})
 		e.eventually(10*time.Second, p+" waits", func() bool { return e.hasEvent(p, "FailedScheduling", "waits at queue position") })
+	}
+	time.Sleep(time.Second) // a few rounds: every bound pod stays where it is
+	for _, s := range steps {
+		if p := e.pod(s.pod); s.want != "" && (p == nil || p.DeletionTimestamp != nil || e.where(s.pod) != s.want) {
+			t.Errorf("%s evicted or moved (%s), want it kept on %s", s.pod, e.where(s.pod), s.want)
+		}
 	}
 	e.finish("a-pin-0")
 	e.finish("a-pin-1")
