@@ -279,8 +279,11 @@ func (e *env) configMapEvent(name, reason, substr string) bool {
 //   - a1 and a2 (A) and b1 (B) bind one node each.
 //   - The change: a1 keeps A's only cell (it started first); a2 no longer
 //     fits A and is lazily preempted: both keep running, no pod evicted.
-//   - An infeasible change (A three nodes) is refused with an event naming
-//     its line and field, and the change before stays in force.
+//   - An infeasible change (A three nodes) and a broken one (A's cells of
+//     a type the cluster lacks) are refused with events naming their line
+//     and field, and the change before stays in force: under it B holds
+//     two node cells, under the first config one, so b2 below binds only
+//     if the change is still in force.
 //   - b2 (B, 4 GPUs) binds B's new cell to a2's node, the only one left:
 //     a2 is evicted, and b2 binds once a2's pod is gone.
 func TestHivedCellsConfigMapDevCluster(t *testing.T) {
@@ -322,6 +325,10 @@ virtualClusters:
 	e.setCellsConfigMap(cmName, cellsOf(3, 2))
 	e.eventually(15*time.Second, "CellsRefused", func() bool {
 		return e.configMapEvent(cmName, kube.ReasonCellsRefused, `key cells.yaml:9: field "virtualClusters.A.virtualCells[0]": illegal initial VC assignment`)
+	})
+	e.setCellsConfigMap(cmName, strings.Replace(cellsOf(1, 2), "A: {virtualCells: [{cellType: NODE,", "A: {virtualCells: [{cellType: RACK,", 1))
+	e.eventually(15*time.Second, "CellsRefused", func() bool {
+		return e.configMapEvent(cmName, kube.ReasonCellsRefused, `key cells.yaml:9: field "virtualClusters.A.virtualCells[0].cellType": VC A: "RACK" is not the type of any physical cell`)
 	})
 	e.evictablePod("b2", 4, hivedAnn(kube.AnnVC, "B"))
 	e.eventually(60*time.Second, "b2 bound", func() bool {
