@@ -64,14 +64,7 @@ func (s *Scheduler) adopt(g *Group) bool {
 		}
 	}
 	for _, v := range leaves {
-		v.group = g
-		for x := v; x != nil; x = x.parent {
-			x.used++
-			if x.doomed {
-				x.doomed = false
-				x.vcc.chain.doomed--
-			}
-		}
+		holdVirtual(g, v)
 	}
 	g.vleaves = leaves
 	g.Priority = g.origPriority

@@ -829,16 +829,22 @@ func (s *Scheduler) unbindUp(v *VCell) {
 	}
 }
 
+// holdVirtual gives virtual leaf v to g and counts it used up its chain;
+// a doomed cell that a group now holds is no longer owed to bad hardware.
+func holdVirtual(g *Group, v *VCell) {
+	v.group = g
+	for x := v; x != nil; x = x.parent {
+		x.used++
+		if x.doomed {
+			x.doomed = false
+			x.vcc.chain.doomed--
+		}
+	}
+}
+
 func (s *Scheduler) use(g *Group, v *VCell, p *PCell) {
 	if v != nil {
-		v.group = g
-		for x := v; x != nil; x = x.parent {
-			x.used++
-			if x.doomed {
-				x.doomed = false
-				x.vcc.chain.doomed--
-			}
-		}
+		holdVirtual(g, v)
 	}
 	p.group = g
 	opp := g.Priority == Opportunistic
