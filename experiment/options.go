@@ -21,6 +21,7 @@ package experiment
 
 import (
 	"fmt"
+	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/sim"
 	"math"
 	"slices"
@@ -90,6 +91,10 @@ type Options struct {
 	// named (relative to the CSV) is applied under the running jobs;
 	// needs hived and --cells.
 	CellsEvents string `json:"cells_events,omitempty"`
+	// Backfill lets jobs start behind a gang that waits: none (default,
+	// strict order), easy (with a reservation for the gang) or greedy
+	// (see package backfill).
+	Backfill string `json:"backfill,omitempty"`
 
 	// Explicit records which preset-driven inputs the user named. A
 	// preset's background arrivals and pinned artifact tables belong to
@@ -239,6 +244,16 @@ func (o Options) Validate() error {
 	}
 	if _, err := sim.ParseMoveModel(o.Moves); err != nil {
 		return err
+	}
+	if m, err := backfill.ParseMode(o.Backfill); err != nil {
+		return fmt.Errorf("--%v", err)
+	} else if m != backfill.None {
+		switch {
+		case o.Tenancy != "" && o.Tenancy != "none":
+			return fmt.Errorf("--backfill %s: not with --tenancy %s (a VC's placer keeps strict order)", m, o.Tenancy)
+		case PlacesToo(o.Scheduler):
+			return fmt.Errorf("--backfill %s: not with --scheduler %s, which places jobs itself", m, o.Scheduler)
+		}
 	}
 	for _, t := range o.TiresiasThresholds {
 		if !finite(t) {

@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"fmt"
+	"github.com/palsched/pal/policy/backfill"
 	"io/fs"
 	"os"
 	"path"
@@ -377,6 +378,10 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 	}
 	if err := in.addTenancy(&cfg, placement); err != nil {
 		return sim.Config{}, err
+	}
+	if m, _ := backfill.ParseMode(in.Opts.Backfill); m != backfill.None {
+		est := cfg // the model the run uses, Raw included
+		cfg.Placer = backfill.Wrap(cfg.Placer, m, est.Estimate)
 	}
 	return cfg, nil
 }

@@ -202,7 +202,19 @@ func (in *Inputs) Header() []Input {
 		{"starvation_guard", guard},
 		{"move_costs", in.Costs.String()},
 		{"moves", movesDescription(o.Moves)},
-	}, append(in.truthDescription(), ten...)...)
+	}, append(append(in.truthDescription(), ten...), in.backfillDescription()...)...)
+}
+
+// backfillDescription is the backfill line, only when backfill is on (a
+// strict-order run's header stays as it was).
+func (in *Inputs) backfillDescription() []Input {
+	switch in.Opts.Backfill {
+	case "", "none":
+		return nil
+	case "easy":
+		return []Input{{"backfill", "easy (jobs behind a waiting gang start if they end before its reservation or use no GPU of it)"}}
+	}
+	return []Input{{"backfill", in.Opts.Backfill + " (any job that fits starts, no reservation)"}}
 }
 
 func traceFrom(name, from string) string {

@@ -355,7 +355,8 @@ func Run(cfg Config) (*Result, error) {
 	if err := s.startable(); err != nil {
 		return nil, err
 	}
-	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && cfg.Hook == nil && cfg.Tenancy == nil && s.acceptsAll() {
+	_, whole := cfg.Placer.(interface{ WholeQueue() bool })
+	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && !whole && cfg.Hook == nil && cfg.Tenancy == nil && s.acceptsAll() {
 		return s.runIncremental(ks)
 	}
 	return s.run()
@@ -702,17 +703,7 @@ func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool
 	if k != round.Keep {
 		j.GPUsHeld = g
 		j.PM = s.pm(j, g)
-		j.Loc = 1
-		if s.cfg.Placement != nil {
-			j.Loc = s.cfg.Placement(&j.Spec, g)
-		} else if s.cl.SpansNodes(g) {
-			j.Loc = s.cfg.Locality(&j.Spec)
-		}
-		if j.MaxGPUs > 0 && len(g) != j.GPUs {
-			// An elastic job's iterations are counted on its minimum
-			// GPUs: on len(g) it runs len(g)/GPUs times as fast.
-			j.Loc *= float64(j.GPUs) / float64(len(g))
-		}
+		j.Loc = s.cfg.loc(s.cl, j, g)
 	}
 	j.SinceScheduled = 0
 	return true
@@ -758,13 +749,31 @@ func (s *state) placerBug(err error) {
 	panic(fmt.Sprintf("sim: placer %s: %v", s.cfg.Placer.Name(), err)) // a placer bug, not input
 }
 
+// loc is the locality factor of j on g, elastic speed-up included.
+func (c *Config) loc(cl *cluster.Cluster, j *workload.Job, g []int) float64 {
+	loc := 1.0
+	if c.Placement != nil {
+		loc = c.Placement(&j.Spec, g)
+	} else if cl.SpansNodes(g) {
+		loc = c.Locality(&j.Spec)
+	}
+	if j.MaxGPUs > 0 && len(g) != j.GPUs {
+		// An elastic job's iterations are counted on its minimum
+		// GPUs: on len(g) it runs len(g)/GPUs times as fast.
+		loc *= float64(j.GPUs) / float64(len(g))
+	}
+	return loc
+}
+
 // pm is the slowdown of a job on gpus: its slowest GPU sets the pace of
 // every synchronous iteration.
-func (s *state) pm(j *workload.Job, gpus []int) float64 {
-	if s.cfg.Raw == nil {
+func (s *state) pm(j *workload.Job, gpus []int) float64 { return pmOf(s.cfg.Raw, j, gpus) }
+
+func pmOf(raw *variability.Table, j *workload.Job, gpus []int) float64 {
+	if raw == nil {
 		return 1
 	}
-	v := s.cfg.Raw.Values[j.Class]
+	v := raw.Values[j.Class]
 	if len(gpus) == 1 {
 		return v[gpus[0]]
 	}

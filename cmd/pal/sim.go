@@ -60,6 +60,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.Cells, "cells", "", "HiveD-format cells file: the cluster and its VCs (default with --tenancy: one VC holding the whole --cluster)")
 	fs.StringVar(&o.NodeEvents, "node-events", "", "CSV of time_s,node,event (down or up) for node failures (needs --tenancy hived or hived-pm)")
 	fs.StringVar(&o.CellsEvents, "cells-events", "", "CSV of time_s,cells: from each time on, that cells file (relative to the CSV; the same nodes, devices and VCs) applies under the running jobs, which keep their cells if they still fit and are lazily preempted if not (needs --tenancy hived or hived-pm and --cells)")
+	fs.StringVar(&o.Backfill, "backfill", "none", "none (no job starts behind one that waits), easy (a job behind a waiting gang starts if it ends before the gang's reservation or uses none of its GPUs) or greedy (any job that fits starts, no reservation)")
 	fs.BoolVar(&o.CheckInvariants, "check-invariants", false, "check the tenancy stage's invariants (HiveD's full safety condition) every round")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
@@ -137,6 +138,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.Tenancy = set.Tenancy
 			case "cells":
 				out.Cells = set.Cells
+			case "backfill":
+				out.Backfill = set.Backfill
 			case "check-invariants":
 				out.CheckInvariants = set.CheckInvariants
 			case "node-events":
