@@ -85,6 +85,12 @@ type Options struct {
 	Tenancy         string `json:"tenancy,omitempty"`
 	Cells           string `json:"cells,omitempty"`
 	CheckInvariants bool   `json:"check_invariants,omitempty"`
+	// PrivateDraws: under --tenancy private, each VC's private cluster is
+	// its cells drawn this many times at random from the physical cluster
+	// (its GPUs' values are those GPUs'), and its figures are pooled over
+	// the draws; 0 gives each private cluster fresh values from the
+	// profile instead.
+	PrivateDraws int `json:"private_draws,omitempty"`
 	// NodeEvents is a CSV of time_s,node,event (down or up); needs hived.
 	NodeEvents string `json:"node_events,omitempty"`
 	// CellsEvents is a CSV of time_s,cells: at each time the cells file

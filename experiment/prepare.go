@@ -371,7 +371,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		Seed:            in.Opts.Seed,
 		StarvationGuard: in.Opts.StarvationGuard,
 		Track:           in.Track,
-		NoRecords:       in.noRecords && !in.WantFairness(), // fairness reads the records
+		NoRecords:       in.noRecords && !in.WantFairness() && in.Layout == nil, // fairness and the per-VC figures read the records
 	}
 	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
 		return sim.Config{}, err

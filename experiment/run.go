@@ -13,6 +13,7 @@ import (
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/variability"
 )
 
 // RunResult is one placement's run, in the JSON shape `pal sim` prints.
@@ -33,6 +34,13 @@ type RunResult struct {
 	// the trace has an app column or the scheduler is Themis or an
 	// elastic baseline. nil otherwise.
 	Fairness *fairness.RunFairness `json:"fairness,omitempty"`
+
+	// Under tenancy: each VC's wait, JCT and delivered speed, and the
+	// cluster's mean speed per class beside them; Draws is
+	// --private-draws (the private run's figures pool that many runs).
+	VCs          []VCFigures                      `json:"vcs,omitempty"`
+	ClusterSpeed *[variability.NumClasses]float64 `json:"cluster_speed,omitempty"`
+	Draws        int                              `json:"private_draws,omitempty"`
 
 	JobRecords []metrics.JobRecord `json:"-"`
 	RoundStats []sim.RoundStat     `json:"-"`
@@ -85,7 +93,13 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 	for i := range res.Jobs {
 		res.Jobs[i].Origin = in.Origin(res.Jobs[i].ID)
 	}
-	return &RunResult{
+	var vcs []VCFigures
+	if in.Layout != nil {
+		var acc vcAcc
+		acc.add(res.Jobs, cfg.Raw)
+		vcs = acc.figures(in.Layout.VCs())
+	}
+	return &RunResult{VCs: vcs, ClusterSpeed: clusterSpeedIf(in.Layout != nil, cfg.Raw),
 		Trace: in.Opts.Trace, Scheduler: cfg.Scheduler.Name(), Placement: cfg.Placer.Name(),
 		Summary: res.Summary, Rounds: len(res.Rounds), Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
 		WallMS:     float64(wall.Microseconds()) / 1000,

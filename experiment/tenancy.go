@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -35,6 +37,9 @@ func (o Options) validateTenancy() error {
 	}
 	if o.Scheduler == SchedulerThemis && o.Tenancy == "quota" {
 		return fmt.Errorf("--tenancy quota with --scheduler themis: not supported (a quota VC places on the shared cluster, where Themis' leases would span VCs); use hived, hived-pm, private or none")
+	}
+	if o.PrivateDraws < 0 || (o.PrivateDraws > 0 && o.Tenancy != "private") {
+		return fmt.Errorf("--private-draws %d: want a draw count >= 1 with --tenancy private (0: off)", o.PrivateDraws)
 	}
 	if o.NodeEvents != "" && !o.hived() {
 		return fmt.Errorf("--node-events %s needs --tenancy hived or hived-pm (the stages that track bad nodes)", o.NodeEvents)
@@ -247,7 +252,9 @@ func (in *Inputs) intraVC(placement string, sched policy.Scheduler, view bool) *
 
 // runPrivate runs each VC's jobs alone on a cluster of the VC's own cells
 // with the same scheduler and placement, and merges the job records: the
-// reference of the sharing-anomaly metric.
+// reference of the sharing-anomaly metric. With --private-draws K each
+// VC's cluster is its cells drawn K times from the physical cluster, one
+// run per draw, and the records of all K runs are pooled.
 func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunResult, error) {
 	base, err := in.Config(placement)
 	if err != nil {
@@ -258,8 +265,10 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 		return nil, err
 	}
 	start := time.Now()
-	out := &RunResult{Trace: in.Opts.Trace, Scheduler: base.Scheduler.Name(), Placement: base.Placer.Name()}
+	out := &RunResult{Trace: in.Opts.Trace, Scheduler: base.Scheduler.Name(), Placement: base.Placer.Name(),
+		Draws: in.Opts.PrivateDraws, ClusterSpeed: clusterSpeed(base.Raw)}
 	busy, capacity := 0.0, 0.0
+	var acc vcAcc
 	for _, vc := range in.Layout.VCs() {
 		var jobs []workload.Spec
 		for _, j := range in.Trace.Jobs {
@@ -278,53 +287,112 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := in.Config(placement) // fresh scheduler and placer per VC
-		if err != nil {
-			return nil, err
+		var rng *rand.Rand
+		if in.Opts.PrivateDraws > 0 {
+			rng = rand.New(rand.NewPCG(in.Opts.Seed, privateDrawStream(vc)))
 		}
-		cfg.Cluster = pl.Cluster
-		cfg.Trace = &workload.Trace{Name: in.Trace.Name + " (VC " + vc + ")", Jobs: jobs, HasTracked: in.Trace.HasTracked}
-		cfg.Tenancy = nil
-		if cfg.Raw, cfg.Scores, err = in.privateScores(pl.Cluster); err != nil {
-			return nil, err
-		}
-		if pl.Pooled(vc) {
-			// Pinned cells or several leaf types: the jobs' pinned cells and
-			// leaf types hold on the private cluster too, through the stage
-			// that honours them (the VC alone in it).
-			if cfg.Scheduler, err = registry.PerVC(in.Opts.Spec(placement), pl, cfg.Scheduler); err != nil {
-				return nil, err
-			}
-			h, err := tenant.NewHiveD(pl)
+		for range max(1, in.Opts.PrivateDraws) {
+			cfg, err := in.Config(placement) // fresh scheduler and placer per VC and draw
 			if err != nil {
 				return nil, err
 			}
-			h.SetIntraVC(in.intraVC(placement, cfg.Scheduler, true))
-			cfg.Tenancy = h
-		}
-		cfg.Progress = progress
-		cfg.NoRecords = false // the summary below merges the VCs' records
-		res, err := sim.Run(cfg)
-		if err != nil {
-			if cfg.Trace.TrackedCount() == 0 {
-				continue
+			cfg.Cluster = pl.Cluster
+			cfg.Trace = &workload.Trace{Name: in.Trace.Name + " (VC " + vc + ")", Jobs: jobs, HasTracked: in.Trace.HasTracked}
+			cfg.Tenancy = nil
+			if rng != nil {
+				cfg.Raw, cfg.Scores, err = in.drawnScores(probe, vc, pl.Cluster, base.Raw, rng)
+			} else {
+				cfg.Raw, cfg.Scores, err = in.privateScores(pl.Cluster)
 			}
-			return nil, fmt.Errorf("private cluster of VC %s: %w", vc, err)
+			if err != nil {
+				return nil, err
+			}
+			if pl.Pooled(vc) {
+				// Pinned cells or several leaf types: the jobs' pinned cells and
+				// leaf types hold on the private cluster too, through the stage
+				// that honours them (the VC alone in it).
+				if cfg.Scheduler, err = registry.PerVC(in.Opts.Spec(placement), pl, cfg.Scheduler); err != nil {
+					return nil, err
+				}
+				h, err := tenant.NewHiveD(pl)
+				if err != nil {
+					return nil, err
+				}
+				iv := in.intraVC(placement, cfg.Scheduler, true)
+				if rng != nil {
+					sc := cfg.Scores
+					iv.Env = func(_ string, c *cluster.Cluster) (policy.Env, error) {
+						return policy.Env{Cluster: c, Scores: sc, Rand: sim.PlacementRand(in.Opts.Seed), Locality: in.Locality}, nil
+					}
+				}
+				h.SetIntraVC(iv)
+				cfg.Tenancy = h
+			}
+			cfg.Progress = progress
+			cfg.NoRecords = false // the summary below merges the VCs' records
+			res, err := sim.Run(cfg)
+			if err != nil {
+				if cfg.Trace.TrackedCount() == 0 {
+					break
+				}
+				return nil, fmt.Errorf("private cluster of VC %s: %w", vc, err)
+			}
+			acc.add(res.Jobs, cfg.Raw)
+			out.JobRecords = append(out.JobRecords, res.Jobs...)
+			out.RoundStats = append(out.RoundStats, res.Rounds...)
+			out.Rounds = max(out.Rounds, len(res.Rounds))
+			end := float64(len(res.Rounds)) * cfg.Round
+			capacity += end * float64(pl.Cluster.Size())
+			busy += res.Summary.Utilization * end * float64(pl.Cluster.Size())
 		}
-		out.JobRecords = append(out.JobRecords, res.Jobs...)
-		out.RoundStats = append(out.RoundStats, res.Rounds...)
-		out.Rounds = max(out.Rounds, len(res.Rounds))
-		end := float64(len(res.Rounds)) * cfg.Round
-		capacity += end * float64(pl.Cluster.Size())
-		busy += res.Summary.Utilization * end * float64(pl.Cluster.Size())
 	}
-	slices.SortFunc(out.JobRecords, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
+	slices.SortStableFunc(out.JobRecords, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
 	for i := range out.JobRecords {
 		out.JobRecords[i].Origin = in.Origin(out.JobRecords[i].ID)
 	}
 	out.Summary = metrics.Summarize(out.JobRecords, busy, capacity)
+	out.VCs = acc.figures(in.Layout.VCs())
 	out.WallMS = float64(time.Since(start).Microseconds()) / 1000
 	return out, nil
+}
+
+// privateDrawStream is the random stream of a VC's private draws: its
+// own, so that adding a VC never moves another's draws.
+func privateDrawStream(vc string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte("private-draws/" + vc))
+	return h.Sum64()
+}
+
+// drawnScores draws which physical GPUs a VC's private cluster c has and
+// gives it their values: the true ones (truth, the shared cluster's) that
+// progress follows, and PM-scores binned from the believed ones.
+func (in *Inputs) drawnScores(probe *tenancy.Scheduler, vc string, c *cluster.Cluster, truth *variability.Table, rng *rand.Rand) (*variability.Table, *policy.Scores, error) {
+	leaves, err := probe.PrivateDraw(vc, rng)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(leaves) != c.Size() {
+		return nil, nil, fmt.Errorf("private cluster of VC %s: %d GPUs drawn for a cluster of %d", vc, len(leaves), c.Size())
+	}
+	ids := make([]int, len(leaves))
+	for i, l := range leaves {
+		g, ok := in.Layout.GPU(l.Node, l.GPU)
+		if !ok {
+			return nil, nil, fmt.Errorf("private cluster of VC %s: device %d of node %s is not in the cluster", vc, l.GPU, l.Node)
+		}
+		ids[i] = g
+	}
+	p := *in
+	p.Cluster = c
+	p.Raw = subTable(in.Raw, ids)
+	if err := p.bin(); err != nil {
+		return nil, nil, err
+	}
+	if truth == nil {
+		truth = in.Raw
+	}
+	return subTable(truth, ids), p.Scores, nil
 }
 
 // hasPods says whether any job of the trace has pods (pod_gpus).

@@ -275,6 +275,7 @@ func TestShippedConfigsLoad(t *testing.T) {
 		"testdata/hived-deploy.yaml":                      {"vc1": 4, "vc2": 8},
 		"testdata/old-names.yaml":                         {"A": 8, "B": 4},
 		"testdata/h3.yaml":                                {"A": 4, "B": 4},
+		"testdata/draws.yaml":                             {"w": 4, "o": 4},
 		"testdata/mixed-skus.yaml":                        {"A": 4, "B": 4},
 		"testdata/pools-pinned.yaml":                      {"A": 4 + 4, "B": 4},
 		"testdata/pools-skus.yaml":                        {"A": 4 + 4},

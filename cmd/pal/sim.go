@@ -61,6 +61,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.NodeEvents, "node-events", "", "CSV of time_s,node,event (down or up) for node failures (needs --tenancy hived or hived-pm)")
 	fs.StringVar(&o.CellsEvents, "cells-events", "", "CSV of time_s,cells: from each time on, that cells file (relative to the CSV; the same nodes, devices and VCs) applies under the running jobs, which keep their cells if they still fit and are lazily preempted if not (needs --tenancy hived or hived-pm and --cells)")
 	fs.StringVar(&o.Backfill, "backfill", "none", "none (no job starts behind one that waits), easy (a job behind a waiting gang starts if it ends before the gang's reservation or uses none of its GPUs) or greedy (any job that fits starts, no reservation)")
+	fs.IntVar(&o.PrivateDraws, "private-draws", 0, "with --tenancy private: each VC's private cluster is its cells drawn K times at random (--seed) from the physical cluster, with those GPUs' values, and its figures pool the K runs (0: one run, the private cluster's values drawn afresh from the profile)")
 	fs.BoolVar(&o.CheckInvariants, "check-invariants", false, "check the tenancy stage's invariants (HiveD's full safety condition) every round")
 	return func() (experiment.Options, error) {
 		base, err := experiment.Preset(o.Preset)
@@ -140,6 +141,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.Cells = set.Cells
 			case "backfill":
 				out.Backfill = set.Backfill
+			case "private-draws":
+				out.PrivateDraws = set.PrivateDraws
 			case "check-invariants":
 				out.CheckInvariants = set.CheckInvariants
 			case "node-events":
@@ -337,7 +340,44 @@ func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experi
 	if fr := simFairRuns(runs); len(fr) > 0 {
 		printFairness(w, "placement", fr)
 	}
+	printVCs(w, runs)
 	return nil
+}
+
+// printVCs prints, under tenancy, each VC's wait, JCT and delivered
+// speed per class beside the cluster's mean speed.
+func printVCs(w io.Writer, runs []*experiment.RunResult) {
+	any := false
+	for _, r := range runs {
+		any = any || len(r.VCs) > 0
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintln(w)
+	if runs[0].Draws > 0 {
+		fmt.Fprintf(w, "per VC (private clusters: %d draws of each VC's cells from the physical cluster, pooled):\n", runs[0].Draws)
+	} else {
+		fmt.Fprintln(w, "per VC:")
+	}
+	t := newTable(w)
+	t.AppendHeader(table.Row{"placement", "VC", "jobs", "mean wait (s)", "mean JCT (s)", "speed A", "speed B", "speed C", "speed D"})
+	sp := func(x float64) string {
+		if x == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", x)
+	}
+	for _, r := range runs {
+		for _, v := range r.VCs {
+			t.AppendRow(table.Row{r.Placement, v.VC, v.Jobs, f0(v.MeanWait), f0(v.MeanJCT), sp(v.Speed[0]), sp(v.Speed[1]), sp(v.Speed[2]), sp(v.Speed[3])})
+		}
+		if c := r.ClusterSpeed; c != nil {
+			t.AppendRow(table.Row{r.Placement, "(cluster)", "", "", "", sp(c[0]), sp(c[1]), sp(c[2]), sp(c[3])})
+		}
+	}
+	t.Render()
+	fmt.Fprintln(w, "speed = mean slowdown (1 = a median GPU, higher is slower) of the GPUs a VC's jobs of that class last ran on, one term per GPU a job was given; (cluster) = the mean over all GPUs")
 }
 
 // baseline is the packed-sticky run the comparison column is relative

@@ -93,6 +93,16 @@ func (l *Layout) Pooled(vc string) bool {
 	return err == nil && len(pools) > 1
 }
 
+// GPU is the cluster's GPU id of device dev of the named node.
+func (l *Layout) GPU(node string, dev int) (int, bool) {
+	g, ok := l.gpuID[node][dev]
+	return g, ok
+}
+
+// Probe is a scheduler of the layout's cells that nothing runs on, for
+// questions about the cells (a VC's private cluster, its draws).
+func (l *Layout) Probe() *tenancy.Scheduler { return l.probe }
+
 // Quota is a VC's GPU count.
 func (l *Layout) Quota(vc string) int { return l.probe.VCDevices(vc) }
 
