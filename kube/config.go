@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/palsched/pal/policy/backfill"
 	"math"
 	"strings"
 	"time"
@@ -46,6 +47,12 @@ type Config struct {
 	// a running gang moves only when the move's expected gain over its
 	// remaining work beats MigrationCost.
 	Placement string `json:"placement"`
+	// Backfill: none (no gang starts behind one that waits) or easy (a
+	// gang behind the first waiting one starts if its estimated run time,
+	// from pal.io/iterations and its model, ends before that gang's
+	// reservation, or if it uses none of the reserved GPUs; see
+	// docs/kubernetes.md).
+	Backfill string `json:"backfill"`
 	// MigrationCost is the progress a gang loses to one migration
 	// (checkpoint, eviction, rescheduling, restart, warm-up), which the
 	// migration-aware placements weigh a move against (0: moves are
@@ -226,6 +233,7 @@ func DefaultConfig() Config {
 		BindBurst:   1000,
 		BindWorkers: 32,
 		Tenancy:     "none",
+		Backfill:    "none",
 		Themis:      defaultThemisConfig(),
 
 		LearnedScoresConfigMap:     DefaultLearnedScoresConfigMap,
@@ -296,6 +304,9 @@ func (c *Config) Validate() error {
 	if _, err := c.policies(); err != nil {
 		return err
 	}
+	if err := c.validateBackfill(); err != nil {
+		return err
+	}
 	if _, err := variability.ParseKStrategy(c.KStrategy); err != nil {
 		return fmt.Errorf("field kStrategy: %v", err)
 	}
@@ -336,6 +347,31 @@ func (c *Config) policies() (policies, error) {
 		return policies{}, fmt.Errorf("field placement/pmfirstTieBreak: %v", err)
 	}
 	return policies{s, p}, nil
+}
+
+// backfillMode reads field backfill ("" is none). Greedy backfill is the
+// simulator's yardstick, not a policy: it can hold a big gang back for
+// as long as small ones keep coming.
+func (c *Config) backfillMode() (backfill.Mode, error) {
+	m, err := backfill.ParseMode(strings.ToLower(c.Backfill))
+	if err != nil || m == backfill.Greedy {
+		return "", fmt.Errorf("field backfill: %q: want none or easy (greedy, which may starve a gang, is only pal sim's yardstick)", c.Backfill)
+	}
+	return m, nil
+}
+
+func (c *Config) validateBackfill() error {
+	m, err := c.backfillMode()
+	if err != nil || m == backfill.None {
+		return err
+	}
+	switch {
+	case c.Scheduler == registry.SchedulerThemis:
+		return fmt.Errorf("field backfill: %s: not with scheduler themis, whose leases and auctions place every gang", m)
+	case c.Tenancy != "" && c.Tenancy != "none":
+		return fmt.Errorf("field backfill: %s: not with tenancy %s (a VC's placer keeps strict order)", m, c.Tenancy)
+	}
+	return nil
 }
 
 // newPlacer builds the config's placement with its tie-break.

@@ -82,6 +82,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	// else may take their GPUs.
 	order := s.plan.buf[:0]
 	byJob := snap.ByJob
+	s.byJob = byJob
 	boundPods := 0
 	raised := false // a waiting job's priority was raised (the order may change)
 	actions := s.actions
@@ -170,8 +171,8 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			if alloc[i] == nil {
 				pending++
 				g := byJob[j]
-				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free",
-					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount()))
+				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), s.reserved(j)))
 			}
 		}
 		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)

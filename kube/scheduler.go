@@ -20,6 +20,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"github.com/palsched/pal/policy/backfill"
 	"log/slog"
 	"os"
 	"strconv"
@@ -53,6 +54,8 @@ import (
 
 // Scheduler is one replica of `pal scheduler`.
 type Scheduler struct {
+	// byJob is the round's gangs by job, for the backfill estimate.
+	byJob   map[*workload.Job]*gang
 	cfg     Config
 	client  kubernetes.Interface
 	log     *slog.Logger
@@ -164,6 +167,9 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	if cfg.DCGM.enabled() {
 		s.dcgm = newDCGMStage(cfg.DCGM)
 		s.metrics.reg.MustRegister(s.dcgm.collectors()...)
+	}
+	if m, _ := cfg.backfillMode(); m != backfill.None {
+		s.pol.place = backfill.Wrap(s.pol.place, m, s.estimate)
 	}
 	if p, ok := s.pol.place.(policy.Pure); ok {
 		s.pure = p.Pure()

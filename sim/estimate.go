@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
 )
@@ -14,7 +15,7 @@ import (
 // which rounds two estimates the same way, so "ends by the reservation"
 // reads the same before and after quantising. Backfill reads it for its
 // reservations (package backfill); with the same config it is exact.
-func (c *Config) Estimate(j *workload.Job, gpus []int) float64 {
+func (c *Config) Estimate(_ *policy.Env, j *workload.Job, gpus []int) float64 {
 	pm, loc := j.PM, j.Loc
 	if !j.Running() || !round.Same(j.GPUsHeld, gpus) {
 		pm, loc = pmOf(c.Raw, j, gpus), c.loc(c.Cluster, j, gpus)

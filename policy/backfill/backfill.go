@@ -71,9 +71,10 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // Estimate is how long, in seconds from now, j would run until it
-// finishes on gpus (for a running job on its own GPUs: its remaining
-// time). +Inf means unknown: such a job never ends before a reservation.
-type Estimate func(j *workload.Job, gpus []int) float64
+// finishes on gpus of env's cluster (for a running job on its own GPUs:
+// its remaining time). +Inf means unknown: such a job never ends before
+// a reservation.
+type Estimate func(env *policy.Env, j *workload.Job, gpus []int) float64
 
 // Reservation is the head's place in the future, as of the last round.
 type Reservation struct {
@@ -189,7 +190,7 @@ func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 		g := sub.pick(env, p.Base, j, outside)
 		if g == nil && res.GPUs != nil {
-			if g = sub.pick(env, p.Base, j, inside); g != nil && !(p.Est(j, g) <= res.In) {
+			if g = sub.pick(env, p.Base, j, inside); g != nil && !(p.Est(env, j, g) <= res.In) {
 				g = nil
 			}
 		}
@@ -312,7 +313,7 @@ func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, 
 	}
 	for i, g := range alloc {
 		if g != nil {
-			ends = append(ends, end{p.Est(order[i], g), g})
+			ends = append(ends, end{p.Est(env, order[i], g), g})
 		}
 	}
 	slices.SortStableFunc(ends, func(a, b end) int {

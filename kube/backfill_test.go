@@ -1,0 +1,132 @@
+package kube
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The hand-computed backfill case on the fake clientset, as in pal sim:
+// 4 nodes x 4 GPUs, all alike (no scores, locality penalty 1), FIFO,
+// packed-sticky, a round every 100 s; a model of 1 s per iteration, so
+// pal.io/iterations is a run time in seconds. Gang a (two 4-GPU pods)
+// runs 0-1000 s; at 0 come gang g (four 4-GPU pods, 16 GPUs, 500 s), then
+// 2-GPU pods s300, s600 and s1500 (created 1 s apart, in that order).
+// The test ends each pod when its time is up, as its kubelet would.
+//
+// Worked out by hand: under easy, g's reservation is t = 1000 (a ends)
+// on all 16 GPUs, so s300 and s600 (ending 300, 600 <= 1000) bind at 0
+// and s1500 waits; g binds at 1000 exactly. Under none only a binds at
+// 0 and the three wait behind g, which binds at 1000; they bind at 1500
+// when it ends.
+func TestSchedulerBackfillHandCase(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{ // pods that bind at each time
+		"none": {"0: a-0 a-1", "1000: g-0 g-1 g-2 g-3", "1500: s1500 s300 s600"},
+		"easy": {"0: a-0 a-1 s300 s600", "1000: g-0 g-1 g-2 g-3", "1500: s1500"},
+	}
+	for _, mode := range []string{"none", "easy"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := testCfg()
+			cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", "packed-sticky", mode
+			cfg.LocalityPenalty, cfg.Models = 1, models
+			cfg.Period = Duration{100 * time.Second}
+			w := newWorld(t, cfg, 1, 4, 4)
+			t0 := time.Unix(1_000_000, 0)
+			at := clockAt(t0)
+			ann := func(iters string, extra ...string) map[string]string {
+				a := map[string]string{AnnModel: "unit", AnnIterations: iters}
+				for i := 0; i+1 < len(extra); i += 2 {
+					a[extra[i]] = extra[i+1]
+				}
+				return a
+			}
+			for i := range 2 {
+				w.create(fmt.Sprintf("a-%d", i), 4, ann("1000", AnnGang, "a", AnnGangSize, "2"), t0.Add(-10*time.Second))
+			}
+			for i := range 4 {
+				w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), t0.Add(-3*time.Second))
+			}
+			for i, d := range []string{"300", "600", "1500"} {
+				w.create("s"+d, 2, ann(d), t0.Add(time.Duration(i-2)*time.Second))
+			}
+			ends := map[string]int{} // pod -> when it ends
+			runFor := map[string]int{"a": 1000, "g": 500, "s300": 300, "s600": 600, "s1500": 1500}
+			bound := map[string]bool{}
+			var got []string
+			for sec := 0; sec <= 3000; sec += 100 {
+				for p, e := range ends {
+					if e == sec {
+						w.finish("ns/" + p)
+						delete(ends, p)
+					}
+				}
+				w.deliver(-1)
+				w.round(at(sec))
+				w.deliver(-1)
+				var now []string
+				for _, k := range strings.Fields(w.bound()) {
+					name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
+					if !bound[name] {
+						bound[name] = true
+						now = append(now, name)
+						d, ok := runFor[name]
+						if !ok {
+							d = runFor[name[:1]]
+						}
+						ends[name] = sec + d
+					}
+				}
+				if err := w.check(); err != nil {
+					t.Fatalf("t=%d: %v", sec, err)
+				}
+				if len(now) > 0 {
+					slices.Sort(now)
+					got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
+				}
+			}
+			if mode == "easy" && !strings.Contains(w.log.String(), "backfill reserves 16 GPUs for it, free in about 1000 s") {
+				t.Errorf("no waiting message names g's reservation:\n%s", w.log.String())
+			}
+			if !slices.Equal(got, want[mode]) {
+				t.Errorf("binds %q, want %q", got, want[mode])
+			}
+		})
+	}
+}
+
+func TestConfigBackfillValues(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Backfill = "eazy" }, `field backfill: "eazy": want none or easy`},
+		{func(c *Config) { c.Backfill = "greedy" }, `field backfill: "greedy": want none or easy`},
+		{func(c *Config) { c.Backfill, c.Scheduler = "easy", "themis" }, "not with scheduler themis"},
+		{func(c *Config) { c.Backfill, c.Tenancy = "easy", "quota" }, "not with tenancy quota"},
+	} {
+		cfg := testCfg()
+		c.set(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("error %v, want one saying %q", err, c.want)
+		}
+	}
+	for _, ok := range []string{"", "none", "easy", "EASY"} {
+		cfg := testCfg()
+		cfg.Backfill = ok
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("backfill %q: %v", ok, err)
+		}
+	}
+}
+
+var _ = corev1.PodSucceeded
