@@ -84,8 +84,8 @@ func blob(t *testing.T, dir string, d ociDescriptor) []byte {
 }
 
 // The image hack/image.sh writes is a valid OCI layout whose config runs
-// /pal as a non-root user with no shell in the image, and whose layer's
-// pal is a static binary that runs.
+// /pal-kube as a non-root user with no shell in the image, and whose
+// layer's pal-kube and pal are static binaries that run.
 func TestImage(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Fatalf("bash is needed to run hack/image.sh: %v", err)
@@ -140,8 +140,8 @@ func TestImage(t *testing.T) {
 	if c.User != "65532:65532" {
 		t.Errorf("user %q, want 65532:65532", c.User)
 	}
-	if !slices.Equal(c.Entrypoint, []string{"/pal"}) {
-		t.Errorf("entrypoint %q, want [/pal] (exec form: no shell)", c.Entrypoint)
+	if !slices.Equal(c.Entrypoint, []string{"/pal-kube"}) {
+		t.Errorf("entrypoint %q, want [/pal-kube] (exec form: no shell)", c.Entrypoint)
 	}
 	if !slices.Equal(c.Cmd, []string{"scheduler", "--config", "/etc/pal/config.yaml", "--log-json"}) {
 		t.Errorf("cmd %q", c.Cmd)
@@ -192,60 +192,22 @@ func TestImage(t *testing.T) {
 			t.Fatal(err)
 		}
 		names = append(names, h.Name)
-		if h.Name == "pal" && (h.Mode&0o777 != 0o755 || h.Uid != 0) {
-			t.Errorf("/pal: mode %o uid %d; want 755 owned by root, so the user it runs as cannot replace it", h.Mode, h.Uid)
+		if (h.Name == "pal" || h.Name == "pal-kube") && (h.Mode&0o777 != 0o755 || h.Uid != 0) {
+			t.Errorf("/%s: mode %o uid %d; want 755 owned by root, so the user it runs as cannot replace it", h.Name, h.Mode, h.Uid)
 		}
 		files[h.Name], _ = io.ReadAll(tr)
 	}
-	if want := []string{"etc/", "etc/group", "etc/passwd", "pal"}; !slices.Equal(names, want) {
+	if want := []string{"etc/", "etc/group", "etc/passwd", "pal", "pal-kube"}; !slices.Equal(names, want) {
 		t.Errorf("layer holds %q, want exactly %q", names, want)
 	}
 	if !bytes.Contains(files["etc/passwd"], []byte("\nnonroot:x:65532:65532:")) {
 		t.Errorf("etc/passwd has no nonroot 65532 entry:\n%s", files["etc/passwd"])
 	}
 
-	// The extracted binary is static (no interpreter, no shared libraries)
-	// and runs.
-	bin := filepath.Join(t.TempDir(), "pal")
-	if err := os.WriteFile(bin, files["pal"], 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatalf("/pal is not an ELF binary: %v", err)
-	}
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Errorf("/pal has a program interpreter: it is dynamically linked")
-		}
-	}
-	if libs, _ := ef.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("/pal needs shared libraries %q", libs)
-	}
-	ef.Close()
-	if cfg.Architecture != runtime.GOARCH {
-		return // cannot run another architecture's binary
-	}
-	out, err := exec.Command(bin, "--version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("pal --version: %v\n%s", err, out)
-	}
-	// The go command records the commit in a plain clone (.git a
-	// directory); in a `git worktree` checkout or a source tarball it
-	// records none, and pal says so.
-	wantVersion := "pal " + regexp.QuoteMeta(version)
-	if fi, err := os.Stat(filepath.Join("..", ".git")); err == nil && fi.IsDir() && rev != "" {
-		wantVersion += ` \(commit ` + rev[:12] + `[^)]*\)`
-	} else {
-		wantVersion += ` \(no commit recorded[^)]*\)`
-	}
-	wantVersion += ", "
-	if !regexp.MustCompile("^" + wantVersion + `go1\.`).Match(out) {
-		t.Errorf("pal --version printed %q, want it to match %q", out, wantVersion)
-	}
-	out, err = exec.Command(bin, "sim", "--help").CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("Usage:\n  pal sim")) {
-		t.Errorf("pal sim --help: %v\n%s", err, out)
+	// The extracted binaries are static (no interpreter, no shared
+	// libraries) and run: pal the simulator, pal-kube the scheduler.
+	for _, tc := range []struct{ name, cmd, usage string }{{"pal", "sim", "Usage:\n  pal sim"}, {"pal-kube", "scheduler", "Usage:\n  pal-kube scheduler"}} {
+		checkBinary(t, files[tc.name], tc.name, version, rev, cfg.Architecture, tc.cmd, tc.usage)
 	}
 	checkDockerfile(t, c.User, c.Entrypoint, c.Cmd)
 }
@@ -270,5 +232,52 @@ func checkDockerfile(t *testing.T, user string, entrypoint, cmd []string) {
 		if strings.ReplaceAll(got[k], `", "`, `","`) != want {
 			t.Errorf("deploy/Dockerfile %s %s, the image has %s", k, got[k], want)
 		}
+	}
+}
+
+// checkBinary checks one of the image's binaries: static, and (on this
+// machine's architecture) its --version and a command's help run.
+func checkBinary(t *testing.T, body []byte, name, version, rev, arch, cmd, usage string) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(bin, body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatalf("/%s is not an ELF binary: %v", name, err)
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("/%s has a program interpreter: it is dynamically linked", name)
+		}
+	}
+	if libs, _ := ef.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("/%s needs shared libraries %q", name, libs)
+	}
+	ef.Close()
+	if arch != runtime.GOARCH {
+		return // cannot run another architecture's binary
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s", name, err, out)
+	}
+	// The go command records the commit in a plain clone (.git a
+	// directory); in a `git worktree` checkout or a source tarball it
+	// records none, and pal says so.
+	wantVersion := name + " " + regexp.QuoteMeta(version)
+	if fi, err := os.Stat(filepath.Join("..", ".git")); err == nil && fi.IsDir() && rev != "" {
+		wantVersion += ` \(commit ` + rev[:12] + `[^)]*\)`
+	} else {
+		wantVersion += ` \(no commit recorded[^)]*\)`
+	}
+	wantVersion += ", "
+	if !regexp.MustCompile("^" + wantVersion + `go1\.`).Match(out) {
+		t.Errorf("%s --version printed %q, want it to match %q", name, out, wantVersion)
+	}
+	out, err = exec.Command(bin, cmd, "--help").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte(usage)) {
+		t.Errorf("%s %s --help: %v\n%s", name, cmd, err, out)
 	}
 }

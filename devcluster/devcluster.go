@@ -87,7 +87,7 @@ var Controllers = []string{"job-controller", "cronjob-controller", "deployment-c
 	"statefulset-controller", "garbage-collector-controller", "ttl-after-finished-controller", "disruption-controller",
 	"namespace-controller", "serviceaccount-controller"}
 
-// SystemNamespace is where pal scheduler keeps its leader Lease and reads
+// SystemNamespace is where pal-kube scheduler keeps its leader Lease and reads
 // its variability ConfigMap (kube.DefaultConfig's namespace); Up creates it.
 const SystemNamespace = "pal-system"
 
@@ -139,7 +139,7 @@ type proc struct {
 // Up starts etcd, kube-apiserver, kube-controller-manager and kwok on free
 // loopback ports, writes DIR/kubeconfig, creates the namespace pal-system
 // and the fake GPU nodes and waits until they are Ready. The processes run in their own process groups so they outlive
-// the caller (`pal dev-cluster up`); Down stops exactly them.
+// the caller (`pal-kube dev-cluster up`); Down stops exactly them.
 func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Bin == "" {
 		o.Bin = BinDir()

@@ -73,10 +73,12 @@ func TestDocumentedCommands(t *testing.T) {
 	tests := testNames(t, root)
 	bin, work := t.TempDir(), workdir(t, root)
 	if !*dry {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, "pal"), "./cmd/pal")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./cmd/pal: %v\n%s", err, out)
+		for _, cmd := range []string{"pal", "pal-kube"} {
+			build := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), "./cmd/"+cmd)
+			build.Dir = root
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("go build ./cmd/%s: %v\n%s", cmd, err, out)
+			}
 		}
 	}
 	before := untracked(root)
@@ -216,13 +218,14 @@ func workdir(t *testing.T, root string) string {
 	return dir
 }
 
-// shell turns a block into a bash script: `go run ./cmd/pal` is the built
-// pal, a benchmark under a timing directive runs one iteration, and the
-// README's test command (go test ./...) is not run from inside the tests.
+// shell turns a block into a bash script: `go run ./cmd/pal` and `go run
+// ./cmd/pal-kube` are the built pal and pal-kube, a benchmark under a
+// timing directive runs one iteration, and the README's test command (go
+// test ./...) is not run from inside the tests.
 func shell(b doctest.Block) (string, bool) {
 	var lines []string
 	for _, c := range b.Commands {
-		cmd := strings.Replace(c.Text, "go run ./cmd/pal", "pal", 1)
+		cmd := strings.Replace(strings.Replace(c.Text, "go run ./cmd/pal-kube", "pal-kube", 1), "go run ./cmd/pal", "pal", 1)
 		if strings.HasPrefix(cmd, "go test") {
 			if !strings.Contains(cmd, "-bench") {
 				continue

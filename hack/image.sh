@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds PAL's container image without a Docker daemon: a static pal
-# (CGO_ENABLED=0, -trimpath) in one layer on no base image, run as the
-# non-root user 65532:65532 with /pal as its entrypoint. Writes an OCI image
-# layout directory and, with --tarball, a `docker save` tarball too. See
-# docs/install.md for loading and pushing it.
+# Builds PAL's container image without a Docker daemon: static pal-kube and
+# pal (CGO_ENABLED=0, -trimpath) in one layer on no base image, run as the
+# non-root user 65532:65532 with /pal-kube (the scheduler) as its
+# entrypoint and /pal (the simulator, which sweep Jobs run) beside it.
+# Writes an OCI image layout directory and, with --tarball, a `docker save`
+# tarball too. See docs/install.md for loading and pushing it.
 #
 # Usage: hack/image.sh [--out DIR] [--tarball FILE] [--tag REF] [--version V]
 #   --out DIR       OCI layout directory (default _output/image/oci)
@@ -47,13 +48,15 @@ trap 'rm -rf "$work"' EXIT
 
 # -buildvcs records the commit for `pal --version` where there is one; a
 # tarball of the sources has none and must not fail for it.
-CGO_ENABLED=0 go build -trimpath -buildvcs="$ingit" \
-  -ldflags "-s -w -X main.version=$version" -o "$work/pal" ./cmd/pal
+for cmd in pal pal-kube; do
+  CGO_ENABLED=0 go build -trimpath -buildvcs="$ingit" \
+    -ldflags "-s -w -X main.version=$version" -o "$work/$cmd" "./cmd/$cmd"
+done
 
 mkdir -p "$(dirname "$out")"
 out="$(realpath -m "$out")"
 [ -z "$tarball" ] || tarball="$(realpath -m "$tarball")"
-args=(-binary "$work/pal" -layout "$out" -tag "$tag" -version "$version" -revision "$revision" -arch "$(go env GOARCH)")
+args=(-binary "$work/pal" -kube-binary "$work/pal-kube" -layout "$out" -tag "$tag" -version "$version" -revision "$revision" -arch "$(go env GOARCH)")
 if [ -n "$tarball" ]; then
   mkdir -p "$(dirname "$tarball")"
   args+=(-tarball "$tarball")

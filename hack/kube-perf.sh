@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Performance of pal scheduler on a dev cluster.
+# Performance of pal-kube scheduler on a dev cluster.
 #
 #   hack/kube-perf.sh              10,000 pods in gangs of 1-8 on 1,000 kwok
 #                                  nodes x 8 GPUs, pal alone
@@ -24,7 +24,7 @@ export CGO_ENABLED=0
 bash hack/testbin.sh >/dev/null
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/pal" ./cmd/pal
+go build -o "$tmp/pal-kube" ./cmd/pal-kube
 go build -o "$tmp/kubeperf" ./hack/kubeperf
 ks=()
 for a in "$@"; do
@@ -32,4 +32,4 @@ for a in "$@"; do
     ks=(--kube-scheduler "$(bash hack/kube-scheduler.sh)")
   fi
 done
-"$tmp/kubeperf" --pal "$tmp/pal" "${ks[@]}" "$@"
+"$tmp/kubeperf" --pal "$tmp/pal-kube" "${ks[@]}" "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real control plane PAL's Kubernetes tests and `pal dev-cluster`
+# Builds the real control plane PAL's Kubernetes tests and `pal-kube dev-cluster`
 # run against: kube-apiserver, kube-controller-manager and etcd from the tools
 # modules under hack/testbin/, and kwok, all from the Go module proxy. The
 # binaries are cached by version outside the checkout, so a second run costs

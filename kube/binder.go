@@ -85,7 +85,7 @@ func (s *Scheduler) bindDone(r bind.Result) {
 		// The task goes on as a verification; the gang is told.
 		s.fault("bind", t.Gang, r.Panic, r.Stack)
 		s.events.post(podRef(t.Pod), corev1.EventTypeWarning, ReasonFailedScheduling, "Binding",
-			fmt.Sprintf("pal scheduler failed while binding this pod (%v); it checks whether the bind landed", r.Panic))
+			fmt.Sprintf("pal-kube scheduler failed while binding this pod (%v); it checks whether the bind landed", r.Panic))
 		return
 	}
 	s.metrics.BindsInFlight.Dec()

@@ -16,7 +16,7 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// Config is `pal scheduler --config FILE`. Every field has a default (see
+// Config is `pal-kube scheduler --config FILE`. Every field has a default (see
 // DefaultConfig), so no file is needed; a file only lists what it changes.
 // The policy fields are the simulator's own options with the same names
 // and defaults, so a cluster and a `pal sim` run can be set up alike.
@@ -62,7 +62,7 @@ type Config struct {
 	MigrationCost Duration `json:"migrationCost"`
 	// TimeScale is how many seconds of the jobs' time pass per second of
 	// wall time: 1 on a real cluster; a replay that compresses a trace
-	// (pal replay --speedup) sets its speedup, so that the progress the
+	// (pal-kube replay --speedup) sets its speedup, so that the progress the
 	// scheduler credits a running gang (and so the work a move's gain is
 	// weighed against) is in the trace's seconds, as in pal sim.
 	TimeScale float64 `json:"timeScale"`
@@ -85,7 +85,7 @@ type Config struct {
 	ClassMap string `json:"classMap"`
 
 	// VariabilityConfigMap names the ConfigMap (in Namespace) written by
-	// `pal profile export --kubernetes`; empty or absent: every GPU runs at
+	// `pal-kube profile export --kubernetes`; empty or absent: every GPU runs at
 	// the median.
 	VariabilityConfigMap string `json:"variabilityConfigMap"`
 	// LearnScores, LearnedScoresConfigMap and LearnedScoresWriteInterval

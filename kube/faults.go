@@ -51,7 +51,7 @@ func (s *Scheduler) markFaulty(g *gang, v any) {
 	if len(pods) == 0 {
 		pods = g.Bound
 	}
-	s.wait(g.Key, pods, fmt.Sprintf("unschedulable: pal scheduler failed while planning this gang (%v); it is set aside until one of its pods changes", v))
+	s.wait(g.Key, pods, fmt.Sprintf("unschedulable: pal-kube scheduler failed while planning this gang (%v); it is set aside until one of its pods changes", v))
 }
 
 // JobBackoff is the batch/v1 Job controller's delay before it creates the

@@ -31,12 +31,12 @@ func (n *nativeGroups) GangOf(p *corev1.Pod) (podspec.GangRef, bool, error) {
 	}
 	id := p.Namespace + "/" + name
 	if n.denied != "" {
-		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in spec.schedulingGroup.podGroupName, but pal scheduler cannot list %s podgroups (%s); "+
+		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in spec.schedulingGroup.podGroupName, but pal-kube scheduler cannot list %s podgroups (%s); "+
 			"grant it get, list and watch on them (deploy/rbac.yaml), then restart it", id, NativePodGroupAPI, n.denied)
 	}
 	if !n.served || n.lister == nil {
 		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in spec.schedulingGroup.podGroupName, but the apiserver does not serve %s podgroups "+
-			"(start it with --feature-gates=GenericWorkload=true --runtime-config=%s=true, then restart pal scheduler)", id, NativePodGroupAPI, NativePodGroupAPI)
+			"(start it with --feature-gates=GenericWorkload=true --runtime-config=%s=true, then restart pal-kube scheduler)", id, NativePodGroupAPI, NativePodGroupAPI)
 	}
 	pg, err := n.lister.PodGroups(p.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -68,11 +68,11 @@ func (c *coschedGroups) GangOf(p *corev1.Pod) (podspec.GangRef, bool, error) {
 	id := p.Namespace + "/" + name
 	gv := CoschedPodGroups.GroupVersion().String()
 	if c.denied != "" {
-		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in label %s, but pal scheduler cannot list %s podgroups (%s); "+
+		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in label %s, but pal-kube scheduler cannot list %s podgroups (%s); "+
 			"grant it get, list and watch on them (deploy/rbac.yaml), then restart it", id, LabelCoschedPodGroup, gv, c.denied)
 	}
 	if !c.served || c.lister == nil {
-		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in label %s, but the apiserver does not serve %s podgroups (install the scheduler-plugins PodGroup CRD, then restart pal scheduler)",
+		return podspec.GangRef{}, true, fmt.Errorf("names PodGroup %s in label %s, but the apiserver does not serve %s podgroups (install the scheduler-plugins PodGroup CRD, then restart pal-kube scheduler)",
 			id, LabelCoschedPodGroup, gv)
 	}
 	u, err := c.lister.Namespace(p.Namespace).Get(name)

@@ -67,7 +67,7 @@ func benchCluster(sh roundShape) []runtime.Object {
 	return objs
 }
 
-// BenchmarkSchedulerRound times one steady round of pal scheduler: the
+// BenchmarkSchedulerRound times one steady round of pal-kube scheduler: the
 // informers hold the shape's cluster, an earlier round has run, and
 // nothing changed since but the clock (a period of 10 s). Every GPU is
 // held, so the pending pods wait and nothing is bound: the round's cost is

@@ -52,7 +52,7 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// Scheduler is one replica of `pal scheduler`.
+// Scheduler is one replica of `pal-kube scheduler`.
 type Scheduler struct {
 	// byJob is the round's gangs by job, for the backfill estimate.
 	byJob   map[*workload.Job]*gang

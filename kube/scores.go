@@ -19,7 +19,7 @@ type GPUKey struct {
 }
 
 // NodeScores are raw per-GPU, per-class PM values (time-like: 1 is the
-// median GPU, 1.2 is 20% slower), as `pal profile export --kubernetes`
+// median GPU, 1.2 is 20% slower), as `pal-kube profile export --kubernetes`
 // writes them into the variability ConfigMap.
 type NodeScores map[GPUKey][variability.NumClasses]float64
 

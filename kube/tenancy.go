@@ -38,7 +38,7 @@ const (
 	AnnLeafCellType = "pal.io/leaf-cell-type"
 )
 
-// tenancyModes are the tenancy settings of `pal scheduler` (private, the
+// tenancyModes are the tenancy settings of `pal-kube scheduler` (private, the
 // simulator's reference of each VC alone, has no meaning on one cluster).
 var tenancyModes = []string{"none", "quota", "hived", "hived-pm"}
 

@@ -41,7 +41,7 @@ func with(a map[string]string, kv ...string) map[string]string {
 }
 
 // The two cases of pinned cells and leaf types beside ordinary cells
-// through pal scheduler's round (pods in name order, FIFO, one round; the
+// through pal-kube scheduler's round (pods in name order, FIFO, one round; the
 // same cells and jobs as pal sim's, derived by hand in policy/tenant's
 // pools_test.go). Three 4-GPU nodes, n1 pinned as A-PIN, VC A = one node
 // cell + A-PIN: the two 2-GPU pods naming A-PIN share n1, the unpinned

@@ -219,7 +219,7 @@ func ensureConfigMap(ctx context.Context, cs kubernetes.Interface, plan *Plan) (
 	if err != nil {
 		return nil, err
 	}
-	want.Annotations = map[string]string{AnnCreatedBy: "pal profile bench --apply"}
+	want.Annotations = map[string]string{AnnCreatedBy: "pal-kube profile bench --apply"}
 	cm, err := cs.CoreV1().ConfigMaps(plan.Namespace).Create(ctx, want, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		cm, err = cs.CoreV1().ConfigMaps(plan.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
@@ -227,7 +227,7 @@ func ensureConfigMap(ctx context.Context, cs kubernetes.Interface, plan *Plan) (
 			return nil, err
 		}
 		if cm.Annotations[AnnCreatedBy] == "" || !reflect.DeepEqual(cm.Data, want.Data) {
-			return nil, fmt.Errorf("configmap %s/%s exists with another plan or was not created by pal profile bench --apply: pick another --run-id", cm.Namespace, cm.Name)
+			return nil, fmt.Errorf("configmap %s/%s exists with another plan or was not created by pal-kube profile bench --apply: pick another --run-id", cm.Namespace, cm.Name)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("creating configmap %s/%s: %w", want.Namespace, want.Name, err)

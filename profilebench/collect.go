@@ -206,7 +206,7 @@ func (c *Collection) Sorted() []Measured {
 // then one row per measured run.
 func (c *Collection) WriteCSV(w io.Writer) error {
 	p := c.Plan
-	fmt.Fprintf(w, "# pal profile bench run %s: image %s, namespace %s, %d iterations per run, one run per %s at a time\n",
+	fmt.Fprintf(w, "# pal-kube profile bench run %s: image %s, namespace %s, %d iterations per run, one run per %s at a time\n",
 		p.RunID, p.Image, p.Namespace, p.Iterations, p.Concurrency)
 	fmt.Fprintf(w, "# %d of %d runs measured\n", len(c.Measured), len(p.Runs))
 	for _, f := range c.Failed {
@@ -229,7 +229,7 @@ func (c *Collection) WriteCSV(w io.Writer) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Cleanup deletes the run's pods that pal profile bench --apply created
+// Cleanup deletes the run's pods that pal-kube profile bench --apply created
 // and that succeeded: those carrying the run's label and an owner
 // reference to the run's ConfigMap by its UID, where that ConfigMap
 // carries AnnCreatedBy. Failed pods stay for inspection; the ConfigMap
@@ -240,7 +240,7 @@ func Cleanup(ctx context.Context, cs kubernetes.Interface, ns, runID string) (de
 		return nil, nil, err
 	}
 	if cm.Annotations[AnnCreatedBy] == "" || cm.UID == "" {
-		return nil, nil, fmt.Errorf("run %s was not created by pal profile bench --apply: nothing deleted (kubectl delete pods,configmaps -n %s -l %s=%s removes it)", runID, ns, LabelRun, runID)
+		return nil, nil, fmt.Errorf("run %s was not created by pal-kube profile bench --apply: nothing deleted (kubectl delete pods,configmaps -n %s -l %s=%s removes it)", runID, ns, LabelRun, runID)
 	}
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + runID})
 	if err != nil {

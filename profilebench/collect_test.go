@@ -102,7 +102,7 @@ func TestCollect(t *testing.T) {
 	if err := c.WriteCSV(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := `# pal profile bench run t1: image bench:1, namespace bench, 30 iterations per run, one run per node at a time
+	want := `# pal-kube profile bench run t1: image bench:1, namespace bench, 30 iterations per run, one run per node at a time
 # 6 of 12 runs measured
 # failed: pod pal-bench-t1-n1-g0-m1-r0 (node b-node GPU 0, BERT repetition 0): pod failed: exit code 1 (Error): RuntimeError: CUDA out of memory
 # failed: pod pal-bench-t1-n1-g0-m0-r1 (node b-node GPU 0, ResNet-18 repetition 1): pod failed: DeadlineExceeded: Pod was active on the node longer than the specified deadline
@@ -291,7 +291,7 @@ func TestCleanupOnlyOwn(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("bench").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Cleanup(ctx, cs, "bench", "k1"); err == nil || !strings.Contains(err.Error(), "not created by pal profile bench --apply") {
+	if _, _, err := Cleanup(ctx, cs, "bench", "k1"); err == nil || !strings.Contains(err.Error(), "not created by pal-kube profile bench --apply") {
 		t.Errorf("cleanup of a kubectl-applied run: %v", err)
 	}
 }

@@ -23,7 +23,7 @@ import (
 // before a node's first run Apply also says which other pods hold its
 // GPUs.
 
-// AnnCordonedBy marks a node that pal profile bench cordoned, with the
+// AnnCordonedBy marks a node that pal-kube profile bench cordoned, with the
 // run id. Only a node that carries it is uncordoned: a node an operator
 // had cordoned before the run stays cordoned after it.
 const AnnCordonedBy = "pal.io/profile-cordoned-by"

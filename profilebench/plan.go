@@ -3,15 +3,15 @@
 // into the measurement file pal profile build reads.
 //
 // Each run is a bare pod bound at creation (spec.nodeName) to its node,
-// carrying the device index in pal.io/gpu-indices, as pal scheduler
+// carrying the device index in pal.io/gpu-indices, as pal-kube scheduler
 // writes it for the pods it binds, and in NVIDIA_VISIBLE_DEVICES, so the
 // NVIDIA runtime exposes that one GPU and no device plugin has to pick
-// it. With pal's schedulerName, a running pal scheduler counts that
+// it. With pal's schedulerName, a running pal-kube scheduler counts that
 // device as held and places nothing else on it.
 //
 // Bare pods, not Jobs: a Job retries a failed run (a second measurement
 // of a GPU where one was asked for) and, having a controller, may be
-// migrated or preempted by pal scheduler in the middle of a timing; a
+// migrated or preempted by pal-kube scheduler in the middle of a timing; a
 // bare pod runs once, is never evicted by pal (unless preemptBarePods),
 // and its status keeps the result for collection.
 package profilebench
@@ -40,7 +40,7 @@ const (
 	// device are its spec.nodeName and kube.AnnGPUIndices.
 	AnnModel      = "pal.io/profile-model"
 	AnnRepetition = "pal.io/profile-repetition"
-	// AnnCreatedBy marks a run ConfigMap that pal profile bench --apply
+	// AnnCreatedBy marks a run ConfigMap that pal-kube profile bench --apply
 	// created (not one applied from a written file); only such a run's
 	// objects are ever deleted by pal.
 	AnnCreatedBy = "pal.io/profile-created-by"
@@ -271,7 +271,7 @@ func (p *Plan) Pods() []*corev1.Pod {
 func ReadPlan(cm *corev1.ConfigMap) (*Plan, error) {
 	raw, ok := cm.Data[PlanKey]
 	if !ok {
-		return nil, fmt.Errorf("configmap %s/%s has no %s: not a pal profile bench run", cm.Namespace, cm.Name, PlanKey)
+		return nil, fmt.Errorf("configmap %s/%s has no %s: not a pal-kube profile bench run", cm.Namespace, cm.Name, PlanKey)
 	}
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -1,5 +1,5 @@
 // Package replay plays a trace onto a real cluster: each job becomes a
-// gang of 1-GPU pods for pal scheduler, kwok finishes each pod after the
+// gang of 1-GPU pods for pal-kube scheduler, kwok finishes each pod after the
 // run time the simulator would charge on the GPUs it got (scaled down by
 // a speedup), and the replay records the same per-job table as
 // `pal sim --jobs-out` plus every job's GPUs.

@@ -321,7 +321,7 @@ func (l *Learner) TakeMoved(dst []int) []int {
 }
 
 // HintRelativeTo makes hints multiply t's values instead of the prior's.
-// A driver whose prior already holds what jobs showed (pal scheduler
+// A driver whose prior already holds what jobs showed (pal-kube scheduler
 // starts from its learned ConfigMap) gives the profile here: a GPU
 // learned 1.4x slow and still throttled by 1.4x is 1.4x slow, not 1.96x.
 func (l *Learner) HintRelativeTo(t *Table) error {

@@ -19,10 +19,9 @@ import (
 func newProfileCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profile",
-		Short: "Build, inspect and export GPU variability profiles, PM-score bins and L×V orders",
+		Short: "Build and inspect GPU variability profiles, PM-score bins and L×V orders (pal-kube profile measures and exports them on a cluster)",
 	}
-	cmd.AddCommand(newProfileShowCmd(), newProfileExportCmd(), newProfileBuildCmd(), newProfileDCGMCmd(),
-		newProfileBenchCmd(), newProfileCollectCmd())
+	cmd.AddCommand(newProfileShowCmd(), newProfileBuildCmd())
 	return cmd
 }
 

@@ -5,14 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
+	"github.com/palsched/pal/internal/cliroot/clitest"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/workload"
 )
@@ -149,32 +146,9 @@ func TestTooLongRowNamesItsColumn(t *testing.T) {
 	}
 }
 
-// --version names the release or module version, the commit, its time
-// and uncommitted changes, and says how to get them when the build has
-// none.
-func TestVersionString(t *testing.T) {
-	vcs := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: strings.Repeat("ab12", 10)},
-		{Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
-	for _, tc := range []struct {
-		release string
-		bi      *debug.BuildInfo
-		want    string
-	}{
-		{"devel", vcs, "devel (commit " + strings.Repeat("ab12", 3) + " of 2026-12-01T10:00:00Z, with uncommitted changes), go1.99"},
-		{"v1.2.3", vcs, "v1.2.3 (commit " + strings.Repeat("ab12", 3) + " of 2026-12-01T10:00:00Z, with uncommitted changes), go1.99"},
-		{"devel", &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "v0.4.0"}}, "v0.4.0 (no commit recorded: build with go build -buildvcs=true ./cmd/pal in the checkout), go1.99"},
-		{"devel", nil, "devel"},
-	} {
-		if got := formatVersion(tc.release, tc.bi); got != tc.want {
-			t.Errorf("%s: got %q\nwant %q", tc.release, got, tc.want)
-		}
-	}
-	clean := *vcs
-	clean.Settings = vcs.Settings[:3]
-	if got := formatVersion("devel", &clean); got != "devel (commit "+strings.Repeat("ab12", 3)+" of 2026-12-01T10:00:00Z), go1.99" {
-		t.Errorf("clean tree: %q", got)
-	}
+// pal --help says how to build a binary whose --version names its commit
+// (cliroot's test checks the version string itself).
+func TestHelpSaysHowToStampTheCommit(t *testing.T) {
 	help, _ := run(t, "--help")
 	if !strings.Contains(help, "go build -buildvcs=true") {
 		t.Errorf("pal --help does not say how to build a binary that names its commit")
@@ -263,54 +237,8 @@ func TestThemisSimSeconds(t *testing.T) {
 // lower case (acronyms aside), times are in seconds, and JSON carries no
 // float noise.
 func TestEveryCommandOneVocabulary(t *testing.T) {
-	// The commands whose -o picks something other than a results format.
-	otherFormat := map[string]string{"pal profile export": "kubernetes", "pal profile bench": "yaml"}
-	typeName := regexp.MustCompile(`\b(u?int(8|16|32|64)|float(32|64)|complex(64|128)|\w+Slice|\w+Array|stringTo\w+|map\[|\[\]\w+)\b`)
-	placeholder := regexp.MustCompile(`^([a-z]+|[A-Z][A-Z_=]*)?$`)
-	commands, flags := 0, 0
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		commands++
-		path := c.CommandPath()
-		for _, text := range []string{c.Short, c.Long, c.Example} {
-			if m := typeName.FindString(text); m != "" {
-				t.Errorf("%s: help shows Go type name %q", path, m)
-			}
-		}
-		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			flags++
-			name, usage := pflag.UnquoteUsage(f)
-			if !placeholder.MatchString(name) || typeName.MatchString(name) {
-				t.Errorf("%s --%s: help shows its value as %q", path, f.Name, name)
-			}
-			if m := typeName.FindString(usage); m != "" {
-				t.Errorf("%s --%s: usage shows Go type name %q", path, f.Name, m)
-			}
-			if f.Shorthand == "o" || f.Name == "output" {
-				if f.Name != "output" || f.Shorthand != "o" {
-					t.Errorf("%s: -%s/--%s; -o is --output, the format", path, f.Shorthand, f.Name)
-				}
-				want := DefaultOutput
-				if w, ok := otherFormat[path]; ok {
-					want = w
-				}
-				if f.DefValue != want {
-					t.Errorf("%s: --output defaults to %q, want %q like every results command", path, f.DefValue, want)
-				}
-				if want == DefaultOutput && !strings.Contains(usage, "json") {
-					t.Errorf("%s: --output %q offers no json", path, usage)
-				}
-			}
-			if f.Name == "out" && (f.Shorthand != "" || !regexp.MustCompile(`\b(file|directory|DIR)\b`).MatchString(usage)) {
-				t.Errorf("%s --out: %q is not described as a path", path, usage)
-			}
-		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(newRootCmd())
-	if commands < 30 || flags < 150 {
+	commands, flags := clitest.CheckFlags(t, newRootCmd(), DefaultOutput, nil)
+	if commands < 25 || flags < 150 {
 		t.Fatalf("walked only %d commands, %d flags", commands, flags)
 	}
 

@@ -54,7 +54,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.Lookup("tiresias-thresholds").DefValue = "3250,7200"
 	fs.Float64Var(&o.TiresiasStarvation, "tiresias-starvation", 0, "tiresias-las: promote a job that waited S x its last service (0: off)")
 	fs.Float64Var(&o.MigrationCost, "migration-cost", 0, "seconds of progress a job loses per migration (checkpoint, restart, warm-up; 0: free, the artifact's model); a model-table migration_cost_s wins for its model")
-	fs.StringVar(&o.Moves, "moves", "in-place", "how a migration is carried out: in-place (the job runs on its new GPUs from the round it moves) or evict-relaunch (as pal scheduler does it: the job is evicted and placed again from the next round, and a launch onto GPUs freed this round waits a round)")
+	fs.StringVar(&o.Moves, "moves", "in-place", "how a migration is carried out: in-place (the job runs on its new GPUs from the round it moves) or evict-relaunch (as pal-kube scheduler does it: the job is evicted and placed again from the next round, and a launch onto GPUs freed this round waits a round)")
 	fs.Float64Var(&o.PreemptionCost, "preemption-cost", 0, "seconds of progress a job loses per preemption, paid when it restarts (0: free); a model-table preemption_cost_s wins for its model")
 	fs.StringVar(&o.Tenancy, "tenancy", "none", "none, quota (each VC at most its GPU count), hived (VC cells by buddy allocation), hived-pm (hived, fastest equally safe cells by PM-score) or private (each VC alone on its cells)")
 	fs.StringVar(&o.Cells, "cells", "", "HiveD-format cells file: the cluster and its VCs (default with --tenancy: one VC holding the whole --cluster)")
@@ -398,47 +398,15 @@ func pctVs(x, base float64) float64 { return 100 * (x/base - 1) }
 func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
+// writeJobs and writeRounds write --jobs-out and --rounds-out; the
+// formats live in experiment because pal-kube replay writes the same
+// per-job rows.
 func writeJobs(path string, runs []*experiment.RunResult) error {
-	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s",
-		"vc", "priority", "nodes", "gpu_ids", "move_gain_s", "min_move_margin_s"},
-		func(cw *csv.Writer) {
-			for _, r := range runs {
-				for _, j := range r.JobRecords {
-					cw.Write([]string{r.Placement, strconv.Itoa(j.ID), j.Origin, j.Model, j.Class, strconv.Itoa(j.GPUs), strconv.FormatBool(j.Tracked),
-						f2(j.Arrival), f2(j.FirstStart), f2(j.Completion), f2(j.JCT), f2(j.Run), f2(j.Wait), strconv.Itoa(j.Preemptions), strconv.Itoa(j.Migrations), f2(j.LostGPUSeconds),
-						j.VC, strconv.Itoa(j.Priority), intsJoin(j.Nodes), intsJoin(j.GPUIDs),
-						ifMoved(j.Migrations, j.MoveGain), ifMoved(j.Migrations, j.MinMoveMargin)})
-				}
-			}
-		})
-}
-
-// ifMoved renders a move figure, empty when there was no migration.
-func ifMoved(migrations int, x float64) string {
-	if migrations == 0 {
-		return ""
-	}
-	return f2(x)
-}
-
-// intsJoin renders a list as "0;1;2" (a CSV field without quoting).
-func intsJoin(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ";")
+	return experiment.WriteJobsCSV(path, runs)
 }
 
 func writeRounds(path string, runs []*experiment.RunResult) error {
-	return writeCSV(path, []string{"placement", "t_s", "gpus_in_use", "running", "queued", "migrations", "move_gain_s", "min_move_margin_s"}, func(cw *csv.Writer) {
-		for _, r := range runs {
-			for _, s := range r.RoundStats {
-				cw.Write([]string{r.Placement, f0(s.T), strconv.Itoa(s.GPUsInUse), strconv.Itoa(s.Running), strconv.Itoa(s.Queued),
-					strconv.Itoa(s.Migrations), ifMoved(s.Migrations, s.MoveGain), ifMoved(s.Migrations, s.MinMoveMargin)})
-			}
-		}
-	})
+	return experiment.WriteRoundsCSV(path, runs)
 }
 
 func writeCSV(path string, header []string, rows func(*csv.Writer)) error {

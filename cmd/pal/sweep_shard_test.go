@@ -167,6 +167,10 @@ func TestSweepKubernetesJobRunsTheGrid(t *testing.T) {
 	}
 	wantArgs := []string{"sweep", "--locality-penalty=1,2", "--placement=pal,tiresias,packed-nonsticky", "--trace=sia-philly/1",
 		"--workers=2", "--shard=$(JOB_COMPLETION_INDEX)/3", "--out=/results"}
+	if !slices.Equal(c.Command, []string{"/pal"}) || c.Resources.Requests.Cpu().MilliValue() != 1500 || c.Resources.Limits.Memory().String() != "2Gi" ||
+		*s.BackoffLimitPerIndex != 2 || *c.SecurityContext.ReadOnlyRootFilesystem != true || *pod.SecurityContext.FSGroup != 65532 {
+		t.Errorf("container: %+v", c)
+	}
 	if !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("pod args\n got %q\nwant %q", c.Args, wantArgs)
 	}

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Reference benchmark for `pal profile bench`: time training iterations
+"""Reference benchmark for `pal-kube profile bench`: time training iterations
 of a torchvision model on the one GPU the pod sees, and print the result
 line PAL collects.
 
-pal profile bench sets NVIDIA_VISIBLE_DEVICES to one device, so inside the
+pal-kube profile bench sets NVIDIA_VISIBLE_DEVICES to one device, so inside the
 container that GPU is cuda:0. The environment it passes:
 
   PAL_BENCH_MODEL       torchvision model name (resnet50, vgg19, ...); the

@@ -1,8 +1,10 @@
-// Command image writes PAL's container image from a statically linked pal
-// binary, without a Docker daemon or a base image: one layer holding /pal
-// and the passwd/group entries of the non-root user it runs as, and a
-// config that runs /pal as that user. hack/image.sh builds the binary and
-// calls this; see docs/install.md.
+// Command image writes PAL's container image from the statically linked
+// pal-kube and pal binaries, without a Docker daemon or a base image: one
+// layer holding /pal-kube (the entrypoint: the scheduler), /pal (the
+// simulator, which a sweep's pods run) and the passwd/group entries of the
+// non-root user they run as, and a config that runs /pal-kube as that
+// user. hack/image.sh builds the binaries and calls this; see
+// docs/install.md.
 //
 // The output is an OCI image layout directory (-layout), which
 // `skopeo copy oci:DIR docker://REGISTRY/pal:TAG`, `crane push`, `podman
@@ -44,6 +46,7 @@ const (
 func main() {
 	var (
 		binary   = flag.String("binary", "", "the statically linked pal binary to put at /pal (required)")
+		kubeBin  = flag.String("kube-binary", "", "the statically linked pal-kube binary to put at /pal-kube, the entrypoint (required)")
 		dir      = flag.String("layout", "", "write an OCI image layout to this directory (replaced if it exists)")
 		tarPath  = flag.String("tarball", "", "also write a docker-save tarball to this file")
 		tag      = flag.String("tag", "pal:devel", "image reference recorded in the layout and tarball")
@@ -54,15 +57,15 @@ func main() {
 		created  = flag.String("created", "", "creation time, RFC 3339 (default SOURCE_DATE_EPOCH, else the Unix epoch)")
 	)
 	flag.Parse()
-	if err := run(*binary, *dir, *tarPath, *tag, *version, *revision, *source, *arch, *created); err != nil {
+	if err := run(*binary, *kubeBin, *dir, *tarPath, *tag, *version, *revision, *source, *arch, *created); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, dir, tarPath, tag, version, revision, source, arch, createdFlag string) error {
-	if binary == "" {
-		return fmt.Errorf("-binary is required")
+func run(binary, kubeBinary, dir, tarPath, tag, version, revision, source, arch, createdFlag string) error {
+	if binary == "" || kubeBinary == "" {
+		return fmt.Errorf("-binary and -kube-binary are required")
 	}
 	if dir == "" && tarPath == "" {
 		return fmt.Errorf("give -layout DIR, -tarball FILE or both")
@@ -75,7 +78,11 @@ func run(binary, dir, tarPath, tag, version, revision, source, arch, createdFlag
 	if err != nil {
 		return err
 	}
-	layerTar, err := rootfs(bin, created)
+	kube, err := os.ReadFile(kubeBinary)
+	if err != nil {
+		return err
+	}
+	layerTar, err := rootfs(bin, kube, created)
 	if err != nil {
 		return err
 	}
@@ -107,7 +114,7 @@ func run(binary, dir, tarPath, tag, version, revision, source, arch, createdFlag
 		Created:      v1.Time{Time: created},
 		Config: v1.Config{
 			User:       strconv.Itoa(uid) + ":" + strconv.Itoa(uid),
-			Entrypoint: []string{"/pal"},
+			Entrypoint: []string{"/pal-kube"},
 			Cmd:        []string{"scheduler", "--config", "/etc/pal/config.yaml", "--log-json"},
 			WorkingDir: "/",
 			Env:        []string{"PATH=/"},
@@ -174,10 +181,11 @@ func creationTime(flagValue string) (time.Time, error) {
 	return time.Unix(0, 0).UTC(), nil
 }
 
-// rootfs is the image's only layer: /pal owned by root (the user it runs
-// as cannot replace it), and /etc/passwd and /etc/group naming that user,
-// for tools that look the id up. No shell, no libc: pal is static.
-func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
+// rootfs is the image's only layer: /pal and /pal-kube owned by root (the
+// user they run as cannot replace them), and /etc/passwd and /etc/group
+// naming that user, for tools that look the id up. No shell, no libc: both
+// are static.
+func rootfs(bin, kube []byte, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	id := strconv.Itoa(uid)
@@ -191,6 +199,7 @@ func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
 		{"etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\n" +
 			userName + ":x:" + id + ":" + id + ":" + userName + ":/home/" + userName + ":/sbin/nologin\n")},
 		{"pal", 0o755, bin},
+		{"pal-kube", 0o755, kube},
 	}
 	for _, f := range files {
 		h := &tar.Header{Name: f.name, Mode: f.mode, ModTime: mtime, Uname: "root", Gname: "root"}

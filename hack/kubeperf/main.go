@@ -1,4 +1,4 @@
-// Command kubeperf measures pal scheduler on a dev cluster, alone or next
+// Command kubeperf measures pal-kube scheduler on a dev cluster, alone or next
 // to kube-scheduler of the same Kubernetes version (--compare): pods bound
 // per second, create-to-bound latency (p50, p99), the CPU seconds the
 // scheduler and the kube-apiserver spent, gangs split over nodes they
@@ -123,7 +123,7 @@ func main() {
 	pods := flag.Int("pods", 10000, "mixed scenario: pods to create in gangs of 1-8")
 	seed := flag.Uint64("seed", 1, "mixed scenario: seed of the gang sizes")
 	var o options
-	flag.StringVar(&o.pal, "pal", "", "pal binary (built by hack/kube-perf.sh)")
+	flag.StringVar(&o.pal, "pal", "", "pal-kube binary, which runs the scheduler (built by hack/kube-perf.sh)")
 	flag.StringVar(&o.kubeScheduler, "kube-scheduler", "", "kube-scheduler binary (built by hack/kube-scheduler.sh)")
 	qps := flag.Float64("qps", 200, "client QPS of either scheduler (pal: qps and eventQPS; kube-scheduler: clientConnection.qps)")
 	flag.IntVar(&o.burst, "burst", 400, "client burst of either scheduler")
@@ -133,7 +133,7 @@ func main() {
 	flag.StringVar(&o.placement, "placement", "pal", "pal's placement")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory (logs) and print it")
 	flag.StringVar(&o.palGangs, "pal-gangs", "annotations", "how pal's gangs are written: annotations (pal.io/gang) or podgroups (native PodGroups, as for kube-scheduler)")
-	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal scheduler's CPU profile of each run to FILE.<scenario>.<run>")
+	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal-kube scheduler's CPU profile of each run to FILE.<scenario>.<run>")
 	flag.Parse()
 	o.qps = float32(*qps)
 	o.noopWorkers = *noopWorkers

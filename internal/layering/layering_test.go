@@ -14,6 +14,7 @@ var rules = Rules{
 	Options: "experiment",
 	OptionsUsers: map[string]string{
 		"cmd/pal":       "the CLI turns flags into options",
+		"cmd/pal-kube":  "replay builds a trace's options and writes pal sim's per-job rows",
 		"reproduce/...": "the paper experiments run presets",
 	},
 	Drivers:     []string{"sim", "kube"},

@@ -1,4 +1,4 @@
-// Package podspec is what pal scheduler reads and writes on pods: the
+// Package podspec is what pal-kube scheduler reads and writes on pods: the
 // pal.io annotations, the nvidia.com/gpu requests, the bind-info a bound
 // gang carries, and the reading of one pod into the gang it belongs to
 // (Reader.Read). It keeps no state: the scheduler's state (package

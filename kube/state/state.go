@@ -1,4 +1,4 @@
-// Package state is pal scheduler's view of the cluster, kept current
+// Package state is pal-kube scheduler's view of the cluster, kept current
 // from the informers' events rather than rebuilt every round: the GPU
 // nodes and their numbering, our pods read once per change and grouped
 // into gangs, each gang's scheduling job, which pod holds which GPU

@@ -19,7 +19,7 @@ import (
 	"github.com/palsched/pal/kube"
 )
 
-// startPal runs pal scheduler as a process with the given config body;
+// startPal runs pal-kube scheduler as a process with the given config body;
 // when killAfter > 0 it kills itself with SIGKILL right after that many
 // binds. The returned channel yields when it exits.
 func (e *env) startPal(config string, killAfter int) (*exec.Cmd, *strings.Builder, <-chan error) {
@@ -28,7 +28,7 @@ func (e *env) startPal(config string, killAfter int) (*exec.Cmd, *strings.Builde
 	if err := os.WriteFile(cfgFile, []byte(config), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
-	cmd := exec.Command(palBin, "scheduler", "--config", cfgFile, "--kubeconfig", e.cl.Kubeconfig, "--log-json")
+	cmd := exec.Command(kubeBin, "scheduler", "--config", cfgFile, "--kubeconfig", e.cl.Kubeconfig, "--log-json")
 	cmd.Env = os.Environ()
 	if killAfter > 0 {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", kube.KillAfterBindsEnv, killAfter))

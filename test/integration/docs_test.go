@@ -58,7 +58,7 @@ func TestDocsKubernetesGuide(t *testing.T) {
 	// Whatever happens, the cluster and the scheduler the guide started
 	// are stopped.
 	t.Cleanup(func() {
-		stop := exec.Command("bash", "-c", `[ -f pal-dev/scheduler.pid ] && kill $(cat pal-dev/scheduler.pid) 2>/dev/null; [ -d pal-dev ] && pal-bin/pal dev-cluster down --dir pal-dev`)
+		stop := exec.Command("bash", "-c", `[ -f pal-dev/scheduler.pid ] && kill $(cat pal-dev/scheduler.pid) 2>/dev/null; [ -d pal-dev ] && pal-bin/pal-kube dev-cluster down --dir pal-dev`)
 		stop.Dir = work
 		stop.Run()
 	})

@@ -1,6 +1,6 @@
 //go:build integration
 
-// Package integration runs pal scheduler against a real kube-apiserver,
+// Package integration runs pal-kube scheduler against a real kube-apiserver,
 // kube-controller-manager and etcd with kwok's fake GPU nodes
 // (devcluster), all on 127.0.0.1. The
 // binaries come from hack/testbin.sh; without them the tests fail under
@@ -33,7 +33,9 @@ import (
 	"github.com/palsched/pal/kube"
 )
 
-var palBin string // the pal command, built once for the tests that run it as a process
+// palBin and kubeBin are the pal and pal-kube commands, built once for the
+// tests that run them as processes.
+var palBin, kubeBin string
 
 func TestMain(m *testing.M) {
 	bin := devcluster.BinDir()
@@ -49,12 +51,14 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	palBin = filepath.Join(dir, "pal")
-	build := exec.Command("go", "build", "-o", palBin, "github.com/palsched/pal/cmd/pal")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: building pal:", err)
-		os.Exit(1)
+	palBin, kubeBin = filepath.Join(dir, "pal"), filepath.Join(dir, "pal-kube")
+	for bin, pkg := range map[string]string{palBin: "github.com/palsched/pal/cmd/pal", kubeBin: "github.com/palsched/pal/cmd/pal-kube"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: building", pkg+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -67,7 +67,7 @@ func hivedAnn(kv ...string) map[string]string {
 }
 
 // The pinned and two-SKU cases of pal sim (tenancy/testdata/pools-*),
-// through pal scheduler against a real apiserver, in one cells file of
+// through pal-kube scheduler against a real apiserver, in one cells file of
 // five 4-GPU nodes: nodes 0-2 of a GPU type, node 1 pinned as A-PIN, VC A
 // = one node cell + A-PIN, VC B one node cell; node 3 (K80) and node 4
 // (V100) in VC C. The bindings are pal sim's: the 2-GPU pods naming A-PIN

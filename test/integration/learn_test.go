@@ -35,7 +35,7 @@ func learnTrue(k kube.GPUKey) float64 {
 	return 1
 }
 
-// pal scheduler with learnScores on, on 2 nodes x 4 GPUs whose profile
+// pal-kube scheduler with learnScores on, on 2 nodes x 4 GPUs whose profile
 // ConfigMap believes the two degraded GPUs fastest (0.9, the others 1).
 // A replay of ten BERT jobs (class B, 16,080 iterations of 0.179 s:
 // 8 rounds of 360 s on a median GPU; eight 1-GPU jobs, then two 2-GPU

@@ -59,7 +59,7 @@ func oneClass(trace, model string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// One small trace replayed through the dev cluster and pal scheduler
+// One small trace replayed through the dev cluster and pal-kube scheduler
 // under FIFO and a sticky placement (packed-sticky) gives every job the
 // same GPUs, start and completion as pal sim on the same cluster (4x4)
 // and GPU scores. Time scaling: one simulated 360 s round is 2 s of wall
@@ -156,10 +156,10 @@ func parityInputs(t *testing.T, trace string) (tracePath, scoresPath string) {
 }
 
 // installScores puts the GPU scores file into the cluster as the profile
-// ConfigMap, exactly as an operator would: through pal profile export.
+// ConfigMap, exactly as an operator would: through pal-kube profile export.
 func installScores(t *testing.T, e *env, scoresPath string) {
 	t.Helper()
-	out, err := exec.Command(palBin, "profile", "export", "--kubernetes", "--gpu-scores", scoresPath).Output()
+	out, err := exec.Command(kubeBin, "profile", "export", "--kubernetes", "--gpu-scores", scoresPath).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func installScores(t *testing.T, e *env, scoresPath string) {
 }
 
 // replayOnDevCluster starts a 4x4 dev cluster with the scores' ConfigMap
-// and pal scheduler (FIFO, placement, migration cost, rounds aligned to
+// and pal-kube scheduler (FIFO, placement, migration cost, rounds aligned to
 // the wall clock at one 360 s round per 2 s) and replays the trace.
 func replayOnDevCluster(t *testing.T, tracePath, scoresPath, placement string, migrationCost, restartCost float64) *replay.Result {
 	t.Helper()

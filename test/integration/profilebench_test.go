@@ -38,7 +38,7 @@ type benchKubelet struct {
 	bad     []string
 	hold    atomic.Bool // while set, running pods are left running
 	// cordoned, when set, must hold for the node of every run it
-	// finishes (pal profile bench --cordon).
+	// finishes (pal-kube profile bench --cordon).
 	cordoned func(node string) bool
 }
 
@@ -104,7 +104,7 @@ func (k *benchKubelet) run(ctx context.Context, run string) {
 	}
 }
 
-// TestProfileBenchOnDevCluster runs pal profile bench --apply --collect
+// TestProfileBenchOnDevCluster runs pal-kube profile bench --apply --collect
 // as a process against the dev cluster's two 2-GPU kwok nodes, two
 // models, three repetitions: 24 runs, one per node at a time. The CSV
 // must read back (variability.ReadMeasurements, as pal profile build
@@ -135,7 +135,7 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); k.run(ctx, "it1") }()
 	runs, scores := filepath.Join(dir, "runs.csv"), filepath.Join(dir, "scores.csv")
-	cmd := exec.Command(palBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
+	cmd := exec.Command(kubeBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
 		"--image", "fake/bench:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", "it1",
 		"--apply", "--cordon", "--collect", "--poll", "100ms", "--timeout", "2m",
 		"--measurements-out", runs, "--gpu-scores-out", scores, "--cleanup")
@@ -143,9 +143,9 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	cancel()
 	wg.Wait()
 	if err != nil {
-		t.Fatalf("pal profile bench: %v\n%s", err, out)
+		t.Fatalf("pal-kube profile bench: %v\n%s", err, out)
 	}
-	t.Logf("pal profile bench:\n%s", out)
+	t.Logf("pal-kube profile bench:\n%s", out)
 	for _, b := range k.bad {
 		t.Error(b)
 	}
@@ -213,7 +213,7 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); k2.run(ctx, "it2") }()
 	runs2 := filepath.Join(dir, "runs2.csv")
-	out, err = exec.Command(palBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
+	out, err = exec.Command(kubeBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
 		"--image", "fake/bench:1", "--models", "resnet50", "--repetitions", "1", "--run-id", "it2", "--parallel",
 		"--apply", "--collect", "--poll", "100ms", "--timeout", "2m", "--measurements-out", runs2).CombinedOutput()
 	cancel()
@@ -232,7 +232,7 @@ func TestProfileBenchOnDevCluster(t *testing.T) {
 	}
 }
 
-// TestProfileBenchHeldByPal: with pal scheduler running, the bench pods
+// TestProfileBenchHeldByPal: with pal-kube scheduler running, the bench pods
 // (schedulerName pal, bound by nodeName with pal.io/gpu-indices) hold
 // their devices in pal's view. With both GPUs of gpu-node-000 under a
 // live benchmark (--parallel, 2 runs), a 2-GPU pal pod binds on
@@ -250,7 +250,7 @@ func TestProfileBenchHeldByPal(t *testing.T) {
 	var out []byte
 	go func() {
 		var err error
-		out, err = exec.Command(palBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
+		out, err = exec.Command(kubeBin, "profile", "bench", "--kubeconfig", e.cl.Kubeconfig, "--namespace", e.ns,
 			"--image", "fake/bench:1", "--models", "resnet50", "--repetitions", "1", "--run-id", "held", "--parallel",
 			"--nodes", "gpu-node-000", "--apply", "--collect", "--poll", "100ms", "--timeout", "2m",
 			"--measurements-out", filepath.Join(t.TempDir(), "runs.csv")).CombinedOutput()
@@ -280,7 +280,7 @@ func TestProfileBenchHeldByPal(t *testing.T) {
 	e.checkNoDoubleGPU()
 	k.hold.Store(false)
 	if err := <-done; err != nil {
-		t.Fatalf("pal profile bench: %v\n%s", err, out)
+		t.Fatalf("pal-kube profile bench: %v\n%s", err, out)
 	}
 	e.eventually(15*time.Second, "second bound once the runs ended", func() bool { return e.bound("second") })
 	if n := e.pod("second").Spec.NodeName; n != "gpu-node-000" {

@@ -29,7 +29,7 @@ func TestKillBetweenBindsThenRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := e.gang("crash", 4, 2, nil)
-	cmd := exec.Command(palBin, "scheduler", "--config", cfgFile, "--kubeconfig", e.cl.Kubeconfig, "--log-json")
+	cmd := exec.Command(kubeBin, "scheduler", "--config", cfgFile, "--kubeconfig", e.cl.Kubeconfig, "--log-json")
 	cmd.Env = append(os.Environ(), kube.KillAfterBindsEnv+"=2")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

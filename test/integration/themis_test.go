@@ -49,7 +49,7 @@ const themisTrace = `job_id,num_gpus,submit_time,duration,model,app
 
 // The same app trace through pal sim --scheduler themis (4x4, the same GPU
 // scores, 300 s rounds, --moves evict-relaunch as the driver carries moves
-// out, lease 600 s) and through pal scheduler with scheduler: themis on
+// out, lease 600 s) and through pal-kube scheduler with scheduler: themis on
 // the dev cluster (one 300 s round = 4 s wall, so that a round that evicts
 // several gangs of 8 pods on a loaded machine ends before the next; kwok
 // finishes the pods): every

@@ -1,20 +1,23 @@
 // Package kubejob writes the Kubernetes batch/v1 Job that runs a sweep's
 // shards on a cluster: an Indexed Job of N completions whose pod K runs
 // `pal sweep ... --shard K/N --out /results`, each writing its part file
-// to one shared volume, where `pal sweep merge` joins them. It is apart
-// from package sweep so that the simulator does not link Kubernetes' API
-// types.
+// to one shared volume, where `pal sweep merge` joins them.
+//
+// The Job is written from the few fields it sets, not from Kubernetes'
+// API types: printing a manifest needs no cluster client, and pal, which
+// prints it, links no Kubernetes package at all (their initialisation
+// alone costs more than a simulation). The test decodes the output
+// strictly into the real batch/v1 type, and an integration test creates
+// it on an apiserver, so a misspelt field cannot pass.
 package kubejob
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // ResultsDir is where the results volume is mounted in each pod.
@@ -24,6 +27,10 @@ const ResultsDir = "/results"
 // controller sets it in Indexed Jobs; the template also sets it from the
 // pod's completion-index annotation, so the value does not depend on that.
 const IndexEnv = "JOB_COMPLETION_INDEX"
+
+// Binary is the research binary's path in PAL's image (hack/image.sh),
+// which the pods run: the image's entrypoint is the scheduler's binary.
+const Binary = "/pal"
 
 // Spec says what Job to write.
 type Spec struct {
@@ -43,8 +50,90 @@ type Spec struct {
 	CPU, Memory string
 }
 
+// The manifest's shape: the batch/v1 fields this Job sets, with their
+// API names.
+type (
+	Job struct {
+		APIVersion string  `yaml:"apiVersion"`
+		Kind       string  `yaml:"kind"`
+		Metadata   Meta    `yaml:"metadata"`
+		Spec       JobSpec `yaml:"spec"`
+	}
+	Meta struct {
+		Name      string            `yaml:"name,omitempty"`
+		Namespace string            `yaml:"namespace,omitempty"`
+		Labels    map[string]string `yaml:"labels,omitempty"`
+	}
+	JobSpec struct {
+		Completions          int         `yaml:"completions"`
+		Parallelism          int         `yaml:"parallelism"`
+		CompletionMode       string      `yaml:"completionMode"`
+		BackoffLimitPerIndex int         `yaml:"backoffLimitPerIndex"`
+		Template             PodTemplate `yaml:"template"`
+	}
+	PodTemplate struct {
+		Metadata Meta    `yaml:"metadata"`
+		Spec     PodSpec `yaml:"spec"`
+	}
+	PodSpec struct {
+		RestartPolicy   string          `yaml:"restartPolicy"`
+		SecurityContext PodSecurity     `yaml:"securityContext"`
+		Containers      []Container     `yaml:"containers"`
+		Volumes         []ResultsVolume `yaml:"volumes"`
+	}
+	PodSecurity struct {
+		RunAsNonRoot   bool    `yaml:"runAsNonRoot"`
+		RunAsUser      int     `yaml:"runAsUser"`
+		RunAsGroup     int     `yaml:"runAsGroup"`
+		FSGroup        int     `yaml:"fsGroup"`
+		SeccompProfile Seccomp `yaml:"seccompProfile"`
+	}
+	Seccomp struct {
+		Type string `yaml:"type"`
+	}
+	Container struct {
+		Name            string            `yaml:"name"`
+		Image           string            `yaml:"image"`
+		Command         []string          `yaml:"command"`
+		Args            []string          `yaml:"args"`
+		Env             []IndexVar        `yaml:"env"`
+		Resources       Resources         `yaml:"resources"`
+		SecurityContext ContainerSecurity `yaml:"securityContext"`
+		VolumeMounts    []VolumeMount     `yaml:"volumeMounts"`
+	}
+	IndexVar struct {
+		Name      string `yaml:"name"`
+		ValueFrom struct {
+			FieldRef struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
+		} `yaml:"valueFrom"`
+	}
+	Resources struct {
+		Requests map[string]string `yaml:"requests"`
+		Limits   map[string]string `yaml:"limits"`
+	}
+	ContainerSecurity struct {
+		AllowPrivilegeEscalation bool `yaml:"allowPrivilegeEscalation"`
+		ReadOnlyRootFilesystem   bool `yaml:"readOnlyRootFilesystem"`
+		Capabilities             struct {
+			Drop []string `yaml:"drop"`
+		} `yaml:"capabilities"`
+	}
+	VolumeMount struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	}
+	ResultsVolume struct {
+		Name                  string `yaml:"name"`
+		PersistentVolumeClaim struct {
+			ClaimName string `yaml:"claimName"`
+		} `yaml:"persistentVolumeClaim"`
+	}
+)
+
 // Build returns the Job, or an error naming the field that is wrong.
-func Build(s Spec) (*batchv1.Job, error) {
+func Build(s Spec) (*Job, error) {
 	switch {
 	case s.Shards < 1:
 		return nil, fmt.Errorf("--shards %d: want at least 1", s.Shards)
@@ -57,12 +146,11 @@ func Build(s Spec) (*batchv1.Job, error) {
 	case s.Name == "":
 		return nil, fmt.Errorf("--job-name: empty")
 	}
-	cpu, err := resource.ParseQuantity(s.CPU)
-	if err != nil || cpu.Sign() <= 0 {
+	cpu, ok := quantity(s.CPU)
+	if !ok {
 		return nil, fmt.Errorf("--pod-cpu %q: want a positive CPU quantity (2, 500m)", s.CPU)
 	}
-	mem, err := resource.ParseQuantity(s.Memory)
-	if err != nil || mem.Sign() <= 0 {
+	if _, ok := quantity(s.Memory); !ok {
 		return nil, fmt.Errorf("--pod-memory %q: want a positive memory quantity (2Gi)", s.Memory)
 	}
 	par := s.Parallelism
@@ -70,68 +158,103 @@ func Build(s Spec) (*batchv1.Job, error) {
 		par = s.Shards
 	}
 	// Workers: the pod's CPUs, at least one (a fraction still runs one).
-	workers := max(1, int((cpu.MilliValue()+999)/1000))
+	workers := max(1, int(ceilMilli(cpu)+999)/1000)
 	args := append([]string{"sweep"}, s.SweepArgs...)
 	args = append(args,
 		"--workers="+strconv.Itoa(workers),
 		"--shard=$("+IndexEnv+")/"+strconv.Itoa(s.Shards),
 		"--out="+ResultsDir)
-	n := int32(s.Shards)
-	p := int32(par)
-	mode := batchv1.IndexedCompletion
-	perIndex := int32(2)
-	nonRoot, noEscalation, readOnly := true, false, true
-	uid := int64(65532)
+	const uid = 65532
 	labels := map[string]string{"app.kubernetes.io/name": "pal-sweep", "app.kubernetes.io/instance": s.Name}
-	job := &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: labels},
-		Spec: batchv1.JobSpec{
-			Completions:    &n,
-			Parallelism:    &p,
-			CompletionMode: &mode,
+	c := Container{
+		Name: "sweep", Image: s.Image, Command: []string{Binary}, Args: args,
+		Resources: Resources{
+			Requests: map[string]string{"cpu": s.CPU, "memory": s.Memory},
+			Limits:   map[string]string{"memory": s.Memory},
+		},
+		SecurityContext: ContainerSecurity{AllowPrivilegeEscalation: false, ReadOnlyRootFilesystem: true},
+		VolumeMounts:    []VolumeMount{{Name: "results", MountPath: ResultsDir}},
+	}
+	c.SecurityContext.Capabilities.Drop = []string{"ALL"}
+	env := IndexVar{Name: IndexEnv}
+	env.ValueFrom.FieldRef.FieldPath = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+	c.Env = []IndexVar{env}
+	vol := ResultsVolume{Name: "results"}
+	vol.PersistentVolumeClaim.ClaimName = s.Claim
+	return &Job{
+		APIVersion: "batch/v1", Kind: "Job",
+		Metadata: Meta{Name: s.Name, Namespace: s.Namespace, Labels: labels},
+		Spec: JobSpec{
+			Completions: s.Shards, Parallelism: par, CompletionMode: "Indexed",
 			// A shard that fails twice fails alone; the others go on.
-			BackoffLimitPerIndex: &perIndex,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: &nonRoot, RunAsUser: &uid, RunAsGroup: &uid,
-						// The volume is made writable for the image's user.
-						FSGroup:        &uid,
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{{
-						Name:  "sweep",
-						Image: s.Image,
-						Args:  args,
-						Env: []corev1.EnvVar{{Name: IndexEnv, ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
-							Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: &noEscalation, ReadOnlyRootFilesystem: &readOnly,
-							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "results", MountPath: ResultsDir}},
-					}},
-					Volumes: []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.Claim}}}},
+			BackoffLimitPerIndex: 2,
+			Template: PodTemplate{
+				Metadata: Meta{Labels: labels},
+				Spec: PodSpec{
+					RestartPolicy: "Never",
+					// The volume is made writable for the image's user.
+					SecurityContext: PodSecurity{RunAsNonRoot: true, RunAsUser: uid, RunAsGroup: uid, FSGroup: uid,
+						SeccompProfile: Seccomp{Type: "RuntimeDefault"}},
+					Containers: []Container{c},
+					Volumes:    []ResultsVolume{vol},
 				},
 			},
 		},
-	}
-	return job, nil
+	}, nil
 }
 
 // YAML renders the Job as a manifest for kubectl apply.
-func YAML(j *batchv1.Job) ([]byte, error) {
-	b, err := yaml.Marshal(j)
-	if err != nil {
+func YAML(j *Job) ([]byte, error) {
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(j); err != nil {
 		return nil, err
 	}
-	return b, nil
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+// quantityRE is a Kubernetes resource quantity: a decimal number and a
+// decimal (m, k, M, G, T, P, E), binary (Ki ... Ei) or exponent suffix.
+var quantityRE = regexp.MustCompile(`^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$`)
+
+var quantityScale = map[string]float64{"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+	"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+
+// quantity is a positive quantity's value, and whether s is one.
+func quantity(s string) (float64, bool) {
+	m := quantityRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	scale, ok := quantityScale[m[2]]
+	if !ok { // an exponent
+		e, err := strconv.Atoi(m[2][1:])
+		if err != nil {
+			return 0, false
+		}
+		scale, err = strconv.ParseFloat("1e"+strconv.Itoa(e), 64)
+		if err != nil {
+			return 0, false
+		}
+	}
+	v *= scale
+	return v, v > 0
+}
+
+// ceilMilli is a CPU quantity in thousandths, rounded up (as Kubernetes
+// does: 0.0001 is 1m).
+func ceilMilli(cpu float64) float64 {
+	m := cpu * 1000
+	if r := float64(int64(m)); r < m {
+		return r + 1
+	}
+	return m
 }

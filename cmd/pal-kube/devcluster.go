@@ -13,13 +13,13 @@ func newDevClusterCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dev-cluster",
 		Short: "A local Kubernetes control plane with fake GPU nodes (etcd, kube-apiserver, kube-controller-manager and kwok on 127.0.0.1)",
-		Long: `Start or stop a local control plane for trying pal scheduler: etcd,
+		Long: `Start or stop a local control plane for trying pal-kube scheduler: etcd,
 kube-apiserver and kube-controller-manager built from the Go module proxy by
 hack/testbin.sh (cached by version under ~/.cache/pal/testbin), and kwok
 faking GPU nodes and the pod lifecycle. The controller manager runs the Job,
 workload, garbage-collector and disruption controllers, so a batch/v1 Job
 creates its pods and recreates evicted ones. up also creates the namespace
-pal-system (pal scheduler's Lease and variability ConfigMap). Everything
+pal-system (pal-kube scheduler's Lease and variability ConfigMap). Everything
 listens on 127.0.0.1 only.
 
 --native-gangs serves Kubernetes' own gang API (feature gate GenericWorkload,
@@ -51,7 +51,7 @@ scheduling.x-k8s.io/pod-group), so both forms can be tried with kubectl.
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up: %d nodes x %d GPUs (%s-000 ...)\nkubeconfig: %s\nserver: %s\nlogs: %s/logs\nstop it with: pal dev-cluster down --dir %s\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster up: %d nodes x %d GPUs (%s-000 ...)\nkubeconfig: %s\nserver: %s\nlogs: %s/logs\nstop it with: pal-kube dev-cluster down --dir %s\n",
 				o.Nodes, o.GPUsPerNode, o.NodePrefix, cl.Kubeconfig, cl.Server, cl.Dir, o.Dir)
 			if o.NativeGangs {
 				fmt.Fprintln(cmd.OutOrStdout(), "native gangs: scheduling.k8s.io/v1beta1 PodGroups served; scheduling.x-k8s.io/v1alpha1 PodGroup CRD installed")

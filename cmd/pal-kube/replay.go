@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/palsched/pal/devcluster"
 	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/internal/atomicfile"
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/replay"
 	"github.com/palsched/pal/workload"
@@ -22,13 +24,13 @@ func newReplayCmd() *cobra.Command {
 	o := replay.Options{Round: 360, Speedup: 180, Namespace: "pal-replay", SchedulerName: "pal"}
 	c := &cobra.Command{
 		Use:   "replay",
-		Short: "Play a trace onto a cluster as pods for pal scheduler and record each job (as pal sim --jobs-out)",
+		Short: "Play a trace onto a cluster as pods for pal-kube scheduler and record each job (as pal sim --jobs-out)",
 		Long: `Create a trace's jobs as gangs of 1-GPU pods (schedulerName pal) at their
-arrival times, scaled by --speedup; kwok (pal dev-cluster) finishes each pod
+arrival times, scaled by --speedup; kwok (pal-kube dev-cluster) finishes each pod
 after the run time the simulator charges on the GPUs it got. Writes the same
 per-job CSV as pal sim --jobs-out, and with --placements-out every job's GPUs.
 
-Run pal scheduler with period = round/speedup (2s for the defaults),
+Run pal-kube scheduler with period = round/speedup (2s for the defaults),
 alignPeriod: true and arrivalDelay: 0s, so that its rounds line up with the
 simulator's: each simulated round of --round seconds takes round/speedup
 seconds of wall time.
@@ -75,12 +77,12 @@ would, so the scheduler may move them), and deleting it deletes them.`,
 				return err
 			}
 			if jobsOut != "" {
-				if err := writeJobs(jobsOut, []*experiment.RunResult{{Placement: "replay", JobRecords: res.Jobs}}); err != nil {
+				if err := experiment.WriteJobsCSV(jobsOut, []*experiment.RunResult{{Placement: "replay", JobRecords: res.Jobs}}); err != nil {
 					return err
 				}
 			}
 			if placementsOut != "" {
-				if err := writeCSV(placementsOut, []string{"job_id", "gpus"}, func(cw *csv.Writer) {
+				if err := writePlacements(placementsOut, func(cw *csv.Writer) {
 					for _, p := range res.Placements {
 						cw.Write([]string{strconv.Itoa(p.JobID), formatPods(p.Pods)})
 					}
@@ -95,8 +97,8 @@ would, so the scheduler may move them), and deleting it deletes them.`,
 	}
 	f := c.Flags()
 	f.StringVar(&traceName, "trace", "", "trace: sia-philly/1..8, frontera/sia-160job-trace, or a CSV file")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (e.g. DIR/kubeconfig from pal dev-cluster up)")
-	f.Float64Var(&o.Speedup, "speedup", o.Speedup, "simulated seconds per wall second (run pal scheduler with timeScale set to the same, so that it credits progress in the trace's seconds)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (e.g. DIR/kubeconfig from pal-kube dev-cluster up)")
+	f.Float64Var(&o.Speedup, "speedup", o.Speedup, "simulated seconds per wall second (run pal-kube scheduler with timeScale set to the same, so that it credits progress in the trace's seconds)")
 	f.Float64Var(&o.Round, "round", o.Round, "simulated round length in seconds (as pal sim --round)")
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the jobs' pods")
 	f.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "spec.schedulerName of the pods")
@@ -115,4 +117,15 @@ func formatPods(ps []kube.PodBind) string {
 		parts = append(parts, p.Node+":"+kube.FormatIndices(p.GPUs))
 	}
 	return strings.Join(parts, ";")
+}
+
+// writePlacements writes --placements-out: job_id,gpus rows.
+func writePlacements(path string, rows func(*csv.Writer)) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"job_id", "gpus"})
+		rows(cw)
+		cw.Flush()
+		return cw.Error()
+	})
 }

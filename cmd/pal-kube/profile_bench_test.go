@@ -39,7 +39,7 @@ func TestProfileBenchWritesObjects(t *testing.T) {
 	}
 	docs := strings.Split(string(raw), "\n---\n")
 	// A comment, the ConfigMap, 2 nodes x 2 GPUs x 2 models x 3 repetitions.
-	if len(docs) != 2+2*2*2*3 || !strings.HasPrefix(docs[0], "# pal profile bench run w1") {
+	if len(docs) != 2+2*2*2*3 || !strings.HasPrefix(docs[0], "# pal-kube profile bench run w1") {
 		t.Fatalf("%d documents, want a comment, the ConfigMap and 24 pods", len(docs))
 	}
 	var cm corev1.ConfigMap
@@ -196,7 +196,7 @@ func TestProfileBenchJSON(t *testing.T) {
 	}
 }
 
-// TestProfileCollectReportsFailures: pal profile collect on a run whose
+// TestProfileCollectReportsFailures: pal-kube profile collect on a run whose
 // objects were applied by hand (no owner references) writes the
 // measured rows, names the failed pod, exits non-zero, and with
 // --cleanup deletes nothing (pal did not create them).
@@ -229,7 +229,7 @@ func TestProfileCollectReportsFailures(t *testing.T) {
 		!strings.Contains(stdout.String(), "# failed: pod pal-bench-k1-n0-g1-m0-r0 (node n1 GPU 1, resnet50 repetition 0): pod failed: OutOfnvidia.com/gpu: Pod was rejected") {
 		t.Errorf("CSV:\n%s", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "not created by pal profile bench --apply: nothing deleted") {
+	if !strings.Contains(stderr.String(), "not created by pal-kube profile bench --apply: nothing deleted") {
 		t.Errorf("stderr:\n%s", stderr.String())
 	}
 	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 2 {

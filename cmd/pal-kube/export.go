@@ -21,10 +21,10 @@ func newProfileExportCmd() *cobra.Command {
 	var k8s bool
 	c := &cobra.Command{
 		Use:   "export",
-		Short: "Write per-GPU PM values as the ConfigMap pal scheduler reads",
+		Short: "Write per-GPU PM values as the ConfigMap pal-kube scheduler reads",
 		Long: `Turn a per-GPU score table (GPU_ID, Node_ID, PerfVar_classA..D and an
 optional GPU_UUID, as pal sim --gpu-scores reads) into the ConfigMap that
-pal scheduler reads its PM-scores from: one row per device and class,
+pal-kube scheduler reads its PM-scores from: one row per device and class,
 keyed by Kubernetes node name and device index.
 
 Where each GPU is comes from --map (a CSV with columns uuid, node, index:
@@ -36,8 +36,8 @@ within its node.
 
 -o is the format (kubernetes, a ConfigMap in YAML, the only one so far);
 --out is the file to write (stdout without it).`,
-		Example: `  pal profile export --gpu-scores gpu-scores.csv --out pal-variability.yaml
-  pal profile export --gpu-scores gpu-scores.csv --map gpus.csv | kubectl apply -f -`,
+		Example: `  pal-kube profile export --gpu-scores gpu-scores.csv --out pal-variability.yaml
+  pal-kube profile export --gpu-scores gpu-scores.csv --map gpus.csv | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_ = k8s // the format's old spelling: -o kubernetes is the default
@@ -87,7 +87,7 @@ within its node.
 		},
 	}
 	fl := c.Flags()
-	fl.StringVarP(&format, "output", "o", "kubernetes", "format: kubernetes (the ConfigMap pal scheduler reads, YAML)")
+	fl.StringVarP(&format, "output", "o", "kubernetes", "format: kubernetes (the ConfigMap pal-kube scheduler reads, YAML)")
 	fl.BoolVar(&k8s, "kubernetes", false, "the same as -o kubernetes, the default")
 	_ = fl.MarkDeprecated("kubernetes", "it is the default format (-o kubernetes)")
 	fl.StringVar(&gpuScores, "gpu-scores", "", "per-GPU CSV: GPU_ID, Node_ID, PerfVar_classA..D [, GPU_UUID]")

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/palsched/pal/internal/profilebuild"
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/profilebench"
 )
@@ -50,12 +51,12 @@ func (o *benchCollectOpts) flags(c *cobra.Command) {
 	f.StringVar(&o.namespace, "namespace", "default", "namespace of the run's pods and ConfigMap")
 	f.StringVar(&o.measurementsOut, "measurements-out", "", "file to write the measurement CSV to (default: stdout)")
 	f.StringVar(&o.gpuScoresOut, "gpu-scores-out", "", "also run pal profile build (embedded model table) on the measurements and write the per-GPU table to this file; needs --measurements-out")
-	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal profile bench --apply created them, and uncordon the nodes a killed --apply --cordon of the run left; failed pods stay")
+	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal-kube profile bench --apply created them, and uncordon the nodes a killed --apply --cordon of the run left; failed pods stay")
 	f.DurationVar(&o.poll, "poll", 2*time.Second, "how often the run's pods are listed while waiting")
 	f.DurationVar(&o.timeout, "timeout", 24*time.Hour, "give up waiting for the runs after this long")
 }
 
-// profileBenchOpts are the flags of `pal profile bench`.
+// profileBenchOpts are the flags of `pal-kube profile bench`.
 type profileBenchOpts struct {
 	benchCollectOpts
 	image, models, nodes, nodeSelector, scheduler, runID, output, out string
@@ -75,7 +76,7 @@ node (spec.nodeName), carries its device in pal.io/gpu-indices as pal
 scheduler writes it, and gets NVIDIA_VISIBLE_DEVICES set to that one
 device, so the NVIDIA runtime shows it that GPU and no device plugin has
 to choose one. Its schedulerName (--scheduler-name, pal's) makes a
-running pal scheduler count the device as taken.
+running pal-kube scheduler count the device as taken.
 
 Without --parallel, one run per node runs at a time (GPUs of a node share
 power, cooling and PCIe; a neighbour's load would be measured too); with
@@ -87,7 +88,7 @@ starts every run at once.
 --collect then reads each run's result line from its termination message
 or, failing that, the tail of its log, and writes the measurement CSV
 (--measurements-out); failed runs are listed in its comments and make the
-command fail. pal profile collect does the same for a run started
+command fail. pal-kube profile collect does the same for a run started
 earlier. The benchmark contract (environment, result line) is in
 docs/profile-bench.md; the result line:
   ` + profilebench.ResultFormat + `
@@ -101,8 +102,8 @@ killed --apply left).
 The run's objects carry the label pal.io/profile-run=RUN; its ConfigMap
 pal-bench-RUN holds the plan. --cleanup deletes only pods that --apply
 created (owner reference to that ConfigMap, by UID).`,
-		Example: `  pal profile bench --image my/bench:1 --models resnet50,vgg19 --node-selector pool=a100 --out bench.yaml
-  pal profile bench --image my/bench:1 --models resnet50,vgg19 --apply --cordon --collect --measurements-out runs.csv
+		Example: `  pal-kube profile bench --image my/bench:1 --models resnet50,vgg19 --node-selector pool=a100 --out bench.yaml
+  pal-kube profile bench --image my/bench:1 --models resnet50,vgg19 --apply --cordon --collect --measurements-out runs.csv
   pal profile build --measurements runs.csv --out gpu-scores.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -119,7 +120,7 @@ created (owner reference to that ConfigMap, by UID).`,
 	f.BoolVar(&o.parallel, "parallel", false, "one run per GPU at a time (default: one run per node at a time)")
 	f.IntVar(&o.repetitions, "repetitions", 5, "runs per GPU and model")
 	f.IntVar(&o.iterations, "iterations", 100, "timed iterations per run, passed as PAL_BENCH_ITERATIONS")
-	f.StringVar(&o.scheduler, "scheduler-name", "pal", "spec.schedulerName of the pods: pal scheduler's, so it counts their GPUs as taken")
+	f.StringVar(&o.scheduler, "scheduler-name", "pal", "spec.schedulerName of the pods: pal-kube scheduler's, so it counts their GPUs as taken")
 	f.StringVar(&o.runID, "run-id", "", "run id in names and labels (default: the UTC time, YYYYMMDD-HHMMSS)")
 	f.DurationVar(&o.runTimeout, "run-timeout", 30*time.Minute, "each pod's activeDeadlineSeconds: a run still going after this fails")
 	f.StringVarP(&o.output, "output", "o", "yaml", "format of the written objects: yaml or json (a v1 List)")
@@ -144,7 +145,7 @@ func runProfileBench(ctx context.Context, stdout, stderr io.Writer, o profileBen
 		return fmt.Errorf("--cordon needs --apply: only a running benchmark knows when a node's last run has finished")
 	}
 	if o.collect && !o.apply {
-		return fmt.Errorf("--collect needs --apply (pal profile collect --run-id RUN collects a run started earlier)")
+		return fmt.Errorf("--collect needs --apply (pal-kube profile collect --run-id RUN collects a run started earlier)")
 	}
 	if o.gpusPerNode != 0 && (o.nodes == "" || o.apply || o.nodeSelector != "") {
 		return fmt.Errorf("--gpus-per-node goes with --nodes, without --apply or --node-selector")
@@ -200,7 +201,7 @@ func runProfileBench(ctx context.Context, stdout, stderr io.Writer, o profileBen
 		return fmt.Errorf("run %s: %w", plan.RunID, err)
 	}
 	if !o.collect {
-		fmt.Fprintf(stderr, "run %s finished; pal profile collect --run-id %s --namespace %s collects it\n", plan.RunID, plan.RunID, plan.Namespace)
+		fmt.Fprintf(stderr, "run %s finished; pal-kube profile collect --run-id %s --namespace %s collects it\n", plan.RunID, plan.RunID, plan.Namespace)
 		return nil
 	}
 	return collectRun(ctx, cs, plan, stdout, stderr, o.benchCollectOpts)
@@ -270,7 +271,7 @@ func writeBenchObjects(stdout io.Writer, path, format string, plan *profilebench
 			return err
 		}
 	} else {
-		fmt.Fprintf(&b, "# pal profile bench run %s: apply with pal profile bench --apply (kubectl apply starts every run at once)\n", plan.RunID)
+		fmt.Fprintf(&b, "# pal-kube profile bench run %s: apply with pal-kube profile bench --apply (kubectl apply starts every run at once)\n", plan.RunID)
 		for _, o := range objs {
 			y, err := yaml.Marshal(o)
 			if err != nil {
@@ -310,8 +311,8 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 		fmt.Fprintf(stderr, "failed: pod %s/%s (node %s GPU %d, %s repetition %d): %s\n", plan.Namespace, f.Pod, f.Node, f.GPU, f.Model, f.Repetition, f.Why)
 	}
 	if o.gpuScoresOut != "" && len(c.Measured) > 0 {
-		if err := runProfileBuild(stderr, stderr, profileBuildOpts{measurements: o.measurementsOut, out: o.gpuScoresOut,
-			classMap: "artifact", output: DefaultOutput, minSamples: 3}); err != nil {
+		if err := profilebuild.Run(stderr, stderr, profilebuild.Options{Measurements: o.measurementsOut, Out: o.gpuScoresOut,
+			ClassMap: "artifact", Output: "table", MinSamples: 3}); err != nil {
 			return fmt.Errorf("pal profile build on %s: %w", o.measurementsOut, err)
 		}
 	}
@@ -337,7 +338,7 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 	return cleanupErr
 }
 
-// profileCollectOpts are the flags of `pal profile collect`.
+// profileCollectOpts are the flags of `pal-kube profile collect`.
 type profileCollectOpts struct {
 	benchCollectOpts
 	runID string
@@ -348,14 +349,14 @@ func newProfileCollectCmd() *cobra.Command {
 	var o profileCollectOpts
 	cmd := &cobra.Command{
 		Use:   "collect",
-		Short: "Collect a pal profile bench run's results into the measurement CSV",
+		Short: "Collect a pal-kube profile bench run's results into the measurement CSV",
 		Long: `Collect reads the plan of run RUN from its ConfigMap pal-bench-RUN, then
 each planned pod's result line (termination message, else the tail of
 its log), and writes the measurement CSV pal profile build reads. A run
 whose pod is missing, unfinished, failed, moved off its device or printed
 no valid result line is listed in the CSV's comments and on stderr, and
 the command fails. --wait first waits until every pod has finished.`,
-		Example: `  pal profile collect --run-id 20261201-120000 --namespace bench --measurements-out runs.csv`,
+		Example: `  pal-kube profile collect --run-id 20261201-120000 --namespace bench --measurements-out runs.csv`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/spf13/cobra"
 
+	"github.com/palsched/pal/internal/jsonround"
 	"github.com/palsched/pal/telemetry"
 	"github.com/palsched/pal/variability"
 )
@@ -50,9 +51,9 @@ believe): a scraped GPU is found there by its UUID, else by node name and
 gpu index (a table pal profile build wrote for named nodes), else, for a
 table of integer nodes, by the exporter's Hostname as the node number. A
 flagged GPU the table does not have is an error.`,
-		Example: `  pal profile dcgm --url http://gpu-node-001:9400/metrics --url http://gpu-node-002:9400/metrics
-  pal profile dcgm --url http://localhost:9400/metrics -o prometheus
-  pal profile dcgm --url http://gpu-node-001:9400/metrics -o hints --gpu-scores built.csv > hints.csv`,
+		Example: `  pal-kube profile dcgm --url http://gpu-node-001:9400/metrics --url http://gpu-node-002:9400/metrics
+  pal-kube profile dcgm --url http://localhost:9400/metrics -o prometheus
+  pal-kube profile dcgm --url http://gpu-node-001:9400/metrics -o hints --gpu-scores built.csv > hints.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(urls) == 0 {
@@ -152,7 +153,7 @@ func writeDCGMHints(w io.Writer, fs []telemetry.Finding, scores *variability.GPU
 	if len(bys) > 0 {
 		located = strings.Join(bys, ", ")
 	}
-	fmt.Fprintf(w, "# pal profile dcgm -o hints: %d of %d scraped GPUs flagged (--low-clock %g), from %s\n", len(rows), len(fs), lowClock, strings.Join(urls, " "))
+	fmt.Fprintf(w, "# pal-kube profile dcgm -o hints: %d of %d scraped GPUs flagged (--low-clock %g), from %s\n", len(rows), len(fs), lowClock, strings.Join(urls, " "))
 	fmt.Fprintf(w, "# GPU ids of %s (%s); from time_s %s on\n", table, located, strconv.FormatFloat(at, 'f', -1, 64))
 	fmt.Fprintln(w, "time_s,gpu,slowdown")
 	for _, r := range rows {
@@ -202,7 +203,7 @@ func writeDCGM(w io.Writer, output string, fs []telemetry.Finding) error {
 		for _, f := range fs {
 			rows = append(rows, row{f.GPU.Hostname, f.GPU.GPU, f.GPU.UUID, opt(f.GPU.SMClock), opt(f.ClockRatio), f.Throttled, f.PowerCapped, f.Degraded(), f.Prior})
 		}
-		return writeJSON(w, rows)
+		return jsonround.Encode(w, rows, "  ")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "node\tgpu\tuuid\tsm_clock_mhz\tclock_ratio\treasons\tdegraded\tprior")
