@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Section is one part of an HTML index: prose, figures saved by SavePlot
@@ -63,7 +64,7 @@ func WriteIndex(dir, title string, sections []Section) error {
 		page.Sections = append(page.Sections, ps)
 	}
 	var buf bytes.Buffer
-	if err := indexTemplate.Execute(&buf, page); err != nil {
+	if err := indexTemplate().Execute(&buf, page); err != nil {
 		return fmt.Errorf("report: rendering %s: %v", IndexFile, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -136,7 +137,10 @@ func paragraphs(text string) []string {
 	return out
 }
 
-var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+// indexTemplate is parsed on first use, not at start: every pal command
+// links this package, and only reproduce writes a report.
+var indexTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -232,3 +236,4 @@ pre code { padding: 0; }
 {{- end}}
 {{- end}}
 `))
+})

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -219,14 +220,17 @@ func YAML(j *Job) ([]byte, error) {
 
 // quantityRE is a Kubernetes resource quantity: a decimal number and a
 // decimal (m, k, M, G, T, P, E), binary (Ki ... Ei) or exponent suffix.
-var quantityRE = regexp.MustCompile(`^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$`)
+// Compiled on first use: every pal command would pay for it at start.
+var quantityRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$`)
+})
 
 var quantityScale = map[string]float64{"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
 	"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
 
 // quantity is a positive quantity's value, and whether s is one.
 func quantity(s string) (float64, bool) {
-	m := quantityRE.FindStringSubmatch(s)
+	m := quantityRE().FindStringSubmatch(s)
 	if m == nil {
 		return 0, false
 	}
