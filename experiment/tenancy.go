@@ -24,16 +24,16 @@ import (
 )
 
 // Tenancy modes of `pal sim --tenancy`.
-var tenancyModes = []string{"none", "quota", "hived", "hived-pm", "private"}
+var tenancyModes = []string{"none", "quota", "hived", "hived-pm", "hived-speed", "private"}
 
 func (o Options) tenancyOn() bool { return o.Tenancy != "" && o.Tenancy != "none" }
 
 func (o Options) validateTenancy() error {
 	if !slices.Contains(tenancyModes, o.Tenancy) && o.Tenancy != "" {
-		return fmt.Errorf("--tenancy %q: want none, quota, hived, hived-pm or private", o.Tenancy)
+		return fmt.Errorf("--tenancy %q: want none, quota, hived, hived-pm, hived-speed or private", o.Tenancy)
 	}
 	if !o.tenancyOn() && o.Cells != "" {
-		return fmt.Errorf("--cells %s needs --tenancy quota, hived, hived-pm or private", o.Cells)
+		return fmt.Errorf("--cells %s needs --tenancy quota, hived, hived-pm, hived-speed or private", o.Cells)
 	}
 	if o.Scheduler == SchedulerThemis && o.Tenancy == "quota" {
 		return fmt.Errorf("--tenancy quota with --scheduler themis: not supported (a quota VC places on the shared cluster, where Themis' leases would span VCs); use hived, hived-pm, private or none")
@@ -42,10 +42,10 @@ func (o Options) validateTenancy() error {
 		return fmt.Errorf("--private-draws %d: want a draw count >= 1 with --tenancy private (0: off)", o.PrivateDraws)
 	}
 	if o.NodeEvents != "" && !o.hived() {
-		return fmt.Errorf("--node-events %s needs --tenancy hived or hived-pm (the stages that track bad nodes)", o.NodeEvents)
+		return fmt.Errorf("--node-events %s needs --tenancy hived, hived-pm or hived-speed (the stages that track bad nodes)", o.NodeEvents)
 	}
 	if o.CellsEvents != "" && (!o.hived() || o.Cells == "") {
-		return fmt.Errorf("--cells-events %s needs --tenancy hived or hived-pm and --cells (the config it changes)", o.CellsEvents)
+		return fmt.Errorf("--cells-events %s needs --tenancy hived, hived-pm or hived-speed and --cells (the config it changes)", o.CellsEvents)
 	}
 	return nil
 }
@@ -101,7 +101,9 @@ func (in *Inputs) setupTenancy() error {
 	return nil
 }
 
-func (o Options) hived() bool { return o.Tenancy == "hived" || o.Tenancy == "hived-pm" }
+func (o Options) hived() bool {
+	return o.Tenancy == "hived" || o.Tenancy == "hived-pm" || o.Tenancy == "hived-speed"
+}
 
 // readNodeEvents reads `time_s,node,event` rows (event down or up; node
 // by name), in time order.
@@ -172,10 +174,11 @@ func (in *Inputs) TenancyDescription() string {
 		return ""
 	}
 	how := map[string]string{
-		"quota":    "quota: one queue per VC (its own scheduler and placement), each VC holding at most its GPU count of the shared cluster's GPUs",
-		"hived":    "hived: each VC runs its own scheduler and placement on its view of its cells (its private cluster's shape); buddy allocation binds the cells",
-		"hived-pm": "hived-pm: as hived, and among equally safe cells binding picks the GPUs with the best PM-scores for the job's class",
-		"private":  "private: each VC runs alone on a cluster of its own cells (uniform GPU speeds)",
+		"quota":       "quota: one queue per VC (its own scheduler and placement), each VC holding at most its GPU count of the shared cluster's GPUs",
+		"hived":       "hived: each VC runs its own scheduler and placement on its view of its cells (its private cluster's shape); buddy allocation binds the cells",
+		"hived-pm":    "hived-pm: as hived, and among equally safe cells binding picks the GPUs with the best PM-scores for the job's class",
+		"hived-speed": "hived-speed: as hived-pm, and binding keeps each VC's mean GPU score at or below the cluster's (the slowest free cell that does, else the fastest)",
+		"private":     "private: each VC runs alone on a cluster of its own cells",
 	}[in.Opts.Tenancy]
 	s := fmt.Sprintf("%s; cells %s", how, in.Layout.Cells.File)
 	if in.Opts.NodeEvents != "" {
@@ -212,7 +215,7 @@ func (in *Inputs) addTenancy(cfg *sim.Config, placement string) error {
 	if err != nil {
 		return err
 	}
-	if h, ok := stage.(*tenant.HiveD); ok && in.Opts.Tenancy == "hived-pm" {
+	if h, ok := stage.(*tenant.HiveD); ok && (in.Opts.Tenancy == "hived-pm" || in.Opts.Tenancy == "hived-speed") {
 		if err := h.UseScores(in.Scores); err != nil {
 			return err
 		}

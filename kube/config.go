@@ -124,7 +124,7 @@ type Config struct {
 	// BindWorkers is how many binds run at once.
 	BindWorkers int `json:"bindWorkers"`
 
-	// Tenancy: none, quota, hived or hived-pm (as `pal sim --tenancy`);
+	// Tenancy: none, quota, hived, hived-pm or hived-speed (as `pal sim --tenancy`);
 	// Cells is the HiveD cells file it needs (as `pal sim --cells`). Pods
 	// name their VC and priority in pal.io/vc and pal.io/priority.
 	Tenancy string `json:"tenancy"`

@@ -40,7 +40,7 @@ const (
 
 // tenancyModes are the tenancy settings of `pal-kube scheduler` (private, the
 // simulator's reference of each VC alone, has no meaning on one cluster).
-var tenancyModes = []string{"none", "quota", "hived", "hived-pm"}
+var tenancyModes = []string{"none", "quota", "hived", "hived-pm", "hived-speed"}
 
 // validateTenancy checks the tenancy and cells fields and loads the cells
 // (the loader of `pal sim --cells`).
@@ -63,8 +63,8 @@ func (c *Config) validateTenancy() (*tenant.Layout, error) {
 	if c.Cells == "" {
 		return nil, fmt.Errorf("field cells: tenancy %s needs a cells file (HiveD format)", c.Tenancy)
 	}
-	if c.CellsConfigMap != "" && c.Tenancy != "hived" && c.Tenancy != "hived-pm" {
-		return nil, fmt.Errorf("field cellsConfigMap: tenancy %s does not change its cells under running gangs; use hived or hived-pm", c.Tenancy)
+	if c.CellsConfigMap != "" && c.Tenancy != "hived" && c.Tenancy != "hived-pm" && c.Tenancy != "hived-speed" {
+		return nil, fmt.Errorf("field cellsConfigMap: tenancy %s does not change its cells under running gangs; use hived, hived-pm or hived-speed", c.Tenancy)
 	}
 	cfg, err := tenancy.LoadFile(c.Cells)
 	if err != nil {
@@ -234,7 +234,7 @@ func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node) {
 }
 
 // sync maps the cells' GPUs onto this round's cluster, tells HiveD which
-// cells nodes are gone or back, gives hived-pm the round's scores in the
+// cells nodes are gone or back, gives hived-pm and hived-speed the round's scores in the
 // cells' numbering, and releases the cells of gangs that left.
 func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]bool) error {
 	lc := t.l.Cluster
@@ -263,7 +263,7 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 			delete(t.held, id)
 		}
 	}
-	if t.mode == "hived-pm" && scores != nil && scores != t.scores {
+	if (t.mode == "hived-pm" || t.mode == "hived-speed") && scores != nil && scores != t.scores {
 		t.scores = scores
 		var sc policy.Scores
 		sc.LV = scores.LV

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -89,7 +91,7 @@ func TestTenancyConfigErrors(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ tenancy, cells, want string }{
-		{"quota", "testdata/two-vcs.yaml", "field cellsConfigMap: tenancy quota does not change its cells under running gangs; use hived or hived-pm"},
+		{"quota", "testdata/two-vcs.yaml", "field cellsConfigMap: tenancy quota does not change its cells under running gangs; use hived, hived-pm or hived-speed"},
 		{"none", "", "field cellsConfigMap: set, but tenancy is none"},
 	} {
 		cfg := DefaultConfig()
@@ -97,6 +99,21 @@ func TestTenancyConfigErrors(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c, err)
 		}
+	}
+	// hived-speed is a HiveD stage that balances speeds, cells ConfigMap
+	// and all.
+	cfg := DefaultConfig()
+	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived-speed", "testdata/two-vcs.yaml", "pal-cells"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := cfg.validateTenancy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := newTenancyStage(cfg.Tenancy, l, func() (policy.Placer, error) { return place.New("packed-sticky") })
+	if err != nil || st.hived == nil || st.hived.Name() != "hived-speed" {
+		t.Fatalf("hived-speed stage: %v, %v", st, err)
 	}
 }
 

@@ -116,13 +116,17 @@ func (c *Chain) usable(p *PCell, mode allocMode) bool {
 
 // better orders usable candidates: healthy before partly bad, then fewest
 // devices in use by opportunistic jobs (fewer preemptions), then, when the
-// decision prefers a speed class, the fastest devices, then position.
+// decision balances speeds, the VC's balance (balance.better), else when
+// it prefers a speed class, the fastest devices, then position.
 func better(a, b *PCell) bool {
 	if (a.bad == 0) != (b.bad == 0) {
 		return a.bad == 0
 	}
 	if a.opp != b.opp {
 		return a.opp < b.opp
+	}
+	if bal := a.chain.bal; bal != nil {
+		return bal.better(a, b)
 	}
 	if k := a.chain.class; k >= 0 && a.speed != nil {
 		return a.speed[k] < b.speed[k]
@@ -152,6 +156,10 @@ func (c *Chain) pick(list []*PCell, mode allocMode, bound bool) *PCell {
 // split: it is done only when the full safety invariant still holds
 // afterwards. It returns nil when nothing can be taken.
 func (c *Chain) buddyAlloc(k int, mode allocMode) *PCell {
+	if c.balVC != nil && mode == healthyAlloc {
+		c.bal = balanceFor(c.balVC)
+		defer func() { c.bal = nil }()
+	}
 	for j := k; j <= c.Top(); j++ {
 		cand := c.pick(c.free[j], mode, false)
 		if cand == nil {

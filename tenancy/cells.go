@@ -45,6 +45,9 @@ type Chain struct {
 	class    int        // the speed class the current decision prefers, -1 for none
 	cpu      bool       // its leaf is not a GPU (skuTypes gpu: 0): never handed to GPU demands
 	doomed   int        // VC cells bound to bad cells by the doomed-bad rule
+	balVC    *vcChain   // the VC view a balanced decision binds for (SetBalance), nil otherwise
+	bal      *balance   // its balance while buddyAlloc picks
+	avg      []float64  // mean device value per class (SetSpeeds)
 }
 
 // serves reports whether the chain may hold a demand for leafType: any

@@ -87,6 +87,10 @@ func (s *Scheduler) match(vs []*VCell, ps []*PCell, used []bool) bool {
 func (s *Scheduler) restrictedAlloc(v *VCell) *PCell {
 	c := v.vcc.chain
 	k := v.level
+	if c.balVC != nil {
+		c.bal = balanceFor(c.balVC)
+		defer func() { c.bal = nil }()
+	}
 	for j := k; j <= c.Top(); j++ {
 		for _, cand := range preferred(c.free[j], func(p *PCell) bool { return c.usable(p, healthyAlloc) }) {
 			t := s.descend(cand, v)

@@ -196,6 +196,7 @@ func (s *Scheduler) SetSpeeds(classes int, value func(class int, node string, gp
 		for _, t := range ch.tops {
 			fill(t)
 		}
+		ch.setAvg(classes)
 	}
 }
 

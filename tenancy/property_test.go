@@ -178,6 +178,7 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 		fastest := c%2 == 0
 		if fastest {
 			s.SetSpeeds(2, func(class int, node string, gpu int) float64 { return rng.Float64() })
+			s.SetBalance(c%4 == 0) // hived-speed's binding in half of them
 		}
 		var nodes []string
 		for n := range s.byNode {

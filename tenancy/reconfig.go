@@ -239,6 +239,7 @@ func (s *Scheduler) Reconfigure(cfg *Config) (*Scheduler, Reconfig, error) {
 		}
 	}
 	n.stateful = s.stateful
+	n.balance = s.balance
 	if s.speedFn != nil {
 		n.SetSpeeds(s.classes, s.speedFn)
 	}

@@ -42,6 +42,7 @@ type Scheduler struct {
 	stateful bool            // SetStateful: preemptors wait for their victims
 	seq      int             // groups created
 	speedFn  func(class int, node string, gpu int) float64
+	balance  bool // SetBalance: bindings keep each VC's speed at its share
 	// The preemptions the decision under way cancelled, and the victims
 	// no preemptor waits for any more.
 	cancelled, reprieved []string
@@ -518,6 +519,10 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	if r.Fastest && s.classes > 0 && r.Class >= 0 && r.Class < s.classes {
 		ch.class = r.Class
 		defer func() { ch.class = -1 }()
+		if s.balance {
+			ch.balVC = vcc
+			defer func() { ch.balVC, ch.bal = nil, nil }()
+		}
 	}
 	// A preemption in progress that this placement overlaps (only a higher
 	// priority can choose a preemptor's leaves) is overridden first: its

@@ -107,6 +107,15 @@ func TestSimPrivateDraws(t *testing.T) {
 	if p := h.Runs[0].VCs[0]; p.MeanJCT != 6000 || p.Speed[0] != 1 {
 		t.Errorf("hived: %+v", h.Runs[0])
 	}
+	// hived-speed binds w's first node cell to the slowest node that keeps
+	// its mean at or below the cluster's 1.5 (n0: a slow node alone is
+	// 2), its second to the slowest that still does (n2: (1+1+2+2)/4):
+	// 12000 s at speed 1.5, w's share, where hived-pm takes both fast
+	// nodes. --check-invariants checks HiveD's safety every round.
+	hs, _ := drawsRun(t, "--tenancy", "hived-speed", "--check-invariants")
+	if p := hs.Runs[0].VCs[0]; p.MeanJCT != 12000 || p.Speed[0] != 1.5 {
+		t.Errorf("hived-speed: %+v", hs.Runs[0])
+	}
 	for _, bad := range [][]string{{"--tenancy", "hived", "--private-draws", "2"}, {"--tenancy", "private", "--private-draws", "-1"}} {
 		args := append([]string{"sim", "--trace", "../../tenancy/testdata/draws-trace.csv", "--cells", "../../tenancy/testdata/draws.yaml"}, bad...)
 		if text, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "--private-draws") {

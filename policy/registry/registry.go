@@ -34,8 +34,8 @@ type Spec struct {
 	// or paper.
 	Placement string
 	TieBreak  string
-	// Tenancy is the tenancy stage: none (or ""), quota, hived or
-	// hived-pm.
+	// Tenancy is the tenancy stage: none (or ""), quota, hived,
+	// hived-pm or hived-speed.
 	Tenancy string
 }
 
@@ -139,7 +139,8 @@ func VCThemis(s Spec, top *themis.Policy) func() (policy.Placer, error) {
 
 // NewTenancy builds the tenancy stage s.Tenancy names over the layout l,
 // each VC placing through iv: a *tenant.Quota for quota, a *tenant.HiveD
-// for hived and hived-pm (the caller gives hived-pm its scores), nil for
+// for hived, hived-pm and hived-speed (the caller gives hived-pm and
+// hived-speed their scores), nil for
 // none.
 func NewTenancy(s Spec, l *tenant.Layout, iv *tenant.IntraVC) (policy.Tenancy, error) {
 	switch s.Tenancy {
@@ -149,13 +150,16 @@ func NewTenancy(s Spec, l *tenant.Layout, iv *tenant.IntraVC) (policy.Tenancy, e
 		q := tenant.NewQuota(l)
 		q.SetIntraVC(iv)
 		return q, nil
-	case "hived", "hived-pm":
+	case "hived", "hived-pm", "hived-speed":
 		h, err := tenant.NewHiveD(l)
 		if err != nil {
 			return nil, err
 		}
 		h.SetIntraVC(iv)
+		if s.Tenancy == "hived-speed" {
+			h.BalanceSpeeds()
+		}
 		return h, nil
 	}
-	return nil, fmt.Errorf("tenancy %q: want none, quota, hived or hived-pm", s.Tenancy)
+	return nil, fmt.Errorf("tenancy %q: want none, quota, hived, hived-pm or hived-speed", s.Tenancy)
 }

@@ -103,7 +103,7 @@ func TestNewTenancy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for mode, want := range map[string]string{"": "<nil>", "none": "<nil>", "quota": "*tenant.Quota", "hived": "*tenant.HiveD", "hived-pm": "*tenant.HiveD"} {
+	for mode, want := range map[string]string{"": "<nil>", "none": "<nil>", "quota": "*tenant.Quota", "hived": "*tenant.HiveD", "hived-pm": "*tenant.HiveD", "hived-speed": "*tenant.HiveD"} {
 		st, err := NewTenancy(Spec{Tenancy: mode}, l, &tenant.IntraVC{})
 		if err != nil {
 			t.Fatalf("%q: %v", mode, err)
@@ -111,8 +111,11 @@ func TestNewTenancy(t *testing.T) {
 		if got := typeName(st); got != want {
 			t.Errorf("tenancy %q: stage %s, want %s", mode, got, want)
 		}
+		if h, ok := st.(*tenant.HiveD); ok && mode == "hived-speed" && h.Name() != "hived-speed" {
+			t.Errorf("tenancy hived-speed: stage named %s", h.Name())
+		}
 	}
-	const want = `tenancy "private": want none, quota, hived or hived-pm`
+	const want = `tenancy "private": want none, quota, hived, hived-pm or hived-speed`
 	if _, err := NewTenancy(Spec{Tenancy: "private"}, l, nil); err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
 	}

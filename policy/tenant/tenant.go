@@ -503,6 +503,7 @@ type HiveD struct {
 	byVC    map[string]*vcLayer
 	out     [][]int
 	fastest bool
+	balance bool // BalanceSpeeds
 	// Stateful preemption (see stateful.go): the round's time and jobs,
 	// the victims still terminating (job id → when they are gone), and
 	// the guaranteed jobs holding cells while victims leave.
@@ -577,8 +578,19 @@ func (h *HiveD) UseScores(sc *policy.Scores) error {
 	return nil
 }
 
+// BalanceSpeeds makes the stage hived-speed: with scores (UseScores),
+// binding keeps each VC's mean device score at or below the cluster's
+// (tenancy.Scheduler.SetBalance) before placing by class as hived-pm.
+func (h *HiveD) BalanceSpeeds() {
+	h.balance = true
+	h.s.SetBalance(true)
+}
+
 // Name implements policy.Tenancy.
 func (h *HiveD) Name() string {
+	if h.balance {
+		return "hived-speed"
+	}
 	if h.fastest {
 		return "hived-pm"
 	}
