@@ -106,7 +106,7 @@ func TestNodeEventsNameBothHivedModes(t *testing.T) {
 	os.WriteFile(ev, []byte("time_s,node,event\n600,node-0,down\n"), 0o644)
 	base := []string{"sim", "--trace", "../../tenancy/testdata/h3-trace.csv", "--cells", "../../tenancy/testdata/h3.yaml", "--placement", "pal", "--node-events", ev}
 	_, err := run(t, append(base, "--tenancy", "quota")...)
-	if err == nil || !strings.Contains(err.Error(), "needs --tenancy hived or hived-pm") {
+	if err == nil || !strings.Contains(err.Error(), "needs --tenancy hived, hived-pm or hived-speed") {
 		t.Errorf("quota: %v", err)
 	}
 	for _, m := range []string{"hived", "hived-pm"} {
