@@ -29,6 +29,7 @@ import (
 type Inputs struct {
 	// noRecords runs without per-job records (Hooks.NoJobRecords).
 	noRecords     bool
+	forecastAt    float64 // -1: no forecast (Hooks.ForecastAt)
 	Opts          Options
 	Cluster       *cluster.Cluster
 	Trace         *workload.Trace
@@ -78,7 +79,7 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	in := &Inputs{Opts: o}
+	in := &Inputs{Opts: o, forecastAt: -1}
 	var err error
 	if in.Cluster, err = cluster.Parse(o.Cluster); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
 )
 
 // RunResult is one placement's run, in the JSON shape `pal sim` prints.
@@ -44,6 +45,9 @@ type RunResult struct {
 
 	JobRecords []metrics.JobRecord `json:"-"`
 	RoundStats []sim.RoundStat     `json:"-"`
+	// Forecast is, with Hooks.ForecastAt, every job waiting then and
+	// when a forecast made then says it starts and ends.
+	Forecast []ForecastRow `json:"-"`
 }
 
 // Run simulates one placement on the prepared inputs.
@@ -84,8 +88,19 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 		return nil, err
 	}
 	cfg.Progress = progress
+	var fc []ForecastRow
+	var ferr error
+	if in.forecastAt >= 0 {
+		cfg.SnapshotAt = in.forecastAt
+		cfg.Snapshot = func(T float64, order []*workload.Job) {
+			fc, ferr = in.forecast(placement, cfg.Placer, T, order)
+		}
+	}
 	start := time.Now()
 	res, err := sim.Run(cfg)
+	if err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +118,7 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 		Trace: in.Opts.Trace, Scheduler: cfg.Scheduler.Name(), Placement: cfg.Placer.Name(),
 		Summary: res.Summary, Rounds: len(res.Rounds), Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
 		WallMS:     float64(wall.Microseconds()) / 1000,
-		JobRecords: res.Jobs, RoundStats: res.Rounds,
+		JobRecords: res.Jobs, RoundStats: res.Rounds, Forecast: fc,
 	}, nil
 }
 
@@ -117,6 +132,11 @@ type Hooks struct {
 	Ready func(*Inputs)
 	// Progress gives each placement's run a simulator progress hook.
 	Progress func(placement string) func(sim.Status)
+	// ForecastAt, when >= 0, makes a forecast at the first round boundary
+	// at or after it (RunResult.Forecast); Forecast must be true too (the
+	// zero Hooks make none).
+	ForecastAt float64
+	Forecast   bool
 	// NoJobRecords says the caller reads only summaries: the runs keep no
 	// per-job records (RunResult.JobRecords stays empty), which bounds the
 	// memory of a long trace by its active jobs.
@@ -156,6 +176,13 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 		return nil, nil, err
 	}
 	in.noRecords = h.NoJobRecords
+	in.forecastAt = -1
+	if h.Forecast {
+		if err := forecastable(o, h.ForecastAt); err != nil {
+			return nil, nil, err
+		}
+		in.forecastAt = h.ForecastAt
+	}
 	if h.Ready != nil {
 		h.Ready(in)
 	}

@@ -148,6 +148,14 @@ type Config struct {
 	NoRecords bool
 	// noSkip keeps the incremental path but steps every round (tests).
 	noSkip bool
+
+	// Snapshot, if set, is called once, at the first round boundary at or
+	// after SnapshotAt, after that round's placement is applied, with the
+	// time and the scheduler's order (every active job): what a forecast
+	// starts from (see Forward). It must copy what it keeps. It forces
+	// the plain loop.
+	SnapshotAt float64
+	Snapshot   func(T float64, order []*workload.Job)
 }
 
 // NodeEvent is a node going down or coming back at time T.
@@ -356,6 +364,7 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	_, whole := cfg.Placer.(interface{ WholeQueue() bool })
+	whole = whole || cfg.Snapshot != nil
 	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && !whole && cfg.Hook == nil && cfg.Tenancy == nil && s.acceptsAll() {
 		return s.runIncremental(ks)
 	}
@@ -445,9 +454,13 @@ func newState(cfg *Config) *state {
 }
 
 // run is the reference loop (Config.Plain).
-func (s *state) run() (*Result, error) {
+func (s *state) run() (*Result, error) { return s.runFrom(0) }
+
+// runFrom is the reference loop from round first on.
+func (s *state) runFrom(first int) (*Result, error) {
 	R := s.cfg.Round
-	for round := 0; ; round++ {
+	snap := s.cfg.Snapshot != nil
+	for round := first; ; round++ {
 		if round >= s.maxRound {
 			return nil, s.tooLong(round)
 		}
@@ -462,6 +475,10 @@ func (s *state) run() (*Result, error) {
 		}
 		s.scoreRound(T)
 		s.schedule(T, R)
+		if snap && T >= s.cfg.SnapshotAt {
+			snap = false
+			s.cfg.Snapshot(T, s.order)
+		}
 		if s.cfg.CheckInvariants && s.cfg.Tenancy != nil {
 			if err := s.cfg.Tenancy.Check(); err != nil {
 				return nil, fmt.Errorf("sim: round %d (t = %g s): tenancy invariant broken: %w", round, T, err)
@@ -614,6 +631,7 @@ func (s *state) schedule(T, R float64) {
 		}
 	}
 	order := s.cfg.Scheduler.Order(T, s.order)
+	s.order = order
 	var alloc [][]int
 	if s.cfg.Tenancy != nil {
 		if c, ok := s.cfg.Tenancy.(Clocked); ok {

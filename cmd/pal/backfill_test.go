@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,6 +51,76 @@ func TestSimBackfillBadValues(t *testing.T) {
 		{[]string{"--backfill", "eazy"}, `backfill "eazy": want none, easy or greedy`},
 		{[]string{"--backfill", "easy", "--tenancy", "quota"}, "not with --tenancy quota"},
 		{[]string{"--backfill", "greedy", "--scheduler", "themis"}, "not with --scheduler themis"},
+	} {
+		out, err := run(t, append([]string{"sim", "--trace", "../../examples/backfill/trace.csv", "--cluster", "4x4"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one saying %q\n%s", c.args, err, c.want, out)
+		}
+	}
+}
+
+// With exact durations (the simulator's own model, what --forecast-at
+// runs on) and no arrival after the forecast's time, every job waiting
+// then gets, in --forecast-out, the first start and the completion that
+// --jobs-out records for it in the same run (a job preempted before
+// then: the completion). Random traces of 20 jobs
+// (seeded) on 4x4 GPUs, under strict order and both backfills.
+func TestSimForecastMatchesJobsOut(t *testing.T) {
+	dir := t.TempDir()
+	compared := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		r := rand.New(rand.NewPCG(seed, 3))
+		var b strings.Builder
+		b.WriteString("job_id,num_gpus,submit_time,duration_s\n")
+		at := 0.0
+		for i := range 20 {
+			at += float64(r.IntN(300))
+			fmt.Fprintf(&b, "%d,%d,%g,%d\n", i, []int{1, 2, 4, 8, 16}[r.IntN(5)], at, 60+r.IntN(3000))
+		}
+		tr := filepath.Join(dir, fmt.Sprintf("t%d.csv", seed))
+		if err := os.WriteFile(tr, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		T := fmt.Sprint(at) // the last arrival: nothing arrives after it
+		for _, mode := range []string{"none", "easy", "greedy"} {
+			jobs, fc := filepath.Join(dir, "jobs.csv"), filepath.Join(dir, "fc.csv")
+			if out, err := run(t, "sim", "--trace", tr, "--cluster", "4x4", "--round", "60", "--placement", "packed-sticky,pal",
+				"--backfill", mode, "--forecast-at", T, "--forecast-out", fc, "--jobs-out", jobs); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			actual := map[string][]string{}
+			for _, r := range readJobsOut(t, jobs)[1:] {
+				actual[r[0]+"/"+r[1]] = r
+			}
+			for _, r := range readJobsOut(t, fc)[1:] {
+				a := actual[r[0]+"/"+r[2]]
+				want := a[8] + "," + a[9] // first start, completion
+				if a[13] != "0" {
+					// Preempted before the forecast: its first start was
+					// earlier; the end still has to match.
+					want = r[6] + "," + a[9]
+				}
+				if got := r[6] + "," + r[7]; got != want {
+					t.Errorf("seed %d %s %s: job %s forecast at %s: start, end %s; the run: %s", seed, mode, r[0], r[2], r[1], got, want)
+				}
+				compared++
+			}
+		}
+	}
+	t.Logf("%d forecasts compared", compared)
+	if compared < 50 {
+		t.Errorf("only %d waiting jobs compared", compared)
+	}
+}
+
+func TestSimForecastFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--forecast-at", "100"}, "--forecast-at and --forecast-out go together"},
+		{[]string{"--forecast-out", "x.csv"}, "--forecast-at and --forecast-out go together"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--tenancy", "quota"}, "--forecast-at: not with --tenancy quota"},
 	} {
 		out, err := run(t, append([]string{"sim", "--trace", "../../examples/backfill/trace.csv", "--cluster", "4x4"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -209,7 +209,8 @@ the ρ and the GPU-seconds the jobs held; -o csv appends the same columns and
 --apps-out writes every app's ρ and its terms.`
 
 func newSimCmd() *cobra.Command {
-	var output, jobsOut, roundsOut, appsOut string
+	var output, jobsOut, roundsOut, appsOut, forecastOut string
+	var forecastAt float64
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a trace under one or more placements and compare them",
@@ -232,6 +233,8 @@ source, GPU values, class map, K strategy, seed and the rest.
 	cmd.Flags().StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV) to this file")
 	cmd.Flags().StringVar(&roundsOut, "rounds-out", "", "write GPUs in use, running and queued jobs per round (CSV) to this file")
 	cmd.Flags().StringVar(&appsOut, "apps-out", "", "write each app's finish-time fairness ρ and its terms, per placement (CSV), to this file (needs a trace with an app column, or --scheduler themis or an elastic baseline)")
+	cmd.Flags().Float64Var(&forecastAt, "forecast-at", -1, "with --forecast-out: at the first round boundary at or after this time (s), forecast every waiting job's start and end by running the same policies on with no later arrivals")
+	cmd.Flags().StringVar(&forecastOut, "forecast-out", "", "write the --forecast-at forecast (CSV: placement, forecast_at_s, job_id, queue_position, gpus, arrival_s, estimated_start_s, estimated_finish_s, reason) to this file")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		o, err := resolve()
 		if err != nil {
@@ -239,6 +242,9 @@ source, GPU values, class map, K strategy, seed and the rest.
 		}
 		if output != "table" && output != "json" && output != "csv" {
 			return fmt.Errorf("--output %q: want table, json or csv", output)
+		}
+		if (forecastOut == "") != (forecastAt < 0) {
+			return fmt.Errorf("--forecast-at and --forecast-out go together (a time >= 0 and a file)")
 		}
 		// A run longer than about 2 s shows where it is on a terminal.
 		line := progress.ForTerminal(cmd.ErrOrStderr(), "simulating", 2*time.Second)
@@ -250,6 +256,8 @@ source, GPU values, class map, K strategy, seed and the rest.
 			},
 			Progress:     func(p string) func(sim.Status) { return progress.SimHook[sim.Status](line, p) },
 			NoJobRecords: jobsOut == "",
+			Forecast:     forecastOut != "",
+			ForecastAt:   forecastAt,
 		})
 		line.Clear()
 		if err != nil {
@@ -262,6 +270,11 @@ source, GPU values, class map, K strategy, seed and the rest.
 		}
 		if roundsOut != "" {
 			if err := writeRounds(roundsOut, runs); err != nil {
+				return err
+			}
+		}
+		if forecastOut != "" {
+			if err := writeForecast(forecastOut, runs); err != nil {
 				return err
 			}
 		}
@@ -423,4 +436,15 @@ func writeCSV(path string, header []string, rows func(*csv.Writer)) error {
 		return err
 	}
 	return f.Close()
+}
+
+func writeForecast(path string, runs []*experiment.RunResult) error {
+	return writeCSV(path, []string{"placement", "forecast_at_s", "job_id", "queue_position", "gpus", "arrival_s", "estimated_start_s", "estimated_finish_s", "reason"},
+		func(cw *csv.Writer) {
+			for _, r := range runs {
+				for _, f := range r.Forecast {
+					cw.Write([]string{r.Placement, f0(f.At), strconv.Itoa(f.JobID), strconv.Itoa(f.Position), strconv.Itoa(f.GPUs), f2(f.Arrival), f2(f.Start), f2(f.Finish), f.Reason})
+				}
+			}
+		})
 }

@@ -121,6 +121,24 @@ func Unwrap(p policy.Placer) *Placer {
 	return nil
 }
 
+// Fork returns a placer like p's placer (mode, estimate and the jobs
+// it protects as they are now) over a fresh base: a forecast runs it on
+// while the run goes on with p.
+func Fork(p policy.Placer, base policy.Placer) policy.Placer {
+	b := Unwrap(p)
+	if b == nil {
+		return base
+	}
+	q := Wrap(base, b.Mode, b.Est)
+	if c := Unwrap(q); c != nil && len(b.jumped) > 0 {
+		c.jumped = make(map[int]int, len(b.jumped))
+		for k, v := range b.jumped {
+			c.jumped[k] = v
+		}
+	}
+	return q
+}
+
 type judge struct {
 	*Placer
 	j policy.MoveJudge

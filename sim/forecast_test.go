@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/backfill"
+	"github.com/palsched/pal/policy/schedule"
+	"github.com/palsched/pal/policy/tenant"
+	"github.com/palsched/pal/workload"
+)
+
+// With exact durations (the simulator's own model) and no arrivals
+// after T, the forecast made at T gives every job waiting then the start
+// the run itself gives it, and the end. Random traces (seeded) of 1- to
+// 16-GPU jobs on 4x4 GPUs with locality 1.5, FIFO and SRTF, three
+// placements, strict order and EASY backfill.
+func TestForecastMatchesRun(t *testing.T) {
+	compared := 0
+	for seed := uint64(1); seed <= 12; seed++ {
+		for _, sched := range []string{"fifo", "srtf"} {
+			for _, pl := range []string{"packed-sticky", "pal", "packed-nonsticky"} {
+				for _, m := range []backfill.Mode{backfill.None, backfill.EASY} {
+					compared += forecastCase(t, seed, sched, pl, m)
+				}
+			}
+		}
+	}
+	t.Logf("%d waiting jobs compared", compared)
+	if compared < 200 {
+		t.Errorf("only %d waiting jobs compared", compared)
+	}
+}
+
+func forecastCase(t *testing.T, seed uint64, sched, pl string, m backfill.Mode) int {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 11))
+	cl, _ := cluster.New(4, 4)
+	sizes := []int{1, 2, 2, 4, 8, 16}
+	tr := &workload.Trace{Name: "t.csv"}
+	at := 0.0
+	for i := range 25 {
+		at += r.Float64() * 200
+		tr.Jobs = append(tr.Jobs, spec(i, sizes[r.IntN(len(sizes))], at, 60+r.Float64()*3000))
+	}
+	T := 60 * float64(int(at/60)) // the last boundary before the last arrival ...
+	T += 60                       // ... and the next: no arrival after T
+	mk := func() (policy.Scheduler, policy.Placer) {
+		var s policy.Scheduler = schedule.FIFO{}
+		if sched == "srtf" {
+			s = schedule.SRTF{}
+		}
+		return s, mustPlacer(t, pl)
+	}
+	s, base := mk()
+	cfg := Config{Cluster: cl, Trace: tr, Scheduler: s, Round: 60, Locality: ConstantLocality(1.5), Seed: seed,
+		Scores: tenant.UniformScores(cl)}
+	est := cfg
+	cfg.Placer = backfill.Wrap(base, m, est.Estimate)
+	launches := map[int][]float64{}
+	cfg.Observe = func(T float64, order []*workload.Job, alloc [][]int) {
+		for i, j := range order {
+			if alloc[i] != nil && !j.Running() {
+				launches[j.ID] = append(launches[j.ID], T)
+			}
+		}
+	}
+	var fc map[int]Outcome
+	var waiting []int
+	var at0 float64
+	cfg.SnapshotAt = T
+	cfg.Snapshot = func(T float64, order []*workload.Job) {
+		at0 = T
+		for _, j := range order {
+			if !j.Running() {
+				waiting = append(waiting, j.ID)
+			}
+		}
+		s2, b2 := mk()
+		f := cfg
+		f.Scheduler, f.Placer, f.Observe = s2, backfill.Fork(cfg.Placer, b2), nil
+		var err error
+		if fc, err = Forward(f, T, order); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := map[int]float64{}
+	for _, j := range res.Jobs {
+		end[j.ID] = j.Completion
+	}
+	for _, id := range waiting {
+		actual := -1.0
+		for _, l := range launches[id] {
+			if l > at0 {
+				actual = l
+				break
+			}
+		}
+		if got := fc[id]; got.Start != actual || got.Finish != end[id] {
+			t.Errorf("seed %d %s/%s/%s: job %d waiting at %v: forecast start %v end %v, run %v and %v",
+				seed, sched, pl, m, id, at0, got.Start, got.Finish, actual, end[id])
+		}
+	}
+	return len(waiting)
+}
