@@ -140,7 +140,9 @@ type Placer interface {
 // time alloc[:n] is final and the placer will not read order[:n] again
 // (n ascending, the last call with len(order)). Between calls the driver
 // may change those jobs' runtime state and the cluster's owner table, so a
-// placer whose later picks read either calls ready only at the end.
+// placer whose later picks read either calls ready only at the end. ready
+// may be nil: the whole answer at once (Place is PlaceTo into a fresh
+// list, and a driver may fill its own list the same way).
 type Streamer interface {
 	Placer
 	PlaceTo(env *Env, order []*workload.Job, alloc [][]int, ready func(n int))

@@ -481,12 +481,18 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	sp, stream := x.cfg.Placer.(policy.Streamer)
 	stream = stream && x.stream && !sp.Sticky() && x.cfg.Observe == nil && x.evict == nil && len(x.order) >= 2*policy.StreamChunk
 	var alloc [][]int
-	if stream {
-		// The answer's outer list lives only for this round here (the
-		// jobs keep its inner lists), so one buffer serves every round.
+	// The answer's outer list lives only for this round here (the jobs
+	// keep its inner lists), so one buffer serves every round; a
+	// streaming placer's Place is PlaceTo into a fresh list, so it can
+	// fill the buffer instead even when nothing streams. An observer may
+	// keep the answer, so it gets a fresh one.
+	if sp != nil && (stream || x.cfg.Observe == nil) {
 		clear(x.allocBuf)
 		x.allocBuf = slices.Grow(x.allocBuf[:0], len(x.order))[:len(x.order)]
 		alloc = x.allocBuf
+		if !stream {
+			sp.PlaceTo(&x.env, x.order, alloc, nil)
+		}
 	} else {
 		alloc = x.cfg.Placer.Place(&x.env, x.order)
 	}

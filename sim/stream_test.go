@@ -49,7 +49,9 @@ func (c checkedStreamer) PlaceTo(env *policy.Env, order []*workload.Job, alloc [
 		if n < len(order) {
 			c.early.Add(1)
 		}
-		ready(n)
+		if ready != nil {
+			ready(n)
+		}
 	})
 }
 
