@@ -189,12 +189,17 @@ func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 		alloc[i] = j.GPUsHeld
 		take(free, j.GPUsHeld)
 	}
-	var sub subCluster
 	res := Reservation{JobID: order[h].ID, In: math.Inf(1)}
 	if p.Mode == EASY {
+		var sub subCluster
 		res = p.reserve(env, order, alloc, h, free, &sub)
 		p.Last = res
 	}
+	// The views of the free GPUs change only when a job is backfilled
+	// (gen), so a queue of jobs that do not fit costs one placement each
+	// on the same view, not a view each.
+	var subOut, subIn subCluster
+	gen := 0
 	reserved := make([]bool, c.Size())
 	for _, x := range res.GPUs {
 		reserved[x] = true
@@ -206,15 +211,16 @@ func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 		if alloc[i] != nil || j.Running() {
 			continue
 		}
-		g := sub.pick(env, p.Base, j, outside)
+		g := subOut.pick(env, p.Base, j, outside, gen)
 		if g == nil && res.GPUs != nil {
-			if g = sub.pick(env, p.Base, j, inside); g != nil && !(p.Est(env, j, g) <= res.In) {
+			if g = subIn.pick(env, p.Base, j, inside, gen); g != nil && !(p.Est(env, j, g) <= res.In) {
 				g = nil
 			}
 		}
 		if g != nil {
 			alloc[i] = g
 			take(free, g)
+			gen++
 			if p.jumped == nil {
 				p.jumped = map[int]int{}
 			}
@@ -348,7 +354,7 @@ func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, 
 	t := 0.0
 	for k := 0; ; {
 		if n >= head.GPUs {
-			if g := sub.pick(env, p.Base, head, ok); g != nil {
+			if g := sub.pick(env, p.Base, head, ok, k); g != nil {
 				res.In, res.GPUs = t, g
 				return res
 			}
@@ -386,18 +392,30 @@ func take(free []bool, g []int) {
 // the map back to the cluster's GPU ids.
 type subCluster struct {
 	toPhy []int
+	// The last view, kept while the caller's generation stays the same.
+	env       policy.Env
+	n         int
+	gen       int
+	has, fine bool
 }
 
 // pick asks base to place j alone on the GPUs ok allows; nil if it does
 // not.
-func (s *subCluster) pick(env *policy.Env, base policy.Placer, j *workload.Job, ok func(g int) bool) []int {
-	if s.count(env.Cluster, ok) < j.GPUs {
+// gen says which set ok allows: while it is the same as at the last
+// call, the view made then is used again.
+func (s *subCluster) pick(env *policy.Env, base policy.Placer, j *workload.Job, ok func(g int) bool, gen int) []int {
+	if !s.has || s.gen != gen {
+		s.has, s.gen = true, gen
+		s.n = s.count(env.Cluster, ok)
+		s.fine = false
+		if s.n > 0 {
+			s.env, s.fine = s.view(env, ok)
+		}
+	}
+	if s.n < j.GPUs || !s.fine {
 		return nil
 	}
-	e, fine := s.view(env, ok)
-	if !fine {
-		return nil
-	}
+	e := s.env
 	if j.Running() {
 		// A running job the base stopped (the head may be one) is
 		// placed afresh: its GPUs are not in the view's numbering.
