@@ -14,7 +14,7 @@ import (
 
 // The hand-computed backfill case on the fake clientset, as in pal sim:
 // 4 nodes x 4 GPUs, all alike (no scores, locality penalty 1), FIFO,
-// packed-sticky, a round every 100 s; a model of 1 s per iteration, so
+// packed-sticky and the default pal-ma, a round every 100 s; a model of 1 s per iteration, so
 // pal.io/iterations is a run time in seconds. Gang a (two 4-GPU pods)
 // runs 0-1000 s; at 0 come gang g (four 4-GPU pods, 16 GPUs, 500 s), then
 // 2-GPU pods s300, s600 and s1500 (created 1 s apart, in that order).
@@ -34,10 +34,11 @@ func TestSchedulerBackfillHandCase(t *testing.T) {
 		"none": {"0: a-0 a-1", "1000: g-0 g-1 g-2 g-3", "1500: s1500 s300 s600"},
 		"easy": {"0: a-0 a-1 s300 s600", "1000: g-0 g-1 g-2 g-3", "1500: s1500"},
 	}
-	for _, mode := range []string{"none", "easy"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range [][2]string{{"packed-sticky", "none"}, {"packed-sticky", "easy"}, {"pal-ma", "none"}, {"pal-ma", "easy"}} {
+		placement, mode := c[0], c[1]
+		t.Run(placement+"/"+mode, func(t *testing.T) {
 			cfg := testCfg()
-			cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", "packed-sticky", mode
+			cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", placement, mode
 			cfg.LocalityPenalty, cfg.Models = 1, models
 			cfg.Period = Duration{100 * time.Second}
 			w := newWorld(t, cfg, 1, 4, 4)
