@@ -45,6 +45,14 @@ func (in *Inputs) loadTruth() error {
 	if in.truth.events, err = readTimedFile(in, o.GPUEvents, variability.ReadGPUEvents, func(e *variability.GPUEvent) (int, int) { return e.GPU, e.Line }); err != nil {
 		return err
 	}
+	if o.GPUEventsKnown {
+		if o.GPUEvents == "" {
+			return fmt.Errorf("--gpu-events-known: needs --gpu-events (it tells the scheduler of each one)")
+		}
+		if o.LearnScores {
+			return fmt.Errorf("--gpu-events-known: the scheduler is told the truth, so --learn-scores has nothing to learn; use one or the other")
+		}
+	}
 	if o.GPUHints != "" && !o.LearnScores {
 		return fmt.Errorf("--gpu-hints %s: needs --learn-scores (hints are the learner's priors)", o.GPUHints)
 	}
@@ -103,6 +111,9 @@ func (in *Inputs) truthDescription() []Input {
 		}
 		if n := len(in.truth.events); n > 0 {
 			s += fmt.Sprintf(", changed by %d GPU event(s) from %s", n, in.Opts.GPUEvents)
+			if in.Opts.GPUEventsKnown {
+				s += ", each told to the scheduler as it happens (its scores are the true table binned again: an oracle)"
+			}
 		}
 		out = append(out, Input{"true_gpu_values", s})
 	}
@@ -114,7 +125,7 @@ func (in *Inputs) truthDescription() []Input {
 			out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each GPU's own pace (every worker times its own step; a GPU is known once a job has run on it), 1%% band, step 0.5, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 			return out
 		}
-		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to a GPU pinned slow, then to the GPU most slow jobs name; slow jobs remembered 100 rounds), 1%% band, step 0.5, guesses no slow job needs withdrawn at once, others 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
+		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to a GPU pinned slow, then to the GPU most slow jobs name; slow jobs remembered 100 rounds), a pin carried to the other classes once two classes agree, 1%% band, step 0.5, guesses no slow job needs withdrawn at once, others 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 	}
 	return out
 }
@@ -138,6 +149,24 @@ func (in *Inputs) runTruth() (*variability.Table, sim.ScoreHook, error) {
 		truth = c
 	}
 	h.truth = truth
+	if in.Opts.GPUEventsKnown {
+		strat, err := variability.ParseKStrategy(in.Opts.KStrategy)
+		if err != nil {
+			return nil, nil, err
+		}
+		cl := in.ClassL
+		h.known = func(t *variability.Table) (*policy.Scores, error) {
+			c := &variability.Table{}
+			for k := range c.Values {
+				c.Values[k] = slices.Clone(t.Values[k])
+			}
+			vs, err := variability.NewScores(c, variability.BinOptions{Strategy: strat, Seed: in.Opts.Seed}, func(c variability.Class) float64 { return cl[c] })
+			if err != nil {
+				return nil, err
+			}
+			return policy.ScoresFrom(vs), nil
+		}
+	}
 	if in.Opts.LearnScores {
 		strat, err := variability.ParseKStrategy(in.Opts.KStrategy)
 		if err != nil {
@@ -172,6 +201,9 @@ type scoreHook struct {
 	// hints are telemetry's, handed to the learner when due (nextHint).
 	hints    []variability.GPUHint
 	nextHint int
+	// known, when set, scores the true table after every event: the
+	// scheduler is told each change (--gpu-events-known).
+	known func(*variability.Table) (*policy.Scores, error)
 }
 
 func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, bool) {
@@ -220,6 +252,13 @@ func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, b
 		}
 		h.next++
 		changed = true
+	}
+	if changed && h.known != nil {
+		// Binning fails only on a non-positive value, which the events
+		// reader refuses: on such an error the old scores stay.
+		if ks, err := h.known(h.truth); err == nil {
+			sc = ks
+		}
 	}
 	return sc, changed
 }

@@ -150,3 +150,53 @@ func TestLearnFromGPU(t *testing.T) {
 		}
 	}
 }
+
+// --gpu-events-known tells the scheduler each event as it happens. On
+// 1x2, both GPUs believed and truly 1.0, 100 s rounds; at t = 100 GPU 0
+// becomes 2.0 for every class; a 1-GPU job of 1000 iterations of 1 s
+// arrives at 200. Not told, the scheduler sees a tie and takes the first
+// GPU, 0, where the job runs at 2.0: JCT 2000 s. Told, GPU 0 scores
+// slower and the job runs on GPU 1: 1000 s. Told without events, or
+// with --learn-scores, is an error naming the flag.
+func TestGPUEventsKnown(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "t.csv", "job_id,num_gpus,submit_time,duration,model\n0,1,200,1000,synergy\n")
+	scores := writeFile(t, dir, "s.csv", "GPU_ID,Node_ID,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n0,0,1,1,1,1\n1,0,1,1,1,1\n")
+	events := writeFile(t, dir, "e.csv", "time_s,gpu,class,new_score\n100,0,*,2.0\n")
+	run := func(known, learn bool, ev string) (float64, map[string]string, error) {
+		o, err := Preset("artifact")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Trace, o.Cluster, o.Round, o.Placements, o.GPUScores, o.GPUEvents = trace, "1x2", 100, "pal", scores, ev
+		o.GPUEventsKnown, o.LearnScores = known, learn
+		in, runs, err := RunAll(o)
+		if err != nil {
+			return 0, nil, err
+		}
+		return runs[0].AvgJCT, in.Describe(), nil
+	}
+	for _, tc := range []struct {
+		known bool
+		want  float64
+	}{{false, 2000}, {true, 1000}} {
+		got, h, err := run(tc.known, false, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("known %v: JCT %v, want %v", tc.known, got, tc.want)
+		}
+		if told := strings.Contains(h["true_gpu_values"], "told to the scheduler"); told != tc.known {
+			t.Errorf("known %v: header %q", tc.known, h["true_gpu_values"])
+		}
+	}
+	for _, tc := range []struct {
+		learn bool
+		ev    string
+	}{{false, ""}, {true, events}} {
+		if _, _, err := run(true, tc.learn, tc.ev); err == nil || !strings.Contains(err.Error(), "--gpu-events-known") {
+			t.Errorf("learn %v events %q: error %v, want one naming --gpu-events-known", tc.learn, tc.ev, err)
+		}
+	}
+}

@@ -48,8 +48,12 @@ type Options struct {
 	// each GPU's own pace, as workers that time their own step before
 	// the all-reduce report it. GPUHints are telemetry's priors for the
 	// learner (a simulated DCGM exporter; variability.Learner.Hint).
+	// GPUEventsKnown tells the scheduler each GPU event as it happens
+	// (its beliefs are the true table, binned again): the oracle of a
+	// run whose truth moves, which learning is measured against.
 	ActualGPUScores string  `json:"actual_gpu_scores,omitempty"`
 	GPUEvents       string  `json:"gpu_events,omitempty"`
+	GPUEventsKnown  bool    `json:"gpu_events_known,omitempty"`
 	GPUHints        string  `json:"gpu_hints,omitempty"`
 	LearnScores     bool    `json:"learn_scores,omitempty"`
 	LearnFrom       string  `json:"learn_from,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -29,6 +30,17 @@ type LearnOptions struct {
 	// PerClassOnly turns off the GPU-wide factor (see Learner): each
 	// class learns from its own jobs alone.
 	PerClassOnly bool
+	// Corroborate is how many classes must have pinned a GPU off its
+	// profile the same way (slower, or faster) before the GPU-wide
+	// factor is carried to the classes that have not (0 means 2; 1
+	// carries the first pin). A slowdown of one application alone (a
+	// kernel that hits a weak memory channel, a driver regression for
+	// one framework) is not the GPU's, and carried to every class it
+	// hides a GPU that is fine for them: measured on random patterns of
+	// one class going slow, carrying the first pin made learning end up
+	// to 10% above stale; waiting for a second class costs little where
+	// the whole GPU slowed, since its next class's job pins it too.
+	Corroborate int
 	// Forget is the step back towards the prior that a guessed belief
 	// takes each round its GPU runs no job of the class (0 means 0.05;
 	// see Learner).
@@ -72,6 +84,9 @@ func (o LearnOptions) withDefaults() LearnOptions {
 	}
 	if o.Forget <= 0 || o.Forget > 1 {
 		o.Forget = 0.05
+	}
+	if o.Corroborate <= 0 {
+		o.Corroborate = 2
 	}
 	if o.RefitShare <= 0 {
 		o.RefitShare = 0.05
@@ -166,9 +181,13 @@ type Learner struct {
 	opts   LearnOptions
 	prior  [NumClasses][]float64
 	health []float64 // GPU-wide factor: belief / prior where a class pinned it
-	hiH    []float64 // upper bound on the GPU-wide factor: min of pace / prior
-	belief [NumClasses][]float64
-	hi     [NumClasses][]float64
+	// slowBy and fastBy are the classes (bit c) whose own pin puts a GPU
+	// slower, or faster, than its profile (Corroborate).
+	slowBy, fastBy []uint8
+	waiting        []bool    // a factor not yet carried for want of corroboration
+	hiH            []float64 // upper bound on the GPU-wide factor: min of pace / prior
+	belief         [NumClasses][]float64
+	hi             [NumClasses][]float64
 	// guess marks beliefs raised on a guess: the blame of a slow set
 	// with more than one suspect (see explain).
 	guess [NumClasses][]bool
@@ -245,6 +264,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 	l.health = make([]float64, n)
 	l.isMoved = make([]bool, n)
 	l.hiH = make([]float64, n)
+	l.slowBy, l.fastBy, l.waiting = make([]uint8, n), make([]uint8, n), make([]bool, n)
 	for g := range l.health {
 		l.health[g], l.hiH[g] = 1, math.Inf(1)
 	}
@@ -804,10 +824,29 @@ func (l *Learner) exonerate(c Class, g int) {
 // slower keeps what its own jobs said.
 func (l *Learner) spread(c Class, g int) {
 	h := min(l.belief[c][g]/l.prior[c][g], l.hiH[g])
-	if math.Abs(h-l.health[g]) <= l.opts.Tol*l.health[g] {
+	bit := uint8(1) << c
+	l.slowBy[g] &^= bit
+	l.fastBy[g] &^= bit
+	by := &l.slowBy[g]
+	switch {
+	case h > 1+l.opts.Tol:
+		*by |= bit
+	case h < 1/(1+l.opts.Tol):
+		by = &l.fastBy[g]
+		*by |= bit
+	}
+	if math.Abs(h-l.health[g]) <= l.opts.Tol*l.health[g] && !l.waiting[g] {
 		return
 	}
 	l.health[g] = h
+	if bits.OnesCount8(*by) < l.opts.Corroborate && math.Abs(h-1) > l.opts.Tol {
+		// One class's word: the GPU is suspect first when blame is
+		// placed (health), but the other classes keep their beliefs
+		// until a second class's own jobs agree.
+		l.waiting[g] = true
+		return
+	}
+	l.waiting[g] = false
 	for k := range Class(NumClasses) {
 		if k == c {
 			continue

@@ -19,13 +19,21 @@ func flatTable(n int, v ...float64) *Table {
 	return t
 }
 
+// newTestLearner carries a class's pin to the others at once
+// (Corroborate 1), so that the carry rules can be shown with one pin;
+// TestLearnerCorroborate shows the default's wait for a second class.
 func newTestLearner(t *testing.T, prior *Table, perClass ...bool) *Learner {
+	t.Helper()
+	return newTestLearnerOpts(t, prior, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: len(perClass) > 0 && perClass[0], Corroborate: 1})
+}
+
+func newTestLearnerOpts(t *testing.T, prior *Table, o LearnOptions) *Learner {
 	t.Helper()
 	sc, err := NewScores(prior, BinOptions{Seed: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLearner(prior, sc, LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: len(perClass) > 0 && perClass[0]})
+	l, err := NewLearner(prior, sc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,6 +699,42 @@ func TestLearnerBlamePinnedFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With the default Corroborate 2, one class's pin moves that class's
+// belief and makes the GPU the first suspect, but the other classes keep
+// their own until a second class's jobs agree. Every prior 1:
+//   - A alone on GPU 0 at 1.5 pins it at 1.25; B, C and D stay at 1 (a
+//     slowdown of one application is not the GPU's);
+//   - B alone on GPU 0 at 1.5 pins
+//     it for B too (1.25), two classes agree, and C and D take 1.25;
+//   - A alone on GPU 3 at 0.8 (faster than profiled) moves A's belief
+//     half way, 0.9, and nobody else's.
+//
+// Blame still prefers the GPU one class pinned: B, which never ran GPU 2
+// after C pinned it at 1.3 (C alone at 1.6), runs {1, 2} at 1.6 and
+// blames GPU 2 (1 + 0.5 x 0.6 = 1.3), not GPU 1, the first of a tie.
+func TestLearnerCorroborate(t *testing.T) {
+	l := newTestLearnerOpts(t, flatTable(4), LearnOptions{Bin: BinOptions{Seed: 1}})
+	check := func(when string, g int, want [NumClasses]float64) {
+		t.Helper()
+		for c, w := range want {
+			if got := l.Belief(Class(c), g); math.Abs(got-w) > 1e-12 {
+				t.Errorf("%s: class %s GPU %d believed %v, want %v", when, Class(c), g, got, w)
+			}
+		}
+	}
+	l.Observe(ClassA, []int{0}, 1.5)
+	check("after A's pin", 0, [NumClasses]float64{1.25, 1, 1, 1})
+	l.Observe(ClassB, []int{0}, 1.5)
+	check("after B's pin", 0, [NumClasses]float64{1.25, 1.25, 1.25, 1.25})
+	l.Observe(ClassA, []int{3}, 0.8)
+	check("after A ran GPU 3 fast", 3, [NumClasses]float64{0.9, 1, 1, 1})
+	l.Observe(ClassC, []int{2}, 1.6)
+	check("after C's pin of GPU 2", 2, [NumClasses]float64{1, 1, 1.3, 1})
+	l.Observe(ClassB, []int{1, 2}, 1.6)
+	check("after B slow on {1, 2}: GPU 2", 2, [NumClasses]float64{1, 1.3, 1.3, 1})
+	check("after B slow on {1, 2}: GPU 1", 1, [NumClasses]float64{1, 1, 1, 1})
 }
 
 // A remembered slow observation lasts Expire rounds, and the guess it

@@ -31,6 +31,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
 	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
 	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
+	fs.BoolVar(&o.GPUEventsKnown, "gpu-events-known", false, "tell the scheduler each --gpu-events row as it happens (its scores follow the true table: the oracle for a run whose truth moves)")
 	fs.StringVar(&o.GPUHints, "gpu-hints", "", "with --learn-scores: CSV time_s,gpu,slowdown of telemetry's priors for the learner (a simulated DCGM exporter: GPU gpu runs about slowdown times slower than its profile, 1 when no longer)")
 	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
 	fs.StringVar(&o.LearnFrom, "learn-from", "job", "with --learn-scores, what a job shows: job (its pace: the slowest of its GPUs) or gpu (each GPU's own pace, as workers that time their own step report it)")
@@ -87,6 +88,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.ActualGPUScores = set.ActualGPUScores
 			case "gpu-events":
 				out.GPUEvents = set.GPUEvents
+			case "gpu-events-known":
+				out.GPUEventsKnown = set.GPUEventsKnown
 			case "gpu-hints":
 				out.GPUHints = set.GPUHints
 			case "learn-scores":

@@ -24,6 +24,7 @@ import (
 	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
 	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
 )
 
 // The stale-profiles section: the scheduler's profile was right when it
@@ -97,7 +98,9 @@ type StaleResult struct {
 	// Figures its charts' base names in Dir.
 	Convergence []Convergence
 	Figures     []string
-	Markdown    string
+	// Patterns are the random patterns' runs (patterns.go).
+	Patterns []PatternRun
+	Markdown string
 }
 
 // degrade copies t with the GPUs degraded for every class, choosing
@@ -224,6 +227,17 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		}
 		add(draw, "sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, tru, hints)
 	}
+	var wls []patternWorkload
+	for _, name := range paper.SiaNames(plan.SiaTraces) {
+		o := sia
+		o.Trace = name
+		in, err := experiment.Prepare(o)
+		if err != nil {
+			return nil, err
+		}
+		wls = append(wls, patternWorkload{name: strings.ReplaceAll(name, "/", "-"), grid: sweep.Grid{Base: sia, Traces: []string{name}, Schedulers: []string{"fifo"}},
+			old: siaOld, table: pinned.Table, per: 4, span: arrivalSpan(in.Trace)})
+	}
 
 	// Synergy: each seed's drawn table is that seed's old profile.
 	syn := base
@@ -245,6 +259,10 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		if err := writeTable(old, in.Raw, per, []string{"old profile: " + in.RawFrom}); err != nil {
 			return nil, err
 		}
+		synGrid := sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
+			Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}
+		wls = append(wls, patternWorkload{name: fmt.Sprintf("synergy-seed%d", seed), grid: synGrid, old: old, table: in.Raw, per: per,
+			span: float64(plan.SynergyJobs) / plan.MigrationLoad * 3600})
 		for _, draw := range res.DrawSeeds {
 			t, bad := degrade(in.Raw, StaleFraction, StaleFactor, draw)
 			name := fmt.Sprintf("synergy-seed%d", seed)
@@ -259,8 +277,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 			if err != nil {
 				return nil, err
 			}
-			add(draw, "synergy", sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
-				Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}, old, tru, hints)
+			add(draw, "synergy", synGrid, old, tru, hints)
 		}
 	}
 	if log != nil {
@@ -313,6 +330,9 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if res.Figures, err = writeConvergence(dir, res.Convergence); err != nil {
 		return nil, err
 	}
+	if res.Patterns, err = runPatterns(ctx, dir, wls, workers, log); err != nil {
+		return nil, err
+	}
 	for _, fam := range []string{"sia-philly", "synergy"} {
 		gm := geomeans(res.Rows, fam)
 		res.Geomean[fam] = gm
@@ -346,6 +366,23 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return nil, err
 	}
 	return res, nil
+}
+
+// arrivalSpan is the seconds from a trace's first tracked arrival to its
+// last: the background arrivals after a Sia-Philly trace go on for weeks
+// after the jobs that are measured have finished, and a change timed
+// within them would never meet a measured job.
+func arrivalSpan(t *workload.Trace) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, j := range t.Jobs {
+		if j.Tracked {
+			lo, hi = min(lo, j.Submit), max(hi, j.Submit)
+		}
+	}
+	if !(hi > lo) {
+		return 1
+	}
+	return hi - lo
 }
 
 // geomeans is the geometric mean of every variant over fam's rows.
@@ -394,6 +431,9 @@ func (r *StaleResult) markdown(plan paper.Plan) string {
 	}
 	if len(r.Convergence) > 0 {
 		r.convergenceMarkdown(&b)
+	}
+	if len(r.Patterns) > 0 {
+		patternsMarkdown(&b, r.Patterns)
 	}
 	return b.String()
 }
