@@ -13,9 +13,10 @@ import (
 var rules = Rules{
 	Options: "experiment",
 	OptionsUsers: map[string]string{
-		"cmd/pal":       "the CLI turns flags into options",
-		"cmd/pal-kube":  "replay builds a trace's options and writes pal sim's per-job rows",
-		"reproduce/...": "the paper experiments run presets",
+		"cmd/pal":         "the CLI turns flags into options",
+		"cmd/pal-kube":    "replay builds a trace's options and writes pal sim's per-job rows",
+		"reproduce/...":   "the paper experiments run presets",
+		"hack/hivedspeed": "the HiveD speed measurement runs the simulator's tenancy settings",
 	},
 	Drivers:     []string{"sim", "kube"},
 	Experiments: "reproduce",
