@@ -10,7 +10,7 @@ import (
 // WriteJobsCSV writes one row per job of every run (pal sim --jobs-out,
 // pal-kube replay --jobs-out; docs/reference/outputs.md has the columns).
 func WriteJobsCSV(path string, runs []*RunResult) error {
-	return writeCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s",
+	return WriteCSV(path, []string{"placement", "job_id", "origin", "model", "class", "gpus", "tracked", "arrival_s", "first_start_s", "completion_s", "jct_s", "run_s", "wait_s", "preemptions", "migrations", "lost_gpu_s",
 		"vc", "priority", "nodes", "gpu_ids", "move_gain_s", "min_move_margin_s"},
 		func(cw *csv.Writer) {
 			for _, r := range runs {
@@ -44,7 +44,7 @@ func intsJoin(xs []int) string {
 // WriteRoundsCSV writes one row per round of every run (pal sim
 // --rounds-out).
 func WriteRoundsCSV(path string, runs []*RunResult) error {
-	return writeCSV(path, []string{"placement", "t_s", "gpus_in_use", "running", "queued", "migrations", "move_gain_s", "min_move_margin_s"}, func(cw *csv.Writer) {
+	return WriteCSV(path, []string{"placement", "t_s", "gpus_in_use", "running", "queued", "migrations", "move_gain_s", "min_move_margin_s"}, func(cw *csv.Writer) {
 		for _, r := range runs {
 			for _, s := range r.RoundStats {
 				cw.Write([]string{r.Placement, f0(s.T), strconv.Itoa(s.GPUsInUse), strconv.Itoa(s.Running), strconv.Itoa(s.Queued),
@@ -57,7 +57,9 @@ func WriteRoundsCSV(path string, runs []*RunResult) error {
 func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
-func writeCSV(path string, header []string, rows func(*csv.Writer)) error {
+// WriteCSV writes header and then what rows writes to path, and reports
+// a write error of any row, which csv.Writer only keeps until Flush.
+func WriteCSV(path string, header []string, rows func(*csv.Writer)) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

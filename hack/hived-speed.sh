@@ -14,5 +14,5 @@
 # The record goes to stdout; docs/measurements keeps one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "\$ hack/hived-speed.sh $*   ($(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD))"
+echo "\$ hack/hived-speed.sh $*   ($(date -u +%Y-%m-%dT%H:%MZ))"
 go run ./hack/hivedspeed "$@"

@@ -7,17 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/palsched/pal/internal/cliroot/clitest"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	return clitest.Run(t, newRootCmd(), args...)
 }
 
 func TestSimDefaultsPrintEveryPlacement(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -426,19 +425,7 @@ func writeRounds(path string, runs []*experiment.RunResult) error {
 }
 
 func writeCSV(path string, header []string, rows func(*csv.Writer)) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	cw := csv.NewWriter(f)
-	cw.Write(header)
-	rows(cw)
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return experiment.WriteCSV(path, header, rows)
 }
 
 func writeForecast(path string, runs []*experiment.RunResult) error {

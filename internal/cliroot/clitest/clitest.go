@@ -4,6 +4,7 @@
 package clitest
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -73,4 +74,16 @@ func CheckFlags(t testing.TB, root *cobra.Command, defaultOutput string, otherFo
 	}
 	walk(root)
 	return commands, flags
+}
+
+// Run executes root with args, as the binary would, and returns what it
+// wrote to stdout and stderr together.
+func Run(t testing.TB, root *cobra.Command, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
 }
