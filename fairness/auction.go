@@ -148,6 +148,7 @@ type auction struct {
 	holding []*App // apps with their gains so far
 	gained  [][]int
 	jobs    [][][]int
+	scr     scratch // every bidder's (see scratch)
 }
 
 func (s *auction) sens(i int) Sensitivity {
@@ -163,7 +164,7 @@ func (s *auction) bidderOf(i, limit int) *bidder {
 	if s.holding[i] == s.in.Apps[i] {
 		h = s.held[i]
 	}
-	return newBidder(s.holding[i], i, s.ctx, s.opt.Metric, limit, s.sens(i), s.speeds, h)
+	return newBidder(s.holding[i], i, s.ctx, s.opt.Metric, limit, s.sens(i), s.speeds, h, &s.scr)
 }
 
 // grant gives app i bundle (p grants' worth) from the pool.

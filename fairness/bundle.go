@@ -298,19 +298,37 @@ type bidder struct {
 	heldM   []int // machines where it holds GPUs, ascending
 	// bestRate is the rate of the bundle best returned last.
 	bestRate float64
+	// base[i] is job i's rate on what it holds (rate asks for it for
+	// every job a bundle does not reach; filled on first use).
+	base []float64
 
-	// scratch for split
-	outBuf   [][]int
-	needBuf  []int
-	orderBuf []int
-	countBuf []int
-	groupBuf []run
+	// Scratch, shared by the bidders of one auction (see scratch).
+	*scratch
+}
+
+// scratch is the working memory of split and best. The bidders of an
+// auction share one: a split's or a best's answer is read (or copied)
+// before any bidder splits or picks again, and a round builds a bid table
+// per bidder per size, so per-bidder buffers would be most of what an
+// auction allocates.
+type scratch struct {
+	outBuf                    [][]int
+	needBuf, spanBuf, flatBuf []int
+	orderBuf, countBuf        []int
+	groupBuf                  []run
+	// best's: the bundle it returns lives in bundleBuf or in the pool's
+	// lists
+	bundleBuf, totBuf, inBuf, firstBuf []int
 }
 
 // newBidder prepares a's view of an auction; held is a.Held() when the
-// caller has it (nil: computed here).
-func newBidder(a *App, index int, c Context, m Metric, limit int, sens Sensitivity, speeds bool, held []int) *bidder {
-	b := &bidder{app: a, index: index, ideal: m.Ideal(a, c), elapsed: max(c.Now-a.Arrival, 0), rem: a.Remaining(), sens: sens, speeds: speeds}
+// caller has it (nil: computed here), scr the auction's scratch (nil: its
+// own).
+func newBidder(a *App, index int, c Context, m Metric, limit int, sens Sensitivity, speeds bool, held []int, scr *scratch) *bidder {
+	b := &bidder{app: a, index: index, ideal: m.Ideal(a, c), elapsed: max(c.Now-a.Arrival, 0), rem: a.Remaining(), sens: sens, speeds: speeds, scratch: scr}
+	if scr == nil {
+		b.scratch = &scratch{}
+	}
 	b.setLimit(limit)
 	if held == nil {
 		held = a.Held()
@@ -370,86 +388,86 @@ func (b *bidder) rho(rate float64) float64 {
 // jobs taking the most GPUs choose first; a job grows on a machine where it
 // already runs if it fits there, else on the machine that fits it most
 // tightly, else across the machines with the most GPUs. It returns each
-// job's new GPUs.
+// job's new GPUs, in the bidder's scratch: valid until its next split.
 func (b *bidder) split(t *Topology, p int, bundle []int) [][]int {
 	jobs := b.app.Jobs
 	if cap(b.outBuf) < len(jobs) {
 		b.outBuf = make([][]int, len(jobs))
-		b.needBuf = make([]int, len(jobs))
 	}
 	out := b.outBuf[:len(jobs)]
-	for i := range out {
-		out[i] = nil
-	}
-	if p == 0 {
-		return out
-	}
-	if len(jobs) == 1 {
+	clear(out)
+	switch {
+	case p == 0:
+	case len(jobs) == 1:
 		out[0] = bundle
-		return out
-	}
-	need := b.needBuf[:len(jobs)]
-	clear(need)
-	top := 0
-	for _, g := range b.grants[:p] {
-		need[g.job] += g.n
-		top = max(top, need[g.job])
-	}
-	// Jobs by need descending, then index: a counting sort, as needs are
-	// small integers.
-	if cap(b.countBuf) < top+2 {
-		b.countBuf = make([]int, top+2)
-	}
-	start := b.countBuf[:top+2]
-	clear(start)
-	for _, n := range need {
-		if n > 0 {
-			start[top-n+1]++
+	default:
+		flat, span := b.splitFlat(t, p, bundle)
+		for i := range out {
+			if a, e := span[2*i], span[2*i+1]; e > a {
+				out[i] = flat[a:e:e]
+			}
 		}
 	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
+	return out
+}
+
+// splitFlat is split for an app of several jobs and p > 0, without
+// building the lists: job i's new GPUs are flat[span[2i]:span[2i+1]].
+// The rate of every bid asks for a split, so it writes no pointer.
+func (b *bidder) splitFlat(t *Topology, p int, bundle []int) (flat, span []int) {
+	jobs := b.app.Jobs
+	if cap(b.needBuf) < len(jobs) {
+		b.needBuf = make([]int, len(jobs))
+		b.spanBuf = make([]int, 2*len(jobs))
+	}
+	span = b.spanBuf[:2*len(jobs)]
+	clear(span)
+	// The jobs the first p grants reach, by need descending, then index.
+	// Only their entries of need are read, so only theirs are reset.
+	need := b.needBuf[:len(jobs)]
+	for _, g := range b.grants[:p] {
+		need[g.job] = 0
 	}
 	order := b.orderBuf[:0]
-	for _, n := range need {
-		if n > 0 {
-			order = append(order, 0)
+	for _, g := range b.grants[:p] {
+		if need[g.job] == 0 {
+			order = append(order, g.job)
 		}
+		need[g.job] += g.n
 	}
-	for i, n := range need {
-		if n > 0 {
-			order[start[top-n]] = i
-			start[top-n]++
+	slices.SortFunc(order, func(x, y int) int {
+		if need[x] != need[y] {
+			return need[y] - need[x]
 		}
-	}
+		return x - y
+	})
 	b.orderBuf = order
 	// The bundle's GPUs in runs of one machine (best-packed bundles are
-	// machine-contiguous). Jobs take prefixes of runs; a run's GPUs are
-	// never copied unless a job spans runs.
+	// machine-contiguous). Jobs take prefixes of runs; every job's GPUs
+	// are copied into one scratch array, in the order it takes them, so
+	// a split allocates nothing once the scratch has grown (a bid table
+	// splits once per size, every bidder, every round).
 	groups := b.groupBuf[:0]
 	for i, g := range bundle {
 		m := t.machine[g]
 		if len(groups) > 0 && groups[len(groups)-1].m == m {
-			groups[len(groups)-1].gpus = bundle[groups[len(groups)-1].start : i+1]
+			groups[len(groups)-1].hi = i + 1
 			continue
 		}
-		groups = append(groups, run{m: m, start: i, gpus: bundle[i : i+1]})
+		groups = append(groups, run{m: m, lo: i, hi: i + 1})
 	}
 	b.groupBuf = groups
-	take := func(i, x, n int) {
-		if out[i] == nil {
-			out[i] = groups[x].gpus[:n:n]
-		} else {
-			out[i] = append(slices.Clip(out[i]), groups[x].gpus[:n]...)
-		}
-		groups[x].gpus = groups[x].gpus[n:]
+	flat = b.flatBuf[:0]
+	if cap(flat) < len(bundle) {
+		flat = make([]int, 0, len(bundle))
 	}
 	for _, i := range order {
 		n := need[i]
+		at := len(flat)
 		fit := -1
 		for _, g := range jobs[i].Held {
 			for x := range groups {
-				if groups[x].m == t.machine[g] && len(groups[x].gpus) >= n {
+				if groups[x].m == t.machine[g] && groups[x].hi-groups[x].lo >= n {
 					fit = x
 					break
 				}
@@ -460,35 +478,36 @@ func (b *bidder) split(t *Topology, p int, bundle []int) [][]int {
 		}
 		if fit < 0 {
 			for x := range groups {
-				if l := len(groups[x].gpus); l >= n && (fit < 0 || l < len(groups[fit].gpus)) {
+				if l := groups[x].hi - groups[x].lo; l >= n && (fit < 0 || l < groups[fit].hi-groups[fit].lo) {
 					fit = x
 				}
 			}
 		}
 		if fit >= 0 {
-			take(i, fit, n)
-			continue
-		}
-		for n > 0 {
-			big := -1
-			for x := range groups {
-				if l := len(groups[x].gpus); l > 0 && (big < 0 || l > len(groups[big].gpus)) {
-					big = x
+			flat = append(flat, bundle[groups[fit].lo:groups[fit].lo+n]...)
+			groups[fit].lo += n
+		} else {
+			for n > 0 {
+				big := -1
+				for x := range groups {
+					if l := groups[x].hi - groups[x].lo; l > 0 && (big < 0 || l > groups[big].hi-groups[big].lo) {
+						big = x
+					}
 				}
+				k := min(n, groups[big].hi-groups[big].lo)
+				flat = append(flat, bundle[groups[big].lo:groups[big].lo+k]...)
+				groups[big].lo += k
+				n -= k
 			}
-			k := min(n, len(groups[big].gpus))
-			take(i, big, k)
-			n -= k
 		}
+		span[2*i], span[2*i+1] = at, len(flat)
 	}
-	return out
+	b.flatBuf = flat
+	return flat, span
 }
 
-// run is a stretch of a bundle on one machine.
-type run struct {
-	m, start int
-	gpus     []int
-}
+// run is the stretch bundle[lo:hi] of a bundle on one machine.
+type run struct{ m, lo, hi int }
 
 // rate is the app's total rate with p grants' worth of new GPUs in bundle.
 func (b *bidder) rate(t *Topology, p int, bundle []int) float64 {
@@ -499,11 +518,24 @@ func (b *bidder) rate(t *Topology, p int, bundle []int) float64 {
 		}
 		return t.jobRate2(jobs[0].Held, bundle, b.sens, b.app.Class, b.speeds)
 	}
-	add := b.split(t, p, bundle)
+	if b.base == nil {
+		b.base = make([]float64, len(jobs))
+		for i := range jobs {
+			b.base[i] = t.jobRate2(jobs[i].Held, nil, b.sens, b.app.Class, b.speeds)
+		}
+	}
+	var flat, span []int
+	if p > 0 {
+		flat, span = b.splitFlat(t, p, bundle)
+	}
 	r := 0.0
 	for i := range jobs {
-		if !jobs[i].Doomed {
-			r += t.jobRate2(jobs[i].Held, add[i], b.sens, b.app.Class, b.speeds)
+		switch {
+		case jobs[i].Doomed:
+		case span != nil && span[2*i+1] > span[2*i]:
+			r += t.jobRate2(jobs[i].Held, flat[span[2*i]:span[2*i+1]], b.sens, b.app.Class, b.speeds)
+		default:
+			r += b.base[i]
 		}
 	}
 	return r
@@ -532,7 +564,8 @@ func (b *bidder) utility(t *Topology, p int, bundle []int) float64 {
 // the tightest fit), lowest id on ties; and, when no machine has room,
 // whole machines from one rack (the tightest rack that fits, preferring
 // machines it already uses, then the fullest), else from the whole pool.
-// It returns nil when the pool is too small.
+// It returns nil when the pool is too small. The bundle is the bidder's
+// scratch or a view of the pool's lists: a caller keeping it copies it.
 func (b *bidder) best(p *pool, p_ int) ([]int, float64) {
 	n := b.cum[p_]
 	if n > p.size || n == 0 {
@@ -576,7 +609,8 @@ func (b *bidder) best(p *pool, p_ int) ([]int, float64) {
 	}
 	ms := p.byCount()
 	if t.racks > 1 {
-		tot := make([]int, t.racks)
+		tot := resizeInts(&b.totBuf, t.racks)
+		clear(tot)
 		for _, m := range ms {
 			tot[t.rack[m]] += p.cnt[m]
 		}
@@ -595,17 +629,18 @@ func (b *bidder) best(p *pool, p_ int) ([]int, float64) {
 			}
 		}
 		if r >= 0 {
-			in := make([]int, 0, len(ms))
+			in := b.inBuf[:0]
 			for _, m := range ms {
 				if t.rack[m] == r {
 					in = append(in, m)
 				}
 			}
+			b.inBuf = in
 			ms = in
 		}
 	}
 	ms = b.heldFirst(t, ms)
-	bundle := make([]int, 0, n)
+	bundle := b.bundleBuf[:0]
 	for _, m := range ms {
 		l := p.list(c, m)
 		bundle = append(bundle, l[:min(len(l), n-len(bundle))]...)
@@ -613,6 +648,7 @@ func (b *bidder) best(p *pool, p_ int) ([]int, float64) {
 			break
 		}
 	}
+	b.bundleBuf = bundle
 	try(bundle)
 	return bestB, bestU
 }
@@ -623,7 +659,7 @@ func (b *bidder) heldFirst(t *Topology, ms []int) []int {
 	if len(hm) == 0 {
 		return ms
 	}
-	out := make([]int, 0, len(ms))
+	out := b.firstBuf[:0]
 	for _, m := range ms {
 		if _, ok := slices.BinarySearch(hm, m); ok {
 			out = append(out, m)
@@ -634,5 +670,15 @@ func (b *bidder) heldFirst(t *Topology, ms []int) []int {
 			out = append(out, m)
 		}
 	}
+	b.firstBuf = out
 	return out
+}
+
+// resizeInts is *s resized to n, grown when too short.
+func resizeInts(s *[]int, n int) []int {
+	if cap(*s) < n {
+		*s = make([]int, n)
+	}
+	*s = (*s)[:n]
+	return *s
 }

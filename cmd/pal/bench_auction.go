@@ -37,7 +37,7 @@ Besides the times it reports the memory one auction allocates and the
 process's peak resident memory (max RSS), which bounds what one auction
 needs at once; run one large case per process to read it alone.
 
-Targets: 100 apps on 256 GPUs <= 10 ms median; 1,000 apps on 4,096 GPUs
+Targets: 100 apps on 256 GPUs <= 5 ms median; 1,000 apps on 4,096 GPUs
 <= 200 ms; 10,000 apps on 10,000 GPUs (--case 10000@1250x8 --f 0 --held 0,
 every app bidding on every GPU) under 2 GB of peak memory.`,
 		Example: `  pal bench auction
