@@ -25,6 +25,12 @@ func (s *Scheduler) estimate(env *policy.Env, j *workload.Job, gpus []int) float
 	if !(j.IterTime > 0) || !s.workKnown(j) {
 		return math.Inf(1)
 	}
+	return workEstimate(env, j, gpus, s.cfg.LocalityPenalty)
+}
+
+// workEstimate is a gang's run time on gpus from its remaining work (see
+// estimate); penalty is the slowdown of a gang spread over nodes.
+func workEstimate(env *policy.Env, j *workload.Job, gpus []int, penalty float64) float64 {
 	if j.Running() && round.Same(j.GPUsHeld, gpus) && j.PM > 0 {
 		return j.Remaining() * j.IterTime * j.PM * j.Loc
 	}
@@ -36,7 +42,7 @@ func (s *Scheduler) estimate(env *policy.Env, j *workload.Job, gpus []int) float
 		}
 	}
 	if env.Cluster.SpansNodes(gpus) {
-		slow *= s.cfg.LocalityPenalty
+		slow *= penalty
 	}
 	return j.Remaining() * j.IterTime * slow
 }

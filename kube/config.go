@@ -53,6 +53,13 @@ type Config struct {
 	// reservation, or if it uses none of the reserved GPUs; see
 	// docs/kubernetes.md).
 	Backfill string `json:"backfill"`
+	// ForecastEvery N > 0 runs a forecast every N-th planned round: the
+	// round's policies run on from its state with no arrivals, and each
+	// waiting gang's estimated start goes on its pods
+	// (pal.io/estimated-start), into its waiting event and into the gauge
+	// pal_gang_estimated_start_seconds (0: off; not with themis or a
+	// tenancy).
+	ForecastEvery int `json:"forecastEvery"`
 	// MigrationCost is the progress a gang loses to one migration
 	// (checkpoint, eviction, rescheduling, restart, warm-up), which the
 	// migration-aware placements weigh a move against (0: moves are
@@ -279,6 +286,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field arrivalDelay: must be >= 0, got %v", c.ArrivalDelay)
 	case !(c.LocalityPenalty > 0) || math.IsInf(c.LocalityPenalty, 0):
 		return fmt.Errorf("field localityPenalty: must be positive and finite, got %v", c.LocalityPenalty)
+	case c.ForecastEvery < 0:
+		return fmt.Errorf("field forecastEvery: must be >= 0 (0: off), got %d", c.ForecastEvery)
+	case c.ForecastEvery > 0 && (c.Scheduler == registry.SchedulerThemis || c.Tenancy != "" && c.Tenancy != "none"):
+		return fmt.Errorf("field forecastEvery: not with scheduler themis or a tenancy, whose leases and cells a forecast cannot copy")
 	case c.StarvationGuard.Duration < 0:
 		return fmt.Errorf("field starvationGuard: must be >= 0, got %v", c.StarvationGuard)
 	case c.MigrationCost.Duration < 0:

@@ -166,13 +166,14 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			return
 		}
 		s.act(snap, byJob, order, ds, start)
+		s.forecastRound(snap, order, alloc, start)
 		pending := 0
 		for i, j := range order {
 			if alloc[i] == nil {
 				pending++
 				g := byJob[j]
 				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",
-					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), s.reserved(j)))
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), s.reserved(j)+s.etaNote(g.Key)))
 			}
 		}
 		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)

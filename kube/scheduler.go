@@ -119,6 +119,7 @@ type Scheduler struct {
 
 	ten *tenancyStage // nil: tenancy none
 	th  *themisStage  // nil: scheduler is not themis
+	fc  forecastStage // forecasts (forecastEvery, WithForecaster)
 
 	binds      atomic.Int64
 	killAfter  int64 // test hook: SIGKILL itself after this many binds

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -28,6 +29,26 @@ type Outcome struct {
 // model) and no arrivals after T, a forecast start is the start the run
 // itself gives the job; a property test holds it to that.
 func Forward(cfg Config, T float64, jobs []*workload.Job) (map[int]Outcome, error) {
+	return ForwardWatch(cfg, T, jobs, Watch{})
+}
+
+// Watch narrows a forecast to the jobs it is for, as a live scheduler
+// asks it: which gangs wait and when they start, among running ones
+// whose work may not be known.
+type Watch struct {
+	// Of, if set, names the jobs the forecast is for (nil: every job).
+	// The run ends once each has finished, or, for one whose work is not
+	// known (Iterations +Inf: it never ends), started; the others are not
+	// waited for and their outcomes may be -1.
+	Of func(*workload.Job) bool
+	// Horizon, if > 0, ends the run at T + Horizon instead of failing at
+	// cfg's round limit: a job not started (finished) by then has Start
+	// (Finish) -1.
+	Horizon float64
+}
+
+// ForwardWatch is Forward for the jobs w names, up to w's horizon.
+func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int]Outcome, error) {
 	if cfg.Cluster == nil || cfg.Scheduler == nil || cfg.Placer == nil || !(cfg.Round > 0) {
 		return nil, fmt.Errorf("sim: forecast: cluster, scheduler, placer and round are required")
 	}
@@ -36,24 +57,43 @@ func Forward(cfg Config, T float64, jobs []*workload.Job) (map[int]Outcome, erro
 	}
 	cfg.Trace = &workload.Trace{Name: "forecast"}
 	cfg.ExtraLoad, cfg.Snapshot, cfg.NoRecords, cfg.Track = 0, nil, false, nil
+	if w.Horizon > 0 {
+		if !(w.Horizon < math.Inf(1)) || !(cfg.Round > 0) {
+			return nil, fmt.Errorf("sim: forecast: horizon %v s: want a finite time > 0", w.Horizon)
+		}
+		cfg.MaxRounds = int(math.Round(T/cfg.Round)) + 2 + int(math.Ceil(w.Horizon/cfg.Round))
+	}
 	out := map[int]Outcome{}
 	user := cfg.Observe
+	var s *state
 	cfg.Observe = func(t float64, order []*workload.Job, alloc [][]int) {
 		for i, j := range order {
 			if o := out[j.ID]; alloc[i] != nil && !j.Running() && o.Start < 0 {
 				o.Start = t
 				out[j.ID] = o
+				if j.Tracked && math.IsInf(j.Iterations, 1) {
+					// Watched until it starts: it never ends.
+					j.Tracked = false
+					s.tracked--
+				}
 			}
 		}
 		if user != nil {
 			user(t, order, alloc)
 		}
 	}
-	s := newState(&cfg)
+	s = newState(&cfg)
+	tracked := 0
 	for _, j := range jobs {
 		c := *j
 		c.GPUsHeld = slices.Clone(j.GPUsHeld)
-		c.Tracked = true
+		c.Tracked = w.Of == nil || w.Of(j)
+		if c.Tracked && math.IsInf(c.Iterations, 1) && c.Running() {
+			c.Tracked = false // it started before T and never ends
+		}
+		if c.Tracked {
+			tracked++
+		}
 		if c.Running() {
 			if err := s.cl.Assign(c.ID, c.GPUsHeld); err != nil {
 				return nil, fmt.Errorf("sim: forecast: %w", err)
@@ -62,7 +102,7 @@ func Forward(cfg Config, T float64, jobs []*workload.Job) (map[int]Outcome, erro
 		s.active = append(s.active, &c)
 		out[c.ID] = Outcome{Start: -1, Finish: -1}
 	}
-	s.tracked, s.trackedAll = len(s.active), len(s.active)
+	s.tracked, s.trackedAll = tracked, tracked
 	if s.tracked == 0 {
 		return out, nil
 	}
@@ -72,7 +112,10 @@ func Forward(cfg Config, T float64, jobs []*workload.Job) (map[int]Outcome, erro
 	}
 	res, err := s.runFrom(first)
 	if err != nil {
-		return nil, err
+		if !(w.Horizon > 0) || !errors.As(err, new(tooLongError)) {
+			return nil, err
+		}
+		res = s.result(s.active) // the horizon: what is known by then
 	}
 	for _, r := range res.Jobs {
 		o := out[r.ID]

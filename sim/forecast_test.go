@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -108,4 +109,45 @@ func forecastCase(t *testing.T, seed uint64, sched, pl string, m backfill.Mode) 
 		}
 	}
 	return len(waiting)
+}
+
+// A forecast for some jobs, among running ones whose work is not known
+// (Iterations +Inf): 1 node x 4 GPUs, FIFO, packed-sticky, rounds of
+// 100 s, 1 s per iteration. Worked out by hand: a (2 GPUs, 300 s left)
+// and u (2 GPUs, unknown) run; w (2 GPUs, 500 s) waits and starts when a
+// ends (300), ending at 800; x (4 GPUs) waits behind it and never starts
+// (u never ends): within a 2,000 s horizon it has no start, and the run
+// stops there instead of failing. Without x, the run ends once w has
+// ended, and v (2 GPUs, unknown, waiting after w) counts once started.
+func TestForwardWatch(t *testing.T) {
+	inf := math.Inf(1)
+	mk := func(id, gpus int, iters float64, held []int) *workload.Job {
+		j := workload.NewJob(workload.Spec{ID: id, GPUs: gpus, Submit: float64(id), Iterations: iters, IterTime: 1})
+		j.GPUsHeld, j.PM, j.Loc = held, 1, 1
+		return j
+	}
+	run := func(jobs []*workload.Job, horizon float64) (map[int]Outcome, error) {
+		cl, _ := cluster.New(1, 4)
+		cfg := Config{Cluster: cl, Scheduler: schedule.FIFO{}, Placer: mustPlacer(t, "packed-sticky"), Round: 100,
+			Locality: ConstantLocality(1), MaxRounds: 1000}
+		return ForwardWatch(cfg, 0, jobs, Watch{Of: func(j *workload.Job) bool { return !j.Running() }, Horizon: horizon})
+	}
+	a, u := mk(0, 2, 300, []int{0, 1}), mk(1, 2, inf, []int{2, 3})
+	out, err := run([]*workload.Job{a, u, mk(2, 2, 500, nil), mk(3, 4, 100, nil)}, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, x := out[2], out[3]; w != (Outcome{300, 800}) || x != (Outcome{-1, -1}) {
+		t.Errorf("w %+v, x %+v; want w {300 800}, x {-1 -1}", w, x)
+	}
+	out, err = run([]*workload.Job{a, u, mk(2, 2, 500, nil), mk(4, 2, inf, nil)}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, v := out[2], out[4]; w != (Outcome{300, 800}) || v != (Outcome{800, -1}) {
+		t.Errorf("w %+v, v %+v; want w {300 800}, v {800 -1}", w, v)
+	}
+	if _, err := run([]*workload.Job{a, u, mk(3, 4, 100, nil)}, 0); err == nil {
+		t.Error("a job that never starts, no horizon: no error")
+	}
 }

@@ -490,8 +490,13 @@ func (s *state) runFrom(first int) (*Result, error) {
 }
 
 func (s *state) tooLong(round int) error {
-	return fmt.Errorf("sim: %d tracked jobs still unfinished after %d rounds; stopping", s.tracked, round)
+	return tooLongError(fmt.Sprintf("sim: %d tracked jobs still unfinished after %d rounds; stopping", s.tracked, round))
 }
+
+// tooLongError is what a run that reaches its round limit fails with.
+type tooLongError string
+
+func (e tooLongError) Error() string { return string(e) }
 
 // report feeds Config.Progress after a round.
 func (s *state) report(round, active int) {

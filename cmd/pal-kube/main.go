@@ -44,7 +44,7 @@ experiments are in pal (go install ./cmd/pal).`, version)
 		Short: "Measure GPUs on the cluster's nodes, scrape DCGM, and export PM-scores for the scheduler",
 	}
 	profile.AddCommand(newProfileBenchCmd(), newProfileCollectCmd(), newProfileExportCmd(), newProfileDCGMCmd())
-	root.AddCommand(newSchedulerCmd(), newDevClusterCmd(), newReplayCmd(), profile)
+	root.AddCommand(newSchedulerCmd(), newForecastCmd(), newDevClusterCmd(), newReplayCmd(), profile)
 	return root
 }
 

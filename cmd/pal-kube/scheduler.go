@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/kube/forecast"
 )
 
 func newSchedulerCmd() *cobra.Command {
@@ -96,7 +97,7 @@ in the background, whose child keeps running when the parent is killed.`,
 			if err != nil {
 				return err
 			}
-			s, err := kube.New(cfg, client, log, kube.WithDynamic(dyn))
+			s, err := kube.New(cfg, client, log, kube.WithDynamic(dyn), kube.WithForecaster(forecast.Run))
 			if err != nil {
 				return err
 			}

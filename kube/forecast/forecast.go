@@ -1,0 +1,73 @@
+// Package forecast runs a forecast from pal-kube scheduler's state: the
+// simulator's forward run (sim.ForwardWatch) on the round's gangs, GPUs
+// and fresh copies of its policies, with no arrivals. It sits above both
+// drivers so that neither imports the other: the scheduler gets Run
+// through kube.WithForecaster.
+package forecast
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/workload"
+)
+
+// Horizon is how far a forecast looks, in the jobs' seconds: a gang not
+// started by then (behind one whose work is not stated, say) has no
+// estimated start.
+const Horizon = 30 * 24 * 3600.0
+
+// Run forecasts st's waiting gangs: when each starts and ends, in the
+// jobs' seconds from st's round (-1: not within Horizon; a gang without
+// pal.io/iterations never ends). The simulator's own model runs it: a
+// running gang progresses at its slowest GPU's raw value (times the
+// locality penalty across nodes) per model iteration, and ends when its
+// pal.io/iterations are done.
+func Run(st *kube.ForecastState) ([]kube.ForecastRow, error) {
+	out, err := forward(st)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]kube.ForecastRow, len(st.Pending))
+	for i, p := range st.Pending {
+		o, ok := out[p.JobID]
+		if !ok {
+			o = sim.Outcome{Start: -1, Finish: -1}
+		}
+		rows[i] = kube.ForecastRow{Gang: p.Key, Position: p.Position, GPUs: p.GPUs, Start: o.Start, Finish: o.Finish, Reason: p.Reason}
+	}
+	return rows, nil
+}
+
+func forward(st *kube.ForecastState) (map[int]sim.Outcome, error) {
+	if len(st.Pending) == 0 {
+		return map[int]sim.Outcome{}, nil
+	}
+	pen := st.Locality
+	cfg := sim.Config{
+		Cluster: st.Cluster, Scheduler: st.Scheduler, Placer: st.Placer, Round: st.Round,
+		Locality: func(*workload.Spec) float64 { return pen },
+		Raw:      st.Raw, Scores: st.Scores, Costs: st.Costs, Seed: st.Seed,
+		StarvationGuard: st.StarvationGuard, Moves: sim.MovesEvictRelaunch,
+	}
+	waiting := make(map[int]bool, len(st.Pending))
+	for _, p := range st.Pending {
+		waiting[p.JobID] = true
+	}
+	out, err := sim.ForwardWatch(cfg, 0, st.Jobs, sim.Watch{
+		Of:      func(j *workload.Job) bool { return waiting[j.ID] },
+		Horizon: Horizon,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	for id, o := range out {
+		if math.IsInf(o.Finish, 0) {
+			o.Finish = -1
+			out[id] = o
+		}
+	}
+	return out, nil
+}

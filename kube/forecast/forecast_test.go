@@ -1,0 +1,209 @@
+package forecast
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/palsched/pal/kube"
+)
+
+// The backfill hand case (examples/backfill) as a forecast: 4 nodes x 4
+// GPUs, all alike (no scores, locality penalty 1), FIFO, rounds of 100 s,
+// a model of 1 s per iteration (pal.io/iterations is a run time in
+// seconds). Gang a (two 4-GPU pods, 1000 s) was bound at t0; gang g
+// (four 4-GPU pods, 500 s) and the 2-GPU pods s300, s600 and s1500 wait,
+// created in that order.
+var t0 = time.Unix(1_000_000, 0)
+
+func handCluster(t testing.TB, pending ...string) []runtime.Object {
+	var objs []runtime.Object
+	for i := range 4 {
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(4)}}})
+	}
+	yes := true
+	mk := func(name string, gpus int, iters string, created time.Time, ann ...string) *corev1.Pod {
+		a := map[string]string{kube.AnnModel: "unit", kube.AnnIterations: iters}
+		for i := 0; i+1 < len(ann); i += 2 {
+			a[ann[i]] = ann[i+1]
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: k8stypes.UID("uid-" + name),
+			Annotations: a, CreationTimestamp: metav1.NewTime(created),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "set", UID: "uid-set", Controller: &yes}}},
+			Spec: corev1.PodSpec{SchedulerName: "pal", Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(gpus)}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	}
+	bi, err := json.Marshal(kube.BindInfo{Gang: "ns/a", Round: t0.UTC().Format(time.RFC3339Nano),
+		Pods: map[string]kube.PodBind{"a-0": {Node: "n0", GPUs: []int{0, 1, 2, 3}}, "a-1": {Node: "n1", GPUs: []int{0, 1, 2, 3}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		p := mk(fmt.Sprintf("a-%d", i), 4, "1000", t0.Add(-10*time.Second), kube.AnnGang, "a", kube.AnnGangSize, "2")
+		p.Spec.NodeName = fmt.Sprintf("n%d", i)
+		p.Status.Phase = corev1.PodRunning
+		p.Annotations[kube.AnnGPUIndices] = kube.FormatIndices([]int{0, 1, 2, 3})
+		p.Annotations[kube.AnnBindInfo] = string(bi)
+		objs = append(objs, p)
+	}
+	for i := range 4 {
+		objs = append(objs, mk(fmt.Sprintf("g-%d", i), 4, "500", t0.Add(-3*time.Second), kube.AnnGang, "g", kube.AnnGangSize, "4"))
+	}
+	for i, d := range pending {
+		objs = append(objs, mk("s"+d, 2, d, t0.Add(time.Duration(i-2)*time.Second)))
+	}
+	return objs
+}
+
+func handConfig(t testing.TB, backfill string) kube.Config {
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kube.DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.MetricsAddr = ""
+	cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", "packed-sticky", backfill
+	cfg.LocalityPenalty, cfg.Models = 1, models
+	cfg.Period = kube.Duration{Duration: 100 * time.Second}
+	return cfg
+}
+
+func rowsText(rows []kube.ForecastRow) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%d %s start %g end %g: %s", r.Position, r.Gang, r.Start, r.Finish, r.Reason))
+	}
+	return out
+}
+
+// Read-only, 300 s after a was bound: a has 700 s left (its time since
+// its bind-info's round), so g starts at +700 (t0 + 1000) and ends at
+// +1200; strict order keeps s1500 behind g until g ends (+1200, ending
+// +2700). Under easy, s1500 (1500 s) would hold GPUs past g's
+// reservation: the same answer.
+func TestForecastReadOnlyHandCase(t *testing.T) {
+	want := []string{
+		"1 ns/g start 700 end 1200: does not fit: needs 16 GPUs, 8 free",
+		"2 ns/s1500 start 1200 end 2700: behind gang ns/g, which waits (strict order)",
+	}
+	for _, mode := range []string{"none", "easy"} {
+		cs := fake.NewClientset(handCluster(t, "1500")...)
+		s, err := kube.New(handConfig(t, mode), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := s.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Forecast(t0.Add(300 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := Run(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want
+		if mode == "easy" {
+			w = []string{want[0], "2 ns/s1500 start 1200 end 2700: would hold GPUs gang ns/g's reservation needs past its time"}
+		}
+		if got := rowsText(rows); strings.Join(got, "\n") != strings.Join(w, "\n") {
+			t.Errorf("%s: forecast\n%s\nwant\n%s", mode, strings.Join(got, "\n"), strings.Join(w, "\n"))
+		}
+		if eta := kube.ETA(st, rows[0].Start); !eta.Equal(t0.Add(1000 * time.Second)) {
+			t.Errorf("%s: g's ETA %v, want t0 + 1000 s", mode, eta)
+		}
+		acts := 0
+		for _, a := range cs.Actions() {
+			switch a.GetVerb() {
+			case "create", "update", "patch", "delete":
+				acts++
+			}
+		}
+		if acts != 0 {
+			t.Errorf("%s: the read-only forecast made %d writes", mode, acts)
+		}
+	}
+}
+
+// In the scheduler, at t0: under none only g and the three small pods
+// wait (g at 1000, the three when it ends at 1500); under easy s300 and
+// s600 start now and s1500 waits for g's end. The estimated starts go on
+// the pending pods, into the waiting message and into the gauge.
+func TestSchedulerForecastEvery(t *testing.T) {
+	want := map[string][]string{
+		"none": {
+			"1 ns/g start 1000 end 1500: does not fit: needs 16 GPUs, 8 free",
+			"2 ns/s300 start 1500 end 1800: behind gang ns/g, which waits (strict order)",
+			"3 ns/s600 start 1500 end 2100: behind gang ns/g, which waits (strict order)",
+			"4 ns/s1500 start 1500 end 3000: behind gang ns/g, which waits (strict order)",
+		},
+		"easy": {
+			"1 ns/g start 1000 end 1500: does not fit: needs 16 GPUs, 4 free",
+			"2 ns/s1500 start 1500 end 3000: would hold GPUs gang ns/g's reservation needs past its time",
+		},
+	}
+	for _, mode := range []string{"none", "easy"} {
+		cs := fake.NewClientset(handCluster(t, "300", "600", "1500")...)
+		cfg := handConfig(t, mode)
+		cfg.ForecastEvery = 1
+		var log bytes.Buffer
+		s, err := kube.New(cfg, cs, slog.New(slog.NewTextHandler(&log, nil)), kube.WithForecaster(Run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if err := s.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.Start(ctx)
+		s.Round(ctx, t0)
+		if got := rowsText(s.LastForecast()); strings.Join(got, "\n") != strings.Join(want[mode], "\n") {
+			t.Errorf("%s: forecast\n%s\nwant\n%s", mode, strings.Join(got, "\n"), strings.Join(want[mode], "\n"))
+		}
+		gAt := time.Unix(1_001_000, 0).UTC().Format(time.RFC3339)
+		if !strings.Contains(log.String(), "estimated start "+gAt) {
+			t.Errorf("%s: no waiting message names g's estimated start %s:\n%s", mode, gAt, log.String())
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			p, err := cs.CoreV1().Pods("ns").Get(ctx, "g-3", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Annotations[kube.AnnEstimatedStart] == gAt {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: g-3's %s is %q, want %q", mode, kube.AnnEstimatedStart, p.Annotations[kube.AnnEstimatedStart], gAt)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if g := `pal_gang_estimated_start_seconds{gang="ns/g"} 1.001e+06`; !strings.Contains(rec.Body.String(), g) {
+			t.Errorf("%s: /metrics has no %s", mode, g)
+		}
+	}
+}
