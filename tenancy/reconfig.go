@@ -175,11 +175,19 @@ func (s *Scheduler) adoptLeaf(g *Group, vc *VC, p *PCell, typ string, made func(
 // first, when their VC's cells over their devices are free once more.
 func (s *Scheduler) revertDemoted() []string {
 	var ds []*Group
-	for _, g := range s.groups {
-		if g.Demoted && g.state == running {
+	keep := s.demoted[:0]
+	for _, g := range s.demoted {
+		if !g.Demoted || s.groups[g.Name] != g {
+			g.inDemoted = false
+			continue
+		}
+		keep = append(keep, g)
+		if g.state == running {
 			ds = append(ds, g)
 		}
 	}
+	clear(s.demoted[len(keep):])
+	s.demoted = keep
 	if len(ds) == 0 {
 		return nil
 	}
@@ -192,6 +200,14 @@ func (s *Scheduler) revertDemoted() []string {
 		}
 	}
 	return out
+}
+
+// noteDemoted lists g among the demoted groups (see Scheduler.demoted).
+func (s *Scheduler) noteDemoted(g *Group) {
+	if !g.inDemoted {
+		g.inDemoted = true
+		s.demoted = append(s.demoted, g)
+	}
 }
 
 // Reconfig is what a reconfiguration did to the groups that ran.
@@ -326,6 +342,9 @@ func (s *Scheduler) Reconfigure(cfg *Config) (*Scheduler, Reconfig, error) {
 			rep.Demoted = append(rep.Demoted, ng.Name)
 		case !g.Demoted:
 			rep.Opportunistic = append(rep.Opportunistic, ng.Name)
+		}
+		if ng.Demoted {
+			n.noteDemoted(ng)
 		}
 	}
 	// Bad nodes last: a VC's cells doomed to bad hardware take what the

@@ -113,3 +113,41 @@ func TestLazyPreemptionReverts(t *testing.T) {
 		t.Fatalf("L moved to %v", p)
 	}
 }
+
+// A group lazily preempted by a reconfiguration is guaranteed again by
+// the release that frees its VC's cell, without another reconfiguration:
+// the new scheduler lists the groups it demoted for the releases to come.
+// As above, a2 is demoted when A keeps one node cell, held by a1 on n0;
+// once a1 leaves, A's cell is free and binds to n1, where a2 runs.
+func TestReconfiguredDemotionRevertsOnRelease(t *testing.T) {
+	vcs := func(a, b int) string {
+		return "  A: {virtualCells: [{cellType: NODE, cellNumber: " + string(rune('0'+a)) + "}]}\n  B: {virtualCells: [{cellType: NODE, cellNumber: " + string(rune('0'+b)) + "}]}\n"
+	}
+	s := mustNew(t, twoLevel(3, 4, vcs(2, 1)))
+	for _, r := range []Request{
+		{Group: "a1", VC: "A", Pods: []int{4}}, {Group: "a2", VC: "A", Pods: []int{4}}, {Group: "b1", VC: "B", Pods: []int{2}},
+	} {
+		mustPlace(t, s, r)
+	}
+	cfg, err := Parse("new.yaml", []byte(twoLevel(3, 4, vcs(1, 2))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := s.Reconfigure(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, demoted, _ := n.GroupInfo("a2"); !demoted {
+		t.Fatal("a2 is not demoted by the new config")
+	}
+	if err := n.Release("a1"); err != nil {
+		t.Fatal(err)
+	}
+	mustCheck(t, n)
+	if prio, demoted, _ := n.GroupInfo("a2"); prio == Opportunistic || demoted {
+		t.Fatalf("a2 after a1 left: priority %d demoted %v, want guaranteed again", prio, demoted)
+	}
+	if p, ok := n.Placement("a2"); !ok || p[0].Node != "n1" {
+		t.Fatalf("a2 runs on %v, want n1", p)
+	}
+}

@@ -46,6 +46,12 @@ type Scheduler struct {
 	// The preemptions the decision under way cancelled, and the victims
 	// no preemptor waits for any more.
 	cancelled, reprieved []string
+	// demoted holds every tracked group that is lazily preempted, and
+	// perhaps some that no longer are (revertDemoted drops them): every
+	// release and every round end looks for demoted groups to revert, and
+	// walking all groups for them made that the largest cost of a
+	// tenancy decision on a big cluster.
+	demoted []*Group
 }
 
 // New builds the tenancy state from a parsed config and validates it,
@@ -80,6 +86,7 @@ type Group struct {
 	victims      []*Group // preempting: the groups still on its devices
 	takers       []*Group // leaving: the preemptors holding some of its devices
 	seq          int      // creation order
+	inDemoted    bool     // listed in the scheduler's demoted
 	// pre is, per device (pods in order), the cell type of the VC cell its
 	// leaf was placed under (the preassigned cell, or the pinned cell) and
 	// pinned the pinned cell's id: how a lazily preempted group finds its
@@ -927,6 +934,7 @@ func (s *Scheduler) demote(g *Group) {
 	g.vleaves = nil
 	g.Priority = Opportunistic
 	g.Demoted = true
+	s.noteDemoted(g)
 	for _, v := range old {
 		s.unbindUp(v)
 	}
