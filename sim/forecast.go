@@ -45,6 +45,13 @@ type Watch struct {
 	// cfg's round limit: a job not started (finished) by then has Start
 	// (Finish) -1.
 	Horizon float64
+	// Starts ends the run once every job it is for has started. A job
+	// that has not finished by then ends, in the answer, where its
+	// progress on the GPUs it then holds reaches its work (the rounds
+	// credited one by one, as the run would): exact while nothing moves
+	// or preempts it later, as under FIFO with a sticky placement, and
+	// a run of a few rounds rather than of every job's remaining time.
+	Starts bool
 }
 
 // ForwardWatch is Forward for the jobs w names, up to w's horizon.
@@ -68,11 +75,15 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 	var s *state
 	cfg.Observe = func(t float64, order []*workload.Job, alloc [][]int) {
 		for i, j := range order {
-			if o := out[j.ID]; alloc[i] != nil && !j.Running() && o.Start < 0 {
+			if alloc[i] == nil || j.Running() {
+				continue
+			}
+			if o := out[j.ID]; o.Start < 0 {
 				o.Start = t
 				out[j.ID] = o
-				if j.Tracked && math.IsInf(j.Iterations, 1) {
-					// Watched until it starts: it never ends.
+				if j.Tracked && (w.Starts || math.IsInf(j.Iterations, 1)) {
+					// Watched until it starts (it never ends, or only
+					// starts are run for).
 					j.Tracked = false
 					s.tracked--
 				}
@@ -84,12 +95,16 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 	}
 	s = newState(&cfg)
 	tracked := 0
+	watched := map[int]bool{}
 	for _, j := range jobs {
 		c := *j
 		c.GPUsHeld = slices.Clone(j.GPUsHeld)
 		c.Tracked = w.Of == nil || w.Of(j)
-		if c.Tracked && math.IsInf(c.Iterations, 1) && c.Running() {
-			c.Tracked = false // it started before T and never ends
+		if c.Tracked {
+			watched[c.ID] = true
+		}
+		if c.Tracked && c.Running() && (w.Starts || math.IsInf(c.Iterations, 1)) {
+			c.Tracked = false // it started before T (and never ends)
 		}
 		if c.Tracked {
 			tracked++
@@ -121,6 +136,25 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 		o := out[r.ID]
 		o.Finish = r.Completion
 		out[r.ID] = o
+	}
+	if w.Starts && len(s.rounds) > 0 {
+		// The run stopped at the boundary after the last start.
+		at := s.rounds[len(s.rounds)-1].T + cfg.Round
+		for _, j := range s.active {
+			if !watched[j.ID] || !j.Running() || math.IsInf(j.Iterations, 1) {
+				continue
+			}
+			c := *j
+			for k := 1; k <= cfg.maxRounds(); k++ {
+				credit(&c, cfg.Round)
+				if c.Executed >= c.Iterations {
+					o := out[j.ID]
+					o.Finish = at + float64(k)*cfg.Round
+					out[j.ID] = o
+					break
+				}
+			}
+		}
 	}
 	return out, nil
 }

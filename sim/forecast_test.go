@@ -19,6 +19,7 @@ import (
 // 16-GPU jobs on 4x4 GPUs with locality 1.5, FIFO and SRTF, three
 // placements, strict order and EASY backfill.
 func TestForecastMatchesRun(t *testing.T) {
+	startsCompared = 0
 	compared := 0
 	for seed := uint64(1); seed <= 12; seed++ {
 		for _, sched := range []string{"fifo", "srtf"} {
@@ -29,11 +30,16 @@ func TestForecastMatchesRun(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d waiting jobs compared", compared)
+	t.Logf("%d waiting jobs compared, %d of them also to the last start", compared, startsCompared)
+	if startsCompared < 50 {
+		t.Errorf("only %d waiting jobs compared to the last start", startsCompared)
+	}
 	if compared < 200 {
 		t.Errorf("only %d waiting jobs compared", compared)
 	}
 }
+
+var startsCompared int
 
 func forecastCase(t *testing.T, seed uint64, sched, pl string, m backfill.Mode) int {
 	t.Helper()
@@ -85,6 +91,26 @@ func forecastCase(t *testing.T, seed uint64, sched, pl string, m backfill.Mode) 
 		var err error
 		if fc, err = Forward(f, T, order); err != nil {
 			t.Fatal(err)
+		}
+		if sched == "fifo" && pl == "packed-sticky" && m == backfill.None {
+			// Nothing moves or preempts a started job: a run that stops
+			// at the last start and projects the ends says the same.
+			s3, b3 := mk()
+			f.Scheduler, f.Placer = s3, backfill.Fork(cfg.Placer, b3)
+			w := map[int]bool{}
+			for _, id := range waiting {
+				w[id] = true
+			}
+			st, err := ForwardWatch(f, T, order, Watch{Of: func(j *workload.Job) bool { return w[j.ID] }, Starts: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range waiting {
+				if st[id] != fc[id] {
+					t.Errorf("seed %d: job %d: forecast to the last start %+v, to the end %+v", seed, id, st[id], fc[id])
+				}
+			}
+			startsCompared += len(waiting)
 		}
 	}
 	res, err := Run(cfg)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,7 +100,13 @@ func BenchmarkForecast(b *testing.B) {
 				b.Fatalf("%d pending gangs, want %d", len(st.Pending), sh[2])
 			}
 			b.ReportAllocs()
+			cpu0 := cpuTime()
 			b.ResetTimer()
+			defer func() {
+				// CPU of the whole process (GC included) per forecast,
+				// the target's measure; ns/op is wall time on a shared machine.
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			}()
 			for range b.N {
 				rows, err := Run(st)
 				if err != nil {
@@ -111,4 +118,13 @@ func BenchmarkForecast(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -24,7 +24,9 @@ const Horizon = 30 * 24 * 3600.0
 // pal.io/iterations never ends). The simulator's own model runs it: a
 // running gang progresses at its slowest GPU's raw value (times the
 // locality penalty across nodes) per model iteration, and ends when its
-// pal.io/iterations are done.
+// pal.io/iterations are done. The run stops at the last start; a gang
+// still running then ends, in the answer, where its progress on its
+// GPUs reaches its work (sim.Watch.Starts).
 func Run(st *kube.ForecastState) ([]kube.ForecastRow, error) {
 	out, err := forward(st)
 	if err != nil {
@@ -59,6 +61,7 @@ func forward(st *kube.ForecastState) (map[int]sim.Outcome, error) {
 	out, err := sim.ForwardWatch(cfg, 0, st.Jobs, sim.Watch{
 		Of:      func(j *workload.Job) bool { return waiting[j.ID] },
 		Horizon: Horizon,
+		Starts:  true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
