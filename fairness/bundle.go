@@ -2,6 +2,7 @@ package fairness
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 
 	"github.com/palsched/pal/variability"
@@ -461,6 +462,32 @@ func (b *bidder) splitFlat(t *Topology, p int, bundle []int) (flat, span []int) 
 	if cap(flat) < len(bundle) {
 		flat = make([]int, 0, len(bundle))
 	}
+	// byLen[l] has bit x set when run x has l GPUs left, when there are
+	// at most 64 runs of at most 64 GPUs (the usual case): the tightest
+	// run that fits n is then the lowest bit of the first non-empty
+	// byLen[l], l >= n, and the largest the lowest bit of the last one,
+	// as the scans over the runs below find them.
+	var byLen [65]uint64
+	top := 0
+	fast := len(groups) <= maxFastRuns
+	for x := range groups {
+		l := groups[x].hi - groups[x].lo
+		if l > 64 {
+			fast = false
+			break
+		}
+		byLen[l] |= 1 << x
+		top = max(top, l)
+	}
+	use := func(x, k int) {
+		if fast {
+			l := groups[x].hi - groups[x].lo
+			byLen[l] &^= 1 << x
+			byLen[l-k] |= 1 << x
+		}
+		flat = append(flat, bundle[groups[x].lo:groups[x].lo+k]...)
+		groups[x].lo += k
+	}
 	for _, i := range order {
 		n := need[i]
 		at := len(flat)
@@ -476,7 +503,16 @@ func (b *bidder) splitFlat(t *Topology, p int, bundle []int) (flat, span []int) 
 				break
 			}
 		}
-		if fit < 0 {
+		switch {
+		case fit >= 0:
+		case fast:
+			for l := n; l <= top; l++ {
+				if m := byLen[l]; m != 0 {
+					fit = bits.TrailingZeros64(m)
+					break
+				}
+			}
+		default:
 			for x := range groups {
 				if l := groups[x].hi - groups[x].lo; l >= n && (fit < 0 || l < groups[fit].hi-groups[fit].lo) {
 					fit = x
@@ -484,19 +520,26 @@ func (b *bidder) splitFlat(t *Topology, p int, bundle []int) (flat, span []int) 
 			}
 		}
 		if fit >= 0 {
-			flat = append(flat, bundle[groups[fit].lo:groups[fit].lo+n]...)
-			groups[fit].lo += n
+			use(fit, n)
 		} else {
 			for n > 0 {
 				big := -1
-				for x := range groups {
-					if l := groups[x].hi - groups[x].lo; l > 0 && (big < 0 || l > groups[big].hi-groups[big].lo) {
-						big = x
+				if fast {
+					for l := top; l > 0; l-- {
+						if m := byLen[l]; m != 0 {
+							big = bits.TrailingZeros64(m)
+							break
+						}
+					}
+				} else {
+					for x := range groups {
+						if l := groups[x].hi - groups[x].lo; l > 0 && (big < 0 || l > groups[big].hi-groups[big].lo) {
+							big = x
+						}
 					}
 				}
 				k := min(n, groups[big].hi-groups[big].lo)
-				flat = append(flat, bundle[groups[big].lo:groups[big].lo+k]...)
-				groups[big].lo += k
+				use(big, k)
 				n -= k
 			}
 		}
@@ -505,6 +548,10 @@ func (b *bidder) splitFlat(t *Topology, p int, bundle []int) (flat, span []int) 
 	b.flatBuf = flat
 	return flat, span
 }
+
+// maxFastRuns is the most runs splitFlat indexes by length (a word's
+// bits); tests set it to 0 to compare with the plain scans.
+var maxFastRuns = 64
 
 // run is the stretch bundle[lo:hi] of a bundle on one machine.
 type run struct{ m, lo, hi int }
