@@ -258,6 +258,33 @@ func (c *Cluster) Release(job int, gpus []int) error {
 	return nil
 }
 
+// Owners copies the owner table into dst (grown to Size) and returns it:
+// Free or the job holding each GPU.
+func (c *Cluster) Owners(dst []int) []int {
+	return append(dst[:0], c.owner...)
+}
+
+// Install replaces the whole owner table with owner (one entry per GPU,
+// Free or a job id >= 0, as a driver that rebuilt a round's allocation in
+// one pass has it) and returns the table it replaced, for the caller to
+// reuse as its next scratch table. It recounts the free GPUs in one pass.
+func (c *Cluster) Install(owner []int) (old []int, err error) {
+	if len(owner) != len(c.owner) {
+		return nil, fmt.Errorf("cluster: owner table of %d GPUs for a cluster of %d", len(owner), len(c.owner))
+	}
+	clear(c.free)
+	n := 0
+	for g, o := range owner {
+		if o == Free {
+			c.free[c.node[g]]++
+			n++
+		}
+	}
+	c.nfree = n
+	old, c.owner = c.owner, owner
+	return old, nil
+}
+
 // FreeGPUs appends the free GPU ids in ascending order to dst.
 func (c *Cluster) FreeGPUs(dst []int) []int {
 	for g, o := range c.owner {

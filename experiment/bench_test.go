@@ -68,7 +68,8 @@ func scaleInputs(b *testing.B, cluster, sched string, rate float64, jobs int) *I
 	if err != nil {
 		b.Fatal(err)
 	}
-	in.noRecords = true // as pal sim without --jobs-out
+	in.noRecords = true   // as pal sim without --jobs-out
+	in.noMoveGains = true // nor --rounds-out
 	return in
 }
 

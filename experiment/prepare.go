@@ -29,6 +29,7 @@ import (
 type Inputs struct {
 	// noRecords runs without per-job records (Hooks.NoJobRecords).
 	noRecords     bool
+	noMoveGains   bool    // Hooks.NoMoveGains
 	forecastAt    float64 // -1: no forecast (Hooks.ForecastAt)
 	Opts          Options
 	Cluster       *cluster.Cluster
@@ -373,6 +374,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		StarvationGuard: in.Opts.StarvationGuard,
 		Track:           in.Track,
 		NoRecords:       in.noRecords && !in.WantFairness() && in.Layout == nil, // fairness and the per-VC figures read the records
+		NoMoveGains:     in.noMoveGains,
 	}
 	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
 		return sim.Config{}, err

@@ -141,6 +141,10 @@ type Hooks struct {
 	// per-job records (RunResult.JobRecords stays empty), which bounds the
 	// memory of a long trace by its active jobs.
 	NoJobRecords bool
+	// NoMoveGains says the caller prints no per-job or per-round move
+	// columns: migrations are counted but not priced
+	// (sim.Config.NoMoveGains).
+	NoMoveGains bool
 }
 
 // RunAllWith is RunAll with hooks.
@@ -176,6 +180,7 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 		return nil, nil, err
 	}
 	in.noRecords = h.NoJobRecords
+	in.noMoveGains = h.NoMoveGains
 	in.forecastAt = -1
 	if h.Forecast {
 		if err := forecastable(o, h.ForecastAt); err != nil {

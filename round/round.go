@@ -94,10 +94,32 @@ func Same(a, b []int) bool {
 // jobs, is an error naming the job; cl may then be partly changed, and the
 // caller should treat it as a bug in the placer.
 func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func(i int, k Kind)) error {
-	var a Applier
+	if len(alloc) != len(order) {
+		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
+	}
 	kinds := make([]Kind, len(order))
-	if err := a.Apply(cl, order, alloc, func(i int, k Kind) { kinds[i] = k }); err != nil {
-		return err
+	for i, j := range order {
+		kinds[i] = Classify(j.GPUsHeld, alloc[i])
+		if k := kinds[i]; k == Preempt || k == Migrate {
+			if err := cl.Release(j.ID, j.GPUsHeld); err != nil {
+				return fmt.Errorf("round: %w", err)
+			}
+		}
+	}
+	for i, j := range order {
+		if k := kinds[i]; k != Launch && k != Migrate {
+			continue
+		}
+		g := alloc[i]
+		if want, most := j.GPUs, j.Most(); len(g) < want || len(g) > most {
+			if most > want {
+				return fmt.Errorf("round: job %d got %d GPUs, it runs on %d..%d", j.ID, len(g), want, most)
+			}
+			return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), want)
+		}
+		if err := cl.Assign(j.ID, g); err != nil {
+			return fmt.Errorf("round: %w", err)
+		}
 	}
 	if visit != nil {
 		for i, k := range kinds {
@@ -110,39 +132,41 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 // Applier is Apply for a driver that reads each job of a round once: its
 // visit comes as soon as the job is classified. It keeps its scratch
 // space from round to round.
+//
+// It rebuilds the owner table in one pass over the answer instead of
+// releasing and assigning job by job: every job the answer runs writes
+// its GPUs into a fresh table, which replaces the cluster's at the end.
+// A job stays (Keep) when the answer gives it as many GPUs as it holds,
+// ascending, each owned by it in the table the round started from; the
+// job's own list is never read, which on a large cluster, where most
+// running jobs move or stay every round, saves reading one scattered list
+// per job. So the order must hold every job that holds GPUs (a driver's
+// whole active set, as the simulator hands it); a job outside it that
+// holds GPUs is an error, since the rebuilt table would take them away.
 type Applier struct {
-	takes []take
+	next []int // the owner table being built
 }
 
-// take is a launched or migrated job, noted while the GPUs are released
-// so that assigning them reads no job again.
-type take struct {
-	i, want int
-	most    int // the most GPUs it can use (want for a rigid gang)
-	id      int
-}
-
-// Apply does what the package's Apply does to cl, in the same order and
-// with the same errors, but calls visit(i, k) for each job in order right
-// after classifying it (and releasing its GPUs), before the next job is
-// read and before any GPU is assigned. visit may change the job it is
-// given (its GPUsHeld included: Apply has read it by then) but must not
-// read cl, which is mid-change. On an error, jobs before the failing one
-// may have been visited.
+// Apply does what the package's Apply does to cl, with the same kinds and
+// the same resulting owner table, but calls visit(i, k) for each job in
+// order right after classifying it, before the next job is read. visit
+// may change the job it is given (its GPUsHeld included: Apply has read
+// it by then) but must not read cl's owners, which change at the end.
+// order must hold every job holding GPUs in cl (see Applier). A placer
+// that gives a job the wrong number of GPUs, or one GPU to two jobs, is an
+// error naming the job, and cl is then unchanged; jobs before the failing
+// one have been visited.
 func (a *Applier) Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func(i int, k Kind)) error {
 	return a.apply(cl, order, alloc, nil, visit)
 }
 
 // Stream is Apply for an answer a placer is still producing on another
-// goroutine (see policy.Streamer), told through r: job i is read, released
-// and visited as soon as r says alloc[i] is final, so visits overlap the
-// placing of later jobs. A launched or moved job whose new GPUs are free
-// by then takes them at once; the others, whose GPUs a later job still
-// holds, are assigned in order once the whole answer is in. The same
-// placer bugs fail as in Apply, though a GPU given to two jobs may be
-// reported on the other one. It returns only after r has reached
-// len(order), error or not, so the placer is done with order and alloc by
-// then.
+// goroutine (see policy.Streamer), told through r: job i is read and
+// visited as soon as r says alloc[i] is final, so visits overlap the
+// placing of later jobs. Same kinds, table and errors as Apply (a GPU
+// given to two jobs is reported on the later one). It returns only after
+// r has reached len(order), error or not, so the placer is done with
+// order and alloc by then.
 func (a *Applier) Stream(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, r *Relay, visit func(i int, k Kind)) error {
 	err := a.apply(cl, order, alloc, r, visit)
 	for n := r.n.Load(); int(n) < len(order); n = r.n.Load() {
@@ -155,47 +179,108 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 	if len(alloc) != len(order) {
 		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
 	}
-	a.takes = a.takes[:0]
+	size := cl.Size()
+	if cap(a.next) < size {
+		a.next = make([]int, size)
+	}
+	next := a.next[:size]
+	for g := range next {
+		next[g] = cluster.Free
+	}
 	ready := len(order)
 	if r != nil {
 		ready = 0
 	}
+	held := 0 // GPUs the ordered jobs hold
 	for i := range order {
 		if i == ready {
 			ready = r.wait(i)
 		}
-		j := order[i]
-		held := j.GPUsHeld
-		k := Classify(held, alloc[i])
-		switch k {
-		case Preempt, Migrate:
-			if err := cl.Release(j.ID, held); err != nil {
-				return fmt.Errorf("round: %w", err)
+		j, g := order[i], alloc[i]
+		h := j.GPUsHeld
+		held += len(h)
+		var k Kind
+		switch {
+		case h == nil && g == nil:
+			k = Wait
+		case h == nil:
+			k = Launch
+		case g == nil:
+			k = Preempt
+		case stays(cl, j.ID, h, g):
+			k = Keep
+		default:
+			k = Migrate
+		}
+		if k == Launch || k == Migrate {
+			if want, most := j.GPUs, j.Most(); len(g) < want || len(g) > most {
+				if most > want {
+					return fmt.Errorf("round: job %d got %d GPUs, it runs on %d..%d", j.ID, len(g), want, most)
+				}
+				return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), want)
 			}
 		}
-		switch k {
-		case Launch, Migrate:
-			// A streamed answer assigns what it can at once, so that only
-			// the jobs whose new GPUs are still held by later jobs wait
-			// for the placer to finish; the rest assign in order below,
-			// with Apply's checks and errors.
-			if r == nil || !j.Fits(len(alloc[i])) || !cl.TryAssign(j.ID, alloc[i]) {
-				a.takes = append(a.takes, take{i: i, want: j.GPUs, most: j.Most(), id: j.ID})
+		if g != nil {
+			if err := claim(next, j.ID, g); err != nil {
+				return fmt.Errorf("round: %w", err)
 			}
 		}
 		visit(i, k)
 	}
-	for _, t := range a.takes {
-		g := alloc[t.i]
-		if len(g) < t.want || len(g) > t.most {
-			if t.most > t.want {
-				return fmt.Errorf("round: job %d got %d GPUs, it runs on %d..%d", t.id, len(g), t.want, t.most)
-			}
-			return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", t.id, len(g), t.want)
+	if busy := size - cl.FreeCount(); held != busy {
+		return fmt.Errorf("round: the ordered jobs hold %d GPUs but %d are taken: every job holding GPUs must be in the order", held, busy)
+	}
+	old, err := cl.Install(next)
+	if err != nil {
+		return fmt.Errorf("round: %w", err)
+	}
+	a.next = old
+	return nil
+}
+
+// stays reports whether job id, holding held, keeps exactly those GPUs
+// under next: the same list (one pointer compare, as placers hand a job
+// that stays its own list), or as many GPUs, ascending, each owned by it
+// now, which read off the owner table is the same set without reading
+// the job's list. An answer that is not ascending is compared element by
+// element, as Classify does.
+func stays(cl *cluster.Cluster, id int, held, next []int) bool {
+	if len(held) != len(next) {
+		return false
+	}
+	if &held[0] == &next[0] {
+		return true
+	}
+	prev := -1
+	for _, g := range next {
+		if g <= prev || g >= cl.Size() {
+			return slices.Equal(held, next)
 		}
-		if err := cl.Assign(t.id, g); err != nil {
-			return fmt.Errorf("round: %w", err)
+		if cl.Owner(g) != id {
+			return false
 		}
+		prev = g
+	}
+	return true
+}
+
+// claim writes job's GPUs into the owner table being built, with Assign's
+// checks and errors.
+func claim(next []int, job int, gpus []int) error {
+	if job < 0 {
+		return fmt.Errorf("cluster: invalid job id %d", job)
+	}
+	for _, g := range gpus {
+		if g < 0 || g >= len(next) {
+			return fmt.Errorf("cluster: job %d: GPU %d does not exist", job, g)
+		}
+		switch o := next[g]; {
+		case o == job:
+			return fmt.Errorf("cluster: job %d: GPU %d listed twice", job, g)
+		case o != cluster.Free:
+			return fmt.Errorf("cluster: job %d: GPU %d already held by job %d", job, g, o)
+		}
+		next[g] = job
 	}
 	return nil
 }

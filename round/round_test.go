@@ -1,6 +1,7 @@
 package round
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -256,5 +257,146 @@ func TestEvictionsRewrite(t *testing.T) {
 	e.Rewrite(4, order2, alloc2)
 	if !slices.Equal(alloc2[0], []int{0}) || !slices.Equal(alloc2[1], []int{3}) || e.Moved[0] != nil || e.Moved[1] != nil {
 		t.Errorf("second round: alloc %v, Moved %v; want [[0] [3]] and no moves", alloc2, e.Moved)
+	}
+}
+
+// The Applier rebuilds the owner table in one pass. On a 2x2 cluster
+// (GPUs 0-3), worked by hand, order [c, a, b, e]:
+//   - c is new and gets GPU 2, which b (later in the order) holds now:
+//     Launch, and GPU 2 is c's after the round;
+//   - a holds {0,1} and gets a fresh list {0,1}: Keep, read off the owner
+//     table (no pointer in common);
+//   - b holds {2} and gets {3}: Migrate;
+//   - e holds nothing and gets nothing: Wait.
+//
+// No GPU is free afterwards.
+func TestApplierRebuild(t *testing.T) {
+	a, b := job(1, 2, []int{0, 1}), job(2, 1, []int{2})
+	c, e := job(3, 1, nil), job(5, 1, nil)
+	order := []*workload.Job{c, a, b, e}
+	alloc := [][]int{{2}, {0, 1}, {3}, nil}
+	cl := hold(t, order...)
+	var ap Applier
+	var kinds []Kind
+	if err := ap.Apply(cl, order, alloc, func(i int, k Kind) { kinds = append(kinds, k) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []Kind{Launch, Keep, Migrate, Wait}; !slices.Equal(kinds, want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+	for g, want := range []int{1, 1, 3, 2} {
+		if cl.Owner(g) != want {
+			t.Errorf("GPU %d owned by %d, want %d", g, cl.Owner(g), want)
+		}
+	}
+	if cl.FreeCount() != 0 || cl.FreeOnNode(0) != 0 || cl.FreeOnNode(1) != 0 {
+		t.Errorf("free %d (%d, %d), want none", cl.FreeCount(), cl.FreeOnNode(0), cl.FreeOnNode(1))
+	}
+	// Next round (the jobs updated as a driver does): a keeps {0,1} but
+	// the answer lists them out of order, which Classify calls a move;
+	// b is preempted, freeing GPU 3 (node 1).
+	a.GPUsHeld, b.GPUsHeld, c.GPUsHeld = []int{0, 1}, []int{3}, []int{2}
+	kinds = nil
+	if err := ap.Apply(cl, []*workload.Job{a, b, c}, [][]int{{1, 0}, nil, c.GPUsHeld}, func(i int, k Kind) { kinds = append(kinds, k) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []Kind{Migrate, Preempt, Keep}; !slices.Equal(kinds, want) {
+		t.Fatalf("second round: kinds %v, want %v", kinds, want)
+	}
+	if cl.Owner(3) != cluster.Free || cl.FreeCount() != 1 || cl.FreeOnNode(1) != 1 || cl.FreeOnNode(0) != 0 {
+		t.Errorf("second round: GPU 3 owner %d, free %d, node 1 free %d; want GPU 3 free", cl.Owner(3), cl.FreeCount(), cl.FreeOnNode(1))
+	}
+}
+
+// A job that holds GPUs but is not in the order would lose them in the
+// rebuilt table: that is an error, and the table is left as it was; so
+// is a GPU given twice.
+func TestApplierErrors(t *testing.T) {
+	a, b := job(1, 1, []int{0}), job(2, 1, []int{1})
+	for _, c := range []struct {
+		name  string
+		order []*workload.Job
+		alloc [][]int
+		want  string
+	}{
+		{"holder left out", []*workload.Job{a}, [][]int{{0}}, "the ordered jobs hold 1 GPUs but 2 are taken"},
+		{"given twice", []*workload.Job{a, b}, [][]int{{2}, {2}}, "GPU 2 already held by job 1"},
+		{"listed twice", []*workload.Job{job(3, 2, nil), a, b}, [][]int{{2, 2}, {0}, {1}}, "GPU 2 listed twice"},
+		{"no such GPU", []*workload.Job{a, b}, [][]int{{4}, {1}}, "GPU 4 does not exist"},
+		{"wrong size", []*workload.Job{a, b}, [][]int{{2, 3}, {1}}, "job 1 got 2 GPUs, its demand is 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := hold(t, a, b)
+			var ap Applier
+			err := ap.Apply(cl, c.order, c.alloc, func(int, Kind) {})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+			if cl.Owner(0) != 1 || cl.Owner(1) != 2 || cl.Owner(2) != cluster.Free || cl.FreeCount() != 2 {
+				t.Errorf("owner table changed on error: %d %d %d, %d free", cl.Owner(0), cl.Owner(1), cl.Owner(2), cl.FreeCount())
+			}
+		})
+	}
+}
+
+// On random rounds (3x4 GPUs, seed fixed) the Applier gives the kinds
+// and the owner table of the per-job Apply, round after round.
+func TestApplierMatchesApply(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	cl, _ := cluster.New(3, 4)
+	ref, _ := cluster.New(3, 4)
+	jobs := make([]*workload.Job, 8)
+	for i := range jobs {
+		jobs[i] = job(10+i, 1+rng.IntN(3), nil)
+	}
+	var ap Applier
+	for r := range 300 {
+		rng.Shuffle(len(jobs), func(a, b int) { jobs[a], jobs[b] = jobs[b], jobs[a] })
+		perm := rng.Perm(cl.Size())
+		alloc := make([][]int, len(jobs))
+		for i, j := range jobs {
+			switch {
+			case rng.IntN(4) == 0:
+				// nothing
+			case j.GPUsHeld != nil && rng.IntN(2) == 0:
+				alloc[i] = slices.Clone(j.GPUsHeld) // stays, in a list of its own
+			case len(perm) >= j.GPUs:
+				alloc[i] = slices.Sorted(slices.Values(perm[:j.GPUs]))
+				perm = perm[j.GPUs:]
+			}
+		}
+		// Drop lines that collide with a job that stays, ordered first.
+		used := map[int]bool{}
+		for i := range alloc {
+			if slices.ContainsFunc(alloc[i], func(g int) bool { return used[g] }) {
+				alloc[i] = nil
+			}
+			for _, g := range alloc[i] {
+				used[g] = true
+			}
+		}
+		var want, got []Kind
+		if err := Apply(ref, jobs, alloc, func(_ int, k Kind) { want = append(want, k) }); err != nil {
+			t.Fatalf("round %d: Apply: %v", r, err)
+		}
+		if err := ap.Apply(cl, jobs, alloc, func(_ int, k Kind) { got = append(got, k) }); err != nil {
+			t.Fatalf("round %d: Applier: %v", r, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: kinds %v, Apply gives %v", r, got, want)
+		}
+		for g := range cl.Size() {
+			if cl.Owner(g) != ref.Owner(g) {
+				t.Fatalf("round %d: GPU %d owned by %d, Apply gives %d", r, g, cl.Owner(g), ref.Owner(g))
+			}
+		}
+		for n := range cl.NumNodes() {
+			if cl.FreeOnNode(n) != ref.FreeOnNode(n) {
+				t.Fatalf("round %d: node %d has %d free, Apply gives %d", r, n, cl.FreeOnNode(n), ref.FreeOnNode(n))
+			}
+		}
+		for i, j := range jobs {
+			j.GPUsHeld = alloc[i]
+		}
 	}
 }
