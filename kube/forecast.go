@@ -20,6 +20,7 @@ import (
 	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -56,6 +57,59 @@ type ForecastState struct {
 	Seed            uint64
 	// Names are the round's policies (scheduler/placement, backfill).
 	SchedulerName, PlacementName, Backfill string
+	// Config is the scheduler's config the policies come from.
+	Config Config
+}
+
+// WithPolicies is st with cfg's scheduler, placement and backfill for
+// the forward run: the round's own answer stands, the change takes
+// effect from the next round (a what-if "switch now"). cfg must be
+// valid and neither themis nor a tenancy.
+func (st *ForecastState) WithPolicies(cfg Config) (*ForecastState, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Scheduler == registry.SchedulerThemis || cfg.Tenancy != "" && cfg.Tenancy != "none" {
+		return nil, fmt.Errorf("forecast: not with scheduler themis or a tenancy (their leases and cells are not copied)")
+	}
+	out := *st
+	out.Config = cfg
+	var err error
+	if out.Scheduler, out.Placer, err = forecastPolicies(cfg, nil); err != nil {
+		return nil, err
+	}
+	out.SchedulerName, out.PlacementName, out.Backfill = out.Scheduler.Name(), out.Placer.Name(), cfg.Backfill
+	if out.Backfill == "" {
+		out.Backfill = "none"
+	}
+	return &out, nil
+}
+
+// forecastPolicies are fresh copies of cfg's policies for a forecast,
+// with the protections live's backfill gives (nil: none) and a backfill
+// estimate from the copies' work (+Inf when it is not stated).
+func forecastPolicies(cfg Config, live policy.Placer) (policy.Scheduler, policy.Placer, error) {
+	pol, err := cfg.policies()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := cfg.backfillMode()
+	if err != nil || m == backfill.None {
+		return pol.sched, pol.place, err
+	}
+	pen := cfg.LocalityPenalty
+	est := func(env *policy.Env, j *workload.Job, gpus []int) float64 {
+		if math.IsInf(j.Iterations, 1) || !(j.IterTime > 0) {
+			return math.Inf(1)
+		}
+		return workEstimate(env, j, gpus, pen)
+	}
+	p := backfill.Wrap(pol.place, m, est)
+	if live != nil && backfill.Unwrap(live) != nil {
+		p = backfill.Fork(live, pol.place)
+		backfill.Unwrap(p).Est = est
+	}
+	return pol.sched, p, nil
 }
 
 // ForecastGang is one waiting gang of a forecast.
@@ -287,19 +341,9 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 			}
 		}
 	}
-	pol, err := s.cfg.policies()
-	if err != nil {
+	st.Config = s.cfg
+	if st.Scheduler, st.Placer, err = forecastPolicies(s.cfg, s.pol.place); err != nil {
 		return nil, err
-	}
-	st.Scheduler, st.Placer = pol.sched, pol.place
-	if b := backfill.Unwrap(s.pol.place); b != nil {
-		st.Placer = backfill.Fork(s.pol.place, pol.place)
-		backfill.Unwrap(st.Placer).Est = func(env *policy.Env, j *workload.Job, gpus []int) float64 {
-			if math.IsInf(j.Iterations, 1) {
-				return math.Inf(1)
-			}
-			return workEstimate(env, j, gpus, st.Locality)
-		}
 	}
 
 	now := float64(at.UnixNano())/1e9 - s.epoch

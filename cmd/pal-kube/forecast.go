@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 func newForecastCmd() *cobra.Command {
 	var cfgPath, kubeconfig string
 	var timeout time.Duration
+	var whatIfs []string
 	c := &cobra.Command{
 		Use:   "forecast",
 		Short: "Print when each waiting gang should start and end, from the cluster as it is now",
@@ -32,7 +34,14 @@ it waits now. A running gang's remaining work is its pal.io/iterations
 less what its time since its bind-info's round gives; a gang without
 pal.io/iterations never ends within the forecast, and gangs behind it may
 show no start ("-"). It writes nothing to the cluster. Not with scheduler
-themis or a tenancy.`,
+themis or a tenancy.
+
+--what-if KEY=VALUE (repeatable, each on its own) runs the forecast again
+with one setting changed from the next round on: placement=P, scheduler=S,
+backfill=none|easy, drain=NODE (the node takes no gang), add-node=NAME:GPUS
+(a node of median GPUs joins). Each prints the waiting gangs' mean wait
+and mean JCT (from their arrival) under both, and each gang's start under
+both.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := kube.LoadConfig(cfgPath)
@@ -69,17 +78,39 @@ themis or a tenancy.`,
 			if err != nil {
 				return err
 			}
+			var alts []*kube.ForecastState
+			for _, kv := range whatIfs {
+				alt, err := forecast.WhatIf(st, kv)
+				if err != nil {
+					return err
+				}
+				alts = append(alts, alt)
+			}
 			rows, err := forecast.Run(st)
 			if err != nil {
 				return err
 			}
-			return printForecast(cmd.OutOrStdout(), st, rows)
+			if err := printForecast(cmd.OutOrStdout(), st, rows); err != nil {
+				return err
+			}
+			for i, alt := range alts {
+				altRows, err := forecast.Run(alt)
+				if err != nil {
+					return fmt.Errorf("--what-if %s: %v", whatIfs[i], err)
+				}
+				if err := printWhatIf(cmd.OutOrStdout(), whatIfs[i], st, rows, alt, altRows); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&cfgPath, "config", "", "the scheduler's YAML config (its policies are the forecast's)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG)")
 	f.DurationVar(&timeout, "timeout", time.Minute, "give up if the cluster cannot be read within this time")
+	f.StringArrayVar(&whatIfs, "what-if", nil, "forecast again with one setting `KEY=VALUE` changed ("+forecast.WhatIfKeys+"; repeatable), and print both side by side")
+	f.Lookup("what-if").DefValue = ""
 	return c
 }
 
@@ -98,4 +129,36 @@ func printForecast(w io.Writer, st *kube.ForecastState, rows []kube.ForecastRow)
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", r.Position, r.Gang, r.GPUs, at(r.Start), at(r.Finish), r.Reason)
 	}
 	return tw.Flush()
+}
+
+// printWhatIf prints a what-if beside the forecast it changes: the
+// waiting gangs' summary under both, then each gang's start under both.
+func printWhatIf(w io.Writer, kv string, st *kube.ForecastState, rows []kube.ForecastRow, alt *kube.ForecastState, altRows []kube.ForecastRow) error {
+	a, b := forecast.Summarize(st, rows), forecast.Summarize(alt, altRows)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\n# what-if %s (%s/%s, backfill %s)\n", kv, alt.SchedulerName, alt.PlacementName, alt.Backfill)
+	fmt.Fprintln(tw, "waiting_gangs\tnow\twhat-if")
+	fmt.Fprintf(tw, "started\t%d of %d\t%d of %d\n", a.Started, a.Pending, b.Started, b.Pending)
+	fmt.Fprintf(tw, "mean_wait_s\t%s\t%s\n", secs(a.MeanWait), secs(b.MeanWait))
+	fmt.Fprintf(tw, "mean_jct_s\t%s\t%s\n", secs(a.MeanJCT), secs(b.MeanJCT))
+	fmt.Fprintln(tw, "max_rho\t-\t-\t(themis is not forecast)")
+	fmt.Fprintln(tw, "per_vc_mean_wait\t-\t-\t(a tenancy is not forecast: one VC, the mean wait above)")
+	fmt.Fprintln(tw, "gang\testimated_start\twhat-if_start")
+	at := func(st *kube.ForecastState, t float64) string {
+		if t < 0 {
+			return "-"
+		}
+		return kube.ETA(st, t).UTC().Format(time.RFC3339)
+	}
+	for i, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Gang, at(st, r.Start), at(alt, altRows[i].Start))
+	}
+	return tw.Flush()
+}
+
+func secs(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -204,6 +205,70 @@ func TestSchedulerForecastEvery(t *testing.T) {
 		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 		if g := `pal_gang_estimated_start_seconds{gang="ns/g"} 1.001e+06`; !strings.Contains(rec.Body.String(), g) {
 			t.Errorf("%s: /metrics has no %s", mode, g)
+		}
+	}
+}
+
+// What-ifs on the read-only hand case at +300 s (a runs on n0 and n1
+// until +700). add-node=n4:8: 16 GPUs free from the next round, so g
+// starts at +100 (ends +600) and s1500, behind it, when g's GPUs free
+// (+600, ending +2100). Waits from the arrivals (g at t0 - 3 s, s1500 at
+// t0 - 2 s, i.e. -303 and -302): base 1003 and 1502 (mean 1252.5), JCTs
+// 1503 and 3002 (2252.5); add-node 403 and 902 (652.5), JCTs 903 and
+// 2402 (1652.5). drain=n3 leaves 12 GPUs: g never starts, nor s1500 behind
+// it. drain=n0 is refused (a spans n0 and n1).
+func TestWhatIfHandCase(t *testing.T) {
+	cs := fake.NewClientset(handCluster(t, "1500")...)
+	s, err := kube.New(handConfig(t, "none"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Forecast(t0.Add(300 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(st *kube.ForecastState) (Summary, []string) {
+		rows, err := Run(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Summarize(st, rows), rowsText(rows)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	base, _ := sum(st)
+	if !near(base.MeanWait, 1252.5) || !near(base.MeanJCT, 2252.5) || base.Started != 2 {
+		t.Errorf("base %+v, want mean wait 1252.5, JCT 2252.5, 2 started", base)
+	}
+	add, err := WhatIf(st, "add-node=n4:8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rows := sum(add)
+	if !near(got.MeanWait, 652.5) || !near(got.MeanJCT, 1652.5) {
+		t.Errorf("add-node %+v, want mean wait 652.5, JCT 1652.5\n%s", got, strings.Join(rows, "\n"))
+	}
+	dr, err := WhatIf(st, "drain=n3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, rows := sum(dr); got.Started != 0 {
+		t.Errorf("drain=n3: %d started, want none\n%s", got.Started, strings.Join(rows, "\n"))
+	}
+	for kv, want := range map[string]string{
+		"drain=n0":       "spans it and other nodes",
+		"drain=n9":       "no node n9",
+		"speed=2":        "unknown setting",
+		"placement=best": "field placement",
+		"add-node=n1:4":  "already in the cluster",
+		"add-node=n5":    "want NAME:GPUS",
+	} {
+		if _, err := WhatIf(st, kv); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", kv, err, want)
 		}
 	}
 }
