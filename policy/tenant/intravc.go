@@ -81,7 +81,8 @@ type vcLayer struct {
 	byType map[string]*poolLayer // non-pinned pools by leaf type
 	in     map[int]*poolLayer    // job id → the pool it runs in
 	jobs   []*workload.Job
-	at     []int // jobs[k] is order[at[k]] this round
+	at     []int                // jobs[k] is order[at[k]] this round
+	free   map[*poolLayer][]int // freeByNode's buffers
 }
 
 // poolLayer is one pool of a VC: its nodes as a cluster, its placer, and
@@ -93,11 +94,15 @@ type poolLayer struct {
 	c      *cluster.Cluster
 	env    policy.Env
 	placer policy.Placer
-	held   map[int][]int // job id → virtual GPUs
-	sh     shadows
-	jobs   []*workload.Job
-	at     []int // jobs[k] is the VC's jobs[at[k]]
-	pods   [][]*tenancy.VCell
+	held   map[int][]int // job id → virtual GPUs (set and dropped by hold and unhold)
+	// free[i] counts node i's GPUs that no job in held holds, kept by
+	// hold and unhold: a waiting job that names no pool is matched
+	// against it every round (see freeByNode).
+	free []int
+	sh   shadows
+	jobs []*workload.Job
+	at   []int // jobs[k] is the VC's jobs[at[k]]
+	pods [][]*tenancy.VCell
 }
 
 func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Placer, driver *policy.Env) (*vcLayer, error) {
@@ -109,8 +114,10 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 	for _, pool := range pools {
 		P := &poolLayer{Pool: pool, held: map[int][]int{}, id: map[*tenancy.VCell]int{}}
 		sizes := make([]int, len(pool.Nodes))
+		P.free = make([]int, len(pool.Nodes))
 		for i, n := range pool.Nodes {
 			sizes[i] = len(n.Leaves)
+			P.free[i] = len(n.Leaves)
 			for _, v := range n.Leaves {
 				P.id[v] = len(P.leaf)
 				P.leaf = append(P.leaf, v)
@@ -198,25 +205,59 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 }
 
 // freeByNode counts, per GPU pool without a pin, the free GPUs of each
-// node: not held by a running job of the pool.
+// node: not held by a running job of the pool. The counts are copies
+// (anyPool claims from them), in buffers kept from the last round.
 func (L *vcLayer) freeByNode() map[*poolLayer][]int {
-	free := map[*poolLayer][]int{}
+	if L.free == nil {
+		L.free = map[*poolLayer][]int{}
+	}
 	for _, P := range L.pools {
 		if P.Pinned != "" || !P.GPU {
 			continue
 		}
-		f := make([]int, len(P.Nodes))
-		for i, n := range P.Nodes {
-			f[i] = len(n.Leaves)
-		}
-		for _, v := range P.held {
-			for _, x := range v {
-				f[P.c.GPUs[x].Node]--
-			}
-		}
-		free[P] = f
+		L.free[P] = append(L.free[P][:0], P.free...)
 	}
-	return free
+	return L.free
+}
+
+// hold records that job id holds virtual GPUs v of the pool.
+func (P *poolLayer) hold(id int, v []int) {
+	P.unhold(id)
+	P.held[id] = v
+	for _, x := range v {
+		P.free[P.c.GPUs[x].Node]--
+	}
+}
+
+// checkFree reports whether free agrees with held.
+func (P *poolLayer) checkFree() error {
+	f := make([]int, len(P.free))
+	for i, n := range P.Nodes {
+		f[i] = len(n.Leaves)
+	}
+	for _, v := range P.held {
+		for _, x := range v {
+			f[P.c.GPUs[x].Node]--
+		}
+	}
+	for i := range f {
+		if f[i] != P.free[i] {
+			return fmt.Errorf("pool %s node %d: %d GPUs counted free, %d not held", P.LeafType, i, P.free[i], f[i])
+		}
+	}
+	return nil
+}
+
+// unhold forgets what job id holds in the pool, if anything.
+func (P *poolLayer) unhold(id int) {
+	v, ok := P.held[id]
+	if !ok {
+		return
+	}
+	for _, x := range v {
+		P.free[P.c.GPUs[x].Node]++
+	}
+	delete(P.held, id)
 }
 
 // anyPool picks the pool of a waiting job that names neither a pinned
@@ -302,7 +343,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			if err := h.s.Release(groupName(j.ID)); err != nil {
 				panic("tenant: " + err.Error())
 			}
-			delete(P.held, j.ID)
+			P.unhold(j.ID)
 			delete(L.in, j.ID)
 			delete(h.held, j.ID)
 			delete(h.pre, j.ID) // a preemptor that no longer needs its cells cancels
@@ -339,7 +380,7 @@ func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]in
 	if !d.Placed && !d.Preempting {
 		return nil, false
 	}
-	P.held[j.ID] = slices.Clone(v)
+	P.hold(j.ID, slices.Clone(v))
 	L.in[j.ID] = P
 	h.held[j.ID] = true
 	if d.Preempting {
@@ -398,7 +439,7 @@ func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
 		return nil, false
 	}
 	// Cancelled (its cells went bad): it waits as any job.
-	delete(P.held, j.ID)
+	P.unhold(j.ID)
 	delete(L.in, j.ID)
 	delete(h.held, j.ID)
 	delete(h.pre, j.ID)

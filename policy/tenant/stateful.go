@@ -97,7 +97,7 @@ func (h *HiveD) found(L *vcLayer, j *workload.Job) bool {
 			v = append(v, x)
 		}
 		slices.Sort(v)
-		P.held[j.ID] = v
+		P.hold(j.ID, v)
 		L.in[j.ID] = P
 		if h.s.IsPreempting(name) {
 			h.pre[j.ID] = true

@@ -707,7 +707,7 @@ func (h *HiveD) Finish(j *workload.Job) {
 	if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil {
 		delete(L.in, j.ID)
 		for _, P := range L.pools {
-			delete(P.held, j.ID)
+			P.unhold(j.ID)
 			P.sh.forget(j.ID)
 		}
 	}
@@ -726,7 +726,23 @@ func atoi(s string) int {
 
 // Check implements policy.Tenancy: the full safety invariant and the
 // consistency of the cells.
-func (h *HiveD) Check() error { return h.s.Check() }
+func (h *HiveD) Check() error {
+	if err := h.s.Check(); err != nil {
+		return err
+	}
+	for _, vc := range h.l.VCs() {
+		L := h.byVC[vc]
+		if L == nil {
+			continue
+		}
+		for _, P := range L.pools {
+			if err := P.checkFree(); err != nil {
+				return fmt.Errorf("tenant: VC %s: %w", vc, err)
+			}
+		}
+	}
+	return nil
+}
 
 // PhillyCells is the cells config of the Philly replay: one 8-GPU node
 // type (PCIe pairs and sockets inside, as a DGX-1-like machine), as many
