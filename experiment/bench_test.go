@@ -70,6 +70,7 @@ func scaleInputs(b *testing.B, cluster, sched string, rate float64, jobs int) *I
 	}
 	in.noRecords = true   // as pal sim without --jobs-out
 	in.noMoveGains = true // nor --rounds-out
+	in.noRoundStats = true
 	return in
 }
 

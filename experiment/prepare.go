@@ -30,6 +30,7 @@ type Inputs struct {
 	// noRecords runs without per-job records (Hooks.NoJobRecords).
 	noRecords     bool
 	noMoveGains   bool    // Hooks.NoMoveGains
+	noRoundStats  bool    // Hooks.NoRoundStats
 	forecastAt    float64 // -1: no forecast (Hooks.ForecastAt)
 	Opts          Options
 	Cluster       *cluster.Cluster
@@ -375,6 +376,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		Track:           in.Track,
 		NoRecords:       in.noRecords && !in.WantFairness() && in.Layout == nil, // fairness and the per-VC figures read the records
 		NoMoveGains:     in.noMoveGains,
+		NoRoundStats:    in.noRoundStats && !in.WantFairness(), // the fairness sums the GPUs in use round by round
 	}
 	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
 		return sim.Config{}, err

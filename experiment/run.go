@@ -116,7 +116,7 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 	}
 	return &RunResult{VCs: vcs, ClusterSpeed: clusterSpeedIf(in.Layout != nil, cfg.Raw),
 		Trace: in.Opts.Trace, Scheduler: cfg.Scheduler.Name(), Placement: cfg.Placer.Name(),
-		Summary: res.Summary, Rounds: len(res.Rounds), Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
+		Summary: res.Summary, Rounds: res.NumRounds, Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
 		WallMS:     float64(wall.Microseconds()) / 1000,
 		JobRecords: res.Jobs, RoundStats: res.Rounds, Forecast: fc,
 	}, nil
@@ -145,6 +145,10 @@ type Hooks struct {
 	// columns: migrations are counted but not priced
 	// (sim.Config.NoMoveGains).
 	NoMoveGains bool
+	// NoRoundStats says the caller prints no per-round lines: the runs
+	// count their rounds but keep none (RunResult.RoundStats stays empty
+	// unless the apps' fairness needs them).
+	NoRoundStats bool
 }
 
 // RunAllWith is RunAll with hooks.
@@ -181,6 +185,7 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	}
 	in.noRecords = h.NoJobRecords
 	in.noMoveGains = h.NoMoveGains
+	in.noRoundStats = h.NoRoundStats
 	in.forecastAt = -1
 	if h.Forecast {
 		if err := forecastable(o, h.ForecastAt); err != nil {

@@ -343,8 +343,8 @@ func (in *Inputs) runPrivate(placement string, progress func(sim.Status)) (*RunR
 			acc.add(res.Jobs, cfg.Raw)
 			out.JobRecords = append(out.JobRecords, res.Jobs...)
 			out.RoundStats = append(out.RoundStats, res.Rounds...)
-			out.Rounds = max(out.Rounds, len(res.Rounds))
-			end := float64(len(res.Rounds)) * cfg.Round
+			out.Rounds = max(out.Rounds, res.NumRounds)
+			end := float64(res.NumRounds) * cfg.Round
 			capacity += end * float64(pl.Cluster.Size())
 			busy += res.Summary.Utilization * end * float64(pl.Cluster.Size())
 		}

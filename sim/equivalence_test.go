@@ -112,10 +112,14 @@ func TestIncrementalMatchesPlain(t *testing.T) {
 					return runLoop(t, cfg, scheds[sn], pn, plain, noSkip, len(noRecords) > 0)
 				}
 				want, wantErr := requireLoopsAgree(t, name, cfg, scheds[sn], pn)
-				// Without per-job records the summary is the same.
+				// Without per-job records, round lines and move gains the
+				// summary and the round count are the same.
 				if brief, err := run(trial%2 == 0, false, true); err == wantErr && err == "" {
-					if len(brief.Jobs) != 0 || !reflect.DeepEqual(brief.Summary, want.Summary) {
-						t.Fatalf("%s: without records: %d records, summary\n got %+v\nwant %+v", name, len(brief.Jobs), brief.Summary, want.Summary)
+					if len(brief.Jobs) != 0 || len(brief.Rounds) != 0 || !reflect.DeepEqual(brief.Summary, want.Summary) {
+						t.Fatalf("%s: without records: %d records, %d rounds, summary\n got %+v\nwant %+v", name, len(brief.Jobs), len(brief.Rounds), brief.Summary, want.Summary)
+					}
+					if brief.NumRounds != len(want.Rounds) || want.NumRounds != len(want.Rounds) {
+						t.Fatalf("%s: without records: %d rounds counted, %d with them, %d lines", name, brief.NumRounds, want.NumRounds, len(want.Rounds))
 					}
 				} else if err != wantErr {
 					t.Fatalf("%s: without records: error %q, want %q", name, err, wantErr)
@@ -131,7 +135,8 @@ func TestIncrementalMatchesPlain(t *testing.T) {
 func runLoop(t *testing.T, cfg Config, sched func() policy.Scheduler, pn string, plain, noSkip, noRecords bool) (*Result, string) {
 	t.Helper()
 	cfg.Scheduler, cfg.Placer = sched(), mustPlacer(t, pn)
-	cfg.Plain, cfg.noSkip, cfg.NoRecords = plain, noSkip, noRecords
+	cfg.Plain, cfg.noSkip = plain, noSkip
+	cfg.NoRecords, cfg.NoRoundStats, cfg.NoMoveGains = noRecords, noRecords, noRecords
 	res, err := Run(cfg)
 	if err != nil {
 		return nil, err.Error()

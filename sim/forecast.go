@@ -137,9 +137,9 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 		o.Finish = r.Completion
 		out[r.ID] = o
 	}
-	if w.Starts && len(s.rounds) > 0 {
+	if w.Starts && s.nRounds > 0 {
 		// The run stopped at the boundary after the last start.
-		at := s.rounds[len(s.rounds)-1].T + cfg.Round
+		at := s.lastT + cfg.Round
 		for _, j := range s.active {
 			if !watched[j.ID] || !j.Running() || math.IsInf(j.Iterations, 1) {
 				continue

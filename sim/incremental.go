@@ -194,7 +194,6 @@ type incremental struct {
 	stream    bool
 	relay     *round.Relay
 	streamErr chan error
-	allocBuf  [][]int
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -487,9 +486,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// fill the buffer instead even when nothing streams. An observer may
 	// keep the answer, so it gets a fresh one.
 	if sp != nil && (stream || x.cfg.Observe == nil) {
-		clear(x.allocBuf)
-		x.allocBuf = slices.Grow(x.allocBuf[:0], len(x.order))[:len(x.order)]
-		alloc = x.allocBuf
+		alloc = x.answer(len(x.order))
 		if !stream {
 			sp.PlaceTo(&x.env, x.order, alloc, nil)
 		}
@@ -546,7 +543,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 		x.placerBug(err)
 	}
 	st := x.roundStat(T, inUse, len(x.run), x.wait.Len())
-	x.rounds = append(x.rounds, st)
+	x.addRound(st)
 	return changed, st
 }
 
@@ -678,7 +675,7 @@ func (x *incremental) skip(round int, st RoundStat) int {
 	for q := round + 1; q < r; q++ {
 		T := float64(q) * x.R
 		st.T = T
-		x.rounds = append(x.rounds, st)
+		x.addRound(st)
 		if x.cfg.Observe != nil {
 			x.observeRepeat(q, T)
 		}

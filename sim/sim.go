@@ -154,6 +154,11 @@ type Config struct {
 	// the question, asked of every one of its hundreds of millions of
 	// moves, is a fifth of the time.
 	NoMoveGains bool
+	// NoRoundStats leaves Result.Rounds empty: a run keeps only how many
+	// rounds it ran (Result.NumRounds). A 20,000-job trace on 64 GPUs
+	// runs 120,000 rounds; only --rounds-out and the apps' fairness read
+	// them one by one.
+	NoRoundStats bool
 	// noSkip keeps the incremental path but steps every round (tests).
 	noSkip bool
 
@@ -248,9 +253,12 @@ type Status struct {
 
 // Result is everything a run produced.
 type Result struct {
-	Jobs    []metrics.JobRecord
-	Rounds  []RoundStat
-	Summary metrics.Summary
+	Jobs []metrics.JobRecord
+	// Rounds is every round's line (none under Config.NoRoundStats);
+	// NumRounds counts them either way.
+	Rounds    []RoundStat
+	NumRounds int
+	Summary   metrics.Summary
 	// Extras is the number of generated extra arrivals that entered the
 	// run; ExtrasCapped says the generator stopped at MaxExtras.
 	Extras       int
@@ -411,8 +419,10 @@ type state struct {
 	finished   int
 	tracked    int // tracked jobs not yet finished
 	trackedAll int
-	busy       int64 // GPU-rounds held: utilisation never depends on summation order
-	rounds     []RoundStat
+	busy       int64       // GPU-rounds held: utilisation never depends on summation order
+	rounds     []RoundStat // Config.NoRoundStats: none
+	nRounds    int
+	lastT      float64 // the last round's time
 	arrived    []*workload.Job
 	maxRound   int
 	nextEvent  int
@@ -420,6 +430,9 @@ type state struct {
 	freeMoves  bool // Config.Costs prices no move of any job
 	applier    round.Applier
 	hookBuf    []*workload.Job // Config.Hook's running jobs, reused
+	// allocBuf is the outer list of each round's answer: it lives only
+	// for the round (the jobs keep its inner lists), so one serves all.
+	allocBuf [][]int
 	// judge prices moves when the placer can (nil otherwise); moves is
 	// this round's tally of migrations.
 	judge policy.MoveJudge
@@ -653,6 +666,11 @@ func (s *state) schedule(T, R float64) {
 			c.SetNow(T)
 		}
 		alloc = s.cfg.Tenancy.Place(&s.env, order, s.cfg.Placer)
+	} else if sp, ok := s.cfg.Placer.(policy.Streamer); ok && s.cfg.Observe == nil {
+		// A streaming placer's Place is PlaceTo into a fresh list; an
+		// observer may keep the answer, so it gets a fresh one.
+		alloc = s.answer(len(order))
+		sp.PlaceTo(&s.env, order, alloc, nil)
 	} else {
 		alloc = s.cfg.Placer.Place(&s.env, order)
 	}
@@ -661,7 +679,14 @@ func (s *state) schedule(T, R float64) {
 	}
 	s.carryOut(order, alloc)
 	inUse, running, _ := s.apply(order, alloc, T, R)
-	s.rounds = append(s.rounds, s.roundStat(T, inUse, running, len(order)-running))
+	s.addRound(s.roundStat(T, inUse, running, len(order)-running))
+}
+
+// answer is allocBuf cleared to n empty lines.
+func (s *state) answer(n int) [][]int {
+	clear(s.allocBuf)
+	s.allocBuf = slices.Grow(s.allocBuf[:0], n)[:n]
+	return s.allocBuf
 }
 
 // carryOut rewrites the answer for the move model (see MoveModel) and
@@ -670,6 +695,15 @@ func (s *state) carryOut(order []*workload.Job, alloc [][]int) {
 	s.moves = RoundStat{}
 	if s.evict != nil {
 		s.evict.Rewrite(s.cl.Size(), order, alloc)
+	}
+}
+
+// addRound counts a round and keeps its line unless Config.NoRoundStats.
+func (s *state) addRound(st RoundStat) {
+	s.nRounds++
+	s.lastT = st.T
+	if !s.cfg.NoRoundStats {
+		s.rounds = append(s.rounds, st)
 	}
 }
 
@@ -858,7 +892,7 @@ func (s *state) record(j *workload.Job) metrics.JobRecord {
 // result summarises the run; unfinished are the jobs still active, in
 // arrival order.
 func (s *state) result(unfinished []*workload.Job) *Result {
-	res := &Result{Rounds: s.rounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped(), Jobs: s.done}
+	res := &Result{Rounds: s.rounds, NumRounds: s.nRounds, Extras: s.extra.made, ExtrasCapped: s.extra.capped(), Jobs: s.done}
 	slices.SortFunc(res.Jobs, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
 	var t metrics.Tally
 	for i := range res.Jobs {
@@ -870,7 +904,7 @@ func (s *state) result(unfinished []*workload.Job) *Result {
 		t.Add(&metrics.JobRecord{ID: b.id, Tracked: b.tracked, Arrival: b.arrival, Completion: b.completion,
 			JCT: jct, Wait: math.Max(0, jct-b.run), Preemptions: int(b.pre), Migrations: int(b.mig), LostGPUSeconds: b.lost})
 	}
-	end := float64(len(s.rounds)) * s.cfg.Round
+	end := float64(s.nRounds) * s.cfg.Round
 	res.Summary = t.Summary(float64(s.busy)*s.cfg.Round, end*float64(s.cl.Size()))
 	// Preemptions and migrations count every job, including background
 	// jobs still queued or running when the last tracked job finished.

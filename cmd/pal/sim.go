@@ -259,6 +259,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 			Progress:     func(p string) func(sim.Status) { return progress.SimHook[sim.Status](line, p) },
 			NoJobRecords: jobsOut == "",
 			NoMoveGains:  jobsOut == "" && roundsOut == "",
+			NoRoundStats: roundsOut == "",
 			Forecast:     forecastOut != "",
 			ForecastAt:   forecastAt,
 		})
