@@ -3,9 +3,11 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
+	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/workload"
 )
@@ -47,7 +49,7 @@ func (in *Inputs) forecast(placement string, live policy.Placer, T float64, orde
 	if err != nil {
 		return nil, err
 	}
-	if b := backfill.Unwrap(cfg.Placer); b != nil {
+	if b := backfill.Unwrap(cfg.Placer); b != nil && live != nil {
 		cfg.Placer = backfill.Fork(live, b.Base)
 	}
 	out, err := sim.Forward(cfg, T, order)
@@ -81,4 +83,97 @@ func (in *Inputs) forecast(placement string, live policy.Placer, T float64, orde
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// ForecastSummary sums up a forecast's waiting jobs: how many start and
+// end within it, their mean wait and mean JCT from their arrival (over
+// those that start, end; NaN when none does).
+type ForecastSummary struct {
+	Waiting, Started, Ended int
+	MeanWait, MeanJCT       float64
+}
+
+// SummarizeForecast reads rows.
+func SummarizeForecast(rows []ForecastRow) ForecastSummary {
+	s := ForecastSummary{Waiting: len(rows), MeanWait: math.NaN(), MeanJCT: math.NaN()}
+	var wait, jct float64
+	for _, r := range rows {
+		if r.Start >= 0 {
+			s.Started++
+			wait += r.Start - r.Arrival
+		}
+		if r.Finish >= 0 {
+			s.Ended++
+			jct += r.Finish - r.Arrival
+		}
+	}
+	if s.Started > 0 {
+		s.MeanWait = wait / float64(s.Started)
+	}
+	if s.Ended > 0 {
+		s.MeanJCT = jct / float64(s.Ended)
+	}
+	return s
+}
+
+// WhatIfResult is a forecast run again with one setting changed.
+type WhatIfResult struct {
+	Setting   string // KEY=VALUE
+	Now, Then ForecastSummary
+	Rows      []ForecastRow // the forecast under the change
+}
+
+// whatIfOptions is o (and placement) with kv's change.
+func whatIfOptions(o Options, placement, kv string) (Options, string, error) {
+	key, val, ok := strings.Cut(kv, "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	if !ok || val == "" {
+		return o, "", fmt.Errorf("--what-if %q: want KEY=VALUE with KEY placement, scheduler or backfill", kv)
+	}
+	switch key {
+	case "placement":
+		if _, err := registry.NewPlacer(o.Spec(val)); err != nil {
+			return o, "", fmt.Errorf("--what-if %s: %v", kv, err)
+		}
+		placement = val
+	case "scheduler":
+		o.Scheduler = val
+		if PlacesToo(val) {
+			return o, "", fmt.Errorf("--what-if %s: not with a scheduler that places too, whose leases a forecast cannot copy", kv)
+		}
+		if _, err := registry.NewScheduler(o.Spec("")); err != nil {
+			return o, "", fmt.Errorf("--what-if %s: %v", kv, err)
+		}
+	case "backfill":
+		if _, err := backfill.ParseMode(val); err != nil {
+			return o, "", fmt.Errorf("--what-if %s: %v", kv, err)
+		}
+		o.Backfill = val
+	case "tenancy", "drain", "add-node":
+		return o, "", fmt.Errorf("--what-if %s: pal sim forecasts do not change the cluster or its tenancy (pal-kube forecast --what-if drains and adds nodes)", kv)
+	default:
+		return o, "", fmt.Errorf("--what-if %s: unknown setting (known: placement, scheduler, backfill)", key)
+	}
+	return o, placement, nil
+}
+
+// whatIf runs the forecast at T again under each what-if: fresh
+// policies of the changed options from the next round on (the round at
+// T placed under the run's own).
+func (in *Inputs) whatIf(placement string, T float64, order []*workload.Job, now []ForecastRow) ([]WhatIfResult, error) {
+	var out []WhatIfResult
+	for _, kv := range in.whatIfs {
+		o, pl, err := whatIfOptions(in.Opts, placement, kv)
+		if err != nil {
+			return nil, err
+		}
+		alt := *in
+		alt.Opts = o
+		rows, err := alt.forecast(pl, nil, T, order)
+		if err != nil {
+			return nil, fmt.Errorf("--what-if %s: %v", kv, err)
+		}
+		out = append(out, WhatIfResult{Setting: kv, Now: SummarizeForecast(now), Then: SummarizeForecast(rows), Rows: rows})
+	}
+	return out, nil
 }

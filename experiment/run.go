@@ -48,6 +48,9 @@ type RunResult struct {
 	// Forecast is, with Hooks.ForecastAt, every job waiting then and
 	// when a forecast made then says it starts and ends.
 	Forecast []ForecastRow `json:"-"`
+	// WhatIf is, for each Hooks.WhatIf, the forecast's waiting jobs
+	// summed up now and under the change.
+	WhatIf []WhatIfResult `json:"-"`
 }
 
 // Run simulates one placement on the prepared inputs.
@@ -89,11 +92,14 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 	}
 	cfg.Progress = progress
 	var fc []ForecastRow
+	var wi []WhatIfResult
 	var ferr error
 	if in.forecastAt >= 0 {
 		cfg.SnapshotAt = in.forecastAt
 		cfg.Snapshot = func(T float64, order []*workload.Job) {
-			fc, ferr = in.forecast(placement, cfg.Placer, T, order)
+			if fc, ferr = in.forecast(placement, cfg.Placer, T, order); ferr == nil {
+				wi, ferr = in.whatIf(placement, T, order, fc)
+			}
 		}
 	}
 	start := time.Now()
@@ -118,7 +124,7 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 		Trace: in.Opts.Trace, Scheduler: cfg.Scheduler.Name(), Placement: cfg.Placer.Name(),
 		Summary: res.Summary, Rounds: res.NumRounds, Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
 		WallMS:     float64(wall.Microseconds()) / 1000,
-		JobRecords: res.Jobs, RoundStats: res.Rounds, Forecast: fc,
+		JobRecords: res.Jobs, RoundStats: res.Rounds, Forecast: fc, WhatIf: wi,
 	}, nil
 }
 
@@ -137,6 +143,9 @@ type Hooks struct {
 	// zero Hooks make none).
 	ForecastAt float64
 	Forecast   bool
+	// WhatIf are KEY=VALUE changes (placement, scheduler, backfill) the
+	// forecast is run again under (RunResult.WhatIf).
+	WhatIf []string
 	// NoJobRecords says the caller reads only summaries: the runs keep no
 	// per-job records (RunResult.JobRecords stays empty), which bounds the
 	// memory of a long trace by its active jobs.
@@ -192,6 +201,14 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 			return nil, nil, err
 		}
 		in.forecastAt = h.ForecastAt
+		for _, kv := range h.WhatIf {
+			if _, _, err := whatIfOptions(o, "", kv); err != nil {
+				return nil, nil, err
+			}
+		}
+		in.whatIfs = h.WhatIf
+	} else if len(h.WhatIf) > 0 {
+		return nil, nil, fmt.Errorf("--what-if: only with --forecast-at")
 	}
 	if h.Ready != nil {
 		h.Ready(in)

@@ -121,10 +121,45 @@ func TestSimForecastFlags(t *testing.T) {
 		{[]string{"--forecast-at", "100"}, "--forecast-at and --forecast-out go together"},
 		{[]string{"--forecast-out", "x.csv"}, "--forecast-at and --forecast-out go together"},
 		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--tenancy", "quota"}, "--forecast-at: not with --tenancy quota"},
+		{[]string{"--what-if", "backfill=easy"}, "--what-if: only with --forecast-at"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "drain=n1"}, "do not change the cluster"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "speed=2"}, "--what-if speed: unknown setting"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "scheduler=themis"}, "not with a scheduler that places too"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "backfill=eazy"}, "--what-if backfill=eazy"},
 	} {
 		out, err := run(t, append([]string{"sim", "--trace", "../../examples/backfill/trace.csv", "--cluster", "4x4"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one saying %q\n%s", c.args, err, c.want, out)
+		}
+	}
+}
+
+// A what-if on the hand case: the run under strict order, forecast at 0
+// (jobs 1-4 wait: the gang starts at 1000, the three 2-GPU jobs at 1500;
+// waits 1000, 1500 x 3, mean 1375; JCTs 1500, 1800, 2100, 3000, mean
+// 2100). Under backfill=easy from the next round the 300 s and 600 s
+// jobs start at 100 (they end by the gang's reservation at 1000), the
+// rest as before: waits 1000, 100, 100, 1500 (mean 675), JCTs 1500, 400,
+// 700, 3000 (1400). placement=pal changes nothing here.
+func TestSimForecastWhatIf(t *testing.T) {
+	fc := filepath.Join(t.TempDir(), "fc.csv")
+	out, err := run(t, "sim", "--trace", "../../examples/backfill/trace.csv", "--cluster", "4x4",
+		"--gpu-scores", "../../examples/backfill/uniform-16-gpus.csv", "--locality-penalty", "1", "--round", "100",
+		"--placement", "packed-sticky", "--forecast-at", "0", "--forecast-out", fc, "--what-if", "backfill=easy", "--what-if", "placement=pal")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"# forecast what-if backfill=easy, packed-sticky (waiting jobs; per-VC and themis figures are not forecast)\nwaiting_jobs now what-if\nstarted 4 of 4 4 of 4\nmean_wait_s 1375.0 675.0\nmean_jct_s 2100.0 1400.0",
+		"# forecast what-if placement=pal, packed-sticky (waiting jobs; per-VC and themis figures are not forecast)\nwaiting_jobs now what-if\nstarted 4 of 4 4 of 4\nmean_wait_s 1375.0 1375.0\nmean_jct_s 2100.0 2100.0",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks\n%s\n\n%s", want, out)
 		}
 	}
 }

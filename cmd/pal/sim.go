@@ -4,8 +4,10 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -213,6 +215,7 @@ the ρ and the GPU-seconds the jobs held; -o csv appends the same columns and
 func newSimCmd() *cobra.Command {
 	var output, jobsOut, roundsOut, appsOut, forecastOut string
 	var forecastAt float64
+	var whatIfs []string
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a trace under one or more placements and compare them",
@@ -236,6 +239,8 @@ source, GPU values, class map, K strategy, seed and the rest.
 	cmd.Flags().StringVar(&roundsOut, "rounds-out", "", "write GPUs in use, running and queued jobs per round (CSV) to this file")
 	cmd.Flags().StringVar(&appsOut, "apps-out", "", "write each app's finish-time fairness ρ and its terms, per placement (CSV), to this file (needs a trace with an app column, or --scheduler themis or an elastic baseline)")
 	cmd.Flags().Float64Var(&forecastAt, "forecast-at", -1, "with --forecast-out: at the first round boundary at or after this time (s), forecast every waiting job's start and end by running the same policies on with no later arrivals")
+	cmd.Flags().StringArrayVar(&whatIfs, "what-if", nil, "with --forecast-at: forecast again with one setting `KEY=VALUE` changed (placement, scheduler or backfill; repeatable) and print the waiting jobs' mean wait and JCT now and under it")
+	cmd.Flags().Lookup("what-if").DefValue = ""
 	cmd.Flags().StringVar(&forecastOut, "forecast-out", "", "write the --forecast-at forecast (CSV: placement, forecast_at_s, job_id, queue_position, gpus, arrival_s, estimated_start_s, estimated_finish_s, reason) to this file")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		o, err := resolve()
@@ -262,6 +267,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 			NoRoundStats: roundsOut == "",
 			Forecast:     forecastOut != "",
 			ForecastAt:   forecastAt,
+			WhatIf:       whatIfs,
 		})
 		line.Clear()
 		if err != nil {
@@ -290,9 +296,40 @@ source, GPU values, class map, K strategy, seed and the rest.
 				return err
 			}
 		}
-		return printRuns(cmd.OutOrStdout(), output, in, runs)
+		if err := printRuns(cmd.OutOrStdout(), output, in, runs); err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if output != "table" {
+			w = cmd.ErrOrStderr() // the results stay machine-readable
+		}
+		return printWhatIfs(w, runs)
 	}
 	return cmd
+}
+
+// printWhatIfs prints each run's what-ifs beside its forecast.
+func printWhatIfs(w io.Writer, runs []*experiment.RunResult) error {
+	secs := func(v float64) string {
+		if math.IsNaN(v) {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", v)
+	}
+	for _, r := range runs {
+		for _, x := range r.WhatIf {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "\n# forecast what-if %s, %s (waiting jobs; per-VC and themis figures are not forecast)\n", x.Setting, r.Placement)
+			fmt.Fprintln(tw, "waiting_jobs\tnow\twhat-if")
+			fmt.Fprintf(tw, "started\t%d of %d\t%d of %d\n", x.Now.Started, x.Now.Waiting, x.Then.Started, x.Then.Waiting)
+			fmt.Fprintf(tw, "mean_wait_s\t%s\t%s\n", secs(x.Now.MeanWait), secs(x.Then.MeanWait))
+			fmt.Fprintf(tw, "mean_jct_s\t%s\t%s\n", secs(x.Now.MeanJCT), secs(x.Then.MeanJCT))
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func printRuns(w io.Writer, output string, in *experiment.Inputs, runs []*experiment.RunResult) error {
