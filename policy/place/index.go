@@ -127,6 +127,9 @@ type classIndex struct {
 	// node's bin order (PAL only, see ord): one load serves take. A column per class rather than a record
 	// per GPU: a trace of one class keeps one dense column in cache.
 	pos []int32
+	// bp[g] is {gbin[g], pos[g]}: take and give read both for every GPU
+	// and every live class, from one cache line instead of two.
+	bp  []binPos
 	cnt []int32 // free GPUs of each (bin, node): bins[b].off+pos
 	pop []int32
 	// hint[popOff+k] is a word before which bucket k of the bin has no
@@ -169,6 +172,9 @@ type classIndex struct {
 	// words[wLo:wHi].
 	i32Lo, i32Hi, wLo, wHi int
 }
+
+// binPos is a GPU's bin and pos in one class (see classIndex.bp).
+type binPos struct{ bin, pos int32 }
 
 // rankInfo is a node's GPU of some rank in its bin order: its bin, and
 // pos = p<<6 | e, where p is the node's position in the bin's node list
@@ -336,6 +342,13 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		}
 		if within {
 			x.fillWithin(ci)
+		}
+	}
+	for c := range x.cls {
+		ci := &x.cls[c]
+		ci.bp = make([]binPos, x.size)
+		for g := range ci.bp {
+			ci.bp[g] = binPos{ci.gbin[g], ci.pos[g]}
 		}
 	}
 	x.freeInit = slices.Clone(x.free)
@@ -627,7 +640,8 @@ func (x *scoreIndex) take(gpus []int) {
 				continue
 			}
 			ci := &x.cls[c]
-			bin, pr := ci.gbin[g], ci.pos[g]
+			bp := ci.bp[g]
+			bin, pr := bp.bin, bp.pos
 			pos := pr >> 6
 			if x.withinOn {
 				ci.smask[nd] &^= 1 << (pr & 63)
@@ -1402,7 +1416,8 @@ func (x *scoreIndex) give(gpus []int) {
 				continue
 			}
 			ci := &x.cls[c]
-			bin, pr := ci.gbin[g], ci.pos[g]
+			bp := ci.bp[g]
+			bin, pr := bp.bin, bp.pos
 			pos := pr >> 6
 			if x.withinOn {
 				ci.smask[nd] |= 1 << (pr & 63)
