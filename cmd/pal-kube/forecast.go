@@ -22,6 +22,8 @@ func newForecastCmd() *cobra.Command {
 	var cfgPath, kubeconfig string
 	var timeout time.Duration
 	var whatIfs []string
+	var draws int
+	var noise float64
 	c := &cobra.Command{
 		Use:   "forecast",
 		Short: "Print when each waiting gang should start and end, from the cluster as it is now",
@@ -41,7 +43,12 @@ with one setting changed from the next round on: placement=P, scheduler=S,
 backfill=none|easy, drain=NODE (the node takes no gang), add-node=NAME:GPUS
 (a node of median GPUs joins). Each prints the waiting gangs' mean wait
 and mean JCT (from their arrival) under both, and each gang's start under
-both.`,
+both.
+
+--forecast-draws K adds the columns estimated_start_p10/p50/p90: the
+forecast run K times, each with every stated remaining work scaled by a
+lognormal draw of mean 1 and coefficient of variation --duration-noise
+(seeded by the config's seed), for when pal.io/iterations are estimates.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := kube.LoadConfig(cfgPath)
@@ -90,7 +97,13 @@ both.`,
 			if err != nil {
 				return err
 			}
-			if err := printForecast(cmd.OutOrStdout(), st, rows); err != nil {
+			var spread []forecast.Spread
+			if draws > 0 {
+				if spread, err = forecast.Noisy(st, draws, noise, cfg.Seed); err != nil {
+					return err
+				}
+			}
+			if err := printForecast(cmd.OutOrStdout(), st, rows, spread); err != nil {
 				return err
 			}
 			for i, alt := range alts {
@@ -111,22 +124,33 @@ both.`,
 	f.DurationVar(&timeout, "timeout", time.Minute, "give up if the cluster cannot be read within this time")
 	f.StringArrayVar(&whatIfs, "what-if", nil, "forecast again with one setting `KEY=VALUE` changed ("+forecast.WhatIfKeys+"; repeatable), and print both side by side")
 	f.Lookup("what-if").DefValue = ""
+	f.IntVar(&draws, "forecast-draws", 0, "run the forecast this many times with noisy remaining work and print each gang's estimated start p10/p50/p90 (0: off)")
+	f.Float64Var(&noise, "duration-noise", 0.3, "with --forecast-draws: coefficient of variation of the remaining work's lognormal factor")
 	return c
 }
 
-// printForecast writes the rows as a table, times in RFC 3339 (UTC).
-func printForecast(w io.Writer, st *kube.ForecastState, rows []kube.ForecastRow) error {
+// printForecast writes the rows as a table, times in RFC 3339 (UTC),
+// with the starts' spread over noisy draws when there is one.
+func printForecast(w io.Writer, st *kube.ForecastState, rows []kube.ForecastRow, spread []forecast.Spread) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "# forecast at %s under %s/%s, backfill %s: %d waiting gangs\n", st.At.UTC().Format(time.RFC3339), st.SchedulerName, st.PlacementName, st.Backfill, len(rows))
-	fmt.Fprintln(tw, "position\tgang\tgpus\testimated_start\testimated_finish\treason")
+	head := "position\tgang\tgpus\testimated_start\testimated_finish"
+	if spread != nil {
+		head += "\testimated_start_p10\testimated_start_p50\testimated_start_p90"
+	}
+	fmt.Fprintln(tw, head+"\treason")
 	at := func(t float64) string {
 		if t < 0 {
 			return "-"
 		}
 		return kube.ETA(st, t).UTC().Format(time.RFC3339)
 	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", r.Position, r.Gang, r.GPUs, at(r.Start), at(r.Finish), r.Reason)
+	for i, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t", r.Position, r.Gang, r.GPUs, at(r.Start), at(r.Finish))
+		if spread != nil {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", at(spread[i].P10), at(spread[i].P50), at(spread[i].P90))
+		}
+		fmt.Fprintf(tw, "%s\n", r.Reason)
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/kube/forecast"
 	"github.com/palsched/pal/workload"
 )
 
@@ -25,7 +26,7 @@ func TestPrintForecastWhatIf(t *testing.T) {
 	alt.PlacementName = "packed-sticky"
 	altRows := []kube.ForecastRow{{Gang: "ns/a", Start: 100, Finish: 600}, {Gang: "ns/b", Start: -1, Finish: -1}}
 	var b bytes.Buffer
-	if err := printForecast(&b, st, rows); err != nil {
+	if err := printForecast(&b, st, rows, []forecast.Spread{{P10: 100, P50: 200, P90: 300}, {P10: 400, P50: -1, P90: -1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := printWhatIf(&b, "placement=packed-sticky", st, rows, &alt, altRows); err != nil {
@@ -33,8 +34,9 @@ func TestPrintForecastWhatIf(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# forecast at 2026-01-01T00:00:00Z under fifo/pal, backfill none: 2 waiting gangs",
-		"1 ns/a 8 2026-01-01T00:03:20Z 2026-01-01T00:11:40Z does not fit: needs 8 GPUs, 4 free",
-		"2 ns/b 2 2026-01-01T00:06:40Z - behind gang ns/a",
+		"position gang gpus estimated_start estimated_finish estimated_start_p10 estimated_start_p50 estimated_start_p90 reason",
+		"1 ns/a 8 2026-01-01T00:03:20Z 2026-01-01T00:11:40Z 2026-01-01T00:01:40Z 2026-01-01T00:03:20Z 2026-01-01T00:05:00Z does not fit: needs 8 GPUs, 4 free",
+		"2 ns/b 2 2026-01-01T00:06:40Z - 2026-01-01T00:06:40Z - - behind gang ns/a",
 		"# what-if placement=packed-sticky (fifo/packed-sticky, backfill none)",
 		"started 2 of 2 1 of 2",
 		"mean_wait_s 375.0 200.0",

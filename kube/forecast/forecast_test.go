@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,65 @@ func TestWhatIfHandCase(t *testing.T) {
 	} {
 		if _, err := WhatIf(st, kv); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one saying %q", kv, err, want)
+		}
+	}
+}
+
+// Noisy on the read-only hand case at +300 s (g starts when a's 700 s
+// left are done, s1500 when g's 500 s are): with no noise every draw is
+// the forecast itself (g at 700, s1500 at 1200); with a CV of 0.5 the
+// starts spread (p10 < p90), keep their order, fall on round boundaries
+// (100 s), and the same seed gives the same spread.
+func TestNoisyHandCase(t *testing.T) {
+	cs := fake.NewClientset(handCluster(t, "1500")...)
+	s, err := kube.New(handConfig(t, "none"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Forecast(t0.Add(300 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := Noisy(st, 5, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Spread{{700, 700, 700}, {1200, 1200, 1200}}; !slices.Equal(flat, want) {
+		t.Errorf("no noise: %+v, want %+v", flat, want)
+	}
+	sp, err := Noisy(st, 40, 0.5, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Noisy(st, 40, 0.5, 7)
+	if !slices.Equal(sp, again) {
+		t.Errorf("same seed, different spreads: %+v and %+v", sp, again)
+	}
+	for i, x := range sp {
+		for _, v := range []float64{x.P10, x.P50, x.P90} {
+			if v < 0 || math.Mod(v, 100) != 0 {
+				t.Errorf("gang %d: start %v is not a round boundary", i, v)
+			}
+		}
+		if !(x.P10 < x.P90) || x.P50 < x.P10 || x.P90 < x.P50 {
+			t.Errorf("gang %d: spread %+v, want p10 < p90 and p50 between", i, x)
+		}
+	}
+	if !(sp[1].P10 > sp[0].P10) {
+		t.Errorf("s1500 %+v does not start after g %+v", sp[1], sp[0])
+	}
+	for _, c := range []struct {
+		k    int
+		cv   float64
+		want string
+	}{{0, 0.3, "--forecast-draws 0"}, {3, -1, "--duration-noise -1"}} {
+		if _, err := Noisy(st, c.k, c.cv, 1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("k %d cv %v: error %v, want one saying %q", c.k, c.cv, err, c.want)
 		}
 	}
 }
