@@ -52,6 +52,10 @@ type Watch struct {
 	// or preempts it later, as under FIFO with a sticky placement, and
 	// a run of a few rounds rather than of every job's remaining time.
 	Starts bool
+	// Arrivals, if any, are jobs assumed to arrive after T (ascending
+	// submit times > T, ids apart from the jobs'): admitted as a trace's
+	// would be, never waited for.
+	Arrivals []workload.Spec
 }
 
 // ForwardWatch is Forward for the jobs w names, up to w's horizon.
@@ -63,6 +67,13 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 		return nil, fmt.Errorf("sim: forecast: not with a score hook or a tenancy stage, whose state a forecast cannot copy")
 	}
 	cfg.Trace = &workload.Trace{Name: "forecast"}
+	for i, a := range w.Arrivals {
+		if !(a.Submit > T) || i > 0 && a.Submit < w.Arrivals[i-1].Submit {
+			return nil, fmt.Errorf("sim: forecast: assumed arrival %d at %v s: want ascending times after %v s", a.ID, a.Submit, T)
+		}
+		a.Tracked = false
+		cfg.Trace.Jobs = append(cfg.Trace.Jobs, a)
+	}
 	cfg.ExtraLoad, cfg.Snapshot, cfg.NoRecords, cfg.Track = 0, nil, false, nil
 	if w.Horizon > 0 {
 		if !(w.Horizon < math.Inf(1)) || !(cfg.Round > 0) {

@@ -177,3 +177,29 @@ func TestForwardWatch(t *testing.T) {
 		t.Error("a job that never starts, no horizon: no error")
 	}
 }
+
+// An assumed arrival can move a forecast: 1 node x 4 GPUs, SRTF, rounds
+// of 100 s. a (2 GPUs) runs until 300; w (4 GPUs, 200 s) waits for it.
+// Alone, w starts at 300. With x (2 GPUs, 100 s) assumed to arrive at
+// 250, SRTF puts x first at 300 and w waits for x's end: 400.
+func TestForwardArrivals(t *testing.T) {
+	run := func(arr []workload.Spec) Outcome {
+		cl, _ := cluster.New(1, 4)
+		a := workload.NewJob(workload.Spec{ID: 0, GPUs: 2, Iterations: 300, IterTime: 1})
+		a.GPUsHeld, a.PM, a.Loc = []int{0, 1}, 1, 1
+		w := workload.NewJob(workload.Spec{ID: 1, GPUs: 4, Iterations: 200, IterTime: 1})
+		cfg := Config{Cluster: cl, Scheduler: schedule.SRTF{}, Placer: mustPlacer(t, "packed-sticky"), Round: 100,
+			Locality: ConstantLocality(1)}
+		out, err := ForwardWatch(cfg, 0, []*workload.Job{a, w}, Watch{Of: func(j *workload.Job) bool { return j.ID == 1 }, Arrivals: arr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[1]
+	}
+	if got := run(nil); got != (Outcome{300, 500}) {
+		t.Errorf("alone: w %+v, want {300 500}", got)
+	}
+	if got := run([]workload.Spec{{ID: 2, GPUs: 2, Submit: 250, Iterations: 100, IterTime: 1}}); got != (Outcome{400, 600}) {
+		t.Errorf("with x: w %+v, want {400 600}", got)
+	}
+}

@@ -23,7 +23,7 @@ func newForecastCmd() *cobra.Command {
 	var timeout time.Duration
 	var whatIfs []string
 	var draws int
-	var noise float64
+	var noise, arrivals float64
 	c := &cobra.Command{
 		Use:   "forecast",
 		Short: "Print when each waiting gang should start and end, from the cluster as it is now",
@@ -48,7 +48,11 @@ both.
 --forecast-draws K adds the columns estimated_start_p10/p50/p90: the
 forecast run K times, each with every stated remaining work scaled by a
 lognormal draw of mean 1 and coefficient of variation --duration-noise
-(seeded by the config's seed), for when pal.io/iterations are estimates.`,
+(seeded by the config's seed), for when pal.io/iterations are estimates.
+
+--assume-arrivals RATE assumes gangs keep arriving, RATE an hour (a
+seeded Poisson process, each a copy of a running or waiting gang drawn at
+random); it applies to the forecast and its what-ifs, off by default.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := kube.LoadConfig(cfgPath)
@@ -93,7 +97,8 @@ lognormal draw of mean 1 and coefficient of variation --duration-noise
 				}
 				alts = append(alts, alt)
 			}
-			rows, err := forecast.Run(st)
+			opts := forecast.Options{ArrivalsPerHour: arrivals, Seed: cfg.Seed}
+			rows, err := forecast.RunWith(st, opts)
 			if err != nil {
 				return err
 			}
@@ -107,7 +112,7 @@ lognormal draw of mean 1 and coefficient of variation --duration-noise
 				return err
 			}
 			for i, alt := range alts {
-				altRows, err := forecast.Run(alt)
+				altRows, err := forecast.RunWith(alt, opts)
 				if err != nil {
 					return fmt.Errorf("--what-if %s: %v", whatIfs[i], err)
 				}
@@ -125,6 +130,7 @@ lognormal draw of mean 1 and coefficient of variation --duration-noise
 	f.StringArrayVar(&whatIfs, "what-if", nil, "forecast again with one setting `KEY=VALUE` changed ("+forecast.WhatIfKeys+"; repeatable), and print both side by side")
 	f.Lookup("what-if").DefValue = ""
 	f.IntVar(&draws, "forecast-draws", 0, "run the forecast this many times with noisy remaining work and print each gang's estimated start p10/p50/p90 (0: off)")
+	f.Float64Var(&arrivals, "assume-arrivals", 0, "assume gangs keep arriving, this many an hour (seeded Poisson, shapes drawn from the cluster's gangs; 0: none)")
 	f.Float64Var(&noise, "duration-noise", 0.3, "with --forecast-draws: coefficient of variation of the remaining work's lognormal factor")
 	return c
 }

@@ -8,6 +8,7 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/sim"
@@ -27,8 +28,25 @@ const Horizon = 30 * 24 * 3600.0
 // pal.io/iterations are done. The run stops at the last start; a gang
 // still running then ends, in the answer, where its progress on its
 // GPUs reaches its work (sim.Watch.Starts).
-func Run(st *kube.ForecastState) ([]kube.ForecastRow, error) {
-	out, err := forward(st)
+func Run(st *kube.ForecastState) ([]kube.ForecastRow, error) { return RunWith(st, Options{}) }
+
+// Options are a forecast's assumptions beyond the state.
+type Options struct {
+	// ArrivalsPerHour > 0 assumes gangs keep arriving (Assumed).
+	ArrivalsPerHour float64
+	Seed            uint64
+}
+
+// RunWith is Run under o's assumptions.
+func RunWith(st *kube.ForecastState, o Options) ([]kube.ForecastRow, error) {
+	var arr []workload.Spec
+	if o.ArrivalsPerHour != 0 {
+		var err error
+		if arr, err = Assumed(st, o.ArrivalsPerHour, o.Seed); err != nil {
+			return nil, err
+		}
+	}
+	out, err := forward(st, arr)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +61,7 @@ func Run(st *kube.ForecastState) ([]kube.ForecastRow, error) {
 	return rows, nil
 }
 
-func forward(st *kube.ForecastState) (map[int]sim.Outcome, error) {
+func forward(st *kube.ForecastState, arrivals []workload.Spec) (map[int]sim.Outcome, error) {
 	if len(st.Pending) == 0 {
 		return map[int]sim.Outcome{}, nil
 	}
@@ -59,9 +77,10 @@ func forward(st *kube.ForecastState) (map[int]sim.Outcome, error) {
 		waiting[p.JobID] = true
 	}
 	out, err := sim.ForwardWatch(cfg, 0, st.Jobs, sim.Watch{
-		Of:      func(j *workload.Job) bool { return waiting[j.ID] },
-		Horizon: Horizon,
-		Starts:  true,
+		Of:       func(j *workload.Job) bool { return waiting[j.ID] },
+		Horizon:  Horizon,
+		Starts:   true,
+		Arrivals: arrivals,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("forecast: %w", err)
@@ -71,6 +90,37 @@ func forward(st *kube.ForecastState) (map[int]sim.Outcome, error) {
 			o.Finish = -1
 			out[id] = o
 		}
+	}
+	return out, nil
+}
+
+// MaxAssumed bounds the arrivals a forecast assumes.
+const MaxAssumed = 100_000
+
+// Assumed are gangs assumed to arrive after st's round, a Poisson
+// process of perHour a wall hour (in the jobs' time, at st's time
+// scale) up to Horizon: each a copy of a gang of st's drawn at random,
+// running or waiting, with its whole work (a gang whose work is not
+// stated never ends). Seeded: the same seed, the same arrivals.
+func Assumed(st *kube.ForecastState, perHour float64, seed uint64) ([]workload.Spec, error) {
+	if !(perHour > 0) || math.IsInf(perHour, 1) {
+		return nil, fmt.Errorf("--assume-arrivals %v: want gangs per hour > 0", perHour)
+	}
+	if len(st.Jobs) == 0 {
+		return nil, nil
+	}
+	id := 0
+	for _, j := range st.Jobs {
+		id = max(id, j.ID+1)
+	}
+	r := rand.New(rand.NewPCG(seed, 0xa441))
+	rate := perHour / 3600 / st.TimeScale // per second of the jobs' time
+	var out []workload.Spec
+	for t := r.ExpFloat64() / rate; t <= Horizon && len(out) < MaxAssumed; t += r.ExpFloat64() / rate {
+		src := st.Jobs[r.IntN(len(st.Jobs))]
+		sp := src.Spec
+		sp.ID, sp.Submit, sp.Tracked = id+len(out), t, false
+		out = append(out, sp)
 	}
 	return out, nil
 }

@@ -332,3 +332,48 @@ func TestNoisyHandCase(t *testing.T) {
 		}
 	}
 }
+
+// Assumed arrivals on the read-only hand case at +300 s: under strict
+// FIFO a later gang only queues behind, so g and s1500 start as without
+// arrivals (700, 1200). The arrivals are seeded (same seed, same list),
+// copies of the cluster's gangs (8, 16 or 2 GPUs), and about rate x
+// horizon of them (60 an hour over 30 days: 43,200, within 2%).
+func TestAssumedArrivals(t *testing.T) {
+	cs := fake.NewClientset(handCluster(t, "1500")...)
+	s, err := kube.New(handConfig(t, "none"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Forecast(t0.Add(300 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := RunWith(st, Options{ArrivalsPerHour: 60, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Start != 700 || rows[1].Start != 1200 {
+		t.Errorf("with arrivals under FIFO: %q, want g at 700 and s1500 at 1200", rowsText(rows))
+	}
+	a, _ := Assumed(st, 60, 3)
+	b, _ := Assumed(st, 60, 3)
+	if !slices.Equal(a, b) || len(a) == 0 {
+		t.Fatalf("same seed: %d and %d arrivals, or different", len(a), len(b))
+	}
+	if n := float64(len(a)); math.Abs(n-43200) > 0.02*43200 {
+		t.Errorf("%d arrivals over 30 days at 60 an hour, want about 43,200", len(a))
+	}
+	for i, sp := range a {
+		if sp.GPUs != 8 && sp.GPUs != 16 && sp.GPUs != 2 || sp.Tracked || i > 0 && sp.Submit < a[i-1].Submit {
+			t.Fatalf("arrival %d: %+v", i, sp)
+		}
+	}
+	if _, err := Assumed(st, -1, 3); err == nil || !strings.Contains(err.Error(), "--assume-arrivals -1") {
+		t.Errorf("rate -1: error %v", err)
+	}
+}
