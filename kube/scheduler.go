@@ -337,7 +337,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, Name: le.LeaseName,
-		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+		LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: electorPoll(le.RetryPeriod.Duration),
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				s.log.Info("leading", "lease", s.cfg.Namespace+"/"+le.LeaseName, "identity", s.id)
@@ -360,6 +360,20 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// electorPollDivisor is how many of client-go's polls fit in one
+// configured retryPeriod. retryPeriod is PAL's promise of how long an
+// expired Lease may sit before a standby takes it: client-go stretches
+// each wait between polls by up to 2.2 times (jitter 1.2), and a standby
+// both sees the last renewal and finds it expired one poll late at worst,
+// so handing it the whole retryPeriod would let a takeover come 4.4
+// retryPeriods after expiry. At a fifth of it the two late polls add at
+// most 0.88 of a retryPeriod. The leader then renews five times per
+// retryPeriod: one small Lease update every 400 ms at the defaults.
+const electorPollDivisor = 5
+
+// electorPoll is the period client-go's elector polls and renews at.
+func electorPoll(retry time.Duration) time.Duration { return retry / electorPollDivisor }
 
 // checkLeaseNamespace fails at once, saying what to do, when leader
 // election is on and the Lease's namespace does not exist: the elector
