@@ -102,6 +102,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		case state.GangPartial:
 			s.guard("complete", g, func() { s.complete(snap, g) })
 		case state.GangWaiting:
+			if s.stillArriving(g, start) {
+				continue
+			}
 			s.wait(g.Key, g.Pending, g.Why)
 		case state.GangQueued, state.GangRunning:
 			j := g.Job
@@ -703,6 +706,26 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 		tasks = append(tasks, &bind.Task{Kind: bind.Evict, Pod: p, Seq: seq, Gang: g.Key, Reason: why})
 	}
 	return tasks
+}
+
+// stillArriving reports a gang whose pods are still being created and
+// whose oldest pod is younger than a period: a controller or a user
+// creates a gang's pods one request at a time, and telling each member
+// why it waits as the count grows would post one event per pod per new
+// member for nothing. kube-scheduler is as quiet about a gang under its
+// minimum count. Past a period the gang is told, since a member that
+// does not come is then worth a look.
+func (s *Scheduler) stillArriving(g *state.Gang, now time.Time) bool {
+	if len(g.Bound) > 0 || len(g.Pending) == 0 || len(g.Pending) >= g.Spec.Size {
+		return false
+	}
+	oldest := g.Pending[0].CreationTimestamp.Time
+	for _, p := range g.Pending[1:] {
+		if p.CreationTimestamp.Time.Before(oldest) {
+			oldest = p.CreationTimestamp.Time
+		}
+	}
+	return now.Sub(oldest) < s.cfg.Period.Duration
 }
 
 // wait tells a waiting gang's pods why, once per distinct reason.

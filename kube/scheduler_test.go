@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -129,4 +130,32 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// A gang whose pods are still being created is not told why it waits
+// until its oldest pod is a period old: a gang created one pod at a time
+// would otherwise get an event per pod for every new member.
+func TestIncompleteGangToldAfterAPeriod(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h0, h1 := pod("h-0", 1, gangAnn("h", 3), ""), pod("h-1", 1, gangAnn("h", 3), "")
+	h0.CreationTimestamp = metav1.NewTime(t0)
+	h1.CreationTimestamp = metav1.NewTime(t0.Add(4 * time.Second))
+	cs, _ := newFake(t, node("n0", 4), h0, h1)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Period = Duration{10 * time.Second}
+	s := startRounds(t, cfg, cs)
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{5 * time.Second, ""},
+		{9999 * time.Millisecond, ""},
+		{10 * time.Second, "gang of 3 waits: 2 of 3 pods exist"},
+	} {
+		roundWait(s, context.Background(), t0.Add(c.at))
+		if got := s.lastWhy["ns/h"]; got != c.want {
+			t.Errorf("round at t0+%v: told %q, want %q", c.at, got, c.want)
+		}
+	}
 }
