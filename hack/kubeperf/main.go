@@ -109,6 +109,10 @@ type options struct {
 	run                int // which run (for file names)
 	palGangs           string
 	noopWorkers        int
+	// backlog: every pod exists before the scheduler starts, and the
+	// clock runs from its start; the rate is then the scheduler's (and
+	// the apiserver's), not how fast the benchmark creates pods.
+	backlog bool
 }
 
 func main() {
@@ -133,6 +137,7 @@ func main() {
 	flag.StringVar(&o.placement, "placement", "pal", "pal's placement")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory (logs) and print it")
 	flag.StringVar(&o.palGangs, "pal-gangs", "annotations", "how pal's gangs are written: annotations (pal.io/gang) or podgroups (native PodGroups, as for kube-scheduler)")
+	flag.BoolVar(&o.backlog, "backlog", false, "create every pod before the scheduler starts and time from its start to the last bind (the bind rate without the creation rate in it)")
 	flag.StringVar(&o.palProfile, "pal-cpuprofile", "", "write pal-kube scheduler's CPU profile of each run to FILE.<scenario>.<run>")
 	flag.Parse()
 	o.qps = float32(*qps)
@@ -194,8 +199,12 @@ func main() {
 	if *runs < 1 {
 		fail(fmt.Errorf("--runs: want at least 1"))
 	}
-	fmt.Printf("kubeperf: scenarios %s, schedulers %s, %d run(s), client QPS %g / burst %d for either scheduler, timeout %v per scenario, pal placement %s, pal gangs as %s\n",
-		*scen, *scheds, *runs, o.qps, o.burst, o.timeout, o.placement, o.palGangs)
+	clock := "from the first create"
+	if o.backlog {
+		clock = "backlog: every pod created before the scheduler starts, timed from its start"
+	}
+	fmt.Printf("kubeperf: scenarios %s, schedulers %s, %d run(s), client QPS %g / burst %d for either scheduler, timeout %v per scenario, pal placement %s, pal gangs as %s, %s\n",
+		*scen, *scheds, *runs, o.qps, o.burst, o.timeout, o.placement, o.palGangs, clock)
 	res := map[string][]result{}
 	for r := range *runs {
 		for _, sc := range list {
@@ -303,7 +312,8 @@ type result struct {
 	sched, scenario  string
 	pods, gangs      int
 	bound            int
-	created, span    float64 // seconds to create all; first create to last bind
+	created, span    float64 // seconds to create all; clock start (from) to last bind
+	from             string  // what starts the clock
 	rate             float64 // pods bound per second
 	p50, p99, maxLat float64
 	cpuSched, cpuAPI float64
@@ -330,11 +340,11 @@ func (x result) print() {
 	if x.pods == 0 {
 		return
 	}
-	fmt.Printf("   %d of %d pods bound; created in %.1f s; all bound %.1f s after the first create: %.1f pods/s\n",
-		x.bound, x.pods, x.created, x.span, x.rate)
+	fmt.Printf("   %d of %d pods bound; created in %.1f s; all bound %.1f s after %s: %.1f pods/s\n",
+		x.bound, x.pods, x.created, x.span, x.from, x.rate)
 	fmt.Printf("   create-to-bound p50 %.2f s, p99 %.2f s, max %.2f s\n", x.p50, x.p99, x.maxLat)
-	fmt.Printf("   CPU s (first create to last bind): %s %.1f, kube-apiserver %.1f, etcd %.1f, kwok %.1f\n",
-		x.sched, x.cpuSched, x.cpuAPI, x.cpuEtcd, x.cpuKwok)
+	fmt.Printf("   CPU s (%s to last bind): %s %.1f, kube-apiserver %.1f, etcd %.1f, kwok %.1f\n",
+		x.from, x.sched, x.cpuSched, x.cpuAPI, x.cpuEtcd, x.cpuKwok)
 	fmt.Printf("   %s peak RSS %.0f MiB\n", x.sched, x.rssMiB)
 	if x.gangs > 0 {
 		fmt.Printf("   gangs (of more than one pod) split over nodes: %d of %d\n", x.split, x.gangs)
@@ -512,7 +522,10 @@ leaderElection:
 }
 
 func measure(sc scenario, w string, o options) (result, error) {
-	x := result{sched: w, scenario: sc.name, pods: sc.pods(), gangs: sc.multiPod()}
+	x := result{sched: w, scenario: sc.name, pods: sc.pods(), gangs: sc.multiPod(), from: "the first create"}
+	if o.backlog {
+		x.from = "the scheduler's start"
+	}
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "pal-kubeperf-"+sc.name+"-"+w+"-")
 	if err != nil {
@@ -560,14 +573,85 @@ func measure(sc scenario, w string, o options) (result, error) {
 			}
 		}
 	}
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	runFor := o.runFor
+	if runFor == 0 {
+		runFor = time.Hour
+		if sc.name == "mixed" {
+			runFor = 5 * time.Second
+		}
+	}
+	type podReq struct {
+		name string
+		gang int
+	}
+	var reqs []podReq
+	for g := range sc.gangs {
+		for i := range sc.gangSize(g) {
+			reqs = append(reqs, podReq{fmt.Sprintf("%s-%d", gangName(g), i), g})
+		}
+	}
+	// createAll creates every pod from 32 goroutines, noting when each
+	// request was sent.
+	createAll := func() error {
+		work := make(chan podReq)
+		var wg sync.WaitGroup
+		var createErr error
+		for range 32 {
+			wg.Go(func() {
+				for r := range work {
+					p := makePod(sc, native, w, r.name, r.gang, runFor)
+					mu.Lock()
+					created[r.name] = time.Now()
+					mu.Unlock()
+					if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+						mu.Lock()
+						createErr = err
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		for _, r := range reqs {
+			work <- r
+		}
+		close(work)
+		wg.Wait()
+		if createErr != nil {
+			return fmt.Errorf("create pod: %v", createErr)
+		}
+		return nil
+	}
+	if o.backlog {
+		t := time.Now()
+		if err := createAll(); err != nil {
+			return x, err
+		}
+		x.created = time.Since(t).Seconds()
+	}
+
+	// With a backlog the scheduler works from its first instant: the
+	// others' CPU and the apiserver's writes are read before it starts,
+	// and its own CPU counts from zero.
+	var preCPU, preW map[string]float64
+	if o.backlog {
+		preCPU = map[string]float64{}
+		for k, c := range map[string]string{"api": "kube-apiserver", "etcd": "etcd", "kwok": "kwok"} {
+			preCPU[k] = cpuSeconds(cl.PID(c))
+		}
+		preCPU["sched"] = 0
+		if preW, err = apiWrites(ctx, cs); err != nil {
+			return x, err
+		}
+	}
+	schedStart := time.Now()
 	sched, err := startScheduler(w, sc, cl, dir, o)
 	if err != nil {
 		return x, err
 	}
 	defer stopProcess(sched)
 
-	var mu sync.Mutex
-	created := map[string]time.Time{}
 	boundAt := map[string]time.Time{}
 	nodeOf := map[string]string{}
 	done := make(chan struct{})
@@ -593,7 +677,9 @@ func measure(sc scenario, w string, o options) (result, error) {
 	defer close(stop)
 	f.Start(stop)
 	cache.WaitForCacheSync(stop, pi.HasSynced)
-	time.Sleep(3 * time.Second) // the scheduler's informers sync
+	if !o.backlog {
+		time.Sleep(3 * time.Second) // the scheduler's informers sync
+	}
 
 	pids := map[string]int{"sched": sched.Process.Pid, "api": cl.PID("kube-apiserver"), "etcd": cl.PID("etcd"), "kwok": cl.PID("kwok")}
 	cpu := func() map[string]float64 {
@@ -603,56 +689,28 @@ func measure(sc scenario, w string, o options) (result, error) {
 		}
 		return m
 	}
-	cpu0 := cpu()
-	w0, err := apiWrites(ctx, cs)
-	if err != nil {
-		return x, err
+	cpu0, w0 := preCPU, preW
+	if !o.backlog {
+		cpu0 = cpu()
+		if w0, err = apiWrites(ctx, cs); err != nil {
+			return x, err
+		}
 	}
 
-	runFor := o.runFor
-	if runFor == 0 {
-		runFor = time.Hour
-		if sc.name == "mixed" {
-			runFor = 5 * time.Second
-		}
-	}
-	type podReq struct {
-		name string
-		gang int
-	}
-	var reqs []podReq
-	for g := range sc.gangs {
-		for i := range sc.gangSize(g) {
-			reqs = append(reqs, podReq{fmt.Sprintf("%s-%d", gangName(g), i), g})
-		}
-	}
 	start := time.Now()
-	work := make(chan podReq)
-	var wg sync.WaitGroup
-	var createErr error
-	for range 32 {
-		wg.Go(func() {
-			for r := range work {
-				p := makePod(sc, native, w, r.name, r.gang, runFor)
-				mu.Lock()
-				created[r.name] = time.Now()
-				mu.Unlock()
-				if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-					mu.Lock()
-					createErr = err
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, r := range reqs {
-		work <- r
-	}
-	close(work)
-	wg.Wait()
-	x.created = time.Since(start).Seconds()
-	if createErr != nil {
-		return x, fmt.Errorf("create pod: %v", createErr)
+	if o.backlog {
+		// The clock and every pod's wait start with the scheduler.
+		start = schedStart
+		mu.Lock()
+		for n := range created {
+			created[n] = start
+		}
+		mu.Unlock()
+	} else {
+		if err := createAll(); err != nil {
+			return x, err
+		}
+		x.created = time.Since(start).Seconds()
 	}
 	timedOut := false
 	select {
