@@ -53,6 +53,16 @@ const (
 	eventTries = 3
 	// eventDrainLimit bounds how long Stop waits for queued events.
 	eventDrainLimit = 5 * time.Second
+	// eventHoldLimit is the longest an event waits for the binder to go
+	// idle. Events and Bindings go to the same apiserver: a Scheduled
+	// event per bind doubles its writes in a burst, and the bind is what
+	// the pod waits for, while the event only reports it. So an event
+	// waits while binds are queued or in flight, at most this long after
+	// it was made, and not at all once the queue is half full (holding
+	// then would end in drops).
+	eventHoldLimit = 30 * time.Second
+	// eventHoldPoll is how often a held event looks at the binder.
+	eventHoldPoll = 20 * time.Millisecond
 )
 
 // Drop reasons (the label of pal_events_dropped_total).
@@ -71,6 +81,9 @@ type eventPoster struct {
 	queue      chan *eventsv1.Event
 	seq        atomic.Uint64 // makes event names unique within one instance
 	retryWait  time.Duration
+	// binding reports binds queued or in flight (nil: never); events
+	// wait for it to turn false (eventHoldLimit).
+	binding func() bool
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -119,6 +132,7 @@ func (e *eventPoster) work(ctx context.Context) {
 	for {
 		select {
 		case ev := <-e.queue:
+			e.hold(ev)
 			e.send(context.WithoutCancel(ctx), ev)
 		case <-e.stop:
 			// Drain what is queued, then leave.
@@ -130,6 +144,22 @@ func (e *eventPoster) work(ctx context.Context) {
 					return
 				}
 			}
+		}
+	}
+}
+
+// hold keeps ev back while binds are pending (eventHoldLimit), unless
+// the queue is half full or the poster stops.
+func (e *eventPoster) hold(ev *eventsv1.Event) {
+	if e.binding == nil {
+		return
+	}
+	until := ev.EventTime.Add(eventHoldLimit)
+	for e.binding() && len(e.queue) < cap(e.queue)/2 && time.Now().Before(until) {
+		select {
+		case <-e.stop:
+			return
+		case <-time.After(eventHoldPoll):
 		}
 	}
 }

@@ -203,3 +203,44 @@ func TestRoundPostsScheduledPerPod(t *testing.T) {
 		t.Errorf("%d events went through the scheduler's own client", len(l))
 	}
 }
+
+// Events wait while binds are pending and go once the binder is idle;
+// an event taken from a queue still half full goes at once (holding would
+// end in drops), so with a full queue of 4 some go while binding.
+func TestEventsWaitForBinds(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		queueCap int
+		queued   int
+		held     bool
+	}{
+		{"binds pending", 100, 1, true},
+		{"queue full", 4, 4, false},
+	} {
+		cs := fake.NewSimpleClientset()
+		e := newEventPoster(cs, "pal", NewMetrics())
+		e.queue = make(chan *eventsv1.Event, c.queueCap)
+		var binding atomic.Bool
+		binding.Store(true)
+		e.binding = binding.Load
+		for i := range c.queued {
+			e.post(nodeRef(fmt.Sprintf("n%d", i)), corev1.EventTypeNormal, ReasonScheduled, "Binding", "x")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		e.Start(ctx)
+		time.Sleep(300 * time.Millisecond) // 15 polls of the binder
+		if n := len(listEvents(t, cs, metav1.NamespaceDefault)); (n == 0) != c.held {
+			t.Errorf("%s: %d events posted while binding, want held %v", c.name, n, c.held)
+		}
+		binding.Store(false)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(listEvents(t, cs, metav1.NamespaceDefault)) < c.queued && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := len(listEvents(t, cs, metav1.NamespaceDefault)); n != c.queued {
+			t.Errorf("%s: %d events posted once the binder was idle, want %d", c.name, n, c.queued)
+		}
+		e.Stop()
+		cancel()
+	}
+}

@@ -253,6 +253,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	}
 	s.binder = bind.New(client, cfg.BindWorkers, log, s.bindDone)
 	s.events = newEventPoster(client, cfg.SchedulerName, s.metrics)
+	s.events.binding = func() bool { return s.binder.Pending() > 0 }
 	return s, nil
 }
 
