@@ -173,9 +173,9 @@ func checkInstalled(t *testing.T, e *env, src string, objs map[string]runtime.Ob
 	nw := e.gang("new", 2, 2, nil)
 	e.eventually(20*time.Second, "eviction under the service account", func() bool { return e.pod(old[0]) == nil && e.pod(old[1]) == nil })
 	e.eventually(20*time.Second, "new gang bound", func() bool { return e.bound(nw...) })
-	if !e.hasEvent(nw[0], "Scheduled", "gpu-node-000") {
-		t.Errorf("no Scheduled event written under the service account")
-	}
+	// Events are posted after the binds they report (they wait for the
+	// binder), so the test waits for this one.
+	e.eventually(20*time.Second, "a Scheduled event written under the service account", func() bool { return e.hasEvent(nw[0], "Scheduled", "gpu-node-000") })
 	if l, err := e.cs.CoordinationV1().Leases("pal-system").Get(ctx, "pal-scheduler", metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil {
 		t.Errorf("Lease not held under the service account: %v", err)
 	}

@@ -167,9 +167,7 @@ func TestJobGangMigratesOnce(t *testing.T) {
 	checkGang(second, "gpu-node-000")
 	want := fmt.Sprintf("migrated by the pal-ma placement from %s GPUs 0,1,2,3 to gpu-node-000 GPUs 0,1,2,3", filler)
 	for _, n := range first {
-		if !e.hasEvent(n, "Preempted", want) {
-			t.Errorf("pod %s: Preempted events %q, want one with %q", n, e.events(n, "Preempted"), want)
-		}
+		e.eventually(20*time.Second, "pod "+n+": a Preempted event with "+want, func() bool { return e.hasEvent(n, "Preempted", want) })
 	}
 	time.Sleep(2 * time.Second) // more rounds: nothing moves again
 	e.checkNoDoubleGPU()

@@ -76,9 +76,10 @@ func TestGangAllOrNothing(t *testing.T) {
 		if q.Spec.NodeName != rec.Node || q.Annotations[kube.AnnGPUIndices] != kube.FormatIndices(rec.GPUs) {
 			t.Errorf("pod %s on %s %s, bind-info says %+v", n, q.Spec.NodeName, q.Annotations[kube.AnnGPUIndices], rec)
 		}
-		if !e.hasEvent(n, "Scheduled", "with GPUs "+q.Annotations[kube.AnnGPUIndices]) {
-			t.Errorf("pod %s: no Scheduled event naming its GPUs: %q", n, e.events(n, "Scheduled"))
-		}
+		// Events are posted after the binds they report.
+		e.eventually(20*time.Second, "pod "+n+": a Scheduled event naming its GPUs", func() bool {
+			return e.hasEvent(n, "Scheduled", "with GPUs "+q.Annotations[kube.AnnGPUIndices])
+		})
 	}
 }
 
@@ -176,9 +177,9 @@ func TestPreemptionEvictsWholeGang(t *testing.T) {
 	e.eventually(15*time.Second, "new gang bound", func() bool { return e.bound(nw...) })
 	e.checkNoDoubleGPU()
 	for _, n := range old {
-		if !e.hasEvent(n, "Preempted", "preempted at queue position 2 under las: its gpu-node-000 GPUs 0,1,2,3 go to gang jobs/new, ordered ahead of it") {
-			t.Errorf("%s: Preempted events %q", n, e.events(n, "Preempted"))
-		}
+		e.eventually(20*time.Second, n+": its Preempted event", func() bool {
+			return e.hasEvent(n, "Preempted", "preempted at queue position 2 under las: its gpu-node-000 GPUs 0,1,2,3 go to gang jobs/new, ordered ahead of it")
+		})
 	}
 	// The metrics say so too.
 	srv := httptest.NewServer(s.Handler())
