@@ -282,30 +282,8 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 		return nil, fmt.Errorf("forecast: not with scheduler themis or a tenancy (their leases and cells are not copied)")
 	}
 	cl := snap.Cluster
-	inOrder := make(map[int]bool, len(order))
-	for _, j := range order {
-		inOrder[j.ID] = true
-	}
 	// The view: every GPU but those held by gangs outside the order.
-	toView := make([]int, cl.Size())
-	var toReal, sizes []int
-	var names []string
-	for n, nd := range cl.Nodes {
-		k := 0
-		for _, g := range nd.GPUs {
-			if o := cl.Owner(g); o != cluster.Free && !inOrder[o] {
-				toView[g] = -1
-				continue
-			}
-			toView[g] = len(toReal)
-			toReal = append(toReal, g)
-			k++
-		}
-		if k > 0 {
-			sizes = append(sizes, k)
-			names = append(names, cl.Nodes[n].Name)
-		}
-	}
+	toView, toReal, sizes, names := cutOutside(cl, order)
 	if len(toReal) == 0 {
 		return nil, fmt.Errorf("forecast: every GPU is held by pods outside PAL's round")
 	}

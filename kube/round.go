@@ -325,23 +325,16 @@ func (s *Scheduler) placeOnce(snap *snapshot, order []*workload.Job, byJob map[*
 	return s.place(snap, order)
 }
 
-// place runs the placer on the GPUs it may hand out. Placers take every
-// GPU not held by a job in the order as free (in the simulator every
-// GPU belongs to such a job), so GPUs of other schedulers' pods, of
-// leaving gangs and of partly bound gangs are cut out of the cluster the
-// placer sees: it gets a view without them (same bins and L×V order, GPU
-// ids renumbered), and its answer is mapped back. With nothing to cut
-// out the view is the cluster itself.
-func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
+// cutOutside lists the GPUs a placer may hand out: every GPU of cl but
+// those held by jobs outside order. toView maps a GPU to its id in the
+// view (-1: cut out), toReal maps back, and sizes and names are the view's
+// nodes that keep a GPU.
+func cutOutside(cl *cluster.Cluster, order []*workload.Job) (toView, toReal, sizes []int, names []string) {
 	inOrder := make(map[int]bool, len(order))
 	for _, j := range order {
 		inOrder[j.ID] = true
 	}
-	cl := snap.Cluster
-	toView := make([]int, cl.Size())
-	var toReal []int
-	var sizes []int
-	var names []string
+	toView = make([]int, cl.Size())
 	for n, nd := range cl.Nodes {
 		k := 0
 		for _, g := range nd.GPUs {
@@ -358,6 +351,19 @@ func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
 			names = append(names, cl.Nodes[n].Name)
 		}
 	}
+	return toView, toReal, sizes, names
+}
+
+// place runs the placer on the GPUs it may hand out. Placers take every
+// GPU not held by a job in the order as free (in the simulator every
+// GPU belongs to such a job), so GPUs of other schedulers' pods, of
+// leaving gangs and of partly bound gangs are cut out of the cluster the
+// placer sees: it gets a view without them (same bins and L×V order, GPU
+// ids renumbered), and its answer is mapped back. With nothing to cut
+// out the view is the cluster itself.
+func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
+	cl := snap.Cluster
+	toView, toReal, sizes, names := cutOutside(cl, order)
 	if len(toReal) == cl.Size() {
 		return s.pol.place.Place(&s.rand, order)
 	}

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/kube/forecast"
@@ -60,19 +57,7 @@ random); it applies to the forecast and its what-ifs, off by default.`,
 				return err
 			}
 			cfg.LeaderElection.Enabled = false
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-			if err != nil {
-				return fmt.Errorf("kubeconfig: %v", err)
-			}
-			rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
-			rc.UserAgent = "pal-forecast"
-			client, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(rc)
+			_, client, dyn, err := clusterClients(kubeconfig, cfg, "pal-forecast")
 			if err != nil {
 				return err
 			}

@@ -81,19 +81,7 @@ in the background, whose child keeps running when the parent is killed.`,
 				h = slog.NewJSONHandler(os.Stderr, opts)
 			}
 			log := slog.New(h)
-			rules := clientcmd.NewDefaultClientConfigLoadingRules() // $KUBECONFIG, ~/.kube/config, then in-cluster
-			rules.ExplicitPath = kubeconfig
-			rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-			if err != nil {
-				return fmt.Errorf("kubeconfig: %v", err)
-			}
-			rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
-			rc.UserAgent = "pal-scheduler"
-			client, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(rc)
+			rc, client, dyn, err := clusterClients(kubeconfig, cfg, "pal-scheduler")
 			if err != nil {
 				return err
 			}
@@ -151,6 +139,30 @@ in the background, whose child keeps running when the parent is killed.`,
 }
 
 // limitedClient is a client of rc's cluster with rate limits of its own.
+// clusterClients reads kubeconfig ($KUBECONFIG, ~/.kube/config, then
+// in-cluster when empty) and makes the typed and dynamic clients both the
+// scheduler and the forecast read the cluster through, at cfg's client
+// limits; rc is the config they share, for clients of their own limits.
+func clusterClients(kubeconfig string, cfg kube.Config, agent string) (*rest.Config, *kubernetes.Clientset, *dynamic.DynamicClient, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("kubeconfig: %v", err)
+	}
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	rc.UserAgent = agent
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rc, client, dyn, nil
+}
+
 func limitedClient(rc *rest.Config, qps float32, burst int) (*kubernetes.Clientset, error) {
 	c := rest.CopyConfig(rc)
 	c.QPS, c.Burst = qps, burst
