@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/registry"
@@ -23,6 +24,9 @@ type ForecastRow struct {
 	Arrival       float64
 	Start, Finish float64 // -1: never, within the forecast
 	Reason        string
+	// Spread is the start over ForecastOptions.Draws noisy draws (nil
+	// without draws).
+	Spread *draws.Spread
 }
 
 // forecastable refuses forecasts whose policies keep state a fresh copy
@@ -41,10 +45,81 @@ func forecastable(o Options, at float64) error {
 	return nil
 }
 
+// ForecastOptions are a forecast's assumptions beyond the run's state
+// (pal sim --forecast-draws, --duration-noise, --assume-arrivals; they
+// mean what pal-kube forecast's flags of the same names mean).
+type ForecastOptions struct {
+	// Draws > 0 runs the forecast this many more times, each with every
+	// job's remaining work scaled by its own lognormal factor of mean 1
+	// and coefficient of variation Noise (draws.Perturb, seeded by Seed
+	// and the draw), and gives each row its start's Spread over them.
+	Draws int
+	Noise float64
+	// ArrivalsPerHour > 0 assumes jobs keep arriving after T: a Poisson
+	// process of that rate, each a copy of a running or waiting job drawn
+	// at random with its whole work (draws.Arrivals, seeded by Seed), up
+	// to draws.Horizon after T. 0: none, as in the run itself.
+	ArrivalsPerHour float64
+	Seed            uint64
+}
+
+// check refuses options that would fail only once the run reaches T.
+func (fo ForecastOptions) check() error {
+	if fo.Draws < 0 || fo.Draws > draws.MaxDraws {
+		return fmt.Errorf("--forecast-draws %d: want 0 (none) to %d draws", fo.Draws, draws.MaxDraws)
+	}
+	if _, err := draws.NewLognormal(fo.Noise); err != nil {
+		return err
+	}
+	if !(fo.ArrivalsPerHour >= 0) || math.IsInf(fo.ArrivalsPerHour, 1) {
+		return fmt.Errorf("--assume-arrivals %v: want jobs per hour >= 0 (0: none)", fo.ArrivalsPerHour)
+	}
+	return nil
+}
+
+// Forecast is the forecast a run of placement makes at round boundary T
+// (after that round's placement), from the order it had then (every
+// active job) and its placer live (nil: fresh policies): the same
+// policies run on, fresh copies with the backfill placer's protections
+// carried over, and each waiting job's start and end read off. With
+// exact durations and no arrivals after T, each start is the run's own
+// (sim.Forward).
+func (in *Inputs) Forecast(placement string, live policy.Placer, T float64, order []*workload.Job, fo ForecastOptions) ([]ForecastRow, error) {
+	var arr []workload.Spec
+	if fo.ArrivalsPerHour != 0 {
+		var err error
+		if arr, err = draws.Arrivals(order, fo.ArrivalsPerHour/3600, T, T+draws.Horizon, fo.Seed); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := in.forecast(placement, live, T, order, arr)
+	if err != nil || fo.Draws == 0 {
+		return rows, err
+	}
+	sp, err := draws.Over(order, fo.Draws, fo.Noise, fo.Seed, func(_ int, jobs []*workload.Job) ([]float64, error) {
+		alt, err := in.forecast(placement, live, T, jobs, arr)
+		if err != nil {
+			return nil, err
+		}
+		starts := make([]float64, len(alt))
+		for i, r := range alt {
+			starts[i] = r.Start
+		}
+		return starts, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		rows[i].Spread = &sp[i]
+	}
+	return rows, nil
+}
+
 // forecast runs the run's policies on from the state at T (fresh copies,
-// the backfill placer's protections carried over), with no arrivals
-// after T, and reads each waiting job's start and end.
-func (in *Inputs) forecast(placement string, live policy.Placer, T float64, order []*workload.Job) ([]ForecastRow, error) {
+// the backfill placer's protections carried over), with arrivals after T
+// only as given, and reads each waiting job's start and end.
+func (in *Inputs) forecast(placement string, live policy.Placer, T float64, order []*workload.Job, arrivals []workload.Spec) ([]ForecastRow, error) {
 	cfg, err := in.Config(placement)
 	if err != nil {
 		return nil, err
@@ -52,7 +127,7 @@ func (in *Inputs) forecast(placement string, live policy.Placer, T float64, orde
 	if b := backfill.Unwrap(cfg.Placer); b != nil && live != nil {
 		cfg.Placer = backfill.Fork(live, b.Base)
 	}
-	out, err := sim.Forward(cfg, T, order)
+	out, err := sim.ForwardWatch(cfg, T, order, sim.Watch{Arrivals: arrivals})
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +244,7 @@ func (in *Inputs) whatIf(placement string, T float64, order []*workload.Job, now
 		}
 		alt := *in
 		alt.Opts = o
-		rows, err := alt.forecast(pl, nil, T, order)
+		rows, err := alt.Forecast(pl, nil, T, order, in.forecastOpts)
 		if err != nil {
 			return nil, fmt.Errorf("--what-if %s: %v", kv, err)
 		}

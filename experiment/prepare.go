@@ -29,9 +29,10 @@ import (
 type Inputs struct {
 	// noRecords runs without per-job records (Hooks.NoJobRecords).
 	noRecords     bool
-	noMoveGains   bool     // Hooks.NoMoveGains
-	noRoundStats  bool     // Hooks.NoRoundStats
-	forecastAt    float64  // -1: no forecast (Hooks.ForecastAt)
+	noMoveGains   bool    // Hooks.NoMoveGains
+	noRoundStats  bool    // Hooks.NoRoundStats
+	forecastAt    float64 // -1: no forecast (Hooks.ForecastAt)
+	forecastOpts  ForecastOptions
 	whatIfs       []string // Hooks.WhatIf
 	Opts          Options
 	Cluster       *cluster.Cluster

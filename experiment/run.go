@@ -97,7 +97,7 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 	if in.forecastAt >= 0 {
 		cfg.SnapshotAt = in.forecastAt
 		cfg.Snapshot = func(T float64, order []*workload.Job) {
-			if fc, ferr = in.forecast(placement, cfg.Placer, T, order); ferr == nil {
+			if fc, ferr = in.Forecast(placement, cfg.Placer, T, order, in.forecastOpts); ferr == nil {
 				wi, ferr = in.whatIf(placement, T, order, fc)
 			}
 		}
@@ -143,6 +143,8 @@ type Hooks struct {
 	// zero Hooks make none).
 	ForecastAt float64
 	Forecast   bool
+	// ForecastOptions are the forecast's draws and assumed arrivals.
+	ForecastOptions ForecastOptions
 	// WhatIf are KEY=VALUE changes (placement, scheduler, backfill) the
 	// forecast is run again under (RunResult.WhatIf).
 	WhatIf []string
@@ -207,6 +209,10 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 			}
 		}
 		in.whatIfs = h.WhatIf
+		if err := h.ForecastOptions.check(); err != nil {
+			return nil, nil, err
+		}
+		in.forecastOpts = h.ForecastOptions
 	} else if len(h.WhatIf) > 0 {
 		return nil, nil, fmt.Errorf("--what-if: only with --forecast-at")
 	}

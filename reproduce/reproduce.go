@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/backfill"
 	"github.com/palsched/pal/reproduce/hived"
 	"github.com/palsched/pal/reproduce/migration"
 	"github.com/palsched/pal/reproduce/pal"
@@ -52,6 +53,8 @@ type Report struct {
 	Stale *stale.StaleResult
 	// Themis is the finish-time-fairness experiments (under themis/).
 	Themis *themis.Outcome
+	// Backfill is the backfill-and-forecast section (under backfill/).
+	Backfill *backfill.Result
 	// Simulations is the number of distinct runs; SimTime and BenchTime
 	// are the wall times of the sweep and of Fig 18.
 	Simulations int
@@ -154,6 +157,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	logf("reproduce: Themis experiments written to %s", themisDir)
+	bp := backfill.DefaultPlan(plan)
+	if o.Quick {
+		bp = backfill.QuickPlan(plan)
+	}
+	if rep.Backfill, err = backfill.Run(ctx, bp, base, o.Out, o.Workers, o.Log); err != nil {
+		return nil, err
+	}
+	logf("reproduce: backfill section written to %s", rep.Backfill.Dir)
 
 	if err := rep.write(); err != nil {
 		return nil, err
@@ -207,6 +218,9 @@ func (rep *Report) write() error {
 	if rep.Hived != nil {
 		md += "\n## Tenancy: HiveD's sharing anomaly\n\nSee hived/hived.md (tables) and hived/anomaly.csv; plots are in hived/.\n"
 	}
+	if rep.Backfill != nil {
+		md += rep.Backfill.Markdown
+	}
 	if rep.Themis != nil {
 		md += "\n## Finish-time fairness: Themis\n\nSee themis/themis.md (the paper's claims beside ours), themis/index.html, the themis-*.csv tables and plots in themis/.\n"
 	}
@@ -237,14 +251,15 @@ const IndexTitle = "PAL, HiveD and Themis: reproduced figures and claims"
 
 // Section titles of index.html beyond the figures' own.
 const (
-	AboutTitle   = "About this report"
-	StaleTitle   = "Stale profiles: learning PM-scores online"
-	HivedTitle   = "Tenancy: HiveD's sharing anomaly"
-	ThemisTitle  = "Finish-time fairness: Themis"
-	ClaimsTitle  = "PAL: the paper's claims beside ours"
-	staleSubdir  = stale.StaleDir
-	hivedSubdir  = "hived"
-	themisSubdir = "themis"
+	AboutTitle    = "About this report"
+	StaleTitle    = "Stale profiles: learning PM-scores online"
+	HivedTitle    = "Tenancy: HiveD's sharing anomaly"
+	ThemisTitle   = "Finish-time fairness: Themis"
+	BackfillTitle = "Backfill and forecasts"
+	ClaimsTitle   = "PAL: the paper's claims beside ours"
+	staleSubdir   = stale.StaleDir
+	hivedSubdir   = "hived"
+	themisSubdir  = "themis"
 )
 
 // indexSections lays index.html out figures first: a short guide, every
@@ -253,7 +268,7 @@ const (
 // tables with a verdict per claim. The figures of HiveD and Themis are
 // shown from their subdirectories.
 func (rep *Report) indexSections(summary string) ([]report.Section, error) {
-	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, the stale-profiles study (not in the paper), HiveD's sharing anomaly, Themis' finish-time fairness, and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
+	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, the stale-profiles study (not in the paper), HiveD's sharing anomaly, Themis' finish-time fairness, backfill and forecasts (not in the papers), and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
 	if rep.Plan.Name == "quick" {
 		p, tp := rep.Plan, themis.QuickPlan()
 		about += fmt.Sprintf("\n\n**This is the --quick plan, and its numbers are not meaningful**: it shows that every figure and table is produced, on grids far smaller than the papers'. PAL: Sia-Philly traces %s only (geomeans over %d of 8 traces), workload %s alone for the locality sweep, %d Synergy seed(s) of %d jobs at %s jobs/h (the headline claims at other loads are not measured). HiveD: one synthetic load over one day, and the first %d Philly jobs, which load the VCs too lightly for anyone to queue (every Philly anomaly is 0 by lack of load). Themis: %d apps on a %s cluster, where one job sets an app's ρ. Run pal reproduce without --quick for the comparison with the papers.",
@@ -302,6 +317,11 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 			s.Captions[ref] = strings.ReplaceAll(strings.TrimPrefix(base, "themis-"), "-", " ") + " (themis/" + base + ")"
 		}
 		sections = append(sections, s)
+	}
+	if rep.Backfill != nil {
+		body := strings.TrimPrefix(strings.TrimLeft(rep.Backfill.Markdown, "\n"), "## "+BackfillTitle+"\n")
+		sections = append(sections, report.Section{Title: BackfillTitle, Markdown: body,
+			Text: "Strict order against EASY and greedy backfill, reserved gangs started late, and forecast error; the tables follow. Data: backfill/runs.csv and backfill/accuracy.csv."})
 	}
 	sections = append(sections, report.Section{Title: ClaimsTitle, Markdown: summary})
 	return sections, nil

@@ -71,6 +71,7 @@ func TestQuickEndToEnd(t *testing.T) {
 		"| 16 | Synergy LAS", "| 17 | Synergy SRTF", "| 20 | Synergy 10 jobs/h: PAL",
 		"Placement overhead (Fig 18)", "--quick",
 		"Migration cost: does PAL's gain survive", "| PAL, migration-aware |",
+		"## Backfill and forecasts", "| sia-philly/3 | fifo |", "exact-no-arrivals",
 	} {
 		if !strings.Contains(sum, s) {
 			t.Errorf("summary.md lacks %q", s)

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/palsched/pal/cluster"
@@ -202,5 +203,25 @@ func TestForwardArrivals(t *testing.T) {
 	}
 	if got := run([]workload.Spec{{ID: 2, GPUs: 2, Submit: 250, Iterations: 100, IterTime: 1}}); got != (Outcome{400, 600}) {
 		t.Errorf("with x: w %+v, want {400 600}", got)
+	}
+}
+
+// SnapshotAlso calls Snapshot again at the first boundary at or after
+// each later time, once per boundary: with 60 s rounds, times 100, 130,
+// 180 and 185 s give boundaries 120, 180 (130's and 180's: one call)
+// and 240 (185's). SnapshotAt 0 is the first round itself.
+func TestSnapshotAlso(t *testing.T) {
+	cl, _ := cluster.New(1, 4)
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{spec(0, 1, 0, 1000)}}
+	cfg := Config{Cluster: cl, Trace: tr, Scheduler: schedule.FIFO{}, Placer: mustPlacer(t, "packed-sticky"), Round: 60,
+		Locality: ConstantLocality(1), Scores: tenant.UniformScores(cl)}
+	var got []float64
+	cfg.SnapshotAlso = []float64{100, 130, 180, 185}
+	cfg.Snapshot = func(T float64, _ []*workload.Job) { got = append(got, T) }
+	if _, err := Run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0, 120, 180, 240}; !slices.Equal(got, want) {
+		t.Errorf("snapshots at %v, want %v", got, want)
 	}
 }

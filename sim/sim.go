@@ -169,6 +169,10 @@ type Config struct {
 	// the plain loop.
 	SnapshotAt float64
 	Snapshot   func(T float64, order []*workload.Job)
+	// SnapshotAlso are more times (ascending, after SnapshotAt) at whose
+	// first round boundary Snapshot is called again: one run, several
+	// forecasts. Times that share a boundary give one call.
+	SnapshotAlso []float64
 }
 
 // NodeEvent is a node going down or coming back at time T.
@@ -483,6 +487,7 @@ func (s *state) run() (*Result, error) { return s.runFrom(0) }
 func (s *state) runFrom(first int) (*Result, error) {
 	R := s.cfg.Round
 	snap := s.cfg.Snapshot != nil
+	snapAt, also := s.cfg.SnapshotAt, s.cfg.SnapshotAlso
 	for round := first; ; round++ {
 		if round >= s.maxRound {
 			return nil, s.tooLong(round)
@@ -498,9 +503,15 @@ func (s *state) runFrom(first int) (*Result, error) {
 		}
 		s.scoreRound(T)
 		s.schedule(T, R)
-		if snap && T >= s.cfg.SnapshotAt {
-			snap = false
+		if snap && T >= snapAt {
 			s.cfg.Snapshot(T, s.order)
+			for len(also) > 0 && also[0] <= T {
+				also = also[1:]
+			}
+			snap = len(also) > 0
+			if snap {
+				snapAt = also[0]
+			}
 		}
 		if s.cfg.CheckInvariants && s.cfg.Tenancy != nil {
 			if err := s.cfg.Tenancy.Check(); err != nil {

@@ -8,8 +8,8 @@ package forecast
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
+	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/workload"
@@ -18,7 +18,7 @@ import (
 // Horizon is how far a forecast looks, in the jobs' seconds: a gang not
 // started by then (behind one whose work is not stated, say) has no
 // estimated start.
-const Horizon = 30 * 24 * 3600.0
+const Horizon = draws.Horizon
 
 // Run forecasts st's waiting gangs: when each starts and ends, in the
 // jobs' seconds from st's round (-1: not within Horizon; a gang without
@@ -95,7 +95,7 @@ func forward(st *kube.ForecastState, arrivals []workload.Spec) (map[int]sim.Outc
 }
 
 // MaxAssumed bounds the arrivals a forecast assumes.
-const MaxAssumed = 100_000
+const MaxAssumed = draws.MaxArrivals
 
 // Assumed are gangs assumed to arrive after st's round, a Poisson
 // process of perHour a wall hour (in the jobs' time, at st's time
@@ -106,21 +106,7 @@ func Assumed(st *kube.ForecastState, perHour float64, seed uint64) ([]workload.S
 	if !(perHour > 0) || math.IsInf(perHour, 1) {
 		return nil, fmt.Errorf("--assume-arrivals %v: want gangs per hour > 0", perHour)
 	}
-	if len(st.Jobs) == 0 {
-		return nil, nil
-	}
-	id := 0
-	for _, j := range st.Jobs {
-		id = max(id, j.ID+1)
-	}
-	r := rand.New(rand.NewPCG(seed, 0xa441))
-	rate := perHour / 3600 / st.TimeScale // per second of the jobs' time
-	var out []workload.Spec
-	for t := r.ExpFloat64() / rate; t <= Horizon && len(out) < MaxAssumed; t += r.ExpFloat64() / rate {
-		src := st.Jobs[r.IntN(len(st.Jobs))]
-		sp := src.Spec
-		sp.ID, sp.Submit, sp.Tracked = id+len(out), t, false
-		out = append(out, sp)
-	}
-	return out, nil
+	// draws.Arrivals, as pal sim --assume-arrivals, per second of the
+	// jobs' time.
+	return draws.Arrivals(st.Jobs, perHour/3600/st.TimeScale, 0, Horizon, seed)
 }

@@ -298,7 +298,7 @@ func TestNoisyHandCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Spread{{700, 700, 700}, {1200, 1200, 1200}}; !slices.Equal(flat, want) {
+	if want := []Spread{{P10: 700, P50: 700, P90: 700}, {P10: 1200, P50: 1200, P90: 1200}}; !slices.Equal(flat, want) {
 		t.Errorf("no noise: %+v, want %+v", flat, want)
 	}
 	sp, err := Noisy(st, 40, 0.5, 7)

@@ -43,6 +43,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
@@ -495,4 +496,23 @@ func (s *subCluster) view(env *policy.Env, ok func(g int) bool) (policy.Env, boo
 		e.Scores = sc
 	}
 	return e, true
+}
+
+// Noisy is est with each job's estimate off by a factor of its own: a
+// lognormal draw of mean 1 and coefficient of variation cv, fixed per job
+// id and seed (draws.Lognormal.Factor), as a user's stated run time is
+// off by about the same factor each time it is read. Measurements use it
+// to see what the reservation is worth when estimates are wrong; cv 0 is
+// est itself.
+func Noisy(est Estimate, cv float64, seed uint64) (Estimate, error) {
+	l, err := draws.NewLognormal(cv)
+	if err != nil {
+		return nil, err
+	}
+	if cv == 0 {
+		return est, nil
+	}
+	return func(env *policy.Env, j *workload.Job, gpus []int) float64 {
+		return est(env, j, gpus) * l.Factor(seed, uint64(j.ID))
+	}, nil
 }

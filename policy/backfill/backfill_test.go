@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/place"
@@ -216,4 +217,39 @@ func randomTrace(seed uint64) *workload.Trace {
 		tr.Jobs = append(tr.Jobs, spec(i, sizes[r.IntN(len(sizes))], t, 60+r.Float64()*3940))
 	}
 	return tr
+}
+
+// Noisy multiplies each job's estimate by a factor of its own, the same
+// every time it is read (so a reservation does not wander from round to
+// round on noise alone), and CV 0 is the estimate itself.
+func TestNoisyEstimate(t *testing.T) {
+	exact := func(_ *policy.Env, j *workload.Job, _ []int) float64 { return 100 * float64(j.ID+1) }
+	l, _ := draws.NewLognormal(0.5)
+	job := func(id int) *workload.Job { return workload.NewJob(spec(id, 1, 0, 10)) }
+	for _, c := range []struct {
+		name string
+		cv   float64
+		seed uint64
+		id   int
+		want float64
+	}{
+		{"no noise", 0, 3, 2, 300},
+		{"job 0", 0.5, 3, 0, 100 * l.Factor(3, 0)},
+		{"job 2", 0.5, 3, 2, 300 * l.Factor(3, 2)},
+		{"job 2, other seed", 0.5, 4, 2, 300 * l.Factor(4, 2)},
+	} {
+		est, err := backfill.Noisy(exact, c.cv, c.seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, again := est(nil, job(c.id), nil), est(nil, job(c.id), nil); got != c.want || again != got {
+			t.Errorf("%s: %v then %v, want %v", c.name, got, again, c.want)
+		}
+	}
+	if l.Factor(3, 0) == l.Factor(3, 2) || l.Factor(3, 2) == l.Factor(4, 2) {
+		t.Error("two jobs, or two seeds, drew the same factor")
+	}
+	if _, err := backfill.Noisy(exact, -1, 1); err == nil {
+		t.Error("CV -1 accepted")
+	}
 }
