@@ -134,10 +134,26 @@ func better(a, b *PCell) bool {
 	return false
 }
 
-func (c *Chain) pick(list []*PCell, mode allocMode, bound bool) *PCell {
+// gives reports whether taking p, or splitting it, can yield a level-k
+// cell usable in mode: p itself at level k, else p healthy, else some
+// child that gives one (a node with a quarantined device still holds
+// healthy smaller cells).
+func (c *Chain) gives(p *PCell, mode allocMode, k int) bool {
+	if p.level <= k || mode == doomAlloc || p.bad == 0 {
+		return c.usable(p, mode)
+	}
+	for _, ch := range p.children {
+		if c.gives(ch, mode, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Chain) pick(list []*PCell, mode allocMode, bound bool, k int) *PCell {
 	var best *PCell
 	for _, p := range list {
-		if (bound && p.vcell != nil) || !c.usable(p, mode) {
+		if (bound && p.vcell != nil) || !c.gives(p, mode, k) {
 			continue
 		}
 		if best == nil || better(p, best) {
@@ -161,7 +177,7 @@ func (c *Chain) buddyAlloc(k int, mode allocMode) *PCell {
 		defer func() { c.bal = nil }()
 	}
 	for j := k; j <= c.Top(); j++ {
-		cand := c.pick(c.free[j], mode, false)
+		cand := c.pick(c.free[j], mode, false, k)
 		if cand == nil {
 			continue
 		}
@@ -170,7 +186,7 @@ func (c *Chain) buddyAlloc(k int, mode allocMode) *PCell {
 		}
 		t := cand
 		for t.level > k {
-			t = c.pick(t.children, mode, false)
+			t = c.pick(t.children, mode, false, k)
 		}
 		c.takeSpecific(t)
 		return t

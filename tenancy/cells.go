@@ -94,7 +94,9 @@ type PCell struct {
 	freeIdx int
 	vcell   *VCell // bound virtual cell
 
-	used, opp, bad int       // leaves in use, in use by opportunistic groups, on bad nodes
+	used, opp, bad int       // leaves in use, in use by opportunistic groups, bad (node down or quarantined)
+	down           bool      // a node-level cell whose node is marked bad (SetNodeHealth)
+	quar           bool      // a leaf taken out of the guarantees (Quarantine)
 	speed          []float64 // per class: the sum of the leaves' values (lower is faster); nil without SetSpeeds
 	group          *Group    // the group using a leaf
 	leaving        *Group    // a victim still on the leaf, which a preempting group holds

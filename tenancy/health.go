@@ -5,6 +5,16 @@ import (
 	"sort"
 )
 
+// Bad hardware comes in two kinds. A node that fails (SetNodeHealth) is
+// bad whole: every device in it. A device that runs too slow to be worth
+// a guarantee is quarantined (Quarantine): it is bad to every VC, as a
+// failed one is (HiveD's bad cells: doomed-cell accounting binds VC
+// cells to it only when healthy hardware cannot serve them), but it
+// still runs: opportunistic groups may use it, and groups already on it
+// stay. A leaf is bad when its node is down or it is quarantined; every
+// cell counts its bad leaves (bad), which is all that binding, the doom
+// rule and the VCs' views read.
+
 // SetNodeHealth marks a node bad (healthy = false) or good again. Groups
 // running on a node that goes bad keep their devices; new placements
 // avoid it. A VC whose unbound cells can no longer all be served by
@@ -17,64 +27,151 @@ func (s *Scheduler) SetNodeHealth(node string, healthy bool) error {
 		return fmt.Errorf("tenancy: unknown node %q", node)
 	}
 	for _, p := range cells {
-		ch := p.chain
-		wasBad := p.bad > 0
-		if wasBad == !healthy {
+		if p.down == !healthy {
 			continue
 		}
-		delta := p.leaves
-		if healthy {
-			delta = -p.bad
-		}
-		var mark func(c *PCell)
-		mark = func(c *PCell) {
-			if c.level == 1 {
-				if healthy {
-					c.bad = 0
-				} else {
-					c.bad = 1
-				}
-				return
-			}
-			c.bad = 0
-			for _, k := range c.children {
-				mark(k)
-				c.bad += k.bad
-			}
-		}
-		mark(p)
-		for x := p.parent; x != nil; x = x.parent {
-			x.bad += delta
-		}
-		ch.bad += delta
-		if !healthy {
-			// A bound ancestor must show the bad node to its VC.
-			for x := p.parent; x != nil; x = x.parent {
-				if x.vcell != nil && p.vcell == nil {
-					s.newBinds = s.newBinds[:0]
-					s.fixBad(x)
-					break
-				}
-			}
-		} else {
-			// Bindings that only existed to show the failure go.
-			for x := p; x != nil; x = x.parent {
-				if v := x.vcell; v != nil && v.used == 0 && x.bad == 0 {
-					s.unbindUp(v)
-					break
-				}
-			}
-		}
-		s.doomCheck(ch)
+		p.down = !healthy
+		s.setBad(p, !healthy)
 	}
 	return nil
+}
+
+// Quarantine takes device gpu of node out of every VC's guarantee (on)
+// or gives it back (off). It is a bad cell of one device: a VC cell
+// bound over it shows it to the VC as taken, and doomed-cell accounting
+// binds it to a VC only when healthy cells cannot serve that VC's
+// unbound cells. Unlike a failed node, it still runs: a group on it
+// stays, and opportunistic groups may be placed on it. The device is
+// found in every chain that has one of that index on the node (a node
+// may hold devices of several leaf types).
+func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
+	cells, ok := s.byNode[node]
+	if !ok {
+		return fmt.Errorf("tenancy: unknown node %q", node)
+	}
+	found := false
+	for _, p := range cells {
+		for _, l := range pleavesOf(p, nil) {
+			if l.gpu != gpu {
+				continue
+			}
+			found = true
+			if l.quar == on {
+				continue
+			}
+			l.quar = on
+			s.setBad(l, on)
+		}
+	}
+	if !found {
+		return fmt.Errorf("tenancy: node %q has no device %d", node, gpu)
+	}
+	return nil
+}
+
+// QuarantinedDevice is a device taken out of the guarantees.
+type QuarantinedDevice struct {
+	Node string
+	GPU  int
+}
+
+// Quarantined lists the quarantined devices, by node then index.
+func (s *Scheduler) Quarantined() []QuarantinedDevice {
+	var out []QuarantinedDevice
+	for _, l := range s.leaves {
+		if l.quar {
+			out = append(out, QuarantinedDevice{l.node, l.gpu})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].GPU < out[j].GPU
+	})
+	return out
+}
+
+// nodeDown reports whether the node p lies in (p at or below node
+// level) is marked bad, looking from p's parent up.
+func nodeDown(p *PCell) bool {
+	for x := p.parent; x != nil && x.level <= x.chain.NodeLevel; x = x.parent {
+		if x.down {
+			return true
+		}
+	}
+	return false
+}
+
+// setBad recounts the bad leaves under p (a node-level cell or a leaf)
+// after its node's or its own state changed, carries the change up, and
+// puts the bindings right: worse (some leaf turned bad) shows the bad
+// hardware to a VC whose bound cell holds it; better drops bindings that
+// only existed to show it. The doom rule then runs on the chain.
+func (s *Scheduler) setBad(p *PCell, worse bool) {
+	ch := p.chain
+	old := p.bad
+	var mark func(c *PCell, down bool)
+	mark = func(c *PCell, down bool) {
+		down = down || c.down
+		c.bad = 0
+		if c.level == 1 {
+			if down || c.quar {
+				c.bad = 1
+			}
+			return
+		}
+		for _, k := range c.children {
+			mark(k, down)
+			c.bad += k.bad
+		}
+	}
+	mark(p, nodeDown(p))
+	delta := p.bad - old
+	if delta == 0 {
+		return
+	}
+	for x := p.parent; x != nil; x = x.parent {
+		x.bad += delta
+	}
+	ch.bad += delta
+	if worse {
+		// A bound ancestor must show the bad hardware to its VC.
+		for x := p.parent; x != nil; x = x.parent {
+			if x.vcell != nil && p.vcell == nil {
+				s.newBinds = s.newBinds[:0]
+				s.fixBad(x)
+				break
+			}
+		}
+	} else {
+		// Bindings that only existed to show the failure go.
+		for x := p; x != nil; x = x.parent {
+			if v := x.vcell; v != nil && v.used == 0 && x.bad == 0 {
+				s.unbindUp(v)
+				break
+			}
+		}
+		// What is still bad under a bound cell stays shown (a node back
+		// up with a quarantined device in it).
+		for x := p; x != nil; x = x.parent {
+			if x.vcell != nil {
+				if x.bad > 0 {
+					s.newBinds = s.newBinds[:0]
+					s.fixBad(x)
+				}
+				break
+			}
+		}
+	}
+	s.doomCheck(ch)
 }
 
 // BadNodes lists the nodes currently marked bad, sorted.
 func (s *Scheduler) BadNodes() []string {
 	var out []string
 	for n, cells := range s.byNode {
-		if len(cells) > 0 && cells[0].bad > 0 {
+		if len(cells) > 0 && cells[0].down {
 			out = append(out, n)
 		}
 	}

@@ -64,8 +64,14 @@ func (s *Scheduler) Pools(vcName string) ([]Pool, error) {
 }
 
 // Healthy reports whether new groups may use the node's leaves: it is
-// unbound (binding picks healthy hardware), or bound to healthy hardware.
-func (n ViewNode) Healthy() bool { return n.cell.phys == nil || n.cell.phys.bad == 0 }
+// unbound (binding picks healthy hardware), or bound to hardware with a
+// healthy device left (a node with a quarantined device is; its
+// quarantined leaves say so, OnBad).
+func (n ViewNode) Healthy() bool { return n.cell.phys == nil || n.cell.phys.bad < n.cell.phys.leaves }
+
+// OnBad reports whether a virtual leaf is bound to a bad device (a
+// quarantined one, shown to the VC as taken): no new group may use it.
+func (v *VCell) OnBad() bool { return v.phys != nil && v.phys.bad > 0 }
 
 // View lists a VC's view nodes: its chains in chain order, then its pinned
 // cells, each in the order of its preassigned cells. Node i of the VC's
@@ -151,6 +157,10 @@ func (s *Scheduler) Commit(r Request, pods [][]*VCell) (Decision, error) {
 				return Decision{}, fmt.Errorf("tenancy: group %s: pod %d names a cell that is not a leaf of VC %s", r.Group, i, vc.Name)
 			case l.group != nil:
 				return Decision{}, fmt.Errorf("tenancy: group %s: leaf used by group %s", r.Group, l.group.Name)
+			case l.OnBad():
+				// Shown bad (quarantined) after the VC's placer looked, or
+				// released this round while holding: not an error, a wait.
+				return s.noted(Decision{Reason: "a leaf is on bad hardware"}), nil
 			case l.mark == s.epoch:
 				return Decision{}, fmt.Errorf("tenancy: group %s: a leaf named twice", r.Group)
 			}

@@ -92,7 +92,7 @@ func (s *Scheduler) restrictedAlloc(v *VCell) *PCell {
 		defer func() { c.bal = nil }()
 	}
 	for j := k; j <= c.Top(); j++ {
-		for _, cand := range preferred(c.free[j], func(p *PCell) bool { return c.usable(p, healthyAlloc) }) {
+		for _, cand := range preferred(c.free[j], func(p *PCell) bool { return c.gives(p, healthyAlloc, k) }) {
 			t := s.descend(cand, v)
 			if t == nil {
 				continue
@@ -116,7 +116,7 @@ func (s *Scheduler) descend(p *PCell, v *VCell) *PCell {
 		}
 		return nil
 	}
-	for _, c := range preferred(p.children, func(q *PCell) bool { return q.vcell == nil && p.chain.usable(q, healthyAlloc) }) {
+	for _, c := range preferred(p.children, func(q *PCell) bool { return q.vcell == nil && p.chain.gives(q, healthyAlloc, v.level) }) {
 		if t := s.descend(c, v); t != nil {
 			return t
 		}

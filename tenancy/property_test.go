@@ -152,7 +152,8 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 	}
 	rng := rand.New(rand.NewPCG(seed, seed))
 	lvRng := rand.New(rand.NewPCG(seed, seed+1)) // its own stream: the other draws stay as they were
-	steps, placed, valid := 0, 0, 0
+	qRng := rand.New(rand.NewPCG(seed, seed+2))  // quarantine's, likewise
+	steps, placed, valid, quarantines := 0, 0, 0, 0
 	preempts, cancelled, restricted, waited, reconfigs := 0, 0, 0, 0, 0
 	trace := -1 // PAL_PROP_TRACE=N logs config N and every step of it
 	if env := os.Getenv("PAL_PROP_TRACE"); env != "" {
@@ -241,7 +242,17 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 				if stateful && d.Preempting {
 					d.Placed = true // it holds its cells; only opportunistic groups may be on them
 				}
-				if len(s.BadNodes()) == 0 && r.NoPreemption && r.Nodes == nil {
+				if d.Placed {
+					// A new guaranteed group never gets a quarantined device.
+					for _, q := range s.Quarantined() {
+						for _, p := range d.Pods {
+							if p.Node == q.Node && slices.Contains(p.GPUs, q.GPU) {
+								t.Fatalf("config %d step %d: %+v placed on quarantined %s[%d]\n%s", c, step, r, q.Node, q.GPU, s.dump())
+							}
+						}
+					}
+				}
+				if len(s.BadNodes()) == 0 && len(s.Quarantined()) == 0 && r.NoPreemption && r.Nodes == nil {
 					if canView {
 						valid++
 					}
@@ -321,9 +332,19 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 				reconfigs++
 				s = n
 				what = "reconfigure"
-			default: // failure or recovery
+			default: // failure or recovery, of a node or (quarantine) of one device
 				n := nodes[rng.IntN(len(nodes))]
 				healthy := rng.IntN(2) == 0
+				if qRng.IntN(2) == 0 {
+					leaves := pleavesOf(s.byNode[n][0], nil)
+					g := leaves[qRng.IntN(len(leaves))].gpu
+					if err := s.Quarantine(n, g, !healthy); err != nil {
+						t.Fatal(err)
+					}
+					quarantines++
+					what = fmt.Sprintf("device %s[%d] quarantined=%v", n, g, !healthy)
+					break
+				}
 				if err := s.SetNodeHealth(n, healthy); err != nil {
 					t.Fatal(err)
 				}
@@ -337,7 +358,7 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 			}
 		}
 	}
-	t.Logf("%d configs, %d steps, %d placements, %d valid no-preemption requests all placed", configs, steps, placed, valid)
+	t.Logf("%d configs, %d steps, %d placements, %d valid no-preemption requests all placed, %d quarantine changes", configs, steps, placed, valid, quarantines)
 	if stateful {
 		t.Logf("%d preemptions waited for victims, %d placed after waiting, %d overridden or cancelled, %d placed inside allowed nodes, %d reconfigurations",
 			preempts, waited, cancelled, restricted, reconfigs)

@@ -356,6 +356,12 @@ func (s *Scheduler) Reconfigure(cfg *Config) (*Scheduler, Reconfig, error) {
 			}
 		}
 	}
+	// Quarantined devices stay so where the new cells have them.
+	for _, q := range s.Quarantined() {
+		if _, ok := n.byNode[q.Node]; ok {
+			_ = n.Quarantine(q.Node, q.GPU, true) // a device the new cells lack is dropped
+		}
+	}
 	for _, ch := range n.chains {
 		n.doomCheck(ch)
 	}

@@ -384,6 +384,25 @@ func pickLeaves(state []uint8, blocks []int, n int, out []int) []int {
 	return nil
 }
 
+// shownBad counts the virtual leaves under v bound to bad devices that no
+// group uses: the devices of a partly bad node its VC may not be given.
+func shownBad(v *VCell) int {
+	if v.phys == nil || v.phys.bad == 0 {
+		return 0
+	}
+	if v.level == 1 {
+		if v.group == nil {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, c := range v.children {
+		n += shownBad(c)
+	}
+	return n
+}
+
 func vleavesOf(v *VCell, out []*VCell) []*VCell {
 	if v.level == 1 {
 		return append(out, v)
@@ -419,14 +438,18 @@ func blockSizes(ch *Chain, top int) []int {
 func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) ([][]*VCell, string) {
 	nodes := s.scratch[:0]
 	for _, v := range vcc.view {
-		n := viewNode{v: v, used: v.used, healthy: v.phys == nil || v.phys.bad == 0, allowed: s.vnodeAllowed(v)}
+		n := viewNode{v: v, used: v.used, healthy: v.phys == nil || v.phys.bad < v.phys.leaves, allowed: s.vnodeAllowed(v)}
 		n.free = v.leaves - v.used
+		n.free -= shownBad(v) // a partly bad node's leaves shown bad are not free
 		if preempt {
 			n.higher = 0
 			if v.used > 0 {
 				for _, l := range vleavesOf(v, nil) {
 					if l.group == nil {
 						continue
+					}
+					if l.phys != nil && l.phys.bad > 0 {
+						continue // freeing it gives no healthy device
 					}
 					if l.group.Priority < prio {
 						n.free++
@@ -458,7 +481,7 @@ func (s *Scheduler) placeInVC(vcc *vcChain, pods []int, prio int, preempt bool) 
 		state = state[:0]
 		for _, l := range leaves {
 			switch {
-			case l.mark == s.epoch:
+			case l.mark == s.epoch, l.phys != nil && l.phys.bad > 0:
 				state = append(state, leafBusy)
 			case l.group == nil:
 				state = append(state, leafFree)
@@ -714,8 +737,10 @@ func (s *Scheduler) bind(v *VCell) bool {
 	}
 	if v.phys != nil {
 		// Binding the parent showed its bad hardware to the VC (fixBad)
-		// and picked v for it: v may not be bound a second time.
-		return v.phys.bad == 0 || v.phys.level > v.phys.chain.NodeLevel
+		// and picked v for it: v may not be bound a second time. A cell
+		// with healthy leaves left (a quarantined device in a node) may
+		// still serve the decision's leaves inside it.
+		return v.phys.bad < v.phys.leaves || v.phys.level > v.phys.chain.NodeLevel
 	}
 	var best *PCell
 	for _, c := range v.parent.phys.children {
@@ -726,7 +751,7 @@ func (s *Scheduler) bind(v *VCell) bool {
 			best = c
 		}
 	}
-	if best == nil || best.bad > 0 && best.level <= best.chain.NodeLevel {
+	if best == nil || best.bad > 0 && best.level <= best.chain.NodeLevel && (best.level == 1 || best.bad == best.leaves) {
 		return false
 	}
 	link(v, best)
@@ -752,8 +777,13 @@ func (s *Scheduler) bindPre(v *VCell, p *PCell) {
 // fixBad binds every bad, unbound child of a bound multi-node cell to an
 // unbound virtual sibling, so that the VC's scheduler sees the failure
 // instead of being promised a healthy cell that is not there.
+//
+// Below node level it goes on only inside a node that is partly bad (a
+// quarantined device): a failed node is shown whole, as its node-level
+// cell, while a node with one quarantined device stays the VC's with
+// that device shown taken.
 func (s *Scheduler) fixBad(p *PCell) {
-	if p.level <= p.chain.NodeLevel || p.vcell == nil {
+	if p.vcell == nil || p.level == 1 || p.level <= p.chain.NodeLevel && p.bad == p.leaves {
 		return
 	}
 	for _, c := range p.children {
@@ -1023,7 +1053,9 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 		}
 		nodes := s.scratch[:0]
 		for _, p := range ch.nodes {
-			nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: p.bad == 0, allowed: s.allowedNode(p.node)})
+			// A quarantined device still runs: only a failed node is
+			// closed to opportunistic groups.
+			nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: !p.down, allowed: s.allowedNode(p.node)})
 		}
 		s.scratch = nodes
 		sortView(nodes)
