@@ -53,6 +53,17 @@ func (in *Inputs) loadTruth() error {
 			return fmt.Errorf("--gpu-events-known: the scheduler is told the truth, so --learn-scores has nothing to learn; use one or the other")
 		}
 	}
+	if o.QuarantineAbove != 0 {
+		if _, err := variability.NewQuarantine(1, o.QuarantineAbove, variability.DefaultQuarantineBelow(o.QuarantineAbove)); err != nil {
+			return fmt.Errorf("--quarantine-above: %w", err)
+		}
+		if !o.LearnScores && !o.GPUEventsKnown {
+			return fmt.Errorf("--quarantine-above %g: needs --learn-scores or --gpu-events-known (a slowdown the scheduler knows of)", o.QuarantineAbove)
+		}
+		if o.Tenancy == "quota" {
+			return fmt.Errorf("--quarantine-above: not with --tenancy quota (it has no bad cells; use hived, hived-pm or hived-speed)")
+		}
+	}
 	if o.GPUHints != "" && !o.LearnScores {
 		return fmt.Errorf("--gpu-hints %s: needs --learn-scores (hints are the learner's priors)", o.GPUHints)
 	}
@@ -204,6 +215,8 @@ type scoreHook struct {
 	// known, when set, scores the true table after every event: the
 	// scheduler is told each change (--gpu-events-known).
 	known func(*variability.Table) (*policy.Scores, error)
+	// quar, when set, is --quarantine-above's rule (see quarantine.go).
+	quar *quarantine
 }
 
 func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, bool) {
@@ -250,6 +263,9 @@ func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, b
 				h.truth.Values[c][e.GPU] = e.Score
 			}
 		}
+		if h.quar != nil && h.known != nil {
+			h.quar.moved = append(h.quar.moved, e.GPU)
+		}
 		h.next++
 		changed = true
 	}
@@ -259,6 +275,9 @@ func (h *scoreHook) Round(T float64, running []*workload.Job) (*policy.Scores, b
 		if ks, err := h.known(h.truth); err == nil {
 			sc = ks
 		}
+	}
+	if h.quar != nil {
+		sc = h.quar.round(T, h, sc)
 	}
 	return sc, changed
 }

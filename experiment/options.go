@@ -57,6 +57,11 @@ type Options struct {
 	GPUHints        string  `json:"gpu_hints,omitempty"`
 	LearnScores     bool    `json:"learn_scores,omitempty"`
 	LearnFrom       string  `json:"learn_from,omitempty"`
+	// QuarantineAbove quarantines a GPU whose slowdown (learned, or told
+	// by GPUEventsKnown) reaches it, until it falls below halfway back to
+	// 1 (variability.Quarantine): under hived a bad cell of one device,
+	// without tenancy the slowest bin of every class. 0: off.
+	QuarantineAbove float64 `json:"quarantine_above,omitempty"`
 	Scheduler       string  `json:"scheduler"`
 	Placements      string  `json:"placements"`
 	Round           float64 `json:"round_s"`

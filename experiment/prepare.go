@@ -386,6 +386,9 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 	if err := in.addTenancy(&cfg, placement); err != nil {
 		return sim.Config{}, err
 	}
+	if err := in.addQuarantine(&cfg); err != nil {
+		return sim.Config{}, err
+	}
 	if m, _ := backfill.ParseMode(in.Opts.Backfill); m != backfill.None {
 		est := cfg // the model the run uses, Raw included
 		cfg.Placer = backfill.Wrap(cfg.Placer, m, est.Estimate)

@@ -42,6 +42,8 @@ type RunResult struct {
 	VCs          []VCFigures                      `json:"vcs,omitempty"`
 	ClusterSpeed *[variability.NumClasses]float64 `json:"cluster_speed,omitempty"`
 	Draws        int                              `json:"private_draws,omitempty"`
+	// Quarantine, with --quarantine-above, counts what the rule did.
+	Quarantine *QuarantineFigures `json:"quarantine,omitempty"`
 
 	JobRecords []metrics.JobRecord `json:"-"`
 	RoundStats []sim.RoundStat     `json:"-"`
@@ -125,6 +127,7 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 		Summary: res.Summary, Rounds: res.NumRounds, Extras: res.Extras, ExtrasCapped: res.ExtrasCapped,
 		WallMS:     float64(wall.Microseconds()) / 1000,
 		JobRecords: res.Jobs, RoundStats: res.Rounds, Forecast: fc, WhatIf: wi,
+		Quarantine: quarantineFigures(cfg.Hook),
 	}, nil
 }
 

@@ -60,6 +60,11 @@ func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
 				continue
 			}
 			l.quar = on
+			if on {
+				s.quarantined++
+			} else {
+				s.quarantined--
+			}
 			s.setBad(l, on)
 		}
 	}
@@ -68,6 +73,10 @@ func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
 	}
 	return nil
 }
+
+// NumQuarantined counts the quarantined devices (a constant-time test
+// for "any?" that a driver asks every round).
+func (s *Scheduler) NumQuarantined() int { return s.quarantined }
 
 // QuarantinedDevice is a device taken out of the guarantees.
 type QuarantinedDevice struct {

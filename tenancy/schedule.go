@@ -32,17 +32,18 @@ type Scheduler struct {
 	leaves    []*PCell
 	sizes     sizes // fixed by the config, computed once by build
 
-	classes  int             // speed classes set by SetSpeeds (0: none)
-	epoch    int             // marks leaves chosen by the current decision
-	newBinds []*VCell        // bindings made by the current decision, for undo
-	scratch  []viewNode      // reused view buffer
-	holding  bool            // Hold: unbinding waits for EndRound
-	deferred []*VCell        // leaves freed while holding
-	allowed  map[string]bool // nodes the decision under way may use (nil: all)
-	stateful bool            // SetStateful: preemptors wait for their victims
-	seq      int             // groups created
-	speedFn  func(class int, node string, gpu int) float64
-	balance  bool // SetBalance: bindings keep each VC's speed at its share
+	classes     int             // speed classes set by SetSpeeds (0: none)
+	epoch       int             // marks leaves chosen by the current decision
+	newBinds    []*VCell        // bindings made by the current decision, for undo
+	scratch     []viewNode      // reused view buffer
+	quarantined int             // devices quarantined (Quarantine)
+	holding     bool            // Hold: unbinding waits for EndRound
+	deferred    []*VCell        // leaves freed while holding
+	allowed     map[string]bool // nodes the decision under way may use (nil: all)
+	stateful    bool            // SetStateful: preemptors wait for their victims
+	seq         int             // groups created
+	speedFn     func(class int, node string, gpu int) float64
+	balance     bool // SetBalance: bindings keep each VC's speed at its share
 	// The preemptions the decision under way cancelled, and the victims
 	// no preemptor waits for any more.
 	cancelled, reprieved []string

@@ -32,6 +32,7 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 	fs.StringVar(&o.GPUScores, "gpu-scores", "", "pin every GPU's per-class value from a CSV (GPU_ID,Node_ID,PerfVar_classA..D)")
 	fs.StringVar(&o.ActualGPUScores, "actual-gpu-scores", "", "the GPUs' true per-class values (same format), which progress follows, while --gpu-scores (or the profile) is what the scheduler believes (default: the believed values)")
 	fs.StringVar(&o.GPUEvents, "gpu-events", "", "CSV time_s,gpu,class (A-D or *),new_score changing true GPU speeds during the run")
+	fs.Float64Var(&o.QuarantineAbove, "quarantine-above", 0, "quarantine a GPU whose slowdown (learned with --learn-scores, or told with --gpu-events-known) reaches this many times its profile, until it falls below halfway back to 1: under --tenancy hived* a bad cell of one device (no VC's guarantee counts it; opportunistic jobs may use it), without tenancy the slowest bin of every class (0: off)")
 	fs.BoolVar(&o.GPUEventsKnown, "gpu-events-known", false, "tell the scheduler each --gpu-events row as it happens (its scores follow the true table: the oracle for a run whose truth moves)")
 	fs.StringVar(&o.GPUHints, "gpu-hints", "", "with --learn-scores: CSV time_s,gpu,slowdown of telemetry's priors for the learner (a simulated DCGM exporter: GPU gpu runs about slowdown times slower than its profile, 1 when no longer)")
 	fs.BoolVar(&o.LearnScores, "learn-scores", false, "learn the believed PM-scores online from each job's pace (its slowest GPU x locality) and re-bin as they move")
@@ -93,6 +94,8 @@ func bindRunFlags(fs *pflag.FlagSet) func() (experiment.Options, error) {
 				out.GPUEventsKnown = set.GPUEventsKnown
 			case "gpu-hints":
 				out.GPUHints = set.GPUHints
+			case "quarantine-above":
+				out.QuarantineAbove = set.QuarantineAbove
 			case "learn-scores":
 				out.LearnScores = set.LearnScores
 			case "learn-from":

@@ -103,6 +103,10 @@ type poolLayer struct {
 	jobs []*workload.Job
 	at   []int // jobs[k] is the VC's jobs[at[k]]
 	pods [][]*tenancy.VCell
+	// shown and sub: the GPUs hidden from the placer while a quarantined
+	// device is shown to the VC, and the pool without them (hideBad).
+	shown []bool
+	sub   subCluster
 }
 
 func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Placer, driver *policy.Env) (*vcLayer, error) {
@@ -333,11 +337,16 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		}
 		return
 	}
-	P.sh.view = P.sh.view[:0]
-	for _, j := range P.jobs {
-		P.sh.view = append(P.sh.view, P.sh.of(j, P.held[j.ID]))
+	var alloc [][]int
+	if h.s.NumQuarantined() > 0 && P.hideBad() {
+		alloc = P.placeWithout(P.jobs)
+	} else {
+		P.sh.view = P.sh.view[:0]
+		for _, j := range P.jobs {
+			P.sh.view = append(P.sh.view, P.sh.of(j, P.held[j.ID]))
+		}
+		alloc = P.placer.Place(&P.env, P.sh.view)
 	}
-	alloc := P.placer.Place(&P.env, P.sh.view)
 	for k, j := range P.jobs {
 		if old := P.held[j.ID]; old != nil && !round.Same(old, alloc[k]) {
 			if err := h.s.Release(groupName(j.ID)); err != nil {
@@ -367,6 +376,50 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			out[i] = g
 		}
 	}
+}
+
+// hideBad marks, in P.shown, the pool's virtual GPUs that its placer must
+// not be offered: leaves on bad hardware (a quarantined device shown to
+// the VC as taken) that none of the pool's jobs holds. It reports whether
+// there is any.
+func (P *poolLayer) hideBad() bool {
+	if len(P.shown) != len(P.leaf) {
+		P.shown = make([]bool, len(P.leaf))
+	}
+	any := false
+	for x, v := range P.leaf {
+		P.shown[x] = v.OnBad() && !v.Busy()
+		any = any || P.shown[x]
+	}
+	if !any {
+		return false
+	}
+	for _, v := range P.held {
+		for _, x := range v {
+			P.shown[x] = false
+		}
+	}
+	return true
+}
+
+// placeWithout runs the pool's placer on the pool less its hidden GPUs
+// (hideBad): a sub-cluster of the rest, as quota gives each VC, with the
+// pool's scores restricted to it, and maps the answer back.
+func (P *poolLayer) placeWithout(jobs []*workload.Job) [][]int {
+	if !P.sub.build(P.c, func(x int) bool { return !P.shown[x] }) {
+		return make([][]int, len(jobs))
+	}
+	env := policy.Env{Cluster: P.sub.c, Scores: P.sub.scores(P.env.Scores), Rand: P.env.Rand, Locality: P.env.Locality}
+	P.sh.view = P.sh.view[:0]
+	for _, j := range jobs {
+		P.sh.view = append(P.sh.view, P.sh.of(j, P.sub.sub(P.held[j.ID])))
+	}
+	alloc := P.placer.Place(&env, P.sh.view)
+	out := make([][]int, len(alloc))
+	for k, a := range alloc {
+		out[k] = P.sub.phys(a)
+	}
+	return out
 }
 
 // commit binds a job's virtual GPUs (ascending, so a view node's are

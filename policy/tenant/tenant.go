@@ -694,6 +694,23 @@ func (h *HiveD) SetNodeHealth(node int, up bool) error {
 	return h.s.SetNodeHealth(h.l.Cluster.Nodes[node].Name, up)
 }
 
+// SetQuarantine takes cluster GPU g out of every VC's guarantee (on) or
+// gives it back (tenancy.Scheduler.Quarantine): a job on it stays, new
+// guaranteed jobs avoid it, opportunistic ones may still use it.
+func (h *HiveD) SetQuarantine(g int, on bool) error {
+	c := h.l.Cluster
+	if g < 0 || g >= c.Size() {
+		return fmt.Errorf("tenant: no GPU %d", g)
+	}
+	node := c.Nodes[c.GPUs[g].Node].Name
+	for dev, id := range h.l.gpuID[node] {
+		if id == g {
+			return h.s.Quarantine(node, dev, on)
+		}
+	}
+	return fmt.Errorf("tenant: GPU %d is in no cell", g)
+}
+
 // Finish implements policy.Tenancy.
 func (h *HiveD) Finish(j *workload.Job) {
 	delete(h.pre, j.ID)
