@@ -51,12 +51,12 @@ type Options struct {
 	// GPUEventsKnown tells the scheduler each GPU event as it happens
 	// (its beliefs are the true table, binned again): the oracle of a
 	// run whose truth moves, which learning is measured against.
-	ActualGPUScores string  `json:"actual_gpu_scores,omitempty"`
-	GPUEvents       string  `json:"gpu_events,omitempty"`
-	GPUEventsKnown  bool    `json:"gpu_events_known,omitempty"`
-	GPUHints        string  `json:"gpu_hints,omitempty"`
-	LearnScores     bool    `json:"learn_scores,omitempty"`
-	LearnFrom       string  `json:"learn_from,omitempty"`
+	ActualGPUScores string `json:"actual_gpu_scores,omitempty"`
+	GPUEvents       string `json:"gpu_events,omitempty"`
+	GPUEventsKnown  bool   `json:"gpu_events_known,omitempty"`
+	GPUHints        string `json:"gpu_hints,omitempty"`
+	LearnScores     bool   `json:"learn_scores,omitempty"`
+	LearnFrom       string `json:"learn_from,omitempty"`
 	// QuarantineAbove quarantines a GPU whose slowdown (learned, or told
 	// by GPUEventsKnown) reaches it, until it falls below halfway back to
 	// 1 (variability.Quarantine): under hived a bad cell of one device,
