@@ -85,6 +85,12 @@ type eventPoster struct {
 	// wait for it to turn false (eventHoldLimit).
 	binding func() bool
 
+	// While a round runs, what it posts waits in gated and is queued
+	// when the round ends (see gate), behind the binds it queued.
+	gateMu sync.Mutex
+	gated  []*eventsv1.Event
+	gating bool
+
 	startOnce sync.Once
 	stopOnce  sync.Once
 	wg        sync.WaitGroup
@@ -223,10 +229,45 @@ func (e *eventPoster) post(ref corev1.ObjectReference, eventType, reason, action
 		Note:                note,
 		Type:                eventType,
 	}
+	e.gateMu.Lock()
+	if e.gating {
+		e.gated = append(e.gated, ev)
+		e.gateMu.Unlock()
+		return
+	}
+	e.gateMu.Unlock()
+	e.enqueue(ev)
+}
+
+func (e *eventPoster) enqueue(ev *eventsv1.Event) {
 	select {
 	case e.queue <- ev:
 	default:
 		e.metrics.EventsDropped.WithLabelValues(dropQueueFull).Inc()
+	}
+}
+
+// gate holds back what is posted from now until ungate. A round gates
+// its events so that they reach the queue after the binds it hands the
+// binder: a worker that took an event before the first bind was queued
+// would find the binder idle and post at once. At start-up that was a
+// NoPMScore warning for each of a thousand unscored nodes, all written
+// ahead of the first round's binds.
+func (e *eventPoster) gate() {
+	e.gateMu.Lock()
+	e.gating = true
+	e.gateMu.Unlock()
+}
+
+// ungate queues what gate held back, in the order it was posted.
+func (e *eventPoster) ungate() {
+	e.gateMu.Lock()
+	held := e.gated
+	e.gated, e.gating = nil, false
+	e.gateMu.Unlock()
+	for i, ev := range held {
+		e.enqueue(ev)
+		held[i] = nil
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,5 +243,57 @@ func TestEventsWaitForBinds(t *testing.T) {
 		}
 		e.Stop()
 		cancel()
+	}
+}
+
+// What a round posts reaches the apiserver after the binds it queued:
+// the NoPMScore warnings of a cluster without scores are made before the
+// round places anything, and went out ahead of its first bind.
+func TestRoundEventsFollowItsBinds(t *testing.T) {
+	objs := []runtime.Object{node("n0", 4), node("n1", 4), node("n2", 4),
+		pod("g-0", 2, gangAnn("g", 2), ""), pod("g-1", 2, gangAnn("g", 2), "")}
+	cs, fc := newFake(t, objs...)
+	var mu sync.Mutex
+	var writes []string
+	note := func(w string) {
+		mu.Lock()
+		writes = append(writes, w)
+		mu.Unlock()
+	}
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "binding" {
+			time.Sleep(50 * time.Millisecond) // a bind the apiserver takes a while over
+			note("binding")
+		}
+		return false, nil, nil
+	})
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	s := startRounds(t, cfg, cs)
+	evc := fake.NewSimpleClientset()
+	evc.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		note(a.(k8stesting.CreateAction).GetObject().(*eventsv1.Event).Reason)
+		return false, nil, nil
+	})
+	s.UseEventClient(evc)
+	s.events.Start(context.Background())
+	roundWait(s, context.Background(), time.Now())
+	s.events.Stop()
+	if len(fc.binds) != 2 {
+		t.Fatalf("binds %v", keys(fc.binds))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	noScore := 0
+	for _, w := range writes {
+		if w == ReasonNoPMScore {
+			noScore++
+		}
+	}
+	if noScore != 3 || len(writes) != 2+3+2 {
+		t.Fatalf("writes %v, want 2 binds, 3 NoPMScore and 2 Scheduled events", writes)
+	}
+	if writes[0] != "binding" || writes[1] != "binding" {
+		t.Errorf("writes in order %v: an event went ahead of a bind", writes)
 	}
 }

@@ -26,10 +26,12 @@ import (
 // next round runs as usual.
 func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	t0 := time.Now()
+	s.events.gate()
 	defer func() {
 		if v := recover(); v != nil {
 			s.fault("round", "", v, debug.Stack())
 		}
+		s.events.ungate()
 		s.metrics.RoundSeconds.Observe(time.Since(t0).Seconds())
 	}()
 	s.roundCount.Add(1)
