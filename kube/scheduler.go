@@ -403,7 +403,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 	next := func() time.Time {
 		now := time.Now()
 		if s.cfg.AlignPeriod {
-			return now.Truncate(period).Add(period)
+			return NextAlignedRound(now, period)
 		}
 		return now.Add(period)
 	}
@@ -431,6 +431,15 @@ func (s *Scheduler) loop(ctx context.Context) {
 			timer.Reset(time.Until(at))
 		}
 	}
+}
+
+// NextAlignedRound is when a scheduler that aligns its rounds to period
+// (alignPeriod) runs its first round after now. A forecast taken in
+// another process starts there: it cannot see the scheduler's timer, and
+// starting at now would put every start off by how far into the period
+// it was taken.
+func NextAlignedRound(now time.Time, period time.Duration) time.Time {
+	return now.Truncate(period).Add(period)
 }
 
 // jobGang reads the gang of a batch/v1 Job's pod: the Job's parallelism.

@@ -159,3 +159,24 @@ func TestIncompleteGangToldAfterAPeriod(t *testing.T) {
 		}
 	}
 }
+
+// The round after now, for a scheduler aligned to its period: inside a
+// period it is the period's end, and at a round's own instant (which
+// that round has taken) the next one.
+func TestNextAlignedRound(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now    time.Duration
+		period time.Duration
+		want   time.Duration
+	}{
+		{500 * time.Millisecond, 2 * time.Second, 2 * time.Second},
+		{1999 * time.Millisecond, 2 * time.Second, 2 * time.Second},
+		{2 * time.Second, 2 * time.Second, 4 * time.Second},
+		{61 * time.Second, time.Minute, 2 * time.Minute},
+	} {
+		if got := NextAlignedRound(t0.Add(c.now), c.period); !got.Equal(t0.Add(c.want)) {
+			t.Errorf("NextAlignedRound(+%v, %v) = +%v, want +%v", c.now, c.period, got.Sub(t0), c.want)
+		}
+	}
+}

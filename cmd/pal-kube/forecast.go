@@ -70,7 +70,11 @@ random); it applies to the forecast and its what-ifs, off by default.`,
 			if err := s.Read(ctx); err != nil {
 				return err
 			}
-			st, err := s.Forecast(time.Now())
+			at := time.Now()
+			if cfg.AlignPeriod {
+				at = kube.NextAlignedRound(at, cfg.Period.Duration)
+			}
+			st, err := s.Forecast(at)
 			if err != nil {
 				return err
 			}
