@@ -315,6 +315,8 @@ type result struct {
 	created, span    float64 // seconds to create all; clock start (from) to last bind
 	from             string  // what starts the clock
 	rate             float64 // pods bound per second
+	firstBind        float64 // seconds from the clock's start to the first bind
+	steadyRate       float64 // pods bound per second from the first bind to the last
 	p50, p99, maxLat float64
 	cpuSched, cpuAPI float64
 	cpuEtcd, cpuKwok float64
@@ -343,6 +345,7 @@ func (x result) print() {
 	fmt.Printf("   %d of %d pods bound; created in %.1f s; all bound %.1f s after %s: %.1f pods/s\n",
 		x.bound, x.pods, x.created, x.span, x.from, x.rate)
 	fmt.Printf("   create-to-bound p50 %.2f s, p99 %.2f s, max %.2f s\n", x.p50, x.p99, x.maxLat)
+	fmt.Printf("   first bind %.1f s after %s; from the first bind to the last: %.1f pods/s\n", x.firstBind, x.from, x.steadyRate)
 	fmt.Printf("   CPU s (%s to last bind): %s %.1f, kube-apiserver %.1f, etcd %.1f, kwok %.1f\n",
 		x.from, x.sched, x.cpuSched, x.cpuAPI, x.cpuEtcd, x.cpuKwok)
 	fmt.Printf("   %s peak RSS %.0f MiB\n", x.sched, x.rssMiB)
@@ -724,12 +727,15 @@ func measure(sc scenario, w string, o options) (result, error) {
 	x.rssMiB = peakRSSMiB(pids["sched"])
 
 	mu.Lock()
-	var last time.Time
+	var last, first time.Time
 	var lat []float64
 	for n, b := range boundAt {
 		lat = append(lat, b.Sub(created[n]).Seconds())
 		if b.After(last) {
 			last = b
+		}
+		if first.IsZero() || b.Before(first) {
+			first = b
 		}
 	}
 	x.bound = len(boundAt)
@@ -756,6 +762,10 @@ func measure(sc scenario, w string, o options) (result, error) {
 		slices.SortFunc(lat, cmp.Compare[float64])
 		x.span = last.Sub(start).Seconds()
 		x.rate = float64(x.bound) / x.span
+		x.firstBind = first.Sub(start).Seconds()
+		if d := last.Sub(first).Seconds(); d > 0 {
+			x.steadyRate = float64(x.bound-1) / d
+		}
 		x.p50, x.p99, x.maxLat = metrics.Quantile(lat, 0.5), metrics.Quantile(lat, 0.99), lat[len(lat)-1]
 	}
 	// Events: those posted for the bound pods, counted by listing
