@@ -127,7 +127,13 @@ func (in *Inputs) forecast(placement string, live policy.Placer, T float64, orde
 	if b := backfill.Unwrap(cfg.Placer); b != nil && live != nil {
 		cfg.Placer = backfill.Fork(live, b.Base)
 	}
-	out, err := sim.ForwardWatch(cfg, T, order, sim.Watch{Arrivals: arrivals})
+	w := sim.Watch{Arrivals: arrivals}
+	if len(arrivals) > 0 {
+		// Arrivals may keep a job waiting for ever: the forecast stops
+		// where they stop (a job not started by then has no start).
+		w.Horizon = draws.Horizon
+	}
+	out, err := sim.ForwardWatch(cfg, T, order, w)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +250,11 @@ func (in *Inputs) whatIf(placement string, T float64, order []*workload.Job, now
 		}
 		alt := *in
 		alt.Opts = o
-		rows, err := alt.Forecast(pl, nil, T, order, in.forecastOpts)
+		// The assumed arrivals apply to a what-if too; the draws do not
+		// (its summary reads the forecast's own starts).
+		fo := in.forecastOpts
+		fo.Draws = 0
+		rows, err := alt.Forecast(pl, nil, T, order, fo)
 		if err != nil {
 			return nil, fmt.Errorf("--what-if %s: %v", kv, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy/baseline"
@@ -146,7 +147,8 @@ type Hooks struct {
 	// zero Hooks make none).
 	ForecastAt float64
 	Forecast   bool
-	// ForecastOptions are the forecast's draws and assumed arrivals.
+	// ForecastOptions are the forecast's draws and assumed arrivals (its
+	// Seed is the run's, Options.Seed).
 	ForecastOptions ForecastOptions
 	// WhatIf are KEY=VALUE changes (placement, scheduler, backfill) the
 	// forecast is run again under (RunResult.WhatIf).
@@ -216,6 +218,7 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 			return nil, nil, err
 		}
 		in.forecastOpts = h.ForecastOptions
+		in.forecastOpts.Seed = o.Seed
 	} else if len(h.WhatIf) > 0 {
 		return nil, nil, fmt.Errorf("--what-if: only with --forecast-at")
 	}
@@ -279,7 +282,25 @@ func (in *Inputs) Header() []Input {
 		{"starvation_guard", guard},
 		{"move_costs", in.Costs.String()},
 		{"moves", movesDescription(o.Moves)},
-	}, append(append(in.truthDescription(), ten...), in.backfillDescription()...)...)
+	}, append(append(append(in.truthDescription(), ten...), in.backfillDescription()...), in.forecastDescription()...)...)
+}
+
+// forecastDescription is the forecast's line, only when there is one.
+func (in *Inputs) forecastDescription() []Input {
+	if in.forecastAt < 0 {
+		return nil
+	}
+	fo := in.forecastOpts
+	s := fmt.Sprintf("at the first round boundary at or after %g s, the run's policies run on from there; ", in.forecastAt)
+	if fo.ArrivalsPerHour > 0 {
+		s += fmt.Sprintf("%g jobs/h assumed to arrive after it (Poisson, seed %d, each a copy of a running or waiting job, up to %g days on)", fo.ArrivalsPerHour, fo.Seed, draws.Horizon/86400)
+	} else {
+		s += "no arrivals after it"
+	}
+	if fo.Draws > 0 {
+		s += fmt.Sprintf("; %d draws of the remaining work x a lognormal factor of mean 1 and CV %g per job (seed %d), starts' p10/p50/p90 over them", fo.Draws, fo.Noise, fo.Seed)
+	}
+	return []Input{{"forecast", s}}
 }
 
 // backfillDescription is the backfill line, only when backfill is on (a

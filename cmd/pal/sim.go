@@ -219,6 +219,7 @@ func newSimCmd() *cobra.Command {
 	var output, jobsOut, roundsOut, appsOut, forecastOut string
 	var forecastAt float64
 	var whatIfs []string
+	var fo experiment.ForecastOptions
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a trace under one or more placements and compare them",
@@ -244,7 +245,10 @@ source, GPU values, class map, K strategy, seed and the rest.
 	cmd.Flags().Float64Var(&forecastAt, "forecast-at", -1, "with --forecast-out: at the first round boundary at or after this time (s), forecast every waiting job's start and end by running the same policies on with no later arrivals")
 	cmd.Flags().StringArrayVar(&whatIfs, "what-if", nil, "with --forecast-at: forecast again with one setting `KEY=VALUE` changed (placement, scheduler or backfill; repeatable) and print the waiting jobs' mean wait and JCT now and under it")
 	cmd.Flags().Lookup("what-if").DefValue = ""
-	cmd.Flags().StringVar(&forecastOut, "forecast-out", "", "write the --forecast-at forecast (CSV: placement, forecast_at_s, job_id, queue_position, gpus, arrival_s, estimated_start_s, estimated_finish_s, reason) to this file")
+	cmd.Flags().StringVar(&forecastOut, "forecast-out", "", "write the --forecast-at forecast (CSV: placement, forecast_at_s, job_id, queue_position, gpus, arrival_s, estimated_start_s, estimated_finish_s, with --forecast-draws estimated_start_p10, _p50, _p90, then reason) to this file")
+	cmd.Flags().IntVar(&fo.Draws, "forecast-draws", 0, "with --forecast-at: run the forecast this many more times with noisy remaining work and write each waiting job's estimated start p10/p50/p90 (0: off), as pal-kube forecast does")
+	cmd.Flags().Float64Var(&fo.Noise, "duration-noise", 0.3, "with --forecast-draws: coefficient of variation of each job's lognormal factor (mean 1) on its remaining work, seeded by --seed")
+	cmd.Flags().Float64Var(&fo.ArrivalsPerHour, "assume-arrivals", 0, "with --forecast-at: assume jobs keep arriving after it, this many an hour (Poisson, seeded by --seed, each a copy of a running or waiting job; 0: none), in the forecast and its what-ifs")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		o, err := resolve()
 		if err != nil {
@@ -256,6 +260,14 @@ source, GPU values, class map, K strategy, seed and the rest.
 		if (forecastOut == "") != (forecastAt < 0) {
 			return fmt.Errorf("--forecast-at and --forecast-out go together (a time >= 0 and a file)")
 		}
+		for _, f := range []string{"forecast-draws", "assume-arrivals"} {
+			if cmd.Flags().Changed(f) && forecastOut == "" {
+				return fmt.Errorf("--%s goes with --forecast-at and --forecast-out", f)
+			}
+		}
+		if cmd.Flags().Changed("duration-noise") && fo.Draws == 0 {
+			return fmt.Errorf("--duration-noise goes with --forecast-draws K (K > 0)")
+		}
 		// A run longer than about 2 s shows where it is on a terminal.
 		line := progress.ForTerminal(cmd.ErrOrStderr(), "simulating", 2*time.Second)
 		in, runs, err := experiment.RunAllWith(o, experiment.Hooks{
@@ -264,13 +276,14 @@ source, GPU values, class map, K strategy, seed and the rest.
 					fmt.Fprintln(cmd.ErrOrStderr(), "pal: warning:", w)
 				}
 			},
-			Progress:     func(p string) func(sim.Status) { return progress.SimHook[sim.Status](line, p) },
-			NoJobRecords: jobsOut == "",
-			NoMoveGains:  jobsOut == "" && roundsOut == "",
-			NoRoundStats: roundsOut == "",
-			Forecast:     forecastOut != "",
-			ForecastAt:   forecastAt,
-			WhatIf:       whatIfs,
+			Progress:        func(p string) func(sim.Status) { return progress.SimHook[sim.Status](line, p) },
+			NoJobRecords:    jobsOut == "",
+			NoMoveGains:     jobsOut == "" && roundsOut == "",
+			NoRoundStats:    roundsOut == "",
+			Forecast:        forecastOut != "",
+			ForecastAt:      forecastAt,
+			WhatIf:          whatIfs,
+			ForecastOptions: fo,
 		})
 		line.Clear()
 		if err != nil {
@@ -287,7 +300,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 			}
 		}
 		if forecastOut != "" {
-			if err := writeForecast(forecastOut, runs); err != nil {
+			if err := writeForecast(forecastOut, runs, fo.Draws > 0); err != nil {
 				return err
 			}
 		}
@@ -470,12 +483,20 @@ func writeCSV(path string, header []string, rows func(*csv.Writer)) error {
 	return experiment.WriteCSV(path, header, rows)
 }
 
-func writeForecast(path string, runs []*experiment.RunResult) error {
-	return writeCSV(path, []string{"placement", "forecast_at_s", "job_id", "queue_position", "gpus", "arrival_s", "estimated_start_s", "estimated_finish_s", "reason"},
+func writeForecast(path string, runs []*experiment.RunResult, spread bool) error {
+	head := []string{"placement", "forecast_at_s", "job_id", "queue_position", "gpus", "arrival_s", "estimated_start_s", "estimated_finish_s"}
+	if spread {
+		head = append(head, "estimated_start_p10_s", "estimated_start_p50_s", "estimated_start_p90_s")
+	}
+	return writeCSV(path, append(head, "reason"),
 		func(cw *csv.Writer) {
 			for _, r := range runs {
 				for _, f := range r.Forecast {
-					cw.Write([]string{r.Placement, f0(f.At), strconv.Itoa(f.JobID), strconv.Itoa(f.Position), strconv.Itoa(f.GPUs), f2(f.Arrival), f2(f.Start), f2(f.Finish), f.Reason})
+					row := []string{r.Placement, f0(f.At), strconv.Itoa(f.JobID), strconv.Itoa(f.Position), strconv.Itoa(f.GPUs), f2(f.Arrival), f2(f.Start), f2(f.Finish)}
+					if spread && f.Spread != nil {
+						row = append(row, f2(f.Spread.P10), f2(f.Spread.P50), f2(f.Spread.P90))
+					}
+					cw.Write(append(row, f.Reason))
 				}
 			}
 		})
