@@ -100,7 +100,9 @@ type StaleResult struct {
 	Figures     []string
 	// Patterns are the random patterns' runs (patterns.go).
 	Patterns []PatternRun
-	Markdown string
+	// Quarantine is the quarantine variant's runs (quarantine.go).
+	Quarantine *QuarantineResult
+	Markdown   string
 }
 
 // degrade copies t with the GPUs degraded for every class, choosing
@@ -333,6 +335,12 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if res.Patterns, err = runPatterns(ctx, dir, wls, workers, log); err != nil {
 		return nil, err
 	}
+	if res.Quarantine, err = runQuarantine(ctx, dir, workers, log); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "quarantine.csv"), []byte(quarantineCSV(res.Quarantine)), 0o644); err != nil {
+		return nil, err
+	}
 	for _, fam := range []string{"sia-philly", "synergy"} {
 		gm := geomeans(res.Rows, fam)
 		res.Geomean[fam] = gm
@@ -434,6 +442,9 @@ func (r *StaleResult) markdown(plan paper.Plan) string {
 	}
 	if len(r.Patterns) > 0 {
 		patternsMarkdown(&b, r.Patterns)
+	}
+	if r.Quarantine != nil {
+		quarantineMarkdown(&b, r.Quarantine)
 	}
 	return b.String()
 }
