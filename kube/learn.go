@@ -113,6 +113,9 @@ const (
 
 // validateLearn checks the learning fields.
 func (c *Config) validateLearn() error {
+	if err := c.validateQuarantine(); err != nil {
+		return err
+	}
 	if !c.LearnScores {
 		return nil
 	}
@@ -184,10 +187,16 @@ type learnStage struct {
 	moved, gaugeDirty  []int
 	gauges             [][variability.NumClasses]prometheus.Gauge
 	knownFor, gaugeFor *variability.Learner
+	// profile is what a slowdown is measured against, quarantined the
+	// GPUs in quarantine and why, and unmarked the learner's scores
+	// before quarantine marked them (quarantine.go).
+	profile     *variability.Table
+	quarantined map[GPUKey]quarantineEntry
+	unmarked    *policy.Scores
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
+	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
 }
 
 // rejection is a report the learner was not given.
@@ -216,6 +225,7 @@ type learnMetrics struct {
 	score        *prometheus.GaugeVec
 	writes       *prometheus.CounterVec
 	rejected     *prometheus.CounterVec
+	quarantined  *prometheus.GaugeVec
 }
 
 func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
@@ -232,13 +242,15 @@ func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
 	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_learned_reports_rejected_total",
 		Help: "Gang runs and worker reports the PM-score learner refused, by source (run, progress, step-time) and reason (implausible_pace, slower_than_gang)."},
 		[]string{"source", "reason"})
+	m.quarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pal_gpu_quarantined",
+		Help: "1 while a GPU is quarantined (quarantineAbove: its believed slowdown reached the threshold), 0 once it is back."}, []string{"node", "gpu"})
 	m.writes.WithLabelValues("ok")
 	m.writes.WithLabelValues("error")
 	for _, src := range []string{sourceRun, sourceProgress, sourceStepTime} {
 		m.rejected.WithLabelValues(src, rejectPace)
 	}
 	m.rejected.WithLabelValues(sourceStepTime, rejectGang)
-	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes, m.rejected}
+	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes, m.rejected, m.quarantined}
 }
 
 func (s *Scheduler) learnedSource() string {
@@ -296,6 +308,7 @@ func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *varia
 		s.log.Error("DCGM hints relative to the learned scores, not the profile", "err", err)
 	}
 	L.learner, L.keys = l, keys
+	L.profile, L.unmarked = tab, nil
 	s.setLearnedGauges()
 	return prior, vs
 }
@@ -506,6 +519,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 			s.log.Error("re-binning learned scores failed; placement keeps the old ones", "err", err)
 		} else if vs != nil {
 			s.scores = policy.ScoresFrom(vs)
+			L.unmarked = s.scores
 			s.metrics.learn.updates.Inc()
 			s.log.Info("placement uses learned scores", "rebins", L.learner.Rebins)
 		}
@@ -513,6 +527,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		L.syncKnown()
 		L.dirty = true
 		s.setLearnedGauges()
+		s.quarantineRound(now, vs != nil)
 	}
 	if L.dirty && now.Sub(L.lastWrite) >= s.cfg.LearnedScoresWriteInterval.Duration {
 		_ = s.writeLearned(ctx, now)
@@ -720,7 +735,7 @@ func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
 	L.lastWrite = now
 	L.syncKnown()
 	data := L.learnedCSV()
-	ann := map[string]string{AnnLearnedObservations: strconv.Itoa(L.count)}
+	ann := map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText()}
 	if !L.through.IsZero() {
 		ann[AnnLearnedThrough] = L.through.UTC().Format(time.RFC3339Nano)
 	}

@@ -36,13 +36,18 @@ func (q *Quarantine) Update(g int, slowdown float64) (changed, on bool) {
 		return false, false
 	}
 	was := q.on[g]
-	switch {
-	case !was && slowdown >= q.Above:
-		q.on[g] = true
-	case was && slowdown < q.Below:
-		q.on[g] = false
-	}
+	q.on[g] = QuarantineNext(q.Above, q.Below, was, slowdown)
 	return q.on[g] != was, q.on[g]
+}
+
+// QuarantineNext is the rule for one GPU: whether it is quarantined after
+// showing slowdown, given whether it was (in at above, out below below).
+// A driver that keys GPUs its own way keeps the state and asks this.
+func QuarantineNext(above, below float64, was bool, slowdown float64) bool {
+	if was {
+		return slowdown >= below
+	}
+	return slowdown >= above
 }
 
 // On reports whether GPU g is quarantined.

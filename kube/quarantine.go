@@ -1,0 +1,154 @@
+package kube
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+)
+
+// Quarantine on a cluster (quarantineAbove). The learner's belief of a
+// GPU, DCGM's hints included, over the profile is the GPU's slowdown;
+// one that reaches the threshold is quarantined until it falls below
+// halfway back to 1 (variability.QuarantineNext). A quarantined GPU takes
+// its class's slowest score in every class, so gangs of classes that care
+// about speed are placed on it last; its node gets a Warning event, the
+// gauge pal_gpu_quarantined is 1, and the learned ConfigMap says why
+// (AnnQuarantined). Coming back gets a Normal event and the gauge 0.
+
+const (
+	// AnnQuarantined, on the learned ConfigMap, lists the GPUs in
+	// quarantine and why: "NODE/INDEX: slowdown S (learned|dcgm) since
+	// TIME", separated by "; " ("" when none is).
+	AnnQuarantined = "pal.io/quarantined"
+	// ReasonGPUQuarantined is the Warning event on a node one of whose
+	// GPUs went into quarantine; ReasonGPUQuarantineLifted the Normal one
+	// when it comes back.
+	ReasonGPUQuarantined      = "GPUQuarantined"
+	ReasonGPUQuarantineLifted = "GPUQuarantineLifted"
+)
+
+// quarantineEntry is why a GPU is in quarantine.
+type quarantineEntry struct {
+	Slowdown float64
+	Source   string // "learned" (the jobs showed it) or "dcgm" (telemetry's hint)
+	Since    time.Time
+}
+
+func (c *Config) validateQuarantine() error {
+	switch {
+	case c.QuarantineAbove == 0:
+		return nil
+	case !(c.QuarantineAbove > 1):
+		return fmt.Errorf("field quarantineAbove: want a slowdown above 1 (1.5 = 50%% slower than the profile), or 0 for off; got %g", c.QuarantineAbove)
+	case !c.LearnScores:
+		return fmt.Errorf("field quarantineAbove: needs learnScores: true (the slowdown is the learner's belief over the profile)")
+	}
+	return nil
+}
+
+// quarantineRound applies the rule to the GPUs whose belief moved this
+// round (L.moved, after syncKnown), and marks the scores placement uses
+// when the learner gave new ones (rebinned) or the quarantine changed.
+func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
+	L := s.learn
+	above := s.cfg.QuarantineAbove
+	if above == 0 || L.learner == nil || L.profile == nil {
+		return
+	}
+	below := variability.DefaultQuarantineBelow(above)
+	changed := false
+	for _, g := range L.moved {
+		if g >= len(L.keys) {
+			continue
+		}
+		k := L.keys[g]
+		sd := variability.Slowdown(L.learner.Belief, L.profile, g)
+		e, was := L.quarantined[k]
+		in := variability.QuarantineNext(above, below, was, sd)
+		if in == was {
+			continue
+		}
+		changed = true
+		ref := corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: k.Node}
+		gauge := s.metrics.learn.quarantined.WithLabelValues(k.Node, strconv.Itoa(k.Index))
+		if in {
+			src := "learned"
+			if L.hints[g] > 1 {
+				src = "dcgm"
+			}
+			e = quarantineEntry{Slowdown: sd, Source: src, Since: now}
+			L.quarantined[k] = e
+			gauge.Set(1)
+			msg := fmt.Sprintf("GPU %d runs %.3f times slower than its profile (%s), at or above quarantineAbove %s: placed last by every class until below %s", k.Index, sd, src, fmtFloat(above), fmtFloat(below))
+			s.log.Warn("GPU quarantined", "node", k.Node, "gpu", k.Index, "slowdown", fmt.Sprintf("%.3f", sd), "source", src)
+			s.events.post(ref, corev1.EventTypeWarning, ReasonGPUQuarantined, "Quarantine", msg)
+			continue
+		}
+		delete(L.quarantined, k)
+		gauge.Set(0)
+		msg := fmt.Sprintf("GPU %d runs %.3f times its profile, below %s: out of quarantine (in since %s)", k.Index, sd, fmtFloat(below), e.Since.UTC().Format(time.RFC3339))
+		s.log.Info("GPU out of quarantine", "node", k.Node, "gpu", k.Index, "slowdown", fmt.Sprintf("%.3f", sd))
+		s.events.post(ref, corev1.EventTypeNormal, ReasonGPUQuarantineLifted, "Quarantine", msg)
+	}
+	if !changed && !rebinned {
+		return
+	}
+	if L.unmarked == nil {
+		L.unmarked = s.scores
+	}
+	if L.unmarked != nil {
+		s.scores = L.markQuarantined(L.unmarked)
+	}
+}
+
+// markQuarantined is sc with every quarantined GPU given its class's
+// slowest score (sc itself when none is).
+func (L *learnStage) markQuarantined(sc *policy.Scores) *policy.Scores {
+	if len(L.quarantined) == 0 {
+		return sc
+	}
+	out := &policy.Scores{LV: sc.LV}
+	for c := range sc.SF {
+		if len(sc.SF[c]) == 0 {
+			continue
+		}
+		worst := slices.Max(sc.SF[c])
+		out.SF[c] = slices.Clone(sc.SF[c])
+		for g := range out.SF[c] {
+			if g < len(L.keys) {
+				if _, ok := L.quarantined[L.keys[g]]; ok {
+					out.SF[c][g] = worst
+				}
+			}
+		}
+	}
+	return out
+}
+
+// quarantineText is AnnQuarantined's value, by node and index.
+func (L *learnStage) quarantineText() string {
+	keys := make([]GPUKey, 0, len(L.quarantined))
+	for k := range L.quarantined {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b GPUKey) int {
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Index, b.Index)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		e := L.quarantined[k]
+		parts[i] = fmt.Sprintf("%s/%d: slowdown %.3f (%s) since %s", k.Node, k.Index, e.Slowdown, e.Source, e.Since.UTC().Format(time.RFC3339))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,93 @@
+package kube
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/palsched/pal/variability"
+)
+
+// quarantineAbove on a cluster. DCGM shows gpu-node-001's GPU 1 held down
+// to 1005 MHz against the busy GPUs' 1395: a slowdown of 1395/1005 =
+// 1.388, at or above quarantineAbove 1.3 (out again below 1.15). The
+// round after the scrape the GPU is quarantined: pal_gpu_quarantined is
+// 1, a Warning event GPUQuarantined is on node gpu-node-001, the learned
+// ConfigMap says why (slowdown 1.388 from dcgm), and placement's scores
+// give GPU 1 its class's slowest score (every other GPU is at 1, so the
+// slowest is GPU 1's own learned 1.388 bin: the mark changes nothing here
+// but must not lower it). Once the throttling ends the belief is back at
+// 1 (below 1.15): the gauge is 0, a Normal event GPUQuarantineLifted, and
+// the annotation is empty.
+func TestQuarantineOnTheCluster(t *testing.T) {
+	sample := a100Sample(t)
+	u, set := exporter(t, sample)
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cfg.QuarantineAbove = 1.3
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	s := startRounds(t, cfg, cs)
+	evc := fake.NewSimpleClientset()
+	s.UseEventClient(evc)
+	ctx := context.Background()
+	s.events.Start(ctx)
+	roundWait(s, ctx, learnT0)
+	s.dcgm.scrape(ctx, cs, s.log)
+	at := learnT0.Add(10 * time.Second)
+	roundWait(s, ctx, at)
+
+	gauge := s.metrics.learn.quarantined.WithLabelValues("gpu-node-001", "1")
+	if got := testutil.ToFloat64(gauge); got != 1 {
+		t.Errorf("pal_gpu_quarantined{gpu-node-001,1} = %v, want 1", got)
+	}
+	want := "gpu-node-001/1: slowdown 1.388 (dcgm) since " + at.UTC().Format(time.RFC3339)
+	if got := learnedCM(t, cs).Annotations[AnnQuarantined]; got != want {
+		t.Errorf("learned ConfigMap %s = %q, want %q", AnnQuarantined, got, want)
+	}
+	sf := s.scores.SF[variability.ClassA]
+	if sf[1] != slices.Max(sf) {
+		t.Errorf("GPU 1 scores %v of class A's %v, want the slowest", sf[1], sf)
+	}
+
+	set(cooled(sample))
+	s.dcgm.scrape(ctx, cs, s.log)
+	roundWait(s, ctx, learnT0.Add(20*time.Second))
+	if got := testutil.ToFloat64(gauge); got != 0 {
+		t.Errorf("after the throttling ended pal_gpu_quarantined = %v, want 0", got)
+	}
+	if got := learnedCM(t, cs).Annotations[AnnQuarantined]; got != "" {
+		t.Errorf("after the throttling ended %s = %q, want empty", AnnQuarantined, got)
+	}
+	s.events.Stop()
+	var evs []string
+	for _, ev := range listEvents(t, evc, "default") {
+		if strings.HasPrefix(ev.Reason, "GPUQuarantine") {
+			evs = append(evs, ev.Type+" "+ev.Reason+" "+ev.Regarding.Kind+"/"+ev.Regarding.Name)
+		}
+	}
+	slices.Sort(evs)
+	if wantEv := []string{"Normal GPUQuarantineLifted Node/gpu-node-001", "Warning GPUQuarantined Node/gpu-node-001"}; !slices.Equal(evs, wantEv) {
+		t.Errorf("events %q, want %q", evs, wantEv)
+	}
+}
+
+// quarantineAbove is 0 (off) or a slowdown above 1, and needs learning.
+func TestQuarantineConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		above float64
+		learn bool
+		want  string
+	}{{0, false, ""}, {1.5, true, ""}, {1, true, "want a slowdown above 1"}, {1.5, false, "needs learnScores: true"}} {
+		cfg := learnCfg()
+		cfg.LearnScores, cfg.QuarantineAbove = c.learn, c.above
+		err := cfg.validateLearn()
+		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("quarantineAbove %v learnScores %v: %v, want %q", c.above, c.learn, err, c.want)
+		}
+	}
+}
