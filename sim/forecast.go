@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
 
@@ -22,14 +23,23 @@ type Outcome struct {
 // arrivals after T, until every job has finished, and says when each
 // launches and ends. cfg's trace, extra load and snapshot are not used;
 // its scheduler and placer must be in the state the run they forecast
-// had at T (a fresh one for stateless policies). The jobs are copied,
-// never changed.
+// had at T (a fresh one for stateless policies). Its tenancy stage, if
+// any, is the run's own: the forecast runs a copy of it (Forker), from
+// the cells as they stand at T. The jobs are copied, never changed. No
+// node or cells event comes after T: cfg's are not used.
 //
 // With the same policies and exact durations (the simulator's own
 // model) and no arrivals after T, a forecast start is the start the run
 // itself gives the job; a property test holds it to that.
 func Forward(cfg Config, T float64, jobs []*workload.Job) (map[int]Outcome, error) {
 	return ForwardWatch(cfg, T, jobs, Watch{})
+}
+
+// Forker is a tenancy stage whose state a forecast can copy: Fork is a
+// stage that decides from the same state on as the original would, and
+// shares nothing a decision changes with it.
+type Forker interface {
+	Fork() policy.Tenancy
 }
 
 // Watch narrows a forecast to the jobs it is for, as a live scheduler
@@ -63,9 +73,17 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 	if cfg.Cluster == nil || cfg.Scheduler == nil || cfg.Placer == nil || !(cfg.Round > 0) {
 		return nil, fmt.Errorf("sim: forecast: cluster, scheduler, placer and round are required")
 	}
-	if cfg.Hook != nil || cfg.Tenancy != nil {
-		return nil, fmt.Errorf("sim: forecast: not with a score hook or a tenancy stage, whose state a forecast cannot copy")
+	if cfg.Hook != nil {
+		return nil, fmt.Errorf("sim: forecast: not with a score hook, whose state a forecast cannot copy")
 	}
+	if cfg.Tenancy != nil {
+		f, ok := cfg.Tenancy.(Forker)
+		if !ok {
+			return nil, fmt.Errorf("sim: forecast: not with tenancy stage %s, whose state a forecast cannot copy", cfg.Tenancy.Name())
+		}
+		cfg.Tenancy = f.Fork()
+	}
+	cfg.NodeEvents, cfg.StageEvents = nil, nil
 	cfg.Trace = &workload.Trace{Name: "forecast"}
 	for i, a := range w.Arrivals {
 		if !(a.Submit > T) || i > 0 && a.Submit < w.Arrivals[i-1].Submit {

@@ -504,6 +504,9 @@ type HiveD struct {
 	out     [][]int
 	fastest bool
 	balance bool // BalanceSpeeds
+	// classes and speeds are the device values UseScores gave the cells.
+	classes int
+	speeds  func(class int, node string, gpu int) float64
 	// Stateful preemption (see stateful.go): the round's time and jobs,
 	// the victims still terminating (job id → when they are gone), and
 	// the guaranteed jobs holding cells while victims leave.
@@ -573,7 +576,9 @@ func (h *HiveD) UseScores(sc *policy.Scores) error {
 			return fmt.Errorf("tenant: scores cover %d GPUs, the cells %d", len(sc.SF[k]), h.l.Cluster.Size())
 		}
 	}
-	h.s.SetSpeeds(len(sc.SF), func(class int, node string, gpu int) float64 { return sc.SF[class][h.l.gpuID[node][gpu]] })
+	h.classes = len(sc.SF)
+	h.speeds = func(class int, node string, gpu int) float64 { return sc.SF[class][h.l.gpuID[node][gpu]] }
+	h.s.SetSpeeds(h.classes, h.speeds)
 	h.fastest = true
 	return nil
 }
