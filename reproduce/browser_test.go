@@ -52,7 +52,7 @@ func checkIndexInBrowser(t *testing.T, dir string, rep *Report) {
 	for _, b := range rep.Themis.Figures {
 		want = append(want, "themis/"+b+".png")
 	}
-	titles = append(titles, StaleTitle, HivedTitle, ThemisTitle, ClaimsTitle)
+	titles = append(titles, StaleTitle, HivedTitle, ThemisTitle, BackfillTitle, ClaimsTitle)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

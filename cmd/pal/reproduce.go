@@ -36,8 +36,9 @@ locality sweep on every trace, Synergy (4000 jobs, ids 2000-3000 measured) on
 and placement timing up to 27,648 GPUs. --quick keeps every figure on a reduced
 grid for CI; its numbers are not the paper's. The HiveD sharing-anomaly
 experiment (pal reproduce hived) runs too, into OUT/hived, the Themis
-experiments (pal reproduce themis) into OUT/themis, and the stale-profiles
-section (pal reproduce stale) into OUT/stale.`,
+experiments (pal reproduce themis) into OUT/themis, the stale-profiles
+section (pal reproduce stale) into OUT/stale, and the backfill-and-forecast
+section (pal reproduce backfill) into OUT/backfill.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "reduced grid (seconds, for CI)")
