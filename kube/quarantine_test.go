@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/palsched/pal/variability"
@@ -19,18 +20,20 @@ import (
 // round after the scrape the GPU is quarantined: pal_gpu_quarantined is
 // 1, a Warning event GPUQuarantined is on node gpu-node-001, the learned
 // ConfigMap says why (slowdown 1.388 from dcgm), and placement's scores
-// give GPU 1 its class's slowest score (every other GPU is at 1, so the
-// slowest is GPU 1's own learned 1.388 bin: the mark changes nothing here
-// but must not lower it). Once the throttling ends the belief is back at
-// 1 (below 1.15): the gauge is 0, a Normal event GPUQuarantineLifted, and
-// the annotation is empty.
+// give GPU 1 its class's slowest score: that of gpu-node-002's GPU 3
+// (global 7), which the profile puts at 2.0 (slow, but as its profile
+// says: not quarantined), above GPU 1's own 1.388. A third node joining
+// makes a new binning; the mark stays. Once the throttling ends the
+// belief is back at 1 (below 1.15): the gauge is 0, a Normal event
+// GPUQuarantineLifted, the annotation is empty, and GPU 1 scores below
+// GPU 7 again.
 func TestQuarantineOnTheCluster(t *testing.T) {
 	sample := a100Sample(t)
 	u, set := exporter(t, sample)
 	cfg := learnCfg()
 	cfg.DCGM.URLs = []string{u}
 	cfg.QuarantineAbove = 1.3
-	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4), profileConfigMap(allClasses("gpu-node-002,3", "2.0")))
 	s := startRounds(t, cfg, cs)
 	evc := fake.NewSimpleClientset()
 	s.UseEventClient(evc)
@@ -49,10 +52,25 @@ func TestQuarantineOnTheCluster(t *testing.T) {
 	if got := learnedCM(t, cs).Annotations[AnnQuarantined]; got != want {
 		t.Errorf("learned ConfigMap %s = %q, want %q", AnnQuarantined, got, want)
 	}
-	sf := s.scores.SF[variability.ClassA]
-	if sf[1] != slices.Max(sf) {
-		t.Errorf("GPU 1 scores %v of class A's %v, want the slowest", sf[1], sf)
+	slowest := func(when string, want bool) {
+		t.Helper()
+		sf := s.scores.SF[variability.ClassA]
+		if got := sf[1] == slices.Max(sf); got != want || sf[7] != slices.Max(sf) {
+			t.Errorf("%s: class A scores %v: GPU 1 the slowest %v, want %v (and GPU 7 the slowest)", when, sf, got, want)
+		}
 	}
+	slowest("quarantined", true)
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node("gpu-node-003", 4), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500 && len(s.scores.SF[variability.ClassA]) != 12; i++ { // until the informer has the node
+		time.Sleep(10 * time.Millisecond)
+		roundWait(s, ctx, learnT0.Add(15*time.Second))
+	}
+	if n := len(s.scores.SF[variability.ClassA]); n != 12 {
+		t.Fatalf("after gpu-node-003 joined: %d GPUs scored, want 12", n)
+	}
+	slowest("after a new binning", true)
 
 	set(cooled(sample))
 	s.dcgm.scrape(ctx, cs, s.log)
@@ -63,6 +81,7 @@ func TestQuarantineOnTheCluster(t *testing.T) {
 	if got := learnedCM(t, cs).Annotations[AnnQuarantined]; got != "" {
 		t.Errorf("after the throttling ended %s = %q, want empty", AnnQuarantined, got)
 	}
+	slowest("lifted", false)
 	s.events.Stop()
 	var evs []string
 	for _, ev := range listEvents(t, evc, "default") {

@@ -537,4 +537,8 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 		tab, vs = s.learnReset(snap, tab, vs)
 	}
 	s.scores, s.raw, s.scoresKey = policy.ScoresFrom(vs), tab, key
+	if s.learn != nil {
+		s.learn.unmarked = s.scores
+		s.scores = s.learn.markQuarantined(s.scores) // quarantine outlives a new binning
+	}
 }
