@@ -103,9 +103,10 @@ type Config struct {
 	LearnedScoresWriteInterval Duration `json:"learnedScoresWriteInterval"`
 	// QuarantineAbove, with learnScores, quarantines a GPU whose believed
 	// slowdown (DCGM's hints included) reaches it, until it falls below
-	// halfway back to 1: its class's slowest score in every class, a
-	// Warning event on its node, pal_gpu_quarantined, and the reason in
-	// the learned ConfigMap (quarantine.go). 0: off.
+	// halfway back to 1: its class's slowest score in every class, under
+	// hived* a bad cell of one device, a Warning event on its node,
+	// pal_gpu_quarantined, and the reason in the learned ConfigMap
+	// (quarantine.go). 0: off.
 	QuarantineAbove float64 `json:"quarantineAbove"`
 	// DCGM is where NVIDIA's DCGM exporters are: their throttled GPUs
 	// become pal_gpu_* metrics and, with learnScores, a prior for the

@@ -193,6 +193,11 @@ type learnStage struct {
 	profile     *variability.Table
 	quarantined map[GPUKey]quarantineEntry
 	unmarked    *policy.Scores
+	// qFor is the learner every GPU was last checked against in full,
+	// and qgen counts the quarantine's changes (the tenancy stage
+	// follows them).
+	qFor *variability.Learner
+	qgen uint64
 }
 
 func newLearnStage() *learnStage {
@@ -528,6 +533,8 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		L.dirty = true
 		s.setLearnedGauges()
 		s.quarantineRound(now, vs != nil)
+	} else if L.qFor != L.learner {
+		s.quarantineRound(now, false) // a new learner: every GPU once
 	}
 	if L.dirty && now.Sub(L.lastWrite) >= s.cfg.LearnedScoresWriteInterval.Duration {
 		_ = s.writeLearned(ctx, now)

@@ -65,7 +65,17 @@ func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
 	}
 	below := variability.DefaultQuarantineBelow(above)
 	changed := false
-	for _, g := range L.moved {
+	check := L.moved
+	if L.qFor != L.learner {
+		// A new learner (a restart, a new GPU numbering): every GPU once,
+		// so that beliefs read back from the learned ConfigMap count.
+		L.qFor = L.learner
+		check = make([]int, len(L.keys))
+		for g := range check {
+			check[g] = g
+		}
+	}
+	for _, g := range check {
 		if g >= len(L.keys) {
 			continue
 		}
@@ -97,6 +107,9 @@ func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
 		msg := fmt.Sprintf("GPU %d runs %.3f times its profile, below %s: out of quarantine (in since %s)", k.Index, sd, fmtFloat(below), e.Since.UTC().Format(time.RFC3339))
 		s.log.Info("GPU out of quarantine", "node", k.Node, "gpu", k.Index, "slowdown", fmt.Sprintf("%.3f", sd))
 		s.events.post(ref, corev1.EventTypeNormal, ReasonGPUQuarantineLifted, "Quarantine", msg)
+	}
+	if changed {
+		L.qgen++
 	}
 	if !changed && !rebinned {
 		return
@@ -151,4 +164,36 @@ func (L *learnStage) quarantineText() string {
 		parts[i] = fmt.Sprintf("%s/%d: slowdown %.3f (%s) since %s", k.Node, k.Index, e.Slowdown, e.Source, e.Since.UTC().Format(time.RFC3339))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// syncTenancyQuarantine hands the quarantine to the cells under hived*
+// (tenant.HiveD.SetQuarantine): a quarantined GPU is a bad cell of one
+// device, out of every VC's guarantee. It acts only when the quarantine
+// changed (or the cells did: a reconfiguration carries the quarantined
+// devices over itself, and the cells' GPU ids are new).
+func (s *Scheduler) syncTenancyQuarantine() {
+	t, L := s.ten, s.learn
+	if t == nil || t.hived == nil || L == nil || s.cfg.QuarantineAbove == 0 {
+		return
+	}
+	if t.qlayout == t.l && t.qgen == L.qgen && t.qlearn == L {
+		return
+	}
+	if t.qlayout != t.l {
+		t.quar, t.qlayout = map[int]bool{}, t.l
+	}
+	t.qgen, t.qlearn = L.qgen, L
+	for _, n := range t.l.Cluster.Nodes {
+		for d, g := range n.GPUs {
+			_, on := L.quarantined[GPUKey{n.Name, d}]
+			if on == t.quar[g] {
+				continue
+			}
+			if err := t.hived.SetQuarantine(g, on); err != nil {
+				s.log.Error("tenancy: quarantine not applied to the cells", "node", n.Name, "gpu", d, "err", err)
+				continue
+			}
+			t.quar[g] = on
+		}
+	}
 }

@@ -2,12 +2,15 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -108,5 +111,78 @@ func TestQuarantineConfigValidate(t *testing.T) {
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
 			t.Errorf("quarantineAbove %v learnScores %v: %v, want %q", c.above, c.learn, err, c.want)
 		}
+	}
+}
+
+// Under tenancy: hived cells of two 4-GPU nodes, gpu-node-001 and
+// gpu-node-002, VCs A and B one node each. DCGM quarantines
+// gpu-node-001's GPU 1 (as above); the cells then hold it as a bad
+// device. A 4-GPU gang of A created after that binds A's node cell to the
+// healthy gpu-node-002 (buddy allocation would hand out gpu-node-001
+// first: TestTenancyTwoVCs), and a 3-GPU gang of B gets gpu-node-001's
+// three healthy GPUs (B's cell doomed to the node with the bad device:
+// 0, 2, 3). Once the throttling ends the cells hold nothing quarantined.
+func TestQuarantineUnderTenancy(t *testing.T) {
+	dir := t.TempDir()
+	cells := dir + "/cells.yaml"
+	if err := os.WriteFile(cells, []byte(`physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: gpu-node-001}
+  - {cellType: NODE, cellAddress: gpu-node-002}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sample := a100Sample(t)
+	u, set := exporter(t, sample)
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cfg.QuarantineAbove = 1.3
+	cfg.Tenancy, cfg.Cells = "hived", cells
+	cs, fc := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	roundWait(s, ctx, learnT0)
+	s.dcgm.scrape(ctx, cs, s.log)
+	roundWait(s, ctx, learnT0.Add(10*time.Second)) // learns the hint, quarantines
+	roundWait(s, ctx, learnT0.Add(20*time.Second)) // the cells are told
+	if got := fmt.Sprint(s.ten.hived.Cells().Quarantined()); got != "[{gpu-node-001 1}]" {
+		t.Fatalf("cells quarantine %s, want [{gpu-node-001 1}]", got)
+	}
+	for _, p := range []*corev1.Pod{pod("a-0", 4, vcAnn("A", ""), ""), pod("b-0", 3, vcAnn("B", ""), "")} {
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binds := func() int {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return len(fc.binds)
+	}
+	for i := 0; i < 500 && binds() < 2; i++ { // until the informer has the pods and both are bound
+		time.Sleep(10 * time.Millisecond)
+		roundWait(s, ctx, learnT0.Add(30*time.Second))
+	}
+	for name, want := range map[string]string{"a-0": "gpu-node-002 0,1,2,3", "b-0": "gpu-node-001 0,2,3"} {
+		fc.mu.Lock()
+		b := fc.binds[name]
+		fc.mu.Unlock()
+		if b == nil {
+			t.Fatalf("%s not bound", name)
+		}
+		if got := b.Target.Name + " " + b.Annotations[AnnGPUIndices]; got != want {
+			t.Errorf("%s on %s, want %s", name, got, want)
+		}
+	}
+	set(cooled(sample))
+	s.dcgm.scrape(ctx, cs, s.log)
+	roundWait(s, ctx, learnT0.Add(40*time.Second))
+	roundWait(s, ctx, learnT0.Add(50*time.Second))
+	if got := s.ten.hived.Cells().Quarantined(); len(got) != 0 {
+		t.Errorf("after the throttling ended the cells hold %v quarantined", got)
 	}
 }

@@ -104,6 +104,13 @@ type tenancyStage struct {
 	// version seen (see watchCells).
 	cellsText, cellsRV string
 	cellsMissing       bool
+	// quar is what the cells were told of the quarantine, by cells GPU
+	// id, for the layout qlayout and the learning state qlearn at its
+	// change count qgen (syncTenancyQuarantine).
+	quar    map[int]bool
+	qlayout *tenant.Layout
+	qlearn  *learnStage
+	qgen    uint64
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
@@ -407,6 +414,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	if err := s.ten.sync(snap, s.scores, live); err != nil {
 		s.log.Error("round: tenancy", "err", err)
 	}
+	s.syncTenancyQuarantine()
 	return kept
 }
 
