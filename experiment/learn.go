@@ -131,6 +131,16 @@ func (in *Inputs) truthDescription() []Input {
 	if n := len(in.truth.hints); n > 0 {
 		out = append(out, Input{"gpu_hints", fmt.Sprintf("%d telemetry hint(s) from %s, priors the learner takes until jobs show otherwise", n, in.Opts.GPUHints)})
 	}
+	if a := in.Opts.QuarantineAbove; a > 0 {
+		where := "without tenancy: its class's slowest score in every class"
+		switch {
+		case in.Opts.hived():
+			where = "under " + in.Opts.Tenancy + ": a bad cell of one device, out of every VC's guarantee (opportunistic jobs may use it)"
+		case in.Opts.Tenancy == "private":
+			where = "off in the private reference (what a quarantine is measured against)"
+		}
+		out = append(out, Input{"quarantine", fmt.Sprintf("a GPU whose slowdown over the profile reaches %g is quarantined until below %g; %s", a, variability.DefaultQuarantineBelow(a), where)})
+	}
 	if in.Opts.LearnScores {
 		if in.Opts.LearnFrom == "gpu" {
 			out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each GPU's own pace (every worker times its own step; a GPU is known once a job has run on it), 1%% band, step 0.5, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})

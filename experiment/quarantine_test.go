@@ -166,3 +166,23 @@ func TestQuarantineOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// The run's header says the quarantine's thresholds and what it does
+// under the run's tenancy.
+func TestQuarantineHeader(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ tenancy, want string }{
+		{"hived-speed", "reaches 1.5 is quarantined until below 1.25; under hived-speed: a bad cell of one device"},
+		{"private", "off in the private reference"},
+	} {
+		o := quarantineCase(t, dir)
+		o.Tenancy, o.GPUEvents, o.GPUEventsKnown, o.QuarantineAbove = tc.tenancy, writeFile(t, dir, "e.csv", "time_s,gpu,class,new_score\n1000,0,*,2.0\n"), true, 1.5
+		in, _, err := RunAll(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := in.Describe()["quarantine"]; !strings.Contains(h, tc.want) {
+			t.Errorf("%s: header %q, want it to say %q", tc.tenancy, h, tc.want)
+		}
+	}
+}
