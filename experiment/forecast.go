@@ -3,13 +3,16 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/registry"
+	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/whatif"
 	"github.com/palsched/pal/workload"
 )
 
@@ -24,6 +27,8 @@ type ForecastRow struct {
 	Arrival       float64
 	Start, Finish float64 // -1: never, within the forecast
 	Reason        string
+	// VC is the job's VC under tenancy (its vc column otherwise).
+	VC string
 	// Spread is the start over ForecastOptions.Draws noisy draws (nil
 	// without draws).
 	Spread *draws.Spread
@@ -37,8 +42,10 @@ func forecastable(o Options, at float64) error {
 		return fmt.Errorf("--forecast-at must be a time >= 0 in seconds, got %v", at)
 	case PlacesToo(o.Scheduler):
 		return fmt.Errorf("--forecast-at: not with --scheduler %s, whose leases a forecast cannot copy", o.Scheduler)
-	case o.Tenancy != "" && o.Tenancy != "none":
-		return fmt.Errorf("--forecast-at: not with --tenancy %s, whose cells a forecast cannot copy", o.Tenancy)
+	case o.tenancyOn() && !o.hived():
+		return fmt.Errorf("--forecast-at: not with --tenancy %s (a forecast copies the cells of hived, hived-pm and hived-speed, not %s's per-VC state)", o.Tenancy, o.Tenancy)
+	case o.NodeEvents != "" || o.CellsEvents != "":
+		return fmt.Errorf("--forecast-at: not with --node-events or --cells-events (a forecast assumes the hardware and the cells stay as they are at its time)")
 	case o.LearnScores || o.GPUEvents != "":
 		return fmt.Errorf("--forecast-at: not with --learn-scores or --gpu-events (the forecast runs on the scores in force)")
 	}
@@ -79,12 +86,13 @@ func (fo ForecastOptions) check() error {
 
 // Forecast is the forecast a run of placement makes at round boundary T
 // (after that round's placement), from the order it had then (every
-// active job) and its placer live (nil: fresh policies): the same
-// policies run on, fresh copies with the backfill placer's protections
-// carried over, and each waiting job's start and end read off. With
-// exact durations and no arrivals after T, each start is the run's own
+// active job), its placer live (nil: fresh policies) and its tenancy
+// stage ten (nil without one): the same policies run on, fresh copies
+// with the backfill placer's protections and the stage's cells carried
+// over, and each waiting job's start and end read off. With exact
+// durations and no arrivals after T, each start is the run's own
 // (sim.Forward).
-func (in *Inputs) Forecast(placement string, live policy.Placer, T float64, order []*workload.Job, fo ForecastOptions) ([]ForecastRow, error) {
+func (in *Inputs) Forecast(placement string, live policy.Placer, ten policy.Tenancy, T float64, order []*workload.Job, fo ForecastOptions) ([]ForecastRow, error) {
 	var arr []workload.Spec
 	if fo.ArrivalsPerHour != 0 {
 		var err error
@@ -92,12 +100,12 @@ func (in *Inputs) Forecast(placement string, live policy.Placer, T float64, orde
 			return nil, err
 		}
 	}
-	rows, err := in.forecast(placement, live, T, order, arr)
+	rows, err := in.forecast(placement, live, ten, T, order, arr)
 	if err != nil || fo.Draws == 0 {
 		return rows, err
 	}
 	sp, err := draws.Over(order, fo.Draws, fo.Noise, fo.Seed, func(_ int, jobs []*workload.Job) ([]float64, error) {
-		alt, err := in.forecast(placement, live, T, jobs, arr)
+		alt, err := in.forecast(placement, live, ten, T, jobs, arr)
 		if err != nil {
 			return nil, err
 		}
@@ -119,13 +127,23 @@ func (in *Inputs) Forecast(placement string, live policy.Placer, T float64, orde
 // forecast runs the run's policies on from the state at T (fresh copies,
 // the backfill placer's protections carried over), with arrivals after T
 // only as given, and reads each waiting job's start and end.
-func (in *Inputs) forecast(placement string, live policy.Placer, T float64, order []*workload.Job, arrivals []workload.Spec) ([]ForecastRow, error) {
+func (in *Inputs) forecast(placement string, live policy.Placer, ten policy.Tenancy, T float64, order []*workload.Job, arrivals []workload.Spec) ([]ForecastRow, error) {
 	cfg, err := in.Config(placement)
 	if err != nil {
 		return nil, err
 	}
 	if b := backfill.Unwrap(cfg.Placer); b != nil && live != nil {
 		cfg.Placer = backfill.Fork(live, b.Base)
+	}
+	if cfg.Tenancy != nil {
+		// The forecast's stage (its own settings, fresh VC placers) starts
+		// from the cells as the run's stage has them at T.
+		h, ok := cfg.Tenancy.(*tenant.HiveD)
+		lh, isHiveD := ten.(*tenant.HiveD)
+		if !ok || !isHiveD {
+			return nil, fmt.Errorf("tenancy %s: a forecast starts from the cells of a run under hived, hived-pm or hived-speed", in.Opts.Tenancy)
+		}
+		h.From(lh)
 	}
 	w := sim.Watch{Arrivals: arrivals}
 	if len(arrivals) > 0 {
@@ -149,7 +167,10 @@ func (in *Inputs) forecast(placement string, live policy.Placer, T float64, orde
 			continue
 		}
 		o := out[j.ID]
-		r := ForecastRow{At: T, JobID: j.ID, Position: len(rows) + 1, GPUs: j.GPUs, Arrival: j.Submit, Start: o.Start, Finish: o.Finish}
+		r := ForecastRow{At: T, JobID: j.ID, Position: len(rows) + 1, GPUs: j.GPUs, Arrival: j.Submit, Start: o.Start, Finish: o.Finish, VC: j.VC}
+		if in.Layout != nil {
+			r.VC = in.Layout.VCOf(&j.Spec)
+		}
 		switch {
 		case head < 0 || j.GPUs > free:
 			r.Reason = fmt.Sprintf("does not fit: needs %d GPUs, %d free", j.GPUs, free)
@@ -166,41 +187,19 @@ func (in *Inputs) forecast(placement string, live policy.Placer, T float64, orde
 	return rows, nil
 }
 
-// ForecastSummary sums up a forecast's waiting jobs: how many start and
-// end within it, their mean wait and mean JCT from their arrival (over
-// those that start, end; NaN when none does).
-type ForecastSummary struct {
-	Waiting, Started, Ended int
-	MeanWait, MeanJCT       float64
-}
-
-// SummarizeForecast reads rows.
-func SummarizeForecast(rows []ForecastRow) ForecastSummary {
-	s := ForecastSummary{Waiting: len(rows), MeanWait: math.NaN(), MeanJCT: math.NaN()}
-	var wait, jct float64
-	for _, r := range rows {
-		if r.Start >= 0 {
-			s.Started++
-			wait += r.Start - r.Arrival
-		}
-		if r.Finish >= 0 {
-			s.Ended++
-			jct += r.Finish - r.Arrival
-		}
+// SummarizeForecast sums up a forecast's waiting jobs (whatif.Summarize).
+func SummarizeForecast(rows []ForecastRow) whatif.Summary {
+	jobs := make([]whatif.Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = whatif.Job{VC: r.VC, Arrival: r.Arrival, Start: r.Start, Finish: r.Finish}
 	}
-	if s.Started > 0 {
-		s.MeanWait = wait / float64(s.Started)
-	}
-	if s.Ended > 0 {
-		s.MeanJCT = jct / float64(s.Ended)
-	}
-	return s
+	return whatif.Summarize(jobs)
 }
 
 // WhatIfResult is a forecast run again with one setting changed.
 type WhatIfResult struct {
 	Setting   string // KEY=VALUE
-	Now, Then ForecastSummary
+	Now, Then whatif.Summary
 	Rows      []ForecastRow // the forecast under the change
 }
 
@@ -209,7 +208,7 @@ func whatIfOptions(o Options, placement, kv string) (Options, string, error) {
 	key, val, ok := strings.Cut(kv, "=")
 	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 	if !ok || val == "" {
-		return o, "", fmt.Errorf("--what-if %q: want KEY=VALUE with KEY placement, scheduler or backfill", kv)
+		return o, "", fmt.Errorf("--what-if %q: want KEY=VALUE with KEY placement, scheduler, backfill or tenancy", kv)
 	}
 	switch key {
 	case "placement":
@@ -230,10 +229,18 @@ func whatIfOptions(o Options, placement, kv string) (Options, string, error) {
 			return o, "", fmt.Errorf("--what-if %s: %v", kv, err)
 		}
 		o.Backfill = val
-	case "tenancy", "drain", "add-node":
-		return o, "", fmt.Errorf("--what-if %s: pal sim forecasts do not change the cluster or its tenancy (pal-kube forecast --what-if drains and adds nodes)", kv)
+	case "tenancy":
+		// From the run's cells to other settings of them, or to none (one
+		// queue over the whole cluster); a forecast cannot bind cells a
+		// run without them never bound.
+		if val != "none" && !(o.hived() && slices.Contains([]string{"hived", "hived-pm", "hived-speed"}, val)) {
+			return o, "", fmt.Errorf("--what-if %s: want tenancy=none, or hived, hived-pm or hived-speed from a run under one of them (the forecast starts from the run's cells)", kv)
+		}
+		o.Tenancy = val
+	case "drain", "add-node":
+		return o, "", fmt.Errorf("--what-if %s: pal sim forecasts do not change the cluster (pal-kube forecast --what-if drains and adds nodes)", kv)
 	default:
-		return o, "", fmt.Errorf("--what-if %s: unknown setting (known: placement, scheduler, backfill)", key)
+		return o, "", fmt.Errorf("--what-if %s: unknown setting (known: placement, scheduler, backfill, tenancy)", key)
 	}
 	return o, placement, nil
 }
@@ -241,7 +248,7 @@ func whatIfOptions(o Options, placement, kv string) (Options, string, error) {
 // whatIf runs the forecast at T again under each what-if: fresh
 // policies of the changed options from the next round on (the round at
 // T placed under the run's own).
-func (in *Inputs) whatIf(placement string, T float64, order []*workload.Job, now []ForecastRow) ([]WhatIfResult, error) {
+func (in *Inputs) whatIf(placement string, ten policy.Tenancy, T float64, order []*workload.Job, now []ForecastRow) ([]WhatIfResult, error) {
 	var out []WhatIfResult
 	for _, kv := range in.whatIfs {
 		o, pl, err := whatIfOptions(in.Opts, placement, kv)
@@ -250,13 +257,19 @@ func (in *Inputs) whatIf(placement string, T float64, order []*workload.Job, now
 		}
 		alt := *in
 		alt.Opts = o
+		if !o.tenancyOn() {
+			alt.Layout = nil // one queue: no VC, no stage
+		}
 		// The assumed arrivals apply to a what-if too; the draws do not
 		// (its summary reads the forecast's own starts).
 		fo := in.forecastOpts
 		fo.Draws = 0
-		rows, err := alt.Forecast(pl, nil, T, order, fo)
+		rows, err := alt.Forecast(pl, nil, ten, T, order, fo)
 		if err != nil {
 			return nil, fmt.Errorf("--what-if %s: %v", kv, err)
+		}
+		for i := range rows {
+			rows[i].VC = now[i].VC // the same jobs, named by the run's VCs
 		}
 		out = append(out, WhatIfResult{Setting: kv, Now: SummarizeForecast(now), Then: SummarizeForecast(rows), Rows: rows})
 	}

@@ -100,8 +100,8 @@ func (in *Inputs) runProgress(placement string, progress func(sim.Status)) (*Run
 	if in.forecastAt >= 0 {
 		cfg.SnapshotAt = in.forecastAt
 		cfg.Snapshot = func(T float64, order []*workload.Job) {
-			if fc, ferr = in.Forecast(placement, cfg.Placer, T, order, in.forecastOpts); ferr == nil {
-				wi, ferr = in.whatIf(placement, T, order, fc)
+			if fc, ferr = in.Forecast(placement, cfg.Placer, cfg.Tenancy, T, order, in.forecastOpts); ferr == nil {
+				wi, ferr = in.whatIf(placement, cfg.Tenancy, T, order, fc)
 			}
 		}
 	}

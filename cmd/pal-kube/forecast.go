@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"text/tabwriter"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/kube/forecast"
+	"github.com/palsched/pal/whatif"
 )
 
 func newForecastCmd() *cobra.Command {
@@ -156,12 +156,14 @@ func printWhatIf(w io.Writer, kv string, st *kube.ForecastState, rows []kube.For
 	a, b := forecast.Summarize(st, rows), forecast.Summarize(alt, altRows)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n# what-if %s (%s/%s, backfill %s)\n", kv, alt.SchedulerName, alt.PlacementName, alt.Backfill)
-	fmt.Fprintln(tw, "waiting_gangs\tnow\twhat-if")
-	fmt.Fprintf(tw, "started\t%d of %d\t%d of %d\n", a.Started, a.Pending, b.Started, b.Pending)
-	fmt.Fprintf(tw, "mean_wait_s\t%s\t%s\n", secs(a.MeanWait), secs(b.MeanWait))
-	fmt.Fprintf(tw, "mean_jct_s\t%s\t%s\n", secs(a.MeanJCT), secs(b.MeanJCT))
+	perVC, err := whatif.Write(tw, "waiting_gangs", a, b)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(tw, "max_rho\t-\t-\t(themis is not forecast)")
-	fmt.Fprintln(tw, "per_vc_mean_wait\t-\t-\t(a tenancy is not forecast: one VC, the mean wait above)")
+	if !perVC {
+		fmt.Fprintln(tw, "per_vc_mean_wait\t-\t-\t(a tenancy is not forecast: one VC, the mean wait above)")
+	}
 	fmt.Fprintln(tw, "gang\testimated_start\twhat-if_start")
 	at := func(st *kube.ForecastState, t float64) string {
 		if t < 0 {
@@ -173,11 +175,4 @@ func printWhatIf(w io.Writer, kv string, st *kube.ForecastState, rows []kube.For
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Gang, at(st, r.Start), at(alt, altRows[i].Start))
 	}
 	return tw.Flush()
-}
-
-func secs(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", v)
 }

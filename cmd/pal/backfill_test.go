@@ -124,6 +124,9 @@ func TestSimForecastFlags(t *testing.T) {
 		{[]string{"--forecast-at", "100"}, "--forecast-at and --forecast-out go together"},
 		{[]string{"--forecast-out", "x.csv"}, "--forecast-at and --forecast-out go together"},
 		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--tenancy", "quota"}, "--forecast-at: not with --tenancy quota"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--tenancy", "private"}, "--forecast-at: not with --tenancy private"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "tenancy=hived"}, "--what-if tenancy=hived: want tenancy=none, or hived, hived-pm or hived-speed from a run under one of them"},
+		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--tenancy", "hived", "--what-if", "tenancy=quota"}, "--what-if tenancy=quota: want tenancy=none"},
 		{[]string{"--what-if", "backfill=easy"}, "--what-if: only with --forecast-at"},
 		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "drain=n1"}, "do not change the cluster"},
 		{[]string{"--forecast-at", "0", "--forecast-out", "x.csv", "--what-if", "speed=2"}, "--what-if speed: unknown setting"},
@@ -158,8 +161,8 @@ func TestSimForecastWhatIf(t *testing.T) {
 	}
 	got := strings.Join(lines, "\n")
 	for _, want := range []string{
-		"# forecast what-if backfill=easy, packed-sticky (waiting jobs; per-VC and themis figures are not forecast)\nwaiting_jobs now what-if\nstarted 4 of 4 4 of 4\nmean_wait_s 1375.0 675.0\nmean_jct_s 2100.0 1400.0",
-		"# forecast what-if placement=pal, packed-sticky (waiting jobs; per-VC and themis figures are not forecast)\nwaiting_jobs now what-if\nstarted 4 of 4 4 of 4\nmean_wait_s 1375.0 1375.0\nmean_jct_s 2100.0 2100.0",
+		"# forecast what-if backfill=easy, packed-sticky (waiting jobs; themis figures are not forecast)\nwaiting_jobs now what-if\nstarted 4 of 4 4 of 4\nmean_wait_s 1375.0 675.0\nmean_jct_s 2100.0 1400.0",
+		"# forecast what-if placement=pal, packed-sticky (waiting jobs; themis figures are not forecast)\nwaiting_jobs now what-if\nstarted 4 of 4 4 of 4\nmean_wait_s 1375.0 1375.0\nmean_jct_s 2100.0 2100.0",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks\n%s\n\n%s", want, out)

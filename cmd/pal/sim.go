@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +17,7 @@ import (
 	"github.com/palsched/pal/internal/progress"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/sim"
+	"github.com/palsched/pal/whatif"
 )
 
 // bindRunFlags registers the options shared by sim, sweep and reproduce;
@@ -243,7 +243,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 	cmd.Flags().StringVar(&roundsOut, "rounds-out", "", "write GPUs in use, running and queued jobs per round (CSV) to this file")
 	cmd.Flags().StringVar(&appsOut, "apps-out", "", "write each app's finish-time fairness ρ and its terms, per placement (CSV), to this file (needs a trace with an app column, or --scheduler themis or an elastic baseline)")
 	cmd.Flags().Float64Var(&forecastAt, "forecast-at", -1, "with --forecast-out: at the first round boundary at or after this time (s), forecast every waiting job's start and end by running the same policies on with no later arrivals")
-	cmd.Flags().StringArrayVar(&whatIfs, "what-if", nil, "with --forecast-at: forecast again with one setting `KEY=VALUE` changed (placement, scheduler or backfill; repeatable) and print the waiting jobs' mean wait and JCT now and under it")
+	cmd.Flags().StringArrayVar(&whatIfs, "what-if", nil, "with --forecast-at: forecast again with one setting `KEY=VALUE` changed (placement, scheduler, backfill or tenancy; repeatable) and print the waiting jobs' mean wait and JCT, and each VC's mean wait, now and under it")
 	cmd.Flags().Lookup("what-if").DefValue = ""
 	cmd.Flags().StringVar(&forecastOut, "forecast-out", "", "write the --forecast-at forecast (CSV: placement, forecast_at_s, job_id, queue_position, gpus, arrival_s, estimated_start_s, estimated_finish_s, with --forecast-draws estimated_start_p10, _p50, _p90, then reason) to this file")
 	cmd.Flags().IntVar(&fo.Draws, "forecast-draws", 0, "with --forecast-at: run the forecast this many more times with noisy remaining work and write each waiting job's estimated start p10/p50/p90 (0: off), as pal-kube forecast does")
@@ -326,20 +326,13 @@ source, GPU values, class map, K strategy, seed and the rest.
 
 // printWhatIfs prints each run's what-ifs beside its forecast.
 func printWhatIfs(w io.Writer, runs []*experiment.RunResult) error {
-	secs := func(v float64) string {
-		if math.IsNaN(v) {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f", v)
-	}
 	for _, r := range runs {
 		for _, x := range r.WhatIf {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "\n# forecast what-if %s, %s (waiting jobs; per-VC and themis figures are not forecast)\n", x.Setting, r.Placement)
-			fmt.Fprintln(tw, "waiting_jobs\tnow\twhat-if")
-			fmt.Fprintf(tw, "started\t%d of %d\t%d of %d\n", x.Now.Started, x.Now.Waiting, x.Then.Started, x.Then.Waiting)
-			fmt.Fprintf(tw, "mean_wait_s\t%s\t%s\n", secs(x.Now.MeanWait), secs(x.Then.MeanWait))
-			fmt.Fprintf(tw, "mean_jct_s\t%s\t%s\n", secs(x.Now.MeanJCT), secs(x.Then.MeanJCT))
+			fmt.Fprintf(tw, "\n# forecast what-if %s, %s (waiting jobs; themis figures are not forecast)\n", x.Setting, r.Placement)
+			if _, err := whatif.Write(tw, "waiting_jobs", x.Now, x.Then); err != nil {
+				return err
+			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/whatif"
 )
 
 // The backfill hand case (examples/backfill) as a forecast: 4 nodes x 4
@@ -233,7 +234,7 @@ func TestWhatIfHandCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := func(st *kube.ForecastState) (Summary, []string) {
+	sum := func(st *kube.ForecastState) (whatif.Summary, []string) {
 		rows, err := Run(st)
 		if err != nil {
 			t.Fatal(err)

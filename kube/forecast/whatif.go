@@ -2,7 +2,6 @@ package forecast
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/whatif"
 	"github.com/palsched/pal/workload"
 )
 
@@ -163,40 +163,16 @@ func rebuild(st *kube.ForecastState, jobs []*workload.Job, sizes []int, names []
 	return out.WithPolicies(out.Config)
 }
 
-// Summary is what a forecast says of the waiting gangs as a whole (times
-// in the jobs' seconds; means over the gangs that start, or end, within
-// the forecast).
-type Summary struct {
-	Pending, Started, Ended int
-	MeanWait, MeanJCT       float64 // from each gang's arrival
-}
-
-// Summarize reads rows of a forecast of st.
-func Summarize(st *kube.ForecastState, rows []kube.ForecastRow) Summary {
+// Summarize sums up the waiting gangs of rows, a forecast of st
+// (whatif.Summarize; times in the jobs' seconds).
+func Summarize(st *kube.ForecastState, rows []kube.ForecastRow) whatif.Summary {
 	submit := make(map[int]float64, len(st.Jobs))
 	for _, j := range st.Jobs {
 		submit[j.ID] = j.Submit
 	}
-	var s Summary
-	s.Pending = len(rows)
-	var wait, jct float64
+	jobs := make([]whatif.Job, len(rows))
 	for i, r := range rows {
-		at := submit[st.Pending[i].JobID]
-		if r.Start >= 0 {
-			s.Started++
-			wait += r.Start - at
-		}
-		if r.Finish >= 0 {
-			s.Ended++
-			jct += r.Finish - at
-		}
+		jobs[i] = whatif.Job{Arrival: submit[st.Pending[i].JobID], Start: r.Start, Finish: r.Finish}
 	}
-	s.MeanWait, s.MeanJCT = math.NaN(), math.NaN()
-	if s.Started > 0 {
-		s.MeanWait = wait / float64(s.Started)
-	}
-	if s.Ended > 0 {
-		s.MeanJCT = jct / float64(s.Ended)
-	}
-	return s
+	return whatif.Summarize(jobs)
 }

@@ -534,7 +534,7 @@ func (p Plan) accuracy(w *Workload, sched string, cut bool) (map[string][]float6
 			if ferr != nil {
 				return
 			}
-			rows, err := in.Forecast(p.Placement, live, T, order, experiment.ForecastOptions{})
+			rows, err := in.Forecast(p.Placement, live, nil, T, order, experiment.ForecastOptions{})
 			if err != nil {
 				ferr = err
 				return
@@ -545,7 +545,7 @@ func (p Plan) accuracy(w *Workload, sched string, cut bool) (map[string][]float6
 				s.exact = append(s.exact, r.Start)
 			}
 			if noisy {
-				nr, err := in.Forecast(p.Placement, live, T, order, experiment.ForecastOptions{Draws: p.ForecastDraws, Noise: p.NoiseCV, Seed: p.NoiseSeeds[0]})
+				nr, err := in.Forecast(p.Placement, live, nil, T, order, experiment.ForecastOptions{Draws: p.ForecastDraws, Noise: p.NoiseCV, Seed: p.NoiseSeeds[0]})
 				if err != nil {
 					ferr = err
 					return
