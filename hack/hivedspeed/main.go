@@ -20,7 +20,7 @@ import (
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/policy/tenant"
-	"github.com/palsched/pal/reproduce/hived"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
@@ -68,7 +68,7 @@ func main() {
 			if err != nil {
 				fail(err)
 			}
-			cells, tr := hived.SyntheticHived(L, *days, seed)
+			cells, tr := paper.SyntheticHived(L, *days, seed)
 			sets = append(sets, setting{name: fmt.Sprintf("synthetic L=%.1f seed %d", L, seed), cells: cells, tr: tr, seed: seed})
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/palsched/pal/policy/schedule"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
@@ -441,7 +442,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 	}
 	var tasks []anomalyTask
 	for _, L := range loads {
-		cells, tr := SyntheticHived(L, o.Days, o.Seed)
+		cells, tr := paper.SyntheticHived(L, o.Days, o.Seed)
 		label := fmt.Sprintf("L=%.2f", L)
 		rep.Synth[label] = len(tr.Jobs)
 		for _, hs := range hivedSchedulers {
@@ -449,7 +450,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 		}
 	}
 	for _, L := range loads {
-		cells, tr := SyntheticTenants(MixedTenants, "synthetic-mixed", L, o.Days, o.Seed)
+		cells, tr := paper.SyntheticTenants(paper.MixedTenants, "synthetic-mixed", L, o.Days, o.Seed)
 		label := fmt.Sprintf("L=%.2f", L)
 		rep.Mixed[label] = len(tr.Jobs)
 		for _, hs := range hivedSchedulers {
@@ -519,11 +520,11 @@ var packers = hivedSchedulers[1:]
 // large one only) under the packing schedulers, then the mixed workload
 // over seeds 1 to 5.
 func (rep *HivedReport) factorTasks(o HivedOptions) []anomalyTask {
-	sizesOnly := []SynthTenant{{Name: "large", Nodes: 4, JobGPUs: 8, MeanRun: 7200}, MixedTenants[1], MixedTenants[2]}
-	multiOnly := []SynthTenant{MixedTenants[0], SynthTenants[1], SynthTenants[2]}
+	sizesOnly := []paper.SynthTenant{{Name: "large", Nodes: 4, JobGPUs: 8, MeanRun: 7200}, paper.MixedTenants[1], paper.MixedTenants[2]}
+	multiOnly := []paper.SynthTenant{paper.MixedTenants[0], paper.SynthTenants[1], paper.SynthTenants[2]}
 	var tasks []anomalyTask
-	add := func(variant string, tenants []SynthTenant, seed uint64) {
-		cells, tr := SyntheticTenants(tenants, "synthetic-factor", 0.95, o.Days, seed)
+	add := func(variant string, tenants []paper.SynthTenant, seed uint64) {
+		cells, tr := paper.SyntheticTenants(tenants, "synthetic-factor", 0.95, o.Days, seed)
 		for _, hs := range packers {
 			tasks = append(tasks, anomalyTask{wl: "factor", load: "L=0.95", cells: cells, tr: tr, hs: hs, variant: variant, seed: seed})
 		}
@@ -531,7 +532,7 @@ func (rep *HivedReport) factorTasks(o HivedOptions) []anomalyTask {
 	add("sizes only", sizesOnly, o.Seed)
 	add("multi-node only", multiOnly, o.Seed)
 	for seed := uint64(1); seed <= 5; seed++ {
-		add("", MixedTenants, seed)
+		add("", paper.MixedTenants, seed)
 	}
 	return tasks
 }
@@ -618,7 +619,7 @@ func runAnomalies(tasks []anomalyTask, round float64, workers int, logf func(str
 // every fifth job runs opportunistically (priority -1), YARN-CS inside
 // the VCs, on the synthetic setup at L = 0.85 and on Philly at 1x.
 func (rep *HivedReport) binding(o HivedOptions, philly *workload.Trace, pcells *tenancy.Config, logf func(string, ...any)) error {
-	synCells, syn := SyntheticHived(0.85, o.Days, o.Seed)
+	synCells, syn := paper.SyntheticHived(0.85, o.Days, o.Seed)
 	for _, w := range []struct {
 		name  string
 		cells *tenancy.Config
@@ -916,7 +917,7 @@ func (r *HivedReport) markdown() (string, error) {
 	var md strings.Builder
 	r.Figures = nil
 	md.WriteString("# Sharing anomaly (HiveD, OSDI'20): quota, private clusters and HiveD, with each tenant's own scheduler inside its VC\n\n")
-	fmt.Fprintf(&md, "Inputs. (a) Synthetic 96-GPU cluster: 12 nodes x 8 GPUs (PCIe pairs and sockets inside); VCs %s; Poisson arrivals at load L of each quota for %g days, exponential run times (means 2 h and 1 h), seed %d; jobs per load:", synthVCs(), r.Days, r.Seed)
+	fmt.Fprintf(&md, "Inputs. (a) Synthetic 96-GPU cluster: 12 nodes x 8 GPUs (PCIe pairs and sockets inside); VCs %s; Poisson arrivals at load L of each quota for %g days, exponential run times (means 2 h and 1 h), seed %d; jobs per load:", paper.SynthVCs(), r.Days, r.Seed)
 	keys := make([]string, 0, len(r.Synth))
 	for k := range r.Synth {
 		keys = append(keys, k)
@@ -925,7 +926,7 @@ func (r *HivedReport) markdown() (string, error) {
 	for _, k := range keys {
 		fmt.Fprintf(&md, " %s %d", k, r.Synth[k])
 	}
-	fmt.Fprintf(&md, ". (b) The same cluster with a mix of job sizes (mixed): VCs %s; the same arrivals and run times; jobs per load:", tenantsText(MixedTenants))
+	fmt.Fprintf(&md, ". (b) The same cluster with a mix of job sizes (mixed): VCs %s; the same arrivals and run times; jobs per load:", paper.TenantsText(paper.MixedTenants))
 	keys = keys[:0]
 	for k := range r.Mixed {
 		keys = append(keys, k)
@@ -1095,7 +1096,7 @@ func (r *HivedReport) packers(order []hivedKey, vs map[hivedKey]Verdict) string 
 	}
 	fmt.Fprintf(&b, "- **Quota under Tiresias and Gandiva-like, the 1-GPU synthetic setup: %s (worst %.1f min), and there cannot be one.** Their placers pack (best fit on the GPUs no other VC holds), and a 1-GPU job opens an untouched node only when every node it has touched is full; the two 1-GPU tenants can hold 64 GPUs in all, so they never touch more than 8 nodes and at least 4 whole nodes stay for the whole-node tenant within its quota. YARN-CS's spread placement puts each 1-GPU job on the emptiest node, the one about to become free, so under quota no node empties while 1-GPU jobs keep arriving.\n",
 		anomalyVerdict(worst["synthetic"]), worst["synthetic"]/60)
-	fmt.Fprintf(&b, "- **What the paper's workload has and that setup lacks: a mix of job sizes, and jobs of several nodes.** The mixed setup (%s) has both. Quota's worst VC under the packing schedulers:", tenantsText(MixedTenants))
+	fmt.Fprintf(&b, "- **What the paper's workload has and that setup lacks: a mix of job sizes, and jobs of several nodes.** The mixed setup (%s) has both. Quota's worst VC under the packing schedulers:", paper.TenantsText(paper.MixedTenants))
 	for _, k := range order {
 		if k.w == "mixed" && isPacker(k.s) {
 			fmt.Fprintf(&b, " %s %s %.1f min (%s);", strings.SplitN(k.s, " ", 2)[0], k.l, vs[k].QuotaMax/60, vs[k].QuotaMaxVC)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/metrics"
-	"github.com/palsched/pal/reproduce/hived"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
@@ -142,7 +142,7 @@ func runQuarantine(ctx context.Context, dir string, workers int, log io.Writer) 
 // GPUs and those that come back.
 func quarantineInputs(dir string, load float64, seed uint64) (experiment.Options, *workload.Trace, []int, []int, error) {
 	var o experiment.Options
-	cells, tr := hived.SyntheticHived(load, QuarantineDays, seed)
+	cells, tr := paper.SyntheticHived(load, QuarantineDays, seed)
 	cellsPath := filepath.Join(dir, "quarantine-cells.yaml") // the same cells at every load and seed
 	var b strings.Builder
 	if err := tenancy.WriteYAML(&b, cells); err != nil {

@@ -1,4 +1,4 @@
-package hived
+package paper
 
 import (
 	"cmp"
@@ -70,7 +70,7 @@ func SyntheticHived(load, days float64, seed uint64) (*tenancy.Config, *workload
 // (PCIe pairs and sockets inside), each tenant a VC of its nodes as node
 // cells.
 func SyntheticTenants(tenants []SynthTenant, name string, load, days float64, seed uint64) (*tenancy.Config, *workload.Trace) {
-	cfg := &tenancy.Config{File: fmt.Sprintf("synthetic 96-GPU cells (12 nodes x 8 GPUs; VCs %s)", tenantsText(tenants))}
+	cfg := &tenancy.Config{File: fmt.Sprintf("synthetic 96-GPU cells (12 nodes x 8 GPUs; VCs %s)", TenantsText(tenants))}
 	for _, t := range tenants {
 		tenant.AddNodeVC(cfg, t.Name, t.Nodes)
 	}
@@ -122,10 +122,11 @@ func SyntheticTenants(tenants []SynthTenant, name string, load, days float64, se
 	return cfg, tr
 }
 
-func synthVCs() string { return tenantsText(SynthTenants) }
+// SynthVCs describes SynthTenants for a report's inputs.
+func SynthVCs() string { return TenantsText(SynthTenants) }
 
-// tenantsText describes tenants for the report's inputs.
-func tenantsText(tenants []SynthTenant) string {
+// TenantsText describes tenants for the report's inputs.
+func TenantsText(tenants []SynthTenant) string {
 	var parts []string
 	for _, t := range tenants {
 		if len(t.Mix) == 0 {
