@@ -101,6 +101,7 @@ type PCell struct {
 	group          *Group    // the group using a leaf
 	leaving        *Group    // a victim still on the leaf, which a preempting group holds
 	mark           int       // chosen by the decision of this epoch
+	twin           *PCell    // its copy while Clone runs, nil otherwise
 }
 
 // Level is the cell's level in its chain (1 = one device).
@@ -127,7 +128,8 @@ type VCell struct {
 	static   bool   // a preassigned cell bound for good (BindStatic)
 	idx      int    // position among its preassigned siblings or its parent's children
 	leaves   int
-	mark     int // chosen by the decision of this epoch
+	mark     int    // chosen by the decision of this epoch
+	twin     *VCell // its copy while Clone runs, nil otherwise
 }
 
 // vcChain is one VC's view of one chain (or of one pinned cell): its

@@ -16,8 +16,6 @@ import (
 func (s *Scheduler) Clone() *Scheduler {
 	c := &cloner{
 		ch:  make(map[*Chain]*Chain, len(s.chains)),
-		p:   make(map[*PCell]*PCell),
-		v:   make(map[*VCell]*VCell),
 		vcc: make(map[*vcChain]*vcChain),
 		vc:  make(map[*VC]*VC, len(s.vcs)),
 		g:   make(map[*Group]*Group, len(s.groups)),
@@ -28,7 +26,7 @@ func (s *Scheduler) Clone() *Scheduler {
 		c.ch[ch] = new(Chain)
 		*c.ch[ch] = *ch
 		for _, t := range ch.tops {
-			c.newPCells(t)
+			c.ps = appendPCells(c.ps, t)
 		}
 	}
 	for _, vc := range s.vcs {
@@ -41,11 +39,32 @@ func (s *Scheduler) Clone() *Scheduler {
 				*m = *vcc
 				c.vcc[vcc] = m
 				for _, v := range vcc.pre {
-					c.newVCells(v)
+					c.vs = appendVCells(c.vs, v)
 				}
 			}
 		}
 	}
+	// The cells, the bulk of the state, are copied into one array each,
+	// and each original points at its copy (twin) until the copy is
+	// done: no map to look them up in.
+	pslab := make([]PCell, len(c.ps))
+	for i, p := range c.ps {
+		pslab[i] = *p
+		p.twin = &pslab[i]
+	}
+	vslab := make([]VCell, len(c.vs))
+	for i, v := range c.vs {
+		vslab[i] = *v
+		v.twin = &vslab[i]
+	}
+	defer func() {
+		for _, p := range c.ps {
+			p.twin = nil
+		}
+		for _, v := range c.vs {
+			v.twin = nil
+		}
+	}()
 	// Groups: every one the scheduler knows, and any a cell or another
 	// group still names (a victim that left the map but not its cells).
 	var work []*Group
@@ -67,11 +86,11 @@ func (s *Scheduler) Clone() *Scheduler {
 	for _, g := range s.demoted {
 		addGroup(g)
 	}
-	for p := range c.p {
+	for _, p := range c.ps {
 		addGroup(p.group)
 		addGroup(p.leaving)
 	}
-	for v := range c.v {
+	for _, v := range c.vs {
 		addGroup(v.group)
 	}
 	for len(work) > 0 {
@@ -102,26 +121,28 @@ func (s *Scheduler) Clone() *Scheduler {
 		}
 		n.avg = slices.Clone(old.avg)
 	}
-	for old, n := range c.p {
+	for _, old := range c.ps {
+		n := old.twin
 		n.chain = c.ch[old.chain]
-		n.parent = c.p[old.parent]
+		n.parent = old.parent.copied()
 		n.children = c.pcells(old.children)
-		n.vcell = c.v[old.vcell]
+		n.vcell = old.vcell.copied()
 		n.speed = slices.Clone(old.speed)
 		n.group = c.g[old.group]
 		n.leaving = c.g[old.leaving]
 	}
-	for old, n := range c.v {
+	for _, old := range c.vs {
+		n := old.twin
 		n.vcc = c.vcc[old.vcc]
-		n.parent = c.v[old.parent]
+		n.parent = old.parent.copied()
 		n.children = c.vcells(old.children)
-		n.phys = c.p[old.phys]
+		n.phys = old.phys.copied()
 		n.group = c.g[old.group]
 	}
 	for old, n := range c.vcc {
 		n.vc = c.vc[old.vc]
 		n.chain = c.ch[old.chain]
-		n.pinned = c.p[old.pinned]
+		n.pinned = old.pinned.copied()
 		n.pre = c.vcells(old.pre)
 		n.view = c.vcells(old.view)
 		n.unused = slices.Clone(old.unused)
@@ -181,7 +202,7 @@ func (s *Scheduler) Clone() *Scheduler {
 	out.nodeOrder = slices.Clone(s.nodeOrder)
 	out.pinned = make(map[string]*PCell, len(s.pinned))
 	for k, p := range s.pinned {
-		out.pinned[k] = c.p[p]
+		out.pinned[k] = p.copied()
 	}
 	out.leafTypes = slices.Clone(s.leafTypes)
 	out.leaves = c.pcells(s.leaves)
@@ -196,32 +217,46 @@ func (s *Scheduler) Clone() *Scheduler {
 	return out
 }
 
-// cloner maps each object of a scheduler to its copy.
+// cloner maps each object of a scheduler to its copy: the cells through
+// their twin, the rest by map.
 type cloner struct {
+	ps  []*PCell
+	vs  []*VCell
 	ch  map[*Chain]*Chain
-	p   map[*PCell]*PCell
-	v   map[*VCell]*VCell
 	vcc map[*vcChain]*vcChain
 	vc  map[*VC]*VC
 	g   map[*Group]*Group
 }
 
-func (c *cloner) newPCells(p *PCell) {
-	n := new(PCell)
-	*n = *p
-	c.p[p] = n
+func appendPCells(out []*PCell, p *PCell) []*PCell {
+	out = append(out, p)
 	for _, x := range p.children {
-		c.newPCells(x)
+		out = appendPCells(out, x)
 	}
+	return out
 }
 
-func (c *cloner) newVCells(v *VCell) {
-	n := new(VCell)
-	*n = *v
-	c.v[v] = n
+func appendVCells(out []*VCell, v *VCell) []*VCell {
+	out = append(out, v)
 	for _, x := range v.children {
-		c.newVCells(x)
+		out = appendVCells(out, x)
 	}
+	return out
+}
+
+// copied is a cell's copy while Clone runs (nil for nil).
+func (p *PCell) copied() *PCell {
+	if p == nil {
+		return nil
+	}
+	return p.twin
+}
+
+func (v *VCell) copied() *VCell {
+	if v == nil {
+		return nil
+	}
+	return v.twin
 }
 
 // The lists below keep nil as nil, so that a copy reads as the original.
@@ -232,7 +267,7 @@ func (c *cloner) pcells(list []*PCell) []*PCell {
 	}
 	out := make([]*PCell, len(list))
 	for i, p := range list {
-		out[i] = c.p[p]
+		out[i] = p.copied()
 	}
 	return out
 }
@@ -243,7 +278,7 @@ func (c *cloner) vcells(list []*VCell) []*VCell {
 	}
 	out := make([]*VCell, len(list))
 	for i, v := range list {
-		out[i] = c.v[v]
+		out[i] = v.copied()
 	}
 	return out
 }
