@@ -90,20 +90,7 @@ func (q *quarantine) round(T float64, h *scoreHook, sc *policy.Scores) *policy.S
 
 // mark is sc with every quarantined GPU given its class's slowest score.
 func (q *quarantine) mark(sc *policy.Scores) *policy.Scores {
-	out := &policy.Scores{LV: sc.LV}
-	for c := range sc.SF {
-		if len(sc.SF[c]) == 0 {
-			continue
-		}
-		worst := slices.Max(sc.SF[c])
-		out.SF[c] = slices.Clone(sc.SF[c])
-		for g := range out.SF[c] {
-			if q.rule.On(g) {
-				out.SF[c][g] = worst
-			}
-		}
-	}
-	return out
+	return sc.WithSlowest(q.rule.On)
 }
 
 // QuarantineFigures say what --quarantine-above did in a run: how many

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -722,12 +721,7 @@ func (L *learnStage) learnedCSV() string {
 	for k := range L.known {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b GPUKey) int {
-		if c := strings.Compare(a.Node, b.Node); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Index, b.Index)
-	})
+	slices.SortFunc(keys, GPUKey.Compare)
 	var b bytes.Buffer
 	_ = WriteNodeScores(&b, keys, L.known)
 	return b.String()

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -128,22 +127,13 @@ func (L *learnStage) markQuarantined(sc *policy.Scores) *policy.Scores {
 	if len(L.quarantined) == 0 {
 		return sc
 	}
-	out := &policy.Scores{LV: sc.LV}
-	for c := range sc.SF {
-		if len(sc.SF[c]) == 0 {
-			continue
+	return sc.WithSlowest(func(g int) bool {
+		if g >= len(L.keys) {
+			return false
 		}
-		worst := slices.Max(sc.SF[c])
-		out.SF[c] = slices.Clone(sc.SF[c])
-		for g := range out.SF[c] {
-			if g < len(L.keys) {
-				if _, ok := L.quarantined[L.keys[g]]; ok {
-					out.SF[c][g] = worst
-				}
-			}
-		}
-	}
-	return out
+		_, ok := L.quarantined[L.keys[g]]
+		return ok
+	})
 }
 
 // quarantineText is AnnQuarantined's value, by node and index.
@@ -152,12 +142,7 @@ func (L *learnStage) quarantineText() string {
 	for k := range L.quarantined {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b GPUKey) int {
-		if c := strings.Compare(a.Node, b.Node); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Index, b.Index)
-	})
+	slices.SortFunc(keys, GPUKey.Compare)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		e := L.quarantined[k]

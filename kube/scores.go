@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,15 @@ const ScoresKey = "scores.csv"
 type GPUKey struct {
 	Node  string
 	Index int
+}
+
+// Compare orders keys by node name, then index: the order of every
+// table the scheduler writes by GPU.
+func (k GPUKey) Compare(o GPUKey) int {
+	if c := strings.Compare(k.Node, o.Node); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.Index, o.Index)
 }
 
 // NodeScores are raw per-GPU, per-class PM values (time-like: 1 is the

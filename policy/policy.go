@@ -13,6 +13,7 @@ package policy
 import (
 	"cmp"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/variability"
@@ -107,6 +108,27 @@ type Env struct {
 type Scores struct {
 	SF [variability.NumClasses][]float64
 	LV [variability.NumClasses][]LVStep
+}
+
+// WithSlowest is sc with every GPU for which slow says true given its
+// class's slowest score, in every class: how a quarantined GPU is placed
+// when there is no tenancy to take it out of a VC (sensitive classes
+// reach it last, others still may use it). sc itself is not changed.
+func (sc *Scores) WithSlowest(slow func(g int) bool) *Scores {
+	out := &Scores{LV: sc.LV}
+	for c := range sc.SF {
+		if len(sc.SF[c]) == 0 {
+			continue
+		}
+		worst := slices.Max(sc.SF[c])
+		out.SF[c] = slices.Clone(sc.SF[c])
+		for g := range out.SF[c] {
+			if slow(g) {
+				out.SF[c][g] = worst
+			}
+		}
+	}
+	return out
 }
 
 // LVStep is one entry of PAL's L×V order: use GPUs with score <= V, inside
