@@ -675,8 +675,13 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 	}
 	s.seq++
 	g := &Group{Name: r.Group, VC: vc, Priority: r.Priority, origPriority: r.Priority, Lazy: r.LazyPreemptable, chain: ch, seq: s.seq, pinned: vcc.pinnedID}
+	n := 0
 	for _, pod := range vp {
-		var pp []*PCell
+		n += len(pod)
+	}
+	g.vleaves, g.pre, g.pods = make([]*VCell, 0, n), make([]string, 0, n), make([][]*PCell, 0, len(vp))
+	for _, pod := range vp {
+		pp := make([]*PCell, 0, len(pod))
 		for _, l := range pod {
 			s.takeOver(g, l, l.phys)
 			s.use(g, l, l.phys)
@@ -705,6 +710,7 @@ func podsOf(g *Group) []Pod {
 	out := make([]Pod, len(g.pods))
 	for i, pod := range g.pods {
 		out[i].Node = pod[0].node
+		out[i].GPUs = make([]int, 0, len(pod))
 		for _, l := range pod {
 			out[i].GPUs = append(out[i].GPUs, l.gpu)
 		}

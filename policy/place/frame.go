@@ -46,6 +46,14 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 			f.take(j.GPUsHeld)
 		}
 	}
+	stickyRest(env, order, out, f, pick, nil)
+	return out
+}
+
+// stickyRest is stickyFrame once the running jobs hold their GPUs in out
+// and f. When log is not nil it appends every change it makes to f to
+// *log, in order.
+func stickyRest(env *policy.Env, order []*workload.Job, out [][]int, f *freeSet, pick pickFunc, log *[]frameOp) {
 	for i, j := range order {
 		if out[i] != nil {
 			continue
@@ -56,6 +64,9 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 				continue
 			}
 			f.give(out[k])
+			if log != nil {
+				*log = append(*log, frameOp{gpus: out[k]})
+			}
 			out[k] = nil
 			g = pick(env, f, j)
 		}
@@ -63,9 +74,11 @@ func stickyFrame(env *policy.Env, order []*workload.Job, f *freeSet, pick pickFu
 			break
 		}
 		f.take(g)
+		if log != nil {
+			*log = append(*log, frameOp{gpus: g, take: true})
+		}
 		out[i] = g
 	}
-	return out
 }
 
 // nonStickyFrame releases every job and places the order from scratch,

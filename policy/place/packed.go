@@ -12,6 +12,10 @@ type Packed struct {
 	// ma: the migration-aware non-sticky variant (see hysteresis).
 	ma bool
 	f  freeSet
+	// kept and ops: the free set kept between calls (Tracker) and the
+	// undo log of the call under way.
+	kept freeSet
+	ops  []frameOp
 }
 
 // Name implements policy.Placer.

@@ -18,7 +18,11 @@ type PodGuard struct{ policy.Placer }
 
 // Place implements policy.Placer.
 func (p PodGuard) Place(env *policy.Env, order []*workload.Job) [][]int {
-	out := p.Placer.Place(env, order)
+	return guard(env, order, p.Placer.Place(env, order))
+}
+
+// guard is PodGuard's repair of a placer's answer.
+func guard(env *policy.Env, order []*workload.Job, out [][]int) [][]int {
 	var taken []bool
 	for i, j := range order {
 		if j.PodGPUs <= 0 || out[i] == nil || PodsFit(env.Cluster, out[i], j.PodGPUs) {
@@ -90,6 +94,26 @@ func repairPods(c *cluster.Cluster, taken []bool, chosen []int, pod int) []int {
 // PodsFit reports whether gpus split into pods of pod GPUs, each inside
 // one node: every node holds a multiple of pod of them.
 func PodsFit(c *cluster.Cluster, gpus []int, pod int) bool {
+	// A node's GPU ids are consecutive, so in a list by node (an
+	// ascending one is) each node's GPUs are one run: count runs, and
+	// count by node only for a list out of node order.
+	run, node, fit := 0, -1, true
+	for _, g := range gpus {
+		n := c.GPUs[g].Node
+		if n == node {
+			run++
+			continue
+		}
+		if n < node {
+			return podsFitAnyOrder(c, gpus, pod)
+		}
+		fit = fit && run%pod == 0
+		run, node = 1, n
+	}
+	return fit && run%pod == 0
+}
+
+func podsFitAnyOrder(c *cluster.Cluster, gpus []int, pod int) bool {
 	count := map[int]int{}
 	for _, g := range gpus {
 		count[c.GPUs[g].Node]++

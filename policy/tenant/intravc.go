@@ -6,6 +6,7 @@ import (
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
@@ -94,7 +95,11 @@ type poolLayer struct {
 	c      *cluster.Cluster
 	env    policy.Env
 	placer policy.Placer
-	held   map[int][]int // job id → virtual GPUs (set and dropped by hold and unhold)
+	// tr is the placer when it keeps its free set between rounds
+	// (place.Tracker), told by hold and unhold; nil otherwise.
+	tr   place.Tracker
+	held map[int][]int // job id → virtual GPUs (set and dropped by hold and unhold)
+	now  [][]int       // held of jobs[k], while placePool runs
 	// free[i] counts node i's GPUs that no job in held holds, kept by
 	// hold and unhold: a waiting job that names no pool is matched
 	// against it every round (see freeByNode).
@@ -135,6 +140,9 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 		}
 		if P.env, err = iv.env(vc, P.c, driver); err != nil {
 			return nil, err
+		}
+		if t, ok := P.placer.(place.Tracker); ok && t.Track(P.c) {
+			P.tr = t
 		}
 		L.pools = append(L.pools, P)
 		if pool.Pinned != "" {
@@ -231,6 +239,9 @@ func (P *poolLayer) hold(id int, v []int) {
 	for _, x := range v {
 		P.free[P.c.GPUs[x].Node]--
 	}
+	if P.tr != nil {
+		P.tr.Hold(v)
+	}
 }
 
 // checkFree reports whether free agrees with held.
@@ -260,6 +271,9 @@ func (P *poolLayer) unhold(id int) {
 	}
 	for _, x := range v {
 		P.free[P.c.GPUs[x].Node]++
+	}
+	if P.tr != nil {
+		P.tr.Free(v)
 	}
 	delete(P.held, id)
 }
@@ -337,22 +351,39 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		}
 		return
 	}
+	P.now = P.now[:0]
+	running := 0
+	for _, j := range P.jobs {
+		v := P.held[j.ID]
+		if v != nil {
+			running++
+		}
+		P.now = append(P.now, v)
+	}
 	var alloc [][]int
 	if h.s.NumQuarantined() > 0 && P.hideBad() {
-		alloc = P.placeWithout(P.jobs)
+		alloc = P.placeWithout()
 	} else {
 		P.sh.view = P.sh.view[:0]
-		for _, j := range P.jobs {
-			P.sh.view = append(P.sh.view, P.sh.of(j, P.held[j.ID]))
+		for k, j := range P.jobs {
+			P.sh.view = append(P.sh.view, P.sh.of(j, P.now[k]))
 		}
-		alloc = P.placer.Place(&P.env, P.sh.view)
+		if P.tr != nil && running == len(P.held) {
+			// The jobs hold all that the pool counts held (job ids are
+			// unique), so the placer's kept free set is the one it would
+			// count.
+			alloc = P.tr.PlaceHeld(&P.env, P.sh.view)
+		} else {
+			alloc = P.placer.Place(&P.env, P.sh.view)
+		}
 	}
 	for k, j := range P.jobs {
-		if old := P.held[j.ID]; old != nil && !round.Same(old, alloc[k]) {
+		if old := P.now[k]; old != nil && !round.Same(old, alloc[k]) {
 			if err := h.s.Release(groupName(j.ID)); err != nil {
 				panic("tenant: " + err.Error())
 			}
 			P.unhold(j.ID)
+			P.now[k] = nil
 			delete(L.in, j.ID)
 			delete(h.held, j.ID)
 			delete(h.pre, j.ID) // a preemptor that no longer needs its cells cancels
@@ -364,7 +395,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		if v == nil {
 			continue
 		}
-		if P.held[j.ID] != nil {
+		if P.now[k] != nil {
 			if h.pre[j.ID] {
 				out[i], _ = h.again(L, P, j) // holding its cells: its victims may have left
 				continue
@@ -405,14 +436,15 @@ func (P *poolLayer) hideBad() bool {
 // placeWithout runs the pool's placer on the pool less its hidden GPUs
 // (hideBad): a sub-cluster of the rest, as quota gives each VC, with the
 // pool's scores restricted to it, and maps the answer back.
-func (P *poolLayer) placeWithout(jobs []*workload.Job) [][]int {
+func (P *poolLayer) placeWithout() [][]int {
+	jobs := P.jobs
 	if !P.sub.build(P.c, func(x int) bool { return !P.shown[x] }) {
 		return make([][]int, len(jobs))
 	}
 	env := policy.Env{Cluster: P.sub.c, Scores: P.sub.scores(P.env.Scores), Rand: P.env.Rand, Locality: P.env.Locality}
 	P.sh.view = P.sh.view[:0]
-	for _, j := range jobs {
-		P.sh.view = append(P.sh.view, P.sh.of(j, P.sub.sub(P.held[j.ID])))
+	for k, j := range jobs {
+		P.sh.view = append(P.sh.view, P.sh.of(j, P.sub.sub(P.now[k])))
 	}
 	alloc := P.placer.Place(&env, P.sh.view)
 	out := make([][]int, len(alloc))
@@ -501,10 +533,15 @@ func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
 
 // physical is a decision's GPUs in the cluster's numbering, ascending.
 func (h *HiveD) physical(d tenancy.Decision) []int {
-	var g []int
+	n := 0
 	for _, p := range d.Pods {
+		n += len(p.GPUs)
+	}
+	g := make([]int, 0, n)
+	for _, p := range d.Pods {
+		ids := h.l.gpuID[p.Node]
 		for _, dev := range p.GPUs {
-			g = append(g, h.l.gpuID[p.Node][dev])
+			g = append(g, ids[dev])
 		}
 	}
 	slices.Sort(g)
@@ -517,7 +554,7 @@ func (h *HiveD) preempted(d tenancy.Decision) {
 		id := atoi(v)
 		delete(h.held, id)
 		h.gone[id] = true
-		if k, ok := h.index[id]; ok {
+		if k, ok := h.at(id); ok {
 			h.out[k] = nil
 		}
 	}

@@ -30,7 +30,7 @@ func (h *HiveD) evict(victims []string) bool {
 		id := atoi(v)
 		if _, ok := h.leaving[id]; !ok {
 			cost := 0.0
-			if j := h.byID[id]; j != nil {
+			if j := h.job(id); j != nil {
 				cost = j.MoveCost.Preemption
 			}
 			if h.untimed {
@@ -38,7 +38,7 @@ func (h *HiveD) evict(victims []string) bool {
 			}
 			h.leaving[id] = h.now + cost
 			h.gone[id] = true
-			if k, ok := h.index[id]; ok {
+			if k, ok := h.at(id); ok {
 				h.out[k] = nil
 			}
 		}

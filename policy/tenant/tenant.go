@@ -510,8 +510,12 @@ type HiveD struct {
 	// Stateful preemption (see stateful.go): the round's time and jobs,
 	// the victims still terminating (job id → when they are gone), and
 	// the guaranteed jobs holding cells while victims leave.
-	now     float64
-	byID    map[int]*workload.Job
+	now  float64
+	byID map[int]*workload.Job
+	// order is the round's jobs; index and byID find them by id, built
+	// (indexed) only when a decision preempts, which few do.
+	order   []*workload.Job
+	indexed bool
 	leaving map[int]float64
 	pre     map[int]bool
 	// allowed, if set, names the cells' nodes a job may run on (the
@@ -625,26 +629,28 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 	h.setup(env, placer)
 	h.out = make([][]int, len(order))
 	clear(h.gone)
-	clear(h.index)
-	clear(h.byID)
-	for i, j := range order {
-		h.index[j.ID] = i
-		h.byID[j.ID] = j
-	}
+	h.order, h.indexed = order, false
 	h.terminated()
 	for _, L := range h.layers {
 		L.jobs, L.at = L.jobs[:0], L.at[:0]
 	}
 	var opp []int
+	var lastVC string // the VC of the last job, for runs of one VC's jobs
+	var lastL *vcLayer
 	for i, j := range order {
 		if j.VCPriority == tenancy.Opportunistic {
 			opp = append(opp, i)
 			continue
 		}
-		if _, ok := h.leaving[j.ID]; ok {
-			continue // preempted, its GPUs still taken while it terminates
+		if len(h.leaving) > 0 {
+			if _, ok := h.leaving[j.ID]; ok {
+				continue // preempted, its GPUs still taken while it terminates
+			}
 		}
-		L := h.byVC[h.l.vcOf(&j.Spec)]
+		if vc := h.l.vcOf(&j.Spec); vc != lastVC || lastL == nil {
+			lastVC, lastL = vc, h.byVC[vc]
+		}
+		L := lastL
 		if L == nil {
 			// Its VC left the cells (ReconfigureAny): it runs on as
 			// opportunistic if the cells hold it, or waits.
@@ -736,6 +742,32 @@ func (h *HiveD) Finish(j *workload.Job) {
 }
 
 // groupName is a job's group in the cells.
+// at is where job id is in the round's order.
+func (h *HiveD) at(id int) (int, bool) {
+	h.buildIndex()
+	k, ok := h.index[id]
+	return k, ok
+}
+
+// job is the round's job of id, or nil.
+func (h *HiveD) job(id int) *workload.Job {
+	h.buildIndex()
+	return h.byID[id]
+}
+
+func (h *HiveD) buildIndex() {
+	if h.indexed {
+		return
+	}
+	h.indexed = true
+	clear(h.index)
+	clear(h.byID)
+	for i, j := range h.order {
+		h.index[j.ID] = i
+		h.byID[j.ID] = j
+	}
+}
+
 func groupName(id int) string { return strconv.Itoa(id) }
 
 func atoi(s string) int {
