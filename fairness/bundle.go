@@ -17,12 +17,13 @@ type grant struct{ job, n int }
 // remaining work, then lower index), since the app finishes when its
 // slowest job does. A gang takes all its GPUs in one grant and is skipped
 // while it does not fit. Doomed and finished jobs get nothing.
-func waterFill(a *App, limit int) []grant {
+// h is the heap's memory, reused.
+func waterFill(a *App, limit int, h *fillHeap) []grant {
 	limit = min(limit, a.Demand-a.heldCount())
 	if limit <= 0 {
 		return nil
 	}
-	h := &fillHeap{jobs: a.Jobs}
+	h.jobs, h.items = a.Jobs, h.items[:0]
 	for i := range a.Jobs {
 		j := &a.Jobs[i]
 		if j.Doomed || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs || (j.Gang && len(j.Held) > 0) {
@@ -30,7 +31,10 @@ func waterFill(a *App, limit int) []grant {
 		}
 		h.push(fillItem{job: i, count: len(j.Held)})
 	}
-	var out []grant
+	if len(h.items) == 0 {
+		return nil
+	}
+	out := make([]grant, 0, len(h.items))
 	left := limit
 	for left > 0 && len(h.items) > 0 {
 		it := h.pop()
@@ -140,7 +144,7 @@ func (h *fillHeap) pop() fillItem {
 // WaterFill returns how many new GPUs each job of a gets out of n.
 func WaterFill(a *App, n int) []int {
 	out := make([]int, len(a.Jobs))
-	for _, g := range waterFill(a, n) {
+	for _, g := range waterFill(a, n, &fillHeap{}) {
 		out[g.job] += g.n
 	}
 	return out
@@ -316,7 +320,15 @@ type scratch struct {
 	outBuf                    [][]int
 	needBuf, spanBuf, flatBuf []int
 	orderBuf, countBuf        []int
-	groupBuf                  []run
+	// splitFlat's job order (orderBuf, with needBuf) is for the first
+	// ordP grants of ordOf; seen[j] == ordEpoch marks the jobs in it. A
+	// bid table asks for growing sizes, so the order grows grant by grant
+	// instead of being sorted again for every bid.
+	fill           fillHeap // setLimit's water-fill
+	ordOf          *bidder
+	ordP, ordEpoch int
+	seenBuf        []int
+	groupBuf       []run
 	// best's: the bundle it returns lives in bundleBuf or in the pool's
 	// lists
 	bundleBuf, totBuf, inBuf, firstBuf []int
@@ -343,7 +355,7 @@ func (b *bidder) setLimit(limit int) {
 		b.grants, b.cum = nil, []int{0}
 		return
 	}
-	b.grants = waterFill(b.app, limit)
+	b.grants = waterFill(b.app, limit, &b.fill)
 	b.cum = make([]int, len(b.grants)+1)
 	for i, g := range b.grants {
 		b.cum[i+1] = b.cum[i] + g.n
@@ -420,28 +432,43 @@ func (b *bidder) splitFlat(t *Topology, p int, bundle []int) (flat, span []int) 
 	if cap(b.needBuf) < len(jobs) {
 		b.needBuf = make([]int, len(jobs))
 		b.spanBuf = make([]int, 2*len(jobs))
+		b.seenBuf = make([]int, len(jobs))
+		b.ordOf = nil
 	}
 	span = b.spanBuf[:2*len(jobs)]
 	clear(span)
-	// The jobs the first p grants reach, by need descending, then index.
-	// Only their entries of need are read, so only theirs are reset.
+	// The jobs the first p grants reach, by need descending, then index
+	// (a total order, so there is one answer). Only their entries of need
+	// are read, so only theirs are reset.
 	need := b.needBuf[:len(jobs)]
-	for _, g := range b.grants[:p] {
-		need[g.job] = 0
+	order := b.orderBuf
+	if b.ordOf != b || p < b.ordP {
+		b.ordOf, b.ordP = b, 0
+		b.ordEpoch++
+		order = order[:0]
 	}
-	order := b.orderBuf[:0]
-	for _, g := range b.grants[:p] {
-		if need[g.job] == 0 {
+	seen := b.seenBuf[:len(jobs)]
+	for _, g := range b.grants[b.ordP:p] {
+		x := len(order)
+		if seen[g.job] != b.ordEpoch {
+			seen[g.job] = b.ordEpoch
+			need[g.job] = 0
 			order = append(order, g.job)
+		} else {
+			x = slices.Index(order, g.job)
 		}
 		need[g.job] += g.n
-	}
-	slices.SortFunc(order, func(x, y int) int {
-		if need[x] != need[y] {
-			return need[y] - need[x]
+		// Its need only grew: it moves towards the front.
+		for ; x > 0; x-- {
+			y := order[x-1]
+			if need[y] > need[g.job] || need[y] == need[g.job] && y < g.job {
+				break
+			}
+			order[x] = y
 		}
-		return x - y
-	})
+		order[x] = g.job
+	}
+	b.ordP = p
 	b.orderBuf = order
 	// The bundle's GPUs in runs of one machine (best-packed bundles are
 	// machine-contiguous). Jobs take prefixes of runs; every job's GPUs

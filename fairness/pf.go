@@ -191,10 +191,12 @@ func proportionalFair(tables [][]option, budget int, withKeep bool) (choice []in
 	if !withKeep {
 		keep = nil
 		chP := newChoiceRows(nb, maxOpts)
-		pre := newTable(B + 1)
+		pre, spare := newTable(B+1), newTable(B+1)
+		ch := make([]int32, B+1)
 		for x := range nb {
-			var ch []int32
-			pre, ch = step(pre, tables[x], vals[x], B)
+			clear(ch)
+			stepInto(spare, ch, pre, tables[x], vals[x], B)
+			pre, spare = spare, pre
 			chP.set(x, ch)
 		}
 		b := B
@@ -227,7 +229,8 @@ func proportionalFair(tables [][]option, budget int, withKeep bool) (choice []in
 	// x, the best split of the budget between the bidders before x
 	// (pre[x]) and after it (suf[x+1]) is the best allocation without x.
 	chP := newChoiceRows(nb, maxOpts)
-	pre := newTable(B + 1)
+	pre, spare := newTable(B+1), newTable(B+1)
+	ch := make([]int32, B+1)
 	block := map[int]table{} // suf rows of the current block
 	split := make([]int, nb) // GPUs the bidders before x get without x
 	for x := range nb {
@@ -254,8 +257,9 @@ func proportionalFair(tables [][]option, budget int, withKeep bool) (choice []in
 			}
 		}
 		split[x] = bestB
-		var ch []int32
-		pre, ch = step(pre, tables[x], vals[x], B)
+		clear(ch)
+		stepInto(spare, ch, pre, tables[x], vals[x], B)
+		pre, spare = spare, pre
 		chP.set(x, ch)
 	}
 	clear(block)
@@ -288,8 +292,12 @@ func proportionalFair(tables [][]option, budget int, withKeep bool) (choice []in
 // and only a strictly better one replaces the incumbent, so ties keep the
 // smaller bundle.
 func step(prev table, t []option, v []welfare, B int) (table, []int32) {
-	out := newTable(B + 1)
-	ch := make([]int32, B+1)
+	return stepInto(newTable(B+1), make([]int32, B+1), prev, t, v, B)
+}
+
+// stepInto is step writing into out (B+1 entries, any content) and ch
+// (B+1 zeros), which must not be prev's.
+func stepInto(out table, ch []int32, prev table, t []option, v []welfare, B int) (table, []int32) {
 	z0, l0 := v[0].zeros, v[0].log
 	for b := range out.zeros {
 		out.zeros[b] = prev.zeros[b] + z0
