@@ -659,7 +659,7 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			}
 			continue
 		}
-		if h.held[j.ID] && L.in[j.ID] == nil && !h.found(L, j) {
+		if L.in[j.ID] == nil && h.held[j.ID] && !h.found(L, j) {
 			h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
 			continue
 		}
