@@ -107,6 +107,10 @@ type dcgmStage struct {
 	// alone): a target that fails keeps saying what it said, so that an
 	// exporter restarting does not withdraw its GPUs' hints.
 	lastGood map[string][]telemetry.GPU
+	// busyPrior is the prior of each GPU last flagged while busy, for
+	// as long as it stays flagged (carryPriors; the scrape goroutine's
+	// alone).
+	busyPrior map[GPUKey]float64
 
 	mu       sync.Mutex
 	findings map[GPUKey]telemetry.Finding
@@ -114,7 +118,7 @@ type dcgmStage struct {
 }
 
 func newDCGMStage(cfg DCGMConfig) *dcgmStage {
-	d := &dcgmStage{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout.Duration}, collector: telemetry.NewCollector(), lastGood: map[string][]telemetry.GPU{},
+	d := &dcgmStage{cfg: cfg, http: &http.Client{Timeout: cfg.Timeout.Duration}, collector: telemetry.NewCollector(), lastGood: map[string][]telemetry.GPU{}, busyPrior: map[GPUKey]float64{},
 		scrapes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_dcgm_scrapes_total",
 			Help: "DCGM exporter endpoints scraped, by result (ok, error)."}, []string{"result"}),
 		flagged: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_dcgm_flagged_gpus",
@@ -252,6 +256,7 @@ func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *sl
 		}
 	}
 	fs := telemetry.Assess(all, d.cfg.LowClock)
+	carryPriors(fs, d.busyPrior)
 	d.collector.Set(fs)
 	byKey := make(map[GPUKey]telemetry.Finding, len(fs))
 	flagged := 0
@@ -267,6 +272,39 @@ func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *sl
 	d.gen++
 	d.mu.Unlock()
 	log.Debug("DCGM scraped", "targets", len(targets), "gpus", len(all), "flagged", flagged)
+}
+
+// carryPriors gives a GPU that DCGM flags while it is idle the prior it
+// showed when last flagged busy, and records in last the priors of the
+// GPUs flagged busy (dropping those no longer flagged or reported). An
+// idle GPU's clock is its idle clock, so Assess gives it no prior (1);
+// but a GPU that still reports a throttling reason is no faster for
+// being idle. Without this, a GPU quarantined on DCGM's word would come
+// out of quarantine as soon as the quarantine had emptied it, be given
+// a guaranteed job, and go back in under it. A GPU flagged idle that was
+// never seen busy has nothing to carry and keeps 1.
+func carryPriors(fs []telemetry.Finding, last map[GPUKey]float64) {
+	seen := make(map[GPUKey]bool, len(fs))
+	for i := range fs {
+		f := &fs[i]
+		k := GPUKey{Node: f.GPU.Hostname, Index: f.GPU.GPU}
+		seen[k] = true
+		switch {
+		case !f.Degraded():
+			delete(last, k)
+		case !f.GPU.Idle():
+			last[k] = f.Prior
+		default:
+			if p, ok := last[k]; ok {
+				f.Prior = p
+			}
+		}
+	}
+	for k := range last {
+		if !seen[k] {
+			delete(last, k)
+		}
+	}
 }
 
 // learnHints hands the learner what telemetry says of each GPU, when it

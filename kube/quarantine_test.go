@@ -3,8 +3,10 @@ package kube
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/palsched/pal/telemetry"
 	"github.com/palsched/pal/variability"
 )
 
@@ -184,5 +187,117 @@ virtualClusters:
 	roundWait(s, ctx, learnT0.Add(50*time.Second))
 	if got := s.ten.hived.Cells().Quarantined(); len(got) != 0 {
 		t.Errorf("after the throttling ended the cells hold %v quarantined", got)
+	}
+}
+
+// withGPU1 is the exporter sample with gpu-node-001's GPU 1 at the given
+// SM clock and clock event reasons.
+func withGPU1(sample string, clock, reasons int) string {
+	var out []string
+	for _, l := range strings.Split(sample, "\n") {
+		if strings.Contains(l, `gpu="1"`) {
+			switch {
+			case strings.HasPrefix(l, "DCGM_FI_DEV_SM_CLOCK{"):
+				l = l[:strings.LastIndex(l, " ")] + " " + strconv.Itoa(clock)
+			case strings.HasPrefix(l, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS{"):
+				l = l[:strings.LastIndex(l, " ")] + " " + strconv.Itoa(reasons)
+			}
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// A GPU quarantined on DCGM's word stays in while idle. The sample's GPU
+// 1 of gpu-node-001, busy at 1005 MHz under thermal slowdown (0x60), is
+// quarantined at 1395/1005 = 1.388 (quarantineAbove 1.3). Then nothing
+// runs on it: idle (0x1) at 210 MHz, still under thermal slowdown (0x61).
+// Its idle clock says nothing, but the slowdown reason still holds, so
+// the belief stays at 1.388 and so does the quarantine. Idle without the
+// reason (0x1), DCGM no longer flags it: the belief goes back to 1 and
+// the quarantine is lifted.
+func TestQuarantineOutlivesIdleness(t *testing.T) {
+	sample := a100Sample(t)
+	u, set := exporter(t, sample)
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cfg.QuarantineAbove = 1.3
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	gauge := s.metrics.learn.quarantined.WithLabelValues("gpu-node-001", "1")
+	roundWait(s, ctx, learnT0)
+	for i, step := range []struct {
+		sample string
+		belief float64
+		in     float64
+	}{
+		{sample, 1395.0 / 1005, 1},
+		{withGPU1(sample, 210, 0x61), 1395.0 / 1005, 1},
+		{withGPU1(sample, 210, 0x1), 1, 0},
+	} {
+		set(step.sample)
+		s.dcgm.scrape(ctx, cs, s.log)
+		roundWait(s, ctx, learnT0.Add(time.Duration(i+1)*10*time.Second))
+		if b := s.learn.learner.Belief(variability.ClassA, 1); math.Abs(b-step.belief) > 1e-12 {
+			t.Errorf("step %d: GPU 1 believed %v, want %v", i, b, step.belief)
+		}
+		if got := testutil.ToFloat64(gauge); got != step.in {
+			t.Errorf("step %d: pal_gpu_quarantined = %v, want %v", i, got, step.in)
+		}
+	}
+}
+
+// carryPriors on hand-built findings, one scrape after another: a GPU
+// flagged idle keeps the prior it last showed flagged busy, for as long
+// as it stays flagged; one never seen busy has nothing to carry; one no
+// longer flagged, or no longer reported, is forgotten.
+func TestCarryPriors(t *testing.T) {
+	type gpu struct {
+		busy, flagged bool
+		prior         float64
+	}
+	finding := func(g gpu) telemetry.Finding {
+		f := telemetry.Finding{GPU: telemetry.GPU{Hostname: "n", GPU: 0, Util: 100}, Prior: g.prior}
+		if !g.busy {
+			f.GPU.Util, f.GPU.Reasons = 0, telemetry.ReasonGPUIdle
+		}
+		if g.flagged {
+			f.GPU.Reasons |= telemetry.ReasonHWSlowdown
+			f.Throttled = []string{"hw_slowdown"}
+		}
+		return f
+	}
+	last := map[GPUKey]float64{}
+	for i, step := range []struct {
+		in        *gpu // nil: not reported
+		wantPrior float64
+		wantLast  string
+	}{
+		{&gpu{false, true, 1}, 1, "map[]"},           // flagged idle, never seen busy
+		{&gpu{true, true, 2}, 2, "map[n/0:2]"},       // flagged busy
+		{&gpu{false, true, 1}, 2, "map[n/0:2]"},      // idle, still flagged: carried
+		{&gpu{true, true, 1.5}, 1.5, "map[n/0:1.5]"}, // busy again, a new prior
+		{&gpu{false, false, 1}, 1, "map[]"},          // idle, no longer flagged
+		{&gpu{false, true, 1}, 1, "map[]"},           // flagged again idle: nothing to carry
+		{&gpu{true, true, 2}, 2, "map[n/0:2]"},
+		{nil, 0, "map[]"}, // gone from the scrape
+		{&gpu{false, true, 1}, 1, "map[]"},
+	} {
+		var fs []telemetry.Finding
+		if step.in != nil {
+			fs = append(fs, finding(*step.in))
+		}
+		carryPriors(fs, last)
+		var got []string
+		for k, v := range last {
+			got = append(got, fmt.Sprintf("%s/%d:%g", k.Node, k.Index, v))
+		}
+		if s := "map[" + strings.Join(got, " ") + "]"; s != step.wantLast {
+			t.Errorf("step %d: last %s, want %s", i, s, step.wantLast)
+		}
+		if step.in != nil && fs[0].Prior != step.wantPrior {
+			t.Errorf("step %d: prior %v, want %v", i, fs[0].Prior, step.wantPrior)
+		}
 	}
 }
