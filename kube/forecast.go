@@ -105,9 +105,11 @@ func forecastPolicies(cfg Config, live policy.Placer) (policy.Scheduler, policy.
 		return workEstimate(env, j, gpus, pen)
 	}
 	p := backfill.Wrap(pol.place, m, est)
-	if live != nil && backfill.Unwrap(live) != nil {
+	if b := backfill.Unwrap(live); b != nil {
 		p = backfill.Fork(live, pol.place)
 		backfill.Unwrap(p).Est = est
+		// The forecast's clock starts at 0, the live one's at its own.
+		backfill.Rebase(p, b.Now())
 	}
 	return pol.sched, p, nil
 }

@@ -41,6 +41,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		elapsed = start.Sub(s.lastRound).Seconds() * s.cfg.TimeScale
 	}
 	s.lastRound = start
+	s.jobTime += elapsed
 	now := float64(start.UnixNano())/1e9 - s.epoch
 
 	s.state.Sync()
@@ -364,6 +365,9 @@ func cutOutside(cl *cluster.Cluster, order []*workload.Job) (toView, toReal, siz
 // ids renumbered), and its answer is mapped back. With nothing to cut
 // out the view is the cluster itself.
 func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
+	if c, ok := s.pol.place.(interface{ SetNow(float64) }); ok {
+		c.SetNow(s.jobTime) // backfill: has a reserved gang's promised start come
+	}
 	cl := snap.Cluster
 	toView, toReal, sizes, names := cutOutside(cl, order)
 	if len(toReal) == cl.Size() {

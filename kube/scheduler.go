@@ -107,6 +107,7 @@ type Scheduler struct {
 	told      map[string]bool // nodes already told they run at the median
 	warned    map[string]bool // state warnings already logged
 	lastRound time.Time
+	jobTime   float64 // the rounds' elapsed times, scaled: the clock of the estimates
 	plan      planner
 	pmGen     uint64             // the plan generation running gangs' slowdowns were set at
 	pmRaw     *variability.Table // and the scores

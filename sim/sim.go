@@ -188,9 +188,11 @@ type NodeHealth interface {
 	SetNodeHealth(node int, up bool) error
 }
 
-// Clocked is a tenancy stage that keeps time: the simulator tells it each
-// round's time before it places (a preempted job's termination takes its
-// preemption cost in time, during which its GPUs stay taken).
+// Clocked is a tenancy stage or a placer that keeps time: the simulator
+// tells it each round's time before it places (a tenancy stage: a
+// preempted job's termination takes its preemption cost in time, during
+// which its GPUs stay taken; a backfill placer: when a reserved gang's
+// promised start has come).
 type Clocked interface {
 	SetNow(T float64)
 }
@@ -671,6 +673,9 @@ func (s *state) schedule(T, R float64) {
 	}
 	order := s.cfg.Scheduler.Order(T, s.order)
 	s.order = order
+	if c, ok := s.cfg.Placer.(Clocked); ok {
+		c.SetNow(T)
+	}
 	var alloc [][]int
 	if s.cfg.Tenancy != nil {
 		if c, ok := s.cfg.Tenancy.(Clocked); ok {

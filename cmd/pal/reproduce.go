@@ -126,8 +126,10 @@ under strict order, EASY backfill with exact and with noisy estimates
 (lognormal CV 0.5 per job, three noise seeds) and greedy backfill, on the
 eight Sia-Philly workloads, Synergy (2,000 jobs at 14 jobs/hour, seeds 42,
 1 and 2) and 1,500 jobs of the Philly trace on 64x8 GPUs, placement PAL:
-mean JCT, utilisation, big gangs' wait and reserved gangs started late;
-then forecasts at 20-80% of each trace against the starts that happen.
+mean JCT, utilisation, big gangs' wait and reserved gangs started late
+(an error if, with exact estimates, a gang no job overtook starts after
+its first reservation plus a round, or one waits past it for a
+backfilled job); then forecasts at 20-80% of each trace against the starts that happen.
 --full runs a larger grid (Synergy 4,000 jobs, five noise seeds, a fuller
 Philly window, forecasts under EASY). Writes OUT/backfill/backfill.md,
 runs.csv and accuracy.csv.`,

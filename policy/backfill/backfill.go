@@ -23,28 +23,66 @@
 // In both backfill modes a running job behind the head that the base
 // placer stopped (a non-sticky placer re-plans only up to the head; a
 // sticky one suspends jobs from the tail for a head that still does not
-// fit) keeps its GPUs when nothing placed this round took them. Backfill
-// never preempts: it only places on GPUs the base answer leaves free.
+// fit) keeps its GPUs when nothing placed this round took them, and a
+// waiting job behind the head that the base started anyway (the pod
+// guard drops a job whose pods it cannot fit and goes on) waits, to
+// start only as backfill allows.
 //
 // Candidates are placed by the base placer itself, on a cluster made of
 // the free GPUs only, so a backfilled job lands where the base policy
 // would put it given what is left.
 //
 // The reservation is recomputed every round from the jobs that hold GPUs
-// then. A job that runs longer than its estimate is not preempted: the
-// next round's reservation reads its new remaining time, so an estimate
-// that is too short can delay the head; with exact durations (the
-// simulator's own model) it cannot.
+// then, and two rules keep it from moving later than the first one said
+// (the head's promised time):
+//
+//   - The pin. In easy mode, while a job waits, every running job the
+//     base keeps running keeps its GPUs, and a running job the base
+//     stopped although nothing ahead of it started keeps them too: the
+//     base is asked again with those jobs where they run, hidden from
+//     it as backfilled jobs are. A non-sticky placer (PAL) re-places
+//     running jobs every round; a job moved to other GPUs runs at their
+//     speed and pays the move, so it ends at another time than the one
+//     the reservation read, and the head's GPUs free later (on Synergy
+//     under FIFO with exact estimates, 5 of 1,072 reserved gangs started
+//     up to 155 s past their promise before the pin). The pin costs
+//     PAL's moves while a job waits, which moves mean JCT either way on
+//     the reproduction grid (docs/reproduce.md gives the figures). A
+//     job the order preempts (one ahead of it started) is still stopped.
+//   - Preemption. Once the promised time has come, a backfilled job
+//     counts as ending then, whatever its estimate now says; if the head
+//     can then start on GPUs that are free or held only by backfilled
+//     jobs, those jobs are preempted (they wait again with their
+//     progress, as any preempted job) and the head starts. Preempting
+//     is the rule rather than moving the reservation to other GPUs:
+//     the reservation already takes the earliest GPUs the base would
+//     give the head, and other GPUs free only later, so moving it would
+//     make the head wait for a job that ran past its estimate, which is
+//     what the reservation exists to rule out. With exact estimates a
+//     backfilled job always ends in time and none is preempted under
+//     FIFO; under Tiresias the order moves a reservation later, and a
+//     job backfilled for it may then be preempted.
+//
+// A job ahead of the head that runs past its estimate still delays it:
+// it was not started by backfill. With exact estimates (the simulator's
+// own model) a reserved head therefore starts by its first reservation
+// plus one round under FIFO, and under any order as long as no job
+// overtakes it; `pal reproduce backfill` asserts both.
+//
+// The clock is the driver's: the simulator and the Kubernetes scheduler
+// call SetNow each round (a placer never told the time never preempts).
 package backfill
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/draws"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
 )
 
@@ -84,6 +122,16 @@ type Reservation struct {
 	// no end of a running job frees enough GPUs).
 	In   float64
 	GPUs []int
+	// By is the job whose end the reservation waits for last (-1 when
+	// the head can start now or no end frees enough GPUs), and
+	// ByBackfill says that it started by backfill: what measurements
+	// read to say why a head started later than first promised.
+	By         int
+	ByBackfill bool
+	// Preempted lists the backfilled jobs this round stopped because
+	// they still held GPUs the head needed after its first promised
+	// time.
+	Preempted []int
 }
 
 // Placer is a placer with backfill.
@@ -96,7 +144,20 @@ type Placer struct {
 	// jumped maps a job started by backfill to the head it jumped, while
 	// that head waits (see placeBase).
 	jumped map[int]int
+	// promise maps a waiting head to the time its first reservation
+	// said it would start (the clock's time), while it waits.
+	promise map[int]float64
+	// now is the round's time, as the driver's clock says (SetNow).
+	now float64
 }
+
+// SetNow tells the placer the round's time, in the same seconds as the
+// estimates. A driver that never calls it leaves the clock at 0: no
+// head's promised time then comes, and no backfilled job is preempted.
+func (p *Placer) SetNow(T float64) { p.now = T }
+
+// Now is the clock's time as the last SetNow set it.
+func (p *Placer) Now() float64 { return p.now }
 
 // Wrap returns base with backfill in mode m, or base itself for none. A
 // base that prices moves (policy.MoveJudge) keeps doing so.
@@ -131,13 +192,30 @@ func Fork(p policy.Placer, base policy.Placer) policy.Placer {
 		return base
 	}
 	q := Wrap(base, b.Mode, b.Est)
-	if c := Unwrap(q); c != nil && len(b.jumped) > 0 {
-		c.jumped = make(map[int]int, len(b.jumped))
-		for k, v := range b.jumped {
-			c.jumped[k] = v
+	if c := Unwrap(q); c != nil {
+		c.now = b.now
+		if len(b.jumped) > 0 {
+			c.jumped = maps.Clone(b.jumped)
+		}
+		if len(b.promise) > 0 {
+			c.promise = maps.Clone(b.promise)
 		}
 	}
 	return q
+}
+
+// Rebase sets the clock of p's backfill placer (if any) back by d
+// seconds, promises with it: a forecast that counts its time from 0
+// runs on a copy of a live placer whose clock reads d.
+func Rebase(p policy.Placer, d float64) {
+	b := Unwrap(p)
+	if b == nil {
+		return
+	}
+	b.now -= d
+	for k := range b.promise {
+		b.promise[k] -= d
+	}
 }
 
 type judge struct {
@@ -165,10 +243,21 @@ func (p *Placer) WholeQueue() bool { return true }
 // Place implements policy.Placer.
 func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 	alloc := p.placeBase(env, order)
-	p.Last = Reservation{JobID: -1}
+	p.Last = Reservation{JobID: -1, By: -1}
+	p.forget(order)
 	h := slices.IndexFunc(alloc, func(g []int) bool { return g == nil })
 	if h < 0 {
 		return alloc
+	}
+	// A waiting job behind the head that the base started anyway (a
+	// placer that does not stop at the head: the pod guard drops a job
+	// whose pods it cannot fit and goes on) waits here too, and starts
+	// only as backfill may start it: on GPUs outside the reservation or
+	// ending in time.
+	for i := h + 1; i < len(order); i++ {
+		if alloc[i] != nil && !order[i].Running() {
+			alloc[i] = nil
+		}
 	}
 	c := env.Cluster
 	free := make([]bool, c.Size())
@@ -190,10 +279,30 @@ func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 		alloc[i] = j.GPUsHeld
 		take(free, j.GPUsHeld)
 	}
-	res := Reservation{JobID: order[h].ID, In: math.Inf(1)}
+	res := Reservation{JobID: order[h].ID, In: math.Inf(1), By: -1}
 	if p.Mode == EASY {
 		var sub subCluster
-		res = p.reserve(env, order, alloc, h, free, &sub)
+		head := order[h].ID
+		res = p.reserve(env, order, alloc, h, free, &sub, math.Inf(1))
+		if P, ok := p.promise[head]; ok && res.In > P-p.now+1e-6 && len(p.jumped) > 0 {
+			// Later than promised: backfilled jobs count as ending by
+			// the promised time, when they are preempted if the head
+			// still needs their GPUs.
+			var late subCluster
+			res = p.reserve(env, order, alloc, h, free, &late, max(0, P-p.now))
+		}
+		if _, ok := p.promise[head]; !ok && res.GPUs != nil && !math.IsInf(res.In, 1) {
+			if p.promise == nil {
+				p.promise = map[int]float64{}
+			}
+			p.promise[head] = p.now + res.In
+		}
+		if res.In <= 0 && res.GPUs != nil && p.preempt(order, alloc, h, free, &res) {
+			// The head starts now; what is left waits for the next
+			// round, behind it in strict order.
+			p.Last = res
+			return alloc
+		}
 		p.Last = res
 	}
 	// The views of the free GPUs change only when a job is backfilled
@@ -231,6 +340,65 @@ func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 	return alloc
 }
 
+// forget drops the promises of heads that no longer wait.
+func (p *Placer) forget(order []*workload.Job) {
+	if len(p.promise) == 0 {
+		return
+	}
+	waiting := make(map[int]bool, len(p.promise))
+	for _, j := range order {
+		if _, ok := p.promise[j.ID]; ok && !j.Running() {
+			waiting[j.ID] = true
+		}
+	}
+	maps.DeleteFunc(p.promise, func(id int, _ float64) bool { return !waiting[id] })
+}
+
+// preempt starts the head on res.GPUs now (free, for a head the base
+// left waiting where the placer alone places it: the pod guard, say)
+// when every one of them that is not free is held by a backfilled job (the reservation counted it
+// as ending by now: it ran past its estimate, or past the head's
+// promised time), stopping those jobs; false, changing nothing, when a
+// job that did not start by backfill holds one.
+func (p *Placer) preempt(order []*workload.Job, alloc [][]int, h int, free []bool, res *Reservation) bool {
+	owner := make([]int, len(free))
+	for g := range owner {
+		owner[g] = -1
+	}
+	for i, g := range alloc {
+		for _, x := range g {
+			owner[x] = i
+		}
+	}
+	var victims []int
+	for _, x := range res.GPUs {
+		if free[x] {
+			continue
+		}
+		i := owner[x]
+		if i < 0 || !order[i].Running() {
+			return false
+		}
+		if _, ok := p.jumped[order[i].ID]; !ok {
+			return false
+		}
+		if !slices.Contains(victims, i) {
+			victims = append(victims, i)
+		}
+	}
+	for _, i := range victims {
+		for _, x := range alloc[i] {
+			free[x] = true
+		}
+		alloc[i] = nil
+		delete(p.jumped, order[i].ID)
+		res.Preempted = append(res.Preempted, order[i].ID)
+	}
+	alloc[h] = res.GPUs
+	take(free, res.GPUs)
+	return true
+}
+
 // placeBase is the base placer's answer with every protected job kept
 // where it runs: a job that started by backfill is not a victim of the
 // head it jumped, nor moved for it, until that head has started (the
@@ -238,9 +406,79 @@ func (p *Placer) Place(env *policy.Env, order []*workload.Job) [][]int {
 // is first in line, undoing the backfill). The base then places the other
 // jobs on the GPUs the protected ones leave, through a view of the
 // cluster without them.
+//
+// In easy mode, when a job is left waiting, every running job the base
+// keeps running also keeps its GPUs (the pin): a placer that is not
+// sticky re-places running jobs every round, and a job moved to other
+// GPUs runs at another speed and pays its move, so it would end at
+// another time than the one the reservation read. The base is then
+// asked again with those jobs where they run; jobs it stops are still
+// stopped (the order may preempt), only moves are undone.
 func (p *Placer) placeBase(env *policy.Env, order []*workload.Job) [][]int {
+	prot := p.protected(order)
+	alloc := p.placeAround(env, order, prot)
+	if p.Mode != EASY {
+		return alloc
+	}
+	// Each pass pins more running jobs, so this ends within as many
+	// passes as jobs run; a pass that pins none is the answer.
+	for {
+		pin := p.pins(order, alloc, prot)
+		if pin == nil {
+			return alloc
+		}
+		prot = pin
+		alloc = p.placeAround(env, order, prot)
+	}
+}
+
+// pins is prot with the running jobs the pin keeps where they run, or
+// nil when alloc leaves none to pin: every job runs, or none moved or
+// was stopped other than by the order. The base keeps running a job it
+// moved, so it is pinned; a running job it stopped is pinned when no
+// job ahead of it starts this round (nothing the order puts first takes
+// its place: the base's re-plan, a pod it could not fit again say,
+// stopped it).
+func (p *Placer) pins(order []*workload.Job, alloc [][]int, prot []bool) []bool {
+	if !slices.ContainsFunc(alloc, func(g []int) bool { return g == nil }) {
+		return nil
+	}
+	var out []bool
+	started := false
+	for i, j := range order {
+		if !j.Running() {
+			started = started || alloc[i] != nil
+			continue
+		}
+		if prot != nil && prot[i] {
+			continue
+		}
+		moved := alloc[i] != nil && !round.Same(alloc[i], j.GPUsHeld)
+		stopped := alloc[i] == nil && !started
+		if !moved && !stopped {
+			continue
+		}
+		if out == nil {
+			out = make([]bool, len(order))
+			if prot != nil {
+				copy(out, prot)
+			}
+			for k, o := range order {
+				if o.Running() && alloc[k] != nil {
+					out[k] = true
+				}
+			}
+		}
+		out[i] = true
+	}
+	return out
+}
+
+// protected marks the jobs started by backfill whose head still waits
+// (nil: none), forgetting the others.
+func (p *Placer) protected(order []*workload.Job) []bool {
 	if len(p.jumped) == 0 {
-		return p.Base.Place(env, order)
+		return nil
 	}
 	waiting := map[int]bool{}
 	for _, j := range order {
@@ -249,8 +487,6 @@ func (p *Placer) placeBase(env *policy.Env, order []*workload.Job) [][]int {
 		}
 	}
 	var prot []bool
-	c := env.Cluster
-	hidden := make([]bool, c.Size())
 	for i, j := range order {
 		head, ok := p.jumped[j.ID]
 		if ok && (!j.Running() || !waiting[head]) {
@@ -264,12 +500,25 @@ func (p *Placer) placeBase(env *policy.Env, order []*workload.Job) [][]int {
 			prot = make([]bool, len(order))
 		}
 		prot[i] = true
-		for _, g := range j.GPUsHeld {
-			hidden[g] = true
-		}
 	}
+	return prot
+}
+
+// placeAround places order with every job prot marks kept on the GPUs it
+// holds, hidden from the base placer (prot nil: the base placer's
+// answer).
+func (p *Placer) placeAround(env *policy.Env, order []*workload.Job, prot []bool) [][]int {
 	if prot == nil {
 		return p.Base.Place(env, order)
+	}
+	c := env.Cluster
+	hidden := make([]bool, c.Size())
+	for i, j := range order {
+		if prot[i] {
+			for _, g := range j.GPUsHeld {
+				hidden[g] = true
+			}
+		}
 	}
 	alloc := make([][]int, len(order))
 	var sub subCluster
@@ -321,13 +570,15 @@ func sameView(a, b []int) bool { return slices.Equal(a, b) }
 
 // reserve finds the head's reservation: walking the ends of the jobs
 // holding GPUs in time order, the first time at which the base placer
-// places the head on the GPUs free by then.
-func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, h int, free []bool, sub *subCluster) Reservation {
+// places the head on the GPUs free by then. A job started by backfill
+// counts as ending by capped at the latest (+Inf: at its estimate).
+func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, h int, free []bool, sub *subCluster, capped float64) Reservation {
 	head := order[h]
-	res := Reservation{JobID: head.ID, In: math.Inf(1)}
+	res := Reservation{JobID: head.ID, In: math.Inf(1), By: -1}
 	type end struct {
-		t float64
-		g []int
+		t    float64
+		i    int
+		back bool
 	}
 	var ends []end
 	n := 0
@@ -337,9 +588,15 @@ func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, 
 		}
 	}
 	for i, g := range alloc {
-		if g != nil {
-			ends = append(ends, end{p.Est(env, order[i], g), g})
+		if g == nil {
+			continue
 		}
+		e := end{p.Est(env, order[i], g), i, false}
+		if _, ok := p.jumped[order[i].ID]; ok && order[i].Running() {
+			e.back = true
+			e.t = min(e.t, capped)
+		}
+		ends = append(ends, e)
 	}
 	slices.SortStableFunc(ends, func(a, b end) int {
 		switch {
@@ -353,10 +610,11 @@ func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, 
 	then := slices.Clone(free)
 	ok := func(g int) bool { return then[g] }
 	t := 0.0
+	by, back := -1, false
 	for k := 0; ; {
 		if n >= head.GPUs {
 			if g := sub.pick(env, p.Base, head, ok, k); g != nil {
-				res.In, res.GPUs = t, g
+				res.In, res.GPUs, res.By, res.ByBackfill = t, g, by, back
 				return res
 			}
 		}
@@ -364,11 +622,13 @@ func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, 
 			return res
 		}
 		t = ends[k].t
+		by, back = order[ends[k].i].ID, ends[k].back
 		for ; k < len(ends) && ends[k].t == t; k++ {
-			for _, x := range ends[k].g {
+			for _, x := range alloc[ends[k].i] {
 				then[x] = true
 				n++
 			}
+			back = back && ends[k].back
 		}
 	}
 }

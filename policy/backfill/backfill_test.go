@@ -253,3 +253,51 @@ func TestNoisyEstimate(t *testing.T) {
 		t.Error("CV -1 accepted")
 	}
 }
+
+// A backfilled job that overruns its estimate is preempted when the
+// head's first reservation comes. Worked out by hand, FIFO, 4x4 GPUs,
+// 100 s rounds: job 0 (8 GPUs) runs 0-1000; the 16-GPU gang (job 1,
+// 500 s) is reserved all 16 GPUs at 1000; job 2 (2 GPUs) runs 1500 s
+// but is estimated at 0.4 of that (600 s <= 1000 s), so it starts at 0
+// on reserved GPUs. At 1000 it still holds two of them (500 s left, read
+// as 200 s): it is preempted, the gang runs 1000-1500, and job 2 resumes
+// at 1500 with its 1000 s of progress and ends at 2000. Without the
+// preemption the gang would start at 1500, when job 2 ends.
+func TestOverrunPreempted(t *testing.T) {
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{spec(0, 8, 0, 1000), spec(1, 16, 0, 500), spec(2, 2, 0, 1500)}}
+	want := map[int][3]float64{0: {0, 1000, 0}, 1: {1000, 1500, 0}, 2: {0, 2000, 1}}
+	for _, name := range []string{"packed-sticky", "pal", "packed-nonsticky"} {
+		cl, _ := cluster.New(4, 4)
+		base, _ := place.New(name)
+		cfg := sim.Config{Cluster: cl, Trace: tr, Scheduler: schedule.FIFO{}, Round: 100,
+			Locality: sim.ConstantLocality(1), Seed: 1, Scores: tenant.UniformScores(cl)}
+		est := cfg
+		short := func(env *policy.Env, j *workload.Job, g []int) float64 {
+			e := est.Estimate(env, j, g)
+			if j.ID == 2 {
+				e *= 0.4
+			}
+			return e
+		}
+		bp := backfill.Unwrap(backfill.Wrap(base, backfill.EASY, short))
+		cfg.Placer = bp
+		var preempted []int
+		cfg.Observe = func(T float64, _ []*workload.Job, _ [][]int) {
+			for _, id := range bp.Last.Preempted {
+				preempted = append(preempted, id, int(T))
+			}
+		}
+		res, err := sim.Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range res.Jobs {
+			if got := [3]float64{j.FirstStart, j.Completion, float64(j.Preemptions)}; got != want[j.ID] {
+				t.Errorf("%s: job %d: start, completion, preemptions %v, want %v", name, j.ID, got, want[j.ID])
+			}
+		}
+		if !slices.Equal(preempted, []int{2, 1000}) {
+			t.Errorf("%s: preempted (job, time) %v, want job 2 at 1000", name, preempted)
+		}
+	}
+}

@@ -156,12 +156,20 @@ type Cell struct {
 	// gangs' (BigGPUs of the family or more) mean wait (JCT less run time) and count.
 	MeanJCT, Util, BigWait float64
 	BigJobs                int
-	// Reserved is the jobs EASY gave a reservation; Late those whose
-	// first launch from the round of their first reservation on came
-	// after that reservation plus one round, and MaxLate the most by
-	// which one did (seconds past reservation + round).
-	Reserved, Late int
-	MaxLate        float64
+	// Reserved is the jobs EASY gave a reservation, and Overtaken those
+	// a job overtook while they waited (the order put it ahead: a newer
+	// job under Tiresias). A reserved gang is late when its first launch
+	// from the round of its first reservation on came after that
+	// reservation plus one round: Late counts those no job overtook
+	// (with exact estimates there are none; with noisy ones a job ahead
+	// ran past its estimate), MaxLate the most by which one was late
+	// (seconds past reservation + round), OvertakenLate the overtaken
+	// ones, LateBackfill those that waited past that time for a
+	// backfilled job (the run fails if there is one). Preempted is the
+	// backfilled jobs stopped because they held a reserved gang's GPUs
+	// past its first reservation.
+	Reserved, Overtaken, Late, OvertakenLate, LateBackfill, Preempted int
+	MaxLate                                                           float64
 }
 
 // Accuracy is the forecast error of one family and scheduler in one
@@ -457,17 +465,9 @@ func (p Plan) cell(w *Workload, sched, mode string, noise uint64) (Cell, error) 
 			return c, err
 		}
 	}
-	type resv struct{ made, at float64 }
-	firstRes := map[int]resv{}
-	var ls map[int][]float64
+	var g *gangs
 	if mode == string(pbf.EASY) {
-		ls = launches(&cfg, func(T float64) {
-			if r := bp.Last; r.JobID >= 0 && r.GPUs != nil {
-				if _, seen := firstRes[r.JobID]; !seen {
-					firstRes[r.JobID] = resv{T, T + r.In}
-				}
-			}
-		})
+		g = watchGangs(&cfg, bp)
 	}
 	res, err := sim.Run(cfg)
 	if err != nil {
@@ -485,14 +485,114 @@ func (p Plan) cell(w *Workload, sched, mode string, noise uint64) (Cell, error) 
 	if c.BigJobs > 0 {
 		c.BigWait = wait / float64(c.BigJobs)
 	}
-	for id, r := range firstRes {
-		c.Reserved++
-		if l := launchAfter(ls[id], r.made); l > r.at+cfg.Round+1e-6 {
-			c.Late++
-			c.MaxLate = max(c.MaxLate, l-r.at-cfg.Round)
+	if g == nil {
+		return c, nil
+	}
+	g.count(&c, cfg.Round)
+	return c, c.check(noise > 0)
+}
+
+// check is the section's assertion on a run under EASY: with exact
+// estimates a reserved gang that no job overtook starts by its first
+// reservation plus one round, and under FIFO (whose order nothing
+// overtakes) every reserved gang does; with any estimates, no reserved
+// gang waits past that time because of a backfilled job.
+func (c *Cell) check(noisy bool) error {
+	where := fmt.Sprintf("%s %s easy (noise seed %d)", c.Workload, c.Scheduler, c.NoiseSeed)
+	if c.LateBackfill > 0 {
+		return fmt.Errorf("%s: %d reserved gangs waited past their first reservation plus a round for a backfilled job", where, c.LateBackfill)
+	}
+	if noisy {
+		return nil
+	}
+	if c.Late > 0 {
+		return fmt.Errorf("%s: %d of %d reserved gangs that stayed first in line started after their first reservation plus a round (by up to %.0f s), with exact estimates", where, c.Late, c.Reserved-c.Overtaken, c.MaxLate)
+	}
+	if c.Scheduler == "fifo" && c.OvertakenLate > 0 {
+		return fmt.Errorf("%s: %d reserved gangs overtaken and late under FIFO, with exact estimates", where, c.OvertakenLate)
+	}
+	return nil
+}
+
+// gangs follows, round by round, every gang EASY reserved for: its first
+// reservation, its launches, whether a job overtook it (the order put a
+// job ahead of it that started or waited in its place while it waited),
+// and whether it waited past its first reservation plus a round for a
+// backfilled job (the reservation's last awaited end was one).
+type gangs struct {
+	first     map[int]resv
+	launches  map[int][]float64
+	overtaken map[int]bool
+	blamed    map[int]bool
+	preempted int
+}
+
+type resv struct{ made, at float64 }
+
+// watchGangs sets cfg's Observe to follow bp's reservations.
+func watchGangs(cfg *sim.Config, bp *pbf.Placer) *gangs {
+	g := &gangs{first: map[int]resv{}, overtaken: map[int]bool{}, blamed: map[int]bool{}}
+	waiting := map[int]bool{}
+	round := cfg.Round
+	g.launches = launches(cfg, nil)
+	launched := cfg.Observe
+	cfg.Observe = func(T float64, order []*workload.Job, alloc [][]int) {
+		launched(T, order, alloc)
+		r := bp.Last
+		g.preempted += len(r.Preempted)
+		if r.JobID >= 0 && r.GPUs != nil {
+			if _, seen := g.first[r.JobID]; !seen {
+				g.first[r.JobID] = resv{T, T + r.In}
+				waiting[r.JobID] = true
+			}
+		}
+		if len(waiting) == 0 {
+			return
+		}
+		ahead := false // a job ahead in the order started this round
+		for i, j := range order {
+			if !waiting[j.ID] {
+				ahead = ahead || alloc[i] != nil && !j.Running()
+				continue
+			}
+			if alloc[i] != nil {
+				delete(waiting, j.ID)
+				continue
+			}
+			if T > g.first[j.ID].made && (ahead || r.JobID != j.ID) {
+				g.overtaken[j.ID] = true
+			}
+			if r.JobID == j.ID && r.ByBackfill && T > g.first[j.ID].at+round+1e-6 {
+				g.blamed[j.ID] = true
+			}
 		}
 	}
-	return c, nil
+	return g
+}
+
+// count fills c's reservation figures.
+func (g *gangs) count(c *Cell, round float64) {
+	c.Preempted = g.preempted
+	for id, r := range g.first {
+		c.Reserved++
+		over := g.overtaken[id]
+		if over {
+			c.Overtaken++
+		}
+		l := launchAfter(g.launches[id], r.made)
+		if !(l > r.at+round+1e-6) {
+			continue
+		}
+		switch {
+		case g.blamed[id]:
+			c.LateBackfill++
+		case over:
+			c.OvertakenLate++
+		default:
+			c.Late++
+			c.MaxLate = max(c.MaxLate, l-r.at-round)
+		}
+	}
 }
 
 // forecastTimes are the plan's forecast times on w: fractions of the

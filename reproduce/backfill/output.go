@@ -101,7 +101,7 @@ func (r *Result) markdown() string {
 	fmt.Fprintf(&b, "\n## Backfill and forecasts\n\n")
 	fmt.Fprintf(&b, "Not in the paper. Strict order (none: no job starts behind one that waits) against EASY backfill (the first waiting gang that does not fit gets a reservation; a job behind it starts only if it is estimated to end by then or keeps off the reserved GPUs) and greedy (any job that fits starts, no reservation). Placement %s; schedulers %s (tiresias-las is Tiresias' discretised two-dimensional LAS, which preempts). ", p.Placement, strings.Join(p.Schedulers, " and "))
 	fmt.Fprintf(&b, "Sia-Philly: workloads %v, the artifact's pinned traces, background arrivals and GPU values on 16x4. Synergy: %d jobs at %g jobs/hour on %s (ids %s measured), seeds %v (the seed draws the trace and the GPU values). Philly: %s on %s shared by every VC, uniform GPUs, %g s rounds. ", p.SiaTraces, p.SynergyJobs, p.SynergyLoad, p.SynergyCluster, p.SynergyTrack, p.SynergySeeds, phillyName(r), p.PhillyCluster, p.PhillyRound)
-	fmt.Fprintf(&b, "*Exact* estimates are the simulator's own model of the remaining run time; *noisy* ones are each job's exact estimate times a factor of its own, lognormal of mean 1 and CV %g, fixed per job and noise seed (seeds %v on Sia-Philly and Philly; on Synergy the run's seed). A backfilled job that overruns its estimate is not preempted, and the reservation does not move to other GPUs: the next round's reservation reads the job's new remaining time, so a too-short estimate can make the reserved gang start later than first promised, which the late column counts. Big gangs: %d GPUs or more on Sia-Philly and Philly, %d on Synergy (its largest class with more than a few jobs). Plan: %s", p.NoiseCV, p.NoiseSeeds, BigGPUs("sia-philly"), BigGPUs("synergy"), p.Name)
+	fmt.Fprintf(&b, "*Exact* estimates are the simulator's own model of the remaining run time; *noisy* ones are each job's exact estimate times a factor of its own, lognormal of mean 1 and CV %g, fixed per job and noise seed (seeds %v on Sia-Philly and Philly; on Synergy the run's seed). While a job waits, running jobs keep their GPUs (PAL re-places running jobs every round otherwise, and a moved job ends at another time than the reservation read). A backfilled job that overruns its estimate and still holds GPUs the reserved gang needs once the gang's first reservation has come is preempted (it waits again with its progress), so the gang starts then; a job ahead of the gang that overruns delays it, which the late column counts. Big gangs: %d GPUs or more on Sia-Philly and Philly, %d on Synergy (its largest class with more than a few jobs). Plan: %s", p.NoiseCV, p.NoiseSeeds, BigGPUs("sia-philly"), BigGPUs("synergy"), p.Name)
 	if p.Name == "default" {
 		b.WriteString(", a reduced grid to keep `pal reproduce` within about a minute of CPU; `pal reproduce backfill --full` runs Synergy at 4,000 jobs, five noise seeds, a fuller Philly window (jobs from the 75,000th on 48x8) and forecasts under EASY with nine draws")
 	}
@@ -113,8 +113,8 @@ func (r *Result) markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.Workload, c.Scheduler, span(c.Exact), span(c.Noisy), span(c.Greedy))
 	}
 
-	b.WriteString("\n### Mean JCT, utilisation, big gangs' wait and reservations\n\nMeans over the seeds. Late: reserved gangs whose first launch from their first reservation on came after it plus one round, of those reserved (max seconds past it). With exact estimates under FIFO the reservation holds on Sia-Philly (a test asserts it, and on Synergy and Philly under packed-sticky); PAL is not sticky, it re-places running jobs every round, so on Synergy and Philly a running job can end later than the reservation read, and a few gangs start late. Under Tiresias the order itself changes as jobs attain service: a gang reserved for can fall behind a newer job and start later, which is the order's doing, not a backfilled job's.\n\n")
-	b.WriteString("| workload | scheduler | mode | estimates | mean JCT (s) | util | big gangs' wait (s) | late of reserved (max s) |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n### Mean JCT, utilisation, big gangs' wait and reservations\n\nMeans over the seeds; reservation counts summed over them. Reserved: gangs EASY gave a reservation. Overtaken: those a job overtook while they waited (the order put it ahead of them: under Tiresias a newer job, as jobs attain service), with how many of them were late in brackets; that is the order's doing, not a backfilled job's. Late: reserved gangs no job overtook whose first launch from their first reservation on came after it plus one round (max seconds past it). With exact estimates the run fails if one is, or, under FIFO, if any reserved gang is late; with noisy ones they are late because a job ahead of them ran past its estimate, and the run fails if one waited past that time for a backfilled job. Preempted: backfilled jobs stopped because they still held the gang's GPUs when its first reservation came.\n\n")
+	b.WriteString("| workload | scheduler | mode | estimates | mean JCT (s) | util | big gangs' wait (s) | reserved | overtaken (late) | late (max s) | preempted |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	type rowKey struct {
 		wl, sched, mode string
 		noisy           bool
@@ -137,20 +137,28 @@ func (r *Result) markdown() string {
 		if k.mode != "easy" {
 			est = "-"
 		}
-		late := "-"
+		resv, over, late, pre := "-", "-", "-", "-"
 		if k.mode == "easy" {
-			l, n, m := 0, 0, 0.0
+			var sum Cell
 			for _, c := range cs {
-				l, n, m = l+c.Late, n+c.Reserved, max(m, c.MaxLate)
+				sum.Reserved += c.Reserved
+				sum.Overtaken += c.Overtaken
+				sum.OvertakenLate += c.OvertakenLate
+				sum.Late += c.Late
+				sum.Preempted += c.Preempted
+				sum.MaxLate = max(sum.MaxLate, c.MaxLate)
 			}
-			late = fmt.Sprintf("%d of %d", l, n)
-			if l > 0 {
-				late += fmt.Sprintf(" (%.0f)", m)
+			resv = fmt.Sprint(sum.Reserved)
+			over = fmt.Sprintf("%d (%d)", sum.Overtaken, sum.OvertakenLate)
+			late = fmt.Sprint(sum.Late)
+			if sum.Late > 0 {
+				late += fmt.Sprintf(" (%.0f)", sum.MaxLate)
 			}
+			pre = fmt.Sprint(sum.Preempted)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.3f | %s | %s |\n", k.wl, k.sched, k.mode, est,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.3f | %s | %s | %s | %s | %s |\n", k.wl, k.sched, k.mode, est,
 			secs(mean(cs, func(c Cell) float64 { return c.MeanJCT })), mean(cs, func(c Cell) float64 { return c.Util }),
-			secs(mean(cs, func(c Cell) float64 { return c.BigWait })), late)
+			secs(mean(cs, func(c Cell) float64 { return c.BigWait })), resv, over, late, pre)
 	}
 
 	fmt.Fprintf(&b, "\n### Forecast accuracy\n\n|forecast start - actual start| over the jobs waiting at %s of each trace's span of tracked arrivals, under backfill %s: *exact* forecasts with the run's own durations, *noisy* the median of %d forecasts on remaining work drawn as above (seed %d), both with the arrivals after T happening in the run and not in the forecast; *exact-no-arrivals* runs the first workload of each family on the trace cut at T, where a forecast must be exact (a check: its error is 0). Unknown: waiting jobs with no start to compare (a background job the run stopped before starting). Under strict FIFO a job that arrives after T queues behind every job waiting at T, so exact forecasts stay exact with arrivals; under Tiresias newer jobs go ahead, and under EASY they may backfill ahead of jobs behind the head.\n\n",
@@ -182,9 +190,9 @@ func fracs(fs []float64) string {
 
 func (r *Result) write() error {
 	var runs strings.Builder
-	runs.WriteString("family,workload,seed,scheduler,mode,noise_seed,mean_jct_s,utilization,big_jobs,big_mean_wait_s,reserved,late,max_late_s\n")
+	runs.WriteString("family,workload,seed,scheduler,mode,noise_seed,mean_jct_s,utilization,big_jobs,big_mean_wait_s,reserved,overtaken,overtaken_late,late,late_for_backfill,max_late_s,preempted\n")
 	for _, c := range r.Cells {
-		fmt.Fprintf(&runs, "%s,%s,%d,%s,%s,%d,%.2f,%.4f,%d,%.2f,%d,%d,%.0f\n", c.Family, c.Workload, c.Seed, c.Scheduler, c.Mode, c.NoiseSeed, c.MeanJCT, c.Util, c.BigJobs, c.BigWait, c.Reserved, c.Late, c.MaxLate)
+		fmt.Fprintf(&runs, "%s,%s,%d,%s,%s,%d,%.2f,%.4f,%d,%.2f,%d,%d,%d,%d,%d,%.0f,%d\n", c.Family, c.Workload, c.Seed, c.Scheduler, c.Mode, c.NoiseSeed, c.MeanJCT, c.Util, c.BigJobs, c.BigWait, c.Reserved, c.Overtaken, c.OvertakenLate, c.Late, c.LateBackfill, c.MaxLate, c.Preempted)
 	}
 	var acc strings.Builder
 	acc.WriteString("family,scheduler,case,jobs,median_abs_error_s,p90_abs_error_s,max_abs_error_s,unknown\n")

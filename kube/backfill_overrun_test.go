@@ -1,0 +1,126 @@
+package kube
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A gang backfilled on an estimate that is too short is evicted when
+// the waiting gang's first reservation comes, as in pal sim: 4 nodes x 4
+// GPUs, FIFO, packed-sticky and pal-ma, a round every 100 s, 1 s per
+// iteration. Gang a (two 4-GPU pods) runs 0-1000 s; gang g (16 GPUs,
+// 500 s) waits for it, reserved all 16 GPUs at 1000; pod s (2 GPUs)
+// says 600 iterations, so it binds at 0 on reserved GPUs, but runs
+// 1500 s. At 1000 it still holds two of g's GPUs: the round evicts it
+// (its controller makes it again), and g binds at 1100, the round after
+// s has left, one round past its reservation at most; s binds again at
+// 1600, when g ends. Without the eviction g would bind at 1500.
+func TestSchedulerBackfillOverrunEvicted(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0: a-0 a-1 s", "1100: g-0 g-1 g-2 g-3", "1600: s"}
+	for _, placement := range []string{"packed-sticky", "pal-ma"} {
+		t.Run(placement, func(t *testing.T) {
+			cfg := testCfg()
+			cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", placement, "easy"
+			cfg.LocalityPenalty, cfg.Models = 1, models
+			cfg.Period = Duration{100 * time.Second}
+			w := newWorld(t, cfg, 1, 4, 4)
+			t0 := time.Unix(1_000_000, 0)
+			at := clockAt(t0)
+			ann := func(iters string, extra ...string) map[string]string {
+				a := map[string]string{AnnModel: "unit", AnnIterations: iters}
+				for i := 0; i+1 < len(extra); i += 2 {
+					a[extra[i]] = extra[i+1]
+				}
+				return a
+			}
+			for i := range 2 {
+				w.create(fmt.Sprintf("a-%d", i), 4, ann("1000", AnnGang, "a", AnnGangSize, "2"), t0.Add(-10*time.Second))
+			}
+			for i := range 4 {
+				w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), t0.Add(-3*time.Second))
+			}
+			w.create("s", 2, ann("600"), t0.Add(-2*time.Second))
+			runFor := map[string]int{"a": 1000, "g": 500, "s": 1500}
+			ends, started := map[string]int{}, map[string]int{}
+			var got, evicted []string
+			for sec := 0; sec <= 2500; sec += 100 {
+				for p, e := range ends {
+					if e == sec {
+						w.finish("ns/" + p)
+						delete(ends, p)
+					}
+				}
+				w.deliver(-1)
+				w.round(at(sec))
+				w.deliver(-1)
+				// The kubelet stops an evicted pod; its controller makes it
+				// again, pending, with the run time it has left.
+				w.mu.Lock()
+				var gone []*corev1.Pod
+				for _, p := range w.pods {
+					if p.DeletionTimestamp != nil {
+						gone = append(gone, p)
+					}
+				}
+				w.mu.Unlock()
+				for _, old := range gone {
+					w.remove("ns/" + old.Name)
+					evicted = append(evicted, fmt.Sprintf("%d: %s", sec, old.Name))
+					runFor[old.Name] -= sec - started[old.Name]
+					ann := map[string]string{}
+					for a, v := range old.Annotations {
+						if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown {
+							ann[a] = v
+						}
+					}
+					gpus, _ := PodGPUs(old)
+					w.create(old.Name, gpus, ann, old.CreationTimestamp.Time)
+				}
+				w.deliver(-1)
+				live := map[string]bool{}
+				var now []string
+				for _, k := range strings.Fields(w.bound()) {
+					name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
+					live[name] = true
+					if _, ok := ends[name]; !ok {
+						now = append(now, name)
+						d, ok := runFor[name]
+						if !ok {
+							d = runFor[name[:1]]
+						}
+						ends[name], started[name] = sec+d, sec
+					}
+				}
+				for name := range ends {
+					if !live[name] {
+						delete(ends, name) // evicted
+					}
+				}
+				if err := w.check(); err != nil {
+					t.Fatalf("t=%d: %v", sec, err)
+				}
+				if len(now) > 0 {
+					slices.Sort(now)
+					got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("binds %q, want %q", got, want)
+			}
+			if !slices.Equal(evicted, []string{"1000: s"}) {
+				t.Errorf("evicted %q, want s at 1000", evicted)
+			}
+		})
+	}
+}
