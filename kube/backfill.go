@@ -31,8 +31,11 @@ func (s *Scheduler) estimate(env *policy.Env, j *workload.Job, gpus []int) float
 // workEstimate is a gang's run time on gpus from its remaining work (see
 // estimate); penalty is the slowdown of a gang spread over nodes.
 func workEstimate(env *policy.Env, j *workload.Job, gpus []int, penalty float64) float64 {
+	// A gang that has run past the iterations its pods state is credited
+	// beyond its work; it is due now, not in the past.
+	rem := math.Max(j.Remaining(), 0)
 	if j.Running() && round.Same(j.GPUsHeld, gpus) && j.PM > 0 {
-		return j.Remaining() * j.IterTime * j.PM * j.Loc
+		return rem * j.IterTime * j.PM * j.Loc
 	}
 	slow := 1.0
 	if sc := env.Scores; sc != nil && sc.SF[j.Class] != nil {
@@ -44,7 +47,7 @@ func workEstimate(env *policy.Env, j *workload.Job, gpus []int, penalty float64)
 	if env.Cluster.SpansNodes(gpus) {
 		slow *= penalty
 	}
-	return j.Remaining() * j.IterTime * slow
+	return rem * j.IterTime * slow
 }
 
 // workKnown says whether j's pods state their work (pal.io/iterations).

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/workload"
 )
 
 // The hand-computed backfill case on the fake clientset, as in pal sim:
@@ -131,3 +135,31 @@ func TestConfigBackfillValues(t *testing.T) {
 }
 
 var _ = corev1.PodSucceeded
+
+// TestWorkEstimateOverrun: a gang credited past the iterations its pods
+// state is due now; its estimate is never negative, so a reservation
+// read from it is never in the past.
+func TestWorkEstimateOverrun(t *testing.T) {
+	c, err := cluster.New(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &policy.Env{Cluster: c}
+	cases := []struct {
+		name       string
+		iter, exec float64
+		held, on   []int
+		want       float64
+	}{
+		{"on its GPUs, 100 left", 1000, 900, []int{0, 1}, []int{0, 1}, 100 * 2 * 1.5},
+		{"on its GPUs, overran by 200", 1000, 1200, []int{0, 1}, []int{0, 1}, 0},
+		{"elsewhere, overran by 200", 1000, 1200, []int{0, 1}, []int{2, 3}, 0},
+		{"waiting, all left", 1000, 0, nil, []int{2, 3}, 1000 * 2},
+	}
+	for _, tc := range cases {
+		j := &workload.Job{Spec: workload.Spec{Iterations: tc.iter, IterTime: 2}, Executed: tc.exec, PM: 1.5, Loc: 1, GPUsHeld: tc.held}
+		if got := workEstimate(env, j, tc.on, 1.2); got != tc.want {
+			t.Errorf("%s: estimate %v s, want %v s", tc.name, got, tc.want)
+		}
+	}
+}
