@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -63,5 +64,83 @@ func TestGuardListBoundedByJobs(t *testing.T) {
 	}
 	if got := g.order(t); !slices.Equal(got, []int32{0, 1}) || g.base[0] != 998 || g.base[1] != 999 {
 		t.Fatalf("order %v bases %v, want [0 1] at 998, 999", got, g.base)
+	}
+}
+
+// The list against a plain reference on seeded random operations: the
+// reference keeps the armed guards in a slice in arming order (re-arming
+// a slot drops its old entry first, as waiting does), so after every
+// operation the list must hold the same slots, in the same order, with
+// the same base and seq, and pop must return the reference's first.
+func TestGuardListMatchesReference(t *testing.T) {
+	type entry struct {
+		slot      int32
+		base, seq int
+	}
+	for _, tc := range []struct {
+		name       string
+		seed       uint64
+		slots, ops int
+	}{
+		{"one slot", 1, 1, 200},
+		{"few slots", 2, 3, 2000},
+		{"slab", 3, 64, 20000},
+		{"grown mid-run", 4, 300, 20000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(tc.seed, 0))
+			g := guardList{head: -1, tail: -1}
+			slots := min(tc.slots, 8)
+			g.grow(slots)
+			var ref []entry
+			find := func(s int32) int {
+				return slices.IndexFunc(ref, func(e entry) bool { return e.slot == s })
+			}
+			round := 0
+			for op := range tc.ops {
+				if slots < tc.slots && op%50 == 49 {
+					n := min(8, tc.slots-slots)
+					g.grow(n)
+					slots += n
+				}
+				round += rng.IntN(2)
+				s := int32(rng.IntN(slots))
+				switch k := rng.IntN(10); {
+				case k < 5: // a job starts waiting: its old guard goes, a new one is armed
+					g.remove(s)
+					g.push(s, round, op)
+					if i := find(s); i >= 0 {
+						ref = slices.Delete(ref, i, i+1)
+					}
+					ref = append(ref, entry{s, round, op})
+				case k < 8: // the job runs or finishes
+					g.remove(s)
+					if i := find(s); i >= 0 {
+						ref = slices.Delete(ref, i, i+1)
+					}
+				default: // the head falls due
+					if len(ref) == 0 {
+						if g.head != -1 {
+							t.Fatalf("op %d: head %d on an empty list", op, g.head)
+						}
+						continue
+					}
+					want := event{base: ref[0].base, seq: ref[0].seq, slot: ref[0].slot}
+					if e := g.pop(); e != want {
+						t.Fatalf("op %d: pop %+v, want %+v", op, e, want)
+					}
+					ref = ref[1:]
+				}
+				got := g.order(t)
+				if len(got) != len(ref) {
+					t.Fatalf("op %d: %d guards, want %d", op, len(got), len(ref))
+				}
+				for i, s := range got {
+					if e := ref[i]; s != e.slot || int(g.base[s]) != e.base || int(g.seq[s]) != e.seq {
+						t.Fatalf("op %d: guard %d is slot %d (base %d, seq %d), want %+v", op, i, s, g.base[s], g.seq[s], e)
+					}
+				}
+			}
+		})
 	}
 }
