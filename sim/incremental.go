@@ -194,6 +194,15 @@ type incremental struct {
 	stream    bool
 	relay     *round.Relay
 	streamErr chan error
+	// The round being applied, for visit: the answer, the round, its
+	// boundary and the next one; what visit found (GPUs in use, whether
+	// anything launched, moved or stopped); visitFn is visit bound once.
+	vAlloc  [][]int
+	vRound  int
+	vT, vTn float64
+	inUse   int
+	changed bool
+	visitFn func(int, round.Kind)
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -505,28 +514,13 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// One pass over the view applies the answer and moves the jobs that
 	// start or stop running between the running list and the waiting
 	// queue (a waiting job's SinceScheduled is kept as its base round).
-	inUse, changed := 0, false
+	x.inUse, x.changed = 0, false
 	x.startRun()
-	Tn := float64(rnd+1) * x.R
-	visit := func(i int, k round.Kind) {
-		j, g := x.view[i], alloc[i]
-		changed = changed || k.Changes()
-		runs := x.applyAt(i, &j.Job, g, k, T)
-		switch {
-		case runs && !j.running:
-			x.unfile(j)
-			j.running = true
-		case !runs && j.running:
-			j.running = false
-			j.base = rnd
-			x.file(j)
-			x.waiting(j, rnd)
-		}
-		if runs {
-			inUse += len(g)
-			x.addRun(j, x.creditNext(j, Tn))
-		}
+	x.vAlloc, x.vRound, x.vT, x.vTn = alloc, rnd, T, float64(rnd+1)*x.R
+	if x.visitFn == nil {
+		x.visitFn = x.visit
 	}
+	visit := x.visitFn
 	var err error
 	if stream {
 		// The placer runs here while another goroutine applies the lines
@@ -542,9 +536,36 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	if err != nil {
 		x.placerBug(err)
 	}
-	st := x.roundStat(T, inUse, len(x.run), x.wait.Len())
+	x.vAlloc = nil
+	st := x.roundStat(T, x.inUse, len(x.run), x.wait.Len())
 	x.addRound(st)
-	return changed, st
+	return x.changed, st
+}
+
+// visit applies line i of the round's answer (x.vAlloc) to the view's
+// job i: the one pass over the view that moves the jobs that start or
+// stop running between the running list and the waiting queue (a
+// waiting job's SinceScheduled is kept as its base round). It is a
+// method, bound once, with the round's inputs in fields, so that a round
+// allocates no closure.
+func (x *incremental) visit(i int, k round.Kind) {
+	j, g := x.view[i], x.vAlloc[i]
+	x.changed = x.changed || k.Changes()
+	runs := x.applyAt(i, &j.Job, g, k, x.vT)
+	switch {
+	case runs && !j.running:
+		x.unfile(j)
+		j.running = true
+	case !runs && j.running:
+		j.running = false
+		j.base = x.vRound
+		x.file(j)
+		x.waiting(j, x.vRound)
+	}
+	if runs {
+		x.inUse += len(g)
+		x.addRun(j, x.creditNext(j, x.vTn))
+	}
 }
 
 // buildView merges the running jobs with the waiting ones a frame can
