@@ -94,9 +94,6 @@ type scoreIndex struct {
 	given   int
 	givenAt [variability.NumClasses]int
 	ms      moveScratch
-	// lines is where answers' own lists are cut from (see own): one
-	// allocation for many lists rather than one each.
-	lines []int
 	// hist: freeHist[k] counts the nodes with k free GPUs, kept by take
 	// and give while a migration-aware frame runs (see room).
 	hist     bool
@@ -1097,22 +1094,9 @@ func (x *scoreIndex) own(j *workload.Job, g []int) []int {
 	case j.Running() && slices.Equal(j.GPUsHeld, g):
 		return j.GPUsHeld
 	default:
-		// Cut from a shared block, capacity capped so that an append to
-		// one line can never write into the next. A block stays alive
-		// while any job holds a line of it: at most one block per
-		// running job, far less than the answers allocated.
-		if len(x.lines) < len(g) {
-			x.lines = make([]int, max(linesBlock, len(g)))
-		}
-		out := x.lines[:len(g):len(g)]
-		x.lines = x.lines[len(g):]
-		copy(out, g)
-		return out
+		return slices.Clone(g)
 	}
 }
-
-// linesBlock is the number of GPU ids own allocates at a time.
-const linesBlock = 1024
 
 // freeBelow counts class c's free GPUs scoring below thr, up to need:
 // bins from the lowest with a free GPU, while their score is below thr.
