@@ -2,8 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,33 +21,10 @@ import (
 // s has left, one round past its reservation at most; s binds again at
 // 1600, when g ends. Without the eviction g would bind at 1500.
 func TestSchedulerBackfillOverrunEvicted(t *testing.T) {
-	models := filepath.Join(t.TempDir(), "models.yaml")
-	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	want := []string{"0: a-0 a-1 s", "1100: g-0 g-1 g-2 g-3", "1600: s"}
 	for _, placement := range []string{"packed-sticky", "pal-ma"} {
 		t.Run(placement, func(t *testing.T) {
-			cfg := testCfg()
-			cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", placement, "easy"
-			cfg.LocalityPenalty, cfg.Models = 1, models
-			cfg.Period = Duration{100 * time.Second}
-			w := newWorld(t, cfg, 1, 4, 4)
-			t0 := time.Unix(1_000_000, 0)
-			at := clockAt(t0)
-			ann := func(iters string, extra ...string) map[string]string {
-				a := map[string]string{AnnModel: "unit", AnnIterations: iters}
-				for i := 0; i+1 < len(extra); i += 2 {
-					a[extra[i]] = extra[i+1]
-				}
-				return a
-			}
-			for i := range 2 {
-				w.create(fmt.Sprintf("a-%d", i), 4, ann("1000", AnnGang, "a", AnnGangSize, "2"), t0.Add(-10*time.Second))
-			}
-			for i := range 4 {
-				w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), t0.Add(-3*time.Second))
-			}
+			w, t0, at, ann := backfillCase(t, placement, "easy")
 			w.create("s", 2, ann("600"), t0.Add(-2*time.Second))
 			runFor := map[string]int{"a": 1000, "g": 500, "s": 1500}
 			ends, started := map[string]int{}, map[string]int{}

@@ -30,10 +30,6 @@ import (
 // 0 and the three wait behind g, which binds at 1000; they bind at 1500
 // when it ends.
 func TestSchedulerBackfillHandCase(t *testing.T) {
-	models := filepath.Join(t.TempDir(), "models.yaml")
-	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string][]string{ // pods that bind at each time
 		"none": {"0: a-0 a-1", "1000: g-0 g-1 g-2 g-3", "1500: s1500 s300 s600"},
 		"easy": {"0: a-0 a-1 s300 s600", "1000: g-0 g-1 g-2 g-3", "1500: s1500"},
@@ -41,26 +37,7 @@ func TestSchedulerBackfillHandCase(t *testing.T) {
 	for _, c := range [][2]string{{"packed-sticky", "none"}, {"packed-sticky", "easy"}, {"pal-ma", "none"}, {"pal-ma", "easy"}} {
 		placement, mode := c[0], c[1]
 		t.Run(placement+"/"+mode, func(t *testing.T) {
-			cfg := testCfg()
-			cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", placement, mode
-			cfg.LocalityPenalty, cfg.Models = 1, models
-			cfg.Period = Duration{100 * time.Second}
-			w := newWorld(t, cfg, 1, 4, 4)
-			t0 := time.Unix(1_000_000, 0)
-			at := clockAt(t0)
-			ann := func(iters string, extra ...string) map[string]string {
-				a := map[string]string{AnnModel: "unit", AnnIterations: iters}
-				for i := 0; i+1 < len(extra); i += 2 {
-					a[extra[i]] = extra[i+1]
-				}
-				return a
-			}
-			for i := range 2 {
-				w.create(fmt.Sprintf("a-%d", i), 4, ann("1000", AnnGang, "a", AnnGangSize, "2"), t0.Add(-10*time.Second))
-			}
-			for i := range 4 {
-				w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), t0.Add(-3*time.Second))
-			}
+			w, t0, at, ann := backfillCase(t, placement, mode)
 			for i, d := range []string{"300", "600", "1500"} {
 				w.create("s"+d, 2, ann(d), t0.Add(time.Duration(i-2)*time.Second))
 			}
@@ -162,4 +139,39 @@ func TestWorkEstimateOverrun(t *testing.T) {
 			t.Errorf("%s: estimate %v s, want %v s", tc.name, got, tc.want)
 		}
 	}
+}
+
+// backfillCase is the fake cluster of the hand-computed backfill cases:
+// 4 nodes x 4 GPUs, all alike, FIFO under placement and backfill mode, a
+// round every 100 s, one model of 1 s per iteration (so pal.io/iterations
+// is a run time in seconds); gang a (two 4-GPU pods, 1000 s) and gang g
+// (four 4-GPU pods, 500 s) made before t0. It returns the world, t0, the
+// clock of a second after t0, and the annotations of a pod of that model
+// running iters iterations (extra: more key-value pairs).
+func backfillCase(t *testing.T, placement, mode string) (*world, time.Time, func(int) time.Time, func(iters string, extra ...string) map[string]string) {
+	t.Helper()
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", placement, mode
+	cfg.LocalityPenalty, cfg.Models = 1, models
+	cfg.Period = Duration{100 * time.Second}
+	w := newWorld(t, cfg, 1, 4, 4)
+	t0 := time.Unix(1_000_000, 0)
+	ann := func(iters string, extra ...string) map[string]string {
+		a := map[string]string{AnnModel: "unit", AnnIterations: iters}
+		for i := 0; i+1 < len(extra); i += 2 {
+			a[extra[i]] = extra[i+1]
+		}
+		return a
+	}
+	for i := range 2 {
+		w.create(fmt.Sprintf("a-%d", i), 4, ann("1000", AnnGang, "a", AnnGangSize, "2"), t0.Add(-10*time.Second))
+	}
+	for i := range 4 {
+		w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), t0.Add(-3*time.Second))
+	}
+	return w, t0, clockAt(t0), ann
 }
