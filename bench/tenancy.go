@@ -84,22 +84,10 @@ var gangShapes = [][]int{{1}, {1}, {2}, {4}, {8}, {8, 8}, {8, 8, 8, 8}}
 // VC's view with the VC's running gangs, then binds the chosen virtual
 // GPUs by buddy allocation and commits them.
 func TenancyDecision(opts TenancyOptions) (TenancyStats, error) {
-	cfg, err := TenancyConfig(opts.Nodes, opts.NodesPerRack, opts.VCs)
+	l, h, err := tenancyHiveD(opts.Nodes, opts.NodesPerRack, opts.VCs)
 	if err != nil {
 		return TenancyStats{}, err
 	}
-	l, err := tenant.NewLayout(cfg)
-	if err != nil {
-		return TenancyStats{}, err
-	}
-	h, err := tenant.NewHiveD(l)
-	if err != nil {
-		return TenancyStats{}, err
-	}
-	h.SetIntraVC(&tenant.IntraVC{NewPlacer: func() (policy.Placer, error) {
-		p, err := place.New("packed-sticky")
-		return place.PodGuard{Placer: p}, err
-	}})
 	reps := opts.Reps
 	if reps <= 0 {
 		reps = 2000
@@ -175,4 +163,27 @@ func TenancyDecision(opts TenancyOptions) (TenancyStats, error) {
 	}
 	st.MedianUS, st.P99US, st.MeanUS = timeSummary(us)
 	return st, nil
+}
+
+// tenancyHiveD is the benchmark's cluster and its HiveD stage: nodes of 8
+// GPUs, nodesPerRack to a rack, vcs VCs, packed-sticky (with the pod
+// guard) inside each VC.
+func tenancyHiveD(nodes, nodesPerRack, vcs int) (*tenant.Layout, *tenant.HiveD, error) {
+	cfg, err := TenancyConfig(nodes, nodesPerRack, vcs)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := tenant.NewLayout(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := tenant.NewHiveD(l)
+	if err != nil {
+		return nil, nil, err
+	}
+	h.SetIntraVC(&tenant.IntraVC{NewPlacer: func() (policy.Placer, error) {
+		p, err := place.New("packed-sticky")
+		return place.PodGuard{Placer: p}, err
+	}})
+	return l, h, nil
 }

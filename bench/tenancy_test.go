@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/palsched/pal/policy"
-	"github.com/palsched/pal/policy/place"
-	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/workload"
 )
 
@@ -23,22 +21,10 @@ import (
 // waiting (always when its VC has more than 40 gangs).
 func tenancyTrail(t *testing.T, nodes, vcs, steps int, seed uint64) (uint64, int) {
 	t.Helper()
-	cfg, err := TenancyConfig(nodes, 8, vcs)
+	l, h, err := tenancyHiveD(nodes, 8, vcs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := tenant.NewLayout(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := tenant.NewHiveD(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetIntraVC(&tenant.IntraVC{NewPlacer: func() (policy.Placer, error) {
-		p, err := place.New("packed-sticky")
-		return place.PodGuard{Placer: p}, err
-	}})
 	rng := rand.New(rand.NewPCG(seed, 0x601d))
 	env := &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(seed, 1))}
 	names := l.VCs()
