@@ -326,12 +326,22 @@ func (s *Scheduler) learnHints() bool {
 	L.hintGen = gen
 	changed, matched := false, 0
 	for g, k := range L.keys {
-		f := 1.0
+		f, idle := 1.0, false
 		if x, ok := fs[k]; ok {
 			matched++
+			idle = x.GPU.Idle()
 			if x.Degraded() {
 				f = x.Prior
+				if r, ok := L.restored[k]; ok && r.Source == "dcgm" && idle && f <= 1 {
+					// Flagged idle after a restart: the slowdown it was
+					// quarantined for stands (carryPriors).
+					f = r.Slowdown
+				}
 			}
+		}
+		if r, ok := L.restored[k]; ok && r.Source == "dcgm" && (f == 1 || !idle) {
+			// No longer flagged, or busy again: DCGM speaks for it now.
+			delete(L.restored, k)
 		}
 		was, ok := L.hints[g]
 		if !ok {

@@ -192,6 +192,11 @@ type learnStage struct {
 	profile     *variability.Table
 	quarantined map[GPUKey]quarantineEntry
 	unmarked    *policy.Scores
+	// restored is the quarantine the learned ConfigMap recorded when
+	// this replica started (loadLearned): a GPU DCGM put in keeps its
+	// slowdown while DCGM still flags it idle, as carryPriors keeps it
+	// within one replica, and one that goes back in keeps its date.
+	restored map[GPUKey]quarantineEntry
 	// qFor is the learner every GPU was last checked against in full,
 	// and qgen counts the quarantine's changes (the tenancy stage
 	// follows them).
@@ -381,14 +386,16 @@ func (s *Scheduler) loadLearned() {
 	}
 	L.known = ns.scores
 	L.through, L.loadedThrough, L.count = ns.through, ns.through, ns.count
+	L.restored = ns.quarantined
 	s.log.Info("starting from learned scores", "configmap", src, "gpus", len(ns.scores), "observations", ns.count, "through", ns.through.Format(time.RFC3339))
 }
 
 // learned is a learned ConfigMap's content.
 type learned struct {
-	scores  NodeScores
-	through time.Time
-	count   int
+	scores      NodeScores
+	through     time.Time
+	count       int
+	quarantined map[GPUKey]quarantineEntry
 }
 
 // readLearned reads a learned ConfigMap: the scores table under ScoresKey
@@ -408,6 +415,11 @@ func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
 	if v, ok := cm.Annotations[AnnLearnedObservations]; ok {
 		if out.count, err = strconv.Atoi(v); err != nil || out.count < 0 {
 			return out, fmt.Errorf("configmap %s annotation %s=%q: want a count >= 0", src, AnnLearnedObservations, v)
+		}
+	}
+	if v, ok := cm.Annotations[AnnQuarantined]; ok {
+		if out.quarantined, err = parseQuarantined(v); err != nil {
+			return out, fmt.Errorf("configmap %s annotation %s: %w", src, AnnQuarantined, err)
 		}
 	}
 	return out, nil

@@ -297,17 +297,20 @@ func TestLearnConfigValidate(t *testing.T) {
 // The learned ConfigMap's reader: any content gives scores or an error
 // that names the ConfigMap, never a panic.
 func FuzzReadLearned(f *testing.F) {
-	f.Add(allClasses("n0,0", "1"), "2026-03-01T12:00:00Z", "3")
-	f.Add("node,gpu_index,class,score\nn0,0,A,1\n", "", "")
-	f.Add("node,gpu_index,class,score\nn0,x,A,1\n", "yesterday", "-1")
-	f.Add("", "", "")
-	f.Fuzz(func(t *testing.T, csv, through, count string) {
+	f.Add(allClasses("n0,0", "1"), "2026-03-01T12:00:00Z", "3", "n0/0: slowdown 2.000 (dcgm) since 2026-03-01T12:00:00Z")
+	f.Add("node,gpu_index,class,score\nn0,0,A,1\n", "", "", "")
+	f.Add("node,gpu_index,class,score\nn0,x,A,1\n", "yesterday", "-1", "n0/x: slowdown 2 (dcgm) since now")
+	f.Add("", "", "", "; ;")
+	f.Fuzz(func(t *testing.T, csv, through, count, quarantined string) {
 		ann := map[string]string{}
 		if through != "" {
 			ann[AnnLearnedThrough] = through
 		}
 		if count != "" {
 			ann[AnnLearnedObservations] = count
+		}
+		if quarantined != "" {
+			ann[AnnQuarantined] = quarantined
 		}
 		l, err := readLearned("pal-system/x", learnedConfigMap(csv, ann))
 		if err != nil {
@@ -321,6 +324,11 @@ func FuzzReadLearned(f *testing.F) {
 				if !(x > 0) || math.IsInf(x, 0) {
 					t.Errorf("%v: score %v", k, x)
 				}
+			}
+		}
+		for k, e := range l.quarantined {
+			if !(e.Slowdown >= 1) || math.IsInf(e.Slowdown, 0) || e.Source != "dcgm" && e.Source != "learned" || k.Index < 0 {
+				t.Errorf("quarantine %v: %+v", k, e)
 			}
 		}
 	})

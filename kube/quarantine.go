@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,8 +65,9 @@ func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
 	}
 	below := variability.DefaultQuarantineBelow(above)
 	changed := false
-	check := L.moved
+	check, full := L.moved, false
 	if L.qFor != L.learner {
+		full = true
 		// A new learner (a restart, a new GPU numbering): every GPU once,
 		// so that beliefs read back from the learned ConfigMap count.
 		L.qFor = L.learner
@@ -94,6 +96,9 @@ func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
 				src = "dcgm"
 			}
 			e = quarantineEntry{Slowdown: sd, Source: src, Since: now}
+			if r, ok := L.restored[k]; ok && r.Source == src {
+				e.Since = r.Since // back in after a restart
+			}
 			L.quarantined[k] = e
 			gauge.Set(1)
 			msg := fmt.Sprintf("GPU %d runs %.3f times slower than its profile (%s), at or above quarantineAbove %s: placed last by every class until below %s", k.Index, sd, src, fmtFloat(above), fmtFloat(below))
@@ -102,10 +107,22 @@ func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
 			continue
 		}
 		delete(L.quarantined, k)
+		delete(L.restored, k)
 		gauge.Set(0)
 		msg := fmt.Sprintf("GPU %d runs %.3f times its profile, below %s: out of quarantine (in since %s)", k.Index, sd, fmtFloat(below), e.Since.UTC().Format(time.RFC3339))
 		s.log.Info("GPU out of quarantine", "node", k.Node, "gpu", k.Index, "slowdown", fmt.Sprintf("%.3f", sd))
 		s.events.post(ref, corev1.EventTypeNormal, ReasonGPUQuarantineLifted, "Quarantine", msg)
+	}
+	if full {
+		// What the ConfigMap recorded of a GPU the jobs put in has served
+		// (its date) once every GPU has been checked; DCGM's stay until
+		// DCGM says the GPU is no longer flagged or is busy (learnHints),
+		// which may be after the first check.
+		for k, r := range L.restored {
+			if r.Source == "learned" {
+				delete(L.restored, k)
+			}
+		}
 	}
 	if changed {
 		L.qgen++
@@ -181,4 +198,58 @@ func (s *Scheduler) syncTenancyQuarantine() {
 			t.quar[g] = on
 		}
 	}
+}
+
+// parseQuarantined reads AnnQuarantined's value (quarantineText's form:
+// "NODE/INDEX: slowdown S (learned|dcgm) since RFC3339", joined by "; ").
+// Errors name the entry by its place.
+func parseQuarantined(v string) (map[GPUKey]quarantineEntry, error) {
+	out := map[GPUKey]quarantineEntry{}
+	if strings.TrimSpace(v) == "" {
+		return out, nil
+	}
+	const most = 1 << 20 // GPUs: a bound on what a crafted value can ask for
+	parts := strings.Split(v, "; ")
+	if len(parts) > most {
+		return nil, fmt.Errorf("%d entries: want at most %d", len(parts), most)
+	}
+	for i, p := range parts {
+		bad := func(why string) error {
+			return fmt.Errorf("entry %d %q: %s; want \"NODE/INDEX: slowdown S (learned|dcgm) since TIME\"", i+1, p, why)
+		}
+		gpu, rest, ok := strings.Cut(p, ": slowdown ")
+		if !ok {
+			return nil, bad("no \": slowdown \"")
+		}
+		slash := strings.LastIndexByte(gpu, '/')
+		if slash <= 0 {
+			return nil, bad("no NODE/INDEX")
+		}
+		idx, err := strconv.Atoi(gpu[slash+1:])
+		if err != nil || idx < 0 {
+			return nil, bad("GPU index is not a count >= 0")
+		}
+		f := strings.Fields(rest)
+		if len(f) != 4 || f[2] != "since" {
+			return nil, bad("want slowdown, source, \"since\" and a time")
+		}
+		sd, err := strconv.ParseFloat(f[0], 64)
+		if err != nil || !(sd >= 1) || math.IsInf(sd, 1) {
+			return nil, bad("slowdown is not a number >= 1")
+		}
+		src := strings.TrimSuffix(strings.TrimPrefix(f[1], "("), ")")
+		if src != "learned" && src != "dcgm" || f[1] != "("+src+")" {
+			return nil, bad("source is not (learned) or (dcgm)")
+		}
+		since, err := time.Parse(time.RFC3339, f[3])
+		if err != nil {
+			return nil, bad("time is not RFC 3339")
+		}
+		k := GPUKey{Node: gpu[:slash], Index: idx}
+		if _, dup := out[k]; dup {
+			return nil, bad("GPU listed twice")
+		}
+		out[k] = quarantineEntry{Slowdown: sd, Source: src, Since: since}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -298,6 +299,95 @@ func TestCarryPriors(t *testing.T) {
 		}
 		if step.in != nil && fs[0].Prior != step.wantPrior {
 			t.Errorf("step %d: prior %v, want %v", i, fs[0].Prior, step.wantPrior)
+		}
+	}
+}
+
+// A replica that starts after another quarantined a GPU on DCGM's word
+// keeps it in while DCGM still flags it idle: the learned ConfigMap's
+// record (slowdown 1395/1005 = 1.388 from dcgm, since t1) stands for the
+// idle GPU's missing clock reading, as carryPriors does within one
+// replica, and the quarantine keeps its date. Without the record the new
+// replica would take the idle GPU's prior of 1, lift the quarantine and
+// give the GPU a guaranteed job. Once DCGM no longer flags it, it is out.
+func TestQuarantineOutlivesRestart(t *testing.T) {
+	sample := a100Sample(t)
+	u, set := exporter(t, sample)
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cfg.QuarantineAbove = 1.3
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	ctx := context.Background()
+	s1 := startRounds(t, cfg, cs)
+	roundWait(s1, ctx, learnT0)
+	s1.dcgm.scrape(ctx, cs, s1.log)
+	t1 := learnT0.Add(10 * time.Second)
+	roundWait(s1, ctx, t1)
+	want := "gpu-node-001/1: slowdown 1.388 (dcgm) since " + t1.UTC().Format(time.RFC3339)
+	if got := learnedCM(t, cs).Annotations[AnnQuarantined]; got != want {
+		t.Fatalf("first replica: %s = %q, want %q", AnnQuarantined, got, want)
+	}
+
+	set(withGPU1(sample, 210, 0x61)) // idle, still flagged
+	s2 := startRounds(t, cfg, cs)
+	gauge := s2.metrics.learn.quarantined.WithLabelValues("gpu-node-001", "1")
+	for i, step := range []struct {
+		sample string
+		in     float64
+		ann    string
+	}{
+		{withGPU1(sample, 210, 0x61), 1, want},
+		{withGPU1(sample, 210, 0x61), 1, want},
+		{withGPU1(sample, 210, 0x1), 0, ""}, // idle, no longer flagged
+	} {
+		set(step.sample)
+		s2.dcgm.scrape(ctx, cs, s2.log)
+		roundWait(s2, ctx, t1.Add(time.Duration(i+1)*10*time.Second))
+		if got := testutil.ToFloat64(gauge); got != step.in {
+			t.Errorf("second replica, step %d: pal_gpu_quarantined = %v, want %v", i, got, step.in)
+		}
+		if got := learnedCM(t, cs).Annotations[AnnQuarantined]; got != step.ann {
+			t.Errorf("second replica, step %d: %s = %q, want %q", i, AnnQuarantined, got, step.ann)
+		}
+	}
+}
+
+// The learned ConfigMap's record of the quarantine, read back: what
+// quarantineText writes, and clear errors for what it never writes.
+func TestParseQuarantined(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	L := &learnStage{quarantined: map[GPUKey]quarantineEntry{
+		{Node: "n-b", Index: 3}:      {Slowdown: 2, Source: "dcgm", Since: t0},
+		{Node: "rack/n-a", Index: 0}: {Slowdown: 1.5, Source: "learned", Since: t0.Add(time.Hour)},
+	}}
+	text := L.quarantineText()
+	if want := "n-b/3: slowdown 2.000 (dcgm) since 2026-12-03T10:00:00Z; rack/n-a/0: slowdown 1.500 (learned) since 2026-12-03T11:00:00Z"; text != want {
+		t.Fatalf("quarantineText = %q, want %q", text, want)
+	}
+	got, err := parseQuarantined(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, L.quarantined) {
+		t.Errorf("read back %v, want %v", got, L.quarantined)
+	}
+	if got, err := parseQuarantined(""); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v; want nothing", got, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"n/1 slowdown 2 (dcgm) since 2026-12-03T10:00:00Z", `entry 1 "n/1 slowdown 2 (dcgm) since 2026-12-03T10:00:00Z": no ": slowdown "`},
+		{"n/1: slowdown 2.000 (dcgm) since 2026-12-03T10:00:00Z; n1: slowdown 2 (dcgm) since 2026-12-03T10:00:00Z", `entry 2 "n1: slowdown 2 (dcgm) since 2026-12-03T10:00:00Z": no NODE/INDEX`},
+		{"n/-1: slowdown 2 (dcgm) since 2026-12-03T10:00:00Z", "GPU index is not a count >= 0"},
+		{"n/1: slowdown 0.5 (dcgm) since 2026-12-03T10:00:00Z", "slowdown is not a number >= 1"},
+		{"n/1: slowdown NaN (dcgm) since 2026-12-03T10:00:00Z", "slowdown is not a number >= 1"},
+		{"n/1: slowdown 2 (told) since 2026-12-03T10:00:00Z", "source is not (learned) or (dcgm)"},
+		{"n/1: slowdown 2 dcgm since 2026-12-03T10:00:00Z", "source is not (learned) or (dcgm)"},
+		{"n/1: slowdown 2 (dcgm) since yesterday", "time is not RFC 3339"},
+		{"n/1: slowdown 2 (dcgm) 2026-12-03T10:00:00Z", `want slowdown, source, "since" and a time`},
+		{"n/1: slowdown 2 (dcgm) since 2026-12-03T10:00:00Z; n/1: slowdown 3 (dcgm) since 2026-12-03T10:00:00Z", "entry 2 " + `"n/1: slowdown 3 (dcgm) since 2026-12-03T10:00:00Z": GPU listed twice`},
+	} {
+		if _, err := parseQuarantined(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one saying %q", tc.in, err, tc.want)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func NewCollector() *Collector {
 		degraded:  prometheus.NewDesc("pal_gpu_degraded", "1 when DCGM shows the GPU throttled or at a low SM clock.", l, nil),
 		throttled: prometheus.NewDesc("pal_gpu_throttled", "1 for each thermal or power slowdown reason DCGM reports for the GPU.", append(l, "reason"), nil),
 		ratio:     prometheus.NewDesc("pal_gpu_clock_ratio", "SM clock over the median SM clock of the busy GPUs scraped.", l, nil),
-		prior:     prometheus.NewDesc("pal_gpu_prior_slowdown", "Slowdown the SM clock suggests for compute-bound work (1: none).", l, nil),
+		prior:     prometheus.NewDesc("pal_gpu_prior_slowdown", "Slowdown the SM clock suggests for compute-bound work (1: none); under pal scheduler, an idle GPU still flagged shows the slowdown it last showed busy.", l, nil),
 	}
 }
 
