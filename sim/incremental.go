@@ -44,7 +44,7 @@ import (
 // job's life and a finished job's slot is reused: memory follows the
 // active jobs, not the trace.
 //
-// A job is 384 bytes, six cache lines, and a slab starts on a page, so
+// A job is 448 bytes, seven cache lines, and a slab starts on a page, so
 // what the loop reads of every running job every round (the item, the
 // running flag and the head of workload.Job, see there) lies in the first
 // three lines of each.
