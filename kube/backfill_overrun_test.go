@@ -53,14 +53,7 @@ func TestSchedulerBackfillOverrunEvicted(t *testing.T) {
 					w.remove("ns/" + old.Name)
 					evicted = append(evicted, fmt.Sprintf("%d: %s", sec, old.Name))
 					runFor[old.Name] -= sec - started[old.Name]
-					ann := map[string]string{}
-					for a, v := range old.Annotations {
-						if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown {
-							ann[a] = v
-						}
-					}
-					gpus, _ := PodGPUs(old)
-					w.create(old.Name, gpus, ann, old.CreationTimestamp.Time)
+					w.recreate(old)
 				}
 				w.deliver(-1)
 				live := map[string]bool{}

@@ -218,12 +218,7 @@ func withGPU1(sample string, clock, reasons int) string {
 // reason (0x1), DCGM no longer flags it: the belief goes back to 1 and
 // the quarantine is lifted.
 func TestQuarantineOutlivesIdleness(t *testing.T) {
-	sample := a100Sample(t)
-	u, set := exporter(t, sample)
-	cfg := learnCfg()
-	cfg.DCGM.URLs = []string{u}
-	cfg.QuarantineAbove = 1.3
-	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	sample, set, cfg, cs := dcgmQuarantineCase(t)
 	s := startRounds(t, cfg, cs)
 	ctx := context.Background()
 	gauge := s.metrics.learn.quarantined.WithLabelValues("gpu-node-001", "1")
@@ -311,12 +306,7 @@ func TestCarryPriors(t *testing.T) {
 // replica would take the idle GPU's prior of 1, lift the quarantine and
 // give the GPU a guaranteed job. Once DCGM no longer flags it, it is out.
 func TestQuarantineOutlivesRestart(t *testing.T) {
-	sample := a100Sample(t)
-	u, set := exporter(t, sample)
-	cfg := learnCfg()
-	cfg.DCGM.URLs = []string{u}
-	cfg.QuarantineAbove = 1.3
-	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	sample, set, cfg, cs := dcgmQuarantineCase(t)
 	ctx := context.Background()
 	s1 := startRounds(t, cfg, cs)
 	roundWait(s1, ctx, learnT0)
@@ -390,4 +380,18 @@ func TestParseQuarantined(t *testing.T) {
 			t.Errorf("%q: error %v, want one saying %q", tc.in, err, tc.want)
 		}
 	}
+}
+
+// dcgmQuarantineCase is the DCGM quarantine cases' set-up: two 4-GPU
+// nodes, a simulated exporter serving the A100 sample (set changes what
+// it serves), learning on and quarantineAbove 1.3.
+func dcgmQuarantineCase(t *testing.T) (sample string, set func(string), cfg Config, cs *fake.Clientset) {
+	t.Helper()
+	sample = a100Sample(t)
+	u, set := exporter(t, sample)
+	cfg = learnCfg()
+	cfg.DCGM.URLs = []string{u}
+	cfg.QuarantineAbove = 1.3
+	cs, _ = newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	return sample, set, cfg, cs
 }

@@ -383,14 +383,7 @@ func (w *world) workload(rng *rand.Rand) func(r int, at time.Time) {
 			old := w.pods[k]
 			w.mu.Unlock()
 			w.remove(k)
-			ann := map[string]string{}
-			for a, v := range old.Annotations {
-				if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown {
-					ann[a] = v
-				}
-			}
-			gpus, _ := PodGPUs(old)
-			w.create(old.Name, gpus, ann, old.CreationTimestamp.Time)
+			w.recreate(old)
 		}
 		keep := runs[:0]
 		for _, x := range runs {
@@ -495,4 +488,18 @@ func TestNoGPUTwiceUnderFaults(t *testing.T) {
 			t.Errorf("seed %d: %d bind requests, %d committed: the faults were not exercised", seed, w.binds, w.committed)
 		}
 	}
+}
+
+// recreate makes an evicted pod again, pending, as its controller would:
+// the same name, GPUs, creation time and annotations, less what a bind
+// wrote (devices, bind-info, slowdown).
+func (w *world) recreate(old *corev1.Pod) {
+	ann := map[string]string{}
+	for a, v := range old.Annotations {
+		if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown {
+			ann[a] = v
+		}
+	}
+	gpus, _ := PodGPUs(old)
+	w.create(old.Name, gpus, ann, old.CreationTimestamp.Time)
 }
