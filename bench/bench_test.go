@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -182,5 +185,86 @@ func TestTenancyDecisionSmall(t *testing.T) {
 	}
 	if _, err := TenancyDecision(TenancyOptions{Nodes: 60, NodesPerRack: 8, VCs: 4}); err == nil {
 		t.Fatal("60 nodes in racks of 8 accepted")
+	}
+}
+
+// roundTrail runs rounds placement rounds of placer on a benchmark
+// cluster and hashes every answer. Between rounds each placed job keeps
+// its GPUs with probability 3/4 (it runs there next round) and its work
+// and migration cost are redrawn, so the migration-aware variants weigh
+// stays and moves on a cluster of the size the acceptance figures name.
+func roundTrail(t *testing.T, placer string, nodes, per int, seed uint64, rounds int) (uint64, int) {
+	t.Helper()
+	r, err := NewRound(RoundOptions{Placement: placer, Nodes: nodes, GPUsPerNode: per, Seed: seed, MigrationCost: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x747261696c)) // "trail"
+	h := fnv.New64a()
+	word := func(v int) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(int64(v)))
+		h.Write(b[:])
+	}
+	placed := 0
+	for range rounds {
+		for _, j := range r.order {
+			j.Iterations, j.IterTime = float64(1+rng.IntN(20000)), 1
+			j.MoveCost.Migration = []float64{0, 30, 120, 600}[rng.IntN(4)]
+		}
+		out := r.Place()
+		for _, g := range out {
+			word(len(g))
+			if g == nil {
+				continue
+			}
+			placed++
+			for _, x := range g {
+				word(x)
+			}
+		}
+		for i, j := range r.order {
+			j.GPUsHeld = nil
+			if out[i] != nil && rng.IntN(4) != 0 {
+				j.GPUsHeld = slices.Clone(out[i])
+			}
+		}
+	}
+	return h.Sum64(), placed
+}
+
+// TestPlacementRoundGolden pins every answer of the indexed placers on
+// the benchmark's clusters (the acceptance shapes and one of 8 GPUs a
+// node) over seeded rounds to those they gave before the index's take
+// and pick paths were reworked for speed.
+func TestPlacementRoundGolden(t *testing.T) {
+	for _, c := range []struct {
+		placer     string
+		nodes, per int
+		seed       uint64
+		hash       uint64
+		placed     int
+	}{
+		{"pal", 64, 4, 1, 0x5025993472c8c725, 672},
+		{"pal-ma", 64, 4, 2, 0xda044065d3b7b1bf, 256},
+		{"pm-first", 64, 4, 3, 0x7527f6b6b8292625, 584},
+		{"pm-first-ma", 64, 4, 4, 0x6628aa980bab90bd, 448},
+		{"pal", 300, 8, 5, 0xcd33811ba0d77bd5, 4064},
+		{"pal-ma", 300, 8, 6, 0xbfbc46ccf81f195d, 3544},
+		{"pm-first", 300, 8, 7, 0x25f1b3f1a66e1985, 4464},
+		{"pm-first-ma", 300, 8, 8, 0x241dffe2e964755, 4128},
+		{"pal", 1024, 4, 9, 0xb8adb0755d844d45, 6336},
+		{"pal-ma", 1024, 4, 10, 0x1ce28f65a44a41a1, 6568},
+		{"pm-first", 1024, 4, 11, 0x7207bfd505622f05, 7320},
+		{"pm-first-ma", 1024, 4, 12, 0x913591488e3f7269, 6360},
+		{"pal", 4608, 6, 1, 0xcafa2b1dc94d87c5, 46120},
+		{"pal-ma", 4608, 6, 1, 0x68c259d5d77ea58d, 46120},
+		{"pm-first", 4608, 6, 1, 0xc69a21fee318c845, 46120},
+		{"pm-first-ma", 4608, 6, 1, 0x7bbc23361ea7f5b1, 46120},
+	} {
+		hash, placed := roundTrail(t, c.placer, c.nodes, c.per, c.seed, 8)
+		if hash != c.hash || placed != c.placed {
+			t.Errorf("{%q, %d, %d, %d, %#x, %d}, want hash %#x with %d placed", c.placer, c.nodes, c.per, c.seed, hash, placed, c.hash, c.placed)
+		}
 	}
 }
