@@ -79,29 +79,32 @@ func (c *Chain) within(x, l int) int {
 
 // PCell is a physical cell.
 type PCell struct {
-	chain    *Chain
-	level    int
-	Addr     string // full address: parent address + "/" + own, node names at node level
-	parent   *PCell
+	// The fields binding reads for every candidate (bind, better, use)
+	// come first, so that looking at a cell mostly touches one cache line.
+	vcell          *VCell // bound virtual cell
+	bad, opp, used int    // leaves bad (node down or quarantined), in use by opportunistic groups, in use
+	level          int
+	leaves         int
+	chain          *Chain
+	parent         *PCell
+
 	children []*PCell
+	group    *Group // the group using a leaf
+	Addr     string // full address: parent address + "/" + own, node names at node level
 	node     string // node name at or below node level, "" above
 	gpu      int    // device index inside the node for a leaf, -1 otherwise
 	pinned   string
-	leaves   int
 
 	split   bool // buddy system: some descendant was handed out
 	inFree  bool
 	freeIdx int
-	vcell   *VCell // bound virtual cell
 
-	used, opp, bad int       // leaves in use, in use by opportunistic groups, bad (node down or quarantined)
-	down           bool      // a node-level cell whose node is marked bad (SetNodeHealth)
-	quar           bool      // a leaf taken out of the guarantees (Quarantine)
-	speed          []float64 // per class: the sum of the leaves' values (lower is faster); nil without SetSpeeds
-	group          *Group    // the group using a leaf
-	leaving        *Group    // a victim still on the leaf, which a preempting group holds
-	mark           int       // chosen by the decision of this epoch
-	twin           *PCell    // its copy while Clone runs, nil otherwise
+	down    bool      // a node-level cell whose node is marked bad (SetNodeHealth)
+	quar    bool      // a leaf taken out of the guarantees (Quarantine)
+	speed   []float64 // per class: the sum of the leaves' values (lower is faster); nil without SetSpeeds
+	leaving *Group    // a victim still on the leaf, which a preempting group holds
+	mark    int       // chosen by the decision of this epoch
+	twin    *PCell    // its copy while Clone runs, nil otherwise
 }
 
 // Level is the cell's level in its chain (1 = one device).

@@ -209,6 +209,7 @@ func (s *Scheduler) Clone() *Scheduler {
 	out.sizes = sizes{maxNode: s.sizes.maxNode, vcDevices: maps.Clone(s.sizes.vcDevices), maxPod: maps.Clone(s.sizes.maxPod)}
 	out.newBinds = c.vcells(s.newBinds)
 	out.scratch = nil // a buffer each decision fills afresh
+	out.podSizes, out.podIdx = nil, nil
 	out.deferred = c.vcells(s.deferred)
 	out.allowed = maps.Clone(s.allowed)
 	out.cancelled = slices.Clone(s.cancelled)

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -32,10 +33,12 @@ type Scheduler struct {
 	leaves    []*PCell
 	sizes     sizes // fixed by the config, computed once by build
 
-	classes     int             // speed classes set by SetSpeeds (0: none)
-	epoch       int             // marks leaves chosen by the current decision
-	newBinds    []*VCell        // bindings made by the current decision, for undo
-	scratch     []viewNode      // reused view buffer
+	classes     int        // speed classes set by SetSpeeds (0: none)
+	epoch       int        // marks leaves chosen by the current decision
+	newBinds    []*VCell   // bindings made by the current decision, for undo
+	scratch     []viewNode // reused view buffer
+	podSizes    []int      // commitGuaranteed's pod sizes and binding order, reused
+	podIdx      []int
 	quarantined int             // devices quarantined (Quarantine)
 	holding     bool            // Hold: unbinding waits for EndRound
 	deferred    []*VCell        // leaves freed while holding
@@ -287,12 +290,15 @@ func sortView(nodes []viewNode) {
 
 // podOrder lists pod indices smallest pod first (stable): the order in
 // which pods are fitted, given devices and bound.
-func podOrder(pods []int) []int {
-	order := make([]int, len(pods))
-	for i := range order {
-		order[i] = i
+func podOrder(pods []int) []int { return podOrderInto(nil, pods) }
+
+// podOrderInto is podOrder in order's memory.
+func podOrderInto(order, pods []int) []int {
+	order = order[:0]
+	for i := range pods {
+		order = append(order, i)
 	}
-	sort.SliceStable(order, func(i, j int) bool { return pods[order[i]] < pods[order[j]] })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(pods[a], pods[b]) })
 	return order
 }
 
@@ -596,11 +602,12 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		s.demote(g)
 	}
 	// Bind in the order the pods were fitted (smallest first), as HiveD.
-	sizes := make([]int, len(vp))
-	for i, pod := range vp {
-		sizes[i] = len(pod)
+	s.podSizes = s.podSizes[:0]
+	for _, pod := range vp {
+		s.podSizes = append(s.podSizes, len(pod))
 	}
-	order := podOrder(sizes)
+	s.podIdx = podOrderInto(s.podIdx, s.podSizes)
+	order := s.podIdx
 	ok := true
 	for _, pi := range order {
 		for _, l := range vp[pi] {
@@ -680,16 +687,19 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		n += len(pod)
 	}
 	g.vleaves, g.pre, g.pods = make([]*VCell, 0, n), make([]string, 0, n), make([][]*PCell, 0, len(vp))
+	// Every pod's devices are cut from one block (capped, so that no
+	// pod's append runs into the next), one allocation a group.
+	all := make([]*PCell, 0, n)
 	for _, pod := range vp {
-		pp := make([]*PCell, 0, len(pod))
+		from := len(all)
 		for _, l := range pod {
 			s.takeOver(g, l, l.phys)
 			s.use(g, l, l.phys)
-			pp = append(pp, l.phys)
+			all = append(all, l.phys)
 			g.vleaves = append(g.vleaves, l)
 			g.pre = append(g.pre, l.root().vcc.chain.types[l.root().level].name)
 		}
-		g.pods = append(g.pods, pp)
+		g.pods = append(g.pods, all[from:len(all):len(all)])
 	}
 	s.groups[g.Name] = g
 	for _, v := range cleanup {
@@ -708,12 +718,18 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 
 func podsOf(g *Group) []Pod {
 	out := make([]Pod, len(g.pods))
+	n := 0
+	for _, pod := range g.pods {
+		n += len(pod)
+	}
+	gpus := make([]int, 0, n) // one block for all pods, each capped
 	for i, pod := range g.pods {
 		out[i].Node = pod[0].node
-		out[i].GPUs = make([]int, 0, len(pod))
+		from := len(gpus)
 		for _, l := range pod {
-			out[i].GPUs = append(out[i].GPUs, l.gpu)
+			gpus = append(gpus, l.gpu)
 		}
+		out[i].GPUs = gpus[from:len(gpus):len(gpus)]
 	}
 	return out
 }

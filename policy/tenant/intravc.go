@@ -71,6 +71,23 @@ func (sh *shadows) of(j *workload.Job, held []int) *workload.Job {
 
 func (sh *shadows) forget(id int) { delete(sh.by, id) }
 
+// member is what a pool keeps of one job: the virtual GPUs it holds
+// there (nil: none; set and dropped by hold and unhold) and its stand-in
+// for the placer (as shadows keeps them). One map finds both, as every
+// decision looks up each job of the pool; kept in the map by value, so
+// that the lookup is the only memory it reads.
+type member struct {
+	held []int
+	sh   *workload.Job
+}
+
+// stand fills stand-in sh from j, holding virtual GPUs held.
+func stand(sh, j *workload.Job, held []int) *workload.Job {
+	*sh = *j
+	sh.GPUsHeld = held
+	return sh
+}
+
 // vcLayer is one VC under HiveD: its view split into pools (one per
 // leaf type of its non-pinned chains, one per pinned cell; see
 // tenancy.Pool), each with the shape of its part of the VC's private
@@ -97,14 +114,18 @@ type poolLayer struct {
 	placer policy.Placer
 	// tr is the placer when it keeps its free set between rounds
 	// (place.Tracker), told by hold and unhold; nil otherwise.
-	tr   place.Tracker
-	held map[int][]int // job id → virtual GPUs (set and dropped by hold and unhold)
-	now  [][]int       // held of jobs[k], while placePool runs
+	tr place.Tracker
+	// mem is what the pool keeps of each job it has seen, by job id;
+	// nheld counts the members that hold GPUs.
+	mem   map[int]member
+	nheld int
+	now   [][]int         // held of jobs[k], while placePool runs
+	shs   []*workload.Job // the stand-in of jobs[k], while placePool runs
 	// free[i] counts node i's GPUs that no job in held holds, kept by
 	// hold and unhold: a waiting job that names no pool is matched
 	// against it every round (see freeByNode).
 	free []int
-	sh   shadows
+	view []*workload.Job // the stand-ins the placer is given
 	jobs []*workload.Job
 	at   []int // jobs[k] is the VC's jobs[at[k]]
 	pods [][]*tenancy.VCell
@@ -121,7 +142,7 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 	}
 	L := &vcLayer{name: vc, byPin: map[string]*poolLayer{}, byType: map[string]*poolLayer{}, in: map[int]*poolLayer{}}
 	for _, pool := range pools {
-		P := &poolLayer{Pool: pool, held: map[int][]int{}, id: map[*tenancy.VCell]int{}}
+		P := &poolLayer{Pool: pool, mem: map[int]member{}, id: map[*tenancy.VCell]int{}}
 		sizes := make([]int, len(pool.Nodes))
 		P.free = make([]int, len(pool.Nodes))
 		for i, n := range pool.Nodes {
@@ -235,7 +256,10 @@ func (L *vcLayer) freeByNode() map[*poolLayer][]int {
 // hold records that job id holds virtual GPUs v of the pool.
 func (P *poolLayer) hold(id int, v []int) {
 	P.unhold(id)
-	P.held[id] = v
+	m := P.mem[id]
+	m.held = v
+	P.mem[id] = m
+	P.nheld++
 	for _, x := range v {
 		P.free[P.c.GPUs[x].Node]--
 	}
@@ -250,8 +274,8 @@ func (P *poolLayer) checkFree() error {
 	for i, n := range P.Nodes {
 		f[i] = len(n.Leaves)
 	}
-	for _, v := range P.held {
-		for _, x := range v {
+	for _, m := range P.mem {
+		for _, x := range m.held {
 			f[P.c.GPUs[x].Node]--
 		}
 	}
@@ -265,17 +289,26 @@ func (P *poolLayer) checkFree() error {
 
 // unhold forgets what job id holds in the pool, if anything.
 func (P *poolLayer) unhold(id int) {
-	v, ok := P.held[id]
-	if !ok {
+	m := P.mem[id]
+	if m.held == nil {
 		return
 	}
+	v := m.held
 	for _, x := range v {
 		P.free[P.c.GPUs[x].Node]++
 	}
 	if P.tr != nil {
 		P.tr.Free(v)
 	}
-	delete(P.held, id)
+	m.held = nil
+	P.mem[id] = m
+	P.nheld--
+}
+
+// forget drops job id from the pool: it has finished.
+func (P *poolLayer) forget(id int) {
+	P.unhold(id)
+	delete(P.mem, id)
 }
 
 // anyPool picks the pool of a waiting job that names neither a pinned
@@ -351,30 +384,35 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		}
 		return
 	}
-	P.now = P.now[:0]
+	P.now, P.shs = P.now[:0], P.shs[:0]
 	running := 0
 	for _, j := range P.jobs {
-		v := P.held[j.ID]
-		if v != nil {
+		m := P.mem[j.ID]
+		if m.sh == nil {
+			m.sh = new(workload.Job)
+			P.mem[j.ID] = m
+		}
+		if m.held != nil {
 			running++
 		}
-		P.now = append(P.now, v)
+		P.now = append(P.now, m.held)
+		P.shs = append(P.shs, m.sh)
 	}
 	var alloc [][]int
 	if h.s.NumQuarantined() > 0 && P.hideBad() {
 		alloc = P.placeWithout()
 	} else {
-		P.sh.view = P.sh.view[:0]
+		P.view = P.view[:0]
 		for k, j := range P.jobs {
-			P.sh.view = append(P.sh.view, P.sh.of(j, P.now[k]))
+			P.view = append(P.view, stand(P.shs[k], j, P.now[k]))
 		}
-		if P.tr != nil && running == len(P.held) {
+		if P.tr != nil && running == P.nheld {
 			// The jobs hold all that the pool counts held (job ids are
 			// unique), so the placer's kept free set is the one it would
 			// count.
-			alloc = P.tr.PlaceHeld(&P.env, P.sh.view)
+			alloc = P.tr.PlaceHeld(&P.env, P.view)
 		} else {
-			alloc = P.placer.Place(&P.env, P.sh.view)
+			alloc = P.placer.Place(&P.env, P.view)
 		}
 	}
 	for k, j := range P.jobs {
@@ -425,8 +463,8 @@ func (P *poolLayer) hideBad() bool {
 	if !any {
 		return false
 	}
-	for _, v := range P.held {
-		for _, x := range v {
+	for _, m := range P.mem {
+		for _, x := range m.held {
 			P.shown[x] = false
 		}
 	}
@@ -442,11 +480,11 @@ func (P *poolLayer) placeWithout() [][]int {
 		return make([][]int, len(jobs))
 	}
 	env := policy.Env{Cluster: P.sub.c, Scores: P.sub.scores(P.env.Scores), Rand: P.env.Rand, Locality: P.env.Locality}
-	P.sh.view = P.sh.view[:0]
+	P.view = P.view[:0]
 	for k, j := range jobs {
-		P.sh.view = append(P.sh.view, P.sh.of(j, P.sub.sub(P.now[k])))
+		P.view = append(P.view, stand(P.shs[k], j, P.sub.sub(P.now[k])))
 	}
-	alloc := P.placer.Place(&env, P.sh.view)
+	alloc := P.placer.Place(&env, P.view)
 	out := make([][]int, len(alloc))
 	for k, a := range alloc {
 		out[k] = P.sub.phys(a)
@@ -487,7 +525,14 @@ func (P *poolLayer) leaves(v []int, healthy bool) bool {
 			return false
 		}
 		if n != last {
-			P.pods = append(P.pods, nil)
+			// Reuse the pod buffers of earlier decisions: Commit copies
+			// what it keeps.
+			if k := len(P.pods); k < cap(P.pods) {
+				P.pods = P.pods[:k+1]
+				P.pods[k] = P.pods[k][:0]
+			} else {
+				P.pods = append(P.pods, nil)
+			}
 			last = n
 		}
 		P.pods[len(P.pods)-1] = append(P.pods[len(P.pods)-1], P.leaf[x])
@@ -514,7 +559,7 @@ func (h *HiveD) commitLeaves(L *vcLayer, P *poolLayer, j *workload.Job) tenancy.
 
 // again asks for a job that holds its cells while its victims leave.
 func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
-	P.leaves(P.held[j.ID], false) // bad hardware under it: tenancy cancels the reservation
+	P.leaves(P.mem[j.ID].held, false) // bad hardware under it: tenancy cancels the reservation
 	d := h.commitLeaves(L, P, j)
 	switch {
 	case d.Placed:
@@ -539,9 +584,9 @@ func (h *HiveD) physical(d tenancy.Decision) []int {
 	}
 	g := make([]int, 0, n)
 	for _, p := range d.Pods {
-		ids := h.l.gpuID[p.Node]
+		nd := h.l.nodeGPUs[p.Node]
 		for _, dev := range p.GPUs {
-			g = append(g, ids[dev])
+			g = append(g, nd.id(dev))
 		}
 	}
 	slices.Sort(g)

@@ -183,7 +183,7 @@ func (l *Layout) Same(cfg *tenancy.Config) (*Layout, error) {
 	if !slices.Equal(a, b) {
 		return nil, fmt.Errorf("%s: VCs %v; the jobs' VCs are %v (a changed config keeps the VCs and changes their cells)", cfg.File, b, a)
 	}
-	nl.Cluster, nl.gpuID = l.Cluster, l.gpuID
+	nl.Cluster, nl.gpuID, nl.nodeGPUs = l.Cluster, l.gpuID, l.nodeGPUs
 	return nl, nil
 }
 

@@ -25,7 +25,23 @@ type Layout struct {
 	Cluster *cluster.Cluster
 	probe   *tenancy.Scheduler // validated state, read-only
 	gpuID   map[string]map[int]int
-	vcs     []string
+	// nodeGPUs is gpuID as sorted lists: turning a decision's devices
+	// into GPU ids is on every decision's path, and a search of a node's
+	// few devices is cheaper than a hash a device.
+	nodeGPUs map[string]nodeGPUs
+	vcs      []string
+}
+
+// nodeGPUs is one node's device indices, ascending, and their GPU ids.
+type nodeGPUs struct{ devs, ids []int }
+
+// id is the GPU id of device dev, which the node has.
+func (n nodeGPUs) id(dev int) int {
+	k, ok := slices.BinarySearch(n.devs, dev)
+	if !ok {
+		panic(fmt.Sprintf("tenant: no device %d in the node", dev))
+	}
+	return n.ids[k]
 }
 
 // DefaultVC names the one VC of a cluster without a cells file.
@@ -67,14 +83,18 @@ func NewLayout(cfg *tenancy.Config) (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Layout{Cells: cfg, Cluster: c, probe: s, gpuID: map[string]map[int]int{}, vcs: s.VCs()}
+	l := &Layout{Cells: cfg, Cluster: c, probe: s, gpuID: map[string]map[int]int{}, nodeGPUs: map[string]nodeGPUs{}, vcs: s.VCs()}
 	for i, n := range nodes {
 		c.Nodes[i].Name = n.Name
 		m := map[int]int{}
+		var nd nodeGPUs
 		for k, d := range n.Devices {
 			m[d] = c.Nodes[i].GPUs[k]
+			nd.devs = append(nd.devs, d)
+			nd.ids = append(nd.ids, c.Nodes[i].GPUs[k])
 		}
 		l.gpuID[n.Name] = m
+		l.nodeGPUs[n.Name] = nd
 	}
 	return l, nil
 }
@@ -735,8 +755,7 @@ func (h *HiveD) Finish(j *workload.Job) {
 	if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil {
 		delete(L.in, j.ID)
 		for _, P := range L.pools {
-			P.unhold(j.ID)
-			P.sh.forget(j.ID)
+			P.forget(j.ID)
 		}
 	}
 }
