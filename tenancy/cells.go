@@ -80,7 +80,8 @@ func (c *Chain) within(x, l int) int {
 // PCell is a physical cell.
 type PCell struct {
 	// The fields binding reads for every candidate (bind, better, use)
-	// come first, so that looking at a cell mostly touches one cache line.
+	// come first, within 64 bytes, so that looking at a cell touches one
+	// or two cache lines rather than up to four.
 	vcell          *VCell // bound virtual cell
 	bad, opp, used int    // leaves bad (node down or quarantined), in use by opportunistic groups, in use
 	level          int
