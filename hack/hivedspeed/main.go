@@ -7,12 +7,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +53,10 @@ func main() {
 	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "settings run at once")
 	round := flag.Float64("round", 60, "round, seconds")
 	placement := flag.String("placement", "spread", "placement inside the VCs")
+	modeList := flag.String("modes", strings.Join(modes, ","), "modes to run (private is always run or read from -cache)")
+	cache := flag.String("cache", "", "directory keeping each setting's private reference (it does not depend on the hived modes); empty: none")
 	flag.Parse()
+	modes = append([]string{"private"}, slices.DeleteFunc(split(*modeList), func(m string) bool { return m == "private" })...)
 	dir, err := os.MkdirTemp("", "hivedspeed")
 	if err != nil {
 		fail(err)
@@ -101,7 +106,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				res[i] = runSetting(sets[i], i, dir, *draws, *round, *placement)
+				res[i] = runSetting(sets[i], i, dir, *cache, *draws, *round, *placement)
 				fmt.Fprintf(os.Stderr, "hivedspeed: %s done\n", sets[i].name)
 			}
 		}()
@@ -180,7 +185,19 @@ func main() {
 	}
 }
 
-func runSetting(s setting, i int, dir string, draws int, round float64, placement string) result {
+// cached is a private reference kept by -cache.
+type cached struct {
+	VCs []experiment.VCFigures `json:"vcs"`
+	JCT float64                `json:"jct"`
+}
+
+// cacheFile names a setting's private reference: everything it depends on.
+func cacheFile(dir string, s setting, jobs, draws int, round float64, placement string) string {
+	name := fmt.Sprintf("%s jobs %d draws %d round %g %s", s.name, jobs, draws, round, placement)
+	return filepath.Join(dir, strings.NewReplacer(" ", "_", "=", "", "/", "_").Replace(name)+".json")
+}
+
+func runSetting(s setting, i int, dir, cache string, draws int, round float64, placement string) result {
 	r := result{vcs: map[string][]experiment.VCFigures{}, jct: map[string]float64{}, wall: map[string]time.Duration{}}
 	path := filepath.Join(dir, fmt.Sprintf("cells-%d.yaml", i))
 	f, err := os.Create(path)
@@ -193,7 +210,22 @@ func runSetting(s setting, i int, dir string, draws int, round float64, placemen
 		return r
 	}
 	f.Close()
+	var cpath string
+	if cache != "" {
+		cpath = cacheFile(cache, s, len(s.tr.Jobs), draws, round, placement)
+		if b, err := os.ReadFile(cpath); err == nil {
+			var c cached
+			if err := json.Unmarshal(b, &c); err != nil {
+				r.err = fmt.Errorf("%s: %w", cpath, err)
+				return r
+			}
+			r.vcs["private"], r.jct["private"] = c.VCs, c.JCT
+		}
+	}
 	for _, m := range modes {
+		if _, done := r.vcs[m]; done {
+			continue
+		}
 		o, err := experiment.Preset("artifact")
 		if err != nil {
 			r.err = err
@@ -217,6 +249,16 @@ func runSetting(s setting, i int, dir string, draws int, round float64, placemen
 		}
 		r.wall[m] = time.Since(start)
 		r.vcs[m], r.jct[m] = out.VCs, out.AvgJCT
+		if m == "private" && cpath != "" {
+			b, err := json.Marshal(cached{out.VCs, out.AvgJCT})
+			if err == nil {
+				err = os.WriteFile(cpath, b, 0o644)
+			}
+			if err != nil {
+				r.err = err
+				return r
+			}
+		}
 	}
 	return r
 }
