@@ -9,6 +9,7 @@
 #   hack/hived-speed.sh -philly-jobs 3000 a prefix of the Philly trace
 #
 # Flags go to hack/hivedspeed (-seeds, -loads, -days, -philly, -draws,
+# -modes, -cache DIR to keep the private references between runs,
 # -workers, -placement). The synthetic week takes about 5 minutes of CPU;
 # the whole Philly trace, with its 8 private draws per VC, far longer.
 # The record goes to stdout; docs/measurements keeps one.
