@@ -740,7 +740,11 @@ func podsOf(g *Group) []Pod {
 // topology inside the bound cell).
 func (s *Scheduler) bind(v *VCell) bool {
 	if v.phys != nil {
-		return true
+		// Bound before this call: by an earlier pod of the decision, by
+		// Hold, or by fixBad while a cancelled preemption's or a doomed
+		// cell's binding was undone and redone. A leaf shown bad that way
+		// serves no pod.
+		return usable(v.phys)
 	}
 	if v.parent == nil {
 		var p *PCell
@@ -763,7 +767,7 @@ func (s *Scheduler) bind(v *VCell) bool {
 		// and picked v for it: v may not be bound a second time. A cell
 		// with healthy leaves left (a quarantined device in a node) may
 		// still serve the decision's leaves inside it.
-		return v.phys.bad < v.phys.leaves || v.phys.level > v.phys.chain.NodeLevel
+		return usable(v.phys)
 	}
 	var best *PCell
 	for _, c := range v.parent.phys.children {
@@ -783,6 +787,14 @@ func (s *Scheduler) bind(v *VCell) bool {
 		s.fixBad(best)
 	}
 	return true
+}
+
+// usable reports whether a physical cell bound to a decision's virtual
+// cell can serve it: a bad leaf cannot, a node-level cell can while one of
+// its devices is healthy, and a cell above node level always can (its
+// nodes are checked as they are bound).
+func usable(p *PCell) bool {
+	return p.bad < p.leaves || p.level > p.chain.NodeLevel
 }
 
 // bindPre binds a preassigned cell to a physical cell already taken out of
