@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -171,6 +172,47 @@ func TestOrdersAllDiffer(t *testing.T) {
 		got := ids(tc.s.Order(0, jobs()))
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A job's queue history is kept per id whichever table holds it: a small
+// id (the dense table), one past the table's bound and a negative one
+// (the map) go through the same demotion, starvation promotion and
+// Forget, and Forget leaves no state behind for the id's next job.
+func TestTiresiasStateByIDRange(t *testing.T) {
+	for _, id := range []int{3, denseIDs, denseIDs + 9, -4} {
+		s := NewTiresiasLAS(TiresiasConfig{Thresholds: []float64{100, 400}, TwoD: true, StarvationFactor: 2})
+		other := mk(0, 1, 0, 1, 1, 999) // a neighbour whose state must not leak
+		other.GPUService = 500
+		s.Key(0, other)
+		a := mk(id, 5, 0, 1, 1, 999)
+		a.GPUService = 150
+		a.GPUsHeld = []int{0}
+		if k := s.Key(0, a); k.Level != 1 || k.Value != 5 || s.Queue(id) != 1 {
+			t.Fatalf("id %d: key %+v queue %d, want level 1", id, k, s.Queue(id))
+		}
+		if w := s.WakeAfter(a); w != 300 {
+			t.Fatalf("id %d: WakeAfter %v, want 2 x 150", id, w)
+		}
+		a.GPUsHeld = nil
+		a.SinceScheduled = 300
+		if k := s.Key(0, a); k.Level != 0 || s.Queue(id) != 0 {
+			t.Fatalf("id %d: not promoted: %+v", id, k)
+		}
+		a.GPUService = 200 // 50 since the promotion: stays in queue 0
+		a.GPUsHeld = []int{1}
+		if k := s.Key(0, a); k.Level != 0 {
+			t.Fatalf("id %d: demoted on service before the promotion: %+v", id, k)
+		}
+		s.Forget(id)
+		if s.Queue(id) != 0 || !math.IsInf(s.WakeAfter(a), 1) {
+			t.Fatalf("id %d: state left after Forget: queue %d, wake %v", id, s.Queue(id), s.WakeAfter(a))
+		}
+		b := mk(id, 9, 0, 1, 1, 999) // the id's next job starts afresh
+		b.GPUService = 450 // past both thresholds when counted from 0
+		if k := s.Key(0, b); k.Level != 2 || s.Queue(0) != 2 {
+			t.Fatalf("id %d: next job %+v, neighbour queue %d (want 2 and 2)", id, k, s.Queue(0))
 		}
 	}
 }
