@@ -48,6 +48,10 @@ type Chain struct {
 	balVC    *vcChain   // the VC view a balanced decision binds for (SetBalance), nil otherwise
 	bal      *balance   // its balance while buddyAlloc picks
 	avg      []float64  // mean device value per class (SetSpeeds)
+	pod      int        // the largest pod of the decision that balances (balance.pod)
+	// pacedMemo keeps paced values (balance.go), fixed once speeds are
+	// set; keyed by cell, so a copy (Clone) starts its own.
+	pacedMemo map[pacedKey]float64
 }
 
 // serves reports whether the chain may hold a demand for leafType: any

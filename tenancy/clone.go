@@ -120,6 +120,7 @@ func (s *Scheduler) Clone() *Scheduler {
 			n.bal = &b
 		}
 		n.avg = slices.Clone(old.avg)
+		n.pacedMemo = nil
 	}
 	for _, old := range c.ps {
 		n := old.twin

@@ -558,7 +558,10 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 		defer func() { ch.class = -1 }()
 		if s.balance {
 			ch.balVC = vcc
-			defer func() { ch.balVC, ch.bal = nil, nil }()
+			for _, pod := range vp {
+				ch.pod = max(ch.pod, len(pod))
+			}
+			defer func() { ch.balVC, ch.bal, ch.pod = nil, nil, 0 }()
 		}
 	}
 	// A preemption in progress that this placement overlaps (only a higher
