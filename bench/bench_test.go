@@ -1,13 +1,13 @@
 package bench
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/palsched/pal/internal/goldenhash"
 )
 
 // benchShapes are the sizes the placement acceptance criteria name: the
@@ -200,12 +200,8 @@ func roundTrail(t *testing.T, placer string, nodes, per int, seed uint64, rounds
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x747261696c)) // "trail"
-	h := fnv.New64a()
-	word := func(v int) {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(int64(v)))
-		h.Write(b[:])
-	}
+	h := goldenhash.New()
+	word := h.Int
 	placed := 0
 	for range rounds {
 		for _, j := range r.order {
@@ -230,7 +226,7 @@ func roundTrail(t *testing.T, placer string, nodes, per int, seed uint64, rounds
 			}
 		}
 	}
-	return h.Sum64(), placed
+	return h.Sum(), placed
 }
 
 // TestPlacementRoundGolden pins every answer of the indexed placers on

@@ -1,12 +1,11 @@
 package place
 
 import (
-	"encoding/binary"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/palsched/pal/internal/goldenhash"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
@@ -26,12 +25,8 @@ var goldenPlacers = []string{"pal", "pal-ma", "pm-first", "pm-first-ma"}
 func placementTrail(t *testing.T, seed uint64, trials, rounds int) (sum uint64, placed int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x676f6c64)) // "gold"
-	h := fnv.New64a()
-	word := func(v int) {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(int64(v)))
-		h.Write(b[:])
-	}
+	h := goldenhash.New()
+	word := h.Int
 	for range trials {
 		c := randomCluster(t, rng)
 		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()),
@@ -72,7 +67,7 @@ func placementTrail(t *testing.T, seed uint64, trials, rounds int) (sum uint64, 
 			}
 		}
 	}
-	return h.Sum64(), placed
+	return h.Sum(), placed
 }
 
 // cloneJobs copies a queue so that placers that run on it each own

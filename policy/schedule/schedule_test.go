@@ -210,7 +210,7 @@ func TestTiresiasStateByIDRange(t *testing.T) {
 			t.Fatalf("id %d: state left after Forget: queue %d, wake %v", id, s.Queue(id), s.WakeAfter(a))
 		}
 		b := mk(id, 9, 0, 1, 1, 999) // the id's next job starts afresh
-		b.GPUService = 450 // past both thresholds when counted from 0
+		b.GPUService = 450           // past both thresholds when counted from 0
 		if k := s.Key(0, b); k.Level != 2 || s.Queue(0) != 2 {
 			t.Fatalf("id %d: next job %+v, neighbour queue %d (want 2 and 2)", id, k, s.Queue(0))
 		}
