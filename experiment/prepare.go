@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"github.com/palsched/pal/policy/backfill"
 	"io/fs"
@@ -79,6 +80,12 @@ func Prepare(o Options) (*Inputs, error) { return PrepareWith(o, nil) }
 // Synergy workload, say) in place of Options.Trace; Options.Trace then
 // only names it in the output.
 func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
+	return prepare(o, trace, false)
+}
+
+// prepare is PrepareWith; stream reads a trace file row by row as the
+// runs need it rather than whole, where the runs allow (see streamable).
+func prepare(o Options, trace *workload.Trace, stream bool) (*Inputs, error) {
 	o = o.Effective()
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -105,14 +112,16 @@ func PrepareWith(o Options, trace *workload.Trace) (*Inputs, error) {
 	in.Costs = workload.Costs{Default: workload.MoveCost{Migration: o.MigrationCost, Preemption: o.PreemptionCost}, Models: models}
 	if trace != nil {
 		in.Trace, in.TraceFrom = trace, trace.Name
-	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models); err != nil {
+	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models, stream && in.streamable()); err != nil {
 		return nil, err
 	}
-	in.traceIDs = make([]int, len(in.Trace.Jobs))
-	for i := range in.Trace.Jobs {
-		in.traceIDs[i] = in.Trace.Jobs[i].ID
+	if !in.Trace.Streamed() {
+		in.traceIDs = make([]int, len(in.Trace.Jobs))
+		for i := range in.Trace.Jobs {
+			in.traceIDs[i] = in.Trace.Jobs[i].ID
+		}
+		slices.Sort(in.traceIDs)
 	}
-	slices.Sort(in.traceIDs)
 	if err := in.setupTenancy(); err != nil {
 		return nil, err
 	}
@@ -143,7 +152,16 @@ func (in *Inputs) pinnedApplies() bool {
 	return o.Pinned && in.Cluster.String() == artifactPinShape
 }
 
-func (in *Inputs) loadTrace(models *workload.Models) (*workload.Trace, string, error) {
+// streamable says whether the runs can take the trace row by row: no
+// part of them reads it whole. Tenancy splits it by VC, generated extra
+// arrivals reuse its rows, Themis and the elastic baselines measure apps,
+// and a built-in trace is in memory anyway.
+func (in *Inputs) streamable() bool {
+	o := in.Opts
+	return !IsBuiltinTrace(o.Trace) && !o.tenancyOn() && !PlacesToo(o.Scheduler) && o.ExtraLoad == 0
+}
+
+func (in *Inputs) loadTrace(models *workload.Models, stream bool) (*workload.Trace, string, error) {
 	name := in.Opts.Trace
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
 		k, err := strconv.Atoi(n)
@@ -168,12 +186,18 @@ func (in *Inputs) loadTrace(models *workload.Models) (*workload.Trace, string, e
 			return t, p + " (pinned: the artifact's trace plus its extra arrivals)", err
 		}
 	}
-	return LoadTrace(name, models)
+	return loadTrace(name, models, stream)
 }
 
 // LoadTrace reads a built-in trace (sia-philly/1..8,
 // frontera/sia-160job-trace) or a CSV file, and says where it came from.
 func LoadTrace(name string, models *workload.Models) (*workload.Trace, string, error) {
+	return loadTrace(name, models, false)
+}
+
+// loadTrace is LoadTrace; stream streams a trace file (a built-in trace
+// is in memory anyway) unless it has apps, whose fairness reads every row.
+func loadTrace(name string, models *workload.Models, stream bool) (*workload.Trace, string, error) {
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
 		k, err := strconv.Atoi(n)
 		if err != nil || k < 1 || k > 8 {
@@ -194,6 +218,13 @@ func LoadTrace(name string, models *workload.Models) (*workload.Trace, string, e
 	if _, err := os.Stat(name); err != nil {
 		return nil, "", fmt.Errorf("--trace %q: not a built-in trace (sia-philly/1..8, frontera/sia-160job-trace) and not a readable file: %v", name, err)
 	}
+	if stream {
+		t, err := workload.StreamTraceFile(name, models)
+		if err == nil && t.HasApp {
+			t, err = t.Whole()
+		}
+		return t, name, err
+	}
 	t, err := workload.ReadTraceFile(name, models)
 	return t, name, err
 }
@@ -205,8 +236,8 @@ const LongRun = 365 * 24 * 3600.0
 // warnLong warns about trace rows that alone keep the simulation going
 // for more than LongRun (the simulator refuses rows past its horizon).
 func (in *Inputs) warnLong() {
-	for i := range in.Trace.Jobs {
-		j := &in.Trace.Jobs[i]
+	errEnough := errors.New("enough warnings")
+	err := in.Trace.Each(func(j *workload.Spec) error {
 		if end := j.Submit + j.IdealRuntime(); end > LongRun && j.Tracked {
 			// Blame the larger of the two terms: a far arrival is the
 			// submit_time's doing, not the duration's.
@@ -217,9 +248,13 @@ func (in *Inputs) warnLong() {
 			in.Warnings = append(in.Warnings, fmt.Sprintf("%s:%d: field %q: job %d %s, so the run simulates at least %.3g rounds%s",
 				j.Source, j.Line, field, j.ID, what, end/in.Opts.Round, hint))
 			if len(in.Warnings) >= 3 {
-				return
+				return errEnough
 			}
 		}
+		return nil
+	})
+	if err != nil && err != errEnough {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("reading the trace for long rows: %v", err))
 	}
 }
 
@@ -257,7 +292,7 @@ func (in *Inputs) describeExtras() string {
 		return "none (--extra-load 0)"
 	}
 	return fmt.Sprintf("%g jobs/h after the trace, generated: Poisson gaps ceil(-ln(1-U)/rate) h from seed %d, trace rows reused in file order, until every tracked job has finished or %d extras (the bound); marked extra-generated in --jobs-out",
-		o.ExtraLoad, o.Seed, sim.DefaultMaxExtras(len(in.Trace.Jobs)))
+		o.ExtraLoad, o.Seed, sim.DefaultMaxExtras(in.Trace.Len()))
 }
 
 // Origin says where a job of a run came from: "trace" (a row of the
@@ -265,6 +300,8 @@ func (in *Inputs) describeExtras() string {
 // "extra-generated" (made by the background-arrival generator).
 func (in *Inputs) Origin(id int) string {
 	switch {
+	case in.Trace.Streamed():
+		return "trace" // a streamed trace gets no extras (sim refuses them)
 	case in.pinnedExtras[id]:
 		return "extra-pinned"
 	case isTraceID(in.traceIDs, id):

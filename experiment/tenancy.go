@@ -399,14 +399,7 @@ func (in *Inputs) drawnScores(probe *tenancy.Scheduler, vc string, c *cluster.Cl
 }
 
 // hasPods says whether any job of the trace has pods (pod_gpus).
-func (in *Inputs) hasPods() bool {
-	for i := range in.Trace.Jobs {
-		if in.Trace.Jobs[i].PodGPUs > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (in *Inputs) hasPods() bool { return in.Trace.HasPods() }
 
 // privateScores gives a VC's private cluster its GPU values: drawn from the
 // profile with the run's seed (the shared cluster's values belong to other
@@ -445,11 +438,13 @@ func (in *Inputs) checkPods() error {
 	for _, n := range in.Cluster.Nodes {
 		most = max(most, len(n.GPUs))
 	}
-	for i := range in.Trace.Jobs {
-		j := &in.Trace.Jobs[i]
+	if !in.Trace.HasPods() {
+		return nil // and a streamed trace is not read again
+	}
+	return in.Trace.Each(func(j *workload.Spec) error {
 		if j.PodGPUs > most {
 			return fmt.Errorf("%s:%d: field \"pod_gpus\": job %d has pods of %d GPUs but the largest node of %s has %d", j.Source, j.Line, j.ID, j.PodGPUs, in.Cluster, most)
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -122,7 +122,12 @@ func ForwardWatch(cfg Config, T float64, jobs []*workload.Job, w Watch) (map[int
 			user(t, order, alloc)
 		}
 	}
-	s = newState(&cfg)
+	// The assumed arrivals are untracked, and s.tracked is set below from
+	// the jobs copied in.
+	var err error
+	if s, err = newState(&cfg, 0); err != nil {
+		return nil, err
+	}
 	tracked := 0
 	watched := map[int]bool{}
 	for _, j := range jobs {

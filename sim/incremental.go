@@ -227,6 +227,9 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 			break
 		}
 		x.arrive(round, T)
+		if s.rows.err != nil {
+			return nil, s.rows.err
+		}
 		x.events(round, T)
 		changed, stat := x.schedule(round, T)
 		s.report(round, x.active())
@@ -342,11 +345,11 @@ func (x *incremental) creditNext(j *job, Tn float64) bool {
 
 func (x *incremental) arrive(round int, T float64) {
 	s := x.state
-	for s.next < len(s.specs) && s.specs[s.next].Submit <= T {
-		x.admit(round, T, &s.specs[s.next])
-		s.next++
+	for sp := s.rows.peek(); sp != nil && sp.Submit <= T; sp = s.rows.peek() {
+		x.admit(round, T, sp)
+		s.rows.pop()
 	}
-	if s.next == len(s.specs) {
+	if s.rows.done() {
 		for s.extra.on() && s.extra.peek() <= T {
 			x.extraSpec = s.extra.pop()
 			x.admit(round, T, &x.extraSpec)

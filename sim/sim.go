@@ -47,6 +47,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -298,14 +299,24 @@ func PlacementRand(seed uint64) *rand.Rand { return policy.PlacementRand(seed) }
 // Validate checks a config against its trace; errors name the trace file,
 // line and field.
 func (c *Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is Validate, counting the trace's measured rows on the way
+// (a streamed trace is read once for both).
+func (c *Config) validate() (tracked int, err error) {
 	if c.Cluster == nil || c.Trace == nil || c.Scheduler == nil || c.Placer == nil {
-		return errors.New("sim: cluster, trace, scheduler and placer are required")
+		return 0, errors.New("sim: cluster, trace, scheduler and placer are required")
+	}
+	if c.Trace.Streamed() && extrasOn(c) {
+		return 0, fmt.Errorf("sim: %s is streamed, but extra arrivals (%g jobs/h) reuse its rows, which needs them held whole", c.Trace.Name, c.ExtraLoad)
 	}
 	if !(c.Round > 0) || math.IsInf(c.Round*float64(c.maxRounds()), 0) {
-		return fmt.Errorf("sim: round length must be positive and keep the clock finite, got %v", c.Round)
+		return 0, fmt.Errorf("sim: round length must be positive and keep the clock finite, got %v", c.Round)
 	}
 	if !(c.StarvationGuard >= 0) || math.IsInf(c.StarvationGuard, 0) {
-		return fmt.Errorf("sim: starvation guard must be >= 0 seconds, got %v", c.StarvationGuard)
+		return 0, fmt.Errorf("sim: starvation guard must be >= 0 seconds, got %v", c.StarvationGuard)
 	}
 	size := c.Cluster.Size()
 	horizon := c.Round * float64(c.maxRounds())
@@ -317,8 +328,10 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for i := range c.Trace.Jobs {
-		j := &c.Trace.Jobs[i]
+	err = c.Trace.Each(func(j *workload.Spec) error {
+		if c.tracks(j) {
+			tracked++
+		}
 		if j.Most() > size {
 			if j.Elastic() && j.GPUs <= size {
 				return fmt.Errorf("%s:%d: field \"max_gpus\": job %d can use %d GPUs but the cluster (%s) has %d",
@@ -337,36 +350,40 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s:%d: field %q: job %d runs %s on a median GPU, %.6g s even on the fastest GPUs, past the simulation horizon of %g s (%d rounds of %g s)%s",
 				j.Source, j.Line, j.DurationField(), j.ID, j.DurationText(), need, horizon, c.maxRounds(), c.Round, j.DurationHint())
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if c.Raw != nil && c.Raw.NumGPUs() != size {
-		return fmt.Errorf("sim: the GPU score table covers %d GPUs but the cluster has %d", c.Raw.NumGPUs(), size)
+		return 0, fmt.Errorf("sim: the GPU score table covers %d GPUs but the cluster has %d", c.Raw.NumGPUs(), size)
 	}
 	if c.Scores != nil {
 		for k := range c.Scores.SF {
 			if len(c.Scores.SF[k]) != size {
-				return fmt.Errorf("sim: placement scores for class %v cover %d GPUs, cluster has %d", variability.Class(k), len(c.Scores.SF[k]), size)
+				return 0, fmt.Errorf("sim: placement scores for class %v cover %d GPUs, cluster has %d", variability.Class(k), len(c.Scores.SF[k]), size)
 			}
 		}
 	}
 	for i, e := range c.StageEvents {
 		if c.Tenancy == nil || e.Apply == nil || !(e.T >= 0) || (i > 0 && e.T < c.StageEvents[i-1].T) {
-			return fmt.Errorf("sim: stage event %d (%s, t = %g) has no tenancy stage, or is out of range or out of time order", i, e.What, e.T)
+			return 0, fmt.Errorf("sim: stage event %d (%s, t = %g) has no tenancy stage, or is out of range or out of time order", i, e.What, e.T)
 		}
 	}
 	if len(c.NodeEvents) > 0 {
 		if _, ok := c.Tenancy.(NodeHealth); !ok {
-			return errors.New("sim: node events need a tenancy stage that tracks node health (--tenancy hived)")
+			return 0, errors.New("sim: node events need a tenancy stage that tracks node health (--tenancy hived)")
 		}
 		for i, e := range c.NodeEvents {
 			if e.Node < 0 || e.Node >= c.Cluster.NumNodes() || !(e.T >= 0) || (i > 0 && e.T < c.NodeEvents[i-1].T) {
-				return fmt.Errorf("sim: node event %d (t = %g, node %d) is out of range or out of time order", i, e.T, e.Node)
+				return 0, fmt.Errorf("sim: node event %d (t = %g, node %d) is out of range or out of time order", i, e.T, e.Node)
 			}
 		}
 	}
 	if !(c.ExtraLoad >= 0) || math.IsInf(c.ExtraLoad, 0) {
-		return fmt.Errorf("sim: extra load must be a finite number of jobs/hour >= 0, got %v", c.ExtraLoad)
+		return 0, fmt.Errorf("sim: extra load must be a finite number of jobs/hour >= 0, got %v", c.ExtraLoad)
 	}
-	return c.Costs.Default.Validate("sim")
+	return tracked, c.Costs.Default.Validate("sim")
 }
 
 func (c *Config) maxRounds() int {
@@ -378,10 +395,15 @@ func (c *Config) maxRounds() int {
 
 // Run simulates until every tracked job has finished.
 func Run(cfg Config) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
+	tracked, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
-	s := newState(&cfg)
+	s, err := newState(&cfg, tracked)
+	defer s.rows.close()
+	if err != nil {
+		return nil, err
+	}
 	if err := s.startable(); err != nil {
 		return nil, err
 	}
@@ -415,13 +437,14 @@ type state struct {
 	cl         *cluster.Cluster
 	env        policy.Env
 	admit      policy.Admitter
-	specs      []workload.Spec // trace rows in arrival order
-	next       int             // next trace row to arrive
+	rows       rows // trace rows in arrival order, the next to arrive first
 	extra      extraGen
 	active     []*workload.Job
 	order      []*workload.Job
-	done       []metrics.JobRecord // Config.NoRecords: only briefs
+	done       []metrics.JobRecord // Config.NoRecords: only briefs, losts and folded
 	briefs     []brief
+	losts      []lostBrief
+	folded     folded
 	finished   int
 	tracked    int // tracked jobs not yet finished
 	trackedAll int
@@ -447,7 +470,15 @@ type state struct {
 	evict *round.Evictions
 }
 
-func newState(cfg *Config) *state {
+// extrasOn says whether the run generates extra arrivals.
+func extrasOn(cfg *Config) bool { return !cfg.Trace.HasTracked && cfg.ExtraLoad > 0 }
+
+// newState starts a run of cfg, whose trace has tracked measured rows (as
+// Validate counts them). The trace is read, never copied: a million rows
+// held whole are a fifth of a gigabyte, and a streamed trace is read row
+// by row as the clock reaches it (see rows); a --track window applies as
+// each row arrives.
+func newState(cfg *Config, tracked int) (*state, error) {
 	s := &state{cfg: cfg, cl: cfg.Cluster.Clone(), admit: cfg.Admitter}
 	if s.admit == nil {
 		s.admit = policy.AcceptAll{}
@@ -460,32 +491,27 @@ func newState(cfg *Config) *state {
 	if cfg.Moves == MovesEvictRelaunch {
 		s.evict = &round.Evictions{}
 	}
-	// The trace is read, never copied: a million rows are a tenth of a
-	// gigabyte. A --track window applies as each row arrives.
-	s.specs = cfg.Trace.Jobs
 	// Each trace row usually finishes and leaves one brief; sized up
 	// front, the list is written once instead of copied as it grows
 	// (a quarter of a 20,000-job FIFO run's bytes).
 	if cfg.NoRecords {
-		s.briefs = make([]brief, 0, len(s.specs))
+		s.briefs = make([]brief, 0, tracked)
+		s.folded.first, s.folded.last = math.Inf(1), math.Inf(-1)
 	}
-	for i := range s.specs {
-		if s.tracks(&s.specs[i]) {
-			s.tracked++
-		}
-	}
-	if !cfg.Trace.HasTracked && cfg.ExtraLoad > 0 {
-		s.extra = newExtraGen(s.specs, cfg.ExtraLoad, rand.New(rand.NewPCG(cfg.Seed, streamArrivals)), cfg.Track)
+	s.tracked = tracked
+	if extrasOn(cfg) {
+		// Validate refuses extras on a streamed trace: they reuse the rows.
+		s.extra = newExtraGen(cfg.Trace.Jobs, cfg.ExtraLoad, rand.New(rand.NewPCG(cfg.Seed, streamArrivals)), cfg.Track)
 		s.extra.limit = cfg.MaxExtras
 		if s.extra.limit == 0 {
-			s.extra.limit = DefaultMaxExtras(len(s.specs))
+			s.extra.limit = DefaultMaxExtras(len(cfg.Trace.Jobs))
 		}
 		s.tracked += s.extra.trackedAhead()
 	}
 	s.maxRound = cfg.maxRounds()
 	s.freeMoves = cfg.Costs.Free()
 	s.trackedAll = s.tracked
-	return s
+	return s, s.rows.open(cfg.Trace)
 }
 
 // run is the reference loop (Config.Plain).
@@ -506,6 +532,9 @@ func (s *state) runFrom(first int) (*Result, error) {
 			break
 		}
 		s.arrive(T)
+		if s.rows.err != nil {
+			return nil, s.rows.err
+		}
 		if err := s.nodeEvents(T); err != nil {
 			return nil, err
 		}
@@ -572,8 +601,7 @@ func (s *state) finish(j *workload.Job, T float64) {
 	j.GPUsHeld = nil
 	s.finished++
 	if s.cfg.NoRecords {
-		s.briefs = append(s.briefs, brief{id: j.ID, tracked: j.Tracked, pre: int32(j.Preemptions), mig: int32(j.Migrations),
-			arrival: j.Submit, completion: j.Completion, run: float64(j.RoundsRun) * s.cfg.Round, lost: j.LostGPUSeconds})
+		s.brief(j)
 	} else {
 		s.done = append(s.done, s.record(j))
 	}
@@ -627,8 +655,10 @@ func (s *state) progress(T, R float64) {
 }
 
 // tracks says whether a trace row is measured.
-func (s *state) tracks(sp *workload.Spec) bool {
-	if t := s.cfg.Track; t != nil {
+func (s *state) tracks(sp *workload.Spec) bool { return s.cfg.tracks(sp) }
+
+func (c *Config) tracks(sp *workload.Spec) bool {
+	if t := c.Track; t != nil {
 		return sp.ID >= t[0] && sp.ID <= t[1]
 	}
 	return sp.Tracked
@@ -637,8 +667,8 @@ func (s *state) tracks(sp *workload.Spec) bool {
 // nextArrival is the submit time of the next job to arrive, trace rows
 // first, then extras; +Inf when none will.
 func (s *state) nextArrival() float64 {
-	if s.next < len(s.specs) {
-		return s.specs[s.next].Submit
+	if sp := s.rows.peek(); sp != nil {
+		return sp.Submit
 	}
 	if s.extra.on() {
 		return s.extra.peek()
@@ -650,13 +680,13 @@ func (s *state) nextArrival() float64 {
 // in arrival order (extras only ever follow the trace).
 func (s *state) arrive(T float64) {
 	s.arrived = s.arrived[:0]
-	for s.next < len(s.specs) && s.specs[s.next].Submit <= T {
-		j := workload.NewJob(s.specs[s.next])
+	for sp := s.rows.peek(); sp != nil && sp.Submit <= T; sp = s.rows.peek() {
+		j := workload.NewJob(*sp)
 		j.Tracked = s.tracks(&j.Spec)
 		s.arrived = append(s.arrived, j)
-		s.next++
+		s.rows.pop()
 	}
-	if s.next == len(s.specs) {
+	if s.rows.done() {
 		for s.extra.on() && s.extra.peek() <= T {
 			s.arrived = append(s.arrived, workload.NewJob(s.extra.pop()))
 		}
@@ -889,12 +919,76 @@ func (s *state) nodesOf(gpus []int) []int {
 	return out
 }
 
-// brief is what the summary needs of a finished job (Config.NoRecords).
+// brief is what the summary needs of a finished tracked job under
+// Config.NoRecords beyond what folded holds: the figures it sums in id
+// order (floats added in another order can differ in the last bit), 24
+// bytes where a record is over 200.
 type brief struct {
-	id                             int
-	tracked                        bool
-	pre, mig                       int32
-	arrival, completion, run, lost float64
+	id        int
+	jct, wait float64
+}
+
+// lostBrief is a finished job's lost GPU time, summed in id order too;
+// only a job that lost some has one (adding zero leaves a sum as it is).
+type lostBrief struct {
+	id   int
+	lost float64
+}
+
+// folded is what the summary needs of every finished job that does not
+// depend on the order they are taken in: counts, and the first arrival
+// and last completion of the tracked ones.
+type folded struct {
+	preemptions, migrations int
+	first, last             float64
+}
+
+// brief keeps what the summary needs of a job finished under
+// Config.NoRecords.
+func (s *state) brief(j *workload.Job) {
+	s.folded.preemptions += j.Preemptions
+	s.folded.migrations += j.Migrations
+	if j.LostGPUSeconds != 0 {
+		s.losts = append(s.losts, lostBrief{j.ID, j.LostGPUSeconds})
+	}
+	if !j.Tracked {
+		return
+	}
+	jct := j.Completion - j.Submit
+	run := float64(j.RoundsRun) * s.cfg.Round
+	s.briefs = append(s.briefs, brief{id: j.ID, jct: jct, wait: math.Max(0, jct-run)})
+	s.folded.first = math.Min(s.folded.first, j.Submit)
+	s.folded.last = math.Max(s.folded.last, j.Completion)
+}
+
+// tallyBriefs adds the briefs to t as the records they stand for would
+// be, in id order: the counts first (an untracked record of them all),
+// then each job that lost GPU time or is tracked. Every tracked record
+// carries the run's first arrival and last completion, which is all the
+// tally reads of those two.
+func (s *state) tallyBriefs(t *metrics.Tally) {
+	if !s.cfg.NoRecords {
+		return
+	}
+	t.Add(&metrics.JobRecord{Preemptions: s.folded.preemptions, Migrations: s.folded.migrations})
+	slices.SortFunc(s.briefs, func(a, b brief) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(s.losts, func(a, b lostBrief) int { return cmp.Compare(a.id, b.id) })
+	losts := s.losts
+	for _, b := range s.briefs {
+		for len(losts) > 0 && losts[0].id < b.id {
+			t.Add(&metrics.JobRecord{ID: losts[0].id, LostGPUSeconds: losts[0].lost})
+			losts = losts[1:]
+		}
+		r := metrics.JobRecord{ID: b.id, Tracked: true, Arrival: s.folded.first, Completion: s.folded.last, JCT: b.jct, Wait: b.wait}
+		if len(losts) > 0 && losts[0].id == b.id {
+			r.LostGPUSeconds = losts[0].lost
+			losts = losts[1:]
+		}
+		t.Add(&r)
+	}
+	for _, l := range losts {
+		t.Add(&metrics.JobRecord{ID: l.id, LostGPUSeconds: l.lost})
+	}
 }
 
 // record is a finished job's line in the result.
@@ -920,12 +1014,7 @@ func (s *state) result(unfinished []*workload.Job) *Result {
 	for i := range res.Jobs {
 		t.Add(&res.Jobs[i])
 	}
-	slices.SortFunc(s.briefs, func(a, b brief) int { return a.id - b.id })
-	for _, b := range s.briefs {
-		jct := b.completion - b.arrival
-		t.Add(&metrics.JobRecord{ID: b.id, Tracked: b.tracked, Arrival: b.arrival, Completion: b.completion,
-			JCT: jct, Wait: math.Max(0, jct-b.run), Preemptions: int(b.pre), Migrations: int(b.mig), LostGPUSeconds: b.lost})
-	}
+	s.tallyBriefs(&t)
 	end := float64(s.nRounds) * s.cfg.Round
 	res.Summary = t.Summary(float64(s.busy)*s.cfg.Round, end*float64(s.cl.Size()))
 	// Preemptions and migrations count every job, including background

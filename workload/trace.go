@@ -25,10 +25,16 @@ type Trace struct {
 	HasTracked bool
 	// HasApp is true when the file carried an `app` column.
 	HasApp bool
+	// file, when set, keeps the rows on disk and Jobs is empty: the trace
+	// was streamed (StreamTraceFile) and is read again row by row (Rows).
+	file *traceFile
 }
 
 // TrackedCount is the number of jobs that count in metrics.
 func (t *Trace) TrackedCount() int {
+	if t.file != nil {
+		return t.file.tracked
+	}
 	n := 0
 	for i := range t.Jobs {
 		if t.Jobs[i].Tracked {
@@ -40,6 +46,9 @@ func (t *Trace) TrackedCount() int {
 
 // MaxGPUs is the largest gang in the trace.
 func (t *Trace) MaxGPUs() (gpus int, job *Spec) {
+	if t.file != nil {
+		return t.file.most.GPUs, &t.file.most
+	}
 	for i := range t.Jobs {
 		if t.Jobs[i].GPUs > gpus {
 			gpus, job = t.Jobs[i].GPUs, &t.Jobs[i]
@@ -56,7 +65,7 @@ func ReadTraceFile(path string, models *Models) (*Trace, error) {
 // readTraceFile counts the file's lines first, so that the jobs are
 // allocated once: grown by append, a million rows leave half a gigabyte
 // of outgrown copies for the garbage collector.
-func readTraceFile(path string, models *Models, needTracked bool) (*Trace, error) {
+func readTraceFile(path string, models *Models, needTracked bool, more ...csvin.Option) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -69,7 +78,7 @@ func readTraceFile(path string, models *Models, needTracked bool) (*Trace, error
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return readTrace(path, f, models, rows, needTracked)
+	return readTrace(path, f, models, rows, needTracked, more...)
 }
 
 // minRowBytes is the shortest row a trace can have ("0,1,0,1" and a
@@ -118,9 +127,9 @@ func ReadTrace(name string, r io.Reader, models *Models) (*Trace, error) {
 }
 
 // openTrace reads a trace's header.
-func openTrace(name string, r io.Reader) (*csvin.Table, error) {
-	return csvin.Open(name, r, csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.Known(TraceKnown...),
-		csvin.EmptyMsg("empty file (want a header "+strings.Join(traceColumns, ",")+")"))
+func openTrace(name string, r io.Reader, more ...csvin.Option) (*csvin.Table, error) {
+	return csvin.Open(name, r, append([]csvin.Option{csvin.Ragged(), csvin.RowLines(), csvin.InlineNames(), csvin.StripBOMs(), csvin.Known(TraceKnown...),
+		csvin.EmptyMsg("empty file (want a header " + strings.Join(traceColumns, ",") + ")")}, more...)...)
 }
 
 // ReadTraceRows is ReadTrace for a part of a workload: it also accepts a
@@ -131,8 +140,8 @@ func ReadTraceRows(name string, r io.Reader, models *Models) (*Trace, error) {
 }
 
 // readTrace reads a trace of about rows rows (a capacity hint; 0: unknown).
-func readTrace(name string, r io.Reader, models *Models, rows int, needTracked bool) (*Trace, error) {
-	tr, err := parseTrace(name, r, models, rows)
+func readTrace(name string, r io.Reader, models *Models, rows int, needTracked bool, more ...csvin.Option) (*Trace, error) {
+	tr, err := parseTrace(name, r, models, rows, more...)
 	if err != nil {
 		return nil, err
 	}
@@ -142,190 +151,240 @@ func readTrace(name string, r io.Reader, models *Models, rows int, needTracked b
 	return tr, nil
 }
 
-func parseTrace(name string, r io.Reader, models *Models, rows int) (*Trace, error) {
-	t, err := openTrace(name, r)
+func parseTrace(name string, r io.Reader, models *Models, rows int, more ...csvin.Option) (*Trace, error) {
+	p, err := newRowParser(name, r, models, more...)
 	if err != nil {
 		return nil, err
 	}
-	// duration_s (seconds on a median GPU) may stand in for duration
-	// (iterations); the model is then optional.
-	durSCol := t.OptCol("duration_s")
-	want := traceColumns
-	if durSCol >= 0 {
-		want = traceColumns[:3]
-	}
-	cols, err := t.Cols(want...)
-	if err != nil {
-		return nil, err
-	}
-	idCol, gpusCol, submitCol := cols[0], cols[1], cols[2]
-	durCol, modelCol := -1, -1
-	if durSCol < 0 {
-		durCol, modelCol = cols[3], cols[4]
-	} else {
-		modelCol = t.OptCol("model")
-		if c := t.OptCol("duration"); c >= 0 {
-			return nil, &csvin.Error{File: name, Line: 1, Field: "duration_s", Msg: "give duration (iterations) or duration_s (seconds), not both"}
-		}
-	}
-	vcCol, prioCol, podCol := t.OptCol("vc"), t.OptCol("priority"), t.OptCol("pod_gpus")
-	trackedCol := t.OptCol("tracked")
-	appCol := t.OptCol("app")
-	pinCol, leafCol := t.OptCol("pinned_cell"), t.OptCol("leaf_cell_type")
-	maxCol := t.OptCol("max_gpus")
-	tr := &Trace{Name: name, HasTracked: trackedCol >= 0, HasApp: appCol >= 0, Jobs: make([]Spec, 0, rows)}
-	appVC := map[string]struct {
-		vc   string
-		line int
-	}{}
-	var seen idSet
-	// Model names are interned: a field is a slice of its row's string,
-	// so keeping it would keep the whole row.
-	names := map[string]string{}
-	for t.Next() {
-		if t.Width() == 1 && t.Text(0) == "" {
-			continue
-		}
-		// A longer row has shifted or extra values the header does not
-		// name; reading it by column would silently drop them.
-		if t.Width() > t.HeaderWidth() {
-			return nil, fmt.Errorf("%s:%d: %d fields, but the header names %d (%s)", name, t.Line(), t.Width(), t.HeaderWidth(), strings.Join(headerNames(t), ","))
-		}
+	tr := &Trace{Name: name, HasTracked: p.hasTracked, HasApp: p.hasApp, Jobs: make([]Spec, 0, rows)}
+	p.lineOf = func(id int) int { return lineOf(tr.Jobs, id) }
+	for {
 		var s Spec
-		s.Source, s.Line = name, t.Line()
-		v, err := t.Field(idCol)
+		ok, err := p.next(&s)
 		if err != nil {
 			return nil, err
 		}
-		if s.ID, err = strconv.Atoi(v); err != nil || s.ID < 0 {
-			return nil, t.Errorf(idCol, "%q is not a non-negative integer", v)
-		}
-		if seen.add(s.ID) {
-			return nil, t.Errorf(idCol, "id %d already used on line %d", s.ID, lineOf(tr.Jobs, s.ID))
-		}
-		if v, err = t.Field(gpusCol); err != nil {
-			return nil, err
-		}
-		if s.GPUs, err = strconv.Atoi(v); err != nil || s.GPUs <= 0 {
-			return nil, t.Errorf(gpusCol, "%q is not a positive integer", v)
-		}
-		if v, err = t.Field(submitCol); err != nil {
-			return nil, err
-		}
-		if s.Submit, err = parseFinite(v); err != nil || s.Submit < 0 {
-			return nil, t.Errorf(submitCol, "%q is not a non-negative number of seconds", v)
-		}
-		seconds := 0.0
-		if durSCol >= 0 {
-			if v, err = t.Field(durSCol); err != nil {
-				return nil, err
-			}
-			if seconds, err = parseFinite(v); err != nil || seconds <= 0 {
-				return nil, t.Errorf(durSCol, "%q is not a positive number of seconds", v)
-			}
-		} else {
-			if v, err = t.Field(durCol); err != nil {
-				return nil, err
-			}
-			if s.Iterations, err = parseFinite(v); err != nil || s.Iterations <= 0 {
-				return nil, t.Errorf(durCol, "%q is not a positive iteration count", v)
-			}
-		}
-		if modelCol >= 0 {
-			if v, err = t.Field(modelCol); err != nil {
-				return nil, err
-			}
-			it, cl, ok := models.Lookup(v)
-			if !ok {
-				return nil, t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
-			}
-			m, ok := names[v]
-			if !ok {
-				m = strings.Clone(v)
-				names[m] = m
-			}
-			s.Model, s.IterTime, s.Class = m, it, cl
-		} else {
-			// No model: one "iteration" is one second on a median GPU.
-			s.Model, s.IterTime = NoModel, 1
-		}
-		if durSCol >= 0 {
-			s.Iterations = seconds / s.IterTime
-			s.Seconds = true
-		}
-		if vcCol >= 0 && t.Has(vcCol) {
-			s.VC = t.Text(vcCol)
-		}
-		if prioCol >= 0 && t.Has(prioCol) && t.Text(prioCol) != "" {
-			p, err := strconv.Atoi(t.Text(prioCol))
-			if err != nil || p < -1 || p > 1000 {
-				return nil, t.Errorf(prioCol, "%q is not a priority (-1 opportunistic, 0..1000 guaranteed)", t.Raw(prioCol))
-			}
-			s.VCPriority = p
-		}
-		if podCol >= 0 && t.Has(podCol) && t.Text(podCol) != "" {
-			p, err := strconv.Atoi(t.Text(podCol))
-			if err != nil || p <= 0 {
-				return nil, t.Errorf(podCol, "%q is not a positive GPU count", t.Raw(podCol))
-			}
-			if s.GPUs%p != 0 {
-				return nil, t.Errorf(podCol, "%d GPUs per pod do not divide the job's %d GPUs", p, s.GPUs)
-			}
-			s.PodGPUs = p
-		}
-		if maxCol >= 0 && t.Has(maxCol) && t.Text(maxCol) != "" {
-			m, err := strconv.Atoi(t.Text(maxCol))
-			if err != nil || m < s.GPUs || m > MaxElasticGPUs {
-				return nil, t.Errorf(maxCol, "%q is not a GPU count from num_gpus (%d) to %d", t.Raw(maxCol), s.GPUs, MaxElasticGPUs)
-			}
-			if s.PodGPUs > 0 && m != s.GPUs {
-				return nil, t.Errorf(maxCol, "an elastic job (max_gpus %d > num_gpus %d) cannot have pod_gpus", m, s.GPUs)
-			}
-			if m > s.GPUs {
-				s.MaxGPUs = m
-			}
-		}
-		if pinCol >= 0 && t.Has(pinCol) {
-			s.PinnedCell = intern(names, t.Text(pinCol))
-		}
-		if leafCol >= 0 && t.Has(leafCol) {
-			s.LeafCellType = intern(names, t.Text(leafCol))
-		}
-		s.Tracked = true
-		if tr.HasTracked {
-			if !t.Has(trackedCol) {
-				return nil, t.Errorf(trackedCol, "missing")
-			}
-			switch t.Text(trackedCol) {
-			case "1", "true", "True":
-			case "0", "false", "False":
-				s.Tracked = false
-			default:
-				return nil, t.Errorf(trackedCol, "%q is not 1 or 0", t.Raw(trackedCol))
-			}
-		}
-		if appCol >= 0 && t.Has(appCol) {
-			s.App = strings.TrimSpace(t.Text(appCol))
-			// An app is one tenant's: all its jobs share a VC.
-			if first, ok := appVC[s.App]; s.App != "" && ok && first.vc != s.VC {
-				return nil, t.Errorf(appCol, "app %q has jobs in VC %q (line %d) and VC %q; an app belongs to one VC", s.App, first.vc, first.line, s.VC)
-			} else if s.App != "" && !ok {
-				appVC[s.App] = struct {
-					vc   string
-					line int
-				}{s.VC, s.Line}
-			}
+		if !ok {
+			break
 		}
 		tr.Jobs = append(tr.Jobs, s)
-	}
-	if err := t.Err(); err != nil {
-		return nil, err
 	}
 	if len(tr.Jobs) == 0 {
 		return nil, fmt.Errorf("%s: no jobs after the header", name)
 	}
 	sort.SliceStable(tr.Jobs, func(a, b int) bool { return tr.Jobs[a].Submit < tr.Jobs[b].Submit })
 	return tr, nil
+}
+
+// rowParser reads a trace one row at a time, with every check of
+// ReadTrace, keeping nothing of the rows it has read but their ids (a
+// bit each, see idSet), the models and cells they named and each app's
+// VC: a trace read whole and one streamed give the same rows and the
+// same errors.
+type rowParser struct {
+	t                                  *csvin.Table
+	name                               string
+	models                             *Models
+	idCol, gpusCol, submitCol          int
+	durCol, durSCol, modelCol          int
+	vcCol, prioCol, podCol, trackedCol int
+	appCol, pinCol, leafCol, maxCol    int
+	hasTracked, hasApp                 bool
+	appVC                              map[string]appFirst
+	seen                               idSet
+	// names interns model and cell names: a field is a slice of its
+	// row's string, so keeping it would keep the whole row.
+	names map[string]string
+	// lineOf finds the first line of an id already read, for the
+	// message about a duplicate.
+	lineOf func(id int) int
+}
+
+// appFirst is where an app was first seen, and in which VC.
+type appFirst struct {
+	vc   string
+	line int
+}
+
+func newRowParser(name string, r io.Reader, models *Models, more ...csvin.Option) (*rowParser, error) {
+	t, err := openTrace(name, r, more...)
+	if err != nil {
+		return nil, err
+	}
+	p := &rowParser{t: t, name: name, models: models, durCol: -1, modelCol: -1, appVC: map[string]appFirst{}, names: map[string]string{}}
+	// duration_s (seconds on a median GPU) may stand in for duration
+	// (iterations); the model is then optional.
+	p.durSCol = t.OptCol("duration_s")
+	want := traceColumns
+	if p.durSCol >= 0 {
+		want = traceColumns[:3]
+	}
+	cols, err := t.Cols(want...)
+	if err != nil {
+		return nil, err
+	}
+	p.idCol, p.gpusCol, p.submitCol = cols[0], cols[1], cols[2]
+	if p.durSCol < 0 {
+		p.durCol, p.modelCol = cols[3], cols[4]
+	} else {
+		p.modelCol = t.OptCol("model")
+		if c := t.OptCol("duration"); c >= 0 {
+			return nil, &csvin.Error{File: name, Line: 1, Field: "duration_s", Msg: "give duration (iterations) or duration_s (seconds), not both"}
+		}
+	}
+	p.vcCol, p.prioCol, p.podCol = t.OptCol("vc"), t.OptCol("priority"), t.OptCol("pod_gpus")
+	p.trackedCol = t.OptCol("tracked")
+	p.appCol = t.OptCol("app")
+	p.pinCol, p.leafCol = t.OptCol("pinned_cell"), t.OptCol("leaf_cell_type")
+	p.maxCol = t.OptCol("max_gpus")
+	p.hasTracked, p.hasApp = p.trackedCol >= 0, p.appCol >= 0
+	return p, nil
+}
+
+// next reads the next row into s; false at the end of the file.
+func (p *rowParser) next(s *Spec) (bool, error) {
+	t := p.t
+	for t.Next() {
+		if t.Width() == 1 && t.Text(0) == "" {
+			continue
+		}
+		return true, p.row(s)
+	}
+	return false, t.Err()
+}
+
+// row reads the current row into s.
+func (p *rowParser) row(s *Spec) error {
+	t, name, models := p.t, p.name, p.models
+	idCol, gpusCol, submitCol, durSCol, durCol, modelCol := p.idCol, p.gpusCol, p.submitCol, p.durSCol, p.durCol, p.modelCol
+	vcCol, prioCol, podCol, maxCol, pinCol, leafCol, trackedCol, appCol := p.vcCol, p.prioCol, p.podCol, p.maxCol, p.pinCol, p.leafCol, p.trackedCol, p.appCol
+	// A longer row has shifted or extra values the header does not
+	// name; reading it by column would silently drop them.
+	if t.Width() > t.HeaderWidth() {
+		return fmt.Errorf("%s:%d: %d fields, but the header names %d (%s)", name, t.Line(), t.Width(), t.HeaderWidth(), strings.Join(headerNames(t), ","))
+	}
+	s.Source, s.Line = name, t.Line()
+	v, err := t.Field(idCol)
+	if err != nil {
+		return err
+	}
+	if s.ID, err = strconv.Atoi(v); err != nil || s.ID < 0 {
+		return t.Errorf(idCol, "%q is not a non-negative integer", v)
+	}
+	if p.seen.add(s.ID) {
+		return t.Errorf(idCol, "id %d already used on line %d", s.ID, p.lineOf(s.ID))
+	}
+	if v, err = t.Field(gpusCol); err != nil {
+		return err
+	}
+	if s.GPUs, err = strconv.Atoi(v); err != nil || s.GPUs <= 0 {
+		return t.Errorf(gpusCol, "%q is not a positive integer", v)
+	}
+	if v, err = t.Field(submitCol); err != nil {
+		return err
+	}
+	if s.Submit, err = parseFinite(v); err != nil || s.Submit < 0 {
+		return t.Errorf(submitCol, "%q is not a non-negative number of seconds", v)
+	}
+	seconds := 0.0
+	if durSCol >= 0 {
+		if v, err = t.Field(durSCol); err != nil {
+			return err
+		}
+		if seconds, err = parseFinite(v); err != nil || seconds <= 0 {
+			return t.Errorf(durSCol, "%q is not a positive number of seconds", v)
+		}
+	} else {
+		if v, err = t.Field(durCol); err != nil {
+			return err
+		}
+		if s.Iterations, err = parseFinite(v); err != nil || s.Iterations <= 0 {
+			return t.Errorf(durCol, "%q is not a positive iteration count", v)
+		}
+	}
+	if modelCol >= 0 {
+		if v, err = t.Field(modelCol); err != nil {
+			return err
+		}
+		it, cl, ok := models.Lookup(v)
+		if !ok {
+			return t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
+		}
+		m, ok := p.names[v]
+		if !ok {
+			m = strings.Clone(v)
+			p.names[m] = m
+		}
+		s.Model, s.IterTime, s.Class = m, it, cl
+	} else {
+		// No model: one "iteration" is one second on a median GPU.
+		s.Model, s.IterTime = NoModel, 1
+	}
+	if durSCol >= 0 {
+		s.Iterations = seconds / s.IterTime
+		s.Seconds = true
+	}
+	if vcCol >= 0 && t.Has(vcCol) {
+		s.VC = t.Text(vcCol)
+	}
+	if prioCol >= 0 && t.Has(prioCol) && t.Text(prioCol) != "" {
+		p, err := strconv.Atoi(t.Text(prioCol))
+		if err != nil || p < -1 || p > 1000 {
+			return t.Errorf(prioCol, "%q is not a priority (-1 opportunistic, 0..1000 guaranteed)", t.Raw(prioCol))
+		}
+		s.VCPriority = p
+	}
+	if podCol >= 0 && t.Has(podCol) && t.Text(podCol) != "" {
+		p, err := strconv.Atoi(t.Text(podCol))
+		if err != nil || p <= 0 {
+			return t.Errorf(podCol, "%q is not a positive GPU count", t.Raw(podCol))
+		}
+		if s.GPUs%p != 0 {
+			return t.Errorf(podCol, "%d GPUs per pod do not divide the job's %d GPUs", p, s.GPUs)
+		}
+		s.PodGPUs = p
+	}
+	if maxCol >= 0 && t.Has(maxCol) && t.Text(maxCol) != "" {
+		m, err := strconv.Atoi(t.Text(maxCol))
+		if err != nil || m < s.GPUs || m > MaxElasticGPUs {
+			return t.Errorf(maxCol, "%q is not a GPU count from num_gpus (%d) to %d", t.Raw(maxCol), s.GPUs, MaxElasticGPUs)
+		}
+		if s.PodGPUs > 0 && m != s.GPUs {
+			return t.Errorf(maxCol, "an elastic job (max_gpus %d > num_gpus %d) cannot have pod_gpus", m, s.GPUs)
+		}
+		if m > s.GPUs {
+			s.MaxGPUs = m
+		}
+	}
+	if pinCol >= 0 && t.Has(pinCol) {
+		s.PinnedCell = intern(p.names, t.Text(pinCol))
+	}
+	if leafCol >= 0 && t.Has(leafCol) {
+		s.LeafCellType = intern(p.names, t.Text(leafCol))
+	}
+	s.Tracked = true
+	if p.hasTracked {
+		if !t.Has(trackedCol) {
+			return t.Errorf(trackedCol, "missing")
+		}
+		switch t.Text(trackedCol) {
+		case "1", "true", "True":
+		case "0", "false", "False":
+			s.Tracked = false
+		default:
+			return t.Errorf(trackedCol, "%q is not 1 or 0", t.Raw(trackedCol))
+		}
+	}
+	if appCol >= 0 && t.Has(appCol) {
+		s.App = strings.TrimSpace(t.Text(appCol))
+		// An app is one tenant's: all its jobs share a VC.
+		if first, ok := p.appVC[s.App]; s.App != "" && ok && first.vc != s.VC {
+			return t.Errorf(appCol, "app %q has jobs in VC %q (line %d) and VC %q; an app belongs to one VC", s.App, first.vc, first.line, s.VC)
+		} else if s.App != "" && !ok {
+			p.appVC[s.App] = appFirst{s.VC, s.Line}
+		}
+	}
+	return nil
 }
 
 // MaxElasticGPUs bounds max_gpus, so that a typo cannot ask a bid for

@@ -280,6 +280,7 @@ source, GPU values, class map, K strategy, seed and the rest.
 			NoJobRecords:    jobsOut == "",
 			NoMoveGains:     jobsOut == "" && roundsOut == "",
 			NoRoundStats:    roundsOut == "",
+			StreamTrace:     true,
 			Forecast:        forecastOut != "",
 			ForecastAt:      forecastAt,
 			WhatIf:          whatIfs,

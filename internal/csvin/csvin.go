@@ -52,6 +52,7 @@ type config struct {
 	inline   bool
 	allBOMs  bool
 	empty    string
+	quiet    bool
 }
 
 // Known lists every column the format has, read or accepted and unused.
@@ -75,6 +76,10 @@ func SetAllowExtraColumns(warn func(msg string)) {
 	}
 	extraColumns.Store(&warn)
 }
+
+// Quiet leaves out the warning about unknown columns (SetAllowExtraColumns)
+// for a file that is read again: its first reading gave it.
+func Quiet() Option { return func(o *config) { o.quiet = true } }
 
 // AllowExtraFlag is the command-line flag that calls SetAllowExtraColumns,
 // named in the error so that a user knows the way out.
@@ -215,7 +220,7 @@ func (t *Table) checkKnown() error {
 			}
 		}
 	}
-	if len(unknown) > 0 {
+	if len(unknown) > 0 && !t.cfg.quiet {
 		warn := *extraColumns.Load()
 		warn(fmt.Sprintf("%s: ignoring unknown columns %s (known columns: %s)", t.name, headList(unknown), strings.Join(t.cfg.known, ",")))
 	}

@@ -1,0 +1,103 @@
+package experiment
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/palsched/pal/workload"
+)
+
+// writeSynergy writes a generated Synergy trace to a file, with an app
+// column when apps is set.
+func writeSynergy(t *testing.T, jobs int, apps bool) string {
+	t.Helper()
+	specs, err := workload.GenerateSynergyEmbedded(workload.SynergyOptions{Rate: 40, Jobs: jobs, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if apps {
+		for i := range specs {
+			specs[i].App = "a"
+		}
+	}
+	p := filepath.Join(t.TempDir(), "syn.csv")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := workload.WriteTrace(f, specs); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pal sim streams a trace file where nothing needs it whole, and its
+// header and every run's figures are those of the trace read whole.
+func TestStreamedRunsMatchWhole(t *testing.T) {
+	o, err := Preset("artifact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Trace, o.Cluster, o.Placements, o.Round = writeSynergy(t, 400, false), "8x4", "pal,packed-nonsticky", 300
+	brief := Hooks{NoJobRecords: true, NoMoveGains: true, NoRoundStats: true}
+	wantIn, want, err := RunAllWith(o, brief)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brief.StreamTrace = true
+	gotIn, got, err := RunAllWith(o, brief)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantIn.Trace.Streamed() || !gotIn.Trace.Streamed() {
+		t.Fatalf("streamed: %v without StreamTrace, %v with it", wantIn.Trace.Streamed(), gotIn.Trace.Streamed())
+	}
+	if !reflect.DeepEqual(gotIn.Header(), wantIn.Header()) {
+		t.Errorf("header\n got %v\nwant %v", gotIn.Header(), wantIn.Header())
+	}
+	for i := range want {
+		if want[i].Jobs != 400 || want[i].Migrations == 0 && want[i].Placement != "pal" {
+			t.Errorf("%s: %d jobs measured, %d migrations", want[i].Placement, want[i].Jobs, want[i].Migrations)
+		}
+		want[i].WallMS, got[i].WallMS = 0, 0
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("%s: streamed\n got %+v\nwant %+v", want[i].Placement, *got[i], *want[i])
+		}
+	}
+}
+
+// A run that needs the rows whole gets them whole: extra arrivals reuse
+// them, the apps' fairness reads them all, and so do per-job records
+// (which name each job's origin) and a forecast.
+func TestStreamedOnlyWhereNothingNeedsRows(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		apps  bool
+		extra float64
+		hooks Hooks
+	}{
+		{"extras", false, 2, Hooks{NoJobRecords: true, StreamTrace: true}},
+		{"apps", true, 0, Hooks{NoJobRecords: true, StreamTrace: true}},
+		{"records", false, 0, Hooks{StreamTrace: true}},
+	} {
+		o, err := Preset("artifact")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Trace, o.Cluster, o.Placements, o.Round = writeSynergy(t, 40, tc.apps), "4x4", "pal", 300
+		if tc.extra > 0 {
+			o.ExtraLoad = tc.extra
+			o.Explicit.ExtraLoad = true
+		}
+		in, runs, err := RunAllWith(o, tc.hooks)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if in.Trace.Streamed() || len(in.Trace.Jobs) != 40 || runs[0].Jobs == 0 {
+			t.Errorf("%s: streamed %v, %d rows held, %d jobs measured", tc.name, in.Trace.Streamed(), len(in.Trace.Jobs), runs[0].Jobs)
+		}
+	}
+}

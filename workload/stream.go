@@ -1,0 +1,234 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/palsched/pal/internal/csvin"
+)
+
+// traceFile is what a streamed trace keeps of its rows: where they are,
+// what a driver needs to know of them all before the first round, and
+// the file's size and time, so that a file changed between two readings
+// is an error rather than a different run.
+type traceFile struct {
+	path    string
+	models  *Models
+	rows    int
+	tracked int
+	most    Spec // the first row with the largest gang (MaxGPUs)
+	pods    bool // some row has pods (HasPods)
+	size    int64
+	mod     time.Time
+}
+
+// StreamTraceFile is ReadTraceFile for a driver that takes the rows as
+// its clock reaches them: it reads the whole file once, with every check
+// ReadTraceFile makes and the same errors, but keeps none of its rows, so
+// a trace of a million jobs costs kilobytes rather than a fifth of a
+// gigabyte; Rows reads them again, in order. A file whose rows are not in
+// submit order would need them all to sort, so it is read whole, as by
+// ReadTraceFile (Streamed says which).
+func StreamTraceFile(path string, models *Models) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	p, err := newRowParser(path, f, models)
+	if err != nil {
+		return nil, err
+	}
+	p.lineOf = func(id int) int { return firstLineOf(path, models, id) }
+	tf := &traceFile{path: path, models: models, size: st.Size(), mod: st.ModTime()}
+	sorted, last := true, 0.0
+	for {
+		var s Spec
+		ok, err := p.next(&s)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if tf.rows > 0 && s.Submit < last {
+			sorted = false
+		}
+		last = s.Submit
+		if s.Tracked {
+			tf.tracked++
+		}
+		if s.GPUs > tf.most.GPUs {
+			tf.most = s
+		}
+		tf.pods = tf.pods || s.PodGPUs > 0
+		tf.rows++
+	}
+	if tf.rows == 0 {
+		return nil, fmt.Errorf("%s: no jobs after the header", path)
+	}
+	if tf.tracked == 0 {
+		return nil, fmt.Errorf("%s: every row has tracked=0; nothing would be measured", path)
+	}
+	if !sorted {
+		return readTraceFile(path, models, true, csvin.Quiet())
+	}
+	return &Trace{Name: path, HasTracked: p.hasTracked, HasApp: p.hasApp, file: tf}, nil
+}
+
+// firstLineOf is the line of the first row of path with id, read again
+// for the message about a duplicate id (0 if none).
+func firstLineOf(path string, models *Models, id int) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	p, err := newRowParser(path, f, models, csvin.Quiet())
+	if err != nil {
+		return 0
+	}
+	// Every row before the duplicate passed its checks, so none of them
+	// is a duplicate and this never asks again.
+	p.lineOf = func(int) int { return 0 }
+	for {
+		var s Spec
+		if ok, err := p.next(&s); !ok || err != nil {
+			return 0
+		}
+		if s.ID == id {
+			return s.Line
+		}
+	}
+}
+
+// Streamed reports whether the trace's rows are on disk (StreamTraceFile):
+// Jobs is then empty and Rows or Each reads them.
+func (t *Trace) Streamed() bool { return t.file != nil }
+
+// Len is the number of rows.
+func (t *Trace) Len() int {
+	if t.file != nil {
+		return t.file.rows
+	}
+	return len(t.Jobs)
+}
+
+// HasPods reports whether some row has pods (pod_gpus).
+func (t *Trace) HasPods() bool {
+	if t.file != nil {
+		return t.file.pods
+	}
+	for i := range t.Jobs {
+		if t.Jobs[i].PodGPUs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Whole is a streamed trace read into memory (the trace itself when it
+// is held whole already), for a use that needs its rows all at once.
+func (t *Trace) Whole() (*Trace, error) {
+	if t.file == nil {
+		return t, nil
+	}
+	w := &Trace{Name: t.Name, HasTracked: t.HasTracked, HasApp: t.HasApp, Jobs: make([]Spec, 0, t.file.rows)}
+	err := t.Each(func(s *Spec) error {
+		w.Jobs = append(w.Jobs, *s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Each calls fn on every row in order (submit time, then file order) and
+// stops at its first error, which it returns.
+func (t *Trace) Each(fn func(*Spec) error) error {
+	if t.file == nil {
+		for i := range t.Jobs {
+			if err := fn(&t.Jobs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	r, err := t.Rows()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var s Spec
+	for {
+		ok, err := r.Next(&s)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(&s); err != nil {
+			return err
+		}
+	}
+}
+
+// RowReader reads a streamed trace's rows again, one at a time.
+type RowReader struct {
+	f    *os.File
+	p    *rowParser
+	tf   *traceFile
+	n    int
+	last float64
+}
+
+// errChanged is the error of a file changed since it was first read.
+var errChanged = errors.New("changed since it was first read; a run reads its trace file more than once, so it must stay as it was")
+
+// Rows opens a streamed trace's file again to read its rows in order.
+func (t *Trace) Rows() (*RowReader, error) {
+	tf := t.file
+	if tf == nil {
+		return nil, fmt.Errorf("%s: not a streamed trace", t.Name)
+	}
+	f, err := os.Open(tf.path)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != tf.size || !st.ModTime().Equal(tf.mod) {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", tf.path, errChanged)
+	}
+	p, err := newRowParser(tf.path, f, tf.models, csvin.Quiet())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	p.lineOf = func(id int) int { return firstLineOf(tf.path, tf.models, id) }
+	return &RowReader{f: f, p: p, tf: tf}, nil
+}
+
+// Next reads the next row into s; false after the last.
+func (r *RowReader) Next(s *Spec) (bool, error) {
+	*s = Spec{}
+	ok, err := r.p.next(s)
+	switch {
+	case err != nil:
+		return false, err
+	case !ok && r.n != r.tf.rows, ok && (r.n >= r.tf.rows || (r.n > 0 && s.Submit < r.last)):
+		return false, fmt.Errorf("%s: %w", r.tf.path, errChanged)
+	case !ok:
+		return false, nil
+	}
+	r.n++
+	r.last = s.Submit
+	return true, nil
+}
+
+// Close closes the file.
+func (r *RowReader) Close() error { return r.f.Close() }

@@ -1,0 +1,164 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/palsched/pal/internal/csvin"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// streamedRows reads every row of a streamed trace through Each.
+func streamedRows(t *testing.T, tr *Trace) []Spec {
+	t.Helper()
+	var out []Spec
+	if err := tr.Each(func(s *Spec) error { out = append(out, *s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A streamed trace refuses what a trace read whole refuses, with the
+// same message word for word: file, line, field, and for a duplicate id
+// the line of its first use, which the streamed reader no longer holds
+// and reads again.
+func TestStreamTraceFileErrorsAsWhole(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration,model\n"
+	big := "1099511627776"
+	for _, in := range []string{
+		"",
+		"job_id,num_gpus,submit_time,model\n",
+		h + "0,1,0,10,resnet50\n1,x,5,10,BERT\n",
+		h + "0,1,-3,10,resnet50\n",
+		h + "0,1,0,NaN,resnet50\n",
+		h + "0,1,0,10,alexnet\n",
+		h + "0,1,0,10\n",
+		h + "0,1,0,10,BERT\n0,1,0,10,BERT\n",
+		h + "0,1,0,1,BERT\n7,1,0,1,BERT\n3,1,0,1,BERT\n7,1,0,1,BERT\n",
+		h + "5,1,0,1,BERT\n" + big + ",1,0,1,BERT\n6,1,0,1,BERT\n5,1,0,1,BERT\n",
+		h + "9,1,20,1,BERT\n4,1,0,1,BERT\n9,1,0,1,BERT\n", // unsorted, duplicate
+		h,
+		h + "0,1,0,10,\"BERT\n",
+		h + "0,1,0,100,vgg19\n1,1,5,100,vgg19,7\n",
+		"job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,yes\n",
+		"job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,0\n",
+		"job_id,num_gpus,submit_time,duration_s,app,vc\n0,1,0,1,a,x\n1,1,0,1,a,y\n",
+	} {
+		p := writeFile(t, "w.csv", in)
+		_, want := ReadTraceFile(p, DefaultModels())
+		_, got := StreamTraceFile(p, DefaultModels())
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%q:\n got %v\nwant %v", in, got, want)
+		}
+	}
+}
+
+// Streamed, a trace's rows come back one by one exactly as ReadTraceFile
+// holds them, with its counts; rows out of submit order are read whole.
+func TestStreamTraceFileRows(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration,model,tracked,app,vc,pod_gpus,max_gpus\n"
+	sorted := h + "3,8,0,10,resnet50,1,a,x,4,\n1,2,0,5,BERT,0,,y,,\n\n7,16,5.5,20,GPT2,1,a,x,,\n2,1,5.5,1,vgg19,1,b,,,4\n"
+	for _, tc := range []struct {
+		name, in string
+		streamed bool
+	}{
+		{"sorted", sorted, true},
+		{"unsorted", h + "3,8,9,10,resnet50,1,a,x,4,\n1,2,0,5,BERT,0,,y,,\n", false},
+	} {
+		p := writeFile(t, "r.csv", tc.in)
+		want, err := ReadTraceFile(p, DefaultModels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := StreamTraceFile(p, DefaultModels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Streamed() != tc.streamed || got.Name != want.Name || got.HasTracked != want.HasTracked || got.HasApp != want.HasApp {
+			t.Fatalf("%s: streamed %v, %q %v %v; want %v, %q %v %v", tc.name, got.Streamed(), got.Name, got.HasTracked, got.HasApp,
+				tc.streamed, want.Name, want.HasTracked, want.HasApp)
+		}
+		if rows := streamedRows(t, got); !reflect.DeepEqual(rows, want.Jobs) {
+			t.Fatalf("%s: rows\n got %+v\nwant %+v", tc.name, rows, want.Jobs)
+		}
+		g, gj := got.MaxGPUs()
+		w, wj := want.MaxGPUs()
+		if got.Len() != len(want.Jobs) || got.TrackedCount() != want.TrackedCount() || g != w || !reflect.DeepEqual(*gj, *wj) || got.HasPods() != want.HasPods() {
+			t.Fatalf("%s: %d rows, %d tracked, largest %d (%+v), pods %v; want %d, %d, %d (%+v), %v", tc.name, got.Len(), got.TrackedCount(), g, *gj, got.HasPods(),
+				len(want.Jobs), want.TrackedCount(), w, *wj, want.HasPods())
+		}
+		whole, err := got.Whole()
+		if err != nil || !reflect.DeepEqual(whole.Jobs, want.Jobs) || whole.Streamed() {
+			t.Fatalf("%s: whole: %v, %+v", tc.name, err, whole)
+		}
+	}
+	p := writeFile(t, "r.csv", sorted)
+	got, err := StreamTraceFile(p, DefaultModels())
+	if err != nil || got.Len() != 4 || got.TrackedCount() != 3 || !got.HasPods() || len(got.Jobs) != 0 {
+		t.Fatalf("%v: %d rows, %d tracked, pods %v, %d held", err, got.Len(), got.TrackedCount(), got.HasPods(), len(got.Jobs))
+	}
+}
+
+// A file changed after its first reading would give another run than
+// the one checked: reading it again is an error. Its size or time tells;
+// where they do not (a copy that kept both), rows more, fewer or out of
+// submit order do.
+func TestStreamedTraceChangedIsAnError(t *testing.T) {
+	const in = "job_id,num_gpus,submit_time,duration,model\n0,1,0,10,BERT\n1,1,5,10,BERT\n"
+	for _, change := range []string{
+		in + "2,1,9,10,BERT\n", // a row more
+		in[:len(in)-15],        // a row less
+		strings.Replace(in, "0,1,0,10", "0,1,7,10", 1), // out of order
+	} {
+		for _, hidden := range []bool{false, true} {
+			p := writeFile(t, "c.csv", in)
+			tr, err := StreamTraceFile(p, DefaultModels())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(change), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if hidden {
+				st, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr.file.size, tr.file.mod = st.Size(), st.ModTime()
+			}
+			err = tr.Each(func(*Spec) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "changed since it was first read") {
+				t.Errorf("%q (stat hidden %v): error %v", change, hidden, err)
+			}
+		}
+	}
+}
+
+// The rows of one file are checked once, and their unknown columns
+// warned about once, however many times the file is read again.
+func TestStreamedTraceWarnsOnce(t *testing.T) {
+	var warned []string
+	csvin.SetAllowExtraColumns(func(msg string) { warned = append(warned, msg) })
+	defer csvin.SetAllowExtraColumns(nil)
+	p := writeFile(t, "x.csv", "job_id,num_gpus,submit_time,duration,model,colour\n0,1,0,10,BERT,red\n")
+	tr, err := StreamTraceFile(p, DefaultModels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamedRows(t, tr)
+	streamedRows(t, tr)
+	if len(warned) != 1 {
+		t.Fatalf("warned %d times: %q", len(warned), warned)
+	}
+}
