@@ -17,21 +17,40 @@ import (
 // need them to reach their share; when none does, the fastest. It only
 // chooses among the cells buddy allocation may hand out, so the safety
 // invariant and every VC's cell guarantee are what plain HiveD keeps.
+//
+// Who waits. Dealing every VC its share of fast and slow cells is fair to
+// its pace, not to its waits: a VC with a long queue loses more to a slow
+// cell than one with a short queue. So a VC whose queue is longer, for the
+// devices it holds in the chain, than the chain's VCs' together binds the
+// fastest candidate, and leaves the slowest that keep a mean at or below
+// the chain's to the VCs that wait less (SetQueues).
 
 // SetBalance turns speed balancing of bindings on or off; it acts on
 // requests with Fastest once speeds are set (SetSpeeds).
 func (s *Scheduler) SetBalance(on bool) { s.balance = on }
 
+// SetQueues tells each VC's queue, its guaranteed jobs waiting at the
+// round's start (a VC not named has none), which balanced bindings read
+// until the next call: the scheduler sees only the jobs it is asked to
+// place, not those a VC's placer holds back.
+func (s *Scheduler) SetQueues(q map[string]int) {
+	for _, vc := range s.vcs {
+		vc.queued = q[vc.Name]
+	}
+}
+
 // balance is the state one binding is balanced against, in the measure
 // of the request's pods (paced): the VC's bound devices' value sum and
 // count in the chain, and the chain's mean. gangDue says the VC holds
 // less than its share of the chain's gang cost (gangCost), so a request
-// of small pods takes the cells gangs lose most on first.
+// of small pods takes the cells gangs lose most on first. pressed says
+// the VC's queue per device is longer than the chain's VCs' (who waits).
 type balance struct {
 	chain       *Chain
 	class, pod  int
 	sum, n, avg float64
 	gangDue     bool
+	pressed     bool
 }
 
 // balanceFor is the balance of vcc's VC in its chain for the chain's
@@ -59,7 +78,31 @@ func balanceFor(vcc *vcChain) *balance {
 	if small && c.leaves > 0 {
 		b.gangDue = gang < c.gangTotal(k)*vcLeaves/float64(c.leaves)
 	}
+	b.pressed = c.pressed(vcc)
 	return b
+}
+
+// pressed reports whether vcc's VC has more jobs waiting per device it is
+// promised in the chain than the chain's VCs have together: q/n > Q/N,
+// compared as q·N > Q·n, so no rounding decides it.
+func (c *Chain) pressed(vcc *vcChain) bool {
+	leaves := func(x *vcChain) int {
+		n := 0
+		for _, v := range x.pre {
+			n += v.leaves
+		}
+		return n
+	}
+	var q, n, Q, N int
+	for _, o := range c.vccs {
+		l := leaves(o)
+		Q += o.vc.queued
+		N += l
+		if o == vcc {
+			q, n = o.vc.queued, l
+		}
+	}
+	return q*N > Q*n
 }
 
 // mean is the VC's mean device value were it to bind p too.
@@ -73,7 +116,10 @@ func (b *balance) net(p *PCell) float64 {
 	return b.chain.paced(p, b.class, b.pod) - b.chain.gangCost(p, b.class)
 }
 
-// better orders two candidates equal in health and opportunistic load.
+// better orders two candidates equal in health and opportunistic load:
+// for a VC due gang cost, the lowest net; else, for a pressed VC, the
+// fastest; else the slowest that keeps the VC's mean at or below the
+// chain's, or the fastest when none does.
 func (b *balance) better(x, y *PCell) bool {
 	const eps = 1e-9
 	if b.gangDue {
@@ -83,6 +129,9 @@ func (b *balance) better(x, y *PCell) bool {
 		}
 	}
 	mx, my := b.mean(x), b.mean(y)
+	if b.pressed {
+		return mx < my-eps
+	}
 	okx, oky := mx <= b.avg+eps, my <= b.avg+eps
 	if okx != oky {
 		return okx

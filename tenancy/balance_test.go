@@ -203,3 +203,49 @@ func TestBalanceGangDueNet(t *testing.T) {
 		t.Errorf("s1 = %s, want b[0]", d)
 	}
 }
+
+// Who waits, worked by hand on balanceCells (class 0, the chain's mean
+// 1.5; A and B 4 devices each, 8 in all). A binds a1 with no queues:
+// n0, as in TestBalanceBindings. Then, for a2:
+//   - queues A 2, B 0: A waits 2/4 per device against the chain's 2/8,
+//     so it is pressed and binds the fastest free node, n1 (1.0);
+//   - queues A 1, B 1: 1/4 against 2/8, not above, so the balance rule:
+//     the slowest node that keeps A's mean at or below 1.5, n2;
+//   - queues A 0, B 3: B is pressed, not A: n2 again.
+//
+// Pressure does not override gang cost: in TestBalanceGangDue's cells S,
+// due, still takes b (the straggler node) for its first one-device group
+// though it alone waits (S 5, W 0).
+func TestBalancePressed(t *testing.T) {
+	for _, c := range []struct {
+		a, b int
+		want string
+	}{
+		{2, 0, "n1[0 1]"},
+		{1, 1, "n2[0 1]"},
+		{0, 3, "n2[0 1]"},
+	} {
+		s := mustNew(t, balanceCells)
+		s.SetSpeeds(2, balanceSpeeds)
+		s.SetBalance(true)
+		if d := mustPlace(t, s, Request{Group: "a1", VC: "A", Pods: []int{2}, Fastest: true, Class: 0}); d.String() != "n0[0 1]" {
+			t.Fatalf("a1 = %s, want n0[0 1]", d)
+		}
+		s.SetQueues(map[string]int{"A": c.a, "B": c.b})
+		d := mustPlace(t, s, Request{Group: "a2", VC: "A", Pods: []int{2}, Fastest: true, Class: 0})
+		mustCheck(t, s)
+		if d.String() != c.want {
+			t.Errorf("queues A %d, B %d: a2 = %s, want %s", c.a, c.b, d, c.want)
+		}
+	}
+
+	s := mustNew(t, pacedCells)
+	s.SetSpeeds(1, pacedSpeeds(map[string][4]float64{"a": {0.8, 0.8, 0.8, 1.6}, "b": {0.8, 0.8, 0.8, 3.0}, "c": {0.95, 0.95, 0.95, 0.95}}))
+	s.SetBalance(true)
+	s.SetQueues(map[string]int{"S": 5})
+	d := mustPlace(t, s, Request{Group: "s1", VC: "S", Pods: []int{1}, Fastest: true})
+	mustCheck(t, s)
+	if d.String() != "b[0]" {
+		t.Errorf("pressed and due: s1 = %s, want b[0]", d)
+	}
+}

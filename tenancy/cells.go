@@ -158,6 +158,7 @@ type vcChain struct {
 // VC is a virtual cluster: a tenant's promise, in cells per chain and level.
 type VC struct {
 	Name   string
+	queued int        // SetQueues: the VC's jobs waiting at the round's start
 	chains []*vcChain // non-pinned, in chain order
 	pins   []*vcChain
 	byPin  map[string]*vcChain

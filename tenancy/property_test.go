@@ -161,6 +161,7 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	lvRng := rand.New(rand.NewPCG(seed, seed+1)) // its own stream: the other draws stay as they were
 	qRng := rand.New(rand.NewPCG(seed, seed+2))  // quarantine's, likewise
+	wRng := rand.New(rand.NewPCG(seed, seed+3))  // the VCs' queues under hived-speed, likewise
 	steps, placed, valid, quarantines := 0, 0, 0, 0
 	preempts, cancelled, restricted, waited, reconfigs := 0, 0, 0, 0, 0
 	trace := -1 // PAL_PROP_TRACE=N logs config N and every step of it
@@ -227,6 +228,13 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 							r.Nodes = append(r.Nodes, n)
 						}
 					}
+				}
+				if s.balance { // random queues, so that pressed VCs bind too
+					q := map[string]int{}
+					for _, v := range s.vcs {
+						q[v.Name] = wRng.IntN(4)
+					}
+					s.SetQueues(q)
 				}
 				canView := s.viewCanPlace(vc, r)
 				before = s.dump()

@@ -686,6 +686,9 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 		L.jobs = append(L.jobs, j)
 		L.at = append(L.at, i)
 	}
+	if h.balance {
+		h.queues()
+	}
 	h.s.Hold()
 	for _, L := range h.layers {
 		h.placeVC(L, h.out)
@@ -715,6 +718,23 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 		}
 	}
 	return h.out
+}
+
+// queues tells the cells each VC's guaranteed jobs that have waited: not
+// running, and submitted before the round's time (hived-speed binds the
+// fastest cells for the VCs that wait most; tenancy.Scheduler.SetQueues).
+// A job that arrives as the round starts has not waited yet, so a VC's
+// first job in an idle cluster binds by speed share, not as a queue.
+func (h *HiveD) queues() {
+	q := make(map[string]int, len(h.layers))
+	for _, L := range h.layers {
+		for _, j := range L.jobs {
+			if !h.held[j.ID] && j.Submit < h.now {
+				q[L.name]++
+			}
+		}
+	}
+	h.s.SetQueues(q)
 }
 
 // SetNodeHealth implements sim.NodeHealth: cluster node i goes down or up.
