@@ -27,8 +27,14 @@ type drawsOut struct {
 // nodes 0 and 1 run at 1 and nodes 2 and 3 at 2 (twice as slow).
 func drawsRun(t *testing.T, extra ...string) (drawsOut, [][]string) {
 	t.Helper()
+	return drawsRunTrace(t, "../../tenancy/testdata/draws-trace.csv", extra...)
+}
+
+// drawsRunTrace is drawsRun on another trace of w's jobs.
+func drawsRunTrace(t *testing.T, trace string, extra ...string) (drawsOut, [][]string) {
+	t.Helper()
 	jobs := filepath.Join(t.TempDir(), "jobs.csv")
-	args := append([]string{"sim", "--trace", "../../tenancy/testdata/draws-trace.csv", "--cells", "../../tenancy/testdata/draws.yaml",
+	args := append([]string{"sim", "--trace", trace, "--cells", "../../tenancy/testdata/draws.yaml",
 		"--gpu-scores", "../../tenancy/testdata/draws-gpus.csv", "--round", "60", "--locality-penalty", "1", "--placement", "packed-sticky",
 		"-o", "json", "--jobs-out", jobs}, extra...)
 	text, err := run(t, args...)
@@ -111,7 +117,8 @@ func TestSimPrivateDraws(t *testing.T) {
 	// its mean at or below the cluster's 1.5 (n0: a slow node alone is
 	// 2), its second to the slowest that still does (n2: (1+1+2+2)/4):
 	// 12000 s at speed 1.5, w's share, where hived-pm takes both fast
-	// nodes. --check-invariants checks HiveD's safety every round.
+	// nodes (w's job arrives with the round: it has not waited, so w is
+	// no queue). --check-invariants checks HiveD's safety every round.
 	hs, _ := drawsRun(t, "--tenancy", "hived-speed", "--check-invariants")
 	if p := hs.Runs[0].VCs[0]; p.MeanJCT != 12000 || p.Speed[0] != 1.5 {
 		t.Errorf("hived-speed: %+v", hs.Runs[0])
