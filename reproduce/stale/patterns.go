@@ -1,17 +1,22 @@
 package stale
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
-
 	"github.com/palsched/pal/variability"
 )
 
@@ -193,13 +198,72 @@ type patternWorkload struct {
 	span  float64
 }
 
-// runPatterns runs every family's patterns on every workload and
-// returns the runs in (workload, family, seed) order.
-func runPatterns(ctx context.Context, dir string, wls []patternWorkload, workers int, log io.Writer) ([]PatternRun, error) {
-	pdir := filepath.Join(dir, "patterns")
-	if err := os.MkdirAll(pdir, 0o755); err != nil {
-		return nil, err
+// patternWorkloads are plan's workloads as the section runs them, FIFO:
+// the Sia-Philly traces on 16x4 with the artifact's pinned table as the
+// old profile, and Synergy's seeds, each with its own drawn table as the
+// old profile. The old profiles are written into dir. sia is the
+// Sia-Philly old profile and run options, which the degradation draws
+// share.
+func patternWorkloads(plan paper.Plan, dir string) (wls []patternWorkload, sia patternWorkload, err error) {
+	base, err := plan.Base()
+	if err != nil {
+		return nil, sia, err
 	}
+	b, err := fs.ReadFile(data.Reference, "reference/pal-artifact-gpu-pmscores.csv")
+	if err != nil {
+		return nil, sia, err
+	}
+	pinned, err := variability.ReadGPUScores("pal-artifact-gpu-pmscores.csv", bytes.NewReader(b))
+	if err != nil {
+		return nil, sia, err
+	}
+	siaOld := filepath.Join(dir, "sia-profile.csv")
+	if err := writeTable(siaOld, pinned.Table, 4, []string{"old profile: the artifact's pinned seed-42 table"}); err != nil {
+		return nil, sia, err
+	}
+	sia = patternWorkload{name: "sia-philly", old: siaOld, table: pinned.Table, per: 4}
+	sia.grid.Base = base
+	sia.grid.Base.Scheduler = "fifo"
+	for _, name := range paper.SiaNames(plan.SiaTraces) {
+		o := sia.grid.Base
+		o.Trace = name
+		in, err := experiment.Prepare(o)
+		if err != nil {
+			return nil, sia, err
+		}
+		wls = append(wls, patternWorkload{name: strings.ReplaceAll(name, "/", "-"), grid: sweep.Grid{Base: sia.grid.Base, Traces: []string{name}, Schedulers: []string{"fifo"}},
+			old: siaOld, table: pinned.Table, per: 4, span: arrivalSpan(in.Trace)})
+	}
+	syn := base
+	syn.Cluster, syn.Round, syn.LocalityPenalty, syn.Pinned = plan.SynergyCluster, plan.SynergyRound, plan.SynergyL, false
+	_, per, err := cluster.ParseShape(plan.SynergyCluster)
+	if err != nil {
+		return nil, sia, err
+	}
+	track := plan.SynergyTrack
+	for _, seed := range plan.SynergySeeds {
+		o := syn
+		o.Seed = seed
+		o.Trace = "sia-philly/1" // only its GPU draw is used here
+		in, err := experiment.Prepare(o)
+		if err != nil {
+			return nil, sia, err
+		}
+		old := filepath.Join(dir, fmt.Sprintf("synergy-seed%d-profile.csv", seed))
+		if err := writeTable(old, in.Raw, per, []string{"old profile: " + in.RawFrom}); err != nil {
+			return nil, sia, err
+		}
+		synGrid := sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
+			Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}
+		wls = append(wls, patternWorkload{name: fmt.Sprintf("synergy-seed%d", seed), grid: synGrid, old: old, table: in.Raw, per: per,
+			span: float64(plan.SynergyJobs) / plan.MigrationLoad * 3600})
+	}
+	return wls, sia, nil
+}
+
+// patternSeeds are the seeds every family draws: PatternDraws tuned
+// against, then PatternHeldOut held out.
+func patternSeeds() []uint64 {
 	var seeds []uint64
 	for i := range PatternDraws {
 		seeds = append(seeds, uint64(1+i))
@@ -207,10 +271,28 @@ func runPatterns(ctx context.Context, dir string, wls []patternWorkload, workers
 	for i := range PatternHeldOut {
 		seeds = append(seeds, uint64(HeldOutSeed+i))
 	}
+	return seeds
+}
+
+// runPatterns runs the patterns of families (nil: every family) drawn
+// with seeds (nil: patternSeeds) on every workload and returns the runs
+// in (workload, family, seed) order. A subset is for tuning a rule on
+// the runs where it fails without waiting for the rest.
+func runPatterns(ctx context.Context, dir string, wls []patternWorkload, families []string, seeds []uint64, workers int, log io.Writer) ([]PatternRun, error) {
+	pdir := filepath.Join(dir, "patterns")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		return nil, err
+	}
+	if families == nil {
+		families = PatternFamilies
+	}
+	if seeds == nil {
+		seeds = patternSeeds()
+	}
 	var runs []PatternRun
 	var grids []*sweep.Grid
 	for _, w := range wls {
-		for _, fam := range PatternFamilies {
+		for _, fam := range families {
 			for _, seed := range seeds {
 				p, err := DrawPattern(fam, seed, w.table.NumGPUs(), w.span)
 				if err != nil {

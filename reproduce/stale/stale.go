@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,9 +16,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/palsched/pal/cluster"
-	"github.com/palsched/pal/data"
-	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
@@ -141,10 +137,6 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	base, err := plan.Base()
-	if err != nil {
-		return nil, err
-	}
 	res := &StaleResult{Dir: dir, Degraded: map[string][]int{}, Geomean: map[string]map[string]float64{}, Recovered: map[string]float64{}}
 	for i := range StaleDraws {
 		res.DrawSeeds = append(res.DrawSeeds, StaleSeed+uint64(i))
@@ -158,21 +150,14 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return filepath.Join(dir, fmt.Sprintf("%s-truth-draw%d.csv", name, draw))
 	}
 
-	// Sia-Philly: the pinned 16x4 table is the old profile.
-	b, err := fs.ReadFile(data.Reference, "reference/pal-artifact-gpu-pmscores.csv")
+	// The workloads and their old profiles: the patterns' runs use them
+	// as they are, the degradation draws below with their own truths.
+	wls, siaW, err := patternWorkloads(plan, dir)
 	if err != nil {
 		return nil, err
 	}
-	pinned, err := variability.ReadGPUScores("pal-artifact-gpu-pmscores.csv", bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	siaOld := filepath.Join(dir, "sia-profile.csv")
-	if err := writeTable(siaOld, pinned.Table, 4, []string{"old profile: the artifact's pinned seed-42 table"}); err != nil {
-		return nil, err
-	}
-	sia := base
-	sia.Scheduler = "fifo"
+	nSia := len(paper.SiaNames(plan.SiaTraces))
+	pinned, siaOld, sia := siaW.table, siaW.old, siaW.grid.Base
 	var grids []*sweep.Grid
 	var keys []string // draw, family and variant of each grid
 	add := func(draw uint64, fam string, g sweep.Grid, old, tru, hints string) {
@@ -215,7 +200,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		return path, os.WriteFile(path, []byte(b.String()), 0o644)
 	}
 	for _, draw := range res.DrawSeeds {
-		truth, bad := degrade(pinned.Table, StaleFraction, StaleFactor, draw)
+		truth, bad := degrade(pinned, StaleFraction, StaleFactor, draw)
 		if draw == StaleSeed {
 			res.Degraded["sia-philly"] = bad
 		}
@@ -229,44 +214,12 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		}
 		add(draw, "sia-philly", sweep.Grid{Base: sia, Traces: paper.SiaNames(plan.SiaTraces), Schedulers: []string{"fifo"}}, siaOld, tru, hints)
 	}
-	var wls []patternWorkload
-	for _, name := range paper.SiaNames(plan.SiaTraces) {
-		o := sia
-		o.Trace = name
-		in, err := experiment.Prepare(o)
-		if err != nil {
-			return nil, err
-		}
-		wls = append(wls, patternWorkload{name: strings.ReplaceAll(name, "/", "-"), grid: sweep.Grid{Base: sia, Traces: []string{name}, Schedulers: []string{"fifo"}},
-			old: siaOld, table: pinned.Table, per: 4, span: arrivalSpan(in.Trace)})
-	}
-
 	// Synergy: each seed's drawn table is that seed's old profile.
-	syn := base
-	syn.Cluster, syn.Round, syn.LocalityPenalty, syn.Pinned = plan.SynergyCluster, plan.SynergyRound, plan.SynergyL, false
-	_, per, err := cluster.ParseShape(plan.SynergyCluster)
-	if err != nil {
-		return nil, err
-	}
-	track := plan.SynergyTrack
-	for _, seed := range plan.SynergySeeds {
-		o := syn
-		o.Seed = seed
-		o.Trace = "sia-philly/1" // only its GPU draw is used here
-		in, err := experiment.Prepare(o)
-		if err != nil {
-			return nil, err
-		}
-		old := filepath.Join(dir, fmt.Sprintf("synergy-seed%d-profile.csv", seed))
-		if err := writeTable(old, in.Raw, per, []string{"old profile: " + in.RawFrom}); err != nil {
-			return nil, err
-		}
-		synGrid := sweep.Grid{Base: syn, Traces: []string{sweep.SynergyTrace}, Loads: []float64{plan.MigrationLoad},
-			Seeds: []uint64{seed}, Schedulers: []string{"fifo"}, Synergy: sweep.SynergySpec{Jobs: plan.SynergyJobs, Track: &track}}
-		wls = append(wls, patternWorkload{name: fmt.Sprintf("synergy-seed%d", seed), grid: synGrid, old: old, table: in.Raw, per: per,
-			span: float64(plan.SynergyJobs) / plan.MigrationLoad * 3600})
+	for i, seed := range plan.SynergySeeds {
+		w := wls[nSia+i]
+		old, per, synGrid := w.old, w.per, w.grid
 		for _, draw := range res.DrawSeeds {
-			t, bad := degrade(in.Raw, StaleFraction, StaleFactor, draw)
+			t, bad := degrade(w.table, StaleFraction, StaleFactor, draw)
 			name := fmt.Sprintf("synergy-seed%d", seed)
 			if draw == StaleSeed {
 				res.Degraded[name] = bad
@@ -332,7 +285,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if res.Figures, err = writeConvergence(dir, res.Convergence); err != nil {
 		return nil, err
 	}
-	if res.Patterns, err = runPatterns(ctx, dir, wls, workers, log); err != nil {
+	if res.Patterns, err = runPatterns(ctx, dir, wls, nil, nil, workers, log); err != nil {
 		return nil, err
 	}
 	if res.Quarantine, err = runQuarantine(ctx, dir, workers, log); err != nil {
