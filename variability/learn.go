@@ -135,6 +135,20 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     changed (drift): their bounds are forgotten and the believed
 //     slowest takes the blame.
 //
+//   - A slowdown seen as it happens voids older bounds: when a job that
+//     has not moved shows a slower pace than the round before (ObserveJob),
+//     some GPU under it changed, and GPUs elsewhere may have changed
+//     with it. From that round on, a bound (of a class, or GPU-wide) last
+//     confirmed before it says how fast the GPU was, not how fast it is:
+//     an observation slower than such a bound forgets it, and the GPU is
+//     a suspect again, where otherwise the blame would go to a GPU beside
+//     it whose bound is newer or absent. Measured on random patterns of a
+//     fifth of the GPUs going slow partway through a run (see
+//     docs/variability.md), a GPU seen healthy before the change and slow
+//     after it was otherwise never blamed, and the healthy GPUs beside it
+//     were. Profiles that went stale before the run (no pace of a job
+//     that stays put ever rises) are untouched by this.
+//
 //   - A redundant guess is withdrawn at once (prune): a guessed GPU that
 //     no remembered slow observation needs, because another GPU of each
 //     explains it as well, goes back to its belief before the guess, so
@@ -188,6 +202,14 @@ type Learner struct {
 	hiH            []float64 // upper bound on the GPU-wide factor: min of pace / prior
 	belief         [NumClasses][]float64
 	hi             [NumClasses][]float64
+	// hiAt and hiHAt are the rounds in which each class bound and
+	// GPU-wide bound was last set or confirmed (an observation within
+	// Tol of it), and changedAt the last round in which a job that had
+	// not moved showed a slower pace (0: never): a bound older than that
+	// may describe the GPU before it changed (see observe).
+	hiAt      [NumClasses][]int
+	hiHAt     []int
+	changedAt int
 	// guess marks beliefs raised on a guess: the blame of a slow set
 	// with more than one suspect (see explain).
 	guess [NumClasses][]bool
@@ -264,6 +286,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 	l.health = make([]float64, n)
 	l.isMoved = make([]bool, n)
 	l.hiH = make([]float64, n)
+	l.hiHAt = make([]int, n)
 	l.slowBy, l.fastBy, l.waiting = make([]uint8, n), make([]uint8, n), make([]bool, n)
 	for g := range l.health {
 		l.health[g], l.hiH[g] = 1, math.Inf(1)
@@ -278,6 +301,7 @@ func NewLearner(prior *Table, cur *Scores, opts LearnOptions) (*Learner, error) 
 		l.isTouched[c] = make([]bool, n)
 		l.snap[c] = slices.Clone(prior.Values[c])
 		l.hi[c] = make([]float64, n)
+		l.hiAt[c] = make([]int, n)
 		l.guess[c] = make([]bool, n)
 		l.carried[c] = make([]bool, n)
 		l.hinted[c] = make([]bool, n)
@@ -413,6 +437,9 @@ type jobSeen struct {
 	y     float64
 	round int
 	set   bool
+	// steady: the observation changed nothing, so the same one again
+	// may be skipped.
+	steady bool
 }
 
 // ObserveJob is Observe for a job that has an id: a job showing the same
@@ -421,24 +448,29 @@ type jobSeen struct {
 // which keeps a round's learning cost with the jobs that changed. gpus
 // must not be changed in place while the job keeps it (a driver replaces
 // a moved job's list, as both of PAL's drivers do).
+//
+// A job on the same GPUs showing a slower pace than in the previous
+// round is a GPU changing under it: older bounds stop ruling GPUs out
+// (see Learner).
 func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
 	var first *int
 	if len(gpus) > 0 {
 		first = &gpus[0]
 	}
 	s, ok := l.lookup(id)
-	if ok && s.c == c && s.first == first && s.n == len(gpus) && s.y == y {
+	same := ok && s.c == c && s.first == first && s.n == len(gpus)
+	if same && s.steady && s.y == y {
 		s.round = l.round
 		l.store(id, s)
 		return
 	}
-	if l.observe(c, gpus, y) {
-		// Only an observation that changed nothing may be skipped when it
-		// comes again: a slow job keeps stepping its GPU towards its pace.
-		l.store(id, jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round, set: true})
-	} else if ok {
-		l.store(id, jobSeen{})
+	if same && y > s.y*(1+l.opts.Tol) {
+		l.changedAt = l.round
 	}
+	// Only an observation that changed nothing may be skipped when it
+	// comes again: a slow job keeps stepping its GPU towards its pace.
+	steady := l.observe(c, gpus, y)
+	l.store(id, jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round, set: true, steady: steady})
 }
 
 // denseIDs bounds the job ids ObserveJob keeps in a slice (traces number
@@ -492,6 +524,18 @@ func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 	l.Observations++
 	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
 	tol, a := l.opts.Tol, l.opts.Alpha
+	if l.changedAt > 0 {
+		// Bounds from before a change seen as it happened: one this pace
+		// overturns describes the GPU as it was, and is forgotten.
+		for _, g := range gpus {
+			if hi[g] < y*(1-tol) && l.hiAt[c][g] < l.changedAt {
+				hi[g] = math.Inf(1)
+			}
+			if l.hiH[g]*pr[g] < y*(1-tol) && l.hiHAt[g] < l.changedAt {
+				l.hiH[g] = math.Inf(1)
+			}
+		}
+	}
 	allowed := false
 	believed := 0.0
 	stale := false // some bound or belief this observation changes
@@ -522,8 +566,15 @@ func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 	for _, g := range gpus {
 		l.lastSeen[c][g] = l.round + 1
 		l.hinted[c][g] = false // the class's own jobs speak for g now
+		if y <= hi[g]*(1+tol) {
+			l.hiAt[c][g] = l.round
+		}
 		hi[g] = min(hi[g], y)
-		if h := y / pr[g]; h < l.hiH[g] {
+		h := y / pr[g]
+		if h <= l.hiH[g]*(1+tol) {
+			l.hiHAt[g] = l.round
+		}
+		if h < l.hiH[g] {
 			l.hiH[g] = h
 			if !l.opts.PerClassOnly {
 				l.exonerate(c, g)

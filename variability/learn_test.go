@@ -771,3 +771,83 @@ func TestLearnerExpire(t *testing.T) {
 		t.Errorf("GPU 1 believed %v, want 1", got)
 	}
 }
+
+// A slowdown seen as it happens voids older bounds. Class A alone, four
+// GPUs profiled at 1. Job 1 runs on GPU 0 and job 2 on GPU 1, both at 1
+// (their bounds are 1). Then GPUs 0 and 1 slow to 1.5: job 2, still on
+// GPU 1, shows 1.5, a change seen as it happens. Job 3 then runs on GPUs
+// 3 and 0 at 1.5 and job 4 on GPUs 0 and 2 at 1.5. GPU 0's bound of 1 is
+// older than the change, so both jobs name it. In the first round job 3
+// blames GPU 3 (the first of two equal suspects: 1.25), job 4 GPU 0 (the
+// one a remembered slow job names: 1.25), and the round's end blames GPU
+// 0 for both remembered jobs (1.375, 1.4375) and withdraws GPU 3's guess,
+// which GPU 0 now explains. In the second round jobs 3 and 4 and the
+// first remembered one step GPU 0 to 1.46875, 1.484375 and 1.4921875,
+// within the 1% band of 1.5, where it stays. Without job 2's slowdown
+// nothing says the GPUs changed, GPU 0's bound of 1 stands, and each
+// job's only suspect, GPUs 3 and 2, is pinned slow: the right answer
+// for a profile that was stale from the start. A bound confirmed in the
+// round of the change is not older than it: with job 5 showing GPU 3 at
+// 1 then, job 3's first observation pins GPU 0 (1.25), its only suspect,
+// and leaves GPU 3 at 1.
+func TestLearnerChangeVoidsOldBounds(t *testing.T) {
+	t.Run("bound after the change", func(t *testing.T) {
+		l := newTestLearner(t, flatTable(4), true)
+		g1 := []int{1} // the same list: job 2 has not moved
+		l.ObserveJob(1, ClassA, []int{0}, 1)
+		l.ObserveJob(2, ClassA, g1, 1)
+		l.Rebin()
+		l.ObserveJob(2, ClassA, g1, 1)
+		l.Rebin()
+		l.ObserveJob(2, ClassA, g1, 1.5)
+		l.ObserveJob(5, ClassA, []int{3}, 1)
+		l.Rebin()
+		l.ObserveJob(3, ClassA, []int{3, 0}, 1.5)
+		if b0, b3 := l.Belief(ClassA, 0), l.Belief(ClassA, 3); b0 != 1.25 || b3 != 1 {
+			t.Errorf("GPU 0 believed %v, GPU 3 %v; want 1.25 (pinned) and 1 (its bound is as new as the change)", b0, b3)
+		}
+	})
+	for _, seen := range []bool{true, false} {
+		l := newTestLearner(t, flatTable(4), true)
+		rebin := func() {
+			if _, err := l.Rebin(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g0, g1 := []int{0}, []int{1}
+		l.ObserveJob(1, ClassA, g0, 1)
+		l.ObserveJob(2, ClassA, g1, 1)
+		rebin()
+		l.ObserveJob(2, ClassA, g1, 1)
+		rebin()
+		if seen {
+			l.ObserveJob(2, ClassA, g1, 1.5)
+		}
+		rebin()
+		j3, j4 := []int{3, 0}, []int{0, 2}
+		var got []float64
+		for range 4 {
+			l.ObserveJob(3, ClassA, j3, 1.5)
+			l.ObserveJob(4, ClassA, j4, 1.5)
+			rebin()
+			got = append(got, l.Belief(ClassA, 0))
+		}
+		b := func(g int) float64 { return l.Belief(ClassA, g) }
+		if seen {
+			want := []float64{1.4375, 1.4921875, 1.4921875, 1.4921875}
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-9 {
+					t.Errorf("change seen: GPU 0's belief over four rounds %v, want %v", got, want)
+					break
+				}
+			}
+			if b(2) != 1 || b(3) != 1 {
+				t.Errorf("change seen: GPUs 2 and 3 believed %v and %v, want 1 (healthy)", b(2), b(3))
+			}
+			continue
+		}
+		if b(0) != 1 || !(b(2) > 1.4) || !(b(3) > 1.4) {
+			t.Errorf("no change seen: beliefs of GPUs 0, 2, 3 %v, %v, %v; want GPU 0 at 1 (its bound stands), 2 and 3 pinned slow", b(0), b(2), b(3))
+		}
+	}
+}
