@@ -320,7 +320,7 @@ func readEmbedded(fsys fs.FS, p string, models *workload.Models) (*workload.Trac
 	if err != nil {
 		return nil, fmt.Errorf("built-in %s: %v", p, err)
 	}
-	return workload.ReadTrace(path.Base(p), bytes.NewReader(b), models)
+	return workload.ReadTraceBytes(path.Base(p), b, models)
 }
 
 func (in *Inputs) loadRaw() (*variability.Table, string, error) {

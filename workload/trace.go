@@ -132,6 +132,15 @@ func openTrace(name string, r io.Reader, more ...csvin.Option) (*csvin.Table, er
 		csvin.EmptyMsg("empty file (want a header " + strings.Join(traceColumns, ",") + ")")}, more...)...)
 }
 
+// ReadTraceBytes is ReadTrace for a trace already in memory (a built-in
+// one): its newlines bound the rows, so the jobs are allocated once. A
+// built-in trace of a few thousand rows grown by append costs a whole
+// Sia-Philly run's simulation again in copies, fresh pages and a
+// collection.
+func ReadTraceBytes(name string, b []byte, models *Models) (*Trace, error) {
+	return readTrace(name, bytes.NewReader(b), models, bytes.Count(b, []byte{'\n'})+1, true)
+}
+
 // ReadTraceRows is ReadTrace for a part of a workload: it also accepts a
 // trace whose rows are all tracked=0 (background load to concatenate or
 // overlay with others).
