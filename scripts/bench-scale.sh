@@ -10,7 +10,8 @@
 # runs per 100k-job case (3), ONE_M=1 to run the million-job trace
 # (FIFO+PAL on 4608x6, /usr/bin/time -v: wall and peak RSS), ALL=1 to run
 # every placement under FIFO on the 20k trace (not just PAL), BIG=0 to
-# skip the 100k cases, OUT (default bench-out/).
+# skip the 100k cases, STARTUP=0 to skip the start-up processes, OUT
+# (default bench-out/).
 #
 # Traces (seed 1, every job tracked, written by this checkout's
 # `pal trace synergy`):
@@ -21,7 +22,10 @@
 #
 # Each process run is written as a Go benchmark line (ns/op = wall time,
 # peak-RSS-KB from /usr/bin/time), so benchstat reports medians and, with
-# BASE, before/after ratios.
+# BASE, before/after ratios. Start-up (pal --version, one Sia-Philly trace
+# under PAL with the artifact's settings, and a one-line Go program as the
+# machine's floor) is bench's BenchmarkProcess, which reads each child's
+# CPU time at microsecond resolution; builds alternate, one run at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +34,7 @@ COUNT_BIG=${COUNT_BIG:-3}
 BIG=${BIG:-1}
 ONE_M=${ONE_M:-0}
 ALL=${ALL:-0}
+STARTUP=${STARTUP:-1}
 OUT=${OUT:-bench-out}
 BENCHSTAT_VERSION=v0.0.0-20260908200009-22c9c6c9d4da
 mkdir -p "$OUT"
@@ -95,6 +100,16 @@ if [ "$ONE_M" = 1 ]; then
   grep -E "Elapsed|Maximum resident|User time" "$OUT/time-1m.txt"
 fi
 
+if [ "$STARTUP" = 1 ]; then
+  go test -c -o "$OUT/bench.test" ./bench
+  for bin in "${bins[@]}"; do : >"$OUT/startup-$bin.txt"; done
+  for i in $(seq "$COUNT"); do
+    for bin in "${bins[@]}"; do
+      PAL_BIN="$OUT/pal-$bin" "$OUT/bench.test" -test.run '^$' -test.bench Process -test.benchtime 20x >>"$OUT/startup-$bin.txt"
+    done
+  done
+fi
+
 # Go benchmarks: one placement round at 256, 4,096 and 27,648 GPUs.
 gobench() { # dir out
   (cd "$1" && go test -run '^$' -bench 'PlacementRound' -count "$COUNT" ./bench) >"$2"
@@ -108,8 +123,10 @@ fi
 benchstat() { go run "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION" "$@"; }
 if [ -n "${BASE:-}" ]; then
   benchstat before="$OUT/process-base.txt" after="$OUT/process-head.txt"
+  [ "$STARTUP" = 1 ] && benchstat before="$OUT/startup-base.txt" after="$OUT/startup-head.txt"
   benchstat before="$OUT/gobench-base.txt" after="$OUT/gobench-head.txt"
 else
   benchstat "$OUT/process-head.txt"
+  [ "$STARTUP" = 1 ] && benchstat "$OUT/startup-head.txt"
   benchstat "$OUT/gobench-head.txt"
 fi
