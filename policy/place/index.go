@@ -71,6 +71,7 @@ type scoreIndex struct {
 	words, wordsInit []uint64
 	nodeFree         []int32 // view into i32
 	ids              []int   // 0..size-1: answers of consecutive GPUs are windows of it
+	keepBuf          []int   // the unused rest of keep's current block
 	buf              []int   // the current pick, in pick order until sorted
 	ks               []int32 // bucket counts merged by one walk
 	idx              []int   // the round's job visiting order
@@ -94,6 +95,14 @@ type scoreIndex struct {
 	given   int
 	givenAt [variability.NumClasses]int
 	ms      moveScratch
+	// bp[g][c] is {gbin[g], pos[g]} of class c: take and give read both
+	// for every GPU and every live class. Takes visit GPUs in score
+	// order, not id order, so a column per class would cost each class a
+	// cache miss; a GPU's fields for all classes share one line. The bin
+	// carries multiPair when GPU g's (bin, node) pair holds more than one
+	// GPU; for the others (most) the pair's count is its free flag, so
+	// take and give know it without reading cnt (another miss).
+	bp [][variability.NumClasses]binPos
 	// hist: freeHist[k] counts the nodes with k free GPUs, kept by take
 	// and give while a migration-aware frame runs (see room).
 	hist     bool
@@ -130,9 +139,6 @@ type classIndex struct {
 	// node's bin order (PAL only, see ord): one load serves take. A column per class rather than a record
 	// per GPU: a trace of one class keeps one dense column in cache.
 	pos []int32
-	// bp[g] is {gbin[g], pos[g]}: take and give read both for every GPU
-	// and every live class, from one cache line instead of two.
-	bp  []binPos
 	cnt []int32 // free GPUs of each (bin, node): bins[b].off+pos
 	pop []int32
 	// hint[popOff+k] is a word before which bucket k of the bin has no
@@ -176,8 +182,12 @@ type classIndex struct {
 	i32Lo, i32Hi, wLo, wHi int
 }
 
-// binPos is a GPU's bin and pos in one class (see classIndex.bp).
+// binPos is a GPU's bin and pos in one class (see scoreIndex.bp).
 type binPos struct{ bin, pos int32 }
+
+// multiPair marks a binPos whose (bin, node) pair holds more than one
+// GPU (bins are below MaxInt32/2, see build).
+const multiPair = 1 << 30
 
 // rankInfo is a node's GPU of some rank in its bin order: its bin, and
 // pos = p<<6 | e, where p is the node's position in the bin's node list
@@ -347,16 +357,15 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 			x.fillWithin(ci)
 		}
 	}
+	x.bp = make([][variability.NumClasses]binPos, x.size)
 	for c := range x.cls {
 		ci := &x.cls[c]
 		for g, b := range ci.gbin {
 			if ci.only[ci.bins[b].off+ci.pos[g]>>6] < 0 {
 				ci.multi = append(ci.multi, int32(g))
+				b |= multiPair
 			}
-		}
-		ci.bp = make([]binPos, x.size)
-		for g := range ci.bp {
-			ci.bp[g] = binPos{ci.gbin[g], ci.pos[g]}
+			x.bp[g][c] = binPos{b, ci.pos[g]}
 		}
 	}
 	x.freeInit = slices.Clone(x.free)
@@ -643,13 +652,14 @@ func (x *scoreIndex) take(gpus []int) {
 			x.freeHist[x.nodeFree[nd]-1]++
 		}
 		x.nodeFree[nd]--
+		bps := &x.bp[g]
 		for c := range x.cls {
 			if !x.live[c] {
 				continue
 			}
 			ci := &x.cls[c]
-			bp := ci.bp[g]
-			bin, pr := bp.bin, bp.pos
+			bp := bps[c]
+			bin, pr := bp.bin&^multiPair, bp.pos
 			pos := pr >> 6
 			if x.withinOn {
 				ci.smask[nd] &^= 1 << (pr & 63)
@@ -657,7 +667,10 @@ func (x *scoreIndex) take(gpus []int) {
 			// Move the node from bucket k to bucket k-1 of its bin.
 			bi := &ci.bins[bin]
 			fi := bi.off + pos
-			k := ci.cnt[fi]
+			k := int32(1) // a single GPU's pair: its count is its free flag
+			if bp.bin&multiPair != 0 {
+				k = ci.cnt[fi]
+			}
 			ci.cnt[fi] = k - 1
 			w := int(bi.bitOff) + int(pos>>6)
 			bit := uint64(1) << (pos & 63)
@@ -1102,8 +1115,28 @@ func (x *scoreIndex) own(j *workload.Job, g []int) []int {
 	case j.Running() && slices.Equal(j.GPUsHeld, g):
 		return j.GPUsHeld
 	default:
-		return slices.Clone(g)
+		return x.keep(g)
 	}
+}
+
+// keepChunk is the size, in GPU ids, of the blocks keep carves answers
+// from: a round's moved multi-GPU jobs then cost a handful of
+// allocations instead of one each (1,291 a round at 27,648 GPUs), while
+// a long-running job's answer pins at most one small block.
+const keepChunk = 256
+
+// keep copies g into the current block (a fresh one when it is short)
+// and returns the copy with its capacity cut to its length, so an append
+// to one answer never writes into the next. Blocks are never reused: an
+// answer is the caller's to keep.
+func (x *scoreIndex) keep(g []int) []int {
+	if len(x.keepBuf) < len(g) {
+		x.keepBuf = make([]int, max(keepChunk, len(g)))
+	}
+	s := x.keepBuf[:len(g):len(g)]
+	x.keepBuf = x.keepBuf[len(g):]
+	copy(s, g)
+	return s
 }
 
 // freeBelow counts class c's free GPUs scoring below thr, up to need:
@@ -1436,13 +1469,14 @@ func (x *scoreIndex) give(gpus []int) {
 			x.freeHist[x.nodeFree[nd]+1]++
 		}
 		x.nodeFree[nd]++
+		bps := &x.bp[g]
 		for c := range x.cls {
 			if !x.live[c] {
 				continue
 			}
 			ci := &x.cls[c]
-			bp := ci.bp[g]
-			bin, pr := bp.bin, bp.pos
+			bp := bps[c]
+			bin, pr := bp.bin&^multiPair, bp.pos
 			pos := pr >> 6
 			if x.withinOn {
 				ci.smask[nd] |= 1 << (pr & 63)
@@ -1450,7 +1484,10 @@ func (x *scoreIndex) give(gpus []int) {
 			// Move the node from bucket k to bucket k+1 of its bin.
 			bi := &ci.bins[bin]
 			fi := bi.off + pos
-			k := ci.cnt[fi]
+			k := int32(0) // a single GPU's pair (see take)
+			if bp.bin&multiPair != 0 {
+				k = ci.cnt[fi]
+			}
 			ci.cnt[fi] = k + 1
 			w := int(bi.bitOff) + int(pos>>6)
 			bit := uint64(1) << (pos & 63)

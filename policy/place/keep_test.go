@@ -1,0 +1,82 @@
+package place
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+)
+
+// TestKeepCopiesWithoutAliasing checks keep's answers: each equals the
+// pick it copies, has no room past its end (an append to one answer must
+// not write into the next one carved from the same block), and survives
+// later keeps and changes to the scratch it was copied from.
+func TestKeepCopiesWithoutAliasing(t *testing.T) {
+	cases := []struct {
+		name  string
+		picks [][]int
+	}{
+		{"small", [][]int{{3, 5}, {0, 2, 7}, {9, 11}}},
+		{"block boundary", [][]int{make([]int, keepChunk-1), {1, 4}, {6, 8}}},
+		{"pick over a block", [][]int{{1, 3}, make([]int, keepChunk+5), {2, 4}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var x scoreIndex
+			var got [][]int
+			for _, p := range tc.picks {
+				scratch := slices.Clone(p)
+				k := x.keep(scratch)
+				scratch[0] = -1 // the scratch is reused by the next pick
+				got = append(got, k)
+			}
+			for i, k := range got {
+				if !slices.Equal(k, tc.picks[i]) {
+					t.Fatalf("answer %d = %v, want %v", i, k, tc.picks[i])
+				}
+				if cap(k) != len(k) {
+					t.Fatalf("answer %d has cap %d, want %d", i, cap(k), len(k))
+				}
+				_ = append(k, -7)
+			}
+			for i, k := range got {
+				if !slices.Equal(k, tc.picks[i]) {
+					t.Fatalf("after appends, answer %d = %v, want %v", i, k, tc.picks[i])
+				}
+			}
+		})
+	}
+}
+
+// TestIndexMarksMultiGPUPairs checks the multiPair flag on a 2x3
+// cluster whose class scores put GPUs 0 and 1 (node 0) in one bin and
+// every other (bin, node) pair on a single GPU: only those two carry
+// it, and every GPU's bin and pos are its class's gbin and pos.
+func TestIndexMarksMultiGPUPairs(t *testing.T) {
+	c, err := cluster.New(2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &policy.Scores{}
+	for cl := range sc.SF {
+		sc.SF[cl] = []float64{1, 1, 2, 1, 2, 3}
+	}
+	var x scoreIndex
+	if x.prepare(&policy.Env{Cluster: c, Scores: sc}, false) == nil {
+		t.Fatal("index declined valid inputs")
+	}
+	wantMulti := []bool{true, true, false, false, false, false}
+	wantBin := []int32{0, 0, 1, 0, 1, 2}
+	for cl := range x.cls {
+		ci := &x.cls[cl]
+		for g, bp := range x.bp {
+			if multi := bp[cl].bin&multiPair != 0; multi != wantMulti[g] {
+				t.Errorf("class %d GPU %d: multiPair %v, want %v", cl, g, multi, wantMulti[g])
+			}
+			if b := bp[cl].bin &^ multiPair; b != wantBin[g] || b != ci.gbin[g] || bp[cl].pos != ci.pos[g] {
+				t.Errorf("class %d GPU %d: bin %d pos %d, want bin %d (gbin %d) pos %d", cl, g, b, bp[cl].pos, wantBin[g], ci.gbin[g], ci.pos[g])
+			}
+		}
+	}
+}
