@@ -107,6 +107,10 @@ type scoreIndex struct {
 	// and give while a migration-aware frame runs (see room).
 	hist     bool
 	freeHist []int32
+	// memo keeps whole rounds of the frame by their demands (see
+	// frameMemo); memoTag is the picking rule they were made under.
+	memo    frameMemo
+	memoTag int
 }
 
 // binInfo is the static layout of one bin. Its nodes are
@@ -1078,6 +1082,24 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		x.moveFrameOn(order, out, ready, pick, m)
 		return
 	}
+	// The round's answer is a function of the demands it visits up to
+	// position k, the first past the prefix (see frameMemo).
+	end := min(k+1, len(x.idx))
+	off, hit, rec := x.memo.slot(x.size, x.dem, x.idx[:end])
+	if hit {
+		for p, i := range x.idx[:end] {
+			if out[i] = x.answer(off, p, order[i], int(x.dem[i].n)); out[i] == nil {
+				break
+			}
+		}
+		if ready != nil {
+			ready(len(order))
+		}
+		return
+	}
+	if rec {
+		x.memo.keep(off, x.dem, x.idx[:end])
+	}
 	x.reset(live)
 	cur := 0
 	stream := ready != nil && classes <= 1
@@ -1091,11 +1113,19 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		}
 		d := x.dem[i]
 		g := pick(int(d.n), int(d.c))
+		// The frame stops by end (see frameMemo); a pick is its demand.
+		rec = rec && p < end && (g == nil || len(g) == int(d.n) && len(g) > 0)
+		if rec {
+			x.memo.put(off, p, g)
+		}
 		if g == nil {
 			break
 		}
 		x.take(g)
 		out[i] = x.own(order[i], g)
+	}
+	if rec {
+		x.memo.done(off)
 	}
 	if ready != nil {
 		ready(len(order))

@@ -54,6 +54,7 @@ func (p *PAL) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, rea
 		wholeTo(&p.ref, env, order, alloc, ready)
 		return
 	}
+	x.tag(int(p.TieBreak)) // the frame's memo keeps answers under one tie-break
 	lv := &env.Scores.LV
 	x.frame(order, alloc, ready, func(n, c int) []int {
 		return p.pick(x, lv[c], n, c)

@@ -65,6 +65,7 @@ func (p *PMFirst) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int,
 		wholeTo(&p.ref, env, order, alloc, ready)
 		return
 	}
+	x.tag(int(p.TieBreak)) // the frame's memo keeps answers under one tie-break
 	x.frame(order, alloc, ready, func(n, c int) []int {
 		return x.pmFirst(c, n, len(x.cls[c].vals)-1, p.TieBreak)
 	}, hysteresis(p.MigrationAware, env, true))

@@ -1,0 +1,162 @@
+package place
+
+import (
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// frameMemo remembers whole rounds of the index's non-moving frame (see
+// frame). That frame starts every round from an all-free cluster and
+// visits the jobs in an order fixed by their demands, stopping at the
+// first pick that fails, which is at the latest the first job past the
+// prefix that fits the cluster (it fails on the free count). So the
+// round's answer is a function of the demands (GPUs and class) of the
+// jobs it visits up to that job, and a round whose demand sequence was
+// seen before can read the answer kept for it instead of picking.
+//
+// An LAS round on a small cluster swaps most of its running set, yet the
+// sequences repeat: on the 20,000-job Synergy trace on 16x4 more than half
+// of the 120,000 rounds find their answer here. It is a direct-mapped
+// cache of memoSlots rounds on clusters of at most memoGPUs GPUs, in one
+// pointer-free block (1.5 MB) allocated at the first round that fits: a
+// round costs a hash of its demands and, on a hit, a compare, no pick
+// and no take; a miss overwrites the slot. A slot keeps each position's
+// GPUs (a round gives out at most the cluster); an answer read off it is
+// made as own makes a pick's (see answer). A trie keeping every start of
+// a sequence answered 88% of the picks but cost as much as it saved: its
+// walk is a chain of dependent loads through megabytes, a cache miss each,
+// while a pick on a 64-GPU index stays in the first-level cache; a map of
+// whole sequences cost more than it saved in fresh memory (page faults,
+// collection).
+type frameMemo struct {
+	tags []uint64 // per slot: the hash of the kept sequence (0: empty)
+	// per slot: length, demands, each position's offset into the slot's
+	// GPUs (memoStop: the frame stopped there), GPUs
+	data []uint32
+	h    uint64 // the round's hash
+	used int    // GPUs written to the slot being kept
+	hits int    // rounds answered (for tests)
+}
+
+const (
+	memoSlots = 1024
+	memoGPUs  = 128
+	memoLen   = memoGPUs + 1 // the prefix and the job past it
+	memoSlot  = 1 + 2*memoLen + memoGPUs
+	// memoStop in a kept answer marks the failed pick the frame stopped
+	// at.
+	memoStop = ^uint32(0)
+)
+
+// demandKey is a demand as one word (GPUs times the classes plus the
+// class); ok is false when it does not fit.
+func demandKey(d demand) (uint32, bool) {
+	k := uint64(d.n)*variability.NumClasses + uint64(d.c)
+	return uint32(k), d.n >= 0 && d.c >= 0 && k < uint64(memoStop)
+}
+
+// slot finds the round's slot: the visiting positions idx of the demands
+// dem. It returns the slot's offset in data and whether it holds the
+// round's answer; ok is false when the round is not to be kept.
+func (m *frameMemo) slot(size int, dem []demand, idx []int) (off int, hit, ok bool) {
+	if len(idx) == 0 || len(idx) > memoLen || size > memoGPUs {
+		return 0, false, false
+	}
+	h := uint64(len(idx))
+	for _, i := range idx {
+		k, fits := demandKey(dem[i])
+		if !fits {
+			return 0, false, false
+		}
+		h = (h ^ uint64(k)) * 0x100000001b3
+		h ^= h >> 29
+	}
+	h |= 1 // never 0, the empty tag
+	if m.tags == nil {
+		m.tags = make([]uint64, memoSlots)
+		m.data = make([]uint32, memoSlots*memoSlot)
+	}
+	m.h = h
+	s := int(h>>20) & (memoSlots - 1)
+	off = s * memoSlot
+	if m.tags[s] != h || m.data[off] != uint32(len(idx)) {
+		return off, false, true
+	}
+	keys := m.data[off+1 : off+1+len(idx)]
+	for p, i := range idx {
+		if k, _ := demandKey(dem[i]); keys[p] != k {
+			return off, false, true
+		}
+	}
+	m.hits++
+	return off, true, true
+}
+
+// keep starts overwriting the slot at off with the round's demands; the
+// answers follow through put.
+func (m *frameMemo) keep(off int, dem []demand, idx []int) {
+	m.tags[off/memoSlot] = 0 // not valid until done
+	m.data[off] = uint32(len(idx))
+	for p, i := range idx {
+		m.data[off+1+p], _ = demandKey(dem[i])
+	}
+	m.used = 0
+}
+
+// put keeps position p's pick g (nil: the frame stopped there) in the slot
+// at off.
+func (m *frameMemo) put(off, p int, g []int) {
+	if g == nil {
+		m.data[off+1+memoLen+p] = memoStop
+		return
+	}
+	m.data[off+1+memoLen+p] = uint32(m.used)
+	for k, id := range g {
+		m.data[off+1+2*memoLen+m.used+k] = uint32(id)
+	}
+	m.used += len(g)
+}
+
+// done validates the slot at off.
+func (m *frameMemo) done(off int) { m.tags[off/memoSlot] = m.h }
+
+// answer is position p's GPUs in the slot at off for job j of n GPUs
+// (nil: the frame stopped there), made as own makes a pick's: a window
+// of the id list, j's own list when it holds those GPUs, else a copy.
+func (x *scoreIndex) answer(off, p int, j *workload.Job, n int) []int {
+	d := x.memo.data
+	o := d[off+1+memoLen+p]
+	if o == memoStop {
+		return nil
+	}
+	g := d[off+1+2*memoLen+int(o):][:n]
+	if int(g[n-1]-g[0]) == n-1 {
+		return x.ids[g[0] : int(g[0])+n : int(g[0])+n]
+	}
+	if h := j.GPUsHeld; len(h) == n {
+		same := true
+		for k, id := range g {
+			if h[k] != int(id) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return h
+		}
+	}
+	x.buf = x.buf[:0]
+	for _, id := range g {
+		x.buf = append(x.buf, int(id))
+	}
+	return x.keep(x.buf)
+}
+
+// tag empties the memo when the picking rule changed (t names it, for the
+// placer whose index this is).
+func (x *scoreIndex) tag(t int) {
+	if t != x.memoTag {
+		x.memoTag = t
+		clear(x.memo.tags)
+	}
+}

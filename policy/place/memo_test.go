@@ -1,0 +1,108 @@
+package place
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// TestFrameMemoMatchesFreshPlacer places rounds that repeat (whole
+// queues again, or again with one job's class, GPUs held or the
+// tie-break changed) on placers that keep their memo, and checks every
+// answer against a fresh placer (empty memo) and the reference: the same
+// GPUs, and a job's own list handed back exactly when the fresh placer
+// hands it back.
+func TestFrameMemoMatchesFreshPlacer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	hits := 0
+	for trial := range 200 {
+		c := randomCluster(t, rng)
+		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
+		pal, pm := &PAL{}, &PMFirst{}
+		var queues [][]*workload.Job
+		for range 3 {
+			queues = append(queues, randomQueue(rng, c))
+		}
+		for round := range 12 {
+			var order []*workload.Job
+			q := queues[rng.IntN(len(queues))]
+			for _, j := range q {
+				cp := *j
+				order = append(order, &cp)
+			}
+			switch rng.IntN(4) {
+			case 0: // another class for one job
+				j := order[rng.IntN(len(order))]
+				j.Class = (j.Class + 1) % variability.NumClasses
+			case 1: // a job that ran stops, or takes another job's place
+				j := order[rng.IntN(len(order))]
+				j.GPUsHeld = nil
+			}
+			tb := PMFirstTieBreak(rng.IntN(2))
+			pal.TieBreak, pm.TieBreak = tb, tb
+			what := fmt.Sprintf("trial %d round %d tie-break %d cluster %v", trial, round, tb, c)
+			ref := &refPAL{TieBreak: tb}
+			checkMemo(t, "pal "+what, order, pal.Place(env, order), (&PAL{TieBreak: tb}).Place(env, order), ref.Place(env, order))
+			refPM := &refPMFirst{TieBreak: tb}
+			checkMemo(t, "pm-first "+what, order, pm.Place(env, order), (&PMFirst{TieBreak: tb}).Place(env, order), refPM.Place(env, order))
+		}
+		hits += pal.ix.memo.hits + pm.ix.memo.hits
+	}
+	if hits < 500 {
+		t.Fatalf("the memo answered %d rounds of 4,800; the test does not exercise it", hits)
+	}
+}
+
+func checkMemo(t *testing.T, what string, order []*workload.Job, got, fresh, ref [][]int) {
+	t.Helper()
+	sameAlloc(t, what+" vs fresh", got, fresh)
+	sameAlloc(t, what+" vs reference", got, ref)
+	for i, j := range order {
+		own := func(a []int) bool { return a != nil && j.GPUsHeld != nil && &a[0] == &j.GPUsHeld[0] }
+		if own(got[i]) != own(fresh[i]) {
+			t.Fatalf("%s: job %d holding %v got %v, own list %v; a fresh placer: own list %v", what, i, j.GPUsHeld, got[i], own(got[i]), own(fresh[i]))
+		}
+	}
+}
+
+// TestFrameMemoKeys: the memo's key is the demand sequence, GPUs and
+// class, and nothing it cannot hold is kept.
+func TestFrameMemoKeys(t *testing.T) {
+	for _, c := range []struct {
+		a, b demand
+		same bool
+	}{
+		{demand{1, 0}, demand{1, 0}, true},
+		{demand{1, 0}, demand{1, 1}, false},
+		{demand{1, 3}, demand{2, 0}, false},
+		{demand{2, 0}, demand{1, 2}, false},
+	} {
+		ka, _ := demandKey(c.a)
+		kb, _ := demandKey(c.b)
+		if (ka == kb) != c.same {
+			t.Errorf("demandKey(%v) = %d, demandKey(%v) = %d: want same %v", c.a, ka, c.b, kb, c.same)
+		}
+	}
+	var m frameMemo
+	dem := []demand{{1, 0}, {2, 1}}
+	for _, c := range []struct {
+		size int
+		idx  []int
+		ok   bool
+	}{
+		{64, []int{0, 1}, true},
+		{memoGPUs, []int{1, 0}, true},
+		{memoGPUs + 1, []int{0, 1}, false}, // a large cluster: off
+		{64, nil, false},
+		{64, slices.Repeat([]int{0}, memoLen+1), false},
+	} {
+		if _, hit, ok := m.slot(c.size, dem, c.idx); ok != c.ok || hit {
+			t.Errorf("slot(%d, %v) = hit %v, ok %v; want ok %v and no hit", c.size, c.idx, hit, ok, c.ok)
+		}
+	}
+}
