@@ -132,12 +132,13 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     sensitive jobs; a wrong pick is undone the next time that GPU runs
 //     in a faster job (its belief is capped) while G, still slow, moves
 //     the blame on. When no GPU's bound allows y the GPUs must have
-//     changed (drift): their bounds are forgotten and the believed
-//     slowest takes the blame.
+//     changed (drift): their bounds are forgotten, the believed slowest
+//     takes the blame, and the change counts as seen (next rule).
 //
 //   - A slowdown seen as it happens voids older bounds: when a job that
 //     has not moved shows a slower pace than the round before (ObserveJob),
-//     some GPU under it changed, and GPUs elsewhere may have changed
+//     or a job is slower than every one of its GPUs' bounds allows, some
+//     GPU under it changed, and GPUs elsewhere may have changed
 //     with it. From that round on, a bound (of a class, or GPU-wide) last
 //     confirmed before it says how fast the GPU was, not how fast it is:
 //     an observation slower than such a bound forgets it, and the GPU is
@@ -147,7 +148,15 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     docs/variability.md), a GPU seen healthy before the change and slow
 //     after it was otherwise never blamed, and the healthy GPUs beside it
 //     were. Profiles that went stale before the run (no pace of a job
-//     that stays put ever rises) are untouched by this.
+//     that stays put ever rises, and no job is slower than all its
+//     GPUs' bounds) are untouched by this. The second signal matters
+//     because the first needs a job that stays put across the change,
+//     and a learner that re-bins moves jobs: traced on a drift of a
+//     sixth of the GPUs in five steps (docs/variability.md), the first
+//     step was seen under an unmoved job and the four later ones under
+//     jobs that had moved, so bounds confirmed between the steps kept
+//     the slow GPUs out of every suspect set and the blame fell on
+//     healthy GPUs beside them for the rest of the run.
 //
 //   - A redundant guess is withdrawn at once (prune): a guessed GPU that
 //     no remembered slow observation needs, because another GPU of each
@@ -205,7 +214,8 @@ type Learner struct {
 	// hiAt and hiHAt are the rounds in which each class bound and
 	// GPU-wide bound was last set or confirmed (an observation within
 	// Tol of it), and changedAt the last round in which a job that had
-	// not moved showed a slower pace (0: never): a bound older than that
+	// not moved showed a slower pace, or a job was slower than all its
+	// GPUs' bounds (0: never): a bound older than that
 	// may describe the GPU before it changed (see observe).
 	hiAt      [NumClasses][]int
 	hiHAt     []int
@@ -552,11 +562,14 @@ func (l *Learner) observe(c Class, gpus []int, y float64) bool {
 		return true
 	}
 	if !allowed {
+		// Slower than every GPU's bound: a GPU changed, as surely as when
+		// a job that stays put slows (see Learner).
 		for _, g := range gpus {
 			hi[g] = math.Inf(1)
 			l.hiH[g] = math.Inf(1)
 		}
 		l.Forgot++
+		l.changedAt = l.round
 	}
 	slow := y > believed*(1+tol)
 	pinned, suspects := l.explain(c, gpus, y)

@@ -790,6 +790,54 @@ func TestLearnerExpire(t *testing.T) {
 // round of the change is not older than it: with job 5 showing GPU 3 at
 // 1 then, job 3's first observation pins GPU 0 (1.25), its only suspect,
 // and leaves GPU 3 at 1.
+// A job slower than every one of its GPUs' bounds is a change seen too,
+// though no job stayed put to show it. The setting of
+// TestLearnerChangeVoidsOldBounds: GPUs 0 and 1 run at 1 (bounds 1), then
+// both slow to 1.5, and job 2 is not there to see it. Job 6, new, runs
+// on GPU 1 alone at 1.5: its only GPU's bound says at most 1, so the GPU
+// changed. Then jobs 3 (GPUs 3, 0) and 4 (GPUs 0, 2) at 1.5 name GPU 0,
+// whose bound of 1 is older than that change, and the beliefs follow
+// the seen case's exactly: GPU 0 to 1.4375, then 1.4921875, GPUs 2 and 3
+// left at 1. Counted as no change (as before this rule), GPU 0's bound
+// stands and GPUs 3 and 2 are pinned slow in its place. A contradiction
+// in a profile stale from the start cannot arise: bounds are paces seen,
+// and a GPU that does not change is never slower than one.
+func TestLearnerContradictionIsAChange(t *testing.T) {
+	l := newTestLearner(t, flatTable(4), true)
+	rebin := func() {
+		if _, err := l.Rebin(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g1 := []int{1}
+	l.ObserveJob(1, ClassA, []int{0}, 1)
+	l.ObserveJob(2, ClassA, g1, 1)
+	rebin()
+	l.ObserveJob(2, ClassA, g1, 1)
+	rebin()
+	l.ObserveJob(6, ClassA, []int{1}, 1.5)
+	if b1 := l.Belief(ClassA, 1); b1 != 1.25 {
+		t.Fatalf("GPU 1 believed %v after a job slower than its bound, want 1.25 (bound forgotten, pinned)", b1)
+	}
+	rebin()
+	var got []float64
+	for range 4 {
+		l.ObserveJob(3, ClassA, []int{3, 0}, 1.5)
+		l.ObserveJob(4, ClassA, []int{0, 2}, 1.5)
+		rebin()
+		got = append(got, l.Belief(ClassA, 0))
+	}
+	want := []float64{1.4375, 1.4921875, 1.4921875, 1.4921875}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Fatalf("GPU 0's belief over four rounds %v, want %v", got, want)
+		}
+	}
+	if b2, b3 := l.Belief(ClassA, 2), l.Belief(ClassA, 3); b2 != 1 || b3 != 1 {
+		t.Errorf("GPUs 2 and 3 believed %v and %v, want 1 (healthy)", b2, b3)
+	}
+}
+
 func TestLearnerChangeVoidsOldBounds(t *testing.T) {
 	t.Run("bound after the change", func(t *testing.T) {
 		l := newTestLearner(t, flatTable(4), true)
