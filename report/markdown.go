@@ -3,6 +3,7 @@ package report
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A small Markdown reader for the summaries experiments write: enough for
@@ -31,10 +32,12 @@ type mdCell struct {
 	Right  bool
 }
 
+// The patterns compile on first use: compiled at start-up they cost
+// every pal process (most never read markdown) about half a millisecond.
 var (
-	mdHeading   = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
-	mdItem      = regexp.MustCompile(`^\s{0,3}[-*+]\s+(.*)$`)
-	mdSeparator = regexp.MustCompile(`^\s*:?-+:?\s*$`)
+	mdHeading   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`) })
+	mdItem      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}[-*+]\s+(.*)$`) })
+	mdSeparator = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*:?-+:?\s*$`) })
 )
 
 func parseMarkdown(src string) []mdBlock {
@@ -76,20 +79,20 @@ func parseMarkdown(src string) []mdBlock {
 			out = append(out, mdBlock{Kind: "pre", Code: strings.Join(code, "\n")})
 		case trim == "":
 			flush()
-		case mdHeading.MatchString(trim):
+		case mdHeading().MatchString(trim):
 			flush()
-			m := mdHeading.FindStringSubmatch(trim)
+			m := mdHeading().FindStringSubmatch(trim)
 			out = append(out, mdBlock{Kind: "h", level: len(m[1]), Inline: parseInline(m[2])})
 		case strings.HasPrefix(trim, "|"):
 			if len(table) == 0 {
 				flush()
 			}
 			table = append(table, trim)
-		case mdItem.MatchString(line):
+		case mdItem().MatchString(line):
 			if len(items) == 0 {
 				flush()
 			}
-			items = append(items, mdItem.FindStringSubmatch(line)[1])
+			items = append(items, mdItem().FindStringSubmatch(line)[1])
 		case len(items) > 0 && (line[0] == ' ' || line[0] == '\t'):
 			items[len(items)-1] += " " + trim
 		default:
@@ -139,7 +142,7 @@ func parseMDTable(lines []string) mdBlock {
 
 func isSeparator(row []string) bool {
 	for _, c := range row {
-		if !mdSeparator.MatchString(c) {
+		if !mdSeparator().MatchString(c) {
 			return false
 		}
 	}

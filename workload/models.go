@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -81,9 +82,12 @@ type modelLines struct {
 }
 
 var (
-	unknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
-	wrongKind    = regexp.MustCompile("cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (\\S+)")
-	yamlKinds    = map[string]string{"map": "a mapping (key: value)", "seq": "a list (- item)", "str": "a string", "int": "a number", "float": "a number", "bool": "true or false", "null": "nothing"}
+	// compiled on first use (an error to explain), not by every process
+	unknownField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`field (\S+) not found in type \S+`) })
+	wrongKind    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (\\S+)")
+	})
+	yamlKinds = map[string]string{"map": "a mapping (key: value)", "seq": "a list (- item)", "str": "a string", "int": "a number", "float": "a number", "bool": "true or false", "null": "nothing"}
 )
 
 // modelFields lists a model row's keys, read from Model's tags so that
@@ -101,8 +105,8 @@ func modelFields() string {
 
 // yamlWords says a decoder message in YAML's terms rather than Go's.
 func yamlWords(l string) string {
-	l = unknownField.ReplaceAllString(l, `unknown field "$1" (a model has `+modelFields()+`)`)
-	if m := wrongKind.FindStringSubmatch(l); m != nil {
+	l = unknownField().ReplaceAllString(l, `unknown field "$1" (a model has `+modelFields()+`)`)
+	if m := wrongKind().FindStringSubmatch(l); m != nil {
 		want := "a mapping (key: value)"
 		switch t := m[3]; {
 		case strings.HasPrefix(t, "[]"):
