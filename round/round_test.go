@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/workload"
@@ -126,6 +127,69 @@ func TestStreamMatchesApply(t *testing.T) {
 	go r.Ready(len(order))
 	if err := a.Stream(cl, order, [][]int{{1}, {2}, nil, {2}}, r, func(int, Kind) {}); err == nil || !strings.Contains(err.Error(), "GPU 2 already held") {
 		t.Fatalf("err %v, want GPU 2 given twice", err)
+	}
+}
+
+// TestStreamReadsOnlyFinalLines streams a round of more jobs than apply
+// reads ahead in one block (touchBlock) with the placer pausing after
+// each line, so that apply sees few lines final while it reads ahead.
+// It must read no line the placer has not declared final: under -race,
+// reading ahead into lines still being written is a reported race. The
+// kinds and the owner table are Apply's either way.
+func TestStreamReadsOnlyFinalLines(t *testing.T) {
+	const n = 2 * touchBlock
+	build := func() ([]*workload.Job, [][]int, *cluster.Cluster) {
+		cl, err := cluster.New(n/4, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := make([]*workload.Job, n)
+		alloc := make([][]int, n)
+		for i := range order {
+			var held []int
+			if i%3 != 0 {
+				held = []int{i}
+				if err := cl.Assign(i, held); err != nil {
+					t.Fatal(err)
+				}
+			}
+			order[i] = job(i, 1, held)
+			switch i % 4 {
+			case 0, 1:
+				alloc[i] = []int{i} // launch, keep
+			case 2:
+				alloc[i] = []int{i + 1} // move to the next job's GPU, which it loses
+			}
+		}
+		return order, alloc, cl
+	}
+	order, alloc, want := build()
+	var wantKinds []Kind
+	if err := Apply(want, order, alloc, func(_ int, k Kind) { wantKinds = append(wantKinds, k) }); err != nil {
+		t.Fatal(err)
+	}
+	order, alloc, cl := build()
+	r := NewRelay()
+	lines := make([][]int, n)
+	go func() {
+		for i := range alloc {
+			lines[i] = alloc[i]
+			r.Ready(i + 1)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	var kinds []Kind
+	var a Applier
+	if err := a.Stream(cl, order, lines, r, func(i int, k Kind) { kinds = append(kinds, k) }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Fatalf("kinds %v, want %v", kinds, wantKinds)
+	}
+	for g := range cl.Size() {
+		if cl.Owner(g) != want.Owner(g) {
+			t.Errorf("GPU %d owned by %d, Apply gives %d", g, cl.Owner(g), want.Owner(g))
+		}
 	}
 }
 
