@@ -80,3 +80,39 @@ func TestIndexMarksMultiGPUPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexColumnsMatchRecords: take reads a class's column (col) while
+// that class is the only one live and the per-GPU records (bp)
+// otherwise, so the two must hold the same bin and pos for every GPU and
+// class. The classes score the GPUs differently here, so that reading
+// another class's column would be seen.
+func TestIndexColumnsMatchRecords(t *testing.T) {
+	c, err := cluster.New(2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &policy.Scores{}
+	sf := [][]float64{{1, 1, 2, 1, 2, 3}, {3, 2, 1, 1, 2, 1}, {2, 2, 2, 1, 1, 1}, {1, 3, 1, 3, 1, 3}}
+	for cl := range sc.SF {
+		sc.SF[cl] = sf[cl%len(sf)]
+	}
+	var x scoreIndex
+	if x.prepare(&policy.Env{Cluster: c, Scores: sc}, false) == nil {
+		t.Fatal("index declined valid inputs")
+	}
+	differ := false
+	for cl := range x.cls {
+		if len(x.col[cl]) != len(x.bp) {
+			t.Fatalf("class %d: column of %d GPUs, want %d", cl, len(x.col[cl]), len(x.bp))
+		}
+		for g, bp := range x.bp {
+			if x.col[cl][g] != bp[cl] {
+				t.Errorf("class %d GPU %d: column %+v, record %+v", cl, g, x.col[cl][g], bp[cl])
+			}
+			differ = differ || bp[cl] != bp[0]
+		}
+	}
+	if !differ {
+		t.Fatal("every class has the same bins: the test cannot tell the columns apart")
+	}
+}
