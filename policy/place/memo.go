@@ -28,8 +28,16 @@ import (
 // while a pick on a 64-GPU index stays in the first-level cache; a map of
 // whole sequences cost more than it saved in fresh memory (page faults,
 // collection).
+//
+// The block is allocated only once the index has framed memoAfter rounds:
+// its first touches cost a page fault per 4 KiB, about 5 ms of CPU for
+// the 1.5 MB on the 2-core virtual machine of docs/performance.md, which
+// was a sixth of a whole Sia-Philly run (303 rounds) and more than the
+// memo saves there; a run of LAS's 120,000 rounds loses its first 4,096
+// rounds' hits (3%).
 type frameMemo struct {
-	tags []uint64 // per slot: the hash of the kept sequence (0: empty)
+	rounds int      // rounds framed by this index, up to memoAfter
+	tags   []uint64 // per slot: the hash of the kept sequence (0: empty)
 	// per slot: length, demands, each position's offset into the slot's
 	// GPUs (memoStop: the frame stopped there), GPUs
 	data []uint32
@@ -48,6 +56,10 @@ const (
 	memoStop = ^uint32(0)
 )
 
+// memoAfter is how many rounds an index frames before its memo is
+// allocated (see frameMemo); a variable so that tests can start at once.
+var memoAfter = 4096
+
 // demandKey is a demand as one word (GPUs times the classes plus the
 // class); ok is false when it does not fit.
 func demandKey(d demand) (uint32, bool) {
@@ -60,6 +72,10 @@ func demandKey(d demand) (uint32, bool) {
 // round's answer; ok is false when the round is not to be kept.
 func (m *frameMemo) slot(size int, dem []demand, idx []int) (off int, hit, ok bool) {
 	if len(idx) == 0 || len(idx) > memoLen || size > memoGPUs {
+		return 0, false, false
+	}
+	if m.rounds < memoAfter {
+		m.rounds++
 		return 0, false, false
 	}
 	h := uint64(len(idx))

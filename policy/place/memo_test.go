@@ -18,6 +18,7 @@ import (
 // GPUs, and a job's own list handed back exactly when the fresh placer
 // hands it back.
 func TestFrameMemoMatchesFreshPlacer(t *testing.T) {
+	memoFromStart(t)
 	rng := rand.New(rand.NewPCG(31, 32))
 	hits := 0
 	for trial := range 200 {
@@ -73,6 +74,7 @@ func checkMemo(t *testing.T, what string, order []*workload.Job, got, fresh, ref
 // TestFrameMemoKeys: the memo's key is the demand sequence, GPUs and
 // class, and nothing it cannot hold is kept.
 func TestFrameMemoKeys(t *testing.T) {
+	memoFromStart(t)
 	for _, c := range []struct {
 		a, b demand
 		same bool
@@ -104,5 +106,39 @@ func TestFrameMemoKeys(t *testing.T) {
 		if _, hit, ok := m.slot(c.size, dem, c.idx); ok != c.ok || hit {
 			t.Errorf("slot(%d, %v) = hit %v, ok %v; want ok %v and no hit", c.size, c.idx, hit, ok, c.ok)
 		}
+	}
+}
+
+// memoFromStart makes indexes keep rounds from their first (memoAfter
+// 0) for the rest of the test.
+func memoFromStart(t *testing.T) {
+	old := memoAfter
+	memoAfter = 0
+	t.Cleanup(func() { memoAfter = old })
+}
+
+// TestFrameMemoWaits: an index's memo takes no memory, and keeps nothing,
+// until the index has framed memoAfter rounds; then it keeps them.
+func TestFrameMemoWaits(t *testing.T) {
+	old := memoAfter
+	memoAfter = 3
+	t.Cleanup(func() { memoAfter = old })
+	var m frameMemo
+	dem := []demand{{1, 0}, {2, 1}}
+	for r := range 3 {
+		if _, _, ok := m.slot(64, dem, []int{0, 1}); ok || m.tags != nil || m.data != nil {
+			t.Fatalf("round %d of 3: ok %v, memory %d+%d words; want nothing kept and nothing allocated", r, ok, len(m.tags), len(m.data))
+		}
+	}
+	off, hit, ok := m.slot(64, dem, []int{0, 1})
+	if !ok || hit || len(m.tags) != memoSlots {
+		t.Fatalf("fourth round: ok %v hit %v, %d slots; want a slot kept from now on", ok, hit, len(m.tags))
+	}
+	m.keep(off, dem, []int{0, 1})
+	m.put(off, 0, []int{5})
+	m.put(off, 1, []int{6, 7})
+	m.done(off)
+	if _, hit, _ := m.slot(64, dem, []int{0, 1}); !hit {
+		t.Fatal("the round kept on the fourth is not found on the fifth")
 	}
 }
