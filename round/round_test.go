@@ -100,26 +100,8 @@ func TestStreamMatchesApply(t *testing.T) {
 	order, alloc = build()
 	cl := hold(t, order...)
 	r := NewRelay()
-	lines := make([][]int, len(alloc))
-	go func() {
-		for i := range alloc {
-			lines[i] = alloc[i]
-			r.Ready(i + 1)
-		}
-	}()
-	var kinds []Kind
 	var a Applier
-	if err := a.Stream(cl, order, lines, r, func(i int, k Kind) { kinds = append(kinds, k) }); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(kinds, wantKinds) {
-		t.Fatalf("kinds %v, want %v", kinds, wantKinds)
-	}
-	for g := range cl.Size() {
-		if cl.Owner(g) != want.Owner(g) {
-			t.Errorf("GPU %d owned by %d, Apply gives %d", g, cl.Owner(g), want.Owner(g))
-		}
-	}
+	streamLikeApply(t, &a, r, cl, order, alloc, 0, want, wantKinds)
 	// A GPU given twice still fails, on either job.
 	order, _ = build()
 	cl = hold(t, order...)
@@ -169,17 +151,26 @@ func TestStreamReadsOnlyFinalLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	order, alloc, cl := build()
-	r := NewRelay()
-	lines := make([][]int, n)
+	var a Applier
+	streamLikeApply(t, &a, NewRelay(), cl, order, alloc, 100*time.Microsecond, want, wantKinds)
+}
+
+// streamLikeApply streams alloc into a from another goroutine, one line
+// at a time with pause after each, and checks the visits' kinds and the
+// owner table against what Apply gave (wantKinds, want).
+func streamLikeApply(t *testing.T, a *Applier, r *Relay, cl *cluster.Cluster, order []*workload.Job, alloc [][]int, pause time.Duration, want *cluster.Cluster, wantKinds []Kind) {
+	t.Helper()
+	lines := make([][]int, len(alloc))
 	go func() {
 		for i := range alloc {
 			lines[i] = alloc[i]
 			r.Ready(i + 1)
-			time.Sleep(100 * time.Microsecond)
+			if pause > 0 {
+				time.Sleep(pause)
+			}
 		}
 	}()
 	var kinds []Kind
-	var a Applier
 	if err := a.Stream(cl, order, lines, r, func(i int, k Kind) { kinds = append(kinds, k) }); err != nil {
 		t.Fatal(err)
 	}
