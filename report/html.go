@@ -10,13 +10,13 @@ import (
 	"sync"
 )
 
-// Section is one part of an HTML index: prose, figures saved by SavePlot
+// Section is one part of an HTML index: prose, figures saved by a Drawer
 // into the index's directory, tables and an optional Markdown summary.
 type Section struct {
 	Title string
 	// Text is prose; blank lines separate paragraphs.
 	Text string
-	// Figures are base names as given to SavePlot, optionally under a
+	// Figures are base names as given to a Drawer, optionally under a
 	// subdirectory of the index's directory ("hived/anomaly-1x"). Each is
 	// shown as its PNG, linked to its SVG, before the section's tables.
 	Figures []string
@@ -48,7 +48,7 @@ func WriteIndex(dir, title string, sections []Section) error {
 			}
 			for _, ext := range []string{".png", ".svg"} {
 				if _, err := os.Stat(filepath.Join(dir, base+ext)); err != nil {
-					return fmt.Errorf("report: section %q: figure %q: %v (save it with SavePlot into %s first)", s.Title, base, err, dir)
+					return fmt.Errorf("report: section %q: figure %q: %v (save it with a Drawer into %s first)", s.Title, base, err, dir)
 				}
 			}
 			caption := s.Captions[base]
@@ -82,7 +82,7 @@ func checkFigureRef(ref string) error {
 			return fmt.Errorf("report: figure %q: want a base name, optionally under a subdirectory of the index's directory", ref)
 		}
 	}
-	return checkBase(parts[len(parts)-1])
+	return CheckFigureName(parts[len(parts)-1])
 }
 
 type indexPage struct {

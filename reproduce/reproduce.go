@@ -34,6 +34,9 @@ type Options struct {
 	Progress func(done, total int)
 	// Log receives one line per phase (nil: none).
 	Log io.Writer
+	// Drawer draws the figures: report/draw's, which the command that
+	// runs this (pal-reproduce) links; nil is an error at the first figure.
+	Drawer report.Drawer
 }
 
 // Report is what Run wrote.
@@ -60,6 +63,8 @@ type Report struct {
 	Simulations int
 	SimTime     time.Duration
 	BenchTime   time.Duration
+
+	drawer report.Drawer
 }
 
 // Files in the output directory besides each figure's.
@@ -96,7 +101,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	grids := g.list()
-	rep := &Report{Dir: o.Out, Plan: plan}
+	rep := &Report{Dir: o.Out, Plan: plan, drawer: o.Drawer}
 
 	start := time.Now()
 	total := 0
@@ -137,11 +142,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if rep.Hived, err = hived.RunHived(hived.HivedOptions{Out: o.Out, Quick: o.Quick, Workers: o.Workers, Log: o.Log}); err != nil {
+	if rep.Hived, err = hived.RunHived(hived.HivedOptions{Out: o.Out, Quick: o.Quick, Workers: o.Workers, Log: o.Log, Drawer: o.Drawer}); err != nil {
 		return nil, err
 	}
 	logf("reproduce: HiveD experiment written to %s", rep.Hived.Dir)
-	if rep.Stale, err = stale.RunStale(ctx, plan, o.Out, o.Workers, o.Log); err != nil {
+	if rep.Stale, err = stale.RunStale(ctx, plan, o.Out, o.Workers, o.Log, o.Drawer); err != nil {
 		return nil, err
 	}
 	logf("reproduce: stale-profiles section written to %s", rep.Stale.Dir)
@@ -153,7 +158,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		tp = themis.QuickPlan()
 	}
 	themisDir := filepath.Join(o.Out, "themis")
-	if rep.Themis, err = themis.Reproduce(tp, themisDir); err != nil {
+	if rep.Themis, err = themis.Reproduce(tp, themisDir, o.Drawer); err != nil {
 		return nil, err
 	}
 	logf("reproduce: Themis experiments written to %s", themisDir)
@@ -198,11 +203,7 @@ func (rep *Report) write() error {
 			return err
 		}
 		for _, base := range f.Plots {
-			p, err := f.Charts[base].Plot()
-			if err != nil {
-				return fmt.Errorf("%s: %v", base, err)
-			}
-			if err := report.SavePlot(p, dir, base); err != nil {
+			if err := report.Save(rep.drawer, f.Charts[base], dir, base); err != nil {
 				return err
 			}
 		}

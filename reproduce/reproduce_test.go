@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/report/draw"
 	"github.com/palsched/pal/reproduce/migration"
 	"github.com/palsched/pal/reproduce/paper"
 )
@@ -22,7 +23,7 @@ func TestQuickEndToEnd(t *testing.T) {
 		t.Skip("simulates ~100 runs (a few seconds); skipped in -short")
 	}
 	dir := t.TempDir()
-	rep, err := Run(context.Background(), Options{Quick: true, Out: dir})
+	rep, err := Run(context.Background(), Options{Quick: true, Out: dir, Drawer: draw.Drawer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

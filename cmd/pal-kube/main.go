@@ -15,8 +15,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,12 +22,7 @@ import (
 	"github.com/palsched/pal/internal/cliroot"
 )
 
-func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "pal-kube:", err)
-		os.Exit(1)
-	}
-}
+func main() { cliroot.Main(newRootCmd()) }
 
 func newRootCmd() *cobra.Command {
 	root := cliroot.New("pal-kube", "PAL on a Kubernetes cluster: the scheduler, a dev cluster, replay, GPU profiling",

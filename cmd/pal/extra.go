@@ -8,7 +8,7 @@ import "github.com/spf13/cobra"
 func addExtraCommands(root *cobra.Command) {
 	root.AddCommand(newTraceCmd(), newProfileCmd(), newClassifyCmd())
 	root.AddCommand(newBenchCmd())
-	root.AddCommand(newSweepCmd(), newReproduceCmd())
+	root.AddCommand(newSweepCmd())
 	root.AddCommand(newCellsCmd())
 	root.AddCommand(newThemisCmd())
 }

@@ -9,24 +9,25 @@
 // first go run compiled the client for minutes). A command that talks to
 // a cluster, or needs the cluster client's types, goes in cmd/pal-kube
 // instead; TestResearchBinaryLinksNoClusterClient keeps this so.
+//
+// For the same reason it links no plotting library: gonum.org/v1/plot's
+// package initialisation (its fonts) and code were about half of pal's
+// start-up above a bare Go program's. The commands that draw figures (the
+// papers' reproduction) are cmd/pal-reproduce; TestResearchBinaryLinksNoPlotting
+// keeps pal without the plotting library. `pal reproduce` is a hidden
+// stub that fails with the command to run instead (see moved.go): a
+// removed command would answer only "unknown command", and a script or a
+// reader following an old page would not learn where it went.
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/cliroot"
 )
 
-func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "pal:", err)
-		os.Exit(1)
-	}
-}
+func main() { cliroot.Main(newRootCmd()) }
 
 func newRootCmd() *cobra.Command {
 	root := cliroot.New("pal", "PAL: variability- and locality-aware GPU cluster scheduling",
@@ -36,8 +37,9 @@ Build the binary in the checkout with go build -buildvcs=true -o pal ./cmd/pal
 (or go install ./cmd/pal); pal --version then names the commit it was built
 from. The commands that talk to a Kubernetes cluster (the scheduler, the dev
 cluster, replay, profile bench/collect/export/dcgm) are in pal-kube
-(go install ./cmd/pal-kube).`, version)
-	root.AddCommand(newSimCmd())
+(go install ./cmd/pal-kube); the papers' reproduction, which draws the
+figures, is pal-reproduce (go install ./cmd/pal-reproduce).`, version)
+	root.AddCommand(newSimCmd(), newMovedCmd("reproduce", "pal-reproduce"))
 	addExtraCommands(root)
 	return root
 }

@@ -9,6 +9,7 @@ package cliroot
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,15 @@ func New(name, short, long, release string) *cobra.Command {
 	addProfileFlags(root)
 	addInputFlags(root)
 	return root
+}
+
+// Main runs root and, when it fails, prints "NAME: error" on stderr and
+// exits 1: every binary's main.
+func Main(root *cobra.Command) {
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, root.Name()+":", err)
+		os.Exit(1)
+	}
 }
 
 // addInputFlags gives every command --allow-extra-columns: a CSV input

@@ -13,10 +13,11 @@ import (
 var rules = Rules{
 	Options: "experiment",
 	OptionsUsers: map[string]string{
-		"cmd/pal":         "the CLI turns flags into options",
-		"cmd/pal-kube":    "replay builds a trace's options and writes pal sim's per-job rows",
-		"reproduce/...":   "the paper experiments run presets",
-		"hack/hivedspeed": "the HiveD speed measurement runs the simulator's tenancy settings",
+		"cmd/pal":           "the CLI turns flags into options",
+		"cmd/pal-kube":      "replay builds a trace's options and writes pal sim's per-job rows",
+		"cmd/pal-reproduce": "the sections' seed flags default to the simulator's seed",
+		"reproduce/...":     "the paper experiments run presets",
+		"hack/hivedspeed":   "the HiveD speed measurement runs the simulator's tenancy settings",
 	},
 	Drivers:     []string{"sim", "kube"},
 	Experiments: "reproduce",

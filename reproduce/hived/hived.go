@@ -43,6 +43,9 @@ type HivedOptions struct {
 	// (0: GOMAXPROCS). Results do not depend on it; the wall-time table
 	// does, as runs share the cores.
 	Workers int
+	// Drawer draws the bar charts (report/draw's; nil: an error at the
+	// first chart).
+	Drawer report.Drawer
 }
 
 // HivedQuickJobs is the Philly trace prefix --quick runs.
@@ -506,7 +509,7 @@ func RunHived(o HivedOptions) (*HivedReport, error) {
 	if err := rep.variability(pv.Trace, pcells, o, logf); err != nil {
 		return nil, err
 	}
-	if err := rep.write(); err != nil {
+	if err := rep.write(o.Drawer); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -797,7 +800,7 @@ func p99(xs []float64) float64 {
 	return metrics.Quantile(s, 0.99)
 }
 
-func (r *HivedReport) write() error {
+func (r *HivedReport) write(d report.Drawer) error {
 	f, err := os.Create(filepath.Join(r.Dir, "anomaly.csv"))
 	if err != nil {
 		return err
@@ -819,7 +822,7 @@ func (r *HivedReport) write() error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	md, err := r.markdown()
+	md, err := r.markdown(d)
 	if err != nil {
 		return err
 	}
@@ -913,7 +916,7 @@ func yes(b bool) string {
 	return "no"
 }
 
-func (r *HivedReport) markdown() (string, error) {
+func (r *HivedReport) markdown(d report.Drawer) (string, error) {
 	var md strings.Builder
 	r.Figures = nil
 	md.WriteString("# Sharing anomaly (HiveD, OSDI'20): quota, private clusters and HiveD, with each tenant's own scheduler inside its VC\n\n")
@@ -983,14 +986,10 @@ func (r *HivedReport) markdown() (string, error) {
 			ha = append(ha, h.Anomaly/60)
 		}
 		md.WriteString("\n")
-		c := report.BarChart{Title: fmt.Sprintf("Sharing anomaly per VC: %s, %s, %s", k.w, k.s, k.l), XLabel: "VC", YLabel: "extra mean queueing over private (min)",
+		c := &report.BarChart{Title: fmt.Sprintf("Sharing anomaly per VC: %s, %s, %s", k.w, k.s, k.l), XLabel: "VC", YLabel: "extra mean queueing over private (min)",
 			Categories: cats, Series: []report.BarSeries{{Name: "quota", Values: qa}, {Name: "hived", Values: ha}}}
-		p, err := c.Plot()
-		if err != nil {
-			return "", err
-		}
 		base := "anomaly-" + k.w + "-" + strings.SplitN(k.s, " ", 2)[0] + "-" + strings.NewReplacer("=", "", ".", "").Replace(k.l)
-		if err := report.SavePlot(p, r.Dir, base); err != nil {
+		if err := report.Save(d, c, r.Dir, base); err != nil {
 			return "", err
 		}
 		r.Figures = append(r.Figures, base)

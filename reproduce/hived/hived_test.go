@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/palsched/pal/report/draw"
 )
 
 // The quick HiveD experiment writes its files, and under HiveD, with
@@ -17,7 +19,7 @@ func TestRunHivedQuick(t *testing.T) {
 		t.Skip("runs the quick HiveD experiment")
 	}
 	dir := t.TempDir()
-	rep, err := RunHived(HivedOptions{Out: dir, Quick: true})
+	rep, err := RunHived(HivedOptions{Out: dir, Quick: true, Drawer: draw.Drawer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"github.com/palsched/pal/bench"
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/paper"
-
-	"gonum.org/v1/plot/vg"
 )
 
 // fig18Placements are the policies whose cost the paper measures.
@@ -75,7 +73,7 @@ well inside a 300 s round.`}
 		// The policy's colour for both; the first round is dotted.
 		fr := paper.LookOf(p)
 		if fr != nil {
-			fr.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
+			fr.Dashes = []float64{1, 3}
 		}
 		c.Series = append(c.Series,
 			report.Series{Name: paper.Display(p) + " median", X: xs, Y: med, Look: paper.LookOf(p)},

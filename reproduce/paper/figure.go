@@ -6,10 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
 	"github.com/palsched/pal/report"
 )
 
@@ -21,7 +17,7 @@ type Figure struct {
 	ID, Title, Text string
 	// CSV is the data file's name in the output directory.
 	CSV string
-	// Plots are SavePlot base names, each written as .png and .svg.
+	// Plots are figure base names, each written as .png and .svg.
 	Plots    []string
 	Captions map[string]string
 	// Tables are shown in the index.
@@ -31,10 +27,9 @@ type Figure struct {
 	Charts map[string]Chart
 }
 
-// Chart is anything that builds a gonum plot (report's bar and line charts).
-type Chart interface {
-	Plot() (*plot.Plot, error)
-}
+// Chart is a figure's spec (report's bar and line charts); the command
+// that runs the experiments draws it with its report.Drawer.
+type Chart = report.Chart
 
 // Add adds a plot with its caption.
 func (f *Figure) Add(base, caption string, c Chart) {
@@ -62,12 +57,12 @@ var DisplayNames = map[string]string{
 // figure of a report. PAL and PM-First often overlap, so they differ in
 // all three: PAL solid with circles, PM-First dashed with triangles.
 var policyLooks = map[string]report.Look{
-	"pal":              {Color: color.RGBA{0, 114, 178, 255}, Dashes: []vg.Length{}, Shape: draw.CircleGlyph{}},
-	"pm-first":         {Color: color.RGBA{230, 159, 0, 255}, Dashes: []vg.Length{vg.Points(6), vg.Points(3)}, Shape: draw.TriangleGlyph{}},
-	"packed-sticky":    {Color: color.RGBA{213, 94, 0, 255}, Dashes: []vg.Length{vg.Points(2), vg.Points(2)}, Shape: draw.BoxGlyph{}},
-	"packed-nonsticky": {Color: color.RGBA{0, 158, 115, 255}, Dashes: []vg.Length{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}, Shape: draw.PyramidGlyph{}},
-	"random-sticky":    {Color: color.RGBA{204, 121, 167, 255}, Dashes: []vg.Length{vg.Points(1), vg.Points(3)}, Shape: draw.RingGlyph{}},
-	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []vg.Length{vg.Points(10), vg.Points(4)}, Shape: draw.CrossGlyph{}},
+	"pal":              {Color: color.RGBA{0, 114, 178, 255}, Dashes: []float64{}, Shape: report.Circle},
+	"pm-first":         {Color: color.RGBA{230, 159, 0, 255}, Dashes: []float64{6, 3}, Shape: report.Triangle},
+	"packed-sticky":    {Color: color.RGBA{213, 94, 0, 255}, Dashes: []float64{2, 2}, Shape: report.Box},
+	"packed-nonsticky": {Color: color.RGBA{0, 158, 115, 255}, Dashes: []float64{8, 2, 2, 2}, Shape: report.Pyramid},
+	"random-sticky":    {Color: color.RGBA{204, 121, 167, 255}, Dashes: []float64{1, 3}, Shape: report.Ring},
+	"random-nonsticky": {Color: color.RGBA{86, 180, 233, 255}, Dashes: []float64{10, 4}, Shape: report.Cross},
 }
 
 // maLooks are PAL's and PM-First's migration-aware variants, whose lines
@@ -76,8 +71,8 @@ var policyLooks = map[string]report.Look{
 // thin and dotted with small crosses, so that where they coincide both
 // still show.
 var maLooks = map[string]report.Look{
-	"pal-ma":      {Color: policyLooks["pal"].Color, Dashes: []vg.Length{vg.Points(7), vg.Points(3)}, Shape: draw.RingGlyph{}, Width: vg.Points(4), Radius: vg.Points(5)},
-	"pm-first-ma": {Color: policyLooks["pm-first"].Color, Dashes: []vg.Length{vg.Points(1.5), vg.Points(2)}, Shape: draw.CrossGlyph{}, Width: vg.Points(1.5), Radius: vg.Points(3)},
+	"pal-ma":      {Color: policyLooks["pal"].Color, Dashes: []float64{7, 3}, Shape: report.Ring, Width: 4, Radius: 5},
+	"pm-first-ma": {Color: policyLooks["pm-first"].Color, Dashes: []float64{1.5, 2}, Shape: report.Cross, Width: 1.5, Radius: 3},
 }
 
 // LookOf is a placement's look (nil for a name without one). A
@@ -90,7 +85,7 @@ func LookOf(p string) *report.Look {
 	}
 	if base, ok := strings.CutSuffix(p, "-ma"); ok {
 		if l := LookOf(base); l != nil {
-			l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+			l.Dashes = []float64{1, 2}
 			return l
 		}
 	}

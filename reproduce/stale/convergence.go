@@ -134,7 +134,7 @@ func convergence(jobs map[string]map[string][]metrics.JobRecord, fams []string) 
 // writeConvergence writes convergence.csv and one chart per family
 // (convergence-FAMILY.png and .svg) into dir, and returns the charts'
 // base names.
-func writeConvergence(dir string, cs []Convergence) ([]string, error) {
+func writeConvergence(dir string, cs []Convergence, d report.Drawer) ([]string, error) {
 	var b strings.Builder
 	b.WriteString("family,runs,arrival_group")
 	for _, v := range convergenceVariants {
@@ -157,12 +157,8 @@ func writeConvergence(dir string, cs []Convergence) ([]string, error) {
 		for _, v := range convergenceVariants {
 			ch.Series = append(ch.Series, report.Series{Name: v, X: xs, Y: c.Ratio[v]})
 		}
-		p, err := ch.Plot()
-		if err != nil {
-			return nil, err
-		}
 		base := "convergence-" + c.Family
-		if err := report.SavePlot(p, dir, base); err != nil {
+		if err := report.Save(d, ch, dir, base); err != nil {
 			return nil, err
 		}
 		bases = append(bases, base)

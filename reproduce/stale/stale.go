@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/metrics"
+	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/sweep"
 	"github.com/palsched/pal/variability"
@@ -131,8 +132,9 @@ func writeTable(path string, t *variability.Table, per int, comments []string) e
 }
 
 // RunStale runs the stale-profiles section and writes it under
-// out/StaleDir (the tables it made, stale.csv, draws.csv and stale.md).
-func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log io.Writer) (*StaleResult, error) {
+// out/StaleDir (the tables it made, stale.csv, draws.csv and stale.md);
+// d draws the convergence charts.
+func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log io.Writer, d report.Drawer) (*StaleResult, error) {
 	dir := filepath.Join(out, StaleDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -282,7 +284,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if res.Convergence, err = convergence(jobs, []string{"sia-philly", "synergy"}); err != nil {
 		return nil, err
 	}
-	if res.Figures, err = writeConvergence(dir, res.Convergence); err != nil {
+	if res.Figures, err = writeConvergence(dir, res.Convergence, d); err != nil {
 		return nil, err
 	}
 	if res.Patterns, err = runPatterns(ctx, dir, wls, nil, nil, workers, log); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/palsched/pal/report/draw"
 	"github.com/palsched/pal/reproduce/paper"
 )
 
@@ -50,7 +51,7 @@ func TestStaleAcceptance(t *testing.T) {
 		t.Skip("full stale-profiles section over 11 draws: about 40 s of simulation")
 	}
 	band := remeasuredBand(t).band
-	res, err := RunStale(context.Background(), paper.FullPlan(), t.TempDir(), 0, nil)
+	res, err := RunStale(context.Background(), paper.FullPlan(), t.TempDir(), 0, nil, draw.Drawer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,9 +114,9 @@ var TruthInflations = []float64{0, 0.2, 0.34, 0.5, 1}
 // themisLabel names a Themis run by its payment form.
 func themisLabel(pay fairness.Payment) string { return "themis payments " + pay.String() }
 
-// Reproduce runs the plan into dir: CSVs, PNG/SVG plots, themis.md and
-// index.html.
-func Reproduce(p Plan, dir string) (*Outcome, error) {
+// Reproduce runs the plan into dir: CSVs, PNG/SVG plots (drawn by d),
+// themis.md and index.html.
+func Reproduce(p Plan, dir string, d report.Drawer) (*Outcome, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func Reproduce(p Plan, dir string) (*Outcome, error) {
 			return nil, fmt.Errorf("%s %s: invariant violated: %s", j.exp, j.label, j.res.Violations[0])
 		}
 	}
-	o, err := p.write(dir, jobs, liar, ckpt, in1)
+	o, err := p.write(dir, jobs, liar, ckpt, in1, d)
 	if err != nil {
 		return nil, err
 	}
@@ -491,7 +491,7 @@ type headline struct {
 	themisRuns map[string]*Result
 }
 
-func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experiment.Inputs) (*Outcome, error) {
+func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experiment.Inputs, d report.Drawer) (*Outcome, error) {
 	out := &Outcome{Tables: map[string]*report.Table{}}
 	by := func(exp string) []*job {
 		var l []*job
@@ -711,11 +711,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		}{"themis-truth", tc})
 	}
 	for _, ch := range charts {
-		pl, err := ch.c.Plot()
-		if err != nil {
-			return nil, err
-		}
-		if err := report.SavePlot(pl, dir, ch.base); err != nil {
+		if err := report.Save(d, &ch.c, dir, ch.base); err != nil {
 			return nil, err
 		}
 		out.Figures = append(out.Figures, ch.base)

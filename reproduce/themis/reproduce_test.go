@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/report/draw"
 )
 
 // The quick reproduction runs every experiment with no invariant broken
@@ -16,7 +17,7 @@ import (
 // headline: Themis' max ρ is below every baseline's.
 func TestReproduceQuick(t *testing.T) {
 	dir := t.TempDir()
-	o, err := Reproduce(QuickPlan(), dir)
+	o, err := Reproduce(QuickPlan(), dir, draw.Drawer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/palsched/pal/experiment"
+	"github.com/palsched/pal/report/draw"
 	"github.com/palsched/pal/reproduce/hived"
 )
 
@@ -41,7 +43,7 @@ bar chart per workload, scheduler and load, and hived/hived.md with the
 paper's claims and a verdict beside ours.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := hived.RunHived(hived.HivedOptions{Out: out, Quick: quick, Round: round, Seed: seed, Days: days, Workers: workers, Log: cmd.ErrOrStderr()})
+			rep, err := hived.RunHived(hived.HivedOptions{Out: out, Quick: quick, Round: round, Seed: seed, Days: days, Workers: workers, Log: cmd.ErrOrStderr(), Drawer: draw.Drawer{}})
 			if err != nil {
 				return err
 			}
@@ -52,7 +54,7 @@ paper's claims and a verdict beside ours.`,
 	cmd.Flags().BoolVar(&quick, "quick", false, fmt.Sprintf("one synthetic day at L = 0.85 and the first %d Philly jobs at 1x (for CI)", hived.HivedQuickJobs))
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory (results go to OUT/hived)")
 	cmd.Flags().Float64Var(&round, "round", hived.HivedRound, "round length in seconds")
-	cmd.Flags().Uint64Var(&seed, "seed", DefaultSeed, "seed of the synthetic workload")
+	cmd.Flags().Uint64Var(&seed, "seed", experiment.DefaultSeed, "seed of the synthetic workload")
 	cmd.Flags().IntVar(&workers, "workers", 0, "settings (workload, load, scheduler) run at once (0: GOMAXPROCS); the results do not depend on it")
 	cmd.Flags().Float64Var(&days, "days", 0, "synthetic arrival window in days (0: 7, or 1 with --quick)")
 	return cmd

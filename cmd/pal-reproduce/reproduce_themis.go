@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/palsched/pal/report/draw"
 	fairexp "github.com/palsched/pal/reproduce/themis"
 )
 
@@ -52,7 +53,7 @@ verdict for each, and index.html.`,
 				p = fairexp.QuickPlan()
 			}
 			dir := filepath.Join(out, "themis")
-			o, err := fairexp.Reproduce(p, dir)
+			o, err := fairexp.Reproduce(p, dir, draw.Drawer{})
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,10 @@
-package report
+// Package draw draws report's charts as PNG and SVG with gonum.org/v1/plot.
+// It is the only package of the tree that imports the plotting library:
+// its package initialisation parses fonts (several milliseconds of every
+// start-up), so report keeps the charts as specs and only the commands
+// that draw (pal-reproduce) link this package and hand its Drawer to the
+// experiments.
+package draw
 
 import (
 	"fmt"
@@ -7,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -18,6 +23,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/palsched/pal/report"
 )
 
 // Figures are 16:9 and wide enough for nine groups of six bars with
@@ -29,12 +36,39 @@ const (
 	PNGDPI     = 150
 )
 
+// Drawer is report's Drawer that writes PNG and SVG.
+type Drawer struct{}
+
+// Save builds c (Plot) and writes it with SavePlot.
+func (Drawer) Save(c report.Chart, dir, base string) error {
+	if err := report.CheckFigureName(base); err != nil {
+		return err
+	}
+	p, err := Plot(c)
+	if err != nil {
+		return fmt.Errorf("%s: %v", base, err)
+	}
+	return SavePlot(p, dir, base)
+}
+
+// Plot builds c's plot: every series must have as many xs as ys (a bar
+// series one value per category), all finite, and positive on a log axis.
+func Plot(c report.Chart) (*plot.Plot, error) {
+	switch c := c.(type) {
+	case *report.LineChart:
+		return linePlot(c)
+	case *report.BarChart:
+		return barPlot(c)
+	}
+	return nil, fmt.Errorf("report/draw: cannot draw a %T", c)
+}
+
 // SavePlot writes p as dir/base.png and dir/base.svg, creating dir. The
 // PNG is for the HTML index and quick looks; the SVG is for papers and
 // zooming. base must be a plain file name without an extension, since
-// WriteIndex refers to figures by it.
+// report.WriteIndex refers to figures by it.
 func SavePlot(p *plot.Plot, dir, base string) (err error) {
-	if err := checkBase(base); err != nil {
+	if err := report.CheckFigureName(base); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -65,14 +99,6 @@ func framed(c vg.CanvasSizer) draw.Canvas {
 	return draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin, -plotMargin)
 }
 
-func checkBase(base string) error {
-	ext := strings.ToLower(filepath.Ext(base))
-	if base == "" || base == "." || base == ".." || strings.ContainsAny(base, `/\`) || ext == ".png" || ext == ".svg" {
-		return fmt.Errorf("report: figure name %q: want a plain file name without directory or extension", base)
-	}
-	return nil
-}
-
 func writeFile(path string, c io.WriterTo) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -85,43 +111,44 @@ func writeFile(path string, c io.WriterTo) error {
 	return f.Close()
 }
 
-// Series is one named line or set of points.
-type Series struct {
-	Name string
-	X, Y []float64
-	// Look, if set, fixes how the series is drawn, so that one thing (a
-	// placement policy, say) looks the same in every figure of a report;
-	// nil draws by position in the chart.
-	Look *Look
+// look is a series' look in gonum's terms: what l fixes, the rest from
+// position i (colour, dashes, marker) and the chart's defaults.
+type look struct {
+	Color         color.Color
+	Dashes        []vg.Length
+	Shape         draw.GlyphDrawer
+	Width, Radius vg.Length
 }
 
-// Look is a series' colour, line dashes and marker. Zero fields fall back
-// to the series' position (colour, dashes, marker) or to the chart's
-// defaults (line width 1.5 pt, marker radius 2.5 pt). Two series that may
-// coincide stay visible when the first drawn has the wider line and the
-// larger hollow marker.
-type Look struct {
-	Color  color.Color
-	Dashes []vg.Length
-	Shape  draw.GlyphDrawer
-	Width  vg.Length
-	Radius vg.Length
+// glyphs are report's markers as gonum draws them.
+var glyphs = map[report.Glyph]draw.GlyphDrawer{
+	report.Circle:   draw.CircleGlyph{},
+	report.Ring:     draw.RingGlyph{},
+	report.Square:   draw.SquareGlyph{},
+	report.Box:      draw.BoxGlyph{},
+	report.Triangle: draw.TriangleGlyph{},
+	report.Pyramid:  draw.PyramidGlyph{},
+	report.Cross:    draw.CrossGlyph{},
+	report.Plus:     draw.PlusGlyph{},
 }
 
-// look fills what l leaves open from position i.
-func (l *Look) resolve(i int) Look {
-	out := Look{Color: plotutil.Color(i), Dashes: plotutil.Dashes(i), Shape: plotutil.Shape(i)}
+// resolve fills what l leaves open from position i.
+func resolve(l *report.Look, i int) look {
+	out := look{Color: plotutil.Color(i), Dashes: plotutil.Dashes(i), Shape: plotutil.Shape(i)}
 	if l != nil {
 		if l.Color != nil {
 			out.Color = l.Color
 		}
 		if l.Dashes != nil {
-			out.Dashes = l.Dashes
+			out.Dashes = make([]vg.Length, len(l.Dashes))
+			for j, d := range l.Dashes {
+				out.Dashes[j] = vg.Points(d)
+			}
 		}
-		if l.Shape != nil {
-			out.Shape = l.Shape
+		if g, ok := glyphs[l.Shape]; ok {
+			out.Shape = g
 		}
-		out.Width, out.Radius = l.Width, l.Radius
+		out.Width, out.Radius = vg.Points(l.Width), vg.Points(l.Radius)
 	}
 	if out.Width == 0 {
 		out.Width = vg.Points(1.5)
@@ -132,70 +159,7 @@ func (l *Look) resolve(i int) Look {
 	return out
 }
 
-// PerJob is a series over job ids, for per-job quantities such as the
-// wait time of each job.
-func PerJob(name string, ids []int, values []float64) Series {
-	x := make([]float64, len(ids))
-	for i, id := range ids {
-		x[i] = float64(id)
-	}
-	return Series{Name: name, X: x, Y: slices.Clone(values)}
-}
-
-// CDF is the empirical distribution of values as a step line: y is the
-// share of values ≤ x. NaNs are dropped. The steps are explicit points,
-// so the series draws correctly on any LineChart, log axes included.
-func CDF(name string, values []float64) Series {
-	v := make([]float64, 0, len(values))
-	for _, x := range values {
-		if !math.IsNaN(x) {
-			v = append(v, x)
-		}
-	}
-	slices.Sort(v)
-	s := Series{Name: name}
-	n := float64(len(v))
-	for i, x := range v {
-		if i == 0 {
-			s.X, s.Y = append(s.X, x), append(s.Y, 0)
-		} else {
-			s.X, s.Y = append(s.X, x), append(s.Y, float64(i)/n)
-		}
-		s.X, s.Y = append(s.X, x), append(s.Y, float64(i+1)/n)
-	}
-	return s
-}
-
-// Mark says how a LineChart draws its series.
-type Mark int
-
-// The marks: lines for trends, points for per-job scatter, both for
-// sparse sweeps where each measured point matters.
-const (
-	Lines Mark = iota
-	Points
-	LinesPoints
-)
-
-// LineChart is an x/y chart of one or more series with a legend: JCT
-// against locality penalty or load, GPUs in use per round, a CDF,
-// placement time against cluster size on log axes.
-type LineChart struct {
-	Title, XLabel, YLabel string
-	Series                []Series
-	Mark                  Mark
-	LogX, LogY            bool
-	// YFromZero starts the y axis at 0, so that small differences are not
-	// blown up; it cannot be combined with LogY.
-	YFromZero bool
-	// Step draws each line as a staircase that holds a value until the
-	// next x, which is what a per-round quantity does.
-	Step bool
-}
-
-// Plot builds the chart. Every series must have as many xs as ys, all
-// finite, and positive on a log axis.
-func (c *LineChart) Plot() (*plot.Plot, error) {
+func linePlot(c *report.LineChart) (*plot.Plot, error) {
 	if len(c.Series) == 0 {
 		return nil, fmt.Errorf("report: line chart %q has no series", c.Title)
 	}
@@ -227,8 +191,8 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 			xys[j] = plotter.XY{X: x, Y: y}
 		}
 		var thumbs []plot.Thumbnailer
-		lk := s.Look.resolve(i)
-		if c.Mark != Points {
+		lk := resolve(s.Look, i)
+		if c.Mark != report.Points {
 			l, err := plotter.NewLine(xys)
 			if err != nil {
 				return nil, err
@@ -240,7 +204,7 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 			p.Add(l)
 			thumbs = append(thumbs, l)
 		}
-		if c.Mark != Lines {
+		if c.Mark != report.Lines {
 			sc, err := plotter.NewScatter(xys)
 			if err != nil {
 				return nil, err
@@ -275,30 +239,7 @@ func (c *LineChart) Plot() (*plot.Plot, error) {
 	return p, nil
 }
 
-// BarSeries is one bar per category, such as one placement's normalised
-// JCT on each trace.
-type BarSeries struct {
-	Name   string
-	Values []float64
-	// Look fixes the bar colour (only Color is used); nil: by position.
-	Look *Look
-}
-
-// BarChart is a grouped bar chart: categories along x (traces "1".."8",
-// "geomean"), one bar per series in each group (placements).
-type BarChart struct {
-	Title, XLabel, YLabel string
-	Categories            []string
-	Series                []BarSeries
-	// RefLine, when not 0, draws a dashed horizontal line at that value,
-	// e.g. 1.0 for the baseline of a normalised metric.
-	RefLine float64
-	// RefLabel names the reference line in the legend; empty leaves it out.
-	RefLabel string
-}
-
-// Plot builds the chart. Every series needs one finite value per category.
-func (c *BarChart) Plot() (*plot.Plot, error) {
+func barPlot(c *report.BarChart) (*plot.Plot, error) {
 	nc, ns := len(c.Categories), len(c.Series)
 	if nc == 0 || ns == 0 {
 		return nil, fmt.Errorf("report: bar chart %q needs categories and series (has %d and %d)", c.Title, nc, ns)
@@ -322,7 +263,7 @@ func (c *BarChart) Plot() (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.Color = s.Look.resolve(i).Color
+		b.Color = resolve(s.Look, i).Color
 		b.LineStyle.Width = 0
 		bars[i] = b
 		p.Add(b)

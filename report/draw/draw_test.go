@@ -1,4 +1,4 @@
-package report
+package draw
 
 import (
 	"bytes"
@@ -6,19 +6,21 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/palsched/pal/report"
 )
 
 // sampleBars is the shape of the paper's Fig. 7: normalised JCT per trace
 // and geomean, one bar per placement.
-func sampleBars() *BarChart {
+func sampleBars() *report.BarChart {
 	cats := []string{"1", "2", "3", "4", "5", "6", "7", "8", "geomean"}
 	names := []string{"PAL", "PM-First", "Packed-Sticky", "Packed-NonSticky", "Random-Sticky", "Random-NonSticky"}
-	c := &BarChart{
+	c := &report.BarChart{
 		Title: "Average JCT normalised to Packed-Sticky", XLabel: "trace", YLabel: "normalised JCT",
 		Categories: cats, RefLine: 1, RefLabel: "baseline",
 	}
@@ -27,15 +29,15 @@ func sampleBars() *BarChart {
 		for j := range v {
 			v[j] = 0.55 + 0.1*float64(i) + 0.03*float64(j%4)
 		}
-		c.Series = append(c.Series, BarSeries{Name: n, Values: v})
+		c.Series = append(c.Series, report.BarSeries{Name: n, Values: v})
 	}
 	return c
 }
 
-func sampleLines() *LineChart {
-	c := &LineChart{Title: "JCT vs locality penalty", XLabel: "locality penalty", YLabel: "average JCT (h)", Mark: LinesPoints}
+func sampleLines() *report.LineChart {
+	c := &report.LineChart{Title: "JCT vs locality penalty", XLabel: "locality penalty", YLabel: "average JCT (h)", Mark: report.LinesPoints}
 	for i, n := range []string{"PAL", "PM-First", "Packed-Sticky"} {
-		s := Series{Name: n}
+		s := report.Series{Name: n}
 		for x := 1.0; x <= 3; x += 0.5 {
 			s.X = append(s.X, x)
 			s.Y = append(s.Y, 10+float64(i)*2+x*x*float64(i+1))
@@ -47,7 +49,7 @@ func sampleLines() *LineChart {
 
 func TestSavePlotWritesPNGAndSVG(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "figs") // SavePlot creates it
-	p, err := sampleBars().Plot()
+	p, err := Plot(sampleBars())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestSavePlotWritesPNGAndSVG(t *testing.T) {
 }
 
 func TestSavePlotRejectsBadNames(t *testing.T) {
-	p, err := sampleLines().Plot()
+	p, err := Plot(sampleLines())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,31 +96,34 @@ func TestChartErrors(t *testing.T) {
 		plot func() error
 		want string
 	}{
-		"bars without categories": {func() error { _, err := (&BarChart{Series: []BarSeries{{Name: "a", Values: nil}}}).Plot(); return err }, "needs categories and series"},
+		"bars without categories": {func() error {
+			_, err := Plot(&report.BarChart{Series: []report.BarSeries{{Name: "a", Values: nil}}})
+			return err
+		}, "needs categories and series"},
 		"bars short series": {func() error {
-			_, err := (&BarChart{Categories: []string{"1", "2"}, Series: []BarSeries{{Name: "a", Values: []float64{1}}}}).Plot()
+			_, err := Plot(&report.BarChart{Categories: []string{"1", "2"}, Series: []report.BarSeries{{Name: "a", Values: []float64{1}}}})
 			return err
 		}, `series "a": 1 values for 2 categories`},
 		"bars NaN": {func() error {
-			_, err := (&BarChart{Categories: []string{"1"}, Series: []BarSeries{{Name: "a", Values: []float64{math.NaN()}}}}).Plot()
+			_, err := Plot(&report.BarChart{Categories: []string{"1"}, Series: []report.BarSeries{{Name: "a", Values: []float64{math.NaN()}}}})
 			return err
 		}, `category "1": value NaN`},
-		"lines without series": {func() error { _, err := (&LineChart{Title: "t"}).Plot(); return err }, `"t" has no series`},
+		"lines without series": {func() error { _, err := Plot(&report.LineChart{Title: "t"}); return err }, `"t" has no series`},
 		"lines length mismatch": {func() error {
-			_, err := (&LineChart{Series: []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1}}}}).Plot()
+			_, err := Plot(&report.LineChart{Series: []report.Series{{Name: "a", X: []float64{1, 2}, Y: []float64{1}}}})
 			return err
 		}, "2 xs but 1 ys"},
-		"lines empty series": {func() error { _, err := (&LineChart{Series: []Series{{Name: "a"}}}).Plot(); return err }, "no points"},
+		"lines empty series": {func() error { _, err := Plot(&report.LineChart{Series: []report.Series{{Name: "a"}}}); return err }, "no points"},
 		"lines infinite": {func() error {
-			_, err := (&LineChart{Series: []Series{{Name: "a", X: []float64{1}, Y: []float64{math.Inf(1)}}}}).Plot()
+			_, err := Plot(&report.LineChart{Series: []report.Series{{Name: "a", X: []float64{1}, Y: []float64{math.Inf(1)}}}})
 			return err
 		}, "not finite"},
 		"log x of zero": {func() error {
-			_, err := (&LineChart{LogX: true, Series: []Series{{Name: "a", X: []float64{0, 1}, Y: []float64{1, 2}}}}).Plot()
+			_, err := Plot(&report.LineChart{LogX: true, Series: []report.Series{{Name: "a", X: []float64{0, 1}, Y: []float64{1, 2}}}})
 			return err
 		}, "cannot go on a log axis"},
 		"log y from zero": {func() error {
-			_, err := (&LineChart{LogY: true, YFromZero: true, Series: []Series{{Name: "a", X: []float64{1}, Y: []float64{1}}}}).Plot()
+			_, err := Plot(&report.LineChart{LogY: true, YFromZero: true, Series: []report.Series{{Name: "a", X: []float64{1}, Y: []float64{1}}}})
 			return err
 		}, "log y axis cannot start at zero"},
 	}
@@ -135,22 +140,22 @@ func TestChartErrors(t *testing.T) {
 func TestChartsSave(t *testing.T) {
 	dir := t.TempDir()
 	sizes := []float64{64, 256, 1024, 4096}
-	charts := map[string]func() (*plot.Plot, error){
-		"bars":  sampleBars().Plot,
-		"lines": sampleLines().Plot,
-		"loglog": (&LineChart{Title: "placement time", XLabel: "GPUs", YLabel: "ms", LogX: true, LogY: true, Mark: LinesPoints,
-			Series: []Series{{Name: "PAL", X: sizes, Y: []float64{0.2, 1.5, 9, 70}}, {Name: "Packed", X: sizes, Y: []float64{0.05, 0.2, 0.9, 4}}}}).Plot,
-		"gpus per round": (&LineChart{Title: "GPUs in use", XLabel: "round", YLabel: "GPUs", Step: true, YFromZero: true,
-			Series: []Series{{Name: "PAL", X: []float64{0, 1, 2, 3}, Y: []float64{200, 256, 256, 100}}}}).Plot,
-		"per job": (&LineChart{Title: "wait per job", XLabel: "job id", YLabel: "wait (s)", Mark: Points,
-			Series: []Series{PerJob("PAL", []int{0, 1, 2}, []float64{0, 360, 720})}}).Plot,
-		"cdf": (&LineChart{Title: "JCT CDF", XLabel: "JCT (s)", YLabel: "share of jobs",
-			Series: []Series{CDF("PAL", []float64{3, 1, 2, 2})}}).Plot,
-		"flat line, no legend": (&LineChart{Series: []Series{{X: []float64{1, 2}, Y: []float64{5, 5}}}}).Plot,
+	charts := map[string]report.Chart{
+		"bars":  sampleBars(),
+		"lines": sampleLines(),
+		"loglog": &report.LineChart{Title: "placement time", XLabel: "GPUs", YLabel: "ms", LogX: true, LogY: true, Mark: report.LinesPoints,
+			Series: []report.Series{{Name: "PAL", X: sizes, Y: []float64{0.2, 1.5, 9, 70}}, {Name: "Packed", X: sizes, Y: []float64{0.05, 0.2, 0.9, 4}}}},
+		"gpus per round": &report.LineChart{Title: "GPUs in use", XLabel: "round", YLabel: "GPUs", Step: true, YFromZero: true,
+			Series: []report.Series{{Name: "PAL", X: []float64{0, 1, 2, 3}, Y: []float64{200, 256, 256, 100}}}},
+		"per job": &report.LineChart{Title: "wait per job", XLabel: "job id", YLabel: "wait (s)", Mark: report.Points,
+			Series: []report.Series{report.PerJob("PAL", []int{0, 1, 2}, []float64{0, 360, 720})}},
+		"cdf": &report.LineChart{Title: "JCT CDF", XLabel: "JCT (s)", YLabel: "share of jobs",
+			Series: []report.Series{report.CDF("PAL", []float64{3, 1, 2, 2})}},
+		"flat line, no legend": &report.LineChart{Series: []report.Series{{X: []float64{1, 2}, Y: []float64{5, 5}}}},
 	}
-	for name, build := range charts {
+	for name, c := range charts {
 		t.Run(name, func(t *testing.T) {
-			p, err := build()
+			p, err := Plot(c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,24 +167,10 @@ func TestChartsSave(t *testing.T) {
 	}
 }
 
-func TestCDF(t *testing.T) {
-	s := CDF("x", []float64{3, 1, math.NaN(), 2, 2})
-	// A rise at each value: from the share below it to the share at or
-	// below it.
-	wantX := []float64{1, 1, 2, 2, 2, 2, 3, 3}
-	wantY := []float64{0, 0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1}
-	if !slices.Equal(s.X, wantX) || !slices.Equal(s.Y, wantY) {
-		t.Errorf("CDF = %v / %v, want %v / %v", s.X, s.Y, wantX, wantY)
-	}
-	if empty := CDF("e", nil); len(empty.X) != 0 {
-		t.Errorf("CDF of nothing has points %v", empty.X)
-	}
-}
-
 // The legend must sit above the tallest bar, not over it.
 func TestLegendRoom(t *testing.T) {
 	c := sampleBars()
-	p, err := c.Plot()
+	p, err := Plot(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +210,46 @@ func TestNiceTicksLabelTheEnds(t *testing.T) {
 		}
 		if got := strings.Join(parts, " "); got != tc.want {
 			t.Errorf("[%g, %g]: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// Every marker report names is one gonum draws, and a look's dashes and
+// widths in points reach the plot unchanged (a vg.Length is a point).
+func TestResolveLook(t *testing.T) {
+	for g := report.Circle; g <= report.Plus; g++ {
+		if glyphs[g] == nil {
+			t.Errorf("report.Glyph %d has no gonum glyph", g)
+		}
+	}
+	l := resolve(&report.Look{Dashes: []float64{6, 3}, Shape: report.Triangle, Width: 4}, 0)
+	if len(l.Dashes) != 2 || l.Dashes[0] != vg.Points(6) || l.Dashes[1] != vg.Points(3) || l.Width != vg.Points(4) || l.Radius != vg.Points(2.5) {
+		t.Errorf("resolved look %+v", l)
+	}
+	if _, ok := l.Shape.(draw.TriangleGlyph); !ok {
+		t.Errorf("shape %T, want a triangle", l.Shape)
+	}
+	if solid := resolve(&report.Look{Dashes: []float64{}}, 1); solid.Dashes == nil || len(solid.Dashes) != 0 {
+		t.Errorf("empty dashes resolve to %v, want a solid line (empty, not nil)", solid.Dashes)
+	}
+	if d := resolve(nil, 1); len(d.Dashes) == 0 || d.Shape == nil {
+		t.Errorf("no look: %+v, want position 1's dashes and marker", d)
+	}
+}
+
+// A nil Drawer is an error that names the figure, not a panic.
+func TestSaveWithoutDrawer(t *testing.T) {
+	err := report.Save(nil, sampleLines(), t.TempDir(), "fig")
+	if err == nil || !strings.Contains(err.Error(), "fig") {
+		t.Fatalf("err = %v", err)
+	}
+	dir := t.TempDir()
+	if err := report.Save(Drawer{}, sampleLines(), dir, "fig"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"fig.png", "fig.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -8,23 +8,24 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/palsched/pal/internal/progress"
+	"github.com/palsched/pal/report/draw"
 	"github.com/palsched/pal/reproduce"
 	"github.com/palsched/pal/reproduce/backfill"
 	"github.com/palsched/pal/reproduce/paper"
 	"github.com/palsched/pal/reproduce/stale"
 )
 
-func newReproduceCmd() *cobra.Command {
+// addReproduce makes root the whole reproduction (its flags and RunE) and
+// adds the sections that also run alone.
+func addReproduce(root *cobra.Command) {
 	var (
 		quick   bool
 		out     string
 		preset  string
 		workers int
 	)
-	cmd := &cobra.Command{
-		Use:   "reproduce",
-		Short: "Regenerate the PAL paper's simulation figures (11-18, 20) with a summary against the paper",
-		Long: `Run the PAL paper's simulation experiments from the built-in data and write, into --out:
+	root.Long = `Run the PAL paper's simulation experiments from the built-in data and write, into --out:
 one CSV, PNG and SVG per figure (Figs 11-18 and 20), index.html showing them all
 with their tables, and summary.md, which lists where the paper and the artifact
 differ (and the flag for each), the artifact's swapped packed labels, and our
@@ -35,33 +36,33 @@ locality sweep on every trace, Synergy (4000 jobs, ids 2000-3000 measured) on
 64x4 GPUs at 4-14 jobs/hour under FIFO, LAS and SRTF, Fig 20's penalties 1.0-1.7
 and placement timing up to 27,648 GPUs. --quick keeps every figure on a reduced
 grid for CI; its numbers are not the paper's. The HiveD sharing-anomaly
-experiment (pal reproduce hived) runs too, into OUT/hived, the Themis
-experiments (pal reproduce themis) into OUT/themis, the stale-profiles
-section (pal reproduce stale) into OUT/stale, and the backfill-and-forecast
-section (pal reproduce backfill) into OUT/backfill.`,
-		Args: cobra.NoArgs,
-	}
-	cmd.Flags().BoolVar(&quick, "quick", false, "reduced grid (seconds, for CI)")
-	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory")
-	cmd.Flags().StringVar(&preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
-	cmd.Flags().IntVar(&workers, "workers", 0, "simulations at once (0: GOMAXPROCS)")
-	cmd.AddCommand(newReproduceHivedCmd(), newReproduceThemisCmd(), newReproduceStaleCmd(), newReproduceBackfillCmd())
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+experiment (pal-reproduce hived) runs too, into OUT/hived, the Themis
+experiments (pal-reproduce themis) into OUT/themis, the stale-profiles
+section (pal-reproduce stale) into OUT/stale, and the backfill-and-forecast
+section (pal-reproduce backfill) into OUT/backfill.
+
+` + root.Long
+	root.Args = cobra.NoArgs
+	root.Flags().BoolVar(&quick, "quick", false, "reduced grid (seconds, for CI)")
+	root.Flags().StringVar(&out, "out", "pal-reproduce", "output directory")
+	root.Flags().StringVar(&preset, "preset", "artifact", "artifact (what produced the paper's figures) or paper (the paper's text)")
+	root.Flags().IntVar(&workers, "workers", 0, "simulations at once (0: GOMAXPROCS)")
+	root.AddCommand(newReproduceHivedCmd(), newReproduceThemisCmd(), newReproduceStaleCmd(), newReproduceBackfillCmd())
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		progress, clearBar, closeBar := newSweepProgress(cmd.ErrOrStderr(), 0, "simulating")
+		bar := progress.ForTerminal(cmd.ErrOrStderr(), "simulating", 0) // nil off a terminal: draws nothing
 		rep, err := reproduce.Run(ctx, reproduce.Options{
-			Quick: quick, Out: out, Preset: preset, Workers: workers, Progress: progress,
-			Log: logWriter{cmd, clearBar},
+			Quick: quick, Out: out, Preset: preset, Workers: workers, Progress: bar.Runs,
+			Log: logWriter{cmd, bar.Clear}, Drawer: draw.Drawer{},
 		})
-		closeBar()
+		bar.Clear()
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %d figures, %s and %s to %s\n", len(rep.Figures), reproduce.SummaryFile, "index.html", rep.Dir)
 		return nil
 	}
-	return cmd
 }
 
 // logWriter prints reproduce's phase lines on stderr, clearing the
@@ -99,7 +100,7 @@ the tables it used.`,
 			if preset != "" {
 				plan.Preset = preset
 			}
-			res, err := stale.RunStale(cmd.Context(), plan, out, workers, cmd.ErrOrStderr())
+			res, err := stale.RunStale(cmd.Context(), plan, out, workers, cmd.ErrOrStderr(), draw.Drawer{})
 			if err != nil {
 				return err
 			}

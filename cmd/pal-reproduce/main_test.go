@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/palsched/pal/internal/cliroot/clitest"
+)
+
+// pal-reproduce speaks pal's vocabulary (-o is a format, --out a path, one
+// seed default) over the whole reproduction and its four sections.
+func TestOneVocabulary(t *testing.T) {
+	if commands, flags := clitest.CheckFlags(t, newRootCmd(), "table", nil); commands < 5 || flags < 20 {
+		t.Fatalf("walked only %d commands, %d flags", commands, flags)
+	}
+	help, err := clitest.Run(t, newRootCmd(), "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pal-reproduce [command]", "hived", "themis", "stale", "backfill", "--quick", "--out"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
+		}
+	}
+}
+
+// A section run from this binary draws: the quick Themis experiments
+// write their CSVs, and each plot as PNG and SVG, where the index says.
+func TestThemisQuickDraws(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the quick Themis experiments")
+	}
+	out := t.TempDir()
+	msg, err := clitest.Run(t, newRootCmd(), "themis", "--quick", "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "plots to "+filepath.Join(out, "themis")) {
+		t.Errorf("output %q", msg)
+	}
+	pngs, _ := filepath.Glob(filepath.Join(out, "themis", "*.png"))
+	svgs, _ := filepath.Glob(filepath.Join(out, "themis", "*.svg"))
+	if len(pngs) < 4 || len(svgs) != len(pngs) {
+		t.Fatalf("%d PNGs and %d SVGs in %s/themis", len(pngs), len(svgs), out)
+	}
+	for _, f := range pngs {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() < 1000 {
+			t.Errorf("%s: %d bytes, too few for a drawn figure", f, st.Size())
+		}
+	}
+}
