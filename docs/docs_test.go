@@ -73,7 +73,7 @@ func TestDocumentedCommands(t *testing.T) {
 	tests := testNames(t, root)
 	bin, work := t.TempDir(), workdir(t, root)
 	if !*dry {
-		for _, cmd := range []string{"pal", "pal-kube"} {
+		for _, cmd := range binaries {
 			build := exec.Command("go", "build", "-o", filepath.Join(bin, cmd), "./cmd/"+cmd)
 			build.Dir = root
 			if out, err := build.CombinedOutput(); err != nil {
@@ -231,14 +231,18 @@ func workdir(t *testing.T, root string) string {
 	return dir
 }
 
-// shell turns a block into a bash script: `go run ./cmd/pal` and `go run
-// ./cmd/pal-kube` are the built pal and pal-kube, a benchmark under a
-// timing directive runs one iteration, and the README's test command (go
-// test ./...) is not run from inside the tests.
+// binaries are the commands the pages run, built once: `go run ./cmd/NAME`
+// in a page is the built NAME.
+var binaries = []string{"pal", "pal-kube", "pal-reproduce"}
+
+// shell turns a block into a bash script: `go run ./cmd/NAME` is the
+// built NAME (goRunBuilt), a benchmark under a timing directive runs one
+// iteration, and the README's test command (go test ./...) is not run
+// from inside the tests.
 func shell(b doctest.Block) (string, bool) {
 	var lines []string
 	for _, c := range b.Commands {
-		cmd := strings.Replace(strings.Replace(c.Text, "go run ./cmd/pal-kube", "pal-kube", 1), "go run ./cmd/pal", "pal", 1)
+		cmd := goRunBuilt(c.Text)
 		if strings.HasPrefix(cmd, "go test") {
 			if !strings.Contains(cmd, "-bench") {
 				continue
@@ -403,6 +407,34 @@ func TestDocLinks(t *testing.T) {
 					t.Errorf("%s:%d: link %s: no such file", rel, n+1, m[1])
 				}
 			}
+		}
+	}
+}
+
+// goRunBuilt replaces the first `go run ./cmd/NAME` of a command with the
+// built NAME, for each binary, the longest names first: ./cmd/pal is a
+// prefix of ./cmd/pal-kube and ./cmd/pal-reproduce.
+func goRunBuilt(cmd string) string {
+	names := slices.Clone(binaries)
+	slices.SortFunc(names, func(a, b string) int { return len(b) - len(a) })
+	for _, n := range names {
+		cmd = strings.Replace(cmd, "go run ./cmd/"+n, n, 1)
+	}
+	return cmd
+}
+
+func TestGoRunBuilt(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"go run ./cmd/pal sim", "pal sim"},
+		{"go run ./cmd/pal-kube scheduler", "pal-kube scheduler"},
+		{"go run ./cmd/pal-reproduce --quick --out out", "pal-reproduce --quick --out out"},
+		{"go run ./cmd/pal-reproduce themis && go run ./cmd/pal sim", "pal-reproduce themis && pal sim"},
+		{"go run ./cmd/pal-kube forecast | go run ./cmd/pal trace", "pal-kube forecast | pal trace"},
+		{"pal-reproduce hived --quick", "pal-reproduce hived --quick"},
+		{"go test ./...", "go test ./..."},
+	} {
+		if got := goRunBuilt(tc.in); got != tc.want {
+			t.Errorf("goRunBuilt(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

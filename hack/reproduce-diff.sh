@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# reproduce-diff.sh: run `pal reproduce --quick` from this checkout and
+# reproduce-diff.sh: run `pal-reproduce --quick` from this checkout and
 # compare every CSV it writes, byte for byte, with a reference directory
 # written the same way (for example from the main branch before a
 # restructuring).
 #
 #   bash hack/reproduce-diff.sh REFERENCE [OUT]
 #
-# REFERENCE is a directory `pal reproduce --quick --out REFERENCE` wrote;
+# REFERENCE is a directory `pal-reproduce --quick --out REFERENCE` wrote
+# (or, from a checkout older than pal-reproduce, `pal reproduce --quick`);
 # OUT (default: a fresh temporary directory) receives this checkout's run.
 # With REFERENCE given as --write DIR, the script only writes DIR (the
 # reference run) and stops.
@@ -25,19 +26,19 @@ if [ $# -lt 1 ]; then
 fi
 bin=$(mktemp -d "${TMPDIR:-/tmp}/reproduce-diff-bin.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
-(cd "$root" && go build -o "$bin/pal" ./cmd/pal)
+(cd "$root" && go build -o "$bin/pal-reproduce" ./cmd/pal-reproduce)
 
 run() {
 	rm -rf "$1"
 	local start end
 	start=$(date +%s)
-	"$bin/pal" reproduce --quick --out "$1" >"$bin/log" 2>&1 || {
+	"$bin/pal-reproduce" --quick --out "$1" >"$bin/log" 2>&1 || {
 		cat "$bin/log" >&2
-		echo "reproduce-diff: pal reproduce --quick failed" >&2
+		echo "reproduce-diff: pal-reproduce --quick failed" >&2
 		exit 1
 	}
 	end=$(date +%s)
-	echo "reproduce-diff: pal reproduce --quick --out $1 took $((end - start)) s"
+	echo "reproduce-diff: pal-reproduce --quick --out $1 took $((end - start)) s"
 }
 
 if [ "$1" = "--write" ]; then

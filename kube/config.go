@@ -185,7 +185,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // DefaultMigrationCost is a gang eviction and restart from a checkpoint:
-// minutes of lost GPU time (pal reproduce's migration section measures
+// minutes of lost GPU time (pal-reproduce's migration section measures
 // 30 s to 10 min; 2 min is its middle).
 const DefaultMigrationCost = 2 * time.Minute
 

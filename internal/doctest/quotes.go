@@ -18,7 +18,7 @@ import (
 //     files: a record committed with the page (the raw output of a
 //     benchmark that takes too long to run here), or a file an earlier
 //     block wrote into the scratch directory (out/summary.md after
-//     pal reproduce --out out). A figure matches a number of the file
+//     pal-reproduce --out out). A figure matches a number of the file
 //     quoted at the figure's precision: 29,337 matches 29337.12, 83%
 //     matches 0.831 or 83.1, 1.48× matches 1.4812.
 //   - <!-- doctest: slow figures PATH... --> the same, for files only a

@@ -67,7 +67,7 @@
 // it was not started by backfill. With exact estimates (the simulator's
 // own model) a reserved head therefore starts by its first reservation
 // plus one round under FIFO, and under any order as long as no job
-// overtakes it; `pal reproduce backfill` asserts both.
+// overtakes it; `pal-reproduce backfill` asserts both.
 //
 // The clock is the driver's: the simulator and the Kubernetes scheduler
 // call SetNow each round (a placer never told the time never preempts).

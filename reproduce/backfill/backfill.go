@@ -3,7 +3,7 @@
 // noisy estimates of the remaining work), whether a reserved gang starts
 // when its reservation said, and how far a forecast's starts land from
 // the starts that then happen, on Sia-Philly, Synergy and a window of the
-// Philly trace, as `pal reproduce backfill` writes it.
+// Philly trace, as `pal-reproduce backfill` writes it.
 package backfill
 
 import (
@@ -67,7 +67,7 @@ type Plan struct {
 	ForecastBackfill string
 }
 
-// DefaultPlan is what `pal reproduce` runs, about a minute of CPU: every
+// DefaultPlan is what `pal-reproduce` runs, about a minute of CPU: every
 // Sia-Philly workload, FIFO and Tiresias, three noise seeds; Synergy at
 // 14 jobs/hour on 2,000 jobs (1,000-1,500 measured) with three seeds;
 // 1,500 Philly jobs from the 50,000th on 64x8 GPUs; forecasts under

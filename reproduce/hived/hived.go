@@ -29,7 +29,7 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// HivedOptions shapes `pal reproduce hived`: the HiveD paper's
+// HivedOptions shapes `pal-reproduce hived`: the HiveD paper's
 // sharing-anomaly experiment on a synthetic 96-GPU cluster and on the
 // Philly trace with its real VCs.
 type HivedOptions struct {
@@ -1035,7 +1035,7 @@ func (r *HivedReport) quickNote() string {
 			util = math.Max(util, x.Utilization)
 		}
 	}
-	return fmt.Sprintf("**--quick: the Philly rows are not meaningful.** They replay only the first %d Philly jobs at 1x; no VC uses more than %.0f%% of its quota, so no VC ever queues and every anomaly is 0 by lack of load. The synthetic rows (one load, %g day) keep the experiment's shape; the full `pal reproduce hived` runs 7 days at three loads and the whole Philly trace at 1x, 2x and 4x.", r.Jobs, 100*util, r.Days)
+	return fmt.Sprintf("**--quick: the Philly rows are not meaningful.** They replay only the first %d Philly jobs at 1x; no VC uses more than %.0f%% of its quota, so no VC ever queues and every anomaly is 0 by lack of load. The synthetic rows (one load, %g day) keep the experiment's shape; the full `pal-reproduce hived` runs 7 days at three loads and the whole Philly trace at 1x, 2x and 4x.", r.Jobs, 100*util, r.Days)
 }
 
 // claims writes the paper's claims with a plain verdict each.

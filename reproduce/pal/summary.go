@@ -119,7 +119,7 @@ func overheadTable(rows []OverheadRow) *report.Table {
 // settingDiffs lists every setting where the artifact and the paper's text
 // disagree (experiment/options.go's table, plus the Synergy specifics) and
 // the flag that switches it. Flags are those of `pal sim` and `pal sweep`;
-// `pal reproduce --preset paper` switches the whole first block.
+// `pal-reproduce --preset paper` switches the whole first block.
 var settingDiffs = [][4]string{
 	{"round length (Sia)", "360 s (Sia scripts)", "300 s (§V-C)", "`--round`"},
 	{"extra load after a Sia trace", "2 jobs/h of background arrivals", "none", "`--extra-load` (`--load` in `pal sweep`)"},
@@ -233,10 +233,10 @@ func summaryMarkdown(plan paper.Plan, hs []Headline, po PackedOrder, over []Over
 	var b strings.Builder
 	fmt.Fprintf(&b, "# PAL reproduction: summary (%s plan, preset %s)\n\n", plan.Name, plan.Preset)
 	if plan.Name != "full" {
-		b.WriteString("This is the reduced `--quick` grid: it shows every figure works, but its numbers cover a few traces and loads and are **not** comparable with the paper's. Run `pal reproduce` without `--quick` for those.\n\n")
+		b.WriteString("This is the reduced `--quick` grid: it shows every figure works, but its numbers cover a few traces and loads and are **not** comparable with the paper's. Run `pal-reproduce` without `--quick` for those.\n\n")
 	}
 	b.WriteString("## Settings where the paper and the artifact differ\n\n")
-	b.WriteString("The figures use the artifact's settings (what produced the paper's plots) unless a row says otherwise. Flags are those of `pal sim` and `pal sweep`; `pal reproduce --preset paper` switches the first block at once.\n\n")
+	b.WriteString("The figures use the artifact's settings (what produced the paper's plots) unless a row says otherwise. Flags are those of `pal sim` and `pal sweep`; `pal-reproduce --preset paper` switches the first block at once.\n\n")
 	t := report.NewTable("", "Setting", "Artifact", "Paper", "Flag")
 	for _, r := range settingDiffs {
 		t.AddRow(r[0], r[1], r[2], r[3])

@@ -1,7 +1,7 @@
 // Package stale is the stale-profiles room of the paper
 // experiments: PAL believing an old profile after some GPUs slowed down,
 // with and without online PM-score learning, against the oracle and
-// packed-sticky, as `pal reproduce stale` writes it.
+// packed-sticky, as `pal-reproduce stale` writes it.
 package stale
 
 import (

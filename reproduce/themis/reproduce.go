@@ -17,7 +17,7 @@ import (
 	"github.com/palsched/pal/workload"
 )
 
-// Plan is what `pal reproduce themis` runs: one app workload on one
+// Plan is what `pal-reproduce themis` runs: one app workload on one
 // cluster, Themis against the baselines, and Themis' sweeps.
 type Plan struct {
 	Cluster string
@@ -755,7 +755,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		def.Knob.F(), def.Payment, def.Leftover, def.Valuation)
 	if p.Quick {
 		d := DefaultPlan()
-		fmt.Fprintf(&b, "**--quick: these numbers are not meaningful.** %d apps of at most %d jobs on %s GPUs show that every experiment runs; at this size a single job sets an app's ρ and the medians over %d seeds say little. The comparison with the paper is `pal reproduce themis` without --quick (%d apps on %s, %d seeds).\n\n",
+		fmt.Fprintf(&b, "**--quick: these numbers are not meaningful.** %d apps of at most %d jobs on %s GPUs show that every experiment runs; at this size a single job sets an app's ρ and the medians over %d seeds say little. The comparison with the paper is `pal-reproduce themis` without --quick (%d apps on %s, %d seeds).\n\n",
 			g.Apps, g.MaxJobs, p.Cluster, len(p.Seeds), d.Gen.Apps, d.Cluster, len(d.Seeds))
 	}
 	// Acceptance.
