@@ -64,6 +64,10 @@ type LearnOptions struct {
 	// back to within Tol of its prior. A job still slow when its
 	// observation expires is observed again and names a GPU again.
 	Expire int
+	// OneBlame turns off blame by prevalence (see Learner): a slow job's
+	// blame goes to its first suspect alone, however many of the jobs
+	// placed so far were off their profile.
+	OneBlame bool
 	// Every is the number of rounds between binnings (0 means 1: every
 	// Rebin may re-bin). Beliefs move every round; only the scores given
 	// to placement wait. A placer indexes a new score table from scratch,
@@ -134,6 +138,20 @@ func (o LearnOptions) withDefaults() LearnOptions {
 //     the blame on. When no GPU's bound allows y the GPUs must have
 //     changed (drift): their bounds are forgotten, the believed slowest
 //     takes the blame, and the change counts as seen (next rule).
+//
+//   - Blame by prevalence (unless OneBlame): the other suspects of a slow
+//     set are raised too, each by the posterior weight w = p / (1 -
+//     (1-p)^m) of a step, where m is the number of suspects and p the
+//     prevalence, the share of GPUs that are slow, estimated from the
+//     jobs of at most 8 GPUs placed so far (see prevalence): w is the chance that a given
+//     suspect is slow when at least one of m is, each slow with p. The
+//     first suspect still takes a whole step, so the hitting set above
+//     keeps deciding which GPU a slow job names; the others move by
+//     little while slow GPUs are rare (1/m as p goes to 0) and by a third
+//     of a step in a 32-GPU gang when a third of the GPUs are slow, where
+//     one GPU per slow observation left most slow GPUs believed healthy
+//     (measured on random patterns: docs/variability.md). A belief so
+//     raised is a guess, withdrawn as any guess is.
 //
 //   - A slowdown seen as it happens voids older bounds: when a job that
 //     has not moved shows a slower pace than the round before (ObserveJob),
@@ -268,6 +286,12 @@ type Learner struct {
 	round     int
 	// binnedAt is the round of the last binning (see LearnOptions.Every).
 	binnedAt int
+	// trials counts, by gang size (the index), the jobs seen on a new GPU list
+	// (ObserveJob), and offProf those of them slower than every one of
+	// their GPUs' priors allows: the evidence for prev, the prevalence
+	// of slow GPUs (see prevalence), estimated at each round's end.
+	trials, offProf []int
+	prev            float64
 	// Counters, for reports.
 	Observations, Lowered, Raised, Forgot, Rebins, Refits, Pruned int
 }
@@ -476,6 +500,9 @@ func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
 	}
 	if same && y > s.y*(1+l.opts.Tol) {
 		l.changedAt = l.round
+	}
+	if !same && !l.opts.OneBlame {
+		l.countTrial(c, gpus, y)
 	}
 	// Only an observation that changed nothing may be skipped when it
 	// comes again: a slow job keeps stepping its GPU towards its pace.
@@ -723,8 +750,118 @@ func (l *Learner) explain(c Class, gpus []int, y float64) (pinned, suspects int)
 		l.guess[c][g] = n[t] > 1
 		l.touch(c, g)
 		l.Raised++
+		if l.prev > 0 && n[t] > 1 {
+			l.blameShared(c, gpus, y, g, t, n[t])
+		}
 	}
 	return pinned, n[t]
+}
+
+// blameShared raises the suspects of a slow set other than first (the
+// one explain blamed) by the posterior weight of a step: the chance
+// p / (1 - (1-p)^m) that a given one of m suspects is slow when at least
+// one is, each slow with the prevalence p (see Learner). tier is the
+// suspects' tier in explain (0: the GPU-wide bound must allow y too).
+func (l *Learner) blameShared(c Class, gpus []int, y float64, first, tier, m int) {
+	b, hi, pr := l.belief[c], l.hi[c], l.prior[c]
+	tol := l.opts.Tol
+	w := l.prev / (1 - math.Pow(1-l.prev, float64(m)))
+	for _, g := range gpus {
+		if g == first || hi[g] < y*(1-tol) || b[g] >= y {
+			continue
+		}
+		if tier == 0 && !l.opts.PerClassOnly && l.hiH[g]*pr[g] < y*(1-tol) {
+			continue
+		}
+		if !l.guess[c][g] {
+			l.guessed[c] = append(l.guessed[c], g)
+			l.base[c][g] = b[g]
+		}
+		b[g] += w * l.opts.Alpha * (y - b[g])
+		l.guess[c][g] = true
+		l.touch(c, g)
+	}
+}
+
+// maxPrevalence caps the estimated share of slow GPUs: when every job
+// placed was off its profile the likelihood keeps rising towards p = 1,
+// where every GPU would take a whole step.
+const maxPrevalence = 0.5
+
+// maxTrialGang is the largest gang counted for the prevalence: a gang of
+// n is off its profile with probability 1 - (1-p)^n, which for 48 GPUs
+// is over 0.99 from p = 0.1 on, so large gangs say little about p, and
+// on a cluster of few such gangs they are most of the jobs placed.
+// Measured (docs/measurements/learner-prevalence-2026-12-04.txt):
+// counting every gang moved the random patterns' cells as much, but left
+// learning 2.0% above stale on a degradation draw of Sia-Philly 4 where
+// the oracle gains, against 0.1% before and 0.3% with this cap.
+const maxTrialGang = 8
+
+// countTrial counts a job seen on a new GPU list: off its profile when
+// its pace y is slower than every GPU's prior allows. Gangs of more than
+// maxTrialGang GPUs are not counted.
+func (l *Learner) countTrial(c Class, gpus []int, y float64) {
+	if len(gpus) == 0 || len(gpus) > maxTrialGang || !(y > 0) || math.IsInf(y, 0) || c < 0 || c >= NumClasses {
+		return
+	}
+	if n := len(gpus); n >= len(l.trials) {
+		l.trials = append(l.trials, make([]int, n+1-len(l.trials))...)
+		l.offProf = append(l.offProf, make([]int, n+1-len(l.offProf))...)
+	}
+	top := 0.0
+	for _, g := range gpus {
+		top = max(top, l.prior[c][g])
+	}
+	l.trials[len(gpus)]++
+	if y > top*(1+l.opts.Tol) {
+		l.offProf[len(gpus)]++
+	}
+}
+
+// prevalence is the maximum-likelihood share p of slow GPUs given the
+// jobs counted (countTrial), each GPU slow independently with p, so that
+// a gang of n is off its profile with probability 1 - (1-p)^n: the p at
+// which the sum over gang sizes of off_n·n·q^n/(1-q^n) equals the sum of
+// (trials_n - off_n)·n, q = 1-p, found by bisection (the left side falls
+// as p rises). 0 when no job was off its profile, maxPrevalence when
+// every job was or the root lies above it.
+func (l *Learner) prevalence() float64 {
+	off, on := 0, 0
+	for n, t := range l.trials {
+		off += l.offProf[n]
+		on += t - l.offProf[n]
+	}
+	if off == 0 {
+		return 0
+	}
+	if on == 0 {
+		return maxPrevalence
+	}
+	f := func(p float64) float64 {
+		q, d := 1-p, 0.0
+		for n, t := range l.trials {
+			if t == 0 {
+				continue
+			}
+			o, nf := float64(l.offProf[n]), float64(n)
+			qn := math.Pow(q, nf)
+			d += o*nf*qn/(1-qn) - (float64(t)-o)*nf
+		}
+		return d
+	}
+	lo, hi := 0.0, maxPrevalence
+	if f(hi) >= 0 {
+		return maxPrevalence
+	}
+	for range 40 {
+		if mid := (lo + hi) / 2; f(mid) > 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
 }
 
 // settle revisits the remembered slow observations: GPUs exonerated
@@ -946,6 +1083,9 @@ func (l *Learner) Rebin() (*Scores, error) {
 		}
 	}
 	l.round++
+	if l.trials != nil {
+		l.prev = l.prevalence()
+	}
 	l.forgetGuesses()
 	l.settle()
 	l.prune()
