@@ -146,7 +146,7 @@ func (in *Inputs) truthDescription() []Input {
 			out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each GPU's own pace (every worker times its own step; a GPU is known once a job has run on it), 1%% band, step 0.5, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 			return out
 		}
-		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (blame to a GPU pinned slow, then to the GPU most slow jobs name; slow jobs remembered 100 rounds), a pin carried to the other classes once two classes agree, 1%% band, step 0.5, guesses no slow job needs withdrawn at once, others 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
+		out = append(out, Input{"score_learning", fmt.Sprintf("on: beliefs learnt from each job's pace (slowest GPU x locality), upper-bound attribution (a whole step of blame to a GPU pinned slow, then to the GPU most slow jobs name, and to each other suspect the chance that it is the slow one at the share of slow GPUs estimated from jobs of at most 8 GPUs; slow jobs remembered 100 rounds), a pin carried to the other classes once two classes agree, 1%% band, step 0.5, guesses no slow job needs withdrawn at once, others 5%%/round when unused, re-bin on a 2%% move, at most every %d round(s)", variability.RebinEvery(in.Cluster.Size()))})
 	}
 	return out
 }
