@@ -159,6 +159,12 @@ type learnStage struct {
 	// progressAt is the time of the last progress report learned from,
 	// by run (gang key @ bind round).
 	progressAt map[string]time.Time
+	// trialed are the runs (gang key @ bind round) already counted towards
+	// the learner's prevalence estimate (Learner.ObserveTrial), by an
+	// earlier progress report: a run is one trial however often it
+	// reports. A run leaves it when its end is learned from, or when no
+	// pod of it runs or has succeeded any more.
+	trialed map[string]bool
 	// stepAt is the time of the last step-time report learned from, by
 	// pod run (pod key @ bind round).
 	stepAt map[string]time.Time
@@ -205,7 +211,7 @@ type learnStage struct {
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
+	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]bool{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
 }
 
 // rejection is a report the learner was not given.
@@ -235,6 +241,7 @@ type learnMetrics struct {
 	writes       *prometheus.CounterVec
 	rejected     *prometheus.CounterVec
 	quarantined  *prometheus.GaugeVec
+	prevalence   prometheus.Gauge
 }
 
 func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
@@ -253,13 +260,15 @@ func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
 		[]string{"source", "reason"})
 	m.quarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pal_gpu_quarantined",
 		Help: "1 while a GPU is quarantined (quarantineAbove: its believed slowdown reached the threshold), 0 once it is back."}, []string{"node", "gpu"})
+	m.prevalence = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_learned_prevalence",
+		Help: "Share of GPUs the learner estimates run slower than their prior, from the gang runs of at most 8 GPUs it counted since it started; a slow gang's suspects beyond the first are raised by it (blame by prevalence). 0 until a counted run was slower than every one of its GPUs' priors."})
 	m.writes.WithLabelValues("ok")
 	m.writes.WithLabelValues("error")
 	for _, src := range []string{sourceRun, sourceProgress, sourceStepTime} {
 		m.rejected.WithLabelValues(src, rejectPace)
 	}
 	m.rejected.WithLabelValues(sourceStepTime, rejectGang)
-	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes, m.rejected, m.quarantined}
+	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes, m.rejected, m.quarantined, m.prevalence}
 }
 
 func (s *Scheduler) learnedSource() string {
@@ -317,6 +326,7 @@ func (s *Scheduler) learnReset(snap *snapshot, tab *variability.Table, vs *varia
 		s.log.Error("DCGM hints relative to the learned scores, not the profile", "err", err)
 	}
 	L.learner, L.keys = l, keys
+	clear(L.trialed) // counted by the learner this one replaces
 	L.profile, L.unmarked = tab, nil
 	s.setLearnedGauges()
 	return prior, vs
@@ -425,6 +435,24 @@ func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
 	return out, nil
 }
 
+// observeRun hands the learner a gang run's observation: the run's first
+// one (by this replica and learner) also counts towards the prevalence
+// estimate, which blame by prevalence reads (variability.Learner). A
+// pod's step time (learnStepTimes) is an observation of part of a run
+// already counted, so it goes to Observe.
+//
+// The counts start again with each learner (learnReset), whose prior is
+// what was learned so far: a run is off its profile when it is slower
+// than that prior allows, and runs counted against an older prior would
+// overstate how many GPUs are still off.
+func (L *learnStage) observeRun(run string, o observation) {
+	if L.trialed[run] {
+		L.learner.Observe(o.Class, o.GPUs, o.Y)
+		return
+	}
+	L.learner.ObserveTrial(o.Class, o.GPUs, o.Y)
+}
+
 // learnEvicted notes a gang this replica evicts (see learnStage.evicted).
 func (s *Scheduler) learnEvicted(key string) {
 	if s.learn != nil {
@@ -514,7 +542,8 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 				fmtFloat(o.Run), fmtFloat(o.Iterations), AnnIterations, fmtFloat(o.Y), fmtFloat(o.IterTime), implausible))
 			continue
 		}
-		L.learner.Observe(o.Class, o.GPUs, o.Y)
+		L.observeRun(k, o)
+		delete(L.trialed, k)
 		L.observed = append(L.observed, o)
 		L.count++
 		s.metrics.learn.observations.Inc()
@@ -523,6 +552,13 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 	}
 	hinted := s.learnHints()
 	s.learnProgress(snap)
+	for run := range L.trialed {
+		// Still running (its progress is tracked) or partly succeeded
+		// (its end is still to come): the run keeps its one trial.
+		if _, ok := L.progressAt[run]; !ok && runs[run] == nil {
+			delete(L.trialed, run)
+		}
+	}
 	s.learnStepTimes(snap)
 	if len(L.observed) > 0 || hinted {
 		for _, o := range L.observed {
@@ -724,6 +760,7 @@ func (s *Scheduler) setLearnedGauges() {
 		}
 	}
 	L.gaugeDirty = L.gaugeDirty[:0]
+	s.metrics.learn.prevalence.Set(L.learner.Prevalence())
 }
 
 // learnedCSV is the learned ConfigMap's table: every known device, by
@@ -926,7 +963,8 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 			continue
 		}
 		L.count++
-		L.learner.Observe(o.Class, o.GPUs, o.Y)
+		L.observeRun(run, o)
+		L.trialed[run] = true
 		L.observed = append(L.observed, o)
 		s.metrics.learn.observations.Inc()
 		s.log.Info("learned from a running gang's progress", "gang", gangName(g.Key), "class", o.Class.String(), "gpus", snap.Devices(o.GPUs),

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -403,6 +404,84 @@ func TestLearnProgressOfRunningGang(t *testing.T) {
 	roundWait(s, context.Background(), learnT0.Add(200*time.Second))
 	if obs := s.learn.observed; len(obs) != 1 || obs[0].Run != 190 || obs[0].Iterations != 1000 {
 		t.Errorf("newer report: %+v, want run 190 s over 1000 iterations", obs)
+	}
+}
+
+// The learner's prevalence estimate counts each gang run once, however
+// often it reports. Three one-GPU BERT runs end at the median GPU's pace
+// (1000 iterations in 179 s, y = 1, on their profile of 1), and the
+// two-pod gang g (GPUs 1 and 6, spanning nodes: penalty 1.7) runs at
+// about twice it: two progress reports (500 iterations in 305 s, 1000 in
+// 615 s) and then its end, three observations of one run of 2 GPUs, off
+// its profile. Maximum likelihood with q = 1-p: off_2·2·q²/(1-q²) =
+// on_1·1, 2q²/(1-q²) = 3, q² = 3/5, p = 1 - √0.6. Counting every
+// report would make it q² = 3/7 (two) or 1/3 (three).
+func TestLearnPrevalenceCountsRunsOnce(t *testing.T) {
+	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	mk := func(name, node string, idx int, start float64, progress string) *corev1.Pod {
+		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, start, 0)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
+			StartedAt: metav1.NewTime(learnT0.Add(time.Duration(start) * time.Second))}}
+		if progress != "" {
+			p.Annotations[AnnProgress] = progress
+		}
+		return p
+	}
+	one := func(gang, node string, idx int) *corev1.Pod {
+		info := `{"gang":"ns/` + gang + `","round":"2026-03-01T12:00:00Z","pods":{"` + gang + `-0":{"node":"` + node + `","gpus":[` + strconv.Itoa(idx) + `]}}}`
+		return finished(gang+"-0", gang, 1, node, []int{idx}, info, 0, 179)
+	}
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4), one("s1", "n0", 0), one("s2", "n0", 2), one("s3", "n1", 0),
+		mk("g-0", "n0", 1, 2, ""), mk("g-1", "n1", 2, 5, "500@"+at(310)))
+	s := startRounds(t, learnCfg(), cs)
+	want := 1 - math.Sqrt(0.6)
+	check := func(when string, n int) {
+		t.Helper()
+		if len(s.learn.observed) != n {
+			t.Fatalf("%s: %d observations, want %d: %+v", when, len(s.learn.observed), n, s.learn.observed)
+		}
+		if got := s.learn.learner.Prevalence(); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: prevalence %v, want %v", when, got, want)
+		}
+		if got := testutil.ToFloat64(s.metrics.learn.prevalence); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: pal_learned_prevalence %v, want %v", when, got, want)
+		}
+	}
+	roundWait(s, context.Background(), learnT0.Add(320*time.Second))
+	check("three runs ended and g's first report", 4)
+	annotateSeen(t, cs, s, "g-1", AnnProgress, "1000@"+at(620))
+	roundWait(s, context.Background(), learnT0.Add(630*time.Second))
+	check("g's second report", 1)
+	for _, name := range []string{"g-0", "g-1"} {
+		p, err := cs.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := p.Status.ContainerStatuses[0].State.Running.StartedAt
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			StartedAt: start, FinishedAt: metav1.NewTime(learnT0.Add(700 * time.Second))}}
+		if _, err := cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if q, err := s.ours.Pods("ns").Get("g-0"); err == nil && q.Status.Phase == corev1.PodSucceeded {
+			if q, err := s.ours.Pods("ns").Get("g-1"); err == nil && q.Status.Phase == corev1.PodSucceeded {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("informer never showed g's pods succeeded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	roundWait(s, context.Background(), learnT0.Add(710*time.Second))
+	check("g's end", 1)
+	if len(s.learn.trialed) != 0 {
+		t.Errorf("runs still marked counted after their end: %v", s.learn.trialed)
 	}
 }
 

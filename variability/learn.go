@@ -287,7 +287,7 @@ type Learner struct {
 	// binnedAt is the round of the last binning (see LearnOptions.Every).
 	binnedAt int
 	// trials counts, by gang size (the index), the jobs seen on a new GPU list
-	// (ObserveJob), and offProf those of them slower than every one of
+	// (ObserveJob, ObserveTrial), and offProf those of them slower than every one of
 	// their GPUs' priors allows: the evidence for prev, the prevalence
 	// of slow GPUs (see prevalence), estimated at each round's end.
 	trials, offProf []int
@@ -509,6 +509,26 @@ func (l *Learner) ObserveJob(id int, c Class, gpus []int, y float64) {
 	steady := l.observe(c, gpus, y)
 	l.store(id, jobSeen{c: c, first: first, n: len(gpus), y: y, round: l.round, set: true, steady: steady})
 }
+
+// ObserveTrial is Observe for a job's first observation on its GPU list
+// by a driver that keeps no job ids (the cluster learner, which sees each
+// gang run once it ends or as it reports progress): besides stepping the
+// beliefs it counts the job towards the prevalence estimate, as
+// ObserveJob does for a job on a new GPU list. A driver calls it once per
+// run and Observe for the run's later reports, so a run reporting often
+// counts no more than one that reports once.
+func (l *Learner) ObserveTrial(c Class, gpus []int, y float64) {
+	if !l.opts.OneBlame {
+		l.countTrial(c, gpus, y)
+	}
+	l.observe(c, gpus, y)
+}
+
+// Prevalence is the share of slow GPUs blame by prevalence last used (see
+// Learner): the estimate from the jobs counted so far, taken at the last
+// Rebin. 0 until some counted job ran slower than every one of its GPUs'
+// priors allows, and with OneBlame.
+func (l *Learner) Prevalence() float64 { return l.prev }
 
 // denseIDs bounds the job ids ObserveJob keeps in a slice (traces number
 // jobs from 0; the slice is at most 12 MiB); others go to a map.

@@ -97,3 +97,35 @@ func TestLearnerBlameByPrevalence(t *testing.T) {
 		}
 	}
 }
+
+// ObserveTrial counts each call as a job on a new GPU list (the driver
+// calls it once per run) and Prevalence reads the estimate the last Rebin
+// took: four one-GPU runs at prior 1, one of them at 1.5, then Observe of
+// the slow run's later report (not counted): 1 off of 4, q/p = 3, p = 0.25.
+// Before the Rebin the estimate is still 0. With OneBlame nothing is
+// counted, and the beliefs step either way.
+func TestLearnerObserveTrial(t *testing.T) {
+	for _, one := range []bool{false, true} {
+		l := newTestLearnerOpts(t, flatTable(4), LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true, OneBlame: one})
+		for g, y := range []float64{1, 1, 1, 1.5} {
+			l.ObserveTrial(ClassA, []int{g}, y)
+		}
+		l.Observe(ClassA, []int{3}, 1.5)
+		if got := l.Prevalence(); got != 0 {
+			t.Errorf("OneBlame %v: prevalence before the round's end %v, want 0", one, got)
+		}
+		if _, err := l.Rebin(); err != nil {
+			t.Fatal(err)
+		}
+		want := 0.25
+		if one {
+			want = 0
+		}
+		if got := l.Prevalence(); math.Abs(got-want) > 1e-9 {
+			t.Errorf("OneBlame %v: prevalence %v, want %v", one, got, want)
+		}
+		if b := l.Belief(ClassA, 3); !(b > 1.25) {
+			t.Errorf("OneBlame %v: the slow GPU's belief %v, want above 1.25 after two steps towards 1.5", one, b)
+		}
+	}
+}
