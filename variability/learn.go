@@ -292,6 +292,9 @@ type Learner struct {
 	// of slow GPUs (see prevalence), estimated at each round's end.
 	trials, offProf []int
 	prev            float64
+	// counted says trials moved since prev was estimated: a round that
+	// counted no job keeps prev rather than bisect again.
+	counted bool
 	// Counters, for reports.
 	Observations, Lowered, Raised, Forgot, Rebins, Refits, Pruned int
 }
@@ -834,6 +837,7 @@ func (l *Learner) countTrial(c Class, gpus []int, y float64) {
 		top = max(top, l.prior[c][g])
 	}
 	l.trials[len(gpus)]++
+	l.counted = true
 	if y > top*(1+l.opts.Tol) {
 		l.offProf[len(gpus)]++
 	}
@@ -1103,8 +1107,8 @@ func (l *Learner) Rebin() (*Scores, error) {
 		}
 	}
 	l.round++
-	if l.trials != nil {
-		l.prev = l.prevalence()
+	if l.counted {
+		l.prev, l.counted = l.prevalence(), false
 	}
 	l.forgetGuesses()
 	l.settle()
