@@ -373,22 +373,29 @@ func TestLearnFlushThenLeadAgain(t *testing.T) {
 }
 
 // A running gang's progress report is an observation of its run so far:
+// runningPod is a running pod of the two-pod gang ns/g (twoNodeInfo) on
+// node's device idx, started start seconds after learnT0, reporting
+// progress (AnnProgress) unless it is empty.
+func runningPod(name, node string, idx int, start float64, progress string) *corev1.Pod {
+	p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, start, 0)
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
+		StartedAt: metav1.NewTime(learnT0.Add(time.Duration(start) * time.Second))}}
+	if progress != "" {
+		p.Annotations[AnnProgress] = progress
+	}
+	return p
+}
+
+// learnAt is the RFC 3339 time s seconds after learnT0.
+func learnAt(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+
 // g-0 started at 2 s, g-1 at 5 s, and g-1 reports 500 iterations at
 // 100 s, so the learner gets 95 s / 500 / 0.179 / 1.7 on GPUs 1 and 6.
 // The same report is taken once; a newer one is taken again.
 func TestLearnProgressOfRunningGang(t *testing.T) {
-	mk := func(name, node string, idx int, start float64, progress string) *corev1.Pod {
-		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, start, 0)
-		p.Status.Phase = corev1.PodRunning
-		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
-			StartedAt: metav1.NewTime(learnT0.Add(time.Duration(start) * time.Second))}}
-		if progress != "" {
-			p.Annotations[AnnProgress] = progress
-		}
-		return p
-	}
-	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
-	cs, _ := newFake(t, node("n0", 4), node("n1", 4), mk("g-0", "n0", 1, 2, ""), mk("g-1", "n1", 2, 5, "500@"+at(100)))
+	at := learnAt
+	cs, _ := newFake(t, node("n0", 4), node("n1", 4), runningPod("g-0", "n0", 1, 2, ""), runningPod("g-1", "n1", 2, 5, "500@"+at(100)))
 	s := startRounds(t, learnCfg(), cs)
 	roundWait(s, context.Background(), learnT0.Add(110*time.Second))
 	want := 95.0 / 500 / 0.179 / 1.7
@@ -417,23 +424,13 @@ func TestLearnProgressOfRunningGang(t *testing.T) {
 // on_1·1, 2q²/(1-q²) = 3, q² = 3/5, p = 1 - √0.6. Counting every
 // report would make it q² = 3/7 (two) or 1/3 (three).
 func TestLearnPrevalenceCountsRunsOnce(t *testing.T) {
-	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
-	mk := func(name, node string, idx int, start float64, progress string) *corev1.Pod {
-		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, start, 0)
-		p.Status.Phase = corev1.PodRunning
-		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
-			StartedAt: metav1.NewTime(learnT0.Add(time.Duration(start) * time.Second))}}
-		if progress != "" {
-			p.Annotations[AnnProgress] = progress
-		}
-		return p
-	}
+	at := learnAt
 	one := func(gang, node string, idx int) *corev1.Pod {
 		info := `{"gang":"ns/` + gang + `","round":"2026-03-01T12:00:00Z","pods":{"` + gang + `-0":{"node":"` + node + `","gpus":[` + strconv.Itoa(idx) + `]}}}`
 		return finished(gang+"-0", gang, 1, node, []int{idx}, info, 0, 179)
 	}
 	cs, _ := newFake(t, node("n0", 4), node("n1", 4), one("s1", "n0", 0), one("s2", "n0", 2), one("s3", "n1", 0),
-		mk("g-0", "n0", 1, 2, ""), mk("g-1", "n1", 2, 5, "500@"+at(310)))
+		runningPod("g-0", "n0", 1, 2, ""), runningPod("g-1", "n1", 2, 5, "500@"+at(310)))
 	s := startRounds(t, learnCfg(), cs)
 	want := 1 - math.Sqrt(0.6)
 	check := func(when string, n int) {
@@ -600,7 +597,7 @@ func TestLearnedScoresSteerPlacement(t *testing.T) {
 // the gang's own pace, 2 on both GPUs, would not have said which one is
 // slow. The same reports are taken once; a newer one is taken again.
 func TestLearnStepTimeOfRunningPods(t *testing.T) {
-	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	at := learnAt
 	mk := func(name, node string, idx int, step string) *corev1.Pod {
 		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, 2, 0)
 		p.Status.Phase = corev1.PodRunning
@@ -645,7 +642,7 @@ func TestLearnStepTimeOfRunningPods(t *testing.T) {
 // iteration on the median GPU; the gang is g-0 on GPU 1 and g-1 on GPU 6,
 // both believed at 1, and both pods started at learnT0.
 func TestLearnRefusesImplausibleReports(t *testing.T) {
-	at := func(s int) string { return learnT0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	at := learnAt
 	running := func(name, node string, idx int, ann ...string) *corev1.Pod {
 		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, 0, 0)
 		p.Status.Phase = corev1.PodRunning
