@@ -203,6 +203,11 @@ type incremental struct {
 	inUse   int
 	changed bool
 	visitFn func(int, round.Kind)
+	// stopped holds the items of the jobs the round stops, in view
+	// order, which is the queue's: visit collects them and fileStopped
+	// files them in one ordered run after the pass (nothing reads the
+	// queue in between; visit only takes out the jobs it launches).
+	stopped []item
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -539,6 +544,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	if err != nil {
 		x.placerBug(err)
 	}
+	x.fileStopped()
 	x.vAlloc = nil
 	st := x.roundStat(T, x.inUse, len(x.run), x.wait.Len())
 	x.addRound(st)
@@ -562,13 +568,27 @@ func (x *incremental) visit(i int, k round.Kind) {
 	case !runs && j.running:
 		j.running = false
 		j.base = x.vRound
-		x.file(j)
+		x.stopped = append(x.stopped, j.item())
 		x.waiting(j, x.vRound)
 	}
 	if runs {
 		x.inUse += len(g)
 		x.addRun(j, x.creditNext(j, x.vTn))
 	}
+}
+
+// fileStopped files the jobs the round stopped (see stopped).
+func (x *incremental) fileStopped() {
+	if !slices.IsSortedFunc(x.stopped, func(a, b item) int {
+		if itemLess(a, b) {
+			return -1
+		}
+		return 1
+	}) {
+		panic("sim: the view is out of order") // our own bookkeeping
+	}
+	x.wait.SetRun(x.stopped)
+	x.stopped = x.stopped[:0]
 }
 
 // buildView merges the running jobs with the waiting ones a frame can

@@ -17,9 +17,9 @@ type waitq struct {
 	bs   []qblock
 	n    int
 	pool []*[qBlock]item
-	// Where the last Set put its item: block and index. A round files
-	// its preempted jobs in order, and in an LAS run 94% of them go to
-	// the same block as the one before, behind it. Only a guess: Set
+	// Where the last Set (or SetRun) put its item: block and index.
+	// Jobs are often filed in order, each behind the one before (a
+	// round's stopped jobs, see SetRun; arrivals). Only a guess: Set
 	// checks it against the items before use.
 	hb int
 	hp int32
@@ -144,6 +144,78 @@ func (q *waitq) Set(x item) {
 	bl.a[p] = x
 	bl.last = bl.a[bl.hi-1]
 	q.hb, q.hp = b, p
+}
+
+// SetRun adds xs, which must be ascending and none of them in the set:
+// what Set does for each in turn, but items that go to the same place
+// (none of the set's items between them) move the block's items once.
+// A round files its preempted jobs so: in order, and under LAS all of a
+// round's go behind the same group of equal service, where one at a time
+// shifted the block once per job.
+func (q *waitq) SetRun(xs []item) {
+	for len(xs) > 0 {
+		x := xs[0]
+		nb := len(q.bs)
+		if nb == 0 {
+			q.Set(x)
+			xs = xs[1:]
+			continue
+		}
+		b := nb - 1
+		if !itemLess(q.bs[b].last, x) {
+			if h := q.hb; h < nb && !itemLess(q.bs[h].last, x) && (h == 0 || itemLess(q.bs[h-1].last, x)) {
+				b = h
+			} else {
+				b = q.block(x)
+			}
+		}
+		bl := &q.bs[b]
+		n := bl.hi - bl.lo
+		// At most as many as keep the block below the split size and fit
+		// one side of it once centred; a full block is Set's to split.
+		most := min(int32(len(xs)), qSplit-n, (qBlock-n)/2)
+		if most <= 1 {
+			q.Set(x)
+			xs = xs[1:]
+			continue
+		}
+		var p int32
+		if b == q.hb && q.hp >= bl.lo && q.hp < bl.hi && itemLess(bl.a[q.hp], x) {
+			p = q.hp + 1
+			if p < bl.hi && itemLess(bl.a[p], x) {
+				p += int32(lowerBound(bl.a[p:bl.hi], x))
+			}
+		} else {
+			p = bl.lo + int32(lowerBound(bl.items(), x))
+		}
+		// The items that go at p: all of them when p is the block's end
+		// (then b is the last block and x is behind everything).
+		m := int32(1)
+		if p == bl.hi {
+			m = most
+		} else {
+			for m < most && itemLess(xs[m], bl.a[p]) {
+				m++
+			}
+		}
+		left := p-bl.lo <= bl.hi-p
+		if left && bl.lo < m || !left && bl.hi+m > qBlock {
+			p += bl.centre()
+		}
+		if left {
+			copy(bl.a[bl.lo-m:p-m], bl.a[bl.lo:p])
+			bl.lo -= m
+			p -= m
+		} else {
+			copy(bl.a[p+m:bl.hi+m], bl.a[p:bl.hi])
+			bl.hi += m
+		}
+		copy(bl.a[p:p+m], xs[:m])
+		bl.last = bl.a[bl.hi-1]
+		q.n += int(m)
+		q.hb, q.hp = b, p+m-1
+		xs = xs[m:]
+	}
 }
 
 // centre moves the block's items to the middle of its array and returns

@@ -167,3 +167,124 @@ func BenchmarkWaitq(b *testing.B) {
 		}
 	}
 }
+
+// TestWaitqSetRun files ascending runs into queues by hand: each case
+// gives the queue's items (filed one at a time, keys only: seq breaks
+// ties as the key's second part), the run and the items in order after
+// it, worked out by hand, and how many blocks hold them.
+func TestWaitqSetRun(t *testing.T) {
+	// it makes an item of key k and sequence s (its slot too).
+	it := func(k uint64, s int32) item { return item{lo: k, seq: s, slot: s} }
+	seqs := func(from, to int32, k uint64) []item { // keys k, seqs from..to-1
+		var out []item
+		for s := from; s < to; s++ {
+			out = append(out, it(k, s))
+		}
+		return out
+	}
+	cases := []struct {
+		name       string
+		have, run  []item
+		want       []item
+		wantBlocks int
+	}{
+		{"into an empty queue", nil, []item{it(1, 1), it(2, 2), it(3, 3)},
+			[]item{it(1, 1), it(2, 2), it(3, 3)}, 1},
+		{"around and between the queue's items",
+			[]item{it(10, 1), it(20, 2), it(30, 3)},
+			[]item{it(5, 4), it(15, 5), it(16, 6), it(25, 7), it(35, 8)},
+			[]item{it(5, 4), it(10, 1), it(15, 5), it(16, 6), it(20, 2), it(25, 7), it(30, 3), it(35, 8)}, 1},
+		{"equal keys go by sequence",
+			[]item{it(7, 1), it(7, 4), it(9, 2)},
+			[]item{it(7, 3), it(7, 5), it(8, 6)},
+			[]item{it(7, 1), it(7, 3), it(7, 4), it(7, 5), it(8, 6), it(9, 2)}, 1},
+		{"a run of one", []item{it(1, 1), it(3, 3)}, []item{it(2, 2)},
+			[]item{it(1, 1), it(2, 2), it(3, 3)}, 1},
+		{"an empty run", []item{it(1, 1)}, nil, []item{it(1, 1)}, 1},
+		// 95 filed behind each other fill one block to one short of
+		// qSplit: the run's first item fills it (96), the second finds
+		// it full and starts a new last block (1 item), which the next
+		// 63 join in one move (what fits one side of a centred block:
+		// (128-1)/2), then 32 more (to 96); the last 3 start a third.
+		{"behind a block about to split", seqs(0, 95, 1), seqs(95, 195, 2),
+			append(seqs(0, 95, 1), seqs(95, 195, 2)...), 3},
+		// 95 in one block and 40 to go between its first and second
+		// item: a block may reach qSplit, so 1 goes in, then the block
+		// is split (48 and 48), the second joins the first half (49)
+		// and the other 38 follow it in one move (87).
+		{"into a block about to split",
+			append([]item{it(1, 0)}, seqs(1, 95, 3)...), seqs(100, 140, 2),
+			append(append([]item{it(1, 0)}, seqs(100, 140, 2)...), seqs(1, 95, 3)...), 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var q waitq
+			for _, x := range tc.have {
+				q.Set(x)
+			}
+			q.SetRun(slices.Clone(tc.run))
+			if err := q.check(tc.want); err != nil {
+				t.Fatal(err)
+			}
+			if len(q.bs) != tc.wantBlocks {
+				t.Errorf("%d blocks, want %d", len(q.bs), tc.wantBlocks)
+			}
+		})
+	}
+}
+
+// TestWaitqSetRunMatchesSet files random ascending runs, as a round's
+// stopped jobs come (few keys, runs landing together or spread), into
+// queues shaped by random sets and deletes, and checks the result
+// against a sorted slice and the block invariants.
+func TestWaitqSetRunMatchesSet(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		var q waitq
+		var want []item
+		seq := int32(0)
+		keys := 1 + rng.IntN(20)
+		for step := 0; step < 200; step++ {
+			switch {
+			case len(want) > 0 && rng.IntN(2) == 0:
+				for n := rng.IntN(min(len(want), 150)) + 1; n > 0; n-- {
+					i := 0
+					if rng.IntN(4) == 0 {
+						i = rng.IntN(len(want))
+					}
+					q.Delete(want[i])
+					want = slices.Delete(want, i, i+1)
+				}
+			default:
+				run := make([]item, rng.IntN(150))
+				for i := range run {
+					run[i] = item{lo: uint64(rng.IntN(keys)), seq: seq, slot: seq}
+					seq++
+				}
+				slices.SortFunc(run, func(a, b item) int {
+					if itemLess(a, b) {
+						return -1
+					}
+					return 1
+				})
+				if rng.IntN(2) == 0 {
+					q.SetRun(run)
+				} else {
+					for _, x := range run {
+						q.Set(x)
+					}
+				}
+				want = append(want, run...)
+				slices.SortFunc(want, func(a, b item) int {
+					if itemLess(a, b) {
+						return -1
+					}
+					return 1
+				})
+			}
+			if err := q.check(want); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+		}
+	}
+}
