@@ -201,8 +201,9 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 		if i == touchedTo {
 			touchedTo = min(i+touchBlock, ready)
 			for k, j := range order[i:touchedTo] {
-				touched += touch(j)
-				if g := alloc[i+k]; len(g) > 0 && uint(g[0]) < uint(size) {
+				g := alloc[i+k]
+				touched += touch(j, g)
+				if len(g) > 0 && uint(g[0]) < uint(size) {
 					touched += cl.Owner(g[0]) // what stays reads first
 				}
 			}
@@ -257,7 +258,11 @@ const touchBlock = 32
 // touch reads the words of j that classifying it reads (its GPU list,
 // id and demand) and that a driver's visit typically reads or writes,
 // and returns something of them so that the reads stay in the compiled
-// code. apply reads a block of jobs so before their turn (and the owner
+// code. A job that starts or stops (it holds GPUs and next is nil, or
+// the other way round) has its launch and preemption record read too
+// (Preemptions, beside FirstStart, LastGPUs and MoveCost in workload.Job):
+// under LAS most of a round's jobs start or stop, and that line was a
+// miss waited for in every visit. apply reads a block of jobs so before their turn (and the owner
 // of the first GPU of each one's final line): in a loop that
 // does nothing else the processor has the reads of many jobs in flight
 // at once, while the loop body between two jobs (the visit) is too long
@@ -265,8 +270,12 @@ const touchBlock = 32
 // of a large round was a cache miss waited for in turn (a fifth of a
 // million-job simulation's CPU time on 4608x6). Reading a job the placer
 // may still be reading is no race: a placer does not write jobs.
-func touch(j *workload.Job) int {
-	return len(j.GPUsHeld) + j.RoundsRun + j.ID + j.MaxGPUs
+func touch(j *workload.Job, next []int) int {
+	t := len(j.GPUsHeld) + j.RoundsRun + j.ID + j.MaxGPUs
+	if (j.GPUsHeld == nil) != (next == nil) {
+		t += j.Preemptions
+	}
+	return t
 }
 
 // stays reports whether job id, holding held, keeps exactly those GPUs

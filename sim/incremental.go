@@ -47,14 +47,17 @@ import (
 // A job is 448 bytes, seven cache lines, and a slab starts on a page, so
 // what the loop reads of every running job every round (the item, the
 // running flag and the head of workload.Job, see there) lies in the first
-// three lines of each.
+// three lines of each, and a job that starts or stops touches one more
+// (workload.Job's launch and preemption record; its waiting stretch's
+// base is in the first line). Under LAS most of a round's jobs start or
+// stop. TestJobLayout checks the lines. The item's seq is the job's
+// admission order (ties in the order keep it; -1 once the slot is free).
 type job struct {
 	it      item  // key, seq and slot packed for the queue
-	seq     int32 // admission order: ties in the order keep it
+	base    int32 // round whose SinceScheduled was 0 (see waitedAt)
 	running bool
 	workload.Job
-	base int // round whose SinceScheduled was 0 (see waitedAt)
-	_    [24]byte
+	_ [32]byte
 }
 
 // item is a waiting job's entry in the waiting queue: its key packed into
@@ -249,7 +252,7 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 		rest = append(rest, x.at(it.slot))
 		return true
 	})
-	slices.SortFunc(rest, func(a, b *job) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(rest, func(a, b *job) int { return cmp.Compare(a.it.seq, b.it.seq) })
 	unfinished := make([]*workload.Job, len(rest))
 	for i, j := range rest {
 		unfinished[i] = &j.Job
@@ -370,8 +373,7 @@ func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
 	}
 	j.MoveCost = x.cfg.Costs.For(&j.Spec)
 	x.gpus[j.it.slot] = int32(j.GPUs)
-	j.seq, j.base = int32(x.seq), round
-	j.it.seq = j.seq
+	j.it.seq, j.base = int32(x.seq), int32(round)
 	x.seq++
 	j.setKey(x.ks.Key(T, &j.Job))
 	x.file(j)
@@ -403,7 +405,8 @@ func (x *incremental) alloc() *job {
 // release returns a finished job's slot.
 func (x *incremental) release(j *job) {
 	slot := j.it.slot
-	*j = job{seq: -1}
+	*j = job{}
+	j.it.seq = -1
 	x.guards.remove(slot)
 	x.free = append(x.free, slot)
 }
@@ -421,7 +424,7 @@ func (x *incremental) waiting(j *job, round int) {
 		// guard belongs to one stretch of waiting.
 		x.guards.remove(j.it.slot)
 		if j.Priority != 1 {
-			x.guards.push(j.it.slot, round, int(j.seq))
+			x.guards.push(j.it.slot, round, int(j.it.seq))
 		}
 	}
 	x.arm(j, round)
@@ -431,15 +434,15 @@ func (x *incremental) arm(j *job, round int) {
 	if w := x.ks.WakeAfter(&j.Job); !math.IsInf(w, 1) && !math.IsNaN(w) {
 		due := round + 1
 		if w > 0 {
-			due = j.base + max(1, x.roundsToWait(w))
+			due = int(j.base) + max(1, x.roundsToWait(w))
 		}
-		heap.Push(&x.wakes, event{due: max(due, round+1), base: j.base, seq: int(j.seq), slot: j.it.slot})
+		heap.Push(&x.wakes, event{due: max(due, round+1), base: int(j.base), seq: int(j.it.seq), slot: j.it.slot})
 	}
 }
 
 // job is the event's job if it is still waiting since the event's base.
 func (x *incremental) job(e event) *job {
-	if j := x.at(e.slot); int(j.seq) == e.seq && !j.running && j.base == e.base {
+	if j := x.at(e.slot); int(j.it.seq) == e.seq && !j.running && int(j.base) == e.base {
 		return j
 	}
 	return nil
@@ -471,7 +474,7 @@ func (x *incremental) events(round int, T float64) {
 
 // rekeyWaiting files a waiting job (out of the queue) under its key now.
 func (x *incremental) rekeyWaiting(j *job, round int, T float64) {
-	j.SinceScheduled = x.waitedAt(round, j.base)
+	j.SinceScheduled = x.waitedAt(round, int(j.base))
 	j.setKey(x.ks.Key(T, &j.Job))
 	x.file(j)
 }
@@ -513,7 +516,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	if x.cfg.Observe != nil {
 		for _, j := range x.view {
 			if !j.running {
-				j.SinceScheduled = x.waitedAt(rnd, j.base)
+				j.SinceScheduled = x.waitedAt(rnd, int(j.base))
 			}
 		}
 		x.cfg.Observe(T, x.order, alloc)
@@ -567,7 +570,7 @@ func (x *incremental) visit(i int, k round.Kind) {
 		j.running = true
 	case !runs && j.running:
 		j.running = false
-		j.base = x.vRound
+		j.base = int32(x.vRound)
 		x.stopped = append(x.stopped, j.item())
 		x.waiting(j, x.vRound)
 	}
@@ -768,7 +771,7 @@ func (x *incremental) inOrder(a, b int) bool {
 	if c := x.aheadKy[a].Compare(x.aheadKy[b]); c != 0 {
 		return c < 0
 	}
-	return x.view[a].seq < x.view[b].seq
+	return x.view[a].it.seq < x.view[b].it.seq
 }
 
 // observeRepeat shows a skipped round to Config.Observe: the same order
@@ -778,7 +781,7 @@ func (x *incremental) observeRepeat(round int, T float64) {
 	for i, j := range x.view {
 		alloc[i] = j.GPUsHeld
 		if !j.running {
-			j.SinceScheduled = x.waitedAt(round, j.base)
+			j.SinceScheduled = x.waitedAt(round, int(j.base))
 		}
 	}
 	x.cfg.Observe(T, x.order, alloc)

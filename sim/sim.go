@@ -409,7 +409,8 @@ func Run(cfg Config) (*Result, error) {
 	}
 	_, whole := cfg.Placer.(interface{ WholeQueue() bool })
 	whole = whole || cfg.Snapshot != nil
-	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && !whole && cfg.Hook == nil && cfg.Tenancy == nil && s.acceptsAll() {
+	// The incremental loop keeps round numbers in 32 bits.
+	if ks, ok := cfg.Scheduler.(policy.KeyedScheduler); ok && !cfg.Plain && !whole && cfg.Hook == nil && cfg.Tenancy == nil && s.acceptsAll() && s.maxRound <= math.MaxInt32 {
 		return s.runIncremental(ks)
 	}
 	return s.run()

@@ -14,10 +14,17 @@ import (
 // Spec is a job as submitted. It never changes once read.
 //
 // The fields a driver's round loop reads for every running job (ID,
-// demand, submit time, length, class) come first, in 48 bytes: see Job.
+// demand and the most an elastic job may use, submit time, length,
+// class) come first, in 56 bytes: see Job.
 type Spec struct {
-	ID         int
-	GPUs       int     // gang size: all or nothing
+	ID   int
+	GPUs int // gang size: all or nothing
+	// MaxGPUs (optional column max_gpus) makes the job elastic: it runs on
+	// any GPU count from GPUs to MaxGPUs, its iterations going faster in
+	// proportion to its GPUs (as in the Themis authors' simulator: a job
+	// on k GPUs gains k/GPUs times the iterations of its minimum, times
+	// the placement factor of those k). 0, or GPUs, is a rigid gang.
+	MaxGPUs    int
 	Submit     float64 // seconds, unrounded
 	Iterations float64 // total iterations to run
 	IterTime   float64 // seconds per iteration on a median GPU
@@ -36,12 +43,6 @@ type Spec struct {
 	VC         string
 	VCPriority int
 	PodGPUs    int
-	// MaxGPUs (optional column max_gpus) makes the job elastic: it runs on
-	// any GPU count from GPUs to MaxGPUs, its iterations going faster in
-	// proportion to its GPUs (as in the Themis authors' simulator: a job
-	// on k GPUs gains k/GPUs times the iterations of its minimum, times
-	// the placement factor of those k). 0, or GPUs, is a rigid gang.
-	MaxGPUs int
 	// PinnedCell (optional column pinned_cell) runs the job inside one of
 	// its VC's pinned cells; LeafCellType (leaf_cell_type) restricts it
 	// to one device type of the cells. "" means any.
@@ -105,7 +106,8 @@ func (s *Spec) DurationHint() string {
 // it touches. The state it touches every round comes first and the Spec
 // (whose first fields it reads) right after it, so that inside the
 // simulator's job record they share three cache lines; what is read only
-// at a launch, a preemption or the end follows.
+// at a launch or a preemption follows the Spec (LastGPUs to MoveCost, in
+// one line of that record), then what is read only at the end.
 type Job struct {
 	GPUsHeld       []int   // ascending; nil when not running
 	Executed       float64 // iterations done (fractional)
@@ -124,7 +126,6 @@ type Job struct {
 	// (preempted or finished); a running job's are GPUsHeld.
 	LastGPUs    []int
 	FirstStart  float64 // -1 until first launched
-	Completion  float64 // -1 until finished
 	Preemptions int
 
 	// MoveCost is what moving this job costs (set by the driver when the
@@ -132,7 +133,10 @@ type Job struct {
 	// lost progress still to pay, in seconds: every migration and every
 	// preemption adds its cost once, and the job pays it off before it
 	// progresses again. LostGPUSeconds is what it has paid, times its GPUs.
-	MoveCost       MoveCost
+	MoveCost MoveCost
+
+	Completion float64 // -1 until finished
+
 	LostGPUSeconds float64
 	// MoveGain sums the time the placer expected each of the job's
 	// migrations to save (policy.MoveJudge); MinMoveMargin is the
