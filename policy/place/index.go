@@ -72,6 +72,7 @@ type scoreIndex struct {
 	nodeFree         []int32 // view into i32
 	ids              []int   // 0..size-1: answers of consecutive GPUs are windows of it
 	keepBuf          []int   // the unused rest of keep's current block
+	sets             answerSet
 	buf              []int   // the current pick, in pick order until sorted
 	ks               []int32 // bucket counts merged by one walk
 	idx              []int   // the round's job visiting order
@@ -1178,8 +1179,14 @@ const keepChunk = 256
 // keep copies g into the current block (a fresh one when it is short)
 // and returns the copy with its capacity cut to its length, so an append
 // to one answer never writes into the next. Blocks are never reused: an
-// answer is the caller's to keep.
+// answer is the caller's to keep. On a small cluster the copy is the
+// shared one of its set (see answerSet).
 func (x *scoreIndex) keep(g []int) []int {
+	if x.size <= internGPUs {
+		if l := x.sets.get(g); l != nil {
+			return l
+		}
+	}
 	if len(x.keepBuf) < len(g) {
 		x.keepBuf = make([]int, max(keepChunk, len(g)))
 	}
