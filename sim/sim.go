@@ -902,7 +902,7 @@ func pmOf(raw *variability.Table, j *workload.Job, gpus []int) float64 {
 	}
 	m := v[gpus[0]]
 	for _, g := range gpus[1:] {
-		m = math.Max(m, v[g])
+		m = max(m, v[g]) // math.Max's rules (NaN, signed zeros), inlined
 	}
 	return m
 }
