@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,6 +58,45 @@ func TestNodeSample(t *testing.T) {
 		}
 		if got := nodeSample(c); got != tc.want {
 			t.Errorf("%d nodes: %q, want %q", tc.nodes, got, tc.want)
+		}
+	}
+}
+
+// A streamed trace whose rows all end within LongRun is not read again
+// for the warning (the file is gone by then, and no warning says so); one
+// with a long row is, and warns as a trace held whole does.
+func TestWarnLongReadsOnlyLateTraces(t *testing.T) {
+	for _, tc := range []struct {
+		name, rows string
+		removed    bool
+		want       []string // each warning's start
+	}{
+		{"short rows, file gone", "1,4,0,36000,BERT\n2,1,60,100,BERT\n", true, nil},
+		{"a long row", "1,4,0,36000,BERT\n2,1,60,2e8,BERT\n", false, []string{`field "duration_s": job 2 `}},
+		{"a long row, file gone", "1,4,0,36000,BERT\n2,1,60,2e8,BERT\n", true, []string{"reading the trace for long rows: "}},
+	} {
+		p := filepath.Join(t.TempDir(), "t.csv")
+		if err := os.WriteFile(p, []byte("job_id,num_gpus,submit_time,duration_s,model\n"+tc.rows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := workload.StreamTraceFile(p, workload.DefaultModels())
+		if err != nil || !tr.Streamed() {
+			t.Fatalf("%s: %v, streamed %v", tc.name, err, tr != nil && tr.Streamed())
+		}
+		if tc.removed {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := &Inputs{Trace: tr, Opts: Options{Round: 360}}
+		in.warnLong()
+		if len(in.Warnings) != len(tc.want) {
+			t.Fatalf("%s: warnings %q, want %d", tc.name, in.Warnings, len(tc.want))
+		}
+		for i, w := range tc.want {
+			if !strings.Contains(in.Warnings[i], w) {
+				t.Errorf("%s: warning %q, want it to hold %q", tc.name, in.Warnings[i], w)
+			}
 		}
 	}
 }

@@ -18,8 +18,9 @@ type traceFile struct {
 	models  *Models
 	rows    int
 	tracked int
-	most    Spec // the first row with the largest gang (MaxGPUs)
-	pods    bool // some row has pods (HasPods)
+	most    Spec    // the first row with the largest gang (MaxGPUs)
+	pods    bool    // some row has pods (HasPods)
+	latest  float64 // LatestEnd
 	size    int64
 	mod     time.Time
 }
@@ -68,6 +69,9 @@ func StreamTraceFile(path string, models *Models) (*Trace, error) {
 			tf.most = s
 		}
 		tf.pods = tf.pods || s.PodGPUs > 0
+		if e := s.Submit + s.IdealRuntime(); e > tf.latest {
+			tf.latest = e
+		}
 		tf.rows++
 	}
 	if tf.rows == 0 {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -160,5 +161,40 @@ func TestStreamedTraceWarnsOnce(t *testing.T) {
 	streamedRows(t, tr)
 	if len(warned) != 1 {
 		t.Fatalf("warned %d times: %q", len(warned), warned)
+	}
+}
+
+// LatestEnd is the largest submit time plus length on median GPUs, from
+// the first reading when streamed and from the rows when held whole: by
+// hand 105 s here (60 + 45; the others end at 100 and 60), and 1e300 + 10
+// once a far row is added; rows out of submit order are held whole and
+// give the same.
+func TestLatestEnd(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration_s,model\n"
+	for _, tc := range []struct {
+		name, in string
+		want     float64
+	}{
+		{"in order", h + "1,1,0,100,BERT\n2,1,50,10,BERT\n3,2,60,45,BERT\n", 105},
+		{"out of order", h + "1,1,60,45,BERT\n2,1,0,100,BERT\n3,2,50,10,BERT\n", 105},
+		{"a far row", h + "1,1,0,100,BERT\n2,1,1e300,10,BERT\n", 1e300 + 10},
+	} {
+		p := writeFile(t, "e.csv", tc.in)
+		streamed, err := StreamTraceFile(p, DefaultModels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := ReadTraceFile(p, DefaultModels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, w := streamed.LatestEnd(), whole.LatestEnd()
+		if s != w || math.Abs(s-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s: streamed %v, whole %v, want %v", tc.name, s, w, tc.want)
+		}
+	}
+	var empty Trace
+	if e := empty.LatestEnd(); e != 0 {
+		t.Errorf("no rows: %v, want 0", e)
 	}
 }

@@ -57,6 +57,24 @@ func (t *Trace) MaxGPUs() (gpus int, job *Spec) {
 	return gpus, job
 }
 
+// LatestEnd is the largest Submit + IdealRuntime of the trace's rows
+// (rows whose sum is NaN left out; 0 for none), when the last job could
+// end if it ran at once on median GPUs. A streamed trace has it from its
+// first reading, so a check of the rows' ends needs no pass of its own
+// unless one is that late.
+func (t *Trace) LatestEnd() float64 {
+	if t.file != nil {
+		return t.file.latest
+	}
+	latest := 0.0
+	for i := range t.Jobs {
+		if e := t.Jobs[i].Submit + t.Jobs[i].IdealRuntime(); e > latest {
+			latest = e
+		}
+	}
+	return latest
+}
+
 // ReadTraceFile reads a PAL-format trace from disk.
 func ReadTraceFile(path string, models *Models) (*Trace, error) {
 	return readTraceFile(path, models, true)
