@@ -169,7 +169,12 @@ func (c *Cluster) String() string {
 }
 
 // NodeOf returns the node of a GPU.
-func (c *Cluster) NodeOf(gpu int) int { return c.GPUs[gpu].Node }
+func (c *Cluster) NodeOf(gpu int) int {
+	if gpu < len(c.node) {
+		return int(c.node[gpu]) // packed: one word per GPU
+	}
+	return c.GPUs[gpu].Node
+}
 
 // Owner returns the job holding gpu, or Free.
 func (c *Cluster) Owner(gpu int) int { return c.owner[gpu] }

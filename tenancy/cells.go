@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,11 +95,20 @@ type PCell struct {
 	parent         *PCell
 
 	children []*PCell
-	group    *Group // the group using a leaf
-	Addr     string // full address: parent address + "/" + own, node names at node level
-	node     string // node name at or below node level, "" above
-	gpu      int    // device index inside the node for a leaf, -1 otherwise
-	pinned   string
+	// bound has bit i set while children[i] is bound to a virtual cell
+	// (for the first 64 children; wider cells are scanned): binding a
+	// cell inside a healthy parent without opportunistic load takes its
+	// first unbound child, which the mask names without reading the
+	// children (a cache miss each on a big cluster).
+	bound  uint64
+	kids   []PCell // the children themselves, when built (not copied by Clone)
+	pos    int     // index among its parent's children
+	group  *Group  // the group using a leaf
+	Addr   string  // full address: parent address + "/" + own, node names at node level
+	node   string  // node name at or below node level, "" above
+	gpu    int     // device index inside the node for a leaf, -1 otherwise
+	dev    int     // a leaf's position among the scheduler's devices (Device)
+	pinned string
 
 	split   bool // buddy system: some descendant was handed out
 	inFree  bool
@@ -276,7 +286,7 @@ func build(cfg *Config) (*Scheduler, error) {
 		if addr == "" {
 			addr = strconv.Itoa(i)
 		}
-		top, err := b.cell(spec, t, nil, addr)
+		top, err := b.cell(spec, t, nil, addr, new(PCell))
 		if err != nil {
 			return nil, err
 		}
@@ -314,6 +324,7 @@ func build(cfg *Config) (*Scheduler, error) {
 						Msg: fmt.Sprintf("device %d of node %q defined twice (also %s)", p.gpu, p.node, prev)}
 				}
 				seenGPU[k] = p.Addr
+				p.dev = len(s.leaves)
 				s.leaves = append(s.leaves, p)
 			}
 			for _, c := range p.children {
@@ -399,11 +410,12 @@ type cellBuilder struct {
 	fields   map[*PCell]string
 }
 
-func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, own string) (*PCell, error) {
+// cell builds the cell of spec into p.
+func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, own string, p *PCell) (*PCell, error) {
 	if b.lines == nil {
 		b.lines, b.fields = map[*PCell]int{}, map[*PCell]string{}
 	}
-	p := &PCell{chain: b.ch, level: t.level, parent: parent, gpu: -1, pinned: spec.PinnedCellID, leaves: t.leaves, freeIdx: -1}
+	*p = PCell{chain: b.ch, level: t.level, parent: parent, gpu: -1, pinned: spec.PinnedCellID, leaves: t.leaves, freeIdx: -1}
 	b.lines[p] = spec.Line
 	if spec.PinnedCellID != "" {
 		b.fields[p] = spec.Field + ".pinnedCellId"
@@ -446,6 +458,10 @@ func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, ow
 		return nil, &Error{File: b.file, Line: spec.Line, Field: spec.Field + ".cellChildren",
 			Msg: fmt.Sprintf("type %s has %d children, %d given", t.name, t.childNum, len(spec.Children))}
 	}
+	// The children lie side by side (kids), so that binding reaches the
+	// one it takes without reading the list of pointers.
+	p.kids = make([]PCell, t.childNum)
+	p.children = make([]*PCell, 0, t.childNum)
 	for i := 0; i < t.childNum; i++ {
 		var cs PhysicalCellSpec
 		if i < len(spec.Children) {
@@ -463,10 +479,11 @@ func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, ow
 			own = strconv.Itoa(b.counters[lvl])
 		}
 		b.counters[lvl]++
-		c, err := b.cell(cs, t.child, p, own)
+		c, err := b.cell(cs, t.child, p, own, &p.kids[i])
 		if err != nil {
 			return nil, err
 		}
+		c.pos = len(p.children)
 		p.children = append(p.children, c)
 	}
 	return p, nil
@@ -619,12 +636,19 @@ func (s *Scheduler) buildVCs(types map[string]*cellType) error {
 }
 
 func newVCell(vcc *vcChain, ch *Chain, level int, parent *VCell) *VCell {
-	v := &VCell{vcc: vcc, level: level, parent: parent, leaves: ch.types[level].leaves}
+	return fillVCell(new(VCell), vcc, ch, level, parent)
+}
+
+// fillVCell builds a virtual cell into v, its children side by side (a
+// decision's leaves are then near each other in memory).
+func fillVCell(v *VCell, vcc *vcChain, ch *Chain, level int, parent *VCell) *VCell {
+	*v = VCell{vcc: vcc, level: level, parent: parent, leaves: ch.types[level].leaves}
 	if level > 1 {
 		n := ch.types[level].childNum
+		kids := make([]VCell, n)
 		v.children = make([]*VCell, n)
 		for i := range v.children {
-			c := newVCell(vcc, ch, level-1, v)
+			c := fillVCell(&kids[i], vcc, ch, level-1, v)
 			c.idx = i
 			v.children[i] = c
 		}
@@ -658,6 +682,64 @@ func viewNodes(pre []*VCell, nodeLevel int) []*VCell {
 func link(v *VCell, p *PCell) {
 	v.phys = p
 	p.vcell = v
+	if par := p.parent; par != nil && p.pos < 64 {
+		par.bound |= 1 << p.pos
+	}
+}
+
+// unlink drops p's binding (the caller clears the virtual side).
+func unlink(p *PCell) {
+	p.vcell = nil
+	if par := p.parent; par != nil && p.pos < 64 {
+		par.bound &^= 1 << p.pos
+	}
+}
+
+// firstUnbound is p's first child bound to no virtual cell, or nil; ok
+// is false when p has more children than its mask covers.
+func (p *PCell) firstUnbound() (c *PCell, ok bool) {
+	n := len(p.children)
+	if n > 64 {
+		return nil, false
+	}
+	free := ^p.bound
+	if n < 64 {
+		free &= 1<<n - 1
+	}
+	if free == 0 {
+		return nil, true
+	}
+	i := bits.TrailingZeros64(free)
+	if p.kids != nil {
+		return &p.kids[i], true
+	}
+	return p.children[i], true
+}
+
+// Device is the number of the device a virtual leaf is bound to, in the
+// order of Devices, or -1 when it is unbound: how a caller that keeps a
+// table of devices finds a decision's without looking up node names.
+func (v *VCell) Device() int {
+	if v.level != 1 || v.phys == nil {
+		return -1
+	}
+	return v.phys.dev
+}
+
+// Device names one device of the cells: its node and index there.
+type Device struct {
+	Node string
+	GPU  int
+}
+
+// Devices lists every device of the cells, numbered as Device numbers
+// them (config order, every chain's).
+func (s *Scheduler) Devices() []Device {
+	out := make([]Device, len(s.leaves))
+	for i, p := range s.leaves {
+		out[i] = Device{p.node, p.gpu}
+	}
+	return out
 }
 
 // root is a virtual cell's preassigned (top-of-VC) ancestor.

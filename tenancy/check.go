@@ -173,10 +173,20 @@ func (s *Scheduler) checkBuddy(ch *Chain) error {
 			}
 			return fmt.Errorf("chain %s: cell %s is bound to a level-%d virtual cell bound to %s", ch.Name, p.Addr, v.level, other)
 		}
-		for _, c := range p.children {
+		var mask uint64
+		for i, c := range p.children {
+			if c.pos != i {
+				return fmt.Errorf("chain %s: cell %s is child %d of %s but says %d", ch.Name, c.Addr, i, p.Addr, c.pos)
+			}
+			if c.vcell != nil && i < 64 {
+				mask |= 1 << i
+			}
 			if err := back(c); err != nil {
 				return err
 			}
+		}
+		if mask != p.bound {
+			return fmt.Errorf("chain %s: cell %s marks children %#b bound, %#b are", ch.Name, p.Addr, p.bound, mask)
 		}
 		return nil
 	}

@@ -127,6 +127,7 @@ func (s *Scheduler) Clone() *Scheduler {
 		n.chain = c.ch[old.chain]
 		n.parent = old.parent.copied()
 		n.children = c.pcells(old.children)
+		n.kids = nil // the copies are not side by side
 		n.vcell = old.vcell.copied()
 		n.speed = slices.Clone(old.speed)
 		n.group = c.g[old.group]

@@ -34,7 +34,8 @@ func (s *Scheduler) adopt(g *Group) bool {
 	undo := func() {
 		for i := len(made) - 1; i >= 0; i-- {
 			m := made[i]
-			m.p.vcell, m.v.phys = nil, nil
+			unlink(m.p)
+			m.v.phys = nil
 			if m.pre {
 				m.v.vcc.unused[m.v.level]++
 				m.v.vcc.chain.vcUnused[m.v.level]++

@@ -700,7 +700,8 @@ func (s *Scheduler) commitGuaranteed(r Request, vc *VC, vcc *vcChain, vp [][]*VC
 			s.use(g, l, l.phys)
 			all = append(all, l.phys)
 			g.vleaves = append(g.vleaves, l)
-			g.pre = append(g.pre, l.root().vcc.chain.types[l.root().level].name)
+			root := l.root()
+			g.pre = append(g.pre, root.vcc.chain.types[root.level].name)
 		}
 		g.pods = append(g.pods, all[from:len(all):len(all)])
 	}
@@ -773,12 +774,21 @@ func (s *Scheduler) bind(v *VCell) bool {
 		return usable(v.phys)
 	}
 	var best *PCell
-	for _, c := range v.parent.phys.children {
-		if c.vcell != nil || s.allowed != nil && !s.canHost(v, c) {
-			continue
-		}
-		if best == nil || better(c, best) {
-			best = c
+	par := v.parent.phys
+	fast := false
+	if s.allowed == nil && par.bad == 0 && par.opp == 0 && par.chain.bal == nil && par.chain.class < 0 {
+		// No child is bad or holds opportunistic devices, and nothing else
+		// ranks them (better): the first unbound child wins.
+		best, fast = par.firstUnbound()
+	}
+	if !fast {
+		for _, c := range par.children {
+			if c.vcell != nil || s.allowed != nil && !s.canHost(v, c) {
+				continue
+			}
+			if best == nil || better(c, best) {
+				best = c
+			}
 		}
 	}
 	if best == nil || best.bad > 0 && best.level <= best.chain.NodeLevel && (best.level == 1 || best.bad == best.leaves) {
@@ -879,7 +889,7 @@ func (s *Scheduler) unbindTree(v *VCell) {
 		return
 	}
 	p := v.phys
-	p.vcell = nil
+	unlink(p)
 	v.phys = nil
 	if v.doomed {
 		v.doomed = false

@@ -99,7 +99,7 @@ func PodsFit(c *cluster.Cluster, gpus []int, pod int) bool {
 	// count by node only for a list out of node order.
 	run, node, fit := 0, -1, true
 	for _, g := range gpus {
-		n := c.GPUs[g].Node
+		n := c.NodeOf(g)
 		if n == node {
 			run++
 			continue

@@ -94,6 +94,7 @@ func stand(sh, j *workload.Job, held []int) *workload.Job {
 // cluster and a placer of its own, and the pool each running job is in.
 type vcLayer struct {
 	name   string
+	idx    int // its position among the stage's layers
 	pools  []*poolLayer
 	byPin  map[string]*poolLayer
 	byType map[string]*poolLayer // non-pinned pools by leaf type
@@ -261,7 +262,7 @@ func (P *poolLayer) hold(id int, v []int) {
 	P.mem[id] = m
 	P.nheld++
 	for _, x := range v {
-		P.free[P.c.GPUs[x].Node]--
+		P.free[P.c.NodeOf(x)]--
 	}
 	if P.tr != nil {
 		P.tr.Hold(v)
@@ -295,7 +296,7 @@ func (P *poolLayer) unhold(id int) {
 	}
 	v := m.held
 	for _, x := range v {
-		P.free[P.c.GPUs[x].Node]++
+		P.free[P.c.NodeOf(x)]++
 	}
 	if P.tr != nil {
 		P.tr.Free(v)
@@ -510,7 +511,53 @@ func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]in
 		h.pre[j.ID] = true // it holds its cells; it runs once its victims are gone
 		return nil, false
 	}
+	if g := h.physicalOf(P.pods); g != nil {
+		if verifyDevices && !slices.Equal(g, h.physical(d)) {
+			panic(fmt.Sprintf("tenant: job %d: GPUs %v by device number, %v by node name", j.ID, g, h.physical(d)))
+		}
+		return g, true
+	}
 	return h.physical(d), true
+}
+
+// verifyDevices makes commit check physicalOf against physical (the
+// package's tests set it).
+var verifyDevices = false
+
+// physicalOf is the GPUs, in the cluster's numbering and ascending, of
+// the devices the virtual leaves of pods are bound to: after a placing
+// Commit of pods, physical's answer, read through a table by device
+// number (tenancy.VCell.Device) instead of node names. nil when a leaf
+// has no GPU id (then physical answers).
+func (h *HiveD) physicalOf(pods [][]*tenancy.VCell) []int {
+	if h.devOf != h.s {
+		h.devOf = h.s
+		devs := h.s.Devices()
+		h.devGPU = make([]int, 0, len(devs))
+		for _, d := range devs {
+			g, ok := h.l.gpuID[d.Node][d.GPU]
+			if !ok {
+				g = -1
+			}
+			h.devGPU = append(h.devGPU, g)
+		}
+	}
+	n := 0
+	for _, pod := range pods {
+		n += len(pod)
+	}
+	g := make([]int, 0, n)
+	for _, pod := range pods {
+		for _, v := range pod {
+			d := v.Device()
+			if d < 0 || h.devGPU[d] < 0 {
+				return nil
+			}
+			g = append(g, h.devGPU[d])
+		}
+	}
+	slices.Sort(g)
+	return g
 }
 
 // leaves splits virtual GPUs (ascending, so a view node's are
@@ -520,7 +567,7 @@ func (P *poolLayer) leaves(v []int, healthy bool) bool {
 	P.pods = P.pods[:0]
 	last := -1
 	for _, x := range v {
-		n := P.c.GPUs[x].Node
+		n := P.c.NodeOf(x)
 		if healthy && !P.Nodes[n].Healthy() {
 			return false
 		}

@@ -153,7 +153,7 @@ func (h *HiveD) reconfigure(cfg *tenancy.Config, l *Layout) (tenancy.Reconfig, e
 	// The VC layers are made again from the new views at the next round,
 	// and find the jobs the cells hold (found).
 	clear(h.pre)
-	h.layers, h.byVC = nil, nil
+	h.layers, h.byVC, h.touched = nil, nil, nil
 	return rep, nil
 }
 

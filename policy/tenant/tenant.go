@@ -512,14 +512,21 @@ func (q *Quota) Check() error {
 // ones and never block. A VC view node on bad hardware takes no new job:
 // a job the VC's placer puts there waits (the placer does not see health).
 type HiveD struct {
-	l       *Layout
-	s       *tenancy.Scheduler
-	iv      *IntraVC
-	held    map[int]bool
-	node    int
-	gone    map[int]bool
-	index   map[int]int
-	layers  []*vcLayer
+	l      *Layout
+	s      *tenancy.Scheduler
+	iv     *IntraVC
+	held   map[int]bool
+	node   int
+	gone   map[int]bool
+	index  map[int]int
+	layers []*vcLayer
+	// touched lists the layers given jobs by the last Place (the others
+	// have none), in layer order once Place sorts them.
+	touched []*vcLayer
+	// devGPU is the GPU id of each device of devOf (the cells it was
+	// made for), by tenancy device number; -1 for a device without one.
+	devOf   *tenancy.Scheduler
+	devGPU  []int
 	byVC    map[string]*vcLayer
 	out     [][]int
 	fastest bool
@@ -639,6 +646,7 @@ func (h *HiveD) setup(env *policy.Env, placer policy.Placer) {
 		if err != nil {
 			panic("tenant: " + err.Error()) // the layout was validated; the factory made the driver's placer
 		}
+		L.idx = len(h.layers)
 		h.layers = append(h.layers, L)
 		h.byVC[vc] = L
 	}
@@ -651,9 +659,11 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 	clear(h.gone)
 	h.order, h.indexed = order, false
 	h.terminated()
-	for _, L := range h.layers {
+	// Only the layers the last round gave jobs have any.
+	for _, L := range h.touched {
 		L.jobs, L.at = L.jobs[:0], L.at[:0]
 	}
+	h.touched = h.touched[:0]
 	var opp []int
 	var lastVC string // the VC of the last job, for runs of one VC's jobs
 	var lastL *vcLayer
@@ -683,6 +693,9 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
 			continue
 		}
+		if len(L.jobs) == 0 {
+			h.touched = append(h.touched, L)
+		}
 		L.jobs = append(L.jobs, j)
 		L.at = append(L.at, i)
 	}
@@ -690,7 +703,12 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 		h.queues()
 	}
 	h.s.Hold()
-	for _, L := range h.layers {
+	// The layers with jobs, in layer order: a layer without any places
+	// nothing.
+	if len(h.touched) > 1 {
+		slices.SortFunc(h.touched, func(a, b *vcLayer) int { return a.idx - b.idx })
+	}
+	for _, L := range h.touched {
 		h.placeVC(L, h.out)
 	}
 	h.s.EndRound()
