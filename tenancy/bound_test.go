@@ -112,7 +112,7 @@ func TestFirstUnbound(t *testing.T) {
 		{2, 0b01, 1},
 		{2, 0b10, 0},
 		{2, 0b11, -1},
-		{8, 0b10111111, 6},
+		{8, 0xbf, 6}, // 1011 1111: bit 6 is the first unbound child
 		{8, 0xff, -1},
 		{64, ^uint64(0) >> 1, 63},
 		{64, ^uint64(0), -1},
