@@ -73,6 +73,38 @@ func (q *waitq) block(x item) int {
 	return lo
 }
 
+// target is the block x goes to in a queue with at least one block: the
+// last when x is behind everything, else the block of the last item
+// filed when x still belongs there (a round files its jobs in order, so
+// most often it does), else the first block whose last item is not less
+// than x.
+func (q *waitq) target(x item) int {
+	nb := len(q.bs)
+	b := nb - 1
+	if itemLess(q.bs[b].last, x) {
+		return b
+	}
+	if h := q.hb; h < nb && !itemLess(q.bs[h].last, x) && (h == 0 || itemLess(q.bs[h-1].last, x)) {
+		return h
+	}
+	return q.block(x)
+}
+
+// place is x's position in block b: the first item not less than x, or
+// the block's end. Most often x goes right behind the last one filed, so
+// the search starts there when it can.
+func (q *waitq) place(b int, x item) int32 {
+	bl := &q.bs[b]
+	if b == q.hb && q.hp >= bl.lo && q.hp < bl.hi && itemLess(bl.a[q.hp], x) {
+		p := q.hp + 1
+		if p < bl.hi && itemLess(bl.a[p], x) {
+			p += int32(lowerBound(bl.a[p:bl.hi], x))
+		}
+		return p
+	}
+	return bl.lo + int32(lowerBound(bl.items(), x))
+}
+
 func (q *waitq) newArray() *[qBlock]item {
 	if n := len(q.pool); n > 0 {
 		a := q.pool[n-1]
@@ -92,14 +124,7 @@ func (q *waitq) Set(x item) {
 		q.bs = append(q.bs, qblock{last: x, a: a, lo: qBlock / 2, hi: qBlock/2 + 1})
 		return
 	}
-	b := nb - 1
-	if !itemLess(q.bs[b].last, x) {
-		if h := q.hb; h < nb && !itemLess(q.bs[h].last, x) && (h == 0 || itemLess(q.bs[h-1].last, x)) {
-			b = h
-		} else {
-			b = q.block(x)
-		}
-	}
+	b := q.target(x)
 	if q.bs[b].hi-q.bs[b].lo >= qSplit {
 		if b == nb-1 && itemLess(q.bs[b].last, x) {
 			// Behind everything: start a new last block rather than
@@ -117,16 +142,7 @@ func (q *waitq) Set(x item) {
 		}
 	}
 	bl := &q.bs[b]
-	var p int32
-	if b == q.hb && q.hp >= bl.lo && q.hp < bl.hi && itemLess(bl.a[q.hp], x) {
-		// Most often x goes right behind the last one filed.
-		p = q.hp + 1
-		if p < bl.hi && itemLess(bl.a[p], x) {
-			p += int32(lowerBound(bl.a[p:bl.hi], x))
-		}
-	} else {
-		p = bl.lo + int32(lowerBound(bl.items(), x))
-	}
+	p := q.place(b, x)
 	// Shift the shorter side; when that side has no room, re-centre the
 	// block first, which leaves room at both ends.
 	left := p-bl.lo <= bl.hi-p
@@ -161,14 +177,7 @@ func (q *waitq) SetRun(xs []item) {
 			xs = xs[1:]
 			continue
 		}
-		b := nb - 1
-		if !itemLess(q.bs[b].last, x) {
-			if h := q.hb; h < nb && !itemLess(q.bs[h].last, x) && (h == 0 || itemLess(q.bs[h-1].last, x)) {
-				b = h
-			} else {
-				b = q.block(x)
-			}
-		}
+		b := q.target(x)
 		bl := &q.bs[b]
 		n := bl.hi - bl.lo
 		// At most as many as keep the block below the split size and fit
@@ -179,15 +188,7 @@ func (q *waitq) SetRun(xs []item) {
 			xs = xs[1:]
 			continue
 		}
-		var p int32
-		if b == q.hb && q.hp >= bl.lo && q.hp < bl.hi && itemLess(bl.a[q.hp], x) {
-			p = q.hp + 1
-			if p < bl.hi && itemLess(bl.a[p], x) {
-				p += int32(lowerBound(bl.a[p:bl.hi], x))
-			}
-		} else {
-			p = bl.lo + int32(lowerBound(bl.items(), x))
-		}
+		p := q.place(b, x)
 		// The items that go at p: all of them when p is the block's end
 		// (then b is the last block and x is behind everything).
 		m := int32(1)
