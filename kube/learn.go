@@ -161,10 +161,11 @@ type learnStage struct {
 	progressAt map[string]time.Time
 	// trialed are the runs (gang key @ bind round) already counted towards
 	// the learner's prevalence estimate (Learner.ObserveTrial), by an
-	// earlier progress report: a run is one trial however often it
-	// reports. A run leaves it when its end is learned from, or when no
-	// pod of it runs or has succeeded any more.
-	trialed map[string]bool
+	// earlier progress report, and the pace each is counted at: a run is
+	// one trial however often it reports, counted at its latest pace
+	// (Learner.RecountTrial). A run leaves it when its end is learned
+	// from, or when no pod of it runs or has succeeded any more.
+	trialed map[string]float64
 	// stepAt is the time of the last step-time report learned from, by
 	// pod run (pod key @ bind round).
 	stepAt map[string]time.Time
@@ -211,7 +212,7 @@ type learnStage struct {
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]bool{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
+	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]float64{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
 }
 
 // rejection is a report the learner was not given.
@@ -437,20 +438,23 @@ func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
 
 // observeRun hands the learner a gang run's observation: the run's first
 // one (by this replica and learner) also counts towards the prevalence
-// estimate, which blame by prevalence reads (variability.Learner). A
-// pod's step time (learnStepTimes) is an observation of part of a run
-// already counted, so it goes to Observe.
+// estimate, which blame by prevalence reads (variability.Learner), and
+// each later one moves that count to its own pace, timed over a longer
+// stretch. A pod's step time (learnStepTimes) is an observation of part
+// of a run already counted, so it goes to Observe.
 //
 // The counts start again with each learner (learnReset), whose prior is
 // what was learned so far: a run is off its profile when it is slower
 // than that prior allows, and runs counted against an older prior would
 // overstate how many GPUs are still off.
 func (L *learnStage) observeRun(run string, o observation) {
-	if L.trialed[run] {
+	if was, ok := L.trialed[run]; ok {
+		L.learner.RecountTrial(o.Class, o.GPUs, was, o.Y)
 		L.learner.Observe(o.Class, o.GPUs, o.Y)
-		return
+	} else {
+		L.learner.ObserveTrial(o.Class, o.GPUs, o.Y)
 	}
-	L.learner.ObserveTrial(o.Class, o.GPUs, o.Y)
+	L.trialed[run] = o.Y
 }
 
 // learnEvicted notes a gang this replica evicts (see learnStage.evicted).
@@ -964,7 +968,6 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 		}
 		L.count++
 		L.observeRun(run, o)
-		L.trialed[run] = true
 		L.observed = append(L.observed, o)
 		s.metrics.learn.observations.Inc()
 		s.log.Info("learned from a running gang's progress", "gang", gangName(g.Key), "class", o.Class.String(), "gpus", snap.Devices(o.GPUs),

@@ -482,6 +482,37 @@ func TestLearnPrevalenceCountsRunsOnce(t *testing.T) {
 	}
 }
 
+// A run is counted at its latest pace: a one-GPU BERT run's first
+// progress report, 20 iterations 4 s in, reads 4/20/0.179 = 1.117 times
+// the median GPU (timestamp rounding on a short stretch), off its profile
+// of 1, and as the only run counted it puts the estimate at its cap, 0.5.
+// Its next report, 1000 iterations at 179 s, reads exactly 1: the same run
+// is then on its profile, and the estimate falls to 0.
+func TestLearnPrevalenceRecountsAtLatestPace(t *testing.T) {
+	info := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[0]}}}`
+	p := finished("s-0", "s", 1, "n0", []int{0}, info, 0, 0)
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(learnT0)}}
+	p.Annotations[AnnProgress] = "20@" + learnAt(4)
+	cs, _ := newFake(t, node("n0", 4), p)
+	s := startRounds(t, learnCfg(), cs)
+	roundWait(s, context.Background(), learnT0.Add(10*time.Second))
+	if len(s.learn.observed) != 1 {
+		t.Fatalf("observed %+v, want the first report", s.learn.observed)
+	}
+	if got := s.learn.learner.Prevalence(); got != 0.5 {
+		t.Errorf("after the first report: prevalence %v, want the cap 0.5", got)
+	}
+	annotateSeen(t, cs, s, "s-0", AnnProgress, "1000@"+learnAt(179))
+	roundWait(s, context.Background(), learnT0.Add(190*time.Second))
+	if obs := s.learn.observed; len(obs) != 1 || math.Abs(obs[0].Y-1) > 1e-12 {
+		t.Fatalf("observed %+v, want the second report at pace 1", obs)
+	}
+	if got := s.learn.learner.Prevalence(); got != 0 {
+		t.Errorf("after the second report: prevalence %v, want 0", got)
+	}
+}
+
 // annotateSeen sets a pod's annotation, as its worker would, and waits
 // until the scheduler's informer shows it.
 func annotateSeen(t *testing.T, cs *fake.Clientset, s *Scheduler, pod, key, value string) {

@@ -527,6 +527,20 @@ func (l *Learner) ObserveTrial(c Class, gpus []int, y float64) {
 	l.observe(c, gpus, y)
 }
 
+// RecountTrial replaces a run's count made by ObserveTrial at pace was
+// with one at pace now (same class and GPUs, same learner): a run's later
+// reports time it over a longer stretch, so its latest pace says better
+// whether it runs off its profile than its first (a first report a few
+// seconds in can be 1% off on timestamp rounding alone). The run still
+// counts once.
+func (l *Learner) RecountTrial(c Class, gpus []int, was, now float64) {
+	if l.opts.OneBlame || was == now {
+		return
+	}
+	l.addTrial(c, gpus, was, -1)
+	l.addTrial(c, gpus, now, 1)
+}
+
 // Prevalence is the share of slow GPUs blame by prevalence last used (see
 // Learner): the estimate from the jobs counted so far, taken at the last
 // Rebin. 0 until some counted job ran slower than every one of its GPUs'
@@ -824,7 +838,10 @@ const maxTrialGang = 8
 // countTrial counts a job seen on a new GPU list: off its profile when
 // its pace y is slower than every GPU's prior allows. Gangs of more than
 // maxTrialGang GPUs are not counted.
-func (l *Learner) countTrial(c Class, gpus []int, y float64) {
+func (l *Learner) countTrial(c Class, gpus []int, y float64) { l.addTrial(c, gpus, y, 1) }
+
+// addTrial adds d (1 or -1) to the counts countTrial keeps for the job.
+func (l *Learner) addTrial(c Class, gpus []int, y float64, d int) {
 	if len(gpus) == 0 || len(gpus) > maxTrialGang || !(y > 0) || math.IsInf(y, 0) || c < 0 || c >= NumClasses {
 		return
 	}
@@ -836,10 +853,10 @@ func (l *Learner) countTrial(c Class, gpus []int, y float64) {
 	for _, g := range gpus {
 		top = max(top, l.prior[c][g])
 	}
-	l.trials[len(gpus)]++
+	l.trials[len(gpus)] += d
 	l.counted = true
 	if y > top*(1+l.opts.Tol) {
-		l.offProf[len(gpus)]++
+		l.offProf[len(gpus)] += d
 	}
 }
 

@@ -129,3 +129,32 @@ func TestLearnerObserveTrial(t *testing.T) {
 		}
 	}
 }
+
+// RecountTrial moves a run's count to its latest pace and keeps it one
+// run: four one-GPU runs at prior 1, GPU 3's at 1.5 (1 off of 4, p =
+// 0.25); its later report at 1.005, inside the 1% band, makes it on its
+// profile (0 off, p = 0); GPU 0's run then at 1.5 makes 1 off of 4 again
+// (p = 0.25), not 1 off of 5 (q/p = 4, p = 0.2) as a fresh count would.
+func TestLearnerRecountTrial(t *testing.T) {
+	l := newTestLearnerOpts(t, flatTable(4), LearnOptions{Bin: BinOptions{Seed: 1}, PerClassOnly: true})
+	for g, y := range []float64{1, 1, 1, 1.5} {
+		l.ObserveTrial(ClassA, []int{g}, y)
+	}
+	for _, step := range []struct {
+		name           string
+		gpu            int
+		was, now, want float64
+	}{
+		{"as first counted", 0, 1, 1, 0.25},
+		{"GPU 3's run back within the band", 3, 1.5, 1.005, 0},
+		{"GPU 0's run off its profile", 0, 1, 1.5, 0.25},
+	} {
+		l.RecountTrial(ClassA, []int{step.gpu}, step.was, step.now)
+		if _, err := l.Rebin(); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Prevalence(); math.Abs(got-step.want) > 1e-9 {
+			t.Errorf("%s: prevalence %v, want %v", step.name, got, step.want)
+		}
+	}
+}
