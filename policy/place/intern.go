@@ -1,5 +1,7 @@
 package place
 
+import "slices"
+
 // answerSet hands out one shared, read-only list per distinct GPU set an
 // index answers with, so that a round's answers allocate only for sets
 // never given before. Answers are read-only for everyone (see
@@ -33,18 +35,6 @@ func hashIDs(g []int) uint64 {
 	return h
 }
 
-func sameIDs(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // get returns the shared list equal to g, adding a copy of g when it is
 // new; nil when g is new and the set is full.
 func (s *answerSet) get(g []int) []int {
@@ -58,7 +48,7 @@ func (s *answerSet) get(g []int) []int {
 		if k == 0 {
 			break
 		}
-		if l := s.lists[k-1]; sameIDs(l, g) {
+		if l := s.lists[k-1]; slices.Equal(l, g) {
 			return l
 		}
 		i = (i + 1) & mask
