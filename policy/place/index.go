@@ -1414,9 +1414,11 @@ func (x *scoreIndex) load(c int) {
 		for nd := range ci.smask {
 			var m uint64
 			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
+				var f uint64
 				if x.free[g] {
-					m |= 1 << (ci.pos[g] & 63)
+					f = 1
 				}
+				m |= f << (ci.pos[g] & 63)
 			}
 			ci.smask[nd] = m
 		}
@@ -1431,28 +1433,46 @@ func (x *scoreIndex) load(c int) {
 	// replaces was most of a load.
 	cnt, pos, bins, gbin, only, free := ci.cnt, ci.pos, ci.bins, ci.gbin, ci.only, x.free
 	for _, g := range ci.multi {
+		var f int32
 		if free[g] {
-			cnt[bins[gbin[g]].off+pos[g]>>6]++
+			f = 1
 		}
+		cnt[bins[gbin[g]].off+pos[g]>>6] += f
 	}
 	for b, bi := range bins {
+		// Whether a GPU is free is a coin toss to the branch predictor,
+		// so a single pair's bit is gathered into a register without a
+		// branch and stored a word at a time; only multi pairs (rare)
+		// store directly. pop's slot 0 (no bucket) counts the busy pairs
+		// and is cleared after.
 		sum := int32(0)
+		nw := int(bi.nw)
+		cb := cnt[bi.off : bi.off+bi.n]
+		pb := ci.pop[bi.popOff : bi.popOff+bi.maxCnt+1]
+		w1 := x.words[bi.bitOff : int(bi.bitOff)+nw]
+		var acc uint64
 		for p, g := range only[bi.off : bi.off+bi.n] {
 			var k int32
 			if g >= 0 {
 				if free[g] {
 					k = 1
-					cnt[int(bi.off)+p] = 1
 				}
-			} else {
-				k = cnt[int(bi.off)+p]
+				cb[p] = k
+				acc |= uint64(k) << (p & 63)
+			} else if k = cb[p]; k > 0 {
+				x.words[int(bi.bitOff)+int(k-1)*nw+p>>6] |= 1 << (p & 63)
 			}
-			if k > 0 {
-				x.words[int(bi.bitOff)+int(k-1)*int(bi.nw)+p>>6] |= 1 << (p & 63)
-				ci.pop[bi.popOff+k]++
-				sum += k
+			pb[k]++
+			sum += k
+			if p&63 == 63 {
+				w1[p>>6] |= acc
+				acc = 0
 			}
 		}
+		if bi.n&63 != 0 {
+			w1[(bi.n-1)>>6] |= acc
+		}
+		pb[0] = 0
 		ci.binFree[b] = sum
 	}
 	x.dirty[c] = true
