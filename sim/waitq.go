@@ -14,7 +14,13 @@ package sim
 // and filing behind the last item skips the search. A block search is a
 // binary search over the index, which holds no pointer into the blocks.
 type waitq struct {
-	bs   []qblock
+	bs []qblock
+	// back is the array bs lies in, from its start: taking the first
+	// block out moves bs's start forward, and addBlock moves the blocks
+	// back to the front rather than let append copy them to a fresh
+	// array (under LAS the first block empties every few rounds, and
+	// those copies were a quarter of a run's allocation).
+	back []qblock
 	n    int
 	pool []*[qBlock]item
 	// Where the last Set (or SetRun) put its item: block and index.
@@ -121,6 +127,7 @@ func (q *waitq) Set(x item) {
 	if nb == 0 {
 		a := q.newArray()
 		a[qBlock/2] = x
+		q.addBlock()
 		q.bs = append(q.bs, qblock{last: x, a: a, lo: qBlock / 2, hi: qBlock/2 + 1})
 		return
 	}
@@ -132,6 +139,7 @@ func (q *waitq) Set(x item) {
 			// blocks.
 			a := q.newArray()
 			a[qBlock/4] = x
+			q.addBlock()
 			q.bs = append(q.bs, qblock{last: x, a: a, lo: qBlock / 4, hi: qBlock/4 + 1})
 			q.hb, q.hp = nb, qBlock/4
 			return
@@ -230,6 +238,25 @@ func (b *qblock) centre() int32 {
 	return d
 }
 
+// addBlock makes room for one more block at the end of bs, so that the
+// append after it writes into back: when bs ends at back's end, its
+// blocks move to back's front if that frees at least a quarter of back,
+// else into a fresh array twice as long (at least 8).
+func (q *waitq) addBlock() {
+	n := len(q.bs)
+	if n < cap(q.bs) {
+		return
+	}
+	if 4*n > 3*len(q.back) || len(q.back) == 0 {
+		q.back = make([]qblock, max(2*n, 8))
+		copy(q.back, q.bs)
+	} else {
+		copy(q.back, q.bs) // copy is memmove: overlap is safe
+		clear(q.back[n:])  // no stale array pointers past the blocks
+	}
+	q.bs = q.back[:n]
+}
+
 // split moves the upper half of block b into a new block after it.
 func (q *waitq) split(b int) {
 	bl := &q.bs[b]
@@ -242,6 +269,7 @@ func (q *waitq) split(b int) {
 	bl.hi = mid
 	bl.last = bl.a[mid-1]
 	bl.centre()
+	q.addBlock()
 	q.bs = append(q.bs, qblock{})
 	copy(q.bs[b+2:], q.bs[b+1:])
 	q.bs[b+1] = qblock{last: a[lo+m-1], a: a, lo: lo, hi: lo + m}

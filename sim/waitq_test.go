@@ -14,6 +14,9 @@ func (q *waitq) check(want []item) error {
 	if q.Len() != len(want) {
 		return fmt.Errorf("Len %d, want %d", q.Len(), len(want))
 	}
+	if c := cap(q.bs); c > 0 && (len(q.back) == 0 || &q.bs[:c][c-1] != &q.back[len(q.back)-1]) {
+		return fmt.Errorf("the blocks (cap %d) do not end at their back array's end (len %d)", c, len(q.back))
+	}
 	var got []item
 	for i := range q.bs {
 		b := &q.bs[i]
@@ -286,5 +289,104 @@ func TestWaitqSetRunMatchesSet(t *testing.T) {
 				t.Fatalf("seed %d step %d: %v", seed, step, err)
 			}
 		}
+	}
+}
+
+// TestWaitqAddBlock checks where addBlock leaves the blocks: blocks at
+// their array's end move to its front when that frees a quarter of it
+// (the rest cleared), else to a fresh array twice as long (at least 8);
+// with room at the end nothing moves.
+func TestWaitqAddBlock(t *testing.T) {
+	cases := []struct {
+		name          string
+		back, from, n int // blocks back[from:from+n] of an array of back
+		wantBack      int // len(back) after
+		wantFresh     bool
+		wantFrom      int // where the blocks start in back after
+	}{
+		{"no array yet", 0, 0, 0, 8, true, 0},
+		{"room at the end", 8, 2, 4, 8, false, 2},
+		{"3 of 8 at the end: to the front", 8, 5, 3, 8, false, 0},
+		{"6 of 8 at the end: a quarter free, to the front", 8, 2, 6, 8, false, 0},
+		{"7 of 8: a fresh array of 14", 8, 1, 7, 14, true, 0},
+		{"8 of 8: a fresh array of 16", 8, 0, 8, 16, true, 0},
+		{"none left at the end of 8", 8, 8, 0, 8, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var q waitq
+			if tc.back > 0 {
+				q.back = make([]qblock, tc.back)
+				for i := range q.back {
+					q.back[i] = qblock{a: new([qBlock]item), lo: int32(100 + i)} // stale if outside the blocks
+				}
+				q.bs = q.back[tc.from : tc.from+tc.n]
+			}
+			old := q.back
+			q.addBlock()
+			if len(q.back) != tc.wantBack {
+				t.Fatalf("back has %d blocks, want %d", len(q.back), tc.wantBack)
+			}
+			if fresh := len(old) == 0 || &old[0] != &q.back[0]; fresh != tc.wantFresh {
+				t.Fatalf("fresh array %v, want %v", fresh, tc.wantFresh)
+			}
+			if len(q.bs) != tc.n || cap(q.bs) <= len(q.bs) {
+				t.Fatalf("%d blocks of cap %d, want %d and room for one more", len(q.bs), cap(q.bs), tc.n)
+			}
+			if got := len(q.back) - cap(q.bs); got != tc.wantFrom {
+				t.Fatalf("blocks start at %d, want %d", got, tc.wantFrom)
+			}
+			for i, b := range q.bs {
+				if b.lo != int32(100+tc.from+i) {
+					t.Errorf("block %d is the old block %d, want %d", i, b.lo-100, tc.from+i)
+				}
+			}
+			if !tc.wantFresh && tc.from != tc.wantFrom { // moved to the front
+				for i := tc.wantFrom + tc.n; i < len(q.back); i++ {
+					if q.back[i] != (qblock{}) {
+						t.Errorf("back[%d] = %+v past the blocks, want cleared", i, q.back[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWaitqSteadyAllocatesNothing drains a queue from the front and
+// files behind its end, as LAS's rounds do, and checks that once the
+// queue is warm a round allocates nothing: emptied blocks' arrays are
+// reused and the block list moves back to its array's front rather
+// than being copied to a fresh one.
+func TestWaitqSteadyAllocatesNothing(t *testing.T) {
+	var q waitq
+	seq := int32(0)
+	for ; seq < 2000; seq++ {
+		q.Set(item{lo: uint64(seq), seq: seq})
+	}
+	var run []item
+	round := func() {
+		for range 30 {
+			x, _ := q.Min()
+			q.Delete(x)
+		}
+		run = run[:0]
+		for range 30 {
+			run = append(run, item{lo: uint64(seq), seq: seq})
+			seq++
+		}
+		q.SetRun(run)
+	}
+	for range 1000 {
+		round()
+	}
+	if a := testing.AllocsPerRun(2000, round); a != 0 {
+		t.Errorf("%v allocations a round, want 0", a)
+	}
+	want := make([]item, 0, 2000)
+	for s := seq - 2000; s < seq; s++ {
+		want = append(want, item{lo: uint64(s), seq: s})
+	}
+	if err := q.check(want); err != nil {
+		t.Fatal(err)
 	}
 }
