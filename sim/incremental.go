@@ -612,20 +612,23 @@ func (x *incremental) buildView() {
 		// The running jobs before the next waiting one, copied whole:
 		// found on the packed items, so no running job is read here.
 		p := len(x.run)
+		var w item
 		if more {
-			p = x.runBefore(ri, it.item())
+			w = it.item()
+			p = x.runBefore(ri, w)
 		}
-		x.view = append(x.view, x.run[ri:p]...)
-		x.order = append(x.order, x.runJobs[ri:p]...)
-		ri = p
+		if p > ri { // most waiting jobs have no running job before them
+			x.view = append(x.view, x.run[ri:p]...)
+			x.order = append(x.order, x.runJobs[ri:p]...)
+			ri = p
+		}
 		if !more {
 			break
 		}
-		slot := it.item().slot
-		j := x.at(slot) // not read here: the placer reads it
+		j := x.at(w.slot) // not read here: the placer reads it
 		x.view = append(x.view, j)
 		x.order = append(x.order, &j.Job)
-		demand += int(x.gpus[slot])
+		demand += int(x.gpus[w.slot])
 		it.next()
 	}
 }
