@@ -73,6 +73,7 @@ type scoreIndex struct {
 	ids              []int   // 0..size-1: answers of consecutive GPUs are windows of it
 	keepBuf          []int   // the unused rest of keep's current block
 	sets             answerSet
+	lastRef          uint32  // the set keep last handed out (see frameMemo.ref), 0: none
 	buf              []int   // the current pick, in pick order until sorted
 	ks               []int32 // bucket counts merged by one walk
 	idx              []int   // the round's job visiting order
@@ -1161,7 +1162,11 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			break
 		}
 		x.take(g)
+		x.lastRef = 0
 		out[i] = x.own(order[i], g)
+		if rec && x.lastRef != 0 {
+			x.memo.ref(off, p, x.lastRef)
+		}
 	}
 	if rec {
 		x.memo.done(off)
@@ -1200,8 +1205,10 @@ const keepChunk = 256
 // answer is the caller's to keep. On a small cluster the copy is the
 // shared one of its set (see answerSet).
 func (x *scoreIndex) keep(g []int) []int {
+	x.lastRef = 0
 	if x.size <= internGPUs {
-		if l := x.sets.get(g); l != nil {
+		if l, k := x.sets.find(g); l != nil {
+			x.lastRef = k
 			return l
 		}
 	}

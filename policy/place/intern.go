@@ -38,6 +38,12 @@ func hashIDs(g []int) uint64 {
 // get returns the shared list equal to g, adding a copy of g when it is
 // new; nil when g is new and the set is full.
 func (s *answerSet) get(g []int) []int {
+	l, _ := s.find(g)
+	return l
+}
+
+// find is get, with the list's index in lists plus one (0 with nil).
+func (s *answerSet) find(g []int) ([]int, uint32) {
 	if len(s.slots) == 0 {
 		s.slots = make([]int32, 256)
 	}
@@ -49,12 +55,12 @@ func (s *answerSet) get(g []int) []int {
 			break
 		}
 		if l := s.lists[k-1]; slices.Equal(l, g) {
-			return l
+			return l, uint32(k)
 		}
 		i = (i + 1) & mask
 	}
 	if len(s.lists) >= internMax {
-		return nil
+		return nil, 0
 	}
 	l := make([]int, len(g))
 	copy(l, g)
@@ -63,7 +69,7 @@ func (s *answerSet) get(g []int) []int {
 	if 2*len(s.lists) > len(s.slots) {
 		s.grow()
 	}
-	return l
+	return l, uint32(len(s.lists))
 }
 
 // grow doubles the table and files every list again.

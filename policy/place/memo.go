@@ -18,11 +18,13 @@ import (
 // sequences repeat: on the 20,000-job Synergy trace on 16x4 more than half
 // of the 120,000 rounds find their answer here. It is a direct-mapped
 // cache of memoSlots rounds on clusters of at most memoGPUs GPUs, in one
-// pointer-free block (1.5 MB) allocated at the first round that fits: a
+// pointer-free block (2.1 MB) allocated at the first round that fits: a
 // round costs a hash of its demands and, on a hit, a compare, no pick
 // and no take; a miss overwrites the slot. A slot keeps each position's
-// GPUs (a round gives out at most the cluster); an answer read off it is
-// made as own makes a pick's (see answer). A trie keeping every start of
+// GPUs (a round gives out at most the cluster) and, for a set handed
+// out as a shared list, which list (see ref); an answer read off it is
+// made as own makes a pick's (see answer), without looking a referenced
+// set up again. A trie keeping every start of
 // a sequence answered 88% of the picks but cost as much as it saved: its
 // walk is a chain of dependent loads through megabytes, a cache miss each,
 // while a pick on a 64-GPU index stays in the first-level cache; a map of
@@ -30,8 +32,8 @@ import (
 // collection).
 //
 // The block is allocated only once the index has framed memoAfter rounds:
-// its first touches cost a page fault per 4 KiB, about 5 ms of CPU for
-// the 1.5 MB on the 2-core virtual machine of docs/performance.md, which
+// its first touches cost a page fault per 4 KiB, about 5 ms of CPU per
+// 1.5 MB on the 2-core virtual machine of docs/performance.md, which
 // was a sixth of a whole Sia-Philly run (303 rounds) and more than the
 // memo saves there; a run of LAS's 120,000 rounds loses its first 4,096
 // rounds' hits (3%).
@@ -39,7 +41,9 @@ type frameMemo struct {
 	rounds int      // rounds framed by this index, up to memoAfter
 	tags   []uint64 // per slot: the hash of the kept sequence (0: empty)
 	// per slot: length, demands, each position's offset into the slot's
-	// GPUs (memoStop: the frame stopped there), GPUs
+	// GPUs (memoStop: the frame stopped there), GPUs, and each position's
+	// answer as a reference into the index's answerSet (index+1; 0: none
+	// known yet, see ref)
 	data []uint32
 	h    uint64 // the round's hash
 	used int    // GPUs written to the slot being kept
@@ -50,7 +54,8 @@ const (
 	memoSlots = 1024
 	memoGPUs  = 128
 	memoLen   = memoGPUs + 1 // the prefix and the job past it
-	memoSlot  = 1 + 2*memoLen + memoGPUs
+	memoSlot  = 1 + 3*memoLen + memoGPUs
+	memoRefs  = 1 + 2*memoLen + memoGPUs // where a slot's set references start
 	// memoStop in a kept answer marks the failed pick the frame stopped
 	// at.
 	memoStop = ^uint32(0)
@@ -122,6 +127,7 @@ func (m *frameMemo) keep(off int, dem []demand, idx []int) {
 // put keeps position p's pick g (nil: the frame stopped there) in the slot
 // at off.
 func (m *frameMemo) put(off, p int, g []int) {
+	m.data[off+memoRefs+p] = 0
 	if g == nil {
 		m.data[off+1+memoLen+p] = memoStop
 		return
@@ -133,12 +139,19 @@ func (m *frameMemo) put(off, p int, g []int) {
 	m.used += len(g)
 }
 
+// ref records that position p's answer in the slot at off is the
+// answerSet's list k-1 (k > 0), so that a round reading it back hands
+// out that list without looking its ids up again.
+func (m *frameMemo) ref(off, p int, k uint32) { m.data[off+memoRefs+p] = k }
+
 // done validates the slot at off.
 func (m *frameMemo) done(off int) { m.tags[off/memoSlot] = m.h }
 
 // answer is position p's GPUs in the slot at off for job j of n GPUs
 // (nil: the frame stopped there), made as own makes a pick's: a window
-// of the id list, j's own list when it holds those GPUs, else a copy.
+// of the id list, j's own list when it holds those GPUs, else a copy,
+// which is the shared list of its set that the slot references when it
+// does (see ref); the first lookup of a set read back records it.
 func (x *scoreIndex) answer(off, p int, j *workload.Job, n int) []int {
 	d := x.memo.data
 	o := d[off+1+memoLen+p]
@@ -161,11 +174,18 @@ func (x *scoreIndex) answer(off, p int, j *workload.Job, n int) []int {
 			return h
 		}
 	}
+	if k := d[off+memoRefs+p]; k != 0 {
+		return x.sets.lists[k-1] // what keep would find for g
+	}
 	x.buf = x.buf[:0]
 	for _, id := range g {
 		x.buf = append(x.buf, int(id))
 	}
-	return x.keep(x.buf)
+	l := x.keep(x.buf)
+	if x.lastRef != 0 {
+		x.memo.ref(off, p, x.lastRef)
+	}
+	return l
 }
 
 // tag empties the memo when the picking rule changed (t names it, for the

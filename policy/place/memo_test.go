@@ -20,7 +20,7 @@ import (
 func TestFrameMemoMatchesFreshPlacer(t *testing.T) {
 	memoFromStart(t)
 	rng := rand.New(rand.NewPCG(31, 32))
-	hits := 0
+	hits, refs := 0, 0
 	for trial := range 200 {
 		c := randomCluster(t, rng)
 		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
@@ -53,9 +53,13 @@ func TestFrameMemoMatchesFreshPlacer(t *testing.T) {
 			checkMemo(t, "pm-first "+what, order, pm.Place(env, order), (&PMFirst{TieBreak: tb}).Place(env, order), refPM.Place(env, order))
 		}
 		hits += pal.ix.memo.hits + pm.ix.memo.hits
+		refs += memoRefsValid(t, fmt.Sprintf("pal trial %d", trial), &pal.ix) + memoRefsValid(t, fmt.Sprintf("pm-first trial %d", trial), &pm.ix)
 	}
 	if hits < 500 {
 		t.Fatalf("the memo answered %d rounds of 4,800; the test does not exercise it", hits)
+	}
+	if refs < 100 {
+		t.Fatalf("the memo kept %d set references; the test does not exercise them", refs)
 	}
 }
 
@@ -141,4 +145,109 @@ func TestFrameMemoWaits(t *testing.T) {
 	if _, hit, _ := m.slot(64, dem, []int{0, 1}); !hit {
 		t.Fatal("the round kept on the fourth is not found on the fifth")
 	}
+}
+
+// TestFrameMemoRefs reads a kept round back twice through answer: a
+// window for consecutive GPUs, the job's own list when it holds the
+// GPUs, else the shared list of the set, whose index the first read
+// records in the slot (hand-worked refs: set {6,9} is list 0, so 1;
+// {10,12} is never looked up, its job holding it) and the second hands
+// out without a lookup. Keeping another round in the slot clears them.
+func TestFrameMemoRefs(t *testing.T) {
+	memoFromStart(t)
+	x := &scoreIndex{size: 64, ids: make([]int, 64)}
+	for i := range x.ids {
+		x.ids[i] = i
+	}
+	dem := []demand{{1, 0}, {2, 0}, {2, 0}, {2, 0}, {1, 0}}
+	idx := []int{0, 1, 2, 3, 4}
+	picks := [][]int{{5}, {6, 9}, {10, 12}, {6, 9}, nil}
+	held := []int{10, 12}
+	jobs := []*workload.Job{{}, {}, {GPUsHeld: held}, {}, {}}
+	off, hit, ok := x.memo.slot(x.size, dem, idx)
+	if hit || !ok {
+		t.Fatalf("slot: hit %v ok %v, want a slot to keep", hit, ok)
+	}
+	x.memo.keep(off, dem, idx)
+	for p, g := range picks {
+		x.memo.put(off, p, g)
+	}
+	x.memo.done(off)
+	refs := func() []uint32 { return slices.Clone(x.memo.data[off+memoRefs : off+memoRefs+len(picks)]) }
+	cases := []struct {
+		read     string
+		wantRefs []uint32
+	}{
+		{"first", []uint32{0, 1, 0, 1, 0}},
+		{"second", []uint32{0, 1, 0, 1, 0}},
+	}
+	for _, tc := range cases {
+		if _, hit, _ := x.memo.slot(x.size, dem, idx); !hit {
+			t.Fatalf("%s read: the kept round is not found", tc.read)
+		}
+		for p, g := range picks {
+			var n int
+			if g != nil {
+				n = len(g)
+			}
+			got := x.answer(off, p, jobs[p], max(n, 1))
+			switch {
+			case g == nil:
+				if got != nil {
+					t.Errorf("%s read, position %d: %v, want nil (the frame stopped)", tc.read, p, got)
+				}
+			case !slices.Equal(got, g):
+				t.Errorf("%s read, position %d: %v, want %v", tc.read, p, got, g)
+			case p == 0 && &got[0] != &x.ids[5]:
+				t.Errorf("%s read: {5} is not the id list's window", tc.read)
+			case p == 2 && &got[0] != &held[0]:
+				t.Errorf("%s read: {10,12} is not the job's own list", tc.read)
+			case (p == 1 || p == 3) && (len(x.sets.lists) != 1 || &got[0] != &x.sets.lists[0][0]):
+				t.Errorf("%s read, position %d: not the shared list of {6,9} (%d lists)", tc.read, p, len(x.sets.lists))
+			}
+		}
+		if got := refs(); !slices.Equal(got, tc.wantRefs) {
+			t.Errorf("after the %s read the slot's refs are %v, want %v", tc.read, got, tc.wantRefs)
+		}
+	}
+	x.memo.keep(off, dem, idx)
+	for p, g := range picks {
+		x.memo.put(off, p, g)
+	}
+	if got := refs(); !slices.Equal(got, []uint32{0, 0, 0, 0, 0}) {
+		t.Errorf("a slot kept again has refs %v, want none", got)
+	}
+}
+
+// memoRefsValid checks every valid slot of x's memo: a position's set
+// reference, if any, names a shared list equal to the GPUs kept there.
+// It returns how many references it saw.
+func memoRefsValid(t *testing.T, what string, x *scoreIndex) int {
+	t.Helper()
+	m, seen := &x.memo, 0
+	for s, tag := range m.tags {
+		if tag == 0 {
+			continue
+		}
+		off := s * memoSlot
+		n := int(m.data[off])
+		for p := range n {
+			k := m.data[off+memoRefs+p]
+			if k == 0 {
+				continue
+			}
+			seen++
+			o := m.data[off+1+memoLen+p]
+			if o == memoStop || int(k) > len(x.sets.lists) {
+				t.Fatalf("%s: slot %d position %d refers to list %d of %d at offset %d", what, s, p, k, len(x.sets.lists), o)
+			}
+			l := x.sets.lists[k-1]
+			for i, id := range l {
+				if m.data[off+1+2*memoLen+int(o)+i] != uint32(id) {
+					t.Fatalf("%s: slot %d position %d refers to %v, which is not its answer", what, s, p, l)
+				}
+			}
+		}
+	}
+	return seen
 }
