@@ -18,14 +18,22 @@ type PodGuard struct{ policy.Placer }
 
 // Place implements policy.Placer.
 func (p PodGuard) Place(env *policy.Env, order []*workload.Job) [][]int {
-	return guard(env, order, p.Placer.Place(env, order))
+	return guard(env, order, p.Placer.Place(env, order), false)
 }
 
-// guard is PodGuard's repair of a placer's answer.
-func guard(env *policy.Env, order []*workload.Job, out [][]int) [][]int {
+// holds reports whether g is the very list j holds (not a copy).
+func holds(j *workload.Job, g []int) bool {
+	h := j.GPUsHeld
+	return len(h) == len(g) && len(g) > 0 && &h[0] == &g[0]
+}
+
+// guard is PodGuard's repair of a placer's answer. With kept, a running
+// job whose answer is the very list it holds is taken to fit (the caller
+// knows its GPUs do) and not counted again.
+func guard(env *policy.Env, order []*workload.Job, out [][]int, kept bool) [][]int {
 	var taken []bool
 	for i, j := range order {
-		if j.PodGPUs <= 0 || out[i] == nil || PodsFit(env.Cluster, out[i], j.PodGPUs) {
+		if j.PodGPUs <= 0 || out[i] == nil || kept && holds(j, out[i]) || PodsFit(env.Cluster, out[i], j.PodGPUs) {
 			continue
 		}
 		if taken == nil {

@@ -84,5 +84,14 @@ func (p PodGuard) Free(gpus []int) { p.Placer.(Tracker).Free(gpus) }
 
 // PlaceHeld implements Tracker.
 func (p PodGuard) PlaceHeld(env *policy.Env, order []*workload.Job) [][]int {
-	return guard(env, order, p.Placer.(Tracker).PlaceHeld(env, order))
+	return guard(env, order, p.Placer.(Tracker).PlaceHeld(env, order), false)
+}
+
+// PlaceHeldFitting is PlaceHeld for a caller that knows every running
+// job's GPUs fit its pods (each node holds a multiple of its PodGPUs, as
+// the guard left them when it started): a running job that keeps them
+// is not checked again, only the jobs the placer starts or moves. The
+// answer is PlaceHeld's whenever the caller is right.
+func (p PodGuard) PlaceHeldFitting(env *policy.Env, order []*workload.Job) [][]int {
+	return guard(env, order, p.Placer.(Tracker).PlaceHeld(env, order), true)
 }

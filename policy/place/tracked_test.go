@@ -69,6 +69,12 @@ func TestPlaceHeldMatchesPlace(t *testing.T) {
 			got := tr.PlaceHeld(e, order)
 			what := fmt.Sprintf("trial %d (%v, guarded %v) round %d", trial, c, guarded, round)
 			sameAlloc(t, what, got, want)
+			if guarded {
+				// Every running job holds the guard's answer of an
+				// earlier round, so its pods fit: skipping them changes
+				// nothing.
+				sameAlloc(t, what+" fitting", tr.(PodGuard).PlaceHeldFitting(e, order), want)
+			}
 			var f freeSet
 			f.reset(c)
 			for _, j := range order {
@@ -98,6 +104,48 @@ func TestPlaceHeldMatchesPlace(t *testing.T) {
 				}
 				order = append(order[:k:k], order[k+1:]...)
 			}
+		}
+	}
+}
+
+// PlaceHeldFitting checks only the jobs the placer starts: a running job
+// whose GPUs cut a pod (which a caller of it promises never happens) is
+// left as it is, while PlaceHeld repairs it. On nodes 0-3 and 4-7, job
+// a holds [0 4] in pods of 2, and job b (2 GPUs in pods of 2, waiting)
+// is packed onto node 0's lowest free GPUs, [1 2], whole. PlaceHeld then
+// re-cuts a onto node 0 (one GPU of it on each node, the lower node
+// first): its own GPU 0, then the one neither job takes, 3: [0 3].
+// PlaceHeldFitting keeps [0 4].
+func TestPlaceHeldFitting(t *testing.T) {
+	for _, tc := range []struct {
+		fitting bool
+		want    string
+	}{
+		{false, "[[0 3] [1 2]]"},
+		{true, "[[0 4] [1 2]]"},
+	} {
+		c, err := cluster.NewSized([]int{4, 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := New("packed-sticky")
+		g := PodGuard{Placer: p}
+		if !g.Track(c) {
+			t.Fatal("no tracking")
+		}
+		a := workload.NewJob(workload.Spec{ID: 1, GPUs: 2, PodGPUs: 2})
+		a.GPUsHeld = []int{0, 4}
+		g.Hold(a.GPUsHeld)
+		b := workload.NewJob(workload.Spec{ID: 2, GPUs: 2, PodGPUs: 2})
+		e := &policy.Env{Cluster: c}
+		var got [][]int
+		if tc.fitting {
+			got = g.PlaceHeldFitting(e, []*workload.Job{a, b})
+		} else {
+			got = g.PlaceHeld(e, []*workload.Job{a, b})
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("fitting %v: %v, want %s", tc.fitting, got, tc.want)
 		}
 	}
 }

@@ -73,12 +73,21 @@ func (sh *shadows) forget(id int) { delete(sh.by, id) }
 
 // member is what a pool keeps of one job: the virtual GPUs it holds
 // there (nil: none; set and dropped by hold and unhold) and its stand-in
-// for the placer (as shadows keeps them). One map finds both, as every
-// decision looks up each job of the pool; kept in the map by value, so
-// that the lookup is the only memory it reads.
+// for the placer (as shadows keeps them, inline so that filling it
+// writes the record the decision reads anyway). The pool's map finds
+// it by job id, and the VC layer's in map points at the member of each
+// job that holds GPUs, so that a decision reaches a running job's
+// record with one lookup (in Place) and carries it to the pool.
+//
+// pod is the job's PodGPUs when it took held, and fit whether held fits
+// such pods (place.PodsFit on the pool's cluster): the pod guard need not
+// count again the pods of a job that keeps them.
 type member struct {
 	held []int
-	sh   *workload.Job
+	pool *poolLayer
+	pod  int
+	fit  bool
+	sh   workload.Job
 }
 
 // stand fills stand-in sh from j, holding virtual GPUs held.
@@ -98,10 +107,15 @@ type vcLayer struct {
 	pools  []*poolLayer
 	byPin  map[string]*poolLayer
 	byType map[string]*poolLayer // non-pinned pools by leaf type
-	in     map[int]*poolLayer    // job id → the pool it runs in
-	jobs   []*workload.Job
-	at     []int                // jobs[k] is order[at[k]] this round
-	free   map[*poolLayer][]int // freeByNode's buffers
+	// in is, by job id, the member of each job holding GPUs in one of
+	// the pools (its pool is in.pool): exactly the members with held
+	// set (checkIn).
+	in   map[int]*member
+	jobs []*workload.Job
+	// ms[k] is in[jobs[k].ID] this round (nil for a job holding nothing).
+	ms   []*member
+	at   []int                // jobs[k] is order[at[k]] this round
+	free map[*poolLayer][]int // freeByNode's buffers
 }
 
 // poolLayer is one pool of a VC: its nodes as a cluster, its placer, and
@@ -118,8 +132,9 @@ type poolLayer struct {
 	tr place.Tracker
 	// mem is what the pool keeps of each job it has seen, by job id;
 	// nheld counts the members that hold GPUs.
-	mem   map[int]member
+	mem   map[int]*member
 	nheld int
+	ms    []*member       // the VC layer's ms of jobs[k]
 	now   [][]int         // held of jobs[k], while placePool runs
 	shs   []*workload.Job // the stand-in of jobs[k], while placePool runs
 	// free[i] counts node i's GPUs that no job in held holds, kept by
@@ -141,9 +156,9 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 	if err != nil {
 		return nil, err
 	}
-	L := &vcLayer{name: vc, byPin: map[string]*poolLayer{}, byType: map[string]*poolLayer{}, in: map[int]*poolLayer{}}
+	L := &vcLayer{name: vc, byPin: map[string]*poolLayer{}, byType: map[string]*poolLayer{}, in: map[int]*member{}}
 	for _, pool := range pools {
-		P := &poolLayer{Pool: pool, mem: map[int]member{}, id: map[*tenancy.VCell]int{}}
+		P := &poolLayer{Pool: pool, mem: map[int]*member{}, id: map[*tenancy.VCell]int{}}
 		sizes := make([]int, len(pool.Nodes))
 		P.free = make([]int, len(pool.Nodes))
 		for i, n := range pool.Nodes {
@@ -189,15 +204,18 @@ func waiting(jobs []*workload.Job) bool {
 // poolOf is the pool a job must run in, or nil for a guaranteed job that
 // names neither a pinned cell nor a leaf type and is not running: it may
 // run in any GPU pool of its VC (Validate has checked that the pool a job
-// names exists).
-func (L *vcLayer) poolOf(j *workload.Job) *poolLayer {
+// names exists). m is the job's member in L.in (nil if none).
+func (L *vcLayer) poolOf(j *workload.Job, m *member) *poolLayer {
 	switch {
 	case j.PinnedCell != "":
 		return L.byPin[j.PinnedCell]
 	case j.LeafCellType != "":
 		return L.byType[j.LeafCellType]
 	}
-	return L.in[j.ID]
+	if m == nil {
+		return nil
+	}
+	return m.pool
 }
 
 // placeVC assigns each of the VC's jobs to a pool and runs every pool's
@@ -216,11 +234,11 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 		return
 	}
 	for _, P := range L.pools {
-		P.jobs, P.at = P.jobs[:0], P.at[:0]
+		P.jobs, P.at, P.ms = P.jobs[:0], P.at[:0], P.ms[:0]
 	}
 	var free map[*poolLayer][]int
 	for k, j := range L.jobs {
-		P := L.poolOf(j)
+		P := L.poolOf(j, L.ms[k])
 		if P == nil {
 			if free == nil {
 				free = L.freeByNode()
@@ -232,6 +250,7 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 		}
 		P.jobs = append(P.jobs, j)
 		P.at = append(P.at, k)
+		P.ms = append(P.ms, L.ms[k])
 	}
 	for _, P := range L.pools {
 		h.placePool(L, P, out)
@@ -254,12 +273,24 @@ func (L *vcLayer) freeByNode() map[*poolLayer][]int {
 	return L.free
 }
 
-// hold records that job id holds virtual GPUs v of the pool.
-func (P *poolLayer) hold(id int, v []int) {
-	P.unhold(id)
+// member is job id's member of the pool, made if it has none.
+func (P *poolLayer) member(id int) *member {
 	m := P.mem[id]
+	if m == nil {
+		m = &member{pool: P}
+		P.mem[id] = m
+	}
+	return m
+}
+
+// hold records that job id, of pods of pod GPUs, holds virtual GPUs v
+// of the pool, and points L.in at its member.
+func (P *poolLayer) hold(L *vcLayer, id, pod int, v []int) {
+	P.unhold(L, id)
+	m := P.member(id)
 	m.held = v
-	P.mem[id] = m
+	m.pod, m.fit = pod, fits(P.c, v, pod)
+	L.in[id] = m
 	P.nheld++
 	for _, x := range v {
 		P.free[P.c.NodeOf(x)]--
@@ -267,6 +298,44 @@ func (P *poolLayer) hold(id int, v []int) {
 	if P.tr != nil {
 		P.tr.Hold(v)
 	}
+}
+
+// fits is whether GPUs g of c split into pods of pod GPUs inside nodes.
+func fits(c *cluster.Cluster, g []int, pod int) bool {
+	return pod <= 0 || place.PodsFit(c, g, pod)
+}
+
+// checkIn reports whether L.in points at exactly the members that hold
+// GPUs, each in its own pool's map, and whether each pool counts them
+// (nheld).
+func (L *vcLayer) checkIn() error {
+	n := 0
+	for _, P := range L.pools {
+		held := 0
+		for id, m := range P.mem {
+			if m == nil || m.pool != P {
+				return fmt.Errorf("pool %s: job %d's member is not the pool's", P.LeafType, id)
+			}
+			if m.held == nil {
+				continue
+			}
+			held++
+			if m.fit != fits(P.c, m.held, m.pod) {
+				return fmt.Errorf("pool %s: job %d's GPUs %v marked fit %v for pods of %d", P.LeafType, id, m.held, m.fit, m.pod)
+			}
+			if L.in[id] != m {
+				return fmt.Errorf("pool %s: job %d holds GPUs, but the layer does not point at its member", P.LeafType, id)
+			}
+		}
+		if held != P.nheld {
+			return fmt.Errorf("pool %s: %d members hold GPUs, %d counted", P.LeafType, held, P.nheld)
+		}
+		n += held
+	}
+	if len(L.in) != n {
+		return fmt.Errorf("%d jobs in the layer's index, %d hold GPUs in its pools", len(L.in), n)
+	}
+	return nil
 }
 
 // checkFree reports whether free agrees with held.
@@ -288,10 +357,11 @@ func (P *poolLayer) checkFree() error {
 	return nil
 }
 
-// unhold forgets what job id holds in the pool, if anything.
-func (P *poolLayer) unhold(id int) {
+// unhold forgets what job id holds in the pool, if anything, and drops
+// it from L.in.
+func (P *poolLayer) unhold(L *vcLayer, id int) {
 	m := P.mem[id]
-	if m.held == nil {
+	if m == nil || m.held == nil {
 		return
 	}
 	v := m.held
@@ -302,13 +372,13 @@ func (P *poolLayer) unhold(id int) {
 		P.tr.Free(v)
 	}
 	m.held = nil
-	P.mem[id] = m
+	delete(L.in, id)
 	P.nheld--
 }
 
 // forget drops job id from the pool: it has finished.
-func (P *poolLayer) forget(id int) {
-	P.unhold(id)
+func (P *poolLayer) forget(L *vcLayer, id int) {
+	P.unhold(L, id)
 	delete(P.mem, id)
 }
 
@@ -387,17 +457,18 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 	}
 	P.now, P.shs = P.now[:0], P.shs[:0]
 	running := 0
-	for _, j := range P.jobs {
-		m := P.mem[j.ID]
-		if m.sh == nil {
-			m.sh = new(workload.Job)
-			P.mem[j.ID] = m
+	fit := true // every running job's GPUs fit its pods
+	for k, j := range P.jobs {
+		m := P.ms[k]
+		if m == nil || m.pool != P {
+			m = P.member(j.ID)
 		}
 		if m.held != nil {
 			running++
+			fit = fit && m.fit && m.pod == j.PodGPUs
 		}
 		P.now = append(P.now, m.held)
-		P.shs = append(P.shs, m.sh)
+		P.shs = append(P.shs, &m.sh)
 	}
 	var alloc [][]int
 	if h.s.NumQuarantined() > 0 && P.hideBad() {
@@ -411,7 +482,11 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			// The jobs hold all that the pool counts held (job ids are
 			// unique), so the placer's kept free set is the one it would
 			// count.
-			alloc = P.tr.PlaceHeld(&P.env, P.view)
+			if f, ok := P.tr.(fitting); ok && fit {
+				alloc = f.PlaceHeldFitting(&P.env, P.view)
+			} else {
+				alloc = P.tr.PlaceHeld(&P.env, P.view)
+			}
 		} else {
 			alloc = P.placer.Place(&P.env, P.view)
 		}
@@ -421,9 +496,8 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			if err := h.s.Release(groupName(j.ID)); err != nil {
 				panic("tenant: " + err.Error())
 			}
-			P.unhold(j.ID)
+			P.unhold(L, j.ID)
 			P.now[k] = nil
-			delete(L.in, j.ID)
 			delete(h.held, j.ID)
 			delete(h.pre, j.ID) // a preemptor that no longer needs its cells cancels
 		}
@@ -446,6 +520,12 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			out[i] = g
 		}
 	}
+}
+
+// fitting is a tracked placer whose pod guard can skip the running jobs
+// known to fit their pods (place.PodGuard.PlaceHeldFitting).
+type fitting interface {
+	PlaceHeldFitting(env *policy.Env, order []*workload.Job) [][]int
 }
 
 // hideBad marks, in P.shown, the pool's virtual GPUs that its placer must
@@ -504,8 +584,7 @@ func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]in
 	if !d.Placed && !d.Preempting {
 		return nil, false
 	}
-	P.hold(j.ID, slices.Clone(v))
-	L.in[j.ID] = P
+	P.hold(L, j.ID, j.PodGPUs, slices.Clone(v))
 	h.held[j.ID] = true
 	if d.Preempting {
 		h.pre[j.ID] = true // it holds its cells; it runs once its victims are gone
@@ -592,6 +671,12 @@ func (P *poolLayer) leaves(v []int, healthy bool) bool {
 // are gone at once, and the job asks again.
 func (h *HiveD) commitLeaves(L *vcLayer, P *poolLayer, j *workload.Job) tenancy.Decision {
 	req := tenancy.Request{Group: groupName(j.ID), VC: L.name, Priority: j.VCPriority, Fastest: h.fastest, Class: int(j.Class), Nodes: h.nodesOf(j)}
+	// Commit fills Pods from the leaves and keeps nothing of it: lend it
+	// a buffer with room, so that it does not allocate one a decision.
+	if cap(h.podBuf) < len(P.pods) {
+		h.podBuf = make([]int, 0, 2*len(P.pods))
+	}
+	req.Pods = h.podBuf[:0]
 	for {
 		d, err := h.s.Commit(req, P.pods)
 		if err != nil {
@@ -606,7 +691,7 @@ func (h *HiveD) commitLeaves(L *vcLayer, P *poolLayer, j *workload.Job) tenancy.
 
 // again asks for a job that holds its cells while its victims leave.
 func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
-	P.leaves(P.mem[j.ID].held, false) // bad hardware under it: tenancy cancels the reservation
+	P.leaves(P.member(j.ID).held, false) // bad hardware under it: tenancy cancels the reservation
 	d := h.commitLeaves(L, P, j)
 	switch {
 	case d.Placed:
@@ -616,8 +701,7 @@ func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
 		return nil, false
 	}
 	// Cancelled (its cells went bad): it waits as any job.
-	P.unhold(j.ID)
-	delete(L.in, j.ID)
+	P.unhold(L, j.ID)
 	delete(h.held, j.ID)
 	delete(h.pre, j.ID)
 	return nil, false

@@ -97,8 +97,7 @@ func (h *HiveD) found(L *vcLayer, j *workload.Job) bool {
 			v = append(v, x)
 		}
 		slices.Sort(v)
-		P.hold(j.ID, v)
-		L.in[j.ID] = P
+		P.hold(L, j.ID, j.PodGPUs, v)
 		if h.s.IsPreempting(name) {
 			h.pre[j.ID] = true
 		}

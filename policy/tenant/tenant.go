@@ -527,6 +527,7 @@ type HiveD struct {
 	// made for), by tenancy device number; -1 for a device without one.
 	devOf   *tenancy.Scheduler
 	devGPU  []int
+	podBuf  []int // Commit's request's pod sizes (commitLeaves)
 	byVC    map[string]*vcLayer
 	out     [][]int
 	fastest bool
@@ -661,7 +662,7 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 	h.terminated()
 	// Only the layers the last round gave jobs have any.
 	for _, L := range h.touched {
-		L.jobs, L.at = L.jobs[:0], L.at[:0]
+		L.jobs, L.at, L.ms = L.jobs[:0], L.at[:0], L.ms[:0]
 	}
 	h.touched = h.touched[:0]
 	var opp []int
@@ -689,15 +690,20 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			}
 			continue
 		}
-		if L.in[j.ID] == nil && h.held[j.ID] && !h.found(L, j) {
-			h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
-			continue
+		m := L.in[j.ID]
+		if m == nil && h.held[j.ID] {
+			if !h.found(L, j) {
+				h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
+				continue
+			}
+			m = L.in[j.ID]
 		}
 		if len(L.jobs) == 0 {
 			h.touched = append(h.touched, L)
 		}
 		L.jobs = append(L.jobs, j)
 		L.at = append(L.at, i)
+		L.ms = append(L.ms, m)
 	}
 	if h.balance {
 		h.queues()
@@ -791,9 +797,8 @@ func (h *HiveD) Finish(j *workload.Job) {
 		}
 	}
 	if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil {
-		delete(L.in, j.ID)
 		for _, P := range L.pools {
-			P.forget(j.ID)
+			P.forget(L, j.ID) // drops it from L.in if it held GPUs
 		}
 	}
 }
@@ -850,6 +855,9 @@ func (h *HiveD) Check() error {
 			if err := P.checkFree(); err != nil {
 				return fmt.Errorf("tenant: VC %s: %w", vc, err)
 			}
+		}
+		if err := L.checkIn(); err != nil {
+			return fmt.Errorf("tenant: VC %s: %w", vc, err)
 		}
 	}
 	return nil
