@@ -123,13 +123,16 @@ func TestFirstUnbound(t *testing.T) {
 			p.children = append(p.children, &PCell{pos: i, parent: p})
 		}
 		p.bound = c.bound
-		got, ok := p.firstUnbound()
+		got, i, ok := p.firstUnbound()
 		idx := -1
 		switch {
 		case !ok:
 			idx = -2
 		case got != nil:
 			idx = got.pos
+			if i != got.pos {
+				t.Errorf("%d children, bound %b: child %d named as %d", c.children, c.bound, got.pos, i)
+			}
 		}
 		if idx != c.want {
 			t.Errorf("%d children, bound %b: child %d, want %d", c.children, c.bound, idx, c.want)

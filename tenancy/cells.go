@@ -695,25 +695,34 @@ func unlink(p *PCell) {
 	}
 }
 
-// firstUnbound is p's first child bound to no virtual cell, or nil; ok
-// is false when p has more children than its mask covers.
-func (p *PCell) firstUnbound() (c *PCell, ok bool) {
+// linkChild is link(v, c) for c, p's i-th child (below 64), without
+// reading c: its parent and position are known.
+func linkChild(v *VCell, p, c *PCell, i int) {
+	v.phys = c
+	c.vcell = v
+	p.bound |= 1 << i
+}
+
+// firstUnbound is p's first child bound to no virtual cell, or nil, and
+// its position among p's children; ok is false when p has more children
+// than its mask covers.
+func (p *PCell) firstUnbound() (c *PCell, i int, ok bool) {
 	n := len(p.children)
 	if n > 64 {
-		return nil, false
+		return nil, 0, false
 	}
 	free := ^p.bound
 	if n < 64 {
 		free &= 1<<n - 1
 	}
 	if free == 0 {
-		return nil, true
+		return nil, 0, true
 	}
-	i := bits.TrailingZeros64(free)
+	i = bits.TrailingZeros64(free)
 	if p.kids != nil {
-		return &p.kids[i], true
+		return &p.kids[i], i, true
 	}
-	return p.children[i], true
+	return p.children[i], i, true
 }
 
 // Device is the number of the device a virtual leaf is bound to, in the

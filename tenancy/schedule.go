@@ -778,8 +778,19 @@ func (s *Scheduler) bind(v *VCell) bool {
 	fast := false
 	if s.allowed == nil && par.bad == 0 && par.opp == 0 && par.chain.bal == nil && par.chain.class < 0 {
 		// No child is bad or holds opportunistic devices, and nothing else
-		// ranks them (better): the first unbound child wins.
-		best, fast = par.firstUnbound()
+		// ranks them (better): the first unbound child wins. It has no bad
+		// leaf (its parent has none), so it is bound without reading it:
+		// only written, which does not wait for its cache line.
+		var i int
+		best, i, fast = par.firstUnbound()
+		if fast {
+			if best == nil {
+				return false
+			}
+			linkChild(v, par, best, i)
+			s.newBinds = append(s.newBinds, v)
+			return true
+		}
 	}
 	if !fast {
 		for _, c := range par.children {

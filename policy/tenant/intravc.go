@@ -116,6 +116,9 @@ type vcLayer struct {
 	ms   []*member
 	at   []int                // jobs[k] is order[at[k]] this round
 	free map[*poolLayer][]int // freeByNode's buffers
+	// only is the VC's one GPU pool without a pin, when it has one and
+	// no other: anyPool always picks it, so placeVC need not count.
+	only *poolLayer
 }
 
 // poolLayer is one pool of a VC: its nodes as a cluster, its placer, and
@@ -156,6 +159,7 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 	if err != nil {
 		return nil, err
 	}
+	n := 0 // GPU pools without a pin
 	L := &vcLayer{name: vc, byPin: map[string]*poolLayer{}, byType: map[string]*poolLayer{}, in: map[int]*member{}}
 	for _, pool := range pools {
 		P := &poolLayer{Pool: pool, mem: map[int]*member{}, id: map[*tenancy.VCell]int{}}
@@ -182,6 +186,13 @@ func newVCLayer(s *tenancy.Scheduler, vc string, iv *IntraVC, given policy.Place
 			P.tr = t
 		}
 		L.pools = append(L.pools, P)
+		if pool.Pinned == "" && pool.GPU {
+			if n++; n == 1 {
+				L.only = P
+			} else {
+				L.only = nil
+			}
+		}
 		if pool.Pinned != "" {
 			L.byPin[pool.Pinned] = P
 		} else {
@@ -239,6 +250,9 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 	var free map[*poolLayer][]int
 	for k, j := range L.jobs {
 		P := L.poolOf(j, L.ms[k])
+		if P == nil && L.only != nil {
+			P = L.only // anyPool's answer whatever the counts
+		}
 		if P == nil {
 			if free == nil {
 				free = L.freeByNode()

@@ -150,3 +150,37 @@ func TestLayerIndex(t *testing.T) {
 		}
 	}
 }
+
+// A layer names its only unpinned GPU pool, by hand from the cells: in
+// twoNodes each VC has one node cell (one pool); in the pinned case A has
+// its node cell and A-PIN (the unpinned pool only counts), B one node
+// cell; in the SKU case A has a K80 and a V100 pool, so none is the only.
+func TestOnlyPool(t *testing.T) {
+	for _, tc := range []struct {
+		l    *Layout
+		vc   string
+		want string // the pool's leaf type, or "" for none
+	}{
+		{layoutOf(t, twoNodes), "A", "GPU"},
+		{layoutFile(t, pinnedCells), "A", "GPU"},
+		{layoutFile(t, pinnedCells), "B", "GPU"},
+		{layoutFile(t, skuCells), "A", ""},
+	} {
+		h, err := NewHiveD(tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.setup(&policy.Env{}, nil)
+		L := h.byVC[tc.vc]
+		got := ""
+		if L.only != nil {
+			got = L.only.LeafType
+			if L.only.Pinned != "" {
+				t.Errorf("VC %s: only pool pinned to %s", tc.vc, L.only.Pinned)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("VC %s: only pool %q, want %q", tc.vc, got, tc.want)
+		}
+	}
+}
