@@ -85,6 +85,7 @@ func (sh *shadows) forget(id int) { delete(sh.by, id) }
 type member struct {
 	held []int
 	pool *poolLayer
+	id   int // the job's
 	pod  int
 	fit  bool
 	sh   workload.Job
@@ -112,10 +113,17 @@ type vcLayer struct {
 	// set (checkIn).
 	in   map[int]*member
 	jobs []*workload.Job
-	// ms[k] is in[jobs[k].ID] this round (nil for a job holding nothing).
-	ms   []*member
-	at   []int                // jobs[k] is order[at[k]] this round
-	free map[*poolLayer][]int // freeByNode's buffers
+	// ms[k] is in[jobs[k].ID] as the round starts (nil for a job holding
+	// nothing), then jobs[k]'s member in its pool once placePool has
+	// made it.
+	ms []*member
+	// last and lastMs are jobs and ms of the layer's last round, and cur
+	// where the next job of this round is looked for in them (member).
+	last   []*workload.Job
+	lastMs []*member
+	cur    int
+	at     []int                // jobs[k] is order[at[k]] this round
+	free   map[*poolLayer][]int // freeByNode's buffers
 	// only is the VC's one GPU pool without a pin, when it has one and
 	// no other: anyPool always picks it, so placeVC need not count.
 	only *poolLayer
@@ -269,6 +277,29 @@ func (h *HiveD) placeVC(L *vcLayer, out [][]int) {
 	for _, P := range L.pools {
 		h.placePool(L, P, out)
 	}
+	L.last = append(L.last[:0], L.jobs...)
+	L.lastMs = append(L.lastMs[:0], L.ms...)
+}
+
+// member is job j's member in L.in, nil if it holds nothing: read from
+// the layer's last round when j is where it was then (a VC's order
+// changes little from round to round), else looked up. The member of j
+// in the last round is still in L.in if it still holds GPUs (checkIn:
+// L.in points at every member that does, one per job), so the answer is
+// always L.in[j.ID].
+func (L *vcLayer) member(j *workload.Job) *member {
+	// The job at the cursor, or the one after (a job before it ended).
+	for p := L.cur; p < len(L.last) && p <= L.cur+1; p++ {
+		if L.last[p] != j {
+			continue
+		}
+		L.cur = p + 1
+		if m := L.lastMs[p]; m != nil && m.held != nil && m.id == j.ID {
+			return m
+		}
+		break
+	}
+	return L.in[j.ID]
 }
 
 // freeByNode counts, per GPU pool without a pin, the free GPUs of each
@@ -291,7 +322,7 @@ func (L *vcLayer) freeByNode() map[*poolLayer][]int {
 func (P *poolLayer) member(id int) *member {
 	m := P.mem[id]
 	if m == nil {
-		m = &member{pool: P}
+		m = &member{pool: P, id: id}
 		P.mem[id] = m
 	}
 	return m
@@ -327,7 +358,7 @@ func (L *vcLayer) checkIn() error {
 	for _, P := range L.pools {
 		held := 0
 		for id, m := range P.mem {
-			if m == nil || m.pool != P {
+			if m == nil || m.pool != P || m.id != id {
 				return fmt.Errorf("pool %s: job %d's member is not the pool's", P.LeafType, id)
 			}
 			if m.held == nil {
@@ -483,6 +514,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		}
 		P.now = append(P.now, m.held)
 		P.shs = append(P.shs, &m.sh)
+		L.ms[P.at[k]] = m // for the next round (member)
 	}
 	var alloc [][]int
 	if h.s.NumQuarantined() > 0 && P.hideBad() {

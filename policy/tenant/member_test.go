@@ -87,6 +87,14 @@ func index(L *vcLayer) string {
 	return b.String()
 }
 
+func ids(jobs []*workload.Job) []int {
+	var out []int
+	for _, j := range jobs {
+		out = append(out, j.ID)
+	}
+	return out
+}
+
 // The layer's index points at the member of each job holding GPUs, as
 // they start, end and are suspended, and Check finds every way it can
 // be wrong.
@@ -120,6 +128,38 @@ func TestLayerIndex(t *testing.T) {
 	}
 	if got := index(L); got != "3:[0 1 2 3]/1/true " {
 		t.Fatalf("index %q with job 3 alone", got)
+	}
+	// The layer's last round was jobs 3 and 2; job 3 holds, job 2 was
+	// suspended. member finds a job where it was (or one further on) and
+	// answers L.in's member either way: nil for jobs 2 and 1 (ended), job
+	// 3's for job 3, whatever the order asked in.
+	j2 := order[1]
+	for _, tc := range []struct {
+		ask  []*workload.Job
+		want string
+	}{
+		{[]*workload.Job{j3, j2}, "true false"},
+		{[]*workload.Job{j2, j3}, "false true"},
+		{[]*workload.Job{j2}, "false"},
+		{[]*workload.Job{j3}, "true"},
+	} {
+		L.cur = 0
+		var got []string
+		for _, j := range tc.ask {
+			m := L.member(j)
+			if m != L.in[j.ID] {
+				t.Errorf("asked %v: job %d's member %p, L.in's %p", ids(tc.ask), j.ID, m, L.in[j.ID])
+			}
+			got = append(got, fmt.Sprint(m != nil))
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("asked %v: members found %s, want %s", ids(tc.ask), g, tc.want)
+		}
+	}
+	h.Finish(j3)
+	L.cur = 0
+	if m := L.member(j3); m != nil {
+		t.Errorf("job 3 ended, but its member is still found")
 	}
 
 	for _, tc := range []struct {

@@ -690,7 +690,10 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			}
 			continue
 		}
-		m := L.in[j.ID]
+		if len(L.jobs) == 0 {
+			L.cur = 0 // the layer's first job this round
+		}
+		m := L.member(j)
 		if m == nil && h.held[j.ID] {
 			if !h.found(L, j) {
 				h.out[i] = j.GPUsHeld // lazily preempted: runs on as opportunistic
