@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/palsched/pal/cluster"
@@ -115,5 +116,68 @@ func TestStreamedTraceRefusesExtras(t *testing.T) {
 		Locality: ConstantLocality(1.7), ExtraLoad: 2})
 	if want := "sim: " + p + " is streamed, but extra arrivals (2 jobs/h) reuse its rows, which needs them held whole"; err == nil || err.Error() != want {
 		t.Fatalf("error %v, want %s", err, want)
+	}
+}
+
+// TestValidateReadsRowsOnlyWhenBoundsMayFail validates streamed traces
+// on 8 GPUs with a horizon of 10 rounds of 300 s (3000 s): when the
+// first reading's bounds show that no row can fail, validate counts the
+// tracked rows without reading the file again (it is gone by then);
+// when a row may fail, or a Track range decides what counts, it reads
+// the rows and gives what a trace held whole gives.
+func TestValidateReadsRowsOnlyWhenBoundsMayFail(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration_s,model\n"
+	cl, err := cluster.New(2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, rows string
+		track      *[2]int
+		removed    bool   // the file is removed after its first reading
+		tracked    int    // when no error
+		err        string // the start of the error, "" for none
+	}{
+		{"every row within: no reading", "1,2,0,100,BERT\n2,4,60,200,BERT\n3,8,90,2800,BERT\n", nil, true, 3, ""},
+		{"a row needs 16 GPUs", "1,2,0,100,BERT\n2,16,60,200,BERT\n", nil, false, 0, `:3: field "num_gpus": job 2 asks for 16 GPUs`},
+		{"a row arrives at the horizon", "1,2,0,100,BERT\n2,1,3000,10,BERT\n", nil, false, 0, `:3: field "submit_time": job 2 arrives at 3000 s`},
+		{"a row ends past it", "1,2,0,100,BERT\n2,1,60,2950,BERT\n", nil, false, 0, `:3: field "duration_s": job 2 runs`},
+		{"a Track range: the rows are read", "1,2,0,100,BERT\n2,4,60,200,BERT\n", &[2]int{2, 2}, false, 1, ""},
+		{"a Track range, file gone", "1,2,0,100,BERT\n2,4,60,200,BERT\n", &[2]int{2, 2}, true, 0, "open "},
+	} {
+		p := filepath.Join(t.TempDir(), "t.csv")
+		if err := os.WriteFile(p, []byte(h+tc.rows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		whole, err := workload.ReadTraceFile(p, workload.DefaultModels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed, err := workload.StreamTraceFile(p, workload.DefaultModels())
+		if err != nil || !streamed.Streamed() {
+			t.Fatalf("%s: %v, streamed %v", tc.name, err, streamed != nil && streamed.Streamed())
+		}
+		if tc.removed {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := func(tr *workload.Trace) *Config {
+			return &Config{Cluster: cl, Trace: tr, Scheduler: schedule.FIFO{}, Placer: mustPlacer(t, "pal"), Round: 300,
+				Locality: ConstantLocality(1.7), MaxRounds: 10, Track: tc.track}
+		}
+		got, gotErr := cfg(streamed).validate()
+		switch {
+		case tc.err == "" && (gotErr != nil || got != tc.tracked):
+			t.Errorf("%s: %d tracked, error %v; want %d and none", tc.name, got, gotErr, tc.tracked)
+		case tc.err != "" && (gotErr == nil || !strings.Contains(gotErr.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one holding %q", tc.name, gotErr, tc.err)
+		}
+		if !tc.removed {
+			want, wantErr := cfg(whole).validate()
+			if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Errorf("%s: streamed %d, %v; whole %d, %v", tc.name, got, gotErr, want, wantErr)
+			}
+		}
 	}
 }

@@ -328,32 +328,19 @@ func (c *Config) validate() (tracked int, err error) {
 			}
 		}
 	}
-	err = c.Trace.Each(func(j *workload.Spec) error {
-		if c.tracks(j) {
-			tracked++
+	// A streamed trace's first reading bounds every row's checks below:
+	// when none can fail, its tracked rows are its count (no Track range)
+	// and the file need not be read once more (a pass was a few per cent
+	// of a 20,000-row run). Submit <= Submit + need <= Submit +
+	// IdealRuntime <= end, as fastest <= 1 and no row's IdealRuntime is
+	// negative (else Bounds is not ok).
+	if most, end, ok := c.Trace.Bounds(); ok && c.Track == nil && most <= size && end < horizon {
+		tracked = c.Trace.TrackedCount()
+	} else {
+		tracked, err = c.checkRows(size, horizon, fastest)
+		if err != nil {
+			return 0, err
 		}
-		if j.Most() > size {
-			if j.Elastic() && j.GPUs <= size {
-				return fmt.Errorf("%s:%d: field \"max_gpus\": job %d can use %d GPUs but the cluster (%s) has %d",
-					j.Source, j.Line, j.ID, j.MaxGPUs, c.Cluster, size)
-			}
-			return fmt.Errorf("%s:%d: field \"num_gpus\": job %d asks for %d GPUs but the cluster (%s) has %d",
-				j.Source, j.Line, j.ID, j.GPUs, c.Cluster, size)
-		}
-		if j.Submit >= horizon {
-			return fmt.Errorf("%s:%d: field \"submit_time\": job %d arrives at %g s, after the simulation horizon of %g s (%d rounds of %g s)",
-				j.Source, j.Line, j.ID, j.Submit, horizon, c.maxRounds(), c.Round)
-		}
-		// Alone, on the fastest GPU values, inside one node: no run
-		// finishes it sooner.
-		if need := j.Iterations * j.IterTime * fastest; j.Submit+need >= horizon {
-			return fmt.Errorf("%s:%d: field %q: job %d runs %s on a median GPU, %.6g s even on the fastest GPUs, past the simulation horizon of %g s (%d rounds of %g s)%s",
-				j.Source, j.Line, j.DurationField(), j.ID, j.DurationText(), need, horizon, c.maxRounds(), c.Round, j.DurationHint())
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
 	}
 	if c.Raw != nil && c.Raw.NumGPUs() != size {
 		return 0, fmt.Errorf("sim: the GPU score table covers %d GPUs but the cluster has %d", c.Raw.NumGPUs(), size)
@@ -384,6 +371,40 @@ func (c *Config) validate() (tracked int, err error) {
 		return 0, fmt.Errorf("sim: extra load must be a finite number of jobs/hour >= 0, got %v", c.ExtraLoad)
 	}
 	return tracked, c.Costs.Default.Validate("sim")
+}
+
+// checkRows reads every row of the trace for validate: the tracked rows
+// it counts, and the first row that needs more GPUs than size or arrives
+// or ends (alone, on the fastest GPUs) past horizon.
+func (c *Config) checkRows(size int, horizon, fastest float64) (tracked int, err error) {
+	err = c.Trace.Each(func(j *workload.Spec) error {
+		if c.tracks(j) {
+			tracked++
+		}
+		if j.Most() > size {
+			if j.Elastic() && j.GPUs <= size {
+				return fmt.Errorf("%s:%d: field \"max_gpus\": job %d can use %d GPUs but the cluster (%s) has %d",
+					j.Source, j.Line, j.ID, j.MaxGPUs, c.Cluster, size)
+			}
+			return fmt.Errorf("%s:%d: field \"num_gpus\": job %d asks for %d GPUs but the cluster (%s) has %d",
+				j.Source, j.Line, j.ID, j.GPUs, c.Cluster, size)
+		}
+		if j.Submit >= horizon {
+			return fmt.Errorf("%s:%d: field \"submit_time\": job %d arrives at %g s, after the simulation horizon of %g s (%d rounds of %g s)",
+				j.Source, j.Line, j.ID, j.Submit, horizon, c.maxRounds(), c.Round)
+		}
+		// Alone, on the fastest GPU values, inside one node: no run
+		// finishes it sooner.
+		if need := j.Iterations * j.IterTime * fastest; j.Submit+need >= horizon {
+			return fmt.Errorf("%s:%d: field %q: job %d runs %s on a median GPU, %.6g s even on the fastest GPUs, past the simulation horizon of %g s (%d rounds of %g s)%s",
+				j.Source, j.Line, j.DurationField(), j.ID, j.DurationText(), need, horizon, c.maxRounds(), c.Round, j.DurationHint())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return tracked, nil
 }
 
 func (c *Config) maxRounds() int {

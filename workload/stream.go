@@ -21,6 +21,10 @@ type traceFile struct {
 	most    Spec    // the first row with the largest gang (MaxGPUs)
 	pods    bool    // some row has pods (HasPods)
 	latest  float64 // LatestEnd
+	// What Bounds reports: the largest Most, and whether some row's
+	// length or end was negative or NaN.
+	mostAll int
+	odd     bool
 	size    int64
 	mod     time.Time
 }
@@ -69,9 +73,14 @@ func StreamTraceFile(path string, models *Models) (*Trace, error) {
 			tf.most = s
 		}
 		tf.pods = tf.pods || s.PodGPUs > 0
-		if e := s.Submit + s.IdealRuntime(); e > tf.latest {
+		e := s.Submit + s.IdealRuntime()
+		if e > tf.latest {
 			tf.latest = e
 		}
+		if !(e == e) || !(s.IdealRuntime() >= 0) {
+			tf.odd = true
+		}
+		tf.mostAll = max(tf.mostAll, s.Most())
 		tf.rows++
 	}
 	if tf.rows == 0 {
@@ -110,6 +119,20 @@ func firstLineOf(path string, models *Models, id int) int {
 			return s.Line
 		}
 	}
+}
+
+// Bounds is what a streamed trace's first reading saw of all its rows:
+// the most GPUs any can use (Spec.Most) and LatestEnd, the latest
+// Submit + IdealRuntime, which bounds every row's Submit too. ok is false
+// for a trace held whole (reading its rows costs no more) and when some
+// row's IdealRuntime or end was negative or NaN, which LatestEnd cannot
+// bound. A driver whose checks of every row these bound then needs no
+// pass over the file of its own to find that none fails.
+func (t *Trace) Bounds() (most int, latestEnd float64, ok bool) {
+	if t.file == nil || t.file.odd {
+		return 0, 0, false
+	}
+	return t.file.mostAll, t.file.latest, true
 }
 
 // Streamed reports whether the trace's rows are on disk (StreamTraceFile):

@@ -198,3 +198,45 @@ func TestLatestEnd(t *testing.T) {
 		t.Errorf("no rows: %v, want 0", e)
 	}
 }
+
+// TestBounds: a streamed trace's first reading keeps the most GPUs any
+// row can use, the latest submit time and LatestEnd (hand-worked); a
+// trace held whole, read whole because its rows are out of order, or
+// with a row whose length LatestEnd cannot bound, has none.
+func TestBounds(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration_s,model\n"
+	const he = "job_id,num_gpus,submit_time,duration_s,model,max_gpus\n"
+	for _, tc := range []struct {
+		name, in string
+		whole    bool // read with ReadTraceFile
+		most     int
+		end      float64
+		ok       bool
+	}{
+		{"in order", h + "1,1,0,100,BERT\n2,4,50,10,BERT\n3,2,60,45,BERT\n", false, 4, 105, true},
+		{"elastic: max_gpus counts", he + "1,1,0,100,BERT,8\n2,4,50,10,BERT,4\n", false, 8, 100, true},
+		{"the latest end is not the last row's", h + "1,2,0,500,BERT\n2,1,70,10,BERT\n", false, 2, 500, true},
+		{"out of order: read whole", h + "1,1,60,45,BERT\n2,1,0,100,BERT\n", false, 0, 0, false},
+		{"held whole", h + "1,1,0,100,BERT\n", true, 0, 0, false},
+	} {
+		p := writeFile(t, "b.csv", tc.in)
+		read := StreamTraceFile
+		if tc.whole {
+			read = ReadTraceFile
+		}
+		tr, err := read(p, DefaultModels())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		most, end, ok := tr.Bounds()
+		// end is Submit + iterations x iteration time, the duration up to
+		// rounding (as in TestLatestEnd).
+		if most != tc.most || math.Abs(end-tc.end) > 1e-9*tc.end || ok != tc.ok {
+			t.Errorf("%s: Bounds() = %d, %v, %v; want %d, %v, %v", tc.name, most, end, ok, tc.most, tc.end, tc.ok)
+		}
+	}
+	odd := &Trace{file: &traceFile{mostAll: 1, latest: 5, odd: true}}
+	if _, _, ok := odd.Bounds(); ok {
+		t.Error("a row with a negative or NaN length: Bounds ok, want not")
+	}
+}
