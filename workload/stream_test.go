@@ -1,10 +1,12 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,10 +139,73 @@ func TestStreamedTraceChangedIsAnError(t *testing.T) {
 					t.Fatal(err)
 				}
 				tr.file.size, tr.file.mod = st.Size(), st.ModTime()
+				// Only reading the rows again can tell; kept rows are
+				// the ones checked (TestStreamKeepsRows).
+				tr.file.kept = nil
 			}
 			err = tr.Each(func(*Spec) error { return nil })
 			if err == nil || !strings.Contains(err.Error(), "changed since it was first read") {
 				t.Errorf("%q (stat hidden %v): error %v", change, hidden, err)
+			}
+		}
+	}
+}
+
+// A streamed trace of the common kind keeps its rows from the first
+// reading (keptRow) and serves them again without parsing the file: the
+// same Specs as a trace read whole, even when the file was overwritten
+// since with the same size and time (its rows are the ones checked). A
+// row a keptRow cannot hold (elastic, app, tenancy, pods), or a file
+// over keepRowsBytes, is read from the file as before.
+func TestStreamKeepsRows(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration,model"
+	rows := "\n0,1,0,10,BERT\n1,2,5,10,resnet50\n2,4,5,20,BERT\n"
+	var big strings.Builder
+	big.WriteString(h + "\n")
+	for i := 0; big.Len() <= keepRowsBytes; i++ {
+		fmt.Fprintf(&big, "%d,1,%d,10,BERT\n", i, i)
+	}
+	for _, tc := range []struct {
+		name, in string
+		kept     int // rows kept; -1: none
+	}{
+		{"common rows", h + rows, 3},
+		{"tracked and duration_s", "job_id,num_gpus,submit_time,duration_s,model,tracked\n0,1,0,10,BERT,1\n1,1,3,10.5,GPT2,0\n", 2},
+		{"an app", h + ",app" + strings.ReplaceAll(rows, "T\n", "T,a\n"), -1},
+		{"elastic", h + ",max_gpus" + strings.ReplaceAll(rows, "T\n", "T,8\n"), -1},
+		{"a VC", h + ",vc" + strings.ReplaceAll(rows, "T\n", "T,v\n"), -1},
+		{"pods", h + ",pod_gpus" + strings.ReplaceAll(rows, "\n1,2,5,10,resnet50\n", "\n1,2,5,10,resnet50,1\n"), -1},
+		{"over keepRowsBytes", big.String(), -1},
+	} {
+		p := writeFile(t, "k.csv", tc.in)
+		whole, err := ReadTraceFile(p, DefaultModels())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		tr, err := StreamTraceFile(p, DefaultModels())
+		if err != nil || !tr.Streamed() {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := len(tr.file.kept); tc.kept < 0 && tr.file.kept != nil || tc.kept >= 0 && got != tc.kept {
+			t.Errorf("%s: %d rows kept (nil %v), want %d", tc.name, got, tr.file.kept == nil, tc.kept)
+		}
+		if got := streamedRows(t, tr); !slices.Equal(got, whole.Jobs) {
+			t.Errorf("%s: rows differ from the trace read whole", tc.name)
+		}
+		if tc.kept > 0 {
+			// The same size and time, other rows: the kept rows serve.
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(strings.ReplaceAll(tc.in, ",10,", ",90,")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, st.ModTime(), st.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+			if got := streamedRows(t, tr); !slices.Equal(got, whole.Jobs) {
+				t.Errorf("%s: rows after a hidden change differ from the first reading", tc.name)
 			}
 		}
 	}
