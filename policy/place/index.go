@@ -197,7 +197,8 @@ type classIndex struct {
 type binPos struct{ bin, pos int32 }
 
 // multiPair marks a binPos whose (bin, node) pair holds more than one
-// GPU (bins are below MaxInt32/2, see build).
+// GPU (bins are below MaxInt32/2, see build). Only such pairs' counts
+// (cnt) are ever read: a single GPU's pair counts its free flag.
 const multiPair = 1 << 30
 
 // rankInfo is a node's GPU of some rank in its bin order: its bin, and
@@ -659,11 +660,16 @@ var allLive = func() (a [variability.NumClasses]bool) {
 // take marks gpus busy in the structures of every live class (the frame
 // keeps a class live only while it still has jobs to place).
 func (x *scoreIndex) take(gpus []int) {
-	nLive := 0
-	for _, l := range x.live {
+	nLive, one := 0, 0
+	for c, l := range x.live {
 		if l {
 			nLive++
+			one = c
 		}
+	}
+	if nLive == 1 {
+		x.takeOne(one, gpus)
+		return
 	}
 	for _, g := range gpus {
 		x.free[g] = false
@@ -679,12 +685,7 @@ func (x *scoreIndex) take(gpus []int) {
 				continue
 			}
 			ci := &x.cls[c]
-			var bp binPos
-			if nLive == 1 {
-				bp = x.col[c][g]
-			} else {
-				bp = bps[c]
-			}
+			bp := bps[c]
 			bin, pr := bp.bin&^multiPair, bp.pos
 			pos := pr >> 6
 			if x.withinOn {
@@ -711,6 +712,56 @@ func (x *scoreIndex) take(gpus []int) {
 			}
 			ci.binFree[bin]--
 		}
+	}
+	x.total -= len(gpus)
+}
+
+// takeOne is take while class c alone is live (the base frame's every
+// take, see frame): the class's slices are read once a call instead of
+// once a GPU, and a single GPU's (bin, node) pair, whose count nothing
+// reads (see multiPair), gets no store to cnt: a take then writes the
+// bucket word, pop and binFree alone.
+func (x *scoreIndex) takeOne(c int, gpus []int) {
+	ci := &x.cls[c]
+	col, bins, cnt, pop, hint, binFree := x.col[c], ci.bins, ci.cnt, ci.pop, ci.hint, ci.binFree
+	words, free, nodeFree, smask := x.words, x.free, x.nodeFree, ci.smask
+	within, hist := x.withinOn, x.hist
+	for _, g := range gpus {
+		free[g] = false
+		nd := x.nodeOf(g)
+		if hist {
+			x.freeHist[nodeFree[nd]]--
+			x.freeHist[nodeFree[nd]-1]++
+		}
+		nodeFree[nd]--
+		bp := col[g]
+		bin, pr := bp.bin&^multiPair, bp.pos
+		pos := pr >> 6
+		if within {
+			smask[nd] &^= 1 << (pr & 63)
+		}
+		bi := &bins[bin]
+		w := int(bi.bitOff) + int(pos>>6)
+		bit := uint64(1) << (pos & 63)
+		if bp.bin&multiPair == 0 {
+			words[w] &^= bit
+			pop[bi.popOff+1]--
+		} else {
+			// Move the node from bucket k to bucket k-1 of its bin.
+			fi := bi.off + pos
+			k := cnt[fi]
+			cnt[fi] = k - 1
+			words[w+int(k-1)*int(bi.nw)] &^= bit
+			pop[bi.popOff+k]--
+			if k > 1 {
+				words[w+int(k-2)*int(bi.nw)] |= bit
+				pop[bi.popOff+k-1]++
+				if h := &hint[bi.popOff+k-1]; *h > pos>>6 {
+					*h = pos >> 6
+				}
+			}
+		}
+		binFree[bin]--
 	}
 	x.total -= len(gpus)
 }

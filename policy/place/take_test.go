@@ -1,0 +1,78 @@
+package place
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+)
+
+// classState is what take keeps current for a live class: per bin, the
+// nodes in each count bucket (pop and the bucket bitsets) and the free
+// GPUs, the counts of multi-GPU (bin, node) pairs (the only ones read,
+// see multiPair) and, with within queues, each node's free mask. Hints
+// and cursors are lower bounds and are left out; so are the within
+// queues, which load restarts from the all-free state.
+func classState(x *scoreIndex, c int) (pop []int32, words []uint64, binFree, multi []int32, smask []uint64) {
+	ci := &x.cls[c]
+	for _, bi := range ci.bins {
+		pop = append(pop, ci.pop[bi.popOff+1:bi.popOff+bi.maxCnt+1]...)
+		words = append(words, x.words[bi.bitOff:bi.bitOff+bi.maxCnt*bi.nw]...)
+	}
+	for _, g := range ci.multi {
+		multi = append(multi, ci.cnt[ci.bins[ci.gbin[g]].off+ci.pos[g]>>6])
+	}
+	return pop, words, slices.Clone(ci.binFree), multi, slices.Clone(ci.smask)
+}
+
+// TestTakeOneMatchesLoad takes random GPUs, in random batches and
+// order, while a single class is live (take's single-class path, the
+// base frame's every take) and checks that the class's structures are
+// then those load rebuilds from the free mask.
+func TestTakeOneMatchesLoad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 600 {
+		c := randomCluster(t, rng)
+		if trial%3 == 0 {
+			// Bins of more than 64 nodes span several words.
+			var err error
+			if c, err = cluster.New(65+rng.IntN(300), 1+rng.IntN(8)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
+		var x scoreIndex
+		if x.prepare(env, trial%2 == 0) == nil {
+			t.Fatal("index declined valid inputs")
+		}
+		cl := rng.IntN(variability.NumClasses)
+		var live [variability.NumClasses]bool
+		live[cl] = true
+		x.reset(live)
+		perm := rng.Perm(c.Size())
+		perm = perm[:rng.IntN(len(perm)+1)]
+		for len(perm) > 0 {
+			k := 1 + rng.IntN(min(len(perm), 9))
+			x.take(perm[:k])
+			perm = perm[k:]
+		}
+		pop, words, binFree, multi, smask := classState(&x, cl)
+		x.load(cl)
+		wp, ww, wb, wm, ws := classState(&x, cl)
+		switch {
+		case !slices.Equal(pop, wp):
+			t.Fatalf("trial %d class %d: bucket counts %v after takes, %v loaded", trial, cl, pop, wp)
+		case !slices.Equal(words, ww):
+			t.Fatalf("trial %d class %d: buckets %x after takes, %x loaded", trial, cl, words, ww)
+		case !slices.Equal(binFree, wb):
+			t.Fatalf("trial %d class %d: free per bin %v after takes, %v loaded", trial, cl, binFree, wb)
+		case !slices.Equal(multi, wm):
+			t.Fatalf("trial %d class %d: multi-GPU pair counts %v after takes, %v loaded", trial, cl, multi, wm)
+		case !slices.Equal(smask, ws):
+			t.Fatalf("trial %d class %d: node masks %x after takes, %x loaded", trial, cl, smask, ws)
+		}
+	}
+}
