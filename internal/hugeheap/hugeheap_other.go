@@ -1,0 +1,5 @@
+//go:build !linux
+
+package hugeheap
+
+func reserve(int) (lo, hi uintptr) { return 0, 0 }
