@@ -633,19 +633,20 @@ func (ci *classIndex) floorBin(v float64) int {
 }
 
 // reset restores the all-free state for a round in which the classes
-// in live have jobs to place; a class that has none keeps whatever state
-// it has, as nothing reads it (see frame), and is restored when it is
-// live again.
+// in live have jobs to place; any other class keeps whatever state it
+// has, as nothing reads it before a later reset or load (see frame)
+// restores it.
 func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
 	copy(x.free, x.freeInit)
 	copy(x.nodeFree, x.i32Init[x.nfOff:])
 	for c := range x.cls {
-		if ci := &x.cls[c]; x.dirty[c] {
+		if ci := &x.cls[c]; x.dirty[c] && live[c] {
 			copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
 			copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
 		}
+		x.dirty[c] = x.dirty[c] || live[c]
 	}
-	x.live, x.dirty = live, live
+	x.live = live
 	x.total = x.size
 }
 
@@ -1175,19 +1176,21 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 	if rec {
 		x.memo.keep(off, x.dem, x.idx[:end])
 	}
-	x.reset(live)
 	// Only the class being placed is kept current: the next one is
 	// rebuilt off the free mask in one pass (load) when its run starts.
 	// Kept current from the start instead, every take would update every
 	// class still to come; at 27,648 GPUs the rebuilds cost about a tenth
 	// less than those updates (both placers), and a take then reads only
-	// that class's column (see col).
+	// that class's column (see col). So reset restores the first class
+	// alone: a load rewrites all of a class's structures, and restoring
+	// the others too would copy them twice.
 	if k > 0 {
 		c0 := int(x.dem[x.idx[0]].c)
-		for c := range x.live {
-			x.live[c] = x.live[c] && c == c0
+		for c := range live {
+			live[c] = live[c] && c == c0
 		}
 	}
+	x.reset(live)
 	cur := 0
 	stream := ready != nil && classes <= 1
 	for p, i := range x.idx {
@@ -1487,16 +1490,34 @@ func (x *scoreIndex) load(c int) {
 		copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
 		copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
 		binWords = ci.smOff
-		for nd := range ci.smask {
-			var m uint64
-			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
-				var f uint64
-				if x.free[g] {
-					f = 1
+		if per := x.maxPer; x.divM != 0 {
+			// Nodes of per GPUs each (see divider): node nd's GPUs are
+			// nd*per.., read as fixed windows without nodeStart.
+			free, pos := x.free[:len(ci.smask)*per], ci.pos[:len(ci.smask)*per]
+			for nd := range ci.smask {
+				fr, ps := free[nd*per:nd*per+per], pos[nd*per:nd*per+per]
+				var m uint64
+				for i, fl := range fr {
+					var f uint64
+					if fl {
+						f = 1
+					}
+					m |= f << (ps[i] & 63)
 				}
-				m |= f << (ci.pos[g] & 63)
+				ci.smask[nd] = m
 			}
-			ci.smask[nd] = m
+		} else {
+			for nd := range ci.smask {
+				var m uint64
+				for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
+					var f uint64
+					if x.free[g] {
+						f = 1
+					}
+					m |= f << (ci.pos[g] & 63)
+				}
+				ci.smask[nd] = m
+			}
 		}
 	}
 	clear(x.i32[ci.i32Lo : ci.i32Lo+counts])
@@ -1518,37 +1539,40 @@ func (x *scoreIndex) load(c int) {
 	for b, bi := range bins {
 		// Whether a GPU is free is a coin toss to the branch predictor,
 		// so a single pair's bit is gathered into a register without a
-		// branch and stored a word at a time; only multi pairs (rare)
-		// store directly. pop's slot 0 (no bucket) counts the busy pairs
-		// and is cleared after.
-		sum := int32(0)
+		// branch and stored a word at a time, and counted (into pop's
+		// bucket 1 and the bin's free GPUs) by a popcount of the word:
+		// counted pair by pair, every count would wait on the store of
+		// the one before. Only multi pairs (rare) store directly.
+		sum, ones := int32(0), 0
 		nw := int(bi.nw)
 		cb := cnt[bi.off : bi.off+bi.n]
 		pb := ci.pop[bi.popOff : bi.popOff+bi.maxCnt+1]
 		w1 := x.words[bi.bitOff : int(bi.bitOff)+nw]
 		var acc uint64
 		for p, g := range only[bi.off : bi.off+bi.n] {
-			var k int32
 			if g >= 0 {
+				var k uint64
 				if free[g] {
 					k = 1
 				}
-				cb[p] = k
-				acc |= uint64(k) << (p & 63)
-			} else if k = cb[p]; k > 0 {
+				acc |= k << (p & 63) // cb[p] stays 0: never read (see multiPair)
+			} else if k := cb[p]; k > 0 {
 				x.words[int(bi.bitOff)+int(k-1)*nw+p>>6] |= 1 << (p & 63)
+				pb[k]++
+				sum += k
 			}
-			pb[k]++
-			sum += k
 			if p&63 == 63 {
 				w1[p>>6] |= acc
+				ones += bits.OnesCount64(acc)
 				acc = 0
 			}
 		}
 		if bi.n&63 != 0 {
 			w1[(bi.n-1)>>6] |= acc
+			ones += bits.OnesCount64(acc)
 		}
-		pb[0] = 0
+		pb[1] += int32(ones)
+		sum += int32(ones)
 		ci.binFree[b] = sum
 	}
 	x.dirty[c] = true
