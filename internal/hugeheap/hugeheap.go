@@ -7,8 +7,9 @@
 // (a fault in the guest and one in the host): a page-touching loop on the
 // shared 2-core machine of the scale records gave 16-24 µs a page, and
 // 0.7-4.6 µs with the range advised. `pal sim` on the 20,000-job
-// Synergy trace touches about 4,200 pages, a tenth of its CPU time under
-// FIFO; with Reserve about 1,800.
+// Synergy trace faulted about 4,100-4,450 times a run, about a tenth of
+// its CPU time; with Reserve 970-1,410 (see
+// docs/measurements/sim-scale-20k-las-half-2026-12-05.txt).
 package hugeheap
 
 import "sync"
