@@ -974,12 +974,15 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 				r--
 				continue
 			}
+			// A multi pair: which of the node's GPUs are free is a coin
+			// toss to the branch predictor, so each is appended and kept
+			// by a count instead of a branch.
 			nd := nodes[p]
 			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1] && r > 0; g++ {
-				if x.free[g] && ci.gbin[g] == int32(b) {
-					x.buf = append(x.buf, int(g))
-					r--
-				}
+				k := bit(x.free[g]) & bit(ci.gbin[g] == int32(b))
+				x.buf = append(x.buf, int(g))
+				x.buf = x.buf[:len(x.buf)-1+k]
+				r -= k
 			}
 		}
 	}
@@ -1014,11 +1017,20 @@ func (x *scoreIndex) fromNode(c, node, n, b int) []int {
 	gbin := x.cls[c].gbin
 	x.buf = x.buf[:0]
 	for g := x.nodeStart[node]; g < x.nodeStart[node+1] && len(x.buf) < n; g++ {
-		if x.free[g] && int(gbin[g]) <= b {
-			x.buf = append(x.buf, int(g))
-		}
+		k := bit(x.free[g]) & bit(int(gbin[g]) <= b) // no branch on the flags (see walk)
+		x.buf = append(x.buf, int(g))
+		x.buf = x.buf[:len(x.buf)-1+k]
 	}
 	return x.buf
+}
+
+// bit is 1 for true and 0 for false, without a branch.
+func bit(b bool) int {
+	var k int
+	if b {
+		k = 1
+	}
+	return k
 }
 
 // withinTop finds the within queue's best node for n GPUs of class c on
