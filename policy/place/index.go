@@ -110,6 +110,12 @@ type scoreIndex struct {
 	// reads it instead: a quarter of bp's lines, so on a large cluster
 	// more of them stay in the cache from one take to the next.
 	col [variability.NumClasses][]binPos
+	// col32[c], when the class's bins and node lists are small enough, is
+	// col packed in 4 bytes instead (and col[c] nil): the multiPair flag
+	// in bit 31, the bin above the low prBits[c] bits, which hold pos.
+	// Half the bytes take reads in pick order.
+	col32  [variability.NumClasses][]uint32
+	prBits [variability.NumClasses]uint8
 	// hist: freeHist[k] counts the nodes with k free GPUs, kept by take
 	// and give while a migration-aware frame runs (see room).
 	hist     bool
@@ -192,6 +198,11 @@ type classIndex struct {
 	// words[wLo:wHi].
 	i32Lo, i32Hi, wLo, wHi int
 }
+
+// packColumns lets build pack a class's column (see col32); tests turn
+// it off to reach the unpacked one, which only bins and node lists too
+// large for a test need.
+var packColumns = true
 
 // binPos is a GPU's bin and pos in one class (see scoreIndex.bp).
 type binPos struct{ bin, pos int32 }
@@ -378,6 +389,23 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 				b |= multiPair
 			}
 			x.bp[g][c] = binPos{b, ci.pos[g]}
+		}
+		maxN := int32(1)
+		for _, bi := range ci.bins {
+			maxN = max(maxN, bi.n)
+		}
+		prb := 6 + bits.Len32(uint32(maxN-1))
+		if packColumns && prb+bits.Len(uint(len(ci.bins)-1)) <= 31 {
+			x.col32[c], x.prBits[c] = make([]uint32, x.size), uint8(prb)
+			for g := range x.bp {
+				bp := x.bp[g][c]
+				v := uint32(bp.bin&^multiPair)<<prb | uint32(bp.pos)
+				if bp.bin&multiPair != 0 {
+					v |= 1 << 31
+				}
+				x.col32[c][g] = v
+			}
+			continue
 		}
 		x.col[c] = make([]binPos, x.size)
 		for g := range x.bp {
@@ -727,6 +755,8 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 	col, bins, cnt, pop, hint, binFree := x.col[c], ci.bins, ci.cnt, ci.pop, ci.hint, ci.binFree
 	words, free, nodeFree, smask := x.words, x.free, x.nodeFree, ci.smask
 	within, hist := x.withinOn, x.hist
+	c32, prb := x.col32[c], x.prBits[c]
+	prMask := uint32(1)<<prb - 1
 	for _, g := range gpus {
 		free[g] = false
 		nd := x.nodeOf(g)
@@ -735,8 +765,15 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 			x.freeHist[nodeFree[nd]-1]++
 		}
 		nodeFree[nd]--
-		bp := col[g]
-		bin, pr := bp.bin&^multiPair, bp.pos
+		var bin, pr int32
+		var multi bool
+		if c32 != nil {
+			v := c32[g]
+			bin, pr, multi = int32(v<<1>>1>>prb), int32(v&prMask), v>>31 != 0
+		} else {
+			bp := col[g]
+			bin, pr, multi = bp.bin&^multiPair, bp.pos, bp.bin&multiPair != 0
+		}
 		pos := pr >> 6
 		if within {
 			smask[nd] &^= 1 << (pr & 63)
@@ -744,7 +781,7 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 		bi := &bins[bin]
 		w := int(bi.bitOff) + int(pos>>6)
 		bit := uint64(1) << (pos & 63)
-		if bp.bin&multiPair == 0 {
+		if !multi {
 			words[w] &^= bit
 			pop[bi.popOff+1]--
 		} else {

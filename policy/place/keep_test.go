@@ -87,6 +87,14 @@ func TestIndexMarksMultiGPUPairs(t *testing.T) {
 // class. The classes score the GPUs differently here, so that reading
 // another class's column would be seen.
 func TestIndexColumnsMatchRecords(t *testing.T) {
+	for _, pack := range []bool{true, false} {
+		packColumns = pack
+		indexColumnsMatchRecords(t)
+	}
+	packColumns = true
+}
+
+func indexColumnsMatchRecords(t *testing.T) {
 	c, err := cluster.New(2, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -102,12 +110,12 @@ func TestIndexColumnsMatchRecords(t *testing.T) {
 	}
 	differ := false
 	for cl := range x.cls {
-		if len(x.col[cl]) != len(x.bp) {
-			t.Fatalf("class %d: column of %d GPUs, want %d", cl, len(x.col[cl]), len(x.bp))
+		if n := len(x.col[cl]) + len(x.col32[cl]); n != len(x.bp) || (x.col32[cl] != nil) != packColumns {
+			t.Fatalf("class %d: column of %d GPUs (packed: %v), want %d (packed: %v)", cl, n, x.col32[cl] != nil, len(x.bp), packColumns)
 		}
 		for g, bp := range x.bp {
-			if x.col[cl][g] != bp[cl] {
-				t.Errorf("class %d GPU %d: column %+v, record %+v", cl, g, x.col[cl][g], bp[cl])
+			if got := colAt(&x, cl, g); got != bp[cl] {
+				t.Errorf("class %d GPU %d: column %+v, record %+v", cl, g, got, bp[cl])
 			}
 			differ = differ || bp[cl] != bp[0]
 		}
@@ -115,4 +123,17 @@ func TestIndexColumnsMatchRecords(t *testing.T) {
 	if !differ {
 		t.Fatal("every class has the same bins: the test cannot tell the columns apart")
 	}
+}
+
+// colAt is GPU g's entry of class c's column, packed or not.
+func colAt(x *scoreIndex, c, g int) binPos {
+	if x.col32[c] == nil {
+		return x.col[c][g]
+	}
+	v, prb := x.col32[c][g], x.prBits[c]
+	bp := binPos{bin: int32(v << 1 >> 1 >> prb), pos: int32(v & (1<<prb - 1))}
+	if v>>31 != 0 {
+		bp.bin |= multiPair
+	}
+	return bp
 }

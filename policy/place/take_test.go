@@ -33,6 +33,14 @@ func classState(x *scoreIndex, c int) (pop []int32, words []uint64, binFree, mul
 // base frame's every take) and checks that the class's structures are
 // then those load rebuilds from the free mask.
 func TestTakeOneMatchesLoad(t *testing.T) {
+	for _, pack := range []bool{true, false} {
+		packColumns = pack
+		takeOneMatchesLoad(t)
+	}
+	packColumns = true
+}
+
+func takeOneMatchesLoad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := range 600 {
 		c := randomCluster(t, rng)
@@ -47,6 +55,9 @@ func TestTakeOneMatchesLoad(t *testing.T) {
 		var x scoreIndex
 		if x.prepare(env, trial%2 == 0) == nil {
 			t.Fatal("index declined valid inputs")
+		}
+		if (x.col32[0] != nil) != packColumns {
+			t.Fatalf("trial %d: packed column %v, want %v", trial, x.col32[0] != nil, packColumns)
 		}
 		cl := rng.IntN(variability.NumClasses)
 		var live [variability.NumClasses]bool
@@ -64,7 +75,7 @@ func TestTakeOneMatchesLoad(t *testing.T) {
 		wp, ww, wb, wm, ws := classState(&x, cl)
 		switch {
 		case !slices.Equal(pop, wp):
-			t.Fatalf("trial %d class %d: bucket counts %v after takes, %v loaded", trial, cl, pop, wp)
+			t.Fatalf("pack %v trial %d class %d: bucket counts %v after takes, %v loaded", packColumns, trial, cl, pop, wp)
 		case !slices.Equal(words, ww):
 			t.Fatalf("trial %d class %d: buckets %x after takes, %x loaded", trial, cl, words, ww)
 		case !slices.Equal(binFree, wb):
