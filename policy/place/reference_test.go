@@ -42,6 +42,17 @@ func randomCluster(t *testing.T, rng *rand.Rand) *cluster.Cluster {
 	return c
 }
 
+// wideCluster is a uniform cluster of 65 to 64+extra nodes: past 64
+// nodes a bin's buckets span several words (and their summary).
+func wideCluster(t *testing.T, rng *rand.Rand, extra int) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.New(65+rng.IntN(extra), 1+rng.IntN(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // scorePool holds values like real bins: tight main bins, an outlier, and
 // pairs that differ in the last digits.
 var scorePool = []float64{0.9128, 0.95, 0.9851, 0.9876, 1.0, 1.0124, 1.0145, 1.1, 2.5946, 3.5}
@@ -366,11 +377,7 @@ func TestPackedMatchesReferenceScan(t *testing.T) {
 	for trial := range 400 {
 		c := randomCluster(t, rng)
 		if trial%4 == 0 {
-			// Past 64 nodes the buckets span words and their summary.
-			var err error
-			if c, err = cluster.New(65+rng.IntN(700), 1+rng.IntN(8)); err != nil {
-				t.Fatal(err)
-			}
+			c = wideCluster(t, rng, 700)
 		}
 		e := &policy.Env{Cluster: c, Rand: rand.New(rand.NewPCG(1, 2))}
 		order := randomQueue(rng, c)

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 )
@@ -45,11 +44,7 @@ func takeOneMatchesLoad(t *testing.T) {
 	for trial := range 600 {
 		c := randomCluster(t, rng)
 		if trial%3 == 0 {
-			// Bins of more than 64 nodes span several words.
-			var err error
-			if c, err = cluster.New(65+rng.IntN(300), 1+rng.IntN(8)); err != nil {
-				t.Fatal(err)
-			}
+			c = wideCluster(t, rng, 300)
 		}
 		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
 		var x scoreIndex

@@ -22,10 +22,7 @@ func TestPlaceHeldMatchesPlace(t *testing.T) {
 	for trial := range 300 {
 		c := randomCluster(t, rng)
 		if trial%5 == 0 {
-			var err error
-			if c, err = cluster.New(65+rng.IntN(200), 1+rng.IntN(8)); err != nil {
-				t.Fatal(err)
-			}
+			c = wideCluster(t, rng, 200)
 		}
 		guarded := trial%2 == 1
 		mk := func() Tracker {
