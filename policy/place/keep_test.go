@@ -86,13 +86,7 @@ func TestIndexMarksMultiGPUPairs(t *testing.T) {
 // otherwise, so the two must hold the same bin and pos for every GPU and
 // class. The classes score the GPUs differently here, so that reading
 // another class's column would be seen.
-func TestIndexColumnsMatchRecords(t *testing.T) {
-	for _, pack := range []bool{true, false} {
-		packColumns = pack
-		indexColumnsMatchRecords(t)
-	}
-	packColumns = true
-}
+func TestIndexColumnsMatchRecords(t *testing.T) { eachPacking(t, indexColumnsMatchRecords) }
 
 func indexColumnsMatchRecords(t *testing.T) {
 	c, err := cluster.New(2, 3)

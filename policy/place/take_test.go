@@ -31,12 +31,17 @@ func classState(x *scoreIndex, c int) (pop []int32, words []uint64, binFree, mul
 // order, while a single class is live (take's single-class path, the
 // base frame's every take) and checks that the class's structures are
 // then those load rebuilds from the free mask.
-func TestTakeOneMatchesLoad(t *testing.T) {
+func TestTakeOneMatchesLoad(t *testing.T) { eachPacking(t, takeOneMatchesLoad) }
+
+// eachPacking runs f with the take column packed and unpacked, and
+// restores packing even when f stops the test (t.Fatal), so that a
+// failure does not leave later tests running on the unpacked column.
+func eachPacking(t *testing.T, f func(*testing.T)) {
+	defer func() { packColumns = true }()
 	for _, pack := range []bool{true, false} {
 		packColumns = pack
-		takeOneMatchesLoad(t)
+		f(t)
 	}
-	packColumns = true
 }
 
 func takeOneMatchesLoad(t *testing.T) {
