@@ -184,6 +184,11 @@ type classIndex struct {
 	// wq[n] (2 <= n <= maxPer, PAL only) orders nodes for jobs of n GPUs;
 	// see wkey and wmin.
 	wq []withinQueue
+	// unbuilt has bit n set while wq[n] holds nothing valid: a load
+	// leaves the queues to be built from the node masks by the first
+	// wmin that needs them (see buildQueue), and give files nothing in
+	// them meanwhile.
+	unbuilt uint64
 	// lvBin[i] is floorBin of the class's i-th L×V entry (PAL only): the
 	// score table, and so its L×V order, never changes under an index.
 	lvBin []int
@@ -671,6 +676,7 @@ func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
 		if ci := &x.cls[c]; x.dirty[c] && live[c] {
 			copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
 			copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+			ci.unbuilt = 0
 		}
 		x.dirty[c] = x.dirty[c] || live[c]
 	}
@@ -856,6 +862,9 @@ func (x *scoreIndex) wput(ci *classIndex, q *withinQueue, b, r, p int32) {
 func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 	ci := &x.cls[c]
 	q := &ci.wq[n]
+	if ci.unbuilt>>n&1 != 0 {
+		x.buildQueue(ci, n)
+	}
 	nb := int32(len(ci.bins))
 	for b := q.cur[0]; b < nb; b++ {
 		bi := &ci.bins[b]
@@ -884,6 +893,36 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 	}
 	q.cur[0] = nb
 	return int(nb), -1
+}
+
+// buildQueue files every node with n free GPUs of class c in wq[n]
+// under its key, read off the node masks. A load (a class whose run
+// starts mid-round, or a migration-aware round's reserve) leaves the
+// queues unbuilt rather than restarting them from the all-free state:
+// restarted, they held every node at its all-free key, and wmin
+// re-filed or dropped, one by one, each node the classes before had
+// used as it reached the front. Built here, only nodes that can hold
+// the job are filed, at their true keys, and a queue no job of the
+// class asks for costs nothing.
+func (x *scoreIndex) buildQueue(ci *classIndex, n int) {
+	q := &ci.wq[n]
+	nb := int32(len(ci.bins))
+	clear(q.pop)
+	for i := range q.hint {
+		q.hint[i] = math.MaxInt32 // wput lowers it to the first filed word
+	}
+	clear(x.words[q.wOff : q.wOff+q.r*ci.nwStart[nb]])
+	lo := nb
+	for nd, m := range ci.smask {
+		if bits.OnesCount64(m) < n {
+			continue
+		}
+		b, cum, p := x.wkey(ci, n, nd)
+		x.wput(ci, q, b, int32(x.maxPer-cum), p)
+		lo = min(lo, b)
+	}
+	q.cur[0] = lo
+	ci.unbuilt &^= 1 << n
 }
 
 // pmFirst is picker.pmFirst over bins 0..bmax: the n best free GPUs of
@@ -1527,17 +1566,15 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
 // load makes class c's structures those of the free mask x.free: the
 // counts and buckets are rebuilt in one pass over the bins' node lists.
 // Hints and the bin cursor restart at 0, which is always a valid lower
-// bound (walks move them up). PAL's within queues restart from the
-// all-free state, whose entries are at worst too good, which wmin
-// corrects when it meets them (as after any take), and each node's free
-// mask is read off the free GPUs.
+// bound (walks move them up). Each node's free mask is read off the free
+// GPUs, and PAL's within queues are left for buildQueue to file from
+// those masks when a job first asks for one.
 func (x *scoreIndex) load(c int) {
 	ci := &x.cls[c]
 	counts := len(ci.cnt) + len(ci.pop) + len(ci.hint) + len(ci.binFree) + len(ci.lo)
 	binWords := ci.wHi
 	if x.withinOn {
-		copy(x.i32[ci.i32Lo:ci.i32Hi], x.i32Init[ci.i32Lo:ci.i32Hi])
-		copy(x.words[ci.wLo:ci.wHi], x.wordsInit[ci.wLo:ci.wHi])
+		ci.unbuilt = ^uint64(0)
 		binWords = ci.smOff
 		if per := x.maxPer; x.divM != 0 {
 			// Nodes of per GPUs each (see divider): node nd's GPUs are
@@ -1749,6 +1786,9 @@ func (x *scoreIndex) give(gpus []int) {
 			}
 			ci := &x.cls[c]
 			for n := 2; n < len(ci.wq); n++ {
+				if ci.unbuilt>>n&1 != 0 {
+					continue
+				}
 				if b, cum, p := x.wkey(ci, n, int(nd)); b >= 0 {
 					q := &ci.wq[n]
 					x.wput(ci, q, b, int32(x.maxPer-cum), p)

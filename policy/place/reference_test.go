@@ -457,3 +457,52 @@ func TestIndexedMatchesReferenceOnWideBins(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexedMatchesReferenceRoundAfterRound places measured profiles'
+// scores on clusters past 64 nodes, round after round on one index: a
+// class whose run starts mid-round builds its within queues then (see
+// buildQueue) over whatever its last round left in them, hints included,
+// and bins of more than 64 nodes give those hints words to be wrong
+// about.
+func TestIndexedMatchesReferenceRoundAfterRound(t *testing.T) {
+	profiles, err := variability.LoadNamed("longhorn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shape := range [][2]int{{300, 4}, {200, 6}} {
+		c, err := cluster.New(shape[0], shape[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := variability.Assign(profiles, c.Size(), variability.WithReplacement, variability.NewRand(uint64(shape[0])), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs, err := variability.NewScores(raw, variability.BinOptions{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := &policy.Scores{}
+		for k := range sc.SF {
+			sc.SF[k] = vs.SF[k]
+			for _, e := range vs.LV[k] {
+				sc.LV[k] = append(sc.LV[k], policy.LVStep{V: e.V, Across: e.Across})
+			}
+		}
+		env := &policy.Env{Cluster: c, Scores: sc}
+		rng := rand.New(rand.NewPCG(uint64(shape[1]), 7))
+		pal := NewPAL()
+		for round := range 12 {
+			order := randomQueue(rng, c)
+			sameAlloc(t, fmt.Sprintf("%v round %d", c, round), pal.Place(env, order), (&refPAL{}).Place(env, order))
+		}
+		x := &pal.ix
+		wide := false
+		for _, bi := range x.cls[0].bins {
+			wide = wide || bi.nw >= 2
+		}
+		if !x.ok || !wide {
+			t.Fatalf("%v: the index is not in use or each of class A's bins fits one word", c)
+		}
+	}
+}
