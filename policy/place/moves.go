@@ -73,6 +73,10 @@ type mover struct {
 	// room(j), if set, reports whether some node could hold all of
 	// pinned job j, counting its own GPUs as free (nil: assume so).
 	room func(j *workload.Job) bool
+	// spans(j), if set, reports that the placer's pick for pinned job j
+	// (its own GPUs counted free) certainly spans nodes (false: it may
+	// not), which prices the pick as no room does.
+	spans func(j *workload.Job) bool
 	// visited(p), if set, is told when the job at position p of the
 	// visiting order has had its turn.
 	visited func(p int)
@@ -119,8 +123,9 @@ func (m *mover) any(order []*workload.Job) bool {
 // thr = slowdown(held) - MoveCost.Migration / (Remaining x IterTime). A
 // pick inside one node is at least as slow as its worst GPU (1 for a
 // placer that weighs only locality); one that spans nodes, the only kind
-// left when no node has room for j (counting its own GPUs), is slower by
-// the locality penalty on top. So a move can pay only if GPUs(j) GPUs,
+// left when no node has room for j (counting its own GPUs) and the only
+// kind the placer would pick when spans says so, is slower by the
+// locality penalty on top. So a move can pay only if GPUs(j) GPUs,
 // among those free now and j's own, score below thr (or thr / penalty).
 // Most pinned jobs are kept on this count alone.
 func (m *mover) mayPay(j *workload.Job) bool {
@@ -135,7 +140,7 @@ func (m *mover) mayPay(j *workload.Job) bool {
 	} else {
 		thr = slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
 	}
-	if m.room != nil && !m.room(j) {
+	if m.room != nil && !m.room(j) || m.spans != nil && m.spans(j) {
 		if m.env.Locality != nil {
 			thr /= m.env.Locality(&j.Spec)
 		}

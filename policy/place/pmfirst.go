@@ -66,9 +66,13 @@ func (p *PMFirst) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int,
 		return
 	}
 	x.tag(int(p.TieBreak)) // the frame's memo keeps answers under one tie-break
+	m := hysteresis(p.MigrationAware, env, true)
+	if m != nil && p.TieBreak == PMFirstArtifact {
+		m.spans = x.pmFirstSpans
+	}
 	x.frame(order, alloc, ready, func(n, c int) []int {
 		return x.pmFirst(c, n, len(x.cls[c].vals)-1, p.TieBreak)
-	}, hysteresis(p.MigrationAware, env, true))
+	}, m)
 }
 
 // MoveGain implements policy.MoveJudge (see Pays).
