@@ -684,6 +684,25 @@ func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
 	x.total = x.size
 }
 
+// resetBounds is reset for a migration-aware round (moveFrameOn), in
+// which a class in live is rebuilt from the free mask (load) before
+// anything reads its structures, except its free GPUs per bin, which
+// freeBelow bounds on while the class is retired: only those are
+// restored (reset would copy every slab, which the loads then rewrite).
+func (x *scoreIndex) resetBounds(live [variability.NumClasses]bool) {
+	copy(x.free, x.freeInit)
+	copy(x.nodeFree, x.i32Init[x.nfOff:])
+	for c := range x.cls {
+		if ci := &x.cls[c]; live[c] {
+			o := ci.i32Lo + len(ci.cnt) + len(ci.pop) + len(ci.hint) // binFree (see carve)
+			copy(ci.binFree, x.i32Init[o:o+len(ci.binFree)])
+			x.dirty[c] = true
+		}
+	}
+	x.live = live
+	x.total = x.size
+}
+
 // allLive is every class: reset(allLive) makes the whole index current.
 var allLive = func() (a [variability.NumClasses]bool) {
 	for c := range a {
@@ -1420,7 +1439,7 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 			last[c] = p
 		}
 	}
-	x.reset(live)
+	x.resetBounds(live)
 	for c := range last {
 		// A class is loaded only when its run of the prefix starts (see
 		// visited), so the takes before it skip it.
@@ -1435,7 +1454,12 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 	}
 	m.visited = func(p int) {
 		for c := range last {
-			if last[c] == p {
+			// The class whose run ends the prefix stays live: past the
+			// prefix a job fits only once a preemption frees GPUs, so
+			// takes and gives are few there, and the first job past the
+			// prefix is as likely of that class as of any other (kept,
+			// its pick needs no load).
+			if last[c] == p && p+1 < x.prefix {
 				x.retire(c)
 			}
 		}
@@ -1449,6 +1473,12 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 	x.fillHist()
 	m.moveFrame(order, x.idx, out, x, &x.ms, func(i int) []int {
 		d := x.dem[i]
+		if int(d.n) > x.total {
+			// Both placers' picks fail on the free count before they
+			// read a class (PAL.pick, pmFirst): a job past the prefix
+			// that waits for a preemption costs no load.
+			return nil
+		}
 		if !x.live[d.c] {
 			x.revive(int(d.c))
 		}
