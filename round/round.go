@@ -194,6 +194,9 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 	}
 	held := 0 // GPUs the ordered jobs hold
 	touched, touchedTo := 0, 0
+	if len(order) < touchMin {
+		touchedTo = -1 // no reads ahead: i never reaches it
+	}
 	for i := range order {
 		if i == ready {
 			ready = r.wait(i)
@@ -251,6 +254,16 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 	return nil
 }
 
+// touchMin is the shortest order apply reads ahead in (see touch). In a
+// short one the reads ahead cost more than they save: a round of the
+// 20,000-job Synergy trace on 16x4 under LAS orders about 69 jobs, and
+// the run without them took 0.96-0.97 of the CPU time, while on 4608x6,
+// where a round of the 100,000-job trace orders about 13,000, they save
+// time (docs/measurements/sim-scale-20k-las-pgo-2026-12-05.txt). Orders
+// in between were not measured; 1,024 is where a placer starts to
+// stream (two policy.StreamChunk).
+const touchMin = 1024
+
 // touchBlock is how many jobs apply reads (see touch) in one tight loop
 // before classifying them one by one.
 const touchBlock = 32
@@ -262,7 +275,8 @@ const touchBlock = 32
 // the other way round) has its launch and preemption record read too
 // (Preemptions, beside FirstStart, LastGPUs and MoveCost in workload.Job):
 // under LAS most of a round's jobs start or stop, and that line was a
-// miss waited for in every visit. apply reads a block of jobs so before their turn (and the owner
+// miss waited for in every visit. In an order of at least touchMin jobs,
+// apply reads a block of jobs so before their turn (and the owner
 // of the first GPU of each one's final line): in a loop that
 // does nothing else the processor has the reads of many jobs in flight
 // at once, while the loop body between two jobs (the visit) is too long

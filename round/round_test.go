@@ -119,7 +119,7 @@ func TestStreamMatchesApply(t *testing.T) {
 // reading ahead into lines still being written is a reported race. The
 // kinds and the owner table are Apply's either way.
 func TestStreamReadsOnlyFinalLines(t *testing.T) {
-	const n = 2 * touchBlock
+	const n = touchMin // long enough to read ahead
 	build := func() ([]*workload.Job, [][]int, *cluster.Cluster) {
 		cl, err := cluster.New(n/4, 4)
 		if err != nil {
@@ -153,6 +153,38 @@ func TestStreamReadsOnlyFinalLines(t *testing.T) {
 	order, alloc, cl := build()
 	var a Applier
 	streamLikeApply(t, &a, NewRelay(), cl, order, alloc, 100*time.Microsecond, want, wantKinds)
+}
+
+// TestApplierReadsAheadOnlyInLongOrders checks where apply reads ahead:
+// an order of touchMin waiting jobs that stay waiting, job i with id i,
+// sums their ids (the only nonzero word touch reads of a job that holds
+// nothing and gets nothing): 0 + 1 + ... + 1023 = 523,776; one job
+// shorter, it reads nothing ahead.
+func TestApplierReadsAheadOnlyInLongOrders(t *testing.T) {
+	for _, tc := range []struct {
+		n, want int
+	}{{touchMin, 523776}, {touchMin - 1, 0}} {
+		cl, err := cluster.New(1, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := make([]*workload.Job, tc.n)
+		for i := range order {
+			order[i] = job(i, 1, nil)
+		}
+		var a Applier
+		waits := 0
+		if err := a.Apply(cl, order, make([][]int, tc.n), func(_ int, k Kind) {
+			if k == Wait {
+				waits++
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if a.touched != tc.want || waits != tc.n {
+			t.Errorf("%d jobs: read ahead %d, %d waits; want %d, %d", tc.n, a.touched, waits, tc.want, tc.n)
+		}
+	}
 }
 
 // streamLikeApply streams alloc into a from another goroutine, one line
