@@ -105,7 +105,7 @@ func TestFrameMemoKeys(t *testing.T) {
 		{memoGPUs, []int{1, 0}, true},
 		{memoGPUs + 1, []int{0, 1}, false}, // a large cluster: off
 		{64, nil, false},
-		{64, slices.Repeat([]int{0}, memoLen+1), false},
+		{64, slices.Repeat([]int{0}, 66), false}, // longer than a prefix of 64 GPUs and one more
 	} {
 		if _, hit, ok := m.slot(c.size, dem, c.idx); ok != c.ok || hit {
 			t.Errorf("slot(%d, %v) = hit %v, ok %v; want ok %v and no hit", c.size, c.idx, hit, ok, c.ok)
@@ -135,7 +135,7 @@ func TestFrameMemoWaits(t *testing.T) {
 		}
 	}
 	off, hit, ok := m.slot(64, dem, []int{0, 1})
-	if !ok || hit || len(m.tags) != memoSlots {
+	if !ok || hit || len(m.tags) != 2*memoSlots {
 		t.Fatalf("fourth round: ok %v hit %v, %d slots; want a slot kept from now on", ok, hit, len(m.tags))
 	}
 	m.keep(off, dem, []int{0, 1})
@@ -173,7 +173,7 @@ func TestFrameMemoRefs(t *testing.T) {
 		x.memo.put(off, p, g)
 	}
 	x.memo.done(off)
-	refs := func() []uint32 { return slices.Clone(x.memo.data[off+memoRefs : off+memoRefs+len(picks)]) }
+	refs := func() []uint32 { return slices.Clone(x.memo.data[off+x.memo.refs : off+x.memo.refs+len(picks)]) }
 	cases := []struct {
 		read     string
 		wantRefs []uint32
@@ -229,25 +229,96 @@ func memoRefsValid(t *testing.T, what string, x *scoreIndex) int {
 		if tag == 0 {
 			continue
 		}
-		off := s * memoSlot
+		off := s * m.stride
 		n := int(m.data[off])
 		for p := range n {
-			k := m.data[off+memoRefs+p]
+			k := m.data[off+m.refs+p]
 			if k == 0 {
 				continue
 			}
 			seen++
-			o := m.data[off+1+memoLen+p]
+			o := m.data[off+m.offs+p]
 			if o == memoStop || int(k) > len(x.sets.lists) {
 				t.Fatalf("%s: slot %d position %d refers to list %d of %d at offset %d", what, s, p, k, len(x.sets.lists), o)
 			}
 			l := x.sets.lists[k-1]
 			for i, id := range l {
-				if m.data[off+1+2*memoLen+int(o)+i] != uint32(id) {
+				if m.data[off+m.gpus0+int(o)+i] != uint32(id) {
 					t.Fatalf("%s: slot %d position %d refers to %v, which is not its answer", what, s, p, l)
 				}
 			}
 		}
 	}
 	return seen
+}
+
+// TestMemoSlotsFor: a smaller cluster gets smaller slots and as many more
+// of them as fit the same memory, up to memoMaxSlots.
+func TestMemoSlotsFor(t *testing.T) {
+	for _, c := range []struct{ size, want int }{
+		{128, 1024}, {65, 1024}, {64, 2048}, {33, 2048}, {32, 4096},
+		{17, 4096}, {16, 8192}, {8, 8192}, {1, 8192},
+	} {
+		if got := memoSlotsFor(c.size); got != c.want {
+			t.Errorf("memoSlotsFor(%d) = %d, want %d", c.size, got, c.want)
+		}
+	}
+	var m frameMemo
+	m.layout(64)
+	// length, 65 demands, 65 offsets, 64 GPUs, 65 references
+	if m.maxLen != 65 || m.offs != 66 || m.gpus0 != 131 || m.refs != 195 || m.stride != 260 {
+		t.Errorf("layout(64): maxLen %d offs %d gpus0 %d refs %d stride %d; want 65 66 131 195 260", m.maxLen, m.offs, m.gpus0, m.refs, m.stride)
+	}
+}
+
+// TestFrameMemoTwoWays keeps three rounds whose sequences fall in one
+// set: the first two are both found, and the third takes the slot of
+// the one not read last (whichever was kept last).
+func TestFrameMemoTwoWays(t *testing.T) {
+	memoFromStart(t)
+	var m frameMemo
+	const size = 64
+	if _, _, ok := m.slot(size, []demand{{1, 0}}, []int{0}); !ok {
+		t.Fatal("no memo")
+	}
+	clear(m.tags)
+	// Three sequences of four demands of 1-8 GPUs in one set.
+	bySet := map[int][][]demand{}
+	var seqs [][]demand
+	for v := range 8 * 8 * 8 * 8 {
+		d := []demand{{int32(v%8 + 1), 0}, {int32(v/8%8 + 1), 0}, {int32(v/64%8 + 1), 0}, {int32(v/512 + 1), 0}}
+		h, _ := memoHash(d, []int{0, 1, 2, 3})
+		s := m.setOf(h)
+		if bySet[s] = append(bySet[s], d); len(bySet[s]) == 3 {
+			seqs = bySet[s]
+			break
+		}
+	}
+	if seqs == nil {
+		t.Fatal("no three sequences in one set")
+	}
+	idx := []int{0, 1, 2, 3}
+	keep := func(d []demand) {
+		off, hit, ok := m.slot(size, d, idx)
+		if hit || !ok {
+			t.Fatalf("keeping %v: hit %v ok %v, want a slot to keep", d, hit, ok)
+		}
+		m.keep(off, d, idx)
+		for p := range idx {
+			m.put(off, p, []int{p})
+		}
+		m.done(off)
+	}
+	found := func(d []demand) bool { _, hit, _ := m.slot(size, d, idx); return hit }
+	a, b, c := seqs[0], seqs[1], seqs[2]
+	keep(a)
+	keep(b)
+	if fb, fa := found(b), found(a); !fa || !fb {
+		t.Fatalf("two sequences of one set: found %v and %v, want both", fa, fb)
+	}
+	// a was read last, though b was kept last: c takes b's slot.
+	keep(c)
+	if fb, fa, fc := found(b), found(a), found(c); fb || !fa || !fc {
+		t.Fatalf("after a third: a %v b %v c %v, want true false true", fa, fb, fc)
+	}
 }
