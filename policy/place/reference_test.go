@@ -243,32 +243,40 @@ func TestIndexedPicksMatchReference(t *testing.T) {
 // TestIndexedMatchesReferenceOnProfiles runs the comparison on clusters
 // scored the real way (longhorn draws, artifact K-Means, where class A
 // gets a bin per outlier), over several rounds of a shrinking queue.
-func TestIndexedMatchesReferenceOnProfiles(t *testing.T) {
+// profileEnv is a cluster of nodes x per GPUs with the scores of the
+// longhorn profiles drawn onto it (seeded by nodes) and their L×V orders.
+func profileEnv(t *testing.T, nodes, per int) *policy.Env {
+	t.Helper()
 	profiles, err := variability.LoadNamed("longhorn")
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := cluster.New(nodes, per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := variability.Assign(profiles, c.Size(), variability.WithReplacement, variability.NewRand(uint64(nodes)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := variability.NewScores(raw, variability.BinOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &policy.Scores{}
+	for k := range sc.SF {
+		sc.SF[k] = vs.SF[k]
+		for _, e := range vs.LV[k] {
+			sc.LV[k] = append(sc.LV[k], policy.LVStep{V: e.V, Across: e.Across})
+		}
+	}
+	return &policy.Env{Cluster: c, Scores: sc}
+}
+
+func TestIndexedMatchesReferenceOnProfiles(t *testing.T) {
 	for _, shape := range [][2]int{{16, 4}, {40, 6}, {24, 8}} {
-		c, err := cluster.New(shape[0], shape[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := variability.Assign(profiles, c.Size(), variability.WithReplacement, variability.NewRand(uint64(shape[0])), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vs, err := variability.NewScores(raw, variability.BinOptions{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := &policy.Scores{}
-		for k := range sc.SF {
-			sc.SF[k] = vs.SF[k]
-			for _, e := range vs.LV[k] {
-				sc.LV[k] = append(sc.LV[k], policy.LVStep{V: e.V, Across: e.Across})
-			}
-		}
-		env := &policy.Env{Cluster: c, Scores: sc}
+		env := profileEnv(t, shape[0], shape[1])
+		c := env.Cluster
 		rng := rand.New(rand.NewPCG(uint64(shape[1]), 5))
 		pal, pm := NewPAL(), NewPMFirst(PMFirstArtifact)
 		for round := range 30 {
@@ -465,31 +473,9 @@ func TestIndexedMatchesReferenceOnWideBins(t *testing.T) {
 // and bins of more than 64 nodes give those hints words to be wrong
 // about.
 func TestIndexedMatchesReferenceRoundAfterRound(t *testing.T) {
-	profiles, err := variability.LoadNamed("longhorn")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, shape := range [][2]int{{300, 4}, {200, 6}} {
-		c, err := cluster.New(shape[0], shape[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := variability.Assign(profiles, c.Size(), variability.WithReplacement, variability.NewRand(uint64(shape[0])), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vs, err := variability.NewScores(raw, variability.BinOptions{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := &policy.Scores{}
-		for k := range sc.SF {
-			sc.SF[k] = vs.SF[k]
-			for _, e := range vs.LV[k] {
-				sc.LV[k] = append(sc.LV[k], policy.LVStep{V: e.V, Across: e.Across})
-			}
-		}
-		env := &policy.Env{Cluster: c, Scores: sc}
+		env := profileEnv(t, shape[0], shape[1])
+		c := env.Cluster
 		rng := rand.New(rand.NewPCG(uint64(shape[1]), 7))
 		pal := NewPAL()
 		for round := range 12 {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -21,15 +20,7 @@ func TestPMFirstSpansOnlyWhenPickSpans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	said, spanned, picks := 0, 0, 0
 	for trial := range 3000 {
-		c := randomCluster(t, rng)
-		if trial%3 == 0 {
-			c = wideCluster(t, rng, 300)
-		}
-		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
-		var x scoreIndex
-		if x.prepare(env, false) == nil {
-			t.Fatal("index declined valid inputs")
-		}
+		c, x := randomIndex(t, rng, trial, false)
 		if x.maxPer < 2 {
 			continue
 		}

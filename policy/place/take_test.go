@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 )
@@ -44,18 +45,26 @@ func eachPacking(t *testing.T, f func(*testing.T)) {
 	}
 }
 
+// randomIndex is an index prepared (with within queues if within) on a
+// random cluster, past 64 nodes in every third trial, with random scores.
+func randomIndex(t *testing.T, rng *rand.Rand, trial int, within bool) (*cluster.Cluster, *scoreIndex) {
+	t.Helper()
+	c := randomCluster(t, rng)
+	if trial%3 == 0 {
+		c = wideCluster(t, rng, 300)
+	}
+	env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
+	x := &scoreIndex{}
+	if x.prepare(env, within) == nil {
+		t.Fatal("index declined valid inputs")
+	}
+	return c, x
+}
+
 func takeOneMatchesLoad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := range 600 {
-		c := randomCluster(t, rng)
-		if trial%3 == 0 {
-			c = wideCluster(t, rng, 300)
-		}
-		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
-		var x scoreIndex
-		if x.prepare(env, trial%2 == 0) == nil {
-			t.Fatal("index declined valid inputs")
-		}
+		c, x := randomIndex(t, rng, trial, trial%2 == 0)
 		if (x.col32[0] != nil) != packColumns {
 			t.Fatalf("trial %d: packed column %v, want %v", trial, x.col32[0] != nil, packColumns)
 		}
@@ -70,9 +79,9 @@ func takeOneMatchesLoad(t *testing.T) {
 			x.take(perm[:k])
 			perm = perm[k:]
 		}
-		pop, words, binFree, multi, smask := classState(&x, cl)
+		pop, words, binFree, multi, smask := classState(x, cl)
 		x.load(cl)
-		wp, ww, wb, wm, ws := classState(&x, cl)
+		wp, ww, wb, wm, ws := classState(x, cl)
 		switch {
 		case !slices.Equal(pop, wp):
 			t.Fatalf("pack %v trial %d class %d: bucket counts %v after takes, %v loaded", packColumns, trial, cl, pop, wp)
