@@ -145,6 +145,7 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 // holds GPUs is an error, since the rebuilt table would take them away.
 type Applier struct {
 	next    []int // the owner table being built
+	held    int   // GPUs the jobs read so far hold (see Line)
 	touched int   // what the round's reads ahead (touch) summed, kept so they stay
 }
 
@@ -177,22 +178,13 @@ func (a *Applier) Stream(cl *cluster.Cluster, order []*workload.Job, alloc [][]i
 }
 
 func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, r *Relay, visit func(i int, k Kind)) error {
-	if len(alloc) != len(order) {
-		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", len(alloc), len(order))
-	}
-	size := cl.Size()
-	if cap(a.next) < size {
-		a.next = make([]int, size)
-	}
-	next := a.next[:size]
-	for g := range next {
-		next[g] = cluster.Free
+	if err := a.Begin(cl, len(order), len(alloc)); err != nil {
+		return err
 	}
 	ready := len(order)
 	if r != nil {
 		ready = 0
 	}
-	held := 0 // GPUs the ordered jobs hold
 	touched, touchedTo := 0, 0
 	if len(order) < touchMin {
 		touchedTo = -1 // no reads ahead: i never reaches it
@@ -203,6 +195,7 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 		}
 		if i == touchedTo {
 			touchedTo = min(i+touchBlock, ready)
+			size := cl.Size()
 			for k, j := range order[i:touchedTo] {
 				g := alloc[i+k]
 				touched += touch(j, g)
@@ -211,46 +204,86 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 				}
 			}
 		}
-		j, g := order[i], alloc[i]
-		h := j.GPUsHeld
-		held += len(h)
-		var k Kind
-		switch {
-		case h == nil && g == nil:
-			k = Wait
-		case h == nil:
-			k = Launch
-		case g == nil:
-			k = Preempt
-		case stays(cl, j.ID, h, g):
-			k = Keep
-		default:
-			k = Migrate
-		}
-		if k == Launch || k == Migrate {
-			if want, most := j.GPUs, j.Most(); len(g) < want || len(g) > most {
-				if most > want {
-					return fmt.Errorf("round: job %d got %d GPUs, it runs on %d..%d", j.ID, len(g), want, most)
-				}
-				return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), want)
-			}
-		}
-		if g != nil {
-			if err := claim(next, j.ID, g); err != nil {
-				return fmt.Errorf("round: %w", err)
-			}
+		k, err := a.Line(cl, order[i], alloc[i])
+		if err != nil {
+			return err
 		}
 		visit(i, k)
 	}
-	if busy := size - cl.FreeCount(); held != busy {
-		return fmt.Errorf("round: the ordered jobs hold %d GPUs but %d are taken: every job holding GPUs must be in the order", held, busy)
+	a.touched = touched
+	return a.End(cl)
+}
+
+// Begin starts a round of n ordered jobs and an answer of m lines (an
+// error unless m == n) for a driver that runs Apply's loop itself, so
+// that its own part of each job (Apply's visit) sits in its loop rather
+// than behind a call: Line reads each job in order, End installs the
+// table. The three make exactly Apply's reading (Apply is written with
+// them), with the same kinds, table and errors.
+func (a *Applier) Begin(cl *cluster.Cluster, n, m int) error {
+	if m != n {
+		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", m, n)
 	}
-	old, err := cl.Install(next)
+	size := cl.Size()
+	if cap(a.next) < size {
+		a.next = make([]int, size)
+	}
+	a.next = a.next[:size]
+	for g := range a.next {
+		a.next[g] = cluster.Free
+	}
+	a.held = 0
+	return nil
+}
+
+// Line classifies the next job of the round begun by Begin: j holds
+// j.GPUsHeld and the answer gives it g. It claims g in the table being
+// built. After it returns, the driver may change j (its GPUsHeld
+// included) but must not read cl's owners, which change at End.
+func (a *Applier) Line(cl *cluster.Cluster, j *workload.Job, g []int) (Kind, error) {
+	h := j.GPUsHeld
+	a.held += len(h)
+	var k Kind
+	switch {
+	case h == nil && g == nil:
+		return Wait, nil
+	case h == nil:
+		k = Launch
+	case g == nil:
+		return Preempt, nil
+	case stays(cl, j.ID, h, g):
+		k = Keep
+	default:
+		k = Migrate
+	}
+	if k != Keep && (len(g) < j.GPUs || len(g) > j.Most()) {
+		return k, sizeErr(j, g)
+	}
+	if !claimed(a.next, j.ID, g) {
+		return k, fmt.Errorf("round: %w", claim(a.next, j.ID, g))
+	}
+	return k, nil
+}
+
+// sizeErr is the error for an answer that gives j g, outside its demand.
+func sizeErr(j *workload.Job, g []int) error {
+	if want, most := j.GPUs, j.Most(); most > want {
+		return fmt.Errorf("round: job %d got %d GPUs, it runs on %d..%d", j.ID, len(g), want, most)
+	}
+	return fmt.Errorf("round: job %d got %d GPUs, its demand is %d", j.ID, len(g), j.GPUs)
+}
+
+// End checks that the jobs read since Begin hold every GPU taken in cl
+// and makes cl hold the table they built.
+func (a *Applier) End(cl *cluster.Cluster) error {
+	if busy := cl.Size() - cl.FreeCount(); a.held != busy {
+		return fmt.Errorf("round: the ordered jobs hold %d GPUs but %d are taken: every job holding GPUs must be in the order", a.held, busy)
+	}
+	old, err := cl.Install(a.next)
 	if err != nil {
 		return fmt.Errorf("round: %w", err)
 	}
 	a.next = old
-	a.touched = touched
 	return nil
 }
 
@@ -263,6 +296,12 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 // in between were not measured; 1,024 is where a placer starts to
 // stream (two policy.StreamChunk).
 const touchMin = 1024
+
+// ReadsAhead reports whether Apply and Stream read ahead in an order of
+// n jobs (see touch). Line reads nothing ahead, so a driver running
+// Apply's loop itself (see Begin) should leave an order this long to
+// Apply.
+func ReadsAhead(n int) bool { return n >= touchMin }
 
 // touchBlock is how many jobs apply reads (see touch) in one tight loop
 // before classifying them one by one.
@@ -314,6 +353,27 @@ func stays(cl *cluster.Cluster, id int, held, next []int) bool {
 			return false
 		}
 		prev = g
+	}
+	return true
+}
+
+// claimed is claim's common case, small enough to inline into Line: it
+// writes job's GPUs into the owner table being built and reports whether
+// each was free (and the job id and GPU ids valid). When one was not, it
+// frees again the ones it wrote, so that claim, run next on the table as
+// it was, finds the same fault and words the error.
+func claimed(next []int, job int, gpus []int) bool {
+	if job < 0 {
+		return false
+	}
+	for i, g := range gpus {
+		if uint(g) >= uint(len(next)) || next[g] != cluster.Free {
+			for _, w := range gpus[:i] {
+				next[w] = cluster.Free
+			}
+			return false
+		}
+		next[g] = job
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package round
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -410,6 +411,9 @@ func TestApplierErrors(t *testing.T) {
 		{"given twice", []*workload.Job{a, b}, [][]int{{2}, {2}}, "GPU 2 already held by job 1"},
 		{"listed twice", []*workload.Job{job(3, 2, nil), a, b}, [][]int{{2, 2}, {0}, {1}}, "GPU 2 listed twice"},
 		{"no such GPU", []*workload.Job{a, b}, [][]int{{4}, {1}}, "GPU 4 does not exist"},
+		// Job 3's first GPU is free, its second given already: the error
+		// names the second, not the first as if listed twice.
+		{"second GPU taken", []*workload.Job{a, job(3, 2, nil), b}, [][]int{{2}, {3, 2}, {1}}, "job 3: GPU 2 already held by job 1"},
 		{"wrong size", []*workload.Job{a, b}, [][]int{{2, 3}, {1}}, "job 1 got 2 GPUs, its demand is 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -426,12 +430,15 @@ func TestApplierErrors(t *testing.T) {
 	}
 }
 
-// On random rounds (3x4 GPUs, seed fixed) the Applier gives the kinds
-// and the owner table of the per-job Apply, round after round.
+// On random rounds (3x4 GPUs, seed fixed) the Applier, and a loop over
+// its Begin, Line and End, give the kinds and the owner table of the
+// per-job Apply, round after round.
 func TestApplierMatchesApply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	cl, _ := cluster.New(3, 4)
 	ref, _ := cluster.New(3, 4)
+	byLine, _ := cluster.New(3, 4)
+	var lp Applier
 	jobs := make([]*workload.Job, 8)
 	for i := range jobs {
 		jobs[i] = job(10+i, 1+rng.IntN(3), nil)
@@ -462,28 +469,113 @@ func TestApplierMatchesApply(t *testing.T) {
 				used[g] = true
 			}
 		}
-		var want, got []Kind
+		var want, got, lines []Kind
 		if err := Apply(ref, jobs, alloc, func(_ int, k Kind) { want = append(want, k) }); err != nil {
 			t.Fatalf("round %d: Apply: %v", r, err)
 		}
 		if err := ap.Apply(cl, jobs, alloc, func(_ int, k Kind) { got = append(got, k) }); err != nil {
 			t.Fatalf("round %d: Applier: %v", r, err)
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: kinds %v, Apply gives %v", r, got, want)
+		// A driver's own loop over Begin, Line and End.
+		if err := lp.Begin(byLine, len(jobs), len(alloc)); err != nil {
+			t.Fatalf("round %d: Begin: %v", r, err)
+		}
+		for i, j := range jobs {
+			k, err := lp.Line(byLine, j, alloc[i])
+			if err != nil {
+				t.Fatalf("round %d: Line %d: %v", r, i, err)
+			}
+			lines = append(lines, k)
+		}
+		if err := lp.End(byLine); err != nil {
+			t.Fatalf("round %d: End: %v", r, err)
+		}
+		if !slices.Equal(got, want) || !slices.Equal(lines, want) {
+			t.Fatalf("round %d: kinds %v and by line %v, Apply gives %v", r, got, lines, want)
 		}
 		for g := range cl.Size() {
-			if cl.Owner(g) != ref.Owner(g) {
-				t.Fatalf("round %d: GPU %d owned by %d, Apply gives %d", r, g, cl.Owner(g), ref.Owner(g))
+			if cl.Owner(g) != ref.Owner(g) || byLine.Owner(g) != ref.Owner(g) {
+				t.Fatalf("round %d: GPU %d owned by %d and by line %d, Apply gives %d", r, g, cl.Owner(g), byLine.Owner(g), ref.Owner(g))
 			}
 		}
 		for n := range cl.NumNodes() {
-			if cl.FreeOnNode(n) != ref.FreeOnNode(n) {
-				t.Fatalf("round %d: node %d has %d free, Apply gives %d", r, n, cl.FreeOnNode(n), ref.FreeOnNode(n))
+			if cl.FreeOnNode(n) != ref.FreeOnNode(n) || byLine.FreeOnNode(n) != ref.FreeOnNode(n) {
+				t.Fatalf("round %d: node %d has %d free and by line %d, Apply gives %d", r, n, cl.FreeOnNode(n), byLine.FreeOnNode(n), ref.FreeOnNode(n))
 			}
 		}
 		for i, j := range jobs {
 			j.GPUsHeld = alloc[i]
+		}
+	}
+}
+
+// A driver's own loop over Begin, Line and End, by hand on 2x2: each
+// line's kind, the table End installs, and End refusing a round that
+// leaves out a job holding GPUs (the table then stays); Begin refuses an
+// answer of the wrong length.
+func TestApplierLines(t *testing.T) {
+	a, b := job(1, 2, []int{0, 1}), job(2, 1, []int{2})
+	c, e := job(3, 1, nil), job(5, 1, nil)
+	cl := hold(t, a, b)
+	var ap Applier
+	if err := ap.Begin(cl, 4, 3); err == nil || err.Error() != "round: placer answered for 3 jobs, 4 were ordered" {
+		t.Fatalf("Begin(4 jobs, 3 lines): %v", err)
+	}
+	type line struct {
+		j    *workload.Job
+		g    []int
+		want Kind
+	}
+	rounds := []struct {
+		lines  []line
+		owners []int
+		free   int
+		err    string
+	}{
+		{[]line{{c, []int{2}, Launch}, {a, a.GPUsHeld, Keep}, {b, []int{3}, Migrate}, {e, nil, Wait}}, []int{1, 1, 3, 2}, 0, ""},
+		// The jobs as the driver left them: b on 3, c on 2.
+		{[]line{{b, nil, Preempt}, {a, []int{0, 1}, Keep}, {c, []int{2}, Keep}}, []int{1, 1, 3, cluster.Free}, 1, ""},
+		{[]line{{e, nil, Wait}, {a, a.GPUsHeld, Keep}}, []int{1, 1, 3, cluster.Free}, 1,
+			"round: the ordered jobs hold 2 GPUs but 3 are taken: every job holding GPUs must be in the order"},
+	}
+	for r, rd := range rounds {
+		if err := ap.Begin(cl, len(rd.lines), len(rd.lines)); err != nil {
+			t.Fatalf("round %d: Begin: %v", r, err)
+		}
+		for i, l := range rd.lines {
+			k, err := ap.Line(cl, l.j, l.g)
+			if err != nil || k != l.want {
+				t.Fatalf("round %d, line %d: %v, %v; want %v", r, i, k, err, l.want)
+			}
+		}
+		err := ap.End(cl)
+		if got := fmt.Sprint(err); rd.err == "" && err != nil || rd.err != "" && got != rd.err {
+			t.Fatalf("round %d: End: %v, want %q", r, err, rd.err)
+		}
+		for g, want := range rd.owners {
+			if cl.Owner(g) != want {
+				t.Errorf("round %d: GPU %d owned by %d, want %d", r, g, cl.Owner(g), want)
+			}
+		}
+		if cl.FreeCount() != rd.free {
+			t.Errorf("round %d: %d free, want %d", r, cl.FreeCount(), rd.free)
+		}
+		for _, l := range rd.lines { // as a driver does
+			if l.want != Wait {
+				l.j.GPUsHeld = l.g
+			}
+		}
+	}
+}
+
+// ReadsAhead is Apply's threshold: orders from 1,024 jobs.
+func TestReadsAhead(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want bool
+	}{{0, false}, {69, false}, {1023, false}, {1024, true}, {13000, true}} {
+		if got := ReadsAhead(c.n); got != c.want {
+			t.Errorf("ReadsAhead(%d) = %v, want %v", c.n, got, c.want)
 		}
 	}
 }
