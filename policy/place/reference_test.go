@@ -245,7 +245,7 @@ func TestIndexedPicksMatchReference(t *testing.T) {
 // gets a bin per outlier), over several rounds of a shrinking queue.
 // profileEnv is a cluster of nodes x per GPUs with the scores of the
 // longhorn profiles drawn onto it (seeded by nodes) and their L×V orders.
-func profileEnv(t *testing.T, nodes, per int) *policy.Env {
+func profileEnv(t testing.TB, nodes, per int) *policy.Env {
 	t.Helper()
 	profiles, err := variability.LoadNamed("longhorn")
 	if err != nil {

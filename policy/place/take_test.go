@@ -1,6 +1,7 @@
 package place
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -22,8 +23,8 @@ func classState(x *scoreIndex, c int) (pop []int32, words []uint64, binFree, mul
 		pop = append(pop, ci.pop[bi.popOff+1:bi.popOff+bi.maxCnt+1]...)
 		words = append(words, x.words[bi.bitOff:bi.bitOff+bi.maxCnt*bi.nw]...)
 	}
-	for _, g := range ci.multi {
-		multi = append(multi, ci.cnt[ci.bins[ci.gbin[g]].off+ci.pos[g]>>6])
+	for _, m := range ci.multi {
+		multi = append(multi, ci.cnt[ci.bins[ci.gbin[m.g]].off+ci.pos[m.g]>>6])
 	}
 	return pop, words, slices.Clone(ci.binFree), multi, slices.Clone(ci.smask)
 }
@@ -94,5 +95,30 @@ func takeOneMatchesLoad(t *testing.T) {
 		case !slices.Equal(smask, ws):
 			t.Fatalf("trial %d class %d: node masks %x after takes, %x loaded", trial, cl, smask, ws)
 		}
+	}
+}
+
+// BenchmarkLoad rebuilds every class's structures (load) from a free
+// mask with half the GPUs taken at random, on 4608x6 with Longhorn's
+// scores: with within queues (PAL, where a class of two bins has 25,815
+// of its 27,648 GPUs in pairs of more than one, counted by node mask)
+// and without (PM-First, counted GPU by GPU).
+func BenchmarkLoad(b *testing.B) {
+	for _, within := range []bool{true, false} {
+		b.Run(fmt.Sprintf("within=%v", within), func(b *testing.B) {
+			x := &scoreIndex{}
+			if x.prepare(profileEnv(b, 4608, 6), within) == nil {
+				b.Fatal("index declined the cluster")
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for g := range x.free {
+				x.free[g] = rng.IntN(2) == 0
+			}
+			for b.Loop() {
+				for c := range variability.NumClasses {
+					x.load(c)
+				}
+			}
+		})
 	}
 }
