@@ -150,8 +150,12 @@ type classIndex struct {
 	// ascending, each with its pair's index in cnt (see load).
 	multi []multiGPU
 	// pairs lists those (bin, node) pairs once each, with their GPUs'
-	// ranks in the node's bin order (PAL only, see load).
+	// ranks in the node's bin order (PAL only: see load).
 	pairs []multiPairRanks
+	// sole is only with every multi pair's -1 replaced by the index of
+	// the padding flag past the free mask, which is never set: load
+	// gathers each bin's single pairs' flags without a branch.
+	sole []int32
 
 	gbin []int32 // bin of each GPU (what walks compare)
 	// pos[g]>>6 is the position of GPU g's node in its bin's node list
@@ -225,8 +229,8 @@ type multiGPU struct{ g, at int32 }
 // are a run of bits, and the pair's free count is a popcount of the
 // node's mask under them.
 type multiPairRanks struct {
-	at, node int32
-	ranks    uint64
+	at, node, bin int32
+	ranks         uint64
 }
 
 // binPos is a GPU's bin and pos in one class (see scoreIndex.bp).
@@ -378,8 +382,9 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	for g := range x.ids {
 		x.ids[g] = g
 	}
-	// The all-free state.
-	x.free = make([]bool, x.size)
+	// The all-free state. The mask has one more flag, never set, past
+	// its end (see sole).
+	x.free = make([]bool, x.size+1)[:x.size]
 	for i := range x.free {
 		x.free[i] = true
 	}
@@ -415,9 +420,7 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 			}
 			x.bp[g][c] = binPos{b, ci.pos[g]}
 		}
-		if within {
-			ci.rankPairs(x)
-		}
+		ci.listPairs(x)
 		maxN := int32(1)
 		for _, bi := range ci.bins {
 			maxN = max(maxN, bi.n)
@@ -491,12 +494,20 @@ func (x *scoreIndex) fillWithin(ci *classIndex) {
 	}
 }
 
-// rankPairs fills ci.pairs from ci.multi and each GPU's rank in its
-// node's bin order (pos&63, set by fillWithin). A node's GPUs of two
+// listPairs fills ci.pairs from ci.multi, with each GPU's rank in its
+// node's bin order (pos&63, set by fillWithin; 0 without within
+// queues, where ranks are not read), and ci.sole. A node's GPUs of two
 // bins may alternate in id order, so a pair is found by its index in
 // cnt, not by its neighbour in the list; pairs are listed in the order
 // of their first GPU.
-func (ci *classIndex) rankPairs(x *scoreIndex) {
+func (ci *classIndex) listPairs(x *scoreIndex) {
+	ci.sole = make([]int32, len(ci.only))
+	for i, g := range ci.only {
+		if g < 0 {
+			g = int32(x.size)
+		}
+		ci.sole[i] = g
+	}
 	ci.pairs = ci.pairs[:0]
 	at := make([]int32, len(ci.cnt)) // 1 + the pair's index in pairs
 	for _, m := range ci.multi {
@@ -506,7 +517,7 @@ func (ci *classIndex) rankPairs(x *scoreIndex) {
 			continue
 		}
 		at[m.at] = int32(len(ci.pairs)) + 1
-		ci.pairs = append(ci.pairs, multiPairRanks{at: m.at, node: x.gpuNode[m.g], ranks: r})
+		ci.pairs = append(ci.pairs, multiPairRanks{at: m.at, node: x.gpuNode[m.g], bin: ci.gbin[m.g], ranks: r})
 	}
 }
 
@@ -1709,7 +1720,7 @@ func (x *scoreIndex) load(c int) {
 	// the rest off the free mask. A migration-aware round loads about
 	// five classes at 27,648 GPUs, and the pass over every GPU this
 	// replaces was most of a load.
-	cnt, bins, only, free := ci.cnt, ci.bins, ci.only, x.free
+	cnt, bins, free := ci.cnt, ci.bins, x.free
 	if x.withinOn {
 		// The node masks are current: a pair's count is a popcount, one
 		// per pair rather than a read per GPU (a class of two bins on
@@ -1727,31 +1738,27 @@ func (x *scoreIndex) load(c int) {
 			cnt[m.at] += f
 		}
 	}
+	// Whether a GPU is free is a coin toss to the branch predictor, so a
+	// single pair's bit is gathered into a register without a branch and
+	// stored a word at a time, and counted (into pop's bucket 1 and the
+	// bin's free GPUs) by a popcount of the word: counted pair by pair,
+	// every count would wait on the store of the one before. A multi
+	// pair's entry reads the padding flag (see sole), so the gather
+	// does not branch on the kind of pair either; those pairs are filed
+	// after, from their counts. (A single pair's count, cnt, stays 0:
+	// never read, see multiPair.)
+	fp := x.free[:x.size+1]
 	for b, bi := range bins {
-		// Whether a GPU is free is a coin toss to the branch predictor,
-		// so a single pair's bit is gathered into a register without a
-		// branch and stored a word at a time, and counted (into pop's
-		// bucket 1 and the bin's free GPUs) by a popcount of the word:
-		// counted pair by pair, every count would wait on the store of
-		// the one before. Only multi pairs (rare) store directly.
-		sum, ones := int32(0), 0
+		ones := 0
 		nw := int(bi.nw)
-		cb := cnt[bi.off : bi.off+bi.n]
-		pb := ci.pop[bi.popOff : bi.popOff+bi.maxCnt+1]
 		w1 := x.words[bi.bitOff : int(bi.bitOff)+nw]
 		var acc uint64
-		for p, g := range only[bi.off : bi.off+bi.n] {
-			if g >= 0 {
-				var k uint64
-				if free[g] {
-					k = 1
-				}
-				acc |= k << (p & 63) // cb[p] stays 0: never read (see multiPair)
-			} else if k := cb[p]; k > 0 {
-				x.words[int(bi.bitOff)+int(k-1)*nw+p>>6] |= 1 << (p & 63)
-				pb[k]++
-				sum += k
+		for p, g := range ci.sole[bi.off : bi.off+bi.n] {
+			var k uint64
+			if fp[g] {
+				k = 1
 			}
+			acc |= k << (p & 63)
 			if p&63 == 63 {
 				w1[p>>6] |= acc
 				ones += bits.OnesCount64(acc)
@@ -1762,9 +1769,17 @@ func (x *scoreIndex) load(c int) {
 			w1[(bi.n-1)>>6] |= acc
 			ones += bits.OnesCount64(acc)
 		}
-		pb[1] += int32(ones)
-		sum += int32(ones)
-		ci.binFree[b] = sum
+		ci.pop[bi.popOff+1] += int32(ones)
+		ci.binFree[b] = int32(ones)
+	}
+	for _, p := range ci.pairs {
+		if k := cnt[p.at]; k > 0 {
+			bi := &bins[p.bin]
+			pos := p.at - bi.off
+			x.words[int(bi.bitOff)+int(k-1)*int(bi.nw)+int(pos>>6)] |= 1 << (pos & 63)
+			ci.pop[bi.popOff+k]++
+			ci.binFree[p.bin] += k
+		}
 	}
 	x.dirty[c] = true
 }
