@@ -1417,9 +1417,9 @@ func (x *scoreIndex) own(j *workload.Job, g []int) []int {
 // reading the job's list either), and the frame, which reads each job's
 // demand only in gather, reads neither the job's GPUsHeld nor the list
 // it points to: on the million-job trace those two cache misses (own's
-// check of a running job) were a ninth of the placer's time, on the
-// goroutine that sets the run's pace, while the applier runs beside it
-// with time to spare. On a cluster small enough to intern answers (see
+// check of a running job) were a seventh of the CPU samples of the
+// placer's goroutine, which sets the run's pace, while the applier runs
+// beside it with time to spare. On a cluster small enough to intern answers (see
 // answerSet) the frame uses own: its jobs stay in the cache, and a
 // lookup of the interned set cost more than the read (under LAS on
 // 16x4, 1.7% more CPU a run).
