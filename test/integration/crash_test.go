@@ -221,9 +221,11 @@ func TestAPIServerRestartMidBurst(t *testing.T) {
 		names = append(names, g...)
 	}
 	cfg := testConfig()
-	// Slow binds (10 a second), so that the crash lands mid-burst.
+	// Slow binds (10 a second, on the binder's own client as pal-kube
+	// makes it), so that the crash lands mid-burst: on the test's shared
+	// client, 500 a second, all 56 were bound before the first look.
 	cfg.BindQPS, cfg.BindBurst, cfg.BindWorkers = 10, 1, 4
-	s, _ := e.runScheduler(cfg, "pal")
+	s, _ := e.runSchedulerOwnBinds(cfg, "pal")
 	e.eventually(30*time.Second, "the burst begins", func() bool { return e.boundInNamespace() >= 8 })
 	if err := e.cl.KillAPIServer(); err != nil {
 		t.Fatal(err)

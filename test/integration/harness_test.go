@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/palsched/pal/devcluster"
@@ -148,10 +149,38 @@ func (e *env) runScheduler(cfg kube.Config, name string) (*kube.Scheduler, func(
 }
 
 func (e *env) runSchedulerWith(cfg kube.Config, cs kubernetes.Interface, name string, opts ...kube.Option) (*kube.Scheduler, func()) {
+	return e.runSchedulerSetUp(cfg, cs, name, nil, opts...)
+}
+
+// runSchedulerOwnBinds is runScheduler with the binder on a client of
+// its own, limited to cfg.BindQPS and cfg.BindBurst, as pal-kube runs
+// it. Without it the binder shares the test's client, whose limits
+// (500 a second) are not cfg's.
+func (e *env) runSchedulerOwnBinds(cfg kube.Config, name string) (*kube.Scheduler, func()) {
+	e.t.Helper()
+	cs, err := kubernetes.NewForConfig(e.cl.RestConfig())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rc := rest.CopyConfig(e.cl.RestConfig())
+	rc.QPS, rc.Burst = cfg.BindQPS, cfg.BindBurst
+	binds, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.runSchedulerSetUp(cfg, cs, name, func(s *kube.Scheduler) { s.UseBindClient(binds) })
+}
+
+// runSchedulerSetUp makes a scheduler, calls setUp on it (when not nil)
+// before it runs, and runs it until the test ends.
+func (e *env) runSchedulerSetUp(cfg kube.Config, cs kubernetes.Interface, name string, setUp func(*kube.Scheduler), opts ...kube.Option) (*kube.Scheduler, func()) {
 	log := slog.New(slog.NewTextHandler(&testWriter{t: e.t, prefix: name + ": "}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s, err := kube.New(cfg, cs, log, opts...)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if setUp != nil {
+		setUp(s)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
