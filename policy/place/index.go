@@ -1394,22 +1394,21 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 	}
 }
 
-// own turns a pick (scratch) into j's line of the answer.
+// own turns a pick (scratch) into j's line of the answer: fresh's, but
+// a staying job whose pick is no window gets its own list back.
 func (x *scoreIndex) own(j *workload.Job, g []int) []int {
-	switch {
-	case g[len(g)-1]-g[0] == len(g)-1:
-		// Consecutive ids (every one-GPU answer): a window of the
-		// read-only id list, no allocation (see policy.Placer). A job
-		// that ran on it last round holds this very window, so the
-		// driver sees it stay with a pointer compare, and the frame
-		// never reads the job's own list.
-		return x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
-	case j.Running() && slices.Equal(j.GPUsHeld, g):
+	if !window(g) && j.Running() && slices.Equal(j.GPUsHeld, g) {
 		return j.GPUsHeld
-	default:
-		return x.keep(g)
 	}
+	return x.fresh(g)
 }
+
+// window reports whether ascending g is consecutive ids (every one-GPU
+// answer), which an answer hands out as a window of the read-only id
+// list, with no allocation (see policy.Placer). A job that ran on it
+// last round holds this very window, so the driver sees it stay with a
+// pointer compare, and the frame never reads the job's own list.
+func window(g []int) bool { return g[len(g)-1]-g[0] == len(g)-1 }
 
 // fresh is own without reading the job: a staying job whose list is not
 // a window of ids gets a copy, not its own list. The driver still sees
@@ -1424,7 +1423,7 @@ func (x *scoreIndex) own(j *workload.Job, g []int) []int {
 // lookup of the interned set cost more than the read (under LAS on
 // 16x4, 1.7% more CPU a run).
 func (x *scoreIndex) fresh(g []int) []int {
-	if g[len(g)-1]-g[0] == len(g)-1 {
+	if window(g) {
 		return x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
 	}
 	return x.keep(g)
