@@ -45,6 +45,64 @@ func BenchmarkPlacementRound(b *testing.B) {
 	}
 }
 
+// BenchmarkMigrationAwareOverhead times each migration-aware placer
+// against its base placer at 27,648 GPUs, in turns of 16 rounds of one
+// and 16 of the other in one process, so that both meet the same
+// machine: on a shared machine memory's speed moves by tens of percent
+// from one process to the next, and a migration-aware round, which reads
+// every running job, moves further than its base, so two processes'
+// medians set side by side do not measure the ratio. (Rounds taken one
+// and one, each placer found its structures evicted by the other's.) It
+// reports each placer's median round and their ratio, ma/base (target:
+// at most 1.2); an op is one turn of each.
+//
+//	go test ./bench -run '^$' -bench MigrationAwareOverhead -count 10
+func BenchmarkMigrationAwareOverhead(b *testing.B) {
+	const turn = 16
+	for _, base := range []string{"pal", "pm-first"} {
+		b.Run(base, func(b *testing.B) {
+			r0, err := NewRound(RoundOptions{Placement: base, Nodes: 4608, GPUsPerNode: 6, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r1, err := NewRound(RoundOptions{Placement: base + "-ma", Nodes: 4608, GPUsPerNode: 6, Seed: 1, MigrationCost: 120})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var t0, t1 []float64
+			for b.Loop() {
+				for _, r := range [2]*Round{r0, r1} {
+					for range turn {
+						s := time.Now()
+						r.Place()
+						d := float64(time.Since(s))
+						if r == r0 {
+							t0 = append(t0, d)
+						} else {
+							t1 = append(t1, d)
+						}
+					}
+				}
+			}
+			m0, m1 := median(t0), median(t1)
+			b.ReportMetric(m0, "base-ns/round")
+			b.ReportMetric(m1, "ma-ns/round")
+			b.ReportMetric(m1/m0, "ma/base")
+		})
+	}
+}
+
+// median is the middle value of v (the mean of the two middle ones for
+// an even count); it sorts v.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
 // cpuTime is the process's user and system CPU time so far. Beside
 // sec/op (wall time), cpu-ns/op is what a round costs when other work
 // shares the machine's two cores: wall time then counts the turns the
