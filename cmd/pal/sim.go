@@ -525,9 +525,9 @@ func wantHugeHeap(t *workload.Trace) bool { return t != nil && t.Len() >= hugehe
 // hugeheapBytes is the trace file size from which pal sim backs its heap
 // with huge pages before it reads the trace: hugeheapRows rows of the
 // Synergy trace take about 420 kB. Reading the 20,000-job trace first and
-// setting up huge pages after it, a run faulted about 1,970 times; set up
-// first, about 1,090, and its wall time fell 3-5% under each scheduler
-// (docs/measurements/sim-scale-20k-hugeheap-first-2026-12-05.txt).
+// setting up huge pages after it, a run faulted about 2,000 times; set up
+// first, 1,100-1,300, and its wall time fell 3-5% (under LAS in one of
+// two series; docs/measurements/sim-scale-20k-hugeheap-first-2026-12-05.txt).
 const hugeheapBytes = 400 << 10
 
 func wantHugeHeapFile(path string) bool {
