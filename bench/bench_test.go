@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/palsched/pal/internal/goldenhash"
+	"github.com/palsched/pal/metrics"
 )
 
 // benchShapes are the sizes the placement acceptance criteria name: the
@@ -84,23 +85,12 @@ func BenchmarkMigrationAwareOverhead(b *testing.B) {
 					}
 				}
 			}
-			m0, m1 := median(t0), median(t1)
+			m0, m1 := metrics.Median(t0), metrics.Median(t1)
 			b.ReportMetric(m0, "base-ns/round")
 			b.ReportMetric(m1, "ma-ns/round")
 			b.ReportMetric(m1/m0, "ma/base")
 		})
 	}
-}
-
-// median is the middle value of v (the mean of the two middle ones for
-// an even count); it sorts v.
-func median(v []float64) float64 {
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // cpuTime is the process's user and system CPU time so far. Beside
