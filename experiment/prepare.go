@@ -4,17 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/palsched/pal/policy/backfill"
 	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/data"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/baseline"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/registry"
@@ -55,12 +56,17 @@ type Inputs struct {
 	// Warnings are said once, before the runs: inputs that make a run
 	// very long, or options that have no effect on it.
 	Warnings []string
-	// pinnedExtras are the ids of the artifact's own extra arrivals when
-	// its pinned trace stands in for the generator.
-	pinnedExtras map[int]bool
-	// traceIDs are the trace's job ids, ascending (a sorted slice: a map
-	// of a million ids costs tens of megabytes).
-	traceIDs []int
+	// pinned: the artifact's pinned trace stands in for the generator,
+	// its tracked=0 rows (pinnedExtras of them) being the artifact's own
+	// extra arrivals.
+	pinned       bool
+	pinnedExtras int
+	// ids are the trace's job ids, and the pinned extras', for Origin,
+	// made on its first call (only a run writing per-job rows asks).
+	// Made up front, with the extras as a map, they were 50 of the 930
+	// page faults of a Sia-Philly run, and a first touch of a page costs
+	// 15-25 us on a virtual machine.
+	ids func() jobIDs
 	// Layout is the cells the tenancy stage works on (nil: no tenancy).
 	Layout      *tenant.Layout
 	nodeEvents  []sim.NodeEvent
@@ -115,13 +121,7 @@ func prepare(o Options, trace *workload.Trace, stream bool) (*Inputs, error) {
 	} else if in.Trace, in.TraceFrom, err = in.loadTrace(models, stream && in.streamable()); err != nil {
 		return nil, err
 	}
-	if !in.Trace.Streamed() {
-		in.traceIDs = make([]int, len(in.Trace.Jobs))
-		for i := range in.Trace.Jobs {
-			in.traceIDs[i] = in.Trace.Jobs[i].ID
-		}
-		slices.Sort(in.traceIDs)
-	}
+	in.ids = sync.OnceValue(in.jobIDs)
 	if err := in.setupTenancy(); err != nil {
 		return nil, err
 	}
@@ -176,10 +176,10 @@ func (in *Inputs) loadTrace(models *workload.Models, stream bool) (*workload.Tra
 			p := fmt.Sprintf("reference/sia-philly-extended/workload-%d.csv", k)
 			t, err := readEmbedded(data.Reference, p, models)
 			if err == nil {
-				in.pinnedExtras = map[int]bool{}
+				in.pinned = true
 				for i := range t.Jobs {
 					if !t.Jobs[i].Tracked {
-						in.pinnedExtras[t.Jobs[i].ID] = true
+						in.pinnedExtras++
 					}
 				}
 			}
@@ -286,9 +286,9 @@ func (in *Inputs) warnCosts() {
 func (in *Inputs) describeExtras() string {
 	o := in.Opts
 	switch {
-	case in.pinnedExtras != nil:
+	case in.pinned:
 		return fmt.Sprintf("%g jobs/h after the trace: the artifact's own %d extra arrivals, pinned (the tracked=0 rows of %s); marked extra-pinned in --jobs-out",
-			o.ExtraLoad, len(in.pinnedExtras), strings.TrimSuffix(in.TraceFrom, " (pinned: the artifact's trace plus its extra arrivals)"))
+			o.ExtraLoad, in.pinnedExtras, strings.TrimSuffix(in.TraceFrom, " (pinned: the artifact's trace plus its extra arrivals)"))
 	case in.Trace.HasTracked:
 		return "none generated: the trace's tracked column marks its own background rows (tracked=0)"
 	case o.ExtraLoad == 0 && !IsBuiltinTrace(o.Trace) && !o.Explicit.ExtraLoad && !o.Explicit.Preset:
@@ -304,28 +304,61 @@ func (in *Inputs) describeExtras() string {
 // trace), "extra-pinned" (one of the artifact's own extra arrivals) or
 // "extra-generated" (made by the background-arrival generator).
 func (in *Inputs) Origin(id int) string {
-	switch {
-	case in.Trace.Streamed():
+	if in.Trace.Streamed() {
 		return "trace" // a streamed trace gets no extras (sim refuses them)
-	case in.pinnedExtras[id]:
+	}
+	get := in.ids
+	if get == nil {
+		get = in.jobIDs // Inputs made by hand (tests)
+	}
+	ids := get()
+	switch {
+	case inSorted(ids.extras, id):
 		return "extra-pinned"
-	case isTraceID(in.traceIDs, id):
+	case inSorted(ids.trace, id):
 		return "trace"
 	}
 	return "extra-generated"
 }
 
-func isTraceID(ids []int, id int) bool {
+// jobIDs are a trace's job ids, ascending (sorted slices: a map of a
+// million ids costs tens of megabytes), and those of its pinned extras.
+type jobIDs struct{ trace, extras []int }
+
+// jobIDs lists the trace's ids, and its tracked=0 rows' as the pinned
+// extras when the pinned trace is in use.
+func (in *Inputs) jobIDs() jobIDs {
+	var ids jobIDs
+	if in.Trace.Streamed() {
+		return ids
+	}
+	ids.trace = make([]int, len(in.Trace.Jobs))
+	if in.pinned {
+		ids.extras = make([]int, 0, in.pinnedExtras)
+	}
+	for i := range in.Trace.Jobs {
+		j := &in.Trace.Jobs[i]
+		ids.trace[i] = j.ID
+		if in.pinned && !j.Tracked {
+			ids.extras = append(ids.extras, j.ID)
+		}
+	}
+	slices.Sort(ids.trace)
+	slices.Sort(ids.extras)
+	return ids
+}
+
+// inSorted reports whether id is in ids (ascending).
+func inSorted(ids []int, id int) bool {
 	_, ok := slices.BinarySearch(ids, id)
 	return ok
 }
 
 func readEmbedded(fsys fs.FS, p string, models *workload.Models) (*workload.Trace, error) {
-	b, err := fs.ReadFile(fsys, p)
-	if err != nil {
+	if _, err := fs.Stat(fsys, p); err != nil {
 		return nil, fmt.Errorf("built-in %s: %v", p, err)
 	}
-	return workload.ReadTraceBytes(path.Base(p), b, models)
+	return workload.ReadTraceFS(fsys, p, models)
 }
 
 func (in *Inputs) loadRaw() (*variability.Table, string, error) {

@@ -182,7 +182,7 @@ type incremental struct {
 	extraSpec  workload.Spec // the extra being admitted
 	free       []int32
 	seq        int
-	acc        []float64 // acc[m]: SinceScheduled after m waiting rounds
+	waits      waitClock // SinceScheduled after m waiting rounds
 	mGuard     int       // waiting rounds that trip the starvation guard (0: off)
 	guards     guardList // one per waiting job, due mGuard rounds after its base
 	wakes      eventHeap
@@ -215,7 +215,7 @@ type incremental struct {
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size(),
-		acc: []float64{0}, stream: runtime.GOMAXPROCS(0) > 1,
+		waits: newWaitClock(s.cfg.Round), stream: runtime.GOMAXPROCS(0) > 1,
 		relay: round.NewRelay(), streamErr: make(chan error, 1)}
 	if g := s.cfg.StarvationGuard; g > 0 {
 		x.mGuard = x.roundsToWait(g)
@@ -264,26 +264,11 @@ func (x *incremental) active() int { return len(x.run) + x.wait.Len() }
 
 // waitedAt is SinceScheduled of a job that started waiting at base, as
 // seen by the scheduler in round r: the sum of r-base additions of R.
-func (x *incremental) waitedAt(r, base int) float64 {
-	m := r - base
-	for len(x.acc) <= m {
-		x.acc = append(x.acc, x.acc[len(x.acc)-1]+x.R)
-	}
-	return x.acc[m]
-}
+func (x *incremental) waitedAt(r, base int) float64 { return x.waits.at(r - base) }
 
 // roundsToWait is the first number of waiting rounds whose SinceScheduled
 // reaches w (w > 0 and finite).
-func (x *incremental) roundsToWait(w float64) int {
-	if x.acc[len(x.acc)-1] >= w {
-		i, _ := slices.BinarySearch(x.acc, w)
-		return i
-	}
-	for x.acc[len(x.acc)-1] < w {
-		x.acc = append(x.acc, x.acc[len(x.acc)-1]+x.R)
-	}
-	return len(x.acc) - 1
-}
+func (x *incremental) roundsToWait(w float64) int { return x.waits.rounds(w) }
 
 // progress completes the jobs that reached their total at T. A running
 // job is credited for the round (T-R, T] and re-keyed at T ahead of time,

@@ -2,10 +2,14 @@ package workload
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestReadTrace(t *testing.T) {
@@ -225,5 +229,68 @@ func TestReadTraceBytesAllocatesOnce(t *testing.T) {
 	// slice was sized from the newlines, not grown (growth gives 3072).
 	if c := cap(got.Jobs); c != rows+2 {
 		t.Fatalf("jobs allocated with capacity %d, want %d (the lines' count)", c, rows+2)
+	}
+}
+
+// noSeek hides a file's Seek (and ReadAt), as an fs.FS of plain readers
+// would: ReadTraceFS then reads the file into memory first.
+type noSeek struct{ fs.FS }
+
+func (n noSeek) Open(p string) (fs.File, error) {
+	f, err := n.FS.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		statCloser
+	}{f, f}, nil
+}
+
+type statCloser interface {
+	Stat() (fs.FileInfo, error)
+	Close() error
+}
+
+// A built-in trace read in place gets ReadTrace's jobs, in one
+// allocation sized by its lines, under its base name; a file that
+// cannot seek is read whole first and gives the same; errors name the
+// base name and line as ReadTrace's do.
+func TestReadTraceFS(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("job_id,num_gpus,submit_time,duration,model\n")
+	const rows = 3000
+	for i := range rows {
+		fmt.Fprintf(&b, "%d,1,%d,100,vgg19\n", i, rows-i)
+	}
+	fsys := fstest.MapFS{
+		"traces/t.csv":   {Data: []byte(b.String())},
+		"traces/bad.csv": {Data: []byte("job_id,num_gpus,submit_time,duration,model\n0,1,5,100,vgg19\n1,x,6,100,vgg19\n")},
+	}
+	want, err := ReadTrace("t.csv", strings.NewReader(b.String()), DefaultModels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		fsys fs.FS
+	}{{"in place", fsys}, {"no seek", noSeek{fsys}}} {
+		got, err := ReadTraceFS(tc.fsys, "traces/t.csv", DefaultModels())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		if got.Name != "t.csv" || !slices.Equal(got.Jobs, want.Jobs) {
+			t.Fatalf("%s: read %q with %d jobs, not ReadTrace's %d", tc.what, got.Name, len(got.Jobs), len(want.Jobs))
+		}
+		if c := cap(got.Jobs); c != rows+2 {
+			t.Fatalf("%s: jobs allocated with capacity %d, want %d (the lines' count)", tc.what, c, rows+2)
+		}
+		_, err = ReadTraceFS(tc.fsys, "traces/bad.csv", DefaultModels())
+		if err == nil || !strings.Contains(err.Error(), "bad.csv:3") || !strings.Contains(err.Error(), "num_gpus") {
+			t.Fatalf("%s: bad row: %v, want an error naming bad.csv:3 and num_gpus", tc.what, err)
+		}
+	}
+	if _, err := ReadTraceFS(fsys, "traces/none.csv", DefaultModels()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }

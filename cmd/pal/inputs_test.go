@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/palsched/pal/data"
 )
 
 // threeJobs writes a user's own 3-job trace.
@@ -220,5 +226,53 @@ func TestNoEffectWarningsAndDuplicatePlacements(t *testing.T) {
 		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "--placement") {
 			t.Errorf("%v: error %v, want a --placement error", args, err)
 		}
+	}
+}
+
+// A Sia-Philly trace under the artifact's settings runs the artifact's
+// own extra arrivals, the tracked=0 rows of its pinned copy: --jobs-out
+// marks those extra-pinned and the rest trace, and the inputs count
+// them.
+func TestPinnedExtrasMarked(t *testing.T) {
+	b, err := fs.ReadFile(data.Reference, "reference/sia-philly-extended/workload-1.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracked := slices.Index(rows[0], "tracked")
+	if tracked < 0 {
+		t.Fatalf("the pinned trace has no tracked column: %v", rows[0])
+	}
+	want := map[string]string{}
+	extras := 0
+	for _, r := range rows[1:] {
+		want[r[0]] = "trace"
+		if r[tracked] == "0" {
+			want[r[0]] = "extra-pinned"
+			extras++
+		}
+	}
+	jobs := filepath.Join(t.TempDir(), "jobs.csv")
+	out, err := run(t, "sim", "--trace", "sia-philly/1", "--placement", "pal", "-o", "json", "--jobs-out", jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprintf("the artifact's own %d extra arrivals, pinned", extras); extras == 0 || !strings.Contains(out, s) {
+		t.Fatalf("inputs do not say %q", s)
+	}
+	// The run ends when its last tracked job does, so only the extras
+	// that arrived by then have rows.
+	n := map[string]int{}
+	for _, r := range readJobsOut(t, jobs)[1:] {
+		if w, ok := want[r[1]]; !ok || r[2] != w {
+			t.Errorf("job %s: origin %q, want %q", r[1], r[2], w)
+		}
+		n[r[2]]++
+	}
+	if n["trace"] != len(want)-extras || n["extra-pinned"] == 0 {
+		t.Errorf("--jobs-out has %d trace and %d extra-pinned rows, want %d and some", n["trace"], n["extra-pinned"], len(want)-extras)
 	}
 }
