@@ -154,14 +154,26 @@ func (in *Inputs) pinnedApplies() bool {
 
 // streamable says whether the runs can take the trace row by row: no
 // part of them reads it whole. Tenancy splits it by VC, generated extra
-// arrivals reuse its rows, Themis and the elastic baselines measure apps,
-// and a built-in trace is in memory anyway.
+// arrivals reuse its rows, and Themis and the elastic baselines measure
+// apps. Whether a built-in trace gets generated extras depends on its
+// tracked column, so it is streamed (its rows kept compact) and read
+// whole after all if it does (see loadTrace).
 func (in *Inputs) streamable() bool {
 	o := in.Opts
-	return !IsBuiltinTrace(o.Trace) && !o.tenancyOn() && !PlacesToo(o.Scheduler) && o.ExtraLoad == 0
+	return !o.tenancyOn() && !PlacesToo(o.Scheduler) && (o.ExtraLoad == 0 || IsBuiltinTrace(o.Trace))
 }
 
 func (in *Inputs) loadTrace(models *workload.Models, stream bool) (*workload.Trace, string, error) {
+	t, from, err := in.loadTraceAs(models, stream)
+	if err == nil && t.Streamed() && !t.HasTracked && in.Opts.ExtraLoad > 0 {
+		// The generator's extra arrivals reuse the rows (as sim's
+		// extrasOn has it): they need them whole.
+		t, err = t.Whole()
+	}
+	return t, from, err
+}
+
+func (in *Inputs) loadTraceAs(models *workload.Models, stream bool) (*workload.Trace, string, error) {
 	name := in.Opts.Trace
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
 		k, err := strconv.Atoi(n)
@@ -174,14 +186,15 @@ func (in *Inputs) loadTrace(models *workload.Models, stream bool) (*workload.Tra
 		// window does).
 		if in.pinnedApplies() && in.Opts.ExtraLoad == 2 {
 			p := fmt.Sprintf("reference/sia-philly-extended/workload-%d.csv", k)
-			t, err := readEmbedded(data.Reference, p, models)
+			t, err := readEmbedded(data.Reference, p, models, stream)
 			if err == nil {
 				in.pinned = true
-				for i := range t.Jobs {
-					if !t.Jobs[i].Tracked {
+				err = t.Each(func(s *workload.Spec) error {
+					if !s.Tracked {
 						in.pinnedExtras++
 					}
-				}
+					return nil
+				})
 			}
 			return t, p + " (pinned: the artifact's trace plus its extra arrivals)", err
 		}
@@ -195,8 +208,9 @@ func LoadTrace(name string, models *workload.Models) (*workload.Trace, string, e
 	return loadTrace(name, models, false)
 }
 
-// loadTrace is LoadTrace; stream streams a trace file (a built-in trace
-// is in memory anyway) unless it has apps, whose fairness reads every row.
+// loadTrace is LoadTrace; stream streams a trace file unless it has
+// apps, whose fairness reads every row, and keeps a built-in trace's
+// rows compact (workload.StreamTraceFS).
 func loadTrace(name string, models *workload.Models, stream bool) (*workload.Trace, string, error) {
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
 		k, err := strconv.Atoi(n)
@@ -204,7 +218,7 @@ func loadTrace(name string, models *workload.Models, stream bool) (*workload.Tra
 			return nil, "", fmt.Errorf("--trace %q: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", name)
 		}
 		p := fmt.Sprintf("traces/sia-philly/workload-%d.csv", k)
-		t, err := readEmbedded(data.Traces, p, models)
+		t, err := readEmbedded(data.Traces, p, models, stream)
 		return t, p + " (embedded)", err
 	}
 	if n, ok := strings.CutPrefix(name, "frontera/"); ok {
@@ -212,7 +226,7 @@ func loadTrace(name string, models *workload.Models, stream bool) (*workload.Tra
 		if !strings.HasSuffix(p, ".csv") {
 			p += ".csv"
 		}
-		t, err := readEmbedded(data.Traces, p, models)
+		t, err := readEmbedded(data.Traces, p, models, stream)
 		return t, p + " (embedded)", err
 	}
 	if _, err := os.Stat(name); err != nil {
@@ -304,8 +318,8 @@ func (in *Inputs) describeExtras() string {
 // trace), "extra-pinned" (one of the artifact's own extra arrivals) or
 // "extra-generated" (made by the background-arrival generator).
 func (in *Inputs) Origin(id int) string {
-	if in.Trace.Streamed() {
-		return "trace" // a streamed trace gets no extras (sim refuses them)
+	if in.Trace.Streamed() && !in.pinned {
+		return "trace" // a streamed trace gets no generated extras (sim refuses them)
 	}
 	get := in.ids
 	if get == nil {
@@ -329,20 +343,22 @@ type jobIDs struct{ trace, extras []int }
 // extras when the pinned trace is in use.
 func (in *Inputs) jobIDs() jobIDs {
 	var ids jobIDs
-	if in.Trace.Streamed() {
-		return ids
+	if in.Trace.Streamed() && !in.pinned {
+		return ids // Origin does not ask
 	}
-	ids.trace = make([]int, len(in.Trace.Jobs))
+	ids.trace = make([]int, 0, in.Trace.Len())
 	if in.pinned {
 		ids.extras = make([]int, 0, in.pinnedExtras)
 	}
-	for i := range in.Trace.Jobs {
-		j := &in.Trace.Jobs[i]
-		ids.trace[i] = j.ID
+	// A built-in trace's rows are in memory, streamed or not: Each
+	// cannot fail.
+	_ = in.Trace.Each(func(j *workload.Spec) error {
+		ids.trace = append(ids.trace, j.ID)
 		if in.pinned && !j.Tracked {
 			ids.extras = append(ids.extras, j.ID)
 		}
-	}
+		return nil
+	})
 	slices.Sort(ids.trace)
 	slices.Sort(ids.extras)
 	return ids
@@ -354,9 +370,12 @@ func inSorted(ids []int, id int) bool {
 	return ok
 }
 
-func readEmbedded(fsys fs.FS, p string, models *workload.Models) (*workload.Trace, error) {
+func readEmbedded(fsys fs.FS, p string, models *workload.Models, stream bool) (*workload.Trace, error) {
 	if _, err := fs.Stat(fsys, p); err != nil {
 		return nil, fmt.Errorf("built-in %s: %v", p, err)
+	}
+	if stream {
+		return workload.StreamTraceFS(fsys, p, models)
 	}
 	return workload.ReadTraceFS(fsys, p, models)
 }

@@ -101,3 +101,52 @@ func TestStreamedOnlyWhereNothingNeedsRows(t *testing.T) {
 		}
 	}
 }
+
+// A built-in trace is streamed from its compact kept rows where nothing
+// needs it whole, with the figures of the trace read whole: the
+// artifact's pinned copy (its extras are its own tracked=0 rows) and a
+// plain one without extras. With generated extras, which reuse its rows,
+// it is read whole.
+func TestStreamedBuiltinTraces(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		set      func(o *Options)
+		streamed bool
+	}{
+		{"pinned", func(o *Options) {}, true},
+		{"no extras", func(o *Options) { o.ExtraLoad, o.Explicit.ExtraLoad = 0, true }, true},
+		{"generated extras", func(o *Options) { o.Pinned, o.Explicit.Pinned = false, true }, false},
+	} {
+		o, err := Preset("artifact")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Trace, o.Placements = "sia-philly/2", "pal,pm-first"
+		tc.set(&o)
+		brief := Hooks{NoJobRecords: true, NoMoveGains: true, NoRoundStats: true}
+		wantIn, want, err := RunAllWith(o, brief)
+		if err != nil {
+			t.Fatal(err)
+		}
+		brief.StreamTrace = true
+		gotIn, got, err := RunAllWith(o, brief)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantIn.Trace.Streamed() || gotIn.Trace.Streamed() != tc.streamed {
+			t.Fatalf("%s: streamed %v without StreamTrace, %v with it; want %v", tc.name, wantIn.Trace.Streamed(), gotIn.Trace.Streamed(), tc.streamed)
+		}
+		if !reflect.DeepEqual(gotIn.Header(), wantIn.Header()) {
+			t.Errorf("%s: header\n got %v\nwant %v", tc.name, gotIn.Header(), wantIn.Header())
+		}
+		for i := range want {
+			want[i].WallMS, got[i].WallMS = 0, 0
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Errorf("%s, %s: streamed\n got %+v\nwant %+v", tc.name, want[i].Placement, *got[i], *want[i])
+			}
+		}
+		if gotIn.Origin(2) != "trace" || tc.name == "pinned" && gotIn.Origin(gotIn.Trace.Len()-1) != "extra-pinned" {
+			t.Errorf("%s: origins %q and %q", tc.name, gotIn.Origin(2), gotIn.Origin(gotIn.Trace.Len()-1))
+		}
+	}
+}

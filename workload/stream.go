@@ -3,8 +3,11 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path"
 	"slices"
 	"time"
 
@@ -37,6 +40,9 @@ type traceFile struct {
 	kept   []keptRow
 	source string   // every kept row's Source
 	names  []string // the kept rows' models
+	// fsys, for a built-in trace (StreamTraceFS), is the file system
+	// it lies in; its rows are all kept, and it cannot change.
+	fsys fs.FS
 }
 
 // keepRowsBytes is the largest trace file whose rows StreamTraceFile
@@ -115,20 +121,72 @@ func StreamTraceFile(path string, models *Models) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.lineOf = func(id int) int { return firstLineOf(path, models, id) }
+	p.lineOf = func(id int) int {
+		return firstLineOf(func() (io.ReadCloser, error) { return os.Open(path) }, path, models, id)
+	}
 	tf := &traceFile{path: path, models: models, size: st.Size(), mod: st.ModTime()}
-	keep := st.Size() <= keepRowsBytes
+	sorted, err := tf.scan(p, st.Size() <= keepRowsBytes)
+	if err != nil {
+		return nil, err
+	}
+	if !sorted {
+		return readTraceFile(path, models, true, csvin.Quiet())
+	}
+	return &Trace{Name: path, HasTracked: p.hasTracked, HasApp: p.hasApp, file: tf}, nil
+}
+
+// StreamTraceFS is StreamTraceFile for file p of fsys (a built-in trace),
+// named by its base name as ReadTraceFS names it: its rows are kept
+// (keptRow) and Rows hands them out. A trace whose rows a keptRow cannot
+// all hold, or that is not in submit order, is read whole (ReadTraceFS).
+// A Sia-Philly run's trace of 3,160 rows then holds 152 KB of rows
+// rather than 607 KB of Specs: 110 fewer fresh pages, on a virtual
+// machine where the first touch of one costs 15-25 us.
+func StreamTraceFS(fsys fs.FS, p string, models *Models) (*Trace, error) {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	name := path.Base(p)
+	pr, err := newRowParser(name, f, models)
+	if err != nil {
+		return nil, err
+	}
+	pr.lineOf = func(id int) int {
+		return firstLineOf(func() (io.ReadCloser, error) { return fsys.Open(p) }, name, models, id)
+	}
+	tf := &traceFile{path: name, models: models, size: st.Size(), fsys: fsys}
+	sorted, err := tf.scan(pr, true)
+	if err != nil {
+		return nil, err
+	}
+	if !sorted || tf.kept == nil {
+		return ReadTraceFS(fsys, p, models)
+	}
+	return &Trace{Name: name, HasTracked: pr.hasTracked, HasApp: pr.hasApp, file: tf}, nil
+}
+
+// scan is a streamed trace's first reading: every row through p, with
+// every check, noting what the drivers need of them all, and keeping
+// them (keptRow) if keep and a keptRow holds each; it reports whether
+// the rows were in submit order.
+func (tf *traceFile) scan(p *rowParser, keep bool) (sorted bool, err error) {
 	if keep {
 		// A row is at least about 20 bytes; capacity never written is
 		// never touched, so sizing by the smallest row costs nothing.
-		tf.kept = make([]keptRow, 0, st.Size()/20+1)
+		tf.kept = make([]keptRow, 0, tf.size/20+1)
 	}
 	sorted, last := true, 0.0
 	for {
 		var s Spec
 		ok, err := p.next(&s)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if !ok {
 			break
@@ -158,26 +216,24 @@ func StreamTraceFile(path string, models *Models) (*Trace, error) {
 		}
 	}
 	if tf.rows == 0 {
-		return nil, fmt.Errorf("%s: no jobs after the header", path)
+		return false, fmt.Errorf("%s: no jobs after the header", tf.path)
 	}
 	if tf.tracked == 0 {
-		return nil, fmt.Errorf("%s: every row has tracked=0; nothing would be measured", path)
+		return false, fmt.Errorf("%s: every row has tracked=0; nothing would be measured", tf.path)
 	}
-	if !sorted {
-		return readTraceFile(path, models, true, csvin.Quiet())
-	}
-	return &Trace{Name: path, HasTracked: p.hasTracked, HasApp: p.hasApp, file: tf}, nil
+	return sorted, nil
 }
 
-// firstLineOf is the line of the first row of path with id, read again
-// for the message about a duplicate id (0 if none).
-func firstLineOf(path string, models *Models, id int) int {
-	f, err := os.Open(path)
+// firstLineOf is the line of the first row with id of the trace open
+// opens (named name), read again for the message about a duplicate id (0
+// if none).
+func firstLineOf(open func() (io.ReadCloser, error), name string, models *Models, id int) int {
+	f, err := open()
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
-	p, err := newRowParser(path, f, models, csvin.Quiet())
+	p, err := newRowParser(name, f, models, csvin.Quiet())
 	if err != nil {
 		return 0
 	}
@@ -298,6 +354,9 @@ func (t *Trace) Rows() (*RowReader, error) {
 	if tf == nil {
 		return nil, fmt.Errorf("%s: not a streamed trace", t.Name)
 	}
+	if tf.fsys != nil {
+		return &RowReader{tf: tf}, nil // a built-in trace's rows are all kept
+	}
 	f, err := os.Open(tf.path)
 	if err != nil {
 		return nil, err
@@ -317,7 +376,9 @@ func (t *Trace) Rows() (*RowReader, error) {
 		f.Close()
 		return nil, err
 	}
-	p.lineOf = func(id int) int { return firstLineOf(tf.path, tf.models, id) }
+	p.lineOf = func(id int) int {
+		return firstLineOf(func() (io.ReadCloser, error) { return os.Open(tf.path) }, tf.path, tf.models, id)
+	}
 	return &RowReader{f: f, p: p, tf: tf}, nil
 }
 

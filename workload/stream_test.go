@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/palsched/pal/internal/csvin"
 )
@@ -303,5 +304,57 @@ func TestBounds(t *testing.T) {
 	odd := &Trace{file: &traceFile{mostAll: 1, latest: 5, odd: true}}
 	if _, _, ok := odd.Bounds(); ok {
 		t.Error("a row with a negative or NaN length: Bounds ok, want not")
+	}
+}
+
+// A built-in trace streamed from its file system keeps its rows compact
+// and hands them out, each reading the same, as ReadTraceFS holds them
+// and under the same name; one a keptRow cannot hold, or out of submit
+// order, is read whole; a bad one is refused word for word as ReadTraceFS
+// refuses it, a duplicate id naming its first line, read again from the
+// file system.
+func TestStreamTraceFS(t *testing.T) {
+	const h = "job_id,num_gpus,submit_time,duration,model"
+	rows := "\n0,1,0,10,BERT\n1,2,5,10,resnet50\n2,4,5,20,BERT\n"
+	for _, tc := range []struct {
+		name, in string
+		streamed bool
+	}{
+		{"common rows", h + rows, true},
+		{"tracked and duration_s", "job_id,num_gpus,submit_time,duration_s,model,tracked\n0,1,0,10,BERT,1\n1,1,3,10.5,GPT2,0\n", true},
+		{"an app", h + ",app" + strings.ReplaceAll(rows, "T\n", "T,a\n"), false},
+		{"unsorted", h + "\n0,1,9,10,BERT\n1,2,5,10,resnet50\n", false},
+	} {
+		fsys := fstest.MapFS{"traces/b.csv": {Data: []byte(tc.in)}}
+		whole, err := ReadTraceFS(fsys, "traces/b.csv", DefaultModels())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		tr, err := StreamTraceFS(fsys, "traces/b.csv", DefaultModels())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tr.Streamed() != tc.streamed || tr.Name != "b.csv" || tr.Len() != len(whole.Jobs) || tr.TrackedCount() != whole.TrackedCount() {
+			t.Fatalf("%s: streamed %v name %q, %d rows %d tracked; want streamed %v, b.csv, %d and %d",
+				tc.name, tr.Streamed(), tr.Name, tr.Len(), tr.TrackedCount(), tc.streamed, len(whole.Jobs), whole.TrackedCount())
+		}
+		for range 2 {
+			if got := streamedRows(t, tr); !slices.Equal(got, whole.Jobs) {
+				t.Errorf("%s: rows differ from the trace read whole", tc.name)
+			}
+		}
+	}
+	for _, in := range []string{
+		h + "\n0,1,0,10,resnet50\n1,x,5,10,BERT\n",
+		h + "\n0,1,0,1,BERT\n7,1,0,1,BERT\n3,1,0,1,BERT\n7,1,0,1,BERT\n",
+		h + "\n",
+		"job_id,num_gpus,submit_time,duration,model,tracked\n0,1,0,1,BERT,0\n",
+	} {
+		fsys := fstest.MapFS{"traces/bad.csv": {Data: []byte(in)}}
+		_, want := ReadTraceFS(fsys, "traces/bad.csv", DefaultModels())
+		_, got := StreamTraceFS(fsys, "traces/bad.csv", DefaultModels())
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%q:\n got %v\nwant %v", in, got, want)
+		}
 	}
 }
