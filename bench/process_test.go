@@ -22,9 +22,12 @@ import (
 // pal is the binary named by PAL_BIN, so that two builds can be compared
 // with benchstat:
 //
-//	go build -o /tmp/pal-new ./cmd/pal
+//	CGO_ENABLED=0 go build -o /tmp/pal-new ./cmd/pal
 //	PAL_BIN=/tmp/pal-new go test -run '^$' -bench Process -count 10 ./bench > new.txt
 //	benchstat old.txt new.txt
+//
+// (Built with cgo, as go build does where a C compiler is, pal links the
+// C library through the network package and starts about 3 ms later.)
 //
 // scripts/bench-scale.sh runs it for this checkout and, with BASE, for a
 // git ref.
