@@ -33,6 +33,7 @@ type Inputs struct {
 	noRecords     bool
 	noMoveGains   bool    // Hooks.NoMoveGains
 	noRoundStats  bool    // Hooks.NoRoundStats
+	pipeline      bool    // Hooks.Pipeline
 	forecastAt    float64 // -1: no forecast (Hooks.ForecastAt)
 	forecastOpts  ForecastOptions
 	whatIfs       []string // Hooks.WhatIf
@@ -473,6 +474,7 @@ func (in *Inputs) Config(placement string) (sim.Config, error) {
 		NoRecords:       in.noRecords && !in.WantFairness() && in.Layout == nil, // fairness and the per-VC figures read the records
 		NoMoveGains:     in.noMoveGains,
 		NoRoundStats:    in.noRoundStats && !in.WantFairness(), // the fairness sums the GPUs in use round by round
+		Pipeline:        in.pipeline,
 	}
 	if cfg.Raw, cfg.Hook, err = in.runTruth(); err != nil {
 		return sim.Config{}, err

@@ -171,6 +171,9 @@ type Hooks struct {
 	// records): a million-row trace then costs kilobytes, not a fifth of
 	// a gigabyte, for a few tenths of a second more per reading.
 	StreamTrace bool
+	// Pipeline places each round and applies its answer on two cores
+	// (sim.Config.Pipeline).
+	Pipeline bool
 }
 
 // RunAllWith is RunAll with hooks.
@@ -208,6 +211,7 @@ func RunAllWith(o Options, h Hooks) (*Inputs, []*RunResult, error) {
 	in.noRecords = h.NoJobRecords
 	in.noMoveGains = h.NoMoveGains
 	in.noRoundStats = h.NoRoundStats
+	in.pipeline = h.Pipeline
 	in.forecastAt = -1
 	if h.Forecast {
 		if err := forecastable(o, h.ForecastAt); err != nil {

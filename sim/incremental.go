@@ -191,8 +191,9 @@ type incremental struct {
 	ahead      []workload.Job // look-ahead copies of the running jobs
 	aheadKy    []policy.OrderKey
 	pos        []int // view position of each running job (look-ahead)
-	// stream places with a policy.Streamer when there is a second core
-	// to apply the answer on (see schedule); relay and streamErr connect
+	// stream places with a policy.Streamer when the run pipelines
+	// (Config.Pipeline) and there is a second core to apply the answer on
+	// (see schedule); relay and streamErr connect
 	// the two goroutines.
 	stream    bool
 	relay     *round.Relay
@@ -215,7 +216,7 @@ type incremental struct {
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	x := &incremental{state: s, ks: ks, R: s.cfg.Round, limit: s.cl.Size(),
-		waits: newWaitClock(s.cfg.Round), stream: runtime.GOMAXPROCS(0) > 1,
+		waits: newWaitClock(s.cfg.Round), stream: s.cfg.Pipeline && runtime.GOMAXPROCS(0) > 1,
 		relay: round.NewRelay(), streamErr: make(chan error, 1)}
 	if g := s.cfg.StarvationGuard; g > 0 {
 		x.mGuard = x.roundsToWait(g)
@@ -520,8 +521,9 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	var err error
 	if stream {
 		// The placer runs here while another goroutine applies the lines
-		// it has finished: on two cores the model's bookkeeping hides
-		// behind the placement. Same answer, same visits, same order.
+		// it has finished (Config.Pipeline: on a shared 2-core virtual
+		// machine this cost more than it hid). Same answer, same visits,
+		// same order.
 		x.relay.Reset()
 		go func() { x.streamErr <- x.applier.Stream(x.cl, x.order, alloc, x.relay, visit) }()
 		sp.PlaceTo(&x.env, x.order, alloc, x.relay.Ready)

@@ -34,6 +34,11 @@ func (c checkedStreamer) MoveGain(env *policy.Env, j *workload.Job, from, to []i
 }
 
 func (c checkedStreamer) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
+	if ready == nil {
+		// The caller does not stream (no Pipeline): nor does the placer.
+		c.Streamer.PlaceTo(env, order, alloc, nil)
+		return
+	}
 	var want [][]int
 	if c.ref != nil {
 		want = c.ref.Place(env, order)
@@ -49,16 +54,15 @@ func (c checkedStreamer) PlaceTo(env *policy.Env, order []*workload.Job, alloc [
 		if n < len(order) {
 			c.early.Add(1)
 		}
-		if ready != nil {
-			ready(n)
-		}
+		ready(n)
 	})
 }
 
 // TestStreamedRunMatchesPlain runs traces whose rounds place over a
-// thousand jobs, so the incremental loop applies the first lines while
-// the placer still works on later ones (on two cores), and requires the
-// plain loop's results exactly. Run it with -race: the placer and the
+// thousand jobs, so the incremental loop, asked to pipeline, applies the
+// first lines while the placer still works on later ones (on two
+// cores), and requires the plain loop's results exactly, with the
+// pipeline and without it (the default, which must not stream). Run it with -race: the placer and the
 // model share the jobs and the cluster.
 func TestStreamedRunMatchesPlain(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
@@ -113,8 +117,20 @@ func TestStreamedRunMatchesPlain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Without Pipeline (the default) the answer is placed whole.
 		cfg.Scheduler, cfg.Placer, cfg.Plain = schedule.FIFO{}, stream(), false
 		got, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := sameResult(want, got); d != "" {
+			t.Fatalf("%s, not pipelined: %s", pn, d)
+		}
+		if n := early.Load(); n != 0 {
+			t.Fatalf("%s: %d rounds handed their answer over in parts without Pipeline", pn, n)
+		}
+		cfg.Scheduler, cfg.Placer, cfg.Pipeline = schedule.FIFO{}, stream(), true
+		got, err = Run(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
