@@ -784,8 +784,8 @@ func (x *scoreIndex) take(gpus []int) {
 		if x.hist {
 			x.freeHist[x.nodeFree[nd]]--
 			x.freeHist[x.nodeFree[nd]-1]++
+			x.nodeFree[nd]-- // read only with hist (see takeOne)
 		}
-		x.nodeFree[nd]--
 		bps := &x.bp[g]
 		for c := range x.cls {
 			if !x.live[c] {
@@ -839,10 +839,12 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 		free[g] = false
 		nd := x.nodeOf(g)
 		if hist {
+			// Only a migration-aware frame reads the nodes' free counts
+			// (room, through freeHist); reset restores them for the next.
 			x.freeHist[nodeFree[nd]]--
 			x.freeHist[nodeFree[nd]-1]++
+			nodeFree[nd]--
 		}
-		nodeFree[nd]--
 		var bin, pr int32
 		var multi bool
 		if c32 != nil {
