@@ -34,6 +34,34 @@ func writeSynergy(t *testing.T, jobs int, apps bool) string {
 	return p
 }
 
+// wholeAndStreamed runs o with the trace read whole and again with
+// StreamTrace, and requires the same header and every run's figures (the
+// wall time aside). It returns both inputs and the whole runs.
+func wholeAndStreamed(t *testing.T, what string, o Options) (whole, streamed *Inputs, runs []*RunResult) {
+	t.Helper()
+	brief := Hooks{NoJobRecords: true, NoMoveGains: true, NoRoundStats: true}
+	wantIn, want, err := RunAllWith(o, brief)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	brief.StreamTrace = true
+	gotIn, got, err := RunAllWith(o, brief)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !reflect.DeepEqual(gotIn.Header(), wantIn.Header()) {
+		t.Errorf("%s: header\n got %v\nwant %v", what, gotIn.Header(), wantIn.Header())
+	}
+	for i := range want {
+		w, g := *want[i], *got[i]
+		w.WallMS, g.WallMS = 0, 0
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s, %s: streamed\n got %+v\nwant %+v", what, w.Placement, g, w)
+		}
+	}
+	return wantIn, gotIn, want
+}
+
 // pal sim streams a trace file where nothing needs it whole, and its
 // header and every run's figures are those of the trace read whole.
 func TestStreamedRunsMatchWhole(t *testing.T) {
@@ -42,29 +70,13 @@ func TestStreamedRunsMatchWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Trace, o.Cluster, o.Placements, o.Round = writeSynergy(t, 400, false), "8x4", "pal,packed-nonsticky", 300
-	brief := Hooks{NoJobRecords: true, NoMoveGains: true, NoRoundStats: true}
-	wantIn, want, err := RunAllWith(o, brief)
-	if err != nil {
-		t.Fatal(err)
-	}
-	brief.StreamTrace = true
-	gotIn, got, err := RunAllWith(o, brief)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantIn, gotIn, want := wholeAndStreamed(t, "synergy", o)
 	if wantIn.Trace.Streamed() || !gotIn.Trace.Streamed() {
 		t.Fatalf("streamed: %v without StreamTrace, %v with it", wantIn.Trace.Streamed(), gotIn.Trace.Streamed())
 	}
-	if !reflect.DeepEqual(gotIn.Header(), wantIn.Header()) {
-		t.Errorf("header\n got %v\nwant %v", gotIn.Header(), wantIn.Header())
-	}
-	for i := range want {
-		if want[i].Jobs != 400 || want[i].Migrations == 0 && want[i].Placement != "pal" {
-			t.Errorf("%s: %d jobs measured, %d migrations", want[i].Placement, want[i].Jobs, want[i].Migrations)
-		}
-		want[i].WallMS, got[i].WallMS = 0, 0
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Errorf("%s: streamed\n got %+v\nwant %+v", want[i].Placement, *got[i], *want[i])
+	for _, r := range want {
+		if r.Jobs != 400 || r.Migrations == 0 && r.Placement != "pal" {
+			t.Errorf("%s: %d jobs measured, %d migrations", r.Placement, r.Jobs, r.Migrations)
 		}
 	}
 }
@@ -123,27 +135,9 @@ func TestStreamedBuiltinTraces(t *testing.T) {
 		}
 		o.Trace, o.Placements = "sia-philly/2", "pal,pm-first"
 		tc.set(&o)
-		brief := Hooks{NoJobRecords: true, NoMoveGains: true, NoRoundStats: true}
-		wantIn, want, err := RunAllWith(o, brief)
-		if err != nil {
-			t.Fatal(err)
-		}
-		brief.StreamTrace = true
-		gotIn, got, err := RunAllWith(o, brief)
-		if err != nil {
-			t.Fatal(err)
-		}
+		wantIn, gotIn, _ := wholeAndStreamed(t, tc.name, o)
 		if wantIn.Trace.Streamed() || gotIn.Trace.Streamed() != tc.streamed {
 			t.Fatalf("%s: streamed %v without StreamTrace, %v with it; want %v", tc.name, wantIn.Trace.Streamed(), gotIn.Trace.Streamed(), tc.streamed)
-		}
-		if !reflect.DeepEqual(gotIn.Header(), wantIn.Header()) {
-			t.Errorf("%s: header\n got %v\nwant %v", tc.name, gotIn.Header(), wantIn.Header())
-		}
-		for i := range want {
-			want[i].WallMS, got[i].WallMS = 0, 0
-			if !reflect.DeepEqual(got[i], want[i]) {
-				t.Errorf("%s, %s: streamed\n got %+v\nwant %+v", tc.name, want[i].Placement, *got[i], *want[i])
-			}
 		}
 		if gotIn.Origin(2) != "trace" || tc.name == "pinned" && gotIn.Origin(gotIn.Trace.Len()-1) != "extra-pinned" {
 			t.Errorf("%s: origins %q and %q", tc.name, gotIn.Origin(2), gotIn.Origin(gotIn.Trace.Len()-1))

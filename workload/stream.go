@@ -3,7 +3,6 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -108,22 +107,11 @@ func (tf *traceFile) spec(k *keptRow) Spec {
 // submit order would need them all to sort, so it is read whole, as by
 // ReadTraceFile (Streamed says which).
 func StreamTraceFile(path string, models *Models) (*Trace, error) {
-	f, err := os.Open(path)
+	p, f, st, err := firstReading(func() (fs.File, error) { return os.Open(path) }, path, models)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	p, err := newRowParser(path, f, models)
-	if err != nil {
-		return nil, err
-	}
-	p.lineOf = func(id int) int {
-		return firstLineOf(func() (io.ReadCloser, error) { return os.Open(path) }, path, models, id)
-	}
 	tf := &traceFile{path: path, models: models, size: st.Size(), mod: st.ModTime()}
 	sorted, err := tf.scan(p, st.Size() <= keepRowsBytes)
 	if err != nil {
@@ -143,23 +131,12 @@ func StreamTraceFile(path string, models *Models) (*Trace, error) {
 // rather than 607 KB of Specs: 110 fewer fresh pages, on a virtual
 // machine where the first touch of one costs 15-25 us.
 func StreamTraceFS(fsys fs.FS, p string, models *Models) (*Trace, error) {
-	f, err := fsys.Open(p)
+	name := path.Base(p)
+	pr, f, st, err := firstReading(func() (fs.File, error) { return fsys.Open(p) }, name, models)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	name := path.Base(p)
-	pr, err := newRowParser(name, f, models)
-	if err != nil {
-		return nil, err
-	}
-	pr.lineOf = func(id int) int {
-		return firstLineOf(func() (io.ReadCloser, error) { return fsys.Open(p) }, name, models, id)
-	}
 	tf := &traceFile{path: name, models: models, size: st.Size(), fsys: fsys}
 	sorted, err := tf.scan(pr, true)
 	if err != nil {
@@ -169,6 +146,27 @@ func StreamTraceFS(fsys fs.FS, p string, models *Models) (*Trace, error) {
 		return ReadTraceFS(fsys, p, models)
 	}
 	return &Trace{Name: name, HasTracked: pr.hasTracked, HasApp: pr.hasApp, file: tf}, nil
+}
+
+// firstReading opens a trace to stream (open, named name) and starts
+// reading it: the file, to close once scanned, its size and time, and a
+// parser whose message about a duplicate id reads the trace again
+// through open (the streamed reader keeps no lines).
+func firstReading(open func() (fs.File, error), name string, models *Models) (*rowParser, fs.File, fs.FileInfo, error) {
+	f, err := open()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		var p *rowParser
+		if p, err = newRowParser(name, f, models); err == nil {
+			p.lineOf = func(id int) int { return firstLineOf(open, name, models, id) }
+			return p, f, st, nil
+		}
+	}
+	f.Close()
+	return nil, nil, nil, err
 }
 
 // scan is a streamed trace's first reading: every row through p, with
@@ -227,7 +225,7 @@ func (tf *traceFile) scan(p *rowParser, keep bool) (sorted bool, err error) {
 // firstLineOf is the line of the first row with id of the trace open
 // opens (named name), read again for the message about a duplicate id (0
 // if none).
-func firstLineOf(open func() (io.ReadCloser, error), name string, models *Models, id int) int {
+func firstLineOf(open func() (fs.File, error), name string, models *Models, id int) int {
 	f, err := open()
 	if err != nil {
 		return 0
@@ -377,7 +375,7 @@ func (t *Trace) Rows() (*RowReader, error) {
 		return nil, err
 	}
 	p.lineOf = func(id int) int {
-		return firstLineOf(func() (io.ReadCloser, error) { return os.Open(tf.path) }, tf.path, tf.models, id)
+		return firstLineOf(func() (fs.File, error) { return os.Open(tf.path) }, tf.path, tf.models, id)
 	}
 	return &RowReader{f: f, p: p, tf: tf}, nil
 }
