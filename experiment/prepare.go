@@ -174,6 +174,8 @@ func (in *Inputs) loadTrace(models *workload.Models, stream bool) (*workload.Tra
 	return t, from, err
 }
 
+// loadTraceAs reads Options.Trace: the artifact's pinned copy where it
+// applies, else as loadTrace does.
 func (in *Inputs) loadTraceAs(models *workload.Models, stream bool) (*workload.Trace, string, error) {
 	name := in.Opts.Trace
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
