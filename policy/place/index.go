@@ -1425,9 +1425,9 @@ func window(g []int) bool { return g[len(g)-1]-g[0] == len(g)-1 }
 // demand only in gather, reads neither the job's GPUsHeld nor the list
 // it points to: on the million-job trace those two cache misses (own's
 // check of a running job) were a seventh of the CPU samples of the
-// placer's goroutine, and in a migration-aware round at 27,648 GPUs
-// own's read of each launched job was 4.4% of the round. On a cluster
-// small enough to intern answers (see
+// placer's goroutine (a migration-aware frame uses it too, see line,
+// though there it measured no faster). On a cluster small enough to
+// intern answers (see
 // answerSet) the frame uses own: its jobs stay in the cache, and a
 // lookup of the interned set cost more than the read (under LAS on
 // 16x4, 1.7% more CPU a run).
