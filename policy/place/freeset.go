@@ -104,9 +104,10 @@ func (f *freeSet) room(j *workload.Job) bool {
 }
 
 // reserve implements moveSpace.
-func (f *freeSet) reserve(order []*workload.Job, pin []bool) {
+func (f *freeSet) reserve(order []*workload.Job, pin []bool, out [][]int) {
 	for i, j := range order {
-		if pin[i] {
+		if pinned(j) {
+			pin[i], out[i] = true, j.GPUsHeld
 			f.take(j.GPUsHeld)
 		}
 	}

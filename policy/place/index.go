@@ -1508,12 +1508,6 @@ func (x *scoreIndex) retire(c int) {
 func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(int), pick func(n, c int) []int, m *mover) {
 	var live [variability.NumClasses]bool
 	var last, first [variability.NumClasses]int
-	st := &x.ms
-	st.pin = resizeBools(st.pin, len(order))
-	for i, j := range order {
-		st.pin[i] = pinned(j)
-	}
-	st.pinReady = true
 	for p, i := range x.idx {
 		c := x.dem[i].c
 		if !live[c] {
@@ -1553,8 +1547,7 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 			}
 		}
 	}
-	x.hist = true
-	x.fillHist()
+	x.hist = true // reserve counts the nodes by free GPUs (fillHist)
 	m.moveFrame(order, x.idx, out, x, &x.ms, func(i int) []int {
 		d := x.dem[i]
 		if int(d.n) > x.total {
@@ -1652,12 +1645,13 @@ func (x *scoreIndex) room(j *workload.Job) bool {
 // reserved GPUs one by one: about half the cluster is reserved in a
 // loaded round, and the per-GPU path would update every live class for
 // every reserved GPU.
-func (x *scoreIndex) reserve(order []*workload.Job, pin []bool) {
+func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 	n := 0
 	for i, j := range order {
-		if !pin[i] {
+		if !pinned(j) {
 			continue
 		}
+		pin[i], out[i] = true, j.GPUsHeld
 		for _, g := range j.GPUsHeld {
 			if x.free[g] {
 				x.free[g] = false
