@@ -166,8 +166,11 @@ const (
 // patternVariants are the runs of one pattern: the oracle is told the
 // truth at every change (--gpu-events-known for changes after the
 // start), stale believes the old profile throughout, learning learns
-// from job paces.
-var patternVariants = []string{"oracle", "stale", "stale+learning"}
+// from job paces, and gpu-learning from each GPU's own pace (--learn-from
+// gpu: the step times workers report in pal.io/step-time). The last is
+// what a learner can know once a job has run on a GPU, so it tells the
+// families job paces cannot show apart from those a rule could learn.
+var patternVariants = []string{"oracle", "stale", "stale+learning", "stale+gpu-learning"}
 
 // PatternRun is one pattern on one workload.
 type PatternRun struct {
@@ -183,8 +186,10 @@ func (r PatternRun) Recovered() float64 { return recovered(r.AvgJCT) }
 
 // Harm is how much worse than stale learning ends, as a share of
 // stale (0 when it ends at or below stale).
-func (r PatternRun) Harm() float64 {
-	return max(0, r.AvgJCT["stale+learning"]/r.AvgJCT["stale"]-1)
+func (r PatternRun) Harm() float64 { return r.harmBy("stale+learning") }
+
+func (r PatternRun) harmBy(learner string) float64 {
+	return max(0, r.AvgJCT[learner]/r.AvgJCT["stale"]-1)
 }
 
 // patternWorkload is one workload the patterns run on: its grid (trace,
@@ -322,6 +327,8 @@ func runPatterns(ctx context.Context, dir string, wls []patternWorkload, familie
 						g.Base.GPUEventsKnown = ev != ""
 					case "stale+learning":
 						g.Base.LearnScores = true
+					case "stale+gpu-learning":
+						g.Base.LearnScores, g.Base.LearnFrom = true, "gpu"
 					}
 					grids = append(grids, &g)
 				}
@@ -342,10 +349,11 @@ func runPatterns(ctx context.Context, dir string, wls []patternWorkload, familie
 		runs[i/len(patternVariants)].AvgJCT[patternVariants[i%len(patternVariants)]] = r.Rows[0].AvgJCT
 	}
 	var b strings.Builder
-	b.WriteString("workload,family,seed,held_out,pattern,oracle_avg_jct_s,stale_avg_jct_s,learning_avg_jct_s,recovered\n")
+	b.WriteString("workload,family,seed,held_out,pattern,oracle_avg_jct_s,stale_avg_jct_s,learning_avg_jct_s,recovered,gpu_learning_avg_jct_s,gpu_recovered\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "%s,%s,%d,%t,%q,%.2f,%.2f,%.2f,%.4f\n", r.Trace, r.Family, r.Pattern.Seed, r.HeldOut, r.Pattern.String(),
-			r.AvgJCT["oracle"], r.AvgJCT["stale"], r.AvgJCT["stale+learning"], r.Recovered())
+		fmt.Fprintf(&b, "%s,%s,%d,%t,%q,%.2f,%.2f,%.2f,%.4f,%.2f,%.4f\n", r.Trace, r.Family, r.Pattern.Seed, r.HeldOut, r.Pattern.String(),
+			r.AvgJCT["oracle"], r.AvgJCT["stale"], r.AvgJCT["stale+learning"], r.Recovered(),
+			r.AvgJCT["stale+gpu-learning"], recoveredBy(r.AvgJCT, "stale+gpu-learning"))
 	}
 	return runs, os.WriteFile(filepath.Join(dir, "patterns.csv"), []byte(b.String()), 0o644)
 }
@@ -369,6 +377,11 @@ type PatternStats struct {
 	// the largest, as a share of stale.
 	Harmed    int
 	WorstHarm float64
+	// GPUShares, GPUHarmed and GPUWorstHarm are the same for learning
+	// from each GPU's own pace.
+	GPUShares    []float64
+	GPUHarmed    int
+	GPUWorstHarm float64
 }
 
 // patternStats groups runs by workload, family and held-out, in order.
@@ -388,10 +401,15 @@ func patternStats(runs []PatternRun) []PatternStats {
 		m := r.AvgJCT
 		if m["stale"]-m["oracle"] >= minGain*m["stale"] {
 			s.Shares = append(s.Shares, r.Recovered())
+			s.GPUShares = append(s.GPUShares, recoveredBy(m, "stale+gpu-learning"))
 		}
 		if h := r.Harm(); h > 0 {
 			s.Harmed++
 			s.WorstHarm = max(s.WorstHarm, h)
+		}
+		if h := r.harmBy("stale+gpu-learning"); h > 0 {
+			s.GPUHarmed++
+			s.GPUWorstHarm = max(s.GPUWorstHarm, h)
 		}
 	}
 	return out
@@ -409,9 +427,9 @@ func quantile(xs []float64, q float64) float64 {
 
 func patternsMarkdown(b *strings.Builder, runs []PatternRun) {
 	fmt.Fprintf(b, "### Random patterns of going stale\n\n")
-	fmt.Fprintf(b, "Each workload runs %d patterns per family drawn with seeds 1-%d (the ones the learner's rules were checked against) and %d held out (seeds from %d, never looked at before this table). Families: uniform (GPUs slower for every class from the start), one-class (slower for one class only), faster (faster than profiled on some classes), step (slower for every class from a time partway through), drift (slower in 5 steps over part of the run). 1 GPU to 30%% of the cluster, x1.1-2.0 slower or x0.6-0.9 faster. The oracle is told every change as it happens. Recovered = (stale - learning) / (stale - oracle), over the runs where the oracle gains at least %.0f%% over stale; harm = learning's average JCT above stale's. Every run is in %s/patterns.csv.\n\n",
+	fmt.Fprintf(b, "Each workload runs %d patterns per family drawn with seeds 1-%d (the ones the learner's rules were checked against) and %d held out (seeds from %d, never looked at before this table). Families: uniform (GPUs slower for every class from the start), one-class (slower for one class only), faster (faster than profiled on some classes), step (slower for every class from a time partway through), drift (slower in 5 steps over part of the run). 1 GPU to 30%% of the cluster, x1.1-2.0 slower or x0.6-0.9 faster. The oracle is told every change as it happens. Recovered = (stale - learning) / (stale - oracle), over the runs where the oracle gains at least %.0f%% over stale; harm = learning's average JCT above stale's. Learning is from job paces (the slowest of a job's GPUs); the last two columns learn from each GPU's own pace instead (--learn-from gpu, the step times workers report), what a learner can know once a job has run on a GPU. Every run is in %s/patterns.csv.\n\n",
 		PatternDraws, PatternDraws, PatternHeldOut, HeldOutSeed, 100*minGain, StaleDir)
-	b.WriteString("| workload | family | recovered: median / p10 / worst (runs) | held out: recovered | learning above stale: runs, worst |\n|---|---|---|---|---|\n")
+	b.WriteString("| workload | family | recovered: median / p10 / worst (runs) | held out: recovered | learning above stale: runs, worst | per-GPU paces: recovered, median (held out) | per-GPU paces above stale: runs, worst |\n|---|---|---|---|---|---|---|\n")
 	stats := patternStats(runs)
 	held := map[string]PatternStats{}
 	for _, s := range stats {
@@ -434,10 +452,19 @@ func patternsMarkdown(b *strings.Builder, runs []PatternRun) {
 			harm = fmt.Sprintf("%d of %d, +%.1f%%", n, s.Runs+h.Runs, 100*max(s.WorstHarm, h.WorstHarm))
 		}
 		tune := "n/a (oracle gains < 2% on every run)"
+		gpu := "n/a"
 		if len(s.Shares) > 0 {
 			tune = fmt.Sprintf("%s / %s / %s (%d of %d)", pct(quantile(s.Shares, 0.5)), pct(quantile(s.Shares, 0.1)), pct(slices.Min(s.Shares)), len(s.Shares), s.Runs)
+			gpu = pct(quantile(s.GPUShares, 0.5))
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", s.Trace, s.Family, tune, hs, harm)
+		if len(h.GPUShares) > 0 {
+			gpu += " (" + pct(quantile(h.GPUShares, 0.5)) + ")"
+		}
+		gpuHarm := "none"
+		if n := s.GPUHarmed + h.GPUHarmed; n > 0 {
+			gpuHarm = fmt.Sprintf("%d of %d, +%.1f%%", n, s.Runs+h.Runs, 100*max(s.GPUWorstHarm, h.GPUWorstHarm))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Trace, s.Family, tune, hs, harm, gpu, gpuHarm)
 	}
 	b.WriteString("\n")
 }

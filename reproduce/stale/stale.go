@@ -365,12 +365,16 @@ func geomeans(rows []StaleRow, fam string) map[string]float64 {
 
 // recovered is the share of oracle's gain over stale that learning wins
 // back: (stale - learning) / (stale - oracle); NaN without a gain.
-func recovered(m map[string]float64) float64 {
+func recovered(m map[string]float64) float64 { return recoveredBy(m, "stale+learning") }
+
+// recoveredBy is (stale - m[learner]) / (stale - oracle), NaN when the
+// oracle gains nothing over stale.
+func recoveredBy(m map[string]float64, learner string) float64 {
 	gap := m["stale"] - m["oracle"]
 	if !(gap > 0) {
 		return math.NaN()
 	}
-	return (m["stale"] - m["stale+learning"]) / gap
+	return (m["stale"] - m[learner]) / gap
 }
 
 func (r *StaleResult) markdown(plan paper.Plan) string {
