@@ -447,10 +447,7 @@ func patternsMarkdown(b *strings.Builder, runs []PatternRun) {
 		if len(h.Shares) > 0 {
 			hs = pct(quantile(h.Shares, 0.5))
 		}
-		harm := "none"
-		if n := s.Harmed + h.Harmed; n > 0 {
-			harm = fmt.Sprintf("%d of %d, +%.1f%%", n, s.Runs+h.Runs, 100*max(s.WorstHarm, h.WorstHarm))
-		}
+		harm := harmCell(s.Harmed+h.Harmed, s.Runs+h.Runs, max(s.WorstHarm, h.WorstHarm))
 		tune := "n/a (oracle gains < 2% on every run)"
 		gpu := "n/a"
 		if len(s.Shares) > 0 {
@@ -460,11 +457,17 @@ func patternsMarkdown(b *strings.Builder, runs []PatternRun) {
 		if len(h.GPUShares) > 0 {
 			gpu += " (" + pct(quantile(h.GPUShares, 0.5)) + ")"
 		}
-		gpuHarm := "none"
-		if n := s.GPUHarmed + h.GPUHarmed; n > 0 {
-			gpuHarm = fmt.Sprintf("%d of %d, +%.1f%%", n, s.Runs+h.Runs, 100*max(s.GPUWorstHarm, h.GPUWorstHarm))
-		}
+		gpuHarm := harmCell(s.GPUHarmed+h.GPUHarmed, s.Runs+h.Runs, max(s.GPUWorstHarm, h.GPUWorstHarm))
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Trace, s.Family, tune, hs, harm, gpu, gpuHarm)
 	}
 	b.WriteString("\n")
+}
+
+// harmCell says how many of runs a learner ended above stale, and by how
+// much at worst (a share of stale).
+func harmCell(n, runs int, worst float64) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d of %d, +%.1f%%", n, runs, 100*worst)
 }
