@@ -378,6 +378,9 @@ func readEmbedded(fsys fs.FS, p string, models *workload.Models, stream bool) (*
 		return nil, fmt.Errorf("built-in %s: %v", p, err)
 	}
 	if stream {
+		if t := workload.BuiltinTrace(p, models); t != nil {
+			return t, nil // the same rows, compiled (see workload.BuiltinTrace)
+		}
 		return workload.StreamTraceFS(fsys, p, models)
 	}
 	return workload.ReadTraceFS(fsys, p, models)

@@ -17,7 +17,7 @@ import (
 //go:embed models.yaml
 var modelsYAML []byte
 
-var updateBuiltin = flag.Bool("update", false, "rewrite models_builtin.go from models.yaml")
+var updateBuiltin = flag.Bool("update", false, "rewrite models_builtin.go from models.yaml and traces_builtin.go from the embedded traces")
 
 // TestBuiltinModels keeps the built-in table (models_builtin.go, which
 // DefaultModels reads) what models.yaml says: the file's rows written out

@@ -42,6 +42,9 @@ type traceFile struct {
 	// fsys, for a built-in trace (StreamTraceFS), is the file system
 	// it lies in; its rows are all kept, and it cannot change.
 	fsys fs.FS
+	// builtin is a compiled built-in trace's (BuiltinTrace): the same,
+	// with no file system to read.
+	builtin bool
 }
 
 // keepRowsBytes is the largest trace file whose rows StreamTraceFile
@@ -352,7 +355,7 @@ func (t *Trace) Rows() (*RowReader, error) {
 	if tf == nil {
 		return nil, fmt.Errorf("%s: not a streamed trace", t.Name)
 	}
-	if tf.fsys != nil {
+	if tf.fsys != nil || tf.builtin {
 		return &RowReader{tf: tf}, nil // a built-in trace's rows are all kept
 	}
 	f, err := os.Open(tf.path)
