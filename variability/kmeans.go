@@ -14,8 +14,11 @@ import (
 // NewRand is the generator this package's callers should hand to Assign
 // and that binning uses internally: PCG, fully determined by one seed.
 func NewRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return rand.New(rand.NewPCG(seed, seed^randSalt))
 }
+
+// randSalt is NewRand's second PCG word, from the seed.
+const randSalt = 0x9e3779b97f4a7c15
 
 // Engine selects how a 1-D K-Means is fitted.
 type Engine int
@@ -177,33 +180,41 @@ func (d *distinct) bestOf(k, nInit, maxIter int, seed uint64) []float64 {
 	for i := range seeds {
 		seeds[i] = master.Uint64()
 	}
-	fits := make([][]float64, nInit)
-	inertia := make([]float64, nInit)
-	run := func(i int) {
-		fits[i] = d.lloyd(d.seedPlusPlus(k, NewRand(seeds[i])), maxIter)
-		inertia[i] = d.inertia(fits[i])
-	}
 	workers := min(runtime.GOMAXPROCS(0), nInit)
 	if k*len(d.v) < 1<<14 || workers < 2 {
-		for i := range nInit {
-			run(i)
+		// One scratch serves every restart: a restart's seeding and
+		// iterations otherwise allocate a dozen slices, and binning a
+		// small table in a process that has just started pays for each
+		// fresh page they land on more than for the arithmetic.
+		sc := newKMScratch(len(d.v), k)
+		var best []float64
+		bestIn := 0.0
+		for _, sd := range seeds {
+			c, in := sc.run(d, k, maxIter, sd)
+			if best == nil || in < bestIn {
+				best, bestIn = append(best[:0], c...), in
+			}
 		}
-	} else {
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range workers {
-			wg.Go(func() {
-				for i := range next {
-					run(i)
-				}
-			})
-		}
-		for i := range nInit {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		return best
 	}
+	fits := make([][]float64, nInit)
+	inertia := make([]float64, nInit)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			sc := newKMScratch(len(d.v), k)
+			for i := range next {
+				c, in := sc.run(d, k, maxIter, seeds[i])
+				fits[i], inertia[i] = slices.Clone(c), in
+			}
+		})
+	}
+	for i := range nInit {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	best := 0
 	for i := range nInit {
 		if inertia[i] < inertia[best] {
@@ -211,6 +222,37 @@ func (d *distinct) bestOf(k, nInit, maxIter int, seed uint64) []float64 {
 		}
 	}
 	return fits[best]
+}
+
+// kmScratch is what one k-means++ seeding and its Lloyd iterations
+// work in, kept across the restarts of one fit.
+type kmScratch struct {
+	src     *rand.PCG
+	rng     *rand.Rand
+	s       seeder
+	centers []float64
+	b, prev []int
+}
+
+func newKMScratch(m, k int) *kmScratch {
+	src := rand.NewPCG(0, 0)
+	return &kmScratch{src: src, rng: rand.New(src),
+		s:       seeder{fw: newFenwick(m), cost: make([]float64, m), cidx: make([]int, 0, k), b: make([]int, 0, k+1)},
+		centers: make([]float64, 0, k), b: make([]int, 0, k+1), prev: make([]int, 0, k+1)}
+}
+
+// run is one restart: k-means++ seeded from seed (the stream NewRand(seed)
+// gives), then Lloyd; its centres (valid until the next run) and their
+// inertia.
+func (sc *kmScratch) run(d *distinct, k, maxIter int, seed uint64) ([]float64, float64) {
+	sc.src.Seed(seed, seed^randSalt)
+	clear(sc.s.fw)
+	clear(sc.s.cost)
+	sc.s.d, sc.s.cidx, sc.s.b = d, sc.s.cidx[:0], sc.s.b[:0]
+	sc.centers = d.seed(&sc.s, k, sc.rng, sc.centers[:0])
+	sc.centers = d.lloydIn(sc.centers, maxIter, &sc.b, &sc.prev)
+	sc.b = d.bounds(sc.centers, sc.b)
+	return sc.centers, d.inertiaIn(sc.centers, sc.b)
 }
 
 // distinct holds the sorted distinct values of the input, rescaled to
@@ -331,10 +373,18 @@ func (d *distinct) bounds(c []float64, b []int) []int {
 // its two neighbours. A draw or a candidate's evaluation is O(log n).
 func (d *distinct) seedPlusPlus(k int, rng *rand.Rand) []float64 {
 	m := len(d.v)
-	s := &seeder{d: d, fw: newFenwick(m), cost: make([]float64, m)}
+	s := &seeder{fw: newFenwick(m), cost: make([]float64, m)}
+	return d.seed(s, k, rng, nil)
+}
+
+// seed is seedPlusPlus in s (its tree and costs zero, its lists empty),
+// appending the centres to centers.
+func (d *distinct) seed(s *seeder, k int, rng *rand.Rand, centers []float64) []float64 {
+	m := len(d.v)
+	s.d = d
 	first := d.pick(d.cw, rng.Float64()*d.cw[m])
-	s.cidx = []int{first}
-	s.b = []int{0, m}
+	s.cidx = append(s.cidx, first)
+	s.b = append(s.b, 0, m)
 	s.set(first, d.cost(0, m, d.v[first]))
 	trials := 2 + int(math.Log(float64(k)))
 	for len(s.cidx) < k {
@@ -354,9 +404,8 @@ func (d *distinct) seedPlusPlus(k int, rng *rand.Rand) []float64 {
 		}
 		s.insert(best, bestCell)
 	}
-	centers := make([]float64, len(s.cidx))
-	for j, q := range s.cidx {
-		centers[j] = d.v[q]
+	for _, q := range s.cidx {
+		centers = append(centers, d.v[q])
 	}
 	return centers
 }
@@ -540,11 +589,18 @@ func (f fenwick) search(r float64) (int, float64) {
 // In 1-D the assignment step is just the midpoints between sorted centres.
 func (d *distinct) lloyd(centers []float64, maxIter int) []float64 {
 	var b, prev []int
-	for range maxIter {
+	return d.lloydIn(centers, maxIter, &b, &prev)
+}
+
+// lloydIn is lloyd working in *b and *prev.
+func (d *distinct) lloydIn(centers []float64, maxIter int, bp, prevp *[]int) []float64 {
+	b, prev := (*bp)[:0], (*prevp)[:0]
+	defer func() { *bp, *prevp = b, prev }()
+	for i := range maxIter {
 		b = d.bounds(centers, b)
 		d.relocateEmpty(centers, b)
 		b = d.bounds(centers, b)
-		if slices.Equal(b, prev) {
+		if i > 0 && slices.Equal(b, prev) {
 			break
 		}
 		prev = append(prev[:0], b...)
@@ -596,7 +652,11 @@ func (d *distinct) relocateEmpty(centers []float64, b []int) {
 // inertia of a centre set, summed point by point: restarts are compared
 // on it and prefix-sum differences would blur near-ties.
 func (d *distinct) inertia(centers []float64) float64 {
-	b := d.bounds(centers, nil)
+	return d.inertiaIn(centers, d.bounds(centers, nil))
+}
+
+// inertiaIn is inertia given the centres' cells b.
+func (d *distinct) inertiaIn(centers []float64, b []int) float64 {
 	s := 0.0
 	for j, c := range centers {
 		for i := b[j]; i < b[j+1]; i++ {
