@@ -13,7 +13,7 @@ import (
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return clitest.Run(t, newRootCmd(), args...)
+	return clitest.Run(t, newRootCmdFor(args), args...) // as main builds it
 }
 
 func TestSimDefaultsPrintEveryPlacement(t *testing.T) {
