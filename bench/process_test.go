@@ -67,6 +67,17 @@ var hello struct {
 	err  error
 }
 
+// TestMain removes the floor program's directory: it is built once per
+// test process and outlives any one benchmark (each run left one behind
+// in the system's temporary directory).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hello.path != "" {
+		os.RemoveAll(filepath.Dir(hello.path))
+	}
+	os.Exit(code)
+}
+
 // helloBinary builds, once per process, a Go program that prints one line
 // and exits: the start-up floor on this machine and Go version.
 func helloBinary(b *testing.B) string {
