@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-	"os"
 	"reflect"
 	"strconv"
 	"testing"
@@ -47,18 +46,7 @@ func TestBuiltinTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateBuiltin {
-		if err := os.WriteFile("traces_builtin.go", src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	have, err := os.ReadFile("traces_builtin.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(have, src) {
-		t.Errorf("traces_builtin.go is not what the embedded traces give; run: go test ./workload -run TestBuiltinTraces -update")
-	}
+	checkGenerated(t, "traces_builtin.go", src, "the embedded traces", "TestBuiltinTraces")
 	for i, p := range builtinTracePaths() {
 		got := BuiltinTrace(p, DefaultModels())
 		if got == nil {

@@ -34,24 +34,31 @@ func TestBuiltinModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateBuiltin {
-		if err := os.WriteFile("models_builtin.go", src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	have, err := os.ReadFile("models_builtin.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(have, src) {
-		t.Errorf("models_builtin.go is not what models.yaml gives; run: go test ./workload -run TestBuiltinModels -update")
-	}
+	checkGenerated(t, "models_builtin.go", src, "models.yaml", "TestBuiltinModels")
 	parsed, err := ParseModels("models.yaml", modelsYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := DefaultModels(); !reflect.DeepEqual(got, parsed) {
 		t.Errorf("DefaultModels differs from models.yaml parsed:\n got  %v\n want %v", modelsOf(got), modelsOf(parsed))
+	}
+}
+
+// checkGenerated holds file to src, what the test named test generates
+// from what: with -update it writes src there first.
+func checkGenerated(t *testing.T, file string, src []byte, from, test string) {
+	t.Helper()
+	if *updateBuiltin {
+		if err := os.WriteFile(file, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, src) {
+		t.Errorf("%s is not what %s writes from %s; run: go test ./workload -run %s -update", file, test, from, test)
 	}
 }
 
