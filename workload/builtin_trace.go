@@ -3,7 +3,7 @@ package workload
 // A built-in trace's rows are parsed by every run that names it: for
 // the artifact's pinned Sia-Philly traces (3,160 rows each) the CSV
 // parse and the fresh pages its kept rows are written to were about a
-// tenth of a whole `pal sim` process. traces_builtin.go holds those
+// sixth of a whole `pal sim` process. traces_builtin.go holds those
 // traces as their first reading left them (StreamTraceFS: every check
 // made, every row kept), written by TestBuiltinTraces from the embedded
 // CSV files, which stay the source and what every other reader parses.
