@@ -585,14 +585,9 @@ func (f fenwick) search(r float64) (int, float64) {
 	return pos, r
 }
 
-// lloyd iterates assignment and mean steps until the cells stop changing.
+// lloydIn iterates assignment and mean steps until the cells stop
+// changing, in the scratch cells *bp and *prevp.
 // In 1-D the assignment step is just the midpoints between sorted centres.
-func (d *distinct) lloyd(centers []float64, maxIter int) []float64 {
-	var b, prev []int
-	return d.lloydIn(centers, maxIter, &b, &prev)
-}
-
-// lloydIn is lloyd working in *b and *prev.
 func (d *distinct) lloydIn(centers []float64, maxIter int, bp, prevp *[]int) []float64 {
 	b, prev := (*bp)[:0], (*prevp)[:0]
 	defer func() { *bp, *prevp = b, prev }()
@@ -649,13 +644,9 @@ func (d *distinct) relocateEmpty(centers []float64, b []int) {
 	}
 }
 
-// inertia of a centre set, summed point by point: restarts are compared
-// on it and prefix-sum differences would blur near-ties.
-func (d *distinct) inertia(centers []float64) float64 {
-	return d.inertiaIn(centers, d.bounds(centers, nil))
-}
-
-// inertiaIn is inertia given the centres' cells b.
+// inertiaIn is the inertia of centres whose cells are b, summed point by
+// point: restarts are compared on it and prefix-sum differences would
+// blur near-ties.
 func (d *distinct) inertiaIn(centers []float64, b []int) float64 {
 	s := 0.0
 	for j, c := range centers {
