@@ -709,7 +709,10 @@ func TestLearnerBlamePinnedFirst(t *testing.T) {
 //   - B alone on GPU 0 at 1.5 pins
 //     it for B too (1.25), two classes agree, and C and D take 1.25;
 //   - A alone on GPU 3 at 0.8 (faster than profiled) moves A's belief
-//     half way, 0.9, and nobody else's.
+//     half way, 0.9, and nobody else's;
+//   - B alone on GPU 3 at 0.8 moves B's to 0.9 too: two classes agree,
+//     but a speed-up is never carried, so C and D stay at 1 (carried,
+//     they would take the GPU-wide bound, 0.8).
 //
 // Blame still prefers the GPU one class pinned: B, which never ran GPU 2
 // after C pinned it at 1.3 (C alone at 1.6), runs {1, 2} at 1.6 and
@@ -730,6 +733,8 @@ func TestLearnerCorroborate(t *testing.T) {
 	check("after B's pin", 0, [NumClasses]float64{1.25, 1.25, 1.25, 1.25})
 	l.Observe(ClassA, []int{3}, 0.8)
 	check("after A ran GPU 3 fast", 3, [NumClasses]float64{0.9, 1, 1, 1})
+	l.Observe(ClassB, []int{3}, 0.8)
+	check("after B ran GPU 3 fast", 3, [NumClasses]float64{0.9, 0.9, 1, 1})
 	l.Observe(ClassC, []int{2}, 1.6)
 	check("after C's pin of GPU 2", 2, [NumClasses]float64{1, 1, 1.3, 1})
 	l.Observe(ClassB, []int{1, 2}, 1.6)
