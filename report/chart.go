@@ -29,7 +29,7 @@ func (c *BarChart) chartTitle() string  { return c.Title }
 // so that only a command that draws links the plotting library.
 type Drawer interface {
 	// Save writes c as dir/base.png and dir/base.svg, creating dir. base
-	// must pass CheckFigureName, since WriteIndex refers to figures by it.
+	// must pass CheckFigureName, since page.WriteIndex refers to figures by it.
 	Save(c Chart, dir, base string) error
 }
 

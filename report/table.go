@@ -1,5 +1,6 @@
 // Package report turns experiment results into things people read: text,
-// CSV and Markdown tables, PNG/SVG figures and a self-contained HTML index.
+// CSV and Markdown tables, and charts as specs that report/draw draws as
+// PNG/SVG figures (report/page writes the self-contained HTML index).
 // It knows nothing about schedulers or policies; callers hand it names and
 // numbers, so every experiment lays out its results the same way.
 package report

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/report/browsercheck"
+	"github.com/palsched/pal/report/page"
 )
 
 // ScreenshotWidth is the window width of the screenshot test, in CSS
@@ -58,9 +58,9 @@ func checkIndexInBrowser(t *testing.T, dir string, rep *Report) {
 	defer cancel()
 	br := browsercheck.StartSized(ctx, chromium, filepath.Join(t.TempDir(), "profile"), t.Logf, ScreenshotWidth, 1000)
 	defer br.Close()
-	page := filepath.Join(dir, report.IndexFile)
-	if err := br.Open(page); err != nil {
-		t.Fatalf("opening %s: %v", page, err)
+	index := filepath.Join(dir, page.IndexFile)
+	if err := br.Open(index); err != nil {
+		t.Fatalf("opening %s: %v", index, err)
 	}
 	st, err := br.Images()
 	if err != nil {
@@ -85,7 +85,7 @@ func checkIndexInBrowser(t *testing.T, dir string, rep *Report) {
 	if lay.Width > ScreenshotWidth {
 		t.Errorf("page is %.0f px wide in a %d px window: it scrolls sideways", lay.Width, ScreenshotWidth)
 	}
-	html, err := os.ReadFile(page)
+	html, err := os.ReadFile(index)
 	if err != nil {
 		t.Fatal(err)
 	}

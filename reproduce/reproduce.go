@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/report/page"
 	"github.com/palsched/pal/reproduce/backfill"
 	"github.com/palsched/pal/reproduce/hived"
 	"github.com/palsched/pal/reproduce/migration"
@@ -174,7 +175,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := rep.write(); err != nil {
 		return nil, err
 	}
-	logf("reproduce: wrote %s", filepath.Join(o.Out, report.IndexFile))
+	logf("reproduce: wrote %s", filepath.Join(o.Out, page.IndexFile))
 	return rep, nil
 }
 
@@ -232,7 +233,7 @@ func (rep *Report) write() error {
 	if err != nil {
 		return err
 	}
-	return report.WriteIndex(dir, IndexTitle+" ("+rep.Plan.Name+" plan)", sections)
+	return page.WriteIndex(dir, IndexTitle+" ("+rep.Plan.Name+" plan)", sections)
 }
 
 // joinNums renders a list as "3 and 5" or "8, 10 and 12".
@@ -268,7 +269,7 @@ const (
 // figures each followed by their tables, and last the PAL summary's
 // tables with a verdict per claim. The figures of HiveD and Themis are
 // shown from their subdirectories.
-func (rep *Report) indexSections(summary string) ([]report.Section, error) {
+func (rep *Report) indexSections(summary string) ([]page.Section, error) {
 	about := "The sections follow the papers: PAL's simulation figures (Figs 11-20) and the migration-cost study, the stale-profiles study (not in the paper), HiveD's sharing anomaly, Themis' finish-time fairness, backfill and forecasts (not in the papers), and last PAL's headline claims beside ours with a verdict each. Every section shows its figures first and its tables after; each figure links to its SVG, and the CSV named under it holds its numbers. summary.md, hived/hived.md and themis/themis.md hold the same tables as text."
 	if rep.Plan.Name == "quick" {
 		p, tp := rep.Plan, themis.QuickPlan()
@@ -277,15 +278,15 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 			joinNums(p.SiaTraces), len(p.SiaTraces), joinNums(p.LocalityTraces), len(p.SynergySeeds), p.SynergyJobs, joinNums(p.HeadlineLoads), hived.HivedQuickJobs, tp.Gen.Apps, tp.Cluster,
 			joinNums(bq.SiaTraces), bq.SynergyJobs, bq.PhillyJobs)
 	}
-	sections := []report.Section{{Title: AboutTitle, Markdown: about}}
+	sections := []page.Section{{Title: AboutTitle, Markdown: about}}
 	for _, f := range rep.Figures {
-		sections = append(sections, report.Section{Title: f.Title,
+		sections = append(sections, page.Section{Title: f.Title,
 			Text:    f.Text + "\n\nData: " + f.CSV + ".",
 			Figures: f.Plots, Captions: f.Captions, Tables: f.Tables})
 	}
 	if rep.Stale != nil {
 		body := strings.TrimPrefix(strings.TrimLeft(rep.Stale.Markdown, "\n"), "## "+StaleTitle+"\n")
-		s := report.Section{Title: StaleTitle, Markdown: body, Captions: map[string]string{},
+		s := page.Section{Title: StaleTitle, Markdown: body, Captions: map[string]string{},
 			Text: "How fast online learning closes the gap to the oracle when the profile is stale; the tables follow. Data: stale/convergence.csv, stale/stale.csv and stale/draws.csv."}
 		for _, base := range rep.Stale.Figures {
 			ref := staleSubdir + "/" + base
@@ -299,7 +300,7 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := report.Section{Title: HivedTitle, Markdown: string(hm), Captions: map[string]string{},
+		s := page.Section{Title: HivedTitle, Markdown: string(hm), Captions: map[string]string{},
 			Text: "Per-VC sharing anomaly (extra mean queueing over the VC's private cluster) under quota and HiveD, for each workload, intra-VC scheduler and load; the tables follow. Data: hived/anomaly.csv."}
 		for _, base := range rep.Hived.Figures {
 			ref := hivedSubdir + "/" + base
@@ -312,7 +313,7 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 		sections = append(sections, s)
 	}
 	if rep.Themis != nil {
-		s := report.Section{Title: ThemisTitle, Markdown: rep.Themis.Summary, Captions: map[string]string{},
+		s := page.Section{Title: ThemisTitle, Markdown: rep.Themis.Summary, Captions: map[string]string{},
 			Text: "Themis against the baselines: the knob, lease and contention sweeps first, then the paper's claims beside ours. Every table is in themis/index.html and themis/themis-*.csv."}
 		for _, base := range rep.Themis.Figures {
 			ref := themisSubdir + "/" + base
@@ -323,10 +324,10 @@ func (rep *Report) indexSections(summary string) ([]report.Section, error) {
 	}
 	if rep.Backfill != nil {
 		body := strings.TrimPrefix(strings.TrimLeft(rep.Backfill.Markdown, "\n"), "## "+BackfillTitle+"\n")
-		sections = append(sections, report.Section{Title: BackfillTitle, Markdown: body,
+		sections = append(sections, page.Section{Title: BackfillTitle, Markdown: body,
 			Text: "Strict order against EASY and greedy backfill, reserved gangs started late, and forecast error; the tables follow. Data: backfill/runs.csv and backfill/accuracy.csv."})
 	}
-	sections = append(sections, report.Section{Title: ClaimsTitle, Markdown: summary})
+	sections = append(sections, page.Section{Title: ClaimsTitle, Markdown: summary})
 	return sections, nil
 }
 

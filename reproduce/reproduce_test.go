@@ -11,6 +11,7 @@ import (
 
 	"github.com/palsched/pal/report"
 	"github.com/palsched/pal/report/draw"
+	"github.com/palsched/pal/report/page"
 	"github.com/palsched/pal/reproduce/migration"
 	"github.com/palsched/pal/reproduce/paper"
 )
@@ -35,7 +36,7 @@ func TestQuickEndToEnd(t *testing.T) {
 	if !slices.Equal(ids, want) {
 		t.Fatalf("figures %v, want %v", ids, want)
 	}
-	index, err := os.ReadFile(filepath.Join(dir, report.IndexFile))
+	index, err := os.ReadFile(filepath.Join(dir, page.IndexFile))
 	if err != nil {
 		t.Fatal(err)
 	}

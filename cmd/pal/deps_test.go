@@ -90,3 +90,22 @@ func TestResearchBinaryLinksNoPlotting(t *testing.T) {
 		t.Errorf("pal-reproduce links only %v of the plotting packages: the prefixes are wrong", linked(rep))
 	}
 }
+
+// pal writes no HTML page: report/page, the reproductions' index writer,
+// and html/template with it stay out of its graph, so that no pal command
+// pays for their package initialisation. pal-reproduce links them.
+func TestResearchBinaryLinksNoPageWriter(t *testing.T) {
+	const page, tmpl = "github.com/palsched/pal/report/page", "html/template"
+	pal := listDeps(t, ".")
+	for _, p := range []string{page, tmpl} {
+		if slices.Contains(pal, p) {
+			t.Errorf("pal links %s: a package pal links imports report/page (go list -deps -f '{{.ImportPath}}: {{.Imports}}' . says which); keep the page writer to pal-reproduce's rooms", p)
+		}
+	}
+	rep := listDeps(t, "../pal-reproduce")
+	for _, p := range []string{page, tmpl} {
+		if !slices.Contains(rep, p) {
+			t.Errorf("pal-reproduce does not link %s: the check looks at the wrong graph", p)
+		}
+	}
+}

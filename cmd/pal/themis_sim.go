@@ -14,7 +14,7 @@ import (
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy/themis"
-	fairexp "github.com/palsched/pal/reproduce/themis"
+	"github.com/palsched/pal/reproduce/themisrun"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -212,7 +212,7 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if err != nil {
 		return err
 	}
-	models, err := fairexp.ModelsWithSlowdowns(o.slowdowns)
+	models, err := themisrun.ModelsWithSlowdowns(o.slowdowns)
 	if err != nil {
 		return fmt.Errorf("--slowdowns: %v", err)
 	}
@@ -224,9 +224,9 @@ func runThemisSim(w io.Writer, o themisSimOpts) error {
 	if err != nil {
 		return err
 	}
-	var results []*fairexp.Result
+	var results []*themisrun.Result
 	for _, p := range splitList(o.policies) {
-		r, err := fairexp.Run(fairexp.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg, Flat: o.flat, Levels: levels})
+		r, err := themisrun.Run(themisrun.Spec{Inputs: in, Models: models, Policy: p, Round: o.round, Themis: cfg, Flat: o.flat, Levels: levels})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -291,7 +291,7 @@ func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
 // themisFairRuns are pal themis sim's results as the rows the shared
 // fairness outputs take.
-func themisFairRuns(results []*fairexp.Result) []fairRun {
+func themisFairRuns(results []*themisrun.Result) []fairRun {
 	out := make([]fairRun, len(results))
 	for i, r := range results {
 		out[i] = fairRun{r.Policy, &fairness.RunFairness{FairSummary: r.Fairness, JobMaxRho: r.JobMaxRho, GPUTime: r.GPUTime, PerApp: r.Apps}}

@@ -21,7 +21,7 @@ var rules = Rules{
 	},
 	Drivers:     []string{"sim", "kube"},
 	Experiments: "reproduce",
-	RoomBases:   []string{"reproduce/paper", "reproduce/sweep"},
+	RoomBases:   []string{"reproduce/paper", "reproduce/sweep", "reproduce/themisrun"},
 }
 
 func root(t *testing.T) string {

@@ -66,7 +66,7 @@ func Plot(c report.Chart) (*plot.Plot, error) {
 // SavePlot writes p as dir/base.png and dir/base.svg, creating dir. The
 // PNG is for the HTML index and quick looks; the SVG is for papers and
 // zooming. base must be a plain file name without an extension, since
-// report.WriteIndex refers to figures by it.
+// page.WriteIndex refers to figures by it.
 func SavePlot(p *plot.Plot, dir, base string) (err error) {
 	if err := report.CheckFigureName(base); err != nil {
 		return err

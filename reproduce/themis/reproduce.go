@@ -2,6 +2,7 @@ package themis
 
 import (
 	"fmt"
+	"github.com/palsched/pal/reproduce/themisrun"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy/themis"
 	"github.com/palsched/pal/report"
+	"github.com/palsched/pal/report/page"
 	"github.com/palsched/pal/workload"
 )
 
@@ -53,7 +55,7 @@ func DefaultPaperPlan() PaperPlan {
 // their minimum; the reproduction adds GangLabel, placement-blind
 // Tiresias with every job a gang of its most GPUs).
 func PaperPolicies() []string {
-	return slices.Concat([]string{"themis"}, BlindPolicies(), PaperBaselines(), []string{"tiresias"})
+	return slices.Concat([]string{"themis"}, themisrun.BlindPolicies(), themisrun.PaperBaselines(), []string{"tiresias"})
 }
 
 // DefaultPlan is Themis-sized: 64 GPUs (the paper's strategy-proofness
@@ -90,7 +92,7 @@ type job struct {
 	rateMul    float64
 	cfg        themis.Config
 	round      float64
-	res        *Result
+	res        *themisrun.Result
 	err        error
 }
 
@@ -144,7 +146,7 @@ func Reproduce(p Plan, dir string, d report.Drawer) (*Outcome, error) {
 	// The headline over the workload seeds: every baseline and Themis with
 	// each payment form.
 	for _, s := range p.Seeds {
-		for _, pol := range slices.Concat(Policies(), BlindPolicies(), PaperBaselines()) {
+		for _, pol := range slices.Concat(themisrun.Policies(), themisrun.BlindPolicies(), themisrun.PaperBaselines()) {
 			if pol == "themis" {
 				continue
 			}
@@ -161,7 +163,7 @@ func Reproduce(p Plan, dir string, d report.Drawer) (*Outcome, error) {
 		}
 		// Efficiency at equal rounds (300 s) on flat GPUs, and the
 		// PM-aware Themis beside it.
-		for _, pol := range append(Policies(), BlindPolicies()...) {
+		for _, pol := range append(themisrun.Policies(), themisrun.BlindPolicies()...) {
 			add(&job{exp: "efficiency", label: pol + " (flat, 300 s)", x: float64(s), seed: s, policy: pol, round: 300, flat: true, cfg: base})
 		}
 		add(&job{exp: "efficiency", label: "themis (PM-aware, 300 s)", x: float64(s), seed: s, policy: "themis", round: 300, cfg: base})
@@ -234,7 +236,7 @@ func Reproduce(p Plan, dir string, d report.Drawer) (*Outcome, error) {
 			}
 		}
 	})
-	r0, err := Run(Spec{Inputs: in1, Policy: "themis", Themis: pre})
+	r0, err := themisrun.Run(themisrun.Spec{Inputs: in1, Policy: "themis", Themis: pre})
 	if err != nil {
 		return nil, err
 	}
@@ -263,16 +265,16 @@ func Reproduce(p Plan, dir string, d report.Drawer) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	macroModels, err := ModelsWithSlowdowns("macro")
+	macroModels, err := themisrun.ModelsWithSlowdowns("macro")
 	if err != nil {
 		return nil, err
 	}
 	runAll(jobs, func(j *job) {
-		sp := Spec{Inputs: inputs[key{j.seed, j.simSeed, j.rateMul, j.paper, j.gangs}], Policy: j.policy, Themis: j.cfg, Round: j.round, MoveCost: leaseCost(j, ckpt), Flat: j.flat}
+		sp := themisrun.Spec{Inputs: inputs[key{j.seed, j.simSeed, j.rateMul, j.paper, j.gangs}], Policy: j.policy, Themis: j.cfg, Round: j.round, MoveCost: leaseCost(j, ckpt), Flat: j.flat}
 		if j.paper {
 			sp.Models, sp.Levels = macroModels, &p.Paper.Levels
 		}
-		j.res, j.err = Run(sp)
+		j.res, j.err = themisrun.Run(sp)
 	})
 	for _, j := range jobs {
 		if j.err != nil {
@@ -292,7 +294,7 @@ func Reproduce(p Plan, dir string, d report.Drawer) (*Outcome, error) {
 			tables = append(tables, t)
 		}
 	}
-	if err := report.WriteIndex(dir, "Themis: finish-time fairness", []report.Section{
+	if err := page.WriteIndex(dir, "Themis: finish-time fairness", []page.Section{
 		{Title: "Summary", Markdown: o.Summary},
 		{Title: "Figures", Figures: o.Figures},
 		{Title: "Tables", Tables: tables},
@@ -463,17 +465,17 @@ func fmtG(x float64) string {
 // metric is one column of the seed tables.
 type metric struct {
 	name string
-	f    func(*Result) float64
+	f    func(*themisrun.Result) float64
 }
 
 var seedMetrics = []metric{
-	{"max_rho", func(r *Result) float64 { return r.Fairness.MaxRho }},
-	{"p95_rho", func(r *Result) float64 { return r.Fairness.P95Rho }},
-	{"apps_rho_gt_2", func(r *Result) float64 { return float64(r.Fairness.Over2) }},
-	{"job_max_rho", func(r *Result) float64 { return r.JobMaxRho }},
-	{"mean_rho", func(r *Result) float64 { return r.Fairness.MeanRho }},
-	{"jain", func(r *Result) float64 { return r.Fairness.Jain }},
-	{"gpu_time_h", func(r *Result) float64 { return r.GPUTime / 3600 }},
+	{"max_rho", func(r *themisrun.Result) float64 { return r.Fairness.MaxRho }},
+	{"p95_rho", func(r *themisrun.Result) float64 { return r.Fairness.P95Rho }},
+	{"apps_rho_gt_2", func(r *themisrun.Result) float64 { return float64(r.Fairness.Over2) }},
+	{"job_max_rho", func(r *themisrun.Result) float64 { return r.JobMaxRho }},
+	{"mean_rho", func(r *themisrun.Result) float64 { return r.Fairness.MeanRho }},
+	{"jain", func(r *themisrun.Result) float64 { return r.Fairness.Jain }},
+	{"gpu_time_h", func(r *themisrun.Result) float64 { return r.GPUTime / 3600 }},
 }
 
 // headline is, per workload seed, the best baseline and every Themis
@@ -482,13 +484,13 @@ type headline struct {
 	seed    uint64
 	best    string
 	bestRho float64
-	bestRun *Result
+	bestRun *themisrun.Result
 	// paper* are the best of the baselines the paper ran (all but
 	// gandiva-fair, Gandiva's later fair variant).
 	paper      string
 	paperRho   float64
 	themis     map[string]float64 // label → max ρ
-	themisRuns map[string]*Result
+	themisRuns map[string]*themisrun.Result
 }
 
 func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experiment.Inputs, d report.Drawer) (*Outcome, error) {
@@ -502,7 +504,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		}
 		return l
 	}
-	row := func(t *report.Table, label string, r *Result) {
+	row := func(t *report.Table, label string, r *themisrun.Result) {
 		t.AddRow(label, r.Fairness.MaxRho, r.Fairness.P95Rho, r.Fairness.Over2, r.JobMaxRho, r.Fairness.MeanRho, r.Fairness.Jain, r.GPUTime/3600, r.Placement, r.Jobs.AvgJCT/3600, r.Jobs.Makespan/3600, r.LeaseChanges)
 	}
 	cols := []string{"run", "max_rho", "p95_rho", "apps_rho_gt_2", "job_max_rho", "mean_rho", "jain", "gpu_time_h", "placement_score", "avg_jct_h", "makespan_h", "lease_changes"}
@@ -523,7 +525,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 	for _, j := range by("seeds") {
 		seeds.AddRow(append([]any{j.seed}, j.label, j.res.Fairness.MaxRho, j.res.Fairness.P95Rho, j.res.Fairness.Over2, j.res.JobMaxRho, j.res.Fairness.MeanRho,
 			j.res.Fairness.Jain, j.res.GPUTime/3600, j.res.Placement, j.res.Jobs.AvgJCT/3600, j.res.Jobs.Makespan/3600, j.res.LeaseChanges)...)
-		if j.seed == p.Gen.Seed && slices.Contains(Policies(), j.policy) && (j.policy != "themis" || j.label == themisLabel(fairness.PayRandom)) {
+		if j.seed == p.Gen.Seed && slices.Contains(themisrun.Policies(), j.policy) && (j.policy != "themis" || j.label == themisLabel(fairness.PayRandom)) {
 			row(macro, j.policy, j.res)
 		}
 		if vals[j.label] == nil {
@@ -535,7 +537,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		}
 		h := heads[j.seed]
 		if h == nil {
-			h = &headline{seed: j.seed, bestRho: math.Inf(1), paperRho: math.Inf(1), themis: map[string]float64{}, themisRuns: map[string]*Result{}}
+			h = &headline{seed: j.seed, bestRho: math.Inf(1), paperRho: math.Inf(1), themis: map[string]float64{}, themisRuns: map[string]*themisrun.Result{}}
 			heads[j.seed] = h
 		}
 		if j.policy == "themis" {
@@ -668,15 +670,15 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 		}
 	}
 	// Plots.
-	series := func(exp string, y func(*Result) float64) report.Series {
+	series := func(exp string, y func(*themisrun.Result) float64) report.Series {
 		s := report.Series{Name: exp}
 		for _, j := range by(exp) {
 			s.X, s.Y = append(s.X, j.x), append(s.Y, y(j.res))
 		}
 		return s
 	}
-	maxRho := func(r *Result) float64 { return r.Fairness.MaxRho }
-	gpuH := func(r *Result) float64 { return r.GPUTime / 3600 }
+	maxRho := func(r *themisrun.Result) float64 { return r.Fairness.MaxRho }
+	gpuH := func(r *themisrun.Result) float64 { return r.GPUTime / 3600 }
 	charts := []struct {
 		base string
 		c    report.LineChart
@@ -726,7 +728,7 @@ func (p Plan) write(dir string, jobs []*job, liar Liar, ckpt float64, in *experi
 func named(s report.Series, n string) report.Series { s.Name = n; return s }
 
 // liarStats is the liar's ρ and its share of the GPU time all apps held.
-func liarStats(r *Result, liar string) (rho, share float64) {
+func liarStats(r *themisrun.Result, liar string) (rho, share float64) {
 	total := 0.0
 	for _, a := range r.Apps {
 		total += a.Held
@@ -804,7 +806,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 	th := vals[themisLabel(fairness.PayRandom)]
 	var bestGPU, bestBase string
 	bestMed := math.Inf(1)
-	for _, pol := range Policies() {
+	for _, pol := range themisrun.Policies() {
 		if v, ok := vals[pol]; ok && pol != "themis" {
 			if m := statOf(v["max_rho"]).med; m < bestMed {
 				bestMed, bestBase = m, pol
@@ -822,7 +824,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		statOf(th["p95_rho"]), statOf(th["apps_rho_gt_2"]), statOf(th["job_max_rho"]), bestBase,
 		statOf(vals[bestBase]["p95_rho"]), statOf(vals[bestBase]["apps_rho_gt_2"]), statOf(vals[bestBase]["job_max_rho"]), jobVerdict)
 	var effs []string
-	for _, pol := range append(Policies(), BlindPolicies()...) {
+	for _, pol := range append(themisrun.Policies(), themisrun.BlindPolicies()...) {
 		if v, ok := vals[pol]; ok && pol != "themis" {
 			var d []float64
 			for i := range v["gpu_time_h"] {
@@ -855,7 +857,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		}
 		var blind []string
 		blindOK := true
-		for _, l := range BlindPolicies() {
+		for _, l := range themisrun.BlindPolicies() {
 			blind = append(blind, fmt.Sprintf("%s %s%%", l, paperExtra[l]))
 			blindOK = blindOK && paperExtra[l].lo > 0
 		}
@@ -865,7 +867,7 @@ func (p Plan) summary(by func(string) []*job, hs []*headline, vals map[string]ma
 		}
 		var aware []string
 		for _, l := range pLabels {
-			if l != "themis" && !slices.Contains(BlindPolicies(), l) && paperExtra[l].med <= 0 {
+			if l != "themis" && !slices.Contains(themisrun.BlindPolicies(), l) && paperExtra[l].med <= 0 {
 				aware = append(aware, fmt.Sprintf("%s (placement %s)", l, statOf(pPl[l])))
 			}
 		}
@@ -969,7 +971,7 @@ exactly by bisection (one GPU type), run in deficit order on 300 s rounds.
 const FairGandiva = "gandiva-fair"
 
 // worstApp is the app with the largest ρ in r (ties: the earlier app).
-func worstApp(r *Result) string {
+func worstApp(r *themisrun.Result) string {
 	best, rho := "", math.Inf(-1)
 	for _, a := range r.Apps {
 		if a.Rho > rho {
@@ -980,7 +982,7 @@ func worstApp(r *Result) string {
 }
 
 // rhoOf is app's ρ in r (NaN when absent).
-func rhoOf(r *Result, app string) float64 {
+func rhoOf(r *themisrun.Result, app string) float64 {
 	for _, a := range r.Apps {
 		if a.Name == app {
 			return a.Rho

@@ -2,6 +2,7 @@ package themis
 
 import (
 	"fmt"
+	"github.com/palsched/pal/reproduce/themisrun"
 	"math"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func TestReproduceQuick(t *testing.T) {
 		}
 	}
 	rows := o.Tables["macro"].Cells()
-	if len(rows) != len(Policies()) {
+	if len(rows) != len(themisrun.Policies()) {
 		t.Fatalf("macro has %d rows", len(rows))
 	}
 	// rows[i][1] is max_rho as printed.
@@ -63,7 +64,7 @@ func TestReproduceQuick(t *testing.T) {
 
 // worstApp and rhoOf read the app with the largest ρ and an app's ρ.
 func TestWorstApp(t *testing.T) {
-	r := &Result{Apps: []fairness.AppStat{{AppRun: fairness.AppRun{Name: "a"}, Rho: 1.5}, {AppRun: fairness.AppRun{Name: "b"}, Rho: 2.5}, {AppRun: fairness.AppRun{Name: "c"}, Rho: 2.5}}}
+	r := &themisrun.Result{Apps: []fairness.AppStat{{AppRun: fairness.AppRun{Name: "a"}, Rho: 1.5}, {AppRun: fairness.AppRun{Name: "b"}, Rho: 2.5}, {AppRun: fairness.AppRun{Name: "c"}, Rho: 2.5}}}
 	if w := worstApp(r); w != "b" {
 		t.Errorf("worst %q, want b (the earlier of the ties)", w)
 	}

@@ -1,12 +1,14 @@
-// Package themis is the Themis paper's room of the paper experiments.
-// It runs app workloads under Themis or a baseline scheduler
-// on the simulator and reports finish-time fairness per app beside the
-// usual job metrics, so that every policy is judged by the same ρ.
+// Package themisrun runs app workloads under Themis or a baseline
+// scheduler on the simulator and reports finish-time fairness per app
+// beside the usual job metrics, so that every policy is judged by the
+// same ρ. `pal themis sim` runs one; reproduce/themis, the Themis paper's
+// room of the paper experiments, runs its sweeps on it and draws them (it
+// is apart so that pal links no report writer).
 //
 // Every policy is charged the same placement model: a job whose GPUs span
 // machines runs at its model's spread factor (workload's model table), so
 // the comparison is about decisions, not about different physics.
-package themis
+package themisrun
 
 import (
 	"fmt"

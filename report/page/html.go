@@ -1,4 +1,8 @@
-package report
+// Package page writes a reproduction's HTML index: one self-contained
+// page of prose, figures saved beside it, tables and Markdown summaries.
+// It is its own package so that what links only report's tables (every
+// pal command) does not link html/template and its package inits.
+package page
 
 import (
 	"bytes"
@@ -8,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/palsched/pal/report"
 )
 
 // Section is one part of an HTML index: prose, figures saved by a Drawer
@@ -23,7 +29,7 @@ type Section struct {
 	// Captions optionally describe figures by base name; a figure without
 	// one is captioned with its name.
 	Captions map[string]string
-	Tables   []*Table
+	Tables   []*report.Table
 	// Markdown is a summary (such as one written by Table.WriteMarkdown)
 	// shown as simple HTML: headings, paragraphs, lists, pipe tables and
 	// code blocks, with `code` and **bold** inline.
@@ -82,7 +88,7 @@ func checkFigureRef(ref string) error {
 			return fmt.Errorf("report: figure %q: want a base name, optionally under a subdirectory of the index's directory", ref)
 		}
 	}
-	return CheckFigureName(parts[len(parts)-1])
+	return report.CheckFigureName(parts[len(parts)-1])
 }
 
 type indexPage struct {
@@ -111,10 +117,12 @@ type pageCell struct {
 	Num  bool
 }
 
-func htmlTable(t *Table) pageTable {
+func htmlTable(t *report.Table) pageTable {
 	num := t.NumericColumns()
 	pt := pageTable{Title: t.Title}
-	for j, h := range padTo(t.Headers, t.width()) {
+	headers := make([]string, len(num)) // every column, headed or not
+	copy(headers, t.Headers)
+	for j, h := range headers {
 		pt.Headers = append(pt.Headers, pageCell{h, num[j]})
 	}
 	for _, r := range t.Cells() {
@@ -137,8 +145,8 @@ func paragraphs(text string) []string {
 	return out
 }
 
-// indexTemplate is parsed on first use, not at start: every pal command
-// links this package, and only reproduce writes a report.
+// indexTemplate is parsed on first use: a process that links this
+// package need not write a page.
 var indexTemplate = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en">

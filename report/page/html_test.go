@@ -1,4 +1,4 @@
-package report
+package page
 
 import (
 	"bytes"
@@ -10,15 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/palsched/pal/report"
 )
 
-// blankDrawer stands in for report/draw (which imports this package, so
-// its tests cannot use it): a blank PNG of a drawn figure's size (8 x 4.5
+// blankDrawer stands in for report/draw (which would bring the plotting
+// library into these tests): a blank PNG of a drawn figure's size (8 x 4.5
 // inches at 150 dpi) and an SVG holding the chart's title.
 type blankDrawer struct{}
 
-func (blankDrawer) Save(c Chart, dir, base string) error {
-	if err := CheckFigureName(base); err != nil {
+func (blankDrawer) Save(c report.Chart, dir, base string) error {
+	if err := report.CheckFigureName(base); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -36,26 +38,45 @@ func (blankDrawer) Save(c Chart, dir, base string) error {
 	if err := os.WriteFile(filepath.Join(dir, base+".png"), b.Bytes(), 0o644); err != nil {
 		return err
 	}
-	svg := fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="576" height="324"><text x="10" y="20">%s</text></svg>`, c.chartTitle())
+	svg := fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="576" height="324"><text x="10" y="20">%s</text></svg>`, chartTitle(c))
 	return os.WriteFile(filepath.Join(dir, base+".svg"), []byte(svg), 0o644)
 }
 
-func sampleBars() *BarChart {
-	return &BarChart{Title: "normalised JCT", Categories: []string{"1", "geomean"}, Series: []BarSeries{{Name: "PAL", Values: []float64{0.9, 0.8}}}}
+func chartTitle(c report.Chart) string {
+	switch c := c.(type) {
+	case *report.BarChart:
+		return c.Title
+	case *report.LineChart:
+		return c.Title
+	}
+	return ""
 }
 
-func sampleLines() *LineChart {
-	return &LineChart{Title: "JCT vs locality", Series: []Series{{Name: "PAL", X: []float64{1, 2}, Y: []float64{3, 4}}}}
+func sampleBars() *report.BarChart {
+	return &report.BarChart{Title: "normalised JCT", Categories: []string{"1", "geomean"}, Series: []report.BarSeries{{Name: "PAL", Values: []float64{0.9, 0.8}}}}
+}
+
+func sampleLines() *report.LineChart {
+	return &report.LineChart{Title: "JCT vs locality", Series: []report.Series{{Name: "PAL", X: []float64{1, 2}, Y: []float64{3, 4}}}}
+}
+
+// sampleTable is report's own test table: numbers, a Markdown pipe in a
+// cell and a short row.
+func sampleTable() *report.Table {
+	return report.NewTable("Normalised JCT", "trace", "PAL", "PM-First", "jobs").
+		AddRow("1", 0.8734567, 0.9, 160).
+		AddRow("geomean", 0.81, 1.0/3, 160).
+		AddRow("a|b", float32(0.1), nil)
 }
 
 // writeSampleReport saves two figures and an index with a table into dir
 // and returns the figures' base names.
 func writeSampleReport(t *testing.T, dir string) []string {
 	t.Helper()
-	if err := Save(blankDrawer{}, sampleBars(), dir, "fig7-jct"); err != nil {
+	if err := report.Save(blankDrawer{}, sampleBars(), dir, "fig7-jct"); err != nil {
 		t.Fatal(err)
 	}
-	if err := Save(blankDrawer{}, sampleLines(), dir, "locality sweep"); err != nil {
+	if err := report.Save(blankDrawer{}, sampleLines(), dir, "locality sweep"); err != nil {
 		t.Fatal(err)
 	}
 	var md strings.Builder
@@ -68,7 +89,7 @@ func writeSampleReport(t *testing.T, dir string) []string {
 			Text:     "Average JCT of each placement,\nnormalised to Packed-Sticky.\n\nLower is better.",
 			Figures:  []string{"fig7-jct"},
 			Captions: map[string]string{"fig7-jct": "Fig. 7 & friends"},
-			Tables:   []*Table{sampleTable()},
+			Tables:   []*report.Table{sampleTable()},
 		},
 		{
 			Title:    "A2: locality sweep",
@@ -120,7 +141,7 @@ func TestWriteIndex(t *testing.T) {
 
 func TestWriteIndexErrors(t *testing.T) {
 	dir := t.TempDir()
-	if err := Save(blankDrawer{}, sampleLines(), dir, "ok"); err != nil {
+	if err := report.Save(blankDrawer{}, sampleLines(), dir, "ok"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(dir, "ok.svg")); err != nil {
