@@ -22,7 +22,8 @@ import (
 //	  go test -run TestPatternSubset -v ./reproduce/stale
 //
 // It logs each workload and family's recovered shares (over the runs
-// where the oracle gains at least minGain) and harm, and leaves
+// where the oracle gains at least minGain) and harm, for learning from
+// job paces and from per-GPU paces, and leaves
 // patterns.csv in PAL_STALE_OUT when that is set.
 func TestPatternSubset(t *testing.T) {
 	spec := os.Getenv("PAL_STALE_PATTERNS")
@@ -73,14 +74,21 @@ func TestPatternSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range patternStats(runs) {
-		var pct []string
-		for _, x := range s.Shares {
-			pct = append(pct, fmt.Sprintf("%.0f%%", 100*x))
-		}
-		med := "n/a"
-		if len(s.Shares) > 0 {
-			med = fmt.Sprintf("%.0f%%", 100*quantile(s.Shares, 0.5))
-		}
-		t.Logf("%s %s held-out=%t: median %s of %d runs %v; above stale %d, worst +%.1f%%", s.Trace, s.Family, s.HeldOut, med, s.Runs, pct, s.Harmed, 100*s.WorstHarm)
+		t.Logf("%s %s held-out=%t: %d runs; job paces: %s; per-GPU paces: %s", s.Trace, s.Family, s.HeldOut, s.Runs,
+			shareLine(s.Shares, s.Harmed, s.WorstHarm), shareLine(s.GPUShares, s.GPUHarmed, s.GPUWorstHarm))
 	}
+}
+
+// shareLine says a learner's recovered shares (the lower median, as the
+// table's cells, then each) and its harm.
+func shareLine(shares []float64, harmed int, worst float64) string {
+	var pct []string
+	for _, x := range shares {
+		pct = append(pct, fmt.Sprintf("%.0f%%", 100*x))
+	}
+	med := "n/a"
+	if len(shares) > 0 {
+		med = fmt.Sprintf("%.0f%%", 100*quantile(shares, 0.5))
+	}
+	return fmt.Sprintf("median %s %v; above stale %d, worst +%.1f%%", med, pct, harmed, 100*worst)
 }
