@@ -15,7 +15,7 @@ import (
 // (13 GPUs x0.66 on classes B and D) recovered 69% of the oracle's gain
 // and Sia-Philly 3 seed 2 ended above stale (-35%). Kept class-own, they
 // recover 95% and 100% (docs/measurements/learner-no-fast-carry-2026-12-05.txt
-// has every pattern); the test holds them to 80%, the bar.
+// has every pattern); the test holds them to 80%, the bar the pattern table is read against.
 func TestFasterPatternsKeptClassOwn(t *testing.T) {
 	dir := t.TempDir()
 	wls, _, err := patternWorkloads(paper.FullPlan(), dir)
