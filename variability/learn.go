@@ -33,12 +33,12 @@ type LearnOptions struct {
 	// Corroborate is how many classes must have pinned a GPU slower than
 	// its profile before the GPU-wide factor is carried to the classes
 	// that have not (0 means 2; 1 carries the first pin). A GPU pinned
-	// faster is never carried (see spread). A slowdown of one application alone (a
-	// kernel that hits a weak memory channel, a driver regression for
-	// one framework) is not the GPU's, and carried to every class it
-	// hides a GPU that is fine for them: measured on random patterns of
-	// one class going slow, carrying the first pin made learning end up
-	// to 10% above stale; waiting for a second class costs little where
+	// faster is never carried (see spread). A slowdown of one
+	// application alone (a kernel that hits a weak memory channel, a
+	// driver regression for one framework) is not the GPU's, and
+	// carried to every class it hides a GPU that is fine for them:
+	// measured on random patterns of one class going slow, carrying the
+	// first pin made learning end up to 10% above stale; waiting for a second class costs little where
 	// the whole GPU slowed, since its next class's job pins it too.
 	Corroborate int
 	// Forget is the step back towards the prior that a guessed belief
@@ -228,7 +228,7 @@ type Learner struct {
 	// slowBy are the classes (bit c) whose own pin puts a GPU slower
 	// than its profile (Corroborate).
 	slowBy  []uint8
-	waiting []bool    // a factor not yet carried for want of corroboration
+	waiting []bool    // a factor not carried: uncorroborated, or a speed-up (spread)
 	hiH     []float64 // upper bound on the GPU-wide factor: min of pace / prior
 	belief  [NumClasses][]float64
 	hi      [NumClasses][]float64
