@@ -38,8 +38,9 @@ type LearnOptions struct {
 	// driver regression for one framework) is not the GPU's, and
 	// carried to every class it hides a GPU that is fine for them:
 	// measured on random patterns of one class going slow, carrying the
-	// first pin made learning end up to 10% above stale; waiting for a second class costs little where
-	// the whole GPU slowed, since its next class's job pins it too.
+	// first pin made learning end up to 10% above stale; waiting for a
+	// second class costs little where the whole GPU slowed, since its
+	// next class's job pins it too.
 	Corroborate int
 	// Forget is the step back towards the prior that a guessed belief
 	// takes each round its GPU runs no job of the class (0 means 0.05;
