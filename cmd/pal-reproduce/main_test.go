@@ -55,3 +55,42 @@ func TestThemisQuickDraws(t *testing.T) {
 		}
 	}
 }
+
+// stale patterns names what it cannot use, before any simulation runs;
+// a small set runs and prints its pooled table.
+func TestStalePatterns(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seeds", "3-1"}, `--seeds: seeds "3-1": "3-1" is not a range`},
+		{[]string{"--band", "-1"}, "--band -1: want a percent"},
+		{[]string{"--families", "fast"}, `unknown family "fast"`},
+		{[]string{"--workloads", "sia-philly-9"}, `unknown workload "sia-philly-9" (known: sia-philly-1,`},
+	} {
+		args := append([]string{"stale", "patterns", "--out", t.TempDir()}, tc.args...)
+		if _, err := clitest.Run(t, newRootCmd(), args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	out := t.TempDir()
+	msg, err := clitest.Run(t, newRootCmd(), "stale", "patterns", "--seeds", "1,2", "--workloads", "sia-philly-2", "--families", "uniform,faster", "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"seeds 1-2, 1 workloads x 2 families, 4 patterns", "| workload | uniform | faster |", "| sia-philly-2 |"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("output lacks %q:\n%s", want, msg)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(out, "stale-patterns", "patterns.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(csv), "\nsia-philly-2,"); n != 4 {
+		t.Errorf("patterns.csv has %d runs, want 4:\n%s", n, csv)
+	}
+}
