@@ -66,6 +66,7 @@ func TestStalePatterns(t *testing.T) {
 		{[]string{"--seeds", "3-1"}, `--seeds: seeds "3-1": "3-1" is not a range`},
 		{[]string{"--band", "-1"}, "--band -1: want a percent"},
 		{[]string{"--families", "fast"}, `unknown family "fast"`},
+		{[]string{"--placement", "pal-fast"}, `unknown placement "pal-fast"`},
 		{[]string{"--workloads", "sia-philly-9"}, `unknown workload "sia-philly-9" (known: sia-philly-1,`},
 	} {
 		args := append([]string{"stale", "patterns", "--out", t.TempDir()}, tc.args...)
@@ -81,7 +82,7 @@ func TestStalePatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"seeds 1-2, 1 workloads x 2 families, 4 patterns", "| workload | uniform | faster |", "| sia-philly-2 |"} {
+	for _, want := range []string{"seeds 1-2, 1 workloads x 2 families, 4 patterns, placement pal", "| workload | uniform | faster |", "| sia-philly-2 |"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("output lacks %q:\n%s", want, msg)
 		}

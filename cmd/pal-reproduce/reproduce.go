@@ -118,7 +118,7 @@ the tables it used.`,
 }
 
 func newReproduceStalePatternsCmd() *cobra.Command {
-	var out, seeds, workloads, families string
+	var out, seeds, workloads, families, placement string
 	var band float64
 	var workers int
 	cmd := &cobra.Command{
@@ -143,7 +143,7 @@ is 1,100 patterns, 4,400 simulations: about two minutes on two cores.`,
 				return fmt.Errorf("--band %g: want a percent of stale in [0, 100]", band)
 			}
 			res, err := stale.RunPatternSet(cmd.Context(), paper.FullPlan(), out,
-				stale.PatternSet{Workloads: list(workloads), Families: list(families), Seeds: ss, Band: band / 100}, workers, cmd.ErrOrStderr())
+				stale.PatternSet{Workloads: list(workloads), Families: list(families), Seeds: ss, Placement: placement, Band: band / 100}, workers, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -154,6 +154,7 @@ is 1,100 patterns, 4,400 simulations: about two minutes on two cores.`,
 	cmd.Flags().StringVar(&seeds, "seeds", "1-20", "pattern seeds, a list of seeds and ranges (1-20,1001); 1-4 and 1001 are the section's")
 	cmd.Flags().StringVar(&workloads, "workloads", "", "comma-separated workloads (sia-philly-1..8, synergy-seed42, synergy-seed1, synergy-seed2; default every one)")
 	cmd.Flags().StringVar(&families, "families", "", "comma-separated pattern families (uniform, one-class, faster, step, drift; default every one)")
+	cmd.Flags().StringVar(&placement, "placement", "pal", "the placement of every run (the section's is pal)")
 	cmd.Flags().Float64Var(&band, "band", 5.1, "percent above stale a learner may end before a run counts as harmed (stale's own spread on a profile measured again)")
 	cmd.Flags().StringVar(&out, "out", "pal-reproduce", "output directory (the runs go to OUT/stale-patterns)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "simulations at once (0: GOMAXPROCS)")

@@ -280,10 +280,11 @@ func patternSeeds() []uint64 {
 }
 
 // runPatterns runs the patterns of families (nil: every family) drawn
-// with seeds (nil: patternSeeds) on every workload and returns the runs
-// in (workload, family, seed) order. A subset is for tuning a rule on
+// with seeds (nil: patternSeeds) on every workload, every run placed by
+// placement ("": pal), and returns the runs in (workload, family, seed)
+// order. A subset is for tuning a rule on
 // the runs where it fails without waiting for the rest.
-func runPatterns(ctx context.Context, dir string, wls []patternWorkload, families []string, seeds []uint64, workers int, log io.Writer) ([]PatternRun, error) {
+func runPatterns(ctx context.Context, dir string, wls []patternWorkload, families []string, seeds []uint64, placement string, workers int, log io.Writer) ([]PatternRun, error) {
 	pdir := filepath.Join(dir, "patterns")
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
 		return nil, err
@@ -293,6 +294,9 @@ func runPatterns(ctx context.Context, dir string, wls []patternWorkload, familie
 	}
 	if seeds == nil {
 		seeds = patternSeeds()
+	}
+	if placement == "" {
+		placement = "pal"
 	}
 	var runs []PatternRun
 	var grids []*sweep.Grid
@@ -319,7 +323,7 @@ func runPatterns(ctx context.Context, dir string, wls []patternWorkload, familie
 				runs = append(runs, PatternRun{Family: fam, Trace: w.name, Pattern: p, HeldOut: seed >= HeldOutSeed, AvgJCT: map[string]float64{}})
 				for _, v := range patternVariants {
 					g := w.grid
-					g.Placements = []string{"pal"}
+					g.Placements = []string{placement}
 					g.Base.GPUScores, g.Base.ActualGPUScores, g.Base.GPUEvents, g.Base.LearnScores = w.old, tru, ev, false
 					switch v {
 					case "oracle":

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/reproduce/paper"
 )
 
@@ -27,6 +28,8 @@ type PatternSet struct {
 	Workloads []string // nil: every workload of the plan
 	Families  []string // nil: PatternFamilies
 	Seeds     []uint64 // nil: the section's seeds
+	// Placement places every run ("": pal, the section's).
+	Placement string
 	// Band is how far above stale a learner may end before the run counts
 	// as harmed: stale's own spread when its profile is measured again
 	// (5.1% of the median on Sia-Philly 4, stale.TestStaleRemeasured). It
@@ -73,7 +76,14 @@ func RunPatternSet(ctx context.Context, plan paper.Plan, out string, set Pattern
 		}
 		wls = slices.DeleteFunc(wls, func(w patternWorkload) bool { return !slices.Contains(set.Workloads, w.name) })
 	}
-	runs, err := runPatterns(ctx, dir, wls, set.Families, set.Seeds, workers, log)
+	placement := set.Placement
+	if placement == "" {
+		placement = "pal"
+	}
+	if _, err := place.New(placement); err != nil {
+		return nil, fmt.Errorf("stale patterns: %w", err)
+	}
+	runs, err := runPatterns(ctx, dir, wls, set.Families, set.Seeds, placement, workers, log)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +91,7 @@ func RunPatternSet(ctx context.Context, plan paper.Plan, out string, set Pattern
 	if seeds == nil {
 		seeds = patternSeeds()
 	}
-	md := pooledMarkdown(runs, seeds, set.Band)
+	md := pooledMarkdown(runs, seeds, placement, set.Band)
 	if err := os.WriteFile(filepath.Join(dir, "patterns.md"), []byte(md), 0o644); err != nil {
 		return nil, err
 	}
@@ -142,7 +152,7 @@ func seedList(seeds []uint64) string {
 // 80%, and the runs a learner ends more than band above stale, each
 // beside the oracle (knowing the truth can cost more than band too: a
 // faster GPU changes PAL's bins).
-func pooledMarkdown(runs []PatternRun, seeds []uint64, band float64) string {
+func pooledMarkdown(runs []PatternRun, seeds []uint64, placement string, band float64) string {
 	var b strings.Builder
 	var wls, fams []string
 	type cell struct{ job, gpu []float64 }
@@ -166,7 +176,7 @@ func pooledMarkdown(runs []PatternRun, seeds []uint64, band float64) string {
 			c.gpu = append(c.gpu, recoveredBy(m, "stale+gpu-learning"))
 		}
 	}
-	fmt.Fprintf(&b, "# Random stale patterns pooled: seeds %s, %d workloads x %d families, %d patterns\n\n", seedList(seeds), len(wls), len(fams), len(runs))
+	fmt.Fprintf(&b, "# Random stale patterns pooled: seeds %s, %d workloads x %d families, %d patterns, placement %s\n\n", seedList(seeds), len(wls), len(fams), len(runs), placement)
 	fmt.Fprintf(&b, "Each cell: the median recovered share, (stale - learning) / (stale - oracle), over the runs where the oracle gains at least %.0f%% over stale, learning from job paces / from per-GPU paces (runs); - where no run's oracle gains that much. The lower median of an even count.\n\n", 100*minGain)
 	b.WriteString("| workload |")
 	for _, f := range fams {

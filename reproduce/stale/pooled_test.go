@@ -91,9 +91,9 @@ func TestPooledMarkdown(t *testing.T) {
 		run("w2", "faster", 7, 108, 100, 110, 100),
 		run("w2", "faster", 8, 90, 100, 110, 100),
 	}
-	got := pooledMarkdown(runs, []uint64{1, 2, 3, 4, 5, 6, 7, 8}, 0.05)
+	got := pooledMarkdown(runs, []uint64{1, 2, 3, 4, 5, 6, 7, 8}, "pal", 0.05)
 	for _, want := range []string{
-		"seeds 1-8, 2 workloads x 2 families, 8 patterns",
+		"seeds 1-8, 2 workloads x 2 families, 8 patterns, placement pal\n",
 		"| workload | uniform | faster |",
 		"| w1 | 90% / 100% (3) | 0% / 80% (2) |",
 		"| w2 | - | -100% / 0% (1) |",
