@@ -117,8 +117,8 @@ func ParseSeeds(s string) ([]uint64, error) {
 		if b-a >= 10000 || len(seeds)+int(b-a) >= 10000 {
 			return nil, fmt.Errorf("seeds %q: more than 10,000 seeds", s)
 		}
-		for x := a; x <= b; x++ {
-			if !slices.Contains(seeds, x) {
+		for i := uint64(0); i <= b-a; i++ { // counted, so b = 2^64-1 cannot wrap x
+			if x := a + i; !slices.Contains(seeds, x) {
 				seeds = append(seeds, x)
 			}
 		}

@@ -16,6 +16,7 @@ func TestParseSeeds(t *testing.T) {
 		{in: "7", want: []uint64{7}},
 		{in: " 3 , 1-2 ,2", want: []uint64{3, 1, 2}},
 		{in: "5-5", want: []uint64{5}},
+		{in: "18446744073709551614-18446744073709551615", want: []uint64{18446744073709551614, 18446744073709551615}},
 		{in: "", err: `"" is not a seed`},
 		{in: "4-2", err: `"4-2" is not a range`},
 		{in: "1-x", err: `"1-x" is not a range`},
