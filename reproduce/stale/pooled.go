@@ -177,6 +177,7 @@ func pooledMarkdown(runs []PatternRun, seeds []uint64, placement string, band fl
 		}
 	}
 	fmt.Fprintf(&b, "# Random stale patterns pooled: seeds %s, %d workloads x %d families, %d patterns, placement %s\n\n", seedList(seeds), len(wls), len(fams), len(runs), placement)
+	fmt.Fprintf(&b, "Runs as the stale section runs them: FIFO, %s placing, the Sia-Philly traces with the artifact's pinned table as the old profile and each Synergy seed with its own drawn table; each pattern's truth is that profile changed as the pattern says (the old profiles and every truth table are written beside this table). The oracle believes the truth, stale the old profile, and the two learners start from the old profile.\n\n", placement)
 	fmt.Fprintf(&b, "Each cell: the median recovered share, (stale - learning) / (stale - oracle), over the runs where the oracle gains at least %.0f%% over stale, learning from job paces / from per-GPU paces (runs); - where no run's oracle gains that much. The lower median of an even count.\n\n", 100*minGain)
 	b.WriteString("| workload |")
 	for _, f := range fams {
