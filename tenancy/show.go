@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/palsched/pal/internal/intruns"
 )
 
 // WriteCheck prints what `pal cells check` shows: every chain with its
@@ -139,18 +141,5 @@ func intList(xs []int) string {
 		}
 		return strings.Join(parts, ",")
 	}
-	var parts []string
-	for i := 0; i < len(xs); {
-		j := i
-		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", xs[i], xs[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(xs[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
+	return intruns.Format(xs, ",")
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/palsched/pal/internal/intruns"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/reproduce/paper"
 )
@@ -130,20 +131,7 @@ func ParseSeeds(s string) ([]uint64, error) {
 func seedList(seeds []uint64) string {
 	s := slices.Clone(seeds)
 	slices.Sort(s)
-	var parts []string
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
-		} else {
-			parts = append(parts, strconv.FormatUint(s[i], 10))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
+	return intruns.Format(s, ", ")
 }
 
 // pooledMarkdown pools runs by workload and family over every seed
