@@ -123,7 +123,7 @@ func (s *Scheduler) WriteTree(w io.Writer) error {
 	return nil
 }
 
-// intList renders ascending runs compactly: 0-3,8,9.
+// intList renders ascending runs compactly: 0-3,8-9,12.
 func intList(xs []int) string {
 	if len(xs) == 0 {
 		return "none"

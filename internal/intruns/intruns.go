@@ -1,5 +1,5 @@
 // Package intruns writes ascending integers compactly, each run of
-// consecutive values as its ends ("0-3,8,9"), for the listings people
+// consecutive values as its ends ("0-3,8-9,12"), for the listings people
 // read: a VC's devices, the seeds a table pools.
 package intruns
 

@@ -177,8 +177,7 @@ func pooledMarkdown(runs []PatternRun, seeds []uint64, placement string, band fl
 		share float64
 	}
 	var under [2][]low
-	var lowest [2]low
-	lowest[0].share, lowest[1].share = 2, 2
+	var lowest [2]low // what == "": no cell yet
 	counted := 0
 	for _, w := range wls {
 		b.WriteString("| " + w + " |")
@@ -196,7 +195,7 @@ func pooledMarkdown(runs []PatternRun, seeds []uint64, placement string, band fl
 				if m < 0.8 {
 					under[i] = append(under[i], l)
 				}
-				if m < lowest[i].share {
+				if lowest[i].what == "" || m < lowest[i].share {
 					lowest[i] = l
 				}
 			}
@@ -213,7 +212,7 @@ func pooledMarkdown(runs []PatternRun, seeds []uint64, placement string, band fl
 				ws = append(ws, u.what)
 			}
 			fmt.Fprintf(&b, ": %s", strings.Join(ws, "; "))
-		} else if lowest[i].share <= 1 {
+		} else if lowest[i].what != "" {
 			fmt.Fprintf(&b, " (lowest: %s)", lowest[i].what)
 		}
 		b.WriteString("\n")

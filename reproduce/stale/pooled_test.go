@@ -108,4 +108,20 @@ func TestPooledMarkdown(t *testing.T) {
 			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
 		}
 	}
+
+	// No cell under 80%: each learner's lowest cell is named, even where
+	// learning beats the oracle in every cell (a share above 100%).
+	good := []PatternRun{
+		run("w1", "uniform", 1, 90, 100, 89, 91),
+		run("w2", "uniform", 2, 80, 100, 78, 79),
+	}
+	got = pooledMarkdown(good, []uint64{1, 2}, "pal", 0.05)
+	for _, want := range []string{
+		"- job paces: 0 cells under 80% (lowest: w1 uniform 110% (1 runs))\n",
+		"- per-GPU paces: 0 cells under 80% (lowest: w1 uniform 90% (1 runs))\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
+		}
+	}
 }
