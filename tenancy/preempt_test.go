@@ -145,3 +145,23 @@ func TestPreemptionFollowsAllowedNodes(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// A preempting group whose reservation turns bad is cancelled and placed
+// anew (HiveD cancels a preemption whose placement is no longer
+// healthy). Two nodes, VC V of both: L (priority 0, two pods of 4) holds
+// n0 and n1; M (priority 1, 4 GPUs) preempts L on n0, the first node;
+// device n0/2 is then quarantined while L is still there, so asked
+// again, M's reservation is cancelled and it preempts L on n1 instead.
+func TestPreemptionLeavesBadHardware(t *testing.T) {
+	s := mustNew(t, twoLevel(2, 4, "  V: {virtualCells: [{cellType: NODE, cellNumber: 2}]}\n"))
+	s.SetStateful(true)
+	step(t, s, Request{Group: "L", VC: "V", Priority: 0, Pods: []int{4, 4}})
+	if got := show(step(t, s, Request{Group: "M", VC: "V", Priority: 1, Pods: []int{4}})); got != "preempting n0[0 1 2 3] victims=[L]" {
+		t.Fatal(got)
+	}
+	must(t, s.Quarantine("n0", 2, true))
+	mustCheck(t, s)
+	if got := show(step(t, s, Request{Group: "M", VC: "V", Priority: 1, Pods: []int{4}})); got != "preempting n1[0 1 2 3] victims=[L] cancelled=[M]" {
+		t.Fatal(got)
+	}
+}

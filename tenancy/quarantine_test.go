@@ -19,8 +19,9 @@ import (
 //     has one free GPU again, and g5 (A, 1) takes n0[3], preempting o1.
 //  5. g4 leaves and n1/0 is quarantined: B has an unbound node cell and
 //     no healthy free node is left, so doomed-cell accounting binds B's
-//     cell to n1 (shown: n1/0 on leaf 0.0). B sees 3 free GPUs: g6
-//     (B, 4) waits, g7 (B, 3) runs on n1[1 2 3].
+//     cell to n1 (shown: n1/0 on leaf 0.0), counted by DoomedCells until
+//     g7 uses it. B sees 3 free GPUs: g6 (B, 4) waits, g7 (B, 3) runs on
+//     n1[1 2 3].
 //  6. Both quarantines off and everything released: nothing is bound.
 func TestQuarantineIsABadDevice(t *testing.T) {
 	s := mustNew(t, `
@@ -72,6 +73,11 @@ virtualClusters:
 	}
 	place(Request{Group: "g6", VC: "B", Pods: []int{4}, NoPreemption: true}, "wait: chain NODE: insufficient capacity")
 	place(Request{Group: "g7", VC: "B", Pods: []int{3}}, "n1[1 2 3]")
+	// g7 runs inside the doomed cell: a cell a group uses is not counted
+	// as doomed, however bad its hardware.
+	if got := s.DoomedCells(); len(got) != 0 {
+		t.Fatalf("DoomedCells() with g7 inside B's cell = %v, want none", got)
+	}
 	must(t, s.Quarantine("n1", 0, false))
 	mustCheck(t, s)
 	for _, g := range []string{"g1", "g3", "g5", "g7"} {

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Format writes xs, which must be ascending, as runs joined by sep: a
+// Format writes xs, which must be strictly ascending, as runs joined by sep: a
 // run of two or more consecutive values as "a-b", a lone value as itself.
 func Format[T ~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64](xs []T, sep string) string {
 	var parts []string

@@ -44,6 +44,12 @@ func TestPatternApply(t *testing.T) {
 	if old.Values[1][1] != 4 {
 		t.Errorf("Apply changed the profile: %v", old.Values[1])
 	}
+	// A step one second in is an event, not the truth at 0.
+	p = Pattern{Family: "step", GPUs: []int{0}, Classes: []variability.Class{0}, Factor: 2, Start: 1, End: 1, Steps: 1}
+	truth, events = p.Apply(old)
+	if len(events) != 1 || events[0].T != 1 || events[0].Score != 2 || truth.Values[0][0] != 1 {
+		t.Errorf("step at 1 s: truth %v, events %+v; want A's GPU 0 still 1 at 0 and one event at 1 s to 2", truth.Values[0], events)
+	}
 }
 
 // Every family draws within its stated ranges, the same seed draws the
@@ -92,5 +98,74 @@ func TestDrawPattern(t *testing.T) {
 	}
 	if _, err := DrawPattern("sideways", 1, n, span); err == nil {
 		t.Error("unknown family drew a pattern")
+	}
+}
+
+// patternStats on hand-made runs: runs group by workload, family and
+// held-out in first-seen order; a run's share counts only where the
+// oracle gains at least 2% over stale (1% does not), while any run that
+// ends above stale, however little, counts as harmed, with the worst.
+func TestPatternStats(t *testing.T) {
+	run := func(wl, fam string, held bool, oracle, stale, job, gpu float64) PatternRun {
+		return PatternRun{Trace: wl, Family: fam, HeldOut: held,
+			AvgJCT: map[string]float64{"oracle": oracle, "stale": stale, "stale+learning": job, "stale+gpu-learning": gpu}}
+	}
+	got := patternStats([]PatternRun{
+		run("w1", "step", false, 80, 100, 90, 80),    // shares 0.5, 1
+		run("w1", "step", false, 99, 100, 100.5, 99), // 1% gain: no share; job paces 0.5% above stale
+		run("w1", "step", true, 90, 100, 102, 95),    // held out: its own group
+		run("w2", "step", false, 90, 100, 100, 104),  // job at stale is no harm; per-GPU 4% above
+		run("w1", "step", false, 98, 100, 99, 103),   // 2% gain: shares 0.5, -1.5; per-GPU 3% above
+	})
+	want := []PatternStats{
+		{Trace: "w1", Family: "step", Runs: 3, Shares: []float64{0.5, 0.5}, GPUShares: []float64{1, -1.5},
+			Harmed: 1, WorstHarm: 0.005, GPUHarmed: 1, GPUWorstHarm: 0.03},
+		{Trace: "w1", Family: "step", HeldOut: true, Runs: 1, Shares: []float64{-0.2}, GPUShares: []float64{0.5},
+			Harmed: 1, WorstHarm: 0.02},
+		{Trace: "w2", Family: "step", Runs: 1, Shares: []float64{0}, GPUShares: []float64{-0.4},
+			GPUHarmed: 1, GPUWorstHarm: 0.04},
+	}
+	near := func(a, b []float64) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > 1e-9 {
+				return false
+			}
+		}
+		return true
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d groups, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Trace != w.Trace || g.Family != w.Family || g.HeldOut != w.HeldOut || g.Runs != w.Runs ||
+			!near(g.Shares, w.Shares) || !near(g.GPUShares, w.GPUShares) ||
+			g.Harmed != w.Harmed || math.Abs(g.WorstHarm-w.WorstHarm) > 1e-9 ||
+			g.GPUHarmed != w.GPUHarmed || math.Abs(g.GPUWorstHarm-w.GPUWorstHarm) > 1e-9 {
+			t.Errorf("group %d:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
+}
+
+// recoveredBy is NaN when the oracle gains nothing (or loses) over
+// stale, whatever the learner did, instead of an infinite share.
+func TestRecoveredBy(t *testing.T) {
+	for _, tc := range []struct {
+		oracle, stale, learner float64
+		want                   float64 // NaN: none
+	}{
+		{80, 100, 90, 0.5},
+		{80, 100, 110, -0.5},
+		{100, 100, 90, math.NaN()},
+		{100, 100, 100, math.NaN()},
+		{105, 100, 90, math.NaN()},
+	} {
+		got := recoveredBy(map[string]float64{"oracle": tc.oracle, "stale": tc.stale, "l": tc.learner}, "l")
+		if math.IsNaN(tc.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("oracle %v stale %v learner %v: %v, want %v", tc.oracle, tc.stale, tc.learner, got, tc.want)
+		}
 	}
 }

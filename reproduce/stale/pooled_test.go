@@ -23,6 +23,8 @@ func TestParseSeeds(t *testing.T) {
 		{in: "-3", err: `"-3" is not a seed`},
 		{in: "1-20000", err: "more than 10,000"},
 		{in: "0-18446744073709551615", err: "more than 10,000"},
+		{in: "0-10000", err: "more than 10,000"},
+		{in: "1-9999,20000,20001", err: "more than 10,000"},
 	} {
 		got, err := ParseSeeds(tc.in)
 		if tc.err != "" {
@@ -33,6 +35,12 @@ func TestParseSeeds(t *testing.T) {
 		}
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("ParseSeeds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	// The bound itself is allowed: 10,000 seeds.
+	for _, in := range []string{"1-10000", "1-9999,20000"} {
+		if got, err := ParseSeeds(in); err != nil || len(got) != 10000 {
+			t.Errorf("ParseSeeds(%q) = %d seeds, %v; want 10,000", in, len(got), err)
 		}
 	}
 }
@@ -103,6 +111,25 @@ func TestPooledMarkdown(t *testing.T) {
 		"- per-GPU paces: 1 cells under 80%: w2 faster 0% (1 runs)",
 		"- job paces: 3 of 8 runs, the oracle more than the band above stale on 1 of them; worst +10.0% w2 faster seed 7 (oracle +8.0%), +10.0% w2 faster seed 8 (oracle -10.0%), +9.0% w2 uniform seed 6 (oracle +3.0%); where the oracle is not: +10.0% w2 faster seed 8 (oracle -10.0%), +9.0% w2 uniform seed 6 (oracle +3.0%)",
 		"- per-GPU paces: 0 of 8 runs, the oracle more than the band above stale on 0 of them\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
+		}
+	}
+
+	// At the band exactly is within it, for a learner and for the oracle
+	// (125/100 - 1 is 0.25 exactly); a run whose oracle gains 1% gives
+	// no share.
+	edge := []PatternRun{
+		run("w1", "step", 1, 125, 100, 125, 126),
+		run("w1", "step", 2, 70, 100, 85, 70),
+		run("w1", "step", 3, 99, 100, 100, 100),
+	}
+	got = pooledMarkdown(edge, []uint64{1, 2, 3}, "pal", 0.25)
+	for _, want := range []string{
+		"| w1 | 50% / 100% (1) |",
+		"- job paces: 0 of 3 runs, the oracle more than the band above stale on 0 of them\n",
+		"- per-GPU paces: 1 of 3 runs, the oracle more than the band above stale on 0 of them; worst +26.0% w1 step seed 1 (oracle +25.0%); where the oracle is not: +26.0% w1 step seed 1 (oracle +25.0%)\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
