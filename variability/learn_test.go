@@ -863,6 +863,29 @@ func TestLearnerChangeVoidsOldBounds(t *testing.T) {
 			t.Errorf("GPU 0 believed %v, GPU 3 %v; want 1.25 (pinned) and 1 (its bound is as new as the change)", b0, b3)
 		}
 	})
+	t.Run("bound confirmed after the change", func(t *testing.T) {
+		// GPU 3 (prior 1.1) is bounded at 1 before the change and
+		// confirmed after it, within Tol (1.005), by a gang that changed
+		// something (GPU 2 was new): its bound stands, so the slow gang
+		// {3, 0} pins GPU 0, whose bound is from before the change.
+		// Unconfirmed, GPU 3 would be a suspect again and, believed the
+		// slower, take the blame.
+		l := newTestLearner(t, flatTable(4, 1, 1, 1, 1.1), true)
+		g1 := []int{1}
+		l.ObserveJob(1, ClassA, []int{0}, 1)
+		l.ObserveJob(5, ClassA, []int{3}, 1)
+		l.ObserveJob(2, ClassA, g1, 1)
+		l.Rebin()
+		l.ObserveJob(2, ClassA, g1, 1)
+		l.Rebin()
+		l.ObserveJob(2, ClassA, g1, 1.5)
+		l.ObserveJob(6, ClassA, []int{3, 2}, 1.005)
+		l.Rebin()
+		l.ObserveJob(3, ClassA, []int{3, 0}, 1.5)
+		if b0, b3 := l.Belief(ClassA, 0), l.Belief(ClassA, 3); b0 != 1.25 || math.Abs(b3-1.0275) > 1e-12 {
+			t.Errorf("GPU 0 believed %v, GPU 3 %v; want 1.25 (pinned) and 1.0275 (its bound confirmed after the change)", b0, b3)
+		}
+	})
 	for _, seen := range []bool{true, false} {
 		l := newTestLearner(t, flatTable(4), true)
 		rebin := func() {
@@ -904,6 +927,42 @@ func TestLearnerChangeVoidsOldBounds(t *testing.T) {
 		}
 		if b(0) != 1 || !(b(2) > 1.4) || !(b(3) > 1.4) {
 			t.Errorf("no change seen: beliefs of GPUs 0, 2, 3 %v, %v, %v; want GPU 0 at 1 (its bound stands), 2 and 3 pinned slow", b(0), b(2), b(3))
+		}
+	}
+}
+
+// The Tol band's edges, one class learning alone: a belief 1.5% above
+// what a job on its GPU alone shows is lowered half way (1.0075), one
+// 0.5% above is inside the band and stays; a slow gang's suspects
+// include a GPU whose bound is below the gang's pace by less than Tol
+// (1.49 against 1.5): believed the slowest, it takes the blame
+// (1.245 + (1.5 - 1.245) / 2); a pace above a bound by less than Tol
+// forgets nothing; and the GPU-wide bound follows any lower pace, even
+// one inside the band.
+func TestLearnerTolEdges(t *testing.T) {
+	l := newTestLearner(t, flatTable(4, 1.015, 1.005), true)
+	l.Observe(ClassA, []int{0}, 1)
+	l.Observe(ClassA, []int{1}, 1)
+	if b0, b1 := l.Belief(ClassA, 0), l.Belief(ClassA, 1); math.Abs(b0-1.0075) > 1e-12 || b1 != 1.005 {
+		t.Errorf("beliefs %v and %v, want 1.0075 (lowered) and 1.005 (inside the band)", b0, b1)
+	}
+	// A pace above a GPU's bound by less than Tol is noise, not a change:
+	// the bound stays and nothing is forgotten.
+	l.Observe(ClassA, []int{1}, 1.005)
+	if l.Forgot != 0 || l.hi[ClassA][1] != 1 {
+		t.Errorf("pace 1.005 on a GPU bounded at 1: %d bounds forgotten, bound %v; want none, 1", l.Forgot, l.hi[ClassA][1])
+	}
+	l.Observe(ClassA, []int{0}, 0.995)
+	if got := l.hiH[0]; math.Abs(got-0.995/1.015) > 1e-12 {
+		t.Errorf("GPU-wide bound of GPU 0 after a pace of 0.995 on prior 1.015: %v, want %v", got, 0.995/1.015)
+	}
+
+	l = newTestLearner(t, flatTable(4), true)
+	l.Observe(ClassA, []int{3}, 1.49)
+	l.Observe(ClassA, []int{0, 1, 2, 3}, 1.5)
+	for g, want := range []float64{1, 1, 1, 1.3725} {
+		if got := l.Belief(ClassA, g); math.Abs(got-want) > 1e-12 {
+			t.Errorf("after the slow gang: GPU %d believed %v, want %v", g, got, want)
 		}
 	}
 }

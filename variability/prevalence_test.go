@@ -83,6 +83,8 @@ func TestLearnerBlameByPrevalence(t *testing.T) {
 		{"half slow", 0.5, nil, []float64{1.25, 1 + 2.0/15, 1 + 2.0/15, 1 + 2.0/15}},
 		{"a fifth slow", 0.2, nil, []float64{1.25, 1 + 0.05/0.5904, 1 + 0.05/0.5904, 1 + 0.05/0.5904}},
 		{"a bound rules one out", 0.5, [][]int{{3}}, []float64{1.25, 1 + 1.0/7, 1 + 1.0/7, 1}},
+		// Two suspects left: w = 0.5 / (1 - 0.5^2) = 2/3 of a step.
+		{"two suspects", 0.5, [][]int{{2}, {3}}, []float64{1.25, 1 + 1.0/6, 1, 1}},
 	} {
 		l := newTestLearner(t, flatTable(4), true)
 		for _, g := range tc.before {
