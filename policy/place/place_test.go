@@ -364,3 +364,30 @@ func TestNewRejectsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// A job asking for more GPUs than the cluster has is never placed, by
+// any indexed placer, and, being the first job that does not fit, ends
+// the round there: on 2x4, 9 GPUs first leaves everyone waiting; after a
+// 1-GPU job, the 1-GPU job behind it still waits.
+func TestOversizeJobNeverPlaced(t *testing.T) {
+	for _, name := range []string{"pal", "pm-first", "pal-ma", "pm-first-ma"} {
+		p, err := New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sizes := range [][]int{{9, 1}, {1, 9, 1}, {1, 1 << 40, 1}} {
+			e := env(t, 2, 4)
+			e.Scores = scores([]float64{1.0, 0.9, 1.1, 0.9, 1.0, 1.0, 0.9, 1.2}, 1.5)
+			var order []*workload.Job
+			for i, n := range sizes {
+				order = append(order, job(i, n, variability.ClassA))
+			}
+			out := p.Place(e, order)
+			for i, g := range out {
+				if placed, want := g != nil, i == 0 && sizes[0] == 1; placed != want {
+					t.Errorf("%s, sizes %v: job %d got %v, want placed %v", name, sizes, i, g, want)
+				}
+			}
+		}
+	}
+}
