@@ -286,7 +286,13 @@ func runH7(t *testing.T, seed uint64, stateful bool) {
 			case op < 7: // opportunistic group
 				vc := s.vcs[rng.IntN(len(s.vcs))]
 				seq++
-				r := Request{Group: fmt.Sprintf("o%d", seq), VC: vc.Name, Priority: Opportunistic, Pods: []int{1 + rng.IntN(2)}}
+				// One to three pods: pods of one group may share a node,
+				// and must not share a device.
+				pods := make([]int, 1+rng.IntN(3))
+				for i := range pods {
+					pods[i] = 1 + rng.IntN(2)
+				}
+				r := Request{Group: fmt.Sprintf("o%d", seq), VC: vc.Name, Priority: Opportunistic, Pods: pods}
 				d, err := s.Schedule(r)
 				if err != nil {
 					t.Fatalf("config %d step %d: %v", c, step, err)
