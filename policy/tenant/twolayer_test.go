@@ -271,3 +271,43 @@ func samePrivate(t *testing.T, l *Layout, tr *workload.Trace, sched, placer stri
 		}
 	}
 }
+
+// Quota admits a VC's jobs in its order while they fit, and the first that
+// does not ends the VC's round: no smaller job behind it slips in. VC A
+// (quota 4), FIFO: a0 (3 GPUs) starts at 0; a1 (2) does not fit beside
+// it, so a2 (1), which would, waits too; both start when a0 ends at 600.
+func TestQuotaNoBackfillInsideAVC(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{
+		job(0, "A", 0, 3, 0, 0, 10),
+		job(1, "A", 0, 2, 0, 0, 10),
+		job(2, "A", 0, 1, 0, 0, 10),
+	}}
+	recs := runStage(t, l, "quota", tr, "fifo", "packed-sticky", true)
+	for id, want := range []float64{0, 600, 600} {
+		if got := recs[id].FirstStart; got != want {
+			t.Errorf("a%d starts at %g, want %g", id, got, want)
+		}
+	}
+}
+
+// GPUs the driver hides (held outside the order, as pal-kube's quota
+// hides GPUs of pods it does not schedule) are given to no job, guaranteed
+// or opportunistic: on 2x4 with n0 hidden, A's 2-GPU job lands on n1, and
+// an opportunistic job of 3 waits, though n0 looks free.
+func TestQuotaHiddenGPUsGivenToNoOne(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	q := NewQuota(l)
+	p, err := place.New("packed-sticky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) { return place.PodGuard{Placer: p}, nil }})
+	q.Hide = func(g int) bool { return g < 4 }
+	order := []*workload.Job{workload.NewJob(job(0, "A", 0, 2, 0, 0, 10)), workload.NewJob(job(1, "B", tenancy.Opportunistic, 3, 0, 0, 10))}
+	env := &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(1, 2))}
+	out := q.Place(env, order, place.PodGuard{Placer: p})
+	if len(out[0]) != 2 || slices.ContainsFunc(out[0], q.Hide) || out[1] != nil {
+		t.Errorf("A's job got %v, the opportunistic job %v; want two GPUs of n1 (4-7) and none", out[0], out[1])
+	}
+}
