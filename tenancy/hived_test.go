@@ -62,6 +62,25 @@ func twoLevel(n, g int, vcs string) string {
 	return b.String()
 }
 
+// oneNodeEach is twoLevel's VCs A and B, one node cell each.
+const oneNodeEach = "  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}\n"
+
+// placer returns a step of a hand-derived sequence: schedule r, compare
+// the decision with want (Decision.String), and check the whole state.
+func placer(t *testing.T, s *Scheduler) func(r Request, want string) {
+	return func(r Request, want string) {
+		t.Helper()
+		d, err := s.Schedule(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.String(); got != want {
+			t.Fatalf("%s = %q, want %q", r.Group, got, want)
+		}
+		mustCheck(t, s)
+	}
+}
+
 // H1: buddy split and merge over four levels.
 func TestH1BuddySplitMerge(t *testing.T) {
 	s := mustNew(t, `

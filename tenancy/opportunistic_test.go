@@ -14,28 +14,8 @@ import "testing"
 //  4. n1 goes down and o4 (4 GPUs) fits only there: it waits, rather than
 //     run on a failed node.
 func TestOpportunisticPlacement(t *testing.T) {
-	s := mustNew(t, `
-physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-`)
-	place := func(r Request, want string) {
-		t.Helper()
-		d, err := s.Schedule(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.String(); got != want {
-			t.Fatalf("%s = %q, want %q", r.Group, got, want)
-		}
-		mustCheck(t, s)
-	}
+	s := mustNew(t, twoLevel(2, 4, oneNodeEach))
+	place := placer(t, s)
 	place(Request{Group: "o1", VC: "A", Priority: Opportunistic, Pods: []int{1}}, "n0[0]")
 	place(Request{Group: "gA", VC: "A", Pods: []int{3}}, "n1[0 1 2]")
 	place(Request{Group: "gB", VC: "B", Pods: []int{3}}, "n0[1 2 3]")

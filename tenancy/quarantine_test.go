@@ -24,28 +24,8 @@ import (
 //     n1[1 2 3].
 //  6. Both quarantines off and everything released: nothing is bound.
 func TestQuarantineIsABadDevice(t *testing.T) {
-	s := mustNew(t, `
-physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-`)
-	place := func(r Request, want string) {
-		t.Helper()
-		d, err := s.Schedule(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.String(); got != want {
-			t.Fatalf("%s = %q, want %q", r.Group, got, want)
-		}
-		mustCheck(t, s)
-	}
+	s := mustNew(t, twoLevel(2, 4, oneNodeEach))
+	place := placer(t, s)
 	place(Request{Group: "g1", VC: "A", Pods: []int{2}}, "n0[0 1]")
 	must(t, s.Quarantine("n0", 3, true))
 	mustCheck(t, s)

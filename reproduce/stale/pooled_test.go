@@ -101,7 +101,7 @@ func TestPooledMarkdown(t *testing.T) {
 		run("w2", "faster", 8, 90, 100, 110, 100),
 	}
 	got := pooledMarkdown(runs, []uint64{1, 2, 3, 4, 5, 6, 7, 8}, "pal", 0.05)
-	for _, want := range []string{
+	hasAll(t, got,
 		"seeds 1-8, 2 workloads x 2 families, 8 patterns, placement pal\n",
 		"| workload | uniform | faster |",
 		"| w1 | 90% / 100% (3) | 0% / 80% (2) |",
@@ -111,11 +111,7 @@ func TestPooledMarkdown(t *testing.T) {
 		"- per-GPU paces: 1 cells under 80%: w2 faster 0% (1 runs)",
 		"- job paces: 3 of 8 runs, the oracle more than the band above stale on 1 of them; worst +10.0% w2 faster seed 7 (oracle +8.0%), +10.0% w2 faster seed 8 (oracle -10.0%), +9.0% w2 uniform seed 6 (oracle +3.0%); where the oracle is not: +10.0% w2 faster seed 8 (oracle -10.0%), +9.0% w2 uniform seed 6 (oracle +3.0%)",
 		"- per-GPU paces: 0 of 8 runs, the oracle more than the band above stale on 0 of them\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
-		}
-	}
+	)
 
 	// At the band exactly is within it, for a learner and for the oracle
 	// (125/100 - 1 is 0.25 exactly); a run whose oracle gains 1% gives
@@ -126,15 +122,11 @@ func TestPooledMarkdown(t *testing.T) {
 		run("w1", "step", 3, 99, 100, 100, 100),
 	}
 	got = pooledMarkdown(edge, []uint64{1, 2, 3}, "pal", 0.25)
-	for _, want := range []string{
+	hasAll(t, got,
 		"| w1 | 50% / 100% (1) |",
 		"- job paces: 0 of 3 runs, the oracle more than the band above stale on 0 of them\n",
 		"- per-GPU paces: 1 of 3 runs, the oracle more than the band above stale on 0 of them; worst +26.0% w1 step seed 1 (oracle +25.0%); where the oracle is not: +26.0% w1 step seed 1 (oracle +25.0%)\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
-		}
-	}
+	)
 
 	// No cell under 80%: each learner's lowest cell is named, even where
 	// learning beats the oracle in every cell (a share above 100%).
@@ -143,10 +135,16 @@ func TestPooledMarkdown(t *testing.T) {
 		run("w2", "uniform", 2, 80, 100, 78, 79),
 	}
 	got = pooledMarkdown(good, []uint64{1, 2}, "pal", 0.05)
-	for _, want := range []string{
+	hasAll(t, got,
 		"- job paces: 0 cells under 80% (lowest: w1 uniform 110% (1 runs))\n",
 		"- per-GPU paces: 0 cells under 80% (lowest: w1 uniform 90% (1 runs))\n",
-	} {
+	)
+}
+
+// hasAll fails t for each of wants that the pooled table got lacks.
+func hasAll(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(got, want) {
 			t.Errorf("pooled table lacks %q; got:\n%s", want, got)
 		}
