@@ -26,7 +26,7 @@ func TestFasterPatternsKeptClassOwn(t *testing.T) {
 	if len(wls) != 2 {
 		t.Fatalf("%d of Sia-Philly 1 and 3 among the pattern workloads", len(wls))
 	}
-	runs, err := runPatterns(context.Background(), dir, wls, []string{"faster"}, []uint64{2}, "", 0, nil)
+	runs, err := runPatterns(context.Background(), dir, wls, []string{"faster"}, []uint64{2}, sectionPlacement, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

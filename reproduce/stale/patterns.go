@@ -281,8 +281,7 @@ func patternSeeds() []uint64 {
 
 // runPatterns runs the patterns of families (nil: every family) drawn
 // with seeds (nil: patternSeeds) on every workload, every run placed by
-// placement ("": pal), and returns the runs in (workload, family, seed)
-// order. A subset is for tuning a rule on
+// placement, and returns the runs in (workload, family, seed) order. A subset is for tuning a rule on
 // the runs where it fails without waiting for the rest.
 func runPatterns(ctx context.Context, dir string, wls []patternWorkload, families []string, seeds []uint64, placement string, workers int, log io.Writer) ([]PatternRun, error) {
 	pdir := filepath.Join(dir, "patterns")
@@ -294,9 +293,6 @@ func runPatterns(ctx context.Context, dir string, wls []patternWorkload, familie
 	}
 	if seeds == nil {
 		seeds = patternSeeds()
-	}
-	if placement == "" {
-		placement = "pal"
 	}
 	var runs []PatternRun
 	var grids []*sweep.Grid

@@ -20,6 +20,10 @@ import (
 // overwrites the table the section reports.
 const PatternsDir = "stale-patterns"
 
+// sectionPlacement places every run of the stale section: PAL, whose
+// bins a stale profile misleads.
+const sectionPlacement = "pal"
+
 // PatternSet chooses which random patterns RunPatternSet runs. The
 // section's table draws PatternDraws seeds and one held out per family,
 // few runs per cell; a set pools as many seeds as asked, so each cell's
@@ -29,7 +33,7 @@ type PatternSet struct {
 	Workloads []string // nil: every workload of the plan
 	Families  []string // nil: PatternFamilies
 	Seeds     []uint64 // nil: the section's seeds
-	// Placement places every run ("": pal, the section's).
+	// Placement places every run ("": sectionPlacement).
 	Placement string
 	// Band is how far above stale a learner may end before the run counts
 	// as harmed: stale's own spread when its profile is measured again
@@ -79,7 +83,7 @@ func RunPatternSet(ctx context.Context, plan paper.Plan, out string, set Pattern
 	}
 	placement := set.Placement
 	if placement == "" {
-		placement = "pal"
+		placement = sectionPlacement
 	}
 	if _, err := place.New(placement); err != nil {
 		return nil, fmt.Errorf("stale patterns: %w", err)

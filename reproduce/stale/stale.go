@@ -166,7 +166,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 		for _, v := range staleVariants {
 			gg := g
 			gg.Base.GPUScores, gg.Base.ActualGPUScores, gg.Base.LearnScores = old, tru, false
-			gg.Placements = []string{"pal"}
+			gg.Placements = []string{sectionPlacement}
 			gg.Keep = func(sweep.Point) bool { return kept(v) }
 			switch v {
 			case "oracle":
@@ -287,7 +287,7 @@ func RunStale(ctx context.Context, plan paper.Plan, out string, workers int, log
 	if res.Figures, err = writeConvergence(dir, res.Convergence, d); err != nil {
 		return nil, err
 	}
-	if res.Patterns, err = runPatterns(ctx, dir, wls, nil, nil, "", workers, log); err != nil {
+	if res.Patterns, err = runPatterns(ctx, dir, wls, nil, nil, sectionPlacement, workers, log); err != nil {
 		return nil, err
 	}
 	if res.Quarantine, err = runQuarantine(ctx, dir, workers, log); err != nil {
