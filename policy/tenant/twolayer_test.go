@@ -311,3 +311,58 @@ func TestQuotaHiddenGPUsGivenToNoOne(t *testing.T) {
 		t.Errorf("A's job got %v, the opportunistic job %v; want two GPUs of n1 (4-7) and none", out[0], out[1])
 	}
 }
+
+// Quota places the VCs least used relative to their quota first, and the
+// order matters where fragmentation makes two VCs want the same node.
+// 2 nodes x 4, quota 4 each, spread (sticky), FIFO. t = 0: both VCs hold
+// nothing, so A goes first (config order): a0 (one pod of 2) lands on n0
+// [0 1]; then B's b0 (1 GPU) on the node with the most GPUs free to B,
+// n1 [4]. t = 60: a1 (A, 1 GPU) and b1 (B, one pod of 3) arrive. B holds
+// 1/4 against A's 2/4, so B goes first: b1 takes n1's three free GPUs
+// [5 6 7], and a1 lands on n0 [2]; both start at 60. With A first, a1
+// would take n1 (3 free against n0's 2), and b1 would find no node with 3
+// free until a1 ends at 660.
+func TestQuotaLeastUsedVCFirst(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{
+		job(0, "A", 0, 2, 2, 0, 100),
+		job(1, "B", 0, 1, 0, 0, 100),
+		job(2, "A", 0, 1, 0, 60, 10),
+		job(3, "B", 0, 3, 3, 60, 10),
+	}}
+	recs := runStage(t, l, "quota", tr, "fifo", "spread", true)
+	for id, want := range map[int]string{0: "0 [0 1]", 1: "0 [4]", 2: "60 [2]", 3: "60 [5 6 7]"} {
+		if got := fmt.Sprint(recs[id].FirstStart, " ", recs[id].GPUIDs); got != want {
+			t.Errorf("job %d started at and on %s, want %s", id, got, want)
+		}
+	}
+}
+
+// A non-sticky VC placer's move is undone when it makes room for no other
+// job of the VC (stay), even when the new GPUs overlap the job's own old
+// ones. 2 nodes x 4, B's b0 runs on GPU 0, A's a0 on [2 3], A's a1 (2
+// GPUs) waits; packed-nonsticky. B holds 1/4, A 2/4: B first, and keeps
+// b0 (nothing of B waits). A re-plans on the GPUs B does not hold, n0 [1
+// 2 3] and n1 [4..7]: a0 goes to the node with the fewest free GPUs that
+// holds 2, n0, on [1 2]; a1 then finds 1 free on n0 and takes n1 [4 5].
+// a0's move frees GPU 3 for no one and its old GPU 2 is taken only by a0
+// itself, so a0 stays on [2 3].
+func TestQuotaStayDespiteOwnOverlap(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	q := NewQuota(l)
+	p, err := place.New("packed-nonsticky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) { return place.PodGuard{Placer: p}, nil }})
+	b0, a0, a1 := workload.NewJob(job(0, "B", 0, 1, 0, 0, 10)), workload.NewJob(job(1, "A", 0, 2, 0, 0, 10)), workload.NewJob(job(2, "A", 0, 2, 0, 0, 10))
+	b0.GPUsHeld, a0.GPUsHeld = []int{0}, []int{2, 3}
+	env := &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(1, 2))}
+	out := q.Place(env, []*workload.Job{b0, a0, a1}, place.PodGuard{Placer: p})
+	if got := fmt.Sprint(out); got != "[[0] [2 3] [4 5]]" {
+		t.Errorf("b0, a0, a1 got %s, want [[0] [2 3] [4 5]]", got)
+	}
+	if err := q.Check(); err != nil {
+		t.Error(err)
+	}
+}
