@@ -260,16 +260,7 @@ func TestMigrationAwareIndexedMatchesReference(t *testing.T) {
 		c := randomCluster(t, rng)
 		e := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()),
 			Locality: func(*workload.Spec) float64 { return 1.7 }}
-		order := randomQueue(rng, c)
-		for _, j := range order {
-			j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
-			j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
-		}
-		ref := &refPAL{TieBreak: PMFirstArtifact, MigrationAware: true}
-		sameAlloc(t, "pal-ma", pal.Place(e, order), ref.Place(e, order))
-		refPM := &refPMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
-		sameAlloc(t, "pm-first-ma", pm.Place(e, order), refPM.Place(e, order))
-		_ = trial
+		sameMigrationAware(t, fmt.Sprintf("trial %d", trial), e, randomQueue(rng, c), rng, pal, pm)
 	}
 }
 
@@ -305,14 +296,7 @@ func TestMigrationAwareIndexedMatchesReferenceAcrossRounds(t *testing.T) {
 		pal := &PAL{TieBreak: PMFirstArtifact, MigrationAware: true}
 		pm := &PMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
 		for round := range 8 {
-			order := randomQueue(rng, c)
-			for _, j := range order {
-				j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
-				j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
-			}
-			what := fmt.Sprintf("trial %d round %d", trial, round)
-			sameAlloc(t, what+" pal-ma", pal.Place(e, order), (&refPAL{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(e, order))
-			sameAlloc(t, what+" pm-first-ma", pm.Place(e, order), (&refPMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(e, order))
+			sameMigrationAware(t, fmt.Sprintf("trial %d round %d", trial, round), e, randomQueue(rng, c), rng, pal, pm)
 		}
 	}
 }
@@ -335,14 +319,7 @@ func TestMigrationAwareIndexedMatchesReferenceOnWideBins(t *testing.T) {
 		pal := &PAL{TieBreak: PMFirstArtifact, MigrationAware: true}
 		pm := &PMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
 		for round := range 6 {
-			order := smallJobsQueue(rng, c)
-			for _, j := range order {
-				j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
-				j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
-			}
-			what := fmt.Sprintf("%v round %d", c, round)
-			sameAlloc(t, what+" pal-ma", pal.Place(env, order), (&refPAL{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(env, order))
-			sameAlloc(t, what+" pm-first-ma", pm.Place(env, order), (&refPMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(env, order))
+			sameMigrationAware(t, fmt.Sprintf("%v round %d", c, round), env, smallJobsQueue(rng, c), rng, pal, pm)
 		}
 		wide := false
 		for _, bi := range pm.ix.cls[0].bins {
@@ -370,4 +347,17 @@ func smallJobsQueue(rng *rand.Rand, c *cluster.Cluster) []*workload.Job {
 		order = append(order, j)
 	}
 	return order
+}
+
+// sameMigrationAware draws each job's work and migration cost (0-600 s)
+// and fails unless pal-ma and pm-first-ma, on their indexes, place order
+// as the reference does.
+func sameMigrationAware(t *testing.T, what string, e *policy.Env, order []*workload.Job, rng *rand.Rand, pal *PAL, pm *PMFirst) {
+	t.Helper()
+	for _, j := range order {
+		j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
+		j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
+	}
+	sameAlloc(t, what+" pal-ma", pal.Place(e, order), (&refPAL{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(e, order))
+	sameAlloc(t, what+" pm-first-ma", pm.Place(e, order), (&refPMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}).Place(e, order))
 }

@@ -296,17 +296,10 @@ func TestQuotaNoBackfillInsideAVC(t *testing.T) {
 // or opportunistic: on 2x4 with n0 hidden, A's 2-GPU job lands on n1, and
 // an opportunistic job of 3 waits, though n0 looks free.
 func TestQuotaHiddenGPUsGivenToNoOne(t *testing.T) {
-	l := layoutOf(t, twoNodes)
-	q := NewQuota(l)
-	p, err := place.New("packed-sticky")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) { return place.PodGuard{Placer: p}, nil }})
+	q, p, env := quotaOnTwoNodes(t, "packed-sticky")
 	q.Hide = func(g int) bool { return g < 4 }
 	order := []*workload.Job{workload.NewJob(job(0, "A", 0, 2, 0, 0, 10)), workload.NewJob(job(1, "B", tenancy.Opportunistic, 3, 0, 0, 10))}
-	env := &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(1, 2))}
-	out := q.Place(env, order, place.PodGuard{Placer: p})
+	out := q.Place(env, order, p)
 	if len(out[0]) != 2 || slices.ContainsFunc(out[0], q.Hide) || out[1] != nil {
 		t.Errorf("A's job got %v, the opportunistic job %v; want two GPUs of n1 (4-7) and none", out[0], out[1])
 	}
@@ -348,21 +341,30 @@ func TestQuotaLeastUsedVCFirst(t *testing.T) {
 // a0's move frees GPU 3 for no one and its old GPU 2 is taken only by a0
 // itself, so a0 stays on [2 3].
 func TestQuotaStayDespiteOwnOverlap(t *testing.T) {
-	l := layoutOf(t, twoNodes)
-	q := NewQuota(l)
-	p, err := place.New("packed-nonsticky")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) { return place.PodGuard{Placer: p}, nil }})
+	q, p, env := quotaOnTwoNodes(t, "packed-nonsticky")
 	b0, a0, a1 := workload.NewJob(job(0, "B", 0, 1, 0, 0, 10)), workload.NewJob(job(1, "A", 0, 2, 0, 0, 10)), workload.NewJob(job(2, "A", 0, 2, 0, 0, 10))
 	b0.GPUsHeld, a0.GPUsHeld = []int{0}, []int{2, 3}
-	env := &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(1, 2))}
-	out := q.Place(env, []*workload.Job{b0, a0, a1}, place.PodGuard{Placer: p})
+	out := q.Place(env, []*workload.Job{b0, a0, a1}, p)
 	if got := fmt.Sprint(out); got != "[[0] [2 3] [4 5]]" {
 		t.Errorf("b0, a0, a1 got %s, want [[0] [2 3] [4 5]]", got)
 	}
 	if err := q.Check(); err != nil {
 		t.Error(err)
 	}
+}
+
+// quotaOnTwoNodes is the quota stage on twoNodes with the named placer
+// (pods kept whole) in every VC, the placer, and a round's env, for a
+// round called by hand.
+func quotaOnTwoNodes(t *testing.T, placer string) (*Quota, policy.Placer, *policy.Env) {
+	t.Helper()
+	l := layoutOf(t, twoNodes)
+	p, err := place.New(placer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := place.PodGuard{Placer: p}
+	q := NewQuota(l)
+	q.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) { return g, nil }})
+	return q, g, &policy.Env{Cluster: l.Cluster, Rand: rand.New(rand.NewPCG(1, 2))}
 }
