@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,11 @@ func TestAssignNeverGivesAGPUTwice(t *testing.T) {
 		if err := c.Assign(2, g); err == nil {
 			t.Errorf("Assign(%v) succeeded", g)
 		}
+	}
+	// A GPU the job already holds is held too: taking it again would
+	// count it free twice over.
+	if err := c.Assign(1, []int{2}); err == nil {
+		t.Error("Assign gave job 1 a GPU it already holds")
 	}
 	if c.FreeCount() != 2 || c.FreeOnNode(0) != 1 || !c.SpansNodes([]int{0, 2}) || c.SpansNodes([]int{2, 3}) {
 		t.Fatal("bookkeeping")
@@ -72,4 +78,26 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q parsed to a broken cluster", s)
 		}
 	})
+}
+
+// Install takes a whole owner table and recounts what is free, per node
+// and in all, from it: on 2x2, job 5 on GPU 1 and job 6 on GPUs 2 and 3
+// leave node 0 one GPU free, node 1 none, one in all. The table it hands
+// back is the one it replaced (all free), and a table of the wrong size
+// is refused without a change.
+func TestInstallRecounts(t *testing.T) {
+	c, _ := New(2, 2)
+	old, err := c.Install([]int{Free, 5, 6, 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FreeCount() != 1 || c.FreeOnNode(0) != 1 || c.FreeOnNode(1) != 0 || c.Owner(1) != 5 || c.Owner(3) != 6 {
+		t.Errorf("free %d (node 0: %d, node 1: %d), owners %d %d; want 1 (1, 0), 5 6", c.FreeCount(), c.FreeOnNode(0), c.FreeOnNode(1), c.Owner(1), c.Owner(3))
+	}
+	if len(old) != 4 || slices.ContainsFunc(old, func(o int) bool { return o != Free }) {
+		t.Errorf("replaced table %v, want four free GPUs", old)
+	}
+	if _, err := c.Install([]int{Free}); err == nil || c.FreeCount() != 1 {
+		t.Errorf("a 1-GPU table for 4 GPUs: err %v, free %d", err, c.FreeCount())
+	}
 }

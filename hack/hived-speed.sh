@@ -7,6 +7,9 @@
 #   hack/hived-speed.sh                   seeds 1-3, L = 0.7/0.9/1.1, Philly 1x and 2x
 #   hack/hived-speed.sh -philly ""        the synthetic settings only
 #   hack/hived-speed.sh -philly-jobs 3000 a prefix of the Philly trace
+#   hack/hived-speed.sh -split-bound -seeds 1,2,3,4,5,6,7,8,9 -loads 1.1 -philly ""
+#                                         runs nothing: the best static split of
+#                                         the nodes against the private draws
 #
 # Flags go to hack/hivedspeed (-seeds, -loads, -days, -philly, -draws,
 # -modes, -cache DIR to keep the private references between runs,

@@ -256,6 +256,41 @@ func TestPlanReasons(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
+	// A job moved onto GPUs that overlap its own is not its own taker: a
+	// holds {0,1} and gets {1,2}; GPU 0 goes to no one.
+	a = job(1, 2, []int{0, 1})
+	ds, err = Plan(hold(t, a), []*workload.Job{a}, [][]int{{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Reason != "migrated from GPUs 0,1 to 1,2: the placer re-planned it without taking its GPUs for another job" {
+		t.Fatalf("got %+v, want one migration that names no taker", ds)
+	}
+}
+
+// Stream returns only once the placer has declared every line final,
+// even when a line fails early: the caller may reuse order and alloc
+// as soon as it returns. Line 0 gives a 1-GPU job two GPUs; the placer
+// has declared only it final, so Stream must still be waiting 50 ms
+// later (a Stream that returned early would have done so at once), and
+// returns the error once the last line is declared.
+func TestStreamWaitsForThePlacerAfterAnError(t *testing.T) {
+	order := []*workload.Job{job(1, 1, nil), job(2, 1, nil)}
+	cl := hold(t, order...)
+	r := NewRelay()
+	done := make(chan error, 1)
+	var a Applier
+	go func() { done <- a.Stream(cl, order, [][]int{{0, 1}, {2}}, r, func(int, Kind) {}) }()
+	r.Ready(1)
+	select {
+	case err := <-done:
+		t.Fatalf("Stream returned (%v) before the placer finished", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.Ready(2)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "job 1 got 2 GPUs") {
+		t.Fatalf("err %v, want job 1's size error", err)
+	}
 }
 
 // An elastic job runs on any count from its minimum to its maximum; one
@@ -345,6 +380,14 @@ func TestEvictionsRewrite(t *testing.T) {
 	e.Rewrite(4, order2, alloc2)
 	if !slices.Equal(alloc2[0], []int{0}) || !slices.Equal(alloc2[1], []int{3}) || e.Moved[0] != nil || e.Moved[1] != nil {
 		t.Errorf("second round: alloc %v, Moved %v; want [[0] [3]] and no moves", alloc2, e.Moved)
+	}
+	// A launch waits when any of its GPUs is vacated, not only its first:
+	// job 8 stops on GPU 1, job 7 would launch on {0,1}.
+	order3 := []*workload.Job{job(7, 2, nil), job(8, 1, []int{1})}
+	alloc3 := [][]int{{0, 1}, nil}
+	e.Rewrite(4, order3, alloc3)
+	if alloc3[0] != nil {
+		t.Errorf("third round: job 7 launches on %v beside a stopping job's GPU 1, want it to wait", alloc3[0])
 	}
 }
 

@@ -3,7 +3,9 @@
 // against its private reference (its cells drawn K times from the
 // physical cluster), on the synthetic 96-GPU week and on the Philly
 // trace with its VCs, GPU values drawn from the default profile. It
-// prints a markdown record; hack/hived-speed.sh runs it.
+// prints a markdown record; hack/hived-speed.sh runs it. With
+// -split-bound it runs nothing and bounds instead what any static split
+// of the synthetic week's nodes can reach (split.go).
 package main
 
 import (
@@ -55,6 +57,7 @@ func main() {
 	placement := flag.String("placement", "spread", "placement inside the VCs")
 	modeList := flag.String("modes", strings.Join(modes, ","), "modes to run (private is always run or read from -cache)")
 	cache := flag.String("cache", "", "directory keeping each setting's private reference (it does not depend on the hived modes); empty: none")
+	bound := flag.Bool("split-bound", false, "instead of running, score every static split of the synthetic settings' nodes against the private draws (see splitBound)")
 	flag.Parse()
 	modes = append([]string{"private"}, slices.DeleteFunc(split(*modeList), func(m string) bool { return m == "private" })...)
 	dir, err := os.MkdirTemp("", "hivedspeed")
@@ -76,6 +79,12 @@ func main() {
 			cells, tr := paper.SyntheticHived(L, *days, seed)
 			sets = append(sets, setting{name: fmt.Sprintf("synthetic L=%.1f seed %d", L, seed), cells: cells, tr: tr, seed: seed})
 		}
+	}
+	if *bound {
+		for _, s := range sets {
+			splitBound(s, *draws, dir, *days == 7 && strings.HasPrefix(s.name, "synthetic L=1.1 "))
+		}
+		return
 	}
 	if *philly != "" {
 		pv, err := workload.EmbeddedPhillyVCTrace(8)
