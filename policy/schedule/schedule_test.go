@@ -216,3 +216,66 @@ func TestTiresiasStateByIDRange(t *testing.T) {
 		}
 	}
 }
+
+// SRTF ranks by what is left, not by the job's whole length: a (1,000 s
+// of work, 900 attained, 100 left) goes before b (400 s, none attained).
+func TestSRTFRanksWhatIsLeft(t *testing.T) {
+	a, b := mk(0, 0, 900, 1000, 1, 999), mk(1, 0, 0, 400, 1, 999)
+	if got := ids(SRTF{}.Order(0, []*workload.Job{b, a})); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("got %v, want [0 1]", got)
+	}
+}
+
+// Ties keep the given order (Blox sorts stably): 40 jobs under FIFO, LAS
+// and SRTF, given in a shuffled id order, whose keys cycle through three
+// values (the i-th given job's submit time and attained service are
+// i mod 3, its remaining time 100 - i mod 3 under SRTF, which reverses
+// the groups) come back group by group, each group in the given order.
+// The standard library's unstable sort keeps short or already sorted
+// inputs in order too, so only a long unsorted one tells them apart.
+func TestOrdersKeepTiesInGivenOrder(t *testing.T) {
+	perm := []int{17, 3, 29, 0, 38, 11, 24, 6, 33, 19, 1, 27, 14, 36, 8, 22, 31, 4, 12, 39,
+		25, 9, 2, 34, 16, 21, 37, 5, 28, 13, 30, 7, 18, 35, 10, 26, 23, 15, 32, 20}
+	group := func(order []int) []int {
+		var out []int
+		for _, r := range order {
+			for i, id := range perm {
+				if i%3 == r {
+					out = append(out, id)
+				}
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		s interface {
+			Order(float64, []*workload.Job) []*workload.Job
+		}
+		want []int
+	}{{FIFO{}, group([]int{0, 1, 2})}, {LAS{}, group([]int{0, 1, 2})}, {SRTF{}, group([]int{2, 1, 0})}} {
+		var jobs []*workload.Job
+		for i, id := range perm {
+			k := float64(i % 3)
+			jobs = append(jobs, mk(id, k, k, 100, 1, 999))
+		}
+		if got := ids(tc.s.Order(0, jobs)); !slices.Equal(got, tc.want) {
+			t.Errorf("%T: got %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
+// A job demotes once its service reaches a threshold, not only past it
+// (Tiresias: service >= threshold), and thresholds must strictly
+// increase: two equal ones would make a queue no job can stay in.
+func TestTiresiasThresholdEdges(t *testing.T) {
+	s := NewTiresiasLAS(TiresiasConfig{Thresholds: []float64{1000}, TwoD: true})
+	a := mk(0, 0, 0, 1, 1, 999)
+	a.GPUService = 1000
+	s.Order(0, []*workload.Job{a})
+	if s.Queue(0) != 1 {
+		t.Errorf("service at the threshold: queue %d, want 1", s.Queue(0))
+	}
+	if err := (TiresiasConfig{Thresholds: []float64{100, 100}}).Validate(); err == nil {
+		t.Error("equal thresholds accepted")
+	}
+}
