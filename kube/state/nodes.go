@@ -43,10 +43,12 @@ type layout struct {
 
 // nodeUse is who holds what on one node: our bound pods by the indices
 // they carry (claims), and pods that hold by count (others: other
-// schedulers' pods, ours that no longer read), by sort key.
+// schedulers' pods, ours that no longer read), by sort key; at is the
+// devices such a pod's annotation names, which it holds first (heldBy).
 type nodeUse struct {
 	claims   map[string]*podEntry
 	others   map[string]int
+	at       map[string][]int
 	warnings []string
 }
 
@@ -220,11 +222,35 @@ func (s *Store) resolveNode(name string) (changed bool) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// Others that name their devices hold those first (heldBy), before
+	// any other takes devices by count, which could be the same ones.
+	named := map[string]int{}
+	for _, k := range keys {
+		idx := u.at[k]
+		if len(idx) == 0 {
+			continue
+		}
+		glob := make([]int, 0, len(idx))
+		for _, x := range idx {
+			if x < len(gpus) {
+				glob = append(glob, s.lay.first[n]+x)
+			}
+		}
+		if len(glob) < len(idx) || !cl.TryAssign(OwnerForeign, glob) {
+			warn("pod %s on %s names devices %s it cannot hold (beyond the node or already held): it holds its count", strings.TrimPrefix(k, "foreign:"), name, podspec.FormatIndices(idx))
+			continue
+		}
+		for _, x := range idx {
+			holder[x] = "pod " + strings.TrimPrefix(k, "foreign:")
+		}
+		named[k] = len(idx)
+	}
 	for _, k := range keys {
 		want, ok := u.others[k]
 		if !ok {
 			want = counted[k]
 		}
+		want -= named[k]
 		for i := len(gpus) - 1; i >= 0 && want > 0; i-- {
 			if cl.IsFree(gpus[i]) {
 				_ = cl.Assign(OwnerForeign, gpus[i:i+1])

@@ -59,11 +59,12 @@ func (s *Store) read(e *podEntry) {
 		e.role = roleBad
 	case e.err != nil:
 		// Bound by us earlier with annotations that read differently
-		// now (a changed model table): it still holds its request.
+		// now (a changed model table): it still holds its request, and
+		// the devices its indices name (see heldBy).
 		e.role = roleNone
 		if !terminal {
-			if n, err := podspec.PodGPUs(p); err == nil && n > 0 {
-				e.role, e.fore = roleOther, n
+			if n, idx := heldBy(p); n > 0 {
+				e.role, e.fore, e.idx = roleOther, n, idx
 			}
 		}
 	case p.Spec.NodeName == "":
@@ -93,6 +94,9 @@ func (s *Store) attach(e *podEntry) {
 	case roleOther:
 		u := s.nodeUse(e.eff.Spec.NodeName)
 		u.others[e.key] = e.fore
+		if e.idx != nil {
+			u.at[e.key] = e.idx
+		}
 		s.dirtyNodes[e.eff.Spec.NodeName] = true
 	case rolePending, roleBound, roleFinished:
 		g := s.gangs[e.spec.Gang]
@@ -129,6 +133,7 @@ func (s *Store) detach(e *podEntry) {
 	case roleOther:
 		if u := s.use[e.eff.Spec.NodeName]; u != nil {
 			delete(u.others, e.key)
+			delete(u.at, e.key)
 		}
 		s.dirtyNodes[e.eff.Spec.NodeName] = true
 	case rolePending, roleBound, roleFinished:
@@ -150,6 +155,7 @@ func (s *Store) applyForeign(key string, p *corev1.Pod) {
 	if old := s.foreign[key]; old != nil {
 		if u := s.use[old.node]; u != nil {
 			delete(u.others, "foreign:"+key)
+			delete(u.at, "foreign:"+key)
 		}
 		s.dirtyNodes[old.node] = true
 		delete(s.foreign, key)
@@ -157,20 +163,44 @@ func (s *Store) applyForeign(key string, p *corev1.Pod) {
 	if p == nil || p.Spec.SchedulerName == s.cfg.SchedulerName || p.Spec.NodeName == "" || podspec.IsTerminal(p) {
 		return
 	}
-	want, err := podspec.PodGPUs(p)
-	if err != nil || want == 0 {
+	want, idx := heldBy(p)
+	if want == 0 {
 		return
 	}
 	o := &other{key: key, node: p.Spec.NodeName, want: want}
 	s.foreign[key] = o
-	s.nodeUse(o.node).others["foreign:"+key] = want
+	u := s.nodeUse(o.node)
+	u.others["foreign:"+key] = want
+	if idx != nil {
+		u.at["foreign:"+key] = idx
+	}
 	s.dirtyNodes[o.node] = true
+}
+
+// heldBy is what a bound pod the scheduler does not place holds on its
+// node: the devices its pal.io/gpu-indices annotation names, if it reads,
+// and as many GPUs in all as the larger of that and its request. The
+// documented setup exposes a pod's devices through that annotation
+// (NVIDIA_VISIBLE_DEVICES from the downward API), so a pod that names
+// devices uses them whatever it requests, and another pod given them
+// would share them.
+func heldBy(p *corev1.Pod) (n int, idx []int) {
+	if s, ok := p.Annotations[podspec.AnnGPUIndices]; ok {
+		if x, err := podspec.ParseIndices(s); err == nil {
+			idx = x
+		}
+	}
+	n, err := podspec.PodGPUs(p)
+	if err != nil {
+		n = 0
+	}
+	return max(n, len(idx)), idx
 }
 
 func (s *Store) nodeUse(name string) *nodeUse {
 	u := s.use[name]
 	if u == nil {
-		u = &nodeUse{claims: map[string]*podEntry{}, others: map[string]int{}}
+		u = &nodeUse{claims: map[string]*podEntry{}, others: map[string]int{}, at: map[string][]int{}}
 		s.use[name] = u
 	}
 	return u

@@ -261,7 +261,7 @@ type podEntry struct {
 	refs []string
 	gang *Gang
 	role role
-	idx  []int // bound, live: its device indices (nil: unreadable, see idxErr)
+	idx  []int // bound, live: its device indices (nil: unreadable, see ierr); roleOther: those its annotation names (heldBy)
 	ierr error
 	held []int // global GPU ids its indices hold after resolution (nil: none)
 	fore int   // bound but unreadable: the GPUs it counts as on its node

@@ -151,6 +151,42 @@ func TestSnapshotDoubleIndex(t *testing.T) {
 	}
 }
 
+// A bound pod the scheduler does not place holds the devices its
+// pal.io/gpu-indices names (the documented setup exposes them to it
+// through that annotation), not just its request's worth from the
+// highest index down. On a (4 GPUs): our pod "blank" requests no GPU
+// (its spec does not read) but names device 0; another scheduler's pod
+// requests 1 and names device 1. So GPUs 0 and 1 are held and 2 and 3
+// free; counted by request only, 0 would be free and the foreign pod
+// would hold 3. Found by FuzzRoundPods: a pending pod was given device 0
+// beside "blank". A named device that is taken already falls back to
+// the count, with a warning: on b, our gang pod holds device 1, which
+// the foreign pod names too, so the foreign pod holds b's highest, 7.
+func TestSnapshotNamedDevicesHeld(t *testing.T) {
+	ours := []*corev1.Pod{
+		pod("blank", 0, map[string]string{podspec.AnnGPUIndices: "0"}, "a"),
+		pod("run", 1, map[string]string{podspec.AnnGPUIndices: "1"}, "b"),
+	}
+	foreign := []*corev1.Pod{
+		pod("other", 1, map[string]string{podspec.AnnGPUIndices: "1"}, "a"),
+		pod("clash", 1, map[string]string{podspec.AnnGPUIndices: "1"}, "b"),
+	}
+	for _, p := range foreign {
+		p.Spec.SchedulerName = "default-scheduler"
+	}
+	s := build([]*corev1.Node{node("a", 4), node("b", 4)}, ours, foreign).Snapshot()
+	run := s.ByKey["ns/pod:run"].Job.ID
+	for g, want := range map[int]int{0: OwnerForeign, 1: OwnerForeign, 2: -1, 3: -1, 4: -1, 5: run, 6: -1, 7: OwnerForeign} {
+		if s.Cluster.Owner(g) != want {
+			t.Errorf("GPU %d owner %d, want %d", g, s.Cluster.Owner(g), want)
+		}
+	}
+	want := "pod ns/clash on b names devices 1 it cannot hold (beyond the node or already held): it holds its count"
+	if !slices.Equal(s.Warnings, []string{want}) {
+		t.Errorf("warnings %q, want [%q]", s.Warnings, want)
+	}
+}
+
 // Finished members hold nothing: a gang with one member done and one
 // running is leaving (not placed, the running one keeps its GPU), and a
 // gang whose members all finished lets a new wave of pods form it again.
