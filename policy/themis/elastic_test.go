@@ -77,3 +77,20 @@ func TestElasticShrinksAtLeaseEnd(t *testing.T) {
 		t.Errorf("B done at %v, busy %v GPU-s, want 3600 and %v", done[1], busy, 4*600+2*420+2*(3600-600))
 	}
 }
+
+// And grows again at its next lease end: A as above but 6000 s long, B
+// 600 s long. B runs 600..1200 on 2 GPUs beside A's 2; at 1200 B is done
+// and A's lease (granted at 600) ends, so all 4 GPUs are auctioned and A,
+// alone, wins all of them: its 2 old GPUs and 2 more. A job whose app
+// wins back its old GPUs keeps them only when it wins as many as it
+// holds; A won 4, so it runs on 4 from 1200. It did 2400 s by 600 and
+// 1200 more by 1200, and the 2400 left take 600 s on 4 GPUs: it ends at
+// 1800 (on its old 2 it would end at 2400).
+func TestElasticGrowsAtLeaseEnd(t *testing.T) {
+	a := spec(0, 1, 0, 6000, "A")
+	a.MaxGPUs = 4
+	done, _ := elastic(t, []workload.Spec{a, spec(1, 2, 100, 600, "B")})
+	if done[1] != 1200 || done[0] != 1800 {
+		t.Errorf("B done at %v, A at %v; want 1200 and 1800", done[1], done[0])
+	}
+}

@@ -121,12 +121,14 @@ func TestPartialWinBackMovesTheJob(t *testing.T) {
 	jobs := []workload.Spec{spec(0, 3, 0, 5000, "A"), spec(1, 1, 0, 5000, "A"), spec(2, 1, 100, 3000, "B")}
 	var bAt600 []int
 	var aAt600 []int
+	changesAt600 := -1
 	res, err := sim.Run(sim.Config{Cluster: cl, Trace: &workload.Trace{Name: "t", Jobs: jobs}, Scheduler: p, Placer: p,
 		Round: themis.DefaultRound, Locality: sim.ConstantLocality(1), MaxExtras: -1,
 		Observe: func(now float64, order []*workload.Job, alloc [][]int) {
 			if now != 600 {
 				return
 			}
+			changesAt600 = p.Stats().LeaseChanges
 			for i, j := range order {
 				switch j.ID {
 				case 2:
@@ -148,6 +150,13 @@ func TestPartialWinBackMovesTheJob(t *testing.T) {
 	}
 	if !slices.Equal(aAt600, []int{1, 2, 3}) {
 		t.Errorf("A's 3-GPU gang at 600 on %v, want [1 2 3] (moved)", aAt600)
+	}
+	// Lease changes by 600: A's two launches at 0 (B's arrival at 120
+	// frees nothing: both A jobs are leased), then B's launch and the
+	// gang's move to as many GPUs elsewhere. A's 1-GPU job, stopped,
+	// takes no lease.
+	if changesAt600 != 4 {
+		t.Errorf("lease changes by 600: %d, want 4", changesAt600)
 	}
 	if v := p.Stats().Violations; len(v) != 0 {
 		t.Errorf("violations: %v", v)
