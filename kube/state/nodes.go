@@ -237,7 +237,11 @@ func (s *Store) resolveNode(name string) (changed bool) {
 			}
 		}
 		if len(glob) < len(idx) || !cl.TryAssign(OwnerForeign, glob) {
-			warn("pod %s on %s names devices %s it cannot hold (beyond the node or already held): it holds its count", strings.TrimPrefix(k, "foreign:"), name, podspec.FormatIndices(idx))
+			shown := podspec.FormatIndices(idx[:min(len(idx), 16)]) // a hostile list must not make every warning as long
+			if len(idx) > 16 {
+				shown += ",..."
+			}
+			warn("pod %s on %s names devices %s it cannot hold (beyond the node or already held): it holds its count", strings.TrimPrefix(k, "foreign:"), name, shown)
 			continue
 		}
 		for _, x := range idx {

@@ -159,31 +159,43 @@ func TestSnapshotDoubleIndex(t *testing.T) {
 // requests 1 and names device 1. So GPUs 0 and 1 are held and 2 and 3
 // free; counted by request only, 0 would be free and the foreign pod
 // would hold 3. Found by FuzzRoundPods: a pending pod was given device 0
-// beside "blank". A named device that is taken already falls back to
-// the count, with a warning: on b, our gang pod holds device 1, which
-// the foreign pod names too, so the foreign pod holds b's highest, 7.
+// beside "blank". A pod whose named devices are taken already, or lie
+// beyond the node, holds its count instead, with a warning: on b, our
+// gang pod holds device 1, which a foreign pod names too, so that pod
+// holds b's highest, 7.
 func TestSnapshotNamedDevicesHeld(t *testing.T) {
 	ours := []*corev1.Pod{
 		pod("blank", 0, map[string]string{podspec.AnnGPUIndices: "0"}, "a"),
 		pod("run", 1, map[string]string{podspec.AnnGPUIndices: "1"}, "b"),
 	}
+	long := make([]int, 20)
+	for i := range long {
+		long[i] = i
+	}
 	foreign := []*corev1.Pod{
 		pod("other", 1, map[string]string{podspec.AnnGPUIndices: "1"}, "a"),
 		pod("clash", 1, map[string]string{podspec.AnnGPUIndices: "1"}, "b"),
+		pod("long", 1, map[string]string{podspec.AnnGPUIndices: podspec.FormatIndices(long)}, "c"),
 	}
 	for _, p := range foreign {
 		p.Spec.SchedulerName = "default-scheduler"
 	}
-	s := build([]*corev1.Node{node("a", 4), node("b", 4)}, ours, foreign).Snapshot()
+	s := build([]*corev1.Node{node("a", 4), node("b", 4), node("c", 4)}, ours, foreign).Snapshot()
 	run := s.ByKey["ns/pod:run"].Job.ID
-	for g, want := range map[int]int{0: OwnerForeign, 1: OwnerForeign, 2: -1, 3: -1, 4: -1, 5: run, 6: -1, 7: OwnerForeign} {
+	for g, want := range map[int]int{0: OwnerForeign, 1: OwnerForeign, 2: -1, 3: -1, 4: -1, 5: run, 6: -1, 7: OwnerForeign, 8: OwnerForeign, 11: OwnerForeign} {
 		if s.Cluster.Owner(g) != want {
 			t.Errorf("GPU %d owner %d, want %d", g, s.Cluster.Owner(g), want)
 		}
 	}
-	want := "pod ns/clash on b names devices 1 it cannot hold (beyond the node or already held): it holds its count"
-	if !slices.Equal(s.Warnings, []string{want}) {
-		t.Errorf("warnings %q, want [%q]", s.Warnings, want)
+	// On c a pod naming devices 0-19 of 4 holds its count, 20, which is
+	// all of c and 16 short; the warning lists 16 of the indices.
+	want := []string{
+		"pod ns/clash on b names devices 1 it cannot hold (beyond the node or already held): it holds its count",
+		"pod ns/long on c names devices 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,... it cannot hold (beyond the node or already held): it holds its count",
+		"node c is overcommitted: pod ns/long wants 16 more nvidia.com/gpu than are free",
+	}
+	if !slices.Equal(s.Warnings, want) {
+		t.Errorf("warnings %q\nwant %q", s.Warnings, want)
 	}
 }
 
