@@ -607,12 +607,12 @@ func snapDevices(g []int) string { return fmt.Sprint(g) }
 func (t *themisStage) export(s *Scheduler) {
 	for app := range t.exported {
 		if _, ok := t.rho[app]; !ok {
-			s.metrics.AppRho.DeleteLabelValues(app)
+			s.metrics.AppRho.DeleteLabelValues(labelValue(app))
 			delete(t.exported, app)
 		}
 	}
 	for app, r := range t.rho {
-		s.metrics.AppRho.WithLabelValues(app).Set(r)
+		s.metrics.AppRho.WithLabelValues(labelValue(app)).Set(r)
 		t.exported[app] = true
 	}
 }

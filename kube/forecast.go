@@ -196,7 +196,7 @@ func (s *Scheduler) forecastRound(snap *snapshot, order []*workload.Job, alloc [
 			eta := ETA(st, r.Start)
 			at = eta.UTC().Format(time.RFC3339)
 			msg = "; estimated start " + at
-			s.fc.gauge.WithLabelValues(r.Gang).Set(float64(eta.Unix()))
+			s.fc.gauge.WithLabelValues(labelValue(r.Gang)).Set(float64(eta.Unix()))
 		}
 		s.fc.eta[st.Pending[i].key] = msg
 		for _, p := range st.Pending[i].pods {
@@ -404,8 +404,16 @@ func (s *Scheduler) Read(ctx context.Context) error {
 }
 
 // Start starts what rounds need besides the informers (the binder and
-// the event poster), for a caller that runs rounds itself.
+// the event poster), for a caller that runs rounds itself; such a caller
+// calls Stop when done. The binder ends with ctx.
 func (s *Scheduler) Start(ctx context.Context) {
 	s.events.Start(ctx)
 	s.binder.Start(ctx)
 }
+
+// Stop ends what Start started that ctx does not end: the event poster's
+// workers drain their queue (for up to eventDrainLimit) and leave, as
+// Run's shutdown has them do. Without it each Start left its workers
+// behind, which a fuzz worker that builds thousands of schedulers ran
+// out of memory on.
+func (s *Scheduler) Stop() { s.events.Stop() }

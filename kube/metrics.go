@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -106,3 +107,9 @@ func mustJSON(v any) string {
 
 // fmtFloat writes the shortest decimal that reads back as the same float.
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// labelValue is a label value read from a pod (an app or gang name, from
+// an annotation or an owner's name) made valid UTF-8: the Prometheus
+// client panics on any other, and that panic cost a whole round its
+// placement (FuzzRoundPods: an owner named "\x98K" under themis).
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

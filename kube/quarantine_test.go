@@ -46,6 +46,7 @@ func TestQuarantineOnTheCluster(t *testing.T) {
 	s.UseEventClient(evc)
 	ctx := context.Background()
 	s.events.Start(ctx)
+	defer s.Stop()
 	roundWait(s, ctx, learnT0)
 	s.dcgm.scrape(ctx, cs, s.log)
 	at := learnT0.Add(10 * time.Second)

@@ -76,8 +76,8 @@ func newWorld(t testing.TB, cfg Config, seed uint64, nodes int, gpus int) *world
 	s.binder.Backoff, s.binder.MaxBackoff = time.Millisecond, 4*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s.events.Start(ctx)
-	s.binder.Start(ctx)
+	s.Start(ctx)
+	t.Cleanup(s.Stop) // runs before cancel (cleanups run last first)
 	w.s, w.ctx = s, ctx
 	for i := range nodes {
 		n := node(fmt.Sprintf("n%d", i), gpus)

@@ -181,6 +181,7 @@ func TestSchedulerForecastEvery(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Start(ctx)
+		defer s.Stop()
 		s.Round(ctx, t0)
 		if got := rowsText(s.LastForecast()); strings.Join(got, "\n") != strings.Join(want[mode], "\n") {
 			t.Errorf("%s: forecast\n%s\nwant\n%s", mode, strings.Join(got, "\n"), strings.Join(want[mode], "\n"))
