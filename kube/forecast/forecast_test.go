@@ -212,6 +212,40 @@ func TestSchedulerForecastEvery(t *testing.T) {
 	}
 }
 
+// A gang's name goes into the gauge as a label value, which must be
+// valid UTF-8 (the Prometheus client panics on any other): the hand case
+// under none with gang g named "g\x98" instead exports its estimated
+// start under "ns/g\uFFFD", and the round that forecasts it completes.
+func TestSchedulerForecastGaugeOfAnInvalidName(t *testing.T) {
+	objs := handCluster(t, "300", "600", "1500")
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Annotations[kube.AnnGang] == "g" {
+			p.Annotations[kube.AnnGang] = "g\x98"
+		}
+	}
+	cs := fake.NewClientset(objs...)
+	cfg := handConfig(t, "none")
+	cfg.ForecastEvery = 1
+	var log bytes.Buffer
+	s, err := kube.New(cfg, cs, slog.New(slog.NewTextHandler(&log, nil)), kube.WithForecaster(Run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(ctx)
+	defer s.Stop()
+	s.Round(ctx, t0)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if g := "pal_gang_estimated_start_seconds{gang=\"ns/g\uFFFD\"} 1.001e+06"; !strings.Contains(rec.Body.String(), g) {
+		t.Errorf("/metrics has no %s:\n%s", g, log.String())
+	}
+}
+
 // What-ifs on the read-only hand case at +300 s (a runs on n0 and n1
 // until +700). add-node=n4:8: 16 GPUs free from the next round, so g
 // starts at +100 (ends +600) and s1500, behind it, when g's GPUs free
