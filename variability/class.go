@@ -42,6 +42,11 @@ func ParseClass(s string) (Class, error) {
 	if len(t) == 1 && t[0] >= 'A' && t[0] < 'A'+NumClasses {
 		return Class(t[0] - 'A'), nil
 	}
+	if len(s) > 40 {
+		// An error quotes what it read; a field of a megabyte must not
+		// make it a megabyte (%q writes an invalid byte as four).
+		s = s[:40] + "..."
+	}
 	return 0, fmt.Errorf("unknown class %q (want A, B, C or D)", s)
 }
 
