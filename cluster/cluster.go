@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Free marks an unallocated GPU in the owner table.
@@ -107,18 +109,18 @@ func ParseShape(spec string) (nodes, gpusPerNode int, err error) {
 	s := strings.NewReplacer("×", "x", "X", "x").Replace(strings.TrimSpace(spec))
 	a, b, ok := strings.Cut(s, "x")
 	if !ok {
-		return 0, 0, fmt.Errorf("--cluster %q: want NODESxGPUS, e.g. 16x4", spec)
+		return 0, 0, fmt.Errorf("--cluster %s: want NODESxGPUS, e.g. 16x4", quote.Value(spec))
 	}
 	n, err1 := strconv.Atoi(strings.TrimSpace(a))
 	g, err2 := strconv.Atoi(strings.TrimSpace(b))
 	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("--cluster %q: node and GPU counts must be integers, e.g. 16x4", spec)
+		return 0, 0, fmt.Errorf("--cluster %s: node and GPU counts must be integers, e.g. 16x4", quote.Value(spec))
 	}
 	if n <= 0 || g <= 0 {
-		return 0, 0, fmt.Errorf("--cluster %q: node and GPU counts must be positive", spec)
+		return 0, 0, fmt.Errorf("--cluster %s: node and GPU counts must be positive", quote.Value(spec))
 	}
 	if n > MaxNodes || g > MaxGPUsPerNode || n*g > MaxGPUs {
-		return 0, 0, fmt.Errorf("--cluster %q: too large (at most %d nodes, %d GPUs per node, %d GPUs in all)", spec, MaxNodes, MaxGPUsPerNode, MaxGPUs)
+		return 0, 0, fmt.Errorf("--cluster %s: too large (at most %d nodes, %d GPUs per node, %d GPUs in all)", quote.Value(spec), MaxNodes, MaxGPUsPerNode, MaxGPUs)
 	}
 	return n, g, nil
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // PodGroupCRD is the scheduler-plugins PodGroup CRD the dev cluster
@@ -42,22 +44,22 @@ func ParseAPIServerArg(s string) (string, error) {
 	kv := strings.TrimPrefix(s, "--")
 	key, val, ok := strings.Cut(kv, "=")
 	if !ok {
-		return "", fmt.Errorf("--apiserver-arg %q: want KEY=VALUE, such as feature-gates=GenericWorkload=true", s)
+		return "", fmt.Errorf("--apiserver-arg %s: want KEY=VALUE, such as feature-gates=GenericWorkload=true", quote.Value(s))
 	}
 	if key == "" || len(key) > 100 {
-		return "", fmt.Errorf("--apiserver-arg %q: empty or overlong flag name", s)
+		return "", fmt.Errorf("--apiserver-arg %s: empty or overlong flag name", quote.Value(s))
 	}
 	for i, r := range key {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' && i > 0) {
-			return "", fmt.Errorf("--apiserver-arg %q: flag name %q may hold only a-z, 0-9 and inner dashes", s, key)
+			return "", fmt.Errorf("--apiserver-arg %s: flag name %s may hold only a-z, 0-9 and inner dashes", quote.Value(s), quote.Value(key))
 		}
 	}
 	if ownFlags[key] {
-		return "", fmt.Errorf("--apiserver-arg %q: dev-cluster sets --%s itself", s, key)
+		return "", fmt.Errorf("--apiserver-arg %s: dev-cluster sets --%s itself", quote.Value(s), key)
 	}
 	for _, r := range val {
 		if r < 0x20 || r == 0x7f {
-			return "", fmt.Errorf("--apiserver-arg %q: control character in the value", s)
+			return "", fmt.Errorf("--apiserver-arg %s: control character in the value", quote.Value(s))
 		}
 	}
 	return "--" + key + "=" + val, nil

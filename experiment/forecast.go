@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/draws"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/registry"
@@ -208,7 +209,7 @@ func whatIfOptions(o Options, placement, kv string) (Options, string, error) {
 	key, val, ok := strings.Cut(kv, "=")
 	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 	if !ok || val == "" {
-		return o, "", fmt.Errorf("--what-if %q: want KEY=VALUE with KEY placement, scheduler, backfill or tenancy", kv)
+		return o, "", fmt.Errorf("--what-if %s: want KEY=VALUE with KEY placement, scheduler, backfill or tenancy", quote.Value(kv))
 	}
 	switch key {
 	case "placement":

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/sim"
 	"github.com/palsched/pal/variability"
@@ -32,7 +33,7 @@ func (in *Inputs) loadTruth() error {
 			return fmt.Errorf("--learn-from gpu: needs --learn-scores")
 		}
 	default:
-		return fmt.Errorf("--learn-from %q: want job or gpu", o.LearnFrom)
+		return fmt.Errorf("--learn-from %s: want job or gpu", quote.Value(o.LearnFrom))
 	}
 	if o.ActualGPUScores != "" {
 		t, err := in.readGPUTable("--actual-gpu-scores", o.ActualGPUScores)

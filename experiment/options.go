@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
 )
@@ -225,7 +226,7 @@ func Preset(name string) (Options, error) {
 		o.Pinned = false
 		return o, nil
 	}
-	return Options{}, fmt.Errorf("--preset %q: want artifact or paper", name)
+	return Options{}, fmt.Errorf("--preset %s: want artifact or paper", quote.Value(name))
 }
 
 // Limits that keep a run's memory and clock finite: a round longer than a
@@ -295,7 +296,7 @@ func ParseTrack(s string) (*[2]int, error) {
 	from, err1 := strconv.Atoi(strings.TrimSpace(a))
 	to, err2 := strconv.Atoi(strings.TrimSpace(b))
 	if !ok || err1 != nil || err2 != nil || from < 0 || to < from {
-		return nil, fmt.Errorf("--track %q: want FROM-TO job ids with FROM <= TO, e.g. 0-159", s)
+		return nil, fmt.Errorf("--track %s: want FROM-TO job ids with FROM <= TO, e.g. 0-159", quote.Value(s))
 	}
 	return &[2]int{from, to}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/baseline"
@@ -181,7 +182,7 @@ func (in *Inputs) loadTraceAs(models *workload.Models, stream bool) (*workload.T
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
 		k, err := strconv.Atoi(n)
 		if err != nil || k < 1 || k > 8 {
-			return nil, "", fmt.Errorf("--trace %q: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", name)
+			return nil, "", fmt.Errorf("--trace %s: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", quote.Value(name))
 		}
 		// The artifact's extra arrivals come from Python's generator; the
 		// reference copy carries them as tracked=0 rows (a --track window
@@ -218,7 +219,7 @@ func loadTrace(name string, models *workload.Models, stream bool) (*workload.Tra
 	if n, ok := strings.CutPrefix(name, "sia-philly/"); ok {
 		k, err := strconv.Atoi(n)
 		if err != nil || k < 1 || k > 8 {
-			return nil, "", fmt.Errorf("--trace %q: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", name)
+			return nil, "", fmt.Errorf("--trace %s: built-in Sia-Philly traces are sia-philly/1 .. sia-philly/8", quote.Value(name))
 		}
 		p := fmt.Sprintf("traces/sia-philly/workload-%d.csv", k)
 		t, err := readEmbedded(data.Traces, p, models, stream)
@@ -233,7 +234,7 @@ func loadTrace(name string, models *workload.Models, stream bool) (*workload.Tra
 		return t, p + " (embedded)", err
 	}
 	if _, err := os.Stat(name); err != nil {
-		return nil, "", fmt.Errorf("--trace %q: not a built-in trace (sia-philly/1..8, frontera/sia-160job-trace) and not a readable file: %v", name, err)
+		return nil, "", fmt.Errorf("--trace %s: not a built-in trace (sia-philly/1..8, frontera/sia-160job-trace) and not a readable file: %v", quote.Value(name), err)
 	}
 	if stream {
 		t, err := workload.StreamTraceFile(name, models)

@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
@@ -22,7 +23,7 @@ func localityModel(name string, L float64) (variability.LocalityModel, error) {
 	case "per-model":
 		return variability.BPMainLocality(L), nil
 	}
-	return variability.LocalityModel{}, fmt.Errorf("--locality-model %q: want constant, per-class or per-model", name)
+	return variability.LocalityModel{}, fmt.Errorf("--locality-model %s: want constant, per-class or per-model", quote.Value(name))
 }
 
 // locality sets the runtime penalty and each class's L×V penalty.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/internal/csvin"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/baseline"
@@ -30,7 +31,7 @@ func (o Options) tenancyOn() bool { return o.Tenancy != "" && o.Tenancy != "none
 
 func (o Options) validateTenancy() error {
 	if !slices.Contains(tenancyModes, o.Tenancy) && o.Tenancy != "" {
-		return fmt.Errorf("--tenancy %q: want none, quota, hived, hived-pm, hived-speed or private", o.Tenancy)
+		return fmt.Errorf("--tenancy %s: want none, quota, hived, hived-pm, hived-speed or private", quote.Value(o.Tenancy))
 	}
 	if !o.tenancyOn() && o.Cells != "" {
 		return fmt.Errorf("--cells %s needs --tenancy quota, hived, hived-pm, hived-speed or private", o.Cells)
@@ -140,14 +141,14 @@ func readNodeEvents(path string, c *cluster.Cluster) ([]sim.NodeEvent, error) {
 		}
 		node, ok := byName[name]
 		if !ok {
-			return nil, t.Errorf(cols[1], "unknown node %s (the cluster's nodes: %s)", csvin.Quote(name), nodeSample(c))
+			return nil, t.Errorf(cols[1], "unknown node %s (the cluster's nodes: %s)", quote.Value(name), nodeSample(c))
 		}
 		ev, err := t.Field(cols[2])
 		if err != nil {
 			return nil, err
 		}
 		if ev != "down" && ev != "up" {
-			return nil, t.Errorf(cols[2], "%s is not down or up", csvin.Quote(ev))
+			return nil, t.Errorf(cols[2], "%s is not down or up", quote.Value(ev))
 		}
 		out = append(out, sim.NodeEvent{T: at, Node: node, Up: ev == "up"})
 	}

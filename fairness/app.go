@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/variability"
 )
 
@@ -180,7 +181,7 @@ func ParseMetric(s string) (Metric, error) {
 	case "gavel":
 		return Gavel{}, nil
 	}
-	return nil, fmt.Errorf("unknown fairness metric %q (want themis or gavel)", s)
+	return nil, fmt.Errorf("unknown fairness metric %s (want themis or gavel)", quote.Value(s))
 }
 
 // RhoAt is ρ at a given total rate: +Inf when the rate is 0 and work

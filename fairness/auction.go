@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 var inf = math.Inf(1)
@@ -51,7 +53,7 @@ func ParseLeftover(s string) (Leftover, error) {
 			return l, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown leftover rule %q (want nonbidders-first, bidders-only, none or reauction)", s)
+	return 0, fmt.Errorf("unknown leftover rule %s (want nonbidders-first, bidders-only, none or reauction)", quote.Value(s))
 }
 
 // Options are the auction's knobs.

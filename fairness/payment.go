@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Payment is how a winner pays PA's hidden payment: it keeps a c_i share
@@ -54,7 +56,7 @@ func ParsePayment(s string) (Payment, error) {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown payment form %q (want on, off, random, lease or floor)", s)
+	return 0, fmt.Errorf("unknown payment form %s (want on, off, random, lease or floor)", quote.Value(s))
 }
 
 // Valuation is what a bid's utility is.
@@ -89,7 +91,7 @@ func ParseValuation(s string) (Valuation, error) {
 	case "speedup":
 		return ValueSpeedup, nil
 	}
-	return 0, fmt.Errorf("unknown valuation %q (want rho or speedup)", s)
+	return 0, fmt.Errorf("unknown valuation %s (want rho or speedup)", quote.Value(s))
 }
 
 // roundGrants is expectation-preserving randomized rounding at grant

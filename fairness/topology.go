@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/variability"
 )
 
@@ -101,20 +102,20 @@ func ParseLevels(spec string) (Levels, error) {
 	var l Levels
 	parts := strings.Split(spec, "x")
 	if len(parts) != 4 {
-		return l, fmt.Errorf("topology %q: want RACKSxMACHINESxSLOTSxGPUS, e.g. 2x2x2x4", spec)
+		return l, fmt.Errorf("topology %s: want RACKSxMACHINESxSLOTSxGPUS, e.g. 2x2x2x4", quote.Value(spec))
 	}
 	for i, dst := range []*int{&l.Racks, &l.MachinesPerRack, &l.SlotsPerMachine, &l.GPUsPerSlot} {
 		v, err := strconv.Atoi(parts[i])
 		if err != nil || v > 1<<20 {
-			return l, fmt.Errorf("topology %q: %q is not a count (want RACKSxMACHINESxSLOTSxGPUS, e.g. 2x2x2x4)", spec, parts[i])
+			return l, fmt.Errorf("topology %s: %s is not a count (want RACKSxMACHINESxSLOTSxGPUS, e.g. 2x2x2x4)", quote.Value(spec), quote.Value(parts[i]))
 		}
 		*dst = v
 	}
 	if l.Racks < 1 || l.MachinesPerRack < 1 || l.SlotsPerMachine < 1 || l.GPUsPerSlot < 1 {
-		return l, fmt.Errorf("topology %q: every level needs at least 1", spec)
+		return l, fmt.Errorf("topology %s: every level needs at least 1", quote.Value(spec))
 	}
 	if n := l.Racks * l.MachinesPerRack; n > 1<<20 || n*l.SlotsPerMachine > 1<<20 || n*l.SlotsPerMachine*l.GPUsPerSlot > 1<<20 {
-		return l, fmt.Errorf("topology %q: more than %d GPUs", spec, 1<<20)
+		return l, fmt.Errorf("topology %s: more than %d GPUs", quote.Value(spec), 1<<20)
 	}
 	return l, nil
 }

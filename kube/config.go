@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/variability"
@@ -373,7 +374,7 @@ func (c *Config) policies() (policies, error) {
 func (c *Config) backfillMode() (backfill.Mode, error) {
 	m, err := backfill.ParseMode(strings.ToLower(c.Backfill))
 	if err != nil || m == backfill.Greedy {
-		return "", fmt.Errorf("field backfill: %q: want none or easy (greedy, which may starve a gang, is only pal sim's yardstick)", c.Backfill)
+		return "", fmt.Errorf("field backfill: %s: want none or easy (greedy, which may starve a gang, is only pal sim's yardstick)", quote.Value(c.Backfill))
 	}
 	return m, nil
 }

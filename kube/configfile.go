@@ -11,6 +11,8 @@ import (
 
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // maxConfigBytes bounds what LoadConfig reads: a scheduler config is a
@@ -69,12 +71,12 @@ func (f *configFile) check(m *yaml3.Node, t reflect.Type, prefix string) error {
 				known = append(known, n)
 			}
 			slices.Sort(known)
-			return fmt.Errorf("%s:%d: field %q: unknown (known here: %s)", f.path, key.Line, name, strings.Join(known, ", "))
+			return fmt.Errorf("%s:%d: field %s: unknown (known here: %s)", f.path, key.Line, quote.Value(name), strings.Join(known, ", "))
 		}
 		ft := sf.Type
 		if ft.Kind() == reflect.Struct && !isScalarStruct(ft) {
 			if val.Kind != yaml3.MappingNode {
-				return fmt.Errorf("%s:%d: field %q: want a mapping of keys", f.path, val.Line, name)
+				return fmt.Errorf("%s:%d: field %s: want a mapping of keys", f.path, val.Line, quote.Value(name))
 			}
 			if err := f.check(val, ft, name+"."); err != nil {
 				return err
@@ -85,10 +87,10 @@ func (f *configFile) check(m *yaml3.Node, t reflect.Type, prefix string) error {
 		// whole file is decoded.
 		one, err := yaml3.Marshal(val)
 		if err != nil {
-			return fmt.Errorf("%s:%d: field %q: %v", f.path, val.Line, name, err)
+			return fmt.Errorf("%s:%d: field %s: %v", f.path, val.Line, quote.Value(name), err)
 		}
 		if err := yaml.UnmarshalStrict(one, reflect.New(ft).Interface()); err != nil {
-			return fmt.Errorf("%s:%d: field %q: %s", f.path, val.Line, name, plainDecodeError(err, ft))
+			return fmt.Errorf("%s:%d: field %s: %s", f.path, val.Line, quote.Value(name), plainDecodeError(err, ft))
 		}
 	}
 	return nil

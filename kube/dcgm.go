@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/telemetry"
 )
 
@@ -70,20 +71,20 @@ func (c *Config) validateDCGM() error {
 	for i, u := range d.URLs {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return fmt.Errorf("field dcgm.urls[%d]: %q is not an http(s) URL such as http://gpu-node-1:9400/metrics", i, u)
+			return fmt.Errorf("field dcgm.urls[%d]: %s is not an http(s) URL such as http://gpu-node-1:9400/metrics", i, quote.Value(u))
 		}
 	}
 	if d.Service != "" {
 		ns, name, ok := strings.Cut(d.Service, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
-			return fmt.Errorf("field dcgm.service: %q is not NAMESPACE/NAME of a Service, such as gpu-operator/nvidia-dcgm-exporter", d.Service)
+			return fmt.Errorf("field dcgm.service: %s is not NAMESPACE/NAME of a Service, such as gpu-operator/nvidia-dcgm-exporter", quote.Value(d.Service))
 		}
 	}
 	switch {
 	case d.Port < 1 || d.Port > 65535:
 		return fmt.Errorf("field dcgm.port: must be 1..65535, got %d", d.Port)
 	case !strings.HasPrefix(d.Path, "/"):
-		return fmt.Errorf("field dcgm.path: must start with /, got %q", d.Path)
+		return fmt.Errorf("field dcgm.path: must start with /, got %s", quote.Value(d.Path))
 	case d.Interval.Duration < time.Second:
 		return fmt.Errorf("field dcgm.interval: must be at least 1s, got %v", d.Interval)
 	case d.Timeout.Duration <= 0 || d.Timeout.Duration > d.Interval.Duration:

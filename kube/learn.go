@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
@@ -122,7 +123,7 @@ func (c *Config) validateLearn() error {
 	case c.LearnedScoresConfigMap == "":
 		return fmt.Errorf("field learnedScoresConfigMap: must not be empty with learnScores: true")
 	case c.LearnedScoresConfigMap == c.VariabilityConfigMap:
-		return fmt.Errorf("field learnedScoresConfigMap: %q is the variabilityConfigMap; the scheduler would overwrite the profile it was given", c.LearnedScoresConfigMap)
+		return fmt.Errorf("field learnedScoresConfigMap: %s is the variabilityConfigMap; the scheduler would overwrite the profile it was given", quote.Value(c.LearnedScoresConfigMap))
 	case c.LearnedScoresWriteInterval.Duration < 0:
 		return fmt.Errorf("field learnedScoresWriteInterval: must be >= 0, got %v", c.LearnedScoresWriteInterval)
 	}
@@ -420,12 +421,12 @@ func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
 	out.scores = ns
 	if v, ok := cm.Annotations[AnnLearnedThrough]; ok {
 		if out.through, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return out, fmt.Errorf("configmap %s annotation %s=%q: want an RFC 3339 time", src, AnnLearnedThrough, v)
+			return out, fmt.Errorf("configmap %s annotation %s=%s: want an RFC 3339 time", src, AnnLearnedThrough, quote.Value(v))
 		}
 	}
 	if v, ok := cm.Annotations[AnnLearnedObservations]; ok {
 		if out.count, err = strconv.Atoi(v); err != nil || out.count < 0 {
-			return out, fmt.Errorf("configmap %s annotation %s=%q: want a count >= 0", src, AnnLearnedObservations, v)
+			return out, fmt.Errorf("configmap %s annotation %s=%s: want a count >= 0", src, AnnLearnedObservations, quote.Value(v))
 		}
 	}
 	if v, ok := cm.Annotations[AnnQuarantined]; ok {
@@ -869,15 +870,15 @@ func ParseStepTime(v string) (float64, time.Time, error) {
 func parseAt(ann, v, want, what string, limit float64) (float64, time.Time, error) {
 	num, at, ok := strings.Cut(strings.TrimSpace(v), "@")
 	if !ok {
-		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: want %s", ann, v, want)
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%s: want %s", ann, quote.Value(v), want)
 	}
 	n, err := strconv.ParseFloat(num, 64)
 	if err != nil || !(n > 0) || n > limit {
-		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not %s", ann, v, num, what)
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%s: %s is not %s", ann, quote.Value(v), quote.Value(num), what)
 	}
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil || t.IsZero() {
-		return 0, time.Time{}, fmt.Errorf("annotation %s=%q: %q is not an RFC 3339 time", ann, v, at)
+		return 0, time.Time{}, fmt.Errorf("annotation %s=%s: %s is not an RFC 3339 time", ann, quote.Value(v), quote.Value(at))
 	}
 	return n, t, nil
 }

@@ -571,7 +571,10 @@ func TestParseProgress(t *testing.T) {
 }
 
 func FuzzParseProgress(f *testing.F) {
-	for _, s := range []string{"1200@2026-03-01T12:30:00Z", "1@x", "@", "", "5e3@2026-03-01T12:30:00.123456789+02:00"} {
+	for _, s := range []string{"1200@2026-03-01T12:30:00Z", "1@x", "@", "", "5e3@2026-03-01T12:30:00.123456789+02:00",
+		// A long value, quoted twice by its error (whole and in part),
+		// of bytes %q writes four characters each.
+		strings.Repeat("\x98", 4096) + "@" + strings.Repeat("\x98", 4096)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
@@ -584,6 +587,10 @@ func FuzzParseProgress(f *testing.F) {
 			if err != nil {
 				if !strings.HasPrefix(err.Error(), "annotation "+r.ann+"=") {
 					t.Errorf("error %q does not name the annotation", err)
+				}
+				// It becomes an event on the pod: short, whatever the value.
+				if n := len(err.Error()); n > 1024 {
+					t.Errorf("error of %d bytes for a value of %d: %.200s", n, len(v), err)
 				}
 				continue
 			}

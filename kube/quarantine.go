@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
 )
@@ -215,7 +216,7 @@ func parseQuarantined(v string) (map[GPUKey]quarantineEntry, error) {
 	}
 	for i, p := range parts {
 		bad := func(why string) error {
-			return fmt.Errorf("entry %d %q: %s; want \"NODE/INDEX: slowdown S (learned|dcgm) since TIME\"", i+1, p, why)
+			return fmt.Errorf("entry %d %s: %s; want \"NODE/INDEX: slowdown S (learned|dcgm) since TIME\"", i+1, quote.Value(p), why)
 		}
 		gpu, rest, ok := strings.Cut(p, ": slowdown ")
 		if !ok {

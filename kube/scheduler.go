@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube/bind"
 	"github.com/palsched/pal/kube/podspec"
 	"github.com/palsched/pal/kube/state"
@@ -194,7 +195,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	if v := os.Getenv(KillAfterBindsEnv); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%s=%q: want a positive count", KillAfterBindsEnv, v)
+			return nil, fmt.Errorf("%s=%s: want a positive count", KillAfterBindsEnv, quote.Value(v))
 		}
 		s.killAfter = n
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
@@ -49,7 +50,7 @@ func (c *Config) validateTenancy() (*tenant.Layout, error) {
 		c.Tenancy = "none"
 	}
 	if !slices.Contains(tenancyModes, c.Tenancy) {
-		return nil, fmt.Errorf("field tenancy: %q, want one of %s", c.Tenancy, strings.Join(tenancyModes, ", "))
+		return nil, fmt.Errorf("field tenancy: %s, want one of %s", quote.Value(c.Tenancy), strings.Join(tenancyModes, ", "))
 	}
 	if c.Tenancy == "none" {
 		if c.Cells != "" {
@@ -162,12 +163,12 @@ func (t *tenancyStage) admit(g *gang) error {
 		}
 	}
 	if !slices.Contains(t.l.VCs(), vc) {
-		return fmt.Errorf("annotation %s=%q: unknown VC (the cells define %s)", AnnVC, vc, strings.Join(t.l.VCs(), ", "))
+		return fmt.Errorf("annotation %s=%s: unknown VC (the cells define %s)", AnnVC, quote.Value(vc), strings.Join(t.l.VCs(), ", "))
 	}
 	if v, ok := a[AnnPriority]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < tenancy.Opportunistic || n > tenancy.MaxPriority {
-			return fmt.Errorf("annotation %s=%q: want %d (opportunistic) or 0..%d", AnnPriority, v, tenancy.Opportunistic, tenancy.MaxPriority)
+			return fmt.Errorf("annotation %s=%s: want %d (opportunistic) or 0..%d", AnnPriority, quote.Value(v), tenancy.Opportunistic, tenancy.MaxPriority)
 		}
 		prio = n
 	}

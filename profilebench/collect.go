@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube"
 )
 
@@ -100,7 +101,7 @@ func collectOne(ctx context.Context, p *corev1.Pod, r Run, logs LogFunc) (Measur
 		return m, "pod not found"
 	}
 	if p.Spec.NodeName != r.Node || p.Annotations[kube.AnnGPUIndices] != strconv.Itoa(r.GPU) {
-		return m, fmt.Sprintf("pod runs on %s device %q, planned for %s device %d", p.Spec.NodeName, p.Annotations[kube.AnnGPUIndices], r.Node, r.GPU)
+		return m, fmt.Sprintf("pod runs on %s device %s, planned for %s device %d", p.Spec.NodeName, quote.Value(p.Annotations[kube.AnnGPUIndices]), r.Node, r.GPU)
 	}
 	var st *corev1.ContainerStatus
 	for i := range p.Status.ContainerStatuses {

@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube"
 )
 
@@ -125,13 +126,13 @@ const maxRuns = 100000
 // back to back at one temperature.
 func NewPlan(nodes []Node, o Options) (*Plan, error) {
 	if errs := validation.IsDNS1123Label("pal-bench-" + o.RunID); o.RunID == "" || len(errs) > 0 || len(o.RunID) > 40 {
-		return nil, fmt.Errorf("run id %q: want lower-case letters, digits and '-', at most 40 characters", o.RunID)
+		return nil, fmt.Errorf("run id %s: want lower-case letters, digits and '-', at most 40 characters", quote.Value(o.RunID))
 	}
 	if strings.TrimSpace(o.Image) == "" {
 		return nil, fmt.Errorf("no benchmark image")
 	}
 	if o.Namespace == "" || len(validation.IsDNS1123Label(o.Namespace)) > 0 {
-		return nil, fmt.Errorf("namespace %q is not a valid namespace name", o.Namespace)
+		return nil, fmt.Errorf("namespace %s is not a valid namespace name", quote.Value(o.Namespace))
 	}
 	if o.SchedulerName == "" {
 		return nil, fmt.Errorf("no scheduler name")
@@ -142,10 +143,10 @@ func NewPlan(nodes []Node, o Options) (*Plan, error) {
 	seen := map[string]bool{}
 	for _, m := range o.Models {
 		if !modelName.MatchString(m) {
-			return nil, fmt.Errorf("model %q: want letters, digits, '.', '_' or '-', at most 63 characters", m)
+			return nil, fmt.Errorf("model %s: want letters, digits, '.', '_' or '-', at most 63 characters", quote.Value(m))
 		}
 		if seen[m] {
-			return nil, fmt.Errorf("model %q given twice", m)
+			return nil, fmt.Errorf("model %s given twice", quote.Value(m))
 		}
 		seen[m] = true
 	}
@@ -280,10 +281,10 @@ func ReadPlan(cm *corev1.ConfigMap) (*Plan, error) {
 		return nil, fmt.Errorf("configmap %s/%s %s: %v", cm.Namespace, cm.Name, PlanKey, err)
 	}
 	if p.RunID != cm.Labels[LabelRun] {
-		return nil, fmt.Errorf("configmap %s/%s %s: run id %q against label %s=%q", cm.Namespace, cm.Name, PlanKey, p.RunID, LabelRun, cm.Labels[LabelRun])
+		return nil, fmt.Errorf("configmap %s/%s %s: run id %s against label %s=%s", cm.Namespace, cm.Name, PlanKey, quote.Value(p.RunID), LabelRun, quote.Value(cm.Labels[LabelRun]))
 	}
 	if p.Concurrency != "node" && p.Concurrency != "gpu" {
-		return nil, fmt.Errorf("configmap %s/%s %s: concurrency %q: want node or gpu", cm.Namespace, cm.Name, PlanKey, p.Concurrency)
+		return nil, fmt.Errorf("configmap %s/%s %s: concurrency %s: want node or gpu", cm.Namespace, cm.Name, PlanKey, quote.Value(p.Concurrency))
 	}
 	q, err := NewPlan(p.Nodes, Options{RunID: p.RunID, Image: p.Image, Namespace: p.Namespace, SchedulerName: p.Scheduler,
 		Models: p.Models, Repetitions: p.Repetitions, Iterations: p.Iterations, PerGPU: p.Concurrency == "gpu", Deadline: p.Deadline})

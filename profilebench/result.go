@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // ResultPrefix starts the one line a benchmark image prints for its run.
@@ -47,7 +49,7 @@ func ParseResultLine(line string) (Result, error) {
 	for _, f := range fields[1:] {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return r, fmt.Errorf("field %q: want KEY=VALUE", f)
+			return r, fmt.Errorf("field %s: want KEY=VALUE", quote.Value(f))
 		}
 		if seen[k] {
 			return r, fmt.Errorf("field %s: given twice", k)
@@ -55,7 +57,7 @@ func ParseResultLine(line string) (Result, error) {
 		seen[k] = true
 		if k == "gpu_uuid" {
 			if v == "" || strings.ContainsAny(v, ",\"") {
-				return r, fmt.Errorf("field gpu_uuid=%q: want the GPU's UUID (GPU-...)", v)
+				return r, fmt.Errorf("field gpu_uuid=%s: want the GPU's UUID (GPU-...)", quote.Value(v))
 			}
 			r.UUID = v
 			continue
@@ -75,13 +77,13 @@ func ParseResultLine(line string) (Result, error) {
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
-			return r, fmt.Errorf("field %s=%q: want a finite number", k, v)
+			return r, fmt.Errorf("field %s=%s: want a finite number", k, quote.Value(v))
 		}
 		switch {
 		case k == "iter_time_s" && !(x > 0):
-			return r, fmt.Errorf("field iter_time_s=%q: want seconds per iteration > 0", v)
+			return r, fmt.Errorf("field iter_time_s=%s: want seconds per iteration > 0", quote.Value(v))
 		case (k == "sm_clock_mhz" || k == "power_w") && x < 0:
-			return r, fmt.Errorf("field %s=%q: must not be negative", k, v)
+			return r, fmt.Errorf("field %s=%s: must not be negative", k, quote.Value(v))
 		}
 		*dst = x
 	}

@@ -55,6 +55,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/metrics"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/round"
@@ -240,7 +241,7 @@ func ParseMoveModel(s string) (MoveModel, error) {
 	case MovesEvictRelaunch:
 		return MovesEvictRelaunch, nil
 	}
-	return "", fmt.Errorf("--moves must be %s or %s, got %q", MovesInPlace, MovesEvictRelaunch, s)
+	return "", fmt.Errorf("--moves must be %s or %s, got %s", MovesInPlace, MovesEvictRelaunch, quote.Value(s))
 }
 
 // RoundStat is the cluster after a round's placement, with the round's

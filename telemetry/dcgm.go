@@ -21,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // The DCGM exporter metrics read. The clock event reasons field was
@@ -154,7 +156,7 @@ func Parse(source, defaultHost string, r io.Reader) ([]GPU, error) {
 		}
 		n, err := strconv.Atoi(idx)
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("label gpu=%q is not a device index", idx)
+			return nil, fmt.Errorf("label gpu=%s is not a device index", quote.Value(idx))
 		}
 		if host == "" {
 			host = defaultHost

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // MaxDevices caps the devices of a cluster (and of one cell type), so a
@@ -256,11 +258,11 @@ func build(cfg *Config) (*Scheduler, error) {
 	for i, spec := range cfg.PhysicalCells {
 		t, ok := types[spec.CellType]
 		if !ok {
-			return nil, &Error{File: cfg.File, Line: spec.Line, Field: spec.Field + ".cellType", Msg: fmt.Sprintf("unknown cell type %q", spec.CellType)}
+			return nil, &Error{File: cfg.File, Line: spec.Line, Field: spec.Field + ".cellType", Msg: fmt.Sprintf("unknown cell type %s", quote.Value(spec.CellType))}
 		}
 		if t.nodeLevel == 0 {
 			return nil, &Error{File: cfg.File, Line: spec.Line, Field: spec.Field + ".cellType",
-				Msg: fmt.Sprintf("cell type %q contains no node-level type (set isNodeLevel on the type that is one machine)", spec.CellType)}
+				Msg: fmt.Sprintf("cell type %s contains no node-level type (set isNodeLevel on the type that is one machine)", quote.Value(spec.CellType))}
 		}
 		ch := s.byChain[t.name]
 		if ch == nil {
@@ -297,7 +299,7 @@ func build(cfg *Config) (*Scheduler, error) {
 		walk = func(p *PCell) error {
 			if p.pinned != "" {
 				if l, dup := pinLine[p.pinned]; dup {
-					return &Error{File: cfg.File, Line: b.lines[p], Field: b.fields[p], Msg: fmt.Sprintf("pinned cell %q defined twice (first at line %d)", p.pinned, l)}
+					return &Error{File: cfg.File, Line: b.lines[p], Field: b.fields[p], Msg: fmt.Sprintf("pinned cell %s defined twice (first at line %d)", quote.Value(p.pinned), l)}
 				}
 				pinLine[p.pinned] = b.lines[p]
 				s.pinned[p.pinned] = p
@@ -306,7 +308,7 @@ func build(cfg *Config) (*Scheduler, error) {
 				for a := p.parent; a != nil; a = a.parent {
 					if a.pinned != "" {
 						return &Error{File: cfg.File, Line: b.lines[p], Field: b.fields[p],
-							Msg: fmt.Sprintf("pinned cell %q (line %d) lies inside pinned cell %q (line %d); pinned cells may not overlap", p.pinned, b.lines[p], a.pinned, b.lines[a])}
+							Msg: fmt.Sprintf("pinned cell %s (line %d) lies inside pinned cell %s (line %d); pinned cells may not overlap", quote.Value(p.pinned), b.lines[p], quote.Value(a.pinned), b.lines[a])}
 					}
 				}
 			}
@@ -321,7 +323,7 @@ func build(cfg *Config) (*Scheduler, error) {
 				k := gpuKey{p.node, ch.LeafType, p.gpu}
 				if prev, dup := seenGPU[k]; dup {
 					return &Error{File: cfg.File, Line: b.lines[p], Field: "cellAddress",
-						Msg: fmt.Sprintf("device %d of node %q defined twice (also %s)", p.gpu, p.node, prev)}
+						Msg: fmt.Sprintf("device %d of node %s defined twice (also %s)", p.gpu, quote.Value(p.node), prev)}
 				}
 				seenGPU[k] = p.Addr
 				p.dev = len(s.leaves)
@@ -449,7 +451,7 @@ func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, ow
 		g, err := strconv.Atoi(own)
 		if err != nil || g < 0 {
 			return nil, &Error{File: b.file, Line: spec.Line, Field: spec.Field + ".cellAddress",
-				Msg: fmt.Sprintf("a device's address is its index inside the node, got %q", own)}
+				Msg: fmt.Sprintf("a device's address is its index inside the node, got %s", quote.Value(own))}
 		}
 		p.gpu = g
 		return p, nil
@@ -471,7 +473,7 @@ func (b *cellBuilder) cell(spec PhysicalCellSpec, t *cellType, parent *PCell, ow
 		}
 		if cs.CellType != "" && cs.CellType != t.child.name {
 			return nil, &Error{File: b.file, Line: cs.Line, Field: cs.Field + ".cellType",
-				Msg: fmt.Sprintf("child of %s must be of type %s, got %q", t.name, t.child.name, cs.CellType)}
+				Msg: fmt.Sprintf("child of %s must be of type %s, got %s", t.name, t.child.name, quote.Value(cs.CellType))}
 		}
 		lvl := t.child.level
 		own := cs.CellAddress
@@ -515,13 +517,13 @@ func (s *Scheduler) buildVCs(types map[string]*cellType) error {
 			ch := s.byChain[path[0]]
 			if ch == nil {
 				return &Error{File: cfg.File, Line: vs.Line, Field: vs.Field + ".cellType",
-					Msg: fmt.Sprintf("VC %s: %q is not the type of any physical cell (a VC cell type starts with a top-level physical cell type)", spec.Name, path[0])}
+					Msg: fmt.Sprintf("VC %s: %s is not the type of any physical cell (a VC cell type starts with a top-level physical cell type)", spec.Name, quote.Value(path[0]))}
 			}
 			t := types[path[0]]
 			for _, name := range path[1:] {
 				if t.child == nil || t.child.name != name {
 					return &Error{File: cfg.File, Line: vs.Line, Field: vs.Field + ".cellType",
-						Msg: fmt.Sprintf("VC %s: %q is not a child type of %s in %q", spec.Name, name, t.name, vs.CellType)}
+						Msg: fmt.Sprintf("VC %s: %s is not a child type of %s in %s", spec.Name, quote.Value(name), t.name, quote.Value(vs.CellType))}
 				}
 				t = t.child
 			}
@@ -568,11 +570,11 @@ func (s *Scheduler) buildVCs(types map[string]*cellType) error {
 			p := s.pinned[ps.PinnedCellID]
 			if p == nil {
 				return &Error{File: cfg.File, Line: ps.Line, Field: ps.Field + ".pinnedCellId",
-					Msg: fmt.Sprintf("VC %s: unknown pinned cell %q", spec.Name, ps.PinnedCellID)}
+					Msg: fmt.Sprintf("VC %s: unknown pinned cell %s", spec.Name, quote.Value(ps.PinnedCellID))}
 			}
 			if other, dup := pinUser[ps.PinnedCellID]; dup {
 				return &Error{File: cfg.File, Line: ps.Line, Field: ps.Field + ".pinnedCellId",
-					Msg: fmt.Sprintf("VC %s: pinned cell %q already belongs to VC %s", spec.Name, ps.PinnedCellID, other)}
+					Msg: fmt.Sprintf("VC %s: pinned cell %s already belongs to VC %s", spec.Name, quote.Value(ps.PinnedCellID), other)}
 			}
 			pinUser[ps.PinnedCellID] = spec.Name
 			ch := p.chain

@@ -3,6 +3,8 @@ package tenancy
 import (
 	"fmt"
 	"slices"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Check verifies sharing safety and the consistency of the whole state:
@@ -75,7 +77,7 @@ func (s *Scheduler) Check() error {
 	held := map[*PCell]*Group{}
 	for name, g := range s.groups {
 		if g.Name != name {
-			return fmt.Errorf("group %q filed as %q", g.Name, name)
+			return fmt.Errorf("group %s filed as %s", quote.Value(g.Name), quote.Value(name))
 		}
 		if err := s.checkGroup(g, held); err != nil {
 			return err

@@ -25,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/palsched/pal/internal/csvin"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/internal/sizecap"
 )
 
@@ -460,7 +461,7 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("the scalar %q", n.Value)
+		return fmt.Sprintf("the scalar %s", quote.Value(n.Value))
 	case yaml.AliasNode:
 		return "an alias"
 	}

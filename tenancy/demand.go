@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Demand is what a job asks of the cells beyond its VC and pods: a pinned
@@ -36,30 +38,30 @@ func (e *DemandError) Error() string { return e.Msg }
 func (s *Scheduler) CheckDemand(d Demand) *DemandError {
 	vc := s.byVC[d.VC]
 	if vc == nil {
-		return &DemandError{"vc", fmt.Sprintf("unknown VC %q", d.VC)}
+		return &DemandError{"vc", fmt.Sprintf("unknown VC %s", quote.Value(d.VC))}
 	}
 	if d.LeafType != "" && !slices.Contains(s.leafTypes, d.LeafType) {
-		return &DemandError{"leaf_cell_type", fmt.Sprintf("unknown leaf cell type %q (the cells have %s)", d.LeafType, strings.Join(s.leafTypes, ", "))}
+		return &DemandError{"leaf_cell_type", fmt.Sprintf("unknown leaf cell type %s (the cells have %s)", quote.Value(d.LeafType), strings.Join(s.leafTypes, ", "))}
 	}
 	if sku, ok := s.cfg.SKUs[d.LeafType]; d.LeafType != "" && ok && sku.HasGPU && sku.GPU == 0 {
-		return &DemandError{"leaf_cell_type", fmt.Sprintf("leaf cell type %q is not a GPU (skuTypes gives it gpu: 0)", d.LeafType)}
+		return &DemandError{"leaf_cell_type", fmt.Sprintf("leaf cell type %s is not a GPU (skuTypes gives it gpu: 0)", quote.Value(d.LeafType))}
 	}
 	if d.PinnedCell != "" {
 		if d.Priority == Opportunistic {
-			return &DemandError{"pinned_cell", fmt.Sprintf("an opportunistic job cannot ask for pinned cell %q (pinned cells serve their VC's guaranteed jobs)", d.PinnedCell)}
+			return &DemandError{"pinned_cell", fmt.Sprintf("an opportunistic job cannot ask for pinned cell %s (pinned cells serve their VC's guaranteed jobs)", quote.Value(d.PinnedCell))}
 		}
 		vcc := vc.byPin[d.PinnedCell]
 		if vcc == nil {
 			if s.pinned[d.PinnedCell] == nil {
-				return &DemandError{"pinned_cell", fmt.Sprintf("unknown pinned cell %q", d.PinnedCell)}
+				return &DemandError{"pinned_cell", fmt.Sprintf("unknown pinned cell %s", quote.Value(d.PinnedCell))}
 			}
-			return &DemandError{"pinned_cell", fmt.Sprintf("pinned cell %q is not VC %s's (VC %s has %s)", d.PinnedCell, d.VC, d.VC, pinList(vc))}
+			return &DemandError{"pinned_cell", fmt.Sprintf("pinned cell %s is not VC %s's (VC %s has %s)", quote.Value(d.PinnedCell), d.VC, d.VC, pinList(vc))}
 		}
 		if d.LeafType != "" && vcc.chain.LeafType != d.LeafType {
-			return &DemandError{"leaf_cell_type", fmt.Sprintf("pinned cell %q holds %s devices, not %s", d.PinnedCell, vcc.chain.LeafType, d.LeafType)}
+			return &DemandError{"leaf_cell_type", fmt.Sprintf("pinned cell %s holds %s devices, not %s", quote.Value(d.PinnedCell), vcc.chain.LeafType, d.LeafType)}
 		}
 		if !fitsView(vcc, d.Pods) {
-			return &DemandError{"num_gpus", fmt.Sprintf("pods %v never fit pinned cell %q together", d.Pods, d.PinnedCell)}
+			return &DemandError{"num_gpus", fmt.Sprintf("pods %v never fit pinned cell %s together", d.Pods, quote.Value(d.PinnedCell))}
 		}
 		return nil
 	}
@@ -77,7 +79,7 @@ func (s *Scheduler) CheckDemand(d Demand) *DemandError {
 		case len(vc.chains) == 0 && len(vc.pins) > 0:
 			return &DemandError{"pinned_cell", fmt.Sprintf("VC %s's cells are all pinned (%s): name one in pinned_cell", d.VC, pinList(vc))}
 		case d.LeafType != "":
-			return &DemandError{"leaf_cell_type", fmt.Sprintf("VC %s has no cells of leaf type %q", d.VC, d.LeafType)}
+			return &DemandError{"leaf_cell_type", fmt.Sprintf("VC %s has no cells of leaf type %s", d.VC, quote.Value(d.LeafType))}
 		}
 		return &DemandError{"num_gpus", fmt.Sprintf("VC %s has no GPU cells", d.VC)}
 	}

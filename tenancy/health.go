@@ -3,6 +3,8 @@ package tenancy
 import (
 	"fmt"
 	"sort"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Bad hardware comes in two kinds. A node that fails (SetNodeHealth) is
@@ -24,7 +26,7 @@ import (
 func (s *Scheduler) SetNodeHealth(node string, healthy bool) error {
 	cells, ok := s.byNode[node]
 	if !ok {
-		return fmt.Errorf("tenancy: unknown node %q", node)
+		return fmt.Errorf("tenancy: unknown node %s", quote.Value(node))
 	}
 	for _, p := range cells {
 		if p.down == !healthy {
@@ -47,7 +49,7 @@ func (s *Scheduler) SetNodeHealth(node string, healthy bool) error {
 func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
 	cells, ok := s.byNode[node]
 	if !ok {
-		return fmt.Errorf("tenancy: unknown node %q", node)
+		return fmt.Errorf("tenancy: unknown node %s", quote.Value(node))
 	}
 	found := false
 	for _, p := range cells {
@@ -69,7 +71,7 @@ func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("tenancy: node %q has no device %d", node, gpu)
+		return fmt.Errorf("tenancy: node %s has no device %d", quote.Value(node), gpu)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package tenancy
 import (
 	"fmt"
 	"slices"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // The intra-VC layer's side of the boundary. HiveD's VC layer decides
@@ -80,7 +82,7 @@ func (v *VCell) OnBad() bool { return v.phys != nil && v.phys.bad > 0 }
 func (s *Scheduler) View(vcName string) ([]ViewNode, error) {
 	vc := s.byVC[vcName]
 	if vc == nil {
-		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+		return nil, fmt.Errorf("tenancy: unknown VC %s", quote.Value(vcName))
 	}
 	var out []ViewNode
 	for _, list := range [][]*vcChain{vc.chains, vc.pins} {

@@ -3,6 +3,8 @@ package tenancy
 import (
 	"fmt"
 	"sort"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 func sortInts(x []int) { sort.Ints(x) }
@@ -17,7 +19,7 @@ func sortInts(x []int) { sort.Ints(x) }
 func (s *Scheduler) PrivateConfig(vcName string) (*Config, error) {
 	vc := s.byVC[vcName]
 	if vc == nil {
-		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+		return nil, fmt.Errorf("tenancy: unknown VC %s", quote.Value(vcName))
 	}
 	cfg := &Config{File: fmt.Sprintf("%s (private cluster of %s)", s.cfg.File, vcName), SKUs: s.cfg.SKUs}
 	cfg.CellTypes = append(cfg.CellTypes, s.cfg.CellTypes...)
@@ -98,7 +100,7 @@ func (s *Scheduler) AloneConfig(vcName string) (*Config, error) {
 			return &cfg, nil
 		}
 	}
-	return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+	return nil, fmt.Errorf("tenancy: unknown VC %s", quote.Value(vcName))
 }
 
 // VCs lists the VC names in config order.

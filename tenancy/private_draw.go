@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Leaf names one device of the physical cluster.
@@ -25,7 +27,7 @@ type Leaf struct {
 func (s *Scheduler) PrivateDraw(vcName string, r *rand.Rand) ([]Leaf, error) {
 	vc := s.byVC[vcName]
 	if vc == nil {
-		return nil, fmt.Errorf("tenancy: unknown VC %q", vcName)
+		return nil, fmt.Errorf("tenancy: unknown VC %s", quote.Value(vcName))
 	}
 	// The cells PrivateConfig makes, in its order, and what each draws.
 	type want struct {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Priorities, as in HiveD: guaranteed groups run at 0..MaxPriority inside
@@ -204,11 +206,11 @@ func (s *Scheduler) validate(r Request) (*VC, error) {
 		return nil, fmt.Errorf("tenancy: request without a group name")
 	}
 	if _, dup := s.groups[r.Group]; dup {
-		return nil, fmt.Errorf("tenancy: group %q already holds devices", r.Group)
+		return nil, fmt.Errorf("tenancy: group %s already holds devices", quote.Value(r.Group))
 	}
 	vc := s.byVC[r.VC]
 	if vc == nil {
-		return nil, fmt.Errorf("tenancy: group %s: unknown VC %q", r.Group, r.VC)
+		return nil, fmt.Errorf("tenancy: group %s: unknown VC %s", r.Group, quote.Value(r.VC))
 	}
 	if r.Fastest && (r.Class < 0 || r.Class >= max(s.classes, 1)) {
 		return nil, fmt.Errorf("tenancy: group %s: speed class %d outside 0..%d", r.Group, r.Class, max(s.classes, 1)-1)
@@ -230,7 +232,7 @@ func (s *Scheduler) validate(r Request) (*VC, error) {
 			found = found || t == r.LeafType
 		}
 		if !found {
-			return nil, fmt.Errorf("tenancy: group %s: unknown leaf type %q", r.Group, r.LeafType)
+			return nil, fmt.Errorf("tenancy: group %s: unknown leaf type %s", r.Group, quote.Value(r.LeafType))
 		}
 		if r.Priority != Opportunistic && r.PinnedCell == "" {
 			has := false
@@ -238,19 +240,19 @@ func (s *Scheduler) validate(r Request) (*VC, error) {
 				has = has || vcc.chain.LeafType == r.LeafType
 			}
 			if !has {
-				return nil, fmt.Errorf("tenancy: group %s: VC %s has no cells of leaf type %q", r.Group, r.VC, r.LeafType)
+				return nil, fmt.Errorf("tenancy: group %s: VC %s has no cells of leaf type %s", r.Group, r.VC, quote.Value(r.LeafType))
 			}
 		}
 	}
 	if r.PinnedCell != "" {
 		if r.Priority == Opportunistic {
-			return nil, fmt.Errorf("tenancy: group %s: opportunistic groups cannot use pinned cell %q", r.Group, r.PinnedCell)
+			return nil, fmt.Errorf("tenancy: group %s: opportunistic groups cannot use pinned cell %s", r.Group, quote.Value(r.PinnedCell))
 		}
 		if s.pinned[r.PinnedCell] == nil {
-			return nil, fmt.Errorf("tenancy: group %s: unknown pinned cell %q", r.Group, r.PinnedCell)
+			return nil, fmt.Errorf("tenancy: group %s: unknown pinned cell %s", r.Group, quote.Value(r.PinnedCell))
 		}
 		if vc.byPin[r.PinnedCell] == nil {
-			return nil, fmt.Errorf("tenancy: group %s: pinned cell %q does not belong to VC %s", r.Group, r.PinnedCell, r.VC)
+			return nil, fmt.Errorf("tenancy: group %s: pinned cell %s does not belong to VC %s", r.Group, quote.Value(r.PinnedCell), r.VC)
 		}
 	}
 	return vc, nil
@@ -1173,7 +1175,7 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 func (s *Scheduler) Release(name string) error {
 	g := s.groups[name]
 	if g == nil {
-		return fmt.Errorf("tenancy: release of unknown group %q", name)
+		return fmt.Errorf("tenancy: release of unknown group %s", quote.Value(name))
 	}
 	if g.state == preempting {
 		s.cancelled, s.reprieved = s.cancelled[:0], s.reprieved[:0]

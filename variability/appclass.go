@@ -1,6 +1,10 @@
 package variability
 
-import "io"
+import (
+	"io"
+
+	"github.com/palsched/pal/internal/quote"
+)
 
 // ReadAppClasses reads an application-to-class table: a CSV with columns
 // app and class, as pal classify -o csv writes it (its other columns are
@@ -22,7 +26,7 @@ func ReadAppClasses(name string, r io.Reader) (map[string]Class, error) {
 			return nil, t.Errorf(cols[0], "empty")
 		}
 		if prev, dup := line[app]; dup {
-			return nil, t.Errorf(cols[0], "%q repeats line %d", app, prev)
+			return nil, t.Errorf(cols[0], "%s repeats line %d", quote.Value(app), prev)
 		}
 		c, err := ParseClass(t.Text(cols[1]))
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // SampleMode says how simulated GPUs get their raw values from profiles.
@@ -50,7 +52,7 @@ func ParseSampleMode(s string) (SampleMode, error) {
 	case "uuid", "by-uuid", "byuuid":
 		return ByUUID, nil
 	}
-	return 0, fmt.Errorf("unknown sampling mode %q (want with, without or uuid)", s)
+	return 0, fmt.Errorf("unknown sampling mode %s (want with, without or uuid)", quote.Value(s))
 }
 
 // MaxGPUs bounds the clusters Assign builds, so that a typo in a cluster
@@ -126,7 +128,7 @@ func Assign(profiles map[Class]*Profile, nGPUs int, mode SampleMode, rng *rand.R
 			for g, u := range uuids {
 				v, ok := m[u]
 				if !ok {
-					return nil, fmt.Errorf("GPU %d: uuid %q has no rows in profile %s (class %s)", g, u, p.Name, c)
+					return nil, fmt.Errorf("GPU %d: uuid %s has no rows in profile %s (class %s)", g, quote.Value(u), p.Name, c)
 				}
 				t.Values[c][g] = v
 			}

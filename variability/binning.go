@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // KStrategy chooses how many PM-score bins a class gets.
@@ -44,7 +46,7 @@ func ParseKStrategy(s string) (KStrategy, error) {
 	case "paper", "silhouette":
 		return KPaper, nil
 	}
-	return 0, fmt.Errorf("unknown k strategy %q (want artifact or paper)", s)
+	return 0, fmt.Errorf("unknown k strategy %s (want artifact or paper)", quote.Value(s))
 }
 
 // BinOptions configures Bin. The zero value is the artifact's behaviour.

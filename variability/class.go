@@ -11,6 +11,8 @@ package variability
 import (
 	"fmt"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Class is an application class: jobs of one class share a variability
@@ -42,12 +44,7 @@ func ParseClass(s string) (Class, error) {
 	if len(t) == 1 && t[0] >= 'A' && t[0] < 'A'+NumClasses {
 		return Class(t[0] - 'A'), nil
 	}
-	if len(s) > 40 {
-		// An error quotes what it read; a field of a megabyte must not
-		// make it a megabyte (%q writes an invalid byte as four).
-		s = s[:40] + "..."
-	}
-	return 0, fmt.Errorf("unknown class %q (want A, B, C or D)", s)
+	return 0, fmt.Errorf("unknown class %s (want A, B, C or D)", quote.Value(s))
 }
 
 // Table is the raw per-GPU value of every class: Values[c][g] is how much

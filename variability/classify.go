@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/internal/quote"
 )
 
 // App is one profiled application in PAL's classification space (paper
@@ -44,7 +45,7 @@ func ReadApps(name string, r io.Reader) ([]App, error) {
 			return nil, t.Errorf(nameCol, "empty")
 		}
 		if prev, dup := seen[a.Name]; dup {
-			return nil, t.Errorf(nameCol, "%q repeats line %d", a.Name, prev)
+			return nil, t.Errorf(nameCol, "%s repeats line %d", quote.Value(a.Name), prev)
 		}
 		seen[a.Name] = t.FieldLine(nameCol)
 		for _, f := range []struct {
@@ -115,7 +116,7 @@ func NewClassifier(apps []App, opts ClassifierOptions) (*Classifier, error) {
 	for i, a := range apps {
 		for _, v := range []float64{a.DRAM, a.FU} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("classifier: app %q has value %v", a.Name, v)
+				return nil, fmt.Errorf("classifier: app %s has value %v", quote.Value(a.Name), v)
 			}
 		}
 		pts[i] = [2]float64{a.DRAM, a.FU}

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/palsched/pal/internal/csvin"
+	"github.com/palsched/pal/internal/quote"
 )
 
 // InputError locates a problem in a CSV file so that a user can open the
@@ -60,7 +61,7 @@ func score(t *csvin.Table, col int) (float64, error) {
 		return 0, err
 	}
 	if msg := CheckScore(v); msg != "" {
-		return 0, t.Errorf(col, "%s %s", csvin.Quote(t.Text(col)), msg)
+		return 0, t.Errorf(col, "%s %s", quote.Value(t.Text(col)), msg)
 	}
 	return v, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/palsched/pal/internal/csvin"
+	"github.com/palsched/pal/internal/quote"
 )
 
 // GPUEvent changes one GPU's true speed during a simulated run: from
@@ -91,7 +92,7 @@ func readTimed[T any](name string, r io.Reader, rest []string, row func(*csvin.T
 			return nil, err
 		}
 		if *at < 0 {
-			return nil, t.Errorf(cols[0], "%s must not be negative", csvin.Quote(t.Text(cols[0])))
+			return nil, t.Errorf(cols[0], "%s must not be negative", quote.Value(t.Text(cols[0])))
 		}
 		if *gpu, err = t.Int(cols[1]); err != nil {
 			return nil, err

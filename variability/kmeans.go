@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // NewRand is the generator this package's callers should hand to Assign
@@ -54,7 +56,7 @@ func ParseEngine(s string) (Engine, error) {
 	case "exact", "ckmeans", "dp":
 		return EngineExact, nil
 	}
-	return 0, fmt.Errorf("unknown k-means engine %q (want lloyd or exact)", s)
+	return 0, fmt.Errorf("unknown k-means engine %s (want lloyd or exact)", quote.Value(s))
 }
 
 // KMeansOptions tunes KMeans1D. The zero value is scikit-learn's classic

@@ -4,6 +4,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // MeasurementColumns are the columns of a measurement file, required ones
@@ -91,7 +93,7 @@ func ReadMeasurements(name string, r io.Reader) (*Measurements, error) {
 				return nil, err
 			}
 			if k < 2 && v < 0 {
-				return nil, t.Errorf(c, "%q must not be negative", t.Text(c))
+				return nil, t.Errorf(c, "%s must not be negative", quote.Value(t.Text(c)))
 			}
 			*dst = v
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/internal/sizecap"
 )
 
@@ -84,7 +85,7 @@ func loadEmbedded(p string) (*Profile, error) {
 func LoadNamed(name string) (map[Class]*Profile, error) {
 	files, ok := namedProfiles[strings.ToLower(strings.TrimSpace(name))]
 	if !ok {
-		return nil, fmt.Errorf("unknown variability profile %q (known: %s)", name, strings.Join(KnownProfiles(), ", "))
+		return nil, fmt.Errorf("unknown variability profile %s (known: %s)", quote.Value(name), strings.Join(KnownProfiles(), ", "))
 	}
 	out := make(map[Class]*Profile, NumClasses)
 	for c, f := range files {
@@ -111,8 +112,8 @@ func LoadProfileSet(spec string) (map[Class]*Profile, error) {
 	}
 	st, err := os.Stat(spec)
 	if err != nil {
-		return nil, fmt.Errorf("variability profile %q is neither a known name (%s) nor a readable path: %w",
-			spec, strings.Join(KnownProfiles(), ", "), err)
+		return nil, fmt.Errorf("variability profile %s is neither a known name (%s) nor a readable path: %w",
+			quote.Value(spec), strings.Join(KnownProfiles(), ", "), err)
 	}
 	if st.IsDir() {
 		return loadProfileJSON(filepath.Join(spec, "profiles.json"))
@@ -144,7 +145,7 @@ func loadProfileJSON(file string) (map[Class]*Profile, error) {
 	for k, v := range m {
 		c, err := ParseClass(k)
 		if err != nil {
-			return nil, fmt.Errorf("%s: key %q: %w", file, k, err)
+			return nil, fmt.Errorf("%s: key %s: %w", file, quote.Value(k), err)
 		}
 		files[c] = v
 	}

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/internal/sizecap"
 	"github.com/palsched/pal/variability"
 )
@@ -33,7 +34,7 @@ func ParseClassMap(s string) (ClassMap, error) {
 	case ClassMapArtifact, ClassMapPaper:
 		return ClassMap(s), nil
 	}
-	return "", fmt.Errorf("--class-map %q: want artifact or paper", s)
+	return "", fmt.Errorf("--class-map %s: want artifact or paper", quote.Value(s))
 }
 
 // Model is one row of the model table.
@@ -208,7 +209,7 @@ func newModels(name string, rows []Model, lines []int) (*Models, error) {
 			return nil, fmt.Errorf("%s: field \"name\" is empty", where)
 		}
 		if _, dup := m.byName[md.Name]; dup {
-			return nil, fmt.Errorf("%s: field \"name\": model %q listed twice", where, md.Name)
+			return nil, fmt.Errorf("%s: field \"name\": model %s listed twice", where, quote.Value(md.Name))
 		}
 		if !(md.IterTime > 0) || math.IsInf(md.IterTime, 0) {
 			return nil, fmt.Errorf("%s (%s): field \"iter_time_s\" must be a positive number, got %v", where, md.Name, md.IterTime)
@@ -218,7 +219,7 @@ func newModels(name string, rows []Model, lines []int) (*Models, error) {
 			v    *float64
 		}{{"migration_cost_s", md.MigrationCost}, {"preemption_cost_s", md.PreemptionCost}} {
 			if f.v != nil && (!(*f.v >= 0) || math.IsInf(*f.v, 0)) {
-				return nil, fmt.Errorf("%s (%s): field %q must be finite seconds >= 0, got %v", where, md.Name, f.name, *f.v)
+				return nil, fmt.Errorf("%s (%s): field %s must be finite seconds >= 0, got %v", where, md.Name, quote.Value(f.name), *f.v)
 			}
 		}
 		c, err := variability.ParseClass(md.Class)

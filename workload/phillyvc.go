@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/internal/quote"
 )
 
 // PhillyVC is one of the large Philly virtual clusters with its node count
@@ -35,7 +36,7 @@ func ReadPhillyVCs(name string, r io.Reader) ([]PhillyVC, error) {
 			return nil, err
 		}
 		if prev, dup := seen[vc]; dup {
-			return nil, t.Errorf(cols[0], "VC %q already listed on line %d", vc, prev)
+			return nil, t.Errorf(cols[0], "VC %s already listed on line %d", quote.Value(vc), prev)
 		}
 		seen[vc] = t.Line()
 		n, err := t.Int(cols[1])
@@ -111,7 +112,7 @@ func ReadPhillyVCTrace(name string, r io.Reader, vcs []PhillyVC, gpusPerNode int
 		}
 		at, err := time.Parse("2006-01-02 15:04:05", v)
 		if err != nil {
-			return nil, t.Errorf(cols[0], "%q is not a YYYY-MM-DD HH:MM:SS time", v)
+			return nil, t.Errorf(cols[0], "%s is not a YYYY-MM-DD HH:MM:SS time", quote.Value(v))
 		}
 		dur, err := t.Positive(cols[1])
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/palsched/pal/data"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/variability"
 )
 
@@ -95,12 +96,12 @@ func ReadPhillyJobs(name string, r io.Reader) ([]PhillyJob, error) {
 		v := t.Text(durCol)
 		dur, err := parseFinite(v)
 		if err != nil || dur < 0 {
-			return nil, t.Errorf(durCol, "%q is not a non-negative number of seconds", v)
+			return nil, t.Errorf(durCol, "%s is not a non-negative number of seconds", quote.Value(v))
 		}
 		v = t.Text(gpuCol)
 		gpus, err := strconv.Atoi(v)
 		if err != nil || gpus <= 0 {
-			return nil, t.Errorf(gpuCol, "%q is not a positive integer", v)
+			return nil, t.Errorf(gpuCol, "%s is not a positive integer", quote.Value(v))
 		}
 		if keepPhillyJob(dur, gpus) {
 			jobs = append(jobs, PhillyJob{dur, gpus})
@@ -166,12 +167,12 @@ func ParseTrackRange(s string) (TrackRange, error) {
 	a, b, found := strings.Cut(s, "-")
 	first, err := strconv.Atoi(strings.TrimSpace(a))
 	if err != nil || first < 0 {
-		return TrackRange{}, fmt.Errorf("track range %q: want FIRST-LAST with non-negative integer ids, e.g. 2000-3000", s)
+		return TrackRange{}, fmt.Errorf("track range %s: want FIRST-LAST with non-negative integer ids, e.g. 2000-3000", quote.Value(s))
 	}
 	last := first
 	if found {
 		if last, err = strconv.Atoi(strings.TrimSpace(b)); err != nil || last < first {
-			return TrackRange{}, fmt.Errorf("track range %q: want FIRST-LAST with FIRST <= LAST, e.g. 2000-3000", s)
+			return TrackRange{}, fmt.Errorf("track range %s: want FIRST-LAST with FIRST <= LAST, e.g. 2000-3000", quote.Value(s))
 		}
 	}
 	return TrackRange{first, last}, nil
@@ -238,11 +239,11 @@ func ParseClassMix(s string) (ClassMix, error) {
 		k, w, ok := strings.Cut(part, ":")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("class mix %q: part %q is not KEY:WEIGHT (want none, artifact, zoo or e.g. A:34,B:33,C:33)", s, part)
+			return nil, fmt.Errorf("class mix %s: part %s is not KEY:WEIGHT (want none, artifact, zoo or e.g. A:34,B:33,C:33)", quote.Value(s), quote.Value(part))
 		}
 		wt, err := parseFinite(strings.TrimSpace(w))
 		if err != nil || wt < 0 {
-			return nil, fmt.Errorf("class mix %q: weight of %q: %q is not a non-negative number", s, k, strings.TrimSpace(w))
+			return nil, fmt.Errorf("class mix %s: weight of %s: %s is not a non-negative number", quote.Value(s), quote.Value(k), quote.Value(strings.TrimSpace(w)))
 		}
 		m = append(m, MixPart{k, wt})
 	}
@@ -295,7 +296,7 @@ func (m ClassMix) resolve(models *Models) ([]mixChoice, error) {
 		if _, _, ok := models.Lookup(name); !ok {
 			c, err := variability.ParseClass(p.Key)
 			if err != nil {
-				return nil, fmt.Errorf("class mix %s: %q is neither a model (known: %s) nor a class letter", m, p.Key, models.knownList())
+				return nil, fmt.Errorf("class mix %s: %s is neither a model (known: %s) nor a class letter", m, quote.Value(p.Key), models.knownList())
 			}
 			if name = classModel(models, c); name == "" {
 				return nil, fmt.Errorf("class mix %s: no model of class %s in the model table (class map %s)", m, c, models.Map)
@@ -432,7 +433,7 @@ func GenerateSynergyFromDemands(source string, demands []int, opt SynergyOptions
 		return nil, err
 	}
 	if !ok && choices == nil {
-		return nil, fmt.Errorf("synergy: the model table has no %q model (known: %s)", SynergyModel, models.knownList())
+		return nil, fmt.Errorf("synergy: the model table has no %s model (known: %s)", quote.Value(SynergyModel), models.knownList())
 	}
 	arrivals := rand.New(rand.NewPCG(opt.Seed, streamArrival))
 	lengths := rand.New(rand.NewPCG(opt.Seed, streamLength))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // ThemisOptions shape a Themis-style workload: apps (hyper-parameter
@@ -99,7 +101,7 @@ func GenerateThemis(samples []PhillyJob, opt ThemisOptions) ([]Spec, error) {
 	}
 	for _, n := range names {
 		if _, _, ok := models.Lookup(n); !ok {
-			return nil, fmt.Errorf("unknown model %q (known: %s)", n, models.knownList())
+			return nil, fmt.Errorf("unknown model %s (known: %s)", quote.Value(n), models.knownList())
 		}
 	}
 	arr := rand.New(rand.NewPCG(opt.Seed, streamThemisArrival))

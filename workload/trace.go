@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/internal/csvin"
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Trace is an ordered list of jobs (by submit time, then file order).
@@ -328,7 +329,7 @@ func (p *rowParser) row(s *Spec) error {
 		return err
 	}
 	if s.ID, err = strconv.Atoi(v); err != nil || s.ID < 0 {
-		return t.Errorf(idCol, "%q is not a non-negative integer", v)
+		return t.Errorf(idCol, "%s is not a non-negative integer", quote.Value(v))
 	}
 	if p.seen.add(s.ID) {
 		return t.Errorf(idCol, "id %d already used on line %d", s.ID, p.lineOf(s.ID))
@@ -337,13 +338,13 @@ func (p *rowParser) row(s *Spec) error {
 		return err
 	}
 	if s.GPUs, err = strconv.Atoi(v); err != nil || s.GPUs <= 0 {
-		return t.Errorf(gpusCol, "%q is not a positive integer", v)
+		return t.Errorf(gpusCol, "%s is not a positive integer", quote.Value(v))
 	}
 	if v, err = t.Field(submitCol); err != nil {
 		return err
 	}
 	if s.Submit, err = parseFinite(v); err != nil || s.Submit < 0 {
-		return t.Errorf(submitCol, "%q is not a non-negative number of seconds", v)
+		return t.Errorf(submitCol, "%s is not a non-negative number of seconds", quote.Value(v))
 	}
 	seconds := 0.0
 	if durSCol >= 0 {
@@ -351,14 +352,14 @@ func (p *rowParser) row(s *Spec) error {
 			return err
 		}
 		if seconds, err = parseFinite(v); err != nil || seconds <= 0 {
-			return t.Errorf(durSCol, "%q is not a positive number of seconds", v)
+			return t.Errorf(durSCol, "%s is not a positive number of seconds", quote.Value(v))
 		}
 	} else {
 		if v, err = t.Field(durCol); err != nil {
 			return err
 		}
 		if s.Iterations, err = parseFinite(v); err != nil || s.Iterations <= 0 {
-			return t.Errorf(durCol, "%q is not a positive iteration count", v)
+			return t.Errorf(durCol, "%s is not a positive iteration count", quote.Value(v))
 		}
 	}
 	if modelCol >= 0 {
@@ -367,7 +368,7 @@ func (p *rowParser) row(s *Spec) error {
 		}
 		it, cl, ok := models.Lookup(v)
 		if !ok {
-			return t.Errorf(modelCol, "unknown model %q (known: %s; add it to a --models table)", v, models.knownList())
+			return t.Errorf(modelCol, "unknown model %s (known: %s; add it to a --models table)", quote.Value(v), models.knownList())
 		}
 		m, ok := p.names[v]
 		if !ok {
@@ -389,14 +390,14 @@ func (p *rowParser) row(s *Spec) error {
 	if prioCol >= 0 && t.Has(prioCol) && t.Text(prioCol) != "" {
 		p, err := strconv.Atoi(t.Text(prioCol))
 		if err != nil || p < -1 || p > 1000 {
-			return t.Errorf(prioCol, "%q is not a priority (-1 opportunistic, 0..1000 guaranteed)", t.Raw(prioCol))
+			return t.Errorf(prioCol, "%s is not a priority (-1 opportunistic, 0..1000 guaranteed)", quote.Value(t.Raw(prioCol)))
 		}
 		s.VCPriority = p
 	}
 	if podCol >= 0 && t.Has(podCol) && t.Text(podCol) != "" {
 		p, err := strconv.Atoi(t.Text(podCol))
 		if err != nil || p <= 0 {
-			return t.Errorf(podCol, "%q is not a positive GPU count", t.Raw(podCol))
+			return t.Errorf(podCol, "%s is not a positive GPU count", quote.Value(t.Raw(podCol)))
 		}
 		if s.GPUs%p != 0 {
 			return t.Errorf(podCol, "%d GPUs per pod do not divide the job's %d GPUs", p, s.GPUs)
@@ -406,7 +407,7 @@ func (p *rowParser) row(s *Spec) error {
 	if maxCol >= 0 && t.Has(maxCol) && t.Text(maxCol) != "" {
 		m, err := strconv.Atoi(t.Text(maxCol))
 		if err != nil || m < s.GPUs || m > MaxElasticGPUs {
-			return t.Errorf(maxCol, "%q is not a GPU count from num_gpus (%d) to %d", t.Raw(maxCol), s.GPUs, MaxElasticGPUs)
+			return t.Errorf(maxCol, "%s is not a GPU count from num_gpus (%d) to %d", quote.Value(t.Raw(maxCol)), s.GPUs, MaxElasticGPUs)
 		}
 		if s.PodGPUs > 0 && m != s.GPUs {
 			return t.Errorf(maxCol, "an elastic job (max_gpus %d > num_gpus %d) cannot have pod_gpus", m, s.GPUs)
@@ -431,14 +432,14 @@ func (p *rowParser) row(s *Spec) error {
 		case "0", "false", "False":
 			s.Tracked = false
 		default:
-			return t.Errorf(trackedCol, "%q is not 1 or 0", t.Raw(trackedCol))
+			return t.Errorf(trackedCol, "%s is not 1 or 0", quote.Value(t.Raw(trackedCol)))
 		}
 	}
 	if appCol >= 0 && t.Has(appCol) {
 		s.App = strings.TrimSpace(t.Text(appCol))
 		// An app is one tenant's: all its jobs share a VC.
 		if first, ok := p.appVC[s.App]; s.App != "" && ok && first.vc != s.VC {
-			return t.Errorf(appCol, "app %q has jobs in VC %q (line %d) and VC %q; an app belongs to one VC", s.App, first.vc, first.line, s.VC)
+			return t.Errorf(appCol, "app %s has jobs in VC %s (line %d) and VC %s; an app belongs to one VC", quote.Value(s.App), quote.Value(first.vc), first.line, quote.Value(s.VC))
 		} else if s.App != "" && !ok {
 			p.appVC[s.App] = appFirst{s.VC, s.Line}
 		}

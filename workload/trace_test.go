@@ -294,3 +294,31 @@ func TestReadTraceFS(t *testing.T) {
 		t.Fatalf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// An error quotes the value it could not read, but never more than a
+// short cut of it: a field of a megabyte of invalid bytes (which %q
+// writes four characters each) still makes a message of a few hundred
+// bytes, naming the field.
+func TestReadTraceLongValueErrorsStayShort(t *testing.T) {
+	cols := []string{"job_id", "num_gpus", "submit_time", "duration", "model", "vc", "priority", "pod_gpus", "tracked", "app", "max_gpus"}
+	good := []string{"0", "2", "0", "10", "resnet50", "A", "0", "", "1", "a", ""}
+	junk := strings.Repeat("\x98", 1<<19) + "x"
+	var failed []string
+	for i, c := range cols {
+		row := slices.Clone(good)
+		row[i] = junk
+		in := strings.Join(cols, ",") + "\n" + strings.Join(row, ",") + "\n"
+		_, err := ReadTrace("w.csv", strings.NewReader(in), DefaultModels())
+		if err == nil {
+			continue
+		}
+		failed = append(failed, c)
+		if msg := err.Error(); len(msg) > 1024 || !strings.Contains(msg, `field "`+c+`"`) || !strings.Contains(msg, "(524289 bytes)") {
+			t.Errorf("column %s: error of %d bytes: %.300s", c, len(msg), msg)
+		}
+	}
+	// vc and app are names: any bytes are one.
+	if want := []string{"job_id", "num_gpus", "submit_time", "duration", "model", "priority", "pod_gpus", "tracked", "max_gpus"}; !slices.Equal(failed, want) {
+		t.Errorf("columns refused: %v, want %v", failed, want)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Error locates a problem in a CSV file. Line is 1-based and counts
@@ -34,7 +36,7 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Field != "" {
-		fmt.Fprintf(&b, "field %s: ", Quote(e.Field))
+		fmt.Fprintf(&b, "field %s: ", quote.Value(e.Field))
 	}
 	b.WriteString(e.Msg)
 	return b.String()
@@ -182,7 +184,7 @@ func Open(name string, r io.Reader, opts ...Option) (*Table, error) {
 		}
 		if _, dup := t.cols[k]; dup {
 			if t.cfg.inline {
-				return nil, &Error{File: name, Line: 1, Msg: fmt.Sprintf("column %s appears twice", Quote(h))}
+				return nil, &Error{File: name, Line: 1, Msg: fmt.Sprintf("column %s appears twice", quote.Value(h))}
 			}
 			line, _ := cr.FieldPos(i)
 			return nil, &Error{File: name, Line: line, Field: h, Msg: "column appears twice in the header"}
@@ -213,7 +215,7 @@ func (t *Table) checkKnown() error {
 			if len(unknown) == 1 && extraColumns.Load() == nil {
 				list := strings.Join(t.cfg.known, ",")
 				if t.cfg.inline {
-					return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("unknown column %s (known columns: %s; %s ignores unknown columns)", Quote(h), list, AllowExtraFlag)}
+					return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("unknown column %s (known columns: %s; %s ignores unknown columns)", quote.Value(h), list, AllowExtraFlag)}
 				}
 				line, _ := t.r.FieldPos(i)
 				return &Error{File: t.name, Line: line, Field: h, Msg: fmt.Sprintf("unknown column (known columns: %s; %s ignores unknown columns)", list, AllowExtraFlag)}
@@ -291,7 +293,7 @@ func (t *Table) OptCol(names ...string) int {
 
 func (t *Table) missing(name string, want []string) error {
 	if t.cfg.inline {
-		return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("missing column %s (header must include %s)", Quote(name), strings.Join(want, ","))}
+		return &Error{File: t.name, Line: 1, Msg: fmt.Sprintf("missing column %s (header must include %s)", quote.Value(name), strings.Join(want, ","))}
 	}
 	return &Error{File: t.name, Line: 1, Field: name, Msg: fmt.Sprintf("missing column (header has %s)", headList(t.head))}
 }
@@ -401,12 +403,12 @@ func (t *Table) Float(col int) (float64, error) {
 	if err != nil {
 		var ne *strconv.NumError
 		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, t.Errorf(col, "%s is out of range", Quote(s))
+			return 0, t.Errorf(col, "%s is out of range", quote.Value(s))
 		}
-		return 0, t.Errorf(col, "%s is not a number", Quote(s))
+		return 0, t.Errorf(col, "%s is not a number", quote.Value(s))
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, t.Errorf(col, "%s is not a finite number", Quote(s))
+		return 0, t.Errorf(col, "%s is not a finite number", quote.Value(s))
 	}
 	return v, nil
 }
@@ -419,7 +421,7 @@ func (t *Table) Positive(col int) (float64, error) {
 		return 0, err
 	}
 	if v <= 0 {
-		return 0, t.Errorf(col, "%s must be positive", Quote(t.Text(col)))
+		return 0, t.Errorf(col, "%s must be positive", quote.Value(t.Text(col)))
 	}
 	return v, nil
 }
@@ -434,19 +436,19 @@ func (t *Table) Int(col int) (int, error) {
 	}
 	if n, err := strconv.Atoi(s); err == nil {
 		if n < 0 {
-			return 0, t.Errorf(col, "%s must not be negative", Quote(s))
+			return 0, t.Errorf(col, "%s must not be negative", quote.Value(s))
 		}
 		return n, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v != math.Trunc(v) || math.IsInf(v, 0) {
-		return 0, t.Errorf(col, "%s is not an integer", Quote(s))
+		return 0, t.Errorf(col, "%s is not an integer", quote.Value(s))
 	}
 	if v < 0 {
-		return 0, t.Errorf(col, "%s must not be negative", Quote(s))
+		return 0, t.Errorf(col, "%s must not be negative", quote.Value(s))
 	}
 	if v > math.MaxInt32 {
-		return 0, t.Errorf(col, "%s is out of range", Quote(s))
+		return 0, t.Errorf(col, "%s is out of range", quote.Value(s))
 	}
 	return int(v), nil
 }

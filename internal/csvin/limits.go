@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // MaxLine is the longest line, and the longest row, a file may have
@@ -105,21 +106,6 @@ func (c *capReader) fieldCol() int {
 	return c.col
 }
 
-// Quote is strconv.Quote for a value shown in an error, cut to its first
-// 80 bytes (at a character boundary) with its full length said, so that a
-// 100 MB field makes a short message.
-func Quote(s string) string {
-	const show = 80
-	if len(s) <= show {
-		return strconv.Quote(s)
-	}
-	cut := show
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
-}
-
 // headList is a file's header names for a message: joined by commas,
 // each cut like Quote's values, and at most 20 of them.
 func headList(names []string) string {
@@ -134,7 +120,7 @@ func headList(names []string) string {
 			b = append(b, ',')
 		}
 		if len(n) > 80 {
-			n = Quote(n)
+			n = quote.Value(n)
 		}
 		b = append(b, n...)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/internal/jsonround"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -42,7 +43,7 @@ func Run(stdout, stderr io.Writer, o Options) error {
 		return fmt.Errorf("--measurements is required")
 	}
 	if o.Output != "table" && o.Output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.Output)
+		return fmt.Errorf("--output %s: want table or json", quote.Value(o.Output))
 	}
 	if o.MinSamples < 1 {
 		return fmt.Errorf("--min-samples %d: want at least 1", o.MinSamples)
@@ -122,7 +123,7 @@ func buildClassOf(o Options) (func(string) (variability.Class, error), string, e
 			if c, ok := m[model]; ok {
 				return c, nil
 			}
-			return 0, fmt.Errorf("model %q is not in %s (it has %s)", model, o.Classes, strings.Join(names, ", "))
+			return 0, fmt.Errorf("model %s is not in %s (it has %s)", quote.Value(model), o.Classes, strings.Join(names, ", "))
 		}, o.Classes, nil
 	}
 	cm, err := workload.ParseClassMap(o.ClassMap)
@@ -143,7 +144,7 @@ func buildClassOf(o Options) (func(string) (variability.Class, error), string, e
 		if _, c, ok := models.Lookup(model); ok {
 			return c, nil
 		}
-		return 0, fmt.Errorf("model %q is not in the model table (it has %s; --models or --classes add one)", model, strings.Join(models.Names(), ", "))
+		return 0, fmt.Errorf("model %s is not in the model table (it has %s; --models or --classes add one)", quote.Value(model), strings.Join(models.Names(), ", "))
 	}, src, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
@@ -27,7 +28,7 @@ func WhatIf(st *kube.ForecastState, kv string) (*kube.ForecastState, error) {
 	key, val, ok := strings.Cut(kv, "=")
 	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
 	if !ok || val == "" {
-		return nil, fmt.Errorf("--what-if %q: want KEY=VALUE with KEY one of %s", kv, WhatIfKeys)
+		return nil, fmt.Errorf("--what-if %s: want KEY=VALUE with KEY one of %s", quote.Value(kv), WhatIfKeys)
 	}
 	cfg := st.Config
 	switch key {

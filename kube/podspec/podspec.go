@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -105,27 +106,17 @@ func ParseIndices(s string) ([]int, error) {
 	for f := range strings.SplitSeq(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("annotation %s=%q: want device indices such as 0,3", AnnGPUIndices, clip(s))
+			return nil, fmt.Errorf("annotation %s=%s: want device indices such as 0,3", AnnGPUIndices, quote.Value(s))
 		}
 		out = append(out, v)
 	}
 	slices.Sort(out)
 	for i := 1; i < len(out); i++ {
 		if out[i] == out[i-1] {
-			return nil, fmt.Errorf("annotation %s=%q: index %d twice", AnnGPUIndices, clip(s), out[i])
+			return nil, fmt.Errorf("annotation %s=%s: index %d twice", AnnGPUIndices, quote.Value(s), out[i])
 		}
 	}
 	return out, nil
-}
-
-// clip shortens a value quoted in a message: a hostile annotation of a
-// megabyte must not make every event about it a megabyte.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
 }
 
 // PodGPUs is the pod's nvidia.com/gpu request as the kubelet reckons it:
@@ -146,11 +137,11 @@ func PodGPUs(p *corev1.Pod) (int, error) {
 				return 0, nil
 			}
 		}
-		where := fmt.Sprintf("spec.%s[%d] (%s) resources.%s[%s]", kind, i, clip(c.Name), field, ResourceGPU)
+		where := fmt.Sprintf("spec.%s[%d] (%s) resources.%s[%s]", kind, i, quote.Text(c.Name), field, ResourceGPU)
 		v, exact := q.AsInt64()
 		switch {
 		case !exact:
-			return 0, fmt.Errorf("%s: %s is not a whole number of GPUs", where, clip(q.String()))
+			return 0, fmt.Errorf("%s: %s is not a whole number of GPUs", where, quote.Text(q.String()))
 		case v < 0:
 			return 0, fmt.Errorf("%s: %d is negative", where, v)
 		case v > MaxNodeGPUs:
@@ -290,7 +281,7 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 		s.Gang = p.Namespace + "/" + g
 		v, err := strconv.Atoi(a[AnnGangSize])
 		if err != nil || v <= 0 || v > 1<<16 {
-			return s, fmt.Errorf("annotation %s=%q: want a positive pod count with %s", AnnGangSize, clip(a[AnnGangSize]), AnnGang)
+			return s, fmt.Errorf("annotation %s=%s: want a positive pod count with %s", AnnGangSize, quote.Value(a[AnnGangSize]), AnnGang)
 		}
 		s.Size, s.SizeFrom = v, AnnGangSize
 	} else if _, ok := a[AnnGangSize]; ok {
@@ -304,7 +295,7 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 	if m, ok := a[AnnModel]; ok {
 		it, c, known := r.Models.Lookup(m)
 		if !known {
-			return s, fmt.Errorf("annotation %s=%q: unknown model (known: %s)", AnnModel, clip(m), strings.Join(r.Models.Names(), ", "))
+			return s, fmt.Errorf("annotation %s=%s: unknown model (known: %s)", AnnModel, quote.Value(m), strings.Join(r.Models.Names(), ", "))
 		}
 		s.Model, s.IterTime, s.Class = m, it, c
 	}
@@ -316,7 +307,7 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 	if v, ok := a[AnnIterations]; ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(f > 0) || f > 1e15 {
-			return s, fmt.Errorf("annotation %s=%q: want a positive iteration count", AnnIterations, clip(v))
+			return s, fmt.Errorf("annotation %s=%s: want a positive iteration count", AnnIterations, quote.Value(v))
 		}
 		s.Iters = f
 	}
