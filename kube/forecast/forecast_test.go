@@ -149,6 +149,31 @@ func TestForecastReadOnlyHandCase(t *testing.T) {
 	}
 }
 
+// forecastingRound starts a scheduler on objs under backfill mode, with
+// a forecast every round, and runs its round at t0; the scheduler is
+// stopped when the test ends. It returns the scheduler, its clientset
+// and its log.
+func forecastingRound(t *testing.T, objs []runtime.Object, mode string) (*kube.Scheduler, *fake.Clientset, *bytes.Buffer) {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	cfg := handConfig(t, mode)
+	cfg.ForecastEvery = 1
+	log := &bytes.Buffer{}
+	s, err := kube.New(cfg, cs, slog.New(slog.NewTextHandler(log, nil)), kube.WithForecaster(Run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Read(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s.Start(ctx)
+	t.Cleanup(func() { s.Stop(); cancel() })
+	s.Round(ctx, t0)
+	return s, cs, log
+}
+
 // In the scheduler, at t0: under none only g and the three small pods
 // wait (g at 1000, the three when it ends at 1500); under easy s300 and
 // s600 start now and s1500 waits for g's end. The estimated starts go on
@@ -167,22 +192,8 @@ func TestSchedulerForecastEvery(t *testing.T) {
 		},
 	}
 	for _, mode := range []string{"none", "easy"} {
-		cs := fake.NewClientset(handCluster(t, "300", "600", "1500")...)
-		cfg := handConfig(t, mode)
-		cfg.ForecastEvery = 1
-		var log bytes.Buffer
-		s, err := kube.New(cfg, cs, slog.New(slog.NewTextHandler(&log, nil)), kube.WithForecaster(Run))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := s.Read(ctx); err != nil {
-			t.Fatal(err)
-		}
-		s.Start(ctx)
-		defer s.Stop()
-		s.Round(ctx, t0)
+		s, cs, log := forecastingRound(t, handCluster(t, "300", "600", "1500"), mode)
+		ctx := context.Background()
 		if got := rowsText(s.LastForecast()); strings.Join(got, "\n") != strings.Join(want[mode], "\n") {
 			t.Errorf("%s: forecast\n%s\nwant\n%s", mode, strings.Join(got, "\n"), strings.Join(want[mode], "\n"))
 		}
@@ -223,22 +234,7 @@ func TestSchedulerForecastGaugeOfAnInvalidName(t *testing.T) {
 			p.Annotations[kube.AnnGang] = "g\x98"
 		}
 	}
-	cs := fake.NewClientset(objs...)
-	cfg := handConfig(t, "none")
-	cfg.ForecastEvery = 1
-	var log bytes.Buffer
-	s, err := kube.New(cfg, cs, slog.New(slog.NewTextHandler(&log, nil)), kube.WithForecaster(Run))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := s.Read(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.Start(ctx)
-	defer s.Stop()
-	s.Round(ctx, t0)
+	s, _, log := forecastingRound(t, objs, "none")
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if g := "pal_gang_estimated_start_seconds{gang=\"ns/g\uFFFD\"} 1.001e+06"; !strings.Contains(rec.Body.String(), g) {
