@@ -13,13 +13,17 @@ import (
 // elastic runs jobs on one machine of 4 GPUs under Themis (60 s rounds,
 // 600 s leases) and returns each job's completion and the GPU-seconds in
 // use over the run.
-func elastic(t *testing.T, jobs []workload.Spec) (map[int]float64, float64) {
+func elastic(t *testing.T, jobs []workload.Spec, onAuction ...func(fairness.Input, *fairness.Result)) (map[int]float64, float64) {
 	t.Helper()
 	cl, err := cluster.New(1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := themis.New(themis.Config{Lease: 600, Auction: fairness.DefaultOptions()})
+	cfg := themis.Config{Lease: 600, Auction: fairness.DefaultOptions()}
+	if len(onAuction) > 0 {
+		cfg.OnAuction = onAuction[0]
+	}
+	p, err := themis.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +96,41 @@ func TestElasticGrowsAtLeaseEnd(t *testing.T) {
 	done, _ := elastic(t, []workload.Spec{a, spec(1, 2, 100, 600, "B")})
 	if done[1] != 1200 || done[0] != 1800 {
 		t.Errorf("B done at %v, A at %v; want 1200 and 1800", done[1], done[0])
+	}
+}
+
+// A leased elastic job asks the auction for nothing beyond what it holds:
+// it may neither grow nor shrink until its lease ends, so a GPU it won
+// would sit idle however much another app needed it. A (1..4 GPUs, 6000
+// s) and B (a 2-GPU gang, 100 s, arriving at 100) as in
+// TestElasticShrinksAtLeaseEnd: from 600 A holds 2 GPUs on a lease to
+// 1200 and B the other 2. B ends at 700, the round 720, and its 2 GPUs
+// are auctioned: A alone is active and wants none of them (N = 0), so
+// both are left over. A did 2400 s by 600 and 1200 by 1200; alone on all
+// 4 from then, its 2400 left end at 1800.
+func TestLeasedElasticJobWantsNothingMore(t *testing.T) {
+	a := spec(0, 1, 0, 6000, "A")
+	a.MaxGPUs = 4
+	seen := false
+	done, _ := elastic(t, []workload.Spec{a, spec(1, 2, 100, 100, "B")}, func(in fairness.Input, r *fairness.Result) {
+		if in.Now != 720 {
+			return
+		}
+		seen = true
+		if len(in.Apps) != 1 || len(in.Apps[0].Jobs) != 1 || len(in.Offer) != 2 {
+			t.Fatalf("auction at 720: %d apps, offer %v; want A alone and B's 2 GPUs", len(in.Apps), in.Offer)
+		}
+		if j := in.Apps[0].Jobs[0]; len(j.Held) != 2 || j.MaxGPUs != 2 {
+			t.Errorf("A's job at 720: holds %v, asks for at most %d; want 2 held and at most 2", j.Held, j.MaxGPUs)
+		}
+		if r.N != 0 || len(r.Apps[0].Gained) != 0 || len(r.Leftover) != 2 {
+			t.Errorf("auction at 720: N %d, A gained %v, left over %v; want 0, none and both", r.N, r.Apps[0].Gained, r.Leftover)
+		}
+	})
+	if !seen {
+		t.Fatal("no auction at 720")
+	}
+	if done[1] != 720 || done[0] != 1800 {
+		t.Errorf("B done at %v, A at %v; want 720 and 1800", done[1], done[0])
 	}
 }
