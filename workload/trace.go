@@ -321,7 +321,7 @@ func (p *rowParser) row(s *Spec) error {
 	// A longer row has shifted or extra values the header does not
 	// name; reading it by column would silently drop them.
 	if t.Width() > t.HeaderWidth() {
-		return fmt.Errorf("%s:%d: %d fields, but the header names %d (%s)", name, t.Line(), t.Width(), t.HeaderWidth(), strings.Join(headerNames(t), ","))
+		return fmt.Errorf("%s:%d: %d fields, but the header names %d (%s)", name, t.Line(), t.Width(), t.HeaderWidth(), t.HeaderList())
 	}
 	s.Source, s.Line = name, t.Line()
 	v, err := t.Field(idCol)
@@ -525,14 +525,6 @@ func openCSV(name string, r io.Reader, want, known []string, empty string) (*csv
 		return nil, nil, err
 	}
 	return t, cols, nil
-}
-
-func headerNames(t *csvin.Table) []string {
-	out := make([]string, t.HeaderWidth())
-	for i := range out {
-		out[i] = t.FieldName(i)
-	}
-	return out
 }
 
 func parseFinite(s string) (float64, error) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/palsched/pal/internal/csvin"
 )
 
 func TestReadTrace(t *testing.T) {
@@ -320,5 +322,19 @@ func TestReadTraceLongValueErrorsStayShort(t *testing.T) {
 	// vc and app are names: any bytes are one.
 	if want := []string{"job_id", "num_gpus", "submit_time", "duration", "model", "priority", "pod_gpus", "tracked", "max_gpus"}; !slices.Equal(failed, want) {
 		t.Errorf("columns refused: %v, want %v", failed, want)
+	}
+}
+
+// A row longer than its header names the header's columns, and a header
+// kept by --allow-extra-columns may hold a name of any length: the
+// message still cuts it.
+func TestReadTraceLongRowOfALongHeader(t *testing.T) {
+	long := strings.Repeat("h", 1<<19)
+	in := "job_id,num_gpus,submit_time,duration_s," + long + "\n0,1,0,10,x,extra\n"
+	csvin.SetAllowExtraColumns(func(string) {})
+	defer csvin.SetAllowExtraColumns(nil)
+	_, err := ReadTrace("w.csv", strings.NewReader(in), DefaultModels())
+	if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "w.csv:2: 6 fields, but the header names 5 (job_id,num_gpus,submit_time,duration_s,") {
+		t.Errorf("error of %d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }

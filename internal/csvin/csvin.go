@@ -304,6 +304,17 @@ func (t *Table) HeaderWidth() int { return len(t.head) }
 // FieldName is the header's name of column col, as the file spells it.
 func (t *Table) FieldName(col int) string { return strings.TrimSpace(t.head[col]) }
 
+// HeaderList is the header's names (as FieldName has them) for a
+// message: joined by commas, each long one cut, and at most 20 of them,
+// so that a header of a megabyte makes a short message.
+func (t *Table) HeaderList() string {
+	names := make([]string, len(t.head))
+	for i := range names {
+		names[i] = t.FieldName(i)
+	}
+	return headList(names)
+}
+
 // Next advances to the next data row. It returns false at the end of the
 // file or at a problem, which Err then reports. The row is only valid
 // until the following call.
