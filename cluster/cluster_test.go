@@ -101,3 +101,31 @@ func TestInstallRecounts(t *testing.T) {
 		t.Errorf("a 1-GPU table for 4 GPUs: err %v, free %d", err, c.FreeCount())
 	}
 }
+
+// Every node's GPU list and name are windows of blocks the nodes share
+// (NewSized allocates a handful of blocks whatever the size), so a list
+// appended to by a caller must not write into the next node's.
+func TestNewSizedNodesAreIndependent(t *testing.T) {
+	c, err := NewSized([]int{2, 3, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Node{{0, "node-0", []int{0, 1}}, {1, "node-1", []int{2, 3, 4}}, {2, "node-2", []int{5}}}
+	for i, n := range c.Nodes {
+		if n.ID != want[i].ID || n.Name != want[i].Name || !slices.Equal(n.GPUs, want[i].GPUs) {
+			t.Errorf("node %d: %+v, want %+v", i, n, want[i])
+		}
+	}
+	for g, x := range c.GPUs {
+		if x.ID != g || c.NodeOf(g) != x.Node || x.Local != g-c.Nodes[x.Node].GPUs[0] || !c.IsFree(g) {
+			t.Errorf("GPU %d: %+v (node of %d, free %v)", g, x, c.NodeOf(g), c.IsFree(g))
+		}
+	}
+	_ = append(c.Nodes[0].GPUs, 99)
+	if !slices.Equal(c.Nodes[1].GPUs, []int{2, 3, 4}) {
+		t.Errorf("an append to node 0's list changed node 1's: %v", c.Nodes[1].GPUs)
+	}
+	if c.FreeCount() != 6 || c.FreeOnNode(1) != 3 {
+		t.Errorf("free %d, on node 1 %d; want 6 and 3", c.FreeCount(), c.FreeOnNode(1))
+	}
+}
