@@ -13,6 +13,10 @@
 # input. The end prints, per target, the executions, the new corpus
 # entries ("interesting" inputs, kept in the Go build cache) and any
 # crasher, then the totals; the exit status is 1 when a target failed.
+# Where a worker hung or died, the input it held is run alone and the
+# table says whether it fails there too (a slow or huge input under a
+# loaded machine, or a real finding); one that passes alone need not be
+# kept.
 #
 # Each new input that widens coverage is minimized before fuzzing goes
 # on, and go test's default budget for that is 60 s. With a seed of a few
@@ -66,6 +70,18 @@ for t in "${targets[@]}"; do
     failed=$((failed + 1))
     kept="$(grep -o 'testdata/fuzz/[^ ]*' "$out" | head -1)"
     result="FAILED ${kept:-(no input kept: see below)}"
+    # A worker that hung (no answer for 10 s) or died (out of memory, a
+    # runtime fatal error) gets the input it held written out, whether or
+    # not that input is the cause: run it alone and say which it was.
+    if [ -n "$kept" ] && grep -q 'fuzzing process hung or terminated unexpectedly' "$out"; then
+      if go test -v -run "^${name}/${kept##*/}\$" "$pkg" >"$out.alone" 2>&1; then
+        if grep -q -- "--- PASS: ${name}/${kept##*/}" "$out.alone"; then
+          result="$result (worker hung or died; that input passes alone)"
+        fi
+      else
+        result="$result (worker hung or died; that input fails alone too)"
+      fi
+    fi
     echo "---- $pkg $name" >&2
     grep -v '^fuzz: elapsed' "$out" | head -40 >&2
   fi
