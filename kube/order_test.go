@@ -16,14 +16,7 @@ func TestSameSecondArrivalsKeepTheirOrder(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
 	step := func(what, want string) {
 		t.Helper()
-		w.deliver(-1)
-		at = at.Add(10 * time.Second)
-		w.round(at)
-		if err := w.check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		w.deliver(-1)
-		if got := w.bound(); got != want {
+		if got := w.step(&at, what); got != want {
 			t.Fatalf("%s: bound %s, want %s", what, got, want)
 		}
 		if p := w.pods["ns/b"]; p != nil && p.DeletionTimestamp != nil {

@@ -112,14 +112,7 @@ func TestTenancyPreemptorWaitsForVictims(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
 	step := func(what, want string) {
 		t.Helper()
-		w.deliver(-1)
-		at = at.Add(10 * time.Second)
-		w.round(at)
-		if err := w.check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		w.deliver(-1)
-		if got := w.bound(); got != want {
+		if got := w.step(&at, what); got != want {
 			t.Fatalf("%s: bound %s, want %s", what, got, want)
 		}
 	}
@@ -184,14 +177,7 @@ func TestTenancyCellsConfigMapChange(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
 	step := func(what, want string) {
 		t.Helper()
-		w.deliver(-1)
-		at = at.Add(10 * time.Second)
-		w.round(at)
-		if err := w.check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		w.deliver(-1)
-		if got := w.bound(); got != want {
+		if got := w.step(&at, what); got != want {
 			t.Fatalf("%s: bound %s, want %s", what, got, want)
 		}
 	}

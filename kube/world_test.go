@@ -269,6 +269,21 @@ func (w *world) relist() {
 	}
 }
 
+// step delivers what is pending, runs the round 10 s after *at (moving
+// *at there), fails the test if any GPU is given twice, delivers the
+// round's writes and returns what is bound (see bound).
+func (w *world) step(at *time.Time, what string) string {
+	w.t.Helper()
+	w.deliver(-1)
+	*at = at.Add(10 * time.Second)
+	w.round(*at)
+	if err := w.check(); err != nil {
+		w.t.Fatalf("%s: %v", what, err)
+	}
+	w.deliver(-1)
+	return w.bound()
+}
+
 // round runs one round at at and waits for the binder.
 func (w *world) round(at time.Time) {
 	roundWait(w.s, w.ctx, at)
