@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -114,7 +115,13 @@ func readNodeEvents(path string, c *cluster.Cluster) ([]sim.NodeEvent, error) {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := csvin.Open(path, f, csvin.Known("time_s", "node", "event"), csvin.EmptyMsg("empty file (want a header time_s,node,event)"))
+	return parseNodeEvents(path, f, c)
+}
+
+// parseNodeEvents is readNodeEvents on a reader; name is the file's, for
+// errors.
+func parseNodeEvents(name string, r io.Reader, c *cluster.Cluster) ([]sim.NodeEvent, error) {
+	t, err := csvin.Open(name, r, csvin.Known("time_s", "node", "event"), csvin.EmptyMsg("empty file (want a header time_s,node,event)"))
 	if err != nil {
 		return nil, err
 	}

@@ -318,6 +318,10 @@ func FuzzReadLearned(f *testing.F) {
 			if !strings.HasPrefix(err.Error(), "configmap pal-system/x ") {
 				t.Errorf("error %q does not name the ConfigMap", err)
 			}
+			// It is logged and put in an event: short, whatever the input.
+			if n := len(err.Error()); n > 1024 {
+				t.Errorf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		for k, v := range l.scores {

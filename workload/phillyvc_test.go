@@ -58,3 +58,46 @@ func TestPhillyVCTrace(t *testing.T) {
 		t.Fatalf("embedded: %d jobs, %d VCs, dropped %v", len(e.Trace.Jobs), len(e.VCs), e.Dropped)
 	}
 }
+
+// The VC table and the trace read against it: every kept job fits its
+// VC, ids run in submission order from 0 and submissions from time 0;
+// anything else is an error naming the file, a short one whatever the
+// input.
+func FuzzReadPhillyVCTrace(f *testing.F) {
+	f.Add("vc,node num\nA,2\nB,1\n", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,A\n2017-10-09 06:00:00,100,16,1600,A\n2017-10-09 06:00:01,10,12,120,B\n")
+	f.Add("vc,node num\nA,0\n", "timestamp,duration,num_gpus,cluster\n")
+	f.Add("node num,vc\n3,A\n3,A\n", "cluster,num_gpus,duration,timestamp\nA,8,1e9,2017-10-09 07:01:55\n")
+	f.Add("vc,node num\nA,1\n", "timestamp,duration,num_gpus,cluster\n2017-13-40 99:00:00,1,1,A\n2017-10-09 07:01:55,-1,1,A\n")
+	short := func(t *testing.T, err error, file string) {
+		if msg := err.Error(); !strings.HasPrefix(msg, file) || len(msg) > 1024 {
+			t.Fatalf("error of %d bytes, or not naming %s: %.300s", len(msg), file, msg)
+		}
+	}
+	f.Fuzz(func(t *testing.T, vcIn, traceIn string) {
+		vcs, err := ReadPhillyVCs("vc.csv", strings.NewReader(vcIn))
+		if err != nil {
+			short(t, err, "vc.csv")
+			return
+		}
+		size := map[string]int{}
+		for _, v := range vcs {
+			if _, dup := size[v.Name]; dup || v.Nodes <= 0 {
+				t.Fatalf("VC table accepted %+v", vcs)
+			}
+			size[v.Name] = v.Nodes * 8
+		}
+		tr, err := ReadPhillyVCTrace("t.csv", strings.NewReader(traceIn), vcs, 8)
+		if err != nil {
+			short(t, err, "t.csv")
+			return
+		}
+		for i, j := range tr.Trace.Jobs {
+			if j.ID != i || !(j.Submit >= 0) || (i > 0 && j.Submit < tr.Trace.Jobs[i-1].Submit) || (i == 0 && j.Submit != 0) {
+				t.Fatalf("job %d: id %d submitted at %v", i, j.ID, j.Submit)
+			}
+			if j.GPUs < 1 || j.GPUs > size[j.VC] || j.PodGPUs < 1 || j.GPUs%j.PodGPUs != 0 || j.PodGPUs > 8 || !(j.Iterations > 0) {
+				t.Fatalf("job %d accepted: %+v (VC of %d GPUs)", i, j, size[j.VC])
+			}
+		}
+	})
+}

@@ -92,6 +92,9 @@ func FuzzReadTrace(f *testing.F) {
 			if tr != nil {
 				t.Fatal("trace returned with an error")
 			}
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		if len(tr.Jobs) == 0 || tr.TrackedCount() == 0 {
