@@ -30,7 +30,10 @@ func TestTenancyTwoVCs(t *testing.T) {
 	objs := []runtime.Object{node("n0", 4), node("n1", 4),
 		pod("a-big", 4, vcAnn("A", "10"), ""), pod("a-more", 1, vcAnn("A", ""), ""),
 		pod("b-0", 2, vcAnn("B", "0"), ""), pod("b-1", 2, vcAnn("B", ""), ""),
-		pod("c-0", 1, vcAnn("C", ""), ""), pod("d-0", 1, vcAnn("B", "high"), "")}
+		pod("c-0", 1, vcAnn("C", ""), ""), pod("d-0", 1, vcAnn("B", "high"), ""),
+		// A hostile user's values of 100 kB (of bytes %q writes as four
+		// characters): their messages still say what is wrong in a line.
+		pod("e-0", 1, vcAnn(strings.Repeat("\x98", 100_000), ""), ""), pod("f-0", 1, vcAnn("B", strings.Repeat("9", 100_000)), "")}
 	cs, fc := newFake(t, objs...)
 	cfg := DefaultConfig()
 	cfg.LeaderElection.Enabled = false
@@ -56,6 +59,11 @@ func TestTenancyTwoVCs(t *testing.T) {
 	} {
 		if s.lastWhy[key] != why {
 			t.Errorf("%s waits with %q, want %q", key, s.lastWhy[key], why)
+		}
+	}
+	for key, want := range map[string]string{"ns/pod:e-0": `... (100000 bytes): unknown VC (the cells define A, B)`, "ns/pod:f-0": `... (100000 bytes): want -1 (opportunistic) or 0..1000`} {
+		if why := s.lastWhy[key]; len(why) > 512 || !strings.HasSuffix(why, want) {
+			t.Errorf("%s waits with %d bytes: %.200q..., want it to end %q", key, len(why), why, want)
 		}
 	}
 	if !strings.Contains(s.lastWhy["ns/pod:a-more"], "waits at queue position") {
