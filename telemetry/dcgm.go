@@ -133,10 +133,12 @@ func Parse(source, defaultHost string, r io.Reader) ([]GPU, error) {
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		var pe expfmt.ParseError
+		// The parser's messages quote what they refused whole: a page
+		// of megabytes could make one error of megabytes each scrape.
 		if errors.As(err, &pe) {
-			return nil, &ParseError{Source: source, Line: pe.Line, Msg: pe.Msg}
+			return nil, &ParseError{Source: source, Line: pe.Line, Msg: quote.Message(pe.Msg)}
 		}
-		return nil, &ParseError{Source: source, Msg: err.Error()}
+		return nil, &ParseError{Source: source, Msg: quote.Message(err.Error())}
 	}
 	byKey := map[string]*GPU{}
 	get := func(m *dto.Metric) (*GPU, error) {

@@ -198,6 +198,11 @@ func FuzzParse(f *testing.F) {
 			if !strings.HasPrefix(err.Error(), "f") {
 				t.Fatalf("error does not name the source: %v", err)
 			}
+			// A scraped page is another program's output: whatever it
+			// holds, the error logged about it stays a line.
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		for _, fd := range Assess(gpus, 0) {

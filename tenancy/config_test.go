@@ -100,6 +100,10 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse("fuzz.yaml", data)
 		if err != nil {
+			// Whatever the file holds, its error is a few lines.
+			if n := len(err.Error()); n > 2048 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		// Huge clusters are legal up to MaxDevices but too slow to fuzz.

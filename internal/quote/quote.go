@@ -27,6 +27,21 @@ func Value(s string) string {
 	return strconv.Quote(head) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
+// MessageShow is how many bytes of another library's message Message
+// keeps.
+const MessageShow = 240
+
+// Message cuts a message that another library wrote, and may have filled
+// with the input it refused (the Prometheus text parser quotes a whole
+// label value), to its first MessageShow bytes with its full length said.
+func Message(s string) string {
+	head, ok := cutAt(s, MessageShow)
+	if ok {
+		return s
+	}
+	return head + fmt.Sprintf("... (a message of %d bytes)", len(s))
+}
+
 // Text is Value for a name a message shows bare, as a container's name
 // between parentheses: cut the same way, not quoted.
 func Text(s string) string {
@@ -41,16 +56,19 @@ func Text(s string) string {
 // whether that is all of s. It steps back at most to the start of the
 // character it would split: bytes that start no character (invalid
 // UTF-8) are cut at Show, else a run of them would show nothing.
-func cut(s string) (string, bool) {
-	if len(s) <= Show {
+func cut(s string) (string, bool) { return cutAt(s, Show) }
+
+// cutAt is cut at max bytes.
+func cutAt(s string, max int) (string, bool) {
+	if len(s) <= max {
 		return s, true
 	}
-	n := Show
-	for n > Show-utf8.UTFMax+1 && !utf8.RuneStart(s[n]) {
+	n := max
+	for n > max-utf8.UTFMax+1 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	if !utf8.RuneStart(s[n]) {
-		n = Show
+		n = max
 	}
 	return s[:n], false
 }

@@ -33,3 +33,13 @@ func TestText(t *testing.T) {
 		t.Errorf("long name: %s", got)
 	}
 }
+
+func TestMessage(t *testing.T) {
+	if got := Message("short"); got != "short" {
+		t.Errorf("short message: %s", got)
+	}
+	long := `invalid label value "` + strings.Repeat("\xee", 3000) + `"`
+	if got, want := Message(long), long[:240]+"... (a message of 3022 bytes)"; got != want {
+		t.Errorf("long message: %.300s", got)
+	}
+}
