@@ -25,8 +25,8 @@ func FuzzParseAuctionFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		af, err := ParseAuctionFile("fuzz.yaml", data)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
-				t.Fatalf("error does not name the file: %v", err)
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") || len(err.Error()) > 2048 {
+				t.Fatalf("error does not name the file, or is over 2 KiB: %.300v", err)
 			}
 			return
 		}

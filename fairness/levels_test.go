@@ -70,6 +70,9 @@ func FuzzParseLevels(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		l, err := ParseLevels(s)
 		if err != nil {
+			if len(err.Error()) > 1024 {
+				t.Fatalf("error of %d bytes: %.300v", len(err.Error()), err)
+			}
 			return
 		}
 		if l.Racks < 1 || l.MachinesPerRack < 1 || l.SlotsPerMachine < 1 || l.GPUsPerSlot < 1 || l.Machines()*l.GPUsPerMachine() > 1<<20 {

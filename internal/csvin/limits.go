@@ -107,20 +107,23 @@ func (c *capReader) fieldCol() int {
 }
 
 // headList is a file's header names for a message: joined by commas,
-// each cut like Quote's values, and at most 20 of them.
+// each quoted (as quote.Value does, cut) when it is long or holds a byte
+// a terminal would act on or that is not UTF-8, and no more of them than
+// fit about 400 bytes (at most 20), so that a header of a megabyte, or
+// of a thousand names, makes a line.
 func headList(names []string) string {
-	const most = 20
+	const most, budget = 20, 400
 	var b []byte
 	for i, n := range names {
-		if i == most {
+		if i == most || len(b) > budget {
 			b = fmt.Appendf(b, ",... (%d columns)", len(names))
 			break
 		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if len(n) > 80 {
-			n = quote.Value(n)
+		if q := quote.Value(n); len(n) > quote.Show || q[1:len(q)-1] != n {
+			n = q
 		}
 		b = append(b, n...)
 	}

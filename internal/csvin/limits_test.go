@@ -1,7 +1,9 @@
 package csvin
 
 import (
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,5 +71,42 @@ func TestQuoteCuts(t *testing.T) {
 	err := read("a\n"+v+"x\n", []string{"a"}, intCols)
 	if err == nil || len(err.Error()) > 150 || !strings.Contains(err.Error(), "(301 bytes) is not an integer") {
 		t.Errorf("long value's error: %v", err)
+	}
+}
+
+// A header named in a message: short plain names as they are, a long
+// one or one holding a control byte quoted, and no more names than fit a
+// line.
+func TestHeadList(t *testing.T) {
+	many := make([]string, 25)
+	for i := range many {
+		many[i] = fmt.Sprintf("c%d", i)
+	}
+	wide := make([]string, 1000)
+	for i := range wide {
+		wide[i] = strings.Repeat("w", 80)
+	}
+	for _, tc := range []struct {
+		name   string
+		in     []string
+		want   string
+		atMost int
+	}{
+		{"plain", []string{"a", "b c"}, "a,b c", 0},
+		{"twenty of 25", many, strings.Join(many[:20], ",") + ",... (25 columns)", 0},
+		{"control byte", []string{"a", "\x1b[2J"}, `a,"\x1b[2J"`, 0},
+		{"long", []string{strings.Repeat("x", 90)}, `"` + strings.Repeat("x", 80) + `"... (90 bytes)`, 0},
+		{"a thousand wide names", wide, "", 600},
+		{"twenty names of control bytes", slices.Repeat([]string{strings.Repeat("\x15", 80)}, 20), "", 900},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := headList(tc.in)
+			if tc.want != "" && got != tc.want {
+				t.Errorf("headList: %.200s, want %.200s", got, tc.want)
+			}
+			if tc.atMost > 0 && (len(got) > tc.atMost || !strings.HasSuffix(got, " columns)")) {
+				t.Errorf("headList: %d bytes: %.200s", len(got), got)
+			}
+		})
 	}
 }
