@@ -305,8 +305,8 @@ func (t *Table) HeaderWidth() int { return len(t.head) }
 func (t *Table) FieldName(col int) string { return strings.TrimSpace(t.head[col]) }
 
 // HeaderList is the header's names (as FieldName has them) for a
-// message: joined by commas, each long one cut, and at most 20 of them,
-// so that a header of a megabyte makes a short message.
+// message, as headList writes them (each long one cut, as many as fit
+// about 400 bytes), so that a header of a megabyte makes a short message.
 func (t *Table) HeaderList() string {
 	names := make([]string, len(t.head))
 	for i := range names {
