@@ -41,11 +41,21 @@ func FuzzParseAPIServerArg(f *testing.F) {
 	for _, s := range []string{"feature-gates=A=true", "--v=4", "=", "", "x", "secure-port=1", "a=\x00"} {
 		f.Add(s)
 	}
+	// Long values of control and invalid bytes, which %q writes four
+	// characters each: one without '=', one in the value, one in the name.
+	f.Add(strings.Repeat("\x01", 8000))
+	f.Add("feature-gates=" + strings.Repeat("\x01", 8000))
+	f.Add(strings.Repeat("\xff", 8000) + "=1")
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := ParseAPIServerArg(s)
 		if err != nil {
 			if !strings.Contains(err.Error(), "--apiserver-arg") {
-				t.Fatalf("error %q does not name the flag", err)
+				t.Fatalf("error %.300q does not name the flag", err)
+			}
+			// The flag's value is the user's: whatever it holds, the
+			// error stays a line.
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
 			}
 			return
 		}

@@ -378,6 +378,9 @@ func FuzzCoschedRef(f *testing.F) {
 		`{"spec":{"minMember":-1}}`, `{"spec":{}}`, `{"spec":{"minMember":1e30}}`, `{"spec":7}`, `{}`} {
 		f.Add(s)
 	}
+	// A long minMember of control bytes, and a long list of numbers.
+	f.Add(`{"spec":{"minMember":"` + strings.Repeat(`\u0001`, 8000) + `"}}`)
+	f.Add(`{"spec":{"minMember":[` + strings.Repeat("1e300,", 2000) + `1]}}`)
 	f.Fuzz(func(t *testing.T, js string) {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON([]byte(`{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"PodGroup","metadata":{"name":"x","namespace":"ns"}}`)); err != nil {
@@ -397,7 +400,12 @@ func FuzzCoschedRef(f *testing.F) {
 			t.Fatalf("%s: not claimed", js)
 		case err != nil:
 			if !strings.Contains(err.Error(), "PodGroup ns/x") {
-				t.Fatalf("%s: error %q does not name the PodGroup", js, err)
+				t.Fatalf("%.300s: error %.300q does not name the PodGroup", js, err)
+			}
+			// A PodGroup is anyone's object: whatever its spec holds,
+			// the error stays short.
+			if n := len(err.Error()); n > 2048 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
 			}
 		case ref.Key == "ns/pod:p":
 			if ref.Size != 1 {

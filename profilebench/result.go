@@ -73,7 +73,7 @@ func ParseResultLine(line string) (Result, error) {
 		case "temp_c":
 			dst = &r.Temp
 		default:
-			return r, fmt.Errorf("field %s: unknown key (want iter_time_s, sm_clock_mhz, power_w, temp_c or gpu_uuid)", k)
+			return r, fmt.Errorf("field %s: unknown key (want iter_time_s, sm_clock_mhz, power_w, temp_c or gpu_uuid)", quote.Text(k))
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {

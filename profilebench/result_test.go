@@ -83,14 +83,25 @@ func FuzzParseResultLine(f *testing.F) {
 		"PAL_RESULT iter_time_s=1 gpu_uuid=GPU-x", "PAL_RESULT", "PAL_RESULT iter_time_s=1 iter_time_s=1", "PAL_RESULT a=b=c", "\x00"} {
 		f.Add(s)
 	}
+	// A line past the limit, and one just under it whose one field is a
+	// key of invalid bytes (which %q writes four characters each).
+	f.Add("PAL_RESULT iter_time_s=" + strings.Repeat("\x01", 8000))
+	f.Add("PAL_RESULT " + strings.Repeat("\xff", 1000) + "=1")
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseResultLine(s)
+		// A pod's log is another program's output: whatever it holds,
+		// the error about it stays a line.
+		if err != nil && len(err.Error()) > 1024 {
+			t.Fatalf("error of %d bytes: %.300s", len(err.Error()), err)
+		}
 		if err == nil && !(r.IterTime > 0 && !math.IsInf(r.IterTime, 0)) {
 			t.Fatalf("%q parsed to iter_time_s %v", s, r.IterTime)
 		}
 		if err == nil && (r.Power < 0 || r.SMClock < 0) {
 			t.Fatalf("%q parsed to negative power or clock: %+v", s, r)
 		}
-		_, _, _, _ = FindResult(s)
+		if _, _, _, err := FindResult(s); err != nil && len(err.Error()) > 1024 {
+			t.Fatalf("FindResult: error of %d bytes: %.300s", len(err.Error()), err)
+		}
 	})
 }

@@ -101,9 +101,18 @@ func modelFields() string {
 }
 
 // yamlWords says a decoder message in YAML's terms rather than Go's.
+// What the decoder copied from the input (a key, a tag, an anchor's name)
+// is cut through quote, so that a line stays short whatever the file
+// holds.
 func yamlWords(l string) string {
-	l = unknownField().ReplaceAllString(l, `unknown field "$1" (a model has `+modelFields()+`)`)
+	reworded := false
+	l = unknownField().ReplaceAllStringFunc(l, func(s string) string {
+		reworded = true
+		key := unknownField().FindStringSubmatch(s)[1]
+		return `unknown field "` + quote.Text(key) + `" (a model has ` + modelFields() + `)`
+	})
 	if m := wrongKind().FindStringSubmatch(l); m != nil {
+		reworded = true
 		want := "a mapping (key: value)"
 		switch t := m[3]; {
 		case strings.HasPrefix(t, "[]"):
@@ -115,15 +124,23 @@ func yamlWords(l string) string {
 		}
 		found := yamlKinds[m[1]]
 		if found == "" {
-			found = m[1]
+			found = quote.Text(m[1])
 		}
 		if m[2] != "" {
 			found += " " + strconv.Quote(m[2])
 		}
 		l = strings.Replace(l, m[0], "want "+want+", found "+found, 1)
 	}
+	if !reworded {
+		l = quote.Message(l)
+	}
 	return l
 }
+
+// maxYAMLError is how long yamlError lets its lines grow before it only
+// counts the rest: the decoder writes a line per bad field, and a file may
+// have thousands.
+const maxYAMLError = 1536
 
 // yamlError rewords a YAML decoding error as file:line: message, the way
 // every other input error reads.
@@ -132,7 +149,9 @@ func yamlError(name string, err error) error {
 	msg = strings.TrimPrefix(msg, "yaml: unmarshal errors:\n")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	var lines []string
-	for _, l := range strings.Split(msg, "\n") {
+	size := 0
+	all := strings.Split(msg, "\n")
+	for i, l := range all {
 		l = yamlWords(strings.TrimSpace(l))
 		if rest, ok := strings.CutPrefix(l, "line "); ok {
 			if n, tail, ok := strings.Cut(rest, ": "); ok {
@@ -140,6 +159,10 @@ func yamlError(name string, err error) error {
 			}
 		} else {
 			l = name + ": " + l
+		}
+		if size += len(l) + 2; i > 0 && size > maxYAMLError {
+			lines = append(lines, fmt.Sprintf("and %d more errors", len(all)-i))
+			break
 		}
 		lines = append(lines, l)
 	}
@@ -212,43 +235,43 @@ func newModels(name string, rows []Model, lines []int) (*Models, error) {
 			return nil, fmt.Errorf("%s: field \"name\": model %s listed twice", where, quote.Value(md.Name))
 		}
 		if !(md.IterTime > 0) || math.IsInf(md.IterTime, 0) {
-			return nil, fmt.Errorf("%s (%s): field \"iter_time_s\" must be a positive number, got %v", where, md.Name, md.IterTime)
+			return nil, fmt.Errorf("%s (%s): field \"iter_time_s\" must be a positive number, got %v", where, quote.Text(md.Name), md.IterTime)
 		}
 		for _, f := range []struct {
 			name string
 			v    *float64
 		}{{"migration_cost_s", md.MigrationCost}, {"preemption_cost_s", md.PreemptionCost}} {
 			if f.v != nil && (!(*f.v >= 0) || math.IsInf(*f.v, 0)) {
-				return nil, fmt.Errorf("%s (%s): field %s must be finite seconds >= 0, got %v", where, md.Name, quote.Value(f.name), *f.v)
+				return nil, fmt.Errorf("%s (%s): field %s must be finite seconds >= 0, got %v", where, quote.Text(md.Name), quote.Value(f.name), *f.v)
 			}
 		}
 		c, err := variability.ParseClass(md.Class)
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s): field \"class\": %v", where, md.Name, err)
+			return nil, fmt.Errorf("%s (%s): field \"class\": %v", where, quote.Text(md.Name), err)
 		}
 		md.class = c
 		if md.SpreadFactor == 0 {
 			md.SpreadFactor = 1
 		}
 		if !(md.SpreadFactor > 0 && md.SpreadFactor <= 1) {
-			return nil, fmt.Errorf("%s (%s): field \"spread_factor\" must be in (0, 1], got %v", where, md.Name, md.SpreadFactor)
+			return nil, fmt.Errorf("%s (%s): field \"spread_factor\" must be in (0, 1], got %v", where, quote.Text(md.Name), md.SpreadFactor)
 		}
 		if md.RackFactor == 0 {
 			md.RackFactor = md.SpreadFactor
 		}
 		if !(md.RackFactor > 0 && md.RackFactor <= md.SpreadFactor) {
-			return nil, fmt.Errorf("%s (%s): field \"rack_factor\" must be in (0, spread_factor %v], got %v", where, md.Name, md.SpreadFactor, md.RackFactor)
+			return nil, fmt.Errorf("%s (%s): field \"rack_factor\" must be in (0, spread_factor %v], got %v", where, quote.Text(md.Name), md.SpreadFactor, md.RackFactor)
 		}
 		if md.SlotFactor == 0 {
 			md.SlotFactor = 1
 		}
 		if !(md.SlotFactor >= md.SpreadFactor && md.SlotFactor <= 1) {
-			return nil, fmt.Errorf("%s (%s): field \"slot_factor\" must be in [spread_factor %v, 1], got %v", where, md.Name, md.SpreadFactor, md.SlotFactor)
+			return nil, fmt.Errorf("%s (%s): field \"slot_factor\" must be in [spread_factor %v, 1], got %v", where, quote.Text(md.Name), md.SpreadFactor, md.SlotFactor)
 		}
 		if md.PaperClass == "" {
 			md.paperClass = c
 		} else if md.paperClass, err = variability.ParseClass(md.PaperClass); err != nil {
-			return nil, fmt.Errorf("%s (%s): field \"paper_class\": %v", where, md.Name, err)
+			return nil, fmt.Errorf("%s (%s): field \"paper_class\": %v", where, quote.Text(md.Name), err)
 		}
 		m.byName[md.Name] = &md
 	}

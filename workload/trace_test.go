@@ -144,9 +144,27 @@ func FuzzParseModels(f *testing.F) {
 	f.Add([]byte("models:\n  - name: a\n    iter_time_s: 1\n    class: A\n"))
 	f.Add([]byte("models: [{name: b, iter_time_s: 0.5, class: classB, paper_class: C}]"))
 	f.Add([]byte("models:\n  - name: c\n    iter_time_s: 2\n    class: D\n    migration_cost_s: 90\n    preemption_cost_s: 0\n"))
+	// What the decoder or the checks copy from the file, made long: keys
+	// (a plain key may have 1024 bytes), a model's name of control bytes
+	// (which %q writes four characters each), a tag, an anchor, and a row
+	// with a thousand unknown keys.
+	long := strings.Repeat("k", 8000)
+	f.Add([]byte("models:\n  - name: a\n    iter_time_s: 1\n    class: A\n    " + long[:1000] + ": 1\n    " + long[:999] + ": 1\n"))
+	f.Add([]byte("models:\n  - name: \"" + strings.Repeat(`\x01`, 8000) + "\"\n    iter_time_s: 0\n    class: A\n"))
+	f.Add([]byte("models:\n  - name: a\n    iter_time_s: !!" + long + " 1\n    class: A\n"))
+	f.Add([]byte("models: *" + long + "\n"))
+	var many strings.Builder
+	many.WriteString("models:\n  - name: a\n")
+	for i := range 1000 {
+		fmt.Fprintf(&many, "    k%d: 1\n", i)
+	}
+	f.Add([]byte(many.String()))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseModels("f.yaml", b)
 		if err != nil {
+			if n := len(err.Error()); n > 2048 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		costs := Costs{Models: m}

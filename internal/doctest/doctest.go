@@ -33,6 +33,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Kind is what a block's directive asks.
@@ -234,11 +236,11 @@ func (b *Block) directive(lines []string, i int) (int, error) {
 	case Skip:
 		b.Kind = Skip
 		if !regexp.MustCompile(`^Test[A-Za-z0-9_]+$`).MatchString(rest) {
-			return 0, fmt.Errorf("%s:%d: skip must name the test that runs the block (skip TestName), got %q", b.File, j+1, rest)
+			return 0, fmt.Errorf("%s:%d: skip must name the test that runs the block (skip TestName), got %s", b.File, j+1, quote.Value(rest))
 		}
 		b.Test = rest
 	default:
-		return 0, fmt.Errorf("%s:%d: unknown doctest directive %q after a block (expect, output, timing or skip; the block's directive checks that paragraph, so a paragraph's own directive cannot stand here)", b.File, j+1, kind)
+		return 0, fmt.Errorf("%s:%d: unknown doctest directive %s after a block (expect, output, timing or skip; the block's directive checks that paragraph, so a paragraph's own directive cannot stand here)", b.File, j+1, quote.Value(kind))
 	}
 	return j + 1, nil
 }
@@ -262,7 +264,7 @@ func quoted(s string) ([]string, error) {
 	var out []string
 	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
 		if s[0] != '"' {
-			return nil, fmt.Errorf("want a quoted string at %q", s)
+			return nil, fmt.Errorf("want a quoted string at %s", quote.Value(s))
 		}
 		var b strings.Builder
 		k := 1
@@ -273,7 +275,7 @@ func quoted(s string) ([]string, error) {
 			b.WriteByte(s[k])
 		}
 		if k >= len(s) {
-			return nil, fmt.Errorf("unterminated string %s", s)
+			return nil, fmt.Errorf("unterminated string %s", quote.Text(s))
 		}
 		if b.Len() == 0 {
 			return nil, fmt.Errorf("empty string")

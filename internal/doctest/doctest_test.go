@@ -114,10 +114,22 @@ func FuzzParse(f *testing.F) {
 	f.Add("```sh\n```\n")
 	f.Add("<!-- doctest: figures out/a.csv -->\n| a | 29,337 |\n\n<!-- doctest: cited \"x\" -->\n1.5%\n")
 	f.Add("<!-- doctest: slow figures a -->\n```text\n1.5\n```\n")
+	// Directives holding long runs of invalid and control bytes (which %q
+	// writes four characters each), where a name, a path or a string goes.
+	long, ctl := strings.Repeat("\xff", 8000), strings.Repeat("\x01", 8000)
+	for _, d := range []string{long, "skip " + long, "expect \"" + long, "expect " + ctl, "timing " + long} {
+		f.Add("```sh\npal sim\n```\n<!-- doctest: " + d + " -->\ngives 1.5x\n")
+	}
+	for _, d := range []string{ctl, "figures /" + long, "example " + ctl} {
+		f.Add("<!-- doctest: " + d + " -->\ngives 1.5x\n")
+	}
 	f.Fuzz(func(t *testing.T, page string) {
 		if qs, err := Quotes("f.md", []byte(page)); err != nil {
 			if !strings.HasPrefix(err.Error(), "f.md") {
-				t.Fatalf("error does not name the file: %v", err)
+				t.Fatalf("error does not name the file: %.300v", err)
+			}
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("Quotes: error of %d bytes: %.300s", n, err)
 			}
 		} else {
 			for _, q := range qs {
@@ -129,7 +141,10 @@ func FuzzParse(f *testing.F) {
 		bs, err := Parse("f.md", []byte(page))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.md") {
-				t.Fatalf("error does not name the file: %v", err)
+				t.Fatalf("error does not name the file: %.300v", err)
+			}
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("Parse: error of %d bytes: %.300s", n, err)
 			}
 			return
 		}

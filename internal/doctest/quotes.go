@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // A page quotes figures in places no command block stands beside: a table
@@ -187,13 +189,13 @@ func quoteDirective(file string, line int, t string) (Quote, error) {
 		}
 		for _, f := range q.Files {
 			if strings.HasPrefix(f, "/") || strings.HasPrefix(f, "..") || strings.Contains(f, "/../") {
-				return Quote{}, fmt.Errorf("%s:%d: figures: %s must be a path inside the scratch directory", file, line, f)
+				return Quote{}, fmt.Errorf("%s:%d: figures: %s must be a path inside the scratch directory", file, line, quote.Text(f))
 			}
 		}
 	case Timed, Inputs, Example:
 		q.Kind = QuoteKind(kind)
 		if rest != "" {
-			return Quote{}, fmt.Errorf("%s:%d: %s takes nothing after it, got %q", file, line, kind, rest)
+			return Quote{}, fmt.Errorf("%s:%d: %s takes nothing after it, got %s", file, line, kind, quote.Value(rest))
 		}
 	case Cited, Derived:
 		q.Kind = QuoteKind(kind)
@@ -203,7 +205,7 @@ func quoteDirective(file string, line int, t string) (Quote, error) {
 		}
 		q.Source = s[0]
 	default:
-		return Quote{}, fmt.Errorf("%s:%d: unknown doctest directive %q before a paragraph (figures, timing, cited, derived, inputs or example)", file, line, kind)
+		return Quote{}, fmt.Errorf("%s:%d: unknown doctest directive %s before a paragraph (figures, timing, cited, derived, inputs or example)", file, line, quote.Value(kind))
 	}
 	if q.Slow && q.Kind != FromFiles {
 		return Quote{}, fmt.Errorf("%s:%d: only figures can be slow", file, line)

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Map is the package map: each package's layer, by its path relative to
@@ -49,7 +51,7 @@ func ReadMap(name string, r io.Reader) (*Map, error) {
 		if g := layerHead.FindStringSubmatch(s); g != nil {
 			n, err := strconv.Atoi(g[1])
 			if err != nil || n > 100 {
-				return nil, fmt.Errorf("%s:%d: layer number %q is not a small integer", name, line, g[1])
+				return nil, fmt.Errorf("%s:%d: layer number %s is not a small integer", name, line, quote.Value(g[1]))
 			}
 			if _, dup := m.Names[n]; dup {
 				return nil, fmt.Errorf("%s:%d: layer %d named twice", name, line, n)
@@ -63,10 +65,10 @@ func ReadMap(name string, r io.Reader) (*Map, error) {
 		}
 		if g := packageHead.FindStringSubmatch(s); g != nil {
 			if layer < 0 {
-				return nil, fmt.Errorf("%s:%d: package %s before any layer heading", name, line, g[1])
+				return nil, fmt.Errorf("%s:%d: package %s before any layer heading", name, line, quote.Text(g[1]))
 			}
 			if l, dup := m.Layer[g[1]]; dup {
-				return nil, fmt.Errorf("%s:%d: package %s listed twice (first in layer %d)", name, line, g[1], l)
+				return nil, fmt.Errorf("%s:%d: package %s listed twice (first in layer %d)", name, line, quote.Text(g[1]), l)
 			}
 			m.Layer[g[1]] = layer
 		}

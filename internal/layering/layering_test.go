@@ -153,9 +153,16 @@ func FuzzReadMap(f *testing.F) {
 	f.Add("## Layer 0: a\n### `x`\n")
 	f.Add("## Layer 99999999999999999999: a\n")
 	f.Add("### `x`\n## Layer 0: a")
+	// Long headings, of invalid bytes (which %q writes four characters
+	// each) and of digits.
+	f.Add("## Layer 0: a\n### `" + strings.Repeat("\xff", 8000) + "`\n### `" + strings.Repeat("\xff", 8000) + "`\n")
+	f.Add("## Layer " + strings.Repeat("9", 8000) + ": a\n")
 	f.Fuzz(func(t *testing.T, doc string) {
 		m, err := ReadMap("f.md", strings.NewReader(doc))
 		if err != nil {
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		for p, l := range m.Layer {

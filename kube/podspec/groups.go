@@ -8,6 +8,8 @@ import (
 	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/palsched/pal/internal/quote"
 )
 
 // Where a pod's gang comes from. A pod may carry several of these forms
@@ -101,7 +103,7 @@ func CoschedRef(p *corev1.Pod, u *unstructured.Unstructured) (GangRef, bool, err
 	id := p.Namespace + "/" + u.GetName()
 	min, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "minMember")
 	if err != nil || (found && !isWhole(min)) {
-		return GangRef{}, true, fmt.Errorf("PodGroup %s (%s): spec.minMember is %v, want a whole number", id, CoschedPodGroups.GroupVersion(), min)
+		return GangRef{}, true, fmt.Errorf("PodGroup %s (%s): spec.minMember is %s, want a whole number", id, CoschedPodGroups.GroupVersion(), quote.Text(fmt.Sprint(min)))
 	}
 	m := int64(0)
 	if found {

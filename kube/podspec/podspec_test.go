@@ -128,6 +128,17 @@ func FuzzRead(f *testing.F) {
 	f.Add("-3", "500m", 2, "g", "0", "nosuch", "-1", "Z", "1,1", false)
 	f.Add("5e18", "5e18", 2, "", "2", "", "NaN", "", "x", true)
 	f.Add("1", "", 1, "", "", "resnet50", "1e16", "d", "", false)
+	// An annotation of 8 kB of invalid or control bytes (which %q writes
+	// four characters each), in each place a value is read from.
+	bad, ctl := strings.Repeat("\xff", 8000), strings.Repeat("\x01", 8000)
+	f.Add(bad, "", 1, "g", "2", "", "", "", "", false)
+	f.Add("1", "", 1, bad, "2", "", "", "", "", false)
+	f.Add("1", "", 1, "g", ctl, "", "", "", "", false)
+	f.Add("1", "", 1, "", "", bad, "", "", "", false)
+	f.Add("1", "", 1, "", "", "BERT", ctl, "", "", false)
+	f.Add("1", "", 1, "", "", "", "", bad, "", false)
+	f.Add("1", "", 1, "", "", "", "", "", ctl, false)
+	f.Add("1", "", 1, ctl, bad, "", "", "", "", true)
 	f.Fuzz(func(t *testing.T, req, lim string, n int, gang, size, model, iters, class, idx string, job bool) {
 		if n < 0 || n > 2000 {
 			return

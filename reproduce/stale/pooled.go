@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/palsched/pal/internal/intruns"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/reproduce/paper"
 )
@@ -111,16 +112,16 @@ func ParseSeeds(s string) ([]uint64, error) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.ParseUint(lo, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("seeds %q: %q is not a seed or a range a-b", s, part)
+			return nil, fmt.Errorf("seeds %s: %s is not a seed or a range a-b", quote.Value(s), quote.Value(part))
 		}
 		b := a
 		if isRange {
 			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
-				return nil, fmt.Errorf("seeds %q: %q is not a range a-b with a <= b", s, part)
+				return nil, fmt.Errorf("seeds %s: %s is not a range a-b with a <= b", quote.Value(s), quote.Value(part))
 			}
 		}
 		if b-a >= 10000 || len(seeds)+int(b-a) >= 10000 {
-			return nil, fmt.Errorf("seeds %q: more than 10,000 seeds", s)
+			return nil, fmt.Errorf("seeds %s: more than 10,000 seeds", quote.Value(s))
 		}
 		for i := uint64(0); i <= b-a; i++ { // counted, so b = 2^64-1 cannot wrap x
 			if x := a + i; !slices.Contains(seeds, x) {

@@ -51,9 +51,14 @@ func FuzzParseSeeds(f *testing.F) {
 	for _, s := range []string{"1-20", "1,2,3", "1001", "9-3", "1-18446744073709551615", ",", "1--2"} {
 		f.Add(s)
 	}
+	// A long flag value of invalid bytes, each of which %q writes as four.
+	f.Add("1-2," + strings.Repeat("\xff", 8000))
 	f.Fuzz(func(t *testing.T, s string) {
 		seeds, err := ParseSeeds(s)
 		if err != nil {
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("error of %d bytes: %.300s", n, err)
+			}
 			return
 		}
 		if len(seeds) == 0 || len(seeds) > 10000 {
