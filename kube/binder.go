@@ -65,8 +65,12 @@ func (s *Scheduler) submit(tasks []*bind.Task) {
 }
 
 // verifyUnsettled asks the apiserver about the binds an earlier term
-// left unsettled (the binder stopped before it learnt their outcome).
+// left unsettled (the binder stopped before it learnt their outcome), and
+// forgets the evictions it left unsettled: the rounds decide again.
 func (s *Scheduler) verifyUnsettled() {
+	if n := s.state.ForgetUnsettledEvictions(); n > 0 {
+		s.log.Info("forgetting evictions an earlier term left unsettled", "pods", n)
+	}
 	var tasks []*bind.Task
 	for _, p := range s.state.Unsettled() {
 		tasks = append(tasks, &bind.Task{Kind: bind.Verify, Pod: p.Pod, Node: p.Node, Annots: p.Annots, Seq: p.Seq})

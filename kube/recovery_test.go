@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
@@ -126,6 +128,68 @@ func TestRoundCompletesCrashCutGang(t *testing.T) {
 				t.Errorf("pending %v: %s slowdown %q, want w-0's 1.5", tc.pending, name, b.Annotations[AnnSlowdown])
 			}
 		}
+	}
+}
+
+// A gang cut off again while it was being completed: its record names
+// w-0, w-1 and w-2, but w-1 and w-2 vanished and their slots went to the
+// recreated w-3 (n1, 2,3) and w-4 (n2, 1,2), of which only one bind
+// landed. The bound newcomer holds its slot by its devices, not by its
+// name, so the one still pending takes the other slot, and nothing is
+// evicted: w-3 bound leaves w-4 the slot n2, 1,2; w-4 bound leaves w-3
+// n1, 2,3. A member recreated under its recorded name (w-1) after a
+// newcomer took its slot takes the slot left free (n2, 1,2).
+func TestRoundCompletesAfterRecreatedMemberBound(t *testing.T) {
+	for _, tc := range []struct {
+		bound, boundIdx, boundNode string
+		pending                    string
+		want                       PodBind
+	}{
+		{"w-3", "2,3", "n1", "w-4", PodBind{Node: "n2", GPUs: []int{1, 2}}},
+		{"w-4", "1,2", "n2", "w-3", PodBind{Node: "n1", GPUs: []int{2, 3}}},
+		{"w-3", "2,3", "n1", "w-1", PodBind{Node: "n2", GPUs: []int{1, 2}}}, // w-1 came back after w-3 took its slot
+	} {
+		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3), "n0")))
+		b := running(owned(pod(tc.bound, 2, gangAnn("w", 3, AnnGPUIndices, tc.boundIdx, AnnBindInfo, bindInfo3), tc.boundNode)))
+		cs, fc := newFake(t, node("n0", 4), node("n1", 4), node("n2", 4), w0, b, owned(pod(tc.pending, 2, gangAnn("w", 3), "")))
+		s := startRounds(t, testCfg(), cs)
+		roundWait(s, context.Background(), time.Now())
+		if len(fc.evicted) > 0 {
+			t.Errorf("%s bound: evicted %v, want none (wait reason %q)", tc.bound, fc.evicted, s.lastWhy["ns/w"])
+		}
+		got := fc.binds[tc.pending]
+		if len(fc.binds) != 1 || got == nil || got.Target.Name != tc.want.Node || got.Annotations[AnnGPUIndices] != FormatIndices(tc.want.GPUs) {
+			t.Errorf("%s bound: binds %v (%s: %+v), want %s on %s devices %v", tc.bound, keys(fc.binds), tc.pending, got, tc.pending, tc.want.Node, tc.want.GPUs)
+		}
+	}
+}
+
+// A leader whose term ends drops the evictions its binder had not
+// settled (they may never have been posted). The next term must not
+// keep them assumed: gang old (two running pods on n0) would count as
+// leaving, out of every plan, until its pods ended by themselves. The
+// new term forgets them; an eviction that did land shows as the pods'
+// deletion, and the round may decide again.
+func TestNewTermForgetsUnsettledEvictions(t *testing.T) {
+	ann := func(idx string) map[string]string { return gangAnn("old", 2, AnnGPUIndices, idx) }
+	cs, fc := newFake(t, node("n0", 4), running(owned(pod("old-0", 2, ann("0,1"), "n0"))), running(owned(pod("old-1", 2, ann("2,3"), "n0"))))
+	s := startRounds(t, testCfg(), cs)
+	ctx := context.Background()
+	roundWait(s, ctx, time.Now())
+	g := s.state.Snapshot().ByKey["ns/old"]
+	if g == nil || g.State != state.GangRunning {
+		t.Fatalf("gang old: %+v, want running", g)
+	}
+	for _, p := range g.Bound { // the earlier term's round evicted it; its binder stopped first
+		s.state.AssumeEvicted(p, time.Now())
+	}
+	s.verifyUnsettled() // the new term starts
+	roundWait(s, ctx, time.Now())
+	if got := s.state.Snapshot().ByKey["ns/old"]; got == nil || got.State != state.GangRunning || len(got.GPUs) != 4 {
+		t.Errorf("gang old after the new term's round: state %v on GPUs %v, want running on 4", got.State, got.GPUs)
+	}
+	if all, _ := s.state.Assumed(); all != 0 || len(fc.evicted) > 0 {
+		t.Errorf("%d assumptions left, evicted %v; want none", all, fc.evicted)
 	}
 }
 
@@ -312,6 +376,149 @@ func (f fixedPlacer) Place(_ *policy.Env, order []*workload.Job) [][]int {
 	out := make([][]int, len(order))
 	copy(out, f.alloc)
 	return out
+}
+
+// funcPlacer answers with f; calls counts its calls.
+type funcPlacer struct {
+	calls *int
+	f     func(call int, env *policy.Env, order []*workload.Job) [][]int
+}
+
+func (funcPlacer) Name() string { return "func" }
+func (funcPlacer) Sticky() bool { return false }
+func (p funcPlacer) Place(env *policy.Env, order []*workload.Job) [][]int {
+	*p.calls++
+	return p.f(*p.calls, env, order)
+}
+
+// A round that places its order a second time (the first answer migrated
+// a gang with a bare pod, which is refused, and launched onto its GPUs)
+// must still see the GPUs it handed out earlier in the same round when
+// it completed a gang a crash cut off. Nodes n0 and n1 (4 GPUs each):
+// gang b (one bare 2-GPU pod) runs on n0 0,1; gang w has w-0 bound on n1
+// device 0 and a record giving w-1 device 1; gang q (one 2-GPU pod)
+// queues. The round binds w-1 to n1 device 1 first. The placer then
+// migrates b to n1 and launches q on b's GPUs; asked again without b,
+// it gives q n1's first two GPUs it sees as free, which must be devices
+// 2,3: device 1 is w-1's.
+func TestReplanKeepsCompletedGangsGPUs(t *testing.T) {
+	info := `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{"w-0":{"node":"n1","gpus":[0]},"w-1":{"node":"n1","gpus":[1]}}}`
+	cs, fc := newFake(t, node("n0", 4), node("n1", 4),
+		running(pod("b-0", 2, gangAnn("b", 1, AnnGPUIndices, "0,1"), "n0")),
+		running(owned(pod("w-0", 1, gangAnn("w", 2, AnnGPUIndices, "0", AnnBindInfo, info), "n1"))),
+		owned(pod("w-1", 1, gangAnn("w", 2), "")),
+		owned(pod("q-0", 2, gangAnn("q", 1), "")))
+	cfg := testCfg()
+	cfg.PreemptBarePods = true
+	s := startRounds(t, cfg, cs)
+	calls := 0
+	onNode := func(env *policy.Env, name string, n int) []int { // the view's first n GPUs of node name
+		base := 0
+		for _, nd := range env.Cluster.Nodes {
+			if nd.Name == name {
+				return []int{base, base + 1}[:n]
+			}
+			base += len(nd.GPUs)
+		}
+		return nil
+	}
+	s.pol.place = funcPlacer{&calls, func(call int, env *policy.Env, order []*workload.Job) [][]int {
+		out := make([][]int, len(order))
+		for i, j := range order {
+			switch {
+			case j.GPUsHeld != nil: // b: to n1
+				out[i] = onNode(env, "n1", 2)
+			case call == 1: // q: onto b's GPUs
+				out[i] = slices.Clone(order[0].GPUsHeld)
+				if order[0].GPUsHeld == nil {
+					out[i] = slices.Clone(order[1].GPUsHeld)
+				}
+			default:
+				out[i] = onNode(env, "n1", 2)
+			}
+		}
+		return out
+	}}
+	roundWait(s, context.Background(), time.Now())
+	if calls != 2 {
+		t.Fatalf("the placer was asked %d times, want 2", calls)
+	}
+	for name, want := range map[string]string{"w-1": "1", "q-0": "2,3"} {
+		if b := fc.binds[name]; b == nil || b.Target.Name != "n1" || b.Annotations[AnnGPUIndices] != want {
+			t.Errorf("%s bound %+v, want n1 devices %s (binds %v)", name, b, want, keys(fc.binds))
+		}
+	}
+	if len(fc.evicted) > 0 {
+		t.Errorf("evicted %v, want none", fc.evicted)
+	}
+}
+
+// client-go's elector runs a term's loop on a goroutine of its own and
+// does not wait for it: a replica that loses its lease mid-round and wins
+// it back at once starts the next term's loop while the last one's round
+// still runs. Two rounds at once would plan from the same state and bind
+// the same pods and GPUs twice. Here the first term's round is held in
+// its placer while the term ends and the next one starts: the next
+// term's round must wait for it, and the pod is bound at most once.
+func TestTermsDoNotOverlap(t *testing.T) {
+	cs, fc := newFake(t, node("n0", 4), owned(pod("a", 2, nil, "")))
+	s, err := New(testCfg(), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.startFactories(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	var mu sync.Mutex
+	inPlacer, most, calls := 0, 0, 0
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	s.pol.place = funcPlacer{new(int), func(_ int, _ *policy.Env, order []*workload.Job) [][]int {
+		mu.Lock()
+		inPlacer++
+		calls++
+		most = max(most, inPlacer)
+		first := calls == 1
+		mu.Unlock()
+		entered <- struct{}{}
+		if first {
+			<-release
+		}
+		mu.Lock()
+		inPlacer--
+		mu.Unlock()
+		out := make([][]int, len(order))
+		for i := range order {
+			out[i] = []int{0, 1}
+		}
+		return out
+	}}
+	term1, end1 := context.WithCancel(ctx)
+	done1, done2 := make(chan struct{}), make(chan struct{})
+	go func() { s.loop(term1); close(done1) }()
+	<-entered
+	end1() // the lease is lost mid-round...
+	term2, end2 := context.WithCancel(ctx)
+	go func() { s.loop(term2); close(done2) }() // ...and won back at once
+	select {
+	case <-entered:
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	<-done1
+	time.Sleep(200 * time.Millisecond)
+	end2()
+	<-done2
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 1 {
+		t.Errorf("two terms' rounds placed at once")
+	}
+	if fc.calls > 1 {
+		t.Errorf("%d Bindings posted for one pod, want at most 1", fc.calls)
+	}
 }
 
 // A placer's set that does not split into whole pods per node falls back

@@ -203,8 +203,17 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 // (see refusals) and a launch was planned onto its GPUs while others may
 // be free, the order is placed once more without that gang, whose GPUs
 // the placer then sees as taken. It returns the snapshot the answer is
-// on (a fresh one when the order was placed again).
+// on (when the order was placed again, a copy whose owner table is as
+// it was before the first placement).
 func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) (*snapshot, []*workload.Job, [][]int, []round.Decision, bool) {
+	// The owner table before placement: it holds what this round handed
+	// out already (the gangs it completed), which the state shows only
+	// from the next Sync on, so a second placement starts from it.
+	// (Only a round without tenancy or Themis places twice.)
+	var before *cluster.Cluster
+	if snap.Cluster != nil && s.ten == nil && s.th == nil {
+		before = snap.Cluster.Clone()
+	}
 	for try := 0; ; try++ {
 		alloc, err := s.placeIsolated(snap, order, byJob, start)
 		if err != nil {
@@ -243,7 +252,9 @@ func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*
 			}
 		}
 		order = rest
-		snap = s.state.Snapshot()
+		again := *snap
+		again.Cluster = before.Clone()
+		snap = &again
 		s.rand.Cluster = snap.Cluster
 	}
 }
@@ -624,6 +635,20 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 	for _, n := range g.Finished {
 		used[n] = true
 	}
+	// A bound member the record does not name took a vanished member's
+	// slot when the gang was completed before: it holds that slot (by its
+	// node and devices), which is not free for another.
+	for _, p := range g.Bound {
+		if _, ok := info.Pods[p.Name]; ok {
+			continue
+		}
+		for name, pb := range info.Pods {
+			if !used[name] && pb.Node == p.Spec.NodeName && FormatIndices(pb.GPUs) == p.Annotations[AnnGPUIndices] {
+				used[name] = true
+				break
+			}
+		}
+	}
 	var free []string // recorded slots of members that vanished (deleted, to be recreated)
 	for name := range info.Pods {
 		if !used[name] {
@@ -635,7 +660,7 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 	var slots []PodBind
 	var rest []*corev1.Pod
 	for _, p := range g.Pending {
-		if pb, ok := info.Pods[p.Name]; ok {
+		if pb, ok := info.Pods[p.Name]; ok && !used[p.Name] {
 			todo, slots = append(todo, p), append(slots, pb)
 			free = slices.DeleteFunc(free, func(n string) bool { return n == p.Name })
 		} else {

@@ -90,6 +90,9 @@ type Scheduler struct {
 
 	kick  chan struct{}
 	ready atomic.Bool
+	// term is held by a term's loop: client-go's elector does not wait
+	// for the last term's loop to return before it starts the next.
+	term sync.Mutex
 
 	reader  *podspec.Reader
 	state   *state.Store
@@ -401,6 +404,8 @@ func (s *Scheduler) checkLeaseNamespace(ctx context.Context) error {
 // loop runs rounds every period (aligned to the wall clock when asked)
 // and soon after new pods arrive.
 func (s *Scheduler) loop(ctx context.Context) {
+	s.term.Lock()
+	defer s.term.Unlock()
 	period := s.cfg.Period.Duration
 	next := func() time.Time {
 		now := time.Now()

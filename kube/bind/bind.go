@@ -10,8 +10,9 @@
 // server error), and one the client gave up on may be committed later.
 // So an error settles nothing by itself: the binder asks the apiserver
 // for the pod (a direct GET). Bound to the node and devices the binding
-// named: it is bound. Gone, replaced by a pod of the same name, being
-// deleted, or bound elsewhere: it is not (ours). Still unbound after an
+// named: it is bound (even while it is being deleted: it runs there
+// until it ends). Gone, replaced by a pod of the same name, unbound and
+// being deleted, or bound elsewhere: it is not (ours). Still unbound after an
 // error the apiserver answered (a 4xx: it refused the request): it is
 // not. Still unbound after an error whose outcome is unknown: the same
 // Binding is posted again, so that either it lands now or the earlier
@@ -115,7 +116,8 @@ func New(client kubernetes.Interface, workers int, log *slog.Logger, done func(R
 
 // Start runs the workers until ctx ends. Tasks still queued or in flight
 // then are dropped without a Result: their outcome stays unknown (the
-// state keeps their devices held; a later binder verifies them).
+// state keeps a bind's devices held and a later binder verifies it; an
+// eviction is forgotten, for the next term's rounds to decide again).
 func (b *Binder) Start(ctx context.Context) {
 	b.mu.Lock()
 	prev := b.stopped
@@ -145,12 +147,19 @@ func (b *Binder) Start(ctx context.Context) {
 	}()
 }
 
-// Submit queues tasks; it never blocks.
+// Submit queues tasks; it never blocks. Tasks handed over once the
+// binder has stopped are dropped, as those in flight then are: the next
+// Start must not post what a round of the last term decided while the
+// next term verifies it.
 func (b *Binder) Submit(ts ...*Task) {
 	if len(ts) == 0 {
 		return
 	}
 	b.mu.Lock()
+	if b.ctx != nil && b.ctx.Err() != nil {
+		b.mu.Unlock()
+		return
+	}
 	b.queue = append(b.queue, ts...)
 	b.waiting += len(ts)
 	b.cond.Broadcast()
@@ -301,10 +310,15 @@ func (b *Binder) verify(ctx context.Context, t *Task, err error, refusedErr bool
 			t.asked = !refusedErr
 		}
 		return Result{}, true
-	case cur.UID != p.UID || cur.DeletionTimestamp != nil:
+	case cur.UID != p.UID:
 		return Result{Task: t, Outcome: state.NotBound, Err: err}, false
 	case cur.Spec.NodeName == t.Node && cur.Annotations[podspec.AnnGPUIndices] == t.Annots[podspec.AnnGPUIndices]:
+		// Even when it is being deleted: it runs on those devices until
+		// it ends, and the informer shows it bound until then.
 		return Result{Task: t, Outcome: state.Bound, Err: err}, false
+	case cur.DeletionTimestamp != nil && cur.Spec.NodeName == "":
+		// The apiserver binds no pod that is being deleted.
+		return Result{Task: t, Outcome: state.NotBound, Err: err}, false
 	case cur.Spec.NodeName != "":
 		return Result{Task: t, Outcome: state.NotBound, Err: fmt.Errorf("pod bound to %s by another binding (%v)", cur.Spec.NodeName, err)}, false
 	case refusedErr || t.Kind == Verify && !t.asked:

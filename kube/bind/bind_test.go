@@ -141,6 +141,19 @@ func TestBindOutcomes(t *testing.T) {
 	}{
 		{"plain", func(*apiserver) {}, state.Bound, 1},
 		{"committed but a timeout: the GET finds it bound", func(a *apiserver) { a.binds = append(a.binds, timeout(a)) }, state.Bound, 1},
+		{"committed but a timeout, and the pod is being deleted: bound (it holds its devices until it ends)", func(a *apiserver) {
+			a.binds = append(a.binds, func(b *corev1.Binding) error {
+				_ = a.commit(b)
+				now := metav1.Now()
+				a.pod.DeletionTimestamp = &now // its Job was deleted meanwhile
+				return apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
+			})
+		}, state.Bound, 1},
+		{"lost, and the pod is being deleted unbound: not bound (a deleting pod cannot be bound)", func(a *apiserver) {
+			now := metav1.Now()
+			a.pod.DeletionTimestamp = &now
+			a.binds = append(a.binds, lost)
+		}, state.NotBound, 1},
 		{"lost and not committed: bound again", func(a *apiserver) { a.binds = append(a.binds, lost) }, state.Bound, 2},
 		{"committed, and the GETs fail twice: held until one answers", func(a *apiserver) {
 			a.binds = append(a.binds, timeout(a))
@@ -250,5 +263,42 @@ func TestPanicTurnsIntoVerify(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Panic == nil || len(got[0].Stack) == 0 || got[1].Outcome != state.Bound {
 		t.Fatalf("results %+v, want the panic, then bound", got)
+	}
+}
+
+// A task handed over after the binder stopped (a round that was still
+// running when its term ended) is dropped, not run by the next term's
+// workers: that term verifies what the state assumed, and a Verify that
+// finds the pod unbound while the old Binding is still to be posted
+// would free devices the Binding then takes.
+func TestSubmitAfterStopIsDropped(t *testing.T) {
+	a := &apiserver{pod: pending(), calls: map[string]int{}}
+	var got []Result
+	var mu sync.Mutex
+	b := New(a.client(), 1, slog.New(slog.NewTextHandler(io.Discard, nil)), func(r Result) {
+		mu.Lock()
+		got = append(got, r)
+		mu.Unlock()
+	})
+	term1, end1 := context.WithCancel(context.Background())
+	b.Start(term1)
+	end1()
+	b.mu.Lock()
+	stopped := b.stopped
+	b.mu.Unlock()
+	<-stopped
+	b.Submit(bindTask()) // the last term's round, late
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b.Start(ctx)
+	if err := b.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := a.calls["create/binding"]; n != 0 || len(got) != 0 {
+		t.Errorf("%d Bindings posted and %d results after the term ended, want none", n, len(got))
 	}
 }

@@ -145,6 +145,27 @@ func (s *Store) Unsettled() []Pending {
 	return out
 }
 
+// ForgetUnsettledEvictions drops the assumed evictions the binder has
+// not confirmed, for a binder that starts again: the one before may have
+// stopped before it posted them, and nothing would settle them then, so
+// their gangs would stay out of every plan until their pods ended by
+// themselves. One that did land shows as its pod's deletion. It reports
+// how many it dropped.
+func (s *Store) ForgetUnsettledEvictions() int {
+	n := 0
+	for key, a := range s.assumed {
+		if e := a.evict; e != nil && !e.done {
+			a.evict = nil
+			if a.bind == nil {
+				delete(s.assumed, key)
+			}
+			s.reapply[key] = true
+			n++
+		}
+	}
+	return n
+}
+
 // Pending is an assumed bind the binder has not settled.
 type Pending struct {
 	Pod    *corev1.Pod
