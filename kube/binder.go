@@ -67,6 +67,12 @@ func (s *Scheduler) submit(tasks []*bind.Task) {
 // verifyUnsettled asks the apiserver about the binds an earlier term
 // left unsettled (the binder stopped before it learnt their outcome), and
 // forgets the evictions it left unsettled: the rounds decide again.
+//
+// The earlier term's binder dropped its unsettled tasks without a
+// Result, so nothing counts them down: the in-flight gauge and the
+// gangs' bind bookkeeping start again from what this term submits. It
+// runs once that binder has stopped (Start waits for its workers) and
+// before this term's first round, so nothing else is in flight.
 func (s *Scheduler) verifyUnsettled() {
 	if n := s.state.ForgetUnsettledEvictions(); n > 0 {
 		s.log.Info("forgetting evictions an earlier term left unsettled", "pods", n)
@@ -75,9 +81,12 @@ func (s *Scheduler) verifyUnsettled() {
 	for _, p := range s.state.Unsettled() {
 		tasks = append(tasks, &bind.Task{Kind: bind.Verify, Pod: p.Pod, Node: p.Node, Annots: p.Annots, Seq: p.Seq})
 	}
+	s.binding.mu.Lock()
+	s.binding.gangs = nil // a verification has no gang (see bindDone)
+	s.binding.mu.Unlock()
+	s.metrics.BindsInFlight.Set(float64(len(tasks)))
 	if len(tasks) > 0 {
 		s.log.Info("verifying binds an earlier term left unsettled", "pods", len(tasks))
-		s.metrics.BindsInFlight.Add(float64(len(tasks)))
 		s.binder.Submit(tasks...)
 	}
 }
