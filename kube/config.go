@@ -78,7 +78,9 @@ type Config struct {
 	// pod with no controller ownerReference): evicting a bare pod deletes
 	// it and nothing recreates it, so by default such a gang is never
 	// evicted and keeps its GPUs until it ends. A bare pod is never
-	// evicted to migrate it, whatever this says.
+	// evicted to migrate it, whatever this says. The same holds for the
+	// gang of a batch/v1 Job that the eviction would fail (its backoffLimit
+	// spent, see jobs.go).
 	PreemptBarePods    bool      `json:"preemptBarePods"`
 	PMFirstTieBreak    string    `json:"pmfirstTieBreak"`
 	LocalityPenalty    float64   `json:"localityPenalty"`

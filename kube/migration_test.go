@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -174,7 +175,13 @@ func TestJobBackoff(t *testing.T) {
 //   - owned by a batch/v1 Job, 163 s < 120 + 80 s (the backoff for 4
 //     failed pods, 10 s doubled three times): kept;
 //   - owned by a Job, a million iterations: moved, the eviction saying
-//     what it weighed, and the gang owing the 200 s as lost progress.
+//     what it weighed, and the gang owing the 200 s as lost progress;
+//   - the same, but the Job has 3 failed pods of backoffLimit 6, so the
+//     4 the eviction fails would fail the Job: kept, the gang told why;
+//   - the same, with a podFailurePolicy that ignores DisruptionTarget:
+//     moved, since the evictions do not count;
+//   - the same, with backoffLimit 2 and no failed pod: kept, since 4
+//     evicted pods would already fail it.
 func TestJobGangMoveCost(t *testing.T) {
 	scores := "node,gpu_index,class,score\n"
 	for g := range 4 {
@@ -183,17 +190,36 @@ func TestJobGangMoveCost(t *testing.T) {
 		}
 	}
 	yes := true
+	ignore := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}}}}
 	for _, tc := range []struct {
 		owner, iters string
+		failed       int32
+		policy       *batchv1.PodFailurePolicy
+		limit        int32 // backoffLimit, 0: unset (6)
 		moved        bool
+		kept         string // what the gang is told when it is kept
 	}{
-		{"StatefulSet", "5000", true},
-		{"Job", "5000", false},
-		{"Job", "1000000", true},
+		{owner: "StatefulSet", iters: "5000", moved: true},
+		{owner: "Job", iters: "5000", moved: false},
+		{owner: "Job", iters: "1000000", moved: true},
+		{owner: "Job", iters: "1000000", failed: 3, kept: "Job ns/train would fail: it has 3 failed pods of backoffLimit 6, and the eviction fails 4 more"},
+		{owner: "Job", iters: "1000000", failed: 3, policy: ignore, moved: true},
+		{owner: "Job", iters: "1000000", limit: 2, kept: "Job ns/train would fail: it has 0 failed pods of backoffLimit 2, and the eviction fails 4 more"},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "pal-system", Name: "pal-variability"},
 			Data: map[string]string{ScoresKey: scores}}
 		objs := []runtime.Object{node("slow", 4), node("fast", 4), cm}
+		if tc.owner == "Job" {
+			par := int32(4)
+			var limit *int32
+			if tc.limit > 0 {
+				limit = &tc.limit
+			}
+			objs = append(objs, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "uid-train"},
+				Spec:   batchv1.JobSpec{Parallelism: &par, BackoffLimit: limit, PodFailurePolicy: tc.policy},
+				Status: batchv1.JobStatus{Failed: tc.failed}})
+		}
 		for i := range 4 {
 			p := running(pod(fmt.Sprintf("w-%d", i), 1, gangAnn("w", 4, AnnGPUIndices, itoa(i), AnnModel, "BERT", AnnIterations, tc.iters), "slow"))
 			api := "apps/v1"
@@ -207,7 +233,10 @@ func TestJobGangMoveCost(t *testing.T) {
 		s, log := startLogged(t, testCfg(), cs)
 		roundWait(s, context.Background(), time.Now())
 		if got := len(fc.evicted) == 4; got != tc.moved || len(fc.evicted)%4 != 0 {
-			t.Errorf("owner %s, %s iterations: evicted %v, want moved %v; log:\n%s", tc.owner, tc.iters, fc.evicted, tc.moved, log)
+			t.Errorf("owner %s, %s iterations, %d failed: evicted %v, want moved %v; log:\n%s", tc.owner, tc.iters, tc.failed, fc.evicted, tc.moved, log)
+		}
+		if tc.kept != "" && !strings.Contains(log.String(), tc.kept) {
+			t.Errorf("owner %s, %d failed, backoffLimit %d: the log does not say %q:\n%s", tc.owner, tc.failed, tc.limit, tc.kept, log)
 		}
 		if tc.owner == "Job" && tc.moved {
 			want := "a move it weighed against a migration cost of 200 s (migrationCost 120 s, and 80 s of the Job controller's backoff before it recreates 4 pods)"

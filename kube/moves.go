@@ -18,7 +18,8 @@ import (
 // pods queue again as the same gang. A bare pod (no controller) is
 // deleted and nothing recreates it: its work is lost. So a gang with a
 // bare pod is never evicted to migrate it, and evicted to preempt it only
-// when the config's preemptBarePods says so.
+// when the config's preemptBarePods says so; the same holds for a gang
+// whose eviction would fail its Job (jobs.go).
 
 // neverMoves is the migration cost of a job that must not migrate: no
 // expected gain reaches it, so a migration-aware placement keeps the job
@@ -111,11 +112,24 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 }
 
 // movable says whether a decision may evict the gang: only gangs whose
-// every pod a controller recreates may migrate; a gang with a bare pod
-// may be preempted only when the config allows it.
+// eviction loses nothing (see loses) may migrate; one that would lose
+// work may be preempted only when the config allows it.
 func (s *Scheduler) movable(g *gang, k round.Kind) bool {
-	if len(g.BarePods()) == 0 {
+	if s.loses(g) == "" {
 		return true
 	}
 	return k == round.Preempt && s.cfg.PreemptBarePods
+}
+
+// loses says what evicting gang g would lose for good, or "": its bare
+// pods, which nothing recreates, or the batch/v1 Jobs the eviction would
+// fail (jobsAtRisk).
+func (s *Scheduler) loses(g *gang) string {
+	if bare := g.BarePods(); len(bare) > 0 {
+		return fmt.Sprintf("its bare pods %s would be deleted and nothing would recreate them", strings.Join(bare, ", "))
+	}
+	if g.JobPods == 0 || !s.tight.holds(g.Bound) {
+		return ""
+	}
+	return strings.Join(s.jobsAtRisk(g.Bound), "; ")
 }

@@ -133,11 +133,17 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				if j.FirstStart < 0 {
 					j.FirstStart = now
 				}
-				if g.Bare() > 0 {
+				if lost := s.loses(g); lost != "" {
 					if !s.cfg.PreemptBarePods && s.ten == nil {
-						// Nothing would recreate its pods: it keeps its
-						// GPUs until it ends, and the placer does not
-						// see them (as another scheduler's pods).
+						// Its eviction would lose work (bare pods, or a
+						// Job it would fail): it keeps its GPUs until it
+						// ends, and the placer does not see them (as
+						// another scheduler's pods). A Job's gang is told
+						// why (once): it could move, were its Job's
+						// budget larger.
+						if g.Bare() == 0 {
+							s.note(g, "left on "+snap.Devices(g.GPUs)+" until it ends, never moved or preempted: "+lost)
+						}
 						continue
 					}
 					// It may be preempted, never migrated: act refuses
@@ -209,9 +215,11 @@ func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*
 	// The owner table before placement: it holds what this round handed
 	// out already (the gangs it completed), which the state shows only
 	// from the next Sync on, so a second placement starts from it.
-	// (Only a round without tenancy or Themis places twice.)
+	// Only a round without tenancy or Themis places twice, and only under
+	// preemptBarePods: otherwise a gang the round may not evict is not in
+	// its order, so no move of the plan is refused.
 	var before *cluster.Cluster
-	if snap.Cluster != nil && s.ten == nil && s.th == nil {
+	if snap.Cluster != nil && s.ten == nil && s.th == nil && s.cfg.PreemptBarePods {
 		before = snap.Cluster.Clone()
 	}
 	for try := 0; ; try++ {
@@ -473,8 +481,8 @@ func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds [
 				if d.Kind == round.Preempt {
 					verb = "preempt (preemptBarePods is off)"
 				}
-				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but its bare pods %s would be deleted and nothing would recreate them",
-					snap.Devices(d.From), s.pol.place.Name(), verb, strings.Join(g.BarePods(), ", "))
+				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but %s",
+					snap.Devices(d.From), s.pol.place.Name(), verb, s.loses(g))
 			} else if d.Kind == round.Migrate {
 				for _, x := range d.To {
 					if k := kept[x]; k != "" {
@@ -511,6 +519,11 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 	// otherwise see two pods on one device).
 	vacating := map[int]string{}
 	var tasks []*bind.Task
+	// Each task is assumed in the state when it is made: were a panic
+	// (recovered by Round) to skip handing them over, the assumed binds
+	// would hold their devices, and the assumed evictions keep their
+	// gangs leaving, for good. So they go to the binder however act ends.
+	defer func() { s.submit(tasks) }()
 	for i, d := range ds {
 		if refused[i] || (d.Kind != round.Preempt && d.Kind != round.Migrate) {
 			continue
@@ -607,7 +620,6 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 			delete(s.lastWhy, g.Key)
 		})
 	}
-	s.submit(tasks)
 }
 
 // complete binds the missing members of a gang whose binding a crash cut
@@ -716,6 +728,11 @@ func (s *Scheduler) evictPartial(g *gang, why string) {
 	if bare := g.BarePods(); len(bare) > 0 && !s.cfg.PreemptBarePods {
 		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bare pods %s are not evicted, since nothing would recreate them: delete them to queue the gang again",
 			gangName(g.Key), why, strings.Join(bare, ", ")))
+		return
+	}
+	if lost := s.jobsAtRisk(g.Bound); len(lost) > 0 && !s.cfg.PreemptBarePods {
+		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bound pods are not evicted, since %s: delete them to queue the gang again",
+			gangName(g.Key), why, strings.Join(lost, "; ")))
 		return
 	}
 	s.submit(s.evict(g, gangName(g.Key)+" "+why+"; evicting its bound pods to queue it again whole"))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,12 +27,18 @@ type roundShape struct{ nodes, per, pending int }
 var benchRoundShapes = []roundShape{{100, 8, 40}, {5000, 8, 2000}}
 
 // benchCluster builds the shape's objects as the apiserver would hold
-// them: bound pods carry their indices and bind-info, as PAL wrote them.
+// them: bound pods carry their indices and bind-info, as PAL wrote them,
+// and each pod has its own batch/v1 Job.
 func benchCluster(sh roundShape) []runtime.Object {
 	var objs []runtime.Object
 	yes := true
 	created := metav1.NewTime(time.Unix(1_700_000_000, 0))
+	one := int32(1)
 	mk := func(name, nodeName string, idx int, at metav1.Time) *corev1.Pod {
+		// Its Job: a round reads it to know whether the gang may be
+		// evicted (its failed pods against backoffLimit).
+		objs = append(objs, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "train", Name: name, UID: k8stypes.UID("uid-job-" + name)},
+			Spec: batchv1.JobSpec{Parallelism: &one}})
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "train", Name: name, UID: k8stypes.UID("uid-" + name),
 				CreationTimestamp: at, ResourceVersion: "1",

@@ -70,6 +70,7 @@ type Scheduler struct {
 	nsFactory informers.SharedInformerFactory
 	ours      listercorev1.PodLister // learning reads every pod of ours, finished ones too
 	batchJobs listerbatchv1.JobLister
+	tight     tightJobs // the Jobs an eviction might fail (jobs.go)
 	cms       listercorev1.ConfigMapLister
 	synced    []cache.InformerSynced
 
@@ -244,6 +245,11 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 		}
 		s.synced = append(s.synced, reg.HasSynced)
 	}
+	reg, err := ji.Informer().AddEventHandler(s.tight.handler())
+	if err != nil {
+		return nil, err
+	}
+	s.synced = append(s.synced, reg.HasSynced)
 	_, _ = oi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" {
 			s.poke()

@@ -196,3 +196,78 @@ func metricLine(body, name string) string {
 	}
 	return "(absent)"
 }
+
+// A Job without a podFailurePolicy counts every evicted pod against its
+// backoffLimit, so a migration could fail it for good. Two 4-GPU nodes,
+// gpu-node-000 twice as fast: bare pod blocker takes it, then a Job of 4
+// one-GPU pods (backoffLimit 2, no policy) binds on gpu-node-001. Once
+// blocker is deleted, moving the Job would gain far more than its cost
+// (as in TestJobGangMigratesOnce), but its 4 evicted pods would exceed
+// backoffLimit 2: the scheduler leaves it where it runs and tells its
+// pods why (a Kept event), the Job keeps its pods, and nothing is
+// evicted.
+func TestJobGangNotMovedPastBackoffLimit(t *testing.T) {
+	e := newEnv(t, 2, 4)
+	ctx := context.Background()
+	csv := "node,gpu_index,class,score\n"
+	for n, v := range []float64{0.5, 1} {
+		for g := range 4 {
+			for _, c := range "ABCD" {
+				csv += fmt.Sprintf("gpu-node-%03d,%d,%c,%g\n", n, g, c, v)
+			}
+		}
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "pal-variability", Namespace: "pal-system"}, Data: map[string]string{kube.ScoresKey: csv}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := e.runScheduler(testConfig(), "pal")
+	bert := map[string]string{kube.AnnModel: "BERT", kube.AnnIterations: "1000000"}
+	e.createPod(podOpts{name: "blocker", gpus: 4, ann: bert})
+	e.eventually(10*time.Second, "blocker bound", func() bool { return e.bound("blocker") })
+	if n := e.pod("blocker").Spec.NodeName; n != "gpu-node-000" {
+		t.Fatalf("blocker on %s, want the fast gpu-node-000", n)
+	}
+	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: e.ns},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4), BackoffLimit: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: bert},
+				Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pods []string
+	e.eventually(30*time.Second, "the Job's 4 pods exist", func() bool { pods = e.jobPods("train"); return len(pods) == 4 })
+	e.eventually(15*time.Second, "the Job gang bound", func() bool { return e.bound(pods...) })
+	for _, n := range pods {
+		if node := e.pod(n).Spec.NodeName; node != "gpu-node-001" {
+			t.Fatalf("pod %s on %s, want gpu-node-001", n, node)
+		}
+	}
+	if err := e.cs.CoreV1().Pods(e.ns).Delete(ctx, "blocker", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "never moved or preempted: Job " + e.ns + "/train would fail: it has 0 failed pods of backoffLimit 2, and the eviction fails 4 more"
+	e.eventually(15*time.Second, "a Kept event saying "+want, func() bool { return e.hasEvent(pods[0], kube.ReasonKept, want) })
+	time.Sleep(2 * time.Second) // more rounds: nothing moves
+	if now := e.jobPods("train"); !slices.Equal(now, pods) {
+		t.Errorf("the Job's pods changed: %v, then %v", pods, now)
+	}
+	for _, n := range pods {
+		if ev := e.events(n, "Preempted"); len(ev) > 0 {
+			t.Errorf("pod %s got Preempted events %q", n, ev)
+		}
+	}
+	j, err := e.cs.BatchV1().Jobs(e.ns).Get(ctx, "train", metav1.GetOptions{})
+	if err != nil || j.Status.Failed != 0 {
+		t.Errorf("Job train: %v failed pods (%v), want 0", j.Status.Failed, err)
+	}
+	e.checkNoDoubleGPU()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	if body := get(t, srv.URL+"/metrics"); !strings.Contains(body, "pal_evictions_total 0\n") {
+		t.Errorf("/metrics: want pal_evictions_total 0; got %q", metricLine(body, "pal_evictions_total"))
+	}
+}
