@@ -141,8 +141,8 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 						// another scheduler's pods). A Job's gang is told
 						// why (once): it could move, were its Job's
 						// budget larger.
-						if g.Bare() == 0 {
-							s.note(g, "left on "+snap.Devices(g.GPUs)+" until it ends, never moved or preempted: "+lost)
+						if g.Bare() == 0 && len(g.Bound) > 0 {
+							s.noteOn(g, g.Bound[:1], "gang kept in place", "left on "+snap.Devices(g.GPUs)+" until it ends, never moved or preempted: "+lost)
 						}
 						continue
 					}
@@ -797,14 +797,22 @@ func (s *Scheduler) wait(key string, pods []*corev1.Pod, why string) {
 // note tells a running gang's pods that a move was refused, once per
 // distinct reason.
 func (s *Scheduler) note(g *gang, why string) {
+	s.noteOn(g, g.Bound, "move refused", why)
+}
+
+// noteOn is note with the pods told and the log's message given: a gang
+// kept out of every round's plan from the start (a Job an eviction
+// would fail) tells its first pod only, since at a restart every such
+// gang says it at once, in the event queue that Scheduled events share.
+func (s *Scheduler) noteOn(g *gang, pods []*corev1.Pod, msg, why string) {
 	if s.lastWhy[g.Key] == why {
 		return
 	}
 	s.lastWhy[g.Key] = why
-	for _, p := range g.Bound {
+	for _, p := range pods {
 		s.events.post(podRef(p), corev1.EventTypeNormal, ReasonKept, "Keeping", why)
 	}
-	s.log.Info("move refused", "gang", gangName(g.Key), "why", why)
+	s.log.Info(msg, "gang", gangName(g.Key), "why", why)
 }
 
 // cleanWhy forgets the reasons of gangs and pods that left.
