@@ -183,7 +183,17 @@ func (s *Scheduler) syncTenancyQuarantine() {
 		return
 	}
 	if t.qlayout != t.l {
+		// Start from what the new cells carried over, not from nothing: a
+		// device lifted since the cells were last told is still
+		// quarantined in them and must be given back.
 		t.quar, t.qlayout = map[int]bool{}, t.l
+		for _, q := range t.hived.Cells().Quarantined() {
+			for _, n := range t.l.Cluster.Nodes {
+				if n.Name == q.Node && q.GPU >= 0 && q.GPU < len(n.GPUs) {
+					t.quar[n.GPUs[q.GPU]] = true
+				}
+			}
+		}
 	}
 	t.qgen, t.qlearn = L.qgen, L
 	for _, n := range t.l.Cluster.Nodes {

@@ -396,3 +396,62 @@ func dcgmQuarantineCase(t *testing.T) (sample string, set func(string), cfg Conf
 	cs, _ = newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
 	return sample, set, cfg, cs
 }
+
+// A quarantine lifted just before the cells ConfigMap changes: the round
+// that lifted it told the cells nothing yet (they are told at the next
+// round's tenancy stage), and the next round applies the new cells
+// first, which carry gpu-node-001's GPU 1 over as quarantined. The cells
+// must then be told it is back: otherwise it stays out of every VC's
+// guarantee until it is quarantined and lifted again.
+func TestQuarantineLiftedAcrossCellsChange(t *testing.T) {
+	const cellsA = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: gpu-node-001}
+  - {cellType: NODE, cellAddress: gpu-node-002}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+`
+	cells := t.TempDir() + "/cells.yaml"
+	if err := os.WriteFile(cells, []byte(cellsA), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := learnCfg()
+	cfg.QuarantineAbove = 1.3
+	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", cells, "pal-cells"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: "pal-cells", ResourceVersion: "1"},
+		Data: map[string]string{CellsKey: cellsA}}
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4), cm)
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	roundWait(s, ctx, learnT0)
+	L, k := s.learn, GPUKey{"gpu-node-001", 1}
+	L.quarantined[k] = quarantineEntry{Slowdown: 1.4, Source: "learned", Since: learnT0}
+	L.qgen++
+	s.syncTenancyQuarantine()
+	if got := fmt.Sprint(s.ten.hived.Cells().Quarantined()); got != "[{gpu-node-001 1}]" {
+		t.Fatalf("cells quarantine %s, want [{gpu-node-001 1}]", got)
+	}
+	delete(L.quarantined, k) // lifted after the round's tenancy stage
+	L.qgen++
+	cm = cm.DeepCopy()
+	cm.ResourceVersion, cm.Data[CellsKey] = "2", strings.Replace(cellsA, "B: {virtualCells", "B:  {virtualCells", 1)
+	if _, err := cs.CoreV1().ConfigMaps(cfg.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ { // until the informer has the change, so that one round sees both
+		if got, err := s.cms.ConfigMaps(cfg.Namespace).Get("pal-cells"); err == nil && got.ResourceVersion == "2" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	roundWait(s, ctx, learnT0.Add(10*time.Second))
+	if s.ten.cellsText != cm.Data[CellsKey] {
+		t.Fatalf("the changed cells were not applied")
+	}
+	if got := s.ten.hived.Cells().Quarantined(); len(got) != 0 {
+		t.Errorf("after the lift and the cells change the cells hold %v quarantined, want none", got)
+	}
+}

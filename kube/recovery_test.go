@@ -228,6 +228,48 @@ func TestRoundEvictsGangWithShortBindInfo(t *testing.T) {
 	}
 }
 
+// A gang cut off by a crash whose recorded slot for a missing member
+// (w-2 on n2) lies on a node that still runs pods but takes no new ones
+// cannot be completed: binding there would defy the cordon (a drain, a
+// benchmark's exclusive node) on devices the round does not see, since
+// such a node is outside its cluster. So the bound member w-0 is
+// evicted, as for a node that is gone, and nothing is bound (not even
+// w-1 to its usable slot); the reason names what the node is, not "gone".
+func TestRoundEvictsGangWhoseSlotIsOnCordonedNode(t *testing.T) {
+	cordoned := node("n2", 4)
+	cordoned.Spec.Unschedulable = true
+	tainted := node("n2", 4)
+	tainted.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
+	for _, tc := range []struct {
+		name string
+		n2   *corev1.Node // nil: gone
+		why  string
+	}{
+		{"cordoned", cordoned, "partly bound, and its recorded node n2 is cordoned (unschedulable)"},
+		{"tainted", tainted, "partly bound, and its recorded node n2 has taint maintenance:NoSchedule"},
+		{"gone", nil, "partly bound, and its recorded node n2 is gone"},
+	} {
+		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3), "n0")))
+		objs := []runtime.Object{node("n0", 4), node("n1", 4), w0,
+			owned(pod("w-1", 2, gangAnn("w", 3), "")), owned(pod("w-2", 2, gangAnn("w", 3), ""))}
+		if tc.n2 != nil {
+			objs = append(objs, tc.n2)
+		}
+		cs, fc := newFake(t, objs...)
+		s, logs := startLogged(t, testCfg(), cs)
+		roundWait(s, context.Background(), time.Now())
+		if len(fc.binds) > 0 {
+			t.Errorf("%s: bound %v, want nothing", tc.name, keys(fc.binds))
+		}
+		if !slices.Equal(fc.evicted, []string{"w-0"}) {
+			t.Errorf("%s: evicted %v, want [w-0]", tc.name, fc.evicted)
+		}
+		if !strings.Contains(logs.String(), tc.why) {
+			t.Errorf("%s: log lacks %q:\n%s", tc.name, tc.why, logs.String())
+		}
+	}
+}
+
 // LAS with packed-nonsticky on one 4-GPU node: gang old (two 2-GPU pods
 // on devices 0,1 and 2,3) has run 100 s when gang new arrives. LAS puts
 // new first, and the placement gives it devices 0-3 and old nothing: the

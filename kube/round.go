@@ -691,7 +691,7 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 	for i := range todo {
 		n, ok := snap.NodeIndex[slots[i].Node]
 		if !ok {
-			s.evictPartial(g, "partly bound, and its recorded node "+slots[i].Node+" is gone")
+			s.evictPartial(g, "partly bound, and its recorded node "+slots[i].Node+" "+s.whyUnusable(slots[i].Node))
 			return
 		}
 		glob := make([]int, len(slots[i].GPUs))
@@ -717,6 +717,29 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 		tasks = append(tasks, s.bindTask(p, slots[i].Node, ann, g.Key))
 	}
 	s.submit(tasks)
+}
+
+// whyUnusable says why the round has no GPUs of a node. A node that is
+// cordoned or tainted still runs its pods but takes no new ones, and its
+// devices lie outside the round's cluster, so a slot recorded there is
+// never bound: the operator keeps new work off it (a drain, a benchmark)
+// and what holds its GPUs is not known.
+func (s *Scheduler) whyUnusable(name string) string {
+	n := s.state.Node(name)
+	switch {
+	case n == nil:
+		return "is gone"
+	case n.Spec.Unschedulable:
+		return "is cordoned (unschedulable)"
+	case NodeGPUs(n) == 0:
+		return "offers no " + string(ResourceGPU)
+	}
+	for _, t := range n.Spec.Taints {
+		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && t.Key != "nvidia.com/gpu" {
+			return "has taint " + t.Key + ":" + string(t.Effect)
+		}
+	}
+	return "is not usable"
 }
 
 // evictPartial evicts the bound members of a gang that a crash cut off
