@@ -98,7 +98,7 @@ type themisStage struct {
 
 	next     int                      // next stand-in job id
 	stand    map[string]*workload.Job // gang key -> stand-in
-	unseen   map[string]int           // gang key -> rounds since last seen
+	lastSeen map[string]time.Time     // gang key -> start of the last round that saw it
 	appOf    map[string]string        // gang key -> app
 	leaseEnd map[string]float64       // gang key -> end of the lease its GPUs are on (policy clock)
 	rho      map[string]float64       // app -> ρ at its last auction
@@ -121,9 +121,14 @@ type themisRun struct {
 	corrected bool
 }
 
+// standInKeep is how long a gang's stand-in outlives its pods (plus
+// three periods): the longest the Job controller waits before it
+// recreates evicted pods.
+var standInKeep = JobBackoff(7)
+
 func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
-		next: 1, stand: map[string]*workload.Job{}, unseen: map[string]int{}, appOf: map[string]string{},
+		next: 1, stand: map[string]*workload.Job{}, lastSeen: map[string]time.Time{}, appOf: map[string]string{},
 		leaseEnd: map[string]float64{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
 		credit: map[string]float64{}, factor: map[string]float64{}}
 }
@@ -510,14 +515,18 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	}
 	for k := range t.stand {
 		if seen[k] {
-			delete(t.unseen, k)
+			t.lastSeen[k] = start
 			continue
 		}
 		// A gang between its eviction and its pods' recreation is gone
-		// for a round or so; one gone for longer has left.
-		if t.unseen[k]++; t.unseen[k] > 3 {
+		// for a while: a StatefulSet's for a round or so, a Job's for the
+		// Job controller's failure backoff (up to 6 minutes of wall time,
+		// JobBackoff), rounds or no rounds. One gone for longer has left.
+		if last, ok := t.lastSeen[k]; !ok {
+			t.lastSeen[k] = start
+		} else if start.Sub(last) > standInKeep+3*t.period {
 			delete(t.stand, k)
-			delete(t.unseen, k)
+			delete(t.lastSeen, k)
 			delete(t.appOf, k)
 			delete(t.leaseEnd, k)
 			delete(t.runs, k)

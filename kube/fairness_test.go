@@ -385,3 +385,62 @@ func TestThemisUnknownWorkSchedules(t *testing.T) {
 		t.Fatalf("%v faults recovered; log:\n%s", faults, log)
 	}
 }
+
+// A Job's evicted pods come back only after the Job controller's failure
+// backoff (up to 6 minutes), far more than a few rounds: the gang's
+// stand-in keeps its identity, arrival and credited progress through
+// that gap, and is dropped only once the gang has been gone longer than
+// the longest backoff plus three periods. Rounds every 10 s; gang a's
+// two pods run from 0 s, are gone from 60 s to 140 s (80 s, the backoff
+// for 4 pods), and come back.
+func TestThemisStandInOutlivesJobBackoff(t *testing.T) {
+	cfg := themisCfg()
+	cfg.Period = Duration{10 * time.Second}
+	w := newWorld(t, cfg, 1, 1, 4)
+	t0 := time.Unix(1_000_000, 0)
+	at := clockAt(t0)
+	ann := gangAnn("a", 2, AnnModel, "BERT", AnnIterations, "100000", AnnApp, "A")
+	for _, n := range []string{"a-0", "a-1"} {
+		w.create(n, 2, ann, t0)
+	}
+	w.deliver(-1)
+	for sec := 0; sec <= 50; sec += 10 {
+		w.round(at(sec))
+		w.deliver(-1)
+	}
+	sh := w.s.th.stand["ns/a"]
+	if sh == nil || !(sh.Executed > 0) {
+		t.Fatalf("stand-in of a after 50 s running: %+v", sh)
+	}
+	id, submit, done := sh.ID, sh.Submit, sh.Executed
+	w.remove("ns/a-0")
+	w.remove("ns/a-1")
+	w.deliver(-1)
+	for sec := 60; sec <= 130; sec += 10 {
+		w.round(at(sec))
+	}
+	for _, n := range []string{"a-0", "a-1"} {
+		w.create(n, 2, ann, at(135))
+	}
+	w.deliver(-1)
+	w.round(at(140))
+	sh = w.s.th.stand["ns/a"]
+	if sh == nil || sh.ID != id || sh.Submit != submit || sh.Executed < done {
+		t.Fatalf("after 80 s gone: stand-in %+v, want id %d, submit %v, at least %v iterations done", sh, id, submit, done)
+	}
+	w.remove("ns/a-0")
+	w.remove("ns/a-1")
+	w.deliver(-1)
+	last := 140
+	for sec := 150; sec <= 140+int((standInKeep+3*cfg.Period.Duration).Seconds()); sec += 10 {
+		w.round(at(sec))
+		last = sec
+	}
+	if w.s.th.stand["ns/a"] == nil {
+		t.Fatalf("stand-in dropped by %d s, within %v of its last round", last, standInKeep+3*cfg.Period.Duration)
+	}
+	w.round(at(last + 10))
+	if sh := w.s.th.stand["ns/a"]; sh != nil {
+		t.Errorf("stand-in kept %d s after its last round: %+v", last+10-140, sh)
+	}
+}
