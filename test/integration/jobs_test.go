@@ -61,26 +61,7 @@ func (e *env) jobPods(name string) []string {
 func TestJobGangMigratesOnce(t *testing.T) {
 	e := newEnv(t, 3, 4)
 	ctx := context.Background()
-	csv := "node,gpu_index,class,score\n"
-	for n, v := range []float64{0.5, 1, 1} {
-		for g := range 4 {
-			for _, c := range "ABCD" {
-				csv += fmt.Sprintf("gpu-node-%03d,%d,%c,%g\n", n, g, c, v)
-			}
-		}
-	}
-	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "pal-variability", Namespace: "pal-system"}, Data: map[string]string{kube.ScoresKey: csv}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := e.runScheduler(testConfig(), "pal")
-	bert := map[string]string{kube.AnnModel: "BERT", kube.AnnIterations: "1000000"}
-
-	e.createPod(podOpts{name: "blocker", gpus: 4, ann: bert})
-	e.eventually(10*time.Second, "blocker bound", func() bool { return e.bound("blocker") })
-	if n := e.pod("blocker").Spec.NodeName; n != "gpu-node-000" {
-		t.Fatalf("blocker on %s, want the fast gpu-node-000", n)
-	}
+	s, bert := e.blockFastNode(0.5, 1, 1)
 	e.createPod(podOpts{name: "filler", gpus: 4, ann: bert})
 	e.eventually(10*time.Second, "filler bound", func() bool { return e.bound("filler") })
 	e.createPod(podOpts{name: "keep", gpus: 1, ann: bert})
@@ -91,18 +72,8 @@ func TestJobGangMigratesOnce(t *testing.T) {
 		t.Fatalf("keep on %s (filler on %s): want the third node", keep.Spec.NodeName, filler)
 	}
 
-	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: e.ns},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4), BackoffLimit: ptr.To[int32](0),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
-				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: bert},
-				Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "train", Image: "train:latest",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createTrainJob(0, &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}, bert)
 	var first []string
 	e.eventually(30*time.Second, "the Job's 4 pods exist", func() bool { first = e.jobPods("train"); return len(first) == 4 })
 	e.eventually(10*time.Second, "the Job gang waits with 3 GPUs free", func() bool {
@@ -209,35 +180,8 @@ func metricLine(body, name string) string {
 func TestJobGangNotMovedPastBackoffLimit(t *testing.T) {
 	e := newEnv(t, 2, 4)
 	ctx := context.Background()
-	csv := "node,gpu_index,class,score\n"
-	for n, v := range []float64{0.5, 1} {
-		for g := range 4 {
-			for _, c := range "ABCD" {
-				csv += fmt.Sprintf("gpu-node-%03d,%d,%c,%g\n", n, g, c, v)
-			}
-		}
-	}
-	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "pal-variability", Namespace: "pal-system"}, Data: map[string]string{kube.ScoresKey: csv}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := e.runScheduler(testConfig(), "pal")
-	bert := map[string]string{kube.AnnModel: "BERT", kube.AnnIterations: "1000000"}
-	e.createPod(podOpts{name: "blocker", gpus: 4, ann: bert})
-	e.eventually(10*time.Second, "blocker bound", func() bool { return e.bound("blocker") })
-	if n := e.pod("blocker").Spec.NodeName; n != "gpu-node-000" {
-		t.Fatalf("blocker on %s, want the fast gpu-node-000", n)
-	}
-	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: e.ns},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4), BackoffLimit: ptr.To[int32](2),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: bert},
-				Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "train", Image: "train:latest",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s, bert := e.blockFastNode(0.5, 1)
+	e.createTrainJob(2, nil, bert)
 	var pods []string
 	e.eventually(30*time.Second, "the Job's 4 pods exist", func() bool { pods = e.jobPods("train"); return len(pods) == 4 })
 	e.eventually(15*time.Second, "the Job gang bound", func() bool { return e.bound(pods...) })
@@ -280,5 +224,50 @@ func TestJobGangNotMovedPastBackoffLimit(t *testing.T) {
 	defer srv.Close()
 	if body := get(t, srv.URL+"/metrics"); !strings.Contains(body, "pal_evictions_total 0\n") {
 		t.Errorf("/metrics: want pal_evictions_total 0; got %q", metricLine(body, "pal_evictions_total"))
+	}
+}
+
+// blockFastNode writes the variability ConfigMap with node i's GPUs all
+// scoring speeds[i] for every class (gpu-node-000 is meant to be the
+// fastest), starts the scheduler under the pal placement, and binds bare
+// pod blocker (4 GPUs, 10^6 BERT iterations) on gpu-node-000. It returns
+// the scheduler and the annotations blocker carries.
+func (e *env) blockFastNode(speeds ...float64) (*kube.Scheduler, map[string]string) {
+	e.t.Helper()
+	csv := "node,gpu_index,class,score\n"
+	for n, v := range speeds {
+		for g := range 4 {
+			for _, c := range "ABCD" {
+				csv += fmt.Sprintf("gpu-node-%03d,%d,%c,%g\n", n, g, c, v)
+			}
+		}
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps("pal-system").Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "pal-variability", Namespace: "pal-system"}, Data: map[string]string{kube.ScoresKey: csv}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	s, _ := e.runScheduler(testConfig(), "pal")
+	bert := map[string]string{kube.AnnModel: "BERT", kube.AnnIterations: "1000000"}
+	e.createPod(podOpts{name: "blocker", gpus: 4, ann: bert})
+	e.eventually(10*time.Second, "blocker bound", func() bool { return e.bound("blocker") })
+	if n := e.pod("blocker").Spec.NodeName; n != "gpu-node-000" {
+		e.t.Fatalf("blocker on %s, want the fast gpu-node-000", n)
+	}
+	return s, bert
+}
+
+// createTrainJob creates Job train: 4 one-GPU pods with annotations ann,
+// the given backoffLimit and podFailurePolicy.
+func (e *env) createTrainJob(backoffLimit int32, policy *batchv1.PodFailurePolicy, ann map[string]string) {
+	e.t.Helper()
+	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(context.Background(), &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: e.ns},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](4), Completions: ptr.To[int32](4), BackoffLimit: ptr.To(backoffLimit), PodFailurePolicy: policy,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: ann},
+				Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
 	}
 }
