@@ -253,13 +253,15 @@ func (s *Scheduler) Forecast(at time.Time) (*ForecastState, error) {
 	s.loadScores(snap)
 	s.rand.Cluster, s.rand.Scores = snap.Cluster, s.scores
 	s.byJob = snap.ByJob
+	s.kept = s.kept[:0] // a round's, gone with it
+	clear(s.keptSet)
 	now := float64(at.UnixNano())/1e9 - s.epoch
 	var order []*workload.Job
 	for _, g := range snap.Gangs {
 		j := g.Job
 		switch g.State {
 		case state.GangRunning:
-			if len(g.GPUs) != j.GPUs || (g.Bare() > 0 && !s.cfg.PreemptBarePods) {
+			if len(g.GPUs) != j.GPUs || (!s.cfg.PreemptBarePods && s.loses(g) != "") {
 				continue // as a round: its GPUs are not the placer's
 			}
 			j.GPUsHeld = g.GPUs

@@ -15,6 +15,7 @@ import (
 	"github.com/palsched/pal/kube/bind"
 	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
 )
@@ -86,6 +87,8 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	order := s.plan.buf[:0]
 	byJob := snap.ByJob
 	s.byJob = byJob
+	s.kept = s.kept[:0]
+	clear(s.keptSet)
 	boundPods := 0
 	raised := false // a waiting job's priority was raised (the order may change)
 	actions := s.actions
@@ -144,6 +147,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 						if g.Bare() == 0 && len(g.Bound) > 0 {
 							s.noteOn(g, g.Bound[:1], "gang kept in place", "left on "+snap.Devices(g.GPUs)+" until it ends, never moved or preempted: "+lost)
 						}
+						s.keep(j)
 						continue
 					}
 					// It may be preempted, never migrated: act refuses
@@ -347,6 +351,15 @@ func (s *Scheduler) placeOnce(snap *snapshot, order []*workload.Job, byJob map[*
 	return s.place(snap, order)
 }
 
+// keep records j as a running gang the round keeps out of its order.
+func (s *Scheduler) keep(j *workload.Job) {
+	s.kept = append(s.kept, j)
+	if s.keptSet == nil {
+		s.keptSet = map[*workload.Job]bool{}
+	}
+	s.keptSet[j] = true
+}
+
 // cutOutside lists the GPUs a placer may hand out: every GPU of cl but
 // those held by jobs outside order. toView maps a GPU to its id in the
 // view (-1: cut out), toReal maps back, and sizes and names are the view's
@@ -387,6 +400,19 @@ func (s *Scheduler) place(snap *snapshot, order []*workload.Job) [][]int {
 	if c, ok := s.pol.place.(interface{ SetNow(float64) }); ok {
 		c.SetNow(s.jobTime) // backfill: has a reserved gang's promised start come
 	}
+	if len(s.kept) > 0 && backfill.Unwrap(s.pol.place) != nil {
+		// Backfill sees the kept gangs where they run (its Keep holds
+		// them there): cut out, their GPUs would never free in the
+		// reservation's reckoning, and a gang needing them would get
+		// none, every gang behind it starting as under greedy.
+		n := len(order)
+		return s.placeView(snap, append(slices.Clip(order), s.kept...))[:n]
+	}
+	return s.placeView(snap, order)
+}
+
+// placeView is place on order, whatever it holds.
+func (s *Scheduler) placeView(snap *snapshot, order []*workload.Job) [][]int {
 	cl := snap.Cluster
 	toView, toReal, sizes, names := cutOutside(cl, order)
 	if len(toReal) == cl.Size() {

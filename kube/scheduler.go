@@ -56,7 +56,11 @@ import (
 // Scheduler is one replica of `pal-kube scheduler`.
 type Scheduler struct {
 	// byJob is the round's gangs by job, for the backfill estimate.
-	byJob   map[*workload.Job]*gang
+	byJob map[*workload.Job]*gang
+	// kept are the round's running gangs kept out of its order (their
+	// eviction would lose them); backfill's reservation reads their ends.
+	kept    []*workload.Job
+	keptSet map[*workload.Job]bool
 	cfg     Config
 	client  kubernetes.Interface
 	log     *slog.Logger
@@ -177,6 +181,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	}
 	if m, _ := cfg.backfillMode(); m != backfill.None {
 		s.pol.place = backfill.Wrap(s.pol.place, m, s.estimate)
+		backfill.Unwrap(s.pol.place).Keep = func(j *workload.Job) bool { return s.keptSet[j] }
 	}
 	if p, ok := s.pol.place.(policy.Pure); ok {
 		s.pure = p.Pure()

@@ -141,6 +141,11 @@ type Placer struct {
 	Est  Estimate
 	// Last is the reservation the last round made (JobID -1: none).
 	Last Reservation
+	// Keep, when set, marks running jobs that stay where they run and
+	// are never preempted (a driver's gangs whose eviction would lose
+	// them): they are in the order only so that the reservation reads
+	// when they end.
+	Keep func(j *workload.Job) bool
 	// jumped maps a job started by backfill to the head it jumped, while
 	// that head waits (see placeBase).
 	jumped map[int]int
@@ -475,10 +480,23 @@ func (p *Placer) pins(order []*workload.Job, alloc [][]int, prot []bool) []bool 
 }
 
 // protected marks the jobs started by backfill whose head still waits
-// (nil: none), forgetting the others.
+// and the jobs Keep keeps (nil: none), forgetting the others.
 func (p *Placer) protected(order []*workload.Job) []bool {
+	var prot []bool
+	if p.Keep != nil {
+		for i, j := range order {
+			if !j.Running() || !p.Keep(j) {
+				continue
+			}
+			if prot == nil {
+				prot = make([]bool, len(order))
+			}
+			prot[i] = true
+			delete(p.jumped, j.ID) // never a victim of preempt
+		}
+	}
 	if len(p.jumped) == 0 {
-		return nil
+		return prot
 	}
 	waiting := map[int]bool{}
 	for _, j := range order {
@@ -486,7 +504,13 @@ func (p *Placer) protected(order []*workload.Job) []bool {
 			waiting[j.ID] = true
 		}
 	}
-	var prot []bool
+	// A job that left the order (it ended, or its gang is gone) is
+	// forgotten too, or the record grows with every job ever backfilled.
+	inOrder := make(map[int]bool, len(order))
+	for _, j := range order {
+		inOrder[j.ID] = true
+	}
+	maps.DeleteFunc(p.jumped, func(id, _ int) bool { return !inOrder[id] })
 	for i, j := range order {
 		head, ok := p.jumped[j.ID]
 		if ok && (!j.Running() || !waiting[head]) {
@@ -592,6 +616,11 @@ func (p *Placer) reserve(env *policy.Env, order []*workload.Job, alloc [][]int, 
 			continue
 		}
 		e := end{p.Est(env, order[i], g), i, false}
+		if math.IsNaN(e.t) {
+			// Not a number reads as unknown: the walk below steps
+			// from one end's time to the next and would never pass it.
+			e.t = math.Inf(1)
+		}
 		if _, ok := p.jumped[order[i].ID]; ok && order[i].Running() {
 			e.back = true
 			e.t = min(e.t, capped)
