@@ -1,9 +1,7 @@
 package kube
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -28,41 +26,7 @@ func TestSchedulerBackfillKeptGang(t *testing.T) {
 			for i, d := range []string{"300", "600", "1500"} {
 				w.create("s"+d, 2, ann(d), t0.Add(time.Duration(i-2)*time.Second))
 			}
-			ends := map[string]int{}
-			runFor := map[string]int{"a": 1000, "g": 500, "s300": 300, "s600": 600, "s1500": 1500}
-			bound := map[string]bool{}
-			var got []string
-			for sec := 0; sec <= 3000; sec += 100 {
-				for p, e := range ends {
-					if e == sec {
-						w.finish("ns/" + p)
-						delete(ends, p)
-					}
-				}
-				w.deliver(-1)
-				w.round(at(sec))
-				w.deliver(-1)
-				var now []string
-				for _, k := range strings.Fields(w.bound()) {
-					name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
-					if !bound[name] {
-						bound[name] = true
-						now = append(now, name)
-						d, ok := runFor[name]
-						if !ok {
-							d = runFor[name[:1]]
-						}
-						ends[name] = sec + d
-					}
-				}
-				if err := w.check(); err != nil {
-					t.Fatalf("t=%d: %v", sec, err)
-				}
-				if len(now) > 0 {
-					slices.Sort(now)
-					got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
-				}
-			}
+			got := playBackfill(t, w, at)
 			if !slices.Equal(got, want) {
 				t.Errorf("binds %q, want %q", got, want)
 			}

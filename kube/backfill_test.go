@@ -41,41 +41,7 @@ func TestSchedulerBackfillHandCase(t *testing.T) {
 			for i, d := range []string{"300", "600", "1500"} {
 				w.create("s"+d, 2, ann(d), t0.Add(time.Duration(i-2)*time.Second))
 			}
-			ends := map[string]int{} // pod -> when it ends
-			runFor := map[string]int{"a": 1000, "g": 500, "s300": 300, "s600": 600, "s1500": 1500}
-			bound := map[string]bool{}
-			var got []string
-			for sec := 0; sec <= 3000; sec += 100 {
-				for p, e := range ends {
-					if e == sec {
-						w.finish("ns/" + p)
-						delete(ends, p)
-					}
-				}
-				w.deliver(-1)
-				w.round(at(sec))
-				w.deliver(-1)
-				var now []string
-				for _, k := range strings.Fields(w.bound()) {
-					name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
-					if !bound[name] {
-						bound[name] = true
-						now = append(now, name)
-						d, ok := runFor[name]
-						if !ok {
-							d = runFor[name[:1]]
-						}
-						ends[name] = sec + d
-					}
-				}
-				if err := w.check(); err != nil {
-					t.Fatalf("t=%d: %v", sec, err)
-				}
-				if len(now) > 0 {
-					slices.Sort(now)
-					got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
-				}
-			}
+			got := playBackfill(t, w, at)
 			if mode == "easy" && !strings.Contains(w.log.String(), "backfill reserves 16 GPUs for it, free in about 1000 s") {
 				t.Errorf("no waiting message names g's reservation:\n%s", w.log.String())
 			}
@@ -147,6 +113,50 @@ func TestWorkEstimateOverrun(t *testing.T) {
 // is a run time in seconds); gang a (two 4-GPU pods, 1000 s) and gang g
 // (four 4-GPU pods, 500 s) made before t0. It returns the world, t0, the
 // clock of a second after t0, and the annotations of a pod of that model
+// playBackfill runs the backfill hand case's rounds, every 100 s from 0
+// to 3000 s: a bound pod ends after its gang's run time (a 1000 s, g
+// 500 s, each s<d> d seconds), and the world is checked after each
+// round. It returns, per round that bound pods, "sec: pods" (sorted).
+func playBackfill(t *testing.T, w *world, at func(int) time.Time) []string {
+	t.Helper()
+	ends := map[string]int{} // pod -> when it ends
+	runFor := map[string]int{"a": 1000, "g": 500, "s300": 300, "s600": 600, "s1500": 1500}
+	bound := map[string]bool{}
+	var got []string
+	for sec := 0; sec <= 3000; sec += 100 {
+		for p, e := range ends {
+			if e == sec {
+				w.finish("ns/" + p)
+				delete(ends, p)
+			}
+		}
+		w.deliver(-1)
+		w.round(at(sec))
+		w.deliver(-1)
+		var now []string
+		for _, k := range strings.Fields(w.bound()) {
+			name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
+			if !bound[name] {
+				bound[name] = true
+				now = append(now, name)
+				d, ok := runFor[name]
+				if !ok {
+					d = runFor[name[:1]]
+				}
+				ends[name] = sec + d
+			}
+		}
+		if err := w.check(); err != nil {
+			t.Fatalf("t=%d: %v", sec, err)
+		}
+		if len(now) > 0 {
+			slices.Sort(now)
+			got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
+		}
+	}
+	return got
+}
+
 // running iters iterations (extra: more key-value pairs).
 func backfillCase(t *testing.T, placement, mode string) (*world, time.Time, func(int) time.Time, func(iters string, extra ...string) map[string]string) {
 	t.Helper()
