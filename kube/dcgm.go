@@ -234,6 +234,13 @@ func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *sl
 	wg.Wait()
 	var all []telemetry.GPU
 	live := map[string]bool{}
+	// A GPU reported by two targets (one exporter listed twice, or two
+	// exporter pods on one node) is assessed once, as the first target
+	// reported it: twice, it would count twice in the median and be
+	// exported twice under the same labels, which fails every /metrics
+	// answer.
+	seen := map[GPUKey]string{}
+	var dups []string
 	for i, t := range targets {
 		live[t.url] = true
 		if errs[i] != nil {
@@ -248,8 +255,18 @@ func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *sl
 			if t.node != "" {
 				g.Hostname = t.node
 			}
+			k := GPUKey{Node: g.Hostname, Index: g.GPU}
+			if first, ok := seen[k]; ok {
+				dups = append(dups, g.Key()+" from "+t.url+" (first from "+first+")")
+				continue
+			}
+			seen[k] = t.url
 			all = append(all, g)
 		}
+	}
+	if len(dups) > 0 {
+		log.Warn("DCGM exporters report the same GPUs; each is read from the first target that reports it",
+			"gpus", len(dups), "first", strings.Join(dups[:min(len(dups), 3)], "; "))
 	}
 	for u := range d.lastGood {
 		if !live[u] {

@@ -227,3 +227,33 @@ func TestDCGMHintNotCountedTwice(t *testing.T) {
 		}
 	}
 }
+
+// One exporter reached by two targets (its node's exporter listed both by
+// name and by address, or two ready pods of the DaemonSet on one node in a
+// rolling update with surge) reports the same GPUs twice. Each GPU is
+// assessed and exported once: a second series with the same labels made
+// every /metrics answer an error 500, the scheduler's own metrics with it.
+func TestDCGMSameGPUFromTwoTargets(t *testing.T) {
+	u, _ := exporter(t, a100Sample(t))
+	cfg := learnCfg()
+	cfg.DCGM.URLs = []string{u, strings.Replace(u, "127.0.0.1", "localhost", 1)}
+	cs, _ := newFake(t, node("gpu-node-001", 4), node("gpu-node-002", 4))
+	s := startRounds(t, cfg, cs)
+	ctx := context.Background()
+	roundWait(s, ctx, learnT0)
+	s.dcgm.scrape(ctx, cs, s.log)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics answered %d: %.300s", rec.Code, rec.Body.String())
+	}
+	m := rec.Body.String()
+	for _, w := range []string{`pal_dcgm_scrapes_total{result="ok"} 2`, `pal_dcgm_flagged_gpus 1`, `pal_round_duration_seconds_count 1`} {
+		if !strings.Contains(m, w+"\n") {
+			t.Errorf("/metrics lacks %s", w)
+		}
+	}
+	if n := strings.Count(m, `pal_gpu_degraded{gpu="1",node="gpu-node-001"`); n != 1 {
+		t.Errorf("GPU gpu-node-001/1 exported %d times, want once", n)
+	}
+}
