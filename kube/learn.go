@@ -81,10 +81,11 @@ const (
 // What workers report can be wrong, and one wrong report would move a
 // belief (a fast one bounds every GPU of its gang from above): a step
 // time in milliseconds, a pal.io/iterations that counts the global step
-// of a run restarted from a checkpoint, a job stalled on its input. Two
-// checks keep such reports from the learner; each one refused is logged,
-// counted in pal_learned_reports_rejected_total and posted once as a
-// warning event on its pod.
+// of a run restarted from a checkpoint, a job stalled on its input, a
+// worker's clock far ahead. Three checks keep such reports from the
+// learner; each one refused is logged, counted in
+// pal_learned_reports_rejected_total and posted once as a warning event
+// on its pod.
 const (
 	// MaxReportedPace bounds what one observation may say of a GPU: a
 	// pace more than this many times the model's median iteration time,
@@ -99,6 +100,14 @@ const (
 	// to this many times it is taken (a GPU that halves its speed mid-run
 	// is refused only until the average catches up).
 	StepTimeSlack = 1.5
+	// MaxReportAhead: a report is dated by its worker's clock, and one
+	// dated more than this after the round's time is a clock or
+	// reporting error, not a measurement. Taken, its date would become
+	// the learned ConfigMap's pal.io/learned-through, and a restarted
+	// scheduler would count every run up to it as already learned. The
+	// allowance covers a round that runs a little after its time and
+	// clocks that drift apart.
+	MaxReportAhead = time.Minute
 )
 
 // Sources and reasons of a refused report (the labels of
@@ -109,6 +118,7 @@ const (
 	sourceStepTime = "step-time"
 	rejectPace     = "implausible_pace"
 	rejectGang     = "slower_than_gang"
+	rejectAhead    = "dated_ahead"
 )
 
 // validateLearn checks the learning fields.
@@ -219,7 +229,7 @@ func newLearnStage() *learnStage {
 // rejection is a report the learner was not given.
 type rejection struct {
 	Pod, Source, Reason string
-	Y                   float64 // the pace it would have given
+	Y                   float64 // the pace it would have given (0: none, dated_ahead)
 }
 
 // observation is one finished gang run as the learner receives it.
@@ -258,7 +268,7 @@ func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
 			Help: "Writes of the learned-scores ConfigMap, by result (ok, error)."}, []string{"result"}),
 	}
 	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_learned_reports_rejected_total",
-		Help: "Gang runs and worker reports the PM-score learner refused, by source (run, progress, step-time) and reason (implausible_pace, slower_than_gang)."},
+		Help: "Gang runs and worker reports the PM-score learner refused, by source (run, progress, step-time) and reason (implausible_pace, slower_than_gang, dated_ahead)."},
 		[]string{"source", "reason"})
 	m.quarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pal_gpu_quarantined",
 		Help: "1 while a GPU is quarantined (quarantineAbove: its believed slowdown reached the threshold), 0 once it is back."}, []string{"node", "gpu"})
@@ -268,6 +278,9 @@ func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
 	m.writes.WithLabelValues("error")
 	for _, src := range []string{sourceRun, sourceProgress, sourceStepTime} {
 		m.rejected.WithLabelValues(src, rejectPace)
+	}
+	for _, src := range []string{sourceProgress, sourceStepTime} {
+		m.rejected.WithLabelValues(src, rejectAhead)
 	}
 	m.rejected.WithLabelValues(sourceStepTime, rejectGang)
 	return m, []prometheus.Collector{m.observations, m.updates, m.score, m.writes, m.rejected, m.quarantined, m.prevalence}
@@ -556,7 +569,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
 	hinted := s.learnHints()
-	s.learnProgress(snap)
+	s.learnProgress(snap, now)
 	for run := range L.trialed {
 		// Still running (its progress is tracked) or partly succeeded
 		// (its end is still to come): the run keeps its one trial.
@@ -564,7 +577,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 			delete(L.trialed, run)
 		}
 	}
-	s.learnStepTimes(snap)
+	s.learnStepTimes(snap, now)
 	if len(L.observed) > 0 || hinted {
 		for _, o := range L.observed {
 			if o.End.After(L.through) {
@@ -940,7 +953,8 @@ func (s *Scheduler) gangProgress(g *gang) (iters float64, at, start time.Time, o
 // learnProgress takes the progress running gangs report (AnnProgress):
 // each report newer than the last one learned from is an observation of
 // the run so far, timed from the start of its last pod to the report.
-func (s *Scheduler) learnProgress(snap *snapshot) {
+// now is the round's time (see MaxReportAhead).
+func (s *Scheduler) learnProgress(snap *snapshot, now time.Time) {
 	L := s.learn
 	live := map[string]bool{}
 	for g, bi := range s.learnableRuns(snap) {
@@ -958,6 +972,10 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 			continue
 		}
 		L.progressAt[run] = at
+		if datedAhead(at, now) {
+			s.rejectReport(g.Bound[0], sourceProgress, rejectAhead, 0, aheadMsg("its gang's "+AnnProgress, fmtFloat(iters)+"@"+at.Format(time.RFC3339Nano), at, now))
+			continue
+		}
 		o.Start, o.End, o.Iterations = start, at, iters
 		if o.pace(s.cfg.TimeScale) != "" {
 			continue
@@ -984,6 +1002,16 @@ func (s *Scheduler) learnProgress(snap *snapshot) {
 // implausible ends the message of a report refused for its pace.
 var implausible = fmt.Sprintf("beyond %g times either way that is a reporting error (seconds, iterations counted from a checkpoint's step, a stalled input), not a GPU, and the learner does not take it", MaxReportedPace)
 
+// datedAhead: a report dated at is from the future of a round at now
+// (see MaxReportAhead).
+func datedAhead(at, now time.Time) bool { return at.After(now.Add(MaxReportAhead)) }
+
+// aheadMsg is the message of a report refused for its date.
+func aheadMsg(what, v string, at, now time.Time) string {
+	return fmt.Sprintf("%s=%s is dated %s, more than %v after the scheduler's clock (%s): a report from the future is a clock or reporting error, not a measurement, and the learner does not take it",
+		what, quote.Value(v), at.UTC().Format(time.RFC3339Nano), MaxReportAhead, now.UTC().Format(time.RFC3339Nano))
+}
+
 // plausiblePace: see MaxReportedPace.
 func plausiblePace(y float64) bool { return y <= MaxReportedPace && y >= 1/MaxReportedPace }
 
@@ -1006,8 +1034,9 @@ func (s *Scheduler) rejectReport(p *corev1.Pod, source, reason string, y float64
 // learnStepTimes takes the step times the pods of running gangs report
 // (AnnStepTime): each report newer than the last one taken from that pod
 // is an observation of the pod's own GPUs at its step time over the
-// model's median iteration time.
-func (s *Scheduler) learnStepTimes(snap *snapshot) {
+// model's median iteration time. now is the round's time (see
+// MaxReportAhead).
+func (s *Scheduler) learnStepTimes(snap *snapshot, now time.Time) {
 	L := s.learn
 	live := map[string]bool{}
 	for g, bi := range s.learnableRuns(snap) {
@@ -1019,7 +1048,7 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 		// The gang's time per iteration so far (job seconds; 0: unknown)
 		// bounds its pods' step times.
 		perIter := 0.0
-		if iters, at, start, ok := s.gangProgress(g); ok && at.After(start) {
+		if iters, at, start, ok := s.gangProgress(g); ok && at.After(start) && !datedAhead(at, now) {
 			perIter = at.Sub(start).Seconds() * s.cfg.TimeScale / iters
 		}
 		for _, p := range g.Bound {
@@ -1045,6 +1074,11 @@ func (s *Scheduler) learnStepTimes(snap *snapshot) {
 					break
 				}
 				ready = true
+			}
+			if datedAhead(at, now) {
+				L.stepAt[run] = at
+				s.rejectReport(p, sourceStepTime, rejectAhead, 0, aheadMsg("its "+AnnStepTime, v, at, now))
+				continue
 			}
 			n, ok := snap.NodeIndex[pb.Node]
 			if !ok {

@@ -786,3 +786,67 @@ func TestLearnRefusesImplausibleReports(t *testing.T) {
 		})
 	}
 }
+
+// A report is dated by its worker's clock, and one dated ahead of the
+// scheduler's is a clock or reporting error: taken, its date became the
+// learned ConfigMap's pal.io/learned-through, and a scheduler restarted
+// from it counted every run and report up to that date as already
+// learned: one pod's pal.io/progress dated 2999, at a plausible pace,
+// stopped learning for the whole cluster. Such a report is refused (its
+// pod warned once); one a little ahead, within MaxReportAhead (a round
+// runs a little after its time, clocks drift), is taken. The gang is
+// g-0 on GPU 1 and g-1 on GPU 6, started at learnT0; g-1 reports a step
+// time at 300 s, and the round is at 310 s.
+func TestLearnRefusesReportsFromTheFuture(t *testing.T) {
+	const now = 310
+	far := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+	// The iterations that make the run to far look like the median GPU:
+	// y = run / iterations / 0.179 / 1.7 = 1.
+	farIters := strconv.FormatFloat(far.Sub(learnT0).Seconds()/0.179/1.7, 'f', 0, 64)
+	soon := learnT0.Add(now*time.Second + MaxReportAhead - time.Second)
+	running := func(name, node string, idx int, ann ...string) *corev1.Pod {
+		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, 0, 0)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(learnT0)}}
+		for i := 0; i+1 < len(ann); i += 2 {
+			p.Annotations[ann[i]] = ann[i+1]
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name     string
+		ann      []string // g-0's
+		source   string   // of the refusal; "" for none
+		through  time.Time
+		observed int
+	}{
+		{name: "progress dated 2999", ann: []string{AnnProgress, farIters + "@" + far.Format(time.RFC3339)}, source: sourceProgress, through: learnT0.Add(300 * time.Second), observed: 1},
+		{name: "step time dated 2999", ann: []string{AnnStepTime, "0.179@" + far.Format(time.RFC3339)}, source: sourceStepTime, through: learnT0.Add(300 * time.Second), observed: 1},
+		{name: "step time a little ahead", ann: []string{AnnStepTime, "0.179@" + soon.Format(time.RFC3339)}, through: soon, observed: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs, _ := newFake(t, node("n0", 4), node("n1", 4), running("g-0", "n0", 1, c.ann...), running("g-1", "n1", 2, AnnStepTime, "0.179@"+learnAt(300)))
+			s := startRounds(t, learnCfg(), cs)
+			roundWait(s, context.Background(), learnT0.Add(now*time.Second))
+			L := s.learn
+			if len(L.observed) != c.observed || !L.through.Equal(c.through) {
+				t.Errorf("observed %+v, learned through %v; want %d observation(s), through %v", L.observed, L.through, c.observed, c.through)
+			}
+			if v := learnedCM(t, cs).Annotations[AnnLearnedThrough]; v != c.through.Format(time.RFC3339) {
+				t.Errorf("the learned ConfigMap says it is learned through %s, want %s", v, c.through.Format(time.RFC3339))
+			}
+			if c.source == "" {
+				if len(L.rejected) != 0 {
+					t.Errorf("rejected %+v, want none", L.rejected)
+				}
+				return
+			}
+			if len(L.rejected) != 1 || L.rejected[0].Pod != "ns/g-0" || L.rejected[0].Source != c.source || L.rejected[0].Reason != rejectAhead {
+				t.Errorf("rejected %+v, want one on ns/g-0 from %s for %s", L.rejected, c.source, rejectAhead)
+			}
+			if got := testutil.ToFloat64(s.metrics.learn.rejected.WithLabelValues(c.source, rejectAhead)); got != 1 {
+				t.Errorf("pal_learned_reports_rejected_total{%s,%s} = %v, want 1", c.source, rejectAhead, got)
+			}
+		})
+	}
+}
