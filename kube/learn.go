@@ -42,6 +42,10 @@ const (
 	// beliefs move with every gang that ends, the ConfigMap at most this
 	// often (and once more at shutdown).
 	DefaultLearnedScoresWriteInterval = 30 * time.Second
+	// learnedWriteTimeout bounds one write of the learned ConfigMap
+	// (its reads and retries on a conflict included); one that fails is
+	// tried again at the next interval.
+	learnedWriteTimeout = 30 * time.Second
 
 	// AnnLearnedThrough, on the learned ConfigMap, is the end of the last
 	// gang run its beliefs include (RFC 3339): a restarted scheduler does
@@ -167,6 +171,11 @@ type learnStage struct {
 	count         int
 	dirty         bool
 	lastWrite     time.Time
+	// write is the ConfigMap write in flight (nil: none): a round hands
+	// it what to write and goes on, and a later round reads its outcome
+	// (settleWrite). One at a time, so an older content never lands over
+	// a newer one.
+	write *learnedWrite
 	// progressAt is the time of the last progress report learned from,
 	// by run (gang key @ bind round).
 	progressAt map[string]time.Time
@@ -601,8 +610,9 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 	} else if L.qFor != L.learner {
 		s.quarantineRound(now, false) // a new learner: every GPU once
 	}
-	if L.dirty && now.Sub(L.lastWrite) >= s.cfg.LearnedScoresWriteInterval.Duration {
-		_ = s.writeLearned(ctx, now)
+	L.settleWrite(false)
+	if L.dirty && L.write == nil && now.Sub(L.lastWrite) >= s.cfg.LearnedScoresWriteInterval.Duration {
+		s.startWrite(ctx, now)
 	}
 }
 
@@ -794,19 +804,83 @@ func (L *learnStage) learnedCSV() string {
 	return b.String()
 }
 
-// writeLearned writes the beliefs to the learned ConfigMap: created when
-// missing; otherwise only its ScoresKey and the two learned annotations
-// change (other keys and labels are kept), by an Update on the version
-// just read, retried on a conflict.
-func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
-	L := s.learn
-	L.lastWrite = now
+// learnedWrite is a write of the learned ConfigMap under way beside the
+// rounds.
+type learnedWrite struct {
+	done chan struct{} // closed when it has ended
+	err  error         // its outcome, set before done is closed
+}
+
+// learnedContent is what the learned ConfigMap is to hold now: its
+// scores table and the learned annotations.
+func (L *learnStage) learnedContent() (data string, ann map[string]string) {
 	L.syncKnown()
-	data := L.learnedCSV()
-	ann := map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText()}
+	ann = map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText()}
 	if !L.through.IsZero() {
 		ann[AnnLearnedThrough] = L.through.UTC().Format(time.RFC3339Nano)
 	}
+	return L.learnedCSV(), ann
+}
+
+// startWrite writes the learned ConfigMap beside the rounds: the round
+// does not wait on the apiserver (a write held for a minute held every
+// round behind it for that minute). The next round reads the outcome.
+func (s *Scheduler) startWrite(ctx context.Context, now time.Time) {
+	L := s.learn
+	L.lastWrite, L.dirty = now, false
+	data, ann := L.learnedContent()
+	w := &learnedWrite{done: make(chan struct{})}
+	L.write = w
+	go func() {
+		defer close(w.done)
+		wctx, cancel := context.WithTimeout(ctx, learnedWriteTimeout)
+		defer cancel()
+		w.err = s.putLearned(wctx, data, ann)
+	}()
+}
+
+// settleWrite takes the outcome of the write in flight, if it has ended
+// (or, with wait, once it has): one that failed leaves the ConfigMap
+// behind, and it is written again at the next interval.
+func (L *learnStage) settleWrite(wait bool) {
+	w := L.write
+	if w == nil {
+		return
+	}
+	if !wait {
+		select {
+		case <-w.done:
+		default:
+			return
+		}
+	}
+	<-w.done
+	L.write = nil
+	if w.err != nil {
+		L.dirty = true
+	}
+}
+
+// writeLearned writes the beliefs to the learned ConfigMap and waits for
+// the outcome (flushLearned).
+func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
+	L := s.learn
+	L.settleWrite(true)
+	L.lastWrite = now
+	data, ann := L.learnedContent()
+	if err := s.putLearned(ctx, data, ann); err != nil {
+		return err
+	}
+	L.dirty = false
+	return nil
+}
+
+// putLearned writes data and ann to the learned ConfigMap: created when
+// missing; otherwise only its ScoresKey and the learned annotations
+// change (other keys and labels are kept), by an Update on the version
+// just read, retried on a conflict. It touches no learning state: it
+// runs beside the rounds (startWrite).
+func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]string) error {
 	name, ns := s.cfg.LearnedScoresConfigMap, s.cfg.Namespace
 	cms := s.client.CoreV1().ConfigMaps(ns)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -845,9 +919,8 @@ func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
 		s.log.Warn("learned scores not written; retried at the next interval", "configmap", s.learnedSource(), "err", err)
 		return err
 	}
-	L.dirty = false
 	s.metrics.learn.writes.WithLabelValues("ok").Inc()
-	s.log.Debug("learned scores written", "configmap", s.learnedSource(), "gpus", len(L.known), "observations", L.count)
+	s.log.Debug("learned scores written", "configmap", s.learnedSource(), "bytes", len(data), "observations", ann[AnnLearnedObservations])
 	return nil
 }
 
@@ -859,6 +932,7 @@ func (s *Scheduler) flushLearned() {
 	if s.learn == nil {
 		return
 	}
+	s.learn.settleWrite(true) // a write in flight ends with the rounds' context
 	if s.learn.dirty {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -2,9 +2,11 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -848,5 +850,72 @@ func TestLearnRefusesReportsFromTheFuture(t *testing.T) {
 				t.Errorf("pal_learned_reports_rejected_total{%s,%s} = %v, want 1", c.source, rejectAhead, got)
 			}
 		})
+	}
+}
+
+// The learned ConfigMap is written beside the rounds, not in them: an
+// apiserver that holds the write (here until the test lets it go) holds
+// no round, and what the write was to say is written once it is let go.
+// A write that fails leaves the ConfigMap behind: it is written again at
+// the next interval, with what was learned meanwhile.
+func TestLearnWriteDoesNotHoldTheRound(t *testing.T) {
+	info := func(g string) string {
+		return `{"gang":"ns/` + g + `","round":"2026-03-01T12:00:00Z","pods":{"` + g + `-0":{"node":"n0","gpus":[0]}}}`
+	}
+	cs, _ := newFake(t, node("n0", 2), finished("a-0", "a", 1, "n0", []int{0}, info("a"), 0, 2*179))
+	release, fail := make(chan struct{}), false
+	var mu sync.Mutex
+	cs.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() != DefaultLearnedScoresConfigMap {
+			return false, nil, nil
+		}
+		<-release
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+		}
+		return false, nil, nil
+	})
+	s := startRounds(t, learnCfg(), cs)
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		s.Round(ctx, learnT0.Add(400*time.Second))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("the round waits on the learned ConfigMap's write")
+	}
+	close(release)
+	<-done
+	roundWait(s, ctx, learnT0.Add(410*time.Second))
+	if got := learnedCM(t, cs).Annotations[AnnLearnedObservations]; got != "1" || s.learn.dirty {
+		t.Fatalf("after the write was let go: %s=%q, dirty %v; want 1 and written", AnnLearnedObservations, got, s.learn.dirty)
+	}
+
+	// A failed write: behind, and written again at the next interval.
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, finished("b-0", "b", 1, "n0", []int{1}, info("b"), 0, 3*179), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "b-0", true)
+	roundWait(s, ctx, learnT0.Add(420*time.Second))
+	if s.learn.count != 2 || !s.learn.dirty {
+		t.Fatalf("count %d, dirty %v after a failed write; want 2 and behind", s.learn.count, s.learn.dirty)
+	}
+	if got := testutil.ToFloat64(s.metrics.learn.writes.WithLabelValues("error")); got != 1 {
+		t.Errorf("pal_learned_scores_writes_total{result=error} = %v, want 1", got)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	roundWait(s, ctx, learnT0.Add(430*time.Second))
+	if got := learnedCM(t, cs).Annotations[AnnLearnedObservations]; got != "2" || s.learn.dirty {
+		t.Errorf("the write after the failed one: %s=%q, dirty %v; want 2 and written", AnnLearnedObservations, got, s.learn.dirty)
 	}
 }

@@ -70,11 +70,16 @@ func startRounds(t *testing.T, cfg Config, cs *fake.Clientset) *Scheduler {
 }
 
 // roundWait runs a round and waits until the binder has settled its
-// binds and evictions and its group statuses are written.
+// binds and evictions, its group statuses are written, and so is the
+// learned ConfigMap if the round started a write of it (its outcome
+// taken, as the next round would).
 func roundWait(s *Scheduler, ctx context.Context, at time.Time) {
 	s.Round(ctx, at)
 	_ = s.binder.Wait(ctx)
 	s.statusWG.Wait()
+	if s.learn != nil {
+		s.learn.settleWrite(true)
+	}
 }
 
 // One round on a hand-built cluster: the 2x2 gang gets one node's four
