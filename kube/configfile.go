@@ -83,6 +83,11 @@ func (f *configFile) check(m *yaml3.Node, t reflect.Type, prefix string) error {
 			}
 			continue
 		}
+		if val.Kind == yaml3.ScalarNode && val.Tag == "!!null" {
+			// The decoder leaves a field given null at its default: a
+			// value forgotten would run as the default, unsaid.
+			return fmt.Errorf("%s:%d: field %s: no value (leave the key out to keep its default)", f.path, val.Line, quote.Value(name))
+		}
 		// Decode the value alone into its field's type, exactly as the
 		// whole file is decoded.
 		one, err := yaml3.Marshal(val)

@@ -34,6 +34,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"dcgm interval", "dcgm:\n  service: a/b\n  interval: 100ms\n", `c.yaml:3: field dcgm.interval: must be at least 1s`},
 		{"invalid default-only", "scheduler: nope\n", `c.yaml:1: field scheduler:`},
 		{"too large", "# " + strings.Repeat("x", maxConfigBytes) + "\n", `bytes, more than the 1048576 a config may have`},
+		// A key with no value is a value forgotten, not a request for the
+		// default: it must not load as the default (qps 200, seed 42,
+		// Tiresias' own thresholds), nor fail in JSON's words without a line.
+		{"no value", "namespace: pal\nqps:\n", `c.yaml:2: field "qps": no value`},
+		{"null", "seed: ~\n", `c.yaml:1: field "seed": no value`},
+		{"null duration", "period: null\n", `c.yaml:1: field "period": no value`},
+		{"null list", "tiresiasThresholds:\n", `c.yaml:1: field "tiresiasThresholds": no value`},
+		{"null nested", "themis:\n  knob:\n", `c.yaml:2: field "themis.knob": no value`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "c.yaml")
