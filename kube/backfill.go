@@ -1,13 +1,18 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
-	"github.com/palsched/pal/policy/backfill"
+	"math"
+	"strconv"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
-	"math"
-
+	"github.com/palsched/pal/internal/quote"
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/round"
 	"github.com/palsched/pal/workload"
 )
@@ -76,4 +81,122 @@ func (s *Scheduler) reserved(j *workload.Job) string {
 		return "; backfill keeps its place at the head, no running gang's end is known"
 	}
 	return fmt.Sprintf("; backfill reserves %d GPUs for it, free in about %.0f s by the running gangs' pal.io/iterations", len(b.Last.GPUs), b.Last.In)
+}
+
+// The promises backfill made outlive the process through the pods: a
+// gang that backfill started past a waiting head carries the head's gang
+// key and its promised start in wall time (AnnBackfillHead,
+// AnnBackfillPromise), and a fresh placer (a new process, a new leader
+// term) reads them back before it places (restoreBackfillRecords). The
+// placer's clock is the scheduler's jobTime: at a round that starts at
+// wall time start, clock P is wall start + (P - jobTime) / TimeScale.
+
+// promiseRange bounds how far from the round a recorded promise may lie
+// (wall time): beyond it a record is not one this scheduler wrote.
+const promiseRange = 366 * 24 * time.Hour
+
+// backfillRecord is what a gang's bind records when backfill started j
+// past a waiting head: the head's gang key and its promised start ("":
+// none), or nothing when j was not backfilled.
+func (s *Scheduler) backfillRecord(j *workload.Job, order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) (head, promise string) {
+	b := backfill.Unwrap(s.pol.place)
+	if b == nil {
+		return "", ""
+	}
+	h, at, ok := b.Jumped(j.ID)
+	if !ok {
+		return "", ""
+	}
+	for _, o := range order {
+		if o.ID == h {
+			if g := byJob[o]; g != nil {
+				head = g.Key
+			}
+			break
+		}
+	}
+	if head == "" {
+		return "", ""
+	}
+	if d := (at - s.jobTime) / s.cfg.TimeScale; math.Abs(d) <= promiseRange.Seconds() {
+		promise = start.Add(time.Duration(d * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+	}
+	return head, promise
+}
+
+// restoreBackfillRecords gives the backfill placer the records the
+// running gangs' pods carry (see backfillRecord) whose head still waits,
+// their promised times on the placer's clock. A record naming a head that
+// runs or is gone says nothing more; one that cannot be read is logged
+// (once per gang, naming the pod and the annotation) and ignored. It
+// reports whether a gang with a record is partly bound (a crash cut its
+// binding off): the next round, which completes it, looks again.
+func (s *Scheduler) restoreBackfillRecords(snap *snapshot, start time.Time) bool {
+	b := backfill.Unwrap(s.pol.place)
+	if b == nil {
+		return false
+	}
+	again := false
+	for _, g := range snap.Gangs {
+		if g.Job == nil || (g.State != state.GangRunning && g.State != state.GangPartial) {
+			continue
+		}
+		var p *corev1.Pod
+		for _, q := range g.Bound {
+			if _, ok := q.Annotations[AnnBackfillHead]; ok {
+				p = q
+				break
+			}
+		}
+		if p == nil {
+			continue
+		}
+		if g.State == state.GangPartial {
+			again = true
+			continue
+		}
+		key := p.Annotations[AnnBackfillHead]
+		if key == "" || key == g.Key {
+			s.log.Warn("ignoring a backfill record", "pod", podKey(p), "annotation", AnnBackfillHead,
+				"value", quote.Value(key), "err", "want the key of another gang")
+			continue
+		}
+		at := math.Inf(1)
+		if v, ok := p.Annotations[AnnBackfillPromise]; ok {
+			w, err := parsePromise(v, start)
+			if err != nil {
+				s.log.Warn("ignoring a backfill record", "pod", podKey(p), "annotation", AnnBackfillPromise,
+					"value", quote.Value(v), "err", err)
+				continue
+			}
+			at = s.jobTime + w.Sub(start).Seconds()*s.cfg.TimeScale
+		}
+		head := snap.ByKey[key]
+		if head == nil || head.Job == nil || head.State != state.GangQueued {
+			continue // the head runs, or is gone: the promise is kept or moot
+		}
+		if b.Restore(g.Job.ID, head.Job.ID, at) {
+			s.log.Info("backfill record restored", "gang", gangName(g.Key), "head", gangName(key), "promised", p.Annotations[AnnBackfillPromise])
+		}
+	}
+	return again
+}
+
+// parsePromise reads AnnBackfillPromise: RFC 3339 (fractions of a second
+// allowed) or unix seconds, within promiseRange of start.
+func parsePromise(v string, start time.Time) (time.Time, error) {
+	var w time.Time
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f-float64(start.Unix())) > promiseRange.Seconds() {
+			return time.Time{}, fmt.Errorf("unix seconds %v: want a time within %v of now", f, promiseRange)
+		}
+		sec, frac := math.Modf(f)
+		w = time.Unix(int64(sec), int64(frac*1e9))
+	} else if w, err = time.Parse(time.RFC3339Nano, v); err != nil {
+		return time.Time{}, errors.New("want RFC 3339 or unix seconds")
+	}
+	if d := w.Sub(start); d > promiseRange || d < -promiseRange {
+		return time.Time{}, fmt.Errorf("%s is more than %v from now", w.UTC().Format(time.RFC3339), promiseRange)
+	}
+	return w, nil
 }

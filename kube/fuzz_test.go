@@ -19,6 +19,7 @@ var fuzzAnns = map[string]string{
 	"gang": AnnGang, "size": AnnGangSize, "class": AnnClass, "model": AnnModel, "iters": AnnIterations,
 	"idx": AnnGPUIndices, "info": AnnBindInfo, "slow": AnnSlowdown, "app": AnnApp, "lease": AnnLeaseUntil,
 	"progress": AnnProgress, "step": AnnStepTime, "vc": AnnVC, "prio": AnnPriority, "pinned": AnnPinnedCell, "leaf": AnnLeafCellType,
+	"bfhead": AnnBackfillHead, "bfpromise": AnnBackfillPromise,
 }
 
 // fuzzPods reads pods from a spec, one per line, fields split by '|':
@@ -79,9 +80,12 @@ func fuzzPods(spec string, at time.Time) []*corev1.Pod {
 }
 
 // fuzzConfigs are every scheduling order under every tenancy (quota
-// under themis is refused by the config itself).
+// under themis is refused by the config itself), and FIFO under EASY
+// backfill (which reads the backfill records of running gangs).
 func fuzzConfigs() []Config {
-	var out []Config
+	bf := testCfg()
+	bf.Backfill = "easy"
+	out := []Config{bf}
 	for _, sched := range []string{"fifo", "las", "srtf", "tiresias-las", "themis"} {
 		for _, ten := range []string{"none", "quota", "hived"} {
 			if sched == "themis" && ten == "quota" {
@@ -111,6 +115,8 @@ func FuzzRoundPods(f *testing.F) {
 	f.Add("-1||||\n500m||||\n1||||iters=NaN\n1||||iters=1e300;class=Z\n1|n9|||idx=0\n1|n0|||idx=0,0")
 	f.Add("1|||native:pg|\n1|||cosched:x|\n1||||app=x;lease=2020-01-01T00:00:00Z;progress=5@now;step=1@x")
 	f.Add("8||||model=BERT\n8||||model=BERT\n4|n1|||idx=0,1,2,3;model=BERT;iters=1")
+	f.Add("2|n0|set||idx=0,1;model=BERT;iters=9;bfhead=ns/pod:f1;bfpromise=NaN\n8||||model=BERT;iters=5\n" +
+		"2|n1|set||idx=0,1;bfhead=ns/pod:f1;bfpromise=2027-01-15T08:00:00.5Z\n2|n1|set||idx=2,3;bfhead=ns/pod:f3;bfpromise=1e308")
 	cfgs := fuzzConfigs()
 	f.Fuzz(func(t *testing.T, spec string) {
 		if len(spec) > 4096 {

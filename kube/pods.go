@@ -20,6 +20,9 @@ const (
 	AnnBindInfo   = podspec.AnnBindInfo
 	AnnSlowdown   = podspec.AnnSlowdown
 
+	AnnBackfillHead    = podspec.AnnBackfillHead
+	AnnBackfillPromise = podspec.AnnBackfillPromise
+
 	ResourceGPU = podspec.ResourceGPU
 
 	LabelCoschedPodGroup = podspec.LabelCoschedPodGroup

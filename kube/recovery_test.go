@@ -85,7 +85,8 @@ const bindInfo3 = `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{` +
 // after its first bind: w-0 is bound on n0 devices 0,1 and carries the
 // whole gang's record (w-1 on n1 devices 2,3, w-2 on n2 devices 1,2). The
 // next round binds w-1 to n1 with indices 2,3 and w-2 to n2 with 1,2,
-// each with the same record and w-0's slowdown, and evicts nothing. When
+// each with the same record, w-0's slowdown and w-0's backfill record
+// (the waiting gang it jumped and its promise), and evicts nothing. When
 // w-2 vanished and its controller made w-3 instead, w-3 takes w-2's
 // recorded slot (n2, 1,2); when w-1 and w-2 both vanished for w-3 and
 // w-4, the vanished slots go in name order: w-3 gets w-1's (n1, 2,3), w-4
@@ -101,7 +102,8 @@ func TestRoundCompletesCrashCutGang(t *testing.T) {
 		{[]string{"w-1", "w-3"}, map[string]PodBind{"w-1": {Node: "n1", GPUs: []int{2, 3}}, "w-3": {Node: "n2", GPUs: []int{1, 2}}}},
 		{[]string{"w-3", "w-4"}, map[string]PodBind{"w-3": {Node: "n1", GPUs: []int{2, 3}}, "w-4": {Node: "n2", GPUs: []int{1, 2}}}},
 	} {
-		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3, AnnSlowdown, "1.5"), "n0")))
+		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3, AnnSlowdown, "1.5",
+			AnnBackfillHead, "ns/h", AnnBackfillPromise, "2026-01-01T01:00:00Z"), "n0")))
 		objs := []runtime.Object{node("n0", 4), node("n1", 4), node("n2", 4), w0}
 		for _, n := range tc.pending {
 			objs = append(objs, owned(pod(n, 2, gangAnn("w", 3), "")))
@@ -126,6 +128,9 @@ func TestRoundCompletesCrashCutGang(t *testing.T) {
 			}
 			if b.Annotations[AnnSlowdown] != "1.5" {
 				t.Errorf("pending %v: %s slowdown %q, want w-0's 1.5", tc.pending, name, b.Annotations[AnnSlowdown])
+			}
+			if h, p := b.Annotations[AnnBackfillHead], b.Annotations[AnnBackfillPromise]; h != "ns/h" || p != "2026-01-01T01:00:00Z" {
+				t.Errorf("pending %v: %s backfill record %q %q, want w-0's ns/h 2026-01-01T01:00:00Z", tc.pending, name, h, p)
 			}
 		}
 	}

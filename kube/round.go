@@ -165,6 +165,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		}
 	}
 	s.plan.buf = order[:0] // its backing array serves the next round
+	if s.restoreBackfill {
+		s.restoreBackfill = s.restoreBackfillRecords(snap, start)
+	}
 	s.cleanWhy(snap)
 	s.metrics.BoundNow.Set(float64(boundPods))
 
@@ -637,10 +640,17 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 			}
 			raw := mustJSON(info)
 			slow := s.slowdown(snap, d.Job, d.To)
+			head, promise := s.backfillRecord(d.Job, order, byJob, start)
 			for i, p := range g.Pending {
 				ann := s.th.annotate(g.Key, map[string]string{
 					AnnGPUIndices: FormatIndices(parts[i].GPUs), AnnBindInfo: raw, AnnSlowdown: fmtFloat(slow),
 				})
+				if head != "" {
+					ann[AnnBackfillHead] = head
+					if promise != "" {
+						ann[AnnBackfillPromise] = promise
+					}
+				}
 				tasks = append(tasks, s.bindTask(p, parts[i].Node, ann, g.Key))
 			}
 			delete(s.lastWhy, g.Key)
@@ -737,8 +747,10 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 	tasks := make([]*bind.Task, 0, len(todo))
 	for i, p := range todo {
 		ann := map[string]string{AnnGPUIndices: FormatIndices(slots[i].GPUs), AnnBindInfo: raw}
-		if v := g.Bound[0].Annotations[AnnSlowdown]; v != "" {
-			ann[AnnSlowdown] = v
+		for _, k := range []string{AnnSlowdown, AnnBackfillHead, AnnBackfillPromise} {
+			if v := g.Bound[0].Annotations[k]; v != "" {
+				ann[k] = v
+			}
 		}
 		tasks = append(tasks, s.bindTask(p, slots[i].Node, ann, g.Key))
 	}

@@ -13,8 +13,10 @@
 // until the informers show a bind, the state holds its devices.
 //
 // The cluster itself is the durable record: every bound pod records its
-// devices and its whole gang's placement, so a restarted scheduler
-// rebuilds everything from the pods before its first round.
+// devices and its whole gang's placement (and, for a gang backfill
+// started, the waiting gang it jumped and that gang's promised start), so
+// a restarted scheduler rebuilds everything from the pods before its
+// first round.
 package kube
 
 import (
@@ -124,6 +126,11 @@ type Scheduler struct {
 	actions   int64              // binds, evictions and set-asides handed out, ever
 	faulty    map[string]uint64  // gangs whose planning panicked -> the state generation then
 
+	// restoreBackfill: the next round gives the backfill placer what the
+	// running gangs' pods record of the promises an earlier process or
+	// leader made (set at a start and at each term's start).
+	restoreBackfill bool
+
 	learn *learnStage // nil: learnScores off
 	dcgm  *dcgmStage  // nil: no dcgm exporters configured
 
@@ -182,6 +189,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	if m, _ := cfg.backfillMode(); m != backfill.None {
 		s.pol.place = backfill.Wrap(s.pol.place, m, s.estimate)
 		backfill.Unwrap(s.pol.place).Keep = func(j *workload.Job) bool { return s.keptSet[j] }
+		s.restoreBackfill = true
 	}
 	if p, ok := s.pol.place.(policy.Pure); ok {
 		s.pure = p.Pure()
@@ -428,6 +436,9 @@ func (s *Scheduler) loop(ctx context.Context) {
 	defer s.flushLearned()
 	s.binder.Start(ctx)
 	s.verifyUnsettled()
+	// Another leader may have backfilled gangs since this replica last
+	// led: their pods say which heads they jumped.
+	s.restoreBackfill = backfill.Unwrap(s.pol.place) != nil
 	// The first round runs at once: it rebuilds state from the pods and
 	// completes any gang whose binding a crash cut off.
 	s.Round(ctx, time.Now())

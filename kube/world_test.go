@@ -507,11 +507,11 @@ func TestNoGPUTwiceUnderFaults(t *testing.T) {
 
 // recreate makes an evicted pod again, pending, as its controller would:
 // the same name, GPUs, creation time and annotations, less what a bind
-// wrote (devices, bind-info, slowdown).
+// wrote (devices, bind-info, slowdown, backfill record).
 func (w *world) recreate(old *corev1.Pod) {
 	ann := map[string]string{}
 	for a, v := range old.Annotations {
-		if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown {
+		if a != AnnGPUIndices && a != AnnBindInfo && a != AnnSlowdown && a != AnnBackfillHead && a != AnnBackfillPromise {
 			ann[a] = v
 		}
 	}

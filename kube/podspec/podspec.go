@@ -47,6 +47,19 @@ const (
 	// AnnSlowdown is written at binding: the expected slowdown against a
 	// median GPU inside one node (slowest GPU's value x locality).
 	AnnSlowdown = "pal.io/slowdown"
+	// AnnBackfillHead is written at binding on a gang that backfill
+	// (backfill: easy) started past a waiting gang, the head: the head's
+	// gang key (namespace/name, namespace/job:NAME or namespace/pod:NAME,
+	// as the scheduler names gangs). With AnnBackfillPromise it is how
+	// the promise made to the head outlives the scheduler process: a
+	// restarted scheduler, or a new leader, reads it from the running
+	// gangs and still preempts the gang for the head once the head's
+	// promised time has come, and not for it before.
+	AnnBackfillHead = "pal.io/backfill-head"
+	// AnnBackfillPromise is written with AnnBackfillHead when the head's
+	// reservation made a promise: when the head was promised to start,
+	// RFC 3339 in UTC with nanoseconds (unix seconds are read too).
+	AnnBackfillPromise = "pal.io/backfill-promise"
 
 	// ResourceGPU is the extended resource GPU nodes advertise and GPU
 	// pods request.

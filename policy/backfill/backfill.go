@@ -164,6 +164,53 @@ func (p *Placer) SetNow(T float64) { p.now = T }
 // Now is the clock's time as the last SetNow set it.
 func (p *Placer) Now() float64 { return p.now }
 
+// Jumped says whether job was started by backfill past a head that
+// still waited when the placer last looked, which head, and the time the
+// head was promised (the clock's time; +Inf when its reservation made no
+// promise). A driver records it where it outlives the placer (pal-kube
+// scheduler: on the job's pods) and gives it back through Restore.
+func (p *Placer) Jumped(job int) (head int, promisedAt float64, ok bool) {
+	head, ok = p.jumped[job]
+	if !ok {
+		return -1, math.Inf(1), false
+	}
+	promisedAt, has := p.promise[head]
+	if !has {
+		promisedAt = math.Inf(1)
+	}
+	return head, promisedAt, true
+}
+
+// Restore gives a placer that starts afresh (a driver's new process)
+// what an earlier one knew of a running job it started by backfill: the
+// head it jumped and the time the head was promised (the clock's time,
+// as SetNow reads it; +Inf: no promise). The head's promise is kept as
+// the earliest it was ever given. It answers false, changing nothing,
+// when the record cannot be one: the job is its own head, an id is
+// negative, or promisedAt is not a number or -Inf. The next Place
+// forgets what does not hold in its order, as it does with its own
+// record: a job that no longer runs or is gone, a head that runs or is
+// gone; a job Keep keeps is never a backfilled one.
+func (p *Placer) Restore(job, head int, promisedAt float64) bool {
+	if job == head || job < 0 || head < 0 || math.IsNaN(promisedAt) || math.IsInf(promisedAt, -1) {
+		return false
+	}
+	if p.jumped == nil {
+		p.jumped = map[int]int{}
+	}
+	p.jumped[job] = head
+	if math.IsInf(promisedAt, 1) {
+		return true
+	}
+	if P, ok := p.promise[head]; !ok || promisedAt < P {
+		if p.promise == nil {
+			p.promise = map[int]float64{}
+		}
+		p.promise[head] = promisedAt
+	}
+	return true
+}
+
 // Wrap returns base with backfill in mode m, or base itself for none. A
 // base that prices moves (policy.MoveJudge) keeps doing so.
 func Wrap(base policy.Placer, m Mode, est Estimate) policy.Placer {

@@ -109,3 +109,110 @@ func TestKeepHoldsItsGPUs(t *testing.T) {
 		t.Errorf("reservation %+v, want the head in 100 s on 4 GPUs, nothing preempted", p.Last)
 	}
 }
+
+// Restore gives a fresh placer (a restarted driver) an earlier one's
+// record of a job it backfilled: 4 GPUs; job 2 was backfilled on GPUs 0
+// and 1 past the 4-GPU head (job 1), promised 50 for when job 0 would
+// end; job 0 ended early, and job 2 now says 500 s more (it overran its
+// estimate). At 0, job 2 keeps its GPUs (the head waits for its
+// promised time, which the reservation then says); at 50 job 2 is
+// preempted and the head starts on all 4 GPUs. A fresh placer without
+// the record sees job 2 as any job behind the head: the base stops it
+// at 0, before the promised time.
+func TestRestorePromise(t *testing.T) {
+	cl, _ := cluster.New(1, 4)
+	env := &policy.Env{Cluster: cl}
+	left := 500.0
+	est := func(_ *policy.Env, j *workload.Job, _ []int) float64 {
+		if j.Running() {
+			return left
+		}
+		return 100
+	}
+	for _, restore := range []bool{true, false} {
+		left = 500
+		base, _ := place.New("packed-sticky")
+		p := Unwrap(Wrap(base, EASY, est))
+		head, s := job(1, 4, nil), job(2, 2, []int{0, 1})
+		if restore && !p.Restore(2, 1, 50) {
+			t.Fatal("Restore(2, 1, 50) refused")
+		}
+		p.SetNow(0)
+		alloc := p.Place(env, []*workload.Job{head, s})
+		if !restore {
+			if len(alloc[0]) != 4 || alloc[1] != nil {
+				t.Errorf("without the record, at 0: answer %v: want the head started on job 2's GPUs", alloc)
+			}
+			continue
+		}
+		if alloc[0] != nil || len(alloc[1]) != 2 || len(p.Last.Preempted) != 0 || p.Last.In != 50 {
+			t.Fatalf("at 0: answer %v, reservation %+v: want the head waiting 50 s, job 2 running, nothing preempted", alloc, p.Last)
+		}
+		p.SetNow(50)
+		left = 450
+		alloc = p.Place(env, []*workload.Job{head, s})
+		if len(alloc[0]) != 4 || alloc[1] != nil || len(p.Last.Preempted) != 1 || p.Last.Preempted[0] != 2 {
+			t.Errorf("at 50: answer %v, reservation %+v: want job 2 preempted and the head on all 4 GPUs", alloc, p.Last)
+		}
+	}
+}
+
+// Restore keeps the record's invariants: a head's promise is the
+// earliest given, a record that cannot be one changes nothing, +Inf
+// records the jump without a promise, and the next Place forgets the
+// jumps whose head runs or is gone and those of jobs that no longer
+// run, with their promises.
+func TestRestoreInvariants(t *testing.T) {
+	base, _ := place.New("packed-sticky")
+	p := Unwrap(Wrap(base, EASY, func(*policy.Env, *workload.Job, []int) float64 { return 100 }))
+	for _, r := range []struct {
+		job, head int
+		at        float64
+		ok        bool
+	}{
+		{3, 1, 80, true}, {2, 1, 50, true}, {4, 1, 70, true},
+		{5, 5, 10, false}, {5, 1, math.NaN(), false}, {5, 1, math.Inf(-1), false}, {-1, 1, 10, false}, {5, -1, 10, false},
+		{6, 7, math.Inf(1), true},
+		{8, 9, 40, true},
+		{10, 11, 30, true},
+	} {
+		if got := p.Restore(r.job, r.head, r.at); got != r.ok {
+			t.Errorf("Restore(%d, %d, %v) = %v, want %v", r.job, r.head, r.at, got, r.ok)
+		}
+	}
+	for _, c := range []struct {
+		job, head int
+		at        float64
+	}{{2, 1, 50}, {3, 1, 50}, {4, 1, 50}, {6, 7, math.Inf(1)}, {8, 9, 40}, {10, 11, 30}} {
+		if h, P, ok := p.Jumped(c.job); !ok || h != c.head || P != c.at {
+			t.Errorf("Jumped(%d) = %d, %v, %v; want %d, %v", c.job, h, P, ok, c.head, c.at)
+		}
+	}
+	if _, _, ok := p.Jumped(5); ok {
+		t.Error("a refused record was kept")
+	}
+	if P := p.promise[5]; P != 0 || len(p.promise) != 3 {
+		t.Errorf("promises %v, want those of heads 1, 9 and 11", p.promise)
+	}
+	// Head 1 and head 11 wait; head 9 runs; head 7 is gone; job 10 no
+	// longer runs (it was preempted, and does not fit the 3 free GPUs);
+	// jobs 2 and 3 run, job 4 is gone.
+	cl, _ := cluster.New(2, 4)
+	order := []*workload.Job{job(1, 8, nil), job(9, 1, []int{7}), job(11, 8, nil),
+		job(2, 1, []int{0}), job(3, 1, []int{1}), job(6, 1, []int{2}), job(8, 1, []int{3}), job(10, 4, nil)}
+	p.Place(&policy.Env{Cluster: cl}, order)
+	for _, c := range []struct {
+		job  int
+		kept bool
+	}{{2, true}, {3, true}, {4, false}, {6, false}, {8, false}, {10, false}} {
+		if _, _, ok := p.Jumped(c.job); ok != c.kept {
+			t.Errorf("after Place, job %d recorded %v, want %v", c.job, ok, c.kept)
+		}
+	}
+	if _, ok := p.promise[9]; ok {
+		t.Errorf("promise of head 9, which runs, kept: %v", p.promise)
+	}
+	if P, ok := p.promise[1]; !ok || P != 50 {
+		t.Errorf("head 1's promise %v, %v; want 50", P, ok)
+	}
+}

@@ -1,0 +1,206 @@
+package kube
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// restart replaces the world's scheduler by a fresh one on the same
+// objects, as a new process (or a new leader) would start: a new state
+// and placer, fed every object as its informers' first lists would.
+func (w *world) restart() {
+	w.t.Helper()
+	s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	s.binder.Backoff, s.binder.MaxBackoff = time.Millisecond, 4*time.Millisecond
+	s.Start(w.ctx)
+	w.t.Cleanup(s.Stop)
+	w.s = s
+	w.known = map[string]bool{}
+	w.relist()
+}
+
+// playOverrunWith runs the backfill hand case's rounds every 100 s from
+// 0 to 2500 s with the scheduler restarted before the round at restartAt
+// (-1: never): a bound pod ends after runFor[its gang] seconds from its
+// bind; an evicted pod is made again by its controller with the time it
+// has left. after runs at the end of each second's round. It returns the
+// binds ("sec: pods") and the evictions.
+func playOverrunWith(t *testing.T, w *world, at func(int) time.Time, runFor map[string]int, restartAt int, after func(sec int)) (got, evicted []string) {
+	t.Helper()
+	ends, started := map[string]int{}, map[string]int{}
+	for sec := 0; sec <= 2500; sec += 100 {
+		for p, e := range ends {
+			if e == sec {
+				w.finish("ns/" + p)
+				delete(ends, p)
+			}
+		}
+		if sec == restartAt {
+			w.restart()
+		}
+		w.deliver(-1)
+		w.round(at(sec))
+		w.deliver(-1)
+		w.mu.Lock()
+		var gone []*corev1.Pod
+		for _, p := range w.pods {
+			if p.DeletionTimestamp != nil {
+				gone = append(gone, p)
+			}
+		}
+		w.mu.Unlock()
+		for _, old := range gone {
+			w.remove("ns/" + old.Name)
+			evicted = append(evicted, fmt.Sprintf("%d: %s", sec, old.Name))
+			runFor[old.Name] -= sec - started[old.Name]
+			w.recreate(old)
+		}
+		w.deliver(-1)
+		live := map[string]bool{}
+		var now []string
+		for _, k := range strings.Fields(w.bound()) {
+			name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
+			live[name] = true
+			if _, ok := ends[name]; !ok {
+				now = append(now, name)
+				d, ok := runFor[name]
+				if !ok {
+					d = runFor[name[:1]]
+				}
+				ends[name], started[name] = sec+d, sec
+			}
+		}
+		for name := range ends {
+			if !live[name] {
+				delete(ends, name) // evicted
+			}
+		}
+		if err := w.check(); err != nil {
+			t.Fatalf("t=%d: %v", sec, err)
+		}
+		if len(now) > 0 {
+			slices.Sort(now)
+			got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
+		}
+		after(sec)
+	}
+	return got, evicted
+}
+
+// The promise backfill made to a waiting gang outlives the scheduler:
+// the overrun case. a (two 4-GPU pods) says 1000 s; g (16 GPUs, 500 s)
+// is reserved all 16 GPUs at a's stated end, 1000, its promised start;
+// s (2 GPUs) says 1000 iterations, which end by then, so it binds at 0
+// on reserved GPUs, but runs 1500 s. At 1000 s is evicted, g binds at
+// 1100 and s again at 1600 (g ends). When a ends early, at 700, g would
+// fit if s were evicted, but s was promised its GPUs until g's promised
+// time: the same answer. The scheduler is replaced by a fresh one before
+// the round at 500 (a restart, or another replica taking the lease): it
+// reads s's pods' record and does the same, at the same times, as the
+// one that ran throughout. Without the record it took s for any gang
+// behind g, and with a ending at 700 evicted it then, as soon as g fitted.
+func TestSchedulerBackfillPromiseSurvivesRestart(t *testing.T) {
+	wantBinds := []string{"0: a-0 a-1 s", "1100: g-0 g-1 g-2 g-3", "1600: s"}
+	promised := time.Unix(1_001_000, 0).UTC().Format(time.RFC3339Nano)
+	for _, placement := range []string{"packed-sticky", "pal-ma"} {
+		for _, c := range []struct{ aRun, restartAt int }{{1000, -1}, {1000, 500}, {700, -1}, {700, 500}} {
+			aRun, restartAt := c.aRun, c.restartAt
+			t.Run(fmt.Sprintf("%s/a ends at %d/restart at %d", placement, aRun, restartAt), func(t *testing.T) {
+				w, t0, at, ann := backfillCase(t, placement, "easy")
+				w.create("s", 2, ann("1000"), t0.Add(-2*time.Second))
+				// Before any eviction: s's pods carry the record, the
+				// others none.
+				var recs []string
+				check := func(sec int) {
+					if sec != 100 {
+						return
+					}
+					w.mu.Lock()
+					defer w.mu.Unlock()
+					for _, k := range slices.Sorted(maps.Keys(w.pods)) {
+						p := w.pods[k]
+						if h, ok := p.Annotations[AnnBackfillHead]; ok || p.Annotations[AnnBackfillPromise] != "" {
+							recs = append(recs, k+" "+h+" "+p.Annotations[AnnBackfillPromise])
+						}
+					}
+				}
+				got, evicted := playOverrunWith(t, w, at, map[string]int{"a": aRun, "g": 500, "s": 1500}, restartAt, check)
+				if want := []string{"ns/s ns/g " + promised}; !slices.Equal(recs, want) {
+					t.Errorf("records at 100 s %q, want %q", recs, want)
+				}
+				if !slices.Equal(got, wantBinds) {
+					t.Errorf("binds %q, want %q", got, wantBinds)
+				}
+				if !slices.Equal(evicted, []string{"1000: s"}) {
+					t.Errorf("evicted %q, want s at 1000 (g's promised start)", evicted)
+				}
+			})
+		}
+	}
+}
+
+// A record that cannot be read, or names no waiting gang, is ignored:
+// the restarted scheduler runs on, s counts as any gang behind g (it is
+// evicted at 700, when g fits), and an unreadable record is logged once,
+// naming the pod and the annotation.
+func TestSchedulerBackfillRecordIgnored(t *testing.T) {
+	for _, c := range []struct {
+		name, ann, value, warn string
+	}{
+		{"bad time", AnnBackfillPromise, "tomorrow at noon", AnnBackfillPromise},
+		{"NaN", AnnBackfillPromise, "NaN", AnnBackfillPromise},
+		{"infinite", AnnBackfillPromise, "+Inf", AnnBackfillPromise},
+		{"year 9999", AnnBackfillPromise, "9999-12-31T23:59:59Z", AnnBackfillPromise},
+		{"unix, far", AnnBackfillPromise, "1e12", AnnBackfillPromise},
+		{"itself", AnnBackfillHead, "ns/pod:s", AnnBackfillHead},
+		{"empty head", AnnBackfillHead, "", AnnBackfillHead},
+		{"unknown head", AnnBackfillHead, "ns/nope", ""},
+		{"head bound", AnnBackfillHead, "ns/a", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, t0, at, ann := backfillCase(t, "packed-sticky", "easy")
+			w.create("s", 2, ann("1000"), t0.Add(-2*time.Second))
+			spoil := func(sec int) {
+				if sec != 400 {
+					return
+				}
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				for _, k := range []string{"ns/s"} {
+					p := w.pods[k].DeepCopy()
+					p.Annotations[c.ann] = c.value
+					w.put(p)
+				}
+			}
+			got, evicted := playOverrunWith(t, w, at, map[string]int{"a": 700, "g": 500, "s": 1500}, 500, spoil)
+			if want := []string{"0: a-0 a-1 s", "800: g-0 g-1 g-2 g-3", "1300: s"}; !slices.Equal(got, want) {
+				t.Errorf("binds %q, want %q", got, want)
+			}
+			if !slices.Equal(evicted, []string{"700: s"}) {
+				t.Errorf("evicted %q, want s at 700", evicted)
+			}
+			var warns []string
+			for _, l := range strings.Split(w.log.String(), "\n") {
+				if strings.Contains(l, "level=WARN") && strings.Contains(l, "backfill record") {
+					warns = append(warns, l)
+				}
+			}
+			switch {
+			case c.warn == "" && len(warns) > 0:
+				t.Errorf("warned of a record that is only stale:\n%s", strings.Join(warns, "\n"))
+			case c.warn != "" && (len(warns) != 1 || !strings.Contains(warns[0], "pod=ns/s") || !strings.Contains(warns[0], "annotation="+c.warn)):
+				t.Errorf("warnings %q, want one naming pod ns/s and %s", warns, c.warn)
+			}
+		})
+	}
+}
