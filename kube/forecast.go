@@ -59,6 +59,15 @@ type ForecastState struct {
 	SchedulerName, PlacementName, Backfill string
 	// Config is the scheduler's config the policies come from.
 	Config Config
+	// Kept are the ids of the running jobs of Jobs that stay where they
+	// run until they end: gangs the round may not evict (bare pods, a
+	// Job an eviction would fail), which under backfill it keeps in its
+	// placer's order, held in place (backfill.Placer.Keep), so that a
+	// gang needing their GPUs is reserved them when they free. Without
+	// backfill they are not in the forecast, their GPUs cut out of
+	// Cluster, as the round cuts them out; a what-if that turns backfill
+	// off leaves them to the placer as any running gang.
+	Kept []int
 }
 
 // WithPolicies is st with cfg's scheduler, placement and backfill for
@@ -78,6 +87,7 @@ func (st *ForecastState) WithPolicies(cfg Config) (*ForecastState, error) {
 	if out.Scheduler, out.Placer, err = forecastPolicies(cfg, nil); err != nil {
 		return nil, err
 	}
+	keepIn(out.Placer, out.Kept)
 	out.SchedulerName, out.PlacementName, out.Backfill = out.Scheduler.Name(), out.Placer.Name(), cfg.Backfill
 	if out.Backfill == "" {
 		out.Backfill = "none"
@@ -112,6 +122,20 @@ func forecastPolicies(cfg Config, live policy.Placer) (policy.Scheduler, policy.
 		backfill.Rebase(p, b.Now())
 	}
 	return pol.sched, p, nil
+}
+
+// keepIn makes p's backfill placer, if it has one, keep the jobs ids
+// names where they run (see ForecastState.Kept).
+func keepIn(p policy.Placer, ids []int) {
+	b := backfill.Unwrap(p)
+	if b == nil || len(ids) == 0 {
+		return
+	}
+	set := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	b.Keep = func(j *workload.Job) bool { return set[j.ID] }
 }
 
 // ForecastGang is one waiting gang of a forecast.
@@ -261,11 +285,15 @@ func (s *Scheduler) Forecast(at time.Time) (*ForecastState, error) {
 		j := g.Job
 		switch g.State {
 		case state.GangRunning:
-			if len(g.GPUs) != j.GPUs || (!s.cfg.PreemptBarePods && s.loses(g) != "") {
+			if len(g.GPUs) != j.GPUs {
 				continue // as a round: its GPUs are not the placer's
 			}
 			j.GPUsHeld = g.GPUs
 			j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
+			if !s.cfg.PreemptBarePods && s.loses(g) != "" {
+				s.keep(j) // as a round: out of the order, kept where it runs
+				continue
+			}
 		case state.GangQueued:
 			j.GPUsHeld = nil
 		default:
@@ -286,6 +314,18 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 		return nil, fmt.Errorf("forecast: not with scheduler themis or a tenancy (their leases and cells are not copied)")
 	}
 	cl := snap.Cluster
+	// Under backfill the gangs the round keeps in place are the
+	// forecast's too, on their GPUs (place sees them so as well).
+	var kept []int
+	if len(s.kept) > 0 && backfill.Unwrap(s.pol.place) != nil {
+		n := len(order)
+		order = append(slices.Clip(order), s.kept...)
+		alloc = slices.Clip(alloc)
+		for _, j := range order[n:] {
+			alloc = append(alloc, j.GPUsHeld)
+			kept = append(kept, j.ID)
+		}
+	}
 	// The view: every GPU but those held by gangs outside the order.
 	toView, toReal, sizes, names := cutOutside(cl, order)
 	if len(toReal) == 0 {
@@ -323,10 +363,11 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 			}
 		}
 	}
-	st.Config = s.cfg
+	st.Config, st.Kept = s.cfg, kept
 	if st.Scheduler, st.Placer, err = forecastPolicies(s.cfg, s.pol.place); err != nil {
 		return nil, err
 	}
+	keepIn(st.Placer, kept)
 
 	now := float64(at.UnixNano())/1e9 - s.epoch
 	free := view.Size()

@@ -409,3 +409,77 @@ func TestAssumedArrivals(t *testing.T) {
 		t.Errorf("rate -1: error %v", err)
 	}
 }
+
+// bareA is the hand cluster with gang a's pods bare (no controller
+// would make them again): the round may not evict a, and keeps it out
+// of its order.
+func bareA(objs []runtime.Object) []runtime.Object {
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Annotations[kube.AnnGang] == "a" {
+			p.OwnerReferences = nil
+		}
+	}
+	return objs
+}
+
+// A gang the round keeps in place (a's pods bare) ends when its work
+// says, in the forecast under backfill as in the live round, which
+// starts g when a's GPUs free. Read-only at +300 s: a states 1000
+// iterations of 1 s and was bound at t0 (its bind-info's round), so it
+// has 1000 - 300 = 700 s left; g (16 GPUs, a's 8 among them) starts at
+// +700 and ends 500 s later, +1200; s1500 (1500 s, past g's start)
+// cannot go ahead of it and starts when g ends, +1200, ending +2700. In
+// the scheduler's round at t0 a has all 1000 s left: g starts at 1000.
+// Cut out of the forecast's cluster, a's GPUs never freed and g had no
+// start. The forecast's fresh policies (a noisy draw, a what-if of
+// another placement) keep a too.
+func TestForecastKeptGang(t *testing.T) {
+	want := []string{
+		"1 ns/g start 700 end 1200: does not fit: needs 16 GPUs, 8 free",
+		"2 ns/s1500 start 1200 end 2700: would hold GPUs gang ns/g's reservation needs past its time",
+	}
+	cs := fake.NewClientset(bareA(handCluster(t, "1500"))...)
+	s, err := kube.New(handConfig(t, "easy"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Forecast(t0.Add(300 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := Run(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsText(rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("forecast\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	spread, err := Noisy(st, 3, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spread) != 2 || spread[0].P50 != 700 || spread[1].P50 != 1200 {
+		t.Errorf("noisy draws without noise: %+v, want g at 700 and s1500 at 1200", spread)
+	}
+	alt, err := WhatIf(st, "placement=pal-ma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := Run(alt); err != nil || rows[0].Start != 700 {
+		t.Errorf("what-if placement=pal-ma: %v, %v; want g at 700", rowsText(rows), err)
+	}
+
+	live, _, _ := forecastingRound(t, bareA(handCluster(t, "1500")), "easy")
+	wantLive := []string{
+		"1 ns/g start 1000 end 1500: does not fit: needs 16 GPUs, 8 free",
+		"2 ns/s1500 start 1500 end 3000: would hold GPUs gang ns/g's reservation needs past its time",
+	}
+	if got := rowsText(live.LastForecast()); strings.Join(got, "\n") != strings.Join(wantLive, "\n") {
+		t.Errorf("the round's forecast\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLive, "\n"))
+	}
+}
