@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -209,12 +211,12 @@ func (e *eventPoster) post(ref corev1.ObjectReference, eventType, reason, action
 	}
 	now := time.Now()
 	name := ref.Name
-	if len(name) > 200 { // event names are DNS subdomains (253 at most)
-		name = name[:200]
+	if len(name) > 200 {
+		// Event names are DNS subdomains (253 at most), whose labels
+		// end in a letter or digit: the suffix below follows a '.'.
+		name = strings.TrimRight(name[:200], "-.")
 	}
-	if len(note) > 1024 { // the apiserver rejects longer notes
-		note = note[:1021] + "..."
-	}
+	note = eventNote(note)
 	ev := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%s.%x%x", name, now.UnixNano(), e.seq.Add(1)),
@@ -237,6 +239,24 @@ func (e *eventPoster) post(ref corev1.ObjectReference, eventType, reason, action
 	}
 	e.gateMu.Unlock()
 	e.enqueue(ev)
+}
+
+// maxNote is the longest note the apiserver takes, in bytes of UTF-8.
+const maxNote = 1024
+
+// eventNote is note as the apiserver takes it: valid UTF-8 (the JSON
+// encoder writes each invalid byte as U+FFFD, three bytes) cut to
+// maxNote bytes at a character boundary, "..." ending a cut one.
+func eventNote(note string) string {
+	note = strings.ToValidUTF8(note, "\uFFFD")
+	if len(note) <= maxNote {
+		return note
+	}
+	n := maxNote - len("...")
+	for n > 0 && !utf8.RuneStart(note[n]) {
+		n--
+	}
+	return note[:n] + "..."
 }
 
 func (e *eventPoster) enqueue(ev *eventsv1.Event) {

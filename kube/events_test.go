@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -167,6 +170,40 @@ func TestEventNoteCut(t *testing.T) {
 	ev := <-e.queue
 	if len(ev.Note) != 1024 || ev.Note[1021:] != "..." {
 		t.Errorf("note of %d bytes ending %q", len(ev.Note), ev.Note[len(ev.Note)-3:])
+	}
+}
+
+// What an event is made of must pass the apiserver's validation, or the
+// event is refused and dropped: its name is a DNS subdomain (an object's
+// name cut to 200 bytes and ending in '-' or '.' is not one once the
+// suffix follows), and its note is at most 1024 bytes of UTF-8 (a note
+// cut inside a character is sent as U+FFFD, 3 bytes for the 1 left, and
+// goes over).
+func TestEventNameAndNoteValid(t *testing.T) {
+	for _, c := range []struct {
+		name, obj, note string
+		cut             bool // the note is cut ("..." ends it)
+	}{
+		{"note cut inside a character", "n", strings.Repeat("é", 600), true},
+		{"note of invalid UTF-8", "n", "bad " + strings.Repeat("\xff", 1100) + strings.Repeat("x", 1100), true},
+		{"name cut at a dash", strings.Repeat("a", 199) + "-" + strings.Repeat("b", 40), "x", false},
+		{"name cut at a dot", strings.Repeat("a", 199) + "." + strings.Repeat("b", 40), "x", false},
+		{"name cut at dashes", strings.Repeat("a", 190) + strings.Repeat("-", 20) + "b", "x", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEventPoster(fake.NewSimpleClientset(), "pal", NewMetrics())
+			e.post(corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: c.obj}, corev1.EventTypeWarning, ReasonFailedScheduling, "Scheduling", c.note)
+			ev := <-e.queue
+			if errs := validation.IsDNS1123Subdomain(ev.Name); len(errs) > 0 {
+				t.Errorf("event name %q: %v", ev.Name, errs)
+			}
+			if !utf8.ValidString(ev.Note) || len(ev.Note) > 1024 {
+				t.Errorf("note of %d bytes, valid UTF-8 %v, ending %q", len(ev.Note), utf8.ValidString(ev.Note), ev.Note[max(0, len(ev.Note)-8):])
+			}
+			if c.cut && !strings.HasSuffix(ev.Note, "...") {
+				t.Errorf("a cut note does not end in ...: %q", ev.Note[max(0, len(ev.Note)-8):])
+			}
+		})
 	}
 }
 
