@@ -6,6 +6,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -235,7 +236,14 @@ func sampleValue(m *dto.Metric) float64 {
 	return math.NaN()
 }
 
+// MaxScrapeBytes bounds the page Scrape reads. An exporter's page is
+// about 9 KB a GPU (a MIG instance counts as one): a megabyte for 16 GPUs
+// of 7 instances each. The parser holds about seven times the page
+// while it reads it, and the scheduler reads eight pages at once.
+const MaxScrapeBytes = 8 << 20
+
 // Scrape fetches and parses one exporter endpoint (its /metrics URL).
+// A page over MaxScrapeBytes is an error.
 // defaultHost names GPUs of an exporter without a Hostname label.
 func Scrape(ctx context.Context, c *http.Client, url, defaultHost string) ([]GPU, error) {
 	if c == nil {
@@ -254,7 +262,14 @@ func Scrape(ctx context.Context, c *http.Client, url, defaultHost string) ([]GPU
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: HTTP %s", url, resp.Status)
 	}
-	return Parse(url, defaultHost, io.LimitReader(resp.Body, 64<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxScrapeBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the page: %w", url, err)
+	}
+	if len(b) > MaxScrapeBytes {
+		return nil, fmt.Errorf("%s: a page over %d bytes, far more than an exporter's; not read", url, MaxScrapeBytes)
+	}
+	return Parse(url, defaultHost, bytes.NewReader(b))
 }
 
 // Finding is what Assess concludes about one GPU.

@@ -212,3 +212,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A page over MaxScrapeBytes is refused, naming the exporter and the
+// bound, whatever it holds: the parser holds about seven times a page's
+// size while it reads it, and eight pages of 64 MiB at once (the
+// scheduler's scrape workers, every exporter on a wrong port) were gigabytes
+// in a scheduler given one; nor is the page's head, cut at the bound,
+// taken for the whole.
+func TestScrapeRefusesHugePage(t *testing.T) {
+	line := `DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-0",Hostname="n"} 1` + "\n"
+	page := strings.Repeat(line, MaxScrapeBytes/len(line)+1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	_, err := Scrape(context.Background(), nil, srv.URL+"/metrics", "h")
+	if err == nil || !strings.Contains(err.Error(), srv.URL+"/metrics") || !strings.Contains(err.Error(), "over 8388608 bytes") {
+		t.Errorf("a page of %d bytes: %v, want an error naming the URL and the bound", len(page), err)
+	}
+}
