@@ -288,7 +288,7 @@ func newLearnMetrics() (*learnMetrics, []prometheus.Collector) {
 	for _, src := range []string{sourceRun, sourceProgress, sourceStepTime} {
 		m.rejected.WithLabelValues(src, rejectPace)
 	}
-	for _, src := range []string{sourceProgress, sourceStepTime} {
+	for _, src := range []string{sourceRun, sourceProgress, sourceStepTime} {
 		m.rejected.WithLabelValues(src, rejectAhead)
 	}
 	m.rejected.WithLabelValues(sourceStepTime, rejectGang)
@@ -562,6 +562,10 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		}
 		if why != "" {
 			s.log.Debug("gang run not learned from", "gang", gangName(bi.Gang), "why", why)
+			continue
+		}
+		if datedAhead(o.End, now) {
+			s.rejectReport(members[0], sourceRun, rejectAhead, 0, aheadMsg("its gang's run's end, by its node's clock,", o.End, now))
 			continue
 		}
 		if !plausiblePace(o.Y) {
@@ -1047,7 +1051,7 @@ func (s *Scheduler) learnProgress(snap *snapshot, now time.Time) {
 		}
 		L.progressAt[run] = at
 		if datedAhead(at, now) {
-			s.rejectReport(g.Bound[0], sourceProgress, rejectAhead, 0, aheadMsg("its gang's "+AnnProgress, fmtFloat(iters)+"@"+at.Format(time.RFC3339Nano), at, now))
+			s.rejectReport(g.Bound[0], sourceProgress, rejectAhead, 0, aheadMsg("its gang's "+AnnProgress+" report", at, now))
 			continue
 		}
 		o.Start, o.End, o.Iterations = start, at, iters
@@ -1080,10 +1084,10 @@ var implausible = fmt.Sprintf("beyond %g times either way that is a reporting er
 // (see MaxReportAhead).
 func datedAhead(at, now time.Time) bool { return at.After(now.Add(MaxReportAhead)) }
 
-// aheadMsg is the message of a report refused for its date.
-func aheadMsg(what, v string, at, now time.Time) string {
-	return fmt.Sprintf("%s=%s is dated %s, more than %v after the scheduler's clock (%s): a report from the future is a clock or reporting error, not a measurement, and the learner does not take it",
-		what, quote.Value(v), at.UTC().Format(time.RFC3339Nano), MaxReportAhead, now.UTC().Format(time.RFC3339Nano))
+// aheadMsg is the message of a report (what) refused for its date.
+func aheadMsg(what string, at, now time.Time) string {
+	return fmt.Sprintf("%s is dated %s, more than %v after the scheduler's clock (%s): a report from the future is a clock or reporting error, not a measurement, and the learner does not take it",
+		what, at.UTC().Format(time.RFC3339Nano), MaxReportAhead, now.UTC().Format(time.RFC3339Nano))
 }
 
 // plausiblePace: see MaxReportedPace.
@@ -1151,7 +1155,7 @@ func (s *Scheduler) learnStepTimes(snap *snapshot, now time.Time) {
 			}
 			if datedAhead(at, now) {
 				L.stepAt[run] = at
-				s.rejectReport(p, sourceStepTime, rejectAhead, 0, aheadMsg("its "+AnnStepTime, v, at, now))
+				s.rejectReport(p, sourceStepTime, rejectAhead, 0, aheadMsg("its "+AnnStepTime+"="+quote.Value(v), at, now))
 				continue
 			}
 			n, ok := snap.NodeIndex[pb.Node]

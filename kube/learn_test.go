@@ -244,10 +244,10 @@ func TestLearnWriteThrottled(t *testing.T) {
 	if written() != "1" {
 		t.Fatalf("first write says %q observations, want 1", written())
 	}
-	if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), finished("b-0", "b", 1, "n0", []int{1}, info("b"), 0, 3*179), metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), finished("b-0", "b", 1, "n0", []int{1}, info("b"), -150, 3*179-150), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitInformer(t, s, "b-0", true)
+	waitInformer(t, s, "b-0", true) // it ended at 387 s
 	roundWait(s, context.Background(), learnT0.Add(430*time.Second))
 	if s.learn.count != 2 || !s.learn.dirty || written() != "1" {
 		t.Fatalf("count %d dirty %v: the ConfigMap was written within the interval", s.learn.count, s.learn.dirty)
@@ -798,7 +798,10 @@ func TestLearnRefusesImplausibleReports(t *testing.T) {
 // pod warned once); one a little ahead, within MaxReportAhead (a round
 // runs a little after its time, clocks drift), is taken. The gang is
 // g-0 on GPU 1 and g-1 on GPU 6, started at learnT0; g-1 reports a step
-// time at 300 s, and the round is at 310 s.
+// time at 300 s, and the round is at 310 s. A finished run's end is
+// dated by its node's clock, and one that ended in 2100 (a node whose
+// clock is off) is refused as well; the one-GPU run s beside it, ended
+// at 300 s, is taken.
 func TestLearnRefusesReportsFromTheFuture(t *testing.T) {
 	const now = 310
 	far := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -806,6 +809,9 @@ func TestLearnRefusesReportsFromTheFuture(t *testing.T) {
 	// y = run / iterations / 0.179 / 1.7 = 1.
 	farIters := strconv.FormatFloat(far.Sub(learnT0).Seconds()/0.179/1.7, 'f', 0, 64)
 	soon := learnT0.Add(now*time.Second + MaxReportAhead - time.Second)
+	end2100 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).Sub(learnT0).Seconds()
+	iters2100 := strconv.FormatFloat((end2100-5)/0.179/1.7, 'f', 0, 64)
+	sInfo := `{"gang":"ns/s","round":"2026-03-01T12:00:00Z","pods":{"s-0":{"node":"n0","gpus":[3]}}}`
 	running := func(name, node string, idx int, ann ...string) *corev1.Pod {
 		p := finished(name, "g", 2, node, []int{idx}, twoNodeInfo, 0, 0)
 		p.Status.Phase = corev1.PodRunning
@@ -821,13 +827,26 @@ func TestLearnRefusesReportsFromTheFuture(t *testing.T) {
 		source   string   // of the refusal; "" for none
 		through  time.Time
 		observed int
+		pods     []*corev1.Pod // instead of g-0 with ann and g-1
 	}{
 		{name: "progress dated 2999", ann: []string{AnnProgress, farIters + "@" + far.Format(time.RFC3339)}, source: sourceProgress, through: learnT0.Add(300 * time.Second), observed: 1},
 		{name: "step time dated 2999", ann: []string{AnnStepTime, "0.179@" + far.Format(time.RFC3339)}, source: sourceStepTime, through: learnT0.Add(300 * time.Second), observed: 1},
 		{name: "step time a little ahead", ann: []string{AnnStepTime, "0.179@" + soon.Format(time.RFC3339)}, through: soon, observed: 2},
+		{name: "run ended in 2100", source: sourceRun, through: learnT0.Add(300 * time.Second), observed: 1, pods: []*corev1.Pod{
+			finished("g-0", "g", 2, "n0", []int{1}, twoNodeInfo, 2, end2100, AnnIterations, iters2100),
+			finished("g-1", "g", 2, "n1", []int{2}, twoNodeInfo, 5, end2100-10, AnnIterations, iters2100),
+			finished("s-0", "s", 1, "n0", []int{3}, sInfo, 121, 300)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cs, _ := newFake(t, node("n0", 4), node("n1", 4), running("g-0", "n0", 1, c.ann...), running("g-1", "n1", 2, AnnStepTime, "0.179@"+learnAt(300)))
+			pods := c.pods
+			if pods == nil {
+				pods = []*corev1.Pod{running("g-0", "n0", 1, c.ann...), running("g-1", "n1", 2, AnnStepTime, "0.179@"+learnAt(300))}
+			}
+			objs := []runtime.Object{node("n0", 4), node("n1", 4)}
+			for _, p := range pods {
+				objs = append(objs, p)
+			}
+			cs, _ := newFake(t, objs...)
 			s := startRounds(t, learnCfg(), cs)
 			roundWait(s, context.Background(), learnT0.Add(now*time.Second))
 			L := s.learn
@@ -900,7 +919,7 @@ func TestLearnWriteDoesNotHoldTheRound(t *testing.T) {
 	mu.Lock()
 	fail = true
 	mu.Unlock()
-	if _, err := cs.CoreV1().Pods("ns").Create(ctx, finished("b-0", "b", 1, "n0", []int{1}, info("b"), 0, 3*179), metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, finished("b-0", "b", 1, "n0", []int{1}, info("b"), -150, 3*179-150), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitInformer(t, s, "b-0", true)
