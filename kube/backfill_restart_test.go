@@ -204,3 +204,37 @@ func TestSchedulerBackfillRecordIgnored(t *testing.T) {
 		})
 	}
 }
+
+// A restarted scheduler credits a running gang the time since its bind
+// (pal.io/bind-info), not nothing: the backfill hand case with the
+// scheduler replaced before the round at 500 s, when gang a (stated and
+// run 1000 s) has 500 s left. Pod late (2 GPUs, 700 s) comes at 450 s.
+// Read right, g's reservation is all 16 GPUs at a's end, 1000, and late
+// (ending 1200 if started at 500) would hold two of them past it: it
+// waits; g binds at 1000 and late at 1500, when g ends. A restart that
+// read a's whole 1000 s as still to do put a's end at 1500 and g's
+// reservation with it: late (ending 1200 < 1500) was backfilled at 500
+// and g waited for it, to 1200.
+func TestSchedulerRestartCreditsRunningGangs(t *testing.T) {
+	want := []string{"0: a-0 a-1", "1000: g-0 g-1 g-2 g-3", "1500: late"}
+	for _, restartAt := range []int{-1, 500} {
+		t.Run(fmt.Sprintf("restart at %d", restartAt), func(t *testing.T) {
+			w, t0, at, ann := backfillCase(t, "packed-sticky", "easy")
+			arrive := func(sec int) {
+				if sec == 400 {
+					w.create("late", 2, ann("700"), t0.Add(450*time.Second))
+				}
+			}
+			got, evicted := playOverrunWith(t, w, at, map[string]int{"a": 1000, "g": 500, "late": 700}, restartAt, arrive)
+			if !slices.Equal(got, want) {
+				t.Errorf("binds %q, want %q", got, want)
+			}
+			if len(evicted) > 0 {
+				t.Errorf("evicted %q, want none", evicted)
+			}
+			if restartAt > 0 && !strings.Contains(w.log.String(), "free in about 500 s") {
+				t.Errorf("no waiting message after the restart puts a's end 500 s on:\n%s", w.log.String())
+			}
+		})
+	}
+}

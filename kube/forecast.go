@@ -402,14 +402,9 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 			}
 			if j.Running() && g != nil && len(g.Bound) > 0 && !math.IsInf(c.Iterations, 1) {
 				// Its progress: what this scheduler credited, or what its
-				// time since it was bound gives, whichever is more (a
-				// restarted scheduler credits from its start only).
-				if bi, err := ParseBindInfo(g.Bound[0].Annotations[AnnBindInfo]); err == nil {
-					if t, err := time.Parse(time.RFC3339Nano, bi.Round); err == nil && t.Before(at) {
-						ran := at.Sub(t).Seconds() * s.cfg.TimeScale
-						c.Executed = math.Max(c.Executed, ran/(c.PM*c.Loc*c.IterTime))
-					}
-				}
+				// time since it was bound gives, whichever is more (see
+				// sinceBind).
+				c.Executed = math.Max(c.Executed, s.sinceBind(g, at)/(c.PM*c.Loc*c.IterTime))
 			}
 		} else {
 			c.PM, c.Loc = 0, 0

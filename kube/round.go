@@ -135,6 +135,17 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				j.SinceScheduled = 0
 				if j.FirstStart < 0 {
 					j.FirstStart = now
+					if j.IterTime > 0 {
+						// First seen running (bound by another process or
+						// term, or in the last round): credited the time
+						// since its bind, at its GPUs' pace, so that a
+						// restarted scheduler does not read its whole
+						// pal.io/iterations as still to do.
+						if !(j.PM > 0) {
+							j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
+						}
+						j.Executed = math.Max(j.Executed, s.sinceBind(g, start)/(j.PM*j.Loc*j.IterTime))
+					}
 				}
 				if lost := s.loses(g); lost != "" {
 					if !s.cfg.PreemptBarePods && s.ten == nil {
@@ -894,6 +905,27 @@ func (s *Scheduler) cleanWhy(snap *snapshot) {
 			delete(s.lastWhy, k)
 		}
 	}
+}
+
+// sinceBind is how long (in job time: wall seconds times timeScale) g
+// has run by at, read from its first bound pod's pal.io/bind-info: 0 for
+// a gang with none, or one dated after at. It is what a scheduler that
+// did not see the bind (a restart, another leader) credits at least;
+// the pace of the run, and any work done before it (a checkpoint), the
+// record does not say.
+func (s *Scheduler) sinceBind(g *gang, at time.Time) float64 {
+	if len(g.Bound) == 0 {
+		return 0
+	}
+	bi, err := ParseBindInfo(g.Bound[0].Annotations[AnnBindInfo])
+	if err != nil {
+		return 0
+	}
+	t, err := time.Parse(time.RFC3339Nano, bi.Round)
+	if err != nil || !t.Before(at) {
+		return 0
+	}
+	return at.Sub(t).Seconds() * s.cfg.TimeScale
 }
 
 // slowdown is the simulator's slowdown of a job on gpus: its slowest GPU
