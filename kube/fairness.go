@@ -359,7 +359,10 @@ func (t *themisStage) measured(s *Scheduler, g *gang, j *workload.Job, prior flo
 			r = themisRun{start: start, base: prior} // credited up to the last round: before this run
 			t.runs[g.Key] = r
 		}
-		if n, at, from, ok := s.gangProgress(g); ok && from.Equal(start) && at.After(start) {
+		// A report dated past the round (a node clock ahead) is no
+		// measurement (see MaxReportAhead): its run time is the clock's
+		// error, and the app's work would be scaled by it.
+		if n, at, from, ok := s.gangProgress(g); ok && from.Equal(start) && at.After(start) && !datedAhead(at, t.wall(t.now)) {
 			run := at.Sub(start).Seconds() * t.scale
 			measured := run / n // the jobs' seconds per iteration, on its GPUs
 			claimed := j.IterTime * slow

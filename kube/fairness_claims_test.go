@@ -80,16 +80,22 @@ func TestThemisMeasuredWork(t *testing.T) {
 		iterTime  float64
 		executed  float64
 		corrected bool
+		ahead     time.Duration // the report's date past the round's (a node clock ahead)
 	}{
-		{700, 0.179, 120 / 0.179, false},
-		{1200, 0.1, 1200, true},
-		{400, 0.3, 400, true},
+		{700, 0.179, 120 / 0.179, false, 0},
+		{1200, 0.1, 1200, true, 0},
+		{400, 0.3, 400, true, 0},
 		// The band's edges: 0.179 x 1.25 = 0.22375 s and 0.179 / 1.25 =
 		// 0.1432 s. 537 iterations (0.2235 s) are inside, 536 (0.2239 s)
 		// and 850 (0.1412 s) outside.
-		{537, 0.179, 120 / 0.179, false},
-		{536, 120.0 / 536, 536, true},
-		{850, 120.0 / 850, 850, true},
+		{537, 0.179, 120 / 0.179, false, 0},
+		{536, 120.0 / 536, 536, true, 0},
+		{850, 120.0 / 850, 850, true, 0},
+		// A report dated a day after the round (its node's clock is
+		// ahead) is no measurement: taken, 1,201 iterations "in" 86,520
+		// s read as 72 s per iteration, 400 times the claim, and the
+		// app's work as that much more. The claim stands.
+		{1201, 0.179, 120 / 0.179, false, 24 * time.Hour},
 	} {
 		t.Run(itoa(c.iters), func(t *testing.T) {
 			w := newWorld(t, themisCfg(), 1, 1, 4)
@@ -107,7 +113,7 @@ func TestThemisMeasuredWork(t *testing.T) {
 			w.report("ns/a-1", t0, 0, t0)
 			w.deliver(-1)
 			w.round(at(60))
-			w.report("ns/a-0", t0, c.iters, at(120))
+			w.report("ns/a-0", t0, c.iters, at(120).Add(c.ahead))
 			w.deliver(-1)
 			w.round(at(120))
 			sh := w.s.th.stand["ns/a"]
