@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -480,6 +481,31 @@ func (L *learnStage) observeRun(run string, o observation) {
 	L.trialed[run] = o.Y
 }
 
+// evictedForget is how long an evicted gang may be absent before its
+// mark is forgotten: longer than a controller takes to make its pods
+// again (a Job's failure backoff is at most 6 minutes).
+const evictedForget = 15 * time.Minute
+
+// forgetEvicted drops the marks of evicted gangs that are gone for good
+// (deleted, never made again): no run of theirs will end to clear it,
+// and the record would grow with every such gang.
+func (L *learnStage) forgetEvicted(snap *snapshot, now time.Time) {
+	old := false
+	for _, at := range L.evicted {
+		old = old || now.Sub(at) > evictedForget
+	}
+	if !old {
+		return
+	}
+	present := make(map[string]bool, len(snap.Gangs))
+	for _, g := range snap.Gangs {
+		present[g.Key] = true
+	}
+	maps.DeleteFunc(L.evicted, func(k string, at time.Time) bool {
+		return now.Sub(at) > evictedForget && !present[k]
+	})
+}
+
 // learnEvicted notes a gang this replica evicts (see learnStage.evicted).
 func (s *Scheduler) learnEvicted(key string) {
 	if s.learn != nil {
@@ -581,6 +607,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 		s.log.Info("learned from a finished gang", "gang", gangName(bi.Gang), "class", o.Class.String(), "gpus", snap.Devices(o.GPUs),
 			"run_s", fmtFloat(o.Run), "iterations", fmtFloat(o.Iterations), "pace", fmtFloat(o.Y))
 	}
+	L.forgetEvicted(snap, now)
 	hinted := s.learnHints()
 	s.learnProgress(snap, now)
 	for run := range L.trialed {

@@ -3,7 +3,9 @@ package kube
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,6 +280,24 @@ func TestLearnSkipsEvictedGang(t *testing.T) {
 	}
 	if _, ok := s.learn.evicted["ns/e"]; ok {
 		t.Errorf("the restarted run did not clear the eviction mark")
+	}
+}
+
+// An evicted gang that is gone for good (deleted, never made again)
+// leaves no run to clear its mark: the mark is forgotten once the gang
+// has been absent for evictedForget. One still present (its pods wait,
+// made again) keeps it, and so does one evicted a minute ago (its
+// controller may not have made it again yet).
+func TestLearnForgetsGoneEvictedGangs(t *testing.T) {
+	cs, _ := newFake(t, node("n0", 2), pod("w-0", 2, gangAnn("w", 1), ""))
+	s := startRounds(t, learnCfg(), cs)
+	s.learn.evicted["ns/gone"] = learnT0.Add(-20 * time.Minute)
+	s.learn.evicted["ns/w"] = learnT0.Add(-20 * time.Minute)
+	s.learn.evicted["ns/recent"] = learnT0.Add(-time.Minute)
+	roundWait(s, context.Background(), learnT0)
+	got := slices.Sorted(maps.Keys(s.learn.evicted))
+	if want := []string{"ns/recent", "ns/w"}; !slices.Equal(got, want) {
+		t.Errorf("eviction marks %q, want %q", got, want)
 	}
 }
 
