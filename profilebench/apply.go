@@ -96,14 +96,18 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 		if !o.Cordon {
 			return nil
 		}
+		// Counted as the run's before the patch: one whose answer is
+		// lost may have been made all the same, and lift undoes only a
+		// cordon that carries the run's mark.
+		cordoned[node] = true
 		ours, err := cordon(ctx, cs, node, plan.RunID)
 		if err != nil {
 			return err
 		}
 		if ours {
-			cordoned[node] = true
 			progress("cordoned node %s until its last run has finished", node)
 		} else {
+			delete(cordoned, node)
 			progress("node %s was cordoned already: left as it is", node)
 		}
 		return nil

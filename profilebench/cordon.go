@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/palsched/pal/kube"
 )
@@ -31,49 +32,66 @@ const AnnCordonedBy = "pal.io/profile-cordoned-by"
 // cordon cordons node for run unless it is cordoned already, and says
 // whether the cordon is the run's (marked AnnCordonedBy with runID,
 // now or by an earlier, interrupted Apply of the run).
-func cordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (bool, error) {
-	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+// A patch names the resourceVersion it read, so a node changed
+// meanwhile (its kubelet, a label, another controller) is refused with
+// 409 Conflict; it is read again and the patch retried (retry.DefaultRetry:
+// 5 tries).
+func cordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (ours bool, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Spec.Unschedulable {
+			ours = n.Annotations[AnnCordonedBy] == runID
+			return nil
+		}
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{
+				"annotations":     map[string]string{AnnCordonedBy: runID},
+				"resourceVersion": n.ResourceVersion, // refused if someone changed the node meanwhile
+			},
+			"spec": map[string]any{"unschedulable": true},
+		})
+		_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+		ours = err == nil
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("cordoning node %s: %w", node, err)
 	}
-	if n.Spec.Unschedulable {
-		return n.Annotations[AnnCordonedBy] == runID, nil
-	}
-	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"annotations":     map[string]string{AnnCordonedBy: runID},
-			"resourceVersion": n.ResourceVersion, // refused if someone changed the node meanwhile
-		},
-		"spec": map[string]any{"unschedulable": true},
-	})
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return false, fmt.Errorf("cordoning node %s: %w", node, err)
-	}
-	return true, nil
+	return ours, nil
 }
 
 // uncordon lifts run's cordon of node: only when the node still carries
 // run's mark (an operator who took the node over meanwhile, by removing
 // the mark, keeps it as they left it).
-func uncordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (bool, error) {
-	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+// A conflict is retried as in cordon.
+func uncordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (lifted bool, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Annotations[AnnCordonedBy] != runID {
+			lifted = false
+			return nil
+		}
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{
+				"annotations":     map[string]any{AnnCordonedBy: nil},
+				"resourceVersion": n.ResourceVersion,
+			},
+			"spec": map[string]any{"unschedulable": false},
+		})
+		_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+		lifted = err == nil
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("uncordoning node %s: %w", node, err)
 	}
-	if n.Annotations[AnnCordonedBy] != runID {
-		return false, nil
-	}
-	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"annotations":     map[string]any{AnnCordonedBy: nil},
-			"resourceVersion": n.ResourceVersion,
-		},
-		"spec": map[string]any{"unschedulable": false},
-	})
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return false, fmt.Errorf("uncordoning node %s: %w", node, err)
-	}
-	return true, nil
+	return lifted, nil
 }
 
 // Uncordon lifts every cordon run runID left (an Apply that was killed

@@ -8,9 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func benchNode(name string, unschedulable bool, ann map[string]string) *corev1.Node {
@@ -127,5 +131,86 @@ func TestApplyStoppedLiftsCordon(t *testing.T) {
 		if s := nodeState(t, cs, n); s != want {
 			t.Errorf("%s %s, want %s", n, s, want)
 		}
+	}
+}
+
+// A node changes under the run (the kubelet's status, a label, another
+// controller's annotation) between the read and the patch of a cordon or
+// uncordon: the API server refuses the patch with 409 Conflict, since it
+// names the resourceVersion read. Each is read again and retried, so the
+// benchmark neither fails at its start nor leaves a node cordoned at its
+// end, on its way out after an interruption included.
+func TestCordonRetriesConflicts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// conflict says which node patches (1-based, in order) are refused.
+		conflict  map[int]bool
+		interrupt bool
+	}{
+		{name: "cordon", conflict: map[int]bool{1: true, 2: true}},
+		{name: "uncordon", conflict: map[int]bool{2: true, 3: true}},
+		{name: "uncordon on the way out", conflict: map[int]bool{2: true}, interrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := NewPlan([]Node{{Name: "a-node", GPUs: 1}}, testOptions())
+			cs := fakeClient(benchNode("a-node", false, nil))
+			patches := 0
+			cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				patches++
+				if tc.conflict[patches] {
+					return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "a-node", errors.New("the object has been modified"))
+				}
+				return false, nil, nil
+			})
+			stop := errors.New("interrupted")
+			kubelet := func(ctx context.Context, _ time.Duration) error {
+				if s := nodeState(t, cs, "a-node"); s != "cordoned by t1" {
+					t.Errorf("a run ran on a node %s", s)
+				}
+				if tc.interrupt {
+					return stop
+				}
+				list, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+				for i := range list.Items {
+					finish(&list.Items[i], corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.5")
+					cs.CoreV1().Pods("bench").UpdateStatus(ctx, &list.Items[i], metav1.UpdateOptions{})
+				}
+				return nil
+			}
+			err := Apply(context.Background(), cs, p, ApplyOptions{Cordon: true, Sleep: kubelet})
+			if tc.interrupt && !errors.Is(err, stop) || !tc.interrupt && err != nil {
+				t.Errorf("Apply: %v", err)
+			}
+			if s := nodeState(t, cs, "a-node"); s != "schedulable" {
+				t.Errorf("a-node %s after the run (%d node patches)", s, patches)
+			}
+		})
+	}
+}
+
+// The API server applies a cordon but its answer is lost (a timeout, a
+// dropped connection): Apply fails at that node, and must still lift the
+// cordon it may have made there on its way out. The mark says whether
+// it did.
+func TestApplyLiftsCordonWhoseAnswerWasLost(t *testing.T) {
+	p, _ := NewPlan([]Node{{Name: "a-node", GPUs: 1}}, testOptions())
+	cs := fakeClient(benchNode("a-node", false, nil))
+	lost := false
+	cs.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if lost {
+			return false, nil, nil
+		}
+		lost = true
+		if _, _, err := k8stesting.ObjectReaction(cs.Tracker())(a); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewServerTimeout(schema.GroupResource{Resource: "nodes"}, "patch", 1)
+	})
+	err := Apply(context.Background(), cs, p, ApplyOptions{Cordon: true, Sleep: func(context.Context, time.Duration) error { return nil }})
+	if err == nil || !strings.Contains(err.Error(), "cordoning node a-node") {
+		t.Errorf("Apply: %v, want the lost cordon's error", err)
+	}
+	if s := nodeState(t, cs, "a-node"); s != "schedulable" {
+		t.Errorf("a-node %s after Apply failed", s)
 	}
 }
