@@ -149,11 +149,19 @@ func collectOne(ctx context.Context, p *corev1.Pod, r Run, logs LogFunc) (Measur
 		if lerr != nil {
 			return m, fmt.Sprintf("no %s line in the termination message, and the log cannot be read: %v", ResultPrefix, lerr)
 		}
+		// The log comes back cut at logLimit bytes, in the middle of a
+		// line: its last line, a result line cut short, would read
+		// iter_time_s=12.5 as 1.
+		cut := ""
+		if len(text) >= logLimit && !strings.HasSuffix(text, "\n") {
+			text = text[:strings.LastIndexByte(text, '\n')+1]
+			cut = fmt.Sprintf(" (the log's last line was cut at %d bytes)", logLimit)
+		}
 		if res, line, found, err = FindResult(text); err != nil {
 			return m, fmt.Sprintf("log line %d (of its last %d): %v", line, logTailLines, err)
 		}
 		if !found {
-			return m, fmt.Sprintf("no %s line in the termination message or the last %d log lines", ResultPrefix, logTailLines)
+			return m, fmt.Sprintf("no %s line in the termination message or the last %d log lines%s", ResultPrefix, logTailLines, cut)
 		}
 		m.Source = "log"
 	}

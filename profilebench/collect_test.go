@@ -295,3 +295,38 @@ func TestCleanupOnlyOwn(t *testing.T) {
 		t.Errorf("cleanup of a kubectl-applied run: %v", err)
 	}
 }
+
+// The log is read up to logLimit bytes from the start of its last
+// logTailLines lines, so a chatty benchmark's log comes back cut in the
+// middle of a line. A result line cut there is not a measurement: cut
+// from iter_time_s=12.5 it reads 1.
+func TestCollectCutLog(t *testing.T) {
+	p, _ := NewPlan([]Node{{Name: "a-node", GPUs: 1}}, Options{RunID: "l1", Image: "i", Namespace: "bench", SchedulerName: "pal",
+		Models: []string{"m"}, Repetitions: 1, Iterations: 1})
+	// fill makes a log of logLimit bytes that ends in tail.
+	fill := func(tail string) string { return strings.Repeat("x", logLimit-len(tail)-1) + "\n" + tail }
+	for _, tc := range []struct {
+		name, log, want string
+	}{
+		{name: "result cut", log: fill("PAL_RESULT iter_time_s=1"),
+			want: "no PAL_RESULT line in the termination message or the last 200 log lines (the log's last line was cut at 65536 bytes)"},
+		{name: "whole at the limit", log: fill("PAL_RESULT iter_time_s=12.5\n")},
+		{name: "short, no newline", log: "PAL_RESULT iter_time_s=12.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := p.Pod(p.Runs[0])
+			finish(pod, corev1.PodSucceeded, 0, "")
+			logf := func(context.Context, string, string, string) (string, error) { return tc.log, nil }
+			c, err := Collect(context.Background(), fakeClient(pod), p, logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want != "" && (len(c.Failed) != 1 || c.Failed[0].Why != tc.want):
+				t.Errorf("measured %+v, failed %+v; want failed: %s", c.Measured, c.Failed, tc.want)
+			case tc.want == "" && (len(c.Measured) != 1 || c.Measured[0].IterTime != 12.5):
+				t.Errorf("measured %+v, failed %+v; want 12.5 s", c.Measured, c.Failed)
+			}
+		})
+	}
+}
