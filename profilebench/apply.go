@@ -2,6 +2,7 @@ package profilebench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -126,18 +127,35 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 	if o.Cordon {
 		defer func() {
 			// Returning early (an error, ctx ended): no cordon stays
-			// behind; runs still going finish without it.
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
+			// behind; runs still going finish without it. Each node has
+			// liftTimeout of its own: a bound for them all ran out after
+			// the first few dozen at the client's rate.
 			nodes := make([]string, 0, len(cordoned))
 			for n := range cordoned {
 				nodes = append(nodes, n)
 			}
 			slices.Sort(nodes)
+			var left []string
+			var first error
 			for _, n := range nodes {
-				if e := lift(lctx, n, "the benchmark stopped before its last run there finished"); e != nil && err == nil {
-					err = e
+				lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liftTimeout)
+				if e := lift(lctx, n, "the benchmark stopped before its last run there finished"); e != nil {
+					left = append(left, n)
+					if first == nil {
+						first = e
+					}
 				}
+				cancel()
+			}
+			if len(left) == 0 {
+				return
+			}
+			msg := fmt.Sprintf("%d node(s) still cordoned by run %s (pal-kube profile collect --run-id %s --namespace %s --cleanup lifts them): %s; the first: %v",
+				len(left), plan.RunID, plan.RunID, plan.Namespace, strings.Join(left, ", "), first)
+			if err == nil {
+				err = errors.New(msg)
+			} else {
+				err = fmt.Errorf("%w; and %s", err, msg)
 			}
 		}()
 	}
@@ -211,6 +229,9 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 		}
 	}
 }
+
+// liftTimeout bounds the lifting of a cordon on Apply's way out.
+var liftTimeout = 10 * time.Second
 
 func isFinished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed

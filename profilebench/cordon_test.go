@@ -3,6 +3,7 @@ package profilebench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -212,5 +215,105 @@ func TestApplyLiftsCordonWhoseAnswerWasLost(t *testing.T) {
 	}
 	if s := nodeState(t, cs, "a-node"); s != "schedulable" {
 		t.Errorf("a-node %s after Apply failed", s)
+	}
+}
+
+// slowClient answers every node call after delay, or fails it when its
+// context ends first, as a rate-limited client does (client-go's, 5
+// calls a second by default, refuses a wait past the context's deadline).
+type slowClient struct {
+	kubernetes.Interface
+	delay time.Duration
+}
+
+type slowCore struct {
+	typedcorev1.CoreV1Interface
+	delay time.Duration
+}
+
+type slowNodes struct {
+	typedcorev1.NodeInterface
+	delay time.Duration
+}
+
+func (c slowClient) CoreV1() typedcorev1.CoreV1Interface {
+	return slowCore{c.Interface.CoreV1(), c.delay}
+}
+
+func (c slowCore) Nodes() typedcorev1.NodeInterface {
+	return slowNodes{c.CoreV1Interface.Nodes(), c.delay}
+}
+
+func (n slowNodes) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(n.delay):
+		return nil
+	}
+}
+
+func (n slowNodes) Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.Node, error) {
+	if err := n.wait(ctx); err != nil {
+		return nil, err
+	}
+	return n.NodeInterface.Get(ctx, name, o)
+}
+
+func (n slowNodes) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, sub ...string) (*corev1.Node, error) {
+	if err := n.wait(ctx); err != nil {
+		return nil, err
+	}
+	return n.NodeInterface.Patch(ctx, name, pt, data, o, sub...)
+}
+
+// An interrupted Apply lifts the cordons of all its nodes, however many:
+// the time it allows is per node, not one bound for them all, which a
+// benchmark of hundreds of cordoned nodes (at the client's 5 calls a
+// second, 30 nodes in 10 s) ran out of and left the rest cordoned.
+func TestApplyStoppedLiftsEveryCordon(t *testing.T) {
+	defer func(d time.Duration) { liftTimeout = d }(liftTimeout)
+	liftTimeout = 200 * time.Millisecond
+	var nodes []Node
+	var objs []runtime.Object
+	for i := range 20 {
+		name := fmt.Sprintf("node-%02d", i)
+		nodes = append(nodes, Node{Name: name, GPUs: 1})
+		objs = append(objs, benchNode(name, false, nil))
+	}
+	p, _ := NewPlan(nodes, testOptions())
+	fc := fakeClient(objs...)
+	cs := slowClient{fc, 20 * time.Millisecond} // 40 ms a node, 800 ms for all
+	stop := errors.New("interrupted")
+	err := Apply(context.Background(), cs, p, ApplyOptions{Cordon: true,
+		Sleep: func(context.Context, time.Duration) error { return stop }})
+	if !errors.Is(err, stop) {
+		t.Errorf("Apply: %v, want the interruption", err)
+	}
+	for _, n := range nodes {
+		if s := nodeState(t, fc, n.Name); s != "schedulable" {
+			t.Errorf("%s %s after an interrupted Apply", n.Name, s)
+		}
+	}
+}
+
+// Lifts that fail on the way out are named in Apply's error, with what
+// lifts them, beside the interruption.
+func TestApplyStoppedNamesCordonsLeft(t *testing.T) {
+	p, _ := NewPlan(twoNodes(), testOptions())
+	cs := fakeClient(benchNode("a-node", false, nil), benchNode("b-node", false, nil))
+	stopped := false
+	cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if stopped {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "a-node", errors.New("no"))
+		}
+		return false, nil, nil
+	})
+	stop := errors.New("interrupted")
+	err := Apply(context.Background(), cs, p, ApplyOptions{Cordon: true,
+		Sleep: func(context.Context, time.Duration) error { stopped = true; return stop }})
+	want := "interrupted; and 2 node(s) still cordoned by run t1 (pal-kube profile collect --run-id t1 --namespace bench --cleanup lifts them): a-node, b-node; the first: uncordoning node a-node:"
+	if !errors.Is(err, stop) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Apply: %v\nwant the interruption and: %s", err, want)
 	}
 }
