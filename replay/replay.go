@@ -250,6 +250,12 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 		AddFunc:    func(obj any) { onPod(obj.(*corev1.Pod)) },
 		UpdateFunc: func(_, obj any) { onPod(obj.(*corev1.Pod)) },
 		DeleteFunc: func(obj any) {
+			// A deletion the watch missed comes as a tombstone when the
+			// informer lists again: an evicted gang all the same, which
+			// nothing but the replay makes again.
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
 			p, ok := obj.(*corev1.Pod)
 			if !ok {
 				return

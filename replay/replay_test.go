@@ -1,0 +1,258 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/palsched/pal/devcluster"
+	"github.com/palsched/pal/kube"
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
+
+// The replay tests run Run against the fake clientset with the test as
+// pal-kube scheduler and kwok: fakeCluster binds every complete gang to
+// node n1 in the round under way and finishes a running pod once its
+// pal.io/finish-after has passed. A round is 1 simulated second, 200 ms
+// of wall time.
+const (
+	testRound   = 1.0
+	testSpeedup = 5.0
+	testWall    = 200 * time.Millisecond
+)
+
+type fakeCluster struct {
+	cs *fake.Clientset
+	mu sync.Mutex
+	// bound counts each gang's placements.
+	bound map[string]int
+}
+
+func newFakeCluster() *fakeCluster {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{kube.ResourceGPU: resource.MustParse("8")}}}
+	return &fakeCluster{cs: fake.NewClientset(n), bound: map[string]int{}}
+}
+
+// run acts every 10 ms until ctx ends.
+func (f *fakeCluster) run(ctx context.Context, t *testing.T, ns string) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		f.step(ctx, t, ns)
+	}
+}
+
+func (f *fakeCluster) step(ctx context.Context, t *testing.T, ns string) {
+	list, err := f.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	gangs := map[string][]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Spec.NodeName == "" {
+			gangs[p.Annotations[kube.AnnGang]] = append(gangs[p.Annotations[kube.AnnGang]], p)
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, p.Annotations[devcluster.AnnFinishAfter])
+		if p.Status.Phase == corev1.PodRunning && err == nil && !time.Now().Before(at) {
+			p.Status.Phase = corev1.PodSucceeded
+			f.cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		}
+	}
+	for g, ps := range gangs {
+		if size, _ := strconv.Atoi(ps[0].Annotations[kube.AnnGangSize]); len(ps) != size {
+			continue
+		}
+		bi := kube.BindInfo{Gang: g, Round: time.Now().Truncate(testWall).UTC().Format(time.RFC3339Nano), Pods: map[string]kube.PodBind{}}
+		for i, p := range ps {
+			bi.Pods[p.Name] = kube.PodBind{Node: "n1", GPUs: []int{i}}
+		}
+		b, _ := json.Marshal(bi)
+		for _, p := range ps {
+			p.Spec.NodeName = "n1"
+			p.Annotations[kube.AnnBindInfo] = string(b)
+			p.Annotations[kube.AnnSlowdown] = "1"
+			p.Status.Phase = corev1.PodRunning
+			if _, err := f.cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Errorf("bind %s: %v", p.Name, err)
+			}
+		}
+		f.mu.Lock()
+		f.bound[g]++
+		f.mu.Unlock()
+	}
+}
+
+// oneJob is a 2-GPU job of two rounds arriving at 0.
+func oneJob() *workload.Trace {
+	return &workload.Trace{Jobs: []workload.Spec{{ID: 1, GPUs: 2, Submit: 0, Iterations: 20, IterTime: 0.1, Class: variability.ClassA}}}
+}
+
+func testReplay(ctx context.Context, t *testing.T, f *fakeCluster, tr *workload.Trace, timeout time.Duration) (*Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go f.run(ctx, t, "r")
+	return Run(ctx, f.cs, Options{Trace: tr, Round: testRound, Speedup: testSpeedup, Namespace: "r", SchedulerName: "pal",
+		Timeout: timeout, Log: t.Logf})
+}
+
+func TestReplayRuns(t *testing.T) {
+	f := newFakeCluster()
+	res, err := testReplay(context.Background(), t, f, oneJob(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != 1 || res.Jobs[0].Run != 2 || fmt.Sprint(res.Jobs[0].GPUIDs) != "[0 1]" {
+		t.Errorf("jobs %+v", res.Jobs)
+	}
+}
+
+// gapWatch stands between the pods informer and the fake API server's
+// watch, and can make the informer miss events: drop swallows them, and
+// expire ends the watch with 410 Gone (the API server's answer to a
+// watch that fell too far behind), after which the informer lists the
+// pods again. A pod deleted while events are dropped then comes to the
+// informer's handlers as a cache.DeletedFinalStateUnknown tombstone.
+type gapWatch struct {
+	mu   sync.Mutex
+	drop bool
+	cur  *proxyWatch
+}
+
+type proxyWatch struct {
+	in     watch.Interface
+	out    chan watch.Event
+	expire chan struct{}
+	once   sync.Once
+}
+
+func (g *gapWatch) install(cs *fake.Clientset) {
+	cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		in, err := cs.Tracker().Watch(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		p := &proxyWatch{in: in, out: make(chan watch.Event), expire: make(chan struct{})}
+		g.mu.Lock()
+		g.cur = p
+		g.mu.Unlock()
+		go func() {
+			defer close(p.out)
+			defer in.Stop()
+			for {
+				select {
+				case <-p.expire:
+					p.out <- watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: 410,
+						Reason: metav1.StatusReasonExpired, Message: "too old resource version"}}
+					return
+				case e, ok := <-in.ResultChan():
+					if !ok {
+						return
+					}
+					g.mu.Lock()
+					drop := g.drop
+					g.mu.Unlock()
+					if drop {
+						continue
+					}
+					select {
+					case p.out <- e:
+					case <-p.expire:
+					}
+				}
+			}
+		}()
+		return true, p, nil
+	})
+}
+
+func (p *proxyWatch) Stop()                          { p.once.Do(func() { close(p.expire) }) }
+func (p *proxyWatch) ResultChan() <-chan watch.Event { return p.out }
+
+// miss deletes pods while the informer's watch drops events, then
+// expires the watch.
+func (g *gapWatch) miss(t *testing.T, cs *fake.Clientset, ns string, pods []string) {
+	g.mu.Lock()
+	g.drop = true
+	cur := g.cur
+	g.mu.Unlock()
+	for _, n := range pods {
+		if err := cs.CoreV1().Pods(ns).Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the deletions' events reach the proxy and are dropped
+	g.mu.Lock()
+	g.drop = false
+	g.mu.Unlock()
+	cur.Stop()
+}
+
+// A gang evicted (its pods deleted) while the replay's watch was
+// broken reaches the replay as tombstones when its informer lists the
+// pods again. The replay recreates it as it does any evicted gang; it
+// used to ignore a tombstone, and the job never finished, the replay
+// waiting for it until its timeout (forever by default).
+func TestReplayRecreatesGangDeletedInWatchGap(t *testing.T) {
+	f := newFakeCluster()
+	var g gapWatch
+	g.install(f.cs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Evict the gang once, mid-run, while the watch is broken.
+		for ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+			f.mu.Lock()
+			n := len(f.bound)
+			f.mu.Unlock()
+			if n == 0 {
+				continue
+			}
+			list, _ := f.cs.CoreV1().Pods("r").List(ctx, metav1.ListOptions{})
+			var names []string
+			for _, p := range list.Items {
+				if p.Annotations[devcluster.AnnFinishAfter] == "" || p.Status.Phase != corev1.PodRunning {
+					names = nil
+					break
+				}
+				names = append(names, p.Name)
+			}
+			if len(names) == 2 {
+				g.miss(t, f.cs, "r", names)
+				return
+			}
+		}
+	}()
+	res, err := testReplay(ctx, t, f, oneJob(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := res.Jobs[0]; j.Preemptions != 1 {
+		t.Errorf("job %+v: want one preemption", j)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for g, n := range f.bound {
+		if n != 2 {
+			t.Errorf("gang %s placed %d times, want 2 (once more after its eviction)", g, n)
+		}
+	}
+}
