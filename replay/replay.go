@@ -36,9 +36,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/palsched/pal/devcluster"
 	"github.com/palsched/pal/kube"
@@ -123,8 +125,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
+	// The informer and the goroutines that create pods end with Run.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if o.Timeout > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
@@ -166,6 +170,14 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	}
 	left := len(order)
 	finished := make(chan struct{})
+	// failed gets the first error that ends the replay early.
+	failed := make(chan error, 1)
+	fail := func(err error) {
+		select {
+		case failed <- err:
+		default:
+		}
+	}
 
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(o.Namespace))
 	pi := f.Core().V1().Pods().Informer()
@@ -289,7 +301,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 				j.preempt++
 			}
 			j.gen++
-			go create(ctx, cs, o, j, &mu)
+			go create(ctx, cs, o, j, &mu, fail)
 		},
 	})
 	f.Start(ctx.Done())
@@ -307,11 +319,13 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 				return
 			case <-time.After(time.Until(at)):
 			}
-			create(ctx, cs, o, j, &mu)
+			create(ctx, cs, o, j, &mu, fail)
 		}
 	}()
 	select {
 	case <-finished:
+	case err := <-failed:
+		return nil, err
 	case <-ctx.Done():
 		mu.Lock()
 		defer mu.Unlock()
@@ -406,7 +420,7 @@ func credit(executed, debt, R, perIter float64) (float64, float64) {
 
 // create makes a job's gang: one 1-GPU pod per GPU, so that any GPU set
 // the placer picks splits into pods.
-func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, mu *sync.Mutex) {
+func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, mu *sync.Mutex, fail func(error)) {
 	mu.Lock()
 	gen := j.gen
 	mu.Unlock()
@@ -436,8 +450,28 @@ func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, 
 		mu.Lock()
 		j.pods[name] = true
 		mu.Unlock()
-		if _, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			o.Log("create %s: %v", name, err)
+		// A gang short of a pod is never placed: a refusal that passes
+		// (a 500, a timeout) is tried again, one that stays fails the
+		// replay. AlreadyExists after a try is that try's pod, whose
+		// answer was lost.
+		tries := 0
+		err := retry.OnError(createBackoff, func(err error) bool { return ctx.Err() == nil && !apierrors.IsAlreadyExists(err) }, func() error {
+			tries++
+			_, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, p, metav1.CreateOptions{})
+			if err != nil && ctx.Err() == nil {
+				o.Log("create %s: %v", name, err)
+			}
+			return err
+		})
+		if err != nil && !(apierrors.IsAlreadyExists(err) && tries > 1) {
+			if ctx.Err() == nil {
+				fail(fmt.Errorf("replay: job %d: create pod %s/%s: %w", j.spec.ID, o.Namespace, name, err))
+			}
+			return
 		}
 	}
 }
+
+// createBackoff spaces the tries of a refused pod create: 5 tries in
+// about 1.5 s.
+var createBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5}

@@ -3,15 +3,20 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -254,5 +259,48 @@ func TestReplayRecreatesGangDeletedInWatchGap(t *testing.T) {
 		if n != 2 {
 			t.Errorf("gang %s placed %d times, want 2 (once more after its eviction)", g, n)
 		}
+	}
+}
+
+// A pod the API server refuses to create leaves its gang short of a
+// member, and a gang short of a member is never placed. A refusal that
+// passes (a 500, a timeout) is retried; one that stays fails the replay
+// at once, naming the pod, instead of waiting for the job until the
+// timeout (forever by default).
+func TestReplayCreateRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refuse  int // creates refused, from the first
+		err     error
+		wantErr string
+	}{
+		{name: "once", refuse: 1, err: apierrors.NewInternalError(errors.New("etcd leader changed"))},
+		{name: "always", refuse: 1000, err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("exceeded quota")),
+			wantErr: `-00000-j1-0: pods "x" is forbidden: exceeded quota`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster()
+			var mu sync.Mutex
+			refused := 0
+			f.cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if refused < tc.refuse {
+					refused++
+					return true, nil, tc.err
+				}
+				return false, nil, nil
+			})
+			start := time.Now()
+			_, err := testReplay(context.Background(), t, f, oneJob(), 4*time.Second)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("replay: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("replay: %v, want an error with %q", err, tc.wantErr)
+			case tc.wantErr != "" && time.Since(start) > 3*time.Second:
+				t.Errorf("replay failed after %v: it waited for the timeout", time.Since(start))
+			}
+		})
 	}
 }
