@@ -112,7 +112,11 @@ type jobRun struct {
 }
 
 // Run replays opts.Trace and returns when every job has finished.
-func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, error) {
+//
+// A replay that stops early (ctx ends, its timeout, an error) cannot be
+// resumed: it deletes its ConfigMap, so that the garbage collector
+// deletes its pods, and only its pods.
+func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, err error) {
 	if o.Trace == nil || len(o.Trace.Jobs) == 0 {
 		return nil, fmt.Errorf("replay: empty trace")
 	}
@@ -151,6 +155,22 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (*Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("replay: create its ConfigMap %s/%s: %v", o.Namespace, run, err)
 	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+		if owner.UID != "" {
+			del.Preconditions = &metav1.Preconditions{UID: &owner.UID}
+		}
+		if derr := cs.CoreV1().ConfigMaps(o.Namespace).Delete(dctx, owner.Name, del); derr != nil && !apierrors.IsNotFound(derr) {
+			err = fmt.Errorf("%w; its pods are left (kubectl delete configmap -n %s %s deletes them): %v", err, o.Namespace, owner.Name, derr)
+			return
+		}
+		o.Log("run %s stopped early: deleted its ConfigMap %s/%s, and with it its pods", run, o.Namespace, owner.Name)
+	}()
 	yes := true
 	o.owner = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &yes}}
 	o.Log("run %s: pods %s-*, owned by ConfigMap %s/%s", run, run, o.Namespace, run)

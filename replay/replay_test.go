@@ -304,3 +304,56 @@ func TestReplayCreateRefused(t *testing.T) {
 		})
 	}
 }
+
+// A replay that stops early (Ctrl-C, its timeout, an error) cannot be
+// resumed, and its gangs would go on holding GPUs and the scheduler's
+// attention: it deletes its ConfigMap, by UID, with background
+// propagation, so that the garbage collector deletes its pods (and only
+// its pods: those owned by that ConfigMap).
+func TestReplayStoppedDeletesItsRun(t *testing.T) {
+	f := newFakeCluster()
+	f.cs.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		a.(k8stesting.CreateAction).GetObject().(*corev1.ConfigMap).UID = "cm-uid"
+		return false, nil, nil
+	})
+	var mu sync.Mutex
+	var deletes []string
+	f.cs.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		o := d.GetDeleteOptions()
+		s := a.GetResource().Resource + " " + d.GetName()
+		if o.Preconditions != nil && o.Preconditions.UID != nil {
+			s += " uid " + string(*o.Preconditions.UID)
+		}
+		if o.PropagationPolicy != nil {
+			s += " " + string(*o.PropagationPolicy)
+		}
+		mu.Lock()
+		deletes = append(deletes, s)
+		mu.Unlock()
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Interrupted once the gang runs.
+		for ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+			f.mu.Lock()
+			n := len(f.bound)
+			f.mu.Unlock()
+			if n > 0 {
+				cancel()
+			}
+		}
+	}()
+	_, err := testReplay(ctx, t, f, oneJob(), 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "1 of 1 jobs unfinished") {
+		t.Fatalf("replay: %v, want it interrupted", err)
+	}
+	cms, _ := f.cs.CoreV1().ConfigMaps("r").List(context.Background(), metav1.ListOptions{})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cms.Items) != 0 || len(deletes) != 1 || !strings.HasSuffix(deletes[0], " uid cm-uid Background") || !strings.HasPrefix(deletes[0], "configmaps replay-") {
+		t.Errorf("after the interruption: %d ConfigMaps left, deletes %q; want the run's ConfigMap deleted by UID, Background", len(cms.Items), deletes)
+	}
+}

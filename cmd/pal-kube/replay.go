@@ -4,8 +4,11 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +41,8 @@ seconds of wall time.
 Each replay names its pods after a run id of its own (replay-XXXXXX), so
 replays can follow each other on one cluster; the ConfigMap of that name
 owns its pods (the replay recreates an evicted gang, as a Job controller
-would, so the scheduler may move them), and deleting it deletes them.`,
+would, so the scheduler may move them), and deleting it deletes them. A
+replay that stops early (Ctrl-C, --timeout, an error) deletes it itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if traceName == "" || kubeconfig == "" {
@@ -72,7 +76,11 @@ would, so the scheduler may move them), and deleting it deletes them.`,
 			o.Log = func(f string, a ...any) { fmt.Fprintf(out, "replay: "+f+"\n", a...) }
 			fmt.Fprintf(out, "replay: %d jobs from %s, round %gs simulated = %v wall (speedup %g), namespace %s\n",
 				len(tr.Jobs), from, o.Round, time.Duration(o.Round/o.Speedup*float64(time.Second)), o.Speedup, o.Namespace)
-			res, err := replay.Run(cmd.Context(), cs, o)
+			// Ctrl-C and SIGTERM end the replay like --timeout does: it
+			// then deletes its ConfigMap, and with it its pods.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := replay.Run(ctx, cs, o)
 			if err != nil {
 				return err
 			}
