@@ -227,7 +227,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 				return
 			}
 			slow, err := strconv.ParseFloat(p.Annotations[kube.AnnSlowdown], 64)
-			if err != nil || !(slow > 0) {
+			if err != nil || !(slow > 0) || math.IsInf(slow, 0) {
 				o.Log("pod %s: no usable %s", p.Name, kube.AnnSlowdown)
 				return
 			}
@@ -258,7 +258,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 					return a.GPUs[0] - b.GPUs[0]
 				})
 			}
-			n := rounds(j.executed, j.debt, j.spec.Iterations, o.Round, j.slowdown*j.spec.IterTime)
+			n, ok := rounds(j.executed, j.debt, j.spec.Iterations, o.Round, j.slowdown*j.spec.IterTime)
+			if !ok {
+				o.Log("pod %s: job %d needs more than %d rounds at slowdown %g: it does not finish in this replay", p.Name, j.spec.ID, maxRounds, j.slowdown)
+				return
+			}
 			at := t0.Add(time.Duration((float64(j.startTick+n) - 0.25) * float64(wr)))
 			go patch(p, at)
 			return
@@ -415,16 +419,25 @@ func gpuNodes(ctx context.Context, cs kubernetes.Interface) (map[string]int, []i
 
 func fmtG(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
+// maxRounds bounds the rounds counted for one job: 4 million rounds
+// are over 9 days of wall time at the shortest round the replay takes.
+// An absurd slowdown (1e300 from a pod's annotation) would otherwise be
+// counted round by round, under the replay's lock, for ever.
+const maxRounds = 1 << 22
+
 // rounds is how many rounds the simulator runs a job from executed
 // iterations (with debt seconds of restart cost to pay first) to its
-// total, crediting round by round exactly as the simulator does.
-func rounds(executed, debt, total, R, perIter float64) int {
-	n := 0
+// total, crediting round by round exactly as the simulator does; ok is
+// false past maxRounds.
+func rounds(executed, debt, total, R, perIter float64) (n int, ok bool) {
 	for executed < total {
+		if n == maxRounds {
+			return n, false
+		}
 		executed, debt = credit(executed, debt, R, perIter)
 		n++
 	}
-	return n
+	return n, true
 }
 
 // credit is one round of progress as the simulator credits it: a debt

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,8 @@ type fakeCluster struct {
 	mu sync.Mutex
 	// bound counts each gang's placements.
 	bound map[string]int
+	// slowdown is the pal.io/slowdown written at binding ("": 1).
+	slowdown string
 }
 
 func newFakeCluster() *fakeCluster {
@@ -93,7 +96,7 @@ func (f *fakeCluster) step(ctx context.Context, t *testing.T, ns string) {
 		for _, p := range ps {
 			p.Spec.NodeName = "n1"
 			p.Annotations[kube.AnnBindInfo] = string(b)
-			p.Annotations[kube.AnnSlowdown] = "1"
+			p.Annotations[kube.AnnSlowdown] = cmp.Or(f.slowdown, "1")
 			p.Status.Phase = corev1.PodRunning
 			if _, err := f.cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 				t.Errorf("bind %s: %v", p.Name, err)
@@ -355,5 +358,31 @@ func TestReplayStoppedDeletesItsRun(t *testing.T) {
 	defer mu.Unlock()
 	if len(cms.Items) != 0 || len(deletes) != 1 || !strings.HasSuffix(deletes[0], " uid cm-uid Background") || !strings.HasPrefix(deletes[0], "configmaps replay-") {
 		t.Errorf("after the interruption: %d ConfigMaps left, deletes %q; want the run's ConfigMap deleted by UID, Background", len(cms.Items), deletes)
+	}
+}
+
+// A pal.io/slowdown that is infinite, or so large that the job's rounds
+// cannot be counted in any time, is not used: counting them one by one,
+// under the replay's lock, never ended, and the replay then hung past
+// its timeout and Ctrl-C alike.
+func TestReplayRefusesAbsurdSlowdown(t *testing.T) {
+	for _, slow := range []string{"Inf", "1e300"} {
+		t.Run(slow, func(t *testing.T) {
+			f := newFakeCluster()
+			f.slowdown = slow
+			done := make(chan error, 1)
+			go func() {
+				_, err := testReplay(context.Background(), t, f, oneJob(), time.Second)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "1 of 1 jobs unfinished") {
+					t.Errorf("replay: %v, want the job unfinished at the timeout", err)
+				}
+			case <-time.After(4 * time.Second):
+				t.Fatal("the replay did not return 3 s after its timeout")
+			}
+		})
 	}
 }
