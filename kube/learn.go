@@ -410,7 +410,7 @@ func (s *Scheduler) loadLearned() {
 		s.log.Info("learned scores ConfigMap holds no "+ScoresKey+" yet; learning from the profile", "configmap", src)
 		return
 	}
-	ns, err := readLearned(src, cm)
+	ns, err := readLearned(src, cm, s.configMap)
 	if err != nil {
 		L.loadErr = err
 		msg := fmt.Sprintf("%v; starting from the profile (ConfigMap %s/%s), and the next write of learned scores replaces it", err, s.cfg.Namespace, s.cfg.VariabilityConfigMap)
@@ -433,11 +433,12 @@ type learned struct {
 	quarantined map[GPUKey]quarantineEntry
 }
 
-// readLearned reads a learned ConfigMap: the scores table under ScoresKey
-// (errors name the ConfigMap, key, line and field) and its annotations.
-func readLearned(src string, cm *corev1.ConfigMap) (learned, error) {
+// readLearned reads a learned ConfigMap: the scores table under ScoresKey,
+// with its shards' when it is sharded (ReadScoresConfigMap; errors name
+// the ConfigMap, key, line and field), and its annotations.
+func readLearned(src string, cm *corev1.ConfigMap, get shardGetter) (learned, error) {
 	var out learned
-	ns, err := ReadNodeScores("configmap "+src+" key "+ScoresKey, strings.NewReader(cm.Data[ScoresKey]))
+	ns, err := ReadScoresConfigMap(cm, get)
 	if err != nil {
 		return out, err
 	}
@@ -909,12 +910,36 @@ func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
 // putLearned writes data and ann to the learned ConfigMap: created when
 // missing; otherwise only its ScoresKey and the learned annotations
 // change (other keys and labels are kept), by an Update on the version
-// just read, retried on a conflict. It touches no learning state: it
-// runs beside the rounds (startWrite).
+// just read, retried on a conflict. A table too big for one ConfigMap is
+// sharded (SplitScoresCSV): the new generation's shards are written
+// first, then the head (the commit point: until then a reader reads the
+// previous generation whole), then the shards of other generations are
+// deleted (best effort: a leftover is never read, and the next write
+// deletes it). It touches no learning state: it runs beside the rounds
+// (startWrite).
 func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]string) error {
 	name, ns := s.cfg.LearnedScoresConfigMap, s.cfg.Namespace
 	cms := s.client.CoreV1().ConfigMaps(ns)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	parts, err := SplitScoresCSV(data, MaxConfigMapDataBytes, ShardDataBytes)
+	var gen string
+	var headAnn map[string]string
+	var shards []*corev1.ConfigMap
+	if err == nil {
+		gen, headAnn, shards, err = ShardConfigMaps(ns, name, parts)
+	}
+	if err == nil {
+		err = s.putShards(ctx, shards)
+	}
+	if err != nil {
+		s.metrics.learn.writes.WithLabelValues("error").Inc()
+		s.log.Warn("learned scores not written; retried at the next interval", "configmap", s.learnedSource(), "err", err)
+		return err
+	}
+	size := len(data)
+	data = parts[0]
+	ann = maps.Clone(ann)
+	maps.Copy(ann, headAnn)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = cms.Create(ctx, &corev1.ConfigMap{
@@ -942,6 +967,11 @@ func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]
 		for k, v := range ann {
 			cm.Annotations[k] = v
 		}
+		if gen == "" {
+			// Whole: no longer sharded, if it was.
+			delete(cm.Annotations, AnnShards)
+			delete(cm.Annotations, AnnShardGeneration)
+		}
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
@@ -951,8 +981,75 @@ func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]
 		return err
 	}
 	s.metrics.learn.writes.WithLabelValues("ok").Inc()
-	s.log.Debug("learned scores written", "configmap", s.learnedSource(), "bytes", len(data), "observations", ann[AnnLearnedObservations])
+	s.log.Debug("learned scores written", "configmap", s.learnedSource(), "bytes", size, "configmaps", len(parts), "observations", ann[AnnLearnedObservations])
+	s.dropShards(ctx, name, gen)
 	return nil
+}
+
+// putShards creates a generation's shards (ShardConfigMaps). A shard's
+// name is its content's hash, so one already there of that name is kept
+// when it holds the same; one that does not (changed by hand) is
+// replaced.
+func (s *Scheduler) putShards(ctx context.Context, shards []*corev1.ConfigMap) error {
+	for _, sh := range shards {
+		cms := s.client.CoreV1().ConfigMaps(sh.Namespace)
+		sh.Labels["app.kubernetes.io/managed-by"] = "pal-scheduler"
+		_, err := cms.Create(ctx, sh, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("configmap %s/%s: %w", sh.Namespace, sh.Name, err)
+			}
+			continue
+		}
+		old, err := cms.Get(ctx, sh.Name, metav1.GetOptions{})
+		if err == nil && old.Data[ScoresKey] == sh.Data[ScoresKey] && old.Annotations[AnnShardGeneration] == sh.Annotations[AnnShardGeneration] {
+			continue
+		}
+		if err == nil || apierrors.IsNotFound(err) {
+			err = cms.Delete(ctx, sh.Name, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+		}
+		if err == nil {
+			_, err = cms.Create(ctx, sh, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("configmap %s/%s: %w", sh.Namespace, sh.Name, err)
+		}
+	}
+	return nil
+}
+
+// dropShards deletes the shards of head other than those of generation
+// gen ("" when the table is whole now: all of them) and of the
+// generation the head names now (another writer's, committed since:
+// a replica that just lost the lead). It is best effort: a shard left
+// behind is never read (a reader reads the head's generation only), and
+// the next write deletes it.
+func (s *Scheduler) dropShards(ctx context.Context, head, gen string) {
+	cms := s.client.CoreV1().ConfigMaps(s.cfg.Namespace)
+	keep := map[string]bool{gen: true}
+	if cm, err := cms.Get(ctx, head, metav1.GetOptions{}); err == nil {
+		keep[cm.Annotations[AnnShardGeneration]] = true
+	} else {
+		s.log.Warn("old shards of the learned scores not deleted; the next write deletes them", "configmap", s.learnedSource(), "err", err)
+		return
+	}
+	l, err := cms.List(ctx, metav1.ListOptions{LabelSelector: LabelShardOf + "=" + head})
+	if err != nil {
+		s.log.Warn("old shards of the learned scores not listed; the next write deletes them", "configmap", s.learnedSource(), "err", err)
+		return
+	}
+	for i := range l.Items {
+		cm := &l.Items[i]
+		if g := cm.Labels[LabelShardGeneration]; cm.Labels[LabelShardOf] != head || g != "" && keep[g] {
+			continue
+		}
+		if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.log.Warn("an old shard of the learned scores not deleted; the next write deletes it", "configmap", s.cfg.Namespace+"/"+cm.Name, "err", err)
+		}
+	}
 }
 
 // flushLearned writes what the ConfigMap lacks when rounds stop (this

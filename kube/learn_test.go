@@ -335,9 +335,9 @@ func FuzzReadLearned(f *testing.F) {
 		if quarantined != "" {
 			ann[AnnQuarantined] = quarantined
 		}
-		l, err := readLearned("pal-system/x", learnedConfigMap(csv, ann))
+		l, err := readLearned("pal-system/"+DefaultLearnedScoresConfigMap, learnedConfigMap(csv, ann), noShards)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "configmap pal-system/x ") {
+			if !strings.HasPrefix(err.Error(), "configmap pal-system/"+DefaultLearnedScoresConfigMap+" ") {
 				t.Errorf("error %q does not name the ConfigMap", err)
 			}
 			// It is logged and put in an event: short, whatever the input.

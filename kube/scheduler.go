@@ -108,6 +108,11 @@ type Scheduler struct {
 	epoch   float64 // Unix seconds that are 0 on the jobs' clock
 	cost    workload.MoveCost
 
+	// shardsSeen counts changes the ConfigMap informer saw to shards of
+	// the variability ConfigMap (LabelShardOf): a sharded profile is read
+	// again when one moves, as when the head changes (loadScores' key).
+	shardsSeen atomic.Uint64
+
 	// Round state (only the round goroutine touches it).
 	lastWhy   map[string]string // gang -> last FailedScheduling message
 	whyGen    uint64            // the state generation lastWhy was last cleaned at
@@ -234,6 +239,35 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 		_ = inf.SetTransform(dropManagedFields)
 	}
 	s.batchJobs, s.ours, s.cms = ji.Lister(), oi.Lister(), ci.Lister()
+	// The informer holds every ConfigMap of the namespace, the shards of
+	// a sharded profile among them; a change to one of them re-reads the
+	// profile (loadScores' key).
+	shardOf := func(obj any) bool {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		cm, ok := obj.(*corev1.ConfigMap)
+		return ok && cfg.VariabilityConfigMap != "" && cm.Labels[LabelShardOf] == cfg.VariabilityConfigMap
+	}
+	if _, err := ci.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if shardOf(obj) {
+				s.shardsSeen.Add(1)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if shardOf(old) || shardOf(obj) {
+				s.shardsSeen.Add(1)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if shardOf(obj) {
+				s.shardsSeen.Add(1)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	s.synced = []cache.InformerSynced{ni.Informer().HasSynced, ji.Informer().HasSynced, oi.Informer().HasSynced,
 		ai.Informer().HasSynced, ci.Informer().HasSynced}
 	startGroups := s.setupGroups()
@@ -491,6 +525,12 @@ func parallelism(j *batchv1.Job) int {
 	return int(*j.Spec.Parallelism)
 }
 
+// configMap reads a ConfigMap of the scheduler's namespace from the
+// informer (the shards of a sharded scores table).
+func (s *Scheduler) configMap(name string) (*corev1.ConfigMap, error) {
+	return s.cms.ConfigMaps(s.cfg.Namespace).Get(name)
+}
+
 // loadScores reads the variability ConfigMap for the round's nodes and
 // bins it as the simulator bins a pinned GPU table.
 func (s *Scheduler) loadScores(snap *snapshot) {
@@ -501,12 +541,16 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 		rv = cm.ResourceVersion
 	}
 	key := rv + "|" + strconv.FormatUint(snap.LayoutGeneration, 10) // the nodes and their numbering
+	if cm != nil && cm.Annotations[AnnShards] != "" {
+		// Sharded: a change to a shard re-reads it too.
+		key += "|" + strconv.FormatUint(s.shardsSeen.Load(), 10)
+	}
 	if key == s.scoresKey && s.scores != nil {
 		return
 	}
 	src := s.cfg.Namespace + "/" + s.cfg.VariabilityConfigMap
 	if cm != nil {
-		if ns, err = ReadNodeScores("configmap "+src+" key "+ScoresKey, strings.NewReader(cm.Data[ScoresKey])); err != nil {
+		if ns, err = ReadScoresConfigMap(cm, s.configMap); err != nil {
 			s.log.Error("variability ConfigMap unreadable; every GPU runs at the median", "err", err)
 			ns = nil
 		}

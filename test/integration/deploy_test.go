@@ -211,6 +211,12 @@ func checkInstalled(t *testing.T, e *env, src string, objs map[string]runtime.Ob
 		{false, "update", "coordination.k8s.io", "leases", "", "kube-system", "kube-scheduler"},
 		{false, "create", "batch", "jobs", "", "jobs", ""},
 		{false, "update", "", "configmaps", "", "pal-system", "pal-variability"},
+		// The learned scores' shards: made and deleted, never updated.
+		{true, "create", "", "configmaps", "", "pal-system", ""},
+		{true, "delete", "", "configmaps", "", "pal-system", "pal-learned-scores-othergeneration-1"},
+		{true, "update", "", "configmaps", "", "pal-system", "pal-learned-scores"},
+		{false, "update", "", "configmaps", "", "pal-system", "pal-learned-scores-othergeneration-1"},
+		{false, "delete", "", "configmaps", "", "jobs", ""},
 	} {
 		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user,
 			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:pal-system", "system:authenticated"},
