@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +37,17 @@ them (pal profile build writes them for named nodes); otherwise from
 Node_ID through --node-name (a printf format) and the GPU's rank by GPU_ID
 within its node.
 
--o is the format (kubernetes, a ConfigMap in YAML, the only one so far);
+A table too big for kubectl apply to take in one ConfigMap (over 200 KiB
+of data: about 170 nodes of 8 GPUs) is split by rows into shards, a
+node's rows together: the output is then several ConfigMaps in one
+YAML stream, the shards (<name>-<generation>-<i>, labelled
+pal.io/shard-of=<name>) and last the named ConfigMap itself, which holds
+the first rows and says how many ConfigMaps there are and of which
+generation (pal.io/shards, pal.io/shard-generation). kubectl apply -f
+takes them all, and pal-kube scheduler reads the generation its named
+ConfigMap names.
+
+-o is the format (kubernetes, ConfigMaps in YAML, the only one so far);
 --out is the file to write (stdout without it).`,
 		Example: `  pal-kube profile export --gpu-scores gpu-scores.csv --out pal-variability.yaml
   pal-kube profile export --gpu-scores gpu-scores.csv --map gpus.csv | kubectl apply -f -`,
@@ -66,15 +79,7 @@ within its node.
 				}
 				scores[k] = v
 			}
-			var b strings.Builder
-			if err := kube.WriteNodeScores(&b, keys, scores); err != nil {
-				return err
-			}
-			cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-					Annotations: map[string]string{"pal.io/source": gpuScores}},
-				Data: map[string]string{kube.ScoresKey: b.String()}}
-			y, err := yaml.Marshal(cm)
+			y, err := exportConfigMaps(ns, name, gpuScores, keys, scores)
 			if err != nil {
 				return err
 			}
@@ -159,4 +164,61 @@ func gpuKeys(gs *variability.GPUScores, mapFile, nodeFormat string) ([]kube.GPUK
 		keys[g] = k
 	}
 	return keys, nil
+}
+
+// exportConfigMaps is the YAML of the ConfigMaps that hold scores as ns/name:
+// one ConfigMap when the table fits kubectl apply
+// (kube.ApplyShardDataBytes), otherwise its shards and then the head
+// (kube.SplitScoresCSV, kube.ShardConfigMaps), as a stream of documents:
+// kubectl apply makes them in order, the head, which names the shards'
+// generation, last.
+func exportConfigMaps(ns, name, source string, keys []kube.GPUKey, scores kube.NodeScores) ([]byte, error) {
+	var b strings.Builder
+	if err := kube.WriteNodeScores(&b, keys, scores); err != nil {
+		return nil, err
+	}
+	csv := b.String()
+	parts, err := kube.SplitScoresCSV(csv, kube.ApplyShardDataBytes, kube.ApplyShardDataBytes)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) > 1 {
+		// A node's rows together, nodes in the order they first come.
+		first := map[string]int{}
+		for i, k := range keys {
+			if _, ok := first[k.Node]; !ok {
+				first[k.Node] = i
+			}
+		}
+		keys = slices.Clone(keys)
+		slices.SortStableFunc(keys, func(a, b kube.GPUKey) int { return cmp.Compare(first[a.Node], first[b.Node]) })
+		b.Reset()
+		if err := kube.WriteNodeScores(&b, keys, scores); err != nil {
+			return nil, err
+		}
+		if parts, err = kube.SplitScoresCSV(b.String(), kube.ApplyShardDataBytes, kube.ApplyShardDataBytes); err != nil {
+			return nil, err
+		}
+	}
+	_, headAnn, shards, err := kube.ShardConfigMaps(ns, name, parts)
+	if err != nil {
+		return nil, err
+	}
+	ann := map[string]string{"pal.io/source": source}
+	maps.Copy(ann, headAnn)
+	head := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann},
+		Data: map[string]string{kube.ScoresKey: parts[0]}}
+	var out []byte
+	for _, cm := range append(shards, head) {
+		cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+		y, err := yaml.Marshal(cm)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, y...)
+	}
+	return out, nil
 }
