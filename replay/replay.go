@@ -140,6 +140,24 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 	if wr < 200*time.Millisecond {
 		return nil, fmt.Errorf("replay: a round of %v wall time is too short to replay faithfully (want >= 200ms; lower --speedup)", wr)
 	}
+	// Rows the cluster can never run are refused before anything is
+	// made, as pal sim refuses them.
+	nodeIdx, _, size, err := gpuNodes(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range o.Trace.Jobs {
+		if j.GPUs > size {
+			return nil, fmt.Errorf("%s:%d: field \"num_gpus\": job %d asks for %d GPUs but the cluster has %d (on %d GPU nodes)", j.Source, j.Line, j.ID, j.GPUs, size, len(nodeIdx))
+		}
+		// The arrival's wall time must fit a time.Duration (with room
+		// for the start): past it the conversion overflowed, and the job
+		// arrived at once.
+		if wall := math.Ceil(j.Submit/o.Round) * float64(wr); wall > math.MaxInt64/2 {
+			return nil, fmt.Errorf("%s:%d: field \"submit_time\": job %d arrives at %g s, %.2g years of wall time at speedup %g: past the longest wait a replay can time (%.0f years)",
+				j.Source, j.Line, j.ID, j.Submit, j.Submit/o.Speedup/(365.25*86400), o.Speedup, math.MaxInt64/2/1e9/(365.25*86400))
+		}
+	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
@@ -357,7 +375,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	nodeIdx, first, err := gpuNodes(ctx, cs)
+	nodeIdx, first, _, err := gpuNodes(ctx, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -390,11 +408,12 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 }
 
 // gpuNodes numbers the cluster's GPU nodes as the scheduler and the
-// simulator do: by name, node n's devices from global id first[n].
-func gpuNodes(ctx context.Context, cs kubernetes.Interface) (map[string]int, []int, error) {
+// simulator do: by name, node n's devices from global id first[n]; gpus
+// is their sum.
+func gpuNodes(ctx context.Context, cs kubernetes.Interface) (map[string]int, []int, int, error) {
 	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("replay: list nodes: %v", err)
+		return nil, nil, 0, fmt.Errorf("replay: list nodes: %v", err)
 	}
 	var names []string
 	size := map[string]int{}
@@ -414,7 +433,7 @@ func gpuNodes(ctx context.Context, cs kubernetes.Interface) (map[string]int, []i
 		first = append(first, id)
 		id += size[n]
 	}
-	return idx, first, nil
+	return idx, first, id, nil
 }
 
 func fmtG(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

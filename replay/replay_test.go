@@ -386,3 +386,36 @@ func TestReplayRefusesAbsurdSlowdown(t *testing.T) {
 		})
 	}
 }
+
+// A trace row the cluster can never run is refused before anything is
+// made, naming its file, line and field, as pal sim refuses it: a job
+// wider than the cluster's GPUs was made as pods that were never placed
+// (the replay then waited for it for ever), and one arriving past what a
+// time.Duration holds overflowed to an arrival at once.
+func TestReplayRefusesImpossibleJobs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		job  workload.Spec
+		want string
+	}{
+		{name: "wider than the cluster", job: workload.Spec{ID: 7, GPUs: 9, Iterations: 10, IterTime: 0.1, Source: "t.csv", Line: 3},
+			want: `t.csv:3: field "num_gpus": job 7 asks for 9 GPUs but the cluster has 8 (on 1 GPU nodes)`},
+		{name: "arrives past any wait", job: workload.Spec{ID: 7, GPUs: 1, Submit: 1e13, Iterations: 10, IterTime: 0.1, Source: "t.csv", Line: 3},
+			want: `t.csv:3: field "submit_time": job 7 arrives at 1e+13 s, 6.3e+04 years of wall time at speedup 5`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster()
+			tr := oneJob()
+			tr.Jobs = append(tr.Jobs, tc.job)
+			_, err := testReplay(context.Background(), t, f, tr, 2*time.Second)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("replay: %v\nwant: %s", err, tc.want)
+			}
+			pods, _ := f.cs.CoreV1().Pods("r").List(context.Background(), metav1.ListOptions{})
+			cms, _ := f.cs.CoreV1().ConfigMaps("r").List(context.Background(), metav1.ListOptions{})
+			if len(pods.Items)+len(cms.Items) > 0 {
+				t.Errorf("%d pods and %d ConfigMaps made for a refused trace", len(pods.Items), len(cms.Items))
+			}
+		})
+	}
+}
