@@ -219,10 +219,20 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(o.Namespace))
 	pi := f.Core().V1().Pods().Informer()
-	patch := func(p *corev1.Pod, at time.Time) {
+	// patch tells kwok when p finishes: the only call made for the
+	// placement, so a refusal that passes is tried again, and one that
+	// stays fails the replay (as in create).
+	patch := func(id int, p *corev1.Pod, at time.Time) {
 		body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, devcluster.AnnFinishAfter, at.UTC().Format(time.RFC3339Nano))
-		if _, err := cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			o.Log("patch %s: %v", p.Name, err)
+		err := retry.OnError(createBackoff, func(err error) bool { return ctx.Err() == nil && !apierrors.IsNotFound(err) }, func() error {
+			_, err := cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+			if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+				o.Log("patch %s: %v", p.Name, err)
+			}
+			return err
+		})
+		if err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			fail(fmt.Errorf("replay: job %d: patch pod %s/%s: %w", id, p.Namespace, p.Name, err))
 		}
 	}
 	onPod := func(p *corev1.Pod) {
@@ -282,7 +292,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 				return
 			}
 			at := t0.Add(time.Duration((float64(j.startTick+n) - 0.25) * float64(wr)))
-			go patch(p, at)
+			go patch(j.spec.ID, p, at)
 			return
 		}
 		if p.Status.Phase == corev1.PodSucceeded && !j.succeeded[p.Name] {
@@ -524,6 +534,6 @@ func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, 
 	}
 }
 
-// createBackoff spaces the tries of a refused pod create: 5 tries in
-// about 1.5 s.
+// createBackoff spaces the tries of a refused pod create or patch: 5
+// tries in about 1.5 s.
 var createBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5}

@@ -419,3 +419,43 @@ func TestReplayRefusesImpossibleJobs(t *testing.T) {
 		})
 	}
 }
+
+// The patch that tells kwok when a pod finishes is the only one made for
+// the pod's placement: one the API server refuses left the pod running
+// for ever. A passing refusal is retried; one that stays fails the
+// replay at once, naming the pod.
+func TestReplayFinishPatchRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refuse  int
+		wantErr string
+	}{
+		{name: "once", refuse: 1},
+		{name: "always", refuse: 1000, wantErr: `: Internal error occurred: etcd leader changed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster()
+			var mu sync.Mutex
+			refused := 0
+			f.cs.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if refused < tc.refuse {
+					refused++
+					return true, nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
+				}
+				return false, nil, nil
+			})
+			start := time.Now()
+			_, err := testReplay(context.Background(), t, f, oneJob(), 4*time.Second)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("replay: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "job 1: patch pod r/replay-")):
+				t.Errorf("replay: %v, want an error naming the pod and %q", err, tc.wantErr)
+			case tc.wantErr != "" && time.Since(start) > 3*time.Second:
+				t.Errorf("replay failed after %v: it waited for the timeout", time.Since(start))
+			}
+		})
+	}
+}
