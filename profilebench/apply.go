@@ -35,9 +35,11 @@ type ApplyOptions struct {
 // run of its queue (its node, or its GPU with per-GPU concurrency) has
 // finished, and returns when every run has finished or ctx ends. Run it
 // again with the same plan after an interruption and it resumes: pods
-// that exist and are owned by the run count as started. Before a node's
-// first run it says which other pods hold the node's GPUs, and with
-// o.Cordon it cordons the node until the node's last run has finished
+// that exist and are owned by the run count as started. Returning early
+// (ctx ended, an error), it first deletes the runs it started that are
+// still going (unfinished measurements; a resumed Apply starts them
+// anew). Before a node's first run it says which other pods hold the
+// node's GPUs, and with o.Cordon it cordons the node until the node's last run has finished
 // (or Apply returns early: a node is never left cordoned by a run that
 // is no longer watched, except by a killed Apply, which Uncordon undoes).
 func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOptions) (err error) {
@@ -127,7 +129,7 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 	if o.Cordon {
 		defer func() {
 			// Returning early (an error, ctx ended): no cordon stays
-			// behind; runs still going finish without it. Each node has
+			// behind (the runs still going were deleted first). Each node has
 			// liftTimeout of its own: a bound for them all ran out after
 			// the first few dozen at the client's rate.
 			nodes := make([]string, 0, len(cordoned))
@@ -159,6 +161,19 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 			}
 		}()
 	}
+	// Returning early, the runs still going are deleted, before any
+	// cordon is lifted (deferred last, so run first): left, each held its
+	// GPU until its deadline, measured on a node no longer cordoned, and
+	// was then collected as a run like any other. A resumed Apply starts
+	// them anew.
+	defer func() {
+		if err == nil {
+			return
+		}
+		if e := stopRuns(ctx, cs, plan, cm, progress); e != nil {
+			err = fmt.Errorf("%w; and %v", err, e)
+		}
+	}()
 	for {
 		list, err := cs.CoreV1().Pods(plan.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plan.Selector()})
 		if err != nil {
@@ -230,7 +245,45 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 	}
 }
 
-// liftTimeout bounds the lifting of a cordon on Apply's way out.
+// stopRuns deletes the run's pods that Apply created and that have not
+// finished, each by UID, and names those it could not delete.
+func stopRuns(ctx context.Context, cs kubernetes.Interface, plan *Plan, cm *corev1.ConfigMap, progress func(string, ...any)) error {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liftTimeout)
+	list, err := cs.CoreV1().Pods(plan.Namespace).List(lctx, metav1.ListOptions{LabelSelector: plan.Selector()})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the run's pods still going were not deleted (listing them: %v): kubectl delete pods -n %s -l %s --field-selector status.phase!=Succeeded,status.phase!=Failed deletes them",
+			err, plan.Namespace, plan.Selector())
+	}
+	var left []string
+	var first error
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !ownedBy(p, cm) || isFinished(p) {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liftTimeout)
+		err := cs.CoreV1().Pods(plan.Namespace).Delete(lctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		cancel()
+		switch {
+		case err == nil:
+			progress("deleted %s (on %s): the benchmark stopped before it finished", p.Name, p.Spec.NodeName)
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone, or another pod of its name
+		default:
+			left = append(left, p.Name)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%d run(s) still going, not deleted (kubectl delete pods -n %s %s): %v", len(left), plan.Namespace, strings.Join(left, " "), first)
+	}
+	return nil
+}
+
+// liftTimeout bounds each call on Apply's way out: a run's deletion, a
+// node's uncordon.
 var liftTimeout = 10 * time.Second
 
 func isFinished(p *corev1.Pod) bool {

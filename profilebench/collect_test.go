@@ -2,6 +2,7 @@ package profilebench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -326,6 +327,89 @@ func TestCollectCutLog(t *testing.T) {
 				t.Errorf("measured %+v, failed %+v; want failed: %s", c.Measured, c.Failed, tc.want)
 			case tc.want == "" && (len(c.Measured) != 1 || c.Measured[0].IterTime != 12.5):
 				t.Errorf("measured %+v, failed %+v; want 12.5 s", c.Measured, c.Failed)
+			}
+		})
+	}
+}
+
+// An Apply that stops early (Ctrl-C, --timeout, an error) deletes the
+// runs it started that are still going: left, they held their GPUs until
+// their deadline, measured on nodes whose cordon was lifted, and were
+// then collected as if they had run under it. Finished runs, and pods it
+// did not create, stay; run again, Apply starts the deleted runs anew.
+func TestApplyStoppedDeletesRunsGoing(t *testing.T) {
+	for _, cordon := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cordon=%v", cordon), func(t *testing.T) {
+			ctx := context.Background()
+			p, _ := NewPlan(twoNodes(), testOptions())
+			stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: "bench", Labels: map[string]string{LabelRun: "t1"}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			cs := fakeClient(stranger, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a-node"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b-node"}})
+			var order []string
+			cs.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				switch a.GetVerb() + " " + a.GetResource().Resource {
+				case "delete pods":
+					order = append(order, "delete "+a.(k8stesting.DeleteAction).GetName())
+				case "patch nodes":
+					order = append(order, "patch "+a.(k8stesting.PatchAction).GetName())
+				}
+				return false, nil, nil
+			})
+			// The first poll finishes b-node's first run; the second is
+			// interrupted with a run going on each node.
+			polls := 0
+			stop := errors.New("interrupted")
+			kubelet := func(ctx context.Context, _ time.Duration) error {
+				if polls++; polls == 2 {
+					return stop
+				}
+				pod, err := cs.CoreV1().Pods("bench").Get(ctx, "pal-bench-t1-n1-g0-m0-r0", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				finish(pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.5")
+				_, err = cs.CoreV1().Pods("bench").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+				return err
+			}
+			var progress strings.Builder
+			err := Apply(ctx, cs, p, ApplyOptions{Sleep: kubelet, Progress: &progress, Cordon: cordon})
+			if !errors.Is(err, stop) {
+				t.Fatalf("Apply: %v, want the interruption", err)
+			}
+			list, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+			var left []string
+			for _, pod := range list.Items {
+				left = append(left, pod.Name)
+			}
+			if fmt.Sprint(left) != "[labelled pal-bench-t1-n1-g0-m0-r0]" {
+				t.Errorf("pods after the interruption: %v, want the stranger and the finished run", left)
+			}
+			for _, w := range []string{"deleted pal-bench-t1-n0-g0-m0-r0 (on a-node): the benchmark stopped before it finished",
+				"deleted pal-bench-t1-n1-g1-m0-r0 (on b-node): the benchmark stopped before it finished"} {
+				if !strings.Contains(progress.String(), w+"\n") {
+					t.Errorf("progress lacks %q:\n%s", w, progress.String())
+				}
+			}
+			if cordon && fmt.Sprint(order[len(order)-4:]) != "[delete pal-bench-t1-n0-g0-m0-r0 delete pal-bench-t1-n1-g1-m0-r0 patch a-node patch b-node]" {
+				t.Errorf("calls %v: want the runs deleted before their nodes are uncordoned", order)
+			}
+			// Resumed, every run finishes, the deleted ones made anew.
+			resumed := func(ctx context.Context, _ time.Duration) error {
+				list, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{LabelSelector: p.Selector()})
+				for i := range list.Items {
+					pod := &list.Items[i]
+					if pod.Name != "labelled" && !isFinished(pod) {
+						finish(pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.5")
+						cs.CoreV1().Pods("bench").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+					}
+				}
+				return nil
+			}
+			if err := Apply(ctx, cs, p, ApplyOptions{Sleep: resumed, Cordon: cordon}); err != nil {
+				t.Fatal(err)
+			}
+			if c, err := Collect(ctx, cs, p, nil); err != nil || len(c.Measured) != len(p.Runs) {
+				t.Errorf("collected after the resumption: %v, %d of %d measured", err, len(c.Measured), len(p.Runs))
 			}
 		})
 	}

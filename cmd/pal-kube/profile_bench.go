@@ -101,7 +101,9 @@ Before a node's first run, --apply names the other pods that hold its
 GPUs (their load is measured too); with --cordon it cordons the node
 until its last run has finished (marked pal.io/profile-cordoned-by=RUN;
 a node cordoned already is left as it is, and --cleanup lifts what a
-killed --apply left).
+killed --apply left). Stopped early (Ctrl-C, --timeout, an error),
+--apply deletes its runs still going and lifts its cordons; run again
+with the same flags and --run-id, it resumes.
 
 The run's objects carry the label pal.io/profile-run=RUN; its ConfigMap
 pal-bench-RUN holds the plan. --cleanup deletes only pods that --apply
