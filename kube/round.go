@@ -120,6 +120,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			j.MoveCost = s.moveCost(g)
 			if g.State == state.GangRunning {
 				j.GPUsHeld = g.GPUs
+				first := j.Attained == 0 // no round of this scheduler has credited it yet
 				// Its progress over the last period, as the simulator
 				// credits a round: a migration-aware placement weighs a
 				// move's gain against the work that is left.
@@ -135,17 +136,18 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				j.SinceScheduled = 0
 				if j.FirstStart < 0 {
 					j.FirstStart = now
-					if j.IterTime > 0 {
-						// First seen running (bound by another process or
-						// term, or in the last round): credited the time
-						// since its bind, at its GPUs' pace, so that a
-						// restarted scheduler does not read its whole
-						// pal.io/iterations as still to do.
-						if !(j.PM > 0) {
-							j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
-						}
-						j.Executed = math.Max(j.Executed, s.sinceBind(g, start)/(j.PM*j.Loc*j.IterTime))
+				}
+				if first && j.IterTime > 0 {
+					// First seen running (bound by another process or
+					// term, or in the last round): credited the time
+					// since its bind, at its GPUs' pace, so that a
+					// restarted scheduler does not read its whole
+					// pal.io/iterations as still to do. Once per gang:
+					// it reads the bind-info's JSON.
+					if !(j.PM > 0) {
+						j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
 					}
+					j.Executed = math.Max(j.Executed, s.sinceBind(g, start)/(j.PM*j.Loc*j.IterTime))
 				}
 				if lost := s.loses(g); lost != "" {
 					if !s.cfg.PreemptBarePods && s.ten == nil {

@@ -84,27 +84,49 @@ func benchCluster(sh roundShape) []runtime.Object {
 func BenchmarkSchedulerRound(b *testing.B) {
 	for _, sh := range benchRoundShapes {
 		b.Run(fmt.Sprintf("%dx%d", sh.nodes, sh.per), func(b *testing.B) {
-			cs := fake.NewClientset(benchCluster(sh)...)
-			cfg := DefaultConfig()
-			cfg.LeaderElection.Enabled = false
-			s, err := New(cfg, cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			s.startFactories(ctx.Done())
-			if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-				b.Fatal("informers did not sync")
-			}
-			at := time.Unix(1_700_010_000, 0)
-			s.Round(ctx, at)
-			s.Round(ctx, at.Add(10*time.Second))
+			round := steadyRounds(b, sh)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				s.Round(ctx, at.Add(time.Duration(i+2)*10*time.Second))
+				round(i)
 			}
 		})
+	}
+}
+
+// steadyRounds starts a scheduler on the shape's cluster and runs its
+// first two rounds (the first builds everything from the pods); round(i)
+// then runs the next, 10 s on: a full cluster where nothing changes.
+func steadyRounds(tb testing.TB, sh roundShape) (round func(i int)) {
+	tb.Helper()
+	cs := fake.NewClientset(benchCluster(sh)...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	s.startFactories(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		tb.Fatal("informers did not sync")
+	}
+	at := time.Unix(1_700_010_000, 0)
+	s.Round(ctx, at)
+	s.Round(ctx, at.Add(10*time.Second))
+	return func(i int) { s.Round(ctx, at.Add(time.Duration(i+2)*10*time.Second)) }
+}
+
+// A steady round allocates a bounded handful, whatever the cluster's
+// size: per-gang work that allocates (parsing a pod's annotations each
+// round, say) shows here as thousands. This counts allocations, not
+// time, so it holds on a loaded machine; BenchmarkSchedulerRound has the
+// figures (18 a round at both shapes when this was written).
+func TestSteadyRoundAllocs(t *testing.T) {
+	round := steadyRounds(t, benchRoundShapes[0])
+	i := 0
+	if a := testing.AllocsPerRun(10, func() { round(i); i++ }); a > 40 {
+		t.Errorf("a steady round at %dx%d allocates %.0f times, want at most 40", benchRoundShapes[0].nodes, benchRoundShapes[0].per, a)
 	}
 }
