@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -174,10 +176,22 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 			err = fmt.Errorf("%w; and %v", err, e)
 		}
 	}()
+	// failures counts the polls in a row with a call refused for a
+	// reason that passes; refused says this poll had one.
+	failures := 0
 	for {
+		refused := false
 		list, err := cs.CoreV1().Pods(plan.Namespace).List(ctx, metav1.ListOptions{LabelSelector: plan.Selector()})
 		if err != nil {
-			return err
+			if !passing(ctx, err) || failures == maxPollFailures {
+				return fmt.Errorf("listing the run's pods: %w", err)
+			}
+			failures++
+			progress("listing the run's pods: %v: tried again at the next poll (%d of %d polls in a row)", err, failures, maxPollFailures)
+			if err := o.Sleep(ctx, o.Poll); err != nil {
+				return fmt.Errorf("%d of %d runs finished: %w", done, len(plan.Runs), err)
+			}
+			continue
 		}
 		pods := map[string]*corev1.Pod{}
 		for i := range list.Items {
@@ -229,7 +243,15 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 				pod.OwnerReferences = []metav1.OwnerReference{owner}
 				created, err := cs.CoreV1().Pods(plan.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 				if err != nil {
-					return fmt.Errorf("creating pod %s: %w", r.Pod, err)
+					if !passing(ctx, err) || failures == maxPollFailures {
+						return fmt.Errorf("creating pod %s: %w", r.Pod, err)
+					}
+					// First in its queue again; made at the next poll, or
+					// found there if this create was made after all.
+					queues[q] = append([]Run{r}, queues[q]...)
+					refused = true
+					progress("creating %s: %v: tried again at the next poll", r.Pod, err)
+					break
 				}
 				pods[r.Pod] = created
 				inFlight[q] = r
@@ -238,6 +260,11 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 		}
 		if done == len(plan.Runs) {
 			return nil
+		}
+		if refused {
+			failures++
+		} else {
+			failures = 0
 		}
 		if err := o.Sleep(ctx, o.Poll); err != nil {
 			return fmt.Errorf("%d of %d runs finished: %w", done, len(plan.Runs), err)
@@ -281,6 +308,25 @@ func stopRuns(ctx context.Context, cs kubernetes.Interface, plan *Plan, cm *core
 	}
 	return nil
 }
+
+// passing says whether an API error is one that passes by itself (the
+// API server restarting or overloaded, a connection lost), so that the
+// call is worth making again; not once ctx has ended.
+func passing(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ne net.Error
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// maxPollFailures is how many polls in a row may have a call refused
+// for a reason that passes (see passing) before Apply gives up: a
+// minute at the default poll.
+const maxPollFailures = 30
 
 // liftTimeout bounds each call on Apply's way out: a run's deletion, a
 // node's uncordon.

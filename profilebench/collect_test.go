@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -410,6 +412,83 @@ func TestApplyStoppedDeletesRunsGoing(t *testing.T) {
 			}
 			if c, err := Collect(ctx, cs, p, nil); err != nil || len(c.Measured) != len(p.Runs) {
 				t.Errorf("collected after the resumption: %v, %d of %d measured", err, len(c.Measured), len(p.Runs))
+			}
+		})
+	}
+}
+
+// An API server that refuses a call for a moment (a restart behind the
+// load balancer, 429 from its flow control, a 503) does not end a
+// benchmark that runs for hours: a poll whose list, or a run whose
+// create, is refused so is tried again at the next poll, up to
+// maxPollFailures polls in a row. A refusal that will not pass
+// (Forbidden) still ends it at once, and so does one that lasts.
+func TestApplyRidesOutPassingErrors(t *testing.T) {
+	unavailable := apierrors.NewServiceUnavailable("apiserver restarting")
+	busy := apierrors.NewTooManyRequests("flow control", 1)
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
+	for _, tc := range []struct {
+		name      string
+		verb      string
+		err       error
+		refuse    int // calls refused, from the second
+		want      string
+		wantPolls int
+	}{
+		{name: "list 503", verb: "list", err: unavailable, refuse: 3},
+		{name: "create 429", verb: "create", err: busy, refuse: 2},
+		{name: "list forbidden", verb: "list", err: forbidden, refuse: 1, want: `pods is forbidden: no`, wantPolls: 1},
+		{name: "list 503 for good", verb: "list", err: unavailable, refuse: 1000, want: "apiserver restarting", wantPolls: maxPollFailures + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p, _ := NewPlan(twoNodes(), testOptions())
+			cs := fakeClient()
+			calls, refused := 0, 0
+			cs.PrependReactor(tc.verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetNamespace() != "bench" {
+					return false, nil, nil
+				}
+				if calls++; calls > 1 && refused < tc.refuse {
+					refused++
+					return true, nil, tc.err
+				}
+				return false, nil, nil
+			})
+			polls := 0
+			kubelet := func(ctx context.Context, _ time.Duration) error {
+				polls++
+				list, err := cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), "bench")
+				if err != nil {
+					return err
+				}
+				for _, pod := range list.(*corev1.PodList).Items {
+					if !isFinished(&pod) {
+						finish(&pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.5")
+						if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), &pod, "bench"); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}
+			var progress strings.Builder
+			err := Apply(ctx, cs, p, ApplyOptions{Sleep: kubelet, Progress: &progress})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Apply: %v\n%s", err, progress.String())
+				}
+				list, _ := cs.Tracker().List(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), "bench")
+				if n := len(list.(*corev1.PodList).Items); n != len(p.Runs) || refused != tc.refuse {
+					t.Errorf("%d pods for %d runs, %d calls refused", n, len(p.Runs), refused)
+				}
+				if !strings.Contains(progress.String(), "tried again at the next poll") {
+					t.Errorf("progress does not say a call was refused:\n%s", progress.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || polls != tc.wantPolls {
+				t.Errorf("Apply: %v after %d polls; want %q after %d", err, polls, tc.want, tc.wantPolls)
 			}
 		})
 	}

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -29,15 +32,19 @@ import (
 // had cordoned before the run stays cordoned after it.
 const AnnCordonedBy = "pal.io/profile-cordoned-by"
 
+// nodeBackoff spaces the tries of a node's cordon or uncordon: 6 tries
+// in about 1.5 s.
+var nodeBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 6}
+
 // cordon cordons node for run unless it is cordoned already, and says
 // whether the cordon is the run's (marked AnnCordonedBy with runID,
 // now or by an earlier, interrupted Apply of the run).
 // A patch names the resourceVersion it read, so a node changed
 // meanwhile (its kubelet, a label, another controller) is refused with
-// 409 Conflict; it is read again and the patch retried (retry.DefaultRetry:
-// 5 tries).
+// 409 Conflict; it is read again and the patch retried, as is a call
+// refused for a reason that passes (passing), nodeBackoff apart.
 func cordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (ours bool, err error) {
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.OnError(nodeBackoff, func(err error) bool { return apierrors.IsConflict(err) || passing(ctx, err) }, func() error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -68,7 +75,7 @@ func cordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (o
 // the mark, keeps it as they left it).
 // A conflict is retried as in cordon.
 func uncordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (lifted bool, err error) {
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.OnError(nodeBackoff, func(err error) bool { return apierrors.IsConflict(err) || passing(ctx, err) }, func() error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -149,10 +149,13 @@ func TestCordonRetriesConflicts(t *testing.T) {
 		// conflict says which node patches (1-based, in order) are refused.
 		conflict  map[int]bool
 		interrupt bool
+		err       error // the refusal (nil: 409 Conflict)
 	}{
 		{name: "cordon", conflict: map[int]bool{1: true, 2: true}},
 		{name: "uncordon", conflict: map[int]bool{2: true, 3: true}},
 		{name: "uncordon on the way out", conflict: map[int]bool{2: true}, interrupt: true},
+		{name: "cordon, 503", conflict: map[int]bool{1: true}, err: apierrors.NewServiceUnavailable("apiserver restarting")},
+		{name: "uncordon, 503", conflict: map[int]bool{2: true}, err: apierrors.NewServiceUnavailable("apiserver restarting")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := NewPlan([]Node{{Name: "a-node", GPUs: 1}}, testOptions())
@@ -160,6 +163,9 @@ func TestCordonRetriesConflicts(t *testing.T) {
 			patches := 0
 			cs.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 				patches++
+				if tc.conflict[patches] && tc.err != nil {
+					return true, nil, tc.err
+				}
 				if tc.conflict[patches] {
 					return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "a-node", errors.New("the object has been modified"))
 				}
@@ -207,9 +213,11 @@ func TestApplyLiftsCordonWhoseAnswerWasLost(t *testing.T) {
 		if _, _, err := k8stesting.ObjectReaction(cs.Tracker())(a); err != nil {
 			t.Fatal(err)
 		}
-		return true, nil, apierrors.NewServerTimeout(schema.GroupResource{Resource: "nodes"}, "patch", 1)
+		// An answer lost in a way not tried again (a passing one is,
+		// and the try then finds the run's mark).
+		return true, nil, errors.New("stream error: stream ID 7; INTERNAL_ERROR; received from peer")
 	})
-	err := Apply(context.Background(), cs, p, ApplyOptions{Cordon: true, Sleep: func(context.Context, time.Duration) error { return nil }})
+	err := Apply(context.Background(), cs, p, ApplyOptions{Cordon: true, Sleep: func(context.Context, time.Duration) error { return errors.New("polled") }})
 	if err == nil || !strings.Contains(err.Error(), "cordoning node a-node") {
 		t.Errorf("Apply: %v, want the lost cordon's error", err)
 	}
