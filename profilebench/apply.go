@@ -41,9 +41,10 @@ type ApplyOptions struct {
 // (ctx ended, an error), it first deletes the runs it started that are
 // still going (unfinished measurements; a resumed Apply starts them
 // anew). Before a node's first run it says which other pods hold the
-// node's GPUs, and with o.Cordon it cordons the node until the node's last run has finished
-// (or Apply returns early: a node is never left cordoned by a run that
-// is no longer watched, except by a killed Apply, which Uncordon undoes).
+// node's GPUs, and with o.Cordon it cordons the node until the node's
+// last run has finished (or Apply returns early: a node is never left
+// cordoned by a run that is no longer watched, except by a killed
+// Apply, which Uncordon undoes).
 func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOptions) (err error) {
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
@@ -131,9 +132,9 @@ func Apply(ctx context.Context, cs kubernetes.Interface, plan *Plan, o ApplyOpti
 	if o.Cordon {
 		defer func() {
 			// Returning early (an error, ctx ended): no cordon stays
-			// behind (the runs still going were deleted first). Each node has
-			// liftTimeout of its own: a bound for them all ran out after
-			// the first few dozen at the client's rate.
+			// behind (the runs still going were deleted first). Each
+			// node has liftTimeout of its own: a bound for them all ran
+			// out after the first few dozen at the client's rate.
 			nodes := make([]string, 0, len(cordoned))
 			for n := range cordoned {
 				nodes = append(nodes, n)
