@@ -77,6 +77,10 @@ func cordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (o
 func uncordon(ctx context.Context, cs kubernetes.Interface, node, runID string) (lifted bool, err error) {
 	err = retry.OnError(nodeBackoff, func(err error) bool { return apierrors.IsConflict(err) || passing(ctx, err) }, func() error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			lifted = false // the node left the cluster, its cordon with it
+			return nil
+		}
 		if err != nil {
 			return err
 		}

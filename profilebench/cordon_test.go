@@ -325,3 +325,52 @@ func TestApplyStoppedNamesCordonsLeft(t *testing.T) {
 		t.Errorf("Apply: %v\nwant the interruption and: %s", err, want)
 	}
 }
+
+// A node that leaves the cluster mid-benchmark (scaled down, replaced)
+// takes its cordon with it: the lift after its last run finds nothing
+// to uncordon, and the benchmark goes on with the other nodes. The
+// missing node used to end the whole benchmark, and with it every
+// measurement under way.
+func TestApplyNodeGoneMidRun(t *testing.T) {
+	p, _ := NewPlan(twoNodes(), testOptions())
+	cs := fakeClient(benchNode("a-node", false, nil), benchNode("b-node", false, nil))
+	ctx := context.Background()
+	polls := 0
+	kubelet := func(ctx context.Context, _ time.Duration) error {
+		if polls++; polls == 1 {
+			if err := cs.CoreV1().Nodes().Delete(ctx, "a-node", metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+		}
+		list, _ := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+		for i := range list.Items {
+			pod := &list.Items[i]
+			switch {
+			case isFinished(pod):
+			case pod.Spec.NodeName == "a-node": // the pod garbage collector's work
+				if err := cs.CoreV1().Pods("bench").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+					return err
+				}
+			default:
+				finish(pod, corev1.PodSucceeded, 0, "PAL_RESULT iter_time_s=0.5")
+				if _, err := cs.CoreV1().Pods("bench").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+		}
+		if polls > 100 {
+			return errors.New("too many polls")
+		}
+		return nil
+	}
+	var progress strings.Builder
+	if err := Apply(ctx, cs, p, ApplyOptions{Sleep: kubelet, Progress: &progress, Cordon: true}); err != nil {
+		t.Fatalf("Apply: %v\n%s", err, progress.String())
+	}
+	if s := nodeState(t, cs, "b-node"); s != "schedulable" {
+		t.Errorf("b-node %s after the run", s)
+	}
+	if c, _ := Collect(ctx, cs, p, nil); len(c.Measured) != 8 || len(c.Failed) != 4 {
+		t.Errorf("%d measured, %d failed; want b-node's 8 and a-node's 4", len(c.Measured), len(c.Failed))
+	}
+}
