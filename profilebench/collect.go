@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,9 @@ const (
 	logTailLines = 200
 	logLimit     = 64 << 10
 )
+
+// logTimeout bounds the reading of one run's log.
+var logTimeout = 30 * time.Second
 
 // ClientLogs reads logs through the API server.
 func ClientLogs(cs kubernetes.Interface) LogFunc {
@@ -145,7 +149,9 @@ func collectOne(ctx context.Context, p *corev1.Pod, r Run, logs LogFunc) (Measur
 		if logs == nil {
 			return m, "no " + ResultPrefix + " line in the termination message"
 		}
-		text, lerr := logs(ctx, p.Namespace, p.Name, Container)
+		lctx, cancel := context.WithTimeout(ctx, logTimeout)
+		text, lerr := logs(lctx, p.Namespace, p.Name, Container)
+		cancel()
 		if lerr != nil {
 			return m, fmt.Sprintf("no %s line in the termination message, and the log cannot be read: %v", ResultPrefix, lerr)
 		}

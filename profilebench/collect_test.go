@@ -493,3 +493,42 @@ func TestApplyRidesOutPassingErrors(t *testing.T) {
 		})
 	}
 }
+
+// A log read that hangs (the kubelet of a node gone dark, behind the API
+// server's proxy) fails that run after logTimeout, not the collection:
+// it waited as long as the command's whole --timeout (24 h by default),
+// one such run after another.
+func TestCollectLogTimeout(t *testing.T) {
+	defer func(d time.Duration) { logTimeout = d }(logTimeout)
+	logTimeout = 50 * time.Millisecond
+	p, _ := NewPlan([]Node{{Name: "a-node", GPUs: 2}}, Options{RunID: "l1", Image: "i", Namespace: "bench", SchedulerName: "pal",
+		Models: []string{"m"}, Repetitions: 1, Iterations: 1})
+	var objs []runtime.Object
+	for _, pod := range p.Pods() {
+		finish(pod, corev1.PodSucceeded, 0, "")
+		objs = append(objs, pod)
+	}
+	hang := func(ctx context.Context, _, pod, _ string) (string, error) {
+		if strings.Contains(pod, "-g1-") {
+			return "PAL_RESULT iter_time_s=2\n", nil
+		}
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	done := make(chan *Collection, 1)
+	go func() {
+		c, err := Collect(context.Background(), fakeClient(objs...), p, hang)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- c
+	}()
+	select {
+	case c := <-done:
+		if len(c.Measured) != 1 || len(c.Failed) != 1 || !strings.Contains(c.Failed[0].Why, "the log cannot be read: context deadline exceeded") {
+			t.Errorf("measured %+v, failed %+v; want GPU 1 measured and GPU 0 failed for its log", c.Measured, c.Failed)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Collect still waiting for a hung log after 5 s")
+	}
+}
