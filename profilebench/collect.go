@@ -216,9 +216,21 @@ func (c *Collection) Sorted() []Measured {
 	return out
 }
 
+// UnmeasuredComment starts each comment line of the measurement CSV
+// that names GPUs without a measurement; pal profile build carries such
+// lines into the score table's comments and warns of them.
+const UnmeasuredComment = "# unmeasured: "
+
+// Unmeasured says which GPUs the collection has no measurement of: the
+// nodes' GPUs the plan has no run for (Plan.UnmeasuredNotes).
+func (c *Collection) Unmeasured() []string {
+	return c.Plan.UnmeasuredNotes()
+}
+
 // WriteCSV writes the measurement file pal profile build reads: '#'
-// lines saying which run and image it came from and each failed run,
-// then one row per measured run.
+// lines saying which run and image it came from, each failed run and
+// each unmeasured GPU (UnmeasuredComment), then one row per measured
+// run.
 func (c *Collection) WriteCSV(w io.Writer) error {
 	p := c.Plan
 	fmt.Fprintf(w, "# pal-kube profile bench run %s: image %s, namespace %s, %d iterations per run, one run per %s at a time\n",
@@ -226,6 +238,9 @@ func (c *Collection) WriteCSV(w io.Writer) error {
 	fmt.Fprintf(w, "# %d of %d runs measured\n", len(c.Measured), len(p.Runs))
 	for _, f := range c.Failed {
 		fmt.Fprintf(w, "# failed: pod %s (node %s GPU %d, %s repetition %d): %s\n", f.Pod, f.Node, f.GPU, f.Model, f.Repetition, oneLine(f.Why))
+	}
+	for _, u := range c.Unmeasured() {
+		fmt.Fprintf(w, "%s%s\n", UnmeasuredComment, u)
 	}
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"node", "gpu_index", "gpu_uuid", "model", "iter_time_s", "sm_clock_mhz", "power_w", "temp_c"})

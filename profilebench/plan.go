@@ -62,10 +62,47 @@ const (
 	EnvVisible    = "NVIDIA_VISIBLE_DEVICES"
 )
 
-// Node is a GPU node to benchmark.
+// Node is a GPU node to benchmark: GPUs is its allocatable
+// nvidia.com/gpu, the devices 0..GPUs-1 that pal-kube scheduler numbers
+// and places on, and that the plan measures.
 type Node struct {
 	Name string `json:"name"`
 	GPUs int    `json:"gpus"`
+	// Capacity is the node's nvidia.com/gpu capacity where it is more
+	// than GPUs (0 otherwise): the device plugin withholds a GPU it
+	// finds unhealthy from allocatable without saying which device
+	// index it is, so the GPUs past GPUs go unmeasured, and the plan
+	// says so (Unmeasured) rather than guess an index.
+	Capacity int `json:"capacity,omitempty"`
+}
+
+// Unmeasured is how many of the node's GPUs the plan has no run for.
+func (n Node) Unmeasured() int { return max(0, n.Capacity-n.GPUs) }
+
+// UnmeasuredNote says what of n goes unmeasured, or "" if nothing does.
+func (n Node) UnmeasuredNote() string {
+	u := n.Unmeasured()
+	if u == 0 {
+		return ""
+	}
+	devs := fmt.Sprintf("devices 0-%d are", n.GPUs-1)
+	if n.GPUs == 1 {
+		devs = "device 0 is"
+	}
+	return fmt.Sprintf("node %s: %d of its %d GPUs unmeasured (nvidia.com/gpu capacity %d, allocatable %d): the device plugin does not hand out a GPU it finds unhealthy, nor say which device it is, so only %s measured, as pal-kube scheduler numbers them; the score table has no row for the others",
+		n.Name, u, n.Capacity, n.Capacity, n.GPUs, devs)
+}
+
+// UnmeasuredNotes are the notes (UnmeasuredNote) of the plan's nodes
+// that have GPUs no run measures, by node name.
+func (p *Plan) UnmeasuredNotes() []string {
+	var out []string
+	for _, n := range p.Nodes {
+		if s := n.UnmeasuredNote(); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Options are what a plan is made from.
@@ -165,6 +202,9 @@ func NewPlan(nodes []Node, o Options) (*Plan, error) {
 		}
 		if n.GPUs < 1 || n.GPUs > 1024 {
 			return nil, fmt.Errorf("node %s has %d GPUs (want 1 to 1024)", n.Name, n.GPUs)
+		}
+		if n.Capacity != 0 && (n.Capacity <= n.GPUs || n.Capacity > 1024) {
+			return nil, fmt.Errorf("node %s has capacity %d for %d allocatable GPUs (want 0, or more than %d and at most 1024)", n.Name, n.Capacity, n.GPUs, n.GPUs)
 		}
 		total += n.GPUs
 	}

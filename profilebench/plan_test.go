@@ -152,12 +152,47 @@ func TestPlanRefuses(t *testing.T) {
 		{func(_ *Options, n *[]Node) { *n = append(*n, Node{Name: "a-node", GPUs: 2}) }, "node a-node given twice"},
 		{func(_ *Options, n *[]Node) { (*n)[0].GPUs = 0 }, "node b-node has 0 GPUs"},
 		{func(o *Options, _ *[]Node) { o.Repetitions = 20000 }, "120000 runs"},
+		{func(_ *Options, n *[]Node) { (*n)[0].Capacity = 2 }, "node b-node has capacity 2 for 2 allocatable GPUs"},
+		{func(_ *Options, n *[]Node) { (*n)[0].Capacity = 1025 }, "node b-node has capacity 1025"},
 	} {
 		o, n := testOptions(), twoNodes()
 		tc.edit(&o, &n)
 		if _, err := NewPlan(n, o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// TestPlanShortNode: a node with more GPUs than allocatable has runs
+// for its allocatable devices only, keeps its capacity through the
+// ConfigMap, and its note names it and how many GPUs go unmeasured.
+func TestPlanShortNode(t *testing.T) {
+	n := twoNodes()
+	n[0].Capacity = 3 // b-node: 2 of 3 allocatable
+	p, err := NewPlan(n, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Runs {
+		if r.GPU >= 2 {
+			t.Errorf("run %s on device %d, which the device plugin does not hand out", r.Pod, r.GPU)
+		}
+	}
+	notes := p.UnmeasuredNotes()
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "node b-node: 1 of its 3 GPUs unmeasured (nvidia.com/gpu capacity 3, allocatable 2)") ||
+		!strings.Contains(notes[0], "only devices 0-1 are measured") {
+		t.Errorf("notes %q", notes)
+	}
+	cm, _ := p.ConfigMap()
+	back, err := ReadPlan(cm)
+	if err != nil || fmt.Sprint(back.UnmeasuredNotes()) != fmt.Sprint(notes) {
+		t.Errorf("read back: %v, notes %q", err, back.UnmeasuredNotes())
+	}
+	c := &Collection{Plan: back}
+	var b strings.Builder
+	c.WriteCSV(&b)
+	if !strings.Contains(b.String(), "\n"+UnmeasuredComment+notes[0]+"\n") {
+		t.Errorf("CSV:\n%s", b.String())
 	}
 }
 

@@ -82,6 +82,12 @@ device, so the NVIDIA runtime shows it that GPU and no device plugin has
 to choose one. Its schedulerName (--scheduler-name, pal's) makes a
 running pal-kube scheduler count the device as taken.
 
+Each node is measured on its allocatable GPUs (devices 0..allocatable-1,
+as pal-kube scheduler numbers them). A node whose allocatable
+nvidia.com/gpu is below its capacity (a GPU its device plugin withholds)
+has GPUs no run measures: the output names the node and how many, and
+so do the measurement CSV and the score table ('# unmeasured:').
+
 Without --parallel, one run per node runs at a time (GPUs of a node share
 power, cooling and PCIe; a neighbour's load would be measured too); with
 --parallel, one run per GPU. Only --apply enforces that order: it starts
@@ -189,6 +195,9 @@ func runProfileBench(ctx context.Context, stdout, stderr io.Writer, o profileBen
 	}
 	fmt.Fprintf(stderr, "run %s: %d runs (%d GPUs on %d nodes x %d models x %d repetitions), one per %s at a time, image %s, namespace %s\n",
 		plan.RunID, len(plan.Runs), gpus, len(plan.Nodes), len(plan.Models), plan.Repetitions, plan.Concurrency, plan.Image, plan.Namespace)
+	for _, u := range plan.UnmeasuredNotes() {
+		fmt.Fprintf(stderr, "run %s: %s\n", plan.RunID, u)
+	}
 	if !o.apply || o.out != "" {
 		if err := writeBenchObjects(stdout, o.out, o.output, plan); err != nil {
 			return err
@@ -235,23 +244,57 @@ func benchNodes(ctx context.Context, cs kubernetes.Interface, names, selector st
 			}
 			g := kube.NodeGPUs(node)
 			if g == 0 {
-				return nil, fmt.Errorf("--nodes: node %s has no allocatable %s", n, kube.ResourceGPU)
+				return nil, fmt.Errorf("--nodes: node %s has no allocatable %s%s", n, kube.ResourceGPU, capacityNote(node))
 			}
-			out = append(out, profilebench.Node{Name: n, GPUs: g})
+			out = append(out, benchNode(node, g))
 		}
 		return out, nil
 	}
 	for _, node := range list.Items {
 		if g := kube.NodeGPUs(&node); g > 0 {
-			out = append(out, profilebench.Node{Name: node.Name, GPUs: g})
+			out = append(out, benchNode(&node, g))
 		} else {
-			fmt.Fprintf(stderr, "skipping node %s: no allocatable %s\n", node.Name, kube.ResourceGPU)
+			fmt.Fprintf(stderr, "skipping node %s: no allocatable %s%s\n", node.Name, kube.ResourceGPU, capacityNote(&node))
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no node with allocatable %s matches --node-selector %q", kube.ResourceGPU, selector)
 	}
 	return out, nil
+}
+
+// nodeCapacity is a node's nvidia.com/gpu capacity (0: none, or not a
+// count).
+func nodeCapacity(n *corev1.Node) int {
+	q, ok := n.Status.Capacity[kube.ResourceGPU]
+	if !ok {
+		return 0
+	}
+	v, exact := q.AsInt64()
+	if !exact || v <= 0 || v > 1024 {
+		return 0
+	}
+	return int(v)
+}
+
+// benchNode is node n with g allocatable GPUs, and its capacity where
+// that is more: the GPUs its device plugin withholds go unmeasured, and
+// the plan says so.
+func benchNode(n *corev1.Node, g int) profilebench.Node {
+	bn := profilebench.Node{Name: n.Name, GPUs: g}
+	if c := nodeCapacity(n); c > g {
+		bn.Capacity = c
+	}
+	return bn
+}
+
+// capacityNote tells, for a node without allocatable GPUs, of the GPUs
+// it has all the same (every one withheld, so none measured).
+func capacityNote(n *corev1.Node) string {
+	if c := nodeCapacity(n); c > 0 {
+		return fmt.Sprintf(" (capacity %d: all %d unmeasured)", c, c)
+	}
+	return ""
 }
 
 // writeBenchObjects writes the run's ConfigMap and pods as YAML

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/palsched/pal/profilebench"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
+
+	"github.com/palsched/pal/profilebench"
+	"github.com/palsched/pal/variability"
 )
 
 // TestProfileBenchWritesObjects: without a cluster (--gpus-per-node),
@@ -82,29 +84,14 @@ func TestProfileBenchWritesObjects(t *testing.T) {
 	}
 }
 
-// TestProfileBenchApplyCollect runs --apply --collect --gpu-scores-out
-// against the fake clientset, the test finishing each started pod with
-// a result that depends on its GPU: the CSV has one row per GPU, model
-// and repetition with those values, and pal profile build's table ranks
-// the slow GPU slowest.
-func TestProfileBenchApplyCollect(t *testing.T) {
-	gpu := resource.MustParse("2")
-	node := func(name string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": gpu}}}
-	}
-	cs := fake.NewClientset(node("n1"), node("n2"), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}})
-	cs.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetUID(types.UID("cm-uid"))
-		return false, nil, nil
-	})
-	old := benchClientFor
-	benchClientFor = func(string) (kubernetes.Interface, error) { return cs, nil }
-	defer func() { benchClientFor = old }()
-
+// benchKubelet plays the kubelet for the fake clientset: it finishes
+// every started pod of namespace default, with the result line that
+// finish gives its node and device, or failed when finish says fail.
+func benchKubelet(t *testing.T, cs *fake.Clientset, finish func(node, gpu string) (iter float64, fail bool)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // the kubelet: finish every pod that has not finished
+	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
 			list, _ := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
@@ -113,26 +100,65 @@ func TestProfileBenchApplyCollect(t *testing.T) {
 				if p.Status.Phase != "" {
 					continue
 				}
-				it := 0.1
-				if p.Spec.NodeName == "n2" && p.Annotations["pal.io/gpu-indices"] == "1" {
-					it = 0.15 // the slow GPU
-				}
+				it, fail := finish(p.Spec.NodeName, p.Annotations["pal.io/gpu-indices"])
 				p.Status.Phase = corev1.PodSucceeded
-				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "bench", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-					Message: fmt.Sprintf("PAL_RESULT iter_time_s=%g", it)}}}}
+				term := &corev1.ContainerStateTerminated{Message: fmt.Sprintf("PAL_RESULT iter_time_s=%g", it)}
+				if fail {
+					p.Status.Phase = corev1.PodFailed
+					term = &corev1.ContainerStateTerminated{ExitCode: 1, Message: "CUDA error: an illegal memory access was encountered"}
+				}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "bench", State: corev1.ContainerState{Terminated: term}}}
 				cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{})
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// benchCluster is a fake cluster of GPU nodes (name: allocatable,
+// capacity) and a CPU node, that pal-kube profile bench is pointed at.
+func benchCluster(t *testing.T, gpus map[string][2]int) *fake.Clientset {
+	objs := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}}}
+	for name, ac := range gpus {
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(ac[0]), resource.DecimalSI)},
+			Capacity:    corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(ac[1]), resource.DecimalSI)}}})
+	}
+	cs := fake.NewClientset(objs...)
+	cs.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetUID(types.UID("cm-uid"))
+		return false, nil, nil
+	})
+	old := benchClientFor
+	benchClientFor = func(string) (kubernetes.Interface, error) { return cs, nil }
+	t.Cleanup(func() { benchClientFor = old })
+	return cs
+}
+
+// TestProfileBenchApplyCollect runs --apply --collect --gpu-scores-out
+// against the fake clientset, the test finishing each started pod with
+// a result that depends on its GPU: the CSV has one row per GPU, model
+// and repetition with those values, and pal profile build's table ranks
+// the slow GPU slowest.
+func TestProfileBenchApplyCollect(t *testing.T) {
+	cs := benchCluster(t, map[string][2]int{"n1": {2, 2}, "n2": {2, 2}})
+	stop := benchKubelet(t, cs, func(node, gpu string) (float64, bool) {
+		if node == "n2" && gpu == "1" {
+			return 0.15, false // the slow GPU
+		}
+		return 0.1, false
+	})
 	dir := t.TempDir()
 	csvPath, scores := filepath.Join(dir, "runs.csv"), filepath.Join(dir, "scores.csv")
 	out, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", "a1",
 		"--apply", "--cordon", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores, "--cleanup")
-	cancel()
-	wg.Wait()
+	stop()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(out, "unmeasured") {
+		t.Errorf("every GPU measured, yet the output speaks of unmeasured ones:\n%s", out)
 	}
 	// --cordon held each node while its runs ran, and lifted it.
 	for _, n := range []string{"n1", "n2"} {
@@ -167,6 +193,43 @@ func TestProfileBenchApplyCollect(t *testing.T) {
 	// --cleanup removed what --apply created.
 	if l, _ := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("%d pods left after --cleanup", len(l.Items))
+	}
+}
+
+// TestProfileBenchShortNode: a node whose device plugin hands out fewer
+// GPUs than it has (capacity 3, allocatable 2: one unhealthy) gets runs
+// on the 2 devices pal-kube scheduler numbers, none invented for the
+// third, and the plan's output, the measurement CSV, pal profile build's
+// warnings and the score table each say that one of its GPUs went
+// unmeasured, where the table would otherwise just lack it.
+func TestProfileBenchShortNode(t *testing.T) {
+	cs := benchCluster(t, map[string][2]int{"n1": {2, 2}, "n2": {2, 3}})
+	stop := benchKubelet(t, cs, func(string, string) (float64, bool) { return 0.1, false })
+	dir := t.TempDir()
+	csvPath, scores := filepath.Join(dir, "runs.csv"), filepath.Join(dir, "scores.csv")
+	out, err := run(t, "profile", "bench", "--image", "b:1", "--models", "resnet50", "--repetitions", "1", "--run-id", "s1",
+		"--apply", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores)
+	stop()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	note := "node n2: 1 of its 3 GPUs unmeasured (nvidia.com/gpu capacity 3, allocatable 2)"
+	if !strings.Contains(out, "run s1: 4 runs (4 GPUs on 2 nodes x 1 models x 1 repetitions)") || !strings.Contains(out, "run s1: "+note) {
+		t.Errorf("the plan's output does not name the short node:\n%s", out)
+	}
+	if !strings.Contains(out, "warning: unmeasured: "+note) {
+		t.Errorf("pal profile build does not warn of the short node:\n%s", out)
+	}
+	raw, _ := os.ReadFile(csvPath)
+	if !strings.Contains(string(raw), "\n# unmeasured: "+note) || strings.Contains(string(raw), "n2,2,") {
+		t.Errorf("measurement CSV:\n%s", raw)
+	}
+	tbl, _ := os.ReadFile(scores)
+	if !strings.Contains(string(tbl), "\n# unmeasured: "+note) || strings.Count(string(tbl), ",n2,") != 2 {
+		t.Errorf("score table does not say n2 lacks a GPU, or has other than its 2 measured rows:\n%s", tbl)
+	}
+	if _, err := variability.ReadGPUScoresFile(scores); err != nil {
+		t.Errorf("the table with its notes does not read back: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@
 package profilebuild
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -74,12 +75,20 @@ func Run(stdout, stderr io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
+	unmeasured, err := unmeasuredNotes(o.Measurements)
+	if err != nil {
+		return err
+	}
 	comments := []string{
 		"per-GPU PM table built by pal profile build",
 		fmt.Sprintf("measurements: %s (%d runs, %d GPUs)", o.Measurements, rep.Rows, rep.GPUs),
 		"layout: " + rep.Layout,
 		"classes: " + classSource + " (" + modelClassList(rep.ModelClass) + ")",
 		"value: per model, the mean of the GPU's runs (outliers past 10% and 3 scaled MADs of their median left out) / median GPU; per class, geometric mean over its models / median GPU; unmeasured = 1.0",
+	}
+	for _, u := range unmeasured {
+		comments = append(comments, "unmeasured: "+u)
+		fmt.Fprintf(stderr, "warning: unmeasured: %s\n", u)
 	}
 	var tbl bytes.Buffer
 	if err := variability.WriteGPUScores(&tbl, gs, comments); err != nil {
@@ -99,6 +108,38 @@ func Run(stdout, stderr io.Writer, o Options) error {
 		return jsonround.Encode(repW, rep, "  ")
 	}
 	return writeBuildReport(repW, rep)
+}
+
+// UnmeasuredComment starts a comment line of a measurement CSV that names
+// GPUs without a measurement (pal-kube profile bench writes them, above
+// the header): Run carries each into the table's comments and warns of
+// it, since the table alone cannot show a GPU it has no row for.
+const UnmeasuredComment = "# unmeasured: "
+
+// unmeasuredNotes are the UnmeasuredComment lines of the measurement
+// file's leading comments, without the prefix.
+func unmeasuredNotes(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimRight(sc.Text(), "\r")
+		if !strings.HasPrefix(l, "#") {
+			break
+		}
+		if u, ok := strings.CutPrefix(l, UnmeasuredComment); ok && strings.TrimSpace(u) != "" {
+			out = append(out, strings.TrimSpace(u))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: reading its comments: %v", path, err)
+	}
+	return out, nil
 }
 
 // buildClassOf is the model-to-class mapping the flags choose, and how
