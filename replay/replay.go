@@ -22,6 +22,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -90,6 +91,17 @@ type Result struct {
 	// Run is the replay's run id: its pods are named RUN-NNNNN-jID-..., and
 	// the ConfigMap RUN in the namespace owns them.
 	Run string
+	// Failed are the jobs that did not finish, by job id: a pod of theirs
+	// ended Failed, or the replay could not time their placement. They
+	// are not in Jobs (their times would not be the simulator's), and
+	// their pods are deleted.
+	Failed []JobFailure
+}
+
+// JobFailure is a job the replay gave up on, and why.
+type JobFailure struct {
+	JobID  int
+	Reason string
 }
 
 type jobRun struct {
@@ -109,6 +121,10 @@ type jobRun struct {
 	preempt   int
 	succeeded map[string]bool
 	gen       int // pod generation, bumped when an evicted gang is recreated
+	// broken is set from a pod's deletion before its end until the gang
+	// is recreated: the replay deletes the gang's other pods.
+	broken bool
+	failed string // why the replay gave up on the job ("": it did not)
 }
 
 // Run replays opts.Trace and returns when every job has finished.
@@ -217,6 +233,59 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 		}
 	}
 
+	// bg counts the deletions of pods under way: Run waits for them
+	// before it returns.
+	var bg sync.WaitGroup
+	// remove deletes the job's pods other than keep (under mu).
+	remove := func(j *jobRun, keep string) {
+		for name := range j.pods {
+			if name == keep {
+				continue
+			}
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				err := cs.CoreV1().Pods(o.Namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+				if err != nil && !apierrors.IsNotFound(err) {
+					o.Log("delete %s: %v", name, err)
+				}
+			}()
+		}
+	}
+	// end counts a job out (under mu).
+	end := func() {
+		left--
+		if left == 0 {
+			close(finished)
+		}
+	}
+	// giveUp records the job as failed, deletes its pods and goes on
+	// with the others (under mu).
+	giveUp := func(j *jobRun, why string) {
+		j.done, j.failed = true, why
+		o.Log("job %d failed: %s; its pods are deleted and the replay goes on", j.spec.ID, why)
+		remove(j, "")
+		end()
+	}
+	// succeed counts pod name of j as run to its end (under mu).
+	succeed := func(j *jobRun, name string, now time.Time) {
+		if j.succeeded[name] {
+			return
+		}
+		j.succeeded[name] = true
+		if len(j.succeeded) < j.spec.GPUs {
+			return
+		}
+		j.done = true
+		e := int(math.Ceil(tick(now)))
+		j.complete = float64(e) * o.Round
+		j.held += e - j.startTick
+		o.Log("job %d finished at %.0f s (simulated)", j.spec.ID, j.complete)
+		end()
+	}
+
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(o.Namespace))
 	pi := f.Core().V1().Pods().Informer()
 	// patch tells kwok when p finishes: the only call made for the
@@ -239,24 +308,30 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 		mu.Lock()
 		defer mu.Unlock()
 		j := jobs[p.Annotations[kube.AnnGang]]
-		if j == nil || j.done || !j.pods[p.Name] {
+		if j == nil || j.done || !j.pods[p.Name] || j.broken {
 			return
 		}
 		now := time.Now()
+		if p.Status.Phase == corev1.PodFailed {
+			// OOM-killed, evicted by its kubelet, ended by a kwok stage:
+			// the job's times would no longer be the simulator's.
+			giveUp(j, fmt.Sprintf("pod %s ended Failed (%s: %s)", p.Name, cmp.Or(p.Status.Reason, "no reason"), cmp.Or(p.Status.Message, "no message")))
+			return
+		}
 		if p.Spec.NodeName != "" && p.Annotations[devcluster.AnnFinishAfter] == "" && p.Status.Phase != corev1.PodSucceeded {
 			info, err := kube.ParseBindInfo(p.Annotations[kube.AnnBindInfo])
 			if err != nil {
-				o.Log("pod %s: %v", p.Name, err)
+				giveUp(j, fmt.Sprintf("pod %s is bound to %s without a usable %s, so its round is unknown: %v", p.Name, p.Spec.NodeName, kube.AnnBindInfo, err))
 				return
 			}
 			rs, err := time.Parse(time.RFC3339Nano, info.Round)
 			if err != nil {
-				o.Log("pod %s: bind-info round %q: %v", p.Name, info.Round, err)
+				giveUp(j, fmt.Sprintf("pod %s: %s round %q: %v", p.Name, kube.AnnBindInfo, info.Round, err))
 				return
 			}
 			slow, err := strconv.ParseFloat(p.Annotations[kube.AnnSlowdown], 64)
 			if err != nil || !(slow > 0) || math.IsInf(slow, 0) {
-				o.Log("pod %s: no usable %s", p.Name, kube.AnnSlowdown)
+				giveUp(j, fmt.Sprintf("pod %s: no usable %s (%q)", p.Name, kube.AnnSlowdown, p.Annotations[kube.AnnSlowdown]))
 				return
 			}
 			if o.Slowdown != nil {
@@ -288,26 +363,15 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 			}
 			n, ok := rounds(j.executed, j.debt, j.spec.Iterations, o.Round, j.slowdown*j.spec.IterTime)
 			if !ok {
-				o.Log("pod %s: job %d needs more than %d rounds at slowdown %g: it does not finish in this replay", p.Name, j.spec.ID, maxRounds, j.slowdown)
+				giveUp(j, fmt.Sprintf("pod %s: the job needs more than %d rounds at slowdown %g: it does not finish in this replay", p.Name, maxRounds, j.slowdown))
 				return
 			}
 			at := t0.Add(time.Duration((float64(j.startTick+n) - 0.25) * float64(wr)))
 			go patch(j.spec.ID, p, at)
 			return
 		}
-		if p.Status.Phase == corev1.PodSucceeded && !j.succeeded[p.Name] {
-			j.succeeded[p.Name] = true
-			if len(j.succeeded) == j.spec.GPUs {
-				j.done = true
-				end := int(math.Ceil(tick(now)))
-				j.complete = float64(end) * o.Round
-				j.held += end - j.startTick
-				left--
-				o.Log("job %d finished at %.0f s (simulated)", j.spec.ID, j.complete)
-				if left == 0 {
-					close(finished)
-				}
-			}
+		if p.Status.Phase == corev1.PodSucceeded {
+			succeed(j, p.Name, now)
 		}
 	}
 	_, _ = pi.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -317,7 +381,8 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 			// A deletion the watch missed comes as a tombstone when the
 			// informer lists again: an evicted gang all the same, which
 			// nothing but the replay makes again.
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			d, tomb := obj.(cache.DeletedFinalStateUnknown)
+			if tomb {
 				obj = d.Obj
 			}
 			p, ok := obj.(*corev1.Pod)
@@ -327,23 +392,45 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 			mu.Lock()
 			defer mu.Unlock()
 			j := jobs[p.Annotations[kube.AnnGang]]
-			if j == nil || j.done || !j.pods[p.Name] || j.succeeded[p.Name] {
+			if j == nil || j.done || !j.pods[p.Name] {
 				return
 			}
-			// Evicted (preempted or migrated): like a Job controller,
-			// recreate the whole gang once its last pod is gone, crediting
-			// the rounds it ran.
+			now := time.Now()
+			if !j.broken {
+				// A pod deleted once it ran to its end (Succeeded, or a
+				// gang mate did: they share one finish-after; or seen
+				// deleted past its finish-after) is a finished member: the
+				// eviction or clean-up came as the job ended. A tombstone
+				// does not say when its pod went, so only its phase and
+				// its gang mates count.
+				at, aerr := time.Parse(time.RFC3339Nano, p.Annotations[devcluster.AnnFinishAfter])
+				if p.Status.Phase == corev1.PodSucceeded || len(j.succeeded) > 0 || (!tomb && aerr == nil && !now.Before(at)) {
+					succeed(j, p.Name, now)
+					return
+				}
+			}
+			// Evicted (preempted or migrated, or one pod deleted before
+			// its end): like a Job controller, recreate the whole gang
+			// once its last pod is gone, crediting the rounds it ran. A
+			// gang short of a pod would run on (kwok ends its pods at
+			// their time) as if whole: the replay deletes the others.
 			delete(j.pods, p.Name)
 			if len(j.pods) > 0 {
+				if !j.broken {
+					j.broken = true
+					remove(j, "")
+				}
 				return
 			}
+			j.broken = false
+			clear(j.succeeded)
 			if j.started {
 				// The round that evicted it started at the last boundary:
 				// evictions are only made in rounds, and a round that
 				// evicts many gangs may take a good part of a round to
 				// make its calls, so the last pod may be seen gone well
 				// past the boundary.
-				k := int(math.Floor(tick(time.Now()) + 0.01))
+				k := int(math.Floor(tick(now) + 0.01))
 				for r := j.startTick; r < k; r++ {
 					j.executed, j.debt = credit(j.executed, j.debt, o.Round, j.slowdown*j.spec.IterTime)
 				}
@@ -383,6 +470,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 		defer mu.Unlock()
 		return nil, fmt.Errorf("replay: %d of %d jobs unfinished: %v", left, len(order), ctx.Err())
 	}
+	bg.Wait() // the failed jobs' pods deleted
 	mu.Lock()
 	defer mu.Unlock()
 	nodeIdx, first, _, err := gpuNodes(ctx, cs)
@@ -391,6 +479,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 	}
 	res := &Result{Start: t0, Run: run}
 	for _, j := range order {
+		if j.failed != "" {
+			res.Failed = append(res.Failed, JobFailure{JobID: j.spec.ID, Reason: j.failed})
+			continue
+		}
 		jct := j.complete - j.spec.Submit
 		held := float64(j.held) * o.Round
 		rec := metrics.JobRecord{ID: j.spec.ID, Model: j.spec.Model, Class: j.spec.Class.String(), GPUs: j.spec.GPUs,
@@ -414,6 +506,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 		res.Placements = append(res.Placements, Placement{JobID: j.spec.ID, Pods: j.placement})
 	}
 	slices.SortFunc(res.Jobs, func(a, b metrics.JobRecord) int { return a.ID - b.ID })
+	slices.SortFunc(res.Failed, func(a, b JobFailure) int { return a.JobID - b.JobID })
 	return res, nil
 }
 
@@ -510,6 +603,11 @@ func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, 
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(1)}}}}},
 		}
 		mu.Lock()
+		if j.done || j.gen != gen {
+			// Given up on (or broken and recreated again) meanwhile.
+			mu.Unlock()
+			return
+		}
 		j.pods[name] = true
 		mu.Unlock()
 		// A gang short of a pod is never placed: a refusal that passes

@@ -46,6 +46,12 @@ type fakeCluster struct {
 	bound map[string]int
 	// slowdown is the pal.io/slowdown written at binding ("": 1).
 	slowdown string
+	// bindInfo, when set, is the pal.io/bind-info written at binding.
+	bindInfo string
+	// fate, when set, says how a running pod whose finish-after has
+	// passed ends: "" succeeds, "fail" ends Failed (OOMKilled), "delete"
+	// deletes it (evicted).
+	fate func(p *corev1.Pod) string
 }
 
 func newFakeCluster() *fakeCluster {
@@ -80,7 +86,19 @@ func (f *fakeCluster) step(ctx context.Context, t *testing.T, ns string) {
 		}
 		at, err := time.Parse(time.RFC3339Nano, p.Annotations[devcluster.AnnFinishAfter])
 		if p.Status.Phase == corev1.PodRunning && err == nil && !time.Now().Before(at) {
-			p.Status.Phase = corev1.PodSucceeded
+			fate := ""
+			if f.fate != nil {
+				fate = f.fate(p)
+			}
+			switch fate {
+			case "delete":
+				f.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{})
+				continue
+			case "fail":
+				p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "OOMKilled", "container train used 81Gi"
+			default:
+				p.Status.Phase = corev1.PodSucceeded
+			}
 			f.cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		}
 	}
@@ -95,7 +113,7 @@ func (f *fakeCluster) step(ctx context.Context, t *testing.T, ns string) {
 		b, _ := json.Marshal(bi)
 		for _, p := range ps {
 			p.Spec.NodeName = "n1"
-			p.Annotations[kube.AnnBindInfo] = string(b)
+			p.Annotations[kube.AnnBindInfo] = cmp.Or(f.bindInfo, string(b))
 			p.Annotations[kube.AnnSlowdown] = cmp.Or(f.slowdown, "1")
 			p.Status.Phase = corev1.PodRunning
 			if _, err := f.cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
@@ -364,24 +382,23 @@ func TestReplayStoppedDeletesItsRun(t *testing.T) {
 // A pal.io/slowdown that is infinite, or so large that the job's rounds
 // cannot be counted in any time, is not used: counting them one by one,
 // under the replay's lock, never ended, and the replay then hung past
-// its timeout and Ctrl-C alike.
+// its timeout and Ctrl-C alike. The job, which cannot be timed, is
+// recorded as failed and the replay ends (it only logged it, and waited
+// for the job until its timeout, for ever by default).
 func TestReplayRefusesAbsurdSlowdown(t *testing.T) {
-	for _, slow := range []string{"Inf", "1e300"} {
-		t.Run(slow, func(t *testing.T) {
+	for _, tc := range []struct{ slow, want string }{
+		{"Inf", `no usable pal.io/slowdown ("Inf")`},
+		{"1e300", "the job needs more than 4194304 rounds at slowdown 1e+300"},
+	} {
+		t.Run(tc.slow, func(t *testing.T) {
 			f := newFakeCluster()
-			f.slowdown = slow
-			done := make(chan error, 1)
-			go func() {
-				_, err := testReplay(context.Background(), t, f, oneJob(), time.Second)
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), "1 of 1 jobs unfinished") {
-					t.Errorf("replay: %v, want the job unfinished at the timeout", err)
-				}
-			case <-time.After(4 * time.Second):
-				t.Fatal("the replay did not return 3 s after its timeout")
+			f.slowdown = tc.slow
+			res, err := replayWithin(t, f, oneJob(), 4*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Jobs) != 0 || len(res.Failed) != 1 || !strings.Contains(res.Failed[0].Reason, tc.want) {
+				t.Errorf("finished %+v, failed %+v; want job 1 failed: %s", res.Jobs, res.Failed, tc.want)
 			}
 		})
 	}
@@ -458,4 +475,159 @@ func TestReplayFinishPatchRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replayWithin runs testReplay with the replay's own timeout 0 (as
+// pal-kube replay's default) and fails the test if it has not returned
+// within d: the hangs these tests guard against would otherwise hang the
+// test binary.
+func replayWithin(t *testing.T, f *fakeCluster, tr *workload.Trace, d time.Duration) (*Result, error) {
+	t.Helper()
+	type out struct {
+		res *Result
+		err error
+	}
+	done := make(chan out, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		res, err := testReplay(ctx, t, f, tr, 0)
+		done <- out{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-time.After(d):
+		cancel()
+		<-done
+		t.Fatalf("the replay (--timeout 0) had not returned after %v", d)
+		return nil, nil
+	}
+}
+
+// twoJobs is oneJob and a 1-GPU job of one round arriving at 1 s.
+func twoJobs() *workload.Trace {
+	tr := oneJob()
+	tr.Jobs = append(tr.Jobs, workload.Spec{ID: 2, GPUs: 1, Submit: 1, Iterations: 10, IterTime: 0.1, Class: variability.ClassA})
+	return tr
+}
+
+// podsLeft is the replay's pods of gang job ID id still in the API.
+func podsLeft(t *testing.T, f *fakeCluster, id int) []string {
+	list, err := f.cs.CoreV1().Pods("r").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		if strings.HasSuffix(p.Annotations[kube.AnnGang], fmt.Sprintf("-j%d", id)) {
+			names = append(names, p.Name+" "+string(p.Status.Phase))
+		}
+	}
+	return names
+}
+
+// A pod that ends Failed (OOM-killed, evicted by its kubelet, a kwok
+// stage) is neither Succeeded nor gone: its job never finished, and the
+// replay waited for it for ever. The job is now recorded as failed (its
+// times would not be the simulator's), its other pods deleted, and the
+// replay goes on with the other jobs and reports it.
+func TestReplayPodFailed(t *testing.T) {
+	f := newFakeCluster()
+	f.fate = func(p *corev1.Pod) string {
+		if strings.HasSuffix(p.Name, "-j1-1") {
+			return "fail"
+		}
+		return ""
+	}
+	res, err := replayWithin(t, f, twoJobs(), 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != 1 || res.Jobs[0].ID != 2 {
+		t.Errorf("finished jobs %+v, want job 2 alone", res.Jobs)
+	}
+	if len(res.Failed) != 1 || res.Failed[0].JobID != 1 || !strings.Contains(res.Failed[0].Reason, "-j1-1 ended Failed (OOMKilled: container train used 81Gi)") {
+		t.Errorf("failed jobs %+v, want job 1's pod -j1-1 Failed, OOMKilled", res.Failed)
+	}
+	if left := podsLeft(t, f, 1); len(left) != 0 {
+		t.Errorf("failed job's pods left: %q", left)
+	}
+}
+
+// A bound pod whose pal.io/bind-info cannot be read (bound by another
+// scheduler, or the annotation edited) gives the replay no round to
+// count from: it was only logged, and the job never got its finish time,
+// the replay waiting for it for ever. The job is recorded as failed.
+func TestReplayBindInfoUnreadable(t *testing.T) {
+	f := newFakeCluster()
+	f.bindInfo = "{not json"
+	res, err := replayWithin(t, f, oneJob(), 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != 0 || len(res.Failed) != 1 || res.Failed[0].JobID != 1 || !strings.Contains(res.Failed[0].Reason, "pal.io/bind-info") {
+		t.Errorf("finished %+v, failed %+v; want job 1 failed for its bind-info", res.Jobs, res.Failed)
+	}
+	if left := podsLeft(t, f, 1); len(left) != 0 {
+		t.Errorf("failed job's pods left: %q", left)
+	}
+}
+
+// A gang of which one pod Succeeded and another was deleted (evicted as
+// it ended, or removed once done) was neither finished nor recreated,
+// and the replay waited for it for ever. A pod deleted once its
+// finish-after has passed, or once a gang mate has succeeded, ran to its
+// end: the job finishes at its time. A pod deleted before its end breaks
+// the gang: the replay deletes the others and recreates it, a restart.
+func TestReplayGangPartlySucceeded(t *testing.T) {
+	t.Run("deleted at its end", func(t *testing.T) {
+		f := newFakeCluster()
+		f.fate = func(p *corev1.Pod) string {
+			if strings.HasSuffix(p.Name, "-j1-1") {
+				return "delete"
+			}
+			return ""
+		}
+		res, err := replayWithin(t, f, oneJob(), 6*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Jobs) != 1 || res.Jobs[0].Run != 2 || res.Jobs[0].Preemptions != 0 || len(res.Failed) != 0 {
+			t.Errorf("jobs %+v, failed %+v; want job 1 run 2 rounds, not preempted", res.Jobs, res.Failed)
+		}
+	})
+	t.Run("deleted before its end", func(t *testing.T) {
+		f := newFakeCluster()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			// Delete the first placement's pod 1 once it has its
+			// finish time, well before it.
+			for ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+				list, _ := f.cs.CoreV1().Pods("r").List(ctx, metav1.ListOptions{})
+				for _, p := range list.Items {
+					if strings.HasSuffix(p.Name, "-j1-1") && p.Annotations[devcluster.AnnFinishAfter] != "" {
+						f.cs.CoreV1().Pods("r").Delete(ctx, p.Name, metav1.DeleteOptions{})
+						return
+					}
+				}
+			}
+		}()
+		res, err := replayWithin(t, f, oneJob(), 6*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Jobs) != 1 || res.Jobs[0].Preemptions != 1 || len(res.Failed) != 0 {
+			t.Errorf("jobs %+v, failed %+v; want job 1 finished after one restart", res.Jobs, res.Failed)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for g, n := range f.bound {
+			if n != 2 {
+				t.Errorf("gang %s placed %d times, want 2 (once more after it broke)", g, n)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,7 +43,17 @@ Each replay names its pods after a run id of its own (replay-XXXXXX), so
 replays can follow each other on one cluster; the ConfigMap of that name
 owns its pods (the replay recreates an evicted gang, as a Job controller
 would, so the scheduler may move them), and deleting it deletes them. A
-replay that stops early (Ctrl-C, --timeout, an error) deletes it itself.`,
+replay that stops early (Ctrl-C, --timeout, an error) deletes it itself.
+
+A job the replay cannot follow to its end fails, and the replay goes on
+with the others: one of its pods ended Failed (OOM-killed, evicted by its
+kubelet, a kwok stage), or a bound pod has no usable pal.io/bind-info or
+pal.io/slowdown to time it by. Its pods are deleted, it is left out of
+--jobs-out and --placements-out (its times would not be the simulator's),
+and the replay exits non-zero naming each failed job and why. A pod
+deleted before its end (evicted) makes the replay delete its gang mates
+and recreate the gang, a preemption; one deleted at or after its end (a
+gang mate Succeeded, or its finish time had passed) counts as finished.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if traceName == "" || kubeconfig == "" {
@@ -99,8 +110,8 @@ replay that stops early (Ctrl-C, --timeout, an error) deletes it itself.`,
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "replayed %d jobs as run %s (kubectl delete configmap -n %s %s deletes its pods)\n",
-				len(res.Jobs), res.Run, o.Namespace, res.Run)
-			return nil
+				len(res.Jobs)+len(res.Failed), res.Run, o.Namespace, res.Run)
+			return failedJobs(res, len(tr.Jobs))
 		},
 	}
 	f := c.Flags()
@@ -117,6 +128,20 @@ replay that stops early (Ctrl-C, --timeout, an error) deletes it itself.`,
 	f.StringVar(&models, "models", "", "model table YAML (default: the embedded one)")
 	f.StringVar(&classMap, "class-map", "artifact", "model to class: artifact or paper")
 	return c
+}
+
+// failedJobs is the error of a replay some of whose jobs failed (nil if
+// none did): their count and each one's reason.
+func failedJobs(res *replay.Result, total int) error {
+	if len(res.Failed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d jobs failed (not in --jobs-out or --placements-out; the other %d are):", len(res.Failed), total, len(res.Jobs))
+	for _, f := range res.Failed {
+		fmt.Fprintf(&b, "\n  job %d: %s", f.JobID, f.Reason)
+	}
+	return errors.New(b.String())
 }
 
 func formatPods(ps []kube.PodBind) string {
