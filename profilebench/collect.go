@@ -222,9 +222,58 @@ func (c *Collection) Sorted() []Measured {
 const UnmeasuredComment = "# unmeasured: "
 
 // Unmeasured says which GPUs the collection has no measurement of: the
-// nodes' GPUs the plan has no run for (Plan.UnmeasuredNotes).
+// nodes' GPUs the plan has no run for (Plan.UnmeasuredNotes), then, by
+// node and device, each planned GPU whose every run failed (no row of it
+// in the CSV, so none in the score table), and each GPU and model whose
+// every run failed. A GPU and model that some runs measured is not in
+// it: its failed runs are listed as such.
 func (c *Collection) Unmeasured() []string {
-	return c.Plan.UnmeasuredNotes()
+	out := c.Plan.UnmeasuredNotes()
+	type gpu struct {
+		node string
+		idx  int
+	}
+	type gm struct {
+		gpu
+		model string
+	}
+	measured, failed := map[gm]int{}, map[gm]int{}
+	gpuFailed := map[gpu]int{}
+	for _, m := range c.Measured {
+		measured[gm{gpu{m.Node, m.GPU}, m.Model}]++
+	}
+	for _, f := range c.Failed {
+		failed[gm{gpu{f.Node, f.GPU}, f.Model}]++
+		gpuFailed[gpu{f.Node, f.GPU}]++
+	}
+	runs := func(n int) string {
+		if n == 1 {
+			return "its run failed"
+		}
+		return fmt.Sprintf("its %d runs failed", n)
+	}
+	for _, n := range c.Plan.Nodes {
+		for i := range n.GPUs {
+			g := gpu{n.Name, i}
+			if gpuFailed[g] == 0 {
+				continue
+			}
+			some := false
+			for _, md := range c.Plan.Models {
+				some = some || measured[gm{g, md}] > 0
+			}
+			if !some {
+				out = append(out, fmt.Sprintf("node %s GPU %d: no run measured (%s); the score table has no row for it", n.Name, i, runs(gpuFailed[g])))
+				continue
+			}
+			for _, md := range c.Plan.Models {
+				if k := (gm{g, md}); measured[k] == 0 && failed[k] > 0 {
+					out = append(out, fmt.Sprintf("node %s GPU %d: %s unmeasured (%s)", n.Name, i, md, runs(failed[k])))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // WriteCSV writes the measurement file pal profile build reads: '#'

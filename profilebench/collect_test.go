@@ -113,6 +113,7 @@ func TestCollect(t *testing.T) {
 # failed: pod pal-bench-t1-n0-g0-m1-r1 (node a-node GPU 0, BERT repetition 1): pod is Running, not finished
 # failed: pod pal-bench-t1-n1-g0-m1-r1 (node b-node GPU 0, BERT repetition 1): pod not found
 # failed: pod pal-bench-t1-n1-g1-m1-r1 (node b-node GPU 1, BERT repetition 1): pod runs on b-node device "0", planned for b-node device 1
+# unmeasured: node b-node GPU 0: BERT unmeasured (its 2 runs failed)
 node,gpu_index,gpu_uuid,model,iter_time_s,sm_clock_mhz,power_w,temp_c
 a-node,0,GPU-aaaa,ResNet-18,0.015,1410,250,60
 a-node,0,,ResNet-18,0.03,1410,250,60

@@ -45,7 +45,7 @@ var benchClientFor = func(kubeconfig string) (kubernetes.Interface, error) {
 // benchCollectOpts are the flags bench and collect share.
 type benchCollectOpts struct {
 	kubeconfig, namespace, measurementsOut, gpuScoresOut string
-	cleanup                                              bool
+	cleanup, allowPartial                                bool
 	poll, timeout                                        time.Duration
 }
 
@@ -55,6 +55,7 @@ func (o *benchCollectOpts) flags(c *cobra.Command) {
 	f.StringVar(&o.namespace, "namespace", "default", "namespace of the run's pods and ConfigMap")
 	f.StringVar(&o.measurementsOut, "measurements-out", "", "file to write the measurement CSV to (default: stdout)")
 	f.StringVar(&o.gpuScoresOut, "gpu-scores-out", "", "also run pal profile build (embedded model table) on the measurements and write the per-GPU table to this file; needs --measurements-out")
+	f.BoolVar(&o.allowPartial, "allow-partial", false, "write --gpu-scores-out even when runs failed, its comments naming each GPU and model left unmeasured (default: not written then)")
 	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal-kube profile bench --apply created them, and uncordon the nodes a killed --apply --cordon of the run left; failed pods stay")
 	f.DurationVar(&o.poll, "poll", 2*time.Second, "how often the run's pods are listed while waiting")
 	f.DurationVar(&o.timeout, "timeout", 24*time.Hour, "give up waiting for the runs after this long")
@@ -98,7 +99,8 @@ starts every run at once.
 --collect then reads each run's result line from its termination message
 or, failing that, the tail of its log, and writes the measurement CSV
 (--measurements-out); failed runs are listed in its comments and make the
-command fail. pal-kube profile collect does the same for a run started
+command fail, and --gpu-scores-out is then not written unless
+--allow-partial (its comments then name the GPUs left unmeasured). pal-kube profile collect does the same for a run started
 earlier. The benchmark contract (environment, result line) is in
 docs/profile-bench.md; the result line:
   ` + profilebench.ResultFormat + `
@@ -359,7 +361,17 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 	for _, f := range c.Failed {
 		fmt.Fprintf(stderr, "failed: pod %s/%s (node %s GPU %d, %s repetition %d): %s\n", plan.Namespace, f.Pod, f.Node, f.GPU, f.Model, f.Repetition, f.Why)
 	}
-	if o.gpuScoresOut != "" && len(c.Measured) > 0 {
+	// A table built from part of the runs places on GPUs it has no
+	// measurement of as median GPUs, and nothing downstream (pal-kube
+	// profile export, the scheduler) tells it from a whole one: it is
+	// written only when asked for (--allow-partial), its comments then
+	// naming what is unmeasured.
+	partial := ""
+	if o.gpuScoresOut != "" && len(c.Failed) > 0 && !o.allowPartial {
+		partial = fmt.Sprintf("; --gpu-scores-out %s not written (--allow-partial writes it)", o.gpuScoresOut)
+		fmt.Fprintf(stderr, "--gpu-scores-out %s not written: %d of %d runs failed, and a table of the rest would count the GPUs they leave unmeasured as median GPUs; measure them again, or pass --allow-partial to write it with those GPUs named in its comments\n",
+			o.gpuScoresOut, len(c.Failed), len(plan.Runs))
+	} else if o.gpuScoresOut != "" && len(c.Measured) > 0 {
 		if err := profilebuild.Run(stderr, stderr, profilebuild.Options{Measurements: o.measurementsOut, Out: o.gpuScoresOut,
 			ClassMap: "artifact", Output: "table", MinSamples: 3}); err != nil {
 			return fmt.Errorf("pal profile build on %s: %w", o.measurementsOut, err)
@@ -382,7 +394,7 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 		}
 	}
 	if len(c.Failed) > 0 {
-		return fmt.Errorf("%d of %d runs of %s gave no measurement (listed above and in the CSV's comments)", len(c.Failed), len(plan.Runs), plan.RunID)
+		return fmt.Errorf("%d of %d runs of %s gave no measurement (listed above and in the CSV's comments)%s", len(c.Failed), len(plan.Runs), plan.RunID, partial)
 	}
 	return cleanupErr
 }
@@ -404,7 +416,8 @@ each planned pod's result line (termination message, else the tail of
 its log), and writes the measurement CSV pal profile build reads. A run
 whose pod is missing, unfinished, failed, moved off its device or printed
 no valid result line is listed in the CSV's comments and on stderr, and
-the command fails. --wait first waits until every pod has finished.`,
+the command fails; --gpu-scores-out is then written only with
+--allow-partial. --wait first waits until every pod has finished.`,
 		Example: `  pal-kube profile collect --run-id 20261201-120000 --namespace bench --measurements-out runs.csv`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -233,6 +233,69 @@ func TestProfileBenchShortNode(t *testing.T) {
 	}
 }
 
+// TestProfileBenchPartial: when runs failed, --gpu-scores-out is not
+// written (a table of the other GPUs would be placed on as if it were
+// whole), the command saying so; with --allow-partial it is, naming in
+// its comments each GPU and model that has no measurement, as the
+// measurement CSV does. Either way the command fails.
+func TestProfileBenchPartial(t *testing.T) {
+	cs := benchCluster(t, map[string][2]int{"n1": {2, 2}, "n2": {2, 2}})
+	stop := benchKubelet(t, cs, func(node, gpu string) (float64, bool) {
+		return 0.1, node == "n2" && gpu == "1" // n2's device 1 fails every run
+	})
+	// n1's device 1 fails its BERT runs only.
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if p.Spec.NodeName == "n1" && p.Annotations["pal.io/gpu-indices"] == "1" && p.Annotations[profilebench.AnnModel] == "BERT" {
+			p.Status.Phase = corev1.PodFailed
+		}
+		return false, nil, nil
+	})
+	defer stop()
+	notes := []string{
+		"node n1 GPU 1: BERT unmeasured (its 2 runs failed)",
+		"node n2 GPU 1: no run measured (its 4 runs failed); the score table has no row for it",
+	}
+	dir := t.TempDir()
+	for _, allow := range []bool{false, true} {
+		id := fmt.Sprintf("p%v", allow)
+		csvPath, scores := filepath.Join(dir, id+".csv"), filepath.Join(dir, id+"-scores.csv")
+		args := []string{"profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--repetitions", "2", "--run-id", id,
+			"--apply", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores}
+		if allow {
+			args = append(args, "--allow-partial")
+		}
+		out, err := run(t, args...)
+		if err == nil || !strings.HasPrefix(err.Error(), "6 of 16 runs of "+id+" gave no measurement") {
+			t.Fatalf("allow %v: error %v\n%s", allow, err, out)
+		}
+		raw, _ := os.ReadFile(csvPath)
+		for _, n := range notes {
+			if !strings.Contains(string(raw), "\n# unmeasured: "+n+"\n") {
+				t.Errorf("allow %v: measurement CSV lacks %q:\n%s", allow, n, raw)
+			}
+		}
+		tbl, terr := os.ReadFile(scores)
+		if !allow {
+			if terr == nil {
+				t.Errorf("partial score table written without --allow-partial:\n%s", tbl)
+			}
+			if w := "--gpu-scores-out " + scores + " not written: 6 of 16 runs failed"; !strings.Contains(out, w) || !strings.Contains(err.Error(), "--allow-partial") {
+				t.Errorf("output lacks %q, or error %v does not name --allow-partial:\n%s", w, err, out)
+			}
+			continue
+		}
+		for _, n := range notes {
+			if !strings.Contains(string(tbl), "\n# unmeasured: "+n+"\n") || !strings.Contains(out, "warning: unmeasured: "+n+"\n") {
+				t.Errorf("score table or build's warnings lack %q:\n%s\n%s", n, tbl, out)
+			}
+		}
+		if strings.Count(string(tbl), ",n2,1\n") != 0 || strings.Count(string(tbl), ",n1,1\n") != 1 {
+			t.Errorf("table rows:\n%s", tbl)
+		}
+	}
+}
+
 // TestProfileBenchJSON: -o json is one v1 List of the ConfigMap and the
 // pods.
 func TestProfileBenchJSON(t *testing.T) {
