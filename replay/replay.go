@@ -156,11 +156,21 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 	if wr < 200*time.Millisecond {
 		return nil, fmt.Errorf("replay: a round of %v wall time is too short to replay faithfully (want >= 200ms; lower --speedup)", wr)
 	}
+	// Until its pods' informer has synced, the replay waits for the API
+	// server startupTimeout at most, whatever its own timeout.
+	sctx, scancel := context.WithTimeout(ctx, startupTimeout)
+	defer scancel()
+	unreachable := func(what string, err error) error {
+		if sctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("replay: %s: no answer from the API server within %v (is it up and reachable?): %v", what, startupTimeout, err)
+		}
+		return err
+	}
 	// Rows the cluster can never run are refused before anything is
 	// made, as pal sim refuses them.
-	nodeIdx, _, size, err := gpuNodes(ctx, cs)
+	nodeIdx, _, size, err := gpuNodes(sctx, cs)
 	if err != nil {
-		return nil, err
+		return nil, unreachable("list nodes", err)
 	}
 	for _, j := range o.Trace.Jobs {
 		if j.GPUs > size {
@@ -174,20 +184,20 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 				j.Source, j.Line, j.ID, j.Submit, j.Submit/o.Speedup/(365.25*86400), o.Speedup, math.MaxInt64/2/1e9/(365.25*86400))
 		}
 	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+	if _, err := cs.CoreV1().Namespaces().Create(sctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, unreachable("create namespace "+o.Namespace, err)
 	}
 	id := make([]byte, 3)
 	if _, err := rand.Read(id); err != nil {
 		return nil, err
 	}
 	run := "replay-" + hex.EncodeToString(id)
-	owner, err := cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, &corev1.ConfigMap{
+	owner, err := cs.CoreV1().ConfigMaps(o.Namespace).Create(sctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: run, Namespace: o.Namespace, Labels: map[string]string{"pal.io/replay": run}},
 		Data:       map[string]string{"jobs": strconv.Itoa(len(o.Trace.Jobs)), "round_s": fmtG(o.Round), "speedup": fmtG(o.Speedup)},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("replay: create its ConfigMap %s/%s: %v", o.Namespace, run, err)
+		return nil, unreachable("create its ConfigMap "+o.Namespace+"/"+run, err)
 	}
 	defer func() {
 		if err == nil {
@@ -444,8 +454,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 		},
 	})
 	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), pi.HasSynced) {
-		return nil, ctx.Err()
+	if !cache.WaitForCacheSync(sctx.Done(), pi.HasSynced) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("replay: the informer of the pods in namespace %s did not sync within %v: the API server does not answer its list and watch (is it up, and may this user list pods there?)", o.Namespace, startupTimeout)
 	}
 
 	// Arrivals: each job a quarter round before the boundary that admits it.
@@ -473,7 +486,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (_ *Result, er
 	bg.Wait() // the failed jobs' pods deleted
 	mu.Lock()
 	defer mu.Unlock()
-	nodeIdx, first, _, err := gpuNodes(ctx, cs)
+	ectx, ecancel := context.WithTimeout(ctx, startupTimeout)
+	defer ecancel()
+	nodeIdx, first, _, err := gpuNodes(ectx, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -631,6 +646,12 @@ func create(ctx context.Context, cs kubernetes.Interface, o Options, j *jobRun, 
 		}
 	}
 }
+
+// startupTimeout bounds the replay's wait for the API server before its
+// informer has synced (and for its last list of nodes), even with no
+// Options.Timeout: a server that does not answer is a clear error, not a
+// hang.
+var startupTimeout = 2 * time.Minute
 
 // createBackoff spaces the tries of a refused pod create or patch: 5
 // tries in about 1.5 s.

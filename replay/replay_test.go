@@ -631,3 +631,24 @@ func TestReplayGangPartlySucceeded(t *testing.T) {
 		}
 	})
 }
+
+// An API server that does not answer the pods informer's list (down,
+// unreachable, or this user may not list pods there) kept the replay
+// waiting for the informer's sync for ever under --timeout 0. It now
+// waits startupTimeout (2 min) at most and says why it stopped.
+func TestReplayStartupBounded(t *testing.T) {
+	defer func(d time.Duration) { startupTimeout = d }(startupTimeout)
+	startupTimeout = 500 * time.Millisecond
+	f := newFakeCluster()
+	f.cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("apiserver is shutting down")
+	})
+	start := time.Now()
+	_, err := replayWithin(t, f, oneJob(), 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "the informer of the pods in namespace r did not sync within 500ms") {
+		t.Errorf("replay: %v, want the informer's sync given up after 500ms", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("replay returned after %v", d)
+	}
+}

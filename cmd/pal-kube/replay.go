@@ -121,7 +121,7 @@ gang mate Succeeded, or its finish time had passed) counts as finished.`,
 	f.Float64Var(&o.Round, "round", o.Round, "simulated round length in seconds (as pal sim --round)")
 	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace for the jobs' pods")
 	f.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "spec.schedulerName of the pods")
-	f.DurationVar(&o.Timeout, "timeout", 0, "give up after this much wall time (0: none)")
+	f.DurationVar(&o.Timeout, "timeout", 0, "give up after this much wall time (0: none; either way the replay waits 2m at most for the API server to answer as it starts)")
 	f.Float64Var(&o.RestartCost, "restart-cost", 0, "simulated seconds of progress a gang loses each time it is recreated after an eviction (as pal sim --migration-cost and --preemption-cost charge it; compare with pal sim --moves evict-relaunch)")
 	f.StringVar(&jobsOut, "jobs-out", "", "write per-job records (CSV, as pal sim --jobs-out)")
 	f.StringVar(&placementsOut, "placements-out", "", "write each job's GPUs (node:indices;...) as CSV")
