@@ -371,7 +371,14 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 		partial = fmt.Sprintf("; --gpu-scores-out %s not written (--allow-partial writes it)", o.gpuScoresOut)
 		fmt.Fprintf(stderr, "--gpu-scores-out %s not written: %d of %d runs failed, and a table of the rest would count the GPUs they leave unmeasured as median GPUs; measure them again, or pass --allow-partial to write it with those GPUs named in its comments\n",
 			o.gpuScoresOut, len(c.Failed), len(plan.Runs))
-	} else if o.gpuScoresOut != "" && len(c.Measured) > 0 {
+	}
+	build := o.gpuScoresOut != "" && partial == "" && len(c.Measured) > 0
+	if !build { // else pal profile build warns of them
+		for _, u := range c.Unmeasured() {
+			fmt.Fprintf(stderr, "unmeasured: %s\n", u)
+		}
+	}
+	if build {
 		if err := profilebuild.Run(stderr, stderr, profilebuild.Options{Measurements: o.measurementsOut, Out: o.gpuScoresOut,
 			ClassMap: "artifact", Output: "table", MinSamples: 3}); err != nil {
 			return fmt.Errorf("pal profile build on %s: %w", o.measurementsOut, err)

@@ -283,6 +283,11 @@ func TestProfileBenchPartial(t *testing.T) {
 			if w := "--gpu-scores-out " + scores + " not written: 6 of 16 runs failed"; !strings.Contains(out, w) || !strings.Contains(err.Error(), "--allow-partial") {
 				t.Errorf("output lacks %q, or error %v does not name --allow-partial:\n%s", w, err, out)
 			}
+			for _, n := range notes { // no build to warn of them: the command does
+				if !strings.Contains(out, "\nunmeasured: "+n+"\n") {
+					t.Errorf("output lacks %q:\n%s", n, out)
+				}
+			}
 			continue
 		}
 		for _, n := range notes {
