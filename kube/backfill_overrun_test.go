@@ -1,13 +1,9 @@
 package kube
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // A gang backfilled on an estimate that is too short is evicted when
@@ -26,63 +22,7 @@ func TestSchedulerBackfillOverrunEvicted(t *testing.T) {
 		t.Run(placement, func(t *testing.T) {
 			w, t0, at, ann := backfillCase(t, placement, "easy")
 			w.create("s", 2, ann("600"), t0.Add(-2*time.Second))
-			runFor := map[string]int{"a": 1000, "g": 500, "s": 1500}
-			ends, started := map[string]int{}, map[string]int{}
-			var got, evicted []string
-			for sec := 0; sec <= 2500; sec += 100 {
-				for p, e := range ends {
-					if e == sec {
-						w.finish("ns/" + p)
-						delete(ends, p)
-					}
-				}
-				w.deliver(-1)
-				w.round(at(sec))
-				w.deliver(-1)
-				// The kubelet stops an evicted pod; its controller makes it
-				// again, pending, with the run time it has left.
-				w.mu.Lock()
-				var gone []*corev1.Pod
-				for _, p := range w.pods {
-					if p.DeletionTimestamp != nil {
-						gone = append(gone, p)
-					}
-				}
-				w.mu.Unlock()
-				for _, old := range gone {
-					w.remove("ns/" + old.Name)
-					evicted = append(evicted, fmt.Sprintf("%d: %s", sec, old.Name))
-					runFor[old.Name] -= sec - started[old.Name]
-					w.recreate(old)
-				}
-				w.deliver(-1)
-				live := map[string]bool{}
-				var now []string
-				for _, k := range strings.Fields(w.bound()) {
-					name := strings.TrimPrefix(k[:strings.Index(k, "@")], "ns/")
-					live[name] = true
-					if _, ok := ends[name]; !ok {
-						now = append(now, name)
-						d, ok := runFor[name]
-						if !ok {
-							d = runFor[name[:1]]
-						}
-						ends[name], started[name] = sec+d, sec
-					}
-				}
-				for name := range ends {
-					if !live[name] {
-						delete(ends, name) // evicted
-					}
-				}
-				if err := w.check(); err != nil {
-					t.Fatalf("t=%d: %v", sec, err)
-				}
-				if len(now) > 0 {
-					slices.Sort(now)
-					got = append(got, fmt.Sprintf("%d: %s", sec, strings.Join(now, " ")))
-				}
-			}
+			got, evicted := playOverrunWith(t, w, at, map[string]int{"a": 1000, "g": 500, "s": 1500}, -1, func(int) {})
 			if !slices.Equal(got, want) {
 				t.Errorf("binds %q, want %q", got, want)
 			}
