@@ -31,12 +31,12 @@ import (
 // The replay tests run Run against the fake clientset with the test as
 // pal-kube scheduler and kwok: fakeCluster binds every complete gang to
 // node n1 in the round under way and finishes a running pod once its
-// pal.io/finish-after has passed. A round is 1 simulated second, 200 ms
+// pal.io/finish-after has passed. A round is 1 simulated second, 500 ms
 // of wall time.
 const (
 	testRound   = 1.0
-	testSpeedup = 5.0
-	testWall    = 200 * time.Millisecond
+	testSpeedup = 2.0
+	testWall    = 500 * time.Millisecond
 )
 
 type fakeCluster struct {
@@ -418,7 +418,7 @@ func TestReplayRefusesImpossibleJobs(t *testing.T) {
 		{name: "wider than the cluster", job: workload.Spec{ID: 7, GPUs: 9, Iterations: 10, IterTime: 0.1, Source: "t.csv", Line: 3},
 			want: `t.csv:3: field "num_gpus": job 7 asks for 9 GPUs but the cluster has 8 (on 1 GPU nodes)`},
 		{name: "arrives past any wait", job: workload.Spec{ID: 7, GPUs: 1, Submit: 1e13, Iterations: 10, IterTime: 0.1, Source: "t.csv", Line: 3},
-			want: `t.csv:3: field "submit_time": job 7 arrives at 1e+13 s, 6.3e+04 years of wall time at speedup 5`},
+			want: `t.csv:3: field "submit_time": job 7 arrives at 1e+13 s, 1.6e+05 years of wall time at speedup 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeCluster()
