@@ -274,11 +274,18 @@ func TestReplayRecreatesGangDeletedInWatchGap(t *testing.T) {
 	if j := res.Jobs[0]; j.Preemptions != 1 {
 		t.Errorf("job %+v: want one preemption", j)
 	}
+	f.placedTwice(t, "once more after its eviction")
+}
+
+// placedTwice checks that every gang was placed twice: once, and once
+// more after why.
+func (f *fakeCluster) placedTwice(t *testing.T, why string) {
+	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for g, n := range f.bound {
 		if n != 2 {
-			t.Errorf("gang %s placed %d times, want 2 (once more after its eviction)", g, n)
+			t.Errorf("gang %s placed %d times, want 2 (%s)", g, n, why)
 		}
 	}
 }
@@ -622,13 +629,7 @@ func TestReplayGangPartlySucceeded(t *testing.T) {
 		if len(res.Jobs) != 1 || res.Jobs[0].Preemptions != 1 || len(res.Failed) != 0 {
 			t.Errorf("jobs %+v, failed %+v; want job 1 finished after one restart", res.Jobs, res.Failed)
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for g, n := range f.bound {
-			if n != 2 {
-				t.Errorf("gang %s placed %d times, want 2 (once more after it broke)", g, n)
-			}
-		}
+		f.placedTwice(t, "once more after it broke")
 	})
 }
 
