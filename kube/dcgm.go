@@ -155,16 +155,12 @@ func (d *dcgmStage) run(ctx context.Context, cs kubernetes.Interface, log *slog.
 	}
 }
 
-// dcgmTarget is one exporter endpoint; node, when known from its
-// EndpointSlice, names its GPUs.
-type dcgmTarget struct{ url, node string }
-
 // targets are the configured URLs and the ready endpoints of the
 // configured Service.
-func (d *dcgmStage) targets(ctx context.Context, cs kubernetes.Interface) ([]dcgmTarget, error) {
-	var out []dcgmTarget
+func (d *dcgmStage) targets(ctx context.Context, cs kubernetes.Interface) ([]telemetry.Target, error) {
+	var out []telemetry.Target
 	for _, u := range d.cfg.URLs {
-		out = append(out, dcgmTarget{url: u})
+		out = append(out, telemetry.Target{URL: u})
 	}
 	if d.cfg.Service == "" {
 		return out, nil
@@ -185,9 +181,9 @@ func (d *dcgmStage) targets(ctx context.Context, cs kubernetes.Interface) ([]dcg
 				continue // one endpoint in two slices (IPv4 and IPv6 families name it apart)
 			}
 			seen[u] = true
-			t := dcgmTarget{url: u}
+			t := telemetry.Target{URL: u}
 			if ep.NodeName != nil {
-				t.node = *ep.NodeName
+				t.Node = *ep.NodeName
 			}
 			out = append(out, t)
 		}
@@ -210,60 +206,23 @@ func (d *dcgmStage) scrape(ctx context.Context, cs kubernetes.Interface, log *sl
 	if err != nil {
 		log.Warn("DCGM exporters not all found", "err", err)
 	}
-	got := make([][]telemetry.GPU, len(targets))
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(dcgmWorkers, len(targets)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				host := targets[i].node
-				if u, err := url.Parse(targets[i].url); err == nil && host == "" {
-					host = u.Hostname() // for an exporter without a Hostname label
-				}
-				got[i], errs[i] = telemetry.Scrape(ctx, d.http, targets[i].url, host)
-			}
-		}()
-	}
-	for i := range targets {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	var all []telemetry.GPU
+	res := telemetry.ScrapeAll(ctx, d.http, targets, dcgmWorkers, d.cfg.Timeout.Duration)
 	live := map[string]bool{}
-	// A GPU reported by two targets (one exporter listed twice, or two
-	// exporter pods on one node) is assessed once, as the first target
-	// reported it: twice, it would count twice in the median and be
-	// exported twice under the same labels, which fails every /metrics
-	// answer.
-	seen := map[GPUKey]string{}
-	var dups []string
-	for i, t := range targets {
-		live[t.url] = true
-		if errs[i] != nil {
+	for i := range res {
+		r := &res[i]
+		live[r.URL] = true
+		if r.Err != nil {
 			d.scrapes.WithLabelValues("error").Inc()
-			log.Warn("DCGM exporter not read; its last findings stand", "url", t.url, "err", errs[i], "gpus", len(d.lastGood[t.url]))
-			got[i] = d.lastGood[t.url]
+			log.Warn("DCGM exporter not read; its last findings stand", "url", r.URL, "err", r.Err, "gpus", len(d.lastGood[r.URL]))
+			r.GPUs = d.lastGood[r.URL]
 		} else {
 			d.scrapes.WithLabelValues("ok").Inc()
-			d.lastGood[t.url] = got[i]
-		}
-		for _, g := range got[i] {
-			if t.node != "" {
-				g.Hostname = t.node
-			}
-			k := GPUKey{Node: g.Hostname, Index: g.GPU}
-			if first, ok := seen[k]; ok {
-				dups = append(dups, g.Key()+" from "+t.url+" (first from "+first+")")
-				continue
-			}
-			seen[k] = t.url
-			all = append(all, g)
+			d.lastGood[r.URL] = r.GPUs
 		}
 	}
+	// A GPU reported by two targets is assessed once, as the first
+	// target reported it (telemetry.Merge).
+	all, dups := telemetry.Merge(res)
 	if len(dups) > 0 {
 		log.Warn("DCGM exporters report the same GPUs; each is read from the first target that reports it",
 			"gpus", len(dups), "first", strings.Join(dups[:min(len(dups), 3)], "; "))

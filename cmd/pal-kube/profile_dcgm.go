@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/palsched/pal/internal/jsonround"
+	"github.com/palsched/pal/internal/quote"
+	"github.com/palsched/pal/profilebench"
 	"github.com/palsched/pal/telemetry"
 	"github.com/palsched/pal/variability"
 )
@@ -26,6 +29,8 @@ func newProfileDCGMCmd() *cobra.Command {
 	var output string
 	var lowClock float64
 	var timeout time.Duration
+	var concurrency int
+	var allowPartial bool
 	var scoresFile string
 	var at float64
 	cmd := &cobra.Command{
@@ -50,7 +55,20 @@ are those of the score table given with --gpu-scores (the one pal sim will
 believe): a scraped GPU is found there by its UUID, else by node name and
 gpu index (a table pal profile build wrote for named nodes), else, for a
 table of integer nodes, by the exporter's Hostname as the node number. A
-flagged GPU the table does not have is an error.`,
+flagged GPU the table does not have is an error.
+
+The exporters are scraped --concurrency at a time, each given --timeout
+to answer. An exporter that cannot be read (refused, hung past
+--timeout, an HTTP error, a page that does not parse or has no GPU in
+it) does not stop the others: it is named with its error on stderr
+('failed: DCGM exporter URL: ...') and, except in -o json, in a
+'# unmeasured: DCGM exporter URL: ...' comment of the output, as
+pal-kube profile bench names the GPUs it could not measure. Its GPUs
+are then not assessed, and the command exits non-zero, unless
+--allow-partial. -o hints, the file pal sim believes, is then not
+written unless --allow-partial (a GPU of an exporter not read would go
+unflagged, and nothing in the file would show it). When no exporter
+can be read the command fails whatever the flags.`,
 		Example: `  pal-kube profile dcgm --url http://gpu-node-001:9400/metrics --url http://gpu-node-002:9400/metrics
   pal-kube profile dcgm --url http://localhost:9400/metrics -o prometheus
   pal-kube profile dcgm --url http://gpu-node-001:9400/metrics -o hints --gpu-scores built.csv > hints.csv`,
@@ -81,45 +99,122 @@ flagged GPU the table does not have is an error.`,
 					return err
 				}
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			c := &http.Client{Timeout: timeout}
-			var all []telemetry.GPU
-			for _, u := range urls {
-				host := u
-				if i := strings.Index(host, "://"); i >= 0 {
-					host = host[i+3:]
-				}
-				host, _, _ = strings.Cut(host, "/")
-				host, _, _ = strings.Cut(host, ":")
-				gs, err := telemetry.Scrape(ctx, c, u, host)
-				if err != nil {
-					return err
-				}
-				all = append(all, gs...)
+			if concurrency < 1 {
+				return fmt.Errorf("--concurrency %d: want at least 1", concurrency)
 			}
-			fs := telemetry.Assess(all, lowClock)
-			if output == "hints" {
-				return writeDCGMHints(cmd.OutOrStdout(), fs, scores, scoresFile, urls, lowClock, at)
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %v: want a positive duration, such as 10s", timeout)
 			}
-			return writeDCGM(cmd.OutOrStdout(), output, fs)
+			targets, err := dcgmTargets(urls, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			// Each scrape has its own timeout (ScrapeAll); the client
+			// has none of its own to cut a long page short.
+			res := telemetry.ScrapeAll(ctx, &http.Client{}, targets, concurrency, timeout)
+			return writeDCGMResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, dcgmOutput{output: output, lowClock: lowClock,
+				scores: scores, scoresFile: scoresFile, at: at, allowPartial: allowPartial})
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&urls, "url", nil, "DCGM exporter /metrics URL (repeat or comma-separate)")
 	f.Lookup("url").DefValue = ""
 	f.Float64Var(&lowClock, "low-clock", 0.9, "flag a busy GPU whose SM clock is under this times the busy GPUs' median")
-	f.DurationVar(&timeout, "timeout", 10*time.Second, "time allowed for all scrapes")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "time allowed for each exporter's scrape; one not read by then is named as not read, and the others go on")
+	f.IntVar(&concurrency, "concurrency", 16, "exporters scraped at once")
+	f.BoolVar(&allowPartial, "allow-partial", false, "accept a result without the exporters that could not be read: exit 0, and write -o hints all the same, its comments naming them (default: exit non-zero, -o hints not written)")
 	f.StringVarP(&output, "output", "o", DefaultOutput, "table, json, prometheus or hints (a pal sim --gpu-hints file)")
 	f.StringVar(&scoresFile, "gpu-scores", "", "with -o hints: the score table (GPU_ID,Node_ID,...) whose GPU ids the hints use")
 	f.Float64Var(&at, "at", 0, "with -o hints: the time_s, in simulated seconds, the hints apply from")
 	return cmd
 }
 
+// dcgmTargets are the --url values, checked to be http(s) URLs, each
+// once (a repeat is said on stderr and scraped once).
+func dcgmTargets(urls []string, stderr io.Writer) ([]telemetry.Target, error) {
+	var out []telemetry.Target
+	seen := map[string]bool{}
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("--url %s: not an http(s) URL such as http://gpu-node-001:9400/metrics", quote.Value(u))
+		}
+		if seen[u] {
+			fmt.Fprintf(stderr, "--url %s given twice: scraped once\n", u)
+			continue
+		}
+		seen[u] = true
+		out = append(out, telemetry.Target{URL: u})
+	}
+	return out, nil
+}
+
+// dcgmOutput is what shapes profile dcgm's output.
+type dcgmOutput struct {
+	output       string
+	lowClock     float64
+	scores       *variability.GPUScores
+	scoresFile   string
+	at           float64
+	allowPartial bool
+}
+
+// writeDCGMResult names the exporters not read, assesses the GPUs of
+// the others together and writes the findings; a partial result fails
+// unless o.allowPartial, and -o hints is then not written.
+func writeDCGMResult(stdout, stderr io.Writer, res []telemetry.Scraped, o dcgmOutput) error {
+	var read, notes []string
+	for i := range res {
+		r := &res[i]
+		if r.Err == nil && len(r.GPUs) == 0 {
+			r.Err = fmt.Errorf("%s: no GPU in its page (no %s or other DCGM sample with a gpu label): is it a DCGM exporter's /metrics?", r.URL, telemetry.MetricSMClock)
+		}
+		if r.Err != nil {
+			why := strings.Join(strings.Fields(r.Err.Error()), " ")
+			fmt.Fprintf(stderr, "failed: DCGM exporter %s: %s\n", r.URL, why)
+			notes = append(notes, fmt.Sprintf("DCGM exporter %s: its GPUs are not assessed (%s)", r.URL, why))
+			continue
+		}
+		read = append(read, r.URL)
+	}
+	if len(read) == 0 {
+		return fmt.Errorf("none of the %d DCGM exporters was read (each named above)", len(res))
+	}
+	all, dups := telemetry.Merge(res)
+	if len(dups) > 0 {
+		fmt.Fprintf(stderr, "%d GPUs reported by two exporters, each assessed as the first reported it: %s\n", len(dups), strings.Join(dups[:min(len(dups), 3)], "; "))
+	}
+	partial := ""
+	if len(notes) > 0 {
+		fmt.Fprintf(stderr, "%d of %d DCGM exporters read (%d GPUs); %d not read, their GPUs not assessed\n", len(read), len(res), len(all), len(notes))
+		if !o.allowPartial {
+			partial = fmt.Sprintf("%d of %d DCGM exporters not read (named above)", len(notes), len(res))
+		}
+	}
+	fs := telemetry.Assess(all, o.lowClock)
+	if o.output == "hints" {
+		if partial != "" {
+			return fmt.Errorf("%s; -o hints not written (--allow-partial writes it, naming them in its comments): a GPU of an exporter not read would go unflagged, and nothing in the file would show it", partial)
+		}
+		return writeDCGMHints(stdout, fs, o.scores, o.scoresFile, read, notes, o.lowClock, o.at)
+	}
+	if err := writeDCGM(stdout, o.output, fs, notes); err != nil {
+		return err
+	}
+	if partial != "" {
+		return fmt.Errorf("%s; --allow-partial accepts the rest", partial)
+	}
+	return nil
+}
+
 // writeDCGMHints writes the flagged GPUs as a --gpu-hints file, each
 // located in the table pal sim will believe, with the inputs that shaped
-// it as comments.
-func writeDCGMHints(w io.Writer, fs []telemetry.Finding, scores *variability.GPUScores, table string, urls []string, lowClock, at float64) error {
+// it, and the exporters not read, as comments.
+func writeDCGMHints(w io.Writer, fs []telemetry.Finding, scores *variability.GPUScores, table string, urls, notes []string, lowClock, at float64) error {
 	type row struct {
 		gpu  int
 		prio float64
@@ -155,6 +250,9 @@ func writeDCGMHints(w io.Writer, fs []telemetry.Finding, scores *variability.GPU
 	}
 	fmt.Fprintf(w, "# pal-kube profile dcgm -o hints: %d of %d scraped GPUs flagged (--low-clock %g), from %s\n", len(rows), len(fs), lowClock, strings.Join(urls, " "))
 	fmt.Fprintf(w, "# GPU ids of %s (%s); from time_s %s on\n", table, located, strconv.FormatFloat(at, 'f', -1, 64))
+	for _, n := range notes {
+		fmt.Fprintln(w, profilebench.UnmeasuredComment+n)
+	}
 	fmt.Fprintln(w, "time_s,gpu,slowdown")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s,%d,%s\n", strconv.FormatFloat(at, 'f', -1, 64), r.gpu, strconv.FormatFloat(r.prio, 'f', 4, 64))
@@ -162,7 +260,15 @@ func writeDCGMHints(w io.Writer, fs []telemetry.Finding, scores *variability.GPU
 	return nil
 }
 
-func writeDCGM(w io.Writer, output string, fs []telemetry.Finding) error {
+// writeDCGM writes the findings; notes (the exporters not read) go
+// first as comments (profile bench's '# unmeasured:'), except in json,
+// which has none.
+func writeDCGM(w io.Writer, output string, fs []telemetry.Finding, notes []string) error {
+	if output != "json" {
+		for _, n := range notes {
+			fmt.Fprintln(w, profilebench.UnmeasuredComment+n)
+		}
+	}
 	switch output {
 	case "prometheus":
 		reg := prometheus.NewPedanticRegistry()

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/profilebuild"
@@ -167,5 +175,220 @@ func TestProfileBuildExportNamedNodes(t *testing.T) {
 	}
 	if _, err := run(t, "profile", "export", "--gpu-scores", tbl, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), `--output "yaml": want kubernetes`) {
 		t.Errorf("-o yaml: %v", err)
+	}
+}
+
+// runSplit runs pal-kube with args and returns stdout and stderr apart.
+func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	var o, e bytes.Buffer
+	root.SetOut(&o)
+	root.SetErr(&e)
+	root.SetArgs(args)
+	err = root.Execute()
+	return o.String(), e.String(), err
+}
+
+// dcgmExporters serves the telemetry sample as each of several nodes'
+// exporters, and exporters that fail in each way one can: gone
+// (connection refused), hung (answers nothing until the client gives
+// up), HTTP 500, a page that is not Prometheus text, and a page with no
+// GPU. inFlight and maxInFlight count the requests the good ones serve
+// at once.
+type dcgmExporters struct {
+	good                             []string // gpu-node-001, gpu-node-002, ...
+	dead, hung, http500, junk, empty string
+	inFlight, maxInFlight            atomic.Int32
+}
+
+func newDCGMExporters(t *testing.T, nodes int, delay time.Duration) *dcgmExporters {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "telemetry", "testdata", "dcgm-exporter-a100.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &dcgmExporters{}
+	serve := func(h http.HandlerFunc) string {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv.URL + "/metrics"
+	}
+	for n := range nodes {
+		page := strings.ReplaceAll(string(b), "gpu-node-001", fmt.Sprintf("gpu-node-%03d", n+1))
+		page = strings.ReplaceAll(page, "GPU-3c4a5b1e", fmt.Sprintf("GPU-%08d", n+1))
+		x.good = append(x.good, serve(func(w http.ResponseWriter, _ *http.Request) {
+			now := x.inFlight.Add(1)
+			defer x.inFlight.Add(-1)
+			for {
+				m := x.maxInFlight.Load()
+				if now <= m || x.maxInFlight.CompareAndSwap(m, now) {
+					break
+				}
+			}
+			time.Sleep(delay)
+			io.WriteString(w, page)
+		}))
+	}
+	gone := httptest.NewServer(http.NotFoundHandler())
+	x.dead = gone.URL + "/metrics"
+	gone.Close()
+	stop := make(chan struct{})
+	x.hung = serve(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	})
+	t.Cleanup(func() { close(stop) }) // before the server's Close, which waits for it
+	x.http500 = serve(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "dcgm not ready", http.StatusInternalServerError)
+	})
+	x.junk = serve(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\" 1410\n")
+	})
+	x.empty = serve(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "# HELP node_load1 1m load average.\n# TYPE node_load1 gauge\nnode_load1 0.5\n")
+	})
+	return x
+}
+
+// TestProfileDCGMPartial: an exporter that cannot be read (gone, hung
+// past --timeout, an HTTP error, a page that does not parse, a page
+// with no GPU) does not stop the others' GPUs from being assessed. Each
+// is named with its error on stderr and as a '# unmeasured:' comment of
+// the output, as profile bench names its unmeasured GPUs; the command
+// then fails unless --allow-partial, and -o hints (what pal sim
+// believes, like bench's --gpu-scores-out) is not written without it.
+// An exporter list none of which answers fails whatever the flags, and
+// a --url that is not an http(s) URL is refused before any scrape.
+func TestProfileDCGMPartial(t *testing.T) {
+	x := newDCGMExporters(t, 2, 0)
+	dir := t.TempDir()
+	table := filepath.Join(dir, "named.csv")
+	var sb strings.Builder
+	sb.WriteString("GPU_ID,Node_ID,node_name,gpu_index,PerfVar_classA,PerfVar_classB,PerfVar_classC,PerfVar_classD\n")
+	for g := range 8 {
+		fmt.Fprintf(&sb, "%d,%d,gpu-node-%03d,%d,1,1,1,1\n", g, g/4, g/4+1, g%4)
+	}
+	if err := os.WriteFile(table, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	throttled := func(node string) string { return node + "  1    " } // the table row of its throttled GPU
+	for _, tc := range []struct {
+		name     string
+		urls     []string
+		args     []string
+		bad      map[string]string // URL: what its error says
+		allowed  bool              // exits 0 all the same
+		rows     []string          // in stdout
+		noStdout bool
+		error    string
+	}{
+		{name: "all read", urls: x.good, allowed: true, rows: []string{throttled("gpu-node-001"), throttled("gpu-node-002")}},
+		{name: "one gone", urls: []string{x.good[0], x.dead, x.good[1]}, bad: map[string]string{x.dead: "connection refused"},
+			rows: []string{throttled("gpu-node-001"), throttled("gpu-node-002")}},
+		{name: "one gone, allowed", urls: []string{x.good[0], x.dead}, args: []string{"--allow-partial"}, bad: map[string]string{x.dead: "connection refused"},
+			allowed: true, rows: []string{throttled("gpu-node-001")}},
+		{name: "one hung past --timeout", urls: []string{x.good[0], x.hung, x.good[1]}, args: []string{"--timeout", "300ms"}, bad: map[string]string{x.hung: "deadline exceeded"},
+			rows: []string{throttled("gpu-node-001"), throttled("gpu-node-002")}},
+		{name: "http error, junk, no GPU", urls: []string{x.http500, x.junk, x.good[1], x.empty},
+			bad:  map[string]string{x.http500: "HTTP 500", x.junk: x.junk + ":1: ", x.empty: "no GPU in its page"},
+			rows: []string{throttled("gpu-node-002")}},
+		{name: "json", urls: []string{x.dead, x.good[0]}, args: []string{"-o", "json"}, bad: map[string]string{x.dead: "connection refused"},
+			rows: []string{`"node": "gpu-node-001"`}},
+		{name: "prometheus", urls: []string{x.dead, x.good[0]}, args: []string{"-o", "prometheus"}, bad: map[string]string{x.dead: "connection refused"},
+			rows: []string{`pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-00000001-0d2f-4e77-9a10-6f1b2c3d4e02"} 1`}},
+		{name: "hints not written", urls: []string{x.good[0], x.dead}, args: []string{"-o", "hints", "--gpu-scores", table}, bad: map[string]string{x.dead: "connection refused"},
+			noStdout: true, error: "-o hints not written (--allow-partial writes it, naming them in its comments)"},
+		{name: "hints, allowed", urls: []string{x.good[0], x.dead}, args: []string{"-o", "hints", "--gpu-scores", table, "--allow-partial"}, bad: map[string]string{x.dead: "connection refused"},
+			allowed: true, rows: []string{"\n0,1,1.3881\n"}},
+		{name: "none read", urls: []string{x.dead, x.hung}, args: []string{"--allow-partial", "--timeout", "200ms"}, bad: map[string]string{x.dead: "connection refused", x.hung: "deadline exceeded"},
+			noStdout: true, error: "none of the 2 DCGM exporters was read"},
+		{name: "not a URL", urls: []string{"gpu-node-001:9400/metrics"}, noStdout: true, error: `--url "gpu-node-001:9400/metrics": not an http(s) URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"profile", "dcgm"}
+			for _, u := range tc.urls {
+				args = append(args, "--url", u)
+			}
+			start := time.Now()
+			out, errOut, err := runSplit(t, append(args, tc.args...)...)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+			switch {
+			case tc.error != "":
+				if err == nil || !strings.Contains(err.Error(), tc.error) {
+					t.Fatalf("error %v, want one containing %q\nstdout:\n%s\nstderr:\n%s", err, tc.error, out, errOut)
+				}
+			case tc.allowed && err != nil:
+				t.Fatalf("error %v\nstderr:\n%s", err, errOut)
+			case !tc.allowed:
+				if want := fmt.Sprintf("%d of %d DCGM exporters not read", len(tc.bad), len(tc.urls)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--allow-partial") {
+					t.Fatalf("error %v, want one saying %q and naming --allow-partial\nstderr:\n%s", err, want, errOut)
+				}
+			}
+			if tc.noStdout && out != "" {
+				t.Errorf("stdout written:\n%s", out)
+			}
+			for _, r := range tc.rows {
+				if !strings.Contains(out, r) {
+					t.Errorf("stdout lacks %q:\n%s", r, out)
+				}
+			}
+			for u, why := range tc.bad {
+				line := regexp.MustCompile(`(?m)^failed: DCGM exporter ` + regexp.QuoteMeta(u) + `: .*` + regexp.QuoteMeta(why))
+				if !line.MatchString(errOut) {
+					t.Errorf("stderr does not name %s failing with %q:\n%s", u, why, errOut)
+				}
+				// -o json has no comments; stderr names them.
+				if !tc.noStdout && !slices.Contains(tc.args, "json") && !strings.Contains(out, "# unmeasured: DCGM exporter "+u+": its GPUs are not assessed (") {
+					t.Errorf("stdout does not name %s unmeasured:\n%s", u, out)
+				}
+			}
+			if len(tc.bad) == 0 && (strings.Contains(out+errOut, "unmeasured") || strings.Contains(errOut, "failed")) {
+				t.Errorf("every exporter read, yet:\n%s\n%s", out, errOut)
+			}
+			if slices.Contains(tc.args, "prometheus") {
+				p := expfmt.NewTextParser(model.UTF8Validation)
+				if _, err := p.TextToMetricFamilies(strings.NewReader(out)); err != nil {
+					t.Errorf("-o prometheus with comments does not parse: %v\n%s", err, out)
+				}
+			}
+		})
+	}
+}
+
+// TestProfileDCGMConcurrency: the exporters are scraped --concurrency at
+// a time (default 16), not one after another, so that a cluster's
+// scrape takes its slowest exporters' time, not their sum: 24
+// exporters that each take 200 ms answer in well under the 4.8 s one at
+// a time would take, never more than --concurrency at once.
+func TestProfileDCGMConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    int32 // the most in flight at once
+		maxTime time.Duration
+	}{
+		{nil, 16, 2 * time.Second},
+		{[]string{"--concurrency", "4"}, 4, 3 * time.Second},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			x := newDCGMExporters(t, 24, 200*time.Millisecond)
+			args := []string{"profile", "dcgm", "--url", strings.Join(x.good, ",")}
+			start := time.Now()
+			out, errOut, err := runSplit(t, append(args, tc.args...)...)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
+			}
+			if n := strings.Count(out, "GPU-000000"); n != 24*4 {
+				t.Errorf("%d GPUs in the table, want 96:\n%s", n, out)
+			}
+			if m := x.maxInFlight.Load(); m != tc.want || took > tc.maxTime {
+				t.Errorf("%d scrapes at once at most, want %d; took %v (at most %v)", m, tc.want, took, tc.maxTime)
+			}
+		})
 	}
 }
