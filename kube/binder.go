@@ -79,7 +79,7 @@ func (s *Scheduler) verifyUnsettled() {
 	}
 	var tasks []*bind.Task
 	for _, p := range s.state.Unsettled() {
-		tasks = append(tasks, &bind.Task{Kind: bind.Verify, Pod: p.Pod, Node: p.Node, Annots: p.Annots, Seq: p.Seq})
+		tasks = append(tasks, &bind.Task{Kind: bind.Verify, Pod: p.Pod, Node: p.Node, Annots: p.Annots, Seq: p.Seq, Unsure: true})
 	}
 	s.binding.mu.Lock()
 	s.binding.gangs = nil // a verification has no gang (see bindDone)
@@ -114,14 +114,15 @@ func (s *Scheduler) bindDone(r bind.Result) {
 		s.metrics.Evictions.Inc()
 		s.events.post(podRef(t.Pod), corev1.EventTypeNormal, ReasonPreempted, "Evicting", fmt.Sprintf("Evicted by %s: %s", s.cfg.SchedulerName, t.Reason))
 		return
-	case bind.Verify:
-		if t.Gang == "" {
-			s.log.Info("unsettled bind verified", "pod", key, "bound", r.Outcome == state.Bound)
-			if r.Outcome != state.Bound {
-				s.poke()
-			}
-			return
+	}
+	if (t.Kind == bind.Verify || t.Unsure) && t.Gang == "" {
+		// An earlier term's bind (an Unsure one found unbound was posted
+		// again, and its Kind is Bind now).
+		s.log.Info("unsettled bind verified", "pod", key, "bound", r.Outcome == state.Bound, "postedAgain", t.Kind == bind.Bind, "err", r.Err)
+		if r.Outcome != state.Bound {
+			s.poke()
 		}
+		return
 	}
 	ok := r.Outcome == state.Bound
 	if ok {

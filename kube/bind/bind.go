@@ -72,6 +72,17 @@ type Task struct {
 	Seq    uint64 // the assumption's number in the state
 	Gang   string // the gang's key, for the caller
 	Reason string // Evict: why (the caller's)
+	// Unsure marks a Verify of a bind an earlier binder may have posted
+	// without learning the answer (its term ended with the request in
+	// flight). A request the client gave up on can still commit on the
+	// apiserver after a GET has found the pod unbound, and the devices
+	// would then be given twice: to this pod, and to whatever the next
+	// round put on them. So an Unsure verification that finds the pod
+	// unbound binds it again, as the task says, instead of settling it
+	// as not bound. The second Binding makes the outcome certain: it
+	// lands, or the first one did and it is refused as already assigned
+	// (then the GET finds the pod on the task's node and devices).
+	Unsure bool
 
 	tries int
 	asked bool // a request of this task reached the apiserver
@@ -321,7 +332,7 @@ func (b *Binder) verify(ctx context.Context, t *Task, err error, refusedErr bool
 		return Result{Task: t, Outcome: state.NotBound, Err: err}, false
 	case cur.Spec.NodeName != "":
 		return Result{Task: t, Outcome: state.NotBound, Err: fmt.Errorf("pod bound to %s by another binding (%v)", cur.Spec.NodeName, err)}, false
-	case refusedErr || t.Kind == Verify && !t.asked:
+	case refusedErr || t.Kind == Verify && !t.asked && !t.Unsure:
 		return Result{Task: t, Outcome: state.NotBound, Err: err}, false
 	}
 	// Unbound, and a request of ours may still land: post it again.

@@ -302,3 +302,69 @@ func TestSubmitAfterStopIsDropped(t *testing.T) {
 		t.Errorf("%d Bindings posted and %d results after the term ended, want none", n, len(got))
 	}
 }
+
+// A bind an earlier term left unsettled may have been posted: the client
+// gave up on the request when the term ended, but the apiserver can still
+// commit it after the next term's GET finds the pod unbound. Settling it
+// as not bound would free devices the late Binding then takes, and the
+// next round could give them to another pod. An Unsure verification
+// therefore binds the pod again, which makes the outcome certain; a
+// Verify that is not Unsure (a task no request of which was posted)
+// settles as not bound without a Binding.
+func TestUnsureVerifyBindsAgain(t *testing.T) {
+	old := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1",
+		Annotations: map[string]string{podspec.AnnGPUIndices: "0,1"}}, Target: corev1.ObjectReference{Kind: "Node", Name: "n0"}}
+	verifyTask := func(unsure bool) *Task {
+		task := bindTask()
+		task.Kind, task.Unsure = Verify, unsure
+		return task
+	}
+	cases := []struct {
+		name   string
+		unsure bool
+		// lateFirst: the earlier term's Binding commits between the GET
+		// and the new one, which is then refused as already assigned.
+		lateFirst bool
+		want      state.Outcome
+		posts     int
+	}{
+		{"not unsure: never posted", false, false, state.NotBound, 0},
+		{"unsure: bound again", true, false, state.Bound, 1},
+		{"unsure: the late Binding lands first", true, true, state.Bound, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := &apiserver{pod: pending()}
+			if c.lateFirst {
+				a.binds = append(a.binds, func(b *corev1.Binding) error {
+					if err := a.commit(old); err != nil {
+						t.Errorf("the late Binding: %v", err)
+					}
+					return a.commit(b)
+				})
+			}
+			r := run(t, a, verifyTask(c.unsure))
+			if r.Outcome != c.want {
+				t.Errorf("outcome %v (err %v), want %v", r.Outcome, r.Err, c.want)
+			}
+			if got := a.calls["create/binding"]; got != c.posts {
+				t.Errorf("%d Bindings posted, want %d", got, c.posts)
+			}
+			if a.commits != 1 && c.unsure {
+				t.Errorf("%d commits, want 1", a.commits)
+			}
+			// The earlier term's request lands now, if it had not: the
+			// pod must then be on the devices the state holds for it, or
+			// the request must be refused.
+			a.mu.Lock()
+			err := a.commit(old)
+			a.mu.Unlock()
+			if c.want == state.NotBound {
+				return // the scheduler knows this task was never posted
+			}
+			if !apierrors.IsConflict(err) {
+				t.Errorf("the earlier term's Binding, landing late, was not refused (err %v): the devices are given twice", err)
+			}
+		})
+	}
+}
