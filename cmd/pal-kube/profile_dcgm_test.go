@@ -283,6 +283,7 @@ func TestProfileDCGMPartial(t *testing.T) {
 		allowed  bool              // exits 0 all the same
 		rows     []string          // in stdout
 		noStdout bool
+		stderr   []string
 		error    string
 	}{
 		{name: "all read", urls: x.good, allowed: true, rows: []string{throttled("gpu-node-001"), throttled("gpu-node-002")}},
@@ -305,6 +306,9 @@ func TestProfileDCGMPartial(t *testing.T) {
 			allowed: true, rows: []string{"\n0,1,1.3881\n"}},
 		{name: "none read", urls: []string{x.dead, x.hung}, args: []string{"--allow-partial", "--timeout", "200ms"}, bad: map[string]string{x.dead: "connection refused", x.hung: "deadline exceeded"},
 			noStdout: true, error: "none of the 2 DCGM exporters was read"},
+		{name: "one exporter under two URLs", urls: []string{x.good[0], strings.Replace(x.good[0], "127.0.0.1", "localhost", 1), x.good[0]}, args: []string{"-o", "prometheus"},
+			allowed: true, rows: []string{`pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-00000001-0d2f-4e77-9a10-6f1b2c3d4e02"} 1`},
+			stderr: []string{"--url " + x.good[0] + " given twice: scraped once", "4 GPUs reported by two exporters, each assessed as the first reported it: gpu-node-001/0 from http://localhost:"}},
 		{name: "not a URL", urls: []string{"gpu-node-001:9400/metrics"}, noStdout: true, error: `--url "gpu-node-001:9400/metrics": not an http(s) URL`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,6 +331,11 @@ func TestProfileDCGMPartial(t *testing.T) {
 			case !tc.allowed:
 				if want := fmt.Sprintf("%d of %d DCGM exporters not read", len(tc.bad), len(tc.urls)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--allow-partial") {
 					t.Fatalf("error %v, want one saying %q and naming --allow-partial\nstderr:\n%s", err, want, errOut)
+				}
+			}
+			for _, e := range tc.stderr {
+				if !strings.Contains(errOut, e) {
+					t.Errorf("stderr lacks %q:\n%s", e, errOut)
 				}
 			}
 			if tc.noStdout && out != "" {
