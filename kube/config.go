@@ -104,6 +104,14 @@ type Config struct {
 	LearnScores                bool     `json:"learnScores"`
 	LearnedScoresConfigMap     string   `json:"learnedScoresConfigMap"`
 	LearnedScoresWriteInterval Duration `json:"learnedScoresWriteInterval"`
+	// LearnForgetAfter: what was learned of a node (its beliefs, the
+	// slowdowns DCGM's hints carried over a restart, its quarantine) is
+	// kept while the node is away, so that one that comes back (a
+	// reboot, a repair, a drain and delete) starts from it; a node with
+	// no Node object for longer than this is forgotten, in memory and in
+	// the next learned ConfigMap write (learn_forget.go). 0: never
+	// (the table and the metrics grow with every node name ever seen).
+	LearnForgetAfter Duration `json:"learnForgetAfter"`
 	// QuarantineAbove, with learnScores, quarantines a GPU whose believed
 	// slowdown (DCGM's hints included) reaches it, until it falls below
 	// halfway back to 1: its class's slowest score in every class, under
@@ -255,6 +263,7 @@ func DefaultConfig() Config {
 
 		LearnedScoresConfigMap:     DefaultLearnedScoresConfigMap,
 		LearnedScoresWriteInterval: Duration{DefaultLearnedScoresWriteInterval},
+		LearnForgetAfter:           Duration{DefaultLearnForgetAfter},
 		DCGM:                       defaultDCGMConfig(),
 	}
 }

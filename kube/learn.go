@@ -43,6 +43,13 @@ const (
 	// beliefs move with every gang that ends, the ConfigMap at most this
 	// often (and once more at shutdown).
 	DefaultLearnedScoresWriteInterval = 30 * time.Second
+	// DefaultLearnForgetAfter is how long a node may be absent from the
+	// cluster (no Node object) before what was learned of it is dropped:
+	// a week outlasts a reboot, a repair or an RMA round trip over a
+	// weekend, and still bounds the learned ConfigMap and /metrics of a
+	// cluster whose autoscaler names nodes after their addresses to the
+	// nodes of the last week.
+	DefaultLearnForgetAfter = 7 * 24 * time.Hour
 	// learnedWriteTimeout bounds one write of the learned ConfigMap
 	// (its reads and retries on a conflict included); one that fails is
 	// tried again at the next interval.
@@ -141,6 +148,8 @@ func (c *Config) validateLearn() error {
 		return fmt.Errorf("field learnedScoresConfigMap: %s is the variabilityConfigMap; the scheduler would overwrite the profile it was given", quote.Value(c.LearnedScoresConfigMap))
 	case c.LearnedScoresWriteInterval.Duration < 0:
 		return fmt.Errorf("field learnedScoresWriteInterval: must be >= 0, got %v", c.LearnedScoresWriteInterval)
+	case c.LearnForgetAfter.Duration < 0:
+		return fmt.Errorf("field learnForgetAfter: must be >= 0 (0: never forget), got %v", c.LearnForgetAfter)
 	}
 	return nil
 }
@@ -150,8 +159,10 @@ type learnStage struct {
 	learner *variability.Learner
 	keys    []GPUKey // the learner's GPU numbering: the snapshot's when it was made
 	// known are the beliefs by device: read from the ConfigMap at start,
-	// then the learner's, kept for devices whose node left (a node that
-	// comes back keeps what was learned of it).
+	// then the learner's, kept for devices whose node left: a node that
+	// comes back (a reboot, a repair, a drain and delete) keeps what was
+	// learned of it, until it has been absent for learnForgetAfter
+	// (learn_forget.go).
 	known   NodeScores
 	loaded  bool
 	loadErr error
@@ -230,10 +241,17 @@ type learnStage struct {
 	// follows them).
 	qFor *variability.Learner
 	qgen uint64
+	// absent are the nodes the state above names that have no Node
+	// object, by when they were first found so (forgetAbsent; read from
+	// AnnAbsentSince at start), and sweptLayout and sweptAt the layout
+	// generation and time of the last sweep.
+	absent      map[string]time.Time
+	sweptLayout uint64
+	sweptAt     time.Time
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]float64{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}}
+	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]float64{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}, absent: map[string]time.Time{}}
 }
 
 // rejection is a report the learner was not given.
@@ -422,6 +440,11 @@ func (s *Scheduler) loadLearned() {
 	L.known = ns.scores
 	L.through, L.loadedThrough, L.count = ns.through, ns.through, ns.count
 	L.restored = ns.quarantined
+	if ns.absentErr != nil {
+		s.log.Warn("learned ConfigMap's absence clocks not read; the absent nodes' clocks start now", "err", ns.absentErr)
+	} else if ns.absent != nil {
+		L.absent = ns.absent
+	}
 	s.log.Info("starting from learned scores", "configmap", src, "gpus", len(ns.scores), "observations", ns.count, "through", ns.through.Format(time.RFC3339))
 }
 
@@ -431,6 +454,11 @@ type learned struct {
 	through     time.Time
 	count       int
 	quarantined map[GPUKey]quarantineEntry
+	// absent is AnnAbsentSince (nil: none); absentErr says why it was
+	// not read (the clocks then start again: a bad annotation costs no
+	// belief).
+	absent    map[string]time.Time
+	absentErr error
 }
 
 // readLearned reads a learned ConfigMap: the scores table under ScoresKey,
@@ -456,6 +484,11 @@ func readLearned(src string, cm *corev1.ConfigMap, get shardGetter) (learned, er
 	if v, ok := cm.Annotations[AnnQuarantined]; ok {
 		if out.quarantined, err = parseQuarantined(v); err != nil {
 			return out, fmt.Errorf("configmap %s annotation %s: %w", src, AnnQuarantined, err)
+		}
+	}
+	if v, ok := cm.Annotations[AnnAbsentSince]; ok {
+		if out.absent, err = parseAbsent(v); err != nil {
+			out.absentErr = fmt.Errorf("configmap %s annotation %s: %w", src, AnnAbsentSince, err)
 		}
 	}
 	return out, nil
@@ -642,6 +675,7 @@ func (s *Scheduler) learnRound(ctx context.Context, snap *snapshot, ours []*core
 	} else if L.qFor != L.learner {
 		s.quarantineRound(now, false) // a new learner: every GPU once
 	}
+	s.forgetAbsent(snap, now)
 	L.settleWrite(false)
 	if L.dirty && L.write == nil && now.Sub(L.lastWrite) >= s.cfg.LearnedScoresWriteInterval.Duration {
 		s.startWrite(ctx, now)
@@ -847,7 +881,7 @@ type learnedWrite struct {
 // scores table and the learned annotations.
 func (L *learnStage) learnedContent() (data string, ann map[string]string) {
 	L.syncKnown()
-	ann = map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText()}
+	ann = map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText(), AnnAbsentSince: formatAbsent(L.absent, absentSinceBytes)}
 	if !L.through.IsZero() {
 		ann[AnnLearnedThrough] = L.through.UTC().Format(time.RFC3339Nano)
 	}

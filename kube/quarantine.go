@@ -86,6 +86,11 @@ func (s *Scheduler) quarantineRound(now time.Time, rebinned bool) {
 		e, was := L.quarantined[k]
 		in := variability.QuarantineNext(above, below, was, sd)
 		if in == was {
+			if in && full {
+				// Its node came back (a new learner): the gauge left
+				// with it (forgetAbsent).
+				s.metrics.learn.quarantined.WithLabelValues(k.Node, strconv.Itoa(k.Index)).Set(1)
+			}
 			continue
 		}
 		changed = true
