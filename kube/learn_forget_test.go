@@ -24,6 +24,7 @@ import (
 // (believed).
 type forgetStep struct {
 	gone, back   bool
+	cordon       bool // n1 made unschedulable: out of the layout, still a Node
 	at           time.Duration
 	cmRows       bool
 	cmQuarantine bool
@@ -67,6 +68,23 @@ func noteNode(t *testing.T, s *Scheduler, cs *fake.Clientset, gone bool) {
 	}
 }
 
+// cordonN1 makes node n1 unschedulable and waits until the scheduler's
+// informer has handed the change to its store.
+func cordonN1(t *testing.T, s *Scheduler, cs *fake.Clientset) {
+	t.Helper()
+	ev := s.state.Events()
+	n := node("n1", 4)
+	n.Spec.Unschedulable = true
+	if _, err := cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.state.Events() == ev; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the informer never showed n1 cordoned")
+		}
+	}
+}
+
 // learnForgetAfter: a node deleted for longer than the limit has its
 // beliefs and quarantine dropped from memory, from the learned ConfigMap
 // and from /metrics; one back within the limit keeps what was learned;
@@ -101,6 +119,11 @@ func TestLearnForgetAbsentNodes(t *testing.T) {
 			{back: true, at: 30 * time.Minute, cmRows: true, cmQuarantine: true, series: true, believed: true},
 			{at: 2 * hour, cmRows: true, cmQuarantine: true, series: true, believed: true},
 		}, absent: ""},
+		{name: "a cordoned node is not absent", limit: hour, n1: true, steps: []forgetStep{
+			{at: 0, cmRows: true, series: true, believed: true},
+			{cordon: true, at: time.Minute, cmRows: true, series: true},
+			{at: 2 * hour, cmRows: true, series: true},
+		}, absent: "-"},
 		{name: "limit 0 never forgets", limit: 0, n1: true, steps: []forgetStep{
 			{at: 0, cmRows: true, series: true, believed: true},
 			{gone: true, at: time.Minute, cmRows: true, series: true},
@@ -139,6 +162,9 @@ func TestLearnForgetAbsentNodes(t *testing.T) {
 			for i, st := range tc.steps {
 				if st.gone || st.back {
 					noteNode(t, s, cs, st.gone)
+				}
+				if st.cordon {
+					cordonN1(t, s, cs)
 				}
 				roundWait(s, context.Background(), learnT0.Add(st.at))
 				cm := learnedCM(t, cs)
