@@ -221,12 +221,18 @@ func (c *Collection) Sorted() []Measured {
 // lines into the score table's comments and warns of them.
 const UnmeasuredComment = "# unmeasured: "
 
+// PartialComment starts each comment line of the measurement CSV that
+// names a GPU and model measured by fewer runs than the plan asked (some
+// failed); pal profile build carries such lines into the score table's
+// comments and warns of them.
+const PartialComment = "# partial: "
+
 // Unmeasured says which GPUs the collection has no measurement of: the
 // nodes' GPUs the plan has no run for (Plan.UnmeasuredNotes), then, by
 // node and device, each planned GPU whose every run failed (no row of it
 // in the CSV, so none in the score table), and each GPU and model whose
 // every run failed. A GPU and model that some runs measured is not in
-// it: its failed runs are listed as such.
+// it: Partial names it.
 func (c *Collection) Unmeasured() []string {
 	out := c.Plan.UnmeasuredNotes()
 	type gpu struct {
@@ -276,9 +282,44 @@ func (c *Collection) Unmeasured() []string {
 	return out
 }
 
+// Partial says, by node, device and model in plan order, which GPU and
+// model some of whose runs failed and some measured. Its score is then
+// the mean of fewer runs than asked, and not of a fair sample of them:
+// the run a deadline killed is the slowest one, a run that crashed
+// may have crashed for its GPU's fault, and with one or two runs left
+// no outlier can be told. Such a GPU is not scored like one measured
+// whole, and the table says so.
+func (c *Collection) Partial() []string {
+	type gm struct {
+		node  string
+		idx   int
+		model string
+	}
+	measured, failed := map[gm]int{}, map[gm]int{}
+	for _, m := range c.Measured {
+		measured[gm{m.Node, m.GPU, m.Model}]++
+	}
+	for _, f := range c.Failed {
+		failed[gm{f.Node, f.GPU, f.Model}]++
+	}
+	var out []string
+	for _, n := range c.Plan.Nodes {
+		for i := range n.GPUs {
+			for _, md := range c.Plan.Models {
+				k := gm{n.Name, i, md}
+				if m, f := measured[k], failed[k]; m > 0 && f > 0 {
+					out = append(out, fmt.Sprintf("node %s GPU %d: %s measured by %d of %d runs (%d failed)", n.Name, i, md, m, m+f, f))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // WriteCSV writes the measurement file pal profile build reads: '#'
-// lines saying which run and image it came from, each failed run and
-// each unmeasured GPU (UnmeasuredComment), then one row per measured
+// lines saying which run and image it came from, each failed run, each
+// unmeasured GPU (UnmeasuredComment) and each GPU and model measured
+// by only some of its runs (PartialComment), then one row per measured
 // run.
 func (c *Collection) WriteCSV(w io.Writer) error {
 	p := c.Plan
@@ -290,6 +331,9 @@ func (c *Collection) WriteCSV(w io.Writer) error {
 	}
 	for _, u := range c.Unmeasured() {
 		fmt.Fprintf(w, "%s%s\n", UnmeasuredComment, u)
+	}
+	for _, u := range c.Partial() {
+		fmt.Fprintf(w, "%s%s\n", PartialComment, u)
 	}
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"node", "gpu_index", "gpu_uuid", "model", "iter_time_s", "sm_clock_mhz", "power_w", "temp_c"})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +116,10 @@ func TestCollect(t *testing.T) {
 # failed: pod pal-bench-t1-n1-g0-m1-r1 (node b-node GPU 0, BERT repetition 1): pod not found
 # failed: pod pal-bench-t1-n1-g1-m1-r1 (node b-node GPU 1, BERT repetition 1): pod runs on b-node device "0", planned for b-node device 1
 # unmeasured: node b-node GPU 0: BERT unmeasured (its 2 runs failed)
+# partial: node a-node GPU 0: BERT measured by 1 of 2 runs (1 failed)
+# partial: node b-node GPU 0: ResNet-18 measured by 1 of 2 runs (1 failed)
+# partial: node b-node GPU 1: ResNet-18 measured by 1 of 2 runs (1 failed)
+# partial: node b-node GPU 1: BERT measured by 1 of 2 runs (1 failed)
 node,gpu_index,gpu_uuid,model,iter_time_s,sm_clock_mhz,power_w,temp_c
 a-node,0,GPU-aaaa,ResNet-18,0.015,1410,250,60
 a-node,0,,ResNet-18,0.03,1410,250,60
@@ -123,7 +129,10 @@ b-node,1,,ResNet-18,0.02,1410,250,61
 b-node,1,,BERT,0.04,1410,250,61
 `
 	// Rows by node, GPU, model in plan order (ResNet-18 first), then
-	// repetition; odd repetitions take twice as long, a-node 1.5x.
+	// repetition; odd repetitions take twice as long, a-node 1.5x. So
+	// b-node GPU 0's ResNet-18, whose slow repetition was killed at its
+	// deadline, reads 0.01 where its two runs would average 0.015: a
+	// GPU and model measured by only some of its runs is '# partial:'.
 	if got := b.String(); got != want {
 		t.Errorf("CSV:\n%s\nwant:\n%s", got, want)
 	}
@@ -531,5 +540,77 @@ func TestCollectLogTimeout(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Collect still waiting for a hung log after 5 s")
+	}
+}
+
+// TestCollectionPartlyMeasured: a GPU and model some of whose runs
+// failed is scored from fewer runs than asked, and the runs lost are not
+// a fair sample of them (a run killed at its deadline is the slowest
+// one): the measurement CSV names it in a '# partial:' comment, which
+// pal profile build carries into the score table, beside the
+// '# unmeasured:' ones. A GPU and model whose every run failed is
+// unmeasured, not partial.
+func TestCollectionPartlyMeasured(t *testing.T) {
+	o := testOptions()
+	o.Repetitions = 3
+	p, err := NewPlan(twoNodes(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sel struct {
+		node  string
+		gpu   int
+		model string // "": every model
+		reps  []int  // nil: every repetition
+	}
+	for _, tc := range []struct {
+		name       string
+		fail       []sel
+		partial    []string
+		unmeasured []string
+	}{
+		{name: "none failed"},
+		{name: "one run of three", fail: []sel{{"b-node", 0, "BERT", []int{1}}},
+			partial: []string{"node b-node GPU 0: BERT measured by 2 of 3 runs (1 failed)"}},
+		{name: "two runs of three", fail: []sel{{"a-node", 0, "ResNet-18", []int{0, 2}}},
+			partial: []string{"node a-node GPU 0: ResNet-18 measured by 1 of 3 runs (2 failed)"}},
+		{name: "every run of a model", fail: []sel{{"b-node", 1, "BERT", nil}},
+			unmeasured: []string{"node b-node GPU 1: BERT unmeasured (its 3 runs failed)"}},
+		{name: "every run of a GPU", fail: []sel{{"b-node", 1, "", nil}},
+			unmeasured: []string{"node b-node GPU 1: no run measured (its 6 runs failed); the score table has no row for it"}},
+		{name: "both on one GPU, and another", fail: []sel{{"b-node", 0, "BERT", nil}, {"b-node", 0, "ResNet-18", []int{2}}, {"a-node", 0, "BERT", []int{0}}},
+			partial:    []string{"node a-node GPU 0: BERT measured by 2 of 3 runs (1 failed)", "node b-node GPU 0: ResNet-18 measured by 2 of 3 runs (1 failed)"},
+			unmeasured: []string{"node b-node GPU 0: BERT unmeasured (its 3 runs failed)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Collection{Plan: p}
+			for _, r := range p.Runs {
+				failed := false
+				for _, s := range tc.fail {
+					failed = failed || r.Node == s.node && r.GPU == s.gpu && (s.model == "" || s.model == r.Model) && (s.reps == nil || slices.Contains(s.reps, r.Repetition))
+				}
+				if failed {
+					c.Failed = append(c.Failed, Failed{Run: r, Why: "pod failed: DeadlineExceeded"})
+				} else {
+					c.Measured = append(c.Measured, Measured{Run: r, Result: Result{IterTime: 0.1, SMClock: math.NaN(), Power: math.NaN(), Temp: math.NaN()}, Source: "termination message"})
+				}
+			}
+			var b strings.Builder
+			if err := c.WriteCSV(&b); err != nil {
+				t.Fatal(err)
+			}
+			var partial, unmeasured []string
+			for _, l := range strings.Split(b.String(), "\n") {
+				if n, ok := strings.CutPrefix(l, "# partial: "); ok {
+					partial = append(partial, n)
+				}
+				if n, ok := strings.CutPrefix(l, UnmeasuredComment); ok {
+					unmeasured = append(unmeasured, n)
+				}
+			}
+			if !slices.Equal(partial, tc.partial) || !slices.Equal(unmeasured, tc.unmeasured) {
+				t.Errorf("# partial: %q\nwant %q\n# unmeasured: %q\nwant %q\nCSV:\n%s", partial, tc.partial, unmeasured, tc.unmeasured, b.String())
+			}
+		})
 	}
 }

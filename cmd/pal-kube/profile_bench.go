@@ -55,7 +55,7 @@ func (o *benchCollectOpts) flags(c *cobra.Command) {
 	f.StringVar(&o.namespace, "namespace", "default", "namespace of the run's pods and ConfigMap")
 	f.StringVar(&o.measurementsOut, "measurements-out", "", "file to write the measurement CSV to (default: stdout)")
 	f.StringVar(&o.gpuScoresOut, "gpu-scores-out", "", "also run pal profile build (embedded model table) on the measurements and write the per-GPU table to this file; needs --measurements-out")
-	f.BoolVar(&o.allowPartial, "allow-partial", false, "write --gpu-scores-out even when runs failed, its comments naming each GPU and model left unmeasured (default: not written then)")
+	f.BoolVar(&o.allowPartial, "allow-partial", false, "write --gpu-scores-out even when runs failed, its comments naming each GPU and model left unmeasured or measured by only some of its runs (default: not written then)")
 	f.BoolVar(&o.cleanup, "cleanup", false, "after collecting, delete the run's succeeded pods (and its ConfigMap once no pod is left) if pal-kube profile bench --apply created them, and uncordon the nodes a killed --apply --cordon of the run left; failed pods stay")
 	f.DurationVar(&o.poll, "poll", 2*time.Second, "how often the run's pods are listed while waiting")
 	f.DurationVar(&o.timeout, "timeout", 24*time.Hour, "give up waiting for the runs after this long")
@@ -100,7 +100,12 @@ starts every run at once.
 or, failing that, the tail of its log, and writes the measurement CSV
 (--measurements-out); failed runs are listed in its comments and make the
 command fail, and --gpu-scores-out is then not written unless
---allow-partial (its comments then name the GPUs left unmeasured). pal-kube profile collect does the same for a run started
+--allow-partial (its comments then name the GPUs left unmeasured). A GPU
+and model some of whose runs failed is scored from the others, fewer
+than --repetitions and not a fair sample of them (a run killed at
+--run-timeout is the slowest): the CSV and the table name it in a
+'# partial:' comment, and it makes the result partial like any failed
+run. pal-kube profile collect does the same for a run started
 earlier. The benchmark contract (environment, result line) is in
 docs/profile-bench.md; the result line:
   ` + profilebench.ResultFormat + `
@@ -362,20 +367,24 @@ func collectRun(ctx context.Context, cs kubernetes.Interface, plan *profilebench
 		fmt.Fprintf(stderr, "failed: pod %s/%s (node %s GPU %d, %s repetition %d): %s\n", plan.Namespace, f.Pod, f.Node, f.GPU, f.Model, f.Repetition, f.Why)
 	}
 	// A table built from part of the runs places on GPUs it has no
-	// measurement of as median GPUs, and nothing downstream (pal-kube
-	// profile export, the scheduler) tells it from a whole one: it is
-	// written only when asked for (--allow-partial), its comments then
-	// naming what is unmeasured.
+	// measurement of as median GPUs, scores a GPU some of whose runs of
+	// a model failed from the others (Collection.Partial), and nothing
+	// downstream (pal-kube profile export, the scheduler) tells it from
+	// a whole one: it is written only when asked for (--allow-partial),
+	// its comments then naming what is unmeasured or partial.
 	partial := ""
 	if o.gpuScoresOut != "" && len(c.Failed) > 0 && !o.allowPartial {
 		partial = fmt.Sprintf("; --gpu-scores-out %s not written (--allow-partial writes it)", o.gpuScoresOut)
-		fmt.Fprintf(stderr, "--gpu-scores-out %s not written: %d of %d runs failed, and a table of the rest would count the GPUs they leave unmeasured as median GPUs; measure them again, or pass --allow-partial to write it with those GPUs named in its comments\n",
+		fmt.Fprintf(stderr, "--gpu-scores-out %s not written: %d of %d runs failed, and a table of the rest would count the GPUs they leave unmeasured as median GPUs, and score those they leave partly measured from fewer runs than asked; measure them again, or pass --allow-partial to write it with those GPUs named in its comments\n",
 			o.gpuScoresOut, len(c.Failed), len(plan.Runs))
 	}
 	build := o.gpuScoresOut != "" && partial == "" && len(c.Measured) > 0
 	if !build { // else pal profile build warns of them
 		for _, u := range c.Unmeasured() {
 			fmt.Fprintf(stderr, "unmeasured: %s\n", u)
+		}
+		for _, u := range c.Partial() {
+			fmt.Fprintf(stderr, "partial: %s\n", u)
 		}
 	}
 	if build {
@@ -424,7 +433,9 @@ its log), and writes the measurement CSV pal profile build reads. A run
 whose pod is missing, unfinished, failed, moved off its device or printed
 no valid result line is listed in the CSV's comments and on stderr, and
 the command fails; --gpu-scores-out is then written only with
---allow-partial. --wait first waits until every pod has finished.`,
+--allow-partial, its comments naming the GPUs left unmeasured
+('# unmeasured:') and each GPU and model measured by only some of its
+runs ('# partial:'). --wait first waits until every pod has finished.`,
 		Example: `  pal-kube profile collect --run-id 20261201-120000 --namespace bench --measurements-out runs.csv`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

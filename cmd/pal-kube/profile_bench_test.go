@@ -381,3 +381,73 @@ func TestProfileBenchNeedsApply(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileBenchPartlyMeasured: n2's GPU 1 is the slow one (0.15 s an
+// iteration against 0.1), and its last resnet50 run failed (as a run
+// killed at its --run-timeout would: the slowest kind of run). Its
+// resnet50 score then comes from 2 of the 3 runs asked, and is not a
+// measurement like the others': the measurement CSV names it in a
+// '# partial:' comment. Without --allow-partial the table is not
+// written and stderr names it; with it, the table is written with that
+// comment and build warns of it, the GPU still having its row. Either
+// way the command fails, as for any failed run.
+func TestProfileBenchPartlyMeasured(t *testing.T) {
+	note := "node n2 GPU 1: resnet50 measured by 2 of 3 runs (1 failed)"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		allow bool
+	}{
+		{"not allowed", false},
+		{"allowed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := benchCluster(t, map[string][2]int{"n1": {2, 2}, "n2": {2, 2}})
+			cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+				if p.Spec.NodeName == "n2" && p.Annotations["pal.io/gpu-indices"] == "1" && p.Annotations[profilebench.AnnModel] == "resnet50" && p.Annotations[profilebench.AnnRepetition] == "2" {
+					p.Status.Phase, p.Status.Reason = corev1.PodFailed, "DeadlineExceeded"
+				}
+				return false, nil, nil
+			})
+			stop := benchKubelet(t, cs, func(node, gpu string) (float64, bool) {
+				if node == "n2" && gpu == "1" {
+					return 0.15, false
+				}
+				return 0.1, false
+			})
+			id := fmt.Sprintf("pm%v", tc.allow)
+			csvPath, scores := filepath.Join(dir, id+".csv"), filepath.Join(dir, id+"-scores.csv")
+			args := []string{"profile", "bench", "--image", "b:1", "--models", "resnet50,BERT", "--repetitions", "3", "--run-id", id,
+				"--apply", "--collect", "--poll", "5ms", "--measurements-out", csvPath, "--gpu-scores-out", scores}
+			if tc.allow {
+				args = append(args, "--allow-partial")
+			}
+			out, err := run(t, args...)
+			stop()
+			if err == nil || !strings.HasPrefix(err.Error(), "1 of 24 runs of "+id+" gave no measurement") {
+				t.Fatalf("error %v\n%s", err, out)
+			}
+			raw, _ := os.ReadFile(csvPath)
+			if !strings.Contains(string(raw), "\n# partial: "+note+"\n") || strings.Contains(string(raw), "# unmeasured") {
+				t.Errorf("measurement CSV does not name %q partial (alone):\n%s", note, raw)
+			}
+			tbl, terr := os.ReadFile(scores)
+			if !tc.allow {
+				if terr == nil {
+					t.Errorf("table written without --allow-partial:\n%s", tbl)
+				}
+				if !strings.Contains(out, "\npartial: "+note+"\n") {
+					t.Errorf("output does not name %q partial:\n%s", note, out)
+				}
+				return
+			}
+			if !strings.Contains(string(tbl), "\n# partial: "+note+"\n") || !strings.Contains(out, "warning: partial: "+note+"\n") {
+				t.Errorf("score table or build's warnings lack %q:\n%s\n%s", note, tbl, out)
+			}
+			if strings.Count(string(tbl), ",n2,1\n") != 1 {
+				t.Errorf("n2 GPU 1 has no row:\n%s", tbl)
+			}
+		})
+	}
+}

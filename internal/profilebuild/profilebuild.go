@@ -75,7 +75,7 @@ func Run(stdout, stderr io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
-	unmeasured, err := unmeasuredNotes(o.Measurements)
+	unmeasured, partial, err := measurementNotes(o.Measurements)
 	if err != nil {
 		return err
 	}
@@ -89,6 +89,10 @@ func Run(stdout, stderr io.Writer, o Options) error {
 	for _, u := range unmeasured {
 		comments = append(comments, "unmeasured: "+u)
 		fmt.Fprintf(stderr, "warning: unmeasured: %s\n", u)
+	}
+	for _, u := range partial {
+		comments = append(comments, "partial: "+u)
+		fmt.Fprintf(stderr, "warning: partial: %s\n", u)
 	}
 	var tbl bytes.Buffer
 	if err := variability.WriteGPUScores(&tbl, gs, comments); err != nil {
@@ -116,15 +120,20 @@ func Run(stdout, stderr io.Writer, o Options) error {
 // it, since the table alone cannot show a GPU it has no row for.
 const UnmeasuredComment = "# unmeasured: "
 
-// unmeasuredNotes are the UnmeasuredComment lines of the measurement
-// file's leading comments, without the prefix.
-func unmeasuredNotes(path string) ([]string, error) {
+// PartialComment starts a comment line of a measurement CSV that names
+// a GPU and model measured by fewer runs than asked (pal-kube profile
+// bench writes them): Run carries each into the table's comments and
+// warns of it, since the table's value alone cannot show it.
+const PartialComment = "# partial: "
+
+// measurementNotes are the UnmeasuredComment and PartialComment lines
+// of the measurement file's leading comments, without the prefix.
+func measurementNotes(path string) (unmeasured, partial []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -133,13 +142,16 @@ func unmeasuredNotes(path string) ([]string, error) {
 			break
 		}
 		if u, ok := strings.CutPrefix(l, UnmeasuredComment); ok && strings.TrimSpace(u) != "" {
-			out = append(out, strings.TrimSpace(u))
+			unmeasured = append(unmeasured, strings.TrimSpace(u))
+		}
+		if u, ok := strings.CutPrefix(l, PartialComment); ok && strings.TrimSpace(u) != "" {
+			partial = append(partial, strings.TrimSpace(u))
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: reading its comments: %v", path, err)
+		return nil, nil, fmt.Errorf("%s: reading its comments: %v", path, err)
 	}
-	return out, nil
+	return unmeasured, partial, nil
 }
 
 // buildClassOf is the model-to-class mapping the flags choose, and how
