@@ -309,6 +309,8 @@ func TestProfileDCGMPartial(t *testing.T) {
 		{name: "one exporter under two URLs", urls: []string{x.good[0], strings.Replace(x.good[0], "127.0.0.1", "localhost", 1), x.good[0]}, args: []string{"-o", "prometheus"},
 			allowed: true, rows: []string{`pal_gpu_degraded{gpu="1",node="gpu-node-001",uuid="GPU-00000001-0d2f-4e77-9a10-6f1b2c3d4e02"} 1`},
 			stderr: []string{"--url " + x.good[0] + " given twice: scraped once", "4 GPUs reported by two exporters, each assessed as the first reported it: gpu-node-001/0 from http://localhost:"}},
+		{name: "no workers", urls: x.good, args: []string{"--concurrency", "0"}, noStdout: true, error: "--concurrency 0: want at least 1"},
+		{name: "no time", urls: x.good, args: []string{"--timeout", "0s"}, noStdout: true, error: "--timeout 0s: want a positive duration"},
 		{name: "not a URL", urls: []string{"gpu-node-001:9400/metrics"}, noStdout: true, error: `--url "gpu-node-001:9400/metrics": not an http(s) URL`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
