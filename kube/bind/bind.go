@@ -335,7 +335,21 @@ func (b *Binder) verify(ctx context.Context, t *Task, err error, refusedErr bool
 	case refusedErr || t.Kind == Verify && !t.asked && !t.Unsure:
 		return Result{Task: t, Outcome: state.NotBound, Err: err}, false
 	}
-	// Unbound, and a request of ours may still land: post it again.
+	// Unbound, and a request of ours may still land: post it again, to a
+	// node that is still there. The apiserver binds a pod to any node
+	// name, and the pod garbage collector deletes a pod bound to a node
+	// that does not exist: a bare pod would be lost, where left unbound
+	// it is placed again. (A request of ours that commits late on a node
+	// that is gone holds no device that could be given twice.)
+	switch _, nerr := b.client.CoreV1().Nodes().Get(ctx, t.Node, metav1.GetOptions{}); {
+	case ctx.Err() != nil:
+		return Result{}, false
+	case apierrors.IsNotFound(nerr):
+		return Result{Task: t, Outcome: state.NotBound, Err: fmt.Errorf("node %s is gone; not bound again (%v)", t.Node, err)}, false
+	case nerr != nil:
+		b.log.Debug("bind outcome unknown, the pod unbound and its node not read; asking again later", "pod", p.Namespace+"/"+p.Name, "node", t.Node, "err", nerr)
+		return Result{}, true
+	}
 	b.log.Debug("bind outcome unknown and the pod unbound; binding again", "pod", p.Namespace+"/"+p.Name, "err", err)
 	t.Kind = Bind
 	return Result{}, true

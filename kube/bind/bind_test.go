@@ -31,6 +31,10 @@ type apiserver struct {
 	evicts  []error
 	calls   map[string]int
 	commits int
+	// nodeGone: the task's node has no Node object; nodeGets scripts the
+	// answers to GETs of it (nil: the node).
+	nodeGone bool
+	nodeGets []error
 }
 
 func (a *apiserver) next(list *[]error) error {
@@ -71,6 +75,19 @@ func (a *apiserver) client() *fake.Clientset {
 			return true, a.pod.DeepCopy(), nil
 		}
 		return false, nil, nil
+	})
+	cs.PrependReactor("get", "nodes", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.calls["get/node"]++
+		name := act.(k8stesting.GetAction).GetName()
+		if err := a.next(&a.nodeGets); err != nil {
+			return true, nil, err
+		}
+		if a.nodeGone {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, name)
+		}
+		return true, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
 	})
 	return cs
 }
@@ -155,6 +172,14 @@ func TestBindOutcomes(t *testing.T) {
 			a.binds = append(a.binds, lost)
 		}, state.NotBound, 1},
 		{"lost and not committed: bound again", func(a *apiserver) { a.binds = append(a.binds, lost) }, state.Bound, 2},
+		{"lost and not committed, and the node is gone: not bound again (the pod would be lost on it)", func(a *apiserver) {
+			a.binds = append(a.binds, lost)
+			a.nodeGone = true
+		}, state.NotBound, 1},
+		{"lost and not committed, the node read on the third try: bound again", func(a *apiserver) {
+			a.binds = append(a.binds, lost)
+			a.nodeGets = []error{errors.New("connection refused"), errors.New("connection refused")}
+		}, state.Bound, 2},
 		{"committed, and the GETs fail twice: held until one answers", func(a *apiserver) {
 			a.binds = append(a.binds, timeout(a))
 			a.gets = []error{errors.New("connection refused"), errors.New("connection refused")}
@@ -331,10 +356,11 @@ func TestUnsureVerifyBindsAgain(t *testing.T) {
 		{"not unsure: never posted", false, false, state.NotBound, 0},
 		{"unsure: bound again", true, false, state.Bound, 1},
 		{"unsure: the late Binding lands first", true, true, state.Bound, 1},
+		{"unsure, the node gone: not bound again", true, false, state.NotBound, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			a := &apiserver{pod: pending()}
+			a := &apiserver{pod: pending(), nodeGone: c.want == state.NotBound && c.unsure}
 			if c.lateFirst {
 				a.binds = append(a.binds, func(b *corev1.Binding) error {
 					if err := a.commit(old); err != nil {
@@ -350,7 +376,7 @@ func TestUnsureVerifyBindsAgain(t *testing.T) {
 			if got := a.calls["create/binding"]; got != c.posts {
 				t.Errorf("%d Bindings posted, want %d", got, c.posts)
 			}
-			if a.commits != 1 && c.unsure {
+			if a.commits != 1 && c.want == state.Bound {
 				t.Errorf("%d commits, want 1", a.commits)
 			}
 			// The earlier term's request lands now, if it had not: the
@@ -360,7 +386,7 @@ func TestUnsureVerifyBindsAgain(t *testing.T) {
 			err := a.commit(old)
 			a.mu.Unlock()
 			if c.want == state.NotBound {
-				return // the scheduler knows this task was never posted
+				return // never posted, or its node is gone (no device to give twice)
 			}
 			if !apierrors.IsConflict(err) {
 				t.Errorf("the earlier term's Binding, landing late, was not refused (err %v): the devices are given twice", err)
