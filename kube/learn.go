@@ -248,10 +248,16 @@ type learnStage struct {
 	absent      map[string]time.Time
 	sweptLayout uint64
 	sweptAt     time.Time
+	// ids are the nodes' hardware identities by name (nodeIdentity; read
+	// from AnnNodeIDs at start, then as the nodes are found), and idGen
+	// the store's NodeInfoGeneration they were last checked at
+	// (learnNodeIDs).
+	ids   map[string]string
+	idGen uint64
 }
 
 func newLearnStage() *learnStage {
-	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]float64{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}, absent: map[string]time.Time{}}
+	return &learnStage{known: NodeScores{}, quarantined: map[GPUKey]quarantineEntry{}, done: map[types.UID]bool{}, evicted: map[string]time.Time{}, progressAt: map[string]time.Time{}, trialed: map[string]float64{}, stepAt: map[string]time.Time{}, warned: map[types.UID]bool{}, absent: map[string]time.Time{}, ids: map[string]string{}}
 }
 
 // rejection is a report the learner was not given.
@@ -445,6 +451,11 @@ func (s *Scheduler) loadLearned() {
 	} else if ns.absent != nil {
 		L.absent = ns.absent
 	}
+	if ns.idsErr != nil {
+		s.log.Warn("learned ConfigMap's node identities not read; each node's is recorded as found, and none is checked against an earlier one", "err", ns.idsErr)
+	} else if ns.ids != nil {
+		L.ids = ns.ids
+	}
 	s.log.Info("starting from learned scores", "configmap", src, "gpus", len(ns.scores), "observations", ns.count, "through", ns.through.Format(time.RFC3339))
 }
 
@@ -459,6 +470,11 @@ type learned struct {
 	// belief).
 	absent    map[string]time.Time
 	absentErr error
+	// ids is AnnNodeIDs (nil: none); idsErr says why it was not read
+	// (the nodes' identities are recorded afresh: a bad annotation costs
+	// no belief).
+	ids    map[string]string
+	idsErr error
 }
 
 // readLearned reads a learned ConfigMap: the scores table under ScoresKey,
@@ -489,6 +505,11 @@ func readLearned(src string, cm *corev1.ConfigMap, get shardGetter) (learned, er
 	if v, ok := cm.Annotations[AnnAbsentSince]; ok {
 		if out.absent, err = parseAbsent(v); err != nil {
 			out.absentErr = fmt.Errorf("configmap %s annotation %s: %w", src, AnnAbsentSince, err)
+		}
+	}
+	if v, ok := cm.Annotations[AnnNodeIDs]; ok {
+		if out.ids, err = parseNodeIDs(v); err != nil {
+			out.idsErr = fmt.Errorf("configmap %s annotation %s: %w", src, AnnNodeIDs, err)
 		}
 	}
 	return out, nil
@@ -881,7 +902,8 @@ type learnedWrite struct {
 // scores table and the learned annotations.
 func (L *learnStage) learnedContent() (data string, ann map[string]string) {
 	L.syncKnown()
-	ann = map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText(), AnnAbsentSince: formatAbsent(L.absent, absentSinceBytes)}
+	ann = map[string]string{AnnLearnedObservations: strconv.Itoa(L.count), AnnQuarantined: L.quarantineText(), AnnAbsentSince: formatAbsent(L.absent, absentSinceBytes),
+		AnnNodeIDs: formatNodeIDs(L.nodeIDsOf(), nodeIDsBytes)}
 	if !L.through.IsZero() {
 		ann[AnnLearnedThrough] = L.through.UTC().Format(time.RFC3339Nano)
 	}

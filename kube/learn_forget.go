@@ -73,16 +73,7 @@ func (s *Scheduler) forgetAbsent(snap *snapshot, now time.Time) {
 	}
 	first := L.sweptAt.IsZero() // this replica's state is new: series of an earlier lead may be left
 	L.sweptLayout, L.sweptAt = snap.LayoutGeneration, now
-	named := map[string]bool{}
-	for k := range L.known {
-		named[k.Node] = true
-	}
-	for k := range L.quarantined {
-		named[k.Node] = true
-	}
-	for k := range L.restored {
-		named[k.Node] = true
-	}
+	named := L.namedNodes()
 	changed := false
 	for n := range L.absent {
 		if !named[n] {
@@ -127,19 +118,48 @@ func (s *Scheduler) forgetAbsent(snap *snapshot, now time.Time) {
 		gone := map[string]bool{}
 		for _, n := range forget {
 			gone[n] = true
-			delete(L.absent, n)
+			delete(L.ids, n)
 		}
-		maps.DeleteFunc(L.known, func(k GPUKey, _ [variability.NumClasses]float64) bool { return gone[k.Node] })
-		maps.DeleteFunc(L.restored, func(k GPUKey, _ quarantineEntry) bool { return gone[k.Node] })
-		q := len(L.quarantined)
-		maps.DeleteFunc(L.quarantined, func(k GPUKey, _ quarantineEntry) bool { return gone[k.Node] })
-		if len(L.quarantined) != q {
-			L.qgen++
-		}
+		L.forgetNodes(gone)
 		s.log.Info("forgot what was learned of nodes absent for longer than learnForgetAfter", "count", len(forget), "nodes", someNodes(forget), "learnForgetAfter", after)
 	}
 	if changed || len(left) > 0 || len(back) > 0 || len(forget) > 0 {
 		L.dirty = true
+	}
+}
+
+// namedNodes are the nodes the learned state names: those with beliefs,
+// a quarantine or a carried DCGM slowdown.
+func (L *learnStage) namedNodes() map[string]bool {
+	named := map[string]bool{}
+	for k := range L.known {
+		named[k.Node] = true
+	}
+	for k := range L.quarantined {
+		named[k.Node] = true
+	}
+	for k := range L.restored {
+		named[k.Node] = true
+	}
+	return named
+}
+
+// forgetNodes drops what the learned state holds of the nodes gone: their
+// beliefs, quarantine, carried DCGM slowdowns and absence clocks. It
+// leaves the learner alone: a node in the learner's numbering is
+// dropped from it by making a new one (learnNodeIDs). Forgetting a
+// node absent for learnForgetAfter and one that came back as another
+// machine (learn_identity.go) is this one path.
+func (L *learnStage) forgetNodes(gone map[string]bool) {
+	for n := range gone {
+		delete(L.absent, n)
+	}
+	maps.DeleteFunc(L.known, func(k GPUKey, _ [variability.NumClasses]float64) bool { return gone[k.Node] })
+	maps.DeleteFunc(L.restored, func(k GPUKey, _ quarantineEntry) bool { return gone[k.Node] })
+	q := len(L.quarantined)
+	maps.DeleteFunc(L.quarantined, func(k GPUKey, _ quarantineEntry) bool { return gone[k.Node] })
+	if len(L.quarantined) != q {
+		L.qgen++
 	}
 }
 

@@ -74,6 +74,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		}
 	}
 	if snap.Cluster != nil {
+		if s.learn != nil {
+			s.learnNodeIDs() // before the binning: a replaced node's GPUs are not scored as the old ones
+		}
 		s.loadScores(snap)
 		if s.learn != nil {
 			ours, _ := s.ours.List(everything)

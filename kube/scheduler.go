@@ -120,7 +120,7 @@ type Scheduler struct {
 	scoresKey string
 	scores    *policy.Scores
 	raw       *variability.Table
-	told      map[string]bool // nodes already told they run at the median
+	told      map[string]bool // nodes already told they run at the median (those with a Node object)
 	warned    map[string]bool // state warnings already logged
 	lastRound time.Time
 	jobTime   float64 // the rounds' elapsed times, scaled: the clock of the estimates
@@ -590,6 +590,11 @@ func (s *Scheduler) loadScores(snap *snapshot) {
 	}
 	if len(untold) > 0 {
 		s.log.Warn(unscoredSummary(untold, unscored, src, cm == nil))
+	}
+	for node := range s.told {
+		if s.state.Node(node) == nil {
+			delete(s.told, node) // gone: told does not grow with every name seen
+		}
 	}
 	st, _ := variability.ParseKStrategy(s.cfg.KStrategy)
 	vs, err := variability.NewScores(tab, variability.BinOptions{Strategy: st, Seed: s.cfg.Seed},

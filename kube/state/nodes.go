@@ -60,6 +60,9 @@ func (s *Store) applyNode(name string, n *corev1.Node) bool {
 		delete(s.nodes, name)
 	} else {
 		s.nodes[name] = n
+		if was == nil || was.Status.NodeInfo.SystemUUID != n.Status.NodeInfo.SystemUUID || was.Status.NodeInfo.MachineID != n.Status.NodeInfo.MachineID {
+			s.nodeInfoGen++
+		}
 	}
 	gpus := func(n *corev1.Node) int {
 		if n == nil || !UsableNode(n) {

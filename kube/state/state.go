@@ -22,6 +22,8 @@
 package state
 
 import (
+	"iter"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +94,7 @@ type Store struct {
 	planChanged bool   // the last Sync changed what a placement reads
 	planGen     uint64 // raised by every Sync that changed what a placement reads
 	layoutGen   uint64 // raised whenever the nodes are numbered again
+	nodeInfoGen uint64 // raised when a node is added or its hardware identity changes
 }
 
 // inbox is what changed since the last Sync: the newest object per key
@@ -179,6 +182,17 @@ func (s *Store) PlanGeneration() uint64 { return s.planGen }
 // LayoutGeneration rises whenever the usable nodes change (and every GPU
 // is numbered again).
 func (s *Store) LayoutGeneration() uint64 { return s.layoutGen }
+
+// NodeInfoGeneration rises whenever a Sync adds a node, or finds a node's
+// Status.NodeInfo.SystemUUID or MachineID changed (a kubelet on another
+// machine took the Node object of its name over): what a reader keys by
+// node name and machine may be stale. Any other change of a node (its
+// status, labels, taints) does not raise it.
+func (s *Store) NodeInfoGeneration() uint64 { return s.nodeInfoGen }
+
+// Nodes are every node as of the last Sync, usable or not, in no order.
+// They are the Store's: read only.
+func (s *Store) Nodes() iter.Seq[*corev1.Node] { return maps.Values(s.nodes) }
 
 // Handlers are informer event handlers that feed the Store; pods and
 // bound pods take the first two, nodes the third. Deletions arriving as
