@@ -14,6 +14,7 @@ import (
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/palsched/pal/kube"
@@ -252,6 +253,71 @@ func TestAPIServerRestartMidBurst(t *testing.T) {
 		t.Errorf("the scheduler counts %d binds for %d bound pods", got, len(names))
 	}
 	// 56 of 64 GPUs are held: a new pod still finds one.
+	e.keepsRunning(s, "after")
+	e.checkNoDoubleGPU()
+}
+
+// The Lease taken from the leader in the middle of a burst of binds (as
+// when the apiserver is too slow for its renewals: another holder's
+// record is what it then finds): its term ends with binds in flight and
+// queued, which the binder drops with their outcome unknown. When it
+// leads again, the new term verifies each bind the state still holds;
+// one found unbound is bound again as the last term decided, since a
+// request the last term gave up on may still commit (bind.Task.Unsure).
+// Every gang ends bound whole, no GPU index is given twice, and the
+// scheduler goes on binding.
+func TestLeaseLostMidBurst(t *testing.T) {
+	e := newEnv(t, 8, 8)
+	var all [][]string
+	var names []string
+	for g := range 14 {
+		pods := e.gang(fmt.Sprintf("burst%02d", g), 4, 1, nil)
+		all = append(all, pods)
+		names = append(names, pods...)
+	}
+	cfg := testConfig()
+	cfg.BindQPS, cfg.BindBurst, cfg.BindWorkers = 10, 1, 4
+	cfg.LeaderElection.Enabled = true
+	cfg.LeaderElection.LeaseDuration = kube.Duration{Duration: 4 * time.Second}
+	cfg.LeaderElection.RenewDeadline = kube.Duration{Duration: 3 * time.Second}
+	cfg.LeaderElection.RetryPeriod = kube.Duration{Duration: 500 * time.Millisecond}
+	s, _ := e.runSchedulerOwnBinds(cfg, "leader")
+	e.eventually(30*time.Second, "the burst begins", func() bool { return e.boundInNamespace() >= 8 })
+
+	// Another holder's fresh record: the leader's renewals fail until the
+	// record expires (4 s), and its term ends after 3 s of them.
+	leases := e.cs.CoordinationV1().Leases(cfg.Namespace)
+	for try := 0; ; try++ {
+		l, err := leases.Get(context.Background(), cfg.LeaderElection.LeaseName, metav1GetOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		thief, now, secs := "thief", metav1.NewMicroTime(time.Now()), int32(4)
+		l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &thief, &now, &secs
+		if _, err = leases.Update(context.Background(), l, metav1.UpdateOptions{}); err == nil {
+			break
+		} else if !apierrors.IsConflict(err) || try > 20 {
+			t.Fatal(err)
+		}
+	}
+	atSteal := e.boundInNamespace()
+	if atSteal == len(names) {
+		t.Fatalf("all %d pods were bound before the Lease was taken: the test shows nothing", len(names))
+	}
+	t.Logf("Lease taken with %d of %d pods bound", atSteal, len(names))
+	e.eventually(20*time.Second, "the term ends", func() bool { return len(e.logged("leader", "stopped leading")) > 0 })
+	e.eventually(60*time.Second, "every gang bound after the leader led again", func() bool { return e.bound(names...) })
+	time.Sleep(time.Second)
+	for _, g := range all {
+		e.gangWhole(g)
+	}
+	e.checkNoDoubleGPU()
+	if len(e.logged("leader", "leading")) < 2 {
+		t.Errorf("the scheduler led %d times, want 2 (before and after the Lease was taken)", len(e.logged("leader", "msg=leading")))
+	}
+	verified := e.logged("leader", "unsettled bind verified")
+	again := e.logged("leader", "unsettled bind verified", "postedAgain=true")
+	t.Logf("the new term verified %d binds the last one left unsettled; %d of them were posted again", len(verified), len(again))
 	e.keepsRunning(s, "after")
 	e.checkNoDoubleGPU()
 }

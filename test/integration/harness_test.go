@@ -72,6 +72,9 @@ type env struct {
 	cl *devcluster.Cluster
 	cs *kubernetes.Clientset
 	ns string
+
+	logMu sync.Mutex
+	logs  map[string]*testWriter // each in-process scheduler's log, by name
 }
 
 func newEnv(t *testing.T, nodes, gpus int) *env {
@@ -174,7 +177,14 @@ func (e *env) runSchedulerOwnBinds(cfg kube.Config, name string) (*kube.Schedule
 // runSchedulerSetUp makes a scheduler, calls setUp on it (when not nil)
 // before it runs, and runs it until the test ends.
 func (e *env) runSchedulerSetUp(cfg kube.Config, cs kubernetes.Interface, name string, setUp func(*kube.Scheduler), opts ...kube.Option) (*kube.Scheduler, func()) {
-	log := slog.New(slog.NewTextHandler(&testWriter{t: e.t, prefix: name + ": "}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	w := &testWriter{t: e.t, prefix: name + ": "}
+	e.logMu.Lock()
+	if e.logs == nil {
+		e.logs = map[string]*testWriter{}
+	}
+	e.logs[name] = w
+	e.logMu.Unlock()
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s, err := kube.New(cfg, cs, log, opts...)
 	if err != nil {
 		e.t.Fatal(err)
@@ -201,11 +211,13 @@ type testWriter struct {
 	prefix string
 	mu     sync.Mutex
 	done   bool
+	lines  []string // what was logged, for logged
 }
 
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.lines = append(w.lines, string(p))
 	defer func() { _ = recover() }() // a log line after the test ended
 	if testing.Verbose() {
 		w.t.Log(w.prefix + strings.TrimRight(string(p), "\n"))
@@ -214,6 +226,30 @@ func (w *testWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*testWriter)(nil)
+
+// logged is the lines the scheduler run as name has logged that contain
+// every one of subs.
+func (e *env) logged(name string, subs ...string) []string {
+	e.logMu.Lock()
+	w := e.logs[name]
+	e.logMu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, l := range w.lines {
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(l, s)
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // podOpts describe a test pod.
 type podOpts struct {
