@@ -231,3 +231,26 @@ func TestToldForgetsDeletedNodes(t *testing.T) {
 		t.Errorf("told %v after n1 was deleted, want n0 alone", s.told)
 	}
 }
+
+// pal.io/node-ids read from any value: an error of bounded size, or
+// identities that formatNodeIDs writes back as parseNodeIDs read them.
+func FuzzParseNodeIDs(f *testing.F) {
+	a := nodeIdentity(idNode("a", "uuid-a", ""))
+	f.Add("a=" + a + ",b=" + nodeIdentity(idNode("b", "", "m")))
+	f.Add("")
+	f.Add("a=u:abc,a=" + a)
+	f.Add("a=" + a + ",,")
+	f.Fuzz(func(t *testing.T, v string) {
+		ids, err := parseNodeIDs(v)
+		if err != nil {
+			if n := len(err.Error()); n > 1024 {
+				t.Errorf("error of %d bytes: %.300s", n, err)
+			}
+			return
+		}
+		back, err := parseNodeIDs(formatNodeIDs(ids, len(v)+1))
+		if err != nil || !maps.Equal(back, ids) {
+			t.Errorf("%q read as %v, written and read back as %v, %v", v, ids, back, err)
+		}
+	})
+}
