@@ -75,15 +75,14 @@ func (c *Config) validateDCGM() error {
 		}
 	}
 	if d.Service != "" {
-		ns, name, ok := strings.Cut(d.Service, "/")
-		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
-			return fmt.Errorf("field dcgm.service: %s is not NAMESPACE/NAME of a Service, such as gpu-operator/nvidia-dcgm-exporter", quote.Value(d.Service))
+		if _, _, err := ParseDCGMService(d.Service); err != nil {
+			return fmt.Errorf("field dcgm.service: %s is %v", quote.Value(d.Service), err)
 		}
 	}
 	switch {
-	case d.Port < 1 || d.Port > 65535:
+	case !DCGMPortOK(d.Port):
 		return fmt.Errorf("field dcgm.port: must be 1..65535, got %d", d.Port)
-	case !strings.HasPrefix(d.Path, "/"):
+	case !DCGMPathOK(d.Path):
 		return fmt.Errorf("field dcgm.path: must start with /, got %s", quote.Value(d.Path))
 	case d.Interval.Duration < time.Second:
 		return fmt.Errorf("field dcgm.interval: must be at least 1s, got %v", d.Interval)
@@ -156,7 +155,7 @@ func (d *dcgmStage) run(ctx context.Context, cs kubernetes.Interface, log *slog.
 }
 
 // targets are the configured URLs and the ready endpoints of the
-// configured Service.
+// configured Service (DCGMServiceTargets).
 func (d *dcgmStage) targets(ctx context.Context, cs kubernetes.Interface) ([]telemetry.Target, error) {
 	var out []telemetry.Target
 	for _, u := range d.cfg.URLs {
@@ -165,30 +164,77 @@ func (d *dcgmStage) targets(ctx context.Context, cs kubernetes.Interface) ([]tel
 	if d.cfg.Service == "" {
 		return out, nil
 	}
-	ns, name, _ := strings.Cut(d.cfg.Service, "/")
+	ready, _, err := DCGMServiceTargets(ctx, cs, d.cfg.Service, d.cfg.Port, d.cfg.Path)
+	if err != nil {
+		return out, fmt.Errorf("dcgm.service %s: %w", d.cfg.Service, err)
+	}
+	return append(out, ready...), nil
+}
+
+// ParseDCGMService splits a Service's NAMESPACE/NAME, each a DNS-1123
+// label: dcgm.service's check, and pal-kube profile dcgm --service's.
+// The error says what is wanted; the caller names the field and value.
+func ParseDCGMService(s string) (namespace, name string, err error) {
+	namespace, name, ok := strings.Cut(s, "/")
+	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
+		return "", "", fmt.Errorf("not NAMESPACE/NAME of a Service, such as gpu-operator/nvidia-dcgm-exporter")
+	}
+	return namespace, name, nil
+}
+
+// DCGMPortOK and DCGMPathOK are dcgm.port's and dcgm.path's checks, and
+// pal-kube profile dcgm --port's and --path's.
+func DCGMPortOK(port int) bool    { return port >= 1 && port <= 65535 }
+func DCGMPathOK(path string) bool { return strings.HasPrefix(path, "/") }
+
+// DCGMServiceTargets are the exporter endpoints of a Service (NAMESPACE/NAME,
+// as ParseDCGMService takes it): each endpoint of its EndpointSlices
+// with an address, at http://ADDRESS:port/path, its Node the
+// endpoint's node (which names its GPUs, whatever the exporter's
+// Hostname label says). ready are those to scrape (Ready true, or not
+// known: nil, which the API says to take as ready); notReady those the
+// Service says are not (an exporter starting, or its node going). Each
+// URL comes once (one endpoint in two slices), ready first. The
+// scheduler's dcgm.service and pal-kube profile dcgm --service both
+// list their exporters with it.
+func DCGMServiceTargets(ctx context.Context, cs kubernetes.Interface, service string, port int, path string) (ready, notReady []telemetry.Target, err error) {
+	ns, name, err := ParseDCGMService(service)
+	if err != nil {
+		return nil, nil, err
+	}
 	list, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
 	if err != nil {
-		return out, fmt.Errorf("dcgm.service %s: listing its EndpointSlices: %w", d.cfg.Service, err)
+		return nil, nil, fmt.Errorf("listing its EndpointSlices: %w", err)
 	}
 	seen := map[string]bool{}
+	var later []telemetry.Target
 	for _, sl := range list.Items {
 		for _, ep := range sl.Endpoints {
-			if (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) || len(ep.Addresses) == 0 {
+			if len(ep.Addresses) == 0 {
 				continue
 			}
-			u := "http://" + net.JoinHostPort(ep.Addresses[0], strconv.Itoa(d.cfg.Port)) + d.cfg.Path
-			if seen[u] {
-				continue // one endpoint in two slices (IPv4 and IPv6 families name it apart)
-			}
-			seen[u] = true
-			t := telemetry.Target{URL: u}
+			t := telemetry.Target{URL: "http://" + net.JoinHostPort(ep.Addresses[0], strconv.Itoa(port)) + path}
 			if ep.NodeName != nil {
 				t.Node = *ep.NodeName
 			}
-			out = append(out, t)
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				later = append(later, t)
+				continue
+			}
+			if seen[t.URL] {
+				continue // one endpoint in two slices
+			}
+			seen[t.URL] = true
+			ready = append(ready, t)
 		}
 	}
-	return out, nil
+	for _, t := range later {
+		if !seen[t.URL] { // not ready in one slice, ready in another: scraped
+			seen[t.URL] = true
+			notReady = append(notReady, t)
+		}
+	}
+	return ready, notReady, nil
 }
 
 // dcgmWorkers scrape at once: a node that does not answer holds one of

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/palsched/pal/telemetry"
 	"github.com/palsched/pal/variability"
 )
 
@@ -255,5 +256,92 @@ func TestDCGMSameGPUFromTwoTargets(t *testing.T) {
 	}
 	if n := strings.Count(m, `pal_gpu_degraded{gpu="1",node="gpu-node-001"`); n != 1 {
 		t.Errorf("GPU gpu-node-001/1 exported %d times, want once", n)
+	}
+}
+
+// DCGMServiceTargets, which the scheduler's dcgm.service and pal-kube
+// profile dcgm --service share: each endpoint of the Service's
+// EndpointSlices at port and path, named by its node; ready ones to
+// scrape, the others (Ready false) apart, each URL once, and nothing of
+// another Service's slices. An endpoint whose readiness is not known
+// (Ready nil) is ready, as the API asks.
+func TestDCGMServiceTargets(t *testing.T) {
+	yes, no := true, false
+	nodeName := func(s string) *string { return &s }
+	ep := func(addr, node string, ready *bool) discoveryv1.Endpoint {
+		e := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ready}}
+		if addr != "" {
+			e.Addresses = []string{addr}
+		}
+		if node != "" {
+			e.NodeName = nodeName(node)
+		}
+		return e
+	}
+	slice := func(ns, name, svc string, af discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+			AddressType: af, Endpoints: eps}
+	}
+	show := func(ts []telemetry.Target) string {
+		var s []string
+		for _, t := range ts {
+			s = append(s, t.URL+"@"+t.Node)
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		name            string
+		objs            []runtime.Object
+		service         string
+		port            int
+		path            string
+		ready, notReady string
+	}{
+		{name: "three ready", service: "gpu-operator/dcgm", port: 9400, path: "/metrics",
+			objs: []runtime.Object{slice("gpu-operator", "dcgm-a", "dcgm", discoveryv1.AddressTypeIPv4,
+				ep("10.0.0.1", "n1", &yes), ep("10.0.0.2", "n2", nil), ep("10.0.0.3", "n3", &yes))},
+			ready: "http://10.0.0.1:9400/metrics@n1 http://10.0.0.2:9400/metrics@n2 http://10.0.0.3:9400/metrics@n3"},
+		{name: "one not ready, port and path", service: "gpu-operator/dcgm", port: 9500, path: "/dcgm",
+			objs: []runtime.Object{slice("gpu-operator", "dcgm-a", "dcgm", discoveryv1.AddressTypeIPv4,
+				ep("10.0.0.1", "n1", &yes), ep("10.0.0.2", "n2", &no))},
+			ready: "http://10.0.0.1:9500/dcgm@n1", notReady: "http://10.0.0.2:9500/dcgm@n2"},
+		{name: "two slices, one endpoint in both, IPv6, no address, no node", service: "gpu-operator/dcgm", port: 9400, path: "/metrics",
+			objs: []runtime.Object{
+				slice("gpu-operator", "dcgm-a", "dcgm", discoveryv1.AddressTypeIPv4, ep("10.0.0.1", "n1", &yes), ep("", "n9", &yes)),
+				slice("gpu-operator", "dcgm-b", "dcgm", discoveryv1.AddressTypeIPv4, ep("10.0.0.1", "n1", &yes), ep("10.0.0.4", "", &yes)),
+				slice("gpu-operator", "dcgm-c", "dcgm", discoveryv1.AddressTypeIPv6, ep("fd00::2", "n2", &no)),
+			},
+			ready: "http://10.0.0.1:9400/metrics@n1 http://10.0.0.4:9400/metrics@", notReady: "http://[fd00::2]:9400/metrics@n2"},
+		{name: "another Service's and another namespace's slices", service: "gpu-operator/dcgm", port: 9400, path: "/metrics",
+			objs: []runtime.Object{
+				slice("gpu-operator", "other-a", "other", discoveryv1.AddressTypeIPv4, ep("10.0.0.1", "n1", &yes)),
+				slice("default", "dcgm-a", "dcgm", discoveryv1.AddressTypeIPv4, ep("10.0.0.2", "n2", &yes)),
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, _ := newFake(t, tc.objs...)
+			ready, notReady, err := DCGMServiceTargets(context.Background(), cs, tc.service, tc.port, tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if show(ready) != tc.ready || show(notReady) != tc.notReady {
+				t.Errorf("ready %q, not ready %q; want %q, %q", show(ready), show(notReady), tc.ready, tc.notReady)
+			}
+		})
+	}
+}
+
+// ParseDCGMService is dcgm.service's check, and pal-kube profile dcgm
+// --service's: NAMESPACE/NAME, each a DNS-1123 label.
+func TestParseDCGMService(t *testing.T) {
+	for in, ok := range map[string]bool{"gpu-operator/nvidia-dcgm-exporter": true, "a/b": true,
+		"nvidia-dcgm-exporter": false, "gpu-operator/Bad_Name": false, "/dcgm": false, "gpu-operator/": false, "a/b/c": false, "": false} {
+		ns, name, err := ParseDCGMService(in)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want ok %v", in, err, ok)
+		}
+		if ok && ns+"/"+name != in {
+			t.Errorf("%q: namespace %q, name %q", in, ns, name)
+		}
 	}
 }

@@ -28,13 +28,19 @@ import (
 // benchClientFor opens the cluster a kubeconfig names ($KUBECONFIG,
 // ~/.kube/config, then in-cluster when it is empty); tests replace it.
 var benchClientFor = func(kubeconfig string) (kubernetes.Interface, error) {
+	return profileClient(kubeconfig, "pal-profile-bench")
+}
+
+// profileClient is the client of the profile commands that reach the
+// cluster (bench, collect, dcgm --service).
+func profileClient(kubeconfig, agent string) (kubernetes.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %v", err)
 	}
-	rc.UserAgent = "pal-profile-bench"
+	rc.UserAgent = agent
 	// Two calls a node to cordon it and two to lift it: at client-go's
 	// default 5 calls a second, lifting a 5,000-node benchmark's cordons
 	// after Ctrl-C took over half an hour.

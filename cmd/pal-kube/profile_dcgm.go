@@ -16,9 +16,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/palsched/pal/internal/jsonround"
 	"github.com/palsched/pal/internal/quote"
+	"github.com/palsched/pal/kube"
 	"github.com/palsched/pal/profilebench"
 	"github.com/palsched/pal/telemetry"
 	"github.com/palsched/pal/variability"
@@ -33,6 +39,7 @@ func newProfileDCGMCmd() *cobra.Command {
 	var allowPartial bool
 	var scoresFile string
 	var at float64
+	svc := dcgmService{port: kube.DefaultConfig().DCGM.Port, path: kube.DefaultConfig().DCGM.Path}
 	cmd := &cobra.Command{
 		Use:   "dcgm",
 		Short: "Flag throttled or degraded GPUs from NVIDIA DCGM exporter endpoints",
@@ -42,9 +49,24 @@ sw_thermal, hw_thermal, hw_power_brake; read from
 DCGM_FI_DEV_CLOCKS_EVENT_REASONS or the older
 DCGM_FI_DEV_CLOCK_THROTTLE_REASONS) or whose SM clock is under
 --low-clock times the median SM clock of the busy GPUs scraped (busy: not
-reported gpu_idle, and DCGM_FI_DEV_GPU_UTIL not 0). GPUs are
-named by the exporter's Hostname and gpu labels (the URL's host when
-there is no Hostname label). A software power cap is shown, not flagged.
+reported gpu_idle, and DCGM_FI_DEV_GPU_UTIL not 0). A software power
+cap is shown, not flagged.
+
+The exporters are the --url URLs, or the endpoints of the exporters'
+Service: --service NAMESPACE/NAME (such as
+gpu-operator/nvidia-dcgm-exporter) lists its EndpointSlices in the
+cluster --kubeconfig names (default: $KUBECONFIG, ~/.kube/config, then
+in-cluster; it needs to list EndpointSlices and get Services there),
+and scrapes each ready endpoint's address at --port and --path (9400
+and /metrics, the scheduler's dcgm.port and dcgm.path), as the
+scheduler's dcgm.service does. An endpoint's GPUs are named by the
+endpoint's node and the gpu label; a --url's by the exporter's Hostname
+label (the URL's host when there is none), which is the node's name
+only when the exporter runs with NODE_NAME set. An endpoint the Service
+says is not ready is not scraped: it is named, with its node, as an
+exporter not read is (below). A Service that does not exist, or has no
+endpoint, is an error. --service and --url together scrape both, each
+URL once (a --url that is also an endpoint is named by its node).
 
 -o prometheus writes the findings as pal_gpu_degraded, pal_gpu_throttled,
 pal_gpu_clock_ratio and pal_gpu_prior_slowdown metrics.
@@ -61,7 +83,8 @@ The exporters are scraped --concurrency at a time, each given --timeout
 to answer. An exporter that cannot be read (refused, hung past
 --timeout, an HTTP error, a page that does not parse or has no GPU in
 it) does not stop the others: it is named with its error on stderr
-('failed: DCGM exporter URL: ...') and, except in -o json, in a
+('failed: DCGM exporter URL: ...', 'URL (node NODE)' for a --service
+endpoint) and, except in -o json, in a
 '# unmeasured: DCGM exporter URL: ...' comment of the output, as
 pal-kube profile bench names the GPUs it could not measure. Its GPUs
 are then not assessed, and the command exits non-zero, unless
@@ -70,12 +93,16 @@ written unless --allow-partial (a GPU of an exporter not read would go
 unflagged, and nothing in the file would show it). When no exporter
 can be read the command fails whatever the flags.`,
 		Example: `  pal-kube profile dcgm --url http://gpu-node-001:9400/metrics --url http://gpu-node-002:9400/metrics
+  pal-kube profile dcgm --service gpu-operator/nvidia-dcgm-exporter
   pal-kube profile dcgm --url http://localhost:9400/metrics -o prometheus
   pal-kube profile dcgm --url http://gpu-node-001:9400/metrics -o hints --gpu-scores built.csv > hints.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(urls) == 0 {
-				return fmt.Errorf("--url is required (a DCGM exporter's /metrics URL)")
+			if len(urls) == 0 && svc.service == "" {
+				return fmt.Errorf("--url or --service is required (a DCGM exporter's /metrics URL, or the exporters' Service as NAMESPACE/NAME)")
+			}
+			if err := svc.check(cmd.Flags()); err != nil {
+				return err
 			}
 			switch output {
 			case "table", "json", "prometheus":
@@ -113,9 +140,11 @@ can be read the command fails whatever the flags.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			// Each scrape has its own timeout (ScrapeAll); the client
-			// has none of its own to cut a long page short.
-			res := telemetry.ScrapeAll(ctx, &http.Client{}, targets, concurrency, timeout)
+			targets, unread, err := svc.targets(ctx, targets, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			res := append(telemetry.ScrapeAll(ctx, dcgmHTTPClient(), targets, concurrency, timeout), unread...)
 			return writeDCGMResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, dcgmOutput{output: output, lowClock: lowClock,
 				scores: scores, scoresFile: scoresFile, at: at, allowPartial: allowPartial})
 		},
@@ -123,6 +152,10 @@ can be read the command fails whatever the flags.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&urls, "url", nil, "DCGM exporter /metrics URL (repeat or comma-separate)")
 	f.Lookup("url").DefValue = ""
+	f.StringVar(&svc.service, "service", "", "the DCGM exporters' Service as NAMESPACE/NAME: each ready endpoint of its EndpointSlices is scraped, its GPUs named by the endpoint's node (with --url: both, each URL once)")
+	f.IntVar(&svc.port, "port", svc.port, "with --service: the port its endpoints are scraped at")
+	f.StringVar(&svc.path, "path", svc.path, "with --service: the path its endpoints are scraped at")
+	f.StringVar(&svc.kubeconfig, "kubeconfig", "", "with --service: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	f.Float64Var(&lowClock, "low-clock", 0.9, "flag a busy GPU whose SM clock is under this times the busy GPUs' median")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "time allowed for each exporter's scrape; one not read by then is named as not read, and the others go on")
 	f.IntVar(&concurrency, "concurrency", 16, "exporters scraped at once")
@@ -131,6 +164,99 @@ can be read the command fails whatever the flags.`,
 	f.StringVar(&scoresFile, "gpu-scores", "", "with -o hints: the score table (GPU_ID,Node_ID,...) whose GPU ids the hints use")
 	f.Float64Var(&at, "at", 0, "with -o hints: the time_s, in simulated seconds, the hints apply from")
 	return cmd
+}
+
+// dcgmClientFor opens the cluster whose --service is scraped, as
+// profile bench opens its cluster; tests replace it.
+var dcgmClientFor = func(kubeconfig string) (kubernetes.Interface, error) {
+	return profileClient(kubeconfig, "pal-profile-dcgm")
+}
+
+// dcgmHTTPClient scrapes the exporters; each scrape has its own timeout
+// (telemetry.ScrapeAll), the client none of its own to cut a long page
+// short. Tests replace it.
+var dcgmHTTPClient = func() *http.Client { return &http.Client{} }
+
+// dcgmService is what --service, --port, --path and --kubeconfig say.
+type dcgmService struct {
+	service, kubeconfig, path string
+	port                      int
+}
+
+// check refuses a bad --service, --port or --path, and those flags
+// without --service, before anything is scraped.
+func (s dcgmService) check(f *pflag.FlagSet) error {
+	if s.service == "" {
+		for _, n := range []string{"port", "path", "kubeconfig"} {
+			if f.Changed(n) {
+				return fmt.Errorf("--%s is for --service: the port, path and cluster of its endpoints", n)
+			}
+		}
+		return nil
+	}
+	if _, _, err := kube.ParseDCGMService(s.service); err != nil {
+		return fmt.Errorf("--service %s: %v", quote.Value(s.service), err)
+	}
+	if !kube.DCGMPortOK(s.port) {
+		return fmt.Errorf("--port %d: want 1..65535", s.port)
+	}
+	if !kube.DCGMPathOK(s.path) {
+		return fmt.Errorf("--path %s: want a path starting with /, such as /metrics", quote.Value(s.path))
+	}
+	return nil
+}
+
+// targets adds the Service's endpoints to the --url targets: the ready
+// ones to scrape, each named by its node; the others as results not
+// read, naming their node, as an exporter that does not answer is. A
+// --url that is also an endpoint is scraped once, its GPUs named by
+// the endpoint's node. A Service that does not exist, or has no
+// endpoint, is an error.
+func (s dcgmService) targets(ctx context.Context, targets []telemetry.Target, stderr io.Writer) ([]telemetry.Target, []telemetry.Scraped, error) {
+	if s.service == "" {
+		return targets, nil, nil
+	}
+	cs, err := dcgmClientFor(s.kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--service %s: %v", s.service, err)
+	}
+	ready, notReady, err := kube.DCGMServiceTargets(ctx, cs, s.service, s.port, s.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--service %s: %v", s.service, err)
+	}
+	if len(ready)+len(notReady) == 0 {
+		ns, name, _ := kube.ParseDCGMService(s.service)
+		_, err := cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("--service %s: no Service %q in namespace %q", s.service, name, ns)
+		}
+		return nil, nil, fmt.Errorf("--service %s: the Service has no endpoints (no EndpointSlice labelled %s=%s in %s has an address): is its exporter DaemonSet running, and does the Service select its pods?",
+			s.service, discoveryv1.LabelServiceName, name, ns)
+	}
+	at := map[string]int{}
+	for i, t := range targets {
+		at[t.URL] = i
+	}
+	given := func(t telemetry.Target) bool {
+		i, ok := at[t.URL]
+		if ok { // a --url is scraped, whatever the Service says of it
+			targets[i].Node = t.Node
+			fmt.Fprintf(stderr, "--url %s is also an endpoint of --service %s (node %s): scraped once, its GPUs named by that node\n", t.URL, s.service, t.Node)
+		}
+		return ok
+	}
+	for _, t := range ready {
+		if !given(t) {
+			targets = append(targets, t)
+		}
+	}
+	var unread []telemetry.Scraped
+	for _, t := range notReady {
+		if !given(t) {
+			unread = append(unread, telemetry.Scraped{Target: t, Err: fmt.Errorf("not ready in Service %s's EndpointSlices: not scraped", s.service)})
+		}
+	}
+	return targets, unread, nil
 }
 
 // dcgmTargets are the --url values, checked to be http(s) URLs, each
@@ -175,8 +301,12 @@ func writeDCGMResult(stdout, stderr io.Writer, res []telemetry.Scraped, o dcgmOu
 		}
 		if r.Err != nil {
 			why := strings.Join(strings.Fields(r.Err.Error()), " ")
-			fmt.Fprintf(stderr, "failed: DCGM exporter %s: %s\n", r.URL, why)
-			notes = append(notes, fmt.Sprintf("DCGM exporter %s: its GPUs are not assessed (%s)", r.URL, why))
+			name := r.URL
+			if r.Node != "" { // a --service endpoint's
+				name += " (node " + r.Node + ")"
+			}
+			fmt.Fprintf(stderr, "failed: DCGM exporter %s: %s\n", name, why)
+			notes = append(notes, fmt.Sprintf("DCGM exporter %s: its GPUs are not assessed (%s)", name, why))
 			continue
 		}
 		read = append(read, r.URL)

@@ -2,21 +2,31 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/palsched/pal/experiment"
 	"github.com/palsched/pal/internal/profilebuild"
@@ -399,6 +409,209 @@ func TestProfileDCGMConcurrency(t *testing.T) {
 			}
 			if m := x.maxInFlight.Load(); m != tc.want || took > tc.maxTime {
 				t.Errorf("%d scrapes at once at most, want %d; took %v (at most %v)", m, tc.want, took, tc.maxTime)
+			}
+		})
+	}
+}
+
+// dcgmCluster is a fake cluster whose Service gpu-operator/dcgm has an
+// EndpointSlice per given endpoint group, and a Service gpu-operator/empty
+// with none; pal-kube profile dcgm --service is pointed at it. Endpoint
+// addresses are 192.0.2.N, dialled (whatever the port) at the address
+// route gives them: an httptest exporter's. asked records each URL
+// requested.
+type dcgmCluster struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (c *dcgmCluster) requested() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.asked)
+}
+
+type dcgmEndpoint struct {
+	addr, node string
+	ready      bool
+	to         string // the exporter URL it is dialled at
+}
+
+func newDCGMCluster(t *testing.T, slicesOf ...[]dcgmEndpoint) *dcgmCluster {
+	t.Helper()
+	objs := []runtime.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "dcgm"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "empty"}},
+		// Another Service's slice, which must not be scraped.
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "other-x",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "other"}}, AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.250"}}}},
+	}
+	route := map[string]string{}
+	for i, eps := range slicesOf {
+		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: fmt.Sprintf("dcgm-%d", i),
+			Labels: map[string]string{discoveryv1.LabelServiceName: "dcgm"}}, AddressType: discoveryv1.AddressTypeIPv4}
+		for _, e := range eps {
+			ready, node := e.ready, e.node
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{e.addr}, NodeName: &node,
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+			u, err := url.Parse(e.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			route[e.addr] = u.Host
+		}
+		objs = append(objs, sl)
+	}
+	cs := fake.NewClientset(objs...)
+	oldClient, oldHTTP := dcgmClientFor, dcgmHTTPClient
+	t.Cleanup(func() { dcgmClientFor, dcgmHTTPClient = oldClient, oldHTTP })
+	dcgmClientFor = func(string) (kubernetes.Interface, error) { return cs, nil }
+	c := &dcgmCluster{}
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if to, ok := route[host]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	dcgmHTTPClient = func() *http.Client {
+		return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			c.mu.Lock()
+			c.asked = append(c.asked, r.URL.String())
+			c.mu.Unlock()
+			return tr.RoundTrip(r)
+		})}
+	}
+	return c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestProfileDCGMService: --service NAMESPACE/NAME scrapes each ready
+// endpoint of the Service's EndpointSlices at --port and --path, as the
+// scheduler's dcgm.service does, and names its GPUs by the endpoint's
+// node, not by the exporter's Hostname label (gpu-node-00N here; the
+// endpoints run on rack1-a, -b, -c). An endpoint not ready is not
+// scraped: it is named, with its node, as an exporter not read is, and
+// the command fails unless --allow-partial. A Service that does not
+// exist, or has no endpoint, is an error naming it; a bad NAMESPACE/NAME,
+// --port or --path is refused naming the flag. --service and --url
+// together scrape both, each URL once.
+func TestProfileDCGMService(t *testing.T) {
+	x := newDCGMExporters(t, 4, 0)
+	ep := func(n int, node string, ready bool) dcgmEndpoint {
+		return dcgmEndpoint{addr: fmt.Sprintf("192.0.2.%d", n), node: node, ready: ready, to: x.good[n-1]}
+	}
+	three := [][]dcgmEndpoint{{ep(1, "rack1-a", true), ep(2, "rack1-b", true)}, {ep(3, "rack1-c", true)}}
+	notReady := [][]dcgmEndpoint{{ep(1, "rack1-a", true), ep(2, "rack1-b", true), ep(3, "rack1-c", false)}}
+	dead := [][]dcgmEndpoint{{ep(1, "rack1-a", true), {addr: "192.0.2.9", node: "rack1-z", ready: true, to: x.dead}}}
+	const svc = "--service=gpu-operator/dcgm"
+	throttled := func(node string) string { return `(?m)^` + node + ` +1 +GPU-\S+ +1005 ` } // the table row of its throttled GPU
+	epURL := func(n int) string { return fmt.Sprintf("http://192.0.2.%d:9400/metrics", n) }
+	for _, tc := range []struct {
+		name      string
+		slices    [][]dcgmEndpoint
+		args      []string
+		rows      []string // in stdout (regexps)
+		unread    []string // '# unmeasured: DCGM exporter ...' lines (the text up to the reason)
+		asked     []string // the URLs requested, in any order
+		stderr    []string
+		error     string
+		notOnFail bool // the error is before any scrape: nothing on stdout
+	}{
+		{name: "three ready", slices: three, args: []string{svc},
+			rows:  []string{throttled("rack1-a"), throttled("rack1-b"), throttled("rack1-c")},
+			asked: []string{epURL(1), epURL(2), epURL(3)}},
+		{name: "one not ready", slices: notReady, args: []string{svc},
+			rows:   []string{throttled("rack1-a"), throttled("rack1-b")},
+			unread: []string{epURL(3) + " (node rack1-c): its GPUs are not assessed (not ready in Service gpu-operator/dcgm"},
+			asked:  []string{epURL(1), epURL(2)},
+			error:  "1 of 3 DCGM exporters not read (named above); --allow-partial accepts the rest"},
+		{name: "one not ready, allowed", slices: notReady, args: []string{svc, "--allow-partial"},
+			rows:   []string{throttled("rack1-a"), throttled("rack1-b")},
+			unread: []string{epURL(3) + " (node rack1-c): its GPUs are not assessed (not ready in Service gpu-operator/dcgm"},
+			asked:  []string{epURL(1), epURL(2)}},
+		{name: "ready, exporter gone", slices: dead, args: []string{svc},
+			rows:   []string{throttled("rack1-a")},
+			unread: []string{epURL(9) + " (node rack1-z): its GPUs are not assessed ("},
+			asked:  []string{epURL(1), epURL(9)},
+			stderr: []string{"failed: DCGM exporter " + epURL(9) + " (node rack1-z): "},
+			error:  "1 of 2 DCGM exporters not read"},
+		{name: "--port and --path", slices: three, args: []string{svc, "--port", "9500", "--path", "/dcgm/metrics"},
+			rows:  []string{throttled("rack1-a"), throttled("rack1-b"), throttled("rack1-c")},
+			asked: []string{"http://192.0.2.1:9500/dcgm/metrics", "http://192.0.2.2:9500/dcgm/metrics", "http://192.0.2.3:9500/dcgm/metrics"}},
+		{name: "with --url: union, each URL once", slices: three, args: []string{svc, "--url", x.good[3], "--url", epURL(2)},
+			rows:   []string{throttled("rack1-a"), throttled("rack1-b"), throttled("rack1-c"), throttled("gpu-node-004")},
+			asked:  []string{x.good[3], epURL(1), epURL(2), epURL(3)},
+			stderr: []string{"--url " + epURL(2) + " is also an endpoint of --service gpu-operator/dcgm (node rack1-b): scraped once"}},
+		{name: "no such Service", slices: three, args: []string{"--service", "gpu-operator/nope"}, notOnFail: true,
+			error: `--service gpu-operator/nope: no Service "nope" in namespace "gpu-operator"`},
+		{name: "no endpoints", slices: three, args: []string{"--service", "gpu-operator/empty"}, notOnFail: true,
+			error: "--service gpu-operator/empty: the Service has no endpoints"},
+		{name: "not NAMESPACE/NAME", args: []string{"--service", "nvidia-dcgm-exporter"}, notOnFail: true,
+			error: `--service "nvidia-dcgm-exporter": not NAMESPACE/NAME of a Service`},
+		{name: "not a DNS label", args: []string{"--service", "gpu-operator/Bad_Name"}, notOnFail: true,
+			error: `--service "gpu-operator/Bad_Name": not NAMESPACE/NAME of a Service`},
+		{name: "bad port", args: []string{svc, "--port", "0"}, notOnFail: true, error: "--port 0: want 1..65535"},
+		{name: "bad path", args: []string{svc, "--path", "metrics"}, notOnFail: true, error: `--path "metrics": want a path starting with /`},
+		{name: "--port without --service", args: []string{"--url", x.good[0], "--port", "9500"}, notOnFail: true, error: "--port is for --service"},
+		{name: "--kubeconfig without --service", args: []string{"--url", x.good[0], "--kubeconfig", "k"}, notOnFail: true, error: "--kubeconfig is for --service"},
+		{name: "neither", args: nil, notOnFail: true, error: "--url or --service is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newDCGMCluster(t, tc.slices...)
+			out, errOut, err := runSplit(t, append([]string{"profile", "dcgm"}, tc.args...)...)
+			if tc.error != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.error) {
+					t.Fatalf("error %v, want one containing %q\nstdout:\n%s\nstderr:\n%s", err, tc.error, out, errOut)
+				}
+			} else if err != nil {
+				t.Fatalf("error %v\nstderr:\n%s", err, errOut)
+			}
+			if tc.notOnFail {
+				if out != "" || len(c.requested()) > 0 {
+					t.Errorf("scraped %v, wrote:\n%s", c.requested(), out)
+				}
+				return
+			}
+			for _, r := range tc.rows {
+				if !regexp.MustCompile(r).MatchString(out) {
+					t.Errorf("stdout lacks %q:\n%s", r, out)
+				}
+			}
+			if strings.Contains(out, "gpu-node-00") && !slices.Contains(tc.args, "--url") {
+				t.Errorf("a GPU named by the exporter's Hostname, not the endpoint's node:\n%s", out)
+			}
+			for _, u := range tc.unread {
+				if !strings.Contains(out, "# unmeasured: DCGM exporter "+u) {
+					t.Errorf("stdout lacks '# unmeasured: DCGM exporter %s':\n%s", u, out)
+				}
+				if named, _, _ := strings.Cut(u, ": its GPUs"); !strings.Contains(errOut, "failed: DCGM exporter "+named+": ") {
+					t.Errorf("stderr does not name %s:\n%s", u, errOut)
+				}
+			}
+			if len(tc.unread) == 0 && strings.Contains(out+errOut, "unmeasured") {
+				t.Errorf("every exporter read, yet:\n%s\n%s", out, errOut)
+			}
+			for _, e := range tc.stderr {
+				if !strings.Contains(errOut, e) {
+					t.Errorf("stderr lacks %q:\n%s", e, errOut)
+				}
+			}
+			got := c.requested()
+			slices.Sort(got)
+			want := slices.Clone(tc.asked)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("requested %v, want %v", got, want)
 			}
 		})
 	}
