@@ -403,8 +403,8 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 			if j.Running() && g != nil && len(g.Bound) > 0 && !math.IsInf(c.Iterations, 1) {
 				// Its progress: what this scheduler credited, or what its
 				// time since it was bound gives, whichever is more (see
-				// sinceBind).
-				c.Executed = math.Max(c.Executed, s.sinceBind(g, at)/(c.PM*c.Loc*c.IterTime))
+				// boundWork).
+				c.Executed = math.Max(c.Executed, s.boundWork(g, at, c.PM*c.Loc*c.IterTime))
 			}
 		} else {
 			c.PM, c.Loc = 0, 0

@@ -150,7 +150,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 					if !(j.PM > 0) {
 						j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
 					}
-					j.Executed = math.Max(j.Executed, s.sinceBind(g, start)/(j.PM*j.Loc*j.IterTime))
+					j.Executed = math.Max(j.Executed, s.boundWork(g, start, j.PM*j.Loc*j.IterTime))
 				}
 				if lost := s.loses(g); lost != "" {
 					if !s.cfg.PreemptBarePods && s.ten == nil {
@@ -651,6 +651,9 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 				parts = snap.Split(g, alt)
 			}
 			info := BindInfo{Gang: g.Key, Round: start.UTC().Format(time.RFC3339Nano), Pods: map[string]PodBind{}}
+			if x := d.Job.Executed; x > 0 && !math.IsInf(x, 0) {
+				info.Done = x // a gang moved, or placed again after a preemption
+			}
 			for i, p := range g.Pending {
 				info.Pods[p.Name] = parts[i]
 			}
@@ -912,13 +915,15 @@ func (s *Scheduler) cleanWhy(snap *snapshot) {
 	}
 }
 
-// sinceBind is how long (in job time: wall seconds times timeScale) g
-// has run by at, read from its first bound pod's pal.io/bind-info: 0 for
-// a gang with none, or one dated after at. It is what a scheduler that
-// did not see the bind (a restart, another leader) credits at least;
-// the pace of the run, and any work done before it (a checkpoint), the
-// record does not say.
-func (s *Scheduler) sinceBind(g *gang, at time.Time) float64 {
+// boundWork is the iterations g has done by at as its first bound pod's
+// pal.io/bind-info tells them: the work done before that bind (Done),
+// plus the time since it (in job time: wall seconds times timeScale) at
+// perIter seconds an iteration. It is what a scheduler that did not see
+// the bind (a restart, another leader) credits at least; 0 for a gang
+// with no bind-info, and no time since a bind dated after at. The pace
+// of the run the record does not say: perIter is the caller's (its
+// GPUs' pace).
+func (s *Scheduler) boundWork(g *gang, at time.Time, perIter float64) float64 {
 	if len(g.Bound) == 0 {
 		return 0
 	}
@@ -926,11 +931,15 @@ func (s *Scheduler) sinceBind(g *gang, at time.Time) float64 {
 	if err != nil {
 		return 0
 	}
-	t, err := time.Parse(time.RFC3339Nano, bi.Round)
-	if err != nil || !t.Before(at) {
-		return 0
+	done := 0.0
+	if bi.Done > 0 && !math.IsInf(bi.Done, 0) {
+		done = bi.Done
 	}
-	return at.Sub(t).Seconds() * s.cfg.TimeScale
+	t, err := time.Parse(time.RFC3339Nano, bi.Round)
+	if err != nil || !t.Before(at) || !(perIter > 0) {
+		return done
+	}
+	return done + at.Sub(t).Seconds()*s.cfg.TimeScale/perIter
 }
 
 // slowdown is the simulator's slowdown of a job on gpus: its slowest GPU

@@ -79,6 +79,13 @@ type BindInfo struct {
 	// nanoseconds); a replay times simulated run times from it.
 	Round string             `json:"round"`
 	Pods  map[string]PodBind `json:"pods"`
+	// Done is the iterations the gang had done before this bind, as the
+	// scheduler that bound it credited them (0 or absent: none, or not
+	// known): a gang moved from GPUs it ran on resumes from its
+	// checkpoint, and a scheduler that did not see its earlier runs (a
+	// restart, another leader) reads its work from here, not as starting
+	// over at this bind.
+	Done float64 `json:"done,omitempty"`
 }
 
 // PodBind is one member's node and device indices.

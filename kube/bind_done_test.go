@@ -1,0 +1,93 @@
+package kube
+
+import (
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A gang preempted after running, and placed again, resumes from its
+// checkpoint: its new bind-info records the work it had done (Done), so
+// that a scheduler that did not see its first run (a restart, another
+// leader) credits that work and the time since the new bind, not the
+// time since the new bind alone. LAS on one 4-GPU node, rounds 100 s
+// apart, a unit model (1 s an iteration): a runs from 0; b arrives at
+// 250 and, having attained less, takes the node at 300 (a is evicted and
+// its controller makes it again); a runs again once b has attained more.
+func TestBindInfoCarriesWorkDone(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement = "las", "packed-sticky"
+	cfg.LocalityPenalty, cfg.Models = 1, models
+	cfg.Period = Duration{100 * time.Second}
+	w := newWorld(t, cfg, 1, 1, 4)
+	t0 := time.Unix(1_000_000, 0)
+	ann := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
+	w.create("a", 4, ann, t0)
+	var rebound *BindInfo
+	var doneAtBind float64
+	for r := 0; r <= 12 && rebound == nil; r++ {
+		at := t0.Add(time.Duration(r) * 100 * time.Second)
+		if r == 3 {
+			w.create("b", 4, ann, at.Add(-50*time.Second))
+		}
+		// Evicted pods go, and their controller makes them again.
+		w.mu.Lock()
+		var gone []string
+		for k, p := range w.pods {
+			if p.DeletionTimestamp != nil {
+				gone = append(gone, k)
+			}
+		}
+		w.mu.Unlock()
+		for _, k := range gone {
+			w.mu.Lock()
+			old := w.pods[k]
+			w.mu.Unlock()
+			w.remove(k)
+			w.recreate(old)
+		}
+		w.deliver(-1)
+		w.round(at)
+		w.deliver(-1)
+		w.mu.Lock()
+		p := w.pods["ns/a"]
+		w.mu.Unlock()
+		if r > 3 && p != nil && p.Spec.NodeName != "" {
+			bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+			if err != nil {
+				t.Fatal(err)
+			}
+			rebound, doneAtBind = bi, creditJob(t, w, "ns/pod:a").Executed
+		}
+	}
+	if rebound == nil {
+		t.Fatal("a was not placed again within 12 rounds")
+	}
+	if !(doneAtBind >= 200) || rebound.Done != doneAtBind {
+		t.Fatalf("a placed again having done %v iterations; its bind-info records done %v, want the same (at least 200)", doneAtBind, rebound.Done)
+	}
+	bound, err := time.Parse(time.RFC3339Nano, rebound.Round)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A new scheduler, 100 s after a's new bind: it credits the work a
+	// had done before that bind and the 100 s since.
+	s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.s = s
+	w.relist()
+	w.round(bound.Add(100 * time.Second))
+	if got, want := creditJob(t, w, "ns/pod:a").Executed, rebound.Done+100; math.Abs(got-want) > 1e-6 {
+		t.Errorf("after a restart a has done %v iterations, want %v (%v before its bind, 100 since)", got, want, rebound.Done)
+	}
+}
