@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -278,6 +280,11 @@ func TestDCGMServiceTargets(t *testing.T) {
 		}
 		return e
 	}
+	podEP := func(addr, node, pod string, ready *bool) discoveryv1.Endpoint {
+		e := ep(addr, node, ready)
+		e.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: "gpu-operator", Name: pod}
+		return e
+	}
 	slice := func(ns, name, svc string, af discoveryv1.AddressType, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
 		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
 			AddressType: af, Endpoints: eps}
@@ -312,6 +319,15 @@ func TestDCGMServiceTargets(t *testing.T) {
 				slice("gpu-operator", "dcgm-c", "dcgm", discoveryv1.AddressTypeIPv6, ep("fd00::2", "n2", &no)),
 			},
 			ready: "http://10.0.0.1:9400/metrics@n1 http://10.0.0.4:9400/metrics@", notReady: "http://[fd00::2]:9400/metrics@n2"},
+		{name: "dual-stack: each exporter pod once, at its IPv4 address", service: "gpu-operator/dcgm", port: 9400, path: "/metrics",
+			objs: []runtime.Object{
+				slice("gpu-operator", "dcgm-a", "dcgm", discoveryv1.AddressTypeIPv6,
+					podEP("fd00::1", "n1", "dcgm-x1", &yes), podEP("fd00::2", "n2", "dcgm-x2", &yes), podEP("fd00::3", "n3", "dcgm-x3", &no)),
+				slice("gpu-operator", "dcgm-b", "dcgm", discoveryv1.AddressTypeIPv4,
+					podEP("10.0.0.1", "n1", "dcgm-x1", &yes), podEP("10.0.0.2", "n2", "dcgm-x2", &yes), podEP("10.0.0.3", "n3", "dcgm-x3", &no)),
+			},
+			ready:    "http://10.0.0.1:9400/metrics@n1 http://10.0.0.2:9400/metrics@n2",
+			notReady: "http://10.0.0.3:9400/metrics@n3"},
 		{name: "another Service's and another namespace's slices", service: "gpu-operator/dcgm", port: 9400, path: "/metrics",
 			objs: []runtime.Object{
 				slice("gpu-operator", "other-a", "other", discoveryv1.AddressTypeIPv4, ep("10.0.0.1", "n1", &yes)),
@@ -343,5 +359,51 @@ func TestParseDCGMService(t *testing.T) {
 		if ok && ns+"/"+name != in {
 			t.Errorf("%q: namespace %q, name %q", in, ns, name)
 		}
+	}
+}
+
+// A dcgm.service with no ready endpoint gives no telemetry, and a scrape
+// that reads nothing says nothing: the scheduler warns once, says so
+// again when endpoints are back, and does not repeat either.
+func TestDCGMServiceEmptyWarnsOnce(t *testing.T) {
+	no := false
+	n1 := "gpu-node-001"
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "dcgm-abc", Namespace: "gpu-operator", Labels: map[string]string{discoveryv1.LabelServiceName: "dcgm"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.1"}, NodeName: &n1, Conditions: discoveryv1.EndpointConditions{Ready: &no}}},
+	}
+	cfg := learnCfg()
+	cfg.DCGM.Service = "gpu-operator/dcgm"
+	cs, _ := newFake(t, node(n1, 4), slice)
+	d := newDCGMStage(cfg.DCGM)
+	buf := &syncBuf{}
+	log := slog.New(slog.NewTextHandler(buf, nil))
+	ctx := context.Background()
+	count := func(s string) int { return strings.Count(buf.String(), s) }
+	const empty, back = "dcgm.service has no ready endpoint", "dcgm.service has ready endpoints again"
+	for i := range 3 {
+		if _, err := d.targets(ctx, cs, log); err != nil {
+			t.Fatal(err)
+		}
+		if count(empty) != 1 || count(back) != 0 {
+			t.Fatalf("listing %d: %d warnings and %d all-clears, want 1 and 0:\n%s", i+1, count(empty), count(back), buf)
+		}
+	}
+	if !strings.Contains(buf.String(), "notReady=1") {
+		t.Errorf("the warning does not say how many endpoints are not ready:\n%s", buf)
+	}
+	yes := true
+	slice.Endpoints[0].Conditions.Ready = &yes
+	if _, err := cs.DiscoveryV1().EndpointSlices("gpu-operator").Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if ts, err := d.targets(ctx, cs, log); err != nil || len(ts) != 1 {
+			t.Fatalf("targets %v, %v; want the one ready endpoint", ts, err)
+		}
+	}
+	if count(empty) != 1 || count(back) != 1 {
+		t.Errorf("after the endpoint became ready: %d warnings and %d all-clears, want 1 and 1:\n%s", count(empty), count(back), buf)
 	}
 }
