@@ -259,6 +259,11 @@ func parseAbsent(v string) (map[string]time.Time, error) {
 		if err != nil {
 			return nil, bad("not an RFC 3339 time")
 		}
+		// As formatAbsent writes it back: UTC, to the second, and so a
+		// year RFC 3339 can write (an offset can move year 0 into -1).
+		if t = t.UTC().Truncate(time.Second); t.Year() < 1 || t.Year() > 9999 {
+			return nil, bad("a time outside the years 1 to 9999")
+		}
 		list := strings.Split(names, ",")
 		if len(out)+len(list) > most {
 			return nil, fmt.Errorf("more than %d nodes", most)

@@ -301,3 +301,35 @@ func TestForgetAbsentBetweenSweepsAllocs(t *testing.T) {
 		t.Errorf("swept between sweeps: %v", s.learn.absent)
 	}
 }
+
+// pal.io/absent-since from any value: a short error, or clocks that
+// write back as they were read (to the second, as they are written).
+func FuzzParseAbsent(f *testing.F) {
+	f.Add("2026-03-01T12:00:00Z n1,n2; 2026-03-02T00:00:00Z n3")
+	f.Add("")
+	f.Add("2026-03-01T12:00:00.5+01:00 n1")
+	f.Add("0000-01-01T00:00:00+01:00 n1")
+	f.Add("2026-03-01T12:00:00Z n1;2026-03-01T12:00:00Z n2")
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := parseAbsent(v)
+		if err != nil {
+			if n := len(err.Error()); n > 1024 {
+				t.Errorf("error of %d bytes: %.300s", n, err)
+			}
+			return
+		}
+		text := formatAbsent(got, len(v)+64*len(got)+1)
+		back, err := parseAbsent(text)
+		if err != nil {
+			t.Fatalf("%q read as %v, written as %q, which does not read back: %v", v, got, text, err)
+		}
+		if len(back) != len(got) {
+			t.Fatalf("%q read as %d clocks, written and read back as %d", v, len(got), len(back))
+		}
+		for n, at := range got {
+			if b, ok := back[n]; !ok || b.Unix() != at.Unix() {
+				t.Errorf("%q: %s absent since %v, written and read back as %v", v, n, at, b)
+			}
+		}
+	})
+}
