@@ -446,6 +446,9 @@ func (s *Scheduler) loadLearned() {
 	L.known = ns.scores
 	L.through, L.loadedThrough, L.count = ns.through, ns.through, ns.count
 	L.restored = ns.quarantined
+	if ns.quarantinedErr != nil {
+		s.log.Warn("learned ConfigMap's quarantines not read; the learned ones come back at the first full check, DCGM's with its next scrape", "err", ns.quarantinedErr)
+	}
 	if ns.absentErr != nil {
 		s.log.Warn("learned ConfigMap's absence clocks not read; the absent nodes' clocks start now", "err", ns.absentErr)
 	} else if ns.absent != nil {
@@ -465,6 +468,9 @@ type learned struct {
 	through     time.Time
 	count       int
 	quarantined map[GPUKey]quarantineEntry
+	// quarantinedErr says why AnnQuarantined was not read (quarantined
+	// is then nil).
+	quarantinedErr error
 	// absent is AnnAbsentSince (nil: none); absentErr says why it was
 	// not read (the clocks then start again: a bad annotation costs no
 	// belief).
@@ -499,7 +505,10 @@ func readLearned(src string, cm *corev1.ConfigMap, get shardGetter) (learned, er
 	}
 	if v, ok := cm.Annotations[AnnQuarantined]; ok {
 		if out.quarantined, err = parseQuarantined(v); err != nil {
-			return out, fmt.Errorf("configmap %s annotation %s: %w", src, AnnQuarantined, err)
+			// It costs the carried quarantines only, not the beliefs: a
+			// learned quarantine comes back from them at the first full
+			// check, and DCGM's with its next scrape.
+			out.quarantined, out.quarantinedErr = nil, fmt.Errorf("configmap %s annotation %s: %w", src, AnnQuarantined, err)
 		}
 	}
 	if v, ok := cm.Annotations[AnnAbsentSince]; ok {

@@ -958,3 +958,25 @@ func TestLearnWriteDoesNotHoldTheRound(t *testing.T) {
 		t.Errorf("the write after the failed one: %s=%q, dirty %v; want 2 and written", AnnLearnedObservations, got, s.learn.dirty)
 	}
 }
+
+// A learned ConfigMap whose quarantine annotation does not read (hand
+// edited) loses its quarantines, not its beliefs: the scheduler starts
+// from the learned scores, says what it did not read, and writes the
+// beliefs back at its next write rather than the profile over them.
+func TestLearnBadQuarantineKeepsBeliefs(t *testing.T) {
+	cs, _ := newFake(t, node("n0", 4),
+		profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
+		learnedConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1.4", "n0,3", "1"),
+			map[string]string{AnnQuarantined: "n0/2: slowdown lots (dcgm) since yesterday"}))
+	s, buf := startLogged(t, learnCfg(), cs)
+	roundWait(s, context.Background(), learnT0)
+	if s.learn.loadErr != nil {
+		t.Fatalf("load error %v, want the beliefs read", s.learn.loadErr)
+	}
+	if v := s.raw.Values[variability.ClassA][2]; v != 1.4 {
+		t.Errorf("GPU 2 starts at %v, want the learned 1.4", v)
+	}
+	if !strings.Contains(buf.String(), "learned ConfigMap's quarantines not read") || !strings.Contains(buf.String(), AnnQuarantined) {
+		t.Errorf("log does not say the quarantines were not read:\n%s", buf.String())
+	}
+}
