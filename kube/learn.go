@@ -446,8 +446,8 @@ func (s *Scheduler) loadLearned() {
 	L.known = ns.scores
 	L.through, L.loadedThrough, L.count = ns.through, ns.through, ns.count
 	L.restored = ns.quarantined
-	if ns.quarantinedErr != nil {
-		s.log.Warn("learned ConfigMap's quarantines not read; the learned ones come back at the first full check, DCGM's with its next scrape", "err", ns.quarantinedErr)
+	for _, err := range ns.annErrs {
+		s.log.Warn("learned ConfigMap's annotation not read; the learned scores are", "err", err)
 	}
 	if ns.absentErr != nil {
 		s.log.Warn("learned ConfigMap's absence clocks not read; the absent nodes' clocks start now", "err", ns.absentErr)
@@ -468,9 +468,9 @@ type learned struct {
 	through     time.Time
 	count       int
 	quarantined map[GPUKey]quarantineEntry
-	// quarantinedErr says why AnnQuarantined was not read (quarantined
-	// is then nil).
-	quarantinedErr error
+	// annErrs say which of the annotations above did not read, and what
+	// was taken instead (quarantined: none).
+	annErrs []error
 	// absent is AnnAbsentSince (nil: none); absentErr says why it was
 	// not read (the clocks then start again: a bad annotation costs no
 	// belief).
@@ -493,14 +493,20 @@ func readLearned(src string, cm *corev1.ConfigMap, get shardGetter) (learned, er
 		return out, err
 	}
 	out.scores = ns
+	// A bad annotation costs what it says, not the beliefs (annErrs):
+	// an unreadable learned-through time is taken as now (no run that
+	// ended before is counted twice; some may not be counted at all),
+	// an unreadable count as 0.
 	if v, ok := cm.Annotations[AnnLearnedThrough]; ok {
 		if out.through, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return out, fmt.Errorf("configmap %s annotation %s=%s: want an RFC 3339 time", src, AnnLearnedThrough, quote.Value(v))
+			out.through = time.Now()
+			out.annErrs = append(out.annErrs, fmt.Errorf("configmap %s annotation %s=%s: want an RFC 3339 time; taken as now", src, AnnLearnedThrough, quote.Value(v)))
 		}
 	}
 	if v, ok := cm.Annotations[AnnLearnedObservations]; ok {
 		if out.count, err = strconv.Atoi(v); err != nil || out.count < 0 {
-			return out, fmt.Errorf("configmap %s annotation %s=%s: want a count >= 0", src, AnnLearnedObservations, quote.Value(v))
+			out.count = 0
+			out.annErrs = append(out.annErrs, fmt.Errorf("configmap %s annotation %s=%s: want a count >= 0; taken as 0", src, AnnLearnedObservations, quote.Value(v)))
 		}
 	}
 	if v, ok := cm.Annotations[AnnQuarantined]; ok {
@@ -508,7 +514,8 @@ func readLearned(src string, cm *corev1.ConfigMap, get shardGetter) (learned, er
 			// It costs the carried quarantines only, not the beliefs: a
 			// learned quarantine comes back from them at the first full
 			// check, and DCGM's with its next scrape.
-			out.quarantined, out.quarantinedErr = nil, fmt.Errorf("configmap %s annotation %s: %w", src, AnnQuarantined, err)
+			out.quarantined = nil
+			out.annErrs = append(out.annErrs, fmt.Errorf("configmap %s annotation %s: %w; the learned quarantines come back at the first full check, DCGM's with its next scrape", src, AnnQuarantined, err))
 		}
 	}
 	if v, ok := cm.Annotations[AnnAbsentSince]; ok {
