@@ -37,22 +37,7 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 		if r == 3 {
 			w.create("b", 4, ann, at.Add(-50*time.Second))
 		}
-		// Evicted pods go, and their controller makes them again.
-		w.mu.Lock()
-		var gone []string
-		for k, p := range w.pods {
-			if p.DeletionTimestamp != nil {
-				gone = append(gone, k)
-			}
-		}
-		w.mu.Unlock()
-		for _, k := range gone {
-			w.mu.Lock()
-			old := w.pods[k]
-			w.mu.Unlock()
-			w.remove(k)
-			w.recreate(old)
-		}
+		w.recreateDeleted() // evicted pods go, and their controller makes them again
 		w.deliver(-1)
 		w.round(at)
 		w.deliver(-1)

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -61,9 +62,17 @@ func noteNode(t *testing.T, s *Scheduler, cs *fake.Clientset, gone bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitNodeEvent(t, s, ev, fmt.Sprintf("n1 gone=%v", gone))
+}
+
+// waitNodeEvent waits until the scheduler's informer has handed its store
+// an event after ev (s.state.Events() before the change): what names the
+// change for the failure.
+func waitNodeEvent(t *testing.T, s *Scheduler, ev uint64, what string) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); s.state.Events() == ev; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the informer never showed n1 gone=%v", gone)
+			t.Fatalf("the informer never showed %s", what)
 		}
 	}
 }
@@ -78,11 +87,7 @@ func cordonN1(t *testing.T, s *Scheduler, cs *fake.Clientset) {
 	if _, err := cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); s.state.Events() == ev; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the informer never showed n1 cordoned")
-		}
-	}
+	waitNodeEvent(t, s, ev, "n1 cordoned")
 }
 
 // learnForgetAfter: a node deleted for longer than the limit has its

@@ -39,11 +39,7 @@ func setNode(t *testing.T, s *Scheduler, cs *fake.Clientset, n *corev1.Node, cre
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); s.state.Events() == ev; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the informer never showed n1's change")
-		}
-	}
+	waitNodeEvent(t, s, ev, "n1's change")
 }
 
 // A reused node name: what was learned of a node's GPUs is dropped when a

@@ -959,51 +959,46 @@ func TestLearnWriteDoesNotHoldTheRound(t *testing.T) {
 	}
 }
 
-// A learned ConfigMap whose quarantine annotation does not read (hand
-// edited) loses its quarantines, not its beliefs: the scheduler starts
-// from the learned scores, says what it did not read, and writes the
-// beliefs back at its next write rather than the profile over them.
-func TestLearnBadQuarantineKeepsBeliefs(t *testing.T) {
-	cs, _ := newFake(t, node("n0", 4),
-		profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
-		learnedConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1.4", "n0,3", "1"),
-			map[string]string{AnnQuarantined: "n0/2: slowdown lots (dcgm) since yesterday"}))
-	s, buf := startLogged(t, learnCfg(), cs)
-	roundWait(s, context.Background(), learnT0)
-	if s.learn.loadErr != nil {
-		t.Fatalf("load error %v, want the beliefs read", s.learn.loadErr)
-	}
-	if v := s.raw.Values[variability.ClassA][2]; v != 1.4 {
-		t.Errorf("GPU 2 starts at %v, want the learned 1.4", v)
-	}
-	if !strings.Contains(buf.String(), "learned ConfigMap's annotation not read") || !strings.Contains(buf.String(), AnnQuarantined) {
-		t.Errorf("log does not say the quarantines were not read:\n%s", buf.String())
-	}
-}
-
-// The same for the learned-through time and the observation count: the
-// beliefs are read, the time is taken as now (runs that ended before it
-// are not counted again) and the count as 0, each with a warning.
+// A learned ConfigMap whose annotations do not read (hand edited) loses
+// what they carried, not its beliefs: the scheduler starts from the
+// learned scores, says what it did not read, and writes the beliefs back
+// at its next write rather than the profile over them. A bad quarantine
+// costs the carried quarantines; a bad learned-through time is taken as
+// now (runs that ended before it are not counted again), a bad count as
+// 0.
 func TestLearnBadAnnotationsKeepBeliefs(t *testing.T) {
-	cs, _ := newFake(t, node("n0", 4),
-		profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
-		learnedConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1.4", "n0,3", "1"),
-			map[string]string{AnnLearnedThrough: "last tuesday", AnnLearnedObservations: "-3"}))
-	before := time.Now()
-	s, buf := startLogged(t, learnCfg(), cs)
-	roundWait(s, context.Background(), learnT0)
-	if s.learn.loadErr != nil {
-		t.Fatalf("load error %v, want the beliefs read", s.learn.loadErr)
-	}
-	if v := s.raw.Values[variability.ClassA][2]; v != 1.4 {
-		t.Errorf("GPU 2 starts at %v, want the learned 1.4", v)
-	}
-	if s.learn.loadedThrough.Before(before) || s.learn.count != 0 {
-		t.Errorf("learned through %v, count %d; want now (after %v) and 0", s.learn.loadedThrough, s.learn.count, before)
-	}
-	for _, ann := range []string{AnnLearnedThrough, AnnLearnedObservations} {
-		if !strings.Contains(buf.String(), ann) {
-			t.Errorf("log does not name %s:\n%s", ann, buf.String())
-		}
+	for _, c := range []struct {
+		name string
+		ann  map[string]string
+		now  bool // the learned-through time is taken as now
+	}{
+		{"quarantine", map[string]string{AnnQuarantined: "n0/2: slowdown lots (dcgm) since yesterday"}, false},
+		{"learned-through and count", map[string]string{AnnLearnedThrough: "last tuesday", AnnLearnedObservations: "-3"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs, _ := newFake(t, node("n0", 4),
+				profileConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "0.9", "n0,3", "1")),
+				learnedConfigMap(allClasses("n0,0", "1", "n0,1", "1", "n0,2", "1.4", "n0,3", "1"), c.ann))
+			before := time.Now()
+			s, buf := startLogged(t, learnCfg(), cs)
+			roundWait(s, context.Background(), learnT0)
+			if s.learn.loadErr != nil {
+				t.Fatalf("load error %v, want the beliefs read", s.learn.loadErr)
+			}
+			if v := s.raw.Values[variability.ClassA][2]; v != 1.4 {
+				t.Errorf("GPU 2 starts at %v, want the learned 1.4", v)
+			}
+			if c.now && (s.learn.loadedThrough.Before(before) || s.learn.count != 0) {
+				t.Errorf("learned through %v, count %d; want now (after %v) and 0", s.learn.loadedThrough, s.learn.count, before)
+			}
+			if len(s.learn.restored) != 0 {
+				t.Errorf("quarantines carried: %v, want none", s.learn.restored)
+			}
+			for ann := range c.ann {
+				if !strings.Contains(buf.String(), "learned ConfigMap's annotation not read") || !strings.Contains(buf.String(), ann) {
+					t.Errorf("log does not say %s was not read:\n%s", ann, buf.String())
+				}
+			}
+		})
 	}
 }

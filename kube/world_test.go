@@ -383,29 +383,18 @@ func (w *world) workload(rng *rand.Rand) func(r int, at time.Time) {
 			}
 		}
 		w.mu.Lock()
-		var deleting, started []string
+		var started []string
 		for k, p := range w.pods {
-			switch {
-			case p.DeletionTimestamp != nil:
-				deleting = append(deleting, k)
-			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x running) bool { return x.key == k }):
+			if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x running) bool { return x.key == k }) {
 				started = append(started, k)
 			}
 		}
 		w.mu.Unlock()
-		slices.Sort(deleting)
 		slices.Sort(started)
 		for _, k := range started {
 			runs = append(runs, running{k, r + 2 + rng.IntN(8)})
 		}
-		for _, k := range deleting {
-			// The kubelet stops it; its controller makes it again.
-			w.mu.Lock()
-			old := w.pods[k]
-			w.mu.Unlock()
-			w.remove(k)
-			w.recreate(old)
-		}
+		w.recreateDeleted()
 		keep := runs[:0]
 		for _, x := range runs {
 			if x.end <= r {
@@ -508,6 +497,28 @@ func TestNoGPUTwiceUnderFaults(t *testing.T) {
 		if w.committed == 0 || w.binds == w.committed {
 			t.Errorf("seed %d: %d bind requests, %d committed: the faults were not exercised", seed, w.binds, w.committed)
 		}
+	}
+}
+
+// recreateDeleted stops every pod being deleted (an eviction's) and
+// makes it again, as the kubelet and its controller would, in name
+// order.
+func (w *world) recreateDeleted() {
+	w.mu.Lock()
+	var gone []string
+	for k, p := range w.pods {
+		if p.DeletionTimestamp != nil {
+			gone = append(gone, k)
+		}
+	}
+	w.mu.Unlock()
+	slices.Sort(gone)
+	for _, k := range gone {
+		w.mu.Lock()
+		old := w.pods[k]
+		w.mu.Unlock()
+		w.remove(k)
+		w.recreate(old)
 	}
 }
 
