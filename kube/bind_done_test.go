@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // A gang preempted after running, and placed again, resumes from its
@@ -74,5 +76,72 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 	w.round(bound.Add(100 * time.Second))
 	if got, want := creditJob(t, w, "ns/pod:a").Executed, rebound.Done+100; math.Abs(got-want) > 1e-6 {
 		t.Errorf("after a restart a has done %v iterations, want %v (%v before its bind, 100 since)", got, want, rebound.Done)
+	}
+}
+
+// The same on a cluster: a Job's evicted pods go, and the Job controller
+// makes new ones (new names) only after its failure backoff (10 s, then
+// 20 s, ...), so rounds run while the gang has no pod at all, and the
+// state forgets it. Its new pods must still be credited the work it had
+// done: its new bind-info says it (done), and LAS orders it by the
+// service it had. Here a rounds passes between a's eviction and its new
+// pod, which has a new name; the gang is kept by pal.io/gang.
+func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement = "las", "packed-sticky"
+	cfg.LocalityPenalty, cfg.Models = 1, models
+	cfg.Period = Duration{100 * time.Second}
+	w := newWorld(t, cfg, 1, 1, 4)
+	t0 := time.Unix(1_000_000, 0)
+	ann := func(g string) map[string]string {
+		return map[string]string{AnnModel: "unit", AnnIterations: "100000", AnnGang: g, AnnGangSize: "1"}
+	}
+	w.create("a", 4, ann("ga"), t0)
+	var rebound *BindInfo
+	for r := 0; r <= 12 && rebound == nil; r++ {
+		at := t0.Add(time.Duration(r) * 100 * time.Second)
+		if r == 3 {
+			w.create("b", 4, ann("gb"), at.Add(-50*time.Second))
+		}
+		w.mu.Lock()
+		var gone []*corev1.Pod
+		for _, p := range w.pods {
+			if p.DeletionTimestamp != nil {
+				gone = append(gone, p)
+			}
+		}
+		w.mu.Unlock()
+		for _, old := range gone {
+			w.remove(old.Namespace + "/" + old.Name)
+			w.deliver(-1)
+			w.round(at.Add(-50 * time.Second)) // the controller's backoff: no pod of the gang
+			n := old.DeepCopy()
+			n.Name += "x"
+			w.recreate(n)
+		}
+		w.deliver(-1)
+		w.round(at)
+		w.deliver(-1)
+		w.mu.Lock()
+		for _, p := range w.pods {
+			if p.Annotations[AnnGang] == "ga" && p.Name != "a" && p.Spec.NodeName != "" {
+				bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+				if err != nil {
+					t.Fatal(err)
+				}
+				rebound = bi
+			}
+		}
+		w.mu.Unlock()
+	}
+	if rebound == nil {
+		t.Fatal("a was not placed again within 12 rounds")
+	}
+	if !(rebound.Done >= 200) {
+		t.Errorf("a placed again after its controller's backoff; its bind-info records done %v, want the iterations it had run (at least 200)", rebound.Done)
 	}
 }

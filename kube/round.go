@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/kube/bind"
@@ -67,6 +69,11 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	for _, b := range snap.Bad {
 		s.wait(b.Pod.Namespace+"/pod:"+b.Pod.Name, []*corev1.Pod{b.Pod}, b.Why)
 	}
+	for k, e := range s.evictedWork {
+		if time.Since(e.at) > evictedWorkKept {
+			delete(s.evictedWork, k)
+		}
+	}
 	for _, g := range snap.Removed {
 		delete(s.faulty, g.Key)
 		if f, ok := s.pol.sched.(interface{ Forget(id int) }); ok && g.Job != nil {
@@ -121,6 +128,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				continue // its node left the cluster: not placeable until it ends
 			}
 			j.MoveCost = s.moveCost(g)
+			if len(s.evictedWork) > 0 {
+				s.resumeEvicted(g)
+			}
 			if g.State == state.GangRunning {
 				j.GPUsHeld = g.GPUs
 				first := j.Attained == 0 // no round of this scheduler has credited it yet
@@ -829,6 +839,11 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 	}
 	s.log.Info("evicting gang", "gang", gangName(g.Key), "pods", strings.Join(names, ","), "why", why)
 	s.learnEvicted(g.Key)
+	if j := g.Job; j != nil && (j.Executed > 0 || j.Attained > 0) {
+		if uid := controllerUID(g.Bound); uid != "" {
+			s.evictedWork[g.Key] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, time.Now()}
+		}
+	}
 	s.markDisrupted(g, why)
 	var tasks []*bind.Task
 	now := time.Now()
@@ -977,4 +992,58 @@ func (s *Scheduler) meanScore(order []*workload.Job, alloc [][]int) float64 {
 		return 0
 	}
 	return sum / float64(n)
+}
+
+// evictedWork is what a gang had been credited when this scheduler
+// evicted it. Its controller makes its pods again, but a Job's only after
+// its failure backoff (10 s, doubling): rounds run meanwhile with no pod
+// of the gang, the state forgets it, and its new pods would make a new
+// job that had run nothing: its new bind-info would record no done, and
+// LAS would read it as never served.
+type evictedWork struct {
+	executed, attained, service float64
+	owner                       types.UID // the pods' controller
+	at                          time.Time
+}
+
+// evictedWorkKept is how long an evicted gang's work waits for its pods
+// to come back (a Job's backoff is at most 6 minutes).
+const evictedWorkKept = time.Hour
+
+// resumeEvicted credits a queued or running gang that this scheduler
+// evicted, and whose record the state forgot while it had no pod, with
+// the work it had been credited, when its pods have the controller the
+// evicted ones had (a Job deleted and submitted again under its name
+// starts over). A gang the state kept has its work and needs nothing.
+// Records older than evictedWorkKept are dropped (Round).
+func (s *Scheduler) resumeEvicted(g *gang) {
+	e, ok := s.evictedWork[g.Key]
+	if !ok {
+		return
+	}
+	delete(s.evictedWork, g.Key)
+	j := g.Job
+	if j.Executed > 0 || j.Attained > 0 {
+		return // kept by the state: its work is its own
+	}
+	pods := g.Pending
+	if len(pods) == 0 {
+		pods = g.Bound
+	}
+	if controllerUID(pods) != e.owner {
+		return
+	}
+	j.Executed, j.Attained, j.GPUService = e.executed, e.attained, e.service
+}
+
+// controllerUID is the UID of the controller of pods' first pod ("" for
+// none: a bare pod is not made again).
+func controllerUID(pods []*corev1.Pod) types.UID {
+	if len(pods) == 0 {
+		return ""
+	}
+	if ref := metav1.GetControllerOfNoCopy(pods[0]); ref != nil {
+		return ref.UID
+	}
+	return ""
 }

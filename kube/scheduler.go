@@ -114,22 +114,25 @@ type Scheduler struct {
 	shardsSeen atomic.Uint64
 
 	// Round state (only the round goroutine touches it).
-	lastWhy   map[string]string // gang -> last FailedScheduling message
-	whyGen    uint64            // the state generation lastWhy was last cleaned at
-	whyLen    int               // and its size then
-	scoresKey string
-	scores    *policy.Scores
-	raw       *variability.Table
-	told      map[string]bool // nodes already told they run at the median (those with a Node object)
-	warned    map[string]bool // state warnings already logged
-	lastRound time.Time
-	jobTime   float64 // the rounds' elapsed times, scaled: the clock of the estimates
-	plan      planner
-	pmGen     uint64             // the plan generation running gangs' slowdowns were set at
-	pmRaw     *variability.Table // and the scores
-	pure      bool               // the placer's answer depends only on its input (policy.Pure)
-	actions   int64              // binds, evictions and set-asides handed out, ever
-	faulty    map[string]uint64  // gangs whose planning panicked -> the state generation then
+	lastWhy map[string]string // gang -> last FailedScheduling message
+	// evictedWork is what was credited to each gang this scheduler
+	// evicted, by gang key, until its pods are seen again (resumeEvicted).
+	evictedWork map[string]evictedWork
+	whyGen      uint64 // the state generation lastWhy was last cleaned at
+	whyLen      int    // and its size then
+	scoresKey   string
+	scores      *policy.Scores
+	raw         *variability.Table
+	told        map[string]bool // nodes already told they run at the median (those with a Node object)
+	warned      map[string]bool // state warnings already logged
+	lastRound   time.Time
+	jobTime     float64 // the rounds' elapsed times, scaled: the clock of the estimates
+	plan        planner
+	pmGen       uint64             // the plan generation running gangs' slowdowns were set at
+	pmRaw       *variability.Table // and the scores
+	pure        bool               // the placer's answer depends only on its input (policy.Pure)
+	actions     int64              // binds, evictions and set-asides handed out, ever
+	faulty      map[string]uint64  // gangs whose planning panicked -> the state generation then
 
 	// restoreBackfill: the next round gives the backfill placer what the
 	// running gangs' pods record of the promises an earlier process or
@@ -178,7 +181,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 		kick:    make(chan struct{}, 1),
 		epoch:   float64(time.Now().UnixNano()) / 1e9,
 		cost:    workload.MoveCost{Migration: cfg.MigrationCost.Seconds()},
-		lastWhy: map[string]string{}, told: map[string]bool{}, warned: map[string]bool{},
+		lastWhy: map[string]string{}, evictedWork: map[string]evictedWork{}, told: map[string]bool{}, warned: map[string]bool{},
 		groupWrote: map[string]string{}, boundGangs: map[string]bool{}, faulty: map[string]uint64{},
 	}
 	for _, o := range opts {
