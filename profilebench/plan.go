@@ -318,7 +318,8 @@ func ReadPlan(cm *corev1.ConfigMap) (*Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("configmap %s/%s %s: %v", cm.Namespace, cm.Name, PlanKey, err)
+		// encoding/json quotes the field it does not know whole.
+		return nil, fmt.Errorf("configmap %s/%s %s: %s", cm.Namespace, cm.Name, PlanKey, quote.Message(err.Error()))
 	}
 	if p.RunID != cm.Labels[LabelRun] {
 		return nil, fmt.Errorf("configmap %s/%s %s: run id %s against label %s=%s", cm.Namespace, cm.Name, PlanKey, quote.Value(p.RunID), LabelRun, quote.Value(cm.Labels[LabelRun]))
@@ -329,7 +330,8 @@ func ReadPlan(cm *corev1.ConfigMap) (*Plan, error) {
 	q, err := NewPlan(p.Nodes, Options{RunID: p.RunID, Image: p.Image, Namespace: p.Namespace, SchedulerName: p.Scheduler,
 		Models: p.Models, Repetitions: p.Repetitions, Iterations: p.Iterations, PerGPU: p.Concurrency == "gpu", Deadline: p.Deadline})
 	if err != nil {
-		return nil, fmt.Errorf("configmap %s/%s %s: %v", cm.Namespace, cm.Name, PlanKey, err)
+		// encoding/json quotes the field it does not know whole.
+		return nil, fmt.Errorf("configmap %s/%s %s: %s", cm.Namespace, cm.Name, PlanKey, quote.Message(err.Error()))
 	}
 	return q, nil
 }

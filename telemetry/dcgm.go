@@ -170,7 +170,7 @@ func Parse(source, defaultHost string, r io.Reader) ([]GPU, error) {
 			g = &GPU{Hostname: host, GPU: n, UUID: uuid, SMClock: math.NaN(), Power: math.NaN(), Temp: math.NaN(), Util: math.NaN()}
 			byKey[k] = g
 		} else if uuid != "" && g.UUID != "" && uuid != g.UUID {
-			return nil, fmt.Errorf("GPU %s is %s in one sample and %s in another", k, g.UUID, uuid)
+			return nil, fmt.Errorf("GPU %s is %s in one sample and %s in another", quote.Text(k), quote.Value(g.UUID), quote.Value(uuid))
 		} else if g.UUID == "" {
 			g.UUID = uuid
 		}

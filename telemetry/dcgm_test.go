@@ -169,7 +169,7 @@ func TestParseErrors(t *testing.T) {
 		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} 1\nDCGM_FI_DEV_SM_CLOCK{gpu=\"0\" 2\n", "x:2: "},
 		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"a\"} 1\n", `x: DCGM_FI_DEV_SM_CLOCK: label gpu="a" is not a device index`},
 		{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\"} 1.5\n", "x: DCGM_FI_DEV_CLOCKS_EVENT_REASONS for GPU h/0: 1.5 is not a bitmask"},
-		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"A\"} 1\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"B\"} 1\n", "GPU h/0 is A in one sample and B in another"},
+		{"DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"A\"} 1\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"B\"} 1\n", "GPU h/0 is \"A\" in one sample and \"B\" in another"},
 	} {
 		_, err := Parse("x", "h", strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
