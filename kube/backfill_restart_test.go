@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // restart replaces the world's scheduler by a fresh one on the same
@@ -51,15 +49,7 @@ func playOverrunWith(t *testing.T, w *world, at func(int) time.Time, runFor map[
 		w.deliver(-1)
 		w.round(at(sec))
 		w.deliver(-1)
-		w.mu.Lock()
-		var gone []*corev1.Pod
-		for _, p := range w.pods {
-			if p.DeletionTimestamp != nil {
-				gone = append(gone, p)
-			}
-		}
-		w.mu.Unlock()
-		for _, old := range gone {
+		for _, old := range w.deleting() {
 			w.remove("ns/" + old.Name)
 			evicted = append(evicted, fmt.Sprintf("%d: %s", sec, old.Name))
 			runFor[old.Name] -= sec - started[old.Name]

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // A gang preempted after running, and placed again, resumes from its
@@ -20,16 +18,7 @@ import (
 // 250 and, having attained less, takes the node at 300 (a is evicted and
 // its controller makes it again); a runs again once b has attained more.
 func TestBindInfoCarriesWorkDone(t *testing.T) {
-	models := filepath.Join(t.TempDir(), "models.yaml")
-	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Placement = "las", "packed-sticky"
-	cfg.LocalityPenalty, cfg.Models = 1, models
-	cfg.Period = Duration{100 * time.Second}
-	w := newWorld(t, cfg, 1, 1, 4)
-	t0 := time.Unix(1_000_000, 0)
+	w, t0 := lasWorld(t)
 	ann := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
 	w.create("a", 4, ann, t0)
 	var rebound *BindInfo
@@ -87,16 +76,7 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 // service it had. Here a rounds passes between a's eviction and its new
 // pod, which has a new name; the gang is kept by pal.io/gang.
 func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
-	models := filepath.Join(t.TempDir(), "models.yaml")
-	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Placement = "las", "packed-sticky"
-	cfg.LocalityPenalty, cfg.Models = 1, models
-	cfg.Period = Duration{100 * time.Second}
-	w := newWorld(t, cfg, 1, 1, 4)
-	t0 := time.Unix(1_000_000, 0)
+	w, t0 := lasWorld(t)
 	ann := func(g string) map[string]string {
 		return map[string]string{AnnModel: "unit", AnnIterations: "100000", AnnGang: g, AnnGangSize: "1"}
 	}
@@ -107,15 +87,7 @@ func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
 		if r == 3 {
 			w.create("b", 4, ann("gb"), at.Add(-50*time.Second))
 		}
-		w.mu.Lock()
-		var gone []*corev1.Pod
-		for _, p := range w.pods {
-			if p.DeletionTimestamp != nil {
-				gone = append(gone, p)
-			}
-		}
-		w.mu.Unlock()
-		for _, old := range gone {
+		for _, old := range w.deleting() {
 			w.remove(old.Namespace + "/" + old.Name)
 			w.deliver(-1)
 			w.round(at.Add(-50 * time.Second)) // the controller's backoff: no pod of the gang
@@ -144,4 +116,20 @@ func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
 	if !(rebound.Done >= 200) {
 		t.Errorf("a placed again after its controller's backoff; its bind-info records done %v, want the iterations it had run (at least 200)", rebound.Done)
 	}
+}
+
+// lasWorld is one 4-GPU node under LAS and packed-sticky placement,
+// rounds 100 s apart, with a unit model (pal.io/model unit: 1 s an
+// iteration, class A) and no locality penalty; t0 is its first round.
+func lasWorld(t *testing.T) (*world, time.Time) {
+	t.Helper()
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement = "las", "packed-sticky"
+	cfg.LocalityPenalty, cfg.Models = 1, models
+	cfg.Period = Duration{100 * time.Second}
+	return newWorld(t, cfg, 1, 1, 4), time.Unix(1_000_000, 0)
 }

@@ -504,22 +504,24 @@ func TestNoGPUTwiceUnderFaults(t *testing.T) {
 // makes it again, as the kubelet and its controller would, in name
 // order.
 func (w *world) recreateDeleted() {
-	w.mu.Lock()
-	var gone []string
-	for k, p := range w.pods {
-		if p.DeletionTimestamp != nil {
-			gone = append(gone, k)
-		}
-	}
-	w.mu.Unlock()
-	slices.Sort(gone)
-	for _, k := range gone {
-		w.mu.Lock()
-		old := w.pods[k]
-		w.mu.Unlock()
-		w.remove(k)
+	for _, old := range w.deleting() {
+		w.remove(old.Namespace + "/" + old.Name)
 		w.recreate(old)
 	}
+}
+
+// deleting is the pods being deleted (evicted), in name order.
+func (w *world) deleting() []*corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range w.pods {
+		if p.DeletionTimestamp != nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	return out
 }
 
 // recreate makes an evicted pod again, pending, as its controller would:
