@@ -5,8 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A gang preempted after running, and placed again, resumes from its
@@ -73,48 +76,67 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 // 20 s, ...), so rounds run while the gang has no pod at all, and the
 // state forgets it. Its new pods must still be credited the work it had
 // done: its new bind-info says it (done), and LAS orders it by the
-// service it had. Here a rounds passes between a's eviction and its new
-// pod, which has a new name; the gang is kept by pal.io/gang.
+// service it had. Here a round passes between a's eviction and its new
+// pod, which has a new name. The gang is kept by pal.io/gang, or, for a
+// Job of parallelism 1 (each pod a gang of its own, keyed by its name),
+// by the Job.
 func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
-	w, t0 := lasWorld(t)
-	ann := func(g string) map[string]string {
-		return map[string]string{AnnModel: "unit", AnnIterations: "100000", AnnGang: g, AnnGangSize: "1"}
-	}
-	w.create("a", 4, ann("ga"), t0)
-	var rebound *BindInfo
-	for r := 0; r <= 12 && rebound == nil; r++ {
-		at := t0.Add(time.Duration(r) * 100 * time.Second)
-		if r == 3 {
-			w.create("b", 4, ann("gb"), at.Add(-50*time.Second))
-		}
-		for _, old := range w.deleting() {
-			w.remove(old.Namespace + "/" + old.Name)
-			w.deliver(-1)
-			w.round(at.Add(-50 * time.Second)) // the controller's backoff: no pod of the gang
-			n := old.DeepCopy()
-			n.Name += "x"
-			w.recreate(n)
-		}
-		w.deliver(-1)
-		w.round(at)
-		w.deliver(-1)
-		w.mu.Lock()
-		for _, p := range w.pods {
-			if p.Annotations[AnnGang] == "ga" && p.Name != "a" && p.Spec.NodeName != "" {
-				bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
-				if err != nil {
-					t.Fatal(err)
+	yes := true
+	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ja", UID: "uid-job-a", Controller: &yes}}
+	for _, c := range []struct {
+		name   string
+		gang   bool // pal.io/gang (else a Job's pods)
+		owners []metav1.OwnerReference
+	}{
+		{"pal.io/gang", true, nil},
+		{"a Job of parallelism 1", false, job},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, t0 := lasWorld(t)
+			ann := func(g string) map[string]string {
+				a := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
+				if c.gang {
+					a[AnnGang], a[AnnGangSize] = g, "1"
 				}
-				rebound = bi
+				return a
 			}
-		}
-		w.mu.Unlock()
-	}
-	if rebound == nil {
-		t.Fatal("a was not placed again within 12 rounds")
-	}
-	if !(rebound.Done >= 200) {
-		t.Errorf("a placed again after its controller's backoff; its bind-info records done %v, want the iterations it had run (at least 200)", rebound.Done)
+			w.createWith("a", 4, ann("ga"), t0, c.owners)
+			var rebound *BindInfo
+			for r := 0; r <= 12 && rebound == nil; r++ {
+				at := t0.Add(time.Duration(r) * 100 * time.Second)
+				if r == 3 {
+					w.create("b", 4, ann("gb"), at.Add(-50*time.Second))
+				}
+				for _, old := range w.deleting() {
+					w.remove(old.Namespace + "/" + old.Name)
+					w.deliver(-1)
+					w.round(at.Add(-50 * time.Second)) // the controller's backoff: no pod of the gang
+					n := old.DeepCopy()
+					n.Name += "x"
+					w.recreate(n)
+				}
+				w.deliver(-1)
+				w.round(at)
+				w.deliver(-1)
+				w.mu.Lock()
+				for _, p := range w.pods {
+					if strings.HasPrefix(p.Name, "ax") && p.Spec.NodeName != "" {
+						bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+						if err != nil {
+							t.Fatal(err)
+						}
+						rebound = bi
+					}
+				}
+				w.mu.Unlock()
+			}
+			if rebound == nil {
+				t.Fatal("a was not placed again within 12 rounds")
+			}
+			if !(rebound.Done >= 200) {
+				t.Errorf("a placed again after its controller's backoff; its bind-info records done %v, want the iterations it had run (at least 200)", rebound.Done)
+			}
+		})
 	}
 }
 

@@ -841,7 +841,7 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 	s.learnEvicted(g.Key)
 	if j := g.Job; j != nil && (j.Executed > 0 || j.Attained > 0) {
 		if uid := controllerUID(g.Bound); uid != "" {
-			s.evictedWork[g.Key] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, time.Now()}
+			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, time.Now()}
 		}
 	}
 	s.markDisrupted(g, why)
@@ -1017,23 +1017,40 @@ const evictedWorkKept = time.Hour
 // starts over). A gang the state kept has its work and needs nothing.
 // Records older than evictedWorkKept are dropped (Round).
 func (s *Scheduler) resumeEvicted(g *gang) {
-	e, ok := s.evictedWork[g.Key]
-	if !ok {
-		return
-	}
-	delete(s.evictedWork, g.Key)
-	j := g.Job
-	if j.Executed > 0 || j.Attained > 0 {
-		return // kept by the state: its work is its own
-	}
 	pods := g.Pending
 	if len(pods) == 0 {
 		pods = g.Bound
+	}
+	k := workKey(g.Key, pods)
+	e, ok := s.evictedWork[k]
+	if !ok {
+		return
+	}
+	delete(s.evictedWork, k)
+	j := g.Job
+	if j.Executed > 0 || j.Attained > 0 {
+		return // kept by the state: its work is its own
 	}
 	if controllerUID(pods) != e.owner {
 		return
 	}
 	j.Executed, j.Attained, j.GPUService = e.executed, e.attained, e.service
+}
+
+// workKey is what an evicted gang's work is kept by: its gang key, but
+// for a one-pod gang of a batch Job (a Job of parallelism 1, whose pods
+// are gangs of their own, namespace/pod:NAME) its Job's UID, since the
+// pod the Job makes again has another name, and so another gang key.
+// Such a Job runs one pod at a time, so the next pod that gang's Job
+// makes after the eviction is the one that goes on with its work.
+func workKey(key string, pods []*corev1.Pod) string {
+	if len(pods) == 0 || !strings.Contains(key, "/pod:") {
+		return key
+	}
+	if ref := metav1.GetControllerOfNoCopy(pods[0]); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
+		return "job-uid:" + string(ref.UID)
+	}
+	return key
 }
 
 // controllerUID is the UID of the controller of pods' first pod ("" for

@@ -193,10 +193,18 @@ func (w *world) put(p *corev1.Pod) {
 // create makes a pod of ours (a StatefulSet's, so that it may be
 // evicted and comes back).
 func (w *world) create(name string, gpus int, ann map[string]string, at time.Time) {
+	w.createWith(name, gpus, ann, at, nil)
+}
+
+// createWith is create with the pod's owners given (nil: create's).
+func (w *world) createWith(name string, gpus int, ann map[string]string, at time.Time, owners []metav1.OwnerReference) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seq++
 	p := owned(pod(name, gpus, ann, ""))
+	if owners != nil {
+		p.OwnerReferences = owners
+	}
 	p.UID = k8stypes.UID(fmt.Sprintf("uid-%s-%d", name, w.seq))
 	p.CreationTimestamp = metav1.NewTime(at)
 	w.put(p)
@@ -535,5 +543,5 @@ func (w *world) recreate(old *corev1.Pod) {
 		}
 	}
 	gpus, _ := PodGPUs(old)
-	w.create(old.Name, gpus, ann, old.CreationTimestamp.Time)
+	w.createWith(old.Name, gpus, ann, old.CreationTimestamp.Time, old.OwnerReferences)
 }
