@@ -101,6 +101,7 @@ type themisStage struct {
 	lastSeen map[string]time.Time     // gang key -> start of the last round that saw it
 	appOf    map[string]string        // gang key -> app
 	leaseEnd map[string]float64       // gang key -> end of the lease its GPUs are on (policy clock)
+	inherit  map[string]bool          // gang keys whose leaseEnd an earlier policy granted (a restart's record, or before a rebuild)
 	rho      map[string]float64       // app -> ρ at its last auction
 	auction  float64                  // time of the last auction
 	exported map[string]bool          // apps with a pal_app_rho series
@@ -129,7 +130,7 @@ var standInKeep = JobBackoff(7)
 func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
 		next: 1, stand: map[string]*workload.Job{}, lastSeen: map[string]time.Time{}, appOf: map[string]string{},
-		leaseEnd: map[string]float64{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
+		leaseEnd: map[string]float64{}, inherit: map[string]bool{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
 		credit: map[string]float64{}, factor: map[string]float64{}}
 }
 
@@ -193,6 +194,9 @@ func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 	pol, err := t.newPolicy(t.rho)
 	if err != nil {
 		return err
+	}
+	for k := range t.leaseEnd {
+		t.inherit[k] = true // the new policy holds none of these
 	}
 	if t.pol != nil {
 		s.log.Warn("themis: the cluster's nodes or GPU scores changed; auctions start afresh (running gangs keep their leases)")
@@ -504,6 +508,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			// long its lease runs.
 			if end := t.recorded(g); end > t.now {
 				t.leaseEnd[g.Key] = end
+				t.inherit[g.Key] = true
 			}
 		}
 		id, submit, executed := sh.ID, sh.Submit, t.credit[g.Key]
@@ -532,6 +537,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			delete(t.lastSeen, k)
 			delete(t.appOf, k)
 			delete(t.leaseEnd, k)
+			delete(t.inherit, k)
 			delete(t.runs, k)
 			delete(t.credit, k)
 		}
@@ -544,6 +550,17 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		for a := range t.factor {
 			if !apps[a] {
 				delete(t.factor, a)
+			}
+		}
+	}
+	// A lease this scheduler recorded that the policy did not grant (it
+	// restarted, or the cluster changed and the policy is new) is handed
+	// to the policy, so that its auctions do not offer the gang's GPUs.
+	for i, j := range view {
+		key := byJob[order[i]].Key
+		if end := t.leaseEnd[key]; t.inherit[key] && j.Running() && end > t.now {
+			if app, _ := t.pol.Lease(j.GPUsHeld[0], t.now); app != t.appOf[key] {
+				t.pol.Honour(j.ID, end)
 			}
 		}
 	}
@@ -570,6 +587,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		if out[i] == nil {
 			if !j.Running() {
 				delete(t.leaseEnd, key)
+				delete(t.inherit, key)
 			}
 			continue
 		}
@@ -577,6 +595,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		// on GPUs the policy leased to another app keeps its own end.
 		if app, end := t.pol.Lease(out[i][0], t.now); app == t.appOf[key] && end > t.now {
 			t.leaseEnd[key] = end
+			delete(t.inherit, key) // this policy's lease now
 		}
 	}
 	t.export(s)

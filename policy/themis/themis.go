@@ -78,6 +78,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Honour tells the policy that job id, running on the GPUs it holds at
+// the next Place, is on a lease until end that this policy did not grant:
+// a driver that made a fresh policy (it restarted, or its cluster
+// changed and the GPUs were numbered again) and kept the leases of the
+// old one. At that job's next auction its GPUs are leased to its app
+// until end, so they are not offered while the lease runs. A GPU another
+// app holds a lease on here is left as it is, and an end not after the
+// round's time says nothing.
+func (p *Policy) Honour(id int, end float64) {
+	if p.honour == nil {
+		p.honour = map[int]float64{}
+	}
+	p.honour[id] = end
+}
+
 // Stats are what the policy saw over a run.
 type Stats struct {
 	Auctions int
@@ -116,6 +131,9 @@ type Policy struct {
 	// them still waiting at the next round, which then runs an auction
 	// instead of leaving their GPUs idle until the next lease expiry.
 	launching  map[int]bool
+	// honour is the leases a driver recorded for running jobs that this
+	// policy did not grant (see Honour), by job id: their ends.
+	honour     map[int]float64
 	contention float64 // ∫ (apps alive) dt
 	owner      []int   // scratch for check
 
@@ -362,6 +380,24 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			if err := p.leases.Release(h, []int{g}); err != nil {
 				p.violate("%v", err)
 			}
+		}
+	}
+	// Leases the driver kept from an earlier policy.
+	for _, j := range order {
+		end, ok := p.honour[j.ID]
+		if !ok {
+			continue
+		}
+		delete(p.honour, j.ID)
+		if !j.Running() || !(end > T) || math.IsInf(end, 0) {
+			continue
+		}
+		idx := p.jobApp[j.ID].idx
+		if slices.ContainsFunc(j.GPUsHeld, func(g int) bool { h := p.leases.Holder(g, T); return h >= 0 && h != idx }) {
+			continue
+		}
+		if err := p.leases.Grant(idx, j.GPUsHeld, T, end-T); err != nil {
+			p.violate("%v", err)
 		}
 	}
 	leased := func(j *workload.Job) bool {
