@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -112,12 +113,14 @@ type tenancyStage struct {
 	qlayout *tenant.Layout
 	qlearn  *learnStage
 	qgen    uint64
+	// outside: the running gangs the cells could not take in (told once).
+	outside map[int]bool
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
-	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}}
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}}
 	iv := &tenant.IntraVC{NewPlacer: mk, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
 		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: policy.PlacementRand(0)}, nil
 	}}
@@ -265,6 +268,11 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 			t.down[i] = !up
 		}
 	}
+	for id := range t.outside {
+		if !live[id] {
+			delete(t.outside, id)
+		}
+	}
 	for id, j := range t.held {
 		if !live[id] {
 			t.stage.Finish(j)
@@ -298,10 +306,10 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 // scheduler's pod, a gang running outside the cells), is given back at
 // once: the gang waits, and the cells stay as they were before it.
 //
-// A gang found running that the cells do not hold (the scheduler
-// restarted) keeps its GPUs and stays outside the cells until it ends:
-// HiveD has no way to adopt a placement it did not make, and moving a
-// running gang to fit the cells would kill its work.
+// A gang found running that the cells do not hold and could not take in
+// (adoptRunning: its GPUs are not all in the cells) keeps its GPUs and
+// stays outside the cells until it ends: moving a running gang to fit the
+// cells would kill its work.
 func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.Job, placer policy.Placer) [][]int {
 	if t.hived == nil {
 		// Quota places each VC on the round's cluster, without the GPUs
@@ -416,7 +424,82 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 		s.log.Error("round: tenancy", "err", err)
 	}
 	s.syncTenancyQuarantine()
+	s.adoptRunning(kept, byJob)
 	return kept
+}
+
+// adoptRunning gives the cells the gangs found running that they do not
+// hold (the scheduler restarted, or the gang was bound before the cells
+// could map its GPUs), as HiveD re-reads its allocated pods when it
+// restarts: a guaranteed gang that its VC's cells can hold is its VC's
+// again, so the VC's accounting stays whole across a restart; one they
+// cannot hold runs on lazily preempted (opportunistic until a guaranteed
+// gang needs its GPUs); an opportunistic one as opportunistic. Guaranteed
+// gangs go first, the longest running first. A gang whose GPUs the cells
+// cannot map (a node outside the cells) stays outside them until it ends.
+func (s *Scheduler) adoptRunning(order []*workload.Job, byJob map[*workload.Job]*gang) {
+	t := s.ten
+	if t.hived == nil {
+		return
+	}
+	var found []*workload.Job
+	for _, j := range order {
+		if j.GPUsHeld != nil && t.held[j.ID] == nil {
+			found = append(found, j)
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	slices.SortStableFunc(found, func(a, b *workload.Job) int {
+		if ga, gb := a.VCPriority != tenancy.Opportunistic, b.VCPriority != tenancy.Opportunistic; ga != gb {
+			if ga {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.FirstStart, b.FirstStart)
+	})
+	fromSnap := map[int]int{}
+	for g, r := range t.toSnap {
+		if r >= 0 {
+			fromSnap[r] = g
+		}
+	}
+	for _, j := range found {
+		gpus := make([]int, 0, len(j.GPUsHeld))
+		for _, r := range j.GPUsHeld {
+			if g, ok := fromSnap[r]; ok {
+				gpus = append(gpus, g)
+			}
+		}
+		name := byJob[j].Key
+		if len(gpus) < len(j.GPUsHeld) {
+			if !t.outside[j.ID] {
+				t.outside[j.ID] = true
+				s.log.Warn("tenancy: a running gang's GPUs are not all in the cells; it keeps them outside the cells until it ends", "gang", name)
+			}
+			continue
+		}
+		guaranteed, err := t.hived.Adopt(j, gpus)
+		if err != nil {
+			if !t.outside[j.ID] {
+				t.outside[j.ID] = true
+				s.log.Warn("tenancy: a running gang stays outside the cells until it ends", "gang", name, "err", err)
+			}
+			continue
+		}
+		delete(t.outside, j.ID)
+		t.held[j.ID] = j
+		how := "guaranteed"
+		switch {
+		case j.VCPriority == tenancy.Opportunistic:
+			how = "opportunistic"
+		case !guaranteed:
+			how = "lazily preempted (its VC's cells cannot hold it)"
+		}
+		s.log.Info("tenancy: running gang taken into the cells", "gang", name, "vc", j.VC, "as", how)
+	}
 }
 
 // viewPlacer hands the quota stage's kept jobs to the round's placer on

@@ -183,3 +183,54 @@ func TestTenancyPinnedCell(t *testing.T) {
 		}
 	}
 }
+
+// A scheduler that restarts finds a gang of VC A running on n1 (its
+// bind-info written by the scheduler before). The cells take it back as
+// A's, as HiveD re-reads an allocated pod's placement when it restarts:
+// A's one cell is in use, so a-new waits, and B's guarantee is whole, so
+// b-0 binds n0. Before, the running gang stayed outside the cells: A's
+// cell looked free, a-new took n0 (A held 8 GPUs of its 4) and b-0 waited
+// for a-old to end.
+func TestTenancyRestartAdoptsRunningGangs(t *testing.T) {
+	old := pod("a-old", 4, vcAnn("A", ""), "n1")
+	old.Annotations[AnnGPUIndices] = "0,1,2,3"
+	objs := []runtime.Object{node("n0", 4), node("n1", 4), old,
+		pod("a-new", 4, vcAnn("A", ""), ""), pod("b-0", 4, vcAnn("B", ""), "")}
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	s := startRounds(t, cfg, cs)
+	for range 2 {
+		roundWait(s, context.Background(), time.Now())
+	}
+	if got := keys(fc.binds); !slices.Equal(got, []string{"b-0"}) {
+		t.Fatalf("binds %v, want b-0 only (A's cell runs a-old)", got)
+	}
+	if b := fc.binds["b-0"]; b.Target.Name != "n0" {
+		t.Errorf("b-0 bound to %s, want n0", b.Target.Name)
+	}
+	if !strings.Contains(s.lastWhy["ns/pod:a-new"], "waits at queue position") {
+		t.Errorf("a-new: %q", s.lastWhy["ns/pod:a-new"])
+	}
+}
+
+// A restart finds VC A running two gangs on its one cell's worth (the
+// second was lazily preempted before, or A's cells shrank while the
+// scheduler was down): the first is A's again, the second runs on lazily
+// preempted, and B's gang, whose cell must bind its node, evicts it
+// rather than waiting for it to end.
+func TestTenancyRestartLazilyPreemptsOverQuota(t *testing.T) {
+	first, second := pod("a-old", 4, vcAnn("A", ""), "n1"), owned(pod("a-two", 4, vcAnn("A", ""), "n0"))
+	first.Annotations[AnnGPUIndices], second.Annotations[AnnGPUIndices] = "0,1,2,3", "0,1,2,3"
+	objs := []runtime.Object{node("n0", 4), node("n1", 4), first, second, pod("b-0", 4, vcAnn("B", ""), "")}
+	cs, fc := newFake(t, objs...)
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	s := startRounds(t, cfg, cs)
+	roundWait(s, context.Background(), time.Now())
+	if len(fc.binds) != 0 || !slices.Equal(fc.evicted, []string{"a-two"}) {
+		t.Fatalf("binds %v, evicted %v; want a-two evicted for b-0", keys(fc.binds), fc.evicted)
+	}
+}

@@ -192,3 +192,47 @@ func (h *HiveD) Leaving(j *workload.Job) bool {
 	_, ok := h.leaving[j.ID]
 	return ok
 }
+
+// Adopt takes a job that already runs on GPUs (cluster ids) the stage did
+// not give it, a driver's scheduler having restarted, into the cells as
+// its group (tenancy.Scheduler.Adopt, HiveD re-reading an allocated pod's
+// placement): a guaranteed job its VC's cells can hold is guaranteed
+// again and found in its VC's pool at the next Place; one they cannot
+// runs on lazily preempted; an opportunistic one as opportunistic. From
+// then on the job is the stage's like any it placed (Finish releases it).
+// It reports whether the job is guaranteed; an error changes nothing.
+func (h *HiveD) Adopt(j *workload.Job, gpus []int) (bool, error) {
+	if h.held[j.ID] {
+		return false, fmt.Errorf("tenant: job %d already holds cells", j.ID)
+	}
+	c := h.l.Cluster
+	var ps []tenancy.Pod
+	for _, g := range gpus {
+		if g < 0 || g >= c.Size() {
+			return false, fmt.Errorf("tenant: no GPU %d", g)
+		}
+		name := c.Nodes[c.GPUs[g].Node].Name
+		dev, ok := -1, false
+		for d, id := range h.l.gpuID[name] {
+			if id == g {
+				dev, ok = d, true
+			}
+		}
+		if !ok {
+			return false, fmt.Errorf("tenant: GPU %d is in no cell", g)
+		}
+		k := slices.IndexFunc(ps, func(p tenancy.Pod) bool { return p.Node == name })
+		if k < 0 {
+			ps = append(ps, tenancy.Pod{Node: name})
+			k = len(ps) - 1
+		}
+		ps[k].GPUs = append(ps[k].GPUs, dev)
+	}
+	req := tenancy.Request{Group: groupName(j.ID), VC: h.l.vcOf(&j.Spec), Priority: j.VCPriority, PinnedCell: j.PinnedCell}
+	ok, err := h.s.Adopt(req, ps)
+	if err != nil {
+		return false, err
+	}
+	h.held[j.ID] = true
+	return ok, nil
+}
