@@ -401,9 +401,11 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	if s.cfg.CellsConfigMap != "" && s.ten.hived != nil {
 		s.watchCells(snap)
 	}
+	// A gang holds its cells while any of its pods holds GPUs or waits for
+	// them; one all of whose pods finished (a Job keeps them) holds none.
 	live := map[int]bool{}
 	for _, g := range snap.Gangs {
-		if g.Job != nil {
+		if g.Job != nil && len(g.Bound)+len(g.Pending) > 0 {
 			live[g.Job.ID] = true
 		}
 	}

@@ -234,3 +234,66 @@ func TestTenancyRestartLazilyPreemptsOverQuota(t *testing.T) {
 		t.Fatalf("binds %v, evicted %v; want a-two evicted for b-0", keys(fc.binds), fc.evicted)
 	}
 }
+
+// A Job's pods stay after they succeed. Under hived a gang all of whose
+// pods finished leaves its cells: b1's end frees B's cell, so b2 (B)
+// binds n1 where b1 ran. Before, the finished gang kept its cells while
+// its pods existed, and B's layer, which no longer saw it, placed b2 on
+// them: the commit failed and no round placed anything ("the placement
+// failed: tenant: tenancy: group 3: leaf used by group 2").
+func TestTenancyFinishedGangLeavesItsCells(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	step := func(what, want string) {
+		t.Helper()
+		if got := w.step(&at, what); got != want {
+			t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
+		}
+	}
+	w.create("a1", 4, vcAnn("A", ""), at)
+	w.create("b1", 4, vcAnn("B", ""), at)
+	step("round 1", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")
+	w.finish("ns/b1")
+	step("b1 finished", "ns/a1@n0[0,1,2,3]")
+	w.create("b2", 4, vcAnn("B", ""), at)
+	step("b2 arrives", "ns/a1@n0[0,1,2,3] ns/b2@n1[0,1,2,3]")
+	if strings.Contains(w.log.String(), "level=ERROR") {
+		t.Errorf("errors in the log:\n%s", w.log.String())
+	}
+}
+
+// A gang of two pods of which one finished still holds its cells (its
+// other pod runs), but the round's order no longer has it: B's layer must
+// not offer its leaves to b2, which waits for the gang's end and then
+// binds. Before, b2 was placed on them and the commit's fault failed
+// every round.
+func TestTenancyLeavingGangKeepsItsLeaves(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	step := func(what, want string) {
+		t.Helper()
+		if got := w.step(&at, what); got != want {
+			t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
+		}
+	}
+	g := func() map[string]string { a := gangAnn("g", 2); a[AnnVC] = "B"; return a }
+	w.create("g-0", 2, g(), at)
+	w.create("g-1", 2, g(), at)
+	w.create("a1", 4, vcAnn("A", ""), at)
+	step("round 1", "ns/a1@n0[0,1,2,3] ns/g-0@n1[0,1] ns/g-1@n1[2,3]")
+	w.finish("ns/g-0")
+	step("g-0 finished", "ns/a1@n0[0,1,2,3] ns/g-1@n1[2,3]")
+	w.create("b2", 2, vcAnn("B", ""), at)
+	step("b2 arrives", "ns/a1@n0[0,1,2,3] ns/g-1@n1[2,3]")
+	if strings.Contains(w.log.String(), "level=ERROR") {
+		t.Fatalf("errors in the log:\n%s", w.log.String())
+	}
+	w.finish("ns/g-1")
+	step("g-1 finished", "ns/a1@n0[0,1,2,3] ns/b2@n1[0,1]")
+}

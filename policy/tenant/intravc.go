@@ -157,7 +157,8 @@ type poolLayer struct {
 	at   []int // jobs[k] is the VC's jobs[at[k]]
 	pods [][]*tenancy.VCell
 	// shown and sub: the GPUs hidden from the placer while a quarantined
-	// device is shown to the VC, and the pool without them (hideBad).
+	// device is shown to the VC or a leaving gang holds them, and the pool
+	// without them (hide).
 	shown []bool
 	sub   subCluster
 }
@@ -517,7 +518,11 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		L.ms[P.at[k]] = m // for the next round (member)
 	}
 	var alloc [][]int
-	if h.s.NumQuarantined() > 0 && P.hideBad() {
+	// A member holding GPUs that no job of the round stands for (a
+	// driver's gang whose pods are leaving: it holds its cells until they
+	// are gone) keeps them: its leaves are hidden from the placer.
+	absent, bad := running < P.nheld, h.s.NumQuarantined() > 0
+	if (absent || bad) && P.hide(bad, absent) {
 		alloc = P.placeWithout()
 	} else {
 		P.view = P.view[:0]
@@ -574,32 +579,46 @@ type fitting interface {
 	PlaceHeldFitting(env *policy.Env, order []*workload.Job) [][]int
 }
 
-// hideBad marks, in P.shown, the pool's virtual GPUs that its placer must
-// not be offered: leaves on bad hardware (a quarantined device shown to
-// the VC as taken) that none of the pool's jobs holds. It reports whether
-// there is any.
-func (P *poolLayer) hideBad() bool {
+// hide marks, in P.shown, the pool's virtual GPUs that its placer must
+// not be offered: with bad, leaves on bad hardware (a quarantined device
+// shown to the VC as taken) that none of the pool's jobs holds; with
+// absent, the leaves of members that hold GPUs but are not among the
+// round's jobs. It reports whether there is any.
+func (P *poolLayer) hide(bad, absent bool) bool {
 	if len(P.shown) != len(P.leaf) {
 		P.shown = make([]bool, len(P.leaf))
 	}
 	any := false
 	for x, v := range P.leaf {
-		P.shown[x] = v.OnBad() && !v.Busy()
+		P.shown[x] = bad && v.OnBad() && !v.Busy()
 		any = any || P.shown[x]
 	}
-	if !any {
-		return false
-	}
-	for _, m := range P.mem {
-		for _, x := range m.held {
-			P.shown[x] = false
+	if any {
+		for _, m := range P.mem {
+			for _, x := range m.held {
+				P.shown[x] = false
+			}
 		}
 	}
-	return true
+	if absent {
+		in := make(map[int]bool, len(P.jobs))
+		for _, j := range P.jobs {
+			in[j.ID] = true
+		}
+		for _, m := range P.mem {
+			if m.held != nil && !in[m.id] {
+				for _, x := range m.held {
+					P.shown[x] = true
+					any = true
+				}
+			}
+		}
+	}
+	return any
 }
 
 // placeWithout runs the pool's placer on the pool less its hidden GPUs
-// (hideBad): a sub-cluster of the rest, as quota gives each VC, with the
+// (hide): a sub-cluster of the rest, as quota gives each VC, with the
 // pool's scores restricted to it, and maps the answer back.
 func (P *poolLayer) placeWithout() [][]int {
 	jobs := P.jobs
