@@ -80,7 +80,9 @@ func (s *Scheduler) reserved(j *workload.Job) string {
 	if math.IsInf(b.Last.In, 1) {
 		return "; backfill keeps its place at the head, no running gang's end is known"
 	}
-	return fmt.Sprintf("; backfill reserves %d GPUs for it, free in about %.0f s by the running gangs' pal.io/iterations", len(b.Last.GPUs), b.Last.In)
+	// b.Last.In is on the placer's clock (the jobs' seconds); the message
+	// is read beside wall times, so it says wall seconds.
+	return fmt.Sprintf("; backfill reserves %d GPUs for it, free in about %.0f s by the running gangs' pal.io/iterations", len(b.Last.GPUs), b.Last.In/s.cfg.TimeScale)
 }
 
 // The promises backfill made outlive the process through the pods: a

@@ -185,3 +185,34 @@ func backfillCase(t *testing.T, placement, mode string) (*world, time.Time, func
 	}
 	return w, t0, clockAt(t0), ann
 }
+
+// The waiting message's "free in about N s" is wall seconds, as the
+// estimated start beside it is: under timeScale 10 (a replay's speedup)
+// gang a's 1000 s of work ends 100 wall seconds after it binds, and g's
+// reservation says so. It used to give the placer's 1000 jobs' seconds
+// (a dev cluster at timeScale 10 read "free in about 99567 s" beside an
+// estimated start 2 h 46 min, 9,958 s, away).
+func TestBackfillReservationInWallSeconds(t *testing.T) {
+	models := filepath.Join(t.TempDir(), "models.yaml")
+	if err := os.WriteFile(models, []byte("models:\n  - name: unit\n    iter_time_s: 1\n    class: A\n    paper_class: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement, cfg.Backfill = "fifo", "packed-sticky", "easy"
+	cfg.LocalityPenalty, cfg.Models, cfg.TimeScale = 1, models, 10
+	cfg.Period = Duration{10 * time.Second}
+	w := newWorld(t, cfg, 1, 4, 4)
+	t0 := time.Unix(1_000_000, 0)
+	for i := range 2 {
+		w.create(fmt.Sprintf("a-%d", i), 4, map[string]string{AnnModel: "unit", AnnIterations: "1000", AnnGang: "a", AnnGangSize: "2"}, t0.Add(-10*time.Second))
+	}
+	for i := range 4 {
+		w.create(fmt.Sprintf("g-%d", i), 4, map[string]string{AnnModel: "unit", AnnIterations: "500", AnnGang: "g", AnnGangSize: "4"}, t0.Add(-3*time.Second))
+	}
+	w.deliver(-1)
+	w.round(t0)
+	w.deliver(-1)
+	if want := "backfill reserves 16 GPUs for it, free in about 100 s"; !strings.Contains(w.log.String(), want) {
+		t.Errorf("no waiting message says %q:\n%s", want, w.log.String())
+	}
+}
