@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/kube/podspec"
 	"github.com/palsched/pal/round"
+	"github.com/palsched/pal/tenancy"
 	"github.com/palsched/pal/workload"
 )
 
@@ -73,6 +75,26 @@ func takers(snap *snapshot, self *workload.Job, gpus []int, byID map[int]*gang, 
 	return names, ahead
 }
 
+// cellsTakers names the gangs that HiveD's stateful preemption evicts
+// job for: each holds cells job runs on and binds once job is gone.
+func (s *Scheduler) cellsTakers(job *workload.Job, byID map[int]*gang) []string {
+	if s.ten == nil || s.ten.hived == nil {
+		return nil
+	}
+	var out []string
+	self := strconv.Itoa(job.ID)
+	for pre, victims := range s.ten.hived.Cells().Preempting() {
+		if !slices.Contains(victims, self) {
+			continue
+		}
+		if id, err := strconv.Atoi(pre); err == nil && byID[id] != nil {
+			out = append(out, gangName(byID[id].Key))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // reason says why a round preempts or migrates a gang, naming gangs and
 // devices as a person reads them, and the true cause: the scheduling
 // order (a job ahead takes the GPUs) or the placement's re-plan.
@@ -84,6 +106,13 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 		at := fmt.Sprintf("preempted at queue position %d under %s", d.Index+1, sched)
 		switch {
 		case len(who) == 0:
+			if pre := s.cellsTakers(d.Job, byID); len(pre) > 0 {
+				how := "it ran as opportunistic"
+				if d.Job.VCPriority != tenancy.Opportunistic {
+					how = "it ran lazily preempted, outside its VC's cells"
+				}
+				return fmt.Sprintf("%s: %s on the cells that %s (guaranteed) needs; it binds once this gang's pods are gone", at, how, strings.Join(pre, ", "))
+			}
 			return fmt.Sprintf("%s: the %s placement left it out of the round's plan", at, place)
 		case ahead:
 			return fmt.Sprintf("%s: its %s go to %s, ordered ahead of it", at, snap.Devices(d.From), strings.Join(who, ", "))

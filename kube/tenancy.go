@@ -475,7 +475,7 @@ func (s *Scheduler) adoptRunning(order []*workload.Job, byJob map[*workload.Job]
 				gpus = append(gpus, g)
 			}
 		}
-		name := byJob[j].Key
+		name := gangName(byJob[j].Key)
 		if len(gpus) < len(j.GPUsHeld) {
 			if !t.outside[j.ID] {
 				t.outside[j.ID] = true

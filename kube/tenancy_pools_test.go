@@ -124,6 +124,10 @@ func TestTenancyPreemptorWaitsForVictims(t *testing.T) {
 	if w.pods["ns/o"].DeletionTimestamp == nil {
 		t.Fatal("o was not evicted")
 	}
+	// The eviction names its cause: g needs the cells o ran on.
+	if want := `why="preempted at queue position 2 under fifo: it ran as opportunistic on the cells that pod ns/g (guaranteed) needs; it binds once this gang's pods are gone"`; !strings.Contains(w.log.String(), want) {
+		t.Errorf("o's eviction does not say %s:\n%s", want, w.log.String())
+	}
 	step("round 3", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
 	// g holds its cells all along, waiting for o (one victim still on them).
 	if pre := w.s.ten.hived.Cells().Preempting(); len(pre) != 1 || len(slices.Collect(maps.Values(pre))[0]) != 1 {
