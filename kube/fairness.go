@@ -102,6 +102,7 @@ type themisStage struct {
 	appOf    map[string]string        // gang key -> app
 	leaseEnd map[string]float64       // gang key -> end of the lease its GPUs are on (policy clock)
 	inherit  map[string]bool          // gang keys whose leaseEnd an earlier policy granted (a restart's record, or before a rebuild)
+	byWork   map[string]string        // a Job of parallelism 1's workKey -> the gang key of its pod this scheduler evicted
 	rho      map[string]float64       // app -> ρ at its last auction
 	auction  float64                  // time of the last auction
 	exported map[string]bool          // apps with a pal_app_rho series
@@ -130,7 +131,7 @@ var standInKeep = JobBackoff(7)
 func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
 		next: 1, stand: map[string]*workload.Job{}, lastSeen: map[string]time.Time{}, appOf: map[string]string{},
-		leaseEnd: map[string]float64{}, inherit: map[string]bool{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
+		leaseEnd: map[string]float64{}, inherit: map[string]bool{}, byWork: map[string]string{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
 		credit: map[string]float64{}, factor: map[string]float64{}}
 }
 
@@ -490,10 +491,17 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	}
 	// Stand-ins: one per gang, kept through evictions.
 	seen := map[string]bool{}
+	inRound := make(map[string]bool, len(order))
+	for _, j := range order {
+		inRound[byJob[j].Key] = true
+	}
 	view := make([]*workload.Job, len(order))
 	for i, j := range order {
 		g := byJob[j]
 		sh := t.stand[g.Key]
+		if sh == nil {
+			sh = t.takeOver(g, inRound)
+		}
 		if sh == nil {
 			sh = new(workload.Job)
 			*sh = *j
@@ -533,13 +541,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		if last, ok := t.lastSeen[k]; !ok {
 			t.lastSeen[k] = start
 		} else if start.Sub(last) > standInKeep+3*t.period {
-			delete(t.stand, k)
-			delete(t.lastSeen, k)
-			delete(t.appOf, k)
-			delete(t.leaseEnd, k)
-			delete(t.inherit, k)
-			delete(t.runs, k)
-			delete(t.credit, k)
+			t.forget(k)
 		}
 	}
 	if len(t.factor) > 0 {
@@ -600,6 +602,58 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	}
 	t.export(s)
 	return out
+}
+
+// evicted notes that the scheduler evicts gang g: a Job of parallelism
+// 1's next pod takes over its stand-in (takeOver).
+func (t *themisStage) evicted(g *gang) {
+	if t == nil {
+		return
+	}
+	if wk := workKey(g.Key, g.Bound); wk != g.Key && t.stand[g.Key] != nil {
+		t.byWork[wk] = g.Key
+	}
+}
+
+// takeOver gives a Job of parallelism 1's new pod the stand-in of the
+// Job's pod that this scheduler evicted. Such a Job's pods are gangs of
+// one keyed by the pod's name, so the pod the Job controller makes after
+// an eviction is a new gang; the stand-in (the policy's job: its id,
+// arrival and credited progress) is the Job's, as a multi-pod gang's is
+// kept for its new pods. It is moved to the new key once the evicted
+// pod is out of the round; its lease and run are not (the eviction ended
+// them). A pod that follows one that finished (completions above 1) is
+// new work and gets a stand-in of its own. nil: none to take over.
+func (t *themisStage) takeOver(g *gang, inRound map[string]bool) *workload.Job {
+	p := firstPod(g)
+	if p == nil || len(t.byWork) == 0 {
+		return nil
+	}
+	wk := workKey(g.Key, []*corev1.Pod{p})
+	old, ok := t.byWork[wk]
+	if !ok || wk == g.Key || old == g.Key || inRound[old] || t.stand[old] == nil {
+		return nil
+	}
+	sh, credit := t.stand[old], t.credit[old]
+	t.forget(old)
+	t.stand[g.Key], t.credit[g.Key], t.appOf[g.Key] = sh, credit, appKey(g)
+	return sh
+}
+
+// forget drops what the stage holds of a gang.
+func (t *themisStage) forget(k string) {
+	delete(t.stand, k)
+	delete(t.lastSeen, k)
+	delete(t.appOf, k)
+	delete(t.leaseEnd, k)
+	delete(t.inherit, k)
+	delete(t.runs, k)
+	delete(t.credit, k)
+	for wk, key := range t.byWork {
+		if key == k {
+			delete(t.byWork, wk)
+		}
+	}
 }
 
 // keepLeases makes sure no running gang loses GPUs before its lease ends:

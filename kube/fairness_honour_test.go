@@ -66,3 +66,67 @@ func TestThemisFreshPolicyHonoursRecordedLeases(t *testing.T) {
 		t.Errorf("policy violations: %v", v)
 	}
 }
+
+// A Job of parallelism 1 is a gang of one pod keyed by the pod's name,
+// so the pod its controller makes after an eviction is a new gang. Under
+// Themis it used to get a new stand-in too: a new job of the app (its
+// work W and demand counted a second time, its arrival moved to the new
+// pod's creation), its credited progress started over. Now the new pod
+// takes over the evicted one's stand-in (same Job, by the Job's UID): its
+// id, arrival and iterations done, as a multi-pod gang's new pods do.
+// One 4-GPU node, 60 s rounds: Job x's pod x-1 (app A) runs from 0 s on
+// a lease to 600 s; app B's pod y-0 arrives at 100 s and wins the node at
+// 600 s, x-1 is evicted, and the Job makes x-2. A later pod of the Job
+// that follows one that finished (completions above 1) is new work.
+func TestThemisJobOfOneKeepsStandIn(t *testing.T) {
+	w := newWorld(t, themisCfg(), 1, 1, 4)
+	t0 := time.Unix(1_000_000, 0)
+	at := clockAt(t0)
+	yes := true
+	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "x", UID: "uid-job-x", Controller: &yes}}
+	ann := map[string]string{AnnModel: "BERT", AnnIterations: "100000", AnnApp: "A"}
+	w.createWith("x-1", 4, ann, t0, job)
+	w.deliver(-1)
+	for sec := 0; sec <= 540; sec += 60 {
+		if sec == 120 {
+			w.create("y-0", 4, map[string]string{AnnModel: "BERT", AnnIterations: "100000", AnnApp: "B"}, at(100))
+		}
+		w.round(at(sec))
+		w.deliver(-1)
+	}
+	sh := w.s.th.stand["ns/pod:x-1"]
+	if sh == nil || !(sh.Executed > 0) {
+		t.Fatalf("stand-in of x-1 after 540 s running: %+v", sh)
+	}
+	id, submit := sh.ID, sh.Submit
+	w.round(at(600))
+	w.deliver(-1)
+	if gone := w.deleting(); len(gone) != 1 || gone[0].Name != "x-1" {
+		t.Fatalf("t=600: evicting %v, want x-1 (B's turn)", gone)
+	}
+	done := w.s.th.credit["ns/pod:x-1"]
+	w.remove("ns/x-1")
+	w.deliver(-1)
+	w.round(at(660))
+	w.createWith("x-2", 4, ann, at(670), job)
+	w.deliver(-1)
+	w.round(at(720))
+	w.deliver(-1)
+	sh = w.s.th.stand["ns/pod:x-2"]
+	if sh == nil || sh.ID != id || sh.Submit != submit || sh.Executed < done {
+		t.Fatalf("x-2's stand-in %+v; want x-1's (id %d, submit %v, at least %v iterations done)", sh, id, submit, done)
+	}
+	if old := w.s.th.stand["ns/pod:x-1"]; old != nil {
+		t.Errorf("x-1's stand-in kept beside x-2's: %+v", old)
+	}
+	// x-2 finishes; the Job's next pod is new work.
+	w.finish("ns/x-2")
+	w.deliver(-1)
+	w.round(at(780))
+	w.createWith("x-3", 4, ann, at(790), job)
+	w.deliver(-1)
+	w.round(at(840))
+	if sh := w.s.th.stand["ns/pod:x-3"]; sh == nil || sh.ID == id {
+		t.Errorf("x-3 (after x-2 finished) has stand-in %+v, want a new one", sh)
+	}
+}

@@ -839,6 +839,7 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 	}
 	s.log.Info("evicting gang", "gang", gangName(g.Key), "pods", strings.Join(names, ","), "why", why)
 	s.learnEvicted(g.Key)
+	s.th.evicted(g)
 	if j := g.Job; j != nil && (j.Executed > 0 || j.Attained > 0) {
 		if uid := controllerUID(g.Bound); uid != "" {
 			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, time.Now()}
