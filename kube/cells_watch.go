@@ -75,6 +75,14 @@ func (s *Scheduler) watchCells(snap *snapshot) {
 		l, rep, err = t.hived.ReconfigureAny(cfg)
 		if err == nil {
 			t.l, t.cellsText = l, text
+			// A gang none of whose GPUs the new cells have is no longer
+			// the cells': it runs on outside them (adoptRunning says so)
+			// instead of being placed afresh as if it waited.
+			for _, g := range rep.Gone {
+				if id, err := strconv.Atoi(g); err == nil {
+					delete(t.held, id)
+				}
+			}
 			// The new cells' nodes meet the round's nodes afresh (sync), and
 			// hived-pm's scores are put in their numbering again.
 			clear(t.down)
@@ -82,6 +90,9 @@ func (s *Scheduler) watchCells(snap *snapshot) {
 			names := gangNames(snap)
 			msg := fmt.Sprintf("cells from %s applied under the running gangs: kept %s; lazily preempted %s; guaranteed again %s; preemptions in progress dropped %s",
 				src, list(rep.Kept, names), list(rep.Demoted, names), list(rep.Reverted, names), list(rep.Cancelled, names))
+			if len(rep.Gone) > 0 {
+				msg += "; running on outside the cells " + list(rep.Gone, names)
+			}
 			if len(rep.Dropped) > 0 {
 				msg += "; devices no longer in the cells " + strings.Join(rep.Dropped, ", ")
 			}

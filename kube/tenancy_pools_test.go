@@ -210,3 +210,38 @@ func TestTenancyCellsConfigMapChange(t *testing.T) {
 	w.remove("ns/a2")
 	step("a2 gone", "ns/a1@n0[0,1,2,3] ns/b1@n2[0,1,2,3] ns/b2@n1[0,1,2,3]")
 }
+
+// The cells ConfigMap takes n1, where b1 runs, out of the cells and puts
+// n2 in. b1 runs on outside the cells (the CellsApplied message says so)
+// and B's one cell is free for b2, which binds n2. Before, the scheduler
+// still counted b1 as the cells', so the stage placed it afresh, as if it
+// waited, on B's cell over n2: b2 waited beside 4 free GPUs while b1
+// ran.
+func TestTenancyCellsDropARunningGangsNode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", "testdata/two-vcs.yaml", "pal-cells"
+	before, err := os.ReadFile(cfg.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, cfg, 1, 3, 4)
+	w.setCells(cfg, string(before))
+	at := time.Unix(1_700_000_000, 0)
+	step := func(what, want string) {
+		t.Helper()
+		if got := w.step(&at, what); got != want {
+			t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
+		}
+	}
+	w.create("a1", 4, vcAnn("A", ""), at)
+	w.create("b1", 4, vcAnn("B", ""), at)
+	step("before the change", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")
+	w.setCells(cfg, strings.Replace(string(before), "cellAddress: n1}", "cellAddress: n2}", 1))
+	step("the change", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")
+	if got := w.log.String(); !strings.Contains(got, "running on outside the cells pod ns/b1") {
+		t.Errorf("the change does not say b1 runs on outside the cells:\n%s", got)
+	}
+	w.create("b2", 4, vcAnn("B", ""), at)
+	step("b2 arrives", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3] ns/b2@n2[0,1,2,3]")
+}
