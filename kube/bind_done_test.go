@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"os"
@@ -58,11 +59,28 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 	}
 
 	// A new scheduler, 100 s after a's new bind: it credits the work a
-	// had done before that bind and the 100 s since.
+	// had done before that bind and the 100 s since. The evicted-work
+	// ConfigMap still holds a record of a (its removal, written after
+	// the round that resumed a, was lost in a crash): the bind-info
+	// stands, and the record is not credited on top of it.
+	w.mu.Lock()
+	owner := w.pods["ns/a"].OwnerReferences[0].UID
+	w.mu.Unlock()
+	stale, _ := formatEvictedWork(map[string]evictedWork{"ns/pod:a": {executed: 5000, attained: 5000, service: 20000, owner: owner, at: time.Now()}}, 1<<20)
+	cm, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Get(context.Background(), DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the evicted-work ConfigMap: %v", err)
+	}
+	cm.Data[EvictedWorkKey] = stale
+	if _, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start(w.ctx)
+	t.Cleanup(s.Stop)
 	w.s = s
 	w.relist()
 	w.round(bound.Add(100 * time.Second))

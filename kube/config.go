@@ -112,6 +112,11 @@ type Config struct {
 	// the next learned ConfigMap write (learn_forget.go). 0: never
 	// (the table and the metrics grow with every node name ever seen).
 	LearnForgetAfter Duration `json:"learnForgetAfter"`
+	// EvictedWorkConfigMap keeps, in Namespace, the work credited to the
+	// gangs the scheduler evicted until their pods come back, so that a
+	// restarted scheduler or another replica taking over credits it too
+	// (evicted_store.go). Empty: kept in memory only.
+	EvictedWorkConfigMap string `json:"evictedWorkConfigMap"`
 	// QuarantineAbove, with learnScores, quarantines a GPU whose believed
 	// slowdown (DCGM's hints included) reaches it, until it falls below
 	// halfway back to 1: its class's slowest score in every class, under
@@ -264,6 +269,7 @@ func DefaultConfig() Config {
 		LearnedScoresConfigMap:     DefaultLearnedScoresConfigMap,
 		LearnedScoresWriteInterval: Duration{DefaultLearnedScoresWriteInterval},
 		LearnForgetAfter:           Duration{DefaultLearnForgetAfter},
+		EvictedWorkConfigMap:       DefaultEvictedWorkConfigMap,
 		DCGM:                       defaultDCGMConfig(),
 	}
 }
@@ -344,6 +350,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if _, err := c.validateTenancy(); err != nil {
+		return err
+	}
+	if err := c.validateEvictedWork(); err != nil {
 		return err
 	}
 	if err := c.validateLearn(); err != nil {

@@ -274,6 +274,9 @@ func (s *Scheduler) Forecast(at time.Time) (*ForecastState, error) {
 	if snap.Cluster == nil {
 		return nil, fmt.Errorf("forecast: the cluster has no GPU nodes")
 	}
+	if s.evicted.restore {
+		s.restoreEvictedWork(context.Background(), false)
+	}
 	s.loadScores(snap)
 	s.rand.Cluster, s.rand.Scores = snap.Cluster, s.scores
 	s.byJob = snap.ByJob
@@ -296,6 +299,9 @@ func (s *Scheduler) Forecast(at time.Time) (*ForecastState, error) {
 			}
 		case state.GangQueued:
 			j.GPUsHeld = nil
+			if len(s.evictedWork) > 0 {
+				s.resumeEvicted(g) // as a round: evicted by the scheduler, its work kept
+			}
 		default:
 			continue
 		}

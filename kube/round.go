@@ -37,6 +37,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		s.events.ungate()
 		s.metrics.RoundSeconds.Observe(time.Since(t0).Seconds())
 	}()
+	defer s.saveEvictedWork(ctx)
 	s.roundCount.Add(1)
 	s.roundCtx = ctx
 	elapsed := 0.0
@@ -69,9 +70,13 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	for _, b := range snap.Bad {
 		s.wait(b.Pod.Namespace+"/pod:"+b.Pod.Name, []*corev1.Pod{b.Pod}, b.Why)
 	}
+	if s.evicted.restore {
+		s.restoreEvictedWork(ctx, true)
+	}
 	for k, e := range s.evictedWork {
 		if time.Since(e.at) > evictedWorkKept {
 			delete(s.evictedWork, k)
+			s.evicted.dirty = true
 		}
 	}
 	for _, g := range snap.Removed {
@@ -843,6 +848,7 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 	if j := g.Job; j != nil && (j.Executed > 0 || j.Attained > 0) {
 		if uid := controllerUID(g.Bound); uid != "" {
 			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, time.Now()}
+			s.evicted.dirty = true
 		}
 	}
 	s.markDisrupted(g, why)
@@ -1028,9 +1034,16 @@ func (s *Scheduler) resumeEvicted(g *gang) {
 		return
 	}
 	delete(s.evictedWork, k)
+	s.evicted.dirty = true
 	j := g.Job
 	if j.Executed > 0 || j.Attained > 0 {
 		return // kept by the state: its work is its own
+	}
+	if len(g.Bound) > 0 {
+		// Bound by another term or leader, which recorded the work
+		// in its bind-info (done): crediting the record too would
+		// count it twice, and would stop the bind-info being read.
+		return
 	}
 	if controllerUID(pods) != e.owner {
 		return

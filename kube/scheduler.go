@@ -118,8 +118,9 @@ type Scheduler struct {
 	// evictedWork is what was credited to each gang this scheduler
 	// evicted, by gang key, until its pods are seen again (resumeEvicted).
 	evictedWork map[string]evictedWork
-	whyGen      uint64 // the state generation lastWhy was last cleaned at
-	whyLen      int    // and its size then
+	evicted     evictedStore // evictedWork's ConfigMap
+	whyGen      uint64       // the state generation lastWhy was last cleaned at
+	whyLen      int          // and its size then
 	scoresKey   string
 	scores      *policy.Scores
 	raw         *variability.Table
@@ -199,6 +200,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 		backfill.Unwrap(s.pol.place).Keep = func(j *workload.Job) bool { return s.keptSet[j] }
 		s.restoreBackfill = true
 	}
+	s.evicted.restore = true
 	if p, ok := s.pol.place.(policy.Pure); ok {
 		s.pure = p.Pure()
 	}
@@ -476,6 +478,8 @@ func (s *Scheduler) loop(ctx context.Context) {
 	// Another leader may have backfilled gangs since this replica last
 	// led: their pods say which heads they jumped.
 	s.restoreBackfill = backfill.Unwrap(s.pol.place) != nil
+	s.evicted.restore = true
+	defer s.flushEvictedWork()
 	// The first round runs at once: it rebuilds state from the pods and
 	// completes any gang whose binding a crash cut off.
 	s.Round(ctx, time.Now())

@@ -80,6 +80,7 @@ func roundWait(s *Scheduler, ctx context.Context, at time.Time) {
 	if s.learn != nil {
 		s.learn.settleWrite(true)
 	}
+	s.evicted.settle(true)
 }
 
 // One round on a hand-built cluster: the 2x2 gang gets one node's four

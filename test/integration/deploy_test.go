@@ -216,6 +216,8 @@ func checkInstalled(t *testing.T, e *env, src string, objs map[string]runtime.Ob
 		{true, "delete", "", "configmaps", "", "pal-system", "pal-learned-scores-othergeneration-1"},
 		{true, "update", "", "configmaps", "", "pal-system", "pal-learned-scores"},
 		{false, "update", "", "configmaps", "", "pal-system", "pal-learned-scores-othergeneration-1"},
+		// The evicted gangs' work (evictedWorkConfigMap).
+		{true, "update", "", "configmaps", "", "pal-system", "pal-evicted-work"},
 		{false, "delete", "", "configmaps", "", "jobs", ""},
 	} {
 		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user,

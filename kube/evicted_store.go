@@ -1,0 +1,331 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/palsched/pal/internal/quote"
+)
+
+// The work credited to evicted gangs (evictedWork) lives in the round
+// goroutine's memory, so a restart or another replica taking over lost it:
+// a gang evicted by one leader and still waiting for its controller's new
+// pods when the next leader started read as never served (LAS put it first
+// again) and as having its whole run left (forecasts and backfill put its
+// end too late). Each leader now keeps the records in a ConfigMap too, and
+// a term starts from what it holds.
+
+const (
+	// DefaultEvictedWorkConfigMap is where the records are kept.
+	DefaultEvictedWorkConfigMap = "pal-evicted-work"
+	// EvictedWorkKey is the ConfigMap key holding them (JSON).
+	EvictedWorkKey = "work.json"
+	// evictedWorkBytes bounds what is written: a ConfigMap holds at most
+	// 1 MiB, and the oldest records go first past this (a record is about
+	// 200 bytes, so some 2,500 gangs evicted within evictedWorkKept).
+	evictedWorkBytes = 512 << 10
+	// evictedWorkRecords bounds what is read, whatever wrote it.
+	evictedWorkRecords  = 16384
+	evictedWriteTimeout = 30 * time.Second
+)
+
+// evictedRecord is one gang's record in the ConfigMap.
+type evictedRecord struct {
+	Gang     string    `json:"gang"`  // workKey
+	Owner    string    `json:"owner"` // the evicted pods' controller UID
+	Executed float64   `json:"executed"`
+	Attained float64   `json:"attained"`
+	Service  float64   `json:"service"`
+	At       time.Time `json:"at"` // when it was evicted
+}
+
+type evictedFile struct {
+	Version int             `json:"version"`
+	Gangs   []evictedRecord `json:"gangs"`
+}
+
+// formatEvictedWork is the ConfigMap's content for m: the newest records
+// first (ties by gang) within limit bytes, and how many older ones did
+// not fit.
+func formatEvictedWork(m map[string]evictedWork, limit int) (string, int) {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := m[b].at.Compare(m[a].at); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	f := evictedFile{Version: 1, Gangs: make([]evictedRecord, 0, len(keys))}
+	size := len(`{"version":1,"gangs":[]}`)
+	for i, k := range keys {
+		e := m[k]
+		r := evictedRecord{Gang: k, Owner: string(e.owner), Executed: e.executed, Attained: e.attained, Service: e.service, At: e.at.UTC()}
+		b, _ := json.Marshal(r)
+		if size += len(b) + min(i, 1); size > limit { // a comma before all but the first
+			return encodeEvicted(f), len(keys) - i
+		}
+		f.Gangs = append(f.Gangs, r)
+	}
+	return encodeEvicted(f), 0
+}
+
+func encodeEvicted(f evictedFile) string {
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+// parseEvictedWork reads the ConfigMap's content (named src in errors).
+// A record that is malformed (empty or overlong gang or owner, a work
+// figure negative or not finite, no time), or older than kept at now, is
+// left out, the malformed ones counted in bad with the first one's
+// reason; content that is not the format at all is an error.
+func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m map[string]evictedWork, bad int, first string, err error) {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f evictedFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, 0, "", fmt.Errorf("%s: key %s: %w", src, EvictedWorkKey, boundErr(err))
+	}
+	if f.Version != 1 {
+		return nil, 0, "", fmt.Errorf("%s: key %s: field version: %d, want 1", src, EvictedWorkKey, f.Version)
+	}
+	if len(f.Gangs) > evictedWorkRecords {
+		return nil, 0, "", fmt.Errorf("%s: key %s: field gangs: %d records, at most %d", src, EvictedWorkKey, len(f.Gangs), evictedWorkRecords)
+	}
+	m = make(map[string]evictedWork, len(f.Gangs))
+	for i, r := range f.Gangs {
+		why := ""
+		switch {
+		case r.Gang == "" || len(r.Gang) > 1024:
+			why = "field gang: empty or longer than 1024 bytes"
+		case r.Owner == "" || len(r.Owner) > 128:
+			why = "field owner: empty or longer than 128 bytes"
+		case !workFigure(r.Executed):
+			why = "field executed: " + fmt.Sprint(r.Executed) + ", want a finite number >= 0"
+		case !workFigure(r.Attained):
+			why = "field attained: " + fmt.Sprint(r.Attained) + ", want a finite number >= 0"
+		case !workFigure(r.Service):
+			why = "field service: " + fmt.Sprint(r.Service) + ", want a finite number >= 0"
+		case r.At.IsZero():
+			why = "field at: missing"
+		}
+		if why != "" {
+			if bad++; bad == 1 {
+				first = fmt.Sprintf("%s: key %s: gangs[%d] (%s): %s", src, EvictedWorkKey, i, quote.Value(r.Gang), why)
+			}
+			continue
+		}
+		if now.Sub(r.At) > kept {
+			continue
+		}
+		if o, ok := m[r.Gang]; ok && !r.At.After(o.at) {
+			continue // listed twice: the newer stands
+		}
+		m[r.Gang] = evictedWork{r.Executed, r.Attained, r.Service, types.UID(r.Owner), r.At}
+	}
+	return m, bad, first, nil
+}
+
+func workFigure(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// boundErr keeps a decoder's error short: some quote the input.
+func boundErr(err error) error {
+	if s := err.Error(); len(s) > 200 {
+		return fmt.Errorf("%s...", s[:200])
+	}
+	return err
+}
+
+// evictedStore is the round goroutine's side of the ConfigMap.
+type evictedStore struct {
+	restore bool          // the next round merges the ConfigMap in (a term's first)
+	dirty   bool          // evictedWork changed since the last write
+	write   *learnedWrite // a write under way
+	dropped int           // records the last write left out for room
+}
+
+// settle takes the outcome of the write under way, once it has ended
+// (with wait, waiting for it): a failed one leaves the records unwritten.
+// It reports whether no write is under way now.
+func (st *evictedStore) settle(wait bool) bool {
+	w := st.write
+	if w == nil {
+		return true
+	}
+	if !wait {
+		select {
+		case <-w.done:
+		default:
+			return false
+		}
+	}
+	<-w.done
+	st.write = nil
+	if w.err != nil {
+		st.dirty = true
+	}
+	return true
+}
+
+// restoreEvictedWork merges the ConfigMap's records into evictedWork at a
+// term's first round: another leader may have evicted gangs since this
+// one last led, or this process is new. Where both hold a gang, the newer
+// eviction stands. An unreadable ConfigMap is logged, with an event on it
+// when announce (a round; not pal-kube forecast, which changes nothing),
+// and its records are lost; the next write replaces it.
+func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
+	s.evicted.restore = false
+	name := s.cfg.EvictedWorkConfigMap
+	if name == "" {
+		return
+	}
+	src := "ConfigMap " + s.cfg.Namespace + "/" + name
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cm, err := s.client.CoreV1().ConfigMaps(s.cfg.Namespace).Get(gctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		s.log.Warn("evicted gangs' work not read; gangs another leader evicted start over", "configmap", src, "err", err)
+		return
+	}
+	m, bad, first, err := parseEvictedWork(src, cm.Data[EvictedWorkKey], time.Now(), evictedWorkKept)
+	if err != nil {
+		s.log.Warn("evicted gangs' work unreadable; the next write replaces it", "err", err)
+		if !announce {
+			return
+		}
+		s.events.post(corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID}, corev1.EventTypeWarning, "EvictedWorkUnreadable", "Read", err.Error()+"; the scheduler's next write replaces it")
+		s.evicted.dirty = true
+		return
+	}
+	if bad > 0 {
+		s.log.Warn("evicted gangs' work: malformed records left out", "configmap", src, "count", bad, "first", first)
+		s.evicted.dirty = true
+	}
+	n := 0
+	for k, e := range m {
+		if o, ok := s.evictedWork[k]; ok && !e.at.After(o.at) {
+			continue
+		}
+		s.evictedWork[k] = e
+		n++
+	}
+	if n > 0 {
+		s.log.Info("evicted gangs' work restored", "configmap", src, "gangs", n)
+	}
+}
+
+// saveEvictedWork writes evictedWork to the ConfigMap beside the rounds
+// when it changed, one write at a time; a failed one is tried again after
+// the next round.
+func (s *Scheduler) saveEvictedWork(ctx context.Context) {
+	st := &s.evicted
+	if !st.settle(false) {
+		return
+	}
+	if !st.dirty || s.cfg.EvictedWorkConfigMap == "" {
+		return
+	}
+	st.dirty = false
+	data, dropped := formatEvictedWork(s.evictedWork, evictedWorkBytes)
+	if dropped > 0 && st.dropped == 0 {
+		s.log.Warn("evicted gangs' work: the oldest records left out of the ConfigMap for room", "configmap", s.cfg.Namespace+"/"+s.cfg.EvictedWorkConfigMap, "count", dropped)
+	}
+	st.dropped = dropped
+	w := &learnedWrite{done: make(chan struct{})}
+	st.write = w
+	go func() {
+		defer close(w.done)
+		wctx, cancel := context.WithTimeout(ctx, evictedWriteTimeout)
+		defer cancel()
+		w.err = s.putEvictedWork(wctx, data)
+	}()
+}
+
+// flushEvictedWork waits for the write under way and writes what is
+// still unwritten when a term ends, so that the next leader reads it.
+func (s *Scheduler) flushEvictedWork() {
+	st := &s.evicted
+	st.settle(true)
+	if st.dirty && s.cfg.EvictedWorkConfigMap != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		data, _ := formatEvictedWork(s.evictedWork, evictedWorkBytes)
+		if s.putEvictedWork(ctx, data) == nil {
+			st.dirty = false
+		}
+	}
+}
+
+// putEvictedWork writes data to the ConfigMap's key: created when
+// missing; otherwise that key alone changes, on the version just read.
+func (s *Scheduler) putEvictedWork(ctx context.Context, data string) error {
+	name, ns := s.cfg.EvictedWorkConfigMap, s.cfg.Namespace
+	cms := s.client.CoreV1().ConfigMaps(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = cms.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+					Labels: map[string]string{"app.kubernetes.io/managed-by": "pal-scheduler"}},
+				Data: map[string]string{EvictedWorkKey: data},
+			}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if cm.Data[EvictedWorkKey] == data {
+			return nil
+		}
+		cm = cm.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[EvictedWorkKey] = data
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		s.log.Warn("evicted gangs' work not written; tried again after the next round", "configmap", ns+"/"+name, "err", err)
+		return err
+	}
+	return nil
+}
+
+// validateEvictedWork checks the field against the ConfigMaps the
+// scheduler reads: writing over one of them would destroy it.
+func (c *Config) validateEvictedWork() error {
+	n := c.EvictedWorkConfigMap
+	if n == "" {
+		return nil
+	}
+	for _, o := range []struct{ field, name string }{
+		{"variabilityConfigMap", c.VariabilityConfigMap},
+		{"learnedScoresConfigMap", c.LearnedScoresConfigMap},
+		{"cellsConfigMap", c.CellsConfigMap},
+	} {
+		if n == o.name {
+			return fmt.Errorf("field evictedWorkConfigMap: %s is the %s; the scheduler would overwrite it", quote.Value(n), o.field)
+		}
+	}
+	return nil
+}

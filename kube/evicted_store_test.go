@@ -1,0 +1,324 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/palsched/pal/workload"
+)
+
+// A gang evicted by one scheduler, whose controller makes its pods again
+// only after the scheduler is gone (a restart, or another replica
+// leading), is credited the work it had done by the next one: the
+// record lives in the evicted-work ConfigMap. LAS on one 4-GPU node,
+// rounds 100 s apart, a unit model: a runs from 0, b takes the node at
+// 300, a is evicted; the scheduler is replaced while a has no pod; a's
+// new pod (a new name) must be placed again with its done (>= 200), and
+// LAS must read it as served, so b keeps the node until it has attained
+// as much.
+func TestEvictedWorkAcrossRestart(t *testing.T) {
+	yes := true
+	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ja", UID: "uid-job-a", Controller: &yes}}
+	for _, c := range []struct {
+		name   string
+		gang   bool
+		owners []metav1.OwnerReference
+	}{
+		{"pal.io/gang", true, nil},
+		{"a Job of parallelism 1", false, job},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, t0 := lasWorld(t)
+			ann := func(g string) map[string]string {
+				a := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
+				if c.gang {
+					a[AnnGang], a[AnnGangSize] = g, "1"
+				}
+				return a
+			}
+			w.createWith("a", 4, ann("ga"), t0, c.owners)
+			var evicted []*corev1.Pod
+			r := 0
+			for ; r <= 6 && evicted == nil; r++ {
+				at := t0.Add(time.Duration(r) * 100 * time.Second)
+				if r == 3 {
+					w.create("b", 4, ann("gb"), at.Add(-50*time.Second))
+				}
+				w.deliver(-1)
+				w.round(at)
+				w.deliver(-1)
+				evicted = w.deleting()
+			}
+			if len(evicted) != 1 {
+				t.Fatalf("evicted %d pods by round %d, want a's", len(evicted), r)
+			}
+			cm, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Get(context.Background(), DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the evicted-work ConfigMap after a's eviction: %v", err)
+			}
+			m, bad, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour)
+			if err != nil || bad != 0 || len(m) != 1 {
+				t.Fatalf("the ConfigMap holds %v (bad %d, err %v), want a's record alone:\n%s", m, bad, err, cm.Data[EvictedWorkKey])
+			}
+			for _, e := range m {
+				if !(e.executed >= 200) {
+					t.Fatalf("a's record says executed %v, want at least 200", e.executed)
+				}
+			}
+			w.remove(evicted[0].Namespace + "/" + evicted[0].Name)
+			w.deliver(-1)
+
+			// A new scheduler: what the old one credited a lived only
+			// in its memory and the ConfigMap.
+			s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.binder.Backoff, s.binder.MaxBackoff = time.Millisecond, 4*time.Millisecond
+			s.Start(w.ctx)
+			t.Cleanup(s.Stop)
+			w.s = s
+			w.relist()
+			n := evicted[0].DeepCopy()
+			n.Name += "x"
+			w.recreate(n)
+
+			// pal-kube forecast, a process of its own that runs no
+			// round, reads the record too: a's new pod is a queued job
+			// that has done its work.
+			f, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.s = f
+			w.relist()
+			st, err := f.Forecast(t0.Add(time.Duration(r) * 100 * time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fa *workload.Job
+			for _, g := range st.Pending {
+				if g.GPUs == 4 && strings.Contains(g.key, "a") && !strings.Contains(g.key, "b") {
+					for _, j := range st.Jobs {
+						if j.ID == g.JobID {
+							fa = j
+						}
+					}
+				}
+			}
+			if fa == nil || !(fa.Executed >= 200) || fa.Attained != 300 {
+				t.Errorf("the forecast's queued a: %+v; want it credited its record (executed >= 200, attained 300)", fa)
+			}
+			w.s = s
+			w.relist()
+
+			var rebound *BindInfo
+			rebindRound := 0
+			for ; r <= 16 && rebound == nil; r++ {
+				at := t0.Add(time.Duration(r) * 100 * time.Second)
+				w.recreateDeleted() // b, when a takes the node back
+				w.deliver(-1)
+				w.round(at)
+				w.deliver(-1)
+				w.mu.Lock()
+				for _, p := range w.pods {
+					if strings.HasPrefix(p.Name, "ax") && p.Spec.NodeName != "" {
+						if rebound, err = ParseBindInfo(p.Annotations[AnnBindInfo]); err != nil {
+							t.Fatal(err)
+						}
+						rebindRound = r
+					}
+				}
+				w.mu.Unlock()
+			}
+			if rebound == nil {
+				t.Fatal("a was not placed again within 16 rounds")
+			}
+			if !(rebound.Done >= 200) {
+				t.Errorf("a placed again by a new scheduler; its bind-info records done %v, want the iterations it had run (at least 200)", rebound.Done)
+			}
+			// b is bound by the new scheduler's first round (4) and
+			// attains 100 s a round: a, with its 300 s, goes ahead of
+			// it at round 7 and is bound at 8, once b's pod is gone.
+			// Read as never served it would go ahead at 5.
+			if rebindRound != 8 {
+				t.Errorf("a placed again at round %d, want 8, once b had attained a's 300 s (LAS reads a as never served if earlier)", rebindRound)
+			}
+		})
+	}
+}
+
+func TestEvictedWorkFormat(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	m := map[string]evictedWork{
+		"ns/g1":          {100, 50, 200, "u1", now.Add(-time.Minute)},
+		"job-uid:abc":    {7.5, 7.5, 7.5, "abc", now.Add(-2 * time.Minute)},
+		"ns/pod:oldest":  {1, 1, 1, "u3", now.Add(-50 * time.Minute)},
+		"ns/pod:expired": {1, 1, 1, "u4", now.Add(-2 * time.Hour)},
+	}
+	data, dropped := formatEvictedWork(m, 1<<20)
+	if dropped != 0 {
+		t.Fatalf("dropped %d with room for all", dropped)
+	}
+	got, bad, _, err := parseEvictedWork("cm", data, now, time.Hour)
+	if err != nil || bad != 0 {
+		t.Fatalf("parse: %v, bad %d:\n%s", err, bad, data)
+	}
+	if len(got) != 3 || got["ns/g1"] != m["ns/g1"] || got["job-uid:abc"] != m["job-uid:abc"] || got["ns/pod:oldest"] != m["ns/pod:oldest"] {
+		t.Errorf("read back %v, want every record but the expired one as written", got)
+	}
+	// Past the limit the oldest go first.
+	one, _ := formatEvictedWork(map[string]evictedWork{"ns/g1": m["ns/g1"]}, 1<<20)
+	data, dropped = formatEvictedWork(m, len(one))
+	got, _, _, _ = parseEvictedWork("cm", data, now, 3*time.Hour)
+	if dropped != 3 || len(got) != 1 || got["ns/g1"] != m["ns/g1"] {
+		t.Errorf("with room for one record: kept %v, dropped %d; want the newest (ns/g1) kept and 3 dropped", got, dropped)
+	}
+}
+
+func TestEvictedWorkParseErrors(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	at := now.Add(-time.Minute).Format(time.RFC3339)
+	rec := func(fields string) string {
+		return `{"version":1,"gangs":[{"gang":"ns/g","owner":"u","executed":1,"attained":1,"service":1,"at":"` + at + `"},` + fields + `]}`
+	}
+	for _, c := range []struct {
+		name, data, err, first string
+		bad, n                 int
+	}{
+		{name: "not JSON", data: "gang,owner\n", err: "cm: key work.json: invalid character"},
+		{name: "unknown field", data: `{"version":1,"gangz":[]}`, err: `unknown field "gangz"`},
+		{name: "another version", data: `{"version":2,"gangs":[]}`, err: "field version: 2, want 1"},
+		{name: "no version", data: `{"gangs":[]}`, err: "field version: 0, want 1"},
+		{name: "too many", data: `{"version":1,"gangs":[` + strings.Repeat(`{},`, evictedWorkRecords) + `{}]}`, err: "field gangs: 16385 records, at most 16384"},
+		{name: "negative work", data: rec(`{"gang":"ns/h","owner":"u","executed":-1,"attained":1,"service":1,"at":"` + at + `"}`), bad: 1, n: 1,
+			first: `cm: key work.json: gangs[1] ("ns/h"): field executed: -1, want a finite number >= 0`},
+		{name: "no owner", data: rec(`{"gang":"ns/h","executed":1,"attained":1,"service":1,"at":"` + at + `"}`), bad: 1, n: 1,
+			first: "gangs[1] (\"ns/h\"): field owner: empty"},
+		{name: "no time", data: rec(`{"gang":"ns/h","owner":"u","executed":1,"attained":1,"service":1}`), bad: 1, n: 1, first: "field at: missing"},
+		{name: "overlong gang", data: rec(`{"gang":"` + strings.Repeat("x", 2000) + `","owner":"u","at":"` + at + `"}`), bad: 1, n: 1, first: "field gang: empty or longer than 1024 bytes"},
+		{name: "listed twice: the newer stands", data: rec(`{"gang":"ns/g","owner":"u","executed":9,"attained":1,"service":1,"at":"` + now.Format(time.RFC3339) + `"}`), n: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, bad, first, err := parseEvictedWork("cm", c.data, now, time.Hour)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want one containing %q", err, c.err)
+				}
+				if len(err.Error()) > 400 {
+					t.Errorf("error of %d bytes: %.100s...", len(err.Error()), err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad != c.bad || len(m) != c.n || !strings.Contains(first, c.first) {
+				t.Errorf("bad %d (%q), %d records; want bad %d (%q), %d", bad, first, len(m), c.bad, c.first, c.n)
+			}
+			if c.name == "listed twice: the newer stands" && m["ns/g"].executed != 9 {
+				t.Errorf("ns/g executed %v, want the newer record's 9", m["ns/g"].executed)
+			}
+		})
+	}
+}
+
+// An unreadable ConfigMap costs its records, not the scheduler: the
+// first round says so and goes on, and the next write replaces it.
+func TestEvictedWorkUnreadableReplaced(t *testing.T) {
+	cfg := testCfg()
+	w := newWorld(t, cfg, 1, 1, 4)
+	ctx := context.Background()
+	_, err := w.cs.CoreV1().ConfigMaps(cfg.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: cfg.Namespace},
+		Data:       map[string]string{EvictedWorkKey: "{not json"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(-1)
+	w.round(time.Unix(1_000_000, 0))
+	if !strings.Contains(w.log.String(), "evicted gangs' work unreadable") {
+		t.Errorf("the log does not say the ConfigMap is unreadable:\n%s", w.log.String())
+	}
+	cm, err := w.cs.CoreV1().ConfigMaps(cfg.Namespace).Get(ctx, DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour); err != nil {
+		t.Errorf("after the first round the ConfigMap is still unreadable (%v): %q", err, cm.Data[EvictedWorkKey])
+	}
+}
+
+func TestEvictedWorkConfigMapValidated(t *testing.T) {
+	for _, field := range []string{"variabilityConfigMap", "learnedScoresConfigMap", "cellsConfigMap"} {
+		cfg := DefaultConfig()
+		cfg.CellsConfigMap = "cells"
+		switch field {
+		case "variabilityConfigMap":
+			cfg.EvictedWorkConfigMap = cfg.VariabilityConfigMap
+		case "learnedScoresConfigMap":
+			cfg.EvictedWorkConfigMap = cfg.LearnedScoresConfigMap
+		default:
+			cfg.EvictedWorkConfigMap = "cells"
+		}
+		err := cfg.validateEvictedWork() // Validate refuses cellsConfigMap without a tenancy first
+		if err == nil || !strings.Contains(err.Error(), "field evictedWorkConfigMap") || !strings.Contains(err.Error(), field) {
+			t.Errorf("evictedWorkConfigMap equal to %s: err %v, want one naming both fields", field, err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.EvictedWorkConfigMap = ""
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("evictedWorkConfigMap empty (kept in memory only): %v", err)
+	}
+}
+
+func FuzzParseEvictedWork(f *testing.F) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	good, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {1, 2, 3, types.UID("u"), now}}, 1<<20)
+	f.Add(good)
+	f.Add(`{"version":1,"gangs":[{"gang":"","owner":"u","executed":1e308,"at":"2026-12-06T12:00:00Z"}]}`)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, data string) {
+		if len(data) > 1<<20 {
+			return // a ConfigMap holds at most 1 MiB
+		}
+		m, bad, first, err := parseEvictedWork("cm", data, now, time.Hour)
+		if err != nil {
+			if len(err.Error()) > 600 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if len(first) > 1600 || (bad > 0) != (first != "") {
+			t.Fatalf("bad %d, first %d bytes", bad, len(first))
+		}
+		for k, e := range m {
+			if k == "" || e.owner == "" || !workFigure(e.executed) || !workFigure(e.attained) || !workFigure(e.service) || math.IsNaN(e.executed) {
+				t.Fatalf("accepted %q: %+v", k, e)
+			}
+		}
+		// What is accepted is written back the same.
+		again, _ := formatEvictedWork(m, 1<<30)
+		m2, bad2, _, err := parseEvictedWork("cm", again, now, time.Hour)
+		if err != nil || bad2 != 0 || len(m2) != len(m) {
+			t.Fatalf("written back: %v, bad %d, %d of %d records", err, bad2, len(m2), len(m))
+		}
+		for k, e := range m {
+			if e2 := m2[k]; e2.owner != e.owner || e2.executed != e.executed || !e2.at.Equal(e.at) {
+				t.Fatalf("%q read back as %+v, want %+v", k, e2, e)
+			}
+		}
+		_ = fmt.Sprint
+	})
+}
