@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy"
@@ -109,6 +112,7 @@ type themisStage struct {
 	vcs      []vcThemis               // under tenancy hived: each VC's policy
 	violated int                      // policy violations already logged
 	runs     map[string]themisRun     // gang key -> its current run (see measured)
+	writing  atomic.Bool              // renewed leases being written to pods (writeLeases)
 	credit   map[string]float64       // gang key -> iterations the rounds credited, at its claim
 	factor   map[string]float64       // app -> measured over claimed time per iteration (absent: its claims hold)
 	trustAll bool                     // tests: take every claim as it stands
@@ -600,8 +604,51 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			delete(t.inherit, key) // this policy's lease now
 		}
 	}
+	t.writeLeases(s, order, byJob, out)
 	t.export(s)
 	return out
+}
+
+// writeLeases writes a lease a running gang won again at an expiry to
+// its pods' pal.io/lease-until (its bind wrote the first), so that a
+// restarted scheduler honours the renewed lease. The patches go in the
+// background; a round never waits on them, and while one batch is being
+// written the next round's renewals wait for the round after.
+func (t *themisStage) writeLeases(s *Scheduler, order []*workload.Job, byJob map[*workload.Job]*gang, out [][]int) {
+	writes := map[*corev1.Pod]string{}
+	for i, j := range order {
+		g := byJob[j]
+		end := t.leaseEnd[g.Key]
+		if !j.Running() || !(end > t.now) || !round.Same(out[i], j.GPUsHeld) {
+			continue
+		}
+		w := t.wall(end)
+		for _, p := range g.Bound {
+			// The clock keeps milliseconds: a recorded end read back
+			// differs from its text by less than one.
+			if v, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnLeaseUntil]); err != nil || v.Sub(w).Abs() >= time.Second {
+				writes[p] = w.UTC().Format(time.RFC3339Nano)
+			}
+		}
+	}
+	if len(writes) == 0 || !t.writing.CompareAndSwap(false, true) {
+		return
+	}
+	ctx := s.roundCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s.statusWG.Add(1)
+	go func() {
+		defer s.statusWG.Done()
+		defer t.writing.Store(false)
+		for p, at := range writes {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLeaseUntil: at}}})
+			if _, err := s.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				s.log.Info("themis: writing a renewed "+AnnLeaseUntil, "pod", podKey(p), "err", err)
+			}
+		}
+	}()
 }
 
 // evicted notes that the scheduler evicts gang g: a Job of parallelism

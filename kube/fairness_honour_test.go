@@ -130,3 +130,63 @@ func TestThemisJobOfOneKeepsStandIn(t *testing.T) {
 		t.Errorf("x-3 (after x-2 finished) has stand-in %+v, want a new one", sh)
 	}
 }
+
+// A lease the gang wins again at its expiry is written to its pods'
+// pal.io/lease-until, so that a restarted scheduler (which reads it)
+// honours the renewed lease, not only the first: app A alone on one
+// 4-GPU node is placed at 0 s (lease to 600 s) and wins its GPUs again
+// at 600 s (to 1200 s); its pods then say t0+1200 s. They used to keep
+// t0+600 s, and a scheduler restarted after 600 s could hand A's GPUs to
+// another app while A's renewed lease ran.
+func TestThemisRenewedLeaseWrittenToPods(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	cs, fc := newFake(t, node("n0", 4),
+		themisPod("a-0", 2, "A", "a", 2, "100000", t0), themisPod("a-1", 2, "A", "a", 2, "100000", t0))
+	s := startRounds(t, themisCfg(), cs)
+	ctx := context.Background()
+	at := clockAt(t0)
+	roundWait(s, ctx, at(0))
+	if fc.binds["a-0"] == nil || fc.binds["a-1"] == nil {
+		t.Fatalf("t=0: binds %v, want a-0 and a-1", keys(fc.binds))
+	}
+	// The fake's bind does not touch the pods: bind them as the apiserver would.
+	for _, n := range []string{"a-0", "a-1"} {
+		p, err := cs.CoreV1().Pods("ns").Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.NodeName = "n0"
+		for k, v := range fc.binds[n].Annotations {
+			p.Annotations[k] = v
+		}
+		if _, err := cs.CoreV1().Pods("ns").Update(ctx, running(p), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := t0.Add(600 * time.Second).UTC().Format(time.RFC3339Nano)
+	if got := fc.binds["a-0"].Annotations[AnnLeaseUntil]; got != first {
+		t.Fatalf("bound with %s %q, want %q", AnnLeaseUntil, got, first)
+	}
+	for sec := 60; sec <= 660; sec += 60 {
+		roundWait(s, ctx, at(sec))
+	}
+	if got := s.th.leaseEnd["ns/a"]; got != 1200 {
+		t.Fatalf("a's lease ends at %v after the auction at 600, want 1200 (renewed)", got)
+	}
+	want := t0.Add(1200 * time.Second).UTC().Format(time.RFC3339Nano)
+	for _, n := range []string{"a-0", "a-1"} {
+		got := ""
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			p, err := cs.CoreV1().Pods("ns").Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got = p.Annotations[AnnLeaseUntil]; got == want {
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("%s's %s = %q after the renewal at 600 s, want %q", n, AnnLeaseUntil, got, want)
+		}
+	}
+}
