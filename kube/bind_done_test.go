@@ -99,25 +99,10 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 // Job of parallelism 1 (each pod a gang of its own, keyed by its name),
 // by the Job.
 func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
-	yes := true
-	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ja", UID: "uid-job-a", Controller: &yes}}
-	for _, c := range []struct {
-		name   string
-		gang   bool // pal.io/gang (else a Job's pods)
-		owners []metav1.OwnerReference
-	}{
-		{"pal.io/gang", true, nil},
-		{"a Job of parallelism 1", false, job},
-	} {
+	for _, c := range evictedCases() {
 		t.Run(c.name, func(t *testing.T) {
 			w, t0 := lasWorld(t)
-			ann := func(g string) map[string]string {
-				a := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
-				if c.gang {
-					a[AnnGang], a[AnnGangSize] = g, "1"
-				}
-				return a
-			}
+			ann := c.ann
 			w.createWith("a", 4, ann("ga"), t0, c.owners)
 			var rebound *BindInfo
 			for r := 0; r <= 12 && rebound == nil; r++ {
@@ -136,17 +121,7 @@ func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
 				w.deliver(-1)
 				w.round(at)
 				w.deliver(-1)
-				w.mu.Lock()
-				for _, p := range w.pods {
-					if strings.HasPrefix(p.Name, "ax") && p.Spec.NodeName != "" {
-						bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
-						if err != nil {
-							t.Fatal(err)
-						}
-						rebound = bi
-					}
-				}
-				w.mu.Unlock()
+				rebound = w.boundInfo("ax")
 			}
 			if rebound == nil {
 				t.Fatal("a was not placed again within 12 rounds")
@@ -172,4 +147,46 @@ func lasWorld(t *testing.T) (*world, time.Time) {
 	cfg.LocalityPenalty, cfg.Models = 1, models
 	cfg.Period = Duration{100 * time.Second}
 	return newWorld(t, cfg, 1, 1, 4), time.Unix(1_000_000, 0)
+}
+
+// evictedCase is a gang that is evicted and comes back under a new pod
+// name: kept by pal.io/gang, or, for a Job of parallelism 1 (each pod a
+// gang of its own, keyed by its name), by the Job.
+type evictedCase struct {
+	name   string
+	gang   bool // pal.io/gang (else a Job's pods)
+	owners []metav1.OwnerReference
+}
+
+func evictedCases() []evictedCase {
+	yes := true
+	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ja", UID: "uid-job-a", Controller: &yes}}
+	return []evictedCase{{"pal.io/gang", true, nil}, {"a Job of parallelism 1", false, job}}
+}
+
+// ann is the annotations of a pod of gang g: the unit model, a long run.
+func (c evictedCase) ann(g string) map[string]string {
+	a := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
+	if c.gang {
+		a[AnnGang], a[AnnGangSize] = g, "1"
+	}
+	return a
+}
+
+// boundInfo is the bind-info of the bound pod whose name starts with
+// prefix, nil when there is none.
+func (w *world) boundInfo(prefix string) *BindInfo {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pods {
+		if strings.HasPrefix(p.Name, prefix) && p.Spec.NodeName != "" {
+			bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			return bi
+		}
+	}
+	return nil
 }

@@ -13,9 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/palsched/pal/internal/quote"
 )
@@ -272,38 +270,10 @@ func (s *Scheduler) flushEvictedWork() {
 	}
 }
 
-// putEvictedWork writes data to the ConfigMap's key: created when
-// missing; otherwise that key alone changes, on the version just read.
+// putEvictedWork writes data to the ConfigMap's key (upsertConfigMap).
 func (s *Scheduler) putEvictedWork(ctx context.Context, data string) error {
 	name, ns := s.cfg.EvictedWorkConfigMap, s.cfg.Namespace
-	cms := s.client.CoreV1().ConfigMaps(ns)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = cms.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-					Labels: map[string]string{"app.kubernetes.io/managed-by": "pal-scheduler"}},
-				Data: map[string]string{EvictedWorkKey: data},
-			}, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		if cm.Data[EvictedWorkKey] == data {
-			return nil
-		}
-		cm = cm.DeepCopy()
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[EvictedWorkKey] = data
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+	err := s.upsertConfigMap(ctx, name, nil, map[string]string{EvictedWorkKey: data}, nil)
 	if err != nil {
 		s.log.Warn("evicted gangs' work not written; tried again after the next round", "configmap", ns+"/"+name, "err", err)
 		return err

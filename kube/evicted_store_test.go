@@ -26,25 +26,10 @@ import (
 // LAS must read it as served, so b keeps the node until it has attained
 // as much.
 func TestEvictedWorkAcrossRestart(t *testing.T) {
-	yes := true
-	job := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ja", UID: "uid-job-a", Controller: &yes}}
-	for _, c := range []struct {
-		name   string
-		gang   bool
-		owners []metav1.OwnerReference
-	}{
-		{"pal.io/gang", true, nil},
-		{"a Job of parallelism 1", false, job},
-	} {
+	for _, c := range evictedCases() {
 		t.Run(c.name, func(t *testing.T) {
 			w, t0 := lasWorld(t)
-			ann := func(g string) map[string]string {
-				a := map[string]string{AnnModel: "unit", AnnIterations: "100000"}
-				if c.gang {
-					a[AnnGang], a[AnnGangSize] = g, "1"
-				}
-				return a
-			}
+			ann := c.ann
 			w.createWith("a", 4, ann("ga"), t0, c.owners)
 			var evicted []*corev1.Pod
 			r := 0
@@ -129,16 +114,9 @@ func TestEvictedWorkAcrossRestart(t *testing.T) {
 				w.deliver(-1)
 				w.round(at)
 				w.deliver(-1)
-				w.mu.Lock()
-				for _, p := range w.pods {
-					if strings.HasPrefix(p.Name, "ax") && p.Spec.NodeName != "" {
-						if rebound, err = ParseBindInfo(p.Annotations[AnnBindInfo]); err != nil {
-							t.Fatal(err)
-						}
-						rebindRound = r
-					}
+				if rebound = w.boundInfo("ax"); rebound != nil {
+					rebindRound = r
 				}
-				w.mu.Unlock()
 			}
 			if rebound == nil {
 				t.Fatal("a was not placed again within 16 rounds")

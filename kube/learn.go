@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -991,7 +992,6 @@ func (s *Scheduler) writeLearned(ctx context.Context, now time.Time) error {
 // (startWrite).
 func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]string) error {
 	name, ns := s.cfg.LearnedScoresConfigMap, s.cfg.Namespace
-	cms := s.client.CoreV1().ConfigMaps(ns)
 	parts, err := SplitScoresCSV(data, MaxConfigMapDataBytes, ShardDataBytes)
 	var gen string
 	var headAnn map[string]string
@@ -1011,28 +1011,7 @@ func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]
 	data = parts[0]
 	ann = maps.Clone(ann)
 	maps.Copy(ann, headAnn)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = cms.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann,
-					Labels: map[string]string{"app.kubernetes.io/managed-by": "pal-scheduler"}},
-				Data: map[string]string{ScoresKey: data},
-			}, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				// Another writer made it first: read it and update.
-				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		cm = cm.DeepCopy()
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[ScoresKey] = data
+	err = s.upsertConfigMap(ctx, name, ann, map[string]string{ScoresKey: data}, func(cm *corev1.ConfigMap) {
 		if cm.Annotations == nil {
 			cm.Annotations = map[string]string{}
 		}
@@ -1044,8 +1023,6 @@ func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]
 			delete(cm.Annotations, AnnShards)
 			delete(cm.Annotations, AnnShardGeneration)
 		}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
 	})
 	if err != nil {
 		s.metrics.learn.writes.WithLabelValues("error").Inc()
@@ -1056,6 +1033,48 @@ func (s *Scheduler) putLearned(ctx context.Context, data string, ann map[string]
 	s.log.Debug("learned scores written", "configmap", s.learnedSource(), "bytes", size, "configmaps", len(parts), "observations", ann[AnnLearnedObservations])
 	s.dropShards(ctx, name, gen)
 	return nil
+}
+
+// upsertConfigMap writes the scheduler's ConfigMap name (in its
+// namespace): created with ann and data, labelled as the scheduler's,
+// when missing; otherwise data's keys are set and edit (may be nil) makes
+// its other changes on the version just read, and it is updated only if
+// that changed it. A conflict (another writer, or a creation that
+// raced) reads it again.
+func (s *Scheduler) upsertConfigMap(ctx context.Context, name string, ann, data map[string]string, edit func(*corev1.ConfigMap)) error {
+	ns := s.cfg.Namespace
+	cms := s.client.CoreV1().ConfigMaps(ns)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = cms.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann,
+					Labels: map[string]string{"app.kubernetes.io/managed-by": "pal-scheduler"}},
+				Data: data,
+			}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// Another writer made it first: read it and update.
+				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		next := cm.DeepCopy()
+		if next.Data == nil {
+			next.Data = map[string]string{}
+		}
+		maps.Copy(next.Data, data)
+		if edit != nil {
+			edit(next)
+		}
+		if equality.Semantic.DeepEqual(cm, next) {
+			return nil
+		}
+		_, err = cms.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // putShards creates a generation's shards (ShardConfigMaps). A shard's
