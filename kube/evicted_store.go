@@ -232,6 +232,7 @@ func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
 // when it changed, one write at a time; a failed one is tried again after
 // the next round.
 func (s *Scheduler) saveEvictedWork(ctx context.Context) {
+	s.metrics.EvictedWork.Set(float64(len(s.evictedWork)))
 	st := &s.evicted
 	if !st.settle(false) {
 		return
@@ -275,9 +276,11 @@ func (s *Scheduler) putEvictedWork(ctx context.Context, data string) error {
 	name, ns := s.cfg.EvictedWorkConfigMap, s.cfg.Namespace
 	err := s.upsertConfigMap(ctx, name, nil, map[string]string{EvictedWorkKey: data}, nil)
 	if err != nil {
+		s.metrics.EvictedWorkWrites.WithLabelValues("error").Inc()
 		s.log.Warn("evicted gangs' work not written; tried again after the next round", "configmap", ns+"/"+name, "err", err)
 		return err
 	}
+	s.metrics.EvictedWorkWrites.WithLabelValues("ok").Inc()
 	return nil
 }
 

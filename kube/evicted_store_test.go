@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +59,9 @@ func TestEvictedWorkAcrossRestart(t *testing.T) {
 				if !(e.executed >= 200) {
 					t.Fatalf("a's record says executed %v, want at least 200", e.executed)
 				}
+			}
+			if g, ok := testutil.ToFloat64(w.s.metrics.EvictedWork), testutil.ToFloat64(w.s.metrics.EvictedWorkWrites.WithLabelValues("ok")); g != 1 || ok < 1 {
+				t.Errorf("pal_evicted_work_gangs %v and pal_evicted_work_writes_total{result=ok} %v after a's eviction, want 1 and at least 1", g, ok)
 			}
 			w.remove(evicted[0].Namespace + "/" + evicted[0].Name)
 			w.deliver(-1)

@@ -38,6 +38,11 @@ type Metrics struct {
 	// per-GPU belief.
 	learn        *learnMetrics
 	LearnedScore *prometheus.GaugeVec
+	// EvictedWork counts the evicted gangs whose credited work is kept
+	// for their pods' return; EvictedWorkWrites the writes of its
+	// ConfigMap, by result (evicted_store.go).
+	EvictedWork       prometheus.Gauge
+	EvictedWorkWrites *prometheus.CounterVec
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -63,6 +68,13 @@ func NewMetrics() *Metrics {
 	m.BindErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_bind_errors_total",
 		Help: "Binds that did not land: the apiserver refused them, or the pod was gone or bound elsewhere (its GPUs are free again)."})
 	m.reg.MustRegister(m.RoundErrors, m.BindsInFlight, m.BindErrors)
+	m.EvictedWork = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_evicted_work_gangs",
+		Help: "Evicted gangs whose credited work the scheduler keeps (in memory and evictedWorkConfigMap) until their pods come back, after the last round."})
+	m.EvictedWorkWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_evicted_work_writes_total",
+		Help: "Writes of evictedWorkConfigMap, by result (ok, error)."}, []string{"result"})
+	m.EvictedWorkWrites.WithLabelValues("ok")
+	m.EvictedWorkWrites.WithLabelValues("error")
+	m.reg.MustRegister(m.EvictedWork, m.EvictedWorkWrites)
 	m.reg.MustRegister(themisMetrics(m)...)
 	var lc []prometheus.Collector
 	m.learn, lc = newLearnMetrics()
