@@ -18,6 +18,7 @@ import (
 	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/tenant"
 	"github.com/palsched/pal/tenancy"
@@ -121,7 +122,18 @@ type tenancyStage struct {
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
 	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}}
-	iv := &tenant.IntraVC{NewPlacer: mk, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
+	// Each VC's placer keeps a gang's pods whole inside nodes, as the
+	// simulator's tenancy runs do (the cells bind the GPUs it answers, so
+	// the round may not re-cut them into pods elsewhere), and leaves a
+	// running gang where it runs (keepRunning).
+	guarded := func() (policy.Placer, error) {
+		p, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		return keepRunning{place.PodGuard{Placer: p}}, nil
+	}
+	iv := &tenant.IntraVC{NewPlacer: guarded, Env: func(_ string, c *cluster.Cluster) (policy.Env, error) {
 		return policy.Env{Cluster: c, Scores: tenant.UniformScores(c), Rand: policy.PlacementRand(0)}, nil
 	}}
 	st, err := registry.NewTenancy(registry.Spec{Tenancy: mode}, l, iv)
@@ -515,4 +527,54 @@ func (v viewPlacer) Name() string { return v.s.pol.place.Name() }
 func (v viewPlacer) Sticky() bool { return v.s.pol.place.Sticky() }
 func (v viewPlacer) Place(_ *policy.Env, order []*workload.Job) [][]int {
 	return v.s.place(v.snap, order)
+}
+
+// keepRunning is a VC's placer on Kubernetes: a running gang it would move
+// keeps the GPUs it holds, and a gang it would place on them waits. The
+// round never moves a gang under tenancy (tenancyStage.place answers a
+// held gang's own GPUs, and the round refuses to migrate a gang whose
+// eviction would lose work), so the cells must bind what the gangs hold:
+// a move the cells made and the round did not would leave the cells
+// believing the old GPUs free. It may still preempt a gang.
+type keepRunning struct{ policy.Placer }
+
+// Place implements policy.Placer.
+func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
+	out := k.Placer.Place(env, order)
+	var kept map[int]bool // GPUs of running gangs put back
+	for i, j := range order {
+		if j.GPUsHeld == nil || out[i] == nil || sameSet(out[i], j.GPUsHeld) {
+			continue
+		}
+		out[i] = slices.Clone(j.GPUsHeld)
+		if kept == nil {
+			kept = map[int]bool{}
+		}
+		for _, x := range j.GPUsHeld {
+			kept[x] = true
+		}
+	}
+	if kept == nil {
+		return out
+	}
+	for i, j := range order {
+		if out[i] == nil || j.GPUsHeld != nil && sameSet(out[i], j.GPUsHeld) {
+			continue
+		}
+		if slices.ContainsFunc(out[i], func(x int) bool { return kept[x] }) {
+			out[i] = nil // placed on a kept gang's GPUs: waits
+		}
+	}
+	return out
+}
+
+// sameSet reports whether a and b hold the same GPUs.
+func sameSet(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/workload"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -296,4 +298,33 @@ func TestTenancyLeavingGangKeepsItsLeaves(t *testing.T) {
 	}
 	w.finish("ns/g-1")
 	step("g-1 finished", "ns/a1@n0[0,1,2,3] ns/b2@n1[0,1]")
+}
+
+// movePlacer answers fixed sets, whatever the jobs hold.
+type movePlacer [][]int
+
+func (m movePlacer) Name() string { return "move" }
+func (m movePlacer) Sticky() bool { return false }
+func (m movePlacer) Place(_ *policy.Env, order []*workload.Job) [][]int {
+	return slices.Clone(m[:len(order)])
+}
+
+// A VC's placer moves running r from GPUs 0,1 to 2,3 and puts new n on
+// 0,1: keepRunning keeps r where it runs and n waits; a job placed on
+// GPUs no kept gang holds, and a preemption, stand.
+func TestKeepRunningInsideVC(t *testing.T) {
+	r := &workload.Job{Spec: workload.Spec{ID: 1, GPUs: 2}, GPUsHeld: []int{1, 0}}
+	n := &workload.Job{Spec: workload.Spec{ID: 2, GPUs: 2}}
+	o := &workload.Job{Spec: workload.Spec{ID: 3, GPUs: 1}}
+	p := &workload.Job{Spec: workload.Spec{ID: 4, GPUs: 1}, GPUsHeld: []int{5}}
+	got := keepRunning{movePlacer{{2, 3}, {0, 1}, {4}, nil}}.Place(nil, []*workload.Job{r, n, o, p})
+	want := [][]int{{1, 0}, nil, {4}, nil}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	// Nothing moved: the placer's answer as it is.
+	got = keepRunning{movePlacer{{0, 1}, {2, 3}}}.Place(nil, []*workload.Job{r, n})
+	if want := [][]int{{0, 1}, {2, 3}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
 }

@@ -1,0 +1,133 @@
+package kube
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Random rounds under hived on six 4-GPU nodes (VC A two node cells, B
+// two, C a pinned node; one node spare): gangs of 1-2 pods of 1-4 GPUs
+// of a random VC and priority (guaranteed or opportunistic) arrive, run
+// a few rounds and finish, evicted pods come back, and now and then the
+// scheduler restarts. After every round no GPU is given twice, no round
+// fails, and the cells' invariants hold. TENANCY_WORLD_SEEDS=1 runs 40
+// seeds of 200 rounds; TENANCY_WORLD_LOG=FILE keeps a failing run's log.
+func TestTenancyRandomRounds(t *testing.T) {
+	cells := `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+  - {cellType: NODE, cellAddress: n3}
+  - {cellType: NODE, cellAddress: n4}
+  - {cellType: NODE, cellAddress: n5, pinnedCellId: C-PIN}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+  C: {pinnedCells: [{pinnedCellId: C-PIN}]}
+`
+	file := filepath.Join(t.TempDir(), "cells.yaml")
+	if err := os.WriteFile(file, []byte(cells), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seeds, rounds := 6, 120
+	if os.Getenv("TENANCY_WORLD_SEEDS") != "" {
+		seeds, rounds = 40, 200
+	}
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		cfg := testCfg()
+		cfg.Scheduler = []string{"fifo", "las", "srtf"}[seed%3]
+		cfg.Placement = []string{"packed-sticky", "pal-ma", "pal", "packed-nonsticky"}[seed%4]
+		cfg.Tenancy, cfg.Cells = []string{"hived", "hived-speed"}[seed%2], file
+		w := newWorld(t, cfg, uint64(seed), 6, 4)
+		rng := rand.New(rand.NewPCG(uint64(seed), 67))
+		type run struct {
+			key string
+			end int
+		}
+		var runs []run
+		gangs := 0
+		t0 := time.Unix(1_700_000_000, 0)
+		for r := range rounds {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			if rng.IntN(3) > 0 {
+				gangs++
+				vc := []string{"A", "B", "C"}[rng.IntN(3)]
+				prio := []string{"", "5", "-1"}[rng.IntN(3)]
+				size, gpus := 1+rng.IntN(2), 1+rng.IntN(4)
+				if vc == "C" {
+					size, prio = 1, "" // a pinned cell is not for opportunistic gangs
+				}
+				for i := range size {
+					ann := vcAnn(vc, prio)
+					ann[AnnModel], ann[AnnIterations] = "BERT", fmt.Sprint(100*(1+rng.IntN(1000)))
+					if vc == "C" {
+						ann[AnnPinnedCell] = "C-PIN"
+					}
+					if size > 1 {
+						ann[AnnGang], ann[AnnGangSize] = fmt.Sprintf("g%d", gangs), itoa(size)
+					}
+					w.create(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at)
+				}
+			}
+			w.mu.Lock()
+			var started []string
+			for k, p := range w.pods {
+				if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x run) bool { return x.key == k }) {
+					started = append(started, k)
+				}
+			}
+			w.mu.Unlock()
+			slices.Sort(started)
+			for _, k := range started {
+				runs = append(runs, run{k, r + 2 + rng.IntN(10)})
+			}
+			w.recreateDeleted()
+			keep := runs[:0]
+			for _, x := range runs {
+				if x.end <= r {
+					w.finish(x.key)
+					continue
+				}
+				keep = append(keep, x)
+			}
+			runs = keep
+			if rng.IntN(15) == 0 {
+				w.restart()
+			}
+			w.deliver(-1)
+			w.round(at)
+			w.deliver(-1)
+			fail := func(err error) {
+				l := w.log.String()
+				if f := os.Getenv("TENANCY_WORLD_LOG"); f != "" {
+					_ = os.WriteFile(f, []byte(l), 0o644)
+				}
+				t.Fatalf("seed %d (%s/%s/%s) round %d: %v\n%s", seed, cfg.Scheduler, cfg.Placement, cfg.Tenancy, r, err, l[max(0, len(l)-6000):])
+			}
+			if err := w.check(); err != nil {
+				fail(err)
+			}
+			if err := w.s.ten.hived.Check(); err != nil {
+				fail(fmt.Errorf("cells: %v", err))
+			}
+			if l := w.log.String(); strings.Contains(l, "level=ERROR") {
+				fail(fmt.Errorf("an error in the log"))
+			}
+		}
+		t.Logf("seed %d: %d gangs, bound now %d pods", seed, gangs, strings.Count(w.bound(), "@"))
+	}
+}
