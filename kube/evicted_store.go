@@ -152,13 +152,15 @@ type evictedStore struct {
 	restore bool          // the next round merges the ConfigMap in (a term's first)
 	dirty   bool          // evictedWork changed since the last write
 	write   *learnedWrite // a write under way
+	failing bool          // the last write failed (said once)
 	dropped int           // records the last write left out for room
 }
 
-// settle takes the outcome of the write under way, once it has ended
-// (with wait, waiting for it): a failed one leaves the records unwritten.
-// It reports whether no write is under way now.
-func (st *evictedStore) settle(wait bool) bool {
+// settleEvicted takes the outcome of the write under way, once it has
+// ended (with wait, waiting for it): a failed one leaves the records
+// unwritten. It reports whether no write is under way now.
+func (s *Scheduler) settleEvicted(wait bool) bool {
+	st := &s.evicted
 	w := st.write
 	if w == nil {
 		return true
@@ -172,10 +174,28 @@ func (st *evictedStore) settle(wait bool) bool {
 	}
 	<-w.done
 	st.write = nil
-	if w.err != nil {
-		st.dirty = true
-	}
+	s.noteEvictedWrite(w.err)
 	return true
+}
+
+// noteEvictedWrite takes a write's outcome. A failure is logged once
+// until a write succeeds again: a ConfigMap that cannot be written (no
+// namespace, no RBAC for it) is retried after every round that evicts,
+// and saying so each time would bury the log.
+func (s *Scheduler) noteEvictedWrite(err error) {
+	st := &s.evicted
+	src := s.cfg.Namespace + "/" + s.cfg.EvictedWorkConfigMap
+	switch {
+	case err != nil:
+		st.dirty = true
+		if !st.failing {
+			s.log.Warn("evicted gangs' work not written; tried again after each round until it is (said once): a restarted or new leader reads the gangs evicted meanwhile as starting over", "configmap", src, "err", err)
+		}
+		st.failing = true
+	case st.failing:
+		st.failing = false
+		s.log.Info("evicted gangs' work written again", "configmap", src)
+	}
 }
 
 // restoreEvictedWork merges the ConfigMap's records into evictedWork at a
@@ -234,7 +254,7 @@ func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
 func (s *Scheduler) saveEvictedWork(ctx context.Context) {
 	s.metrics.EvictedWork.Set(float64(len(s.evictedWork)))
 	st := &s.evicted
-	if !st.settle(false) {
+	if !s.settleEvicted(false) {
 		return
 	}
 	if !st.dirty || s.cfg.EvictedWorkConfigMap == "" {
@@ -260,24 +280,22 @@ func (s *Scheduler) saveEvictedWork(ctx context.Context) {
 // still unwritten when a term ends, so that the next leader reads it.
 func (s *Scheduler) flushEvictedWork() {
 	st := &s.evicted
-	st.settle(true)
+	s.settleEvicted(true)
 	if st.dirty && s.cfg.EvictedWorkConfigMap != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		data, _ := formatEvictedWork(s.evictedWork, evictedWorkBytes)
-		if s.putEvictedWork(ctx, data) == nil {
-			st.dirty = false
-		}
+		st.dirty = false
+		s.noteEvictedWrite(s.putEvictedWork(ctx, data))
 	}
 }
 
-// putEvictedWork writes data to the ConfigMap's key (upsertConfigMap).
+// putEvictedWork writes data to the ConfigMap's key (upsertConfigMap);
+// it runs beside the rounds and leaves the logging to noteEvictedWrite.
 func (s *Scheduler) putEvictedWork(ctx context.Context, data string) error {
-	name, ns := s.cfg.EvictedWorkConfigMap, s.cfg.Namespace
-	err := s.upsertConfigMap(ctx, name, nil, map[string]string{EvictedWorkKey: data}, nil)
+	err := s.upsertConfigMap(ctx, s.cfg.EvictedWorkConfigMap, nil, map[string]string{EvictedWorkKey: data}, nil)
 	if err != nil {
 		s.metrics.EvictedWorkWrites.WithLabelValues("error").Inc()
-		s.log.Warn("evicted gangs' work not written; tried again after the next round", "configmap", ns+"/"+name, "err", err)
 		return err
 	}
 	s.metrics.EvictedWorkWrites.WithLabelValues("ok").Inc()

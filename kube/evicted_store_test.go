@@ -11,8 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/palsched/pal/workload"
 )
@@ -301,6 +305,44 @@ func FuzzParseEvictedWork(f *testing.F) {
 				t.Fatalf("%q read back as %+v, want %+v", k, e2, e)
 			}
 		}
-		_ = fmt.Sprint
 	})
+}
+
+// A ConfigMap that cannot be written (here its namespace is missing, as
+// for a single replica run without pal-system) is retried after each
+// round that changed the records, and said once until a write succeeds
+// again: every round saying it buried the log.
+func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
+	w := newWorld(t, testCfg(), 1, 1, 4)
+	s := w.s
+	fail := true
+	w.cs.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if fail {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "pal-system")
+		}
+		return false, nil, nil
+	})
+	for i := range 3 {
+		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", time.Now()}
+		s.evicted.dirty = true
+		s.saveEvictedWork(context.Background())
+		s.settleEvicted(true)
+	}
+	said := strings.Count(w.log.String(), "evicted gangs' work not written")
+	if errs := testutil.ToFloat64(s.metrics.EvictedWorkWrites.WithLabelValues("error")); said != 1 || errs != 3 {
+		t.Errorf("3 failed writes: said %d times, counted %v; want said once, counted 3", said, errs)
+	}
+	fail = false
+	s.saveEvictedWork(context.Background()) // still owed: the failure left it dirty
+	s.settleEvicted(true)
+	if !strings.Contains(w.log.String(), "evicted gangs' work written again") || testutil.ToFloat64(s.metrics.EvictedWorkWrites.WithLabelValues("ok")) != 1 {
+		t.Errorf("the write after the namespace came: not said, or not counted ok:\n%s", w.log.String())
+	}
+	cm, err := w.cs.CoreV1().ConfigMaps(s.cfg.Namespace).Get(context.Background(), DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour); err != nil || len(m) != 3 {
+		t.Errorf("the ConfigMap holds %d records (%v), want the 3 gangs", len(m), err)
+	}
 }

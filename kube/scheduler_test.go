@@ -80,7 +80,7 @@ func roundWait(s *Scheduler, ctx context.Context, at time.Time) {
 	if s.learn != nil {
 		s.learn.settleWrite(true)
 	}
-	s.evicted.settle(true)
+	s.settleEvicted(true)
 }
 
 // One round on a hand-built cluster: the 2x2 gang gets one node's four
