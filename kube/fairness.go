@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
@@ -167,16 +168,32 @@ func (t *themisStage) annotate(gangKey string, ann map[string]string) map[string
 }
 
 // recorded is the lease end a running gang's pods carry, on the policy's
-// clock (0: none, or unreadable).
-func (t *themisStage) recorded(g *gang) float64 {
+// clock (0: none, or unreadable). The annotation is the pod owner's to
+// edit, and no lease this scheduler grants ends more than a whole lease
+// from now: a later end is cut to that, with a warning.
+func (t *themisStage) recorded(s *Scheduler, g *gang) float64 {
 	for _, p := range g.Bound {
 		if v := p.Annotations[AnnLeaseUntil]; v != "" {
 			if w, err := time.Parse(time.RFC3339Nano, v); err == nil && w.After(t.epoch) {
-				return t.clock(w)
+				end, most := t.clock(w), t.now+t.leaseLen()
+				if end > most {
+					s.log.Warn("themis: a recorded lease ends more than one lease from now; it is cut to one lease",
+						"pod", podKey(p), "annotation", AnnLeaseUntil, "value", quote.Value(v), "lease", t.cfg.Lease.Duration)
+					end = most
+				}
+				return end
 			}
 		}
 	}
 	return 0
+}
+
+// leaseLen is the lease on the policy's clock.
+func (t *themisStage) leaseLen() float64 {
+	if l := t.cfg.Lease.Seconds(); l > 0 {
+		return l
+	}
+	return themis.DefaultLease
 }
 
 // clock is a wall time on the policy's clock.
@@ -518,7 +535,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		if _, ok := t.leaseEnd[g.Key]; !ok && j.Running() {
 			// Found running (the scheduler restarted): its pods say how
 			// long its lease runs.
-			if end := t.recorded(g); end > t.now {
+			if end := t.recorded(s, g); end > t.now {
 				t.leaseEnd[g.Key] = end
 				t.inherit[g.Key] = true
 			}

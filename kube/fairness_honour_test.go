@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +190,38 @@ func TestThemisRenewedLeaseWrittenToPods(t *testing.T) {
 		if got != want {
 			t.Errorf("%s's %s = %q after the renewal at 600 s, want %q", n, AnnLeaseUntil, got, want)
 		}
+	}
+}
+
+// pal.io/lease-until is an annotation on the pod, which its owner can
+// edit: a restarted scheduler read any end as the gang's lease, so
+// `kubectl annotate --overwrite pal.io/lease-until=9999-...` kept a gang
+// on its GPUs for good after the next restart. No lease this scheduler
+// grants runs past a whole lease from now, so a longer record is cut to
+// that, with a warning naming the pod and the annotation: gang a's pods
+// say 100 days on; b waits; a is evicted at 600 s (one lease).
+func TestThemisRecordedLeaseCapped(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	until := t0.Add(100 * 24 * time.Hour).UTC().Format(time.RFC3339Nano)
+	a := themisPod("a-0", 4, "run", "a", 1, "100000", t0.Add(-400*time.Second))
+	a.Spec.NodeName = "n0"
+	a.Annotations[AnnGPUIndices], a.Annotations[AnnLeaseUntil] = "0,1,2,3", until
+	cs, fc := newFake(t, node("n0", 4), running(a),
+		themisPod("b-0", 4, "queued", "b", 1, "100000", t0.Add(-100*time.Second)))
+	s, log := startLogged(t, themisCfg(), cs)
+	ctx := context.Background()
+	at := clockAt(t0)
+	for sec := 0; sec < 600; sec += 60 {
+		roundWait(s, ctx, at(sec))
+		if len(fc.evicted) > 0 {
+			t.Fatalf("t=%d: evicted %v; a's lease runs until 600 at least", sec, fc.evicted)
+		}
+	}
+	roundWait(s, ctx, at(600))
+	if !slices.Equal(fc.evicted, []string{"a-0"}) {
+		t.Fatalf("t=600: evicted %v, want a-0 (its recorded lease cut to one lease); log:\n%s", fc.evicted, log)
+	}
+	if l := log.String(); !strings.Contains(l, "pod=ns/a-0") || !strings.Contains(l, "annotation=pal.io/lease-until") {
+		t.Errorf("no warning names the pod and the annotation:\n%s", l)
 	}
 }
