@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,7 +22,37 @@ import (
 // fails, and the cells' invariants hold. TENANCY_WORLD_SEEDS=1 runs 40
 // seeds of 200 rounds; TENANCY_WORLD_LOG=FILE keeps a failing run's log.
 func TestTenancyRandomRounds(t *testing.T) {
-	cells := `physicalCluster:
+	randomTenancyRounds(t, randomCells, "", nil)
+}
+
+// The same on two leaf types (V100 n0-n2; K80 n3-n4 and a pinned n5),
+// VC A holding a cell of each: gangs name a leaf type or none, and every
+// 25 rounds the cells ConfigMap switches A between one V100 and one K80
+// cell and two V100 cells.
+func TestTenancyRandomRoundsTwoTypes(t *testing.T) {
+	randomTenancyRounds(t, twoTypeCells, strings.Replace(twoTypeCells,
+		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 1}, {cellType: K80-NODE, cellNumber: 1}]}",
+		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 2}]}", 1), []string{"", "V100", "K80"})
+}
+
+const twoTypeCells = `physicalCluster:
+  cellTypes:
+    V100-NODE: {childCellType: V100, childCellNumber: 4, isNodeLevel: true}
+    K80-NODE: {childCellType: K80, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: V100-NODE, cellAddress: n0}
+  - {cellType: V100-NODE, cellAddress: n1}
+  - {cellType: V100-NODE, cellAddress: n2}
+  - {cellType: K80-NODE, cellAddress: n3}
+  - {cellType: K80-NODE, cellAddress: n4}
+  - {cellType: K80-NODE, cellAddress: n5, pinnedCellId: C-PIN}
+virtualClusters:
+  A: {virtualCells: [{cellType: V100-NODE, cellNumber: 1}, {cellType: K80-NODE, cellNumber: 1}]}
+  B: {virtualCells: [{cellType: V100-NODE, cellNumber: 1}]}
+  C: {pinnedCells: [{pinnedCellId: C-PIN}]}
+`
+
+const randomCells = `physicalCluster:
   cellTypes:
     NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
   physicalCells:
@@ -36,6 +67,11 @@ virtualClusters:
   B: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
   C: {pinnedCells: [{pinnedCellId: C-PIN}]}
 `
+
+// randomTenancyRounds runs the random rounds on cells; with alt, the
+// cells ConfigMap switches between cells and alt every 25 rounds; gangs
+// name one of types as their leaf type (nil: none).
+func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 	file := filepath.Join(t.TempDir(), "cells.yaml")
 	if err := os.WriteFile(file, []byte(cells), 0o644); err != nil {
 		t.Fatal(err)
@@ -52,7 +88,13 @@ virtualClusters:
 		cfg.Scheduler = []string{"fifo", "las", "srtf"}[seed%3]
 		cfg.Placement = []string{"packed-sticky", "pal-ma", "pal", "packed-nonsticky"}[seed%4]
 		cfg.Tenancy, cfg.Cells = []string{"hived", "hived-speed"}[seed%2], file
+		if alt != "" {
+			cfg.CellsConfigMap = "pal-cells"
+		}
 		w := newWorld(t, cfg, uint64(seed), 6, 4)
+		if alt != "" {
+			w.setCells(cfg, cells)
+		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 67))
 		type run struct {
 			key string
@@ -76,6 +118,10 @@ virtualClusters:
 					ann[AnnModel], ann[AnnIterations] = "BERT", fmt.Sprint(100*(1+rng.IntN(1000)))
 					if vc == "C" {
 						ann[AnnPinnedCell] = "C-PIN"
+					} else if len(types) > 0 {
+						if typ := types[gangs%len(types)]; typ != "" && !(vc == "B" && typ == "K80") {
+							ann[AnnLeafCellType] = typ
+						}
 					}
 					if size > 1 {
 						ann[AnnGang], ann[AnnGangSize] = fmt.Sprintf("g%d", gangs), itoa(size)
@@ -108,11 +154,15 @@ virtualClusters:
 			if rng.IntN(15) == 0 {
 				w.restart()
 			}
+			if alt != "" && r%25 == 24 {
+				w.setCells(cfg, []string{alt, cells}[r/25%2])
+			}
 			w.deliver(-1)
+			pre := cellsState(w) + "bound " + w.bound()
 			w.round(at)
 			w.deliver(-1)
 			fail := func(err error) {
-				l := w.log.String()
+				l := w.log.String() + "\nbefore the round:\n" + pre
 				if f := os.Getenv("TENANCY_WORLD_LOG"); f != "" {
 					_ = os.WriteFile(f, []byte(l), 0o644)
 				}
@@ -130,4 +180,24 @@ virtualClusters:
 		}
 		t.Logf("seed %d: %d gangs, bound now %d pods", seed, gangs, strings.Count(w.bound(), "@"))
 	}
+}
+
+// cellsState renders what the cells hold and the scheduler's held gangs,
+// for a failing run's log.
+func cellsState(w *world) string {
+	var b strings.Builder
+	if w.s.ten == nil || w.s.ten.hived == nil {
+		return ""
+	}
+	c := w.s.ten.hived.Cells()
+	for _, g := range c.Groups() {
+		p, _ := c.Placement(g)
+		prio, demoted, _ := c.GroupInfo(g)
+		fmt.Fprintf(&b, "group %s priority %d demoted %v on %v\n", g, prio, demoted, p)
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.s.ten.held)) {
+		j := w.s.ten.held[id]
+		fmt.Fprintf(&b, "held %d: %s VC %s priority %d GPUs %v\n", id, w.s.byJob[j].Key, j.VC, j.VCPriority, j.GPUsHeld)
+	}
+	return b.String()
 }

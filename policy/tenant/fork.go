@@ -34,7 +34,7 @@ func (h *HiveD) From(live *HiveD) {
 		h.s.SetSpeeds(h.classes, h.speeds)
 	}
 	h.s.SetBalance(h.balance)
-	h.held, h.leaving, h.pre = cloneMap(live.held), cloneMap(live.leaving), cloneMap(live.pre)
+	h.held, h.leaving, h.pre, h.jobs = cloneMap(live.held), cloneMap(live.leaving), cloneMap(live.pre), cloneMap(live.jobs)
 	h.gone, h.index, h.byID = map[int]bool{}, map[int]int{}, map[int]*workload.Job{}
 	h.now = live.now
 	h.layers, h.byVC, h.out, h.touched = nil, nil, nil, nil

@@ -550,6 +550,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			P.unhold(L, j.ID)
 			P.now[k] = nil
 			delete(h.held, j.ID)
+			delete(h.jobs, j.ID)
 			delete(h.pre, j.ID) // a preemptor that no longer needs its cells cancels
 		}
 	}
@@ -650,7 +651,7 @@ func (h *HiveD) commit(L *vcLayer, P *poolLayer, j *workload.Job, v []int) ([]in
 		return nil, false
 	}
 	P.hold(L, j.ID, j.PodGPUs, slices.Clone(v))
-	h.held[j.ID] = true
+	h.held[j.ID], h.jobs[j.ID] = true, j
 	if d.Preempting {
 		h.pre[j.ID] = true // it holds its cells; it runs once its victims are gone
 		return nil, false
@@ -768,6 +769,7 @@ func (h *HiveD) again(L *vcLayer, P *poolLayer, j *workload.Job) ([]int, bool) {
 	// Cancelled (its cells went bad): it waits as any job.
 	P.unhold(L, j.ID)
 	delete(h.held, j.ID)
+	delete(h.jobs, j.ID)
 	delete(h.pre, j.ID)
 	return nil, false
 }
@@ -794,6 +796,7 @@ func (h *HiveD) preempted(d tenancy.Decision) {
 	for _, v := range d.Preempted {
 		id := atoi(v)
 		delete(h.held, id)
+		delete(h.jobs, id)
 		h.gone[id] = true
 		if k, ok := h.at(id); ok {
 			h.out[k] = nil

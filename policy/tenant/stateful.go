@@ -68,6 +68,7 @@ func (h *HiveD) leave(id int) {
 	delete(h.leaving, id)
 	if h.held[id] {
 		delete(h.held, id)
+		delete(h.jobs, id)
 		if err := h.s.Release(groupName(id)); err != nil {
 			panic("tenant: " + err.Error())
 		}
@@ -148,6 +149,7 @@ func (h *HiveD) reconfigure(cfg *tenancy.Config, l *Layout) (tenancy.Reconfig, e
 	h.s, h.l, h.node = n, l, n.MaxNode()
 	for _, g := range append(rep.Cancelled, rep.Gone...) {
 		delete(h.held, atoi(g))
+		delete(h.jobs, atoi(g))
 	}
 	// The VC layers are made again from the new views at the next round,
 	// and find the jobs the cells hold (found).
@@ -233,6 +235,6 @@ func (h *HiveD) Adopt(j *workload.Job, gpus []int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	h.held[j.ID] = true
+	h.held[j.ID], h.jobs[j.ID] = true, j
 	return ok, nil
 }

@@ -6,6 +6,7 @@ package tenant
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -512,10 +513,14 @@ func (q *Quota) Check() error {
 // ones and never block. A VC view node on bad hardware takes no new job:
 // a job the VC's placer puts there waits (the placer does not see health).
 type HiveD struct {
-	l      *Layout
-	s      *tenancy.Scheduler
-	iv     *IntraVC
-	held   map[int]bool
+	l    *Layout
+	s    *tenancy.Scheduler
+	iv   *IntraVC
+	held map[int]bool
+	// jobs are the jobs of held, for layers made afresh (after a
+	// reconfiguration, in a fork): they find the held jobs that the
+	// round's order lacks (setup).
+	jobs   map[int]*workload.Job
 	node   int
 	gone   map[int]bool
 	index  map[int]int
@@ -579,7 +584,7 @@ func NewHiveD(l *Layout) (*HiveD, error) {
 		return nil, err
 	}
 	s.SetStateful(true)
-	return &HiveD{l: l, s: s, held: map[int]bool{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{},
+	return &HiveD{l: l, s: s, held: map[int]bool{}, jobs: map[int]*workload.Job{}, node: s.MaxNode(), gone: map[int]bool{}, index: map[int]int{},
 		byID: map[int]*workload.Job{}, leaving: map[int]float64{}, pre: map[int]bool{}}, nil
 }
 
@@ -650,6 +655,24 @@ func (h *HiveD) setup(env *policy.Env, placer policy.Placer) {
 		L.idx = len(h.layers)
 		h.layers = append(h.layers, L)
 		h.byVC[vc] = L
+	}
+	// A guaranteed job the cells hold keeps its virtual GPUs in the new
+	// pools even when the round does not list it (a driver's gang whose
+	// pods are leaving): otherwise a pool's placer would hand them to
+	// another job. Those the round lists are found as they come.
+	for id := range h.jobs {
+		if !h.held[id] {
+			delete(h.jobs, id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(h.jobs)) {
+		j := h.jobs[id]
+		if j.VCPriority == tenancy.Opportunistic {
+			continue
+		}
+		if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil && L.in[j.ID] == nil {
+			h.found(L, j)
+		}
 	}
 }
 
@@ -740,7 +763,7 @@ func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Plac
 			panic("tenant: " + err.Error()) // Validate rejects such jobs before the first round
 		}
 		if d.Placed {
-			h.held[j.ID] = true
+			h.held[j.ID], h.jobs[j.ID] = true, j
 			h.out[i] = h.physical(d)
 		}
 	}
@@ -795,6 +818,7 @@ func (h *HiveD) Finish(j *workload.Job) {
 	delete(h.leaving, j.ID)
 	if h.held[j.ID] {
 		delete(h.held, j.ID)
+		delete(h.jobs, j.ID)
 		if err := h.s.Release(groupName(j.ID)); err != nil {
 			panic("tenant: " + err.Error())
 		}
