@@ -177,11 +177,38 @@ func (s *Scheduler) restoreBackfillRecords(snap *snapshot, start time.Time) bool
 		if head == nil || head.Job == nil || head.State != state.GangQueued {
 			continue // the head runs, or is gone: the promise is kept or moot
 		}
+		if arrivedAfterBind(head, p) {
+			continue // another gang under the head's key: the one jumped left
+		}
 		if b.Restore(g.Job.ID, head.Job.ID, at) {
 			s.log.Info("backfill record restored", "gang", gangName(g.Key), "head", gangName(key), "promised", p.Annotations[AnnBackfillPromise])
 		}
 	}
 	return again
+}
+
+// arrivedAfterBind says whether gang head's first pod was made after the
+// round that bound p (its pal.io/bind-info): then head is not the gang p's
+// gang was backfilled past, which waited at that round, but one that came
+// later under its key (a Job applied again, a pal.io/gang name used
+// again). Without a readable bind-info it says false.
+func arrivedAfterBind(head *gang, p *corev1.Pod) bool {
+	bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+	if err != nil {
+		return false
+	}
+	round, err := time.Parse(time.RFC3339Nano, bi.Round)
+	if err != nil {
+		return false
+	}
+	for _, ps := range [][]*corev1.Pod{head.Pending, head.Bound} {
+		for _, q := range ps {
+			if !q.CreationTimestamp.Time.After(round) {
+				return false
+			}
+		}
+	}
+	return len(head.Pending)+len(head.Bound) > 0
 }
 
 // parsePromise reads AnnBackfillPromise: RFC 3339 (fractions of a second

@@ -228,3 +228,37 @@ func TestSchedulerRestartCreditsRunningGangs(t *testing.T) {
 		})
 	}
 }
+
+// A record names its waiting gang by key, and a gang that left can come
+// back under the same key (a Job deleted and applied again, a pal.io/gang
+// name used again): that is another gang, which the backfilled one never
+// jumped. The hand case with s backfilled past g (promised 1000): g's
+// pods are deleted at 300 and a new g is made at 400, after s; the
+// scheduler restarts at 500. s is ahead of the new g, so it is not
+// evicted for it: g binds when s ends at 1500, as the scheduler that
+// never restarted does. A restart used to read s's record as a promise
+// to the new g and evicted s at 1000.
+func TestSchedulerBackfillRecordOfGoneHead(t *testing.T) {
+	for _, restartAt := range []int{-1, 500} {
+		t.Run(fmt.Sprintf("restart at %d", restartAt), func(t *testing.T) {
+			w, t0, at, ann := backfillCase(t, "packed-sticky", "easy")
+			w.create("s", 2, ann("1000"), t0.Add(-2*time.Second))
+			again := func(sec int) {
+				switch sec {
+				case 300:
+					for i := range 4 {
+						w.remove(fmt.Sprintf("ns/g-%d", i))
+					}
+				case 400:
+					for i := range 4 {
+						w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(sec))
+					}
+				}
+			}
+			got, evicted := playOverrunWith(t, w, at, map[string]int{"a": 700, "g": 500, "s": 1500}, restartAt, again)
+			if want := []string{"0: a-0 a-1 s", "1500: g-0 g-1 g-2 g-3"}; !slices.Equal(got, want) || len(evicted) > 0 {
+				t.Errorf("binds %q, evicted %q; want %q and nothing evicted", got, evicted, want)
+			}
+		})
+	}
+}
