@@ -107,6 +107,7 @@ type themisStage struct {
 	leaseEnd map[string]float64       // gang key -> end of the lease its GPUs are on (policy clock)
 	inherit  map[string]bool          // gang keys whose leaseEnd an earlier policy granted (a restart's record, or before a rebuild)
 	byWork   map[string]string        // a Job of parallelism 1's workKey -> the gang key of its pod this scheduler evicted
+	owner    map[string]types.UID     // gang key -> its pods' controller when its stand-in was made ("" bare)
 	rho      map[string]float64       // app -> ρ at its last auction
 	auction  float64                  // time of the last auction
 	exported map[string]bool          // apps with a pal_app_rho series
@@ -136,7 +137,7 @@ var standInKeep = JobBackoff(7)
 func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
 		next: 1, stand: map[string]*workload.Job{}, lastSeen: map[string]time.Time{}, appOf: map[string]string{},
-		leaseEnd: map[string]float64{}, inherit: map[string]bool{}, byWork: map[string]string{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
+		leaseEnd: map[string]float64{}, inherit: map[string]bool{}, byWork: map[string]string{}, owner: map[string]types.UID{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
 		credit: map[string]float64{}, factor: map[string]float64{}}
 }
 
@@ -519,6 +520,9 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	view := make([]*workload.Job, len(order))
 	for i, j := range order {
 		g := byJob[j]
+		if uid, ok := t.owner[g.Key]; ok && t.stand[g.Key] != nil && !hasController(g, uid) {
+			t.forget(g.Key) // another controller under the key (a Job applied again): it starts over
+		}
 		sh := t.stand[g.Key]
 		if sh == nil {
 			sh = t.takeOver(g, inRound)
@@ -531,6 +535,9 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			sh.Submit = t.arrival(g)
 			t.appOf[g.Key] = appKey(g)
 			t.stand[g.Key] = sh
+		}
+		if _, ok := t.owner[g.Key]; !ok {
+			t.owner[g.Key] = controllerUID(gangPods(g))
 		}
 		if _, ok := t.leaseEnd[g.Key]; !ok && j.Running() {
 			// Found running (the scheduler restarted): its pods say how
@@ -704,9 +711,31 @@ func (t *themisStage) takeOver(g *gang, inRound map[string]bool) *workload.Job {
 	return sh
 }
 
+// hasController says whether one of the gang's pods has controller uid
+// ("": a bare pod).
+func hasController(g *gang, uid types.UID) bool {
+	for _, ps := range [][]*corev1.Pod{g.Pending, g.Bound} {
+		for _, p := range ps {
+			if controllerUID([]*corev1.Pod{p}) == uid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gangPods is the gang's pods, pending ones first.
+func gangPods(g *gang) []*corev1.Pod {
+	if len(g.Pending) > 0 {
+		return g.Pending
+	}
+	return g.Bound
+}
+
 // forget drops what the stage holds of a gang.
 func (t *themisStage) forget(k string) {
 	delete(t.stand, k)
+	delete(t.owner, k)
 	delete(t.lastSeen, k)
 	delete(t.appOf, k)
 	delete(t.leaseEnd, k)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A fresh policy (a restarted scheduler, or one rebuilt because a node
@@ -223,5 +224,49 @@ func TestThemisRecordedLeaseCapped(t *testing.T) {
 	}
 	if l := log.String(); !strings.Contains(l, "pod=ns/a-0") || !strings.Contains(l, "annotation=pal.io/lease-until") {
 		t.Errorf("no warning names the pod and the annotation:\n%s", l)
+	}
+}
+
+// A gang's stand-in outlives its pods for the Job controller's backoff,
+// and is given back to the gang's next pods by key. A Job deleted and
+// applied again under its name has the same key but is another Job (its
+// controller UID differs): it starts over, with a stand-in of its own,
+// not the old Job's id, arrival and iterations done.
+func TestThemisResubmittedJobStartsOver(t *testing.T) {
+	cfg := themisCfg()
+	cfg.Period = Duration{10 * time.Second}
+	w := newWorld(t, cfg, 1, 1, 4)
+	t0 := time.Unix(1_000_000, 0)
+	at := clockAt(t0)
+	yes := true
+	owner := func(uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "a", UID: types.UID(uid), Controller: &yes}}
+	}
+	ann := gangAnn("a", 2, AnnModel, "BERT", AnnIterations, "100000", AnnApp, "A")
+	for _, n := range []string{"a-0", "a-1"} {
+		w.createWith(n, 2, ann, t0, owner("uid-1"))
+	}
+	w.deliver(-1)
+	for sec := 0; sec <= 50; sec += 10 {
+		w.round(at(sec))
+		w.deliver(-1)
+	}
+	sh := w.s.th.stand["ns/a"]
+	if sh == nil || !(sh.Executed > 0) {
+		t.Fatalf("stand-in of a after 50 s running: %+v", sh)
+	}
+	id := sh.ID
+	w.remove("ns/a-0")
+	w.remove("ns/a-1")
+	w.deliver(-1)
+	w.round(at(60))
+	for _, n := range []string{"a-2", "a-3"} {
+		w.createWith(n, 2, ann, at(65), owner("uid-2"))
+	}
+	w.deliver(-1)
+	w.round(at(70))
+	sh = w.s.th.stand["ns/a"]
+	if sh == nil || sh.ID == id || sh.Executed > 0 || sh.Submit != 65 {
+		t.Fatalf("the new Job a's stand-in %+v; want a new one (not id %d), arrived at 65 s, nothing done", sh, id)
 	}
 }
