@@ -111,6 +111,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	// with neither changed since the last round, the one it has stands.
 	pmValid := snap.PlanGeneration == s.pmGen && s.raw == s.pmRaw
 	s.pmGen, s.pmRaw = snap.PlanGeneration, s.raw
+	if s.ten != nil {
+		clear(s.ten.fixed)
+	}
 	for _, g := range snap.Gangs {
 		boundPods += len(g.Bound)
 		if gen, bad := s.faulty[g.Key]; bad {
@@ -168,6 +171,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 					j.Executed = math.Max(j.Executed, s.boundWork(g, start, j.PM*j.Loc*j.IterTime))
 				}
 				if lost := s.loses(g); lost != "" {
+					if !s.cfg.PreemptBarePods && s.ten != nil {
+						s.ten.fixed[j.ID] = true // the cells keep it where it runs
+					}
 					if !s.cfg.PreemptBarePods && s.ten == nil {
 						// Its eviction would lose work (bare pods, or a
 						// Job it would fail): it keeps its GPUs until it

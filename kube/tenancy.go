@@ -114,14 +114,21 @@ type tenancyStage struct {
 	qlayout *tenant.Layout
 	qlearn  *learnStage
 	qgen    uint64
-	// outside: the running gangs the cells could not take in (told once).
+	// fixed: the running gangs of this round the round may not evict (a
+	// bare pod, or a Job it would fail; preemptBarePods off), set by the
+	// round: the cells keep them where they run, out of their VC
+	// placer's reach (place).
+	fixed map[int]bool
+	// outside: the running gangs left outside the cells until they end or
+	// are placed again: the cells could not take them in, or their VC's
+	// placer preempted them and they still run (see place).
 	outside map[int]bool
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
-	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}}
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, fixed: map[int]bool{}}
 	// Each VC's placer keeps a gang's pods whole inside nodes, as the
 	// simulator's tenancy runs do (the cells bind the GPUs it answers, so
 	// the round may not re-cut them into pods elsewhere), and leaves a
@@ -346,8 +353,11 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 	var sub []*workload.Job
 	var at []int
 	for i, j := range order {
-		if j.GPUsHeld != nil && before[j.ID] == nil {
-			out[i] = j.GPUsHeld // running outside the cells
+		if j.GPUsHeld != nil && (before[j.ID] == nil || t.fixed[j.ID]) {
+			// Running outside the cells, or held where it runs and not to
+			// be moved or preempted: its VC's placer does not see it, and
+			// its pool hides its GPUs (a member the round does not list).
+			out[i] = j.GPUsHeld
 			continue
 		}
 		sub = append(sub, j)
@@ -371,10 +381,18 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		if a == nil {
 			// Preempted for a guaranteed gang: it keeps its cells while its
 			// pods leave (sync finishes it once they are gone). Otherwise
-			// (cells held for a gang whose bind failed) give them back.
+			// (cells held for a gang whose bind failed, or a running gang
+			// its VC's placer preempted) give them back. A running one
+			// stays outside the cells (adoptRunning leaves it) until it
+			// ends or is placed again: the round may refuse to evict it
+			// (bare pods), and taking it back each round would have its
+			// VC's placer preempt it again, round after round.
 			if t.held[j.ID] != nil && !t.hived.Leaving(j) {
 				t.stage.Finish(j)
 				delete(t.held, j.ID)
+				if saved[i] != nil {
+					t.outside[j.ID] = true
+				}
 			}
 			continue
 		}
@@ -402,6 +420,7 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		slices.Sort(r)
 		out[at[i]] = r
 		t.held[j.ID] = j
+		delete(t.outside, j.ID)
 	}
 	return out
 }
@@ -458,7 +477,7 @@ func (s *Scheduler) adoptRunning(order []*workload.Job, byJob map[*workload.Job]
 	}
 	var found []*workload.Job
 	for _, j := range order {
-		if j.GPUsHeld != nil && t.held[j.ID] == nil {
+		if j.GPUsHeld != nil && t.held[j.ID] == nil && !t.outside[j.ID] {
 			found = append(found, j)
 		}
 	}
@@ -489,21 +508,16 @@ func (s *Scheduler) adoptRunning(order []*workload.Job, byJob map[*workload.Job]
 		}
 		name := gangName(byJob[j].Key)
 		if len(gpus) < len(j.GPUsHeld) {
-			if !t.outside[j.ID] {
-				t.outside[j.ID] = true
-				s.log.Warn("tenancy: a running gang's GPUs are not all in the cells; it keeps them outside the cells until it ends", "gang", name)
-			}
+			t.outside[j.ID] = true
+			s.log.Warn("tenancy: a running gang's GPUs are not all in the cells; it keeps them outside the cells until it ends", "gang", name)
 			continue
 		}
 		guaranteed, err := t.hived.Adopt(j, gpus)
 		if err != nil {
-			if !t.outside[j.ID] {
-				t.outside[j.ID] = true
-				s.log.Warn("tenancy: a running gang stays outside the cells until it ends", "gang", name, "err", err)
-			}
+			t.outside[j.ID] = true
+			s.log.Warn("tenancy: a running gang stays outside the cells until it ends", "gang", name, "err", err)
 			continue
 		}
-		delete(t.outside, j.ID)
 		t.held[j.ID] = j
 		how := "guaranteed"
 		switch {

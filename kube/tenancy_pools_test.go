@@ -245,3 +245,52 @@ func TestTenancyCellsDropARunningGangsNode(t *testing.T) {
 	w.create("b2", 4, vcAnn("B", ""), at)
 	step("b2 arrives", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3] ns/b2@n2[0,1,2,3]")
 }
+
+// A gang the round may not evict (bare pods, preemptBarePods off) runs on
+// VC A's one cell; under las, A's placer would preempt it for k, which
+// has had no service. The cells keep g where it runs and out of A's
+// placer's reach: k waits, A's quota full (B's node free beside it), and
+// nothing is refused or taken in again. Before, the cells released g
+// when the placer preempted it, the round refused the eviction, and
+// every other round the cells took g back and preempted it again (on a
+// kwok dev cluster a "move refused" and a "running gang taken into the
+// cells" line every 4 s); left outside the cells, g would let k take
+// A's cell on B's node.
+func TestTenancyKeepsUnevictableGang(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Scheduler, cfg.Placement = "las", "pal"
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	work := func(a map[string]string) map[string]string {
+		a[AnnModel], a[AnnIterations] = "BERT", "100000"
+		return a
+	}
+	for _, p := range []string{"g-0", "g-1"} {
+		a := gangAnn("g", 2)
+		a[AnnVC] = "A"
+		w.createWith(p, 2, work(a), at, []metav1.OwnerReference{}) // bare
+	}
+	const g = "ns/g-0@n0[0,1] ns/g-1@n0[2,3]"
+	for r := range 2 {
+		if got := w.step(&at, "g"); got != g {
+			t.Fatalf("round %d: bound %s, want %s", r, got, g)
+		}
+	}
+	w.create("k", 4, work(vcAnn("A", "")), at)
+	for r := range 6 {
+		if got := w.step(&at, "k"); got != g {
+			t.Fatalf("round %d after k: bound %s, want %s\n%s", r, got, g, w.log.String())
+		}
+	}
+	if why := w.s.lastWhy["ns/pod:k"]; !strings.Contains(why, "waits at queue position 1") {
+		t.Errorf("k waits with %q", why)
+	}
+	l := w.log.String()
+	for _, bad := range []string{"move refused", "taken into the cells", "outside the cells"} {
+		if n := strings.Count(l, bad); n > 0 {
+			t.Errorf("%d log lines say %q:\n%s", n, bad, l)
+		}
+	}
+}

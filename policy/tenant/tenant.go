@@ -6,7 +6,6 @@ package tenant
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -656,29 +655,36 @@ func (h *HiveD) setup(env *policy.Env, placer policy.Placer) {
 		h.layers = append(h.layers, L)
 		h.byVC[vc] = L
 	}
-	// A guaranteed job the cells hold keeps its virtual GPUs in the new
-	// pools even when the round does not list it (a driver's gang whose
-	// pods are leaving): otherwise a pool's placer would hand them to
-	// another job. Those the round lists are found as they come.
-	for id := range h.jobs {
-		if !h.held[id] {
-			delete(h.jobs, id)
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(h.jobs)) {
-		j := h.jobs[id]
+}
+
+// findHeld puts into their pools the guaranteed jobs the cells hold that
+// the pools do not know (layers made afresh after a reconfiguration or in
+// a fork, or a job a driver took into the cells, Adopt) and that the
+// round may not list (a driver's gang whose pods are leaving, or one it
+// keeps out of its VC placer's reach): a pool's placer must not hand
+// their virtual GPUs to another job. Those the round lists are found as
+// they come, too.
+func (h *HiveD) findHeld() {
+	var lost []int
+	for id, j := range h.jobs {
 		if j.VCPriority == tenancy.Opportunistic {
 			continue
 		}
-		if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil && L.in[j.ID] == nil {
-			h.found(L, j)
+		if L := h.byVC[h.l.vcOf(&j.Spec)]; L != nil && L.in[id] == nil {
+			lost = append(lost, id)
 		}
+	}
+	slices.Sort(lost)
+	for _, id := range lost {
+		j := h.jobs[id]
+		h.found(h.byVC[h.l.vcOf(&j.Spec)], j)
 	}
 }
 
 // Place implements policy.Tenancy.
 func (h *HiveD) Place(env *policy.Env, order []*workload.Job, placer policy.Placer) [][]int {
 	h.setup(env, placer)
+	h.findHeld()
 	h.out = make([][]int, len(order))
 	clear(h.gone)
 	h.order, h.indexed = order, false
