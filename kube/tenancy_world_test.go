@@ -12,11 +12,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Random rounds under hived on six 4-GPU nodes (VC A two node cells, B
 // two, C a pinned node; one node spare): gangs of 1-2 pods of 1-4 GPUs
-// of a random VC and priority (guaranteed or opportunistic) arrive, run
+// of a random VC and priority (guaranteed or opportunistic), one in five
+// of bare pods (never evicted), arrive, run
 // a few rounds and finish, evicted pods come back, and now and then the
 // scheduler restarts. After every round no GPU is given twice, no round
 // fails, and the cells' invariants hold. TENANCY_WORLD_SEEDS=1 runs 40
@@ -110,6 +112,7 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 				vc := []string{"A", "B", "C"}[rng.IntN(3)]
 				prio := []string{"", "5", "-1"}[rng.IntN(3)]
 				size, gpus := 1+rng.IntN(2), 1+rng.IntN(4)
+				bare := rng.IntN(5) == 0 // no controller: never evicted
 				if vc == "C" {
 					size, prio = 1, "" // a pinned cell is not for opportunistic gangs
 				}
@@ -126,7 +129,11 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 					if size > 1 {
 						ann[AnnGang], ann[AnnGangSize] = fmt.Sprintf("g%d", gangs), itoa(size)
 					}
-					w.create(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at)
+					var owners []metav1.OwnerReference
+					if bare {
+						owners = []metav1.OwnerReference{}
+					}
+					w.createWith(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at, owners)
 				}
 			}
 			w.mu.Lock()
