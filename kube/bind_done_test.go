@@ -66,7 +66,7 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 	w.mu.Lock()
 	owner := w.pods["ns/a"].OwnerReferences[0].UID
 	w.mu.Unlock()
-	stale, _ := formatEvictedWork(map[string]evictedWork{"ns/pod:a": {executed: 5000, attained: 5000, service: 20000, owner: owner, at: time.Now()}}, 1<<20)
+	stale, _ := formatEvictedWork(map[string]evictedWork{"ns/pod:a": {executed: 5000, attained: 5000, service: 20000, owner: owner, at: time.Now(), seen: time.Now()}}, 1<<20)
 	cm, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Get(context.Background(), DefaultEvictedWorkConfigMap, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the evicted-work ConfigMap: %v", err)
@@ -86,6 +86,11 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 	w.round(bound.Add(100 * time.Second))
 	if got, want := creditJob(t, w, "ns/pod:a").Executed, rebound.Done+100; math.Abs(got-want) > 1e-6 {
 		t.Errorf("after a restart a has done %v iterations, want %v (%v before its bind, 100 since)", got, want, rebound.Done)
+	}
+	// And its attained service (LAS's key): what it had attained when
+	// placed again, and the 100 s since.
+	if got, want := creditJob(t, w, "ns/pod:a").Attained, rebound.Attained+100; !(rebound.Attained >= 200) || math.Abs(got-want) > 1e-6 {
+		t.Errorf("after a restart a has attained %v s, want %v (its bind-info's %v, 100 since)", got, want, rebound.Attained)
 	}
 }
 

@@ -48,6 +48,9 @@ type evictedRecord struct {
 	Attained float64   `json:"attained"`
 	Service  float64   `json:"service"`
 	At       time.Time `json:"at"` // when it was evicted
+	// Seen is when its gang was last seen waiting (absent: not since
+	// At); the record is dropped evictedWorkKept after the later.
+	Seen time.Time `json:"seen,omitzero"`
 }
 
 type evictedFile struct {
@@ -71,6 +74,9 @@ func formatEvictedWork(m map[string]evictedWork, limit int) (string, int) {
 	for i, k := range keys {
 		e := m[k]
 		r := evictedRecord{Gang: k, Owner: string(e.owner), Executed: e.executed, Attained: e.attained, Service: e.service, At: e.at.UTC()}
+		if e.saved.After(e.at) {
+			r.Seen = e.saved.UTC()
+		}
 		b, _ := json.Marshal(r)
 		if size += len(b) + min(i, 1); size > limit { // a comma before all but the first
 			return encodeEvicted(f), len(keys) - i
@@ -87,8 +93,8 @@ func encodeEvicted(f evictedFile) string {
 
 // parseEvictedWork reads the ConfigMap's content (named src in errors).
 // A record that is malformed (empty or overlong gang or owner, a work
-// figure negative or not finite, no time), or older than kept at now, is
-// left out, the malformed ones counted in bad with the first one's
+// figure negative or not finite, no time), or whose gang was last seen
+// (Seen, else At) more than kept before now, is left out, the malformed ones counted in bad with the first one's
 // reason; content that is not the format at all is an error.
 func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m map[string]evictedWork, bad int, first string, err error) {
 	dec := json.NewDecoder(strings.NewReader(data))
@@ -126,13 +132,17 @@ func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m ma
 			}
 			continue
 		}
-		if now.Sub(r.At) > kept {
+		seen := r.At
+		if r.Seen.After(seen) {
+			seen = r.Seen
+		}
+		if now.Sub(seen) > kept {
 			continue
 		}
 		if o, ok := m[r.Gang]; ok && !r.At.After(o.at) {
-			continue // listed twice: the newer stands
+			continue // listed twice: the newer eviction stands
 		}
-		m[r.Gang] = evictedWork{r.Executed, r.Attained, r.Service, types.UID(r.Owner), r.At}
+		m[r.Gang] = evictedWork{r.Executed, r.Attained, r.Service, types.UID(r.Owner), r.At, seen, seen}
 	}
 	return m, bad, first, nil
 }

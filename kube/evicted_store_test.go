@@ -145,11 +145,15 @@ func TestEvictedWorkAcrossRestart(t *testing.T) {
 
 func TestEvictedWorkFormat(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	rec := func(x, a, sv float64, owner types.UID, at time.Time) evictedWork {
+		return evictedWork{x, a, sv, owner, at, at, at}
+	}
 	m := map[string]evictedWork{
-		"ns/g1":          {100, 50, 200, "u1", now.Add(-time.Minute)},
-		"job-uid:abc":    {7.5, 7.5, 7.5, "abc", now.Add(-2 * time.Minute)},
-		"ns/pod:oldest":  {1, 1, 1, "u3", now.Add(-50 * time.Minute)},
-		"ns/pod:expired": {1, 1, 1, "u4", now.Add(-2 * time.Hour)},
+		"ns/g1":          rec(100, 50, 200, "u1", now.Add(-time.Minute)),
+		"job-uid:abc":    rec(7.5, 7.5, 7.5, "abc", now.Add(-2*time.Minute)),
+		"ns/pod:oldest":  rec(1, 1, 1, "u3", now.Add(-50*time.Minute)),
+		"ns/pod:expired": rec(1, 1, 1, "u4", now.Add(-2*time.Hour)),
+		"ns/pod:waiting": {1, 1, 1, "u5", now.Add(-3 * time.Hour), now.Add(-5 * time.Minute), now.Add(-5 * time.Minute)},
 	}
 	data, dropped := formatEvictedWork(m, 1<<20)
 	if dropped != 0 {
@@ -159,15 +163,15 @@ func TestEvictedWorkFormat(t *testing.T) {
 	if err != nil || bad != 0 {
 		t.Fatalf("parse: %v, bad %d:\n%s", err, bad, data)
 	}
-	if len(got) != 3 || got["ns/g1"] != m["ns/g1"] || got["job-uid:abc"] != m["job-uid:abc"] || got["ns/pod:oldest"] != m["ns/pod:oldest"] {
-		t.Errorf("read back %v, want every record but the expired one as written", got)
+	if len(got) != 4 || got["ns/g1"] != m["ns/g1"] || got["job-uid:abc"] != m["job-uid:abc"] || got["ns/pod:oldest"] != m["ns/pod:oldest"] || got["ns/pod:waiting"] != m["ns/pod:waiting"] {
+		t.Errorf("read back %v, want every record but the expired one as written (one evicted 3 h ago and seen waiting 5 min ago is kept)", got)
 	}
 	// Past the limit the oldest go first.
 	one, _ := formatEvictedWork(map[string]evictedWork{"ns/g1": m["ns/g1"]}, 1<<20)
 	data, dropped = formatEvictedWork(m, len(one))
 	got, _, _, _ = parseEvictedWork("cm", data, now, 3*time.Hour)
-	if dropped != 3 || len(got) != 1 || got["ns/g1"] != m["ns/g1"] {
-		t.Errorf("with room for one record: kept %v, dropped %d; want the newest (ns/g1) kept and 3 dropped", got, dropped)
+	if dropped != 4 || len(got) != 1 || got["ns/g1"] != m["ns/g1"] {
+		t.Errorf("with room for one record: kept %v, dropped %d; want the newest (ns/g1) kept and 4 dropped", got, dropped)
 	}
 }
 
@@ -271,7 +275,7 @@ func TestEvictedWorkConfigMapValidated(t *testing.T) {
 
 func FuzzParseEvictedWork(f *testing.F) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	good, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {1, 2, 3, types.UID("u"), now}}, 1<<20)
+	good, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {1, 2, 3, types.UID("u"), now, now, now}}, 1<<20)
 	f.Add(good)
 	f.Add(`{"version":1,"gangs":[{"gang":"","owner":"u","executed":1e308,"at":"2026-12-06T12:00:00Z"}]}`)
 	f.Add("")
@@ -323,7 +327,7 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 		return false, nil, nil
 	})
 	for i := range 3 {
-		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", time.Now()}
+		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", time.Now(), time.Now(), time.Now()}
 		s.evicted.dirty = true
 		s.saveEvictedWork(context.Background())
 		s.settleEvicted(true)

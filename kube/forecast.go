@@ -406,11 +406,15 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 			if !j.Running() || !slices.Equal(j.GPUsHeld, a) || !(c.PM > 0) {
 				c.PM, c.Loc = s.slowdown(snap, j, a), 1
 			}
-			if j.Running() && g != nil && len(g.Bound) > 0 && !math.IsInf(c.Iterations, 1) {
-				// Its progress: what this scheduler credited, or what its
-				// time since it was bound gives, whichever is more (see
-				// boundWork).
-				c.Executed = math.Max(c.Executed, s.boundWork(g, at, c.PM*c.Loc*c.IterTime))
+			if j.Running() && g != nil && len(g.Bound) > 0 {
+				// Its progress and service: what this scheduler
+				// credited, or what its bind-info and the time since it
+				// was bound give, whichever is more (see creditBound).
+				perIter := c.PM * c.Loc * c.IterTime
+				if math.IsInf(c.Iterations, 1) {
+					perIter = 0 // its work is unknown: only its service counts
+				}
+				s.creditBound(g, &c, at, perIter)
 			}
 		} else {
 			c.PM, c.Loc = 0, 0

@@ -74,7 +74,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		s.restoreEvictedWork(ctx, true)
 	}
 	for k, e := range s.evictedWork {
-		if time.Since(e.at) > evictedWorkKept {
+		if time.Since(e.seen) > evictedWorkKept {
 			delete(s.evictedWork, k)
 			s.evicted.dirty = true
 		}
@@ -158,17 +158,18 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				if j.FirstStart < 0 {
 					j.FirstStart = now
 				}
-				if first && j.IterTime > 0 {
+				if first {
 					// First seen running (bound by another process or
 					// term, or in the last round): credited the time
 					// since its bind, at its GPUs' pace, so that a
 					// restarted scheduler does not read its whole
-					// pal.io/iterations as still to do. Once per gang:
-					// it reads the bind-info's JSON.
-					if !(j.PM > 0) {
+					// pal.io/iterations as still to do, nor the gang as
+					// never served. Once per gang: it reads the
+					// bind-info's JSON.
+					if !(j.PM > 0) && j.IterTime > 0 {
 						j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
 					}
-					j.Executed = math.Max(j.Executed, s.boundWork(g, start, j.PM*j.Loc*j.IterTime))
+					s.creditBound(g, j, start, j.PM*j.Loc*j.IterTime)
 				}
 				if lost := s.loses(g); lost != "" {
 					if !s.cfg.PreemptBarePods && s.ten != nil {
@@ -675,6 +676,12 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 			if x := d.Job.Executed; x > 0 && !math.IsInf(x, 0) {
 				info.Done = x // a gang moved, or placed again after a preemption
 			}
+			if x := d.Job.Attained; x > 0 && !math.IsInf(x, 0) {
+				info.Attained = x
+			}
+			if x := d.Job.GPUService; x > 0 && !math.IsInf(x, 0) {
+				info.Service = x
+			}
 			for i, p := range g.Pending {
 				info.Pods[p.Name] = parts[i]
 			}
@@ -853,7 +860,8 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 	s.th.evicted(g)
 	if j := g.Job; j != nil && (j.Executed > 0 || j.Attained > 0) {
 		if uid := controllerUID(g.Bound); uid != "" {
-			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, time.Now()}
+			now := time.Now()
+			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, now, now, now}
 			s.evicted.dirty = true
 		}
 	}
@@ -943,31 +951,38 @@ func (s *Scheduler) cleanWhy(snap *snapshot) {
 	}
 }
 
-// boundWork is the iterations g has done by at as its first bound pod's
-// pal.io/bind-info tells them: the work done before that bind (Done),
-// plus the time since it (in job time: wall seconds times timeScale) at
-// perIter seconds an iteration. It is what a scheduler that did not see
-// the bind (a restart, another leader) credits at least; 0 for a gang
-// with no bind-info, and no time since a bind dated after at. The pace
-// of the run the record does not say: perIter is the caller's (its
-// GPUs' pace).
-func (s *Scheduler) boundWork(g *gang, at time.Time, perIter float64) float64 {
+// creditBound credits j, gang g's job, at least what g's first bound
+// pod's pal.io/bind-info tells of its run by at: the work, attained
+// service and GPU service before that bind (Done, Attained, Service)
+// plus the time since it (in job time: wall seconds times timeScale), at
+// perIter seconds an iteration (the caller's: its GPUs' pace; no work
+// is credited for the time without it), on its GPUs. It is what a
+// scheduler that did not see the bind (a restart, another leader)
+// credits at least. A gang with no bind-info, or a figure not finite and
+// >= 0, gets nothing from it, and a bind dated after at no time since.
+func (s *Scheduler) creditBound(g *gang, j *workload.Job, at time.Time, perIter float64) {
 	if len(g.Bound) == 0 {
-		return 0
+		return
 	}
 	bi, err := ParseBindInfo(g.Bound[0].Annotations[AnnBindInfo])
 	if err != nil {
+		return
+	}
+	since := 0.0
+	if t, err := time.Parse(time.RFC3339Nano, bi.Round); err == nil && t.Before(at) {
+		since = at.Sub(t).Seconds() * s.cfg.TimeScale
+	}
+	known := func(v float64) float64 {
+		if v > 0 && !math.IsInf(v, 0) {
+			return v
+		}
 		return 0
 	}
-	done := 0.0
-	if bi.Done > 0 && !math.IsInf(bi.Done, 0) {
-		done = bi.Done
+	if perIter > 0 {
+		j.Executed = math.Max(j.Executed, known(bi.Done)+since/perIter)
 	}
-	t, err := time.Parse(time.RFC3339Nano, bi.Round)
-	if err != nil || !t.Before(at) || !(perIter > 0) {
-		return done
-	}
-	return done + at.Sub(t).Seconds()*s.cfg.TimeScale/perIter
+	j.Attained = math.Max(j.Attained, known(bi.Attained)+since)
+	j.GPUService = math.Max(j.GPUService, known(bi.Service)+since*float64(j.GPUs))
 }
 
 // slowdown is the simulator's slowdown of a job on gpus: its slowest GPU
@@ -1016,19 +1031,32 @@ func (s *Scheduler) meanScore(order []*workload.Job, alloc [][]int) float64 {
 type evictedWork struct {
 	executed, attained, service float64
 	owner                       types.UID // the pods' controller
-	at                          time.Time
+	at                          time.Time // when it was evicted
+	// seen is when the gang was last seen waiting (at until it is), and
+	// the record is dropped evictedWorkKept after it; saved is the seen
+	// the ConfigMap holds, written again once evictedSeenSaved old.
+	seen, saved time.Time
 }
 
-// evictedWorkKept is how long an evicted gang's work waits for its pods
-// to come back (a Job's backoff is at most 6 minutes).
+// evictedSeenSaved is how stale the ConfigMap's seen of a record may get
+// before a sighting is written: a write every round for each waiting
+// gang would cost more than a record kept 10 minutes longer.
+const evictedSeenSaved = 10 * time.Minute
+
+// evictedWorkKept is how long an evicted gang's record is kept after
+// the gang was last seen waiting (or evicted): a Job's backoff is at
+// most 6 minutes, so a gang not seen for this long is gone.
 const evictedWorkKept = time.Hour
 
-// resumeEvicted credits a queued or running gang that this scheduler
-// evicted, and whose record the state forgot while it had no pod, with
-// the work it had been credited, when its pods have the controller the
-// evicted ones had (a Job deleted and submitted again under its name
-// starts over). A gang the state kept has its work and needs nothing.
-// Records older than evictedWorkKept are dropped (Round).
+// resumeEvicted credits a queued gang that this scheduler, or another
+// leader before it, evicted, and whose record the state does not hold
+// (it forgot the gang while it had no pod, or this scheduler is new),
+// with the work it had been credited, when its pods have the controller
+// the evicted ones had (a Job deleted and submitted again under its
+// name starts over). The record stays while the gang waits, so that a
+// restart before it runs again finds it too, and goes once it is bound
+// (its bind-info then carries the work) or its pods have another
+// controller; one not seen for evictedWorkKept is dropped (Round).
 func (s *Scheduler) resumeEvicted(g *gang) {
 	pods := g.Pending
 	if len(pods) == 0 {
@@ -1039,20 +1067,25 @@ func (s *Scheduler) resumeEvicted(g *gang) {
 	if !ok {
 		return
 	}
-	delete(s.evictedWork, k)
-	s.evicted.dirty = true
+	if len(g.Bound) > 0 || controllerUID(pods) != e.owner {
+		// Bound (by this term, another or another leader, which
+		// recorded the work in its bind-info's done: crediting the
+		// record too would count it twice), or not the gang evicted.
+		delete(s.evictedWork, k)
+		s.evicted.dirty = true
+		return
+	}
+	if now := time.Now(); now.Sub(e.saved) > evictedSeenSaved {
+		e.seen, e.saved = now, now
+		s.evicted.dirty = true
+		s.evictedWork[k] = e
+	} else {
+		e.seen = now
+		s.evictedWork[k] = e
+	}
 	j := g.Job
 	if j.Executed > 0 || j.Attained > 0 {
 		return // kept by the state: its work is its own
-	}
-	if len(g.Bound) > 0 {
-		// Bound by another term or leader, which recorded the work
-		// in its bind-info (done): crediting the record too would
-		// count it twice, and would stop the bind-info being read.
-		return
-	}
-	if controllerUID(pods) != e.owner {
-		return
 	}
 	j.Executed, j.Attained, j.GPUService = e.executed, e.attained, e.service
 }

@@ -86,6 +86,14 @@ type BindInfo struct {
 	// restart, another leader) reads its work from here, not as starting
 	// over at this bind.
 	Done float64 `json:"done,omitempty"`
+	// Attained and Service are the gang's attained service (seconds it
+	// has run, in job time: LAS's key) and GPU service (GPU-seconds,
+	// Tiresias') before this bind, as the scheduler that bound it
+	// credited them (absent: none): a scheduler that did not see its
+	// earlier runs orders it by them and the time since this bind, not
+	// as never served.
+	Attained float64 `json:"attained,omitempty"`
+	Service  float64 `json:"service,omitempty"`
 }
 
 // PodBind is one member's node and device indices.

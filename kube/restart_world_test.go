@@ -1,0 +1,89 @@
+package kube
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/palsched/pal/kube/state"
+)
+
+// Random rounds of LAS, SRTF and Tiresias-LAS with preemptions and
+// moves on four 4-GPU nodes, and now and then a restart: a new scheduler
+// on the same apiserver, as after a kill -9, with only what the pods and
+// the ConfigMaps hold. A gang's credited work (iterations done) and, for
+// the schedulers that order by it, its attained service never go down
+// while it lives: a restart must not read a gang that ran, or one that
+// ran and waits again, as having run less. After every round no GPU is
+// given twice. RESTART_WORLD_SEEDS=1 runs 60 seeds of 300 rounds.
+func TestWorkNeverLostAcrossRestarts(t *testing.T) {
+	seeds, rounds := 6, 150
+	if os.Getenv("RESTART_WORLD_SEEDS") != "" {
+		seeds, rounds = 60, 300
+	}
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		cfg := testCfg()
+		cfg.Scheduler = []string{"las", "srtf", "tiresias-las"}[seed%3]
+		cfg.Placement = []string{"pal-ma", "packed-sticky", "pal"}[seed/3%3]
+		w := newWorld(t, cfg, uint64(seed), 4, 4)
+		rng := rand.New(rand.NewPCG(uint64(seed), 41))
+		step := w.workload(rng)
+		type credit struct{ executed, attained float64 }
+		last := map[string]credit{}
+		restarts := 0
+		t0 := time.Unix(1_700_000_000, 0)
+		for r := range rounds {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			step(r, at)
+			restarted := false
+			if r > 0 && rng.IntN(10) == 0 {
+				s, err := New(cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.binder.Backoff, s.binder.MaxBackoff = time.Millisecond, 4*time.Millisecond
+				s.Start(w.ctx)
+				t.Cleanup(s.Stop)
+				w.s = s
+				w.relist()
+				restarts++
+				restarted = true
+			}
+			w.deliver(-1)
+			w.round(at)
+			if err := w.check(); err != nil {
+				t.Fatalf("seed %d round %d: %v", seed, r, err)
+			}
+			w.deliver(-1)
+			for _, g := range w.s.state.Snapshot().Gangs {
+				j := g.Job
+				if j == nil || (g.State != state.GangQueued && g.State != state.GangRunning) {
+					continue // a leaving gang's job is not kept up to date: it is not placed
+				}
+				now := credit{j.Executed, j.Attained}
+				if was, ok := last[g.Key]; ok {
+					if now.executed < was.executed-1e-6*max(1, was.executed) {
+						t.Errorf("seed %d (%s/%s) round %d: gang %s (%v) has done %v iterations, %v at the round before (restarted: %v)",
+							seed, cfg.Scheduler, cfg.Placement, r, g.Key, g.State, now.executed, was.executed, restarted)
+					}
+					if cfg.Scheduler != "srtf" && now.attained < was.attained-1e-6*max(1, was.attained) {
+						t.Errorf("seed %d (%s/%s) round %d: gang %s (%v) has attained %v s, %v at the round before (restarted: %v)",
+							seed, cfg.Scheduler, cfg.Placement, r, g.Key, g.State, now.attained, was.attained, restarted)
+					}
+				}
+				last[g.Key] = now
+			}
+			if t.Failed() {
+				return
+			}
+		}
+		if restarts == 0 {
+			t.Errorf("seed %d: no restart", seed)
+		}
+	}
+}
