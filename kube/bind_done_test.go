@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -75,14 +74,7 @@ func TestBindInfoCarriesWorkDone(t *testing.T) {
 	if _, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start(w.ctx)
-	t.Cleanup(s.Stop)
-	w.s = s
-	w.relist()
+	w.restart()
 	w.round(bound.Add(100 * time.Second))
 	if got, want := creditJob(t, w, "ns/pod:a").Executed, rebound.Done+100; math.Abs(got-want) > 1e-6 {
 		t.Errorf("after a restart a has done %v iterations, want %v (%v before its bind, 100 since)", got, want, rebound.Done)

@@ -72,15 +72,8 @@ func TestEvictedWorkAcrossRestart(t *testing.T) {
 
 			// A new scheduler: what the old one credited a lived only
 			// in its memory and the ConfigMap.
-			s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.binder.Backoff, s.binder.MaxBackoff = time.Millisecond, 4*time.Millisecond
-			s.Start(w.ctx)
-			t.Cleanup(s.Stop)
-			w.s = s
-			w.relist()
+			w.restart()
+			s := w.s
 			n := evicted[0].DeepCopy()
 			n.Name += "x"
 			w.recreate(n)
