@@ -457,7 +457,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 		s.log.Error("round: tenancy", "err", err)
 	}
 	s.syncTenancyQuarantine()
-	s.adoptRunning(kept, byJob)
+	s.adoptRunning(snap, kept, byJob)
 	return kept
 }
 
@@ -470,28 +470,46 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 // gang needs its GPUs); an opportunistic one as opportunistic. Guaranteed
 // gangs go first, the longest running first. A gang whose GPUs the cells
 // cannot map (a node outside the cells) stays outside them until it ends.
-func (s *Scheduler) adoptRunning(order []*workload.Job, byJob map[*workload.Job]*gang) {
+func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang) {
 	t := s.ten
 	if t.hived == nil {
 		return
 	}
-	var found []*workload.Job
+	type run struct {
+		j    *workload.Job
+		g    *gang
+		gpus []int // the round's GPU ids
+	}
+	var found []run
 	for _, j := range order {
 		if j.GPUsHeld != nil && t.held[j.ID] == nil && !t.outside[j.ID] {
-			found = append(found, j)
+			found = append(found, run{j, byJob[j], j.GPUsHeld})
 		}
+	}
+	// A gang some of whose pods finished while others run holds their
+	// GPUs but is not in the order: taken in as well, it keeps them in
+	// the cells, out of its VC placer's reach, until its pods are gone.
+	for _, g := range snap.Gangs {
+		j := g.Job
+		if j == nil || g.State != state.GangLeaving || len(g.Bound) == 0 || len(g.GPUs) == 0 || t.held[j.ID] != nil || t.outside[j.ID] {
+			continue
+		}
+		if t.admit(g) != nil {
+			continue
+		}
+		found = append(found, run{j, g, g.GPUs})
 	}
 	if len(found) == 0 {
 		return
 	}
-	slices.SortStableFunc(found, func(a, b *workload.Job) int {
-		if ga, gb := a.VCPriority != tenancy.Opportunistic, b.VCPriority != tenancy.Opportunistic; ga != gb {
+	slices.SortStableFunc(found, func(a, b run) int {
+		if ga, gb := a.j.VCPriority != tenancy.Opportunistic, b.j.VCPriority != tenancy.Opportunistic; ga != gb {
 			if ga {
 				return -1
 			}
 			return 1
 		}
-		return cmp.Compare(a.FirstStart, b.FirstStart)
+		return cmp.Compare(a.j.FirstStart, b.j.FirstStart)
 	})
 	fromSnap := map[int]int{}
 	for g, r := range t.toSnap {
@@ -499,15 +517,16 @@ func (s *Scheduler) adoptRunning(order []*workload.Job, byJob map[*workload.Job]
 			fromSnap[r] = g
 		}
 	}
-	for _, j := range found {
-		gpus := make([]int, 0, len(j.GPUsHeld))
-		for _, r := range j.GPUsHeld {
+	for _, f := range found {
+		j := f.j
+		gpus := make([]int, 0, len(f.gpus))
+		for _, r := range f.gpus {
 			if g, ok := fromSnap[r]; ok {
 				gpus = append(gpus, g)
 			}
 		}
-		name := gangName(byJob[j].Key)
-		if len(gpus) < len(j.GPUsHeld) {
+		name := gangName(f.g.Key)
+		if len(gpus) < len(f.gpus) {
 			t.outside[j.ID] = true
 			s.log.Warn("tenancy: a running gang's GPUs are not all in the cells; it keeps them outside the cells until it ends", "gang", name)
 			continue

@@ -294,3 +294,34 @@ func TestTenancyKeepsUnevictableGang(t *testing.T) {
 		}
 	}
 }
+
+// A restart finds A's 2-pod gang g with one pod finished and one still
+// running on n0: the cells take it back too, so A's one cell stays held
+// and k (A) waits instead of taking A's cell on B's node n1.
+func TestTenancyRestartKeepsLeavingGangsCells(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	for _, p := range []string{"g-0", "g-1"} {
+		a := gangAnn("g", 2)
+		a[AnnVC] = "A"
+		w.create(p, 2, a, at)
+	}
+	if got, want := w.step(&at, "g"), "ns/g-0@n0[0,1] ns/g-1@n0[2,3]"; got != want {
+		t.Fatalf("bound %s, want %s", got, want)
+	}
+	w.finish("ns/g-0")
+	w.restart()
+	w.create("k", 4, vcAnn("A", ""), at)
+	for r := range 3 {
+		if got, want := w.step(&at, "k"), "ns/g-1@n0[2,3]"; got != want {
+			t.Fatalf("round %d after the restart: bound %s, want %s\n%s", r, got, want, w.log.String())
+		}
+	}
+	w.finish("ns/g-1")
+	if got := w.step(&at, "g ends"); !strings.HasPrefix(got, "ns/k@") || strings.Contains(got, " ") {
+		t.Fatalf("after g: bound %s, want k alone", got)
+	}
+}
