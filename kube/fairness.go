@@ -2,10 +2,10 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/internal/quote"
+	"github.com/palsched/pal/kube/podspec"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
@@ -29,7 +30,7 @@ import (
 // finish-time fairness, typically every trial of one hyper-parameter
 // search. Without it a pod's app is its batch/v1 Job, else its PodGroup,
 // else its gang alone.
-const AnnApp = "pal.io/app"
+const AnnApp = podspec.AnnApp
 
 // AnnLeaseUntil is written at binding under scheduler themis: when the
 // lease the gang was placed on ends (RFC 3339, wall time). A restarted

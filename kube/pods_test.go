@@ -58,10 +58,17 @@ func TestReadPodErrors(t *testing.T) {
 		{pod("a", 1, map[string]string{AnnModel: "nosuch"}, ""), `pal.io/model="nosuch": unknown model`},
 		{pod("a", 1, map[string]string{AnnClass: "Z"}, ""), "annotation pal.io/class"},
 		{pod("a", 1, map[string]string{AnnIterations: "-3"}, ""), "pal.io/iterations"},
+		// A Themis app name is a metric label: a 100 kB one made /metrics 100 kB bigger.
+		{pod("a", 1, map[string]string{AnnApp: strings.Repeat("x", 254)}, ""), "annotation pal.io/app=\"xxxx"},
+		{pod("a", 1, map[string]string{AnnApp: strings.Repeat("x", 100000)}, ""), "want an app name of at most 253 bytes of UTF-8, got 100000 bytes"},
+		{pod("a", 1, map[string]string{AnnApp: "bad\xff"}, ""), "want an app name of at most 253 bytes of UTF-8"},
 	} {
-		if _, err := readPod(c.p, m, noJob); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("readPod(%v) = %v, want %q", c.p.Annotations, err, c.want)
+		if _, err := readPod(c.p, m, noJob); err == nil || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 1000 {
+			t.Errorf("readPod(%.200v) = %.300v, want %q (in at most 1000 bytes)", c.p.Annotations, err, c.want)
 		}
+	}
+	if _, err := readPod(pod("a", 1, map[string]string{AnnApp: strings.Repeat("x", 253)}, ""), m, noJob); err != nil {
+		t.Errorf("an app name of 253 bytes: %v", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -29,6 +30,13 @@ const (
 	// AnnGangSize is how many pods the gang has; the gang waits until all
 	// of them exist.
 	AnnGangSize = "pal.io/gang-size"
+	// AnnApp names the pod's Themis app (kube reads it); at most
+	// MaxAppBytes of UTF-8, checked here with the other annotations a
+	// pod is read by.
+	AnnApp = "pal.io/app"
+	// MaxAppBytes bounds AnnApp: an app name becomes a metric label
+	// (pal_app_rho) and part of event messages.
+	MaxAppBytes = 253
 	// AnnClass is the pod's variability class (A..D).
 	AnnClass = "pal.io/class"
 	// AnnModel is the pod's model name, looked up in the model table for
@@ -331,6 +339,9 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 		if s.Class, err = variability.ParseClass(c); err != nil {
 			return s, fmt.Errorf("annotation %s: %v", AnnClass, err)
 		}
+	}
+	if v := a[AnnApp]; len(v) > MaxAppBytes || !utf8.ValidString(v) {
+		return s, fmt.Errorf("annotation %s=%s: want an app name of at most %d bytes of UTF-8, got %d bytes", AnnApp, quote.Value(v), MaxAppBytes, len(v))
 	}
 	if v, ok := a[AnnIterations]; ok {
 		f, err := strconv.ParseFloat(v, 64)
