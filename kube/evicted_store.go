@@ -163,6 +163,7 @@ type evictedStore struct {
 	dirty   bool          // evictedWork changed since the last write
 	write   *learnedWrite // a write under way
 	failing bool          // the last write failed (said once)
+	unread  bool          // the last read failed (said once)
 	dropped int           // records the last write left out for room
 }
 
@@ -211,25 +212,35 @@ func (s *Scheduler) noteEvictedWrite(err error) {
 // restoreEvictedWork merges the ConfigMap's records into evictedWork at a
 // term's first round: another leader may have evicted gangs since this
 // one last led, or this process is new. Where both hold a gang, the newer
-// eviction stands. An unreadable ConfigMap is logged, with an event on it
-// when announce (a round; not pal-kube forecast, which changes nothing),
-// and its records are lost; the next write replaces it.
+// eviction stands. A read that fails (the apiserver, not the content) is
+// tried again at the next round, and until one succeeds nothing is
+// written: a write would replace the records it did not read. An
+// unreadable ConfigMap is logged, with an event on it when announce (a
+// round; not pal-kube forecast, which changes nothing), and its records
+// are lost; the next write replaces it.
 func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
-	s.evicted.restore = false
 	name := s.cfg.EvictedWorkConfigMap
 	if name == "" {
+		s.evicted.restore = false
 		return
 	}
 	src := "ConfigMap " + s.cfg.Namespace + "/" + name
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cm, err := s.client.CoreV1().ConfigMaps(s.cfg.Namespace).Get(gctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
+		if !s.evicted.unread {
+			s.log.Warn("evicted gangs' work not read; read again at each round, and not written, until it is (said once)", "configmap", src, "err", err)
+		}
+		s.evicted.unread = true
 		return
 	}
+	if s.evicted.unread {
+		s.log.Info("evicted gangs' work read", "configmap", src)
+	}
+	s.evicted.restore, s.evicted.unread = false, false
 	if err != nil {
-		s.log.Warn("evicted gangs' work not read; gangs another leader evicted start over", "configmap", src, "err", err)
-		return
+		return // none yet
 	}
 	m, bad, first, err := parseEvictedWork(src, cm.Data[EvictedWorkKey], time.Now(), evictedWorkKept)
 	if err != nil {
@@ -264,7 +275,7 @@ func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
 func (s *Scheduler) saveEvictedWork(ctx context.Context) {
 	s.metrics.EvictedWork.Set(float64(len(s.evictedWork)))
 	st := &s.evicted
-	if !s.settleEvicted(false) {
+	if !s.settleEvicted(false) || st.restore {
 		return
 	}
 	if !st.dirty || s.cfg.EvictedWorkConfigMap == "" {
@@ -291,7 +302,7 @@ func (s *Scheduler) saveEvictedWork(ctx context.Context) {
 func (s *Scheduler) flushEvictedWork() {
 	st := &s.evicted
 	s.settleEvicted(true)
-	if st.dirty && s.cfg.EvictedWorkConfigMap != "" {
+	if st.dirty && !st.restore && s.cfg.EvictedWorkConfigMap != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		data, _ := formatEvictedWork(s.evictedWork, evictedWorkBytes)

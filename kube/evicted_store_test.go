@@ -319,6 +319,7 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	s.restoreEvictedWork(context.Background(), true) // a term's first round reads (nothing there)
 	for i := range 3 {
 		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", time.Now(), time.Now(), time.Now()}
 		s.evicted.dirty = true
@@ -341,5 +342,65 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 	}
 	if m, _, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour); err != nil || len(m) != 3 {
 		t.Errorf("the ConfigMap holds %d records (%v), want the 3 gangs", len(m), err)
+	}
+}
+
+// A read of the ConfigMap that fails at a term's start (the apiserver,
+// not the content) is tried again at the next round, and nothing is
+// written until it succeeds: a write would replace the records another
+// leader left there with this one's alone.
+func TestEvictedWorkReadRetriedBeforeWriting(t *testing.T) {
+	w := newWorld(t, testCfg(), 1, 1, 4)
+	s, ctx := w.s, context.Background()
+	theirs, _ := formatEvictedWork(map[string]evictedWork{"ns/theirs": {50, 50, 200, "u1", time.Now(), time.Now(), time.Now()}}, 1<<20)
+	if _, err := w.cs.CoreV1().ConfigMaps(s.cfg.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: s.cfg.Namespace},
+		Data:       map[string]string{EvictedWorkKey: theirs},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fail := 0 // the next GETs that fail: the term's read, not the write's own
+	w.cs.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if fail > 0 {
+			fail--
+			return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd leader changed"))
+		}
+		return false, nil, nil
+	})
+	held := func() map[string]evictedWork {
+		t.Helper()
+		cm, err := w.cs.CoreV1().ConfigMaps(s.cfg.Namespace).Get(ctx, DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// Two rounds that read in vain, each after this leader evicted a gang.
+	for i := range 2 {
+		if !s.evicted.restore {
+			t.Fatalf("round %d: the read is not owed any more", i)
+		}
+		fail = 1
+		s.restoreEvictedWork(ctx, true)
+		s.evictedWork[fmt.Sprintf("ns/mine%d", i)] = evictedWork{10, 10, 40, "u2", time.Now(), time.Now(), time.Now()}
+		s.evicted.dirty = true
+		s.saveEvictedWork(ctx)
+		s.settleEvicted(true)
+		if m := held(); len(m) != 1 || m["ns/theirs"].executed != 50 {
+			t.Fatalf("round %d, the ConfigMap unread: it holds %v, want the other leader's record alone", i, m)
+		}
+	}
+	if n := strings.Count(w.log.String(), "evicted gangs' work not read"); n != 1 {
+		t.Errorf("the failed reads said %d times, want once", n)
+	}
+	s.restoreEvictedWork(ctx, true)
+	s.saveEvictedWork(ctx)
+	s.settleEvicted(true)
+	if m := held(); len(m) != 3 || m["ns/theirs"].executed != 50 || m["ns/mine0"].executed != 10 || m["ns/mine1"].executed != 10 {
+		t.Errorf("once read, the ConfigMap holds %v, want the other leader's record and this one's two", m)
 	}
 }
