@@ -18,7 +18,8 @@ import (
 // Random rounds under hived on six 4-GPU nodes (VC A two node cells, B
 // two, C a pinned node; one node spare): gangs of 1-2 pods of 1-4 GPUs
 // of a random VC and priority (guaranteed or opportunistic), one in five
-// of bare pods (never evicted), arrive, run
+// of bare pods (never evicted), one in two with a node selector (the
+// nodes are in two zones), arrive, run
 // a few rounds and finish, evicted pods come back, and now and then the
 // scheduler restarts. After every round no GPU is given twice, no round
 // fails, and the cells' invariants hold. TENANCY_WORLD_SEEDS=1 runs 40
@@ -89,11 +90,14 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 		cfg := testCfg()
 		cfg.Scheduler = []string{"fifo", "las", "srtf"}[seed%3]
 		cfg.Placement = []string{"packed-sticky", "pal-ma", "pal", "packed-nonsticky"}[seed%4]
-		cfg.Tenancy, cfg.Cells = []string{"hived", "hived-speed"}[seed%2], file
+		cfg.Tenancy, cfg.Cells = []string{"hived", "hived-speed", "hived-pm"}[seed/2%3], file
 		if alt != "" {
 			cfg.CellsConfigMap = "pal-cells"
 		}
 		w := newWorld(t, cfg, uint64(seed), 6, 4)
+		for i := range 6 {
+			w.nodes[fmt.Sprintf("n%d", i)].Labels = map[string]string{"zone": []string{"a", "b"}[i%2]}
+		}
 		if alt != "" {
 			w.setCells(cfg, cells)
 		}
@@ -113,6 +117,7 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 				prio := []string{"", "5", "-1"}[rng.IntN(3)]
 				size, gpus := 1+rng.IntN(2), 1+rng.IntN(4)
 				bare := rng.IntN(5) == 0 // no controller: never evicted
+				zone := []string{"", "", "a", "b"}[rng.IntN(4)] // a node selector
 				if vc == "C" {
 					size, prio = 1, "" // a pinned cell is not for opportunistic gangs
 				}
@@ -134,6 +139,11 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 						owners = []metav1.OwnerReference{}
 					}
 					w.createWith(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at, owners)
+					if zone != "" {
+						w.mu.Lock()
+						w.pods[fmt.Sprintf("ns/g%d-%d", gangs, i)].Spec.NodeSelector = map[string]string{"zone": zone}
+						w.mu.Unlock()
+					}
 				}
 			}
 			w.mu.Lock()
@@ -178,6 +188,14 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 			if err := w.check(); err != nil {
 				fail(err)
 			}
+			w.mu.Lock()
+			for k, p := range w.pods {
+				if z := p.Spec.NodeSelector["zone"]; z != "" && p.Spec.NodeName != "" && w.nodes[p.Spec.NodeName].Labels["zone"] != z {
+					w.mu.Unlock()
+					fail(fmt.Errorf("pod %s of zone %s bound to %s", k, z, p.Spec.NodeName))
+				}
+			}
+			w.mu.Unlock()
 			if err := w.s.ten.hived.Check(); err != nil {
 				fail(fmt.Errorf("cells: %v", err))
 			}

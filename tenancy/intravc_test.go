@@ -119,3 +119,35 @@ func TestCommitAndHold(t *testing.T) {
 		t.Fatalf("free nodes %v, want one", got)
 	}
 }
+
+// Within a round (Hold) x leaves view node 0, whose leaves stay bound to
+// n0, and the VC's placer puts y, which may only run on n1 (its node
+// selector), on those same leaves: the commit fails rather than put y
+// inside n0. On view node 1, unbound, y binds n1. A leaf of x's that is
+// unbound under a bound node was refused before as well.
+func TestCommitKeepsToAllowedNodesOnBoundLeaves(t *testing.T) {
+	s := mustNew(t, twoLevel(2, 4, "  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}\n"))
+	view, err := s.View("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Commit(Request{Group: "x", VC: "A"}, [][]*VCell{view[0].Leaves[:2]}); err != nil || !d.Placed || d.Pods[0].Node != "n0" {
+		t.Fatalf("x = %v, %v; want n0", d, err)
+	}
+	s.Hold()
+	if err := s.Release("x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, leaves := range [][]*VCell{view[0].Leaves[:2], view[0].Leaves[2:]} {
+		d, err := s.Commit(Request{Group: "y", VC: "A", Nodes: []string{"n1"}}, [][]*VCell{leaves})
+		if err != nil || d.Placed || d.Preempting {
+			t.Fatalf("y on view node 0 = %v, %v; want it refused (n0 is not allowed)", d, err)
+		}
+	}
+	d, err := s.Commit(Request{Group: "y", VC: "A", Nodes: []string{"n1"}}, [][]*VCell{view[1].Leaves[:2]})
+	if err != nil || !d.Placed || d.Pods[0].Node != "n1" {
+		t.Fatalf("y on view node 1 = %v, %v; want n1", d, err)
+	}
+	s.EndRound()
+	mustCheck(t, s)
+}

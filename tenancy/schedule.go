@@ -748,8 +748,13 @@ func (s *Scheduler) bind(v *VCell) bool {
 	if v.phys != nil {
 		// Bound before this call: by an earlier pod of the decision, by
 		// Hold, or by fixBad while a cancelled preemption's or a doomed
-		// cell's binding was undone and redone. A leaf shown bad that way
-		// serves no pod.
+		// cell's binding was undone and redone, or for another group of
+		// the VC on the same node. A leaf shown bad that way serves no
+		// pod, and a cell bound inside a node the decision may not use
+		// serves none of it.
+		if s.allowed != nil && v.phys.level <= v.phys.chain.NodeLevel && !s.allowedNode(v.phys.node) {
+			return false
+		}
 		return usable(v.phys)
 	}
 	if v.parent == nil {
