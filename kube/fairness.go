@@ -19,6 +19,7 @@ import (
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/internal/quote"
 	"github.com/palsched/pal/kube/podspec"
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/registry"
 	"github.com/palsched/pal/policy/themis"
@@ -119,6 +120,9 @@ type themisStage struct {
 	credit   map[string]float64       // gang key -> iterations the rounds credited, at its claim
 	factor   map[string]float64       // app -> measured over claimed time per iteration (absent: its claims hold)
 	trustAll bool                     // tests: take every claim as it stands
+	// finishing is the GPUs that gangs with a finished member still held
+	// at the last round (see wakeOnFreed).
+	finishing map[int]bool
 }
 
 // themisRun is a running gang's current run: when its last pod started
@@ -595,6 +599,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			}
 		}
 	}
+	t.wakeOnFreed(snap)
 	t.pol.Order(t.now, view)
 	env := policy.Env{Cluster: snap.Cluster, Scores: s.scores, Rand: s.rand.Rand}
 	out := t.pol.Place(&env, view)
@@ -632,6 +637,38 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 	t.writeLeases(s, order, byJob, out)
 	t.export(s)
 	return out
+}
+
+// wakeOnFreed makes this round an auction when GPUs that a finishing
+// gang held at the last round are free now. A gang leaves the round's
+// order (the policy's finish event, its auction) when its first pod
+// ends; its other pods free their GPUs when they end, rounds later, and
+// the policy, which auctions only at a lease's end, an arrival or a
+// finish, would leave those GPUs idle until the next one, with gangs
+// waiting (in the simulator a job frees all its GPUs at its finish's
+// auction). A gang the scheduler evicts is not finishing: the auction
+// that stopped it already gave its GPUs out.
+func (t *themisStage) wakeOnFreed(snap *snapshot) {
+	freed := false
+	for x := range t.finishing {
+		if x < snap.Cluster.Size() && snap.Cluster.IsFree(x) {
+			freed = true
+		}
+	}
+	if t.finishing == nil {
+		t.finishing = map[int]bool{}
+	}
+	clear(t.finishing)
+	for _, g := range snap.Gangs {
+		if g.State == state.GangLeaving && len(g.Finished) > 0 {
+			for _, x := range g.GPUs {
+				t.finishing[x] = true
+			}
+		}
+	}
+	if freed {
+		t.pol.Wake()
+	}
 }
 
 // writeLeases writes a lease a running gang won again at an expiry to

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,10 +88,39 @@ func TestWorkNeverLostAcrossRestarts(t *testing.T) {
 // survive), and after every round the same pods are bound on the same
 // devices. What a scheduler holds only in memory (a gang's attained
 // service, an evicted gang's work) would show as a different order.
-// Not under themis, whose fresh policy holds an auction at its first
-// round rather than at the next lease's end, nor under backfill, whose
-// promises to waiting gangs are made afresh (docs/kubernetes.md).
-// RESTART_WORLD_SEEDS=1 runs 20 seeds (restarts every 3 to 22 rounds).
+// RESTART_WORLD_SEEDS=1 runs 20 seeds (restarts every 3 to 22 rounds);
+// RESTART_WORLD_CASES=sched/placement/backfill,... runs those cases
+// instead (themis/pal/, fifo/packed-sticky/easy).
+//
+// Two configurations are left out because a restart is visible in them
+// by design, not through work lost that the cluster records:
+//
+//   - scheduler themis: the fresh policy holds an auction at its first
+//     round (nothing on the cluster says when the last one was or which
+//     gangs it saw), and its apps' ρ come from state the old policy held
+//     only in memory: when each app was first seen, the contention
+//     integral behind its N_avg, when it last held GPUs. Seed 1 round 88
+//     (restarted at 86): both auction at g48's arrival, and the fresh
+//     policy gives it four of the eight free GPUs, the old one none; seed
+//     7 round 82, the fresh policy's first auction gives waiting g41 and
+//     g46 GPUs that the old one leaves to nobody; seed 8 round 79, both
+//     auction at a finish and give the freed GPUs to different gangs
+//     (g40 and g46 against g41). The recorded leases
+//     (pal.io/lease-until) are kept either way. What was a real loss,
+//     GPUs a finishing gang's last pods freed after its finish left idle
+//     until the next lease end (seeds 0, 2 and 6 differed only so), is
+//     fixed: TestThemisAuctionsWhenFinishingGangFreesGPUs.
+//   - backfill easy: the promise to a waiting head that no gang has been
+//     backfilled past yet is held in memory only; a restart promises it
+//     afresh from the reservation then, and the gangs backfilled later
+//     carry that promise. Seed 0 round 83 (fifo/packed-sticky): head g30
+//     was promised at round 78 (139,864 s on), the restart at round 80
+//     promised 189,741 s from then (the reservation had grown at round
+//     79), so at round 83 the old scheduler, holding the backfilled gangs
+//     to the earlier promise, reserves 139,814 s and backfills only the
+//     short g36, the restarted one reserves 189,711 s and backfills g34.
+//     Every record on the cluster (pal.io/backfill-head and -promise on
+//     g32 and g33) was restored (docs/kubernetes.md).
 func TestRestartsChangeNothing(t *testing.T) {
 	seeds := 3
 	if os.Getenv("RESTART_WORLD_SEEDS") != "" {
@@ -99,13 +129,21 @@ func TestRestartsChangeNothing(t *testing.T) {
 	if testing.Short() {
 		seeds = 1
 	}
-	for _, c := range []struct{ sched, place string }{
-		{"fifo", "packed-sticky"}, {"las", "packed-sticky"}, {"srtf", "packed-sticky"}, {"las", "pal"}, {"tiresias-las", "pal-ma"}, {"las", "pal-ma"}, {"srtf", "pal"},
-	} {
+	cases := []struct{ sched, place, backfill string }{
+		{"fifo", "packed-sticky", ""}, {"las", "packed-sticky", ""}, {"srtf", "packed-sticky", ""}, {"las", "pal", ""}, {"tiresias-las", "pal-ma", ""}, {"las", "pal-ma", ""}, {"srtf", "pal", ""},
+	}
+	if v := os.Getenv("RESTART_WORLD_CASES"); v != "" {
+		cases = cases[:0]
+		for _, c := range strings.Split(v, ",") {
+			f := strings.Split(c, "/")
+			cases = append(cases, struct{ sched, place, backfill string }{f[0], f[1], f[2]})
+		}
+	}
+	for _, c := range cases {
 		for seed := range seeds {
 			t.Run(fmt.Sprintf("%s/%s/%d", c.sched, c.place, seed), func(t *testing.T) {
 				cfg := testCfg()
-				cfg.Scheduler, cfg.Placement = c.sched, c.place
+				cfg.Scheduler, cfg.Placement, cfg.Backfill = c.sched, c.place, c.backfill
 				var ws [2]*world
 				var steps [2]func(int, time.Time)
 				for i := range ws {

@@ -93,6 +93,15 @@ func (p *Policy) Honour(id int, end float64) {
 	p.honour[id] = end
 }
 
+// Wake makes the next Place an event round (an auction) although no
+// lease expired and no job arrived or finished: for a driver whose jobs
+// free their GPUs after they leave the order. pal-kube's gang leaves the
+// round's order when its first pod ends, and its other pods free their
+// GPUs rounds later; without a wake those GPUs would stay idle until
+// the next event, where the simulator's finishing job frees all of its
+// GPUs at the finish's event. The simulator never calls it.
+func (p *Policy) Wake() { p.wake = true }
+
 // Stats are what the policy saw over a run.
 type Stats struct {
 	Auctions int
@@ -134,6 +143,7 @@ type Policy struct {
 	// honour is the leases a driver recorded for running jobs that this
 	// policy did not grant (see Honour), by job id: their ends.
 	honour     map[int]float64
+	wake       bool    // the next Place is an event (see Wake)
 	contention float64 // ∫ (apps alive) dt
 	owner      []int   // scratch for check
 
@@ -316,8 +326,8 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 	// F = ∫ (apps alive) dt, for every app's N_avg.
 	p.contention += float64(len(p.active)) * (T - p.last)
 	p.last = T
-	event := !p.sawAny || T >= p.nextExpiry || len(order) != len(p.prevOrder)
-	p.sawAny = true
+	event := !p.sawAny || p.wake || T >= p.nextExpiry || len(order) != len(p.prevOrder)
+	p.sawAny, p.wake = true, false
 	if !event {
 		for i, j := range order {
 			if j != p.prevOrder[i] {
