@@ -38,3 +38,36 @@ func TestThemisAuctionsWhenFinishingGangFreesGPUs(t *testing.T) {
 		t.Fatalf("a's GPUs are all free and b waits: %q", got)
 	}
 }
+
+// The fake world applies the scheduler's annotation patches to its pods,
+// so that a restart's relist reads what a real apiserver would hold: a
+// lease that themis renewed at an expiry is on the pods
+// (pal.io/lease-until, written after the round) when the next scheduler
+// starts. The world used to leave patches to the fake's tracker, so a
+// restart read the bind's lease, long expired.
+func TestWorldKeepsRenewedLeases(t *testing.T) {
+	cfg := testCfg()
+	cfg.Scheduler = "themis"
+	cfg.Themis.Lease.Duration = 30 * time.Second
+	w := newWorld(t, cfg, 1, 1, 4)
+	at := time.Unix(1_700_000_000, 0)
+	w.create("a-0", 2, map[string]string{AnnModel: "BERT", AnnIterations: "100000"}, at)
+	w.step(&at, "a placed")
+	lease := func() time.Time {
+		w.s.statusWG.Wait()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		v, err := time.Parse(time.RFC3339Nano, w.pods["ns/a-0"].Annotations[AnnLeaseUntil])
+		if err != nil {
+			t.Fatalf("ns/a-0's %s: %v", AnnLeaseUntil, err)
+		}
+		return v
+	}
+	first := lease()
+	for range 5 {
+		w.step(&at, "a runs")
+	}
+	if got := lease(); !got.After(first) || !got.After(at) {
+		t.Fatalf("at %v ns/a-0's lease ends %v, the bind's %v: the renewal is not on the pod", at, got, first)
+	}
+}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -64,6 +65,7 @@ func newWorld(t testing.TB, cfg Config, seed uint64, nodes int, gpus int) *world
 	w.cs = fake.NewClientset()
 	w.cs.PrependReactor("create", "pods", w.react)
 	w.cs.PrependReactor("get", "pods", w.react)
+	w.cs.PrependReactor("patch", "pods", w.patch)
 	// Events are taken and dropped: the fake's tracker is slow to store them.
 	w.cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, a.(k8stesting.CreateAction).GetObject(), nil
@@ -179,6 +181,44 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 		}
 	}
 	return false, nil, nil
+}
+
+// patch applies a merge patch of a pod's annotations (a renewed
+// pal.io/lease-until, say) to the world's pod, so that a restart's relist
+// reads it; other patches are left to the fake's tracker.
+func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
+	act, ok := a.(k8stesting.PatchAction)
+	if !ok || act.GetSubresource() != "" || act.GetPatchType() != k8stypes.MergePatchType {
+		return false, nil, nil
+	}
+	var body struct {
+		Metadata struct {
+			Annotations map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(act.GetPatch(), &body); err != nil || len(body.Metadata.Annotations) == 0 {
+		return false, nil, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := act.GetNamespace() + "/" + act.GetName()
+	p := w.pods[key]
+	if p == nil {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
+	}
+	q := p.DeepCopy()
+	if q.Annotations == nil {
+		q.Annotations = map[string]string{}
+	}
+	for k, v := range body.Metadata.Annotations {
+		if v == nil {
+			delete(q.Annotations, k)
+		} else {
+			q.Annotations[k] = *v
+		}
+	}
+	w.put(q)
+	return true, q.DeepCopy(), nil
 }
 
 // put stores a pod's new version and queues its event (mu held).
