@@ -116,7 +116,7 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 				vc := []string{"A", "B", "C"}[rng.IntN(3)]
 				prio := []string{"", "5", "-1"}[rng.IntN(3)]
 				size, gpus := 1+rng.IntN(2), 1+rng.IntN(4)
-				bare := rng.IntN(5) == 0 // no controller: never evicted
+				bare := rng.IntN(5) == 0                        // no controller: never evicted
 				zone := []string{"", "", "a", "b"}[rng.IntN(4)] // a node selector
 				if vc == "C" {
 					size, prio = 1, "" // a pinned cell is not for opportunistic gangs

@@ -139,7 +139,7 @@ type Policy struct {
 	// Kubernetes driver waits for an evicted gang's pods to leave) shows
 	// them still waiting at the next round, which then runs an auction
 	// instead of leaving their GPUs idle until the next lease expiry.
-	launching  map[int]bool
+	launching map[int]bool
 	// honour is the leases a driver recorded for running jobs that this
 	// policy did not grant (see Honour), by job id: their ends.
 	honour     map[int]float64
