@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -693,24 +692,7 @@ func (t *themisStage) writeLeases(s *Scheduler, order []*workload.Job, byJob map
 			}
 		}
 	}
-	if len(writes) == 0 || !t.writing.CompareAndSwap(false, true) {
-		return
-	}
-	ctx := s.roundCtx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	s.statusWG.Add(1)
-	go func() {
-		defer s.statusWG.Done()
-		defer t.writing.Store(false)
-		for p, at := range writes {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLeaseUntil: at}}})
-			if _, err := s.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				s.log.Info("themis: writing a renewed "+AnnLeaseUntil, "pod", podKey(p), "err", err)
-			}
-		}
-	}()
+	s.annotateInBackground(&t.writing, AnnLeaseUntil, "themis: writing a renewed "+AnnLeaseUntil, writes)
 }
 
 // evicted notes that the scheduler evicts gang g: a Job of parallelism

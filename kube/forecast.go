@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/palsched/pal/cluster"
@@ -229,24 +226,9 @@ func (s *Scheduler) forecastRound(snap *snapshot, order []*workload.Job, alloc [
 			}
 		}
 	}
-	if len(writes) == 0 || !s.fc.busy.CompareAndSwap(false, true) {
-		return // the last forecast's writes are still going: the next refresh writes
-	}
-	ctx := s.roundCtx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	s.statusWG.Add(1)
-	go func() {
-		defer s.statusWG.Done()
-		defer s.fc.busy.Store(false)
-		for p, at := range writes {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnEstimatedStart: at}}})
-			if _, err := s.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				s.log.Info("forecast: writing "+AnnEstimatedStart, "pod", podKey(p), "err", err)
-			}
-		}
-	}()
+	// While the last forecast's writes are still going, the next
+	// refresh writes.
+	s.annotateInBackground(&s.fc.busy, AnnEstimatedStart, "forecast: writing "+AnnEstimatedStart, writes)
 }
 
 // etaNote is what a waiting message adds from the last forecast.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/palsched/pal/kube/podspec"
 	"github.com/palsched/pal/kube/state"
+	corev1 "k8s.io/api/core/v1"
 	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -292,13 +294,7 @@ func (s *Scheduler) writeStatuses(todo []statusPatch) {
 	if len(todo) == 0 {
 		return
 	}
-	ctx := s.roundCtx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	s.statusWG.Add(1)
-	go func() {
-		defer s.statusWG.Done()
+	s.inBackground(func(ctx context.Context) {
 		var wg sync.WaitGroup
 		work := make(chan statusPatch)
 		for range min(statusWriters, len(todo)) {
@@ -319,7 +315,42 @@ func (s *Scheduler) writeStatuses(todo []statusPatch) {
 		}
 		close(work)
 		wg.Wait()
+	})
+}
+
+// inBackground runs f beside the rounds, with the round's context
+// (Background outside a round): the round does not wait on the network.
+// Tests wait for it (statusWG).
+func (s *Scheduler) inBackground(f func(ctx context.Context)) {
+	ctx := s.roundCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s.statusWG.Add(1)
+	go func() {
+		defer s.statusWG.Done()
+		f(ctx)
 	}()
+}
+
+// annotateInBackground sets annotation key on each pod of writes to its
+// value by merge patch, in the background (inBackground), unless busy
+// says the last such batch is still going: the caller's next batch then
+// writes what is still due. A failure is logged (at Info: the next batch
+// tries again) with what.
+func (s *Scheduler) annotateInBackground(busy *atomic.Bool, key, what string, writes map[*corev1.Pod]string) {
+	if len(writes) == 0 || !busy.CompareAndSwap(false, true) {
+		return
+	}
+	s.inBackground(func(ctx context.Context) {
+		defer busy.Store(false)
+		for p, v := range writes {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: v}}})
+			if _, err := s.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				s.log.Info(what, "pod", podKey(p), "err", err)
+			}
+		}
+	})
 }
 
 // statusWriters is how many group status patches go out at once.

@@ -110,12 +110,7 @@ func TestTenancyPreemptorWaitsForVictims(t *testing.T) {
 	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
 	w := newWorld(t, cfg, 1, 2, 4)
 	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) {
-		t.Helper()
-		if got := w.step(&at, what); got != want {
-			t.Fatalf("%s: bound %s, want %s", what, got, want)
-		}
-	}
+	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
 	w.create("b", 4, vcAnn("B", ""), at)
 	w.create("o", 4, vcAnn("A", "-1"), at)
 	step("round 1", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
@@ -179,12 +174,7 @@ func TestTenancyCellsConfigMapChange(t *testing.T) {
 	w := newWorld(t, cfg, 1, 3, 4)
 	w.setCells(cfg, string(before))
 	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) {
-		t.Helper()
-		if got := w.step(&at, what); got != want {
-			t.Fatalf("%s: bound %s, want %s", what, got, want)
-		}
-	}
+	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
 	for _, name := range []string{"a1", "a2"} {
 		w.create(name, 4, vcAnn("A", ""), at)
 	}
@@ -228,12 +218,7 @@ func TestTenancyCellsDropARunningGangsNode(t *testing.T) {
 	w := newWorld(t, cfg, 1, 3, 4)
 	w.setCells(cfg, string(before))
 	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) {
-		t.Helper()
-		if got := w.step(&at, what); got != want {
-			t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
-		}
-	}
+	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
 	w.create("a1", 4, vcAnn("A", ""), at)
 	w.create("b1", 4, vcAnn("B", ""), at)
 	step("before the change", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")

@@ -249,12 +249,7 @@ func TestTenancyFinishedGangLeavesItsCells(t *testing.T) {
 	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
 	w := newWorld(t, cfg, 1, 2, 4)
 	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) {
-		t.Helper()
-		if got := w.step(&at, what); got != want {
-			t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
-		}
-	}
+	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
 	w.create("a1", 4, vcAnn("A", ""), at)
 	w.create("b1", 4, vcAnn("B", ""), at)
 	step("round 1", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")
@@ -278,12 +273,7 @@ func TestTenancyLeavingGangKeepsItsLeaves(t *testing.T) {
 	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
 	w := newWorld(t, cfg, 1, 2, 4)
 	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) {
-		t.Helper()
-		if got := w.step(&at, what); got != want {
-			t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
-		}
-	}
+	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
 	g := func() map[string]string { a := gangAnn("g", 2); a[AnnVC] = "B"; return a }
 	w.create("g-0", 2, g(), at)
 	w.create("g-1", 2, g(), at)

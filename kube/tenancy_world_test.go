@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -102,11 +101,7 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 			w.setCells(cfg, cells)
 		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 67))
-		type run struct {
-			key string
-			end int
-		}
-		var runs []run
+		var runs lifetimes
 		gangs := 0
 		t0 := time.Unix(1_700_000_000, 0)
 		for r := range rounds {
@@ -146,28 +141,7 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 					}
 				}
 			}
-			w.mu.Lock()
-			var started []string
-			for k, p := range w.pods {
-				if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x run) bool { return x.key == k }) {
-					started = append(started, k)
-				}
-			}
-			w.mu.Unlock()
-			slices.Sort(started)
-			for _, k := range started {
-				runs = append(runs, run{k, r + 2 + rng.IntN(10)})
-			}
-			w.recreateDeleted()
-			keep := runs[:0]
-			for _, x := range runs {
-				if x.end <= r {
-					w.finish(x.key)
-					continue
-				}
-				keep = append(keep, x)
-			}
-			runs = keep
+			runs.step(w, rng, r, 10)
 			if rng.IntN(15) == 0 {
 				w.restart()
 			}

@@ -338,6 +338,15 @@ func (w *world) step(at *time.Time, what string) string {
 	return w.bound()
 }
 
+// expect is step that fails the test, with the scheduler's log, unless
+// the round leaves want bound.
+func (w *world) expect(at *time.Time, what, want string) {
+	w.t.Helper()
+	if got := w.step(at, what); got != want {
+		w.t.Fatalf("%s: bound %s, want %s\n%s", what, got, want, w.log.String())
+	}
+}
+
 // round runs one round at at and waits for the binder.
 func (w *world) round(at time.Time) {
 	roundWait(w.s, w.ctx, at)
@@ -411,11 +420,7 @@ func (w *world) bound() string {
 // back (their controller recreates them) a round later. It returns a
 // function that does one round's worth of it.
 func (w *world) workload(rng *rand.Rand) func(r int, at time.Time) {
-	type running struct {
-		key string
-		end int
-	}
-	var runs []running
+	var runs lifetimes
 	gangs := 0
 	return func(r int, at time.Time) {
 		if rng.IntN(2) == 0 {
@@ -430,29 +435,47 @@ func (w *world) workload(rng *rand.Rand) func(r int, at time.Time) {
 				w.create(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at)
 			}
 		}
-		w.mu.Lock()
-		var started []string
-		for k, p := range w.pods {
-			if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x running) bool { return x.key == k }) {
-				started = append(started, k)
-			}
-		}
-		w.mu.Unlock()
-		slices.Sort(started)
-		for _, k := range started {
-			runs = append(runs, running{k, r + 2 + rng.IntN(8)})
-		}
-		w.recreateDeleted()
-		keep := runs[:0]
-		for _, x := range runs {
-			if x.end <= r {
-				w.finish(x.key)
-				continue
-			}
-			keep = append(keep, x)
-		}
-		runs = keep
+		runs.step(w, rng, r, 8)
 	}
+}
+
+// lifetimes ends the pods of the random-rounds tests: a pod that starts
+// running at round r ends at r + 2 + a draw below spread.
+type lifetimes []lifetime
+
+type lifetime struct {
+	key string
+	end int
+}
+
+// step, at round r, gives the pods that started running since the last
+// step their ends (in name order, so that the draws do not depend on map
+// order), makes evicted pods again (recreateDeleted) and finishes those
+// whose end has come.
+func (l *lifetimes) step(w *world, rng *rand.Rand, r, spread int) {
+	runs := *l
+	w.mu.Lock()
+	var started []string
+	for k, p := range w.pods {
+		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && !slices.ContainsFunc(runs, func(x lifetime) bool { return x.key == k }) {
+			started = append(started, k)
+		}
+	}
+	w.mu.Unlock()
+	slices.Sort(started)
+	for _, k := range started {
+		runs = append(runs, lifetime{k, r + 2 + rng.IntN(spread)})
+	}
+	w.recreateDeleted()
+	keep := runs[:0]
+	for _, x := range runs {
+		if x.end <= r {
+			w.finish(x.key)
+			continue
+		}
+		keep = append(keep, x)
+	}
+	*l = keep
 }
 
 // Two schedulers on the same world, one that finds dead rounds (and does
