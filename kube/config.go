@@ -117,6 +117,10 @@ type Config struct {
 	// restarted scheduler or another replica taking over credits it too
 	// (evicted_store.go). Empty: kept in memory only.
 	EvictedWorkConfigMap string `json:"evictedWorkConfigMap"`
+	// EvictedWorkWriteInterval: at most one write of EvictedWorkConfigMap
+	// per interval (and one when a term ends). 0: after every round that
+	// changes the records.
+	EvictedWorkWriteInterval Duration `json:"evictedWorkWriteInterval"`
 	// QuarantineAbove, with learnScores, quarantines a GPU whose believed
 	// slowdown (DCGM's hints included) reaches it, until it falls below
 	// halfway back to 1: its class's slowest score in every class, under
@@ -270,6 +274,7 @@ func DefaultConfig() Config {
 		LearnedScoresWriteInterval: Duration{DefaultLearnedScoresWriteInterval},
 		LearnForgetAfter:           Duration{DefaultLearnForgetAfter},
 		EvictedWorkConfigMap:       DefaultEvictedWorkConfigMap,
+		EvictedWorkWriteInterval:   Duration{DefaultEvictedWorkWriteInterval},
 		DCGM:                       defaultDCGMConfig(),
 	}
 }

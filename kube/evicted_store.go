@@ -38,6 +38,17 @@ const (
 	// evictedWorkRecords bounds what is read, whatever wrote it.
 	evictedWorkRecords  = 16384
 	evictedWriteTimeout = 30 * time.Second
+	// DefaultEvictedWorkWriteInterval throttles the writes. Each write
+	// replaces the whole ConfigMap, and etcd keeps every replaced
+	// version until the apiserver compacts it (every 5 minutes): on a
+	// kwok dev cluster a write of 2,400 records took 35-52 ms (median of
+	// 100) and grew etcd's database by 0.49-0.55 MB
+	// (hack/configmap-write-cost.sh). Writing after every round that
+	// evicts, with rounds a second apart under heavy preemption, is then
+	// some 150 MB of history per compaction; one write per 10 s is at
+	// most 15 MB, and a crash (not a handover, which flushes) loses at
+	// most the last 10 s of evictions' records.
+	DefaultEvictedWorkWriteInterval = 10 * time.Second
 )
 
 // evictedRecord is one gang's record in the ConfigMap.
@@ -161,6 +172,7 @@ func boundErr(err error) error {
 type evictedStore struct {
 	restore bool          // the next round merges the ConfigMap in (a term's first)
 	dirty   bool          // evictedWork changed since the last write
+	last    time.Time     // when the last write started
 	write   *learnedWrite // a write under way
 	failing bool          // the last write failed (said once)
 	unread  bool          // the last read failed (said once)
@@ -270,18 +282,19 @@ func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
 }
 
 // saveEvictedWork writes evictedWork to the ConfigMap beside the rounds
-// when it changed, one write at a time; a failed one is tried again after
-// the next round.
-func (s *Scheduler) saveEvictedWork(ctx context.Context) {
+// when it changed, one write at a time and at most one per
+// evictedWorkWriteInterval (from now, the round's start); a failed one is
+// tried again after the next interval.
+func (s *Scheduler) saveEvictedWork(ctx context.Context, now time.Time) {
 	s.metrics.EvictedWork.Set(float64(len(s.evictedWork)))
 	st := &s.evicted
 	if !s.settleEvicted(false) || st.restore {
 		return
 	}
-	if !st.dirty || s.cfg.EvictedWorkConfigMap == "" {
+	if !st.dirty || s.cfg.EvictedWorkConfigMap == "" || now.Sub(st.last) < s.cfg.EvictedWorkWriteInterval.Duration {
 		return
 	}
-	st.dirty = false
+	st.dirty, st.last = false, now
 	data, dropped := formatEvictedWork(s.evictedWork, evictedWorkBytes)
 	if dropped > 0 && st.dropped == 0 {
 		s.log.Warn("evicted gangs' work: the oldest records left out of the ConfigMap for room", "configmap", s.cfg.Namespace+"/"+s.cfg.EvictedWorkConfigMap, "count", dropped)
@@ -326,6 +339,9 @@ func (s *Scheduler) putEvictedWork(ctx context.Context, data string) error {
 // validateEvictedWork checks the field against the ConfigMaps the
 // scheduler reads: writing over one of them would destroy it.
 func (c *Config) validateEvictedWork() error {
+	if c.EvictedWorkWriteInterval.Duration < 0 {
+		return fmt.Errorf("field evictedWorkWriteInterval: must be >= 0, got %v", c.EvictedWorkWriteInterval)
+	}
 	n := c.EvictedWorkConfigMap
 	if n == "" {
 		return nil

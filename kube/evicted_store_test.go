@@ -264,6 +264,11 @@ func TestEvictedWorkConfigMapValidated(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("evictedWorkConfigMap empty (kept in memory only): %v", err)
 	}
+	cfg = DefaultConfig()
+	cfg.EvictedWorkWriteInterval.Duration = -time.Second
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "field evictedWorkWriteInterval") {
+		t.Errorf("evictedWorkWriteInterval -1s: err %v, want one naming the field", err)
+	}
 }
 
 func FuzzParseEvictedWork(f *testing.F) {
@@ -320,10 +325,11 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 		return false, nil, nil
 	})
 	s.restoreEvictedWork(context.Background(), true) // a term's first round reads (nothing there)
+	t0, every := time.Now(), s.cfg.EvictedWorkWriteInterval.Duration
 	for i := range 3 {
 		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", time.Now(), time.Now(), time.Now()}
 		s.evicted.dirty = true
-		s.saveEvictedWork(context.Background())
+		s.saveEvictedWork(context.Background(), t0.Add(time.Duration(i)*every))
 		s.settleEvicted(true)
 	}
 	said := strings.Count(w.log.String(), "evicted gangs' work not written")
@@ -331,7 +337,7 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 		t.Errorf("3 failed writes: said %d times, counted %v; want said once, counted 3", said, errs)
 	}
 	fail = false
-	s.saveEvictedWork(context.Background()) // still owed: the failure left it dirty
+	s.saveEvictedWork(context.Background(), t0.Add(3*every)) // still owed: the failure left it dirty
 	s.settleEvicted(true)
 	if !strings.Contains(w.log.String(), "evicted gangs' work written again") || testutil.ToFloat64(s.metrics.EvictedWorkWrites.WithLabelValues("ok")) != 1 {
 		t.Errorf("the write after the namespace came: not said, or not counted ok:\n%s", w.log.String())
@@ -388,7 +394,7 @@ func TestEvictedWorkReadRetriedBeforeWriting(t *testing.T) {
 		s.restoreEvictedWork(ctx, true)
 		s.evictedWork[fmt.Sprintf("ns/mine%d", i)] = evictedWork{10, 10, 40, "u2", time.Now(), time.Now(), time.Now()}
 		s.evicted.dirty = true
-		s.saveEvictedWork(ctx)
+		s.saveEvictedWork(ctx, time.Now())
 		s.settleEvicted(true)
 		if m := held(); len(m) != 1 || m["ns/theirs"].executed != 50 {
 			t.Fatalf("round %d, the ConfigMap unread: it holds %v, want the other leader's record alone", i, m)
@@ -398,9 +404,41 @@ func TestEvictedWorkReadRetriedBeforeWriting(t *testing.T) {
 		t.Errorf("the failed reads said %d times, want once", n)
 	}
 	s.restoreEvictedWork(ctx, true)
-	s.saveEvictedWork(ctx)
+	s.saveEvictedWork(ctx, time.Now())
 	s.settleEvicted(true)
 	if m := held(); len(m) != 3 || m["ns/theirs"].executed != 50 || m["ns/mine0"].executed != 10 || m["ns/mine1"].executed != 10 {
 		t.Errorf("once read, the ConfigMap holds %v, want the other leader's record and this one's two", m)
+	}
+}
+
+// The ConfigMap is written at most once per evictedWorkWriteInterval:
+// each write replaces up to 512 KiB that etcd keeps until compaction, and
+// rounds a second apart under heavy preemption wrote one every second.
+// What a throttled round left unwritten is written by a later one, and
+// by the flush when the term ends.
+func TestEvictedWorkWritesThrottled(t *testing.T) {
+	w := newWorld(t, testCfg(), 1, 1, 4)
+	s, ctx := w.s, context.Background()
+	s.restoreEvictedWork(ctx, true)
+	t0 := time.Now()
+	for i := range 21 { // a round a second, each evicting a gang
+		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", t0, t0, t0}
+		s.evicted.dirty = true
+		s.saveEvictedWork(ctx, t0.Add(time.Duration(i)*time.Second))
+		s.settleEvicted(true)
+	}
+	if n := testutil.ToFloat64(s.metrics.EvictedWorkWrites.WithLabelValues("ok")); n != 3 {
+		t.Errorf("21 rounds a second apart: %v writes, want 3 (at 0, 10 and 20 s)", n)
+	}
+	s.evictedWork["ns/late"] = evictedWork{100, 100, 400, "u", t0, t0, t0}
+	s.evicted.dirty = true
+	s.saveEvictedWork(ctx, t0.Add(21*time.Second)) // throttled
+	s.flushEvictedWork()
+	cm, err := w.cs.CoreV1().ConfigMaps(s.cfg.Namespace).Get(ctx, DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour); err != nil || len(m) != 22 {
+		t.Errorf("after the term's flush the ConfigMap holds %d records (%v), want all 22", len(m), err)
 	}
 }

@@ -37,7 +37,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		s.events.ungate()
 		s.metrics.RoundSeconds.Observe(time.Since(t0).Seconds())
 	}()
-	defer s.saveEvictedWork(ctx)
+	defer s.saveEvictedWork(ctx, start)
 	s.roundCount.Add(1)
 	s.roundCtx = ctx
 	elapsed := 0.0
