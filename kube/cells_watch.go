@@ -74,7 +74,7 @@ func (s *Scheduler) watchCells(snap *snapshot) {
 		var rep tenancy.Reconfig
 		l, rep, err = t.hived.ReconfigureAny(cfg)
 		if err == nil {
-			t.l, t.cellsText = l, text
+			t.l, t.cellsText, t.reshaped = l, text, true
 			// A gang none of whose GPUs the new cells have is no longer
 			// the cells': it runs on outside them (adoptRunning says so)
 			// instead of being placed afresh as if it waited.

@@ -123,6 +123,8 @@ type tenancyStage struct {
 	// are placed again: the cells could not take them in, or their VC's
 	// placer preempted them and they still run (see place).
 	outside map[int]bool
+	// reshaped: a cells change was applied this round (regather).
+	reshaped bool
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
@@ -367,14 +369,19 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 	for i, j := range sub {
 		saved[i] = j.GPUsHeld
 		if j.GPUsHeld != nil {
-			h := make([]int, len(j.GPUsHeld))
-			for k, r := range j.GPUsHeld {
-				h[k] = fromSnap[r]
+			// Its GPUs the cells do not have (a node a cells change
+			// took out under it) are left out, not read as GPU 0.
+			h := make([]int, 0, len(j.GPUsHeld))
+			for _, r := range j.GPUsHeld {
+				if g, ok := fromSnap[r]; ok {
+					h = append(h, g)
+				}
 			}
 			j.GPUsHeld = h
 		}
 	}
 	got := t.stage.Place(env, sub, placer)
+	var fresh []int // indices in sub of the gangs placed afresh
 	for i, j := range sub {
 		j.GPUsHeld = saved[i]
 		a := got[i]
@@ -421,6 +428,28 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		out[at[i]] = r
 		t.held[j.ID] = j
 		delete(t.outside, j.ID)
+		fresh = append(fresh, i)
+	}
+	// A new placement on GPUs that a running gang keeps this round (the
+	// cells believed them free: they and the round disagree) is given
+	// back too, as one on another scheduler's pod: the round would
+	// refuse the whole answer, and nothing would be bound anywhere.
+	if len(fresh) > 0 {
+		kept := map[int]bool{}
+		for i, j := range order {
+			if j.GPUsHeld != nil && out[i] != nil && sameSet(out[i], j.GPUsHeld) {
+				for _, g := range j.GPUsHeld {
+					kept[g] = true
+				}
+			}
+		}
+		for _, i := range fresh {
+			if k := at[i]; slices.ContainsFunc(out[k], func(g int) bool { return kept[g] }) {
+				t.stage.Finish(sub[i])
+				delete(t.held, sub[i].ID)
+				out[k] = nil
+			}
+		}
 	}
 	return out
 }
@@ -456,9 +485,50 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	if err := s.ten.sync(snap, s.scores, live); err != nil {
 		s.log.Error("round: tenancy", "err", err)
 	}
+	if s.ten.reshaped {
+		s.ten.reshaped = false
+		s.ten.regather(snap)
+	}
 	s.syncTenancyQuarantine()
 	s.adoptRunning(snap, kept, byJob)
 	return kept
+}
+
+// regather releases, after a cells change, the held gangs that run on
+// GPUs of the new cells their cells group lacks, for adoptRunning to take
+// them in again whole. A change carries a running gang with the devices
+// both configs have (tenancy.Scheduler.Reconfigure): a node that left the
+// cells under a gang's pod and comes back with a later change comes back
+// free in the cells while the pod still runs there, and the cells would
+// bind another gang to its GPUs (the round then refused every answer:
+// nothing was bound anywhere until the pod ended).
+func (t *tenancyStage) regather(snap *snapshot) {
+	in := make(map[int]bool, len(t.toSnap))
+	for _, r := range t.toSnap {
+		if r >= 0 {
+			in[r] = true
+		}
+	}
+	for _, g := range snap.Gangs {
+		j := g.Job
+		if j == nil || t.held[j.ID] == nil || len(g.GPUs) == 0 || t.hived.Leaving(j) {
+			continue
+		}
+		n := 0
+		for _, r := range g.GPUs {
+			if in[r] {
+				n++
+			}
+		}
+		ps, _ := t.hived.Cells().Placement(strconv.Itoa(j.ID))
+		for _, p := range ps {
+			n -= len(p.GPUs)
+		}
+		if n > 0 {
+			t.stage.Finish(t.held[j.ID])
+			delete(t.held, j.ID)
+		}
+	}
 }
 
 // adoptRunning gives the cells the gangs found running that they do not

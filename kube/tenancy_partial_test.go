@@ -1,0 +1,197 @@
+package kube
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// partialCells: four 4-GPU nodes, three in the cells (n0-n2); VC A two
+// node cells, B one. partialAfter takes n1 out of the cells and puts n3
+// in.
+const partialCells = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+`
+
+var partialAfter = strings.Replace(partialCells, "cellAddress: n1}", "cellAddress: n3}", 1)
+
+// A cells change removes one of the two nodes a running 2-pod gang of A
+// runs on. Nodes n0-n3 of 4 GPUs; the cells n0-n2 (A two node cells, B
+// one), then n0, n2 and n3.
+//
+//  1. b (B, 4 GPUs) binds first: B's cell takes n0. Gang g (A, two pods
+//     of 4 GPUs) binds n1 and n2.
+//  2. The change takes n1 out of the cells: g keeps A's cell over n2 (the
+//     devices the new cells still have, as HiveD re-reads a pod whose
+//     node left its config), and its pod on n1 runs on outside the cells.
+//     The cells hold g on n2 alone, nothing else.
+//  3. a (A, 4 GPUs) binds A's other cell, the new node n3; o
+//     (opportunistic, 4 GPUs) finds no free cell and waits: n1 is not
+//     the cells', n0, n2 and n3 are taken.
+//  4. b ends: o binds n0, B's cell, as opportunistic.
+//  5. g ends: its cell over n2 is free again; a2 (A, 4 GPUs) binds it.
+//     The cells hold a, a2 and o, nothing of g.
+func TestTenancyCellsDropOneNodeOfAGang(t *testing.T) {
+	w, at := partialWorld(t, 1)
+	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
+	checkCells := func(what string, want ...string) {
+		t.Helper()
+		if err := w.s.ten.hived.Check(); err != nil {
+			t.Fatalf("%s: cells: %v", what, err)
+		}
+		if got := groupsOn(w); got != strings.Join(want, " ") {
+			t.Fatalf("%s: the cells hold %s, want %s\n%s", what, got, strings.Join(want, " "), w.log.String())
+		}
+	}
+	w.create("b", 4, vcAnn("B", ""), *at)
+	step("b", "ns/b@n0[0,1,2,3]")
+	for _, p := range []string{"g-0", "g-1"} {
+		a := gangAnn("g", 2)
+		a[AnnVC] = "A"
+		w.create(p, 4, a, *at)
+	}
+	const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
+	step("g", gb)
+	w.setCells(w.s.cfg, partialAfter)
+	step("the change", gb)
+	if got := w.log.String(); !strings.Contains(got, "kept pod ns/b, gang ns/g;") || !strings.Contains(got, "devices no longer in the cells n1/0, n1/1, n1/2, n1/3") {
+		t.Fatalf("the change is not in the log as kept with n1 dropped:\n%s", got)
+	}
+	checkCells("the change", "b:n0/0,1,2,3", "g:n2/0,1,2,3")
+	w.create("a", 4, vcAnn("A", ""), *at)
+	w.create("o", 4, vcAnn("A", "-1"), *at)
+	const gba = "ns/a@n3[0,1,2,3] ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
+	for r := range 3 {
+		step(fmt.Sprintf("a and o, round %d", r), gba)
+	}
+	checkCells("a and o", "a:n3/0,1,2,3", "b:n0/0,1,2,3", "g:n2/0,1,2,3")
+	w.finish("ns/b")
+	step("b ends", "ns/a@n3[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3] ns/o@n0[0,1,2,3]")
+	w.finish("ns/g-0")
+	w.finish("ns/g-1")
+	w.create("a2", 4, vcAnn("A", ""), *at)
+	step("g ends", "ns/a2@n2[0,1,2,3] ns/a@n3[0,1,2,3] ns/o@n0[0,1,2,3]")
+	checkCells("g ends", "a2:n2/0,1,2,3", "a:n3/0,1,2,3", "o:n0/0,1,2,3")
+}
+
+// partialWorld is the world of TestTenancyCellsDropOneNodeOfAGang:
+// nodes n0-n3 of 4 GPUs under hived with partialCells in force, watched
+// through the cells ConfigMap.
+func partialWorld(t *testing.T, seed uint64) (*world, *time.Time) {
+	file := filepath.Join(t.TempDir(), "cells.yaml")
+	if err := os.WriteFile(file, []byte(partialCells), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", file, "pal-cells"
+	w := newWorld(t, cfg, seed, 4, 4)
+	w.setCells(cfg, partialCells)
+	at := time.Unix(1_700_000_000, 0)
+	return w, &at
+}
+
+// groupsOn renders the cells' groups as gang:node/devices (each pod's),
+// sorted; a gang is named as its pods' gang or its one pod.
+func groupsOn(w *world) string {
+	c := w.s.ten.hived.Cells()
+	names := map[string]string{}
+	for j, g := range w.s.byJob {
+		names[strconv.Itoa(j.ID)] = strings.TrimPrefix(strings.TrimPrefix(g.Key, "ns/"), "pod:")
+	}
+	var out []string
+	for _, g := range c.Groups() {
+		ps, _ := c.Placement(g)
+		n := names[g]
+		if n == "" {
+			n = "job " + g
+		}
+		var on []string
+		for _, p := range ps {
+			on = append(on, fmt.Sprintf("%s/%s", p.Node, FormatIndices(p.GPUs)))
+		}
+		out = append(out, n+":"+strings.Join(on, "+"))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// The random rounds of TestTenancyRandomRounds with the cells ConfigMap
+// taking n1 out of the cells and putting it back every 25 rounds: gangs
+// of two pods on n1 and another node lose part of their GPUs to the
+// change while they run.
+func TestTenancyRandomRoundsDropNode(t *testing.T) {
+	randomTenancyRounds(t, randomCells, strings.Replace(randomCells, "  - {cellType: NODE, cellAddress: n1}\n", "", 1), nil)
+}
+
+// The change of TestTenancyCellsDropOneNodeOfAGang undone while g still
+// runs: n1 comes back into the cells under g-0.
+//
+//  1. b (B) on n0, gang g (A) on n1 and n2, as there; n1 leaves the
+//     cells (g keeps A's cell over n2) and comes back.
+//  2. The cells take g in again whole, on n1 and n2: A's two cells.
+//  3. a (A, 4 GPUs) waits, A's cells full; b ends and b2 (B, 4 GPUs)
+//     binds n0 in the same round.
+//  4. g ends: a binds A's cells.
+//
+// Before, a change carried g with its n2 devices only, n1 came back free
+// in the cells, and they bound a to n1 under g-0: the round refused the
+// whole answer ("placer answer rejected; nothing bound this round"),
+// every round until g ended, so b2 waited beside B's free cell too.
+func TestTenancyCellsNodeComesBackUnderAGang(t *testing.T) {
+	w, at := partialWorld(t, 1)
+	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
+	checkCells := func(what, want string) {
+		t.Helper()
+		if err := w.s.ten.hived.Check(); err != nil {
+			t.Fatalf("%s: cells: %v", what, err)
+		}
+		if got := groupsOn(w); got != want {
+			t.Fatalf("%s: the cells hold %s, want %s\n%s", what, got, want, w.log.String())
+		}
+	}
+	w.create("b", 4, vcAnn("B", ""), *at)
+	step("b", "ns/b@n0[0,1,2,3]")
+	for _, p := range []string{"g-0", "g-1"} {
+		a := gangAnn("g", 2)
+		a[AnnVC] = "A"
+		w.create(p, 4, a, *at)
+	}
+	const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
+	step("g", gb)
+	w.setCells(w.s.cfg, partialAfter)
+	step("the change", gb)
+	checkCells("the change", "b:n0/0,1,2,3 g:n2/0,1,2,3")
+	w.setCells(w.s.cfg, partialCells)
+	step("the change undone", gb)
+	checkCells("the change undone", "b:n0/0,1,2,3 g:n1/0,1,2,3+n2/0,1,2,3")
+	w.create("a", 4, vcAnn("A", ""), *at)
+	step("a", gb)
+	if l := w.log.String(); strings.Contains(l, "nothing bound this round") {
+		t.Fatalf("a: the round refused the cells' answer:\n%s", l)
+	}
+	w.finish("ns/b")
+	w.create("b2", 4, vcAnn("B", ""), *at)
+	step("b ends, b2", "ns/b2@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]")
+	checkCells("b2", "b2:n0/0,1,2,3 g:n1/0,1,2,3+n2/0,1,2,3")
+	w.finish("ns/g-0")
+	w.finish("ns/g-1")
+	step("g ends", "ns/a@n1[0,1,2,3] ns/b2@n0[0,1,2,3]")
+	checkCells("g ends", "a:n1/0,1,2,3 b2:n0/0,1,2,3")
+	if l := w.log.String(); strings.Contains(l, "level=ERROR") {
+		t.Fatalf("an error in the log:\n%s", l)
+	}
+}
