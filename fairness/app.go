@@ -30,6 +30,10 @@ type Job struct {
 	// Doomed jobs will be stopped by the app's hyper-parameter optimiser:
 	// they get no new GPUs and their work does not count.
 	Doomed bool
+	// Unplaceable jobs get no new GPUs this auction (no set of the offered
+	// GPUs fits them: a driver whose jobs' pods may not span nodes), but
+	// their work counts, as a waiting job's does.
+	Unplaceable bool
 }
 
 // App is the unit of fairness: a group of jobs with one owner.

@@ -26,7 +26,7 @@ func waterFill(a *App, limit int, h *fillHeap) []grant {
 	h.jobs, h.items = a.Jobs, h.items[:0]
 	for i := range a.Jobs {
 		j := &a.Jobs[i]
-		if j.Doomed || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs || (j.Gang && len(j.Held) > 0) {
+		if j.Doomed || j.Unplaceable || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs || (j.Gang && len(j.Held) > 0) {
 			continue
 		}
 		h.push(fillItem{job: i, count: len(j.Held)})
@@ -62,7 +62,7 @@ func wantsMore(a *App, limit int) bool {
 	limit = min(limit, a.Demand-a.heldCount())
 	for i := range a.Jobs {
 		j := &a.Jobs[i]
-		if j.Doomed || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs {
+		if j.Doomed || j.Unplaceable || j.Remaining <= 0 || len(j.Held) >= j.MaxGPUs {
 			continue
 		}
 		if j.Gang && (len(j.Held) > 0 || j.MaxGPUs > limit) {

@@ -554,6 +554,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		id, submit, executed := sh.ID, sh.Submit, t.credit[g.Key]
 		*sh = *j
 		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.Key]
+		sh.PodGPUs = g.Spec.GPUs                // each pod's GPUs on its one node: the auction plans whole pods
 		sh.Executed = max(executed, j.Executed) // progress survives a restart from a checkpoint
 		knownWork(sh)
 		t.credit[g.Key] = sh.Executed

@@ -56,6 +56,13 @@ func guard(env *policy.Env, order []*workload.Job, out [][]int, kept bool) [][]i
 	return out
 }
 
+// RepairPods re-cuts chosen, a job's GPUs, into whole pods of pod GPUs
+// per node (see repairPods): GPUs marked in taken are not used unless
+// chosen. nil if the pods do not fit.
+func RepairPods(c *cluster.Cluster, taken []bool, chosen []int, pod int) []int {
+	return repairPods(c, taken, chosen, pod)
+}
+
 // repairPods re-cuts a job's GPUs into whole pods per node: nodes by how
 // many of the chosen GPUs they hold (then id), inside a node the chosen
 // GPUs first, then free ones by id. nil if the pods do not fit.

@@ -24,6 +24,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/fairness"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/variability"
 	"github.com/palsched/pal/workload"
 )
@@ -438,6 +439,31 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			in.Offer = append(in.Offer, g)
 		}
 	}
+	// A job whose pods may not span nodes (PodGPUs) bids only when the
+	// offer holds its pods whole (a running job's own GPUs are offered
+	// when its lease ends): the auction's bundles are GPUs, and it would
+	// win GPUs on several nodes that no pod of it can use, and hold a
+	// lease on them while it waits.
+	podSlots := map[int]int{} // pod size -> whole pods the offer holds
+	fits := func(j *workload.Job) bool {
+		if j.PodGPUs <= 0 || j.Elastic() {
+			return true
+		}
+		n, ok := podSlots[j.PodGPUs]
+		if !ok {
+			for _, nd := range cl.Nodes {
+				k := 0
+				for _, g := range nd.GPUs {
+					if offered[g] {
+						k++
+					}
+				}
+				n += k / j.PodGPUs
+			}
+			podSlots[j.PodGPUs] = n
+		}
+		return n*j.PodGPUs >= j.GPUs
+	}
 	for _, a := range active {
 		sens := SensitivityOf(p.models, a.jobs[0].Model)
 		if x := p.cfg.Misreport[a.name]; x > 0 {
@@ -461,6 +487,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			if j.Elastic() {
 				fj.MinGPUs = j.GPUs
 			}
+			fj.Unplaceable = !mustKeep[a.pos[k]] && !fits(j)
 			if mustKeep[a.pos[k]] {
 				fj.Held = j.GPUsHeld
 				// [D] An elastic job's GPU set changes only when its
@@ -481,6 +508,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 	if p.cfg.OnAuction != nil {
 		p.cfg.OnAuction(in, res)
 	}
+	var taken []bool // GPUs a pod's repair may not use (see below)
 	for x, a := range active {
 		ar := res.Apps[x]
 		gained := map[int]bool{}
@@ -531,6 +559,34 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			out[a.pos[k]] = g
 			mark(used, g)
 		}
+		// Pods kept whole: a chosen job whose GPUs do not split into its
+		// pods per node is re-cut from its app's gains and the offered
+		// GPUs no app won; if none fits it gets nothing (and no lease).
+		for _, k := range chosen {
+			j, i := a.jobs[k], a.pos[k]
+			if j.PodGPUs <= 0 || out[i] == nil || place.PodsFit(cl, out[i], j.PodGPUs) {
+				continue
+			}
+			if taken == nil {
+				taken = make([]bool, cl.Size())
+				for g := range taken {
+					taken[g] = !offered[g]
+				}
+				for _, r := range res.Apps {
+					mark2(taken, r.Gained)
+				}
+			}
+			for _, g := range out[i] {
+				used[g] = false
+			}
+			for _, g := range ar.Gained {
+				taken[g] = used[g] // the app's other jobs keep theirs
+			}
+			fixed := place.RepairPods(cl, taken, out[i], j.PodGPUs)
+			out[i] = fixed
+			mark(used, fixed)
+			mark2(taken, fixed)
+		}
 		lease := p.lease
 		if s := ar.LeaseShare; s > 0 && s < 1 {
 			lease *= s // the payment in lease time
@@ -538,6 +594,9 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		for _, k := range chosen {
 			j := a.jobs[k]
 			g := out[a.pos[k]]
+			if g == nil {
+				continue // its pods fit nowhere (see above)
+			}
 			if err := p.leases.Grant(a.idx, g, T, lease); err != nil {
 				p.violate("%v", err)
 			}
@@ -614,6 +673,12 @@ func anyIn(g []int, set map[int]bool) bool {
 }
 
 func mark(set map[int]bool, g []int) {
+	for _, x := range g {
+		set[x] = true
+	}
+}
+
+func mark2(set []bool, g []int) {
 	for _, x := range g {
 		set[x] = true
 	}
