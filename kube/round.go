@@ -229,8 +229,14 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			if alloc[i] == nil {
 				pending++
 				g := byJob[j]
+				why := ""
+				if s.ten != nil {
+					if w := s.ten.why(j, snap); w != "" {
+						why = "; " + w
+					}
+				}
 				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",
-					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), s.reserved(j)+s.etaNote(g.Key)))
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.reserved(j)+s.etaNote(g.Key)))
 			}
 		}
 		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)

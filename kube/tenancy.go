@@ -681,3 +681,110 @@ func sameSet(a, b []int) bool {
 	slices.Sort(y)
 	return slices.Equal(x, y)
 }
+
+// why names, under hived, what keeps a waiting gang out of the cells, for
+// its wait message ("" when none of these holds: it waits for its turn
+// or for GPUs to free): the gang it preempts on its cells may not be
+// evicted; its node selector or affinity allows no node of its VC's
+// cells; its VC's cells are full (the VC's guaranteed GPUs in use); or
+// its candidate nodes (its VC's cell types, allowed to it) that are
+// cordoned or not ready leave too few free GPUs on the others. The text
+// changes only when the reason does (Scheduler.wait sends an event per
+// new text).
+func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
+	if t.hived == nil || j.VC == "" {
+		return ""
+	}
+	c := t.hived.Cells()
+	names := func(ids []int) string {
+		out := make([]string, 0, len(ids))
+		for _, g := range snap.Gangs {
+			if g.Job != nil && slices.Contains(ids, g.Job.ID) {
+				out = append(out, gangName(g.Key))
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, ", ")
+	}
+	fixedOf := func(groups []string) []int {
+		var out []int
+		for _, v := range groups {
+			if id, err := strconv.Atoi(v); err == nil && t.fixed[id] {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	if f := fixedOf(c.Preempting()[strconv.Itoa(j.ID)]); len(f) > 0 {
+		return "it needs the cells of " + names(f) + ", whose pods may not be evicted (preemptBarePods off)"
+	}
+	if t.held[j.ID] != nil {
+		return "" // it holds its cells: its victims are leaving
+	}
+	pools, err := c.Pools(j.VC)
+	if err != nil {
+		return ""
+	}
+	var kinds []tenancy.NodeKind
+	free, total, best := 0, 0, 0
+	for _, p := range pools {
+		if !p.GPU || p.Pinned != j.PinnedCell || j.LeafCellType != "" && p.LeafType != j.LeafCellType {
+			continue
+		}
+		kinds = append(kinds, tenancy.NodeKind{LeafType: p.LeafType, Pinned: p.Pinned})
+		f := 0
+		for _, n := range p.Nodes {
+			for _, v := range n.Leaves {
+				total++
+				if !v.Busy() {
+					f++
+				}
+			}
+		}
+		free, best = free+f, max(best, f)
+	}
+	allowed, picky := t.allowed[j.ID]
+	var cand []int // cells node indices
+	for i, n := range t.l.Cluster.Nodes {
+		if picky && !slices.Contains(allowed, n.Name) {
+			continue
+		}
+		if slices.ContainsFunc(c.NodeKinds(n.Name), func(k tenancy.NodeKind) bool { return slices.Contains(kinds, k) }) {
+			cand = append(cand, i)
+		}
+	}
+	if picky && len(cand) == 0 {
+		return "its node selector or affinity allows no node of VC " + j.VC + "'s cells"
+	}
+	if j.VCPriority != tenancy.Opportunistic && best < j.GPUs {
+		msg := fmt.Sprintf("VC %s's cells are full: %d of its %d GPUs free", j.VC, free, total)
+		var fixed []int
+		for id := range t.fixed {
+			if h := t.held[id]; h != nil && h.VC == j.VC && h.VCPriority != tenancy.Opportunistic {
+				fixed = append(fixed, id)
+			}
+		}
+		if len(fixed) > 0 {
+			msg += ", " + names(fixed) + " on them may not be evicted (preemptBarePods off)"
+		}
+		return msg
+	}
+	var down []string
+	up := 0 // free GPUs on the candidate nodes that are up
+	for _, i := range cand {
+		n := t.l.Cluster.Nodes[i]
+		if t.down[i] {
+			down = append(down, n.Name)
+			continue
+		}
+		for _, g := range n.GPUs {
+			if r := t.toSnap[g]; r >= 0 && snap.Cluster.IsFree(r) {
+				up++
+			}
+		}
+	}
+	if len(down) > 0 && up < j.GPUs {
+		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), len(cand), strings.Join(down, ", "))
+	}
+	return ""
+}

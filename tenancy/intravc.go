@@ -211,3 +211,28 @@ func (s *Scheduler) IsPreempting(name string) bool {
 	g := s.groups[name]
 	return g != nil && g.state == preempting
 }
+
+// NodeKind is what one node-level cell of a node is: its chain's leaf
+// type and the pinned cell it lies in ("" outside one).
+type NodeKind struct {
+	LeafType, Pinned string
+}
+
+// NodeKinds lists the kinds of a node's node-level cells (none for a node
+// outside the cells): a VC's pool of that leaf type (or that pinned cell)
+// may bind them.
+func (s *Scheduler) NodeKinds(node string) []NodeKind {
+	var out []NodeKind
+	for _, p := range s.byNode[node] {
+		k := NodeKind{LeafType: p.chain.LeafType}
+		for a := p; a != nil; a = a.parent {
+			if a.pinned != "" {
+				k.Pinned = a.pinned
+			}
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
