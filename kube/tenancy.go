@@ -538,8 +538,10 @@ func (t *tenancyStage) regather(snap *snapshot) {
 // again, so the VC's accounting stays whole across a restart; one they
 // cannot hold runs on lazily preempted (opportunistic until a guaranteed
 // gang needs its GPUs); an opportunistic one as opportunistic. Guaranteed
-// gangs go first, the longest running first. A gang whose GPUs the cells
-// cannot map (a node outside the cells) stays outside them until it ends.
+// gangs go first, the longest running first. A gang none of whose GPUs
+// the cells can map (nodes outside the cells) stays outside them until it
+// ends; one some of whose GPUs they can map is taken in on those, as a
+// cells change carries it (its pods elsewhere run on outside the cells).
 func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang) {
 	t := s.ten
 	if t.hived == nil {
@@ -596,10 +598,16 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 			}
 		}
 		name := gangName(f.g.Key)
-		if len(gpus) < len(f.gpus) {
+		if len(gpus) == 0 {
 			t.outside[j.ID] = true
-			s.log.Warn("tenancy: a running gang's GPUs are not all in the cells; it keeps them outside the cells until it ends", "gang", name)
+			s.log.Warn("tenancy: a running gang's GPUs are not in the cells; it keeps them outside the cells until it ends", "gang", name)
 			continue
+		}
+		if len(gpus) < len(f.gpus) {
+			// As a cells change carries it (tenancy.Scheduler.Reconfigure):
+			// the cells take the GPUs they have, and count them against
+			// its VC; the others run on outside the cells.
+			s.log.Warn("tenancy: some of a running gang's GPUs are not in the cells; they run on outside the cells until it ends", "gang", name, "in", len(gpus), "of", len(f.gpus))
 		}
 		guaranteed, err := t.hived.Adopt(j, gpus)
 		if err != nil {

@@ -195,3 +195,36 @@ func TestTenancyCellsNodeComesBackUnderAGang(t *testing.T) {
 		t.Fatalf("an error in the log:\n%s", l)
 	}
 }
+
+// The change of TestTenancyCellsDropOneNodeOfAGang, then a restart: the
+// fresh scheduler takes g in again on n2, as the change had left it (its
+// pod on n1 runs on outside the cells), so a (A) binds A's other cell,
+// n3, at once.
+func TestTenancyRestartKeepsPartlyDroppedGang(t *testing.T) {
+	w, at := partialWorld(t, 1)
+	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
+	w.create("b", 4, vcAnn("B", ""), *at)
+	step("b", "ns/b@n0[0,1,2,3]")
+	for _, p := range []string{"g-0", "g-1"} {
+		a := gangAnn("g", 2)
+		a[AnnVC] = "A"
+		w.create(p, 4, a, *at)
+	}
+	const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
+	step("g", gb)
+	w.setCells(w.s.cfg, partialAfter)
+	step("the change", gb)
+	w.restart()
+	w.setCells(w.s.cfg, partialAfter)
+	step("the restart", gb)
+	if got, want := groupsOn(w), "b:n0/0,1,2,3 g:n2/0,1,2,3"; got != want {
+		t.Fatalf("after the restart the cells hold %s, want %s\n%s", got, want, w.log.String())
+	}
+	w.create("a", 4, vcAnn("A", ""), *at)
+	step("a", "ns/a@n3[0,1,2,3] "+gb)
+	w.create("a2", 4, vcAnn("A", ""), *at)
+	step("a2", "ns/a@n3[0,1,2,3] "+gb)
+	if why := w.s.lastWhy["ns/pod:a2"]; !strings.HasSuffix(why, "VC A's cells are full: 0 of its 8 GPUs free") {
+		t.Errorf("a2 waits with %q", why)
+	}
+}
