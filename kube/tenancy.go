@@ -125,6 +125,8 @@ type tenancyStage struct {
 	outside map[int]bool
 	// reshaped: a cells change was applied this round (regather).
 	reshaped bool
+	// whyR: what the wait reasons read of the cells (why).
+	whyR whyRound
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
@@ -489,6 +491,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 		s.ten.reshaped = false
 		s.ten.regather(snap)
 	}
+	s.ten.whyR.snap = nil // read the cells afresh for this round's wait reasons
 	s.syncTenancyQuarantine()
 	s.adoptRunning(snap, kept, byJob)
 	return kept
@@ -704,6 +707,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		return ""
 	}
 	c := t.hived.Cells()
+	w := t.whyNow(snap)
 	names := func(ids []int) string {
 		out := make([]string, 0, len(ids))
 		for _, g := range snap.Gangs {
@@ -723,33 +727,43 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		}
 		return out
 	}
-	if f := fixedOf(c.Preempting()[strconv.Itoa(j.ID)]); len(f) > 0 {
+	if f := fixedOf(w.pre[strconv.Itoa(j.ID)]); len(f) > 0 {
 		return "it needs the cells of " + names(f) + ", whose pods may not be evicted (preemptBarePods off)"
 	}
 	if t.held[j.ID] != nil {
 		return "" // it holds its cells: its victims are leaving
 	}
-	pools, err := c.Pools(j.VC)
-	if err != nil {
-		return ""
+	pools, ok := w.pools[j.VC]
+	if !ok {
+		ps, err := c.Pools(j.VC)
+		if err != nil {
+			return ""
+		}
+		for _, p := range ps {
+			if !p.GPU {
+				continue
+			}
+			sum := whyPool{kind: tenancy.NodeKind{LeafType: p.LeafType, Pinned: p.Pinned}}
+			for _, n := range p.Nodes {
+				for _, v := range n.Leaves {
+					sum.total++
+					if !v.Busy() {
+						sum.free++
+					}
+				}
+			}
+			pools = append(pools, sum)
+		}
+		w.pools[j.VC] = pools
 	}
 	var kinds []tenancy.NodeKind
 	free, total, best := 0, 0, 0
 	for _, p := range pools {
-		if !p.GPU || p.Pinned != j.PinnedCell || j.LeafCellType != "" && p.LeafType != j.LeafCellType {
+		if p.kind.Pinned != j.PinnedCell || j.LeafCellType != "" && p.kind.LeafType != j.LeafCellType {
 			continue
 		}
-		kinds = append(kinds, tenancy.NodeKind{LeafType: p.LeafType, Pinned: p.Pinned})
-		f := 0
-		for _, n := range p.Nodes {
-			for _, v := range n.Leaves {
-				total++
-				if !v.Busy() {
-					f++
-				}
-			}
-		}
-		free, best = free+f, max(best, f)
+		kinds = append(kinds, p.kind)
+		free, total, best = free+p.free, total+p.total, max(best, p.free)
 	}
 	allowed, picky := t.allowed[j.ID]
 	var cand []int // cells node indices
@@ -757,7 +771,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		if picky && !slices.Contains(allowed, n.Name) {
 			continue
 		}
-		if slices.ContainsFunc(c.NodeKinds(n.Name), func(k tenancy.NodeKind) bool { return slices.Contains(kinds, k) }) {
+		if slices.ContainsFunc(w.kinds[i], func(k tenancy.NodeKind) bool { return slices.Contains(kinds, k) }) {
 			cand = append(cand, i)
 		}
 	}
@@ -795,4 +809,39 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), len(cand), strings.Join(down, ", "))
 	}
 	return ""
+}
+
+// whyRound is what why reads of the cells, once a round: the preemptions
+// in progress, each VC's GPU pools with their leaves free of guaranteed
+// groups, and the kinds of each cells node.
+type whyRound struct {
+	snap  *snapshot
+	l     *tenant.Layout
+	pre   map[string][]string
+	pools map[string][]whyPool
+	kinds [][]tenancy.NodeKind // by cells node index
+}
+
+type whyPool struct {
+	kind        tenancy.NodeKind
+	free, total int
+}
+
+// whyNow is the round's whyRound, read afresh for a new snapshot (the
+// cells' node kinds only when the layout changed).
+func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
+	w := &t.whyR
+	if w.snap == snap && w.l == t.l {
+		return w
+	}
+	c := t.hived.Cells()
+	w.snap, w.pre, w.pools = snap, c.Preempting(), map[string][]whyPool{}
+	if w.l != t.l {
+		w.l = t.l
+		w.kinds = make([][]tenancy.NodeKind, len(t.l.Cluster.Nodes))
+		for i, n := range t.l.Cluster.Nodes {
+			w.kinds[i] = c.NodeKinds(n.Name)
+		}
+	}
+	return w
 }
