@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // Under scheduler themis a gang whose pods end one by one frees its GPUs
@@ -69,5 +71,47 @@ func TestWorldKeepsRenewedLeases(t *testing.T) {
 	}
 	if got := lease(); !got.After(first) || !got.After(at) {
 		t.Fatalf("at %v ns/a-0's lease ends %v, the bind's %v: the renewal is not on the pod", at, got, first)
+	}
+}
+
+// Under tenancy hived each VC runs its own Themis, and GPUs a finishing
+// gang's last pod frees start an auction in its VC's policy, as the
+// driver's wake does without tenancy. VC A (node n0): gang a (two 1-GPU
+// pods) and d (2 GPUs) run, and A's 2-GPU gang b waits. a-0 ends: a
+// leaves the order (its finish, an auction) while a-1 holds n0/1, which
+// the stage hides from A's policy, so b cannot fit. a-1 ends: b binds on
+// a's GPUs at that round; it used to wait for the next lease end (the
+// wake was wired only without tenancy). Meanwhile A's policy was handed a
+// renumbered sub-cluster without a's GPUs, on which its leases (by GPU
+// id) named other GPUs: d's GPUs read as unleased and were offered. Now
+// the hidden GPUs are taken on the policy's copy of the whole view. VC
+// B's gang z keeps n1 throughout; no policy invariant breaks.
+func TestThemisInVCAuctionsWhenFinishingGangFreesGPUs(t *testing.T) {
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	inVC := func(vc string, a map[string]string) map[string]string { a[AnnVC] = vc; return a }
+	job := func() map[string]string { return map[string]string{AnnModel: "BERT", AnnIterations: "100000"} }
+	for i := range 2 {
+		w.create("a-"+itoa(i), 1, inVC("A", gangAnn("a", 2, AnnModel, "BERT", AnnIterations, "100000")), at)
+	}
+	w.create("d-0", 2, inVC("A", job()), at)
+	w.create("z-0", 4, inVC("B", job()), at)
+	w.expect(&at, "a, d and z placed", "ns/a-0@n0[0] ns/a-1@n0[1] ns/d-0@n0[2,3] ns/z-0@n1[0,1,2,3]")
+	w.create("b-0", 2, inVC("A", job()), at)
+	w.expect(&at, "b arrives", "ns/a-0@n0[0] ns/a-1@n0[1] ns/d-0@n0[2,3] ns/z-0@n1[0,1,2,3]")
+	w.finish("ns/a-0")
+	w.expect(&at, "a-0 ends", "ns/a-1@n0[1] ns/d-0@n0[2,3] ns/z-0@n1[0,1,2,3]")
+	w.expect(&at, "a-1 runs", "ns/a-1@n0[1] ns/d-0@n0[2,3] ns/z-0@n1[0,1,2,3]")
+	w.finish("ns/a-1")
+	w.expect(&at, "a-1 ends", "ns/b-0@n0[0,1] ns/d-0@n0[2,3] ns/z-0@n1[0,1,2,3]")
+	for _, v := range w.s.th.vcs {
+		if vs := v.pol.Stats().Violations; len(vs) > 0 {
+			t.Errorf("VC policy violations: %v", vs)
+		}
+	}
+	if n := testutil.ToFloat64(w.s.metrics.LeaseRevocations); n != 0 {
+		t.Errorf("%v lease revocations", n)
 	}
 }

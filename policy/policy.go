@@ -155,6 +155,27 @@ type Placer interface {
 	Place(env *Env, order []*workload.Job) [][]int
 }
 
+// HidingPlacer is a Placer that can be told GPUs of its cluster that are
+// not its to give (a tenancy stage's: a driver's leaving job still holds
+// them) instead of being handed a renumbered cluster without them: a
+// placer that keys state by GPU id across rounds (Themis' leases) needs
+// the numbering to stay put. PlaceHiding is Place with hidden(g) true for
+// each such GPU; its answer is in env.Cluster's numbering.
+type HidingPlacer interface {
+	Placer
+	PlaceHiding(env *Env, order []*workload.Job, hidden func(gpu int) bool) [][]int
+}
+
+// Hiding is p as a HidingPlacer, if it is one. A wrapper that has the
+// method whatever it wraps says with Hides() whether it does.
+func Hiding(p Placer) (HidingPlacer, bool) {
+	h, ok := p.(HidingPlacer)
+	if w, wraps := p.(interface{ Hides() bool }); ok && wraps {
+		ok = w.Hides()
+	}
+	return h, ok
+}
+
 // Streamer is a Placer that can hand its answer over while it works, so
 // that a driver applies the first jobs' lines on another core while later
 // jobs are still being placed. PlaceTo fills alloc (len(order) entries,

@@ -21,6 +21,16 @@ func (p PodGuard) Place(env *policy.Env, order []*workload.Job) [][]int {
 	return guard(env, order, p.Placer.Place(env, order), false)
 }
 
+// PlaceHiding implements policy.HidingPlacer for a guarded placer that
+// does (else it panics: callers ask policy.Hiding, which reads Hides). A
+// repair never uses a hidden GPU.
+func (p PodGuard) PlaceHiding(env *policy.Env, order []*workload.Job, hidden func(int) bool) [][]int {
+	return guardHiding(env, order, p.Placer.(policy.HidingPlacer).PlaceHiding(env, order, hidden), false, hidden)
+}
+
+// Hides says whether the guarded placer is a policy.HidingPlacer.
+func (p PodGuard) Hides() bool { _, ok := policy.Hiding(p.Placer); return ok }
+
 // holds reports whether g is the very list j holds (not a copy).
 func holds(j *workload.Job, g []int) bool {
 	h := j.GPUsHeld
@@ -31,6 +41,11 @@ func holds(j *workload.Job, g []int) bool {
 // job whose answer is the very list it holds is taken to fit (the caller
 // knows its GPUs do) and not counted again.
 func guard(env *policy.Env, order []*workload.Job, out [][]int, kept bool) [][]int {
+	return guardHiding(env, order, out, kept, nil)
+}
+
+// guardHiding is guard whose repairs leave the hidden GPUs alone.
+func guardHiding(env *policy.Env, order []*workload.Job, out [][]int, kept bool, hidden func(int) bool) [][]int {
 	var taken []bool
 	for i, j := range order {
 		if j.PodGPUs <= 0 || out[i] == nil || kept && holds(j, out[i]) || PodsFit(env.Cluster, out[i], j.PodGPUs) {
@@ -38,6 +53,9 @@ func guard(env *policy.Env, order []*workload.Job, out [][]int, kept bool) [][]i
 		}
 		if taken == nil {
 			taken = make([]bool, env.Cluster.Size())
+			for x := range taken {
+				taken[x] = hidden != nil && hidden(x)
+			}
 			for _, g := range out {
 				for _, x := range g {
 					taken[x] = true

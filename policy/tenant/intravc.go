@@ -623,6 +623,15 @@ func (P *poolLayer) hide(bad, absent bool) bool {
 // pool's scores restricted to it, and maps the answer back.
 func (P *poolLayer) placeWithout() [][]int {
 	jobs := P.jobs
+	if h, ok := policy.Hiding(P.placer); ok {
+		// A placer that numbers GPUs for good (Themis' leases) sees the
+		// whole pool, the hidden GPUs taken.
+		P.view = P.view[:0]
+		for k, j := range jobs {
+			P.view = append(P.view, stand(P.shs[k], j, P.now[k]))
+		}
+		return h.PlaceHiding(&P.env, P.view, func(x int) bool { return P.shown[x] })
+	}
 	if !P.sub.build(P.c, func(x int) bool { return !P.shown[x] }) {
 		return make([][]int, len(jobs))
 	}

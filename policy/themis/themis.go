@@ -145,6 +145,7 @@ type Policy struct {
 	// policy did not grant (see Honour), by job id: their ends.
 	honour     map[int]float64
 	wake       bool    // the next Place is an event (see Wake)
+	hidden     []bool  // InVC: the GPUs the stage hid at the last call
 	contention float64 // ∫ (apps alive) dt
 	owner      []int   // scratch for check
 
@@ -705,6 +706,22 @@ func (v InVC) Sticky() bool { return false }
 // keeps no owners on it), so the policy gets a copy on which the VC's
 // running jobs hold their GPUs: what is free there is what it may offer.
 func (v InVC) Place(env *policy.Env, order []*workload.Job) [][]int {
+	return v.PlaceHiding(env, order, nil)
+}
+
+// hiddenOwner holds a VC view's hidden GPUs on the policy's copy.
+const hiddenOwner = math.MaxInt32
+
+// PlaceHiding implements policy.HidingPlacer: the stage's hidden GPUs (a
+// driver's job whose pods are leaving holds them) are taken on the
+// policy's copy, so they are neither offered nor released, and the view
+// keeps its numbering, which the policy's leases are in (a sub-cluster
+// without them, renumbered, had the policy read its leases against other
+// GPUs). When a GPU hidden at the last call is free now, the leaving job
+// has gone since: this round is an auction (Wake), as the driver's own
+// wake makes it without tenancy; such a job left the order (its finish
+// event, its auction) while it still held them.
+func (v InVC) PlaceHiding(env *policy.Env, order []*workload.Job, hidden func(int) bool) [][]int {
 	v.Policy.Order(v.Clock(), order)
 	e := *env
 	e.Cluster = env.Cluster.Clone()
@@ -715,5 +732,28 @@ func (v InVC) Place(env *policy.Env, order []*workload.Job) [][]int {
 			}
 		}
 	}
-	return v.Policy.Place(&e, order)
+	p := v.Policy
+	for x, was := range p.hidden {
+		if was && x < e.Cluster.Size() && e.Cluster.IsFree(x) && (hidden == nil || !hidden(x)) {
+			p.Wake()
+			break
+		}
+	}
+	p.hidden = p.hidden[:0]
+	if hidden != nil {
+		p.hidden = slices.Grow(p.hidden, e.Cluster.Size())[:e.Cluster.Size()]
+		var hide []int
+		for x := range p.hidden {
+			p.hidden[x] = hidden(x) && e.Cluster.IsFree(x)
+			if p.hidden[x] {
+				hide = append(hide, x)
+			}
+		}
+		if len(hide) > 0 {
+			if err := e.Cluster.Assign(hiddenOwner, hide); err != nil {
+				p.violate("VC view: %v", err)
+			}
+		}
+	}
+	return p.Place(&e, order)
 }
