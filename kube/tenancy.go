@@ -127,12 +127,15 @@ type tenancyStage struct {
 	reshaped bool
 	// whyR: what the wait reasons read of the cells (why).
 	whyR whyRound
+	// quotaUsed: under quota, each VC's guaranteed GPUs after the round's
+	// placement (why).
+	quotaUsed map[string]int
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
-	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, fixed: map[int]bool{}}
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, fixed: map[int]bool{}, quotaUsed: map[string]int{}}
 	// Each VC's placer keeps a gang's pods whole inside nodes, as the
 	// simulator's tenancy runs do (the cells bind the GPUs it answers, so
 	// the round may not re-cut them into pods elsewhere), and leaves a
@@ -344,7 +347,15 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		e := *env
 		e.Cluster = snap.Cluster
 		t.quota.Hide = func(g int) bool { o := snap.Cluster.Owner(g); return o != cluster.Free && !inOrder[o] }
-		return t.stage.Place(&e, order, placer)
+		out := t.stage.Place(&e, order, placer)
+		// Each VC's guaranteed GPUs after the round, for the wait reasons.
+		clear(t.quotaUsed)
+		for i, j := range order {
+			if j.VCPriority != tenancy.Opportunistic {
+				t.quotaUsed[j.VC] += len(out[i])
+			}
+		}
+		return out
 	}
 	fromSnap := map[int]int{}
 	for g, r := range t.toSnap {
@@ -703,6 +714,13 @@ func sameSet(a, b []int) bool {
 // changes only when the reason does (Scheduler.wait sends an event per
 // new text).
 func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
+	if t.quota != nil && j.VC != "" && j.VCPriority != tenancy.Opportunistic {
+		// Under quota: its VC's guaranteed GPUs are in use.
+		if q, used := t.l.Quota(j.VC), t.quotaUsed[j.VC]; q-used < j.GPUs {
+			return fmt.Sprintf("VC %s's quota is used: %d of its %d GPUs", j.VC, used, q)
+		}
+		return ""
+	}
 	if t.hived == nil || j.VC == "" {
 		return ""
 	}

@@ -106,3 +106,16 @@ func TestTenancyWhyOpportunisticVictimNotEvictable(t *testing.T) {
 	waitsOnce(t, w, at, "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]", "ns/pod:b",
 		"gang of 1 pods (4 GPUs) waits at queue position 3 under fifo/pal-ma: 0 GPUs free; it needs the cells of pod ns/o, whose pods may not be evicted (preemptBarePods off)")
 }
+
+// Under quota A's 4 GPUs are in use: a2 (A) waits, B's node free.
+func TestTenancyWhyQuotaUsed(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "quota", "testdata/two-vcs.yaml"
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	w.create("a1", 4, vcAnn("A", ""), at)
+	w.create("a2", 1, vcAnn("A", ""), at)
+	waitsOnce(t, w, &at, "ns/a1@n0[0,1,2,3]", "ns/pod:a2",
+		"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; VC A's quota is used: 4 of its 4 GPUs")
+}
