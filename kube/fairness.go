@@ -113,6 +113,7 @@ type themisStage struct {
 	auction  float64                  // time of the last auction
 	exported map[string]bool          // apps with a pal_app_rho series
 	vcs      []vcThemis               // under tenancy hived: each VC's policy
+	vcRound  int                      // rounds placed in VCs (placeInVCs)
 	violated int                      // policy violations already logged
 	runs     map[string]themisRun     // gang key -> its current run (see measured)
 	writing  atomic.Bool              // renewed leases being written to pods (writeLeases)
@@ -260,7 +261,12 @@ func (t *themisStage) vcPlacer() (policy.Placer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.vcs = append(t.vcs, vcThemis{p, rho, new(int)})
+	// The stage makes its VCs' placers together, at its first round and
+	// again at the round after a cells change (its VC layers are made
+	// afresh): those of an earlier round are no longer run, and their ρ
+	// (pal_app_rho) would stay exported for good.
+	t.vcs = slices.DeleteFunc(t.vcs, func(v vcThemis) bool { return v.made < t.vcRound })
+	t.vcs = append(t.vcs, vcThemis{p, rho, new(int), t.vcRound})
 	return themis.InVC{Policy: p, Clock: func() float64 { return t.now }}, nil
 }
 
@@ -269,6 +275,7 @@ type vcThemis struct {
 	pol      *themis.Policy
 	rho      map[string]float64
 	violated *int
+	made     int // the vcRound it was made at
 }
 
 // placeInVCs runs the tenancy stage with a Themis per VC. The VCs'
@@ -303,6 +310,7 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 			j.Submit, j.IterTime, j.Executed = keep[i].submit, keep[i].iterTime, keep[i].executed
 		}
 	}()
+	t.vcRound++
 	out := s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
 	for k := range t.appOf {
 		if snap.ByKey[k] == nil {
@@ -311,9 +319,19 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 		}
 	}
 	clear(t.rho)
+	live := make(map[string]bool, len(order))
+	for _, j := range order {
+		live[t.appOf[byJob[j].Key]] = true
+	}
 	for _, v := range t.vcs {
 		for app, r := range v.rho {
-			t.rho[app] = r
+			// A VC whose last gang left runs no auction (its policy is
+			// not called without jobs), so its last one's apps stay in
+			// its record: only the apps of the round's gangs are
+			// exported.
+			if live[app] {
+				t.rho[app] = r
+			}
 		}
 		if vs := v.pol.Stats().Violations; len(vs) > *v.violated {
 			for _, msg := range vs[*v.violated:] {
