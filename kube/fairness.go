@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -123,6 +124,10 @@ type themisStage struct {
 	// finishing is the GPUs that gangs with a finished member still held
 	// at the last round (see wakeOnFreed).
 	finishing map[int]bool
+	// carry is the VC policies' leases (job id -> end) when the stage
+	// made them afresh at vcRound carryRound (see vcPlacer).
+	carry      map[int]float64
+	carryRound int
 }
 
 // themisRun is a running gang's current run: when its last pod started
@@ -265,6 +270,23 @@ func (t *themisStage) vcPlacer() (policy.Placer, error) {
 	// again at the round after a cells change (its VC layers are made
 	// afresh): those of an earlier round are no longer run, and their ρ
 	// (pal_app_rho) would stay exported for good.
+	// The new policies keep the old ones' leases: each is told every
+	// running gang's lease end (Honour; a job the policy never sees
+	// leaves its entry unread), so a cells change, which evicts no gang
+	// for itself, does not end the leases either.
+	if t.carryRound != t.vcRound && slices.ContainsFunc(t.vcs, func(v vcThemis) bool { return v.made < t.vcRound }) {
+		t.carry, t.carryRound = map[int]float64{}, t.vcRound
+		for _, v := range t.vcs {
+			if v.made < t.vcRound {
+				maps.Copy(t.carry, v.pol.JobLeases(t.now))
+			}
+		}
+	}
+	if t.carryRound == t.vcRound {
+		for id, end := range t.carry {
+			p.Honour(id, end)
+		}
+	}
 	t.vcs = slices.DeleteFunc(t.vcs, func(v vcThemis) bool { return v.made < t.vcRound })
 	t.vcs = append(t.vcs, vcThemis{p, rho, new(int), t.vcRound})
 	return themis.InVC{Policy: p, Clock: func() float64 { return t.now }}, nil

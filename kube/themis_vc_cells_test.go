@@ -45,3 +45,52 @@ func TestThemisVCPoliciesAfterCellsChange(t *testing.T) {
 		t.Errorf("%d VC policies, want 2", len(w.s.th.vcs))
 	}
 }
+
+// A cells change makes each VC's Themis afresh (new layers, new views)
+// and the new policy held no lease: its first round is an auction, in
+// which a running gang's GPUs were offered. A change that only adds a
+// comment had VC A's waiting app y (ρ +Inf) win x's node the round after
+// it, 30 s into x's 60 s lease, and x evicted. The new policies are told
+// the old ones' leases (Honour), so x keeps its node until its lease ends
+// and is evicted for y at the round its lease ends.
+func TestThemisVCLeasesSurviveCellsChange(t *testing.T) {
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "themis", "hived", "testdata/two-vcs.yaml", "pal-cells"
+	cfg.Themis.Lease.Duration = 60 * time.Second
+	text, err := os.ReadFile(cfg.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, cfg, 1, 2, 4)
+	w.setCells(cfg, string(text))
+	t0 := time.Unix(1_700_000_000, 0)
+	at := t0
+	job := func(vc string) map[string]string {
+		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
+	}
+	w.create("x-0", 4, job("A"), at)
+	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
+	w.create("y-0", 4, job("A"), at)
+	w.expect(&at, "y arrives", "ns/x-0@n0[0,1,2,3]")
+	w.setCells(cfg, string(text)+"# changed\n")
+	evicted := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.pods["ns/x-0"].DeletionTimestamp != nil
+	}
+	for at.Add(10 * time.Second).Before(t0.Add(70 * time.Second)) {
+		w.step(&at, "x's lease runs")
+		if evicted() {
+			t.Fatalf("x evicted at t0+%v, before its lease ends at t0+70s\n%s", at.Sub(t0), w.log.String())
+		}
+	}
+	w.step(&at, "x's lease ended")
+	if !evicted() {
+		t.Fatalf("x not evicted for y at t0+%v, after its lease ended", at.Sub(t0))
+	}
+	for _, v := range w.s.th.vcs {
+		if vs := v.pol.Stats().Violations; len(vs) > 0 {
+			t.Errorf("VC policy violations: %v", vs)
+		}
+	}
+}

@@ -94,6 +94,33 @@ func (p *Policy) Honour(id int, end float64) {
 	p.honour[id] = end
 }
 
+// JobLeases is the lease end of each running job of the last auction
+// whose GPUs its app still holds a lease on at now, and of each job the
+// driver told it to honour that it has not seen since: what a driver
+// that replaces this policy with a fresh one (its cluster's numbering
+// changed) hands the new one through Honour.
+func (p *Policy) JobLeases(now float64) map[int]float64 {
+	out := map[int]float64{}
+	for id, end := range p.honour {
+		if end > now {
+			out[id] = end
+		}
+	}
+	if p.leases == nil {
+		return out
+	}
+	for _, j := range p.prevOrder {
+		a := p.jobApp[j.ID]
+		if a == nil || !j.Running() || j.GPUsHeld[0] >= p.topo.NumGPUs() || p.leases.Holder(j.GPUsHeld[0], now) != a.idx {
+			continue
+		}
+		if end := p.leases.End(j.GPUsHeld[0]); end > now {
+			out[j.ID] = end
+		}
+	}
+	return out
+}
+
 // Wake makes the next Place an event round (an auction) although no
 // lease expired and no job arrived or finished: for a driver whose jobs
 // free their GPUs after they leave the order. pal-kube's gang leaves the
