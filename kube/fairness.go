@@ -274,8 +274,10 @@ func (t *themisStage) vcPlacer() (policy.Placer, error) {
 	// running gang's lease end (Honour; a job the policy never sees
 	// leaves its entry unread), so a cells change, which evicts no gang
 	// for itself, does not end the leases either.
-	if t.carryRound != t.vcRound && slices.ContainsFunc(t.vcs, func(v vcThemis) bool { return v.made < t.vcRound }) {
-		t.carry, t.carryRound = map[int]float64{}, t.vcRound
+	if slices.ContainsFunc(t.vcs, func(v vcThemis) bool { return v.made < t.vcRound }) {
+		if t.carryRound != t.vcRound {
+			t.carry, t.carryRound = map[int]float64{}, t.vcRound
+		}
 		for _, v := range t.vcs {
 			if v.made < t.vcRound {
 				maps.Copy(t.carry, v.pol.JobLeases(t.now))
@@ -333,10 +335,46 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 		}
 	}()
 	t.vcRound++
+	// A running gang this stage has no lease record of (it restarted)
+	// keeps the lease its pods record: every VC policy is told it, those
+	// made this round too (carry); only its own VC's reads it.
+	for _, j := range order {
+		g := byJob[j]
+		if _, ok := t.leaseEnd[g.Key]; ok || !j.Running() {
+			continue
+		}
+		if end := t.recorded(s, g); end > t.now {
+			t.leaseEnd[g.Key] = end
+			if t.carryRound != t.vcRound {
+				t.carry, t.carryRound = map[int]float64{}, t.vcRound
+			}
+			t.carry[j.ID] = end
+			for _, v := range t.vcs {
+				v.pol.Honour(j.ID, end)
+			}
+		}
+	}
 	out := s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
+	// Each gang's lease, as its VC's policy holds it, for its pods
+	// (pal.io/lease-until: written at its bind when known, else at the
+	// round after, by writeLeases), so that a restarted scheduler keeps it.
+	leases := map[int]float64{}
+	for _, v := range t.vcs {
+		maps.Copy(leases, v.pol.JobLeases(t.now))
+	}
+	for i, j := range order {
+		key := byJob[j].Key
+		if end, ok := leases[j.ID]; ok {
+			t.leaseEnd[key] = end
+		} else if out[i] == nil || !j.Running() {
+			delete(t.leaseEnd, key)
+		}
+	}
+	t.writeLeases(s, order, byJob, out)
 	for k := range t.appOf {
 		if snap.ByKey[k] == nil {
 			delete(t.appOf, k)
+			delete(t.leaseEnd, k)
 			delete(t.runs, k)
 		}
 	}

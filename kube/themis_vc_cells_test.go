@@ -94,3 +94,48 @@ func TestThemisVCLeasesSurviveCellsChange(t *testing.T) {
 		}
 	}
 }
+
+// A restarted scheduler under tenancy hived makes each VC's Themis
+// afresh, as a cells change does; the running gangs' leases are on their
+// pods (pal.io/lease-until) and the new policies are told them. Under
+// hived nothing wrote the annotation (the VCs' policies held the leases,
+// the scheduler kept no record), so a restart ended every lease: VC A's x
+// (60 s lease from t0+10 s) was evicted for the waiting y at the first
+// round after a restart at t0+30 s.
+func TestThemisVCLeasesSurviveRestart(t *testing.T) {
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
+	cfg.Themis.Lease.Duration = 60 * time.Second
+	w := newWorld(t, cfg, 1, 2, 4)
+	t0 := time.Unix(1_700_000_000, 0)
+	at := t0
+	job := func(vc string) map[string]string {
+		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
+	}
+	w.create("x-0", 4, job("A"), at)
+	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
+	w.create("y-0", 4, job("A"), at)
+	w.expect(&at, "y arrives", "ns/x-0@n0[0,1,2,3]")
+	w.expect(&at, "y waits", "ns/x-0@n0[0,1,2,3]")
+	w.restart()
+	evicted := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.pods["ns/x-0"].DeletionTimestamp != nil
+	}
+	for at.Add(10 * time.Second).Before(t0.Add(70 * time.Second)) {
+		w.step(&at, "x's lease runs")
+		if evicted() {
+			t.Fatalf("x evicted at t0+%v, before its lease ends at t0+70s\n%s", at.Sub(t0), w.log.String())
+		}
+	}
+	w.step(&at, "x's lease ended")
+	if !evicted() {
+		t.Fatalf("x not evicted for y at t0+%v, after its lease ended", at.Sub(t0))
+	}
+	for _, v := range w.s.th.vcs {
+		if vs := v.pol.Stats().Violations; len(vs) > 0 {
+			t.Errorf("VC policy violations: %v", vs)
+		}
+	}
+}
