@@ -120,10 +120,74 @@ func (s *Scheduler) backfillRecord(j *workload.Job, order []*workload.Job, byJob
 	if head == "" {
 		return "", ""
 	}
-	if d := (at - s.jobTime) / s.cfg.TimeScale; math.Abs(d) <= promiseRange.Seconds() {
-		promise = start.Add(time.Duration(d * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+	if w, ok := s.promiseWall(at, start); ok {
+		promise = w.UTC().Format(time.RFC3339Nano)
 	}
 	return head, promise
+}
+
+// promiseWall is the wall time of clock time at (see above), at a round
+// that starts at start; false beyond promiseRange (an infinite at too).
+func (s *Scheduler) promiseWall(at float64, start time.Time) (time.Time, bool) {
+	d := (at - s.jobTime) / s.cfg.TimeScale
+	if !(math.Abs(d) <= promiseRange.Seconds()) {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(d * float64(time.Second))), true
+}
+
+// writePromises records on the pending pods of every waiting gang that
+// backfill has promised a start (the head, and heads overtaken since)
+// that promise, AnnBackfillPromise without AnnBackfillHead, in the
+// background. A promise lived in memory until a gang was backfilled past
+// its head, so a restart promised such a head afresh from its
+// reservation then, which had grown meanwhile, and backfilled gangs the
+// old scheduler would have held back: a restart changed the plan. It is
+// written once per head (again only when the promise moves by a second
+// or more), and tells the gang's owner the start EASY backfill holds
+// for it.
+func (s *Scheduler) writePromises(order []*workload.Job, byJob map[*workload.Job]*gang, start time.Time) {
+	b := backfill.Unwrap(s.pol.place)
+	if b == nil {
+		return
+	}
+	var writes map[*corev1.Pod]string
+	for _, j := range order {
+		g := byJob[j]
+		if g == nil {
+			continue
+		}
+		at, ok := b.Promised(j.ID)
+		if !ok {
+			continue
+		}
+		w, ok := s.promiseWall(at, start)
+		if !ok {
+			continue
+		}
+		if len(g.Pending) == 0 {
+			// Evicted this round: its pods are going, and the ones its
+			// controller makes next carry nothing yet. Its work record
+			// keeps the promise until they come.
+			k := workKey(g.Key, g.Bound)
+			if e, ok := s.evictedWork[k]; ok && (e.promise.IsZero() || e.promise.Sub(w).Abs() >= time.Second) {
+				e.promise = w
+				s.evictedWork[k] = e
+				s.evicted.dirty = true
+			}
+			continue
+		}
+		for _, p := range g.Pending {
+			if v, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnBackfillPromise]); err == nil && v.Sub(w).Abs() < time.Second {
+				continue
+			}
+			if writes == nil {
+				writes = map[*corev1.Pod]string{}
+			}
+			writes[p] = w.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	s.annotateInBackground(&s.promising, AnnBackfillPromise, "backfill: writing "+AnnBackfillPromise, writes)
 }
 
 // restoreBackfillRecords gives the backfill placer the records the
@@ -184,7 +248,53 @@ func (s *Scheduler) restoreBackfillRecords(snap *snapshot, start time.Time) bool
 			s.log.Info("backfill record restored", "gang", gangName(g.Key), "head", gangName(key), "promised", p.Annotations[AnnBackfillPromise])
 		}
 	}
+	for _, g := range snap.Gangs {
+		if g.Job != nil && g.State == state.GangQueued {
+			s.restorePromise(b, g, start)
+		}
+	}
 	return again
+}
+
+// restorePromise gives the placer the promise a waiting gang's pods
+// record (writePromises). A promise is made to a gang that waits, so one
+// earlier than the gang's oldest pod is not the scheduler's: it is
+// logged and ignored. A pod's owner can still write a later one; the
+// earliest promise a head was ever given stands (backfill.Placer.Promise).
+func (s *Scheduler) restorePromise(b *backfill.Placer, g *gang, start time.Time) {
+	var p *corev1.Pod
+	for _, q := range g.Pending {
+		if _, ok := q.Annotations[AnnBackfillHead]; ok {
+			return // a record of a gang backfilled past another, not of this one's own promise
+		}
+		if _, ok := q.Annotations[AnnBackfillPromise]; ok && p == nil {
+			p = q
+		}
+	}
+	born := oldestPod(g.Pending)
+	if p == nil {
+		// None written on its pods yet: one kept with the work of the
+		// gang evicted under this key, if these are its controller's.
+		if e, ok := s.evictedWork[workKey(g.Key, g.Pending)]; ok && !e.promise.IsZero() && e.owner == controllerUID(g.Pending) {
+			if w, err := parsePromise(e.promise.UTC().Format(time.RFC3339Nano), start); err == nil &&
+				b.Promise(g.Job.ID, s.jobTime+w.Sub(start).Seconds()*s.cfg.TimeScale) {
+				s.log.Info("backfill promise restored", "gang", gangName(g.Key), "promised", e.promise.UTC().Format(time.RFC3339Nano), "from", "evicted work")
+			}
+		}
+		return
+	}
+	v := p.Annotations[AnnBackfillPromise]
+	w, err := parsePromise(v, start)
+	if err == nil && w.Before(born) {
+		err = fmt.Errorf("%s is before the gang's first pod was made (%s)", w.UTC().Format(time.RFC3339), born.UTC().Format(time.RFC3339))
+	}
+	if err != nil {
+		s.log.Warn("ignoring a backfill promise", "pod", podKey(p), "annotation", AnnBackfillPromise, "value", quote.Value(v), "err", err)
+		return
+	}
+	if b.Promise(g.Job.ID, s.jobTime+w.Sub(start).Seconds()*s.cfg.TimeScale) {
+		s.log.Info("backfill promise restored", "gang", gangName(g.Key), "promised", v)
+	}
 }
 
 // arrivedAfterBind says whether gang head's first pod was made after the

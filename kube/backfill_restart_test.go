@@ -1,13 +1,18 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // restart replaces the world's scheduler by a fresh one on the same
@@ -15,6 +20,10 @@ import (
 // and placer, fed every object as its informers' first lists would.
 func (w *world) restart() {
 	w.t.Helper()
+	// The old process's background writes (annotations, PodGroup
+	// status) had the period between rounds to land, as they would
+	// before a crash that follows a round by seconds.
+	w.s.statusWG.Wait()
 	s, err := New(w.s.cfg, w.cs, slog.New(slog.NewTextHandler(w.log, nil)))
 	if err != nil {
 		w.t.Fatal(err)
@@ -108,8 +117,9 @@ func TestSchedulerBackfillPromiseSurvivesRestart(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/a ends at %d/restart at %d", placement, aRun, restartAt), func(t *testing.T) {
 				w, t0, at, ann := backfillCase(t, placement, "easy")
 				w.create("s", 2, ann("1000"), t0.Add(-2*time.Second))
-				// Before any eviction: s's pods carry the record, the
-				// others none.
+				// Before any eviction: s's pods carry the record of the
+				// head it jumped and its promise, the head g's pods that
+				// promise alone (writePromises), a's none.
 				var recs []string
 				check := func(sec int) {
 					if sec != 100 {
@@ -125,7 +135,7 @@ func TestSchedulerBackfillPromiseSurvivesRestart(t *testing.T) {
 					}
 				}
 				got, evicted := playOverrunWith(t, w, at, map[string]int{"a": aRun, "g": 500, "s": 1500}, restartAt, check)
-				if want := []string{"ns/s ns/g " + promised}; !slices.Equal(recs, want) {
+				if want := []string{"ns/g-0  " + promised, "ns/g-1  " + promised, "ns/g-2  " + promised, "ns/g-3  " + promised, "ns/s ns/g " + promised}; !slices.Equal(recs, want) {
 					t.Errorf("records at 100 s %q, want %q", recs, want)
 				}
 				if !slices.Equal(got, wantBinds) {
@@ -260,5 +270,100 @@ func TestSchedulerBackfillRecordOfGoneHead(t *testing.T) {
 				t.Errorf("binds %q, evicted %q; want %q and nothing evicted", got, evicted, want)
 			}
 		})
+	}
+}
+
+// A head's promise is recorded where a fresh scheduler finds it: on its
+// pending pods (pal.io/backfill-promise without pal.io/backfill-head),
+// and, for a head evicted this round whose controller has not made its
+// pods again yet, in its evicted-work record. Here g (16 GPUs) waits
+// behind a (8 GPUs, 1000 s) and is promised a's end. Then g's pods are
+// made again without the annotation while its work record holds an
+// earlier promise (900 s), and the scheduler restarts: it holds g to the
+// record's promise, and writes it on g's new pods. A pod annotation
+// that predates its gang is not the scheduler's and is ignored.
+func TestHeadPromiseRecorded(t *testing.T) {
+	w, _, at, ann := backfillCase(t, "packed-sticky", "easy")
+	for _, sec := range []int{0, 20} {
+		w.deliver(-1)
+		w.round(at(sec))
+		w.deliver(-1)
+		w.s.statusWG.Wait()
+	}
+	promise := func(name string) string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.pods["ns/"+name].Annotations[AnnBackfillPromise]
+	}
+	at1000 := time.Unix(1_001_000, 0).UTC().Format(time.RFC3339Nano)
+	for i := range 4 {
+		if got := promise(fmt.Sprintf("g-%d", i)); got != at1000 {
+			t.Fatalf("head g-%d's promise %q after the first round, want a's end %q", i, got, at1000)
+		}
+	}
+
+	// g's pods made again (as an eviction's successors are), and the
+	// record of g's work holding a promise of 900 s.
+	at900 := time.Unix(1_000_900, 0)
+	rec, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: at900}}, 1<<20)
+	if _, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: w.s.cfg.Namespace},
+		Data:       map[string]string{EvictedWorkKey: rec},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		w.remove(fmt.Sprintf("ns/g-%d", i))
+		w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(60))
+	}
+	w.deliver(-1)
+	w.restart()
+	w.round(at(100))
+	w.deliver(-1)
+	w.s.statusWG.Wait()
+	if got, want := promise("g-0"), at900.UTC().Format(time.RFC3339Nano); got != want {
+		t.Errorf("after the restart g's new pods carry promise %q, want the record's %q", got, want)
+	}
+
+	// A promise on a head's pods from before the gang existed: ignored.
+	early := at(-3600).UTC().Format(time.RFC3339Nano)
+	for i := range 4 {
+		w.create(fmt.Sprintf("k-%d", i), 4, ann("500", AnnGang, "k", AnnGangSize, "4", AnnBackfillPromise, early), at(150))
+	}
+	w.deliver(-1)
+	w.restart()
+	w.round(at(200))
+	w.deliver(-1)
+	if !strings.Contains(w.log.String(), `msg="ignoring a backfill promise" pod=ns/k-0`) {
+		t.Errorf("k's promise from before k's pods were made was not refused:\n%s", w.log.String())
+	}
+}
+
+// The scheduler's background annotation writes (a head's promise, a
+// forecast's start, a renewed lease) name the pod they were meant for by
+// UID: a pod deleted and made again under its name before the write went
+// out (an eviction's successor, as some controllers name them) is not
+// that pod. Without the precondition the successor carried its
+// predecessor's promise, which a restarted scheduler then restored.
+func TestBackgroundAnnotationsKeepToTheirPod(t *testing.T) {
+	w := newWorld(t, testCfg(), 1, 1, 4)
+	at := time.Unix(1_000_000, 0)
+	w.create("old", 1, nil, at)
+	w.create("same", 1, nil, at)
+	w.mu.Lock()
+	old, same := w.pods["ns/old"].DeepCopy(), w.pods["ns/same"].DeepCopy()
+	w.mu.Unlock()
+	w.remove("ns/old")
+	w.create("old", 1, nil, at.Add(time.Minute)) // its successor, under its name
+	var busy atomic.Bool
+	w.s.annotateInBackground(&busy, AnnBackfillPromise, "test", map[*corev1.Pod]string{old: "x", same: "y"})
+	w.s.statusWG.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if v, ok := w.pods["ns/old"].Annotations[AnnBackfillPromise]; ok {
+		t.Errorf("the successor of ns/old carries %q, meant for the pod it replaced", v)
+	}
+	if v := w.pods["ns/same"].Annotations[AnnBackfillPromise]; v != "y" {
+		t.Errorf("ns/same carries %q, want y", v)
 	}
 }

@@ -113,6 +113,7 @@ func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
 					w.round(at.Add(-50 * time.Second)) // the controller's backoff: no pod of the gang
 					n := old.DeepCopy()
 					n.Name += "x"
+					w.reborn = at.Add(-40 * time.Second) // as the apiserver stamps the new pod
 					w.recreate(n)
 				}
 				w.deliver(-1)
@@ -125,6 +126,19 @@ func TestWorkDoneAcrossControllerBackoff(t *testing.T) {
 			}
 			if !(rebound.Done >= 200) {
 				t.Errorf("a placed again after its controller's backoff; its bind-info records done %v, want the iterations it had run (at least 200)", rebound.Done)
+			}
+			// It arrived at t0, not when its new pod was made: FIFO and
+			// every order's ties keep its place in line, and its
+			// bind-info says so for a scheduler that never saw it arrive.
+			key := "ns/pod:ax"
+			if c.gang {
+				key = "ns/ga"
+			}
+			if got := w.s.wallOf(creditJob(t, w, key).Submit); got.Sub(t0).Abs() > time.Millisecond {
+				t.Errorf("a's new pod, made at %v, arrived at %v; want a's first arrival %v", w.reborn, got, t0)
+			}
+			if want := t0.UTC().Format(time.RFC3339Nano); rebound.Arrived != want {
+				t.Errorf("a's new bind-info says it arrived %q, want %q", rebound.Arrived, want)
 			}
 		})
 	}

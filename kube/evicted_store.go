@@ -62,6 +62,15 @@ type evictedRecord struct {
 	// Seen is when its gang was last seen waiting (absent: not since
 	// At); the record is dropped evictedWorkKept after the later.
 	Seen time.Time `json:"seen,omitzero"`
+	// Arrived is when the gang first arrived (absent: not known; a
+	// record written before it was kept): its pods made again have
+	// later creation times, and it keeps its place in line by this.
+	Arrived time.Time `json:"arrived,omitzero"`
+	// Debt is the restart cost it owes (job seconds; absent: none).
+	Debt float64 `json:"debt,omitempty"`
+	// Promise is the start EASY backfill promised it as a waiting head
+	// before its new pods came (absent: none).
+	Promise time.Time `json:"promise,omitzero"`
 }
 
 type evictedFile struct {
@@ -84,7 +93,7 @@ func formatEvictedWork(m map[string]evictedWork, limit int) (string, int) {
 	size := len(`{"version":1,"gangs":[]}`)
 	for i, k := range keys {
 		e := m[k]
-		r := evictedRecord{Gang: k, Owner: string(e.owner), Executed: e.executed, Attained: e.attained, Service: e.service, At: e.at.UTC()}
+		r := evictedRecord{Gang: k, Owner: string(e.owner), Executed: e.executed, Attained: e.attained, Service: e.service, At: e.at.UTC(), Arrived: e.arrived.UTC(), Debt: e.debt, Promise: e.promise.UTC()}
 		if e.saved.After(e.at) {
 			r.Seen = e.saved.UTC()
 		}
@@ -134,6 +143,8 @@ func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m ma
 			why = "field attained: " + fmt.Sprint(r.Attained) + ", want a finite number >= 0"
 		case !workFigure(r.Service):
 			why = "field service: " + fmt.Sprint(r.Service) + ", want a finite number >= 0"
+		case !workFigure(r.Debt):
+			why = "field debt: " + fmt.Sprint(r.Debt) + ", want a finite number >= 0"
 		case r.At.IsZero():
 			why = "field at: missing"
 		}
@@ -153,7 +164,11 @@ func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m ma
 		if o, ok := m[r.Gang]; ok && !r.At.After(o.at) {
 			continue // listed twice: the newer eviction stands
 		}
-		m[r.Gang] = evictedWork{r.Executed, r.Attained, r.Service, types.UID(r.Owner), r.At, seen, seen}
+		arrived := r.Arrived
+		if arrived.After(r.At) {
+			arrived = time.Time{} // it cannot have arrived after its eviction: not kept
+		}
+		m[r.Gang] = evictedWork{executed: r.Executed, attained: r.Attained, service: r.Service, owner: types.UID(r.Owner), at: r.At, seen: seen, saved: seen, arrived: arrived, debt: r.Debt, promise: r.Promise}
 	}
 	return m, bad, first, nil
 }

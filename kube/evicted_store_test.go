@@ -139,14 +139,14 @@ func TestEvictedWorkAcrossRestart(t *testing.T) {
 func TestEvictedWorkFormat(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	rec := func(x, a, sv float64, owner types.UID, at time.Time) evictedWork {
-		return evictedWork{x, a, sv, owner, at, at, at}
+		return evictedWork{executed: x, attained: a, service: sv, owner: owner, at: at, seen: at, saved: at}
 	}
 	m := map[string]evictedWork{
 		"ns/g1":          rec(100, 50, 200, "u1", now.Add(-time.Minute)),
 		"job-uid:abc":    rec(7.5, 7.5, 7.5, "abc", now.Add(-2*time.Minute)),
 		"ns/pod:oldest":  rec(1, 1, 1, "u3", now.Add(-50*time.Minute)),
 		"ns/pod:expired": rec(1, 1, 1, "u4", now.Add(-2*time.Hour)),
-		"ns/pod:waiting": {1, 1, 1, "u5", now.Add(-3 * time.Hour), now.Add(-5 * time.Minute), now.Add(-5 * time.Minute)},
+		"ns/pod:waiting": {executed: 1, attained: 1, service: 1, owner: "u5", at: now.Add(-3 * time.Hour), seen: now.Add(-5 * time.Minute), saved: now.Add(-5 * time.Minute), arrived: now.Add(-4 * time.Hour), debt: 120, promise: now.Add(time.Hour)},
 	}
 	data, dropped := formatEvictedWork(m, 1<<20)
 	if dropped != 0 {
@@ -187,6 +187,8 @@ func TestEvictedWorkParseErrors(t *testing.T) {
 			first: `cm: key work.json: gangs[1] ("ns/h"): field executed: -1, want a finite number >= 0`},
 		{name: "no owner", data: rec(`{"gang":"ns/h","executed":1,"attained":1,"service":1,"at":"` + at + `"}`), bad: 1, n: 1,
 			first: "gangs[1] (\"ns/h\"): field owner: empty"},
+		{name: "negative debt", data: rec(`{"gang":"ns/h","owner":"u","executed":1,"attained":1,"service":1,"debt":-5,"at":"` + at + `"}`), bad: 1, n: 1,
+			first: "field debt: -5, want a finite number >= 0"},
 		{name: "no time", data: rec(`{"gang":"ns/h","owner":"u","executed":1,"attained":1,"service":1}`), bad: 1, n: 1, first: "field at: missing"},
 		{name: "overlong gang", data: rec(`{"gang":"` + strings.Repeat("x", 2000) + `","owner":"u","at":"` + at + `"}`), bad: 1, n: 1, first: "field gang: empty or longer than 1024 bytes"},
 		{name: "listed twice: the newer stands", data: rec(`{"gang":"ns/g","owner":"u","executed":9,"attained":1,"service":1,"at":"` + now.Format(time.RFC3339) + `"}`), n: 1},
@@ -273,7 +275,7 @@ func TestEvictedWorkConfigMapValidated(t *testing.T) {
 
 func FuzzParseEvictedWork(f *testing.F) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	good, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {1, 2, 3, types.UID("u"), now, now, now}}, 1<<20)
+	good, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 1, attained: 2, service: 3, owner: types.UID("u"), at: now, seen: now, saved: now}}, 1<<20)
 	f.Add(good)
 	f.Add(`{"version":1,"gangs":[{"gang":"","owner":"u","executed":1e308,"at":"2026-12-06T12:00:00Z"}]}`)
 	f.Add("")
@@ -327,7 +329,7 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 	s.restoreEvictedWork(context.Background(), true) // a term's first round reads (nothing there)
 	t0, every := time.Now(), s.cfg.EvictedWorkWriteInterval.Duration
 	for i := range 3 {
-		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", time.Now(), time.Now(), time.Now()}
+		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{executed: 100, attained: 100, service: 400, owner: "u", at: time.Now(), seen: time.Now(), saved: time.Now()}
 		s.evicted.dirty = true
 		s.saveEvictedWork(context.Background(), t0.Add(time.Duration(i)*every))
 		s.settleEvicted(true)
@@ -358,7 +360,7 @@ func TestEvictedWorkWriteFailureSaidOnce(t *testing.T) {
 func TestEvictedWorkReadRetriedBeforeWriting(t *testing.T) {
 	w := newWorld(t, testCfg(), 1, 1, 4)
 	s, ctx := w.s, context.Background()
-	theirs, _ := formatEvictedWork(map[string]evictedWork{"ns/theirs": {50, 50, 200, "u1", time.Now(), time.Now(), time.Now()}}, 1<<20)
+	theirs, _ := formatEvictedWork(map[string]evictedWork{"ns/theirs": {executed: 50, attained: 50, service: 200, owner: "u1", at: time.Now(), seen: time.Now(), saved: time.Now()}}, 1<<20)
 	if _, err := w.cs.CoreV1().ConfigMaps(s.cfg.Namespace).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: s.cfg.Namespace},
 		Data:       map[string]string{EvictedWorkKey: theirs},
@@ -392,7 +394,7 @@ func TestEvictedWorkReadRetriedBeforeWriting(t *testing.T) {
 		}
 		fail = 1
 		s.restoreEvictedWork(ctx, true)
-		s.evictedWork[fmt.Sprintf("ns/mine%d", i)] = evictedWork{10, 10, 40, "u2", time.Now(), time.Now(), time.Now()}
+		s.evictedWork[fmt.Sprintf("ns/mine%d", i)] = evictedWork{executed: 10, attained: 10, service: 40, owner: "u2", at: time.Now(), seen: time.Now(), saved: time.Now()}
 		s.evicted.dirty = true
 		s.saveEvictedWork(ctx, time.Now())
 		s.settleEvicted(true)
@@ -422,7 +424,7 @@ func TestEvictedWorkWritesThrottled(t *testing.T) {
 	s.restoreEvictedWork(ctx, true)
 	t0 := time.Now()
 	for i := range 21 { // a round a second, each evicting a gang
-		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{100, 100, 400, "u", t0, t0, t0}
+		s.evictedWork[fmt.Sprintf("ns/g%d", i)] = evictedWork{executed: 100, attained: 100, service: 400, owner: "u", at: t0, seen: t0, saved: t0}
 		s.evicted.dirty = true
 		s.saveEvictedWork(ctx, t0.Add(time.Duration(i)*time.Second))
 		s.settleEvicted(true)
@@ -430,7 +432,7 @@ func TestEvictedWorkWritesThrottled(t *testing.T) {
 	if n := testutil.ToFloat64(s.metrics.EvictedWorkWrites.WithLabelValues("ok")); n != 3 {
 		t.Errorf("21 rounds a second apart: %v writes, want 3 (at 0, 10 and 20 s)", n)
 	}
-	s.evictedWork["ns/late"] = evictedWork{100, 100, 400, "u", t0, t0, t0}
+	s.evictedWork["ns/late"] = evictedWork{executed: 100, attained: 100, service: 400, owner: "u", at: t0, seen: t0, saved: t0}
 	s.evicted.dirty = true
 	s.saveEvictedWork(ctx, t0.Add(21*time.Second)) // throttled
 	s.flushEvictedWork()

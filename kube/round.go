@@ -223,6 +223,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 			return
 		}
 		s.act(snap, byJob, order, ds, start)
+		s.writePromises(order, byJob, start)
 		s.forecastRound(snap, order, alloc, start)
 		pending := 0
 		for i, j := range order {
@@ -614,15 +615,17 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 			}
 		}
 		g := byJob[d.Job]
-		tasks = append(tasks, s.evict(g, s.reason(snap, d, byID, pos))...)
+		why := s.reason(snap, d, byID, pos)
 		// The restart costs what the placement weighed (lost progress,
 		// paid once the gang runs again), as in pal sim --moves
-		// evict-relaunch.
+		// evict-relaunch. Charged before evict, whose record of the
+		// gang's work carries it.
 		if d.Kind == round.Migrate {
 			d.Job.Debt += d.Job.MoveCost.Migration
 		} else {
 			d.Job.Debt += d.Job.MoveCost.Preemption
 		}
+		tasks = append(tasks, s.evict(g, why)...)
 		for _, x := range d.From {
 			vacating[x] = gangName(g.Key)
 		}
@@ -684,6 +687,12 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 			}
 			if x := d.Job.Attained; x > 0 && !math.IsInf(x, 0) {
 				info.Attained = x
+			}
+			if w := s.wallOf(d.Job.Submit); w.Before(oldestPod(g.Pending).Add(-time.Millisecond)) {
+				info.Arrived = w.UTC().Format(time.RFC3339Nano)
+			}
+			if x := d.Job.Debt; x > 0 && !math.IsInf(x, 0) {
+				info.Debt = x
 			}
 			if x := d.Job.GPUService; x > 0 && !math.IsInf(x, 0) {
 				info.Service = x
@@ -864,10 +873,11 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 	s.log.Info("evicting gang", "gang", gangName(g.Key), "pods", strings.Join(names, ","), "why", why)
 	s.learnEvicted(g.Key)
 	s.th.evicted(g)
-	if j := g.Job; j != nil && (j.Executed > 0 || j.Attained > 0) {
+	if j := g.Job; j != nil {
 		if uid := controllerUID(g.Bound); uid != "" {
 			now := time.Now()
-			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{j.Executed, j.Attained, j.GPUService, uid, now, now, now}
+			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{executed: j.Executed, attained: j.Attained, service: j.GPUService,
+				owner: uid, at: now, seen: now, saved: now, arrived: s.wallOf(j.Submit), debt: j.Debt}
 			s.evicted.dirty = true
 		}
 	}
@@ -895,13 +905,7 @@ func (s *Scheduler) stillArriving(g *state.Gang, now time.Time) bool {
 	if len(g.Bound) > 0 || len(g.Pending) == 0 || len(g.Pending) >= g.Spec.Size {
 		return false
 	}
-	oldest := g.Pending[0].CreationTimestamp.Time
-	for _, p := range g.Pending[1:] {
-		if p.CreationTimestamp.Time.Before(oldest) {
-			oldest = p.CreationTimestamp.Time
-		}
-	}
-	return now.Sub(oldest) < s.cfg.Period.Duration
+	return now.Sub(oldestPod(g.Pending)) < s.cfg.Period.Duration
 }
 
 // wait tells a waiting gang's pods why, once per distinct reason.
@@ -984,11 +988,31 @@ func (s *Scheduler) creditBound(g *gang, j *workload.Job, at time.Time, perIter 
 		}
 		return 0
 	}
+	// The restart cost the gang owed at its bind is paid first, as
+	// Progress pays it.
+	debt := known(bi.Debt)
 	if perIter > 0 {
-		j.Executed = math.Max(j.Executed, known(bi.Done)+since/perIter)
+		j.Executed = math.Max(j.Executed, known(bi.Done)+math.Max(since-debt, 0)/perIter)
 	}
+	j.Debt = math.Max(debt-since, 0)
 	j.Attained = math.Max(j.Attained, known(bi.Attained)+since)
 	j.GPUService = math.Max(j.GPUService, known(bi.Service)+since*float64(j.GPUs))
+	if w, err := time.Parse(time.RFC3339Nano, bi.Arrived); err == nil {
+		if r, err := time.Parse(time.RFC3339Nano, bi.Round); err == nil && !w.After(r) {
+			j.Submit = math.Min(j.Submit, s.clockOf(w)) // not after the bind: a gang arrives before it is placed
+		}
+	}
+}
+
+// oldestPod is the creation time of the oldest of pods (zero for none).
+func oldestPod(pods []*corev1.Pod) time.Time {
+	var t time.Time
+	for _, p := range pods {
+		if c := p.CreationTimestamp.Time; t.IsZero() || c.Before(t) {
+			t = c
+		}
+	}
+	return t
 }
 
 // slowdown is the simulator's slowdown of a job on gpus: its slowest GPU
@@ -1042,6 +1066,29 @@ type evictedWork struct {
 	// the record is dropped evictedWorkKept after it; saved is the seen
 	// the ConfigMap holds, written again once evictedSeenSaved old.
 	seen, saved time.Time
+	// arrived is when the gang arrived (its job's Submit; zero: not
+	// known). The pods its controller makes again are younger, and a
+	// gang is as old as its oldest pod, so without it an evicted gang
+	// went to the back of FIFO's line (and behind every gang that came
+	// after it in a Tiresias queue) once the scheduler had forgotten it
+	// for want of pods, or was restarted.
+	arrived time.Time
+	// debt is the restart cost the gang still owes (job seconds without
+	// progress once it runs again: its moves' checkpoint-restarts).
+	debt float64
+	// promise is the start backfill promised the gang as a waiting head
+	// while it had no pending pod to record it on (writePromises).
+	promise time.Time
+}
+
+// wallOf is the wall time of a time on the jobs' clock (a Submit).
+func (s *Scheduler) wallOf(t float64) time.Time {
+	return time.Unix(0, int64(math.Round((t+s.epoch)*1e9)))
+}
+
+// clockOf is wallOf's inverse.
+func (s *Scheduler) clockOf(w time.Time) float64 {
+	return float64(w.UnixNano())/1e9 - s.epoch
 }
 
 // evictedSeenSaved is how stale the ConfigMap's seen of a record may get
@@ -1081,6 +1128,10 @@ func (s *Scheduler) resumeEvicted(g *gang) {
 		s.evicted.dirty = true
 		return
 	}
+	j := g.Job
+	if !e.arrived.IsZero() {
+		j.Submit = math.Min(j.Submit, s.clockOf(e.arrived))
+	}
 	if now := time.Now(); now.Sub(e.saved) > evictedSeenSaved {
 		e.seen, e.saved = now, now
 		s.evicted.dirty = true
@@ -1089,11 +1140,10 @@ func (s *Scheduler) resumeEvicted(g *gang) {
 		e.seen = now
 		s.evictedWork[k] = e
 	}
-	j := g.Job
 	if j.Executed > 0 || j.Attained > 0 {
 		return // kept by the state: its work is its own
 	}
-	j.Executed, j.Attained, j.GPUService = e.executed, e.attained, e.service
+	j.Executed, j.Attained, j.GPUService, j.Debt = e.executed, e.attained, e.service, e.debt
 }
 
 // workKey is what an evicted gang's work is kept by: its gang key, but

@@ -1,8 +1,12 @@
 package kube
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/palsched/pal/workload"
 )
@@ -89,5 +93,38 @@ func TestStarvationGuardOnTime(t *testing.T) {
 	w.round(t0.Add(500 * time.Second))
 	if j := creditJob(t, w, "ns/pod:waiter"); !j.Running() || j.SinceScheduled != 0 {
 		t.Errorf("the waiter, running: %v GPUs, waited %v s; want its wait reset to 0", j.GPUsHeld, j.SinceScheduled)
+	}
+}
+
+// A restarted scheduler credits a running gang from its bind-info as the
+// scheduler that bound it went on crediting it: the restart cost it owed
+// at the bind (debt: its moves' checkpoint-restarts) is paid before its
+// iterations grow again, as Job.Progress pays it. Without the debt in
+// the bind-info a restart credited the gang the whole time since its
+// bind, and forecasts, backfill and move gains read it as nearer its end
+// than the scheduler that ran throughout did.
+func TestCreditBoundPaysDebtFirst(t *testing.T) {
+	w := newWorld(t, testCfg(), 1, 1, 4)
+	s := w.s
+	bind := time.Unix(1_000_000, 0)
+	for _, c := range []struct{ done, debt, since float64 }{
+		{100, 150, 0}, {100, 150, 50}, {100, 150, 150}, {100, 150, 300}, {0, 0, 80}, {40, 120, 121},
+	} {
+		// The scheduler that ran throughout: the job as bound, then
+		// Progress over the time since.
+		ran := workload.NewJob(workload.Spec{ID: 1, GPUs: 4, Iterations: 1e6, IterTime: 1})
+		ran.PM, ran.Loc, ran.Executed, ran.Debt = 1, 1, c.done, c.debt
+		ran.Progress(c.since)
+
+		// A fresh one reads the bind-info.
+		raw := mustJSON(BindInfo{Gang: "ns/g", Round: bind.UTC().Format(time.RFC3339Nano), Done: c.done, Debt: c.debt,
+			Pods: map[string]PodBind{"g-0": {Node: "n0", GPUs: []int{0, 1, 2, 3}}}})
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "g-0", Namespace: "ns", Annotations: map[string]string{AnnBindInfo: raw}}}
+		fresh := workload.NewJob(workload.Spec{ID: 1, GPUs: 4, Iterations: 1e6, IterTime: 1})
+		s.creditBound(&gang{Key: "ns/g", Bound: []*corev1.Pod{p}}, fresh, bind.Add(time.Duration(c.since*float64(time.Second))), 1)
+		if math.Abs(fresh.Executed-ran.Executed) > 1e-9 || math.Abs(fresh.Debt-ran.Debt) > 1e-9 {
+			t.Errorf("done %v, debt %v, %v s since the bind: a restart credits %v iterations owing %v s, the scheduler that ran throughout %v owing %v",
+				c.done, c.debt, c.since, fresh.Executed, fresh.Debt, ran.Executed, ran.Debt)
+		}
 	}
 }

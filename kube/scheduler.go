@@ -139,6 +139,8 @@ type Scheduler struct {
 	// running gangs' pods record of the promises an earlier process or
 	// leader made (set at a start and at each term's start).
 	restoreBackfill bool
+	// promising: a batch of writePromises' annotations is under way.
+	promising atomic.Bool
 
 	learn *learnStage // nil: learnScores off
 	dcgm  *dcgmStage  // nil: no dcgm exporters configured

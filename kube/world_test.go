@@ -51,6 +51,11 @@ type world struct {
 	attempts                map[string]int
 	binds, committed        int
 	palBound                map[string]bool // pods the scheduler's Bindings bound
+
+	// reborn, when set, is the creation time recreate gives an evicted
+	// pod's successor, as an apiserver would (set per round by the
+	// caller); unset, the successor keeps the old pod's.
+	reborn time.Time
 }
 
 type worldEvent struct {
@@ -193,6 +198,7 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	}
 	var body struct {
 		Metadata struct {
+			UID         k8stypes.UID       `json:"uid"`
 			Annotations map[string]*string `json:"annotations"`
 		} `json:"metadata"`
 	}
@@ -205,6 +211,11 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	p := w.pods[key]
 	if p == nil {
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
+	}
+	if u := body.Metadata.UID; u != "" && u != p.UID {
+		// As the apiserver: a UID in the patch is a precondition.
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, act.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", u, p.UID))
 	}
 	q := p.DeepCopy()
 	if q.Annotations == nil {
@@ -606,5 +617,9 @@ func (w *world) recreate(old *corev1.Pod) {
 		}
 	}
 	gpus, _ := PodGPUs(old)
-	w.createWith(old.Name, gpus, ann, old.CreationTimestamp.Time, old.OwnerReferences)
+	born := old.CreationTimestamp.Time
+	if !w.reborn.IsZero() {
+		born = w.reborn
+	}
+	w.createWith(old.Name, gpus, ann, born, old.OwnerReferences)
 }

@@ -102,6 +102,16 @@ type BindInfo struct {
 	// as never served.
 	Attained float64 `json:"attained,omitempty"`
 	Service  float64 `json:"service,omitempty"`
+	// Arrived is when the gang first arrived (RFC 3339 with
+	// nanoseconds), written when that is before its oldest pod was made:
+	// a gang evicted and made again by its controller keeps its place in
+	// line from it, where a scheduler that did not see it arrive would
+	// read the new pods' creation times.
+	Arrived string `json:"arrived,omitempty"`
+	// Debt is the restart cost the gang owed at this bind (seconds of
+	// job time without progress: its moves' checkpoint-restarts, as the
+	// placement weighed them), paid before Done grows again.
+	Debt float64 `json:"debt,omitempty"`
 }
 
 // PodBind is one member's node and device indices.

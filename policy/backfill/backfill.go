@@ -199,16 +199,43 @@ func (p *Placer) Restore(job, head int, promisedAt float64) bool {
 		p.jumped = map[int]int{}
 	}
 	p.jumped[job] = head
-	if math.IsInf(promisedAt, 1) {
-		return true
+	if !math.IsInf(promisedAt, 1) {
+		p.keepPromise(head, promisedAt)
 	}
-	if P, ok := p.promise[head]; !ok || promisedAt < P {
+	return true
+}
+
+// Promised says the time a waiting head was promised (the clock's time),
+// if its reservation made one: a driver records it where it outlives the
+// placer (pal-kube scheduler: on the head's pods) and gives it back
+// through Promise. Without that, a fresh placer promised a head that no
+// job had jumped yet afresh, from its reservation then, which had grown
+// meanwhile: the jobs it backfilled next were held to the later time.
+func (p *Placer) Promised(head int) (float64, bool) {
+	at, ok := p.promise[head]
+	return at, ok
+}
+
+// Promise gives a placer that starts afresh the time an earlier one
+// promised a waiting head (see Promised); the earliest promise stands,
+// as with Restore. It answers false, changing nothing, for a negative
+// id or a time that is not finite.
+func (p *Placer) Promise(head int, at float64) bool {
+	if head < 0 || math.IsNaN(at) || math.IsInf(at, 0) {
+		return false
+	}
+	p.keepPromise(head, at)
+	return true
+}
+
+// keepPromise records at as head's promise unless an earlier one stands.
+func (p *Placer) keepPromise(head int, at float64) {
+	if P, ok := p.promise[head]; !ok || at < P {
 		if p.promise == nil {
 			p.promise = map[int]float64{}
 		}
-		p.promise[head] = promisedAt
+		p.promise[head] = at
 	}
-	return true
 }
 
 // Wrap returns base with backfill in mode m, or base itself for none. A
