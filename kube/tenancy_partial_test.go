@@ -28,6 +28,26 @@ virtualClusters:
 
 var partialAfter = strings.Replace(partialCells, "cellAddress: n1}", "cellAddress: n3}", 1)
 
+// gb is the pods bound once partialDrop has run.
+const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
+
+// partialDrop binds b (B, 4 GPUs) on n0 and gang g (A, two pods of 4
+// GPUs) on n1 and n2, then takes n1 out of the cells (partialAfter),
+// which changes no pod.
+func partialDrop(w *world, at *time.Time, step func(what, want string)) {
+	w.t.Helper()
+	w.create("b", 4, vcAnn("B", ""), *at)
+	step("b", "ns/b@n0[0,1,2,3]")
+	for _, p := range []string{"g-0", "g-1"} {
+		a := gangAnn("g", 2)
+		a[AnnVC] = "A"
+		w.create(p, 4, a, *at)
+	}
+	step("g", gb)
+	w.setCells(w.s.cfg, partialAfter)
+	step("the change", gb)
+}
+
 // A cells change removes one of the two nodes a running 2-pod gang of A
 // runs on. Nodes n0-n3 of 4 GPUs; the cells n0-n2 (A two node cells, B
 // one), then n0, n2 and n3.
@@ -56,17 +76,7 @@ func TestTenancyCellsDropOneNodeOfAGang(t *testing.T) {
 			t.Fatalf("%s: the cells hold %s, want %s\n%s", what, got, strings.Join(want, " "), w.log.String())
 		}
 	}
-	w.create("b", 4, vcAnn("B", ""), *at)
-	step("b", "ns/b@n0[0,1,2,3]")
-	for _, p := range []string{"g-0", "g-1"} {
-		a := gangAnn("g", 2)
-		a[AnnVC] = "A"
-		w.create(p, 4, a, *at)
-	}
-	const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
-	step("g", gb)
-	w.setCells(w.s.cfg, partialAfter)
-	step("the change", gb)
+	partialDrop(w, at, step)
 	if got := w.log.String(); !strings.Contains(got, "kept pod ns/b, gang ns/g;") || !strings.Contains(got, "devices no longer in the cells n1/0, n1/1, n1/2, n1/3") {
 		t.Fatalf("the change is not in the log as kept with n1 dropped:\n%s", got)
 	}
@@ -163,17 +173,7 @@ func TestTenancyCellsNodeComesBackUnderAGang(t *testing.T) {
 			t.Fatalf("%s: the cells hold %s, want %s\n%s", what, got, want, w.log.String())
 		}
 	}
-	w.create("b", 4, vcAnn("B", ""), *at)
-	step("b", "ns/b@n0[0,1,2,3]")
-	for _, p := range []string{"g-0", "g-1"} {
-		a := gangAnn("g", 2)
-		a[AnnVC] = "A"
-		w.create(p, 4, a, *at)
-	}
-	const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
-	step("g", gb)
-	w.setCells(w.s.cfg, partialAfter)
-	step("the change", gb)
+	partialDrop(w, at, step)
 	checkCells("the change", "b:n0/0,1,2,3 g:n2/0,1,2,3")
 	w.setCells(w.s.cfg, partialCells)
 	step("the change undone", gb)
@@ -203,17 +203,7 @@ func TestTenancyCellsNodeComesBackUnderAGang(t *testing.T) {
 func TestTenancyRestartKeepsPartlyDroppedGang(t *testing.T) {
 	w, at := partialWorld(t, 1)
 	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
-	w.create("b", 4, vcAnn("B", ""), *at)
-	step("b", "ns/b@n0[0,1,2,3]")
-	for _, p := range []string{"g-0", "g-1"} {
-		a := gangAnn("g", 2)
-		a[AnnVC] = "A"
-		w.create(p, 4, a, *at)
-	}
-	const gb = "ns/b@n0[0,1,2,3] ns/g-0@n1[0,1,2,3] ns/g-1@n2[0,1,2,3]"
-	step("g", gb)
-	w.setCells(w.s.cfg, partialAfter)
-	step("the change", gb)
+	partialDrop(w, at, step)
 	w.restart()
 	w.setCells(w.s.cfg, partialAfter)
 	step("the restart", gb)
