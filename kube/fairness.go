@@ -325,7 +325,7 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 			t.appOf[g.Key] = appKey(g)
 		}
 		keep[i] = saved{j.Submit, j.IterTime, j.Executed}
-		j.Submit, j.Spec.App = t.arrival(g), t.appOf[g.Key]
+		j.Submit, j.Spec.App = t.arrival(s, g), t.appOf[g.Key]
 		knownWork(j)
 		t.measured(s, g, j, j.Executed)
 	}
@@ -566,14 +566,16 @@ func firstPod(g *gang) *corev1.Pod {
 }
 
 // arrival is the gang's creation (its earliest pod's) on the policy's
-// clock; pods older than the clock count from its start.
-func (t *themisStage) arrival(g *gang) float64 {
-	first := time.Time{}
-	for _, ps := range [][]*corev1.Pod{g.Pending, g.Bound} {
-		for _, p := range ps {
-			if c := p.CreationTimestamp.Time; first.IsZero() || c.Before(first) {
-				first = c
-			}
+// clock; pods older than the clock count from its start. A gang evicted
+// and made again by its controller arrived with its first pods (its
+// job's Submit, which the evicted-work record and the bind-info keep),
+// not its new ones: its app's finish-time fairness counts its wait from
+// then, after a restart as before it.
+func (t *themisStage) arrival(s *Scheduler, g *gang) float64 {
+	first := oldestPod(slices.Concat(g.Pending, g.Bound))
+	if g.Job != nil {
+		if w := s.wallOf(g.Job.Submit); w.Before(first) {
+			first = w
 		}
 	}
 	return t.clock(first)
@@ -614,7 +616,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 			*sh = *j
 			sh.ID = t.next
 			t.next++
-			sh.Submit = t.arrival(g)
+			sh.Submit = t.arrival(s, g)
 			t.appOf[g.Key] = appKey(g)
 			t.stand[g.Key] = sh
 		}

@@ -1,9 +1,15 @@
 package kube
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/palsched/pal/workload"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -113,5 +119,34 @@ func TestThemisInVCAuctionsWhenFinishingGangFreesGPUs(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(w.s.metrics.LeaseRevocations); n != 0 {
 		t.Errorf("%v lease revocations", n)
+	}
+}
+
+// A gang's arrival on Themis' clock is its first pods' creation, not its
+// current pods': a gang evicted and made again by its controller (its
+// job's Submit kept by the evicted-work record or the bind-info, as the
+// state reads them) waited since it first came, and its app's ρ counts
+// that wait, in a restarted scheduler too, whose stand-ins start from
+// the gangs it finds. Before, the new pods' creation time was taken.
+func TestThemisArrivalIsTheGangsFirst(t *testing.T) {
+	cfg := testCfg()
+	cfg.Scheduler = "themis"
+	w := newWorld(t, cfg, 1, 1, 4)
+	s := w.s
+	t0 := time.Unix(1_700_000_000, 0)
+	s.th.epoch = t0
+	p := owned(pod("a-1", 4, nil, ""))
+	p.CreationTimestamp = metav1.NewTime(t0.Add(300 * time.Second)) // the controller's new pod
+	for _, c := range []struct {
+		first time.Time
+		want  float64
+	}{
+		{t0.Add(100 * time.Second), 100}, // arrived before its pod was made again
+		{t0.Add(400 * time.Second), 300}, // a Submit later than its pod: the pod
+	} {
+		j := workload.NewJob(workload.Spec{ID: 1, GPUs: 4, Submit: s.clockOf(c.first)})
+		if got := s.th.arrival(s, &gang{Key: "ns/a", Pending: []*corev1.Pod{p}, Job: j}); math.Abs(got-c.want*s.th.scale) > 1e-6 {
+			t.Errorf("first arrival %v, pod made at %v: arrival %v on Themis' clock, want %v", c.first.Sub(t0), 300*time.Second, got, c.want*s.th.scale)
+		}
 	}
 }
