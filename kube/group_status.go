@@ -345,10 +345,15 @@ func (s *Scheduler) annotateInBackground(busy *atomic.Bool, key, what string, wr
 	s.inBackground(func(ctx context.Context) {
 		defer busy.Store(false)
 		for p, v := range writes {
-			// The pod's UID in the patch is a precondition: a pod deleted
-			// and made again under its name meanwhile (an eviction's
-			// successor) is not the one this was meant for.
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": map[string]string{key: v}}})
+			// The pod's UID in the patch makes the apiserver refuse it
+			// (metadata.uid is immutable) for a pod deleted and made
+			// again under its name meanwhile (an eviction's successor):
+			// not the pod this was meant for.
+			meta := map[string]any{"annotations": map[string]string{key: v}}
+			if p.UID != "" {
+				meta["uid"] = p.UID
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": meta})
 			if _, err := s.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				s.log.Info(what, "pod", podKey(p), "err", err)
 			}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -213,9 +214,10 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
 	}
 	if u := body.Metadata.UID; u != "" && u != p.UID {
-		// As the apiserver: a UID in the patch is a precondition.
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, act.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", u, p.UID))
+		// As the apiserver (1.37, tried on a dev cluster): a patch
+		// that names another UID is refused, the pod unchanged.
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, act.GetName(),
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), u, "field is immutable")})
 	}
 	q := p.DeepCopy()
 	if q.Annotations == nil {
