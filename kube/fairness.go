@@ -224,7 +224,7 @@ func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 	if t.pol != nil && shape == t.shape {
 		return nil
 	}
-	pol, err := t.newPolicy(t.rho)
+	pol, err := t.newPolicy(t.rho, false)
 	if err != nil {
 		return err
 	}
@@ -239,15 +239,17 @@ func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 }
 
 // newPolicy makes a Themis with the config's knobs (the simulator's
-// defaults otherwise) whose auctions record each app's ρ in rho.
-func (t *themisStage) newPolicy(rho map[string]float64) (*themis.Policy, error) {
+// defaults otherwise) whose auctions record each app's ρ in rho; inVC: a
+// VC's, whose running gangs the tenancy stage never moves (keepRunning),
+// so its auctions keep them where they run (themis.Config.KeepRunning).
+func (t *themisStage) newPolicy(rho map[string]float64, inVC bool) (*themis.Policy, error) {
 	opts := fairness.DefaultOptions()
 	k, err := fairness.NewKnob(t.cfg.Knob)
 	if err != nil {
 		return nil, err
 	}
 	opts.Knob = k
-	return themis.New(themis.Config{Lease: t.cfg.Lease.Seconds(), Auction: opts, Models: t.models,
+	return themis.New(themis.Config{Lease: t.cfg.Lease.Seconds(), Auction: opts, Models: t.models, KeepRunning: inVC,
 		OnAuction: func(in fairness.Input, res *fairness.Result) {
 			t.auction = in.Now
 			clear(rho)
@@ -262,7 +264,7 @@ func (t *themisStage) newPolicy(rho map[string]float64) (*themis.Policy, error) 
 // the VC's), on the round's clock, as pal sim --tenancy hived runs it.
 func (t *themisStage) vcPlacer() (policy.Placer, error) {
 	rho := map[string]float64{}
-	p, err := t.newPolicy(rho)
+	p, err := t.newPolicy(rho, true)
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,12 @@ import (
 // scheduler restarts. After every round no GPU is given twice, no round
 // fails, and the cells' invariants hold. TENANCY_WORLD_SEEDS=1 runs 40
 // seeds of 200 rounds; TENANCY_WORLD_LOG=FILE keeps a failing run's log.
+// The rounds run under fifo, las and srtf (by seed), and again under
+// themis, where each VC runs its own Themis; no VC's policy may break an
+// invariant (it logs an error), and restarts make them afresh.
 func TestTenancyRandomRounds(t *testing.T) {
-	randomTenancyRounds(t, randomCells, "", nil)
+	t.Run("fifo-las-srtf", func(t *testing.T) { randomTenancyRounds(t, randomCells, "", nil) })
+	t.Run("themis", func(t *testing.T) { randomTenancyRoundsUnder(t, "themis", randomCells, "", nil) })
 }
 
 // The same on two leaf types (V100 n0-n2; K80 n3-n4 and a pinned n5),
@@ -74,6 +78,12 @@ virtualClusters:
 // cells ConfigMap switches between cells and alt every 25 rounds; gangs
 // name one of types as their leaf type (nil: none).
 func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
+	randomTenancyRoundsUnder(t, "", cells, alt, types)
+}
+
+// randomTenancyRoundsUnder is randomTenancyRounds under scheduler sched
+// ("": fifo, las and srtf by seed).
+func randomTenancyRoundsUnder(t *testing.T, sched, cells, alt string, types []string) {
 	file := filepath.Join(t.TempDir(), "cells.yaml")
 	if err := os.WriteFile(file, []byte(cells), 0o644); err != nil {
 		t.Fatal(err)
@@ -87,7 +97,10 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 	}
 	for seed := range seeds {
 		cfg := testCfg()
-		cfg.Scheduler = []string{"fifo", "las", "srtf"}[seed%3]
+		cfg.Scheduler = sched
+		if sched == "" {
+			cfg.Scheduler = []string{"fifo", "las", "srtf"}[seed%3]
+		}
 		cfg.Placement = []string{"packed-sticky", "pal-ma", "pal", "packed-nonsticky"}[seed%4]
 		cfg.Tenancy, cfg.Cells = []string{"hived", "hived-speed", "hived-pm"}[seed/2%3], file
 		if alt != "" {

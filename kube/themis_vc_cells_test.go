@@ -128,3 +128,45 @@ func xKeepsItsLease(t *testing.T, w *world, at *time.Time, t0 time.Time) {
 		}
 	}
 }
+
+// A VC's Themis that auctions running gangs none of which holds a lease
+// (a restart right after their bind, before their pods' pal.io/lease-until
+// was written) may plan them on each other's GPUs; the tenancy stage
+// keeps a running gang where it runs (keepRunning), and the policy leased
+// the GPUs it planned: VC A's x (3 GPUs, n0 0-2) and y (1 GPU, n0 3),
+// bound together, were planned after the restart as y on GPU 0 and x on
+// 1-3 and kept where they ran, x's GPU 0 leased to y's app. When y ended,
+// the auction offered x's GPUs (its app held no lease on them) and
+// granted them to x's app over y's lease ('lease: GPU 0 is leased to app
+// 1 until ...; app 0 cannot have it'). The policy now keeps a running
+// gang on its GPUs itself (themis.Config.KeepRunning) and leases those.
+func TestThemisVCRestartKeepsLeasesWhereGangsRun(t *testing.T) {
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
+	cfg.Themis.Lease.Duration = 60 * time.Second
+	w := newWorld(t, cfg, 1, 2, 4)
+	at := time.Unix(1_700_000_000, 0)
+	job := func(vc string) map[string]string {
+		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
+	}
+	w.create("x-0", 3, job("A"), at)
+	w.create("y-0", 1, job("A"), at)
+	w.expect(&at, "x and y placed", "ns/x-0@n0[0,1,2] ns/y-0@n0[3]")
+	w.restart()
+	w.expect(&at, "the restart", "ns/x-0@n0[0,1,2] ns/y-0@n0[3]")
+	for _, v := range w.s.th.vcs {
+		for g := range 3 {
+			if app, _ := v.pol.Lease(g, v.pol.Now()); app != "" && app != "ns/pod:x-0" {
+				t.Errorf("after the restart x's GPU %d is leased to %s", g, app)
+			}
+		}
+	}
+	w.finish("ns/y-0")
+	w.expect(&at, "y ends", "ns/x-0@n0[0,1,2]")
+	w.expect(&at, "y gone", "ns/x-0@n0[0,1,2]")
+	for _, v := range w.s.th.vcs {
+		if vs := v.pol.Stats().Violations; len(vs) > 0 {
+			t.Errorf("VC policy violations: %v\n%s", vs, w.log.String())
+		}
+	}
+}

@@ -57,6 +57,14 @@ type Config struct {
 	// machine / rack levels (the cluster's nodes must be its machines);
 	// nil: machines are the nodes, without slots or racks.
 	Levels *fairness.Levels
+	// KeepRunning is for a driver that never moves a running job
+	// (pal-kube's tenancy stage keeps a running gang on the GPUs it
+	// holds): an auction's running job chosen again on other GPUs keeps
+	// its own, and its app's lease is granted on those; a job planned on
+	// them gets nothing (and no lease) this auction. Without it the
+	// policy leased the GPUs it planned while the job ran on others: its
+	// app held no lease on its GPUs, and another app's lease on them.
+	KeepRunning bool
 	// OnAuction, when set, sees every auction's inputs and outcome as the
 	// policy holds it (for tests and traces; it must not keep or change
 	// them: the policy reuses the apps between auctions).
@@ -537,6 +545,12 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		p.cfg.OnAuction(in, res)
 	}
 	var taken []bool // GPUs a pod's repair may not use (see below)
+	type grant struct {
+		a     *app
+		k     int     // the job's index in a.jobs
+		lease float64 // its length
+	}
+	var grants []grant // made once every app's jobs are planned
 	for x, a := range active {
 		ar := res.Apps[x]
 		gained := map[int]bool{}
@@ -620,26 +634,65 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			lease *= s // the payment in lease time
 		}
 		for _, k := range chosen {
-			j := a.jobs[k]
-			g := out[a.pos[k]]
-			if g == nil {
-				continue // its pods fit nowhere (see above)
-			}
-			if err := p.leases.Grant(a.idx, g, T, lease); err != nil {
-				p.violate("%v", err)
-			}
-			if !slices.Equal(g, j.GPUsHeld) {
-				p.stats.LeaseChanges++
-			}
-			if !j.Running() {
-				p.launching[j.ID] = true
-			}
+			grants = append(grants, grant{a, k, lease})
+		}
+	}
+	if p.cfg.KeepRunning {
+		p.keepRunning(order, out)
+	}
+	for _, gr := range grants {
+		j := gr.a.jobs[gr.k]
+		g := out[gr.a.pos[gr.k]]
+		if g == nil {
+			continue // its pods fit nowhere (see above), or it waits for a kept job
+		}
+		if err := p.leases.Grant(gr.a.idx, g, T, gr.lease); err != nil {
+			p.violate("%v", err)
+		}
+		if !slices.Equal(g, j.GPUsHeld) {
+			p.stats.LeaseChanges++
+		}
+		if !j.Running() {
+			p.launching[j.ID] = true
 		}
 	}
 	p.check(order, out, mustKeep)
 	p.account(order, out)
 	p.nextExpiry = p.leases.NextExpiry(T)
 	return out
+}
+
+// keepRunning is the driver's keeping of running jobs in a plan
+// (Config.KeepRunning): a running job planned on other GPUs keeps those
+// it holds, and a job planned on them gets nothing.
+func (p *Policy) keepRunning(order []*workload.Job, out [][]int) {
+	kept := map[int]bool{}
+	for i, j := range order {
+		if !j.Running() || out[i] == nil || sameSet(out[i], j.GPUsHeld) {
+			continue
+		}
+		out[i] = slices.Clone(j.GPUsHeld)
+		mark(kept, j.GPUsHeld)
+	}
+	if len(kept) == 0 {
+		return
+	}
+	for i, j := range order {
+		if out[i] != nil && !(j.Running() && sameSet(out[i], j.GPUsHeld)) && anyIn(out[i], kept) {
+			out[i] = nil
+		}
+	}
+}
+
+// sameSet reports whether a and b hold the same GPUs.
+func sameSet(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // check verifies the round's invariants: no GPU given twice, gangs whole,

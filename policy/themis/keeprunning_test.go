@@ -1,0 +1,68 @@
+package themis_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/fairness"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/themis"
+	"github.com/palsched/pal/workload"
+)
+
+// A fresh policy's first auction over running jobs that hold no lease
+// (a driver restarted and found them running, with no lease on record)
+// plans them anew: on one 4-GPU machine, x (3 GPUs, on 0-2) and y (1 GPU,
+// on 3) are planned as y on GPU 0 and x on 1-3. With KeepRunning (a
+// driver that never moves a running job) each stays on the GPUs it
+// holds, and its app's lease is on those.
+func TestKeepRunningLeasesTheHeldGPUs(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		cl, err := cluster.New(1, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := themis.New(themis.Config{Lease: 60, Auction: fairness.DefaultOptions(), KeepRunning: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := workload.NewJob(spec(0, 3, 0, 3000, "x")), workload.NewJob(spec(1, 1, 0, 3000, "y"))
+		x.GPUsHeld, y.GPUsHeld = []int{0, 1, 2}, []int{3}
+		order := []*workload.Job{x, y}
+		for _, j := range order {
+			if err := cl.Assign(j.ID, j.GPUsHeld); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Order(0, order)
+		out := p.Place(&policy.Env{Cluster: cl}, order)
+		moved := false
+		for i, j := range order {
+			if !slices.Equal(out[i], j.GPUsHeld) {
+				moved = true
+				if keep {
+					t.Errorf("KeepRunning: job %d on %v planned on %v", j.ID, j.GPUsHeld, out[i])
+				}
+			}
+			for _, g := range out[i] {
+				if app, _ := p.Lease(g, 0); app != themis.AppOf(&j.Spec) {
+					t.Errorf("keep %v: job %d planned on GPU %d, leased to %q", keep, j.ID, g, app)
+				}
+			}
+			if keep {
+				for _, g := range j.GPUsHeld {
+					if app, _ := p.Lease(g, 0); app != themis.AppOf(&j.Spec) {
+						t.Errorf("KeepRunning: job %d runs on GPU %d, leased to %q", j.ID, g, app)
+					}
+				}
+			}
+		}
+		if !keep && !moved {
+			t.Logf("without KeepRunning the auction kept both jobs where they run: %v", out)
+		}
+		if v := p.Stats().Violations; len(v) > 0 {
+			t.Errorf("keep %v: violations: %v", keep, v)
+		}
+	}
+}
