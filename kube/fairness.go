@@ -357,16 +357,17 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 		}
 	}
 	out := s.ten.place(&s.rand, snap, order, viewPlacer{s, snap})
-	// Each gang's lease, as its VC's policy holds it, for its pods
-	// (pal.io/lease-until: written at its bind when known, else at the
-	// round after, by writeLeases), so that a restarted scheduler keeps it.
+	// Each gang's lease, as its VC's policy holds it (a gang placed
+	// afresh: its grant), for its pods (pal.io/lease-until: written at its
+	// bind, and a renewal by writeLeases), so that a restarted scheduler
+	// keeps it.
 	leases := map[int]float64{}
 	for _, v := range t.vcs {
 		maps.Copy(leases, v.pol.JobLeases(t.now))
 	}
 	for i, j := range order {
 		key := byJob[j].Key
-		if end, ok := leases[j.ID]; ok {
+		if end, ok := leases[j.ID]; ok && (j.Running() || out[i] != nil) {
 			t.leaseEnd[key] = end
 		} else if out[i] == nil || !j.Running() {
 			delete(t.leaseEnd, key)

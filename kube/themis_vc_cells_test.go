@@ -130,43 +130,92 @@ func xKeepsItsLease(t *testing.T, w *world, at *time.Time, t0 time.Time) {
 }
 
 // A VC's Themis that auctions running gangs none of which holds a lease
-// (a restart right after their bind, before their pods' pal.io/lease-until
-// was written) may plan them on each other's GPUs; the tenancy stage
-// keeps a running gang where it runs (keepRunning), and the policy leased
-// the GPUs it planned: VC A's x (3 GPUs, n0 0-2) and y (1 GPU, n0 3),
-// bound together, were planned after the restart as y on GPU 0 and x on
-// 1-3 and kept where they ran, x's GPU 0 leased to y's app. When y ended,
-// the auction offered x's GPUs (its app held no lease on them) and
-// granted them to x's app over y's lease ('lease: GPU 0 is leased to app
-// 1 until ...; app 0 cannot have it'). The policy now keeps a running
-// gang on its GPUs itself (themis.Config.KeepRunning) and leases those.
-func TestThemisVCRestartKeepsLeasesWhereGangsRun(t *testing.T) {
+// may plan them on each other's GPUs; the tenancy stage keeps a running
+// gang where it runs (keepRunning), and the policy leased the GPUs it
+// planned. VC A's x (3 GPUs, n0 0-2) and y (1 GPU, n0 3), bound together
+// on 60 s leases, are auctioned again unleased by a restarted scheduler
+// that finds no pal.io/lease-until on their pods (their owner removed
+// it), or at their leases' end: the policy planned y on GPU 0 and x on
+// 1-3, both were kept where they ran, and x's GPU 0 was leased to y's
+// app. When y ended, the auction offered x's GPUs (its app held no lease
+// on them) and granted them to x's app over y's lease ('lease: GPU 0 is
+// leased to app 1 until ...; app 0 cannot have it'). The policy now keeps
+// a running gang on its GPUs itself (themis.Config.KeepRunning) and
+// leases those.
+func TestThemisVCKeepsRunningGangsOnTheirLeases(t *testing.T) {
+	for _, restart := range []bool{true, false} {
+		cfg := testCfg()
+		cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
+		cfg.Themis.Lease.Duration = 60 * time.Second
+		w := newWorld(t, cfg, 1, 2, 4)
+		t0 := time.Unix(1_700_000_000, 0)
+		at := t0
+		job := func(vc string) map[string]string {
+			return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
+		}
+		w.create("x-0", 3, job("A"), at)
+		w.create("y-0", 1, job("A"), at)
+		both := "ns/x-0@n0[0,1,2] ns/y-0@n0[3]"
+		w.expect(&at, "x and y placed", both) // t0+10 s: leases until t0+70 s
+		if restart {
+			w.expect(&at, "x and y run", both)
+			w.s.statusWG.Wait()
+			w.mu.Lock()
+			for _, k := range []string{"ns/x-0", "ns/y-0"} {
+				q := w.pods[k].DeepCopy()
+				delete(q.Annotations, AnnLeaseUntil)
+				w.put(q)
+			}
+			w.mu.Unlock()
+			w.restart()
+			w.expect(&at, "the restart", both)
+		} else {
+			for at.Before(t0.Add(70 * time.Second)) {
+				w.expect(&at, "x and y run", both)
+			}
+		}
+		what := map[bool]string{true: "after a restart", false: "after the leases' end"}[restart]
+		for _, v := range w.s.th.vcs {
+			for g := range 4 {
+				want := "ns/pod:x-0"
+				if g == 3 {
+					want = "ns/pod:y-0"
+				}
+				if app, _ := v.pol.Lease(g, v.pol.Now()); app != "" && app != want {
+					t.Errorf("%s: GPU %d of %s is leased to %s", what, g, want, app)
+				}
+			}
+		}
+		w.finish("ns/y-0")
+		w.expect(&at, "y ends", "ns/x-0@n0[0,1,2]")
+		w.expect(&at, "y gone", "ns/x-0@n0[0,1,2]")
+		for _, v := range w.s.th.vcs {
+			if vs := v.pol.Stats().Violations; len(vs) > 0 {
+				t.Errorf("%s: VC policy violations: %v\n%s", what, vs, w.log.String())
+			}
+		}
+	}
+}
+
+// A gang's lease is on its pods from its bind: a restart at the round
+// right after it keeps it too. Under hived the VC policies' lease of a
+// gang they had just placed was not read (JobLeases: running jobs only),
+// so the bind wrote no pal.io/lease-until and the round after wrote it;
+// a restart before that round found x with no lease on record, and the
+// fresh VC policy's first auction gave x's node to the waiting y.
+func TestThemisVCLeaseOnPodsFromTheBind(t *testing.T) {
 	cfg := testCfg()
 	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
 	cfg.Themis.Lease.Duration = 60 * time.Second
 	w := newWorld(t, cfg, 1, 2, 4)
-	at := time.Unix(1_700_000_000, 0)
+	t0 := time.Unix(1_700_000_000, 0)
+	at := t0
 	job := func(vc string) map[string]string {
 		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
 	}
-	w.create("x-0", 3, job("A"), at)
-	w.create("y-0", 1, job("A"), at)
-	w.expect(&at, "x and y placed", "ns/x-0@n0[0,1,2] ns/y-0@n0[3]")
+	w.create("x-0", 4, job("A"), at)
+	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
+	w.create("y-0", 4, job("A"), at)
 	w.restart()
-	w.expect(&at, "the restart", "ns/x-0@n0[0,1,2] ns/y-0@n0[3]")
-	for _, v := range w.s.th.vcs {
-		for g := range 3 {
-			if app, _ := v.pol.Lease(g, v.pol.Now()); app != "" && app != "ns/pod:x-0" {
-				t.Errorf("after the restart x's GPU %d is leased to %s", g, app)
-			}
-		}
-	}
-	w.finish("ns/y-0")
-	w.expect(&at, "y ends", "ns/x-0@n0[0,1,2]")
-	w.expect(&at, "y gone", "ns/x-0@n0[0,1,2]")
-	for _, v := range w.s.th.vcs {
-		if vs := v.pol.Stats().Violations; len(vs) > 0 {
-			t.Errorf("VC policy violations: %v\n%s", vs, w.log.String())
-		}
-	}
+	xKeepsItsLease(t, w, &at, t0)
 }

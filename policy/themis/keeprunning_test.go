@@ -66,3 +66,25 @@ func TestKeepRunningLeasesTheHeldGPUs(t *testing.T) {
 		}
 	}
 }
+
+// JobLeases holds the lease of a job the last auction gave GPUs while it
+// was not running, so that a driver records it with the job's start; it
+// held running jobs' only.
+func TestJobLeasesHoldsALaunchedJobsGrant(t *testing.T) {
+	cl, err := cluster.New(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := themis.New(themis.Config{Lease: 60, Auction: fairness.DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := workload.NewJob(spec(0, 2, 0, 3000, "x"))
+	p.Order(10, []*workload.Job{x})
+	if out := p.Place(&policy.Env{Cluster: cl}, []*workload.Job{x}); len(out[0]) != 2 {
+		t.Fatalf("x given %v, want 2 GPUs", out[0])
+	}
+	if got := p.JobLeases(10); got[0] != 70 {
+		t.Errorf("JobLeases %v, want x's lease until 70", got)
+	}
+}

@@ -103,10 +103,12 @@ func (p *Policy) Honour(id int, end float64) {
 }
 
 // JobLeases is the lease end of each running job of the last auction
-// whose GPUs its app still holds a lease on at now, and of each job the
-// driver told it to honour that it has not seen since: what a driver
-// that replaces this policy with a fresh one (its cluster's numbering
-// changed) hands the new one through Honour.
+// whose GPUs its app still holds a lease on at now, of each job that
+// auction gave GPUs while it was not running (its grant, which a driver
+// records with the job's start), and of each job the driver told it to
+// honour that it has not seen since: what a driver that replaces this
+// policy with a fresh one (its cluster's numbering changed, or it
+// restarted) hands the new one through Honour.
 func (p *Policy) JobLeases(now float64) map[int]float64 {
 	out := map[int]float64{}
 	for id, end := range p.honour {
@@ -116,6 +118,13 @@ func (p *Policy) JobLeases(now float64) map[int]float64 {
 	}
 	if p.leases == nil {
 		return out
+	}
+	for id, g := range p.launching {
+		if a := p.jobApp[id]; a != nil && len(g) > 0 && p.leases.Holder(g[0], now) == a.idx {
+			if end := p.leases.End(g[0]); end > now {
+				out[id] = end
+			}
+		}
 	}
 	for _, j := range p.prevOrder {
 		a := p.jobApp[j.ID]
@@ -175,7 +184,7 @@ type Policy struct {
 	// Kubernetes driver waits for an evicted gang's pods to leave) shows
 	// them still waiting at the next round, which then runs an auction
 	// instead of leaving their GPUs idle until the next lease expiry.
-	launching map[int]bool
+	launching map[int][]int // job id -> the GPUs granted
 	// honour is the leases a driver recorded for running jobs that this
 	// policy did not grant (see Honour), by job id: their ends.
 	honour     map[int]float64
@@ -240,7 +249,7 @@ func New(cfg Config) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), models: cfg.Models, apps: map[string]*app{}, jobApp: map[int]*app{}, launching: map[int]bool{}}
+	p := &Policy{cfg: cfg, lease: cmp.Or(cfg.Lease, DefaultLease), models: cfg.Models, apps: map[string]*app{}, jobApp: map[int]*app{}, launching: map[int][]int{}}
 	if p.models == nil {
 		p.models = workload.DefaultModels()
 	}
@@ -371,7 +380,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 				event = true // a job arrived or finished
 				break
 			}
-			if p.launching[j.ID] && !j.Running() {
+			if p.launching[j.ID] != nil && !j.Running() {
 				event = true // a grant the driver did not carry out
 				break
 			}
@@ -653,7 +662,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			p.stats.LeaseChanges++
 		}
 		if !j.Running() {
-			p.launching[j.ID] = true
+			p.launching[j.ID] = g
 		}
 	}
 	p.check(order, out, mustKeep)
