@@ -34,11 +34,14 @@ func TestTenancyRandomRounds(t *testing.T) {
 // The same on two leaf types (V100 n0-n2; K80 n3-n4 and a pinned n5),
 // VC A holding a cell of each: gangs name a leaf type or none, and every
 // 25 rounds the cells ConfigMap switches A between one V100 and one K80
-// cell and two V100 cells.
+// cell and two V100 cells. Under fifo, las and srtf, and under themis.
 func TestTenancyRandomRoundsTwoTypes(t *testing.T) {
-	randomTenancyRounds(t, twoTypeCells, strings.Replace(twoTypeCells,
+	alt := strings.Replace(twoTypeCells,
 		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 1}, {cellType: K80-NODE, cellNumber: 1}]}",
-		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 2}]}", 1), []string{"", "V100", "K80"})
+		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 2}]}", 1)
+	types := []string{"", "V100", "K80"}
+	t.Run("fifo-las-srtf", func(t *testing.T) { randomTenancyRounds(t, twoTypeCells, alt, types) })
+	t.Run("themis", func(t *testing.T) { randomTenancyRoundsUnder(t, "themis", twoTypeCells, alt, types) })
 }
 
 const twoTypeCells = `physicalCluster:

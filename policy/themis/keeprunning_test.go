@@ -88,3 +88,46 @@ func TestJobLeasesHoldsALaunchedJobsGrant(t *testing.T) {
 		t.Errorf("JobLeases %v, want x's lease until 70", got)
 	}
 }
+
+// A driver's view may pass GPUs from a job that ended straight to a job
+// of another app that was running elsewhere (HiveD gives a VC's cell
+// that a finished gang frees to the VC's lazily preempted gang, which
+// runs on): the ended job's app, with no job left, keeps no lease on
+// them. Its lease stayed (only a free GPU's lease ended), the GPUs were
+// offered as unleased and granted to the running job's app over it
+// ('lease: GPU 0 is leased to app 0 until 600 s; app 1 cannot have it').
+func TestLeaseOfAGoneAppEndsUnderAnotherAppsJob(t *testing.T) {
+	p, err := themis.New(themis.Config{Lease: 600, Auction: fairness.DefaultOptions(), KeepRunning: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := workload.NewJob(spec(0, 4, 0, 3000, "a")), workload.NewJob(spec(1, 4, 0, 3000, "b"))
+	cl, err := cluster.New(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Order(0, []*workload.Job{a})
+	if out := p.Place(&policy.Env{Cluster: cl}, []*workload.Job{a}); len(out[0]) != 4 {
+		t.Fatalf("a given %v, want 4 GPUs", out[0])
+	}
+	// a ended; b, running, holds the view's GPUs now.
+	cl, err = cluster.New(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.GPUsHeld = []int{0, 1, 2, 3}
+	if err := cl.Assign(b.ID, b.GPUsHeld); err != nil {
+		t.Fatal(err)
+	}
+	p.Order(10, []*workload.Job{b})
+	out := p.Place(&policy.Env{Cluster: cl}, []*workload.Job{b})
+	if !slices.Equal(out[0], b.GPUsHeld) {
+		t.Errorf("b on %v planned on %v", b.GPUsHeld, out[0])
+	}
+	if app, _ := p.Lease(0, 10); app != "b" {
+		t.Errorf("b's GPU 0 leased to %q", app)
+	}
+	if v := p.Stats().Violations; len(v) > 0 {
+		t.Errorf("violations: %v", v)
+	}
+}

@@ -430,9 +430,26 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		a.pos = append(a.pos, i)
 	}
 	p.active = active
-	// Leases of finished jobs end with them.
+	// Leases of finished jobs end with them: a GPU that is free, or that
+	// a running job of another app holds while the lease's app has no job
+	// left (a driver's view whose GPUs passed from a job that ended to
+	// one that was running elsewhere: HiveD gives a VC's cell freed by a
+	// finished gang to the VC's lazily preempted gang, which keeps
+	// running where it runs).
+	holds := make([]int, cl.Size()) // app index + 1 of the running job on each GPU
+	for _, j := range order {
+		for _, g := range j.GPUsHeld {
+			if g >= 0 && g < len(holds) {
+				holds[g] = p.jobApp[j.ID].idx + 1
+			}
+		}
+	}
 	for g := range cl.Size() {
-		if h := p.leases.Holder(g, T); h >= 0 && cl.IsFree(g) {
+		h := p.leases.Holder(g, T)
+		if h < 0 {
+			continue
+		}
+		if cl.IsFree(g) || holds[g] != 0 && holds[g] != h+1 && len(p.byIdx[h].jobs) == 0 {
 			if err := p.leases.Release(h, []int{g}); err != nil {
 				p.violate("%v", err)
 			}
