@@ -450,7 +450,7 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 	if len(fresh) > 0 {
 		kept := map[int]bool{}
 		for i, j := range order {
-			if j.GPUsHeld != nil && out[i] != nil && sameSet(out[i], j.GPUsHeld) {
+			if j.GPUsHeld != nil && out[i] != nil && place.SameGPUs(out[i], j.GPUsHeld) {
 				for _, g := range j.GPUsHeld {
 					kept[g] = true
 				}
@@ -668,7 +668,7 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 	out := k.Placer.Place(env, order)
 	var kept map[int]bool // GPUs of running gangs put back
 	for i, j := range order {
-		if j.GPUsHeld == nil || out[i] == nil || sameSet(out[i], j.GPUsHeld) {
+		if j.GPUsHeld == nil || out[i] == nil || place.SameGPUs(out[i], j.GPUsHeld) {
 			continue
 		}
 		out[i] = slices.Clone(j.GPUsHeld)
@@ -683,7 +683,7 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 		return out
 	}
 	for i, j := range order {
-		if out[i] == nil || j.GPUsHeld != nil && sameSet(out[i], j.GPUsHeld) {
+		if out[i] == nil || j.GPUsHeld != nil && place.SameGPUs(out[i], j.GPUsHeld) {
 			continue
 		}
 		if slices.ContainsFunc(out[i], func(x int) bool { return kept[x] }) {
@@ -691,17 +691,6 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 	}
 	return out
-}
-
-// sameSet reports whether a and b hold the same GPUs.
-func sameSet(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }
 
 // why names, under hived, what keeps a waiting gang out of the cells, for

@@ -24,11 +24,8 @@ func TestThemisVCPoliciesAfterCellsChange(t *testing.T) {
 	w := newWorld(t, cfg, 1, 2, 4)
 	w.setCells(cfg, string(text))
 	at := time.Unix(1_700_000_000, 0)
-	job := func(vc string) map[string]string {
-		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
-	}
-	w.create("x-0", 4, job("A"), at)
-	w.create("z-0", 4, job("B"), at)
+	w.create("x-0", 4, vcJob("A"), at)
+	w.create("z-0", 4, vcJob("B"), at)
 	w.expect(&at, "x and z placed", "ns/x-0@n0[0,1,2,3] ns/z-0@n1[0,1,2,3]")
 	if _, ok := w.s.th.rho["ns/pod:x-0"]; !ok {
 		t.Fatalf("x has no ρ: %v", w.s.th.rho)
@@ -65,12 +62,9 @@ func TestThemisVCLeasesSurviveCellsChange(t *testing.T) {
 	w.setCells(cfg, string(text))
 	t0 := time.Unix(1_700_000_000, 0)
 	at := t0
-	job := func(vc string) map[string]string {
-		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
-	}
-	w.create("x-0", 4, job("A"), at)
+	w.create("x-0", 4, vcJob("A"), at)
 	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
-	w.create("y-0", 4, job("A"), at)
+	w.create("y-0", 4, vcJob("A"), at)
 	w.expect(&at, "y arrives", "ns/x-0@n0[0,1,2,3]")
 	w.setCells(cfg, string(text)+"# changed\n")
 	xKeepsItsLease(t, w, &at, t0)
@@ -84,18 +78,11 @@ func TestThemisVCLeasesSurviveCellsChange(t *testing.T) {
 // (60 s lease from t0+10 s) was evicted for the waiting y at the first
 // round after a restart at t0+30 s.
 func TestThemisVCLeasesSurviveRestart(t *testing.T) {
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
-	cfg.Themis.Lease.Duration = 60 * time.Second
-	w := newWorld(t, cfg, 1, 2, 4)
-	t0 := time.Unix(1_700_000_000, 0)
+	w, t0 := themisVCWorld(t)
 	at := t0
-	job := func(vc string) map[string]string {
-		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
-	}
-	w.create("x-0", 4, job("A"), at)
+	w.create("x-0", 4, vcJob("A"), at)
 	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
-	w.create("y-0", 4, job("A"), at)
+	w.create("y-0", 4, vcJob("A"), at)
 	w.expect(&at, "y arrives", "ns/x-0@n0[0,1,2,3]")
 	w.expect(&at, "y waits", "ns/x-0@n0[0,1,2,3]")
 	w.restart()
@@ -144,17 +131,10 @@ func xKeepsItsLease(t *testing.T, w *world, at *time.Time, t0 time.Time) {
 // leases those.
 func TestThemisVCKeepsRunningGangsOnTheirLeases(t *testing.T) {
 	for _, restart := range []bool{true, false} {
-		cfg := testCfg()
-		cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
-		cfg.Themis.Lease.Duration = 60 * time.Second
-		w := newWorld(t, cfg, 1, 2, 4)
-		t0 := time.Unix(1_700_000_000, 0)
+		w, t0 := themisVCWorld(t)
 		at := t0
-		job := func(vc string) map[string]string {
-			return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
-		}
-		w.create("x-0", 3, job("A"), at)
-		w.create("y-0", 1, job("A"), at)
+		w.create("x-0", 3, vcJob("A"), at)
+		w.create("y-0", 1, vcJob("A"), at)
 		both := "ns/x-0@n0[0,1,2] ns/y-0@n0[3]"
 		w.expect(&at, "x and y placed", both) // t0+10 s: leases until t0+70 s
 		if restart {
@@ -204,18 +184,25 @@ func TestThemisVCKeepsRunningGangsOnTheirLeases(t *testing.T) {
 // a restart before that round found x with no lease on record, and the
 // fresh VC policy's first auction gave x's node to the waiting y.
 func TestThemisVCLeaseOnPodsFromTheBind(t *testing.T) {
+	w, t0 := themisVCWorld(t)
+	at := t0
+	w.create("x-0", 4, vcJob("A"), at)
+	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
+	w.create("y-0", 4, vcJob("A"), at)
+	w.restart()
+	xKeepsItsLease(t, w, &at, t0)
+}
+
+// vcJob is the annotations of a long BERT gang of VC vc.
+func vcJob(vc string) map[string]string {
+	return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
+}
+
+// themisVCWorld is two 4-GPU nodes under hived (testdata/two-vcs.yaml)
+// with a Themis of 60 s leases per VC; t0 is its first round.
+func themisVCWorld(t *testing.T) (*world, time.Time) {
 	cfg := testCfg()
 	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
 	cfg.Themis.Lease.Duration = 60 * time.Second
-	w := newWorld(t, cfg, 1, 2, 4)
-	t0 := time.Unix(1_700_000_000, 0)
-	at := t0
-	job := func(vc string) map[string]string {
-		return map[string]string{AnnVC: vc, AnnModel: "BERT", AnnIterations: "100000"}
-	}
-	w.create("x-0", 4, job("A"), at)
-	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
-	w.create("y-0", 4, job("A"), at)
-	w.restart()
-	xKeepsItsLease(t, w, &at, t0)
+	return newWorld(t, cfg, 1, 2, 4), time.Unix(1_700_000_000, 0)
 }

@@ -158,3 +158,16 @@ func podsFitAnyOrder(c *cluster.Cluster, gpus []int, pod int) bool {
 	}
 	return true
 }
+
+// SameGPUs reports whether a and b hold the same GPUs, in any order: a
+// running job kept where it runs (a driver's answer may list its GPUs in
+// another order than it holds them).
+func SameGPUs(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}

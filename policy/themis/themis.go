@@ -694,7 +694,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 func (p *Policy) keepRunning(order []*workload.Job, out [][]int) {
 	kept := map[int]bool{}
 	for i, j := range order {
-		if !j.Running() || out[i] == nil || sameSet(out[i], j.GPUsHeld) {
+		if !j.Running() || out[i] == nil || place.SameGPUs(out[i], j.GPUsHeld) {
 			continue
 		}
 		out[i] = slices.Clone(j.GPUsHeld)
@@ -704,21 +704,10 @@ func (p *Policy) keepRunning(order []*workload.Job, out [][]int) {
 		return
 	}
 	for i, j := range order {
-		if out[i] != nil && !(j.Running() && sameSet(out[i], j.GPUsHeld)) && anyIn(out[i], kept) {
+		if out[i] != nil && !(j.Running() && place.SameGPUs(out[i], j.GPUsHeld)) && anyIn(out[i], kept) {
 			out[i] = nil
 		}
 	}
-}
-
-// sameSet reports whether a and b hold the same GPUs.
-func sameSet(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }
 
 // check verifies the round's invariants: no GPU given twice, gangs whole,
