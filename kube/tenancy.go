@@ -697,7 +697,7 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 // its wait message ("" when none of these holds: it waits for its turn
 // or for GPUs to free): the gang it preempts on its cells may not be
 // evicted; its node selector or affinity allows no node of its VC's
-// cells; its VC's cells are full (the VC's guaranteed GPUs in use); or
+// cells; its VC's cells cannot hold it (the VC's guaranteed GPUs in use); or
 // its candidate nodes (its VC's cell types, allowed to it) that are
 // cordoned or not ready leave too few free GPUs on the others. The text
 // changes only when the reason does (Scheduler.wait sends an event per
@@ -786,7 +786,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		return "its node selector or affinity allows no node of VC " + j.VC + "'s cells"
 	}
 	if j.VCPriority != tenancy.Opportunistic && best < j.GPUs {
-		msg := fmt.Sprintf("VC %s's cells are full: %d of its %d GPUs free", j.VC, free, total)
+		msg := fmt.Sprintf("VC %s's cells cannot hold it: %d of their %d GPUs free", j.VC, free, total)
 		var fixed []int
 		for id := range t.fixed {
 			if h := t.held[id]; h != nil && h.VC == j.VC && h.VCPriority != tenancy.Opportunistic {

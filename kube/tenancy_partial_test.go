@@ -214,7 +214,7 @@ func TestTenancyRestartKeepsPartlyDroppedGang(t *testing.T) {
 	step("a", "ns/a@n3[0,1,2,3] "+gb)
 	w.create("a2", 4, vcAnn("A", ""), *at)
 	step("a2", "ns/a@n3[0,1,2,3] "+gb)
-	if why := w.s.lastWhy["ns/pod:a2"]; !strings.HasSuffix(why, "VC A's cells are full: 0 of its 8 GPUs free") {
+	if why := w.s.lastWhy["ns/pod:a2"]; !strings.HasSuffix(why, "VC A's cells cannot hold it: 0 of their 8 GPUs free") {
 		t.Errorf("a2 waits with %q", why)
 	}
 }

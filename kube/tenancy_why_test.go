@@ -44,7 +44,7 @@ func TestTenancyWhyVCFull(t *testing.T) {
 	w.create("a1", 4, vcAnn("A", ""), *at)
 	w.create("a2", 1, vcAnn("A", ""), *at)
 	waitsOnce(t, w, at, "ns/a1@n0[0,1,2,3]", "ns/pod:a2",
-		"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; VC A's cells are full: 0 of its 4 GPUs free")
+		"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free")
 }
 
 // A's gang selects zone n2, a node outside the cells.
@@ -91,7 +91,7 @@ func TestTenancyWhyVictimNotEvictable(t *testing.T) {
 	w.expect(&at, "g", "ns/g@n0[0,1,2,3]")
 	w.create("k", 4, work(vcAnn("A", "")), at)
 	waitsOnce(t, w, &at, "ns/g@n0[0,1,2,3]", "ns/pod:k",
-		"gang of 1 pods (4 GPUs) waits at queue position 1 under las/pal: 4 GPUs free; VC A's cells are full: 0 of its 4 GPUs free, pod ns/g on them may not be evicted (preemptBarePods off)")
+		"gang of 1 pods (4 GPUs) waits at queue position 1 under las/pal: 4 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, pod ns/g on them may not be evicted (preemptBarePods off)")
 }
 
 // An opportunistic gang o of A with bare pods runs on n1; b (B,
