@@ -276,7 +276,7 @@ func (s *Scheduler) restorePromise(b *backfill.Placer, g *gang, start time.Time)
 		// None written on its pods yet: one kept with the work of the
 		// gang evicted under this key, if these are its controller's.
 		if e, ok := s.evictedWork[workKey(g.Key, g.Pending)]; ok && !e.promise.IsZero() && e.owner == controllerUID(g.Pending) {
-			if w, err := parsePromise(e.promise.UTC().Format(time.RFC3339Nano), start); err == nil &&
+			if w := e.promise; inPromiseRange(w, start) == nil &&
 				b.Promise(g.Job.ID, s.jobTime+w.Sub(start).Seconds()*s.cfg.TimeScale) {
 				s.log.Info("backfill promise restored", "gang", gangName(g.Key), "promised", e.promise.UTC().Format(time.RFC3339Nano), "from", "evicted work")
 			}
@@ -334,8 +334,18 @@ func parsePromise(v string, start time.Time) (time.Time, error) {
 	} else if w, err = time.Parse(time.RFC3339Nano, v); err != nil {
 		return time.Time{}, errors.New("want RFC 3339 or unix seconds")
 	}
-	if d := w.Sub(start); d > promiseRange || d < -promiseRange {
-		return time.Time{}, fmt.Errorf("%s is more than %v from now", w.UTC().Format(time.RFC3339), promiseRange)
+	if err := inPromiseRange(w, start); err != nil {
+		return time.Time{}, err
 	}
 	return w, nil
+}
+
+// inPromiseRange refuses a promise more than promiseRange from start: a
+// start a year away is no scheduler's promise, and the placer's clock
+// arithmetic should not meet one.
+func inPromiseRange(w, start time.Time) error {
+	if d := w.Sub(start); d > promiseRange || d < -promiseRange {
+		return fmt.Errorf("%s is more than %v from now", w.UTC().Format(time.RFC3339), promiseRange)
+	}
+	return nil
 }

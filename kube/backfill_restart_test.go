@@ -337,6 +337,31 @@ func TestHeadPromiseRecorded(t *testing.T) {
 	if !strings.Contains(w.log.String(), `msg="ignoring a backfill promise" pod=ns/k-0`) {
 		t.Errorf("k's promise from before k's pods were made was not refused:\n%s", w.log.String())
 	}
+
+	// A work record whose promise is two years on is no scheduler's: not
+	// restored, so g's pods keep the promise they carry.
+	far := at(2 * 365 * 24 * 3600)
+	rec, _ = formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: far}}, 1<<20)
+	cm, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Get(context.Background(), DefaultEvictedWorkConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[EvictedWorkKey] = rec
+	if _, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		w.remove(fmt.Sprintf("ns/g-%d", i))
+		w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(250))
+	}
+	w.deliver(-1)
+	w.restart()
+	w.round(at(300))
+	w.deliver(-1)
+	w.s.statusWG.Wait()
+	if got := promise("g-0"); got == far.UTC().Format(time.RFC3339Nano) || strings.Contains(w.log.String(), "promised="+far.UTC().Format(time.RFC3339Nano)) {
+		t.Errorf("after the restart the record's promise two years on was restored (g's pods carry %q):\n%s", got, w.log.String())
+	}
 }
 
 // The scheduler's background annotation writes (a head's promise, a

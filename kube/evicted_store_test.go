@@ -168,6 +168,37 @@ func TestEvictedWorkFormat(t *testing.T) {
 	}
 }
 
+// A record's arrival is kept only where a scheduler could have written
+// it: one after the eviction is dropped, and the record's work is still
+// kept.
+func TestEvictedWorkDropsLateArrival(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	at := now.Add(-time.Minute)
+	for _, c := range []struct {
+		name           string
+		arrived, wantA time.Time
+	}{
+		{"before the eviction", at.Add(-time.Hour), at.Add(-time.Hour)},
+		{"at the eviction", at, at},
+		{"after the eviction", at.Add(time.Second), time.Time{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 5, owner: "u", at: at, seen: at, saved: at, arrived: c.arrived}}, 1<<20)
+			m, bad, _, err := parseEvictedWork("cm", data, now, time.Hour)
+			if err != nil || bad != 0 {
+				t.Fatalf("parse: %v, bad %d", err, bad)
+			}
+			e, ok := m["ns/g"]
+			if !ok || e.executed != 5 {
+				t.Fatalf("record %+v (found %v), want its work kept", e, ok)
+			}
+			if !e.arrived.Equal(c.wantA) {
+				t.Errorf("arrived %v, want %v", e.arrived, c.wantA)
+			}
+		})
+	}
+}
+
 func TestEvictedWorkParseErrors(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	at := now.Add(-time.Minute).Format(time.RFC3339)
