@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -302,25 +303,39 @@ func TestHeadPromiseRecorded(t *testing.T) {
 		}
 	}
 
-	// g's pods made again (as an eviction's successors are), and the
-	// record of g's work holding a promise of 900 s.
+	// remake makes g's pods again (as an eviction's successors are) at
+	// made while the record of g's work holds promise, then restarts the
+	// scheduler and runs its first round at round.
+	remake := func(promise time.Time, made, round int) {
+		t.Helper()
+		rec, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: promise}}, 1<<20)
+		cms := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace)
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: w.s.cfg.Namespace},
+			Data:       map[string]string{EvictedWorkKey: rec},
+		}
+		if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			w.remove(fmt.Sprintf("ns/g-%d", i))
+			w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(made))
+		}
+		w.deliver(-1)
+		w.restart()
+		w.round(at(round))
+		w.deliver(-1)
+		w.s.statusWG.Wait()
+	}
+
+	// The record holds an earlier promise than the one g had: it stands.
 	at900 := time.Unix(1_000_900, 0)
-	rec, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: at900}}, 1<<20)
-	if _, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Create(context.Background(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: w.s.cfg.Namespace},
-		Data:       map[string]string{EvictedWorkKey: rec},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		w.remove(fmt.Sprintf("ns/g-%d", i))
-		w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(60))
-	}
-	w.deliver(-1)
-	w.restart()
-	w.round(at(100))
-	w.deliver(-1)
-	w.s.statusWG.Wait()
+	remake(at900, 60, 100)
 	if got, want := promise("g-0"), at900.UTC().Format(time.RFC3339Nano); got != want {
 		t.Errorf("after the restart g's new pods carry promise %q, want the record's %q", got, want)
 	}
@@ -339,26 +354,9 @@ func TestHeadPromiseRecorded(t *testing.T) {
 	}
 
 	// A work record whose promise is two years on is no scheduler's: not
-	// restored, so g's pods keep the promise they carry.
+	// restored.
 	far := at(2 * 365 * 24 * 3600)
-	rec, _ = formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: far}}, 1<<20)
-	cm, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Get(context.Background(), DefaultEvictedWorkConfigMap, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data[EvictedWorkKey] = rec
-	if _, err := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		w.remove(fmt.Sprintf("ns/g-%d", i))
-		w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(250))
-	}
-	w.deliver(-1)
-	w.restart()
-	w.round(at(300))
-	w.deliver(-1)
-	w.s.statusWG.Wait()
+	remake(far, 250, 300)
 	if got := promise("g-0"); got == far.UTC().Format(time.RFC3339Nano) || strings.Contains(w.log.String(), "promised="+far.UTC().Format(time.RFC3339Nano)) {
 		t.Errorf("after the restart the record's promise two years on was restored (g's pods carry %q):\n%s", got, w.log.String())
 	}
