@@ -48,12 +48,18 @@ func themisLeases(w *world) string {
 func TestThemisPlansPodsWithinNodes(t *testing.T) {
 	cfg := testCfg()
 	cfg.Scheduler = "themis"
-	t.Run("fits nowhere", func(t *testing.T) {
-		w := newWorld(t, cfg, 1, 2, 2)
+	// nodes 2-GPU nodes, device 0 of n0 and n1 taken by another
+	// scheduler's pods, and b (one pod of 2 GPUs) arriving.
+	setup := func(t *testing.T, nodes int) (*world, time.Time) {
+		w := newWorld(t, cfg, 1, nodes, 2)
 		at := time.Unix(1_700_000_000, 0)
 		foreignOn(w, "x0", "n0", 0)
 		foreignOn(w, "x1", "n1", 0)
 		w.create("b-0", 2, map[string]string{AnnModel: "BERT", AnnIterations: "100000"}, at)
+		return w, at
+	}
+	t.Run("fits nowhere", func(t *testing.T) {
+		w, at := setup(t, 2)
 		w.expect(&at, "b arrives", "")
 		if got := themisLeases(w); got != "" {
 			t.Errorf("b-0 waits, and the policy leases %s", got)
@@ -69,11 +75,7 @@ func TestThemisPlansPodsWithinNodes(t *testing.T) {
 		}
 	})
 	t.Run("fits on one node", func(t *testing.T) {
-		w := newWorld(t, cfg, 1, 3, 2)
-		at := time.Unix(1_700_000_000, 0)
-		foreignOn(w, "x0", "n0", 0)
-		foreignOn(w, "x1", "n1", 0)
-		w.create("b-0", 2, map[string]string{AnnModel: "BERT", AnnIterations: "100000"}, at)
+		w, at := setup(t, 3)
 		w.expect(&at, "b arrives", "ns/b-0@n2[0,1]")
 		if got := themisLeases(w); got != "n2/0:ns/pod:b-0 n2/1:ns/pod:b-0" {
 			t.Fatalf("b bound on n2, the policy leases %q", got)
