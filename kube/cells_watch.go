@@ -29,7 +29,11 @@ const (
 // is evicted for the change itself. A config that does not parse or is
 // infeasible is refused with its file, line and field (a warning event on
 // the ConfigMap and a log line), and the config in force stays. It runs
-// at the start of a round, before the cells meet the round's nodes.
+// at the start of a round, before the cells meet the round's nodes. At a
+// scheduler's first round, before any running gang is the cells', a
+// ConfigMap that differs from the cells file gives the cells the round
+// takes the running gangs in under (a restart reaches the cells the
+// scheduler that ran on had, and its gangs where that one kept them).
 func (s *Scheduler) watchCells(snap *snapshot) {
 	t := s.ten
 	name := s.cfg.CellsConfigMap
@@ -88,6 +92,17 @@ func (s *Scheduler) watchCells(snap *snapshot) {
 			clear(t.down)
 			t.scores = nil
 			names := gangNames(snap)
+			if !t.begun {
+				// A scheduler's first round: no gang is the cells' yet. The
+				// ConfigMap's cells are those in force from the start, and
+				// the running gangs are taken in under them this round
+				// (adoptRunning), as HiveD re-reads its allocated pods under
+				// the config it restarts with.
+				msg := fmt.Sprintf("cells from %s in force from the start, not the cells file's (%s); the running gangs are taken in under them", src, s.cfg.Cells)
+				s.log.Info(msg)
+				s.events.post(ref, corev1.EventTypeNormal, ReasonCellsApplied, "Reconfiguring", msg)
+				return
+			}
 			msg := fmt.Sprintf("cells from %s applied under the running gangs: kept %s; lazily preempted %s; guaranteed again %s; preemptions in progress dropped %s",
 				src, list(rep.Kept, names), list(rep.Demoted, names), list(rep.Reverted, names), list(rep.Cancelled, names))
 			if len(rep.Gone) > 0 {

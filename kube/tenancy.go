@@ -125,6 +125,10 @@ type tenancyStage struct {
 	outside map[int]bool
 	// reshaped: a cells change was applied this round (regather).
 	reshaped bool
+	// begun: the stage has run a round, and taken in the gangs it found
+	// running. Before, the cells ConfigMap's cells are those in force
+	// from the start (watchCells), not a change under running gangs.
+	begun bool
 	// whyR: what the wait reasons read of the cells (why).
 	whyR whyRound
 	// quotaUsed: under quota, each VC's guaranteed GPUs after the round's
@@ -233,9 +237,25 @@ func (t *tenancyStage) admit(g *gang) error {
 			}
 			return ""
 		})
-		return fmt.Errorf("%s", msg)
+		return unfitError{msg}
 	}
 	return nil
+}
+
+// unfitError is admit's answer for a gang whose VC and priority are
+// known but that the cells cannot hold as it is (its VC too small for
+// it, a pinned cell or leaf cell type they lack): a waiting one waits
+// with it, while a running one is still the cells' to take in where it
+// runs (adoptRunning), as a cells change that shrank its VC keeps it.
+type unfitError struct{ msg string }
+
+func (e unfitError) Error() string { return e.msg }
+
+// runsUnfit reports whether admit's err leaves gang g, found running,
+// for adoptRunning to take in where it runs all the same.
+func runsUnfit(g *gang, err error) bool {
+	_, ok := err.(unfitError)
+	return ok && g.Job.GPUsHeld != nil
 }
 
 func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
@@ -482,6 +502,10 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 			live[g.Job.ID] = true
 		}
 	}
+	// adopt: the gangs adoptRunning may take in, in the round's order:
+	// those admitted, and those found running that the cells can no
+	// longer hold whole (runsUnfit).
+	adopt := make([]*workload.Job, 0, len(order))
 	kept := order[:0]
 	clear(s.ten.allowed)
 	for _, j := range order {
@@ -490,9 +514,15 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 			if g.State == state.GangQueued {
 				s.wait(g.Key, g.Pending, err.Error())
 			}
+			if runsUnfit(g, err) {
+				// Out of the round's order, as the cells change that made
+				// it so left it; the cells take it in all the same.
+				adopt = append(adopt, j)
+			}
 			continue
 		}
 		s.ten.allow(g, s.state.Node)
+		adopt = append(adopt, j)
 		kept = append(kept, j)
 	}
 	if err := s.ten.sync(snap, s.scores, live); err != nil {
@@ -504,7 +534,8 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	}
 	s.ten.whyR.snap = nil // read the cells afresh for this round's wait reasons
 	s.syncTenancyQuarantine()
-	s.adoptRunning(snap, kept, byJob)
+	s.adoptRunning(snap, adopt, byJob)
+	s.ten.begun = true
 	return kept
 }
 
@@ -556,6 +587,10 @@ func (t *tenancyStage) regather(snap *snapshot) {
 // the cells can map (nodes outside the cells) stays outside them until it
 // ends; one some of whose GPUs they can map is taken in on those, as a
 // cells change carries it (its pods elsewhere run on outside the cells).
+// A running gang that its VC can no longer hold as a whole (admit:
+// unfitError; a cells change shrank the VC) is taken in too, on the GPUs
+// it holds, as the change kept it: order holds such gangs besides the
+// round's own.
 func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang) {
 	t := s.ten
 	if t.hived == nil {
@@ -580,8 +615,10 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 		if j == nil || g.State != state.GangLeaving || len(g.Bound) == 0 || len(g.GPUs) == 0 || t.held[j.ID] != nil || t.outside[j.ID] {
 			continue
 		}
-		if t.admit(g) != nil {
-			continue
+		if err := t.admit(g); err != nil {
+			if _, ok := err.(unfitError); !ok {
+				continue
+			}
 		}
 		found = append(found, run{j, g, g.GPUs})
 	}

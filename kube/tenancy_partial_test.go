@@ -218,3 +218,119 @@ func TestTenancyRestartKeepsPartlyDroppedGang(t *testing.T) {
 		t.Errorf("a2 waits with %q", why)
 	}
 }
+
+// shrinkCells: four 4-GPU nodes n0-n3 in the cells, VC A two node cells,
+// B two. shrinkAfter takes n0 out of the cells and A down to one cell.
+const shrinkCells = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+  - {cellType: NODE, cellAddress: n3}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+`
+
+var shrinkAfter = strings.Replace(strings.Replace(shrinkCells, "  - {cellType: NODE, cellAddress: n0}\n", "", 1),
+	"A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}", "A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}", 1)
+
+// An operator changes the cells ConfigMap alone (the cells file stays the
+// first config), the change leaves part of a running gang outside the
+// cells and its VC too small for it whole, and the scheduler restarts.
+// Nodes n0-n3 of 4 GPUs; the cells file and the ConfigMap at first give
+// VC A two node cells and B two; the change takes n0 out and A down to
+// one cell.
+//
+//  1. Gang a (A, two pods of 4 GPUs) binds n0 and n1, gang b (B, the
+//     same) n2 and n3.
+//  2. The change keeps a on A's one cell over n1 (its pod on n0 runs on
+//     outside the cells) and b. a2 (A, 4 GPUs) waits: A's cells hold a.
+//  3. The scheduler restarts (or does not: the same steps follow). The
+//     restarted one takes the ConfigMap's cells as those in force, takes
+//     b and a in under them (a guaranteed on n1, as the change kept it),
+//     and a2 waits naming A's cells, as before the restart.
+//  4. a ends: a2 binds A's cell, n1.
+//
+// Before, the restarted scheduler built the cells file's cells, applied
+// the ConfigMap's as a change under no gang ("kept none"), and left a out
+// of its round (A's cells cannot hold 8 GPUs: admit refused it), so it
+// never took a in: the cells held b alone, and a2 waited with "0 GPUs
+// free" and no reason (found by an operator trial on kwok).
+func TestTenancyRestartConfigMapOnlyChange(t *testing.T) {
+	const ab = "ns/a-0@n0[0,1,2,3] ns/a-1@n1[0,1,2,3] ns/b-0@n2[0,1,2,3] ns/b-1@n3[0,1,2,3]"
+	const cells = "a:n1/0,1,2,3 b:n2/0,1,2,3+n3/0,1,2,3"
+	const why = "VC A's cells cannot hold it: 0 of their 4 GPUs free"
+	var states []string
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprint("restart=", restart), func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "cells.yaml")
+			if err := os.WriteFile(file, []byte(shrinkCells), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.LeaderElection.Enabled = false
+			cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", file, "pal-cells"
+			w := newWorld(t, cfg, 1, 4, 4)
+			w.setCells(cfg, shrinkCells)
+			at := &time.Time{}
+			*at = time.Unix(1_700_000_000, 0)
+			step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
+			check := func(what string) {
+				t.Helper()
+				if err := w.s.ten.hived.Check(); err != nil {
+					t.Fatalf("%s: cells: %v", what, err)
+				}
+				if got := groupsOn(w); got != cells {
+					t.Fatalf("%s: the cells hold %s, want %s\n%s", what, got, cells, w.log.String())
+				}
+				if got := w.s.lastWhy["ns/pod:a2"]; !strings.HasSuffix(got, why) {
+					t.Fatalf("%s: a2 waits with %q, want it to end %q\n%s", what, got, why, w.log.String())
+				}
+			}
+			for _, g := range []struct{ name, vc, want string }{
+				{"a", "A", "ns/a-0@n0[0,1,2,3] ns/a-1@n1[0,1,2,3]"},
+				{"b", "B", ab},
+			} {
+				for _, p := range []string{g.name + "-0", g.name + "-1"} {
+					a := gangAnn(g.name, 2)
+					a[AnnVC] = g.vc
+					w.create(p, 4, a, *at)
+				}
+				step(g.name, g.want)
+			}
+			w.setCells(w.s.cfg, shrinkAfter)
+			step("the change", ab)
+			w.create("a2", 4, vcAnn("A", ""), *at)
+			step("a2", ab)
+			check("the change")
+			if restart {
+				w.restart()
+				w.setCells(w.s.cfg, shrinkAfter)
+				step("the restart", ab)
+				check("the restart")
+				l := w.log.String()
+				if i := strings.LastIndex(l, "in force from the start"); i < 0 || strings.Contains(l[i:], "applied under the running gangs") {
+					t.Fatalf("the restart applied the ConfigMap as a change under the running gangs:\n%s", l)
+				}
+				if !strings.Contains(l, `msg="tenancy: running gang taken into the cells" gang="gang ns/a" vc=A as=guaranteed`) {
+					t.Fatalf("the restart did not take a in as guaranteed:\n%s", l)
+				}
+			}
+			step("a round on", ab)
+			check("a round on")
+			states = append(states, groupsOn(w)+" | "+w.s.lastWhy["ns/pod:a2"])
+			w.finish("ns/a-0")
+			w.finish("ns/a-1")
+			step("a ends", "ns/a2@n1[0,1,2,3] ns/b-0@n2[0,1,2,3] ns/b-1@n3[0,1,2,3]")
+			if got, want := groupsOn(w), "a2:n1/0,1,2,3 b:n2/0,1,2,3+n3/0,1,2,3"; got != want {
+				t.Fatalf("a ends: the cells hold %s, want %s\n%s", got, want, w.log.String())
+			}
+		})
+	}
+	if len(states) == 2 && states[0] != states[1] {
+		t.Errorf("restarted: %s\nran on:    %s", states[1], states[0])
+	}
+}
