@@ -398,6 +398,7 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		sub = append(sub, j)
 		at = append(at, i)
 	}
+	t.unblock(sub)
 	saved := make([][]int, len(sub))
 	for i, j := range sub {
 		saved[i] = j.GPUsHeld
@@ -485,6 +486,31 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		}
 	}
 	return out
+}
+
+// unblock withdraws the preemptions that wait on gangs the round may not
+// evict (fixed: bare pods, or a Job it would fail, with preemptBarePods
+// off), before the stage places the round. Kept, such a reservation
+// would wait forever, the gang held to the cells it chose when it came
+// (HiveD binds a VC's cell to one with opportunistic pods on it only when
+// none is free), while cells that free later went to gangs behind it.
+// Withdrawn, the gang is placed afresh each round as any waiting gang:
+// on cells that have freed if there are any, or on the same victims'
+// cells again (it waits, and why names them).
+func (t *tenancyStage) unblock(sub []*workload.Job) {
+	if len(t.fixed) == 0 {
+		return
+	}
+	pre := t.hived.Cells().Preempting()
+	if len(pre) == 0 {
+		return
+	}
+	for _, j := range sub {
+		vs := pre[strconv.Itoa(j.ID)]
+		if slices.ContainsFunc(vs, func(v string) bool { id, err := strconv.Atoi(v); return err == nil && t.fixed[id] }) {
+			t.hived.CancelPreemption(j)
+		}
+	}
 }
 
 // tenancyOrder drops from the round's order the gangs whose VC or

@@ -195,6 +195,32 @@ func (h *HiveD) Leaving(j *workload.Job) bool {
 	return ok
 }
 
+// CancelPreemption withdraws the preemption that job j holds its cells
+// for while its victims leave (false, changing nothing, when j is not
+// preempting): its cells go back to the victims still on them, as a
+// Release of a preempting group does, and the victims that no other
+// preemptor waits for are no longer leaving (they run on). The next
+// Place treats j as any waiting job and places it afresh: its VC's cells
+// bind again, free cells before those with opportunistic jobs on them.
+// A driver calls it for a preemptor whose victims it may not evict (a
+// Kubernetes scheduler's bare pods): kept, the reservation would wait for
+// them forever while other cells free.
+func (h *HiveD) CancelPreemption(j *workload.Job) bool {
+	name := groupName(j.ID)
+	if !h.held[j.ID] || !h.s.IsPreempting(name) {
+		return false
+	}
+	victims := h.s.Preempting()[name]
+	h.Finish(j)
+	still := h.s.Leaving()
+	for _, v := range victims {
+		if !slices.Contains(still, v) {
+			delete(h.leaving, atoi(v))
+		}
+	}
+	return true
+}
+
 // Adopt takes a job that already runs on GPUs (cluster ids) the stage did
 // not give it, a driver's scheduler having restarted, into the cells as
 // its group (tenancy.Scheduler.Adopt, HiveD re-reading an allocated pod's

@@ -213,3 +213,48 @@ func TestHiveDDriverHooks(t *testing.T) {
 		t.Fatalf("after o left: %v", out)
 	}
 }
+
+// A driver withdraws a preemption whose victim it may not evict, by hand
+// on two 4-GPU nodes (VC A and VC B one node cell each): b (B) binds n0,
+// the opportunistic o (A) n1; g (A) binds A's cell to n1, the only free
+// node, and waits for o, which the driver never evicts (it keeps o out of
+// the stage's order, as the Kubernetes driver does a bare pod). b ends
+// and n0 frees: the reservation on n1 stays until the driver withdraws it
+// (CancelPreemption); then g binds n0, and o is no longer leaving.
+func TestHiveDCancelPreemption(t *testing.T) {
+	l := layoutOf(t, twoNodes)
+	h, err := NewHiveD(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetVictimsLeaveOnFinish()
+	b := workload.NewJob(job(0, "B", 0, 4, 4, 0, 10))
+	o := workload.NewJob(job(1, "A", tenancy.Opportunistic, 4, 4, 0, 10))
+	g := workload.NewJob(job(2, "A", 0, 4, 4, 0, 10))
+	if out := drive(t, h, l, []*workload.Job{b, o}); fmt.Sprint(out) != "[[0 1 2 3] [4 5 6 7]]" {
+		t.Fatalf("round 1: %v", out)
+	}
+	if h.CancelPreemption(b) {
+		t.Fatal("b is not preempting; CancelPreemption said it was")
+	}
+	if out := drive(t, h, l, []*workload.Job{b, g}); out[1] != nil || !h.Leaving(o) {
+		t.Fatalf("round 2: %v, o leaving %v (g must wait on o)", out, h.Leaving(o))
+	}
+	h.Finish(b)
+	b.GPUsHeld = nil
+	if out := drive(t, h, l, []*workload.Job{g}); out[0] != nil {
+		t.Fatalf("round 3: g got %v while it holds n1", out[0])
+	}
+	if !h.CancelPreemption(g) {
+		t.Fatal("g is preempting; CancelPreemption said it was not")
+	}
+	if h.Leaving(o) {
+		t.Fatal("o still leaving after the only preemption of it was withdrawn")
+	}
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if out := drive(t, h, l, []*workload.Job{g, o}); fmt.Sprint(out) != "[[0 1 2 3] [4 5 6 7]]" {
+		t.Fatalf("round 4: %v (g on n0, o running on n1)", out)
+	}
+}

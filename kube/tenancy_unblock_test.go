@@ -1,0 +1,126 @@
+package kube
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// threeVCCells: four 4-GPU nodes n0-n3, VC A two node cells, B one, C one.
+const threeVCCells = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+  - {cellType: NODE, cellAddress: n3}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+  C: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+`
+
+// A guaranteed gang whose VC's cell HiveD bound onto an opportunistic
+// bare pod's node (no cell was free when it came) waits for a preemption
+// the round may never carry out (preemptBarePods off). Once another node
+// frees, it must bind there: HiveD binds its VC's cell to the free node,
+// and a gang that comes later does not take it. Each step checks that no
+// GPU is given twice (world.step).
+func TestTenancyPreemptorOfUnevictableMovesToFreedCells(t *testing.T) {
+	bare := []metav1.OwnerReference{}
+	cordon := func(w *world, name string, on bool) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n := w.nodes[name].DeepCopy()
+		n.Spec.Unschedulable = on
+		w.nodes[name] = n
+		w.queue = append(w.queue, worldEvent{key: "node/" + name, node: n})
+	}
+	cases := []struct {
+		name  string
+		cells string // "" : testdata/two-vcs.yaml (A and B one node cell each)
+		nodes int
+		run   func(t *testing.T, w *world, at *time.Time)
+	}{{
+		// The operator trial: c1 (C), a1 and a2 (A) fill three nodes, the
+		// bare opportunistic pod opp (VC B) the fourth; b1 (B) needs B's
+		// cell, which can only bind opp's node. Job a1 is deleted.
+		name: "trial", cells: threeVCCells, nodes: 4,
+		run: func(t *testing.T, w *world, at *time.Time) {
+			w.create("c1", 4, vcAnn("C", ""), *at)
+			w.create("a1", 4, vcAnn("A", ""), at.Add(time.Second))
+			w.create("a2", 4, vcAnn("A", ""), at.Add(2*time.Second))
+			w.expect(at, "c1, a1, a2", "ns/a1@n0[0,1,2,3] ns/a2@n1[0,1,2,3] ns/c1@n2[0,1,2,3]")
+			w.createWith("opp", 4, vcAnn("B", "-1"), *at, bare)
+			const four = "ns/a1@n0[0,1,2,3] ns/a2@n1[0,1,2,3] ns/c1@n2[0,1,2,3] ns/opp@n3[0,1,2,3]"
+			w.expect(at, "opp", four)
+			w.create("b1", 4, vcAnn("B", ""), *at)
+			waitsOnce(t, w, at, four, "ns/pod:b1",
+				"gang of 1 pods (4 GPUs) waits at queue position 5 under fifo/pal-ma: 0 GPUs free; it needs the cells of pod ns/opp, whose pods may not be evicted (preemptBarePods off)")
+			w.remove("ns/a1")
+			const after = "ns/a2@n1[0,1,2,3] ns/b1@n0[0,1,2,3] ns/c1@n2[0,1,2,3] ns/opp@n3[0,1,2,3]"
+			w.expect(at, "a1 deleted", after)
+			// A's second cell can only bind opp's node now: a3 waits there.
+			w.create("a3", 4, vcAnn("A", ""), *at)
+			for range 3 {
+				w.expect(at, "a3", after)
+			}
+			if why := w.s.lastWhy["ns/pod:a3"]; !strings.HasSuffix(why, "; it needs the cells of pod ns/opp, whose pods may not be evicted (preemptBarePods off)") {
+				t.Errorf("a3 waits with %q", why)
+			}
+		},
+	}, {
+		// The same on two nodes: a (A) ends and frees n0.
+		name: "finished", nodes: 2,
+		run: func(t *testing.T, w *world, at *time.Time) {
+			w.create("a", 4, vcAnn("A", ""), *at)
+			w.createWith("o", 4, vcAnn("A", "-1"), *at, bare)
+			w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+			w.finish("ns/a")
+			w.expect(at, "a finished", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+		},
+	}, {
+		// n0 is cordoned as a ends: b still waits on o; once n0 is
+		// uncordoned, b binds it.
+		name: "uncordoned", nodes: 2,
+		run: func(t *testing.T, w *world, at *time.Time) {
+			w.create("a", 4, vcAnn("A", ""), *at)
+			w.createWith("o", 4, vcAnn("A", "-1"), *at, bare)
+			w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+			cordon(w, "n0", true)
+			w.finish("ns/a")
+			w.expect(at, "n0 cordoned, a finished", "ns/o@n1[0,1,2,3]")
+			w.expect(at, "n0 cordoned", "ns/o@n1[0,1,2,3]")
+			if why := w.s.lastWhy["ns/pod:b"]; !strings.Contains(why, "it needs the cells of pod ns/o") {
+				t.Errorf("b waits with %q", why)
+			}
+			cordon(w, "n0", false)
+			w.expect(at, "n0 uncordoned", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.LeaderElection.Enabled = false
+			cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+			if c.cells != "" {
+				cfg.Cells = filepath.Join(t.TempDir(), "cells.yaml")
+				if err := os.WriteFile(cfg.Cells, []byte(c.cells), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := newWorld(t, cfg, 1, c.nodes, 4)
+			at := time.Unix(1_700_000_000, 0)
+			c.run(t, w, &at)
+		})
+	}
+}
