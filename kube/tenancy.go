@@ -388,9 +388,10 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 	var sub []*workload.Job
 	var at []int
 	for i, j := range order {
-		if j.GPUsHeld != nil && (before[j.ID] == nil || t.fixed[j.ID]) {
+		if j.GPUsHeld != nil && (before[j.ID] == nil || t.fixed[j.ID] || t.partlyIn(j, fromSnap)) {
 			// Running outside the cells, or held where it runs and not to
-			// be moved or preempted: its VC's placer does not see it, and
+			// be moved or preempted, or held guaranteed with only some of
+			// its GPUs in the cells: its VC's placer does not see it, and
 			// its pool hides its GPUs (a member the round does not list).
 			out[i] = j.GPUsHeld
 			continue
@@ -486,6 +487,23 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		}
 	}
 	return out
+}
+
+// partlyIn reports whether held gang j is its VC's guaranteed gang with
+// only some of its GPUs in the cells (a cells change took a node out under
+// it, and kept it on the rest; or a restart took it in so). Its VC's
+// placer would see a gang on fewer GPUs than it needs (a VC's Themis logs
+// it as a broken invariant, and could lease it that part alone): it is
+// kept where it runs, out of the placer's view, until it ends or a later
+// change puts its GPUs back in the cells or demotes it. A lazily
+// preempted or opportunistic one is no VC placer's: the cells preempt it
+// for a guaranteed gang as any other.
+func (t *tenancyStage) partlyIn(j *workload.Job, fromSnap map[int]int) bool {
+	if j.VCPriority == tenancy.Opportunistic || !slices.ContainsFunc(j.GPUsHeld, func(r int) bool { _, ok := fromSnap[r]; return !ok }) {
+		return false
+	}
+	_, demoted, ok := t.hived.Cells().GroupInfo(strconv.Itoa(j.ID))
+	return ok && !demoted
 }
 
 // unblock withdraws the preemptions that wait on gangs the round may not

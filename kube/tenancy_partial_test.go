@@ -144,7 +144,9 @@ func groupsOn(w *world) string {
 // of two pods on n1 and another node lose part of their GPUs to the
 // change while they run.
 func TestTenancyRandomRoundsDropNode(t *testing.T) {
-	randomTenancyRounds(t, randomCells, strings.Replace(randomCells, "  - {cellType: NODE, cellAddress: n1}\n", "", 1), nil)
+	alt := strings.Replace(randomCells, "  - {cellType: NODE, cellAddress: n1}\n", "", 1)
+	t.Run("fifo-las-srtf", func(t *testing.T) { randomTenancyRounds(t, randomCells, alt, nil) })
+	t.Run("themis", func(t *testing.T) { randomTenancyRoundsUnder(t, "themis", randomCells, alt, nil) })
 }
 
 // The change of TestTenancyCellsDropOneNodeOfAGang undone while g still
