@@ -778,11 +778,12 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 // its wait message ("" when none of these holds: it waits for its turn
 // or for GPUs to free): the gang it preempts on its cells may not be
 // evicted; its node selector or affinity allows no node of its VC's
-// cells; its VC's cells cannot hold it (the VC's guaranteed GPUs in use); or
-// its candidate nodes (its VC's cell types, allowed to it) that are
-// cordoned or not ready leave too few free GPUs on the others. The text
-// changes only when the reason does (Scheduler.wait sends an event per
-// new text).
+// cells; its VC's cells cannot hold it (the VC's guaranteed GPUs in use,
+// or too few free on any one node for its pods); or its candidate nodes
+// (of its VC's cell types, allowed to it, and for a guaranteed gang not
+// bound to another VC) that are cordoned or not ready leave too few free
+// GPUs on the others. The text changes only when the reason does
+// (Scheduler.wait sends an event per new text).
 func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	if t.quota != nil && j.VC != "" && j.VCPriority != tenancy.Opportunistic {
 		// Under quota: its VC's guaranteed GPUs are in use.
@@ -833,28 +834,43 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 			}
 			sum := whyPool{kind: tenancy.NodeKind{LeafType: p.LeafType, Pinned: p.Pinned}}
 			for _, n := range p.Nodes {
+				free := 0
 				for _, v := range n.Leaves {
 					sum.total++
 					if !v.Busy() {
-						sum.free++
+						free++
 					}
 				}
+				sum.free += free
+				sum.nodes = append(sum.nodes, free)
 			}
 			pools = append(pools, sum)
 		}
 		w.pools[j.VC] = pools
 	}
+	// A gang's pods are alike: pods of per GPUs each, none across the
+	// VC's view nodes (each binds inside one node).
+	per := j.PodGPUs
+	if per <= 0 || j.GPUs%per != 0 {
+		per = max(j.GPUs, 1)
+	}
+	pods := j.GPUs / per
 	var kinds []tenancy.NodeKind
-	free, total, best := 0, 0, 0
+	free, total, best, room := 0, 0, 0, 0 // room: the most of its pods one pool has room for
 	for _, p := range pools {
 		if p.kind.Pinned != j.PinnedCell || j.LeafCellType != "" && p.kind.LeafType != j.LeafCellType {
 			continue
 		}
 		kinds = append(kinds, p.kind)
 		free, total, best = free+p.free, total+p.total, max(best, p.free)
+		r := 0
+		for _, f := range p.nodes {
+			r += f / per
+		}
+		room = max(room, r)
 	}
 	allowed, picky := t.allowed[j.ID]
-	var cand []int // cells node indices
+	var cand []int // cells node indices of its kinds, allowed to it
 	for i, n := range t.l.Cluster.Nodes {
 		if picky && !slices.Contains(allowed, n.Name) {
 			continue
@@ -866,8 +882,14 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	if picky && len(cand) == 0 {
 		return "its node selector or affinity allows no node of VC " + j.VC + "'s cells"
 	}
-	if j.VCPriority != tenancy.Opportunistic && best < j.GPUs {
+	if j.VCPriority != tenancy.Opportunistic && (best < j.GPUs || room < pods) {
 		msg := fmt.Sprintf("VC %s's cells cannot hold it: %d of their %d GPUs free", j.VC, free, total)
+		switch {
+		case best >= j.GPUs && room == 0:
+			msg += fmt.Sprintf(", but no node of them has %d free for a pod", per)
+		case best >= j.GPUs:
+			msg += fmt.Sprintf(", but their nodes have room for %d of its %d pods of %d GPUs", room, pods, per)
+		}
 		var fixed []int
 		for id := range t.fixed {
 			if h := t.held[id]; h != nil && h.VC == j.VC && h.VCPriority != tenancy.Opportunistic {
@@ -879,40 +901,72 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		}
 		return msg
 	}
+	// The candidates: for a guaranteed gang, the nodes with GPUs of its
+	// kinds bound to its VC or to none (an unbound cell may bind any VC's
+	// virtual cell that fits it), not those bound to another VC; an
+	// opportunistic gang may use any GPU of its kinds, bound or not.
 	var down []string
-	up := 0 // free GPUs on the candidate nodes that are up
+	up, n := 0, 0 // free GPUs on the candidate nodes that are up; candidate nodes
 	for _, i := range cand {
-		n := t.l.Cluster.Nodes[i]
-		if t.down[i] {
-			down = append(down, n.Name)
+		nd := t.l.Cluster.Nodes[i]
+		var gpus []int // cells GPU ids of the node's GPUs open to the gang
+		for _, d := range w.devices(i) {
+			if !slices.Contains(kinds, d.Kind) || j.VCPriority != tenancy.Opportunistic && d.VC != "" && d.VC != j.VC {
+				continue
+			}
+			if g, ok := t.l.GPU(nd.Name, d.GPU); ok {
+				gpus = append(gpus, g)
+			}
+		}
+		if len(gpus) == 0 {
 			continue
 		}
-		for _, g := range n.GPUs {
+		n++
+		if t.down[i] {
+			down = append(down, nd.Name)
+			continue
+		}
+		for _, g := range gpus {
 			if r := t.toSnap[g]; r >= 0 && snap.Cluster.IsFree(r) {
 				up++
 			}
 		}
 	}
 	if len(down) > 0 && up < j.GPUs {
-		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), len(cand), strings.Join(down, ", "))
+		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), n, strings.Join(down, ", "))
 	}
 	return ""
 }
 
 // whyRound is what why reads of the cells, once a round: the preemptions
 // in progress, each VC's GPU pools with their leaves free of guaranteed
-// groups, and the kinds of each cells node.
+// groups, the kinds of each cells node, and each node's GPUs with the VC
+// they are bound to.
 type whyRound struct {
 	snap  *snapshot
 	l     *tenant.Layout
+	c     *tenancy.Scheduler
 	pre   map[string][]string
 	pools map[string][]whyPool
-	kinds [][]tenancy.NodeKind // by cells node index
+	kinds [][]tenancy.NodeKind   // by cells node index
+	devs  [][]tenancy.NodeDevice // by cells node index, read when first asked for (devices)
+	read  []bool                 // devs[i] read this round
 }
 
+// whyPool is one of a VC's GPU pools: its kind, its GPUs free of
+// guaranteed groups and in all, and the free ones of each view node.
 type whyPool struct {
 	kind        tenancy.NodeKind
 	free, total int
+	nodes       []int
+}
+
+// devices is cells node i's GPUs and the VC each is bound to this round.
+func (w *whyRound) devices(i int) []tenancy.NodeDevice {
+	if !w.read[i] {
+		w.devs[i], w.read[i] = w.c.NodeDevices(w.l.Cluster.Nodes[i].Name), true
+	}
+	return w.devs[i]
 }
 
 // whyNow is the round's whyRound, read afresh for a new snapshot (the
@@ -923,13 +977,15 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 		return w
 	}
 	c := t.hived.Cells()
-	w.snap, w.pre, w.pools = snap, c.Preempting(), map[string][]whyPool{}
+	w.snap, w.c, w.pre, w.pools = snap, c, c.Preempting(), map[string][]whyPool{}
 	if w.l != t.l {
 		w.l = t.l
 		w.kinds = make([][]tenancy.NodeKind, len(t.l.Cluster.Nodes))
 		for i, n := range t.l.Cluster.Nodes {
 			w.kinds[i] = c.NodeKinds(n.Name)
 		}
+		w.devs, w.read = make([][]tenancy.NodeDevice, len(t.l.Cluster.Nodes)), make([]bool, len(t.l.Cluster.Nodes))
 	}
+	clear(w.read)
 	return w
 }

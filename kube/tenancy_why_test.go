@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,20 +60,152 @@ func TestTenancyWhySelectorOutsideVC(t *testing.T) {
 		"gang of 1 pods (2 GPUs) waits at queue position 1 under fifo/pal-ma: 12 GPUs free; its node selector or affinity allows no node of VC A's cells")
 }
 
-// b (B) binds n1 and n0 is cordoned: a (A) could bind only n0 or n1.
-func TestTenancyWhyCordoned(t *testing.T) {
-	w, at := whyWorld(t, 2)
-	w.create("b", 4, vcAnn("B", ""), *at)
-	w.expect(at, "b", "ns/b@n0[0,1,2,3]")
+// cellsWorld is whyWorld on the cells given inline (written to a file).
+func cellsWorld(t *testing.T, cells string, n int) (*world, *time.Time) {
+	f := filepath.Join(t.TempDir(), "cells.yaml")
+	if err := os.WriteFile(f, []byte(cells), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.LeaderElection.Enabled = false
+	cfg.Tenancy, cfg.Cells = "hived", f
+	w := newWorld(t, cfg, 1, n, 4)
+	for name, nd := range w.nodes {
+		nd.Labels = map[string]string{"zone": name}
+	}
+	at := time.Unix(1_700_000_000, 0)
+	return w, &at
+}
+
+// cordon marks a node unschedulable.
+func cordon(w *world, name string) {
 	w.mu.Lock()
-	n := w.nodes["n1"].DeepCopy()
+	defer w.mu.Unlock()
+	n := w.nodes[name].DeepCopy()
 	n.Spec.Unschedulable = true
-	w.nodes["n1"] = n
-	w.queue = append(w.queue, worldEvent{key: "node/n1", node: n})
-	w.mu.Unlock()
-	w.create("a", 4, vcAnn("A", ""), *at)
-	waitsOnce(t, w, at, "ns/b@n0[0,1,2,3]", "ns/pod:a",
-		"gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; 1 of its 2 candidate nodes cordoned or not ready (n1)")
+	w.nodes[name] = n
+	w.queue = append(w.queue, worldEvent{key: "node/" + name, node: n})
+}
+
+// createOn creates a pod whose node selector allows only the node named
+// (by its zone label, as whyWorld's).
+func createOn(w *world, at time.Time, name string, gpus int, ann map[string]string, node string) {
+	w.create(name, gpus, ann, at)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pods["ns/"+name].Spec.NodeSelector = map[string]string{"zone": node}
+}
+
+// The reasons that read which of the cells a waiting gang's VC may use:
+// its candidate nodes are those of its VC's cell types bound to its VC
+// or to none (an unbound cell may bind any VC's virtual cell), never one
+// bound to another VC; its VC's cells hold it only if their free GPUs
+// hold its pods whole, node by node.
+func TestTenancyWhyCells(t *testing.T) {
+	const three = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+  - {cellType: NODE, cellAddress: n2}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
+`
+	const twoA = `physicalCluster:
+  cellTypes:
+    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+  - {cellType: NODE, cellAddress: n1}
+virtualClusters:
+  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
+`
+	two, err := os.ReadFile("testdata/two-vcs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		cells string
+		nodes int
+		// before runs the rounds before the gang waits, returning what
+		// stays bound.
+		before    func(w *world, at *time.Time) string
+		key, want string
+	}{{
+		// b (B) binds n0 and n1 is cordoned: a (A) could bind only n1.
+		name: "other VC's node no candidate", cells: string(two), nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
+			cordon(w, "n1")
+			w.create("a", 4, vcAnn("A", ""), *at)
+			return "ns/b@n0[0,1,2,3]"
+		},
+		key:  "ns/pod:a",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; 1 of its 1 candidate nodes cordoned or not ready (n1)",
+	}, {
+		// b (B, 1 GPU) binds n0, whose 3 free GPUs are B's; n1 is
+		// cordoned: a (A, 2 GPUs) has no node, though 3 GPUs are free.
+		name: "other VC's free GPUs not counted", cells: string(two), nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 1, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n0[0]")
+			cordon(w, "n1")
+			w.create("a", 2, vcAnn("A", ""), *at)
+			return "ns/b@n0[0]"
+		},
+		key:  "ns/pod:a",
+		want: "gang of 1 pods (2 GPUs) waits at queue position 2 under fifo/pal-ma: 3 GPUs free; 1 of its 1 candidate nodes cordoned or not ready (n1)",
+	}, {
+		// b (B) binds n0; n1 and n2 are cordoned: a (A) has n1 and n2,
+		// one of which A's cell binds, the other unbound and so open to
+		// A as well.
+		name: "unbound node a candidate", cells: three, nodes: 3,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
+			cordon(w, "n1")
+			cordon(w, "n2")
+			w.create("a", 4, vcAnn("A", ""), *at)
+			return "ns/b@n0[0,1,2,3]"
+		},
+		key:  "ns/pod:a",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; 2 of its 2 candidate nodes cordoned or not ready (n1, n2)",
+	}, {
+		// x0 and x1 (A, 2 GPUs) hold half of n0 and of n1: 4 of A's GPUs
+		// are free, but no node has 4 for g's pod.
+		name: "no node with room for a pod", cells: twoA, nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			createOn(w, *at, "x0", 2, vcAnn("A", ""), "n0")
+			createOn(w, *at, "x1", 2, vcAnn("A", ""), "n1")
+			w.expect(at, "x0 and x1", "ns/x0@n0[0,1] ns/x1@n1[0,1]")
+			w.create("g", 4, vcAnn("A", ""), *at)
+			return "ns/x0@n0[0,1] ns/x1@n1[0,1]"
+		},
+		key:  "ns/pod:g",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 3 under fifo/pal-ma: 4 GPUs free; VC A's cells cannot hold it: 4 of their 8 GPUs free, but no node of them has 4 free for a pod",
+	}, {
+		// x1 (A, 2 GPUs) holds half of n1: 6 of A's GPUs are free, but
+		// only n0 has room for a pod of g's (2 pods of 3 GPUs).
+		name: "room for some pods", cells: twoA, nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			createOn(w, *at, "x1", 2, vcAnn("A", ""), "n1")
+			w.expect(at, "x1", "ns/x1@n1[0,1]")
+			w.create("g-0", 3, gangAnn("g", 2, AnnVC, "A"), *at)
+			w.create("g-1", 3, gangAnn("g", 2, AnnVC, "A"), *at)
+			return "ns/x1@n1[0,1]"
+		},
+		key:  "ns/g",
+		want: "gang of 2 pods (6 GPUs) waits at queue position 2 under fifo/pal-ma: 6 GPUs free; VC A's cells cannot hold it: 6 of their 8 GPUs free, but their nodes have room for 1 of its 2 pods of 3 GPUs",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			w, at := cellsWorld(t, c.cells, c.nodes)
+			waitsOnce(t, w, at, c.before(w, at), c.key, c.want)
+		})
+	}
 }
 
 // A's cell is held by g, whose pods are bare (never evicted with

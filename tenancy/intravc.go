@@ -236,3 +236,46 @@ func (s *Scheduler) NodeKinds(node string) []NodeKind {
 	}
 	return out
 }
+
+// NodeDevice is one GPU of a node's cells: the kind of its node-level
+// cell, its device index in the node, and the VC it is bound to.
+type NodeDevice struct {
+	Kind NodeKind
+	GPU  int
+	// VC is the VC of the lowest bound cell holding the device (the
+	// device is that VC's while the binding lasts), or "" when no cell
+	// holding it is bound: any VC whose virtual cells of the node's kind
+	// fit it may bind it.
+	VC string
+}
+
+// NodeDevices lists the GPUs of a node's node-level cells (none for a
+// node outside the cells) with the VC each is bound to now: which VCs'
+// guaranteed groups may use them.
+func (s *Scheduler) NodeDevices(node string) []NodeDevice {
+	var out []NodeDevice
+	var leaves []*PCell
+	for _, p := range s.byNode[node] {
+		if p.chain.cpu {
+			continue
+		}
+		k := NodeKind{LeafType: p.chain.LeafType}
+		for a := p; a != nil; a = a.parent {
+			if a.pinned != "" {
+				k.Pinned = a.pinned
+			}
+		}
+		leaves = pleavesOf(p, leaves[:0])
+		for _, l := range leaves {
+			d := NodeDevice{Kind: k, GPU: l.gpu}
+			for a := l; a != nil; a = a.parent {
+				if a.vcell != nil {
+					d.VC = a.vcell.vcc.vc.Name
+					break
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -151,3 +151,43 @@ func TestCommitKeepsToAllowedNodesOnBoundLeaves(t *testing.T) {
 	s.EndRound()
 	mustCheck(t, s)
 }
+
+// NodeDevices names the VC of the lowest bound cell holding each device.
+// A (a rack and two pairs) places a 4-GPU pod: its rack binds the first
+// rack and its node n0, so n1, unbound itself, is A's as well (only A's
+// rack's other node may bind it). B (three single GPUs and pinned node
+// n5) places a 1-GPU pod: buddy allocation binds one GPU of n4, whose
+// other GPUs stay unbound, as do n2 and n3; n5, B's pinned cell, is B's
+// for good. A node outside the cells has no devices.
+func TestNodeDevices(t *testing.T) {
+	const yml = `
+physicalCluster:
+  cellTypes:
+    PAIR: {childCellType: GPU, childCellNumber: 2}
+    NODE: {childCellType: PAIR, childCellNumber: 2, isNodeLevel: true}
+    RACK: {childCellType: NODE, childCellNumber: 2}
+  physicalCells:
+  - {cellType: RACK, cellChildren: [{cellAddress: n0}, {cellAddress: n1}]}
+  - {cellType: RACK, cellChildren: [{cellAddress: n2}, {cellAddress: n3}]}
+  - {cellType: RACK, cellChildren: [{cellAddress: n4}, {cellAddress: n5, pinnedCellId: P}]}
+virtualClusters:
+  A: {virtualCells: [{cellType: RACK.NODE.PAIR, cellNumber: 2}, {cellType: RACK, cellNumber: 1}]}
+  B: {virtualCells: [{cellType: RACK.NODE.PAIR.GPU, cellNumber: 3}], pinnedCells: [{pinnedCellId: P}]}
+`
+	s := mustNew(t, yml)
+	mustPlace(t, s, Request{Group: "a", VC: "A", Pods: []int{4}})
+	mustPlace(t, s, Request{Group: "b", VC: "B", Pods: []int{1}})
+	want := map[string]string{"n0": "AAAA", "n1": "AAAA", "n2": "----", "n3": "----", "n4": "B---", "n5": "BBBB", "nx": ""}
+	for n, w := range want {
+		got := ""
+		for i, d := range s.NodeDevices(n) {
+			if d.GPU != i || d.Kind != (NodeKind{LeafType: "GPU", Pinned: map[bool]string{true: "P"}[n == "n5"]}) {
+				t.Errorf("%s: device %d is %+v", n, i, d)
+			}
+			got += map[bool]string{true: "-", false: d.VC}[d.VC == ""]
+		}
+		if got != w {
+			t.Errorf("%s: devices bound to %q, want %q (-: unbound)", n, got, w)
+		}
+	}
+}
