@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,6 +216,13 @@ func TestChartValues(t *testing.T) {
 	}
 	if rb := objs["RoleBinding"].(*rbacv1.RoleBinding); rb.Namespace != "sched" || rb.Subjects[0].Namespace != "sched" || rb.Subjects[0].Name != "gpu-scheduler" {
 		t.Errorf("RoleBinding %s: %+v", rb.Namespace, rb.Subjects)
+	}
+
+	cells := render(t, "pal", "pal-system", "config.tenancy=hived", "config.cells=/etc/pal/cells.yaml", "config.cellsConfigMap=pal-cells")
+	if !slices.ContainsFunc(cells["Role"].(*rbacv1.Role).Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Equal(r.ResourceNames, []string{"pal-cells-applied"}) && slices.Equal(r.Verbs, []string{"update"})
+	}) {
+		t.Errorf("with config.cellsConfigMap=pal-cells the Role may not update pal-cells-applied: %+v", cells["Role"].(*rbacv1.Role).Rules)
 	}
 
 	bad := render(t, "pal", "pal-system", "config.plcement=pal")

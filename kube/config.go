@@ -360,6 +360,9 @@ func (c *Config) Validate() error {
 	if err := c.validateEvictedWork(); err != nil {
 		return err
 	}
+	if err := c.validateAppliedCells(); err != nil {
+		return err
+	}
 	if err := c.validateLearn(); err != nil {
 		return err
 	}

@@ -119,6 +119,7 @@ type Scheduler struct {
 	// evicted, by gang key, until its pods are seen again (resumeEvicted).
 	evictedWork map[string]evictedWork
 	evicted     evictedStore // evictedWork's ConfigMap
+	applied     appliedCells // the cells in force, kept for a restart (cells_watch.go)
 	whyGen      uint64       // the state generation lastWhy was last cleaned at
 	whyLen      int          // and its size then
 	scoresKey   string

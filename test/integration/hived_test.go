@@ -306,7 +306,7 @@ virtualClusters:
 	e.setCellsConfigMap(cmName, cellsOf(2, 1))
 	cfg := testConfig()
 	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap, cfg.PreemptBarePods = "hived", e.writeCells(cellsOf(2, 1)), cmName, true
-	e.runScheduler(cfg, "pal")
+	_, stop := e.runScheduler(cfg, "pal")
 	for _, p := range []struct{ name, vc string }{{"a1", "A"}, {"a2", "A"}, {"b1", "B"}} {
 		e.evictablePod(p.name, 4, hivedAnn(kube.AnnVC, p.vc))
 		e.eventually(10*time.Second, p.name+" bound", func() bool { return e.bound(p.name) })
@@ -340,6 +340,30 @@ virtualClusters:
 	}
 	if p := e.pod("a2"); p != nil && p.DeletionTimestamp == nil && p.Spec.NodeName == a2Node {
 		t.Errorf("a2 still runs beside b2")
+	}
+	e.checkNoDoubleGPU()
+
+	// The cells in force (A one cell, B two) are kept for a restart. One
+	// that finds the ConfigMap refused (it still holds the RACK text)
+	// takes them, not the file's (A two cells, B one): b1 and b2 stay
+	// B's, a1 A's, and nothing is evicted.
+	e.eventually(15*time.Second, "the cells in force kept", func() bool {
+		cm, err := e.cs.CoreV1().ConfigMaps(devcluster.SystemNamespace).Get(context.Background(), kube.AppliedCellsConfigMap(cmName), metav1.GetOptions{})
+		return err == nil && cm.Data[kube.CellsKey] == cellsOf(1, 2)
+	})
+	stop()
+	e.runScheduler(cfg, "pal-restarted")
+	e.eventually(15*time.Second, "CellsApplied at the restart", func() bool {
+		return e.configMapEvent(cmName, kube.ReasonCellsApplied, "refused: the cells last in force from it")
+	})
+	time.Sleep(time.Second) // a few rounds
+	for _, p := range []string{"a1", "b1", "b2"} {
+		if q := e.pod(p); q == nil || q.DeletionTimestamp != nil || q.Spec.NodeName == "" {
+			t.Fatalf("%s was evicted or unbound by the restart: %v", p, q)
+		}
+	}
+	if l := e.logged("pal-restarted", "tenancy: running gang taken into the cells", "vc=B", "as=guaranteed"); len(l) != 2 {
+		t.Errorf("the restart took %d gangs into VC B as guaranteed, want b1 and b2:\n%s", len(l), strings.Join(e.logged("pal-restarted", "tenancy"), ""))
 	}
 	e.checkNoDoubleGPU()
 }
