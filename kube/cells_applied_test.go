@@ -3,11 +3,8 @@ package kube
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,32 +36,20 @@ func TestCellsLastInForceSurviveBadConfigMap(t *testing.T) {
 		{"gone", "", "cells ConfigMap ns/pal-cells not found: the cells last in force from it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "cells.yaml")
-			if err := os.WriteFile(file, []byte(shrinkCells), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cfg := DefaultConfig()
-			cfg.LeaderElection.Enabled = false
-			cfg.Namespace = "ns"
-			cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", file, "pal-cells"
-			w := newWorld(t, cfg, 1, 4, 4)
-			w.setCells(cfg, shrinkCells)
-			at := time.Unix(1_700_000_000, 0)
+			w, at := hivedWorld(t, cellsFile(t, shrinkCells), 4, withCellsConfigMap, func(c *Config) { c.Namespace = "ns" })
 			for _, g := range []struct{ name, vc, want string }{
 				{"a", "A", "ns/a-0@n0[0,1,2,3] ns/a-1@n1[0,1,2,3]"},
 				{"b", "B", ab},
 			} {
 				for _, p := range []string{g.name + "-0", g.name + "-1"} {
-					a := gangAnn(g.name, 2)
-					a[AnnVC] = g.vc
-					w.create(p, 4, a, at)
+					w.create(p, 4, gangAnn(g.name, 2, AnnVC, g.vc), *at)
 				}
-				w.expect(&at, g.name, g.want)
+				w.expect(at, g.name, g.want)
 			}
 			w.setCells(w.s.cfg, shrinkAfter)
-			w.expect(&at, "the change", ab)
-			w.create("a2", 4, vcAnn("A", ""), at)
-			w.expect(&at, "a2", ab)
+			w.expect(at, "the change", ab)
+			w.create("a2", 4, vcAnn("A", ""), *at)
+			w.expect(at, "a2", ab)
 			w.s.statusWG.Wait()
 			cm, err := w.cs.CoreV1().ConfigMaps("ns").Get(context.Background(), AppliedCellsConfigMap("pal-cells"), metav1.GetOptions{})
 			if err != nil || cm.Data[CellsKey] != shrinkAfter {
@@ -73,14 +58,14 @@ func TestCellsLastInForceSurviveBadConfigMap(t *testing.T) {
 
 			if c.after != "" {
 				w.setCells(w.s.cfg, c.after)
-				w.expect(&at, "the bad ConfigMap", ab)
+				w.expect(at, "the bad ConfigMap", ab)
 			}
 			w.restart()
 			if c.after != "" {
 				w.setCells(w.s.cfg, c.after)
 			}
-			w.expect(&at, "the restart", ab)
-			w.expect(&at, "a round on", ab)
+			w.expect(at, "the restart", ab)
+			w.expect(at, "a round on", ab)
 			if err := w.s.ten.hived.Check(); err != nil {
 				t.Fatalf("cells: %v", err)
 			}
@@ -100,28 +85,19 @@ func TestCellsLastInForceSurviveBadConfigMap(t *testing.T) {
 // A copy the apiserver refuses to take is tried again and said once, and
 // scheduling goes on.
 func TestCellsLastInForceWriteFails(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "cells.yaml")
-	if err := os.WriteFile(file, []byte(shrinkCells), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Namespace = "ns"
-	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", file, "pal-cells"
-	w := newWorld(t, cfg, 1, 4, 4)
+	w, at := hivedWorld(t, cellsFile(t, shrinkCells), 4, withCellsConfigMap, func(c *Config) { c.Namespace = "ns" })
 	w.cs.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, AppliedCellsConfigMap("pal-cells"), errors.New("no RBAC"))
 	})
-	w.setCells(cfg, shrinkAfter)
-	at := time.Unix(1_700_000_000, 0)
-	w.create("x", 4, vcAnn("A", ""), at)
-	w.expect(&at, "x", "ns/x@n1[0,1,2,3]")
+	w.setCells(w.s.cfg, shrinkAfter)
+	w.create("x", 4, vcAnn("A", ""), *at)
+	w.expect(at, "x", "ns/x@n1[0,1,2,3]")
 	retry := appliedCellsRetry
 	appliedCellsRetry = 0 // each round tries again
 	t.Cleanup(func() { appliedCellsRetry = retry })
 	for _, what := range []string{"a round on", "another", "a third"} {
 		w.s.statusWG.Wait()
-		w.expect(&at, what, "ns/x@n1[0,1,2,3]")
+		w.expect(at, what, "ns/x@n1[0,1,2,3]")
 	}
 	w.s.statusWG.Wait()
 	if tries := func() (n int) {

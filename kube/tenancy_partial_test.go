@@ -2,8 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,17 +12,7 @@ import (
 // partialCells: four 4-GPU nodes, three in the cells (n0-n2); VC A two
 // node cells, B one. partialAfter takes n1 out of the cells and puts n3
 // in.
-const partialCells = `physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-  - {cellType: NODE, cellAddress: n2}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
-  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-`
+var partialCells = nodeCells(3, 2, 1)
 
 var partialAfter = strings.Replace(partialCells, "cellAddress: n1}", "cellAddress: n3}", 1)
 
@@ -39,9 +27,7 @@ func partialDrop(w *world, at *time.Time, step func(what, want string)) {
 	w.create("b", 4, vcAnn("B", ""), *at)
 	step("b", "ns/b@n0[0,1,2,3]")
 	for _, p := range []string{"g-0", "g-1"} {
-		a := gangAnn("g", 2)
-		a[AnnVC] = "A"
-		w.create(p, 4, a, *at)
+		w.create(p, 4, gangAnn("g", 2, AnnVC, "A"), *at)
 	}
 	step("g", gb)
 	w.setCells(w.s.cfg, partialAfter)
@@ -65,7 +51,7 @@ func partialDrop(w *world, at *time.Time, step func(what, want string)) {
 //  5. g ends: its cell over n2 is free again; a2 (A, 4 GPUs) binds it.
 //     The cells hold a, a2 and o, nothing of g.
 func TestTenancyCellsDropOneNodeOfAGang(t *testing.T) {
-	w, at := partialWorld(t, 1)
+	w, at := partialWorld(t)
 	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
 	checkCells := func(what string, want ...string) {
 		t.Helper()
@@ -100,18 +86,8 @@ func TestTenancyCellsDropOneNodeOfAGang(t *testing.T) {
 // partialWorld is the world of TestTenancyCellsDropOneNodeOfAGang:
 // nodes n0-n3 of 4 GPUs under hived with partialCells in force, watched
 // through the cells ConfigMap.
-func partialWorld(t *testing.T, seed uint64) (*world, *time.Time) {
-	file := filepath.Join(t.TempDir(), "cells.yaml")
-	if err := os.WriteFile(file, []byte(partialCells), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", file, "pal-cells"
-	w := newWorld(t, cfg, seed, 4, 4)
-	w.setCells(cfg, partialCells)
-	at := time.Unix(1_700_000_000, 0)
-	return w, &at
+func partialWorld(t *testing.T) (*world, *time.Time) {
+	return hivedWorld(t, cellsFile(t, partialCells), 4, withCellsConfigMap)
 }
 
 // groupsOn renders the cells' groups as gang:node/devices (each pod's),
@@ -164,7 +140,7 @@ func TestTenancyRandomRoundsDropNode(t *testing.T) {
 // whole answer ("placer answer rejected; nothing bound this round"),
 // every round until g ended, so b2 waited beside B's free cell too.
 func TestTenancyCellsNodeComesBackUnderAGang(t *testing.T) {
-	w, at := partialWorld(t, 1)
+	w, at := partialWorld(t)
 	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
 	checkCells := func(what, want string) {
 		t.Helper()
@@ -203,7 +179,7 @@ func TestTenancyCellsNodeComesBackUnderAGang(t *testing.T) {
 // pod on n1 runs on outside the cells), so a (A) binds A's other cell,
 // n3, at once.
 func TestTenancyRestartKeepsPartlyDroppedGang(t *testing.T) {
-	w, at := partialWorld(t, 1)
+	w, at := partialWorld(t)
 	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
 	partialDrop(w, at, step)
 	w.restart()
@@ -223,18 +199,7 @@ func TestTenancyRestartKeepsPartlyDroppedGang(t *testing.T) {
 
 // shrinkCells: four 4-GPU nodes n0-n3 in the cells, VC A two node cells,
 // B two. shrinkAfter takes n0 out of the cells and A down to one cell.
-const shrinkCells = `physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-  - {cellType: NODE, cellAddress: n2}
-  - {cellType: NODE, cellAddress: n3}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
-  B: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
-`
+var shrinkCells = nodeCells(4, 2, 2)
 
 var shrinkAfter = strings.Replace(strings.Replace(shrinkCells, "  - {cellType: NODE, cellAddress: n0}\n", "", 1),
 	"A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}", "A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}", 1)
@@ -268,17 +233,7 @@ func TestTenancyRestartConfigMapOnlyChange(t *testing.T) {
 	var states []string
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprint("restart=", restart), func(t *testing.T) {
-			file := filepath.Join(t.TempDir(), "cells.yaml")
-			if err := os.WriteFile(file, []byte(shrinkCells), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cfg := DefaultConfig()
-			cfg.LeaderElection.Enabled = false
-			cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", file, "pal-cells"
-			w := newWorld(t, cfg, 1, 4, 4)
-			w.setCells(cfg, shrinkCells)
-			at := &time.Time{}
-			*at = time.Unix(1_700_000_000, 0)
+			w, at := hivedWorld(t, cellsFile(t, shrinkCells), 4, withCellsConfigMap)
 			step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
 			check := func(what string) {
 				t.Helper()
@@ -297,9 +252,7 @@ func TestTenancyRestartConfigMapOnlyChange(t *testing.T) {
 				{"b", "B", ab},
 			} {
 				for _, p := range []string{g.name + "-0", g.name + "-1"} {
-					a := gangAnn(g.name, 2)
-					a[AnnVC] = g.vc
-					w.create(p, 4, a, *at)
+					w.create(p, 4, gangAnn(g.name, 2, AnnVC, g.vc), *at)
 				}
 				step(g.name, g.want)
 			}

@@ -160,25 +160,17 @@ func (w *world) setCells(cfg Config, text string) {
 //     where a2 runs as opportunistic: a2 is evicted, b2 waits for it.
 //  5. a2's pod is gone: b2 binds n1.
 func TestTenancyCellsConfigMapChange(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", "../docs/reference/examples/cells-two-for-a.yaml", "pal-cells"
-	before, err := os.ReadFile(cfg.Cells)
-	if err != nil {
-		t.Fatal(err)
-	}
 	after, err := os.ReadFile("../docs/reference/examples/cells-one-for-a.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t, cfg, 1, 3, 4)
-	w.setCells(cfg, string(before))
-	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
+	w, at := hivedWorld(t, "../docs/reference/examples/cells-two-for-a.yaml", 3, withCellsConfigMap)
+	cfg := w.s.cfg
+	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
 	for _, name := range []string{"a1", "a2"} {
-		w.create(name, 4, vcAnn("A", ""), at)
+		w.create(name, 4, vcAnn("A", ""), *at)
 	}
-	w.create("b1", 4, vcAnn("B", ""), at)
+	w.create("b1", 4, vcAnn("B", ""), *at)
 	all := "ns/a1@n0[0,1,2,3] ns/a2@n1[0,1,2,3] ns/b1@n2[0,1,2,3]"
 	step("before the change", all)
 	w.setCells(cfg, string(after))
@@ -192,7 +184,7 @@ func TestTenancyCellsConfigMapChange(t *testing.T) {
 		!strings.Contains(got, "the cells in force stay") {
 		t.Fatalf("the refusal is not in the log:\n%s", got)
 	}
-	w.create("b2", 4, vcAnn("B", ""), at)
+	w.create("b2", 4, vcAnn("B", ""), *at)
 	step("b2 arrives", all)
 	if w.pods["ns/a2"].DeletionTimestamp == nil {
 		t.Fatal("a2 was not evicted for b2")
@@ -208,26 +200,22 @@ func TestTenancyCellsConfigMapChange(t *testing.T) {
 // waited, on B's cell over n2: b2 waited beside 4 free GPUs while b1
 // ran.
 func TestTenancyCellsDropARunningGangsNode(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "hived", "testdata/two-vcs.yaml", "pal-cells"
-	before, err := os.ReadFile(cfg.Cells)
+	before, err := os.ReadFile("testdata/two-vcs.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t, cfg, 1, 3, 4)
-	w.setCells(cfg, string(before))
-	at := time.Unix(1_700_000_000, 0)
-	step := func(what, want string) { t.Helper(); w.expect(&at, what, want) }
-	w.create("a1", 4, vcAnn("A", ""), at)
-	w.create("b1", 4, vcAnn("B", ""), at)
+	w, at := hivedWorld(t, "testdata/two-vcs.yaml", 3, withCellsConfigMap)
+	cfg := w.s.cfg
+	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
+	w.create("a1", 4, vcAnn("A", ""), *at)
+	w.create("b1", 4, vcAnn("B", ""), *at)
 	step("before the change", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")
 	w.setCells(cfg, strings.Replace(string(before), "cellAddress: n1}", "cellAddress: n2}", 1))
 	step("the change", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3]")
 	if got := w.log.String(); !strings.Contains(got, "running on outside the cells pod ns/b1") {
 		t.Errorf("the change does not say b1 runs on outside the cells:\n%s", got)
 	}
-	w.create("b2", 4, vcAnn("B", ""), at)
+	w.create("b2", 4, vcAnn("B", ""), *at)
 	step("b2 arrives", "ns/a1@n0[0,1,2,3] ns/b1@n1[0,1,2,3] ns/b2@n2[0,1,2,3]")
 }
 
@@ -242,30 +230,19 @@ func TestTenancyCellsDropARunningGangsNode(t *testing.T) {
 // cells" line every 4 s); left outside the cells, g would let k take
 // A's cell on B's node.
 func TestTenancyKeepsUnevictableGang(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Scheduler, cfg.Placement = "las", "pal"
-	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
-	w := newWorld(t, cfg, 1, 2, 4)
-	at := time.Unix(1_700_000_000, 0)
-	work := func(a map[string]string) map[string]string {
-		a[AnnModel], a[AnnIterations] = "BERT", "100000"
-		return a
-	}
+	w, at := hivedWorld(t, "testdata/two-vcs.yaml", 2, lasPal)
 	for _, p := range []string{"g-0", "g-1"} {
-		a := gangAnn("g", 2)
-		a[AnnVC] = "A"
-		w.createWith(p, 2, work(a), at, []metav1.OwnerReference{}) // bare
+		w.createWith(p, 2, gangAnn("g", 2, AnnVC, "A", AnnModel, "BERT", AnnIterations, "100000"), *at, []metav1.OwnerReference{}) // bare
 	}
 	const g = "ns/g-0@n0[0,1] ns/g-1@n0[2,3]"
 	for r := range 2 {
-		if got := w.step(&at, "g"); got != g {
+		if got := w.step(at, "g"); got != g {
 			t.Fatalf("round %d: bound %s, want %s", r, got, g)
 		}
 	}
-	w.create("k", 4, work(vcAnn("A", "")), at)
+	w.create("k", 4, vcJob("A"), *at)
 	for r := range 6 {
-		if got := w.step(&at, "k"); got != g {
+		if got := w.step(at, "k"); got != g {
 			t.Fatalf("round %d after k: bound %s, want %s\n%s", r, got, g, w.log.String())
 		}
 	}
@@ -284,29 +261,23 @@ func TestTenancyKeepsUnevictableGang(t *testing.T) {
 // running on n0: the cells take it back too, so A's one cell stays held
 // and k (A) waits instead of taking A's cell on B's node n1.
 func TestTenancyRestartKeepsLeavingGangsCells(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
-	w := newWorld(t, cfg, 1, 2, 4)
-	at := time.Unix(1_700_000_000, 0)
+	w, at := hivedWorld(t, "testdata/two-vcs.yaml", 2)
 	for _, p := range []string{"g-0", "g-1"} {
-		a := gangAnn("g", 2)
-		a[AnnVC] = "A"
-		w.create(p, 2, a, at)
+		w.create(p, 2, gangAnn("g", 2, AnnVC, "A"), *at)
 	}
-	if got, want := w.step(&at, "g"), "ns/g-0@n0[0,1] ns/g-1@n0[2,3]"; got != want {
+	if got, want := w.step(at, "g"), "ns/g-0@n0[0,1] ns/g-1@n0[2,3]"; got != want {
 		t.Fatalf("bound %s, want %s", got, want)
 	}
 	w.finish("ns/g-0")
 	w.restart()
-	w.create("k", 4, vcAnn("A", ""), at)
+	w.create("k", 4, vcAnn("A", ""), *at)
 	for r := range 3 {
-		if got, want := w.step(&at, "k"), "ns/g-1@n0[2,3]"; got != want {
+		if got, want := w.step(at, "k"), "ns/g-1@n0[2,3]"; got != want {
 			t.Fatalf("round %d after the restart: bound %s, want %s\n%s", r, got, want, w.log.String())
 		}
 	}
 	w.finish("ns/g-1")
-	if got := w.step(&at, "g ends"); !strings.HasPrefix(got, "ns/k@") || strings.Contains(got, " ") {
+	if got := w.step(at, "g ends"); !strings.HasPrefix(got, "ns/k@") || strings.Contains(got, " ") {
 		t.Fatalf("after g: bound %s, want k alone", got)
 	}
 }

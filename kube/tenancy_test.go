@@ -2,6 +2,9 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,6 +23,60 @@ func vcAnn(vc, prio string) map[string]string {
 		a[AnnPriority] = prio
 	}
 	return a
+}
+
+// hivedWorld is a world of nodes 4-GPU nodes under tenancy hived with
+// the cells file cells (testCfg, then opts); with a cells ConfigMap
+// (withCellsConfigMap) the ConfigMap holds the file's cells from the
+// start. *at is the time of its first round.
+func hivedWorld(t *testing.T, cells string, nodes int, opts ...func(*Config)) (*world, *time.Time) {
+	t.Helper()
+	cfg := testCfg()
+	cfg.Tenancy, cfg.Cells = "hived", cells
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w := newWorld(t, cfg, 1, nodes, 4)
+	if cfg.CellsConfigMap != "" {
+		text, err := os.ReadFile(cells)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.setCells(cfg, string(text))
+	}
+	at := time.Unix(1_700_000_000, 0)
+	return w, &at
+}
+
+// lasPal has hivedWorld schedule under las with pal placement.
+func lasPal(c *Config) { c.Scheduler, c.Placement = "las", "pal" }
+
+// withCellsConfigMap has hivedWorld watch the cells ConfigMap pal-cells.
+func withCellsConfigMap(c *Config) { c.CellsConfigMap = "pal-cells" }
+
+// cellsFile writes the cells text to a file of t's and returns its path.
+func cellsFile(t *testing.T, text string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "cells.yaml")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// nodeCells is the cells text of one node cell type (4 GPUs) on nodes n0
+// to n<nodes-1> and VCs A, B, C, ... of vcCells[i] node cells each.
+func nodeCells(nodes int, vcCells ...int) string {
+	var b strings.Builder
+	b.WriteString("physicalCluster:\n  cellTypes:\n    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}\n  physicalCells:\n")
+	for i := range nodes {
+		fmt.Fprintf(&b, "  - {cellType: NODE, cellAddress: n%d}\n", i)
+	}
+	b.WriteString("virtualClusters:\n")
+	for i, n := range vcCells {
+		fmt.Fprintf(&b, "  %c: {virtualCells: [{cellType: NODE, cellNumber: %d}]}\n", 'A'+i, n)
+	}
+	return b.String()
 }
 
 // Two VCs of one 4-GPU node each under hived. FIFO by name: a-big (4

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,19 +9,7 @@ import (
 )
 
 // threeVCCells: four 4-GPU nodes n0-n3, VC A two node cells, B one, C one.
-const threeVCCells = `physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-  - {cellType: NODE, cellAddress: n2}
-  - {cellType: NODE, cellAddress: n3}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
-  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-  C: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-`
+var threeVCCells = nodeCells(4, 2, 1, 1)
 
 // A guaranteed gang whose VC's cell HiveD bound onto an opportunistic
 // bare pod's node (no cell was free when it came) waits for a preemption
@@ -33,14 +19,6 @@ virtualClusters:
 // GPU is given twice (world.step).
 func TestTenancyPreemptorOfUnevictableMovesToFreedCells(t *testing.T) {
 	bare := []metav1.OwnerReference{}
-	cordon := func(w *world, name string, on bool) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		n := w.nodes[name].DeepCopy()
-		n.Spec.Unschedulable = on
-		w.nodes[name] = n
-		w.queue = append(w.queue, worldEvent{key: "node/" + name, node: n})
-	}
 	cases := []struct {
 		name  string
 		cells string // "" : testdata/two-vcs.yaml (A and B one node cell each)
@@ -78,10 +56,7 @@ func TestTenancyPreemptorOfUnevictableMovesToFreedCells(t *testing.T) {
 		// The same on two nodes: a (A) ends and frees n0.
 		name: "finished", nodes: 2,
 		run: func(t *testing.T, w *world, at *time.Time) {
-			w.create("a", 4, vcAnn("A", ""), *at)
-			w.createWith("o", 4, vcAnn("A", "-1"), *at, bare)
-			w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
-			w.create("b", 4, vcAnn("B", ""), *at)
+			bAfterBareO(w, at)
 			w.expect(at, "b", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
 			w.finish("ns/a")
 			w.expect(at, "a finished", "ns/b@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
@@ -91,10 +66,7 @@ func TestTenancyPreemptorOfUnevictableMovesToFreedCells(t *testing.T) {
 		// uncordoned, b binds it.
 		name: "uncordoned", nodes: 2,
 		run: func(t *testing.T, w *world, at *time.Time) {
-			w.create("a", 4, vcAnn("A", ""), *at)
-			w.createWith("o", 4, vcAnn("A", "-1"), *at, bare)
-			w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
-			w.create("b", 4, vcAnn("B", ""), *at)
+			bAfterBareO(w, at)
 			w.expect(at, "b", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
 			cordon(w, "n0", true)
 			w.finish("ns/a")
@@ -109,18 +81,23 @@ func TestTenancyPreemptorOfUnevictableMovesToFreedCells(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.LeaderElection.Enabled = false
-			cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
+			file := "testdata/two-vcs.yaml"
 			if c.cells != "" {
-				cfg.Cells = filepath.Join(t.TempDir(), "cells.yaml")
-				if err := os.WriteFile(cfg.Cells, []byte(c.cells), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				file = cellsFile(t, c.cells)
 			}
-			w := newWorld(t, cfg, 1, c.nodes, 4)
-			at := time.Unix(1_700_000_000, 0)
-			c.run(t, w, &at)
+			w, at := hivedWorld(t, file, c.nodes)
+			c.run(t, w, at)
 		})
 	}
+}
+
+// bAfterBareO binds a (A) on n0 and the bare opportunistic o (A) on n1
+// under testdata/two-vcs.yaml, then creates b (B), which needs B's cell:
+// it can only bind o's node.
+func bAfterBareO(w *world, at *time.Time) {
+	w.t.Helper()
+	w.create("a", 4, vcAnn("A", ""), *at)
+	w.createWith("o", 4, vcAnn("A", "-1"), *at, []metav1.OwnerReference{}) // bare
+	w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+	w.create("b", 4, vcAnn("B", ""), *at)
 }

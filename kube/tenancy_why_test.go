@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +12,7 @@ import (
 // A and B one node cell each) and n nodes in all (n2 on: outside the
 // cells), every node labelled zone=<its name>.
 func whyWorld(t *testing.T, n int) (*world, *time.Time) {
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
-	w := newWorld(t, cfg, 1, n, 4)
-	for name, nd := range w.nodes {
-		nd.Labels = map[string]string{"zone": name}
-	}
-	at := time.Unix(1_700_000_000, 0)
-	return w, &at
+	return cellsWorld(t, "testdata/two-vcs.yaml", n)
 }
 
 // waitsOnce runs three more rounds with want bound and checks that the
@@ -60,29 +50,21 @@ func TestTenancyWhySelectorOutsideVC(t *testing.T) {
 		"gang of 1 pods (2 GPUs) waits at queue position 1 under fifo/pal-ma: 12 GPUs free; its node selector or affinity allows no node of VC A's cells")
 }
 
-// cellsWorld is whyWorld on the cells given inline (written to a file).
+// cellsWorld is whyWorld on the cells file cells.
 func cellsWorld(t *testing.T, cells string, n int) (*world, *time.Time) {
-	f := filepath.Join(t.TempDir(), "cells.yaml")
-	if err := os.WriteFile(f, []byte(cells), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Tenancy, cfg.Cells = "hived", f
-	w := newWorld(t, cfg, 1, n, 4)
+	w, at := hivedWorld(t, cells, n)
 	for name, nd := range w.nodes {
 		nd.Labels = map[string]string{"zone": name}
 	}
-	at := time.Unix(1_700_000_000, 0)
-	return w, &at
+	return w, at
 }
 
-// cordon marks a node unschedulable.
-func cordon(w *world, name string) {
+// cordon marks a node unschedulable (on) or schedulable again.
+func cordon(w *world, name string, on bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := w.nodes[name].DeepCopy()
-	n.Spec.Unschedulable = true
+	n.Spec.Unschedulable = on
 	w.nodes[name] = n
 	w.queue = append(w.queue, worldEvent{key: "node/" + name, node: n})
 }
@@ -102,30 +84,9 @@ func createOn(w *world, at time.Time, name string, gpus int, ann map[string]stri
 // bound to another VC; its VC's cells hold it only if their free GPUs
 // hold its pods whole, node by node.
 func TestTenancyWhyCells(t *testing.T) {
-	const three = `physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-  - {cellType: NODE, cellAddress: n2}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-  B: {virtualCells: [{cellType: NODE, cellNumber: 1}]}
-`
-	const twoA = `physicalCluster:
-  cellTypes:
-    NODE: {childCellType: GPU, childCellNumber: 4, isNodeLevel: true}
-  physicalCells:
-  - {cellType: NODE, cellAddress: n0}
-  - {cellType: NODE, cellAddress: n1}
-virtualClusters:
-  A: {virtualCells: [{cellType: NODE, cellNumber: 2}]}
-`
-	two, err := os.ReadFile("testdata/two-vcs.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	three := cellsFile(t, nodeCells(3, 1, 1)) // n0-n2, A and B one node cell each
+	twoA := cellsFile(t, nodeCells(2, 2))     // n0-n1, A two node cells
+	const two = "testdata/two-vcs.yaml"
 	for _, c := range []struct {
 		name  string
 		cells string
@@ -136,11 +97,11 @@ virtualClusters:
 		key, want string
 	}{{
 		// b (B) binds n0 and n1 is cordoned: a (A) could bind only n1.
-		name: "other VC's node no candidate", cells: string(two), nodes: 2,
+		name: "other VC's node no candidate", cells: two, nodes: 2,
 		before: func(w *world, at *time.Time) string {
 			w.create("b", 4, vcAnn("B", ""), *at)
 			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
-			cordon(w, "n1")
+			cordon(w, "n1", true)
 			w.create("a", 4, vcAnn("A", ""), *at)
 			return "ns/b@n0[0,1,2,3]"
 		},
@@ -149,11 +110,11 @@ virtualClusters:
 	}, {
 		// b (B, 1 GPU) binds n0, whose 3 free GPUs are B's; n1 is
 		// cordoned: a (A, 2 GPUs) has no node, though 3 GPUs are free.
-		name: "other VC's free GPUs not counted", cells: string(two), nodes: 2,
+		name: "other VC's free GPUs not counted", cells: two, nodes: 2,
 		before: func(w *world, at *time.Time) string {
 			w.create("b", 1, vcAnn("B", ""), *at)
 			w.expect(at, "b", "ns/b@n0[0]")
-			cordon(w, "n1")
+			cordon(w, "n1", true)
 			w.create("a", 2, vcAnn("A", ""), *at)
 			return "ns/b@n0[0]"
 		},
@@ -167,8 +128,8 @@ virtualClusters:
 		before: func(w *world, at *time.Time) string {
 			w.create("b", 4, vcAnn("B", ""), *at)
 			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
-			cordon(w, "n1")
-			cordon(w, "n2")
+			cordon(w, "n1", true)
+			cordon(w, "n2", true)
 			w.create("a", 4, vcAnn("A", ""), *at)
 			return "ns/b@n0[0,1,2,3]"
 		},
@@ -211,20 +172,11 @@ virtualClusters:
 // A's cell is held by g, whose pods are bare (never evicted with
 // preemptBarePods off); k (A) would preempt it under las.
 func TestTenancyWhyVictimNotEvictable(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.LeaderElection.Enabled = false
-	cfg.Scheduler, cfg.Placement = "las", "pal"
-	cfg.Tenancy, cfg.Cells = "hived", "testdata/two-vcs.yaml"
-	w := newWorld(t, cfg, 1, 2, 4)
-	at := time.Unix(1_700_000_000, 0)
-	work := func(a map[string]string) map[string]string {
-		a[AnnModel], a[AnnIterations] = "BERT", "100000"
-		return a
-	}
-	w.createWith("g", 4, work(vcAnn("A", "")), at, []metav1.OwnerReference{}) // bare
-	w.expect(&at, "g", "ns/g@n0[0,1,2,3]")
-	w.create("k", 4, work(vcAnn("A", "")), at)
-	waitsOnce(t, w, &at, "ns/g@n0[0,1,2,3]", "ns/pod:k",
+	w, at := hivedWorld(t, "testdata/two-vcs.yaml", 2, lasPal)
+	w.createWith("g", 4, vcJob("A"), *at, []metav1.OwnerReference{}) // bare
+	w.expect(at, "g", "ns/g@n0[0,1,2,3]")
+	w.create("k", 4, vcJob("A"), *at)
+	waitsOnce(t, w, at, "ns/g@n0[0,1,2,3]", "ns/pod:k",
 		"gang of 1 pods (4 GPUs) waits at queue position 1 under las/pal: 4 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, pod ns/g on them may not be evicted (preemptBarePods off)")
 }
 
@@ -233,10 +185,7 @@ func TestTenancyWhyVictimNotEvictable(t *testing.T) {
 // may not evict.
 func TestTenancyWhyOpportunisticVictimNotEvictable(t *testing.T) {
 	w, at := whyWorld(t, 2)
-	w.create("a", 4, vcAnn("A", ""), *at)
-	w.createWith("o", 4, vcAnn("A", "-1"), *at, []metav1.OwnerReference{}) // bare
-	w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
-	w.create("b", 4, vcAnn("B", ""), *at)
+	bAfterBareO(w, at)
 	waitsOnce(t, w, at, "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]", "ns/pod:b",
 		"gang of 1 pods (4 GPUs) waits at queue position 3 under fifo/pal-ma: 0 GPUs free; it needs the cells of pod ns/o, whose pods may not be evicted (preemptBarePods off)")
 }

@@ -15,26 +15,22 @@ import (
 // too. Here app x (VC A) ends after a change of the cells ConfigMap (a
 // comment added): its ρ is gone, and one policy per VC is left.
 func TestThemisVCPoliciesAfterCellsChange(t *testing.T) {
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "themis", "hived", "testdata/two-vcs.yaml", "pal-cells"
-	text, err := os.ReadFile(cfg.Cells)
+	text, err := os.ReadFile("testdata/two-vcs.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t, cfg, 1, 2, 4)
-	w.setCells(cfg, string(text))
-	at := time.Unix(1_700_000_000, 0)
-	w.create("x-0", 4, vcJob("A"), at)
-	w.create("z-0", 4, vcJob("B"), at)
-	w.expect(&at, "x and z placed", "ns/x-0@n0[0,1,2,3] ns/z-0@n1[0,1,2,3]")
+	w, at := hivedWorld(t, "testdata/two-vcs.yaml", 2, withCellsConfigMap, func(c *Config) { c.Scheduler = "themis" })
+	w.create("x-0", 4, vcJob("A"), *at)
+	w.create("z-0", 4, vcJob("B"), *at)
+	w.expect(at, "x and z placed", "ns/x-0@n0[0,1,2,3] ns/z-0@n1[0,1,2,3]")
 	if _, ok := w.s.th.rho["ns/pod:x-0"]; !ok {
 		t.Fatalf("x has no ρ: %v", w.s.th.rho)
 	}
-	w.setCells(cfg, string(text)+"# changed\n")
-	w.expect(&at, "the change", "ns/x-0@n0[0,1,2,3] ns/z-0@n1[0,1,2,3]")
+	w.setCells(w.s.cfg, string(text)+"# changed\n")
+	w.expect(at, "the change", "ns/x-0@n0[0,1,2,3] ns/z-0@n1[0,1,2,3]")
 	w.finish("ns/x-0")
-	w.expect(&at, "x ends", "ns/z-0@n1[0,1,2,3]")
-	w.expect(&at, "x gone", "ns/z-0@n1[0,1,2,3]")
+	w.expect(at, "x ends", "ns/z-0@n1[0,1,2,3]")
+	w.expect(at, "x gone", "ns/z-0@n1[0,1,2,3]")
 	if r, ok := w.s.th.rho["ns/pod:x-0"]; ok {
 		t.Errorf("x left, and its ρ %v is still exported (%d VC policies)", r, len(w.s.th.vcs))
 	}
@@ -51,22 +47,15 @@ func TestThemisVCPoliciesAfterCellsChange(t *testing.T) {
 // the old ones' leases (Honour), so x keeps its node until its lease ends
 // and is evicted for y at the round its lease ends.
 func TestThemisVCLeasesSurviveCellsChange(t *testing.T) {
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Tenancy, cfg.Cells, cfg.CellsConfigMap = "themis", "hived", "testdata/two-vcs.yaml", "pal-cells"
-	cfg.Themis.Lease.Duration = 60 * time.Second
-	text, err := os.ReadFile(cfg.Cells)
+	text, err := os.ReadFile("testdata/two-vcs.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorld(t, cfg, 1, 2, 4)
-	w.setCells(cfg, string(text))
-	t0 := time.Unix(1_700_000_000, 0)
+	w, t0 := themisVCWorld(t, withCellsConfigMap)
 	at := t0
-	w.create("x-0", 4, vcJob("A"), at)
-	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
-	w.create("y-0", 4, vcJob("A"), at)
+	xThenY(w, &at)
 	w.expect(&at, "y arrives", "ns/x-0@n0[0,1,2,3]")
-	w.setCells(cfg, string(text)+"# changed\n")
+	w.setCells(w.s.cfg, string(text)+"# changed\n")
 	xKeepsItsLease(t, w, &at, t0)
 }
 
@@ -80,9 +69,7 @@ func TestThemisVCLeasesSurviveCellsChange(t *testing.T) {
 func TestThemisVCLeasesSurviveRestart(t *testing.T) {
 	w, t0 := themisVCWorld(t)
 	at := t0
-	w.create("x-0", 4, vcJob("A"), at)
-	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
-	w.create("y-0", 4, vcJob("A"), at)
+	xThenY(w, &at)
 	w.expect(&at, "y arrives", "ns/x-0@n0[0,1,2,3]")
 	w.expect(&at, "y waits", "ns/x-0@n0[0,1,2,3]")
 	w.restart()
@@ -186,11 +173,19 @@ func TestThemisVCKeepsRunningGangsOnTheirLeases(t *testing.T) {
 func TestThemisVCLeaseOnPodsFromTheBind(t *testing.T) {
 	w, t0 := themisVCWorld(t)
 	at := t0
-	w.create("x-0", 4, vcJob("A"), at)
-	w.expect(&at, "x placed", "ns/x-0@n0[0,1,2,3]") // t0+10 s: lease until t0+70 s
-	w.create("y-0", 4, vcJob("A"), at)
+	xThenY(w, &at)
 	w.restart()
 	xKeepsItsLease(t, w, &at, t0)
+}
+
+// xThenY creates VC A's x-0 (4 GPUs), runs the round that places it on
+// n0 (at t0+10 s: its lease until t0+70 s), and creates A's y-0 (4
+// GPUs), which only x's node can take.
+func xThenY(w *world, at *time.Time) {
+	w.t.Helper()
+	w.create("x-0", 4, vcJob("A"), *at)
+	w.expect(at, "x placed", "ns/x-0@n0[0,1,2,3]")
+	w.create("y-0", 4, vcJob("A"), *at)
 }
 
 // vcJob is the annotations of a long BERT gang of VC vc.
@@ -199,10 +194,12 @@ func vcJob(vc string) map[string]string {
 }
 
 // themisVCWorld is two 4-GPU nodes under hived (testdata/two-vcs.yaml)
-// with a Themis of 60 s leases per VC; t0 is its first round.
-func themisVCWorld(t *testing.T) (*world, time.Time) {
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Tenancy, cfg.Cells = "themis", "hived", "testdata/two-vcs.yaml"
-	cfg.Themis.Lease.Duration = 60 * time.Second
-	return newWorld(t, cfg, 1, 2, 4), time.Unix(1_700_000_000, 0)
+// with a Themis of 60 s leases per VC, then opts; t0 is its first round.
+func themisVCWorld(t *testing.T, opts ...func(*Config)) (*world, time.Time) {
+	themis := func(c *Config) {
+		c.Scheduler = "themis"
+		c.Themis.Lease.Duration = 60 * time.Second
+	}
+	w, at := hivedWorld(t, "testdata/two-vcs.yaml", 2, append([]func(*Config){themis}, opts...)...)
+	return w, *at
 }

@@ -28,13 +28,9 @@ func TestEqualPriorityNeverPreempted(t *testing.T) {
 	}
 }
 
-// A VC's view is its private cluster node by node: the same number of
-// nodes, of the same sizes, in the same order (the VC layer runs the VC's
-// placer on the view, the private run on PrivateConfig's cluster). The
-// VCs below mix levels: a rack (two nodes), pairs below a node (each its
-// own view node of 2), single GPUs (view nodes of 1), and a pinned node.
-func TestViewIsThePrivateCluster(t *testing.T) {
-	const yml = `
+// mixedCells mixes levels: racks of two nodes of two pairs of two GPUs;
+// VC A two pairs and a rack, B three single GPUs and pinned node n5.
+const mixedCells = `
 physicalCluster:
   cellTypes:
     PAIR: {childCellType: GPU, childCellNumber: 2}
@@ -48,7 +44,14 @@ virtualClusters:
   A: {virtualCells: [{cellType: RACK.NODE.PAIR, cellNumber: 2}, {cellType: RACK, cellNumber: 1}]}
   B: {virtualCells: [{cellType: RACK.NODE.PAIR.GPU, cellNumber: 3}], pinnedCells: [{pinnedCellId: P}]}
 `
-	s := mustNew(t, yml)
+
+// A VC's view is its private cluster node by node: the same number of
+// nodes, of the same sizes, in the same order (the VC layer runs the VC's
+// placer on the view, the private run on PrivateConfig's cluster). The
+// VCs below mix levels: a rack (two nodes), pairs below a node (each its
+// own view node of 2), single GPUs (view nodes of 1), and a pinned node.
+func TestViewIsThePrivateCluster(t *testing.T) {
+	s := mustNew(t, mixedCells)
 	// Hand count: A = rack (nodes of 4, 4) first (bigger cells first),
 	// then two pairs (2, 2); B = three GPUs (1, 1, 1), then pinned node (4).
 	want := map[string][]int{"A": {4, 4, 2, 2}, "B": {1, 1, 1, 4}}
@@ -160,21 +163,7 @@ func TestCommitKeepsToAllowedNodesOnBoundLeaves(t *testing.T) {
 // other GPUs stay unbound, as do n2 and n3; n5, B's pinned cell, is B's
 // for good. A node outside the cells has no devices.
 func TestNodeDevices(t *testing.T) {
-	const yml = `
-physicalCluster:
-  cellTypes:
-    PAIR: {childCellType: GPU, childCellNumber: 2}
-    NODE: {childCellType: PAIR, childCellNumber: 2, isNodeLevel: true}
-    RACK: {childCellType: NODE, childCellNumber: 2}
-  physicalCells:
-  - {cellType: RACK, cellChildren: [{cellAddress: n0}, {cellAddress: n1}]}
-  - {cellType: RACK, cellChildren: [{cellAddress: n2}, {cellAddress: n3}]}
-  - {cellType: RACK, cellChildren: [{cellAddress: n4}, {cellAddress: n5, pinnedCellId: P}]}
-virtualClusters:
-  A: {virtualCells: [{cellType: RACK.NODE.PAIR, cellNumber: 2}, {cellType: RACK, cellNumber: 1}]}
-  B: {virtualCells: [{cellType: RACK.NODE.PAIR.GPU, cellNumber: 3}], pinnedCells: [{pinnedCellId: P}]}
-`
-	s := mustNew(t, yml)
+	s := mustNew(t, mixedCells)
 	mustPlace(t, s, Request{Group: "a", VC: "A", Pods: []int{4}})
 	mustPlace(t, s, Request{Group: "b", VC: "B", Pods: []int{1}})
 	want := map[string]string{"n0": "AAAA", "n1": "AAAA", "n2": "----", "n3": "----", "n4": "B---", "n5": "BBBB", "nx": ""}
