@@ -174,14 +174,8 @@ func (c *Config) validateAppliedCells() error {
 		return nil
 	}
 	n := AppliedCellsConfigMap(c.CellsConfigMap)
-	for _, o := range []struct{ field, name string }{
-		{"variabilityConfigMap", c.VariabilityConfigMap},
-		{"learnedScoresConfigMap", c.LearnedScoresConfigMap},
-		{"evictedWorkConfigMap", c.EvictedWorkConfigMap},
-	} {
-		if n == o.name {
-			return fmt.Errorf("field cellsConfigMap: the cells in force are kept in %s, which is the %s; the scheduler would overwrite it", quote.Value(n), o.field)
-		}
+	if f := c.configMapField(n); f != "" {
+		return fmt.Errorf("field cellsConfigMap: the cells in force are kept in %s, which is the %s; the scheduler would overwrite it", quote.Value(n), f)
 	}
 	return nil
 }

@@ -361,14 +361,25 @@ func (c *Config) validateEvictedWork() error {
 	if n == "" {
 		return nil
 	}
+	if f := c.configMapField(n, "evictedWorkConfigMap"); f != "" {
+		return fmt.Errorf("field evictedWorkConfigMap: %s is the %s; the scheduler would overwrite it", quote.Value(n), f)
+	}
+	return nil
+}
+
+// configMapField names the field of another ConfigMap the scheduler
+// reads or keeps that is called name ("" none), leaving out the fields
+// in but: a ConfigMap the scheduler writes must not be one of them.
+func (c *Config) configMapField(name string, but ...string) string {
 	for _, o := range []struct{ field, name string }{
 		{"variabilityConfigMap", c.VariabilityConfigMap},
 		{"learnedScoresConfigMap", c.LearnedScoresConfigMap},
 		{"cellsConfigMap", c.CellsConfigMap},
+		{"evictedWorkConfigMap", c.EvictedWorkConfigMap},
 	} {
-		if n == o.name {
-			return fmt.Errorf("field evictedWorkConfigMap: %s is the %s; the scheduler would overwrite it", quote.Value(n), o.field)
+		if o.name == name && !slices.Contains(but, o.field) {
+			return o.field
 		}
 	}
-	return nil
+	return ""
 }
