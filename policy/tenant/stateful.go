@@ -206,19 +206,56 @@ func (h *HiveD) Leaving(j *workload.Job) bool {
 // Kubernetes scheduler's bare pods): kept, the reservation would wait for
 // them forever while other cells free.
 func (h *HiveD) CancelPreemption(j *workload.Job) bool {
-	name := groupName(j.ID)
-	if !h.held[j.ID] || !h.s.IsPreempting(name) {
+	if h.victimsOf(j) == nil {
 		return false
 	}
-	victims := h.s.Preempting()[name]
-	h.Finish(j)
+	h.Finish(j) // reprieves its victims
+	return true
+}
+
+// Preemptors lists, by id, the jobs that hold cells while their victims
+// leave. A driver finishes one that is gone (a deleted gang that waited
+// on its victims): kept, its reservation and its victims' leaving would
+// outlive it.
+func (h *HiveD) Preemptors() []*workload.Job {
+	var out []*workload.Job
+	for name := range h.s.Preempting() {
+		if j := h.jobs[atoi(name)]; j != nil {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b *workload.Job) int { return a.ID - b.ID })
+	return out
+}
+
+// victimsOf lists the victims job j waits for while it holds its cells
+// preempting; nil when it is not preempting.
+func (h *HiveD) victimsOf(j *workload.Job) []string {
+	name := groupName(j.ID)
+	if !h.held[j.ID] || !h.s.IsPreempting(name) {
+		return nil
+	}
+	v := h.s.Preempting()[name]
+	if v == nil {
+		v = []string{} // preempting, its victims all gone
+	}
+	return v
+}
+
+// reprieve ends the leaving of the victims a withdrawn or finished
+// preemptor waited for (victimsOf, read before its release) that no
+// other preemptor waits for: the cells gave them back what it held of
+// theirs, and they run on.
+func (h *HiveD) reprieve(victims []string) {
+	if len(victims) == 0 {
+		return
+	}
 	still := h.s.Leaving()
 	for _, v := range victims {
 		if !slices.Contains(still, v) {
 			delete(h.leaving, atoi(v))
 		}
 	}
-	return true
 }
 
 // Adopt takes a job that already runs on GPUs (cluster ids) the stage did

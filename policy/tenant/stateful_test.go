@@ -258,3 +258,46 @@ func TestHiveDCancelPreemption(t *testing.T) {
 		t.Fatalf("round 4: %v (g on n0, o running on n1)", out)
 	}
 }
+
+// A preemptor finished while it waits for its victims (a driver's gang
+// deleted while it waits) lets them go, by hand on one 4-GPU node (VC V
+// one node cell): the opportunistic o binds GPUs 0-1; g (V, 4 GPUs)
+// binds V's cell there and waits for o, which the driver never evicts
+// (it keeps o out of the stage's order, as the Kubernetes driver does a
+// bare pod). g is gone: the driver finishes it (Preemptors names it).
+// Then o is no longer leaving, the cells are consistent, and the
+// opportunistic p binds the GPUs beside o.
+func TestHiveDFinishPreemptor(t *testing.T) {
+	l := layoutOf(t, oneNode)
+	h, err := NewHiveD(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetVictimsLeaveOnFinish()
+	o := workload.NewJob(job(0, "V", tenancy.Opportunistic, 2, 2, 0, 10))
+	g := workload.NewJob(job(1, "V", 0, 4, 4, 0, 10))
+	p := workload.NewJob(job(2, "V", tenancy.Opportunistic, 1, 1, 0, 10))
+	if out := drive(t, h, l, []*workload.Job{o}); fmt.Sprint(out) != "[[0 1]]" {
+		t.Fatalf("round 1: %v", out)
+	}
+	if out := drive(t, h, l, []*workload.Job{g}); out[0] != nil || !h.Leaving(o) {
+		t.Fatalf("round 2: %v, o leaving %v (g must wait on o)", out, h.Leaving(o))
+	}
+	pre := h.Preemptors()
+	if len(pre) != 1 || pre[0] != g {
+		t.Fatalf("preemptors %v, want g alone", pre)
+	}
+	h.Finish(g)
+	if h.Leaving(o) {
+		t.Fatal("o still leaving after its only preemptor finished")
+	}
+	if pre := h.Preemptors(); len(pre) != 0 {
+		t.Fatalf("preemptors %v after g finished", pre)
+	}
+	if err := h.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if out := drive(t, h, l, []*workload.Job{o, p}); fmt.Sprint(out) != "[[0 1] [2]]" {
+		t.Fatalf("round 3: %v (o running on GPUs 0-1, p beside it)", out)
+	}
+}

@@ -818,8 +818,13 @@ func (h *HiveD) SetQuarantine(g int, on bool) error {
 	return fmt.Errorf("tenant: GPU %d is in no cell", g)
 }
 
-// Finish implements policy.Tenancy.
+// Finish implements policy.Tenancy. A job finished while it preempts
+// (a driver's gang deleted while it waits) gives its cells back to its
+// victims still on them, and those no other preemptor waits for are no
+// longer leaving (reprieve).
 func (h *HiveD) Finish(j *workload.Job) {
+	victims := h.victimsOf(j)
+	defer h.reprieve(victims)
 	delete(h.pre, j.ID)
 	delete(h.leaving, j.ID)
 	if h.held[j.ID] {
