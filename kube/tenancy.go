@@ -129,6 +129,9 @@ type tenancyStage struct {
 	// running. Before, the cells ConfigMap's cells are those in force
 	// from the start (watchCells), not a change under running gangs.
 	begun bool
+	// blocked: the preemptions unblock withdrew this round, by
+	// preemptor job id: the fixed gangs among its victims (why).
+	blocked map[int][]int
 	// whyR: what the wait reasons read of the cells (why).
 	whyR whyRound
 	// quotaUsed: under quota, each VC's guaranteed GPUs after the round's
@@ -139,7 +142,7 @@ type tenancyStage struct {
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
-	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, fixed: map[int]bool{}, quotaUsed: map[string]int{}}
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, fixed: map[int]bool{}, blocked: map[int][]int{}, quotaUsed: map[string]int{}}
 	// Each VC's placer keeps a gang's pods whole inside nodes, as the
 	// simulator's tenancy runs do (the cells bind the GPUs it answers, so
 	// the round may not re-cut them into pods elsewhere), and leaves a
@@ -399,7 +402,6 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		sub = append(sub, j)
 		at = append(at, i)
 	}
-	t.unblock(sub)
 	saved := make([][]int, len(sub))
 	for i, j := range sub {
 		saved[i] = j.GPUsHeld
@@ -416,6 +418,7 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 		}
 	}
 	got := t.stage.Place(env, sub, placer)
+	t.unblock(sub, got)
 	var fresh []int // indices in sub of the gangs placed afresh
 	for i, j := range sub {
 		j.GPUsHeld = saved[i]
@@ -506,16 +509,23 @@ func (t *tenancyStage) partlyIn(j *workload.Job, fromSnap map[int]int) bool {
 	return ok && !demoted
 }
 
-// unblock withdraws the preemptions that wait on gangs the round may not
-// evict (fixed: bare pods, or a Job it would fail, with preemptBarePods
-// off), before the stage places the round. Kept, such a reservation
-// would wait forever, the gang held to the cells it chose when it came
-// (HiveD binds a VC's cell to one with opportunistic pods on it only when
-// none is free), while cells that free later went to gangs behind it.
-// Withdrawn, the gang is placed afresh each round as any waiting gang:
-// on cells that have freed if there are any, or on the same victims'
-// cells again (it waits, and why names them).
-func (t *tenancyStage) unblock(sub []*workload.Job) {
+// unblock withdraws, right after the stage placed the round, the
+// preemptions that wait on gangs the round may not evict (fixed: bare
+// pods, or a Job it would fail, with preemptBarePods off), and records in
+// blocked which fixed gangs each preemptor waits on (why names them).
+// Kept, such a preemption could never complete, yet the round would
+// evict its other victims (their answer is nil while they leave) for a
+// gang that still cannot run, and evict them again each time they came
+// back; and the reservation would hold the preemptor to the cells it
+// chose when it came (HiveD binds a VC's cell to one with opportunistic
+// pods on it only when none is free) while cells that free later went to
+// gangs behind it. Withdrawn, the victims keep their cells and the GPUs
+// they hold (got is set to them: a nil answer would evict them), and the
+// preemptor is placed afresh next round as any waiting gang: on cells
+// that have freed if there are any, or on the same victims' cells again
+// (withdrawn again, it waits).
+func (t *tenancyStage) unblock(sub []*workload.Job, got [][]int) {
+	clear(t.blocked)
 	if len(t.fixed) == 0 {
 		return
 	}
@@ -523,10 +533,29 @@ func (t *tenancyStage) unblock(sub []*workload.Job) {
 	if len(pre) == 0 {
 		return
 	}
+	var victims []int // the other victims of the preemptions withdrawn
 	for _, j := range sub {
-		vs := pre[strconv.Itoa(j.ID)]
-		if slices.ContainsFunc(vs, func(v string) bool { id, err := strconv.Atoi(v); return err == nil && t.fixed[id] }) {
-			t.hived.CancelPreemption(j)
+		var fixed, others []int
+		for _, v := range pre[strconv.Itoa(j.ID)] {
+			if id, err := strconv.Atoi(v); err == nil && t.fixed[id] {
+				fixed = append(fixed, id)
+			} else if err == nil {
+				others = append(others, id)
+			}
+		}
+		if len(fixed) > 0 && t.hived.CancelPreemption(j) {
+			t.blocked[j.ID] = fixed
+			victims = append(victims, others...)
+		}
+	}
+	if len(victims) == 0 {
+		return
+	}
+	for i, j := range sub {
+		// A victim no other preemptor waits for runs on where it runs
+		// (j.GPUsHeld: the cells' numbering here).
+		if got[i] == nil && j.GPUsHeld != nil && t.held[j.ID] != nil && slices.Contains(victims, j.ID) && !t.hived.Leaving(j) {
+			got[i] = slices.Clone(j.GPUsHeld)
 		}
 	}
 }
@@ -776,9 +805,9 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 
 // why names, under hived, what keeps a waiting gang out of the cells, for
 // its wait message ("" when none of these holds: it waits for its turn
-// or for GPUs to free): the gang it preempts on its cells may not be
-// evicted; its node selector or affinity allows no node of its VC's
-// cells; its VC's cells cannot hold it (the VC's guaranteed GPUs in use,
+// or for GPUs to free): the cells it needs hold a gang the round may not
+// evict (unblock withdrew its preemption); its node selector or affinity
+// allows no node of its VC's cells; its VC's cells cannot hold it (the VC's guaranteed GPUs in use,
 // or too few free on any one node for its pods); or its candidate nodes
 // (of its VC's cell types, allowed to it, and for a guaranteed gang not
 // bound to another VC) that are cordoned or not ready leave too few free
@@ -807,16 +836,8 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		slices.Sort(out)
 		return strings.Join(out, ", ")
 	}
-	fixedOf := func(groups []string) []int {
-		var out []int
-		for _, v := range groups {
-			if id, err := strconv.Atoi(v); err == nil && t.fixed[id] {
-				out = append(out, id)
-			}
-		}
-		return out
-	}
-	if f := fixedOf(w.pre[strconv.Itoa(j.ID)]); len(f) > 0 {
+	if f := t.blocked[j.ID]; len(f) > 0 {
+		// Its preemption was withdrawn (unblock): it needs their cells.
 		return "it needs the cells of " + names(f) + ", whose pods may not be evicted (preemptBarePods off)"
 	}
 	if t.held[j.ID] != nil {
@@ -938,15 +959,13 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	return ""
 }
 
-// whyRound is what why reads of the cells, once a round: the preemptions
-// in progress, each VC's GPU pools with their leaves free of guaranteed
-// groups, the kinds of each cells node, and each node's GPUs with the VC
-// they are bound to.
+// whyRound is what why reads of the cells, once a round: each VC's GPU
+// pools with their leaves free of guaranteed groups, the kinds of each
+// cells node, and each node's GPUs with the VC they are bound to.
 type whyRound struct {
 	snap  *snapshot
 	l     *tenant.Layout
 	c     *tenancy.Scheduler
-	pre   map[string][]string
 	pools map[string][]whyPool
 	kinds [][]tenancy.NodeKind   // by cells node index
 	devs  [][]tenancy.NodeDevice // by cells node index, read when first asked for (devices)
@@ -977,7 +996,7 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 		return w
 	}
 	c := t.hived.Cells()
-	w.snap, w.c, w.pre, w.pools = snap, c, c.Preempting(), map[string][]whyPool{}
+	w.snap, w.c, w.pools = snap, c, map[string][]whyPool{}
 	if w.l != t.l {
 		w.l = t.l
 		w.kinds = make([][]tenancy.NodeKind, len(t.l.Cluster.Nodes))
