@@ -328,6 +328,15 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 			delete(t.held, id)
 		}
 	}
+	if t.hived != nil {
+		// A gang deleted while it preempts (it holds cells, not GPUs):
+		// its reservation goes, and its victims stop leaving.
+		for _, j := range t.hived.Preemptors() {
+			if !live[j.ID] && t.held[j.ID] == nil {
+				t.stage.Finish(j)
+			}
+		}
+	}
 	if (t.mode == "hived-pm" || t.mode == "hived-speed") && scores != nil && scores != t.scores {
 		t.scores = scores
 		var sc policy.Scores
