@@ -295,8 +295,10 @@ func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node) {
 
 // sync maps the cells' GPUs onto this round's cluster, tells HiveD which
 // cells nodes are gone or back, gives hived-pm and hived-speed the round's scores in the
-// cells' numbering, and releases the cells of gangs that left.
-func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]bool) error {
+// cells' numbering, and releases the cells of gangs that left. live:
+// the job ids of the gangs with a pod bound or pending; holding: those
+// with a pod bound (or its bind assumed).
+func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live, holding map[int]bool) error {
 	lc := t.l.Cluster
 	t.toSnap = slices.Grow(t.toSnap[:0], lc.Size())[:lc.Size()]
 	for i := range t.toSnap {
@@ -323,7 +325,12 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live map[int]
 		}
 	}
 	for id, j := range t.held {
-		if !live[id] {
+		// A preempted gang none of whose pods is bound any more has left,
+		// even if a pod of the same name waits (a StatefulSet's, made
+		// again by its controller before this round): that pod is a new
+		// gang for the cells, under the same job id. Kept, the victim
+		// would leave forever, and its preemptor wait for it.
+		if !live[id] || t.hived != nil && t.hived.Leaving(j) && !holding[id] {
 			t.stage.Finish(j)
 			delete(t.held, id)
 		}
@@ -578,10 +585,13 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	}
 	// A gang holds its cells while any of its pods holds GPUs or waits for
 	// them; one all of whose pods finished (a Job keeps them) holds none.
-	live := map[int]bool{}
+	live, holding := map[int]bool{}, map[int]bool{}
 	for _, g := range snap.Gangs {
 		if g.Job != nil && len(g.Bound)+len(g.Pending) > 0 {
 			live[g.Job.ID] = true
+		}
+		if g.Job != nil && len(g.Bound) > 0 {
+			holding[g.Job.ID] = true
 		}
 	}
 	// adopt: the gangs adoptRunning may take in, in the round's order:
@@ -607,7 +617,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 		adopt = append(adopt, j)
 		kept = append(kept, j)
 	}
-	if err := s.ten.sync(snap, s.scores, live); err != nil {
+	if err := s.ten.sync(snap, s.scores, live, holding); err != nil {
 		s.log.Error("round: tenancy", "err", err)
 	}
 	if s.ten.reshaped {
