@@ -97,6 +97,30 @@ func rowsText(rows []kube.ForecastRow) []string {
 	return out
 }
 
+// readOnlyForecast starts a scheduler on objs under backfill mode, reads
+// the cluster without running a round, and forecasts at t0 + 300 s (300 s
+// after the hand cluster's gang a was bound). It returns the forecast's
+// state and the clientset, whose actions tell whether anything was
+// written.
+func readOnlyForecast(t *testing.T, objs []runtime.Object, mode string) (*kube.ForecastState, *fake.Clientset) {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	s, err := kube.New(handConfig(t, mode), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Forecast(t0.Add(300 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, cs
+}
+
 // Read-only, 300 s after a was bound: a has 700 s left (its time since
 // its bind-info's round), so g starts at +700 (t0 + 1000) and ends at
 // +1200; strict order keeps s1500 behind g until g ends (+1200, ending
@@ -108,20 +132,7 @@ func TestForecastReadOnlyHandCase(t *testing.T) {
 		"2 ns/s1500 start 1200 end 2700: behind gang ns/g, which waits (strict order)",
 	}
 	for _, mode := range []string{"none", "easy"} {
-		cs := fake.NewClientset(handCluster(t, "1500")...)
-		s, err := kube.New(handConfig(t, mode), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if err := s.Read(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st, err := s.Forecast(t0.Add(300 * time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, cs := readOnlyForecast(t, handCluster(t, "1500"), mode)
 		rows, err := Run(st)
 		if err != nil {
 			t.Fatal(err)
@@ -251,20 +262,7 @@ func TestSchedulerForecastGaugeOfAnInvalidName(t *testing.T) {
 // 2402 (1652.5). drain=n3 leaves 12 GPUs: g never starts, nor s1500 behind
 // it. drain=n0 is refused (a spans n0 and n1).
 func TestWhatIfHandCase(t *testing.T) {
-	cs := fake.NewClientset(handCluster(t, "1500")...)
-	s, err := kube.New(handConfig(t, "none"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := s.Read(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Forecast(t0.Add(300 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := readOnlyForecast(t, handCluster(t, "1500"), "none")
 	sum := func(st *kube.ForecastState) (whatif.Summary, []string) {
 		rows, err := Run(st)
 		if err != nil {
@@ -312,20 +310,7 @@ func TestWhatIfHandCase(t *testing.T) {
 // starts spread (p10 < p90), keep their order, fall on round boundaries
 // (100 s), and the same seed gives the same spread.
 func TestNoisyHandCase(t *testing.T) {
-	cs := fake.NewClientset(handCluster(t, "1500")...)
-	s, err := kube.New(handConfig(t, "none"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := s.Read(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Forecast(t0.Add(300 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := readOnlyForecast(t, handCluster(t, "1500"), "none")
 	flat, err := Noisy(st, 5, 0, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -371,20 +356,7 @@ func TestNoisyHandCase(t *testing.T) {
 // copies of the cluster's gangs (8, 16 or 2 GPUs), and about rate x
 // horizon of them (60 an hour over 30 days: 43,200, within 2%).
 func TestAssumedArrivals(t *testing.T) {
-	cs := fake.NewClientset(handCluster(t, "1500")...)
-	s, err := kube.New(handConfig(t, "none"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := s.Read(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Forecast(t0.Add(300 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := readOnlyForecast(t, handCluster(t, "1500"), "none")
 	rows, err := RunWith(st, Options{ArrivalsPerHour: 60, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -438,20 +410,7 @@ func TestForecastKeptGang(t *testing.T) {
 		"1 ns/g start 700 end 1200: does not fit: needs 16 GPUs, 8 free",
 		"2 ns/s1500 start 1200 end 2700: would hold GPUs gang ns/g's reservation needs past its time",
 	}
-	cs := fake.NewClientset(bareA(handCluster(t, "1500"))...)
-	s, err := kube.New(handConfig(t, "easy"), cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := s.Read(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.Forecast(t0.Add(300 * time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := readOnlyForecast(t, bareA(handCluster(t, "1500")), "easy")
 	rows, err := Run(st)
 	if err != nil {
 		t.Fatal(err)
