@@ -826,12 +826,14 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 // its wait message ("" when none of these holds: it waits for its turn
 // or for GPUs to free): the cells it needs hold a gang the round may not
 // evict (unblock withdrew its preemption); its node selector or affinity
-// allows no node of its VC's cells; its VC's cells cannot hold it (the VC's guaranteed GPUs in use,
-// or too few free on any one node for its pods); or its candidate nodes
-// (of its VC's cell types, allowed to it, and for a guaranteed gang not
-// bound to another VC) that are cordoned or not ready leave too few free
-// GPUs on the others. The text changes only when the reason does
-// (Scheduler.wait sends an event per new text).
+// allows no node of the cells it may use; those cells cannot hold it (the
+// VC's guaranteed GPUs in use or on bad hardware, a failed node or a
+// quarantined GPU, or too few free on any one node for its pods; for an
+// opportunistic gang, the GPUs of its leaf type across the cluster); or
+// its candidate nodes (of those cells' kinds, allowed to it, and for a
+// guaranteed gang not bound to another VC) that are cordoned or not
+// ready leave too few free GPUs on the others. The text changes only
+// when the reason does (Scheduler.wait sends an event per new text).
 func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	if t.quota != nil && j.VC != "" && j.VCPriority != tenancy.Opportunistic {
 		// Under quota: its VC's guaranteed GPUs are in use.
@@ -843,7 +845,6 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	if t.hived == nil || j.VC == "" {
 		return ""
 	}
-	c := t.hived.Cells()
 	w := t.whyNow(snap)
 	names := func(ids []int) string {
 		out := make([]string, 0, len(ids))
@@ -862,32 +863,6 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	if t.held[j.ID] != nil {
 		return "" // it holds its cells: its victims are leaving
 	}
-	pools, ok := w.pools[j.VC]
-	if !ok {
-		ps, err := c.Pools(j.VC)
-		if err != nil {
-			return ""
-		}
-		for _, p := range ps {
-			if !p.GPU {
-				continue
-			}
-			sum := whyPool{kind: tenancy.NodeKind{LeafType: p.LeafType, Pinned: p.Pinned}}
-			for _, n := range p.Nodes {
-				free := 0
-				for _, v := range n.Leaves {
-					sum.total++
-					if !v.Busy() {
-						free++
-					}
-				}
-				sum.free += free
-				sum.nodes = append(sum.nodes, free)
-			}
-			pools = append(pools, sum)
-		}
-		w.pools[j.VC] = pools
-	}
 	// A gang's pods are alike: pods of per GPUs each, none across the
 	// VC's view nodes (each binds inside one node).
 	per := j.PodGPUs
@@ -895,19 +870,38 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		per = max(j.GPUs, 1)
 	}
 	pods := j.GPUs / per
+	// The cells it may be given: a guaranteed gang its VC's pools of the
+	// leaf type or pinned cell it names; an opportunistic one any chain
+	// of its leaf type across the cluster (HiveD places it on any free
+	// physical GPU of a healthy node, bound to a VC or not).
+	opp := j.VCPriority == tenancy.Opportunistic
+	scope := "VC " + j.VC + "'s cells"
 	var kinds []tenancy.NodeKind
-	free, total, best, room := 0, 0, 0, 0 // room: the most of its pods one pool has room for
-	for _, p := range pools {
-		if p.kind.Pinned != j.PinnedCell || j.LeafCellType != "" && p.kind.LeafType != j.LeafCellType {
-			continue
+	var pools []whyPool
+	if opp {
+		scope = "the cells"
+		if j.LeafCellType != "" {
+			scope += " of leaf type " + j.LeafCellType
 		}
-		kinds = append(kinds, p.kind)
-		free, total, best = free+p.free, total+p.total, max(best, p.free)
-		r := 0
-		for _, f := range p.nodes {
-			r += f / per
+		for _, ks := range w.kinds {
+			for _, k := range ks {
+				if k.Pinned == "" && (j.LeafCellType == "" || k.LeafType == j.LeafCellType) && !slices.Contains(kinds, k) {
+					kinds = append(kinds, k)
+				}
+			}
 		}
-		room = max(room, r)
+	} else {
+		all, ok := w.vcPools(t, j.VC)
+		if !ok {
+			return ""
+		}
+		for _, p := range all {
+			if p.kind.Pinned != j.PinnedCell || j.LeafCellType != "" && p.kind.LeafType != j.LeafCellType {
+				continue
+			}
+			kinds = append(kinds, p.kind)
+			pools = append(pools, p)
+		}
 	}
 	allowed, picky := t.allowed[j.ID]
 	var cand []int // cells node indices of its kinds, allowed to it
@@ -920,10 +914,37 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		}
 	}
 	if picky && len(cand) == 0 {
-		return "its node selector or affinity allows no node of VC " + j.VC + "'s cells"
+		return "its node selector or affinity allows no node of " + scope
 	}
-	if j.VCPriority != tenancy.Opportunistic && (best < j.GPUs || room < pods) {
-		msg := fmt.Sprintf("VC %s's cells cannot hold it: %d of their %d GPUs free", j.VC, free, total)
+	if opp {
+		pools = t.oppPools(w, snap, cand, kinds)
+	}
+	free, total, best, room := 0, 0, 0, 0 // room: the most of its pods one pool has room for
+	off, quar := 0, 0                     // GPUs no gang holds on failed nodes, quarantined
+	var downNodes []string
+	for _, p := range pools {
+		free, total, best = free+p.free, total+p.total, max(best, p.free)
+		off, quar = off+p.down, quar+p.quar
+		for _, n := range p.downNodes {
+			if !slices.Contains(downNodes, n) {
+				downNodes = append(downNodes, n)
+			}
+		}
+		r := 0
+		for _, f := range p.nodes {
+			r += f / per
+		}
+		room = max(room, r)
+	}
+	if best < j.GPUs || room < pods {
+		msg := fmt.Sprintf("%s cannot hold it: %d of their %d GPUs free", scope, free, total)
+		if off > 0 {
+			slices.Sort(downNodes)
+			msg += fmt.Sprintf(", %d on nodes cordoned or not ready (%s)", off, strings.Join(downNodes, ", "))
+		}
+		if quar > 0 {
+			msg += fmt.Sprintf(", %d quarantined", quar)
+		}
 		switch {
 		case best >= j.GPUs && room == 0:
 			msg += fmt.Sprintf(", but no node of them has %d free for a pod", per)
@@ -932,7 +953,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		}
 		var fixed []int
 		for id := range t.fixed {
-			if h := t.held[id]; h != nil && h.VC == j.VC && h.VCPriority != tenancy.Opportunistic {
+			if h := t.held[id]; !opp && h != nil && h.VC == j.VC && h.VCPriority != tenancy.Opportunistic {
 				fixed = append(fixed, id)
 			}
 		}
@@ -944,14 +965,15 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	// The candidates: for a guaranteed gang, the nodes with GPUs of its
 	// kinds bound to its VC or to none (an unbound cell may bind any VC's
 	// virtual cell that fits it), not those bound to another VC; an
-	// opportunistic gang may use any GPU of its kinds, bound or not.
+	// opportunistic gang may use any GPU of its kinds, bound or not, and
+	// a quarantined one (which no guaranteed gang may).
 	var down []string
 	up, n := 0, 0 // free GPUs on the candidate nodes that are up; candidate nodes
 	for _, i := range cand {
 		nd := t.l.Cluster.Nodes[i]
 		var gpus []int // cells GPU ids of the node's GPUs open to the gang
 		for _, d := range w.devices(i) {
-			if !slices.Contains(kinds, d.Kind) || j.VCPriority != tenancy.Opportunistic && d.VC != "" && d.VC != j.VC {
+			if !slices.Contains(kinds, d.Kind) || !opp && (d.VC != "" && d.VC != j.VC || w.quarantined(nd.Name, d.GPU)) {
 				continue
 			}
 			if g, ok := t.l.GPU(nd.Name, d.GPU); ok {
@@ -980,7 +1002,8 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 
 // whyRound is what why reads of the cells, once a round: each VC's GPU
 // pools with their leaves free of guaranteed groups, the kinds of each
-// cells node, and each node's GPUs with the VC they are bound to.
+// cells node, each node's GPUs with the VC they are bound to, and the
+// quarantined GPUs.
 type whyRound struct {
 	snap  *snapshot
 	l     *tenant.Layout
@@ -989,14 +1012,144 @@ type whyRound struct {
 	kinds [][]tenancy.NodeKind   // by cells node index
 	devs  [][]tenancy.NodeDevice // by cells node index, read when first asked for (devices)
 	read  []bool                 // devs[i] read this round
+	quar  map[tenancy.QuarantinedDevice]bool
+	qread bool // quar read this round
 }
 
-// whyPool is one of a VC's GPU pools: its kind, its GPUs free of
-// guaranteed groups and in all, and the free ones of each view node.
+// whyPool is GPUs of one kind a gang may be given: one of a VC's pools
+// (for a guaranteed gang) or one leaf type's GPUs across the cluster
+// (for an opportunistic one). Its GPUs free (of guaranteed groups in a
+// VC's pool, of any pod for an opportunistic gang) that a gang may use,
+// and in all; those no group holds but no gang may use: on nodes
+// cordoned or not ready (down, on downNodes), or quarantined (quar; a
+// guaranteed gang's only); and the free ones of each view node or node.
 type whyPool struct {
 	kind        tenancy.NodeKind
 	free, total int
+	down, quar  int
+	downNodes   []string
 	nodes       []int
+}
+
+// vcPools is VC vc's GPU pools this round (false for a VC the cells do
+// not have). A leaf is free when no guaranteed group holds it and a
+// gang may be placed on it: not on bad hardware (a view node bound to a
+// failed node, or a quarantined device), which the round never offers a
+// guaranteed gang (tenant.HiveD places none on a view node that is not
+// Healthy, and hides a leaf OnBad from its VC's placer).
+func (w *whyRound) vcPools(t *tenancyStage, vc string) ([]whyPool, bool) {
+	if pools, ok := w.pools[vc]; ok {
+		return pools, true
+	}
+	ps, err := w.c.Pools(vc)
+	if err != nil {
+		return nil, false
+	}
+	var pools []whyPool
+	for _, p := range ps {
+		if !p.GPU {
+			continue
+		}
+		sum := whyPool{kind: tenancy.NodeKind{LeafType: p.LeafType, Pinned: p.Pinned}}
+		for _, n := range p.Nodes {
+			healthy, node := n.Healthy(), n.Node()
+			failed := !healthy && t.nodeDown(node)
+			free := 0
+			for _, v := range n.Leaves {
+				sum.total++
+				switch {
+				case v.Busy():
+				case failed:
+					sum.down++
+					if !slices.Contains(sum.downNodes, node) {
+						sum.downNodes = append(sum.downNodes, node)
+					}
+				case !healthy || v.OnBad():
+					sum.quar++
+				default:
+					free++
+				}
+			}
+			sum.free += free
+			sum.nodes = append(sum.nodes, free)
+		}
+		pools = append(pools, sum)
+	}
+	w.pools[vc] = pools
+	return pools, true
+}
+
+// oppPools is an opportunistic gang's GPUs on its candidate nodes cand,
+// of kinds, one pool per leaf type (HiveD places a gang on one chain): a
+// GPU is free when its node is up and the round sees it free; every GPU
+// of a node cordoned or not ready is down.
+func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds []tenancy.NodeKind) []whyPool {
+	var pools []whyPool
+	for _, i := range cand {
+		nd := t.l.Cluster.Nodes[i]
+		free := map[int]int{} // pool index -> free GPUs on the node
+		for _, d := range w.devices(i) {
+			if !slices.Contains(kinds, d.Kind) {
+				continue
+			}
+			k := slices.IndexFunc(pools, func(p whyPool) bool { return p.kind.LeafType == d.Kind.LeafType })
+			if k < 0 {
+				k = len(pools)
+				pools = append(pools, whyPool{kind: tenancy.NodeKind{LeafType: d.Kind.LeafType}})
+			}
+			p := &pools[k]
+			p.total++
+			if _, ok := free[k]; !ok {
+				free[k] = 0 // a node of the pool, free or not
+			}
+			if t.down[i] {
+				p.down++
+				if !slices.Contains(p.downNodes, nd.Name) {
+					p.downNodes = append(p.downNodes, nd.Name)
+				}
+				continue
+			}
+			if g, ok := t.l.GPU(nd.Name, d.GPU); ok {
+				if r := t.toSnap[g]; r >= 0 && snap.Cluster.IsFree(r) {
+					p.free++
+					free[k]++
+				}
+			}
+		}
+		for k, f := range free {
+			pools[k].nodes = append(pools[k].nodes, f)
+		}
+	}
+	return pools
+}
+
+// nodeDown reports whether the cells node named is told bad this round
+// (cordoned, not ready, gone, or with another GPU count).
+func (t *tenancyStage) nodeDown(name string) bool {
+	for i, n := range t.l.Cluster.Nodes {
+		if n.Name == name {
+			return t.down[i]
+		}
+	}
+	return false
+}
+
+// quarantined reports whether device gpu of node is quarantined in the
+// cells this round.
+func (w *whyRound) quarantined(node string, gpu int) bool {
+	if !w.qread {
+		clear(w.quar)
+		if w.c.NumQuarantined() > 0 {
+			if w.quar == nil {
+				w.quar = map[tenancy.QuarantinedDevice]bool{}
+			}
+			for _, q := range w.c.Quarantined() {
+				w.quar[q] = true
+			}
+		}
+		w.qread = true
+	}
+	return w.quar[tenancy.QuarantinedDevice{Node: node, GPU: gpu}]
 }
 
 // devices is cells node i's GPUs and the VC each is bound to this round.
@@ -1025,5 +1178,6 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 		w.devs, w.read = make([][]tenancy.NodeDevice, len(t.l.Cluster.Nodes)), make([]bool, len(t.l.Cluster.Nodes))
 	}
 	clear(w.read)
+	w.qread = false
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -78,6 +79,19 @@ func createOn(w *world, at time.Time, name string, gpus int, ann map[string]stri
 	w.pods["ns/"+name].Spec.NodeSelector = map[string]string{"zone": node}
 }
 
+// createIn creates a pod whose required node affinity allows only the
+// nodes named (by their zone labels, as whyWorld's).
+func createIn(w *world, at time.Time, name string, gpus int, ann map[string]string, nodes ...string) {
+	w.create(name, gpus, ann, at)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pods["ns/"+name].Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+		}}},
+	}}
+}
+
 // The reasons that read which of the cells a waiting gang's VC may use:
 // its candidate nodes are those of its VC's cell types bound to its VC
 // or to none (an unbound cell may bind any VC's virtual cell), never one
@@ -96,8 +110,10 @@ func TestTenancyWhyCells(t *testing.T) {
 		before    func(w *world, at *time.Time) string
 		key, want string
 	}{{
-		// b (B) binds n0 and n1 is cordoned: a (A) could bind only n1.
-		name: "other VC's node no candidate", cells: two, nodes: 2,
+		// b (B) binds n0 and n1 is cordoned: A's cell is bound to n1
+		// (HiveD's doomed cell: no healthy cell is left for it), whose
+		// GPUs a (A) may not use.
+		name: "VC's cell on a failed node", cells: two, nodes: 2,
 		before: func(w *world, at *time.Time) string {
 			w.create("b", 4, vcAnn("B", ""), *at)
 			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
@@ -106,10 +122,10 @@ func TestTenancyWhyCells(t *testing.T) {
 			return "ns/b@n0[0,1,2,3]"
 		},
 		key:  "ns/pod:a",
-		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; 1 of its 1 candidate nodes cordoned or not ready (n1)",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, 4 on nodes cordoned or not ready (n1)",
 	}, {
 		// b (B, 1 GPU) binds n0, whose 3 free GPUs are B's; n1 is
-		// cordoned: a (A, 2 GPUs) has no node, though 3 GPUs are free.
+		// cordoned: a (A, 2 GPUs) has no GPU, though 3 are free.
 		name: "other VC's free GPUs not counted", cells: two, nodes: 2,
 		before: func(w *world, at *time.Time) string {
 			w.create("b", 1, vcAnn("B", ""), *at)
@@ -119,22 +135,66 @@ func TestTenancyWhyCells(t *testing.T) {
 			return "ns/b@n0[0]"
 		},
 		key:  "ns/pod:a",
-		want: "gang of 1 pods (2 GPUs) waits at queue position 2 under fifo/pal-ma: 3 GPUs free; 1 of its 1 candidate nodes cordoned or not ready (n1)",
+		want: "gang of 1 pods (2 GPUs) waits at queue position 2 under fifo/pal-ma: 3 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, 4 on nodes cordoned or not ready (n1)",
 	}, {
-		// b (B) binds n0; n1 and n2 are cordoned: a (A) has n1 and n2,
-		// one of which A's cell binds, the other unbound and so open to
-		// A as well.
-		name: "unbound node a candidate", cells: three, nodes: 3,
+		// b (B) binds n0; n1 is cordoned, n2 up, so A's cell stays
+		// unbound (healthy n2 can take it). a (A) may run only on n0 or
+		// n1: its candidates are n1 (unbound, open to A), not n0 (B's).
+		name: "other VC's node no candidate, unbound node one", cells: three, nodes: 3,
 		before: func(w *world, at *time.Time) string {
 			w.create("b", 4, vcAnn("B", ""), *at)
 			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
 			cordon(w, "n1", true)
-			cordon(w, "n2", true)
-			w.create("a", 4, vcAnn("A", ""), *at)
+			createIn(w, *at, "a", 4, vcAnn("A", ""), "n0", "n1")
 			return "ns/b@n0[0,1,2,3]"
 		},
 		key:  "ns/pod:a",
-		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; 2 of its 2 candidate nodes cordoned or not ready (n1, n2)",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; 1 of its 1 candidate nodes cordoned or not ready (n1)",
+	}, {
+		// n0's GPU 0 is quarantined and n1 cordoned; A's cell is unbound
+		// (n2 can take it). a (A) may run only on n0 or n1: n0's 4 free
+		// GPUs are 3 a guaranteed gang may use.
+		name: "quarantined GPU no candidate's", cells: three, nodes: 3,
+		before: func(w *world, at *time.Time) string {
+			if err := w.s.ten.hived.Cells().Quarantine("n0", 0, true); err != nil {
+				w.t.Fatal(err)
+			}
+			cordon(w, "n1", true)
+			createIn(w, *at, "a", 4, vcAnn("A", ""), "n0", "n1")
+			return ""
+		},
+		key:  "ns/pod:a",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 1 under fifo/pal-ma: 8 GPUs free; 1 of its 2 candidate nodes cordoned or not ready (n1)",
+	}, {
+		// x0 and x1 (A, 2 GPUs) hold half of n0 and of n1, and n1 is
+		// cordoned: of A's 4 GPUs no gang holds, only n0's 2 are free.
+		name: "failed node's GPUs not free", cells: twoA, nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			createOn(w, *at, "x0", 2, vcAnn("A", ""), "n0")
+			createOn(w, *at, "x1", 2, vcAnn("A", ""), "n1")
+			w.expect(at, "x0 and x1", "ns/x0@n0[0,1] ns/x1@n1[0,1]")
+			cordon(w, "n1", true)
+			w.create("g", 4, vcAnn("A", ""), *at)
+			return "ns/x0@n0[0,1] ns/x1@n1[0,1]"
+		},
+		key:  "ns/pod:g",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 2 GPUs free; VC A's cells cannot hold it: 2 of their 8 GPUs free, 2 on nodes cordoned or not ready (n1)",
+	}, {
+		// n0's GPU 0 is quarantined; a (A) binds healthy n1, so B's cell
+		// is bound to n0 (doomed): b (B, 4 GPUs) sees 4 GPUs free on n0,
+		// of which B may use 3.
+		name: "quarantined GPU not free", cells: two, nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			if err := w.s.ten.hived.Cells().Quarantine("n0", 0, true); err != nil {
+				w.t.Fatal(err)
+			}
+			w.create("a", 4, vcAnn("A", ""), *at)
+			w.expect(at, "a", "ns/a@n1[0,1,2,3]")
+			w.create("b", 4, vcAnn("B", ""), *at)
+			return "ns/a@n1[0,1,2,3]"
+		},
+		key:  "ns/pod:b",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; VC B's cells cannot hold it: 3 of their 4 GPUs free, 1 quarantined",
 	}, {
 		// x0 and x1 (A, 2 GPUs) hold half of n0 and of n1: 4 of A's GPUs
 		// are free, but no node has 4 for g's pod.
@@ -201,4 +261,89 @@ func TestTenancyWhyQuotaUsed(t *testing.T) {
 	w.create("a2", 1, vcAnn("A", ""), at)
 	waitsOnce(t, w, &at, "ns/a1@n0[0,1,2,3]", "ns/pod:a2",
 		"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; VC A's quota is used: 4 of its 4 GPUs")
+}
+
+// xyCells is n0 of leaf type X, VC A's, and n1 of leaf type Y, VC B's.
+const xyCells = `physicalCluster:
+  cellTypes:
+    XNODE: {childCellType: X, childCellNumber: 4, isNodeLevel: true}
+    YNODE: {childCellType: Y, childCellNumber: 4, isNodeLevel: true}
+  physicalCells:
+  - {cellType: XNODE, cellAddress: n0}
+  - {cellType: YNODE, cellAddress: n1}
+virtualClusters:
+  A: {virtualCells: [{cellType: XNODE, cellNumber: 1}]}
+  B: {virtualCells: [{cellType: YNODE, cellNumber: 1}]}
+`
+
+// An opportunistic gang's reasons read the GPUs HiveD may give it: any
+// chain of its leaf type across the cluster, bound to a VC or not, not
+// its VC's pools.
+func TestTenancyWhyOpportunistic(t *testing.T) {
+	xy := cellsFile(t, xyCells)
+	const two = "testdata/two-vcs.yaml"
+	opp := func(extra ...string) map[string]string {
+		a := vcAnn("A", "-1")
+		for i := 0; i+1 < len(extra); i += 2 {
+			a[extra[i]] = extra[i+1]
+		}
+		return a
+	}
+	for _, c := range []struct {
+		name   string
+		cells  string
+		before func(w *world, at *time.Time) string
+		want   string
+	}{{
+		// a (A) holds n0, A's X node; n1 (Y, B's) is cordoned: o (A)
+		// could run on either leaf type.
+		name: "another leaf type's failed node", cells: xy,
+		before: func(w *world, at *time.Time) string {
+			w.create("a", 4, vcAnn("A", ""), *at)
+			w.expect(at, "a", "ns/a@n0[0,1,2,3]")
+			cordon(w, "n1", true)
+			w.create("o", 4, opp(), *at)
+			return "ns/a@n0[0,1,2,3]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; the cells cannot hold it: 0 of their 8 GPUs free, 4 on nodes cordoned or not ready (n1)",
+	}, {
+		// o (A) names leaf type Y, of which A has no cells; b (B) holds
+		// half of n1.
+		name: "a leaf type its VC lacks", cells: xy,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 2, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n1[0,1]")
+			w.create("o", 4, opp(AnnLeafCellType, "Y"), *at)
+			return "ns/b@n1[0,1]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 6 GPUs free; the cells of leaf type Y cannot hold it: 2 of their 4 GPUs free",
+	}, {
+		// a (A) and b (B) hold half of each node: 4 GPUs are free, 2 on
+		// each, and o's pod needs 4 on one node.
+		name: "pods whole across the cluster", cells: two,
+		before: func(w *world, at *time.Time) string {
+			w.create("a", 2, vcAnn("A", ""), *at)
+			w.create("b", 2, vcAnn("B", ""), *at)
+			w.expect(at, "a and b", "ns/a@n0[0,1] ns/b@n1[0,1]")
+			w.create("o", 4, opp(), *at)
+			return "ns/a@n0[0,1] ns/b@n1[0,1]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 3 under fifo/pal-ma: 4 GPUs free; the cells cannot hold it: 4 of their 8 GPUs free, but no node of them has 4 free for a pod",
+	}, {
+		// b (B, asking first) binds n0; o (A) may run only on n0, B's
+		// node: it waits for n0's GPUs, which HiveD may give it.
+		name: "selector on another VC's node", cells: two,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
+			createOn(w, *at, "o", 4, opp(), "n0")
+			return "ns/b@n0[0,1,2,3]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; the cells cannot hold it: 0 of their 4 GPUs free",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			w, at := cellsWorld(t, c.cells, 2)
+			waitsOnce(t, w, at, c.before(w, at), "ns/pod:o", c.want)
+		})
+	}
 }

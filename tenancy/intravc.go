@@ -71,6 +71,16 @@ func (s *Scheduler) Pools(vcName string) ([]Pool, error) {
 // quarantined leaves say so, OnBad).
 func (n ViewNode) Healthy() bool { return n.cell.phys == nil || n.cell.phys.bad < n.cell.phys.leaves }
 
+// Node is the node the view node's cell is bound into, or "" while it is
+// unbound: with Healthy, whether its leaves are out of use because that
+// node failed or because its devices are quarantined.
+func (n ViewNode) Node() string {
+	if n.cell.phys == nil {
+		return ""
+	}
+	return n.cell.phys.node
+}
+
 // OnBad reports whether a virtual leaf is bound to a bad device (a
 // quarantined one, shown to the VC as taken): no new group may use it.
 func (v *VCell) OnBad() bool { return v.phys != nil && v.phys.bad > 0 }
