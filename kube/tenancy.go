@@ -1124,8 +1124,14 @@ func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds [
 }
 
 // nodeDown reports whether the cells node named is told bad this round
-// (cordoned, not ready, gone, or with another GPU count).
+// (cordoned, not ready, gone, or with another GPU count). A GPU node is
+// found through its first device's id, not a scan of every node: why
+// asks once per view node of a VC's pools, and a scan made that
+// quadratic in the nodes of a large cluster.
 func (t *tenancyStage) nodeDown(name string) bool {
+	if i, ok := t.l.Node(name); ok {
+		return t.down[i]
+	}
 	for i, n := range t.l.Cluster.Nodes {
 		if n.Name == name {
 			return t.down[i]

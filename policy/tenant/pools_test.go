@@ -190,3 +190,22 @@ func TestPoolsEqualPrivate(t *testing.T) {
 		}
 	}
 }
+
+// Layout.Node finds a node's index by name, for the nodes of either
+// file (n0-n2; k0 and v0, whose GPUs are of two types), and refuses a
+// name the cells lack.
+func TestLayoutNode(t *testing.T) {
+	for _, c := range []struct {
+		path, name string
+		want       int
+		ok         bool
+	}{
+		{pinnedCells, "n0", 0, true}, {pinnedCells, "n2", 2, true}, {pinnedCells, "x", 0, false},
+		{skuCells, "k0", 0, true}, {skuCells, "v0", 1, true},
+	} {
+		l := layoutFile(t, c.path)
+		if got, ok := l.Node(c.name); got != c.want || ok != c.ok {
+			t.Errorf("%s: Node(%q) = %d, %v; want %d, %v", c.path, c.name, got, ok, c.want, c.ok)
+		}
+	}
+}

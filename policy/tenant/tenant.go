@@ -119,6 +119,15 @@ func (l *Layout) GPU(node string, dev int) (int, bool) {
 	return g, ok
 }
 
+// Node is the index in Cluster of the named node, found without a scan
+// (false for a name the cells lack or a node with no GPU).
+func (l *Layout) Node(name string) (int, bool) {
+	if ids := l.nodeGPUs[name].ids; len(ids) > 0 {
+		return l.Cluster.NodeOf(ids[0]), true
+	}
+	return 0, false
+}
+
 // Probe is a scheduler of the layout's cells that nothing runs on, for
 // questions about the cells (a VC's private cluster, its draws).
 func (l *Layout) Probe() *tenancy.Scheduler { return l.probe }
