@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -123,6 +124,9 @@ type tenancyStage struct {
 	// are placed again: the cells could not take them in, or their VC's
 	// placer preempted them and they still run (see place).
 	outside map[int]bool
+	// ran: the held gangs seen with a pod bound (or its bind assumed)
+	// since the cells took them (sync).
+	ran map[int]bool
 	// reshaped: a cells change was applied this round (regather).
 	reshaped bool
 	// begun: the stage has run a round, and taken in the gangs it found
@@ -142,7 +146,7 @@ type tenancyStage struct {
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
 // runs its own, on its own view).
 func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, error)) (*tenancyStage, error) {
-	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, fixed: map[int]bool{}, blocked: map[int][]int{}, quotaUsed: map[string]int{}}
+	t := &tenancyStage{mode: mode, l: l, held: map[int]*workload.Job{}, down: map[int]bool{}, allowed: map[int][]string{}, outside: map[int]bool{}, ran: map[int]bool{}, fixed: map[int]bool{}, blocked: map[int][]int{}, quotaUsed: map[string]int{}}
 	// Each VC's placer keeps a gang's pods whole inside nodes, as the
 	// simulator's tenancy runs do (the cells bind the GPUs it answers, so
 	// the round may not re-cut them into pods elsewhere), and leaves a
@@ -324,15 +328,30 @@ func (t *tenancyStage) sync(snap *snapshot, scores *policy.Scores, live, holding
 			delete(t.outside, id)
 		}
 	}
+	for id := range t.ran {
+		if t.held[id] == nil {
+			delete(t.ran, id)
+		}
+	}
 	for id, j := range t.held {
-		// A preempted gang none of whose pods is bound any more has left,
-		// even if a pod of the same name waits (a StatefulSet's, made
-		// again by its controller before this round): that pod is a new
-		// gang for the cells, under the same job id. Kept, the victim
-		// would leave forever, and its preemptor wait for it.
-		if !live[id] || t.hived != nil && t.hived.Leaving(j) && !holding[id] {
+		// A preempted gang, or one that ran, none of whose pods is bound
+		// any more has left, even if a pod of the same name waits (a
+		// StatefulSet's, made again by its controller before this
+		// round): that pod is a new gang for the cells, under the same
+		// job id, placed afresh this round. Kept, a preempted one would
+		// leave forever, and its preemptor wait for it; one that ran and
+		// was deleted would hold cells its new pods are not placed on
+		// (its VC's placer finds them taken), and the round would give
+		// them back only after placing the others: a round lost to both.
+		// A gang placed but not yet bound holds its cells, and a
+		// preemptor holds them while its victims leave.
+		if !live[id] || t.hived != nil && !holding[id] && (t.hived.Leaving(j) || t.ran[id] && !t.hived.Cells().IsPreempting(strconv.Itoa(id))) {
 			t.stage.Finish(j)
 			delete(t.held, id)
+			continue
+		}
+		if holding[id] {
+			t.ran[id] = true
 		}
 	}
 	if t.hived != nil {
@@ -689,14 +708,15 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 		return
 	}
 	type run struct {
-		j    *workload.Job
-		g    *gang
-		gpus []int // the round's GPU ids
+		j     *workload.Job
+		g     *gang
+		gpus  []int   // the round's GPU ids
+		start float64 // when it started, for the order
 	}
 	var found []run
 	for _, j := range order {
 		if j.GPUsHeld != nil && t.held[j.ID] == nil && !t.outside[j.ID] {
-			found = append(found, run{j, byJob[j], j.GPUsHeld})
+			found = append(found, run{j, byJob[j], j.GPUsHeld, s.startedAt(byJob[j])})
 		}
 	}
 	// A gang some of whose pods finished while others run holds their
@@ -712,7 +732,7 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 				continue
 			}
 		}
-		found = append(found, run{j, g, g.GPUs})
+		found = append(found, run{j, g, g.GPUs, s.startedAt(g)})
 	}
 	if len(found) == 0 {
 		return
@@ -724,7 +744,7 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 			}
 			return 1
 		}
-		return cmp.Compare(a.j.FirstStart, b.j.FirstStart)
+		return cmp.Compare(a.start, b.start)
 	})
 	fromSnap := map[int]int{}
 	for g, r := range t.toSnap {
@@ -768,6 +788,23 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 		}
 		s.log.Info("tenancy: running gang taken into the cells", "gang", name, "vc", j.VC, "as", how)
 	}
+}
+
+// startedAt is when running gang g started, for adoptRunning's order:
+// the round that bound it (its bind-info), else when this scheduler first
+// saw it run. A restarted scheduler sees every gang first run at its
+// first round: ordered by that alone, the gangs would go in their names'
+// order, where the scheduler that ran on had ordered them by when the
+// cells took them in (a cells change keeps the first placed).
+func (s *Scheduler) startedAt(g *gang) float64 {
+	if len(g.Bound) > 0 {
+		if bi, err := ParseBindInfo(g.Bound[0].Annotations[AnnBindInfo]); err == nil {
+			if r, err := time.Parse(time.RFC3339Nano, bi.Round); err == nil {
+				return s.clockOf(r)
+			}
+		}
+	}
+	return g.Job.FirstStart
 }
 
 // viewPlacer hands the quota stage's kept jobs to the round's placer on
