@@ -241,8 +241,8 @@ func (s *Scheduler) restoreBackfillRecords(snap *snapshot, start time.Time) bool
 		if head == nil || head.Job == nil || head.State != state.GangQueued {
 			continue // the head runs, or is gone: the promise is kept or moot
 		}
-		if arrivedAfterBind(head, p) {
-			continue // another gang under the head's key: the one jumped left
+		if s.staleRecord(head, p) {
+			continue // another gang under the head's key, or the head ran since
 		}
 		if b.Restore(g.Job.ID, head.Job.ID, at) {
 			s.log.Info("backfill record restored", "gang", gangName(g.Key), "head", gangName(key), "promised", p.Annotations[AnnBackfillPromise])
@@ -297,12 +297,19 @@ func (s *Scheduler) restorePromise(b *backfill.Placer, g *gang, start time.Time)
 	}
 }
 
-// arrivedAfterBind says whether gang head's first pod was made after the
-// round that bound p (its pal.io/bind-info): then head is not the gang p's
-// gang was backfilled past, which waited at that round, but one that came
-// later under its key (a Job applied again, a pal.io/gang name used
-// again). Without a readable bind-info it says false.
-func arrivedAfterBind(head *gang, p *corev1.Pod) bool {
+// staleRecord says whether p's backfill record no longer names a head
+// that waits since the round that bound p (its pal.io/bind-info): the
+// gang head arrived after that round, so it is not the gang p's gang was
+// backfilled past but one that came later under its key (a Job applied
+// again, a pal.io/gang name used again); or head has been bound since,
+// and waits again after an eviction. The placer that made the record
+// forgot it as soon as its head ran. A gang arrives with its oldest pod,
+// or earlier when its work record says it is an evicted gang come back
+// (resumeEvicted keeps its Submit): a head that ran and was stopped in
+// the round that backfilled p's gang past it waits with pods its
+// controller made after that round, and is still the gang p's gang
+// jumped. Without a readable bind-info it says false.
+func (s *Scheduler) staleRecord(head *gang, p *corev1.Pod) bool {
 	bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
 	if err != nil {
 		return false
@@ -311,14 +318,15 @@ func arrivedAfterBind(head *gang, p *corev1.Pod) bool {
 	if err != nil {
 		return false
 	}
-	for _, ps := range [][]*corev1.Pod{head.Pending, head.Bound} {
-		for _, q := range ps {
-			if !q.CreationTimestamp.Time.After(round) {
-				return false
-			}
-		}
+	if len(head.Pending) == 0 {
+		return false
 	}
-	return len(head.Pending)+len(head.Bound) > 0
+	if e, ok := s.evictedWork[workKey(head.Key, head.Pending)]; ok && e.owner == controllerUID(head.Pending) && e.bound.After(round) {
+		return true
+	}
+	// A millisecond's slack for the clock's arithmetic: pods' creation
+	// times are whole seconds.
+	return s.wallOf(head.Job.Submit).After(round.Add(time.Millisecond))
 }
 
 // parsePromise reads AnnBackfillPromise: RFC 3339 (fractions of a second

@@ -274,6 +274,80 @@ func TestSchedulerBackfillRecordOfGoneHead(t *testing.T) {
 	}
 }
 
+// A record's head may be a gang that ran and was stopped at the very
+// round that backfilled past it (under LAS or SRTF the order preempts a
+// running gang, which is then the first that waits): its controller
+// makes its pods again after that round, and it is still the gang that
+// was jumped, as its work record says (it arrived before). A head that
+// has been bound since the record's round, though, started: the placer
+// that made the record forgot it then, and a restart must too, whatever
+// the head's pods say now. The hand case with s backfilled past g at 0
+// (promised 1000; a ends early, at 700): after the round at 0 g's pods
+// are made again at 50, with a work record of g (arrived at -3) saying it
+// was last bound at -100 (stopped at 0), or at 50 (it ran after s jumped
+// it), and the scheduler restarts at 100. In the first case it restores
+// s's record: s keeps its GPUs until g's promised time, as in the overrun
+// case. In the second the record is spent: s counts as any gang behind g
+// and is evicted at 700, when g fits. The first used to read g as a gang
+// that came after s, and dropped the record (under LAS with PAL, seed 0
+// of TestRestartsChangeNothing differed from round 23).
+func TestSchedulerBackfillRecordOfHeadStoppedAtItsRound(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		bound    int
+		binds    []string
+		evicted  []string
+		restored bool
+	}{
+		{"stopped at the record's round", -100, []string{"0: a-0 a-1 s", "1100: g-0 g-1 g-2 g-3", "1600: s"}, []string{"1000: s"}, true},
+		{"bound since", 50, []string{"0: a-0 a-1 s", "800: g-0 g-1 g-2 g-3", "1300: s"}, []string{"700: s"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, t0, at, ann := backfillCase(t, "packed-sticky", "easy")
+			w.create("s", 2, ann("1000"), t0.Add(-2*time.Second))
+			remake := func(sec int) {
+				if sec != 0 {
+					return
+				}
+				now := time.Now()
+				writeEvictedWork(t, w, map[string]evictedWork{"ns/g": {owner: "uid-set", at: now, seen: now, saved: now, arrived: at(-3), bound: at(c.bound)}})
+				for i := range 4 {
+					w.remove(fmt.Sprintf("ns/g-%d", i))
+					w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(50))
+				}
+			}
+			got, evicted := playOverrunWith(t, w, at, map[string]int{"a": 700, "g": 500, "s": 1500}, 100, remake)
+			if !slices.Equal(got, c.binds) || !slices.Equal(evicted, c.evicted) {
+				t.Errorf("binds %q, evicted %q; want %q and %q", got, evicted, c.binds, c.evicted)
+			}
+			promised := time.Unix(1_001_000, 0).UTC().Format(time.RFC3339Nano)
+			line := `msg="backfill record restored" gang="pod ns/s" head="gang ns/g" promised=` + promised
+			if restored := strings.Contains(w.log.String(), line); restored != c.restored {
+				t.Errorf("s's record restored: %v, want %v", restored, c.restored)
+			}
+		})
+	}
+}
+
+// writeEvictedWork puts records of evicted work in the world's ConfigMap,
+// as a scheduler before a restart wrote them.
+func writeEvictedWork(t *testing.T, w *world, m map[string]evictedWork) {
+	t.Helper()
+	rec, _ := formatEvictedWork(m, 1<<20)
+	cms := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: w.s.cfg.Namespace},
+		Data:       map[string]string{EvictedWorkKey: rec},
+	}
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+		if _, err := cms.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A head's promise is recorded where a fresh scheduler finds it: on its
 // pending pods (pal.io/backfill-promise without pal.io/backfill-head),
 // and, for a head evicted this round whose controller has not made its
@@ -308,20 +382,7 @@ func TestHeadPromiseRecorded(t *testing.T) {
 	// scheduler and runs its first round at round.
 	remake := func(promise time.Time, made, round int) {
 		t.Helper()
-		rec, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: promise}}, 1<<20)
-		cms := w.cs.CoreV1().ConfigMaps(w.s.cfg.Namespace)
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: w.s.cfg.Namespace},
-			Data:       map[string]string{EvictedWorkKey: rec},
-		}
-		if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
-			_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		writeEvictedWork(t, w, map[string]evictedWork{"ns/g": {executed: 0, owner: "uid-set", at: time.Now(), seen: time.Now(), saved: time.Now(), promise: promise}})
 		for i := range 4 {
 			w.remove(fmt.Sprintf("ns/g-%d", i))
 			w.create(fmt.Sprintf("g-%d", i), 4, ann("500", AnnGang, "g", AnnGangSize, "4"), at(made))

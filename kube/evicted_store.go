@@ -71,6 +71,10 @@ type evictedRecord struct {
 	// Promise is the start EASY backfill promised it as a waiting head
 	// before its new pods came (absent: none).
 	Promise time.Time `json:"promise,omitzero"`
+	// Bound is the round that last bound it before it was evicted
+	// (absent: not known): a backfill record naming it as a head, made
+	// at an earlier round, is spent.
+	Bound time.Time `json:"bound,omitzero"`
 }
 
 type evictedFile struct {
@@ -93,7 +97,7 @@ func formatEvictedWork(m map[string]evictedWork, limit int) (string, int) {
 	size := len(`{"version":1,"gangs":[]}`)
 	for i, k := range keys {
 		e := m[k]
-		r := evictedRecord{Gang: k, Owner: string(e.owner), Executed: e.executed, Attained: e.attained, Service: e.service, At: e.at.UTC(), Arrived: e.arrived.UTC(), Debt: e.debt, Promise: e.promise.UTC()}
+		r := evictedRecord{Gang: k, Owner: string(e.owner), Executed: e.executed, Attained: e.attained, Service: e.service, At: e.at.UTC(), Arrived: e.arrived.UTC(), Debt: e.debt, Promise: e.promise.UTC(), Bound: e.bound.UTC()}
 		if e.saved.After(e.at) {
 			r.Seen = e.saved.UTC()
 		}
@@ -168,7 +172,11 @@ func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m ma
 		if arrived.After(r.At) {
 			arrived = time.Time{} // it cannot have arrived after its eviction: not kept
 		}
-		m[r.Gang] = evictedWork{executed: r.Executed, attained: r.Attained, service: r.Service, owner: types.UID(r.Owner), at: r.At, seen: seen, saved: seen, arrived: arrived, debt: r.Debt, promise: r.Promise}
+		bound := r.Bound
+		if bound.After(r.At) {
+			bound = time.Time{} // bound after its eviction: not kept
+		}
+		m[r.Gang] = evictedWork{executed: r.Executed, attained: r.Attained, service: r.Service, owner: types.UID(r.Owner), at: r.At, seen: seen, saved: seen, arrived: arrived, debt: r.Debt, promise: r.Promise, bound: bound}
 	}
 	return m, bad, first, nil
 }

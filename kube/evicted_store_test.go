@@ -146,7 +146,7 @@ func TestEvictedWorkFormat(t *testing.T) {
 		"job-uid:abc":    rec(7.5, 7.5, 7.5, "abc", now.Add(-2*time.Minute)),
 		"ns/pod:oldest":  rec(1, 1, 1, "u3", now.Add(-50*time.Minute)),
 		"ns/pod:expired": rec(1, 1, 1, "u4", now.Add(-2*time.Hour)),
-		"ns/pod:waiting": {executed: 1, attained: 1, service: 1, owner: "u5", at: now.Add(-3 * time.Hour), seen: now.Add(-5 * time.Minute), saved: now.Add(-5 * time.Minute), arrived: now.Add(-4 * time.Hour), debt: 120, promise: now.Add(time.Hour)},
+		"ns/pod:waiting": {executed: 1, attained: 1, service: 1, owner: "u5", at: now.Add(-3 * time.Hour), seen: now.Add(-5 * time.Minute), saved: now.Add(-5 * time.Minute), arrived: now.Add(-4 * time.Hour), debt: 120, promise: now.Add(time.Hour), bound: now.Add(-210 * time.Minute)},
 	}
 	data, dropped := formatEvictedWork(m, 1<<20)
 	if dropped != 0 {
@@ -168,9 +168,9 @@ func TestEvictedWorkFormat(t *testing.T) {
 	}
 }
 
-// A record's arrival is kept only where a scheduler could have written
-// it: one after the eviction is dropped, and the record's work is still
-// kept.
+// A record's arrival, and the round that last bound its gang, are kept
+// only where a scheduler could have written them: one after the eviction
+// is dropped, and the record's work is still kept.
 func TestEvictedWorkDropsLateArrival(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	at := now.Add(-time.Minute)
@@ -183,7 +183,7 @@ func TestEvictedWorkDropsLateArrival(t *testing.T) {
 		{"after the eviction", at.Add(time.Second), time.Time{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			data, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 5, owner: "u", at: at, seen: at, saved: at, arrived: c.arrived}}, 1<<20)
+			data, _ := formatEvictedWork(map[string]evictedWork{"ns/g": {executed: 5, owner: "u", at: at, seen: at, saved: at, arrived: c.arrived, bound: c.arrived}}, 1<<20)
 			m, bad, _, err := parseEvictedWork("cm", data, now, time.Hour)
 			if err != nil || bad != 0 {
 				t.Fatalf("parse: %v, bad %d", err, bad)
@@ -192,8 +192,8 @@ func TestEvictedWorkDropsLateArrival(t *testing.T) {
 			if !ok || e.executed != 5 {
 				t.Fatalf("record %+v (found %v), want its work kept", e, ok)
 			}
-			if !e.arrived.Equal(c.wantA) {
-				t.Errorf("arrived %v, want %v", e.arrived, c.wantA)
+			if !e.arrived.Equal(c.wantA) || !e.bound.Equal(c.wantA) {
+				t.Errorf("arrived %v, bound %v; want %v", e.arrived, e.bound, c.wantA)
 			}
 		})
 	}

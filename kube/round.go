@@ -877,7 +877,7 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 		if uid := controllerUID(g.Bound); uid != "" {
 			now := time.Now()
 			s.evictedWork[workKey(g.Key, g.Bound)] = evictedWork{executed: j.Executed, attained: j.Attained, service: j.GPUService,
-				owner: uid, at: now, seen: now, saved: now, arrived: s.wallOf(j.Submit), debt: j.Debt}
+				owner: uid, at: now, seen: now, saved: now, arrived: s.wallOf(j.Submit), debt: j.Debt, bound: boundRound(g.Bound)}
 			s.evicted.dirty = true
 		}
 	}
@@ -1079,6 +1079,26 @@ type evictedWork struct {
 	// promise is the start backfill promised the gang as a waiting head
 	// while it had no pending pod to record it on (writePromises).
 	promise time.Time
+	// bound is the round that last bound the gang before its eviction
+	// (its pods' bind-info; zero: not known): a gang backfilled past it
+	// at an earlier round jumped a head that has run since, and its
+	// record is spent (staleRecord).
+	bound time.Time
+}
+
+// boundRound is the round that bound pods (the first readable bind-info's;
+// zero: none).
+func boundRound(pods []*corev1.Pod) time.Time {
+	for _, p := range pods {
+		bi, err := ParseBindInfo(p.Annotations[AnnBindInfo])
+		if err != nil {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, bi.Round); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // wallOf is the wall time of a time on the jobs' clock (a Submit).
