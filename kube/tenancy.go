@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -797,12 +796,8 @@ func (s *Scheduler) adoptRunning(snap *snapshot, order []*workload.Job, byJob ma
 // order, where the scheduler that ran on had ordered them by when the
 // cells took them in (a cells change keeps the first placed).
 func (s *Scheduler) startedAt(g *gang) float64 {
-	if len(g.Bound) > 0 {
-		if bi, err := ParseBindInfo(g.Bound[0].Annotations[AnnBindInfo]); err == nil {
-			if r, err := time.Parse(time.RFC3339Nano, bi.Round); err == nil {
-				return s.clockOf(r)
-			}
-		}
+	if r := boundRound(g.Bound); !r.IsZero() {
+		return s.clockOf(r)
 	}
 	return g.Job.FirstStart
 }
