@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -75,7 +77,7 @@ func stripComments(doc []byte) string {
 func deployObjects(t *testing.T) map[string]runtime.Object {
 	t.Helper()
 	out := map[string]runtime.Object{}
-	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml"} {
+	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml", "admission-policy.yaml"} {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -118,14 +120,26 @@ func render(t *testing.T, release, ns string, set ...string) map[string]runtime.
 func TestChartMatchesDeploy(t *testing.T) {
 	chart := render(t, "pal", "pal-system")
 	plain := deployObjects(t)
-	for _, k := range []string{"ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"} {
+	for _, k := range []string{"ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if chart[k] == nil {
 			t.Fatalf("the chart renders no %s", k)
 		}
 	}
-	if len(chart) != 8 {
-		t.Errorf("the chart renders %d kinds, want 8 (no Namespace: helm installs into the release's)", len(chart))
+	if len(chart) != 10 {
+		t.Errorf("the chart renders %d kinds, want 10 (no Namespace: helm installs into the release's)", len(chart))
 	}
+	// The admission policy: the same spec, naming the same service
+	// account, as deploy/admission-policy.yaml.
+	gv, wv := chart["ValidatingAdmissionPolicy"].(*admv1.ValidatingAdmissionPolicy), plain["ValidatingAdmissionPolicy"].(*admv1.ValidatingAdmissionPolicy)
+	if !reflect.DeepEqual(gv.Spec, wv.Spec) || gv.Name != wv.Name {
+		t.Errorf("ValidatingAdmissionPolicy differs from deploy/admission-policy.yaml:\nchart  %s %+v\ndeploy %s %+v", gv.Name, gv.Spec, wv.Name, wv.Spec)
+	}
+	gb, wb := chart["ValidatingAdmissionPolicyBinding"].(*admv1.ValidatingAdmissionPolicyBinding), plain["ValidatingAdmissionPolicyBinding"].(*admv1.ValidatingAdmissionPolicyBinding)
+	if !reflect.DeepEqual(gb.Spec, wb.Spec) || gb.Name != wb.Name {
+		t.Errorf("ValidatingAdmissionPolicyBinding differs from deploy/admission-policy.yaml:\nchart  %s %+v\ndeploy %s %+v", gb.Name, gb.Spec, wb.Name, wb.Spec)
+	}
+	checkAdmissionPolicy(t, "deploy/admission-policy.yaml", wv, wb, "system:serviceaccount:pal-system:pal-scheduler")
 
 	got, err := loadConfig(t, chart["ConfigMap"].(*corev1.ConfigMap))
 	if err != nil {
@@ -236,5 +250,89 @@ func TestChartValues(t *testing.T) {
 	one := render(t, "pal", "pal-system", "config.leaderElection.enabled=false", "replicas=1")
 	if cfg, err := loadConfig(t, one["ConfigMap"].(*corev1.ConfigMap)); err != nil || cfg.LeaderElection.Enabled {
 		t.Errorf("one replica without election: %v, enabled %v", err, cfg.LeaderElection.Enabled)
+	}
+}
+
+// schedulerAnnotations are the pod annotations pal-kube scheduler writes
+// (at binding, or patched later) and that the admission policy keeps to
+// it: every one the scheduler writes on pods. A new one belongs here and
+// in deploy/admission-policy.yaml.
+var schedulerAnnotations = []string{
+	kube.AnnBindInfo, kube.AnnGPUIndices, kube.AnnSlowdown, kube.AnnLeaseUntil,
+	kube.AnnBackfillHead, kube.AnnBackfillPromise, kube.AnnEstimatedStart,
+}
+
+// checkAdmissionPolicy checks a rendered policy and its binding: the
+// binding denies by the policy, the policy guards pods and their
+// subresources on CREATE and UPDATE, fails closed, lists the scheduler's
+// annotations (and none its users write), and exempts user (the
+// scheduler's service account) in its match condition.
+func checkAdmissionPolicy(t *testing.T, src string, p *admv1.ValidatingAdmissionPolicy, b *admv1.ValidatingAdmissionPolicyBinding, user string) {
+	t.Helper()
+	if b.Spec.PolicyName != p.Name || !slices.Equal(b.Spec.ValidationActions, []admv1.ValidationAction{admv1.Deny}) {
+		t.Errorf("%s: binding %s names policy %q (want %q), actions %v (want Deny)", src, b.Name, b.Spec.PolicyName, p.Name, b.Spec.ValidationActions)
+	}
+	if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admv1.Fail {
+		t.Errorf("%s: failurePolicy %v, want Fail", src, p.Spec.FailurePolicy)
+	}
+	if r := p.Spec.MatchConstraints.ResourceRules; len(r) != 1 || !slices.Equal(r[0].Resources, []string{"pods", "pods/*"}) ||
+		!slices.Equal(r[0].Operations, []admv1.OperationType{admv1.Create, admv1.Update}) || !slices.Equal(r[0].APIGroups, []string{""}) {
+		t.Errorf("%s: policy matches %+v, want pods and pods/* on CREATE and UPDATE", src, r)
+	}
+	if mc := p.Spec.MatchConditions; len(mc) != 1 || !strings.Contains(mc[0].Expression, `request.userInfo.username in ["`+user+`"`) {
+		t.Errorf("%s: match conditions %+v do not exempt %s", src, mc, user)
+	}
+	var owned []string
+	for _, v := range p.Spec.Variables {
+		if v.Name == "owned" {
+			if err := json.Unmarshal([]byte(v.Expression), &owned); err != nil {
+				t.Errorf("%s: variable owned %q is not a plain list of strings: %v", src, v.Expression, err)
+			}
+		}
+	}
+	if !slices.Equal(owned, schedulerAnnotations) {
+		t.Errorf("%s: the policy guards %q, want the scheduler's annotations %q", src, owned, schedulerAnnotations)
+	}
+	for _, a := range []string{kube.AnnGang, kube.AnnGangSize, kube.AnnApp, kube.AnnClass, kube.AnnModel, kube.AnnIterations,
+		kube.AnnVC, kube.AnnPriority, kube.AnnPinnedCell, kube.AnnLeafCellType, kube.AnnProgress, kube.AnnStepTime} {
+		if slices.Contains(owned, a) {
+			t.Errorf("%s: the policy guards %s, which users write", src, a)
+		}
+	}
+}
+
+// The admission policy names the service account the chart makes, and
+// the identities of admissionPolicy.extraUsernames and extraGroups;
+// admissionPolicy.enabled=false leaves it out.
+func TestChartAdmissionPolicy(t *testing.T) {
+	objs := render(t, "gpu", "sched")
+	p, _ := objs["ValidatingAdmissionPolicy"].(*admv1.ValidatingAdmissionPolicy)
+	b, _ := objs["ValidatingAdmissionPolicyBinding"].(*admv1.ValidatingAdmissionPolicyBinding)
+	if p == nil || b == nil {
+		t.Fatalf("the chart renders no admission policy by default: %v, %v", p, b)
+	}
+	if p.Name != "gpu-scheduler-annotations" || b.Name != p.Name {
+		t.Errorf("policy %q, binding %q, want gpu-scheduler-annotations", p.Name, b.Name)
+	}
+	checkAdmissionPolicy(t, "release gpu in sched", p, b, "system:serviceaccount:sched:gpu-scheduler")
+
+	objs = render(t, "gpu", "sched", "serviceAccount.name=palsa",
+		"admissionPolicy.extraUsernames={alice,o'brien}", "admissionPolicy.extraGroups={pal:break-glass}")
+	p, b = objs["ValidatingAdmissionPolicy"].(*admv1.ValidatingAdmissionPolicy), objs["ValidatingAdmissionPolicyBinding"].(*admv1.ValidatingAdmissionPolicyBinding)
+	checkAdmissionPolicy(t, "serviceAccount.name=palsa", p, b, "system:serviceaccount:sched:palsa")
+	want := `!(request.userInfo.username in ["system:serviceaccount:sched:palsa","alice","o'brien"]) && ` +
+		`!(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["pal:break-glass"]))`
+	if got := p.Spec.MatchConditions[0].Expression; got != want {
+		t.Errorf("with extra identities the match condition is\n%s\nwant\n%s", got, want)
+	}
+
+	off := render(t, "gpu", "sched", "admissionPolicy.enabled=false")
+	for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if off[k] != nil {
+			t.Errorf("admissionPolicy.enabled=false renders a %s", k)
+		}
+	}
+	if len(off) != 8 {
+		t.Errorf("admissionPolicy.enabled=false renders %d kinds, want 8", len(off))
 	}
 }

@@ -32,8 +32,8 @@ func TestChartInstallAndRBAC(t *testing.T) {
 	e := newEnv(t, 1, 4)
 	objs := map[string]runtime.Object{}
 	applyManifests(t, e.cs, "helm template deploy/chart", out, objs)
-	if len(objs) != 8 {
-		t.Errorf("applied %d kinds from the chart, want 8", len(objs))
+	if len(objs) != 10 { // with the admission policy and its binding
+		t.Errorf("applied %d kinds from the chart, want 10", len(objs))
 	}
 	checkInstalled(t, e, "deploy/chart", objs)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -30,11 +31,11 @@ import (
 )
 
 // applyDeploy creates every object in deploy/*.yaml with client-go (no
-// kubectl), in file order: namespace first.
+// kubectl), in file order: namespace first, the admission policy last.
 func applyDeploy(t *testing.T, cs kubernetes.Interface) map[string]runtime.Object {
 	t.Helper()
 	objs := map[string]runtime.Object{}
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml", "admission-policy.yaml"} {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", f))
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +107,10 @@ func applyManifests(t *testing.T, cs kubernetes.Interface, name string, raw []by
 			_, err = cs.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
 			_, err = cs.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *admv1.ValidatingAdmissionPolicy:
+			_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+		case *admv1.ValidatingAdmissionPolicyBinding:
+			_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
 		default:
 			t.Fatalf("%s: unexpected %v", name, gvk)
 		}
