@@ -68,10 +68,10 @@ func TestAdmissionPolicySchedulerAnnotations(t *testing.T) {
 		applyManifests(t, e.cs, "deploy/"+f, raw, objs)
 	}
 
-	// alice and the scheduler may write pods in jobs: what refuses them
-	// below is the policy, not RBAC. (deploy/rbac.yaml gives the
-	// scheduler pods/binding but not patch on pods; its annotation
-	// patches, the forecast's here, need it.)
+	// alice may write pods in jobs, and the scheduler's service account
+	// has deploy/rbac.yaml's role alone (patch on pods for its own
+	// annotations, the forecast's here; pods/binding): what refuses
+	// either below is the policy, not RBAC.
 	writer := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-writer", Namespace: e.ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"update", "patch"}},
@@ -82,9 +82,8 @@ func TestAdmissionPolicySchedulerAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.cs.RbacV1().RoleBindings(e.ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-writer", Namespace: e.ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-writer"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"},
-			{Kind: rbacv1.ServiceAccountKind, Name: "pal-scheduler", Namespace: "pal-system"}}}, metav1.CreateOptions{}); err != nil {
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-writer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	as := func(user string, groups ...string) *kubernetes.Clientset {

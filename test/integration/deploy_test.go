@@ -195,6 +195,7 @@ func checkInstalled(t *testing.T, e *env, src string, objs map[string]runtime.Ob
 		verb, group, res, sub, ns, nm string
 	}{
 		{true, "create", "", "pods", "binding", "jobs", ""},
+		{true, "patch", "", "pods", "", "jobs", "p"}, // its annotations (promises, forecasts, leases)
 		{true, "create", "", "pods", "eviction", "jobs", ""},
 		{true, "watch", "", "nodes", "", "", ""},
 		{true, "update", "coordination.k8s.io", "leases", "", "pal-system", "pal-scheduler"},
