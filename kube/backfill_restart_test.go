@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // restart replaces the world's scheduler by a fresh one on the same
@@ -449,5 +451,41 @@ func TestBackgroundAnnotationsKeepToTheirPod(t *testing.T) {
 	}
 	if v := w.pods["ns/same"].Annotations[AnnBackfillPromise]; v != "y" {
 		t.Errorf("ns/same carries %q, want y", v)
+	}
+}
+
+// A background annotation patch the apiserver refuses as Forbidden (the
+// role lacks patch on pods) is said at Error once per kind of write, not
+// at Info with every transient failure: each later write fails the same
+// way, and what it records is lost to a restart. Two batches of two
+// pods: one Error for the promises, one for the leases; the rest at
+// Info.
+func TestBackgroundAnnotationForbiddenSaidOnce(t *testing.T) {
+	w := newWorld(t, testCfg(), 1, 1, 4)
+	at := time.Unix(1_000_000, 0)
+	w.create("a", 1, nil, at)
+	w.create("b", 1, nil, at)
+	w.cs.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "a", fmt.Errorf("no patch"))
+	})
+	w.mu.Lock()
+	a, b := w.pods["ns/a"].DeepCopy(), w.pods["ns/b"].DeepCopy()
+	w.mu.Unlock()
+	var busy atomic.Bool
+	for _, key := range []string{AnnBackfillPromise, AnnBackfillPromise, AnnLeaseUntil} {
+		w.s.annotateInBackground(&busy, key, "writing "+key, map[*corev1.Pod]string{a: "x", b: "y"})
+		w.s.statusWG.Wait()
+	}
+	var errs, infos int
+	for _, l := range strings.Split(w.log.String(), "\n") {
+		switch {
+		case strings.Contains(l, "level=ERROR") && strings.Contains(l, "forbidden, and every such write will be"):
+			errs++
+		case strings.Contains(l, "level=INFO") && strings.Contains(l, "msg=\"writing pal.io/"):
+			infos++
+		}
+	}
+	if errs != 2 || infos != 4 {
+		t.Errorf("%d Error lines and %d Info lines for 6 refused writes of two kinds, want 2 and 4:\n%s", errs, infos, w.log.String())
 	}
 }

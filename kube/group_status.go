@@ -13,6 +13,7 @@ import (
 	"github.com/palsched/pal/kube/state"
 	corev1 "k8s.io/api/core/v1"
 	schedv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -355,10 +356,28 @@ func (s *Scheduler) annotateInBackground(busy *atomic.Bool, key, what string, wr
 			}
 			patch, _ := json.Marshal(map[string]any{"metadata": meta})
 			if _, err := s.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				if apierrors.IsForbidden(err) {
+					s.forbiddenPatch(what, p, err)
+					continue
+				}
 				s.log.Info(what, "pod", podKey(p), "err", err)
 			}
 		}
 	})
+}
+
+// forbiddenPatch says at Error, once per kind of write (what), that the
+// apiserver refused a background annotation patch as Forbidden: the
+// scheduler's role lacks patch on pods (deploy/rbac.yaml grants it), or
+// an admission policy refuses its identity. Every later such write fails
+// the same way, so logged at Info with the others it would go unseen,
+// while what it records (a promise, a lease) is lost to a restart.
+func (s *Scheduler) forbiddenPatch(what string, p *corev1.Pod, err error) {
+	if _, said := s.forbidden.LoadOrStore(what, true); said {
+		s.log.Info(what, "pod", podKey(p), "err", err)
+		return
+	}
+	s.log.Error(what+": forbidden, and every such write will be; the scheduler's role needs patch on pods", "pod", podKey(p), "err", err)
 }
 
 // statusWriters is how many group status patches go out at once.

@@ -91,6 +91,7 @@ type Scheduler struct {
 	groupWrote map[string]string // gang -> group status last written
 	boundGangs map[string]bool   // gangs bound whole since the last status write
 	statusWG   sync.WaitGroup    // status writes in the background
+	forbidden  sync.Map          // what -> true: a background annotation write refused Forbidden, said at Error
 	roundCtx   context.Context   // the current round's (status writes run under it)
 
 	events *eventPoster
