@@ -1164,6 +1164,14 @@ func (s *Scheduler) resumeEvicted(g *gang) {
 		return // kept by the state: its work is its own
 	}
 	j.Executed, j.Attained, j.GPUService, j.Debt = e.executed, e.attained, e.service, e.debt
+	if len(g.Bound) == 0 {
+		// Back after a round or more without pods (its controller's
+		// failure backoff, its old pods' termination): the placer forgot
+		// its promise and the gangs backfilled past it then (the head was
+		// gone), which a restart now would restore from the pods and
+		// this record. Read them back this round, as a restart does.
+		s.restoreBackfill = true
+	}
 }
 
 // workKey is what an evicted gang's work is kept by: its gang key, but
