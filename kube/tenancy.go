@@ -3,6 +3,7 @@ package kube
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math"
 	"reflect"
@@ -902,46 +903,77 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		per = max(j.GPUs, 1)
 	}
 	pods := j.GPUs / per
+	// The rest reads the gang only through its key: gangs of one key
+	// wait for one reason this round, found once.
+	opp := j.VCPriority == tenancy.Opportunistic
+	allowed, picky := t.allowed[j.ID]
+	k := whyKey{opp: opp, leaf: j.LeafCellType, gpus: j.GPUs, per: per, picky: picky}
+	if !opp {
+		k.vc, k.pinned = j.VC, j.PinnedCell // an opportunistic gang's reason reads neither
+	}
+	if picky {
+		k.allowed = w.hashNames(allowed)
+	}
+	i := slices.IndexFunc(w.memo[k], func(m whyMemo) bool { return slices.Equal(m.allowed, allowed) })
+	if i >= 0 {
+		return w.memo[k][i].msg
+	}
+	msg := t.whyCells(k, snap, w, names, pods, allowed)
+	w.memo[k] = append(w.memo[k], whyMemo{allowed: allowed, msg: msg})
+	return msg
+}
+
+// whyCells is why's reason for the waiting gangs of key k past their
+// own withdrawn preemption and held cells: what the cells and their
+// candidate nodes leave them, in pods of k.per GPUs, allowed the nodes
+// named (when k.picky). names names gangs by job id.
+func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names func([]int) string, pods int, allowed []string) string {
 	// The cells it may be given: a guaranteed gang its VC's pools of the
 	// leaf type or pinned cell it names; an opportunistic one any chain
 	// of its leaf type across the cluster (HiveD places it on any free
 	// physical GPU of a healthy node, bound to a VC or not).
-	opp := j.VCPriority == tenancy.Opportunistic
-	scope := "VC " + j.VC + "'s cells"
+	opp, per, picky := k.opp, k.per, k.picky
+	scope := "VC " + k.vc + "'s cells"
 	var kinds []tenancy.NodeKind
 	var pools []whyPool
 	if opp {
 		scope = "the cells"
-		if j.LeafCellType != "" {
-			scope += " of leaf type " + j.LeafCellType
+		if k.leaf != "" {
+			scope += " of leaf type " + k.leaf
 		}
 		for _, ks := range w.kinds {
-			for _, k := range ks {
-				if k.Pinned == "" && (j.LeafCellType == "" || k.LeafType == j.LeafCellType) && !slices.Contains(kinds, k) {
-					kinds = append(kinds, k)
+			for _, nk := range ks {
+				if nk.Pinned == "" && (k.leaf == "" || nk.LeafType == k.leaf) && !slices.Contains(kinds, nk) {
+					kinds = append(kinds, nk)
 				}
 			}
 		}
 	} else {
-		all, ok := w.vcPools(t, j.VC)
+		all, ok := w.vcPools(t, k.vc)
 		if !ok {
 			return ""
 		}
 		for _, p := range all {
-			if p.kind.Pinned != j.PinnedCell || j.LeafCellType != "" && p.kind.LeafType != j.LeafCellType {
+			if p.kind.Pinned != k.pinned || k.leaf != "" && p.kind.LeafType != k.leaf {
 				continue
 			}
 			kinds = append(kinds, p.kind)
 			pools = append(pools, p)
 		}
 	}
-	allowed, picky := t.allowed[j.ID]
+	var in map[string]bool // the allowed nodes, when picky
+	if picky {
+		in = make(map[string]bool, len(allowed))
+		for _, n := range allowed {
+			in[n] = true
+		}
+	}
 	var cand []int // cells node indices of its kinds, allowed to it
 	for i, n := range t.l.Cluster.Nodes {
-		if picky && !slices.Contains(allowed, n.Name) {
+		if picky && !in[n.Name] {
 			continue
 		}
-		if slices.ContainsFunc(w.kinds[i], func(k tenancy.NodeKind) bool { return slices.Contains(kinds, k) }) {
+		if slices.ContainsFunc(w.kinds[i], func(nk tenancy.NodeKind) bool { return slices.Contains(kinds, nk) }) {
 			cand = append(cand, i)
 		}
 	}
@@ -968,7 +1000,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		}
 		room = max(room, r)
 	}
-	if best < j.GPUs || room < pods {
+	if best < k.gpus || room < pods {
 		msg := fmt.Sprintf("%s cannot hold it: %d of their %d GPUs free", scope, free, total)
 		if off > 0 {
 			slices.Sort(downNodes)
@@ -978,14 +1010,14 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 			msg += fmt.Sprintf(", %d quarantined", quar)
 		}
 		switch {
-		case best >= j.GPUs && room == 0:
+		case best >= k.gpus && room == 0:
 			msg += fmt.Sprintf(", but no node of them has %d free for a pod", per)
-		case best >= j.GPUs:
+		case best >= k.gpus:
 			msg += fmt.Sprintf(", but their nodes have room for %d of its %d pods of %d GPUs", room, pods, per)
 		}
 		var fixed []int
 		for id := range t.fixed {
-			if h := t.held[id]; !opp && h != nil && h.VC == j.VC && h.VCPriority != tenancy.Opportunistic {
+			if h := t.held[id]; !opp && h != nil && h.VC == k.vc && h.VCPriority != tenancy.Opportunistic {
 				fixed = append(fixed, id)
 			}
 		}
@@ -1005,7 +1037,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 		nd := t.l.Cluster.Nodes[i]
 		var gpus []int // cells GPU ids of the node's GPUs open to the gang
 		for _, d := range w.devices(i) {
-			if !slices.Contains(kinds, d.Kind) || !opp && (d.VC != "" && d.VC != j.VC || w.quarantined(nd.Name, d.GPU)) {
+			if !slices.Contains(kinds, d.Kind) || !opp && (d.VC != "" && d.VC != k.vc || w.quarantined(nd.Name, d.GPU)) {
 				continue
 			}
 			if g, ok := t.l.GPU(nd.Name, d.GPU); ok {
@@ -1026,7 +1058,7 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 			}
 		}
 	}
-	if len(down) > 0 && up < j.GPUs {
+	if len(down) > 0 && up < k.gpus {
 		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), n, strings.Join(down, ", "))
 	}
 	return ""
@@ -1046,6 +1078,42 @@ type whyRound struct {
 	read  []bool                 // devs[i] read this round
 	quar  map[tenancy.QuarantinedDevice]bool
 	qread bool // quar read this round
+	// memo: the reasons found this round, by the key of the gangs they
+	// are for, one per allowed node list (a key holds its hash).
+	memo map[whyKey][]whyMemo
+	seed maphash.Seed // of the allowed lists' hashes
+}
+
+// whyKey is what why's reason reads of a waiting gang, past its own
+// withdrawn preemption and held cells (the rest is the round's): its VC
+// and pinned cell (a guaranteed gang's; "" for an opportunistic one,
+// whose reason reads neither), whether it is opportunistic, its leaf
+// type, its GPUs in pods of per GPUs each, and the nodes its selector
+// and affinity allow (picky: not every node; allowed: their names'
+// hash).
+type whyKey struct {
+	vc, pinned, leaf string
+	opp, picky       bool
+	gpus, per        int
+	allowed          uint64
+}
+
+// whyMemo is a reason found this round for the gangs of a key allowed
+// the nodes named.
+type whyMemo struct {
+	allowed []string
+	msg     string
+}
+
+// hashNames is the hash of the node names, in their order.
+func (w *whyRound) hashNames(names []string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(w.seed)
+	for _, n := range names {
+		h.WriteString(n)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
 }
 
 // whyPool is GPUs of one kind a gang may be given: one of a VC's pools
@@ -1207,6 +1275,10 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 	}
 	c := t.hived.Cells()
 	w.snap, w.c, w.pools = snap, c, map[string][]whyPool{}
+	if w.memo == nil {
+		w.memo, w.seed = map[whyKey][]whyMemo{}, maphash.MakeSeed()
+	}
+	clear(w.memo)
 	if w.l != t.l {
 		w.l = t.l
 		w.kinds = make([][]tenancy.NodeKind, len(t.l.Cluster.Nodes))
