@@ -141,6 +141,12 @@ type tenancyStage struct {
 	// quotaUsed: under quota, each VC's guaranteed GPUs after the round's
 	// placement (why).
 	quotaUsed map[string]int
+	// fits: this round's answers of the cells' layout fitsL to admit's fit
+	// checks, by demand (tenant.DemandMemo): each asks the whole view of
+	// the gang's VC, and the round admits every waiting gang, most of
+	// them of a few shapes.
+	fits  tenant.DemandMemo
+	fitsL *tenant.Layout
 }
 
 // newTenancyStage builds the stage; mk makes one VC's placer (each VC
@@ -231,7 +237,10 @@ func (t *tenancyStage) admit(g *gang) error {
 	src := "gang " + g.Key
 	spec := j.Spec
 	spec.Source, spec.Line = src, 0
-	if err := t.l.Validate(&workload.Trace{Jobs: []workload.Spec{spec}}, t.hived != nil); err != nil {
+	if t.fits == nil || t.fitsL != t.l {
+		t.fits, t.fitsL = tenant.DemandMemo{}, t.l
+	}
+	if err := t.l.ValidateMemo(&workload.Trace{Jobs: []workload.Spec{spec}}, t.hived != nil, t.fits); err != nil {
 		msg := strings.TrimPrefix(err.Error(), src+":0: ")
 		// Name the annotations, not the trace columns they stand for.
 		msg = strings.Replace(msg, `field "pinned_cell"`, "annotation "+AnnPinnedCell, 1)
@@ -619,6 +628,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	adopt := make([]*workload.Job, 0, len(order))
 	kept := order[:0]
 	clear(s.ten.allowed)
+	s.ten.fits = nil // admit asks this round's cells afresh
 	for _, j := range order {
 		g := byJob[j]
 		if err := s.ten.admit(g); err != nil {

@@ -273,21 +273,32 @@ type viewNode struct {
 // sortView orders a view as HiveD's topology-aware scheduler does:
 // healthy first, then allowed (Request.Nodes), then most devices in use
 // (pack), then fewest devices used at a higher priority. The sort is
-// stable, so ties keep view order.
+// stable, so ties keep view order. (A stable sort's order is fixed by
+// its comparison alone; slices.SortStableFunc gives the order
+// sort.SliceStable gave, without its reflective swaps, which were most of
+// an opportunistic decision on a big chain.)
 func sortView(nodes []viewNode) {
-	sort.SliceStable(nodes, func(i, j int) bool {
-		a, b := &nodes[i], &nodes[j]
-		if a.healthy != b.healthy {
-			return a.healthy
+	slices.SortStableFunc(nodes, compareView)
+}
+
+// compareView is sortView's order.
+func compareView(a, b viewNode) int {
+	if a.healthy != b.healthy {
+		if a.healthy {
+			return -1
 		}
-		if a.allowed != b.allowed {
-			return a.allowed
+		return 1
+	}
+	if a.allowed != b.allowed {
+		if a.allowed {
+			return -1
 		}
-		if a.used != b.used {
-			return a.used > b.used
-		}
-		return a.higher < b.higher
-	})
+		return 1
+	}
+	if a.used != b.used {
+		return cmp.Compare(b.used, a.used)
+	}
+	return cmp.Compare(a.higher, b.higher)
 }
 
 // podOrder lists pod indices smallest pod first (stable): the order in

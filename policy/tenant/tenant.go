@@ -151,7 +151,23 @@ func (l *Layout) vcOf(s *workload.Spec) string {
 func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 	// A fit check walks a VC's whole view: ask it once per VC and shape,
 	// since a trace repeats a few shapes many times.
-	fits := map[string]*tenancy.DemandError{}
+	return l.ValidateMemo(tr, hived, DemandMemo{})
+}
+
+// DemandMemo keeps the layout's answers to the fit checks Validate asks
+// (tenancy.CheckDemand), by demand: its VC, pods, priority (opportunistic
+// or not), pinned cell and leaf type, which are all a check reads of a
+// job. The layout's probe runs nothing, so its answer to a demand never
+// changes: a caller that validates job after job (pal-kube admits every
+// waiting gang each round, one trace of one job at a time) may keep one
+// memo for one layout and ask each demand once. A memo is for one layout
+// only.
+type DemandMemo map[string]*tenancy.DemandError
+
+// ValidateMemo is Validate with the fit checks' answers kept in fits (see
+// DemandMemo), which must hold only answers of this layout. The errors
+// are Validate's, each naming its own job.
+func (l *Layout) ValidateMemo(tr *workload.Trace, hived bool, fits DemandMemo) error {
 	for i := range tr.Jobs {
 		j := &tr.Jobs[i]
 		vc := l.vcOf(j)
@@ -189,7 +205,7 @@ func (l *Layout) Validate(tr *workload.Trace, hived bool) error {
 
 // demand checks a job's pods, pinned cell and leaf type against its VC's
 // cells (tenancy.CheckDemand), once per distinct demand.
-func (l *Layout) demand(memo map[string]*tenancy.DemandError, j *workload.Spec, vc string) error {
+func (l *Layout) demand(memo DemandMemo, j *workload.Spec, vc string) error {
 	d := tenancy.Demand{VC: vc, Pods: pods(j, l.probe.MaxNode()), PinnedCell: j.PinnedCell, LeafType: j.LeafCellType}
 	if j.VCPriority == tenancy.Opportunistic {
 		d.Priority = tenancy.Opportunistic // every guaranteed priority asks the same
