@@ -98,11 +98,18 @@ func BenchmarkSchedulerRound(b *testing.B) {
 // first two rounds (the first builds everything from the pods); round(i)
 // then runs the next, 10 s on: a full cluster where nothing changes.
 func steadyRounds(tb testing.TB, sh roundShape) (round func(i int)) {
-	tb.Helper()
-	cs := fake.NewClientset(benchCluster(sh)...)
 	cfg := DefaultConfig()
 	cfg.LeaderElection.Enabled = false
-	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	round, _ = roundsOn(tb, cfg, benchCluster(sh))
+	return round
+}
+
+// roundsOn starts a scheduler under cfg on the objects, with its
+// informers synced, and runs its first two rounds; round(i) then runs
+// the next, 10 s on.
+func roundsOn(tb testing.TB, cfg Config, objs []runtime.Object) (round func(i int), s *Scheduler) {
+	tb.Helper()
+	s, err := New(cfg, fake.NewClientset(objs...), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -115,7 +122,7 @@ func steadyRounds(tb testing.TB, sh roundShape) (round func(i int)) {
 	at := time.Unix(1_700_010_000, 0)
 	s.Round(ctx, at)
 	s.Round(ctx, at.Add(10*time.Second))
-	return func(i int) { s.Round(ctx, at.Add(time.Duration(i+2)*10*time.Second)) }
+	return func(i int) { s.Round(ctx, at.Add(time.Duration(i+2)*10*time.Second)) }, s
 }
 
 // A steady round allocates a bounded handful, whatever the cluster's

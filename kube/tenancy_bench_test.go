@@ -1,10 +1,7 @@
 package kube
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 )
 
 // hivedShape is a benchmark cluster under tenancy hived: racks of
@@ -166,24 +161,10 @@ func hivedRounds(tb testing.TB, sh hivedShape) (round func(i int), s *Scheduler)
 	if err := os.WriteFile(f, []byte(hivedCells(sh)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	cs := fake.NewClientset(hivedCluster(sh)...)
 	cfg := DefaultConfig()
 	cfg.LeaderElection.Enabled = false
 	cfg.Tenancy, cfg.Cells = "hived", f
-	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tb.Cleanup(cancel)
-	s.startFactories(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-		tb.Fatal("informers did not sync")
-	}
-	at := time.Unix(1_700_010_000, 0)
-	s.Round(ctx, at)
-	s.Round(ctx, at.Add(10*time.Second))
-	return func(i int) { s.Round(ctx, at.Add(time.Duration(i+2)*10*time.Second)) }, s
+	return roundsOn(tb, cfg, hivedCluster(sh))
 }
 
 // The wait reasons found once per key of gangs (whyKey) are those each
