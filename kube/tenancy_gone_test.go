@@ -2,6 +2,7 @@ package kube
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -25,7 +26,7 @@ virtualClusters:
 // deleted; oj2 (B, opportunistic, 1 GPU) must bind the next round. Each
 // step checks that no GPU is given twice (world.step).
 func TestTenancyGonePreemptorFreesItsVictims(t *testing.T) {
-	w, at := hivedWorld(t, cellsFile(t, oneNodeB), 1, func(c *Config) { c.Placement = "packed-sticky" })
+	w, at := oneNodeBWorld(t)
 	w.createWith("opp", 2, vcAnn("B", "-1"), *at, []metav1.OwnerReference{}) // bare
 	const opp = "ns/opp@n0[0,1]"
 	w.expect(at, "opp", opp)
@@ -38,12 +39,18 @@ func TestTenancyGonePreemptorFreesItsVictims(t *testing.T) {
 	w.expect(at, "oj2", "ns/oj2@n0[2] ns/opp@n0[0,1]")
 }
 
-// The same with an evictable victim: the opportunistic oj (B, 2 GPUs, a
-// StatefulSet's pod) binds GPUs 0-1; b1 (B, 4 GPUs) preempts it and oj is
-// evicted; Job b1 is deleted while oj's pod terminates. oj's pod comes
-// back and must bind again: no reservation outlives b1.
-func TestTenancyGonePreemptorOfEvictable(t *testing.T) {
-	w, at := hivedWorld(t, cellsFile(t, oneNodeB), 1, func(c *Config) { c.Placement = "packed-sticky" })
+// oneNodeBWorld is a world on oneNodeB under fifo and packed-sticky.
+func oneNodeBWorld(t *testing.T) (*world, *time.Time) {
+	t.Helper()
+	return hivedWorld(t, cellsFile(t, oneNodeB), 1, func(c *Config) { c.Placement = "packed-sticky" })
+}
+
+// ojPreemptedByB1 is oneNodeBWorld after its first steps: the
+// opportunistic oj (B, 2 GPUs, a controller's pod) binds GPUs 0-1, b1
+// (B, 4 GPUs) preempts it, and oj's pod is being deleted.
+func ojPreemptedByB1(t *testing.T) (*world, *time.Time) {
+	t.Helper()
+	w, at := oneNodeBWorld(t)
 	w.create("oj", 2, vcAnn("B", "-1"), *at)
 	w.expect(at, "oj", "ns/oj@n0[0,1]")
 	w.create("b1", 4, vcAnn("B", ""), *at)
@@ -51,6 +58,15 @@ func TestTenancyGonePreemptorOfEvictable(t *testing.T) {
 	if d := w.deleting(); len(d) != 1 || d[0].Name != "oj" {
 		t.Fatalf("being deleted: %v, want oj", d)
 	}
+	return w, at
+}
+
+// The same with an evictable victim: the opportunistic oj (B, 2 GPUs, a
+// StatefulSet's pod) binds GPUs 0-1; b1 (B, 4 GPUs) preempts it and oj is
+// evicted; Job b1 is deleted while oj's pod terminates. oj's pod comes
+// back and must bind again: no reservation outlives b1.
+func TestTenancyGonePreemptorOfEvictable(t *testing.T) {
+	w, at := ojPreemptedByB1(t)
 	w.remove("ns/b1")
 	w.step(at, "b1 deleted")
 	w.recreateDeleted()

@@ -12,14 +12,7 @@ import "testing"
 // rounds, and oj's new pod waits. Each step checks that no GPU is given
 // twice (world.step).
 func TestTenancyVictimRebornUnderSameName(t *testing.T) {
-	w, at := hivedWorld(t, cellsFile(t, oneNodeB), 1, func(c *Config) { c.Placement = "packed-sticky" })
-	w.create("oj", 2, vcAnn("B", "-1"), *at)
-	w.expect(at, "oj", "ns/oj@n0[0,1]")
-	w.create("b1", 4, vcAnn("B", ""), *at)
-	w.step(at, "b1 preempts oj")
-	if d := w.deleting(); len(d) != 1 || d[0].Name != "oj" {
-		t.Fatalf("being deleted: %v, want oj", d)
-	}
+	w, at := ojPreemptedByB1(t)
 	w.recreateDeleted()
 	got := w.step(at, "oj reborn")
 	if got != "ns/b1@n0[0,1,2,3]" {

@@ -137,7 +137,7 @@ func TestTenancyRunningGangRebornUnderSameName(t *testing.T) {
 //     waits.
 //  4. b1 ends: o binds again.
 func TestTenancyVictimGangRebornInPart(t *testing.T) {
-	w, at := hivedWorld(t, cellsFile(t, oneNodeB), 1, func(c *Config) { c.Placement = "packed-sticky" })
+	w, at := oneNodeBWorld(t)
 	step := func(what, want string) { t.Helper(); w.expect(at, what, want) }
 	for _, p := range []string{"o-0", "o-1"} {
 		w.create(p, 2, gangAnn("o", 2, AnnVC, "B", AnnPriority, "-1"), *at)
