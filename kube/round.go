@@ -782,7 +782,16 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 			todo, slots = append(todo, p), append(slots, info.Pods[free[i]])
 		}
 	}
+	// Members still to be made again (a Job's controller recreates a
+	// deleted pod after its backoff): their recorded devices stay the
+	// gang's meanwhile, else another gang bound on them would leave the
+	// new member's slot taken and the whole gang evicted.
+	var missing []string
+	if len(rest) < len(free) {
+		missing = free[len(rest):]
+	}
 	if len(todo) == 0 {
+		s.holdSlots(snap, g, info, missing)
 		s.wait(g.Key, nil, fmt.Sprintf("gang partly bound (%d of %d): waits for its missing pods to be recreated", len(g.Bound), g.Spec.Size))
 		return
 	}
@@ -805,6 +814,7 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 			return
 		}
 	}
+	s.holdSlots(snap, g, info, missing)
 	s.log.Info("completing a gang cut off by a crash", "gang", g.Key, "bound", len(g.Bound), "binding", len(todo))
 	tasks := make([]*bind.Task, 0, len(todo))
 	for i, p := range todo {
@@ -817,6 +827,33 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 		tasks = append(tasks, s.bindTask(p, slots[i].Node, ann, g.Key))
 	}
 	s.submit(tasks)
+}
+
+// holdSlots keeps the recorded devices of gang g's vanished members
+// (names) out of this round's plan: they are free on the owner table
+// while no pod holds them, but the member made again will be bound on
+// them. Devices already taken, or on a node the round does not have, are
+// left as they are (the member's bind then finds its slot unusable).
+func (s *Scheduler) holdSlots(snap *snapshot, g *gang, info *BindInfo, names []string) {
+	if snap.Cluster == nil {
+		return
+	}
+	for _, name := range names {
+		pb := info.Pods[name]
+		n, ok := snap.NodeIndex[pb.Node]
+		if !ok {
+			continue
+		}
+		glob := make([]int, 0, len(pb.GPUs))
+		for _, x := range pb.GPUs {
+			if x >= 0 && x < len(snap.Cluster.Nodes[n].GPUs) {
+				glob = append(glob, snap.First[n]+x)
+			}
+		}
+		if len(glob) == len(pb.GPUs) {
+			snap.Cluster.TryAssign(g.Job.ID, glob)
+		}
+	}
 }
 
 // whyUnusable says why the round has no GPUs of a node. A node that is

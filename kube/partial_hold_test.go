@@ -1,0 +1,59 @@
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A running gang whose member was deleted (by hand, or by its kubelet)
+// waits, partly bound, for its controller to make the pod again: the
+// Job controller does so after its failure backoff, up to minutes later.
+// Meanwhile the vanished member's recorded devices are the gang's: the
+// round completes gangs "before anything else may take their GPUs". They
+// used to be free to every other gang while it waited, so a gang
+// arriving in that time was bound on them, and when the new member came
+// the round found its slot taken and evicted the whole gang (seen on a
+// dev cluster: a Job of four 2-GPU pods lost one pod to kubectl delete,
+// 1-GPU pods took device 0 of its slot, and the Job's three running pods
+// were evicted when its fourth came back).
+//
+// Gang w of three 2-GPU pods: w-0 on n0 devices 0,1 and w-1 on n1 0,1
+// (two-GPU nodes, full), w-2 recorded on n2 devices 1,2 and gone. Gang x,
+// one pod of 4 GPUs, can only go on n2, which overlaps w-2's slot: it
+// waits. Then w-3 comes (the Job's new pod) and takes w-2's slot, n2
+// devices 1,2; nothing is evicted.
+func TestPartialGangHoldsVanishedMembersSlot(t *testing.T) {
+	info := `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{` +
+		`"w-0":{"node":"n0","gpus":[0,1]},"w-1":{"node":"n1","gpus":[0,1]},"w-2":{"node":"n2","gpus":[1,2]}}}`
+	for _, sched := range []string{"fifo", "themis"} {
+		t.Run(sched, func(t *testing.T) {
+			w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, info), "n0")))
+			w1 := running(owned(pod("w-1", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, info), "n1")))
+			x := owned(pod("x-0", 4, gangAnn("x", 1), ""))
+			cs, fc := newFake(t, node("n0", 2), node("n1", 2), node("n2", 4), w0, w1, x)
+			cfg := testCfg()
+			cfg.Scheduler = sched
+			s := startRounds(t, cfg, cs)
+			ctx := context.Background()
+			now := time.Now()
+			roundWait(s, ctx, now)
+			if b := fc.binds["x-0"]; b != nil {
+				t.Errorf("x-0 bound to %s devices %s while gang w waits for its member recorded on n2 devices 1,2", b.Target.Name, b.Annotations[AnnGPUIndices])
+			}
+			if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod("w-3", 2, gangAnn("w", 3), "")), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitInformer(t, s, "w-3", true)
+			roundWait(s, ctx, now.Add(10*time.Second))
+			if len(fc.evicted) > 0 {
+				t.Errorf("evicted %v, want none (wait reasons %q)", fc.evicted, s.lastWhy)
+			}
+			if b := fc.binds["w-3"]; b == nil || b.Target.Name != "n2" || b.Annotations[AnnGPUIndices] != "1,2" {
+				t.Errorf("w-3 bound %+v, want n2 devices 1,2 (w-2's recorded slot)", b)
+			}
+		})
+	}
+}
