@@ -37,7 +37,7 @@ func (h *HiveD) From(live *HiveD) {
 	h.held, h.leaving, h.pre, h.jobs = cloneMap(live.held), cloneMap(live.leaving), cloneMap(live.pre), cloneMap(live.jobs)
 	h.gone, h.index, h.byID = map[int]bool{}, map[int]int{}, map[int]*workload.Job{}
 	h.now = live.now
-	h.layers, h.byVC, h.out, h.touched = nil, nil, nil, nil
+	h.layers, h.byVC, h.out, h.touched, h.lost = nil, nil, nil, nil, nil
 }
 
 // cloneMap is maps.Clone, never nil.

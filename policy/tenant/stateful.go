@@ -299,5 +299,9 @@ func (h *HiveD) Adopt(j *workload.Job, gpus []int) (bool, error) {
 		return false, err
 	}
 	h.held[j.ID], h.jobs[j.ID] = true, j
+	if h.lost == nil {
+		h.lost = map[int]bool{}
+	}
+	h.lost[j.ID] = true // its pool finds it at the next Place (findHeld)
 	return ok, nil
 }

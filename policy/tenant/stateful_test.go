@@ -301,3 +301,44 @@ func TestHiveDFinishPreemptor(t *testing.T) {
 		t.Fatalf("round 3: %v (o running on GPUs 0-1, p beside it)", out)
 	}
 }
+
+// A job adopted after the VC layers exist (a driver's restart found it
+// running, or took a running gang back into the cells) and not listed by
+// the next round (its pods are leaving) must still hold its virtual GPUs
+// in its pool: twoNodes, B's b1 placed first (so the layers are made),
+// then A's a1 adopted on the other node, which is A's one node cell. A's
+// a2 must then wait, and the stage stay consistent.
+func TestHiveDAdoptedAfterSetupKeepsItsCells(t *testing.T) {
+	h, err := NewHiveD(layoutOf(t, twoNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) {
+		p, err := place.New("packed-sticky")
+		return place.PodGuard{Placer: p}, err
+	}})
+	env := &policy.Env{Rand: policy.PlacementRand(1)}
+	b1 := workload.NewJob(job(1, "B", 0, 4, 4, 0, 1))
+	out := h.Place(env, []*workload.Job{b1}, nil)
+	b1.GPUsHeld = out[0]
+	if len(b1.GPUsHeld) != 4 {
+		t.Fatalf("b1 got %v, want a node", b1.GPUsHeld)
+	}
+	free := []int{0, 1, 2, 3}
+	if b1.GPUsHeld[0] == 0 {
+		free = []int{4, 5, 6, 7}
+	}
+	a1 := workload.NewJob(job(2, "A", 0, 4, 4, 0, 1))
+	if ok, err := h.Adopt(a1, free); err != nil || !ok {
+		t.Fatalf("Adopt(a1, %v) = %v, %v; want guaranteed", free, ok, err)
+	}
+	a1.GPUsHeld = free
+	a2 := workload.NewJob(job(3, "A", 0, 2, 2, 0, 1))
+	out = h.Place(env, []*workload.Job{b1, a2}, nil)
+	if out[1] != nil {
+		t.Errorf("a2 placed on %v while a1, adopted on %v, holds A's only cell", out[1], free)
+	}
+	if err := h.Check(); err != nil {
+		t.Error(err)
+	}
+}
