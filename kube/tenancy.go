@@ -2,6 +2,7 @@ package kube
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -104,6 +105,19 @@ type tenancyStage struct {
 	// allowed: per job, the cells' nodes its pods' node selector and
 	// required node affinity allow (absent: every node), this round.
 	allowed map[int][]string
+	// allowMemo: the cells' nodes each node selector and required node
+	// affinity allow, by their content (allowKey), for the cells'
+	// cluster allowOn and the Store's nodes at label generation allowGen
+	// (state.Store.NodeLabelsGeneration): kept across rounds while
+	// neither changes, and shared, read only, by the gangs of a key in
+	// allowed. Most gangs that select nodes select them alike (a rack, a
+	// GPU model), and matching one against every node was a fifth of a
+	// hived round at 5,000 nodes. allowMemo holds the keys asked this
+	// round, allowPrev those of the last round not asked yet (allowRound):
+	// a key no gang asks for a round goes.
+	allowMemo, allowPrev map[string][]string
+	allowOn              *cluster.Cluster
+	allowGen             uint64
 	// The cells in force (their text) and the watched ConfigMap's last
 	// version seen (see watchCells).
 	cellsText, cellsRV string
@@ -284,14 +298,31 @@ func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
 // allow records the cells' nodes a gang's pods may run on: those whose
 // labels match its node selector and required node affinity (the
 // kube-scheduler's own matching, from k8s.io/component-helpers). A gang
-// without either may use every node.
-func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node) {
+// without either may use every node. The nodes node reads are those of
+// label generation gen (state.Store.NodeLabelsGeneration): a match reads
+// only their names and labels, so gangs of one selector and affinity
+// share one scan of the nodes while the generation and the cells stay
+// (allowMemo).
+func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen uint64) {
 	p := g.Pending
 	if len(p) == 0 {
 		p = g.Bound
 	}
 	if len(p) == 0 || len(p[0].Spec.NodeSelector) == 0 && nodeAffinity(p[0]) == nil {
 		delete(t.allowed, g.Job.ID)
+		return
+	}
+	if t.allowOn != t.l.Cluster || t.allowGen != gen || t.allowMemo == nil {
+		t.allowMemo, t.allowPrev, t.allowOn, t.allowGen = map[string][]string{}, nil, t.l.Cluster, gen
+	}
+	key, ok := allowKey(p[0])
+	if out, hit := t.allowMemo[key]; ok && hit {
+		t.allowed[g.Job.ID] = out
+		return
+	}
+	if out, hit := t.allowPrev[key]; ok && hit {
+		t.allowMemo[key] = out
+		t.allowed[g.Job.ID] = out
 		return
 	}
 	aff := nodeaffinity.GetRequiredNodeAffinity(p[0])
@@ -303,7 +334,40 @@ func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node) {
 			}
 		}
 	}
+	out = slices.Clip(out) // shared: an append by a reader copies
+	if ok {
+		t.allowMemo[key] = out
+	}
 	t.allowed[g.Job.ID] = out
+}
+
+// allowRound starts a round's allow: the keys of the last round are
+// kept for this one, those no gang asked for in it go.
+func (t *tenancyStage) allowRound() {
+	t.allowPrev, t.allowMemo = t.allowMemo, t.allowPrev
+	clear(t.allowMemo)
+	if t.allowMemo == nil && t.allowPrev != nil {
+		t.allowMemo = map[string][]string{}
+	}
+}
+
+// allowKey is the content of what nodeaffinity.GetRequiredNodeAffinity
+// reads of a pod: its node selector (none when empty) and its required
+// node affinity, in JSON (a map's keys sorted). ok is false when it will
+// not encode (never, for a pod that decoded).
+func allowKey(p *corev1.Pod) (key string, ok bool) {
+	var k struct {
+		Selector map[string]string    `json:"s,omitempty"`
+		Required *corev1.NodeSelector `json:"r,omitempty"`
+	}
+	if len(p.Spec.NodeSelector) > 0 {
+		k.Selector = p.Spec.NodeSelector
+	}
+	if a := nodeAffinity(p); a != nil {
+		k.Required = a.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	b, err := json.Marshal(k)
+	return string(b), err == nil
 }
 
 // sync maps the cells' GPUs onto this round's cluster, tells HiveD which
@@ -628,6 +692,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	adopt := make([]*workload.Job, 0, len(order))
 	kept := order[:0]
 	clear(s.ten.allowed)
+	s.ten.allowRound()
 	s.ten.fits = nil // admit asks this round's cells afresh
 	for _, j := range order {
 		g := byJob[j]
@@ -642,7 +707,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 			}
 			continue
 		}
-		s.ten.allow(g, s.state.Node)
+		s.ten.allow(g, s.state.Node, s.state.NodeLabelsGeneration())
 		adopt = append(adopt, j)
 		kept = append(kept, j)
 	}

@@ -217,6 +217,7 @@ func (s *Scheduler) Clone() *Scheduler {
 	out.cancelled = slices.Clone(s.cancelled)
 	out.reprieved = slices.Clone(s.reprieved)
 	out.demoted = c.groups(s.demoted)
+	out.oppViews = nil // views of s's cells
 	return out
 }
 

@@ -33,6 +33,7 @@ func (s *Scheduler) SetNodeHealth(node string, healthy bool) error {
 			continue
 		}
 		p.down = !healthy
+		s.viewGen++
 		s.setBad(p, !healthy)
 	}
 	return nil

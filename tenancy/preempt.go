@@ -59,6 +59,7 @@ func (s *Scheduler) takeOver(g *Group, l *VCell, p *PCell) {
 	}
 	p.group = nil
 	opp := o.Priority == Opportunistic
+	s.viewGen++
 	for x := p; x != nil; x = x.parent {
 		x.used--
 		if opp {
@@ -82,6 +83,7 @@ func (s *Scheduler) giveBack(g *Group, l *VCell, p *PCell) (reprieved bool) {
 	p.leaving = nil
 	p.group = o
 	opp := o.Priority == Opportunistic
+	s.viewGen++
 	for x := p; x != nil; x = x.parent {
 		x.used++
 		if opp {
@@ -139,6 +141,7 @@ func (s *Scheduler) cancel(g *Group) {
 				x.used--
 			}
 			p.group = nil
+			s.viewGen++
 			for x := p; x != nil; x = x.parent {
 				x.used--
 			}

@@ -57,6 +57,7 @@ func (s *Scheduler) adopt(g *Group) bool {
 			leaves = append(leaves, v)
 		}
 	}
+	s.viewGen++
 	for _, pod := range g.pods {
 		for _, p := range pod {
 			for x := p; x != nil; x = x.parent {

@@ -58,6 +58,13 @@ type Scheduler struct {
 	// walking all groups for them made that the largest cost of a
 	// tenancy decision on a big cluster.
 	demoted []*Group
+	// viewGen rises with every change of what an opportunistic view reads
+	// of a physical cell (used, opp, down): each function that changes
+	// one raises it. oppViews are the chains' views for opportunistic
+	// decisions open to every node, sorted, each kept while viewGen stays
+	// as it was made at (oppView).
+	viewGen  uint64
+	oppViews []oppView
 }
 
 // New builds the tenancy state from a parsed config and validates it,
@@ -967,6 +974,7 @@ func (s *Scheduler) use(g *Group, v *VCell, p *PCell) {
 	}
 	p.group = g
 	opp := g.Priority == Opportunistic
+	s.viewGen++
 	for x := p; x != nil; x = x.parent {
 		x.used++
 		if opp {
@@ -995,6 +1003,7 @@ func (s *Scheduler) dropUsage(g *Group) []*VCell {
 				continue
 			}
 			p.group = nil
+			s.viewGen++
 			for x := p; x != nil; x = x.parent {
 				x.used--
 				if opp {
@@ -1030,6 +1039,7 @@ func (s *Scheduler) demote(g *Group) {
 			x.used--
 		}
 	}
+	s.viewGen++
 	for _, pod := range g.pods {
 		for _, p := range pod {
 			for x := p; x != nil; x = x.parent {
@@ -1080,6 +1090,7 @@ func (s *Scheduler) promote(g *Group, pairs func(yield func(*VCell, *PCell))) {
 		return
 	}
 	g.vleaves = got
+	s.viewGen++
 	for _, pod := range g.pods {
 		for _, p := range pod {
 			for x := p; x != nil; x = x.parent {
@@ -1128,14 +1139,7 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 		if !ch.serves(r.LeafType) {
 			continue
 		}
-		nodes := s.scratch[:0]
-		for _, p := range ch.nodes {
-			// A quarantined device still runs: only a failed node is
-			// closed to opportunistic groups.
-			nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: !p.down, allowed: s.allowedNode(p.node)})
-		}
-		s.scratch = nodes
-		sortView(nodes)
+		nodes := s.oppView(ch)
 		at, why := fitPods(nodes, r.Pods)
 		if at == nil {
 			reason = fmt.Sprintf("chain %s: %s", ch.Name, why)
@@ -1185,6 +1189,57 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 		return Decision{Placed: true, Chain: ch.Name, Pods: podsOf(g)}
 	}
 	return Decision{Reason: reason}
+}
+
+// oppView is a chain's view for opportunistic decisions open to every
+// node (no Request.Nodes), sorted, as of view generation gen: while the
+// scheduler's viewGen stays, nothing it reads changed, and decisions
+// that place nothing (the most, on a full cluster) share it. It is read
+// only: each decision that places raises viewGen before the next reads.
+type oppView struct {
+	ch    *Chain
+	gen   uint64
+	nodes []viewNode
+}
+
+// checkOppViews makes oppView check each view it serves against one made
+// afresh, and panic if they differ (the tests set it).
+var checkOppViews bool
+
+// oppView is chain ch's view for the opportunistic decision under way,
+// sorted: made afresh for a decision restricted to some nodes, else
+// kept (oppViews) while viewGen stays.
+func (s *Scheduler) oppView(ch *Chain) []viewNode {
+	if s.allowed != nil {
+		s.scratch = s.makeOppView(ch, s.scratch[:0])
+		return s.scratch
+	}
+	i := slices.IndexFunc(s.oppViews, func(v oppView) bool { return v.ch == ch })
+	if i < 0 {
+		s.oppViews = append(s.oppViews, oppView{ch: ch, nodes: s.makeOppView(ch, nil), gen: s.viewGen})
+		return s.oppViews[len(s.oppViews)-1].nodes
+	}
+	v := &s.oppViews[i]
+	if v.gen != s.viewGen {
+		v.nodes, v.gen = s.makeOppView(ch, v.nodes[:0]), s.viewGen
+	} else if checkOppViews {
+		if fresh := s.makeOppView(ch, nil); !slices.Equal(fresh, v.nodes) {
+			panic(fmt.Sprintf("tenancy: chain %s's opportunistic view is stale at view generation %d", ch.Name, s.viewGen))
+		}
+	}
+	return v.nodes
+}
+
+// makeOppView appends chain ch's view for the opportunistic decision
+// under way to nodes, and sorts it.
+func (s *Scheduler) makeOppView(ch *Chain, nodes []viewNode) []viewNode {
+	for _, p := range ch.nodes {
+		// A quarantined device still runs: only a failed node is
+		// closed to opportunistic groups.
+		nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: !p.down, allowed: s.allowedNode(p.node)})
+	}
+	sortView(nodes)
+	return nodes
 }
 
 // Release frees a group's devices (the job finished or was stopped).

@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -56,6 +57,9 @@ type nodeUse struct {
 // nodes or their sizes changed.
 func (s *Store) applyNode(name string, n *corev1.Node) bool {
 	was := s.nodes[name]
+	if labelsChanged(was, n) {
+		s.labelsGen++
+	}
 	if n == nil {
 		delete(s.nodes, name)
 	} else {
@@ -71,6 +75,17 @@ func (s *Store) applyNode(name string, n *corev1.Node) bool {
 		return podspec.NodeGPUs(n)
 	}
 	return gpus(was) != gpus(n)
+}
+
+// labelsChanged reports whether a node noted as n (nil: deleted) where
+// the Store held was (nil: none) changes the nodes' names or labels. The
+// very object noted again may have been changed in place: it counts as
+// changed.
+func labelsChanged(was, n *corev1.Node) bool {
+	if was == nil || n == nil {
+		return was != n
+	}
+	return was == n || !maps.Equal(was.Labels, n.Labels)
 }
 
 // rebuildLayout numbers the usable nodes again and holds every GPU

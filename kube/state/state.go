@@ -95,6 +95,7 @@ type Store struct {
 	planGen     uint64 // raised by every Sync that changed what a placement reads
 	layoutGen   uint64 // raised whenever the nodes are numbered again
 	nodeInfoGen uint64 // raised when a node is added or its hardware identity changes
+	labelsGen   uint64 // raised when a node is added, deleted or noted with other labels
 }
 
 // inbox is what changed since the last Sync: the newest object per key
@@ -189,6 +190,15 @@ func (s *Store) LayoutGeneration() uint64 { return s.layoutGen }
 // node name and machine may be stale. Any other change of a node (its
 // status, labels, taints) does not raise it.
 func (s *Store) NodeInfoGeneration() uint64 { return s.nodeInfoGen }
+
+// NodeLabelsGeneration rises whenever a Sync adds or deletes a node, or
+// finds a node noted with labels other than it had (or noted again as
+// the very object it holds, which may have been changed in place): two
+// rounds that see the same generation see the same nodes by name, with
+// the same labels. What a reader computes from the nodes' names and
+// labels alone (which nodes a node selector matches) holds while it
+// stays.
+func (s *Store) NodeLabelsGeneration() uint64 { return s.labelsGen }
 
 // Nodes are every node as of the last Sync, usable or not, in no order.
 // They are the Store's: read only.
