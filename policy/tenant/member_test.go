@@ -36,13 +36,9 @@ func TestFits(t *testing.T) {
 	}
 }
 
-// layerIndexStage is twoNodes under hived with packed-sticky (pod guard)
-// in each VC, after two rounds of VC A: job 1 (2 GPUs in pods of 2)
-// alone, then with job 2 (1 GPU) behind it. Packed-sticky takes the
-// lowest free GPUs of A's one node: job 1 holds virtual [0 1], job 2
-// [2]; A's node cell binds to the first free node, n0, so physically the
-// same ids.
-func layerIndexStage(t *testing.T) (*HiveD, *vcLayer, []*workload.Job) {
+// twoNodesPacked is a HiveD stage on twoNodes with packed-sticky (pod
+// guard) in each VC, and the environment its rounds run in.
+func twoNodesPacked(t *testing.T) (*HiveD, *policy.Env) {
 	t.Helper()
 	h, err := NewHiveD(layoutOf(t, twoNodes))
 	if err != nil {
@@ -53,6 +49,18 @@ func layerIndexStage(t *testing.T) (*HiveD, *vcLayer, []*workload.Job) {
 		return place.PodGuard{Placer: p}, err
 	}})
 	env := &policy.Env{Rand: policy.PlacementRand(1)}
+	return h, env
+}
+
+// layerIndexStage is twoNodes under hived with packed-sticky (pod guard)
+// in each VC, after two rounds of VC A: job 1 (2 GPUs in pods of 2)
+// alone, then with job 2 (1 GPU) behind it. Packed-sticky takes the
+// lowest free GPUs of A's one node: job 1 holds virtual [0 1], job 2
+// [2]; A's node cell binds to the first free node, n0, so physically the
+// same ids.
+func layerIndexStage(t *testing.T) (*HiveD, *vcLayer, []*workload.Job) {
+	t.Helper()
+	h, env := twoNodesPacked(t)
 	j1 := workload.NewJob(job(1, "A", 0, 2, 2, 0, 1))
 	j2 := workload.NewJob(job(2, "A", 0, 1, 1, 0, 1))
 	var order []*workload.Job

@@ -309,15 +309,7 @@ func TestHiveDFinishPreemptor(t *testing.T) {
 // then A's a1 adopted on the other node, which is A's one node cell. A's
 // a2 must then wait, and the stage stay consistent.
 func TestHiveDAdoptedAfterSetupKeepsItsCells(t *testing.T) {
-	h, err := NewHiveD(layoutOf(t, twoNodes))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetIntraVC(&IntraVC{NewPlacer: func() (policy.Placer, error) {
-		p, err := place.New("packed-sticky")
-		return place.PodGuard{Placer: p}, err
-	}})
-	env := &policy.Env{Rand: policy.PlacementRand(1)}
+	h, env := twoNodesPacked(t)
 	b1 := workload.NewJob(job(1, "B", 0, 4, 4, 0, 1))
 	out := h.Place(env, []*workload.Job{b1}, nil)
 	b1.GPUsHeld = out[0]
