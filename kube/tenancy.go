@@ -1153,6 +1153,11 @@ type whyRound struct {
 	read  []bool                 // devs[i] read this round
 	quar  map[tenancy.QuarantinedDevice]bool
 	qread bool // quar read this round
+	// held: the devices a gang of the cells holds on the nodes told bad
+	// (taken), read this round when tread.
+	held  map[tenancy.Device]bool
+	tread bool
+	down  map[int]bool // the stage's: cells node index -> told bad
 	// memo: the reasons found this round, by the key of the gangs they
 	// are for, one per allowed node list (a key holds its hash).
 	memo map[whyKey][]whyMemo
@@ -1256,8 +1261,10 @@ func (w *whyRound) vcPools(t *tenancyStage, vc string) ([]whyPool, bool) {
 
 // oppPools is an opportunistic gang's GPUs on its candidate nodes cand,
 // of kinds, one pool per leaf type (HiveD places a gang on one chain): a
-// GPU is free when its node is up and the round sees it free; every GPU
-// of a node cordoned or not ready is down.
+// GPU is free when its node is up and the round sees it free; on a node
+// cordoned or not ready (which the round does not see) a GPU no gang of
+// the cells holds is down, as a guaranteed gang's pools count the GPUs
+// no guaranteed gang holds there: those it could use were the node back.
 func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds []tenancy.NodeKind) []whyPool {
 	var pools []whyPool
 	for _, i := range cand {
@@ -1278,9 +1285,11 @@ func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds [
 				free[k] = 0 // a node of the pool, free or not
 			}
 			if t.down[i] {
-				p.down++
-				if !slices.Contains(p.downNodes, nd.Name) {
-					p.downNodes = append(p.downNodes, nd.Name)
+				if !w.taken(nd.Name, d.GPU) {
+					p.down++
+					if !slices.Contains(p.downNodes, nd.Name) {
+						p.downNodes = append(p.downNodes, nd.Name)
+					}
 				}
 				continue
 			}
@@ -1333,6 +1342,32 @@ func (w *whyRound) quarantined(node string, gpu int) bool {
 	return w.quar[tenancy.QuarantinedDevice{Node: node, GPU: gpu}]
 }
 
+// taken reports whether a gang of the cells (a group, guaranteed or
+// opportunistic, running or preempting) holds device gpu of node, a node
+// told bad this round: the round does not see what runs there. Read once
+// a round, when first asked.
+func (w *whyRound) taken(node string, gpu int) bool {
+	if !w.tread {
+		clear(w.held)
+		for _, name := range w.c.Groups() {
+			pods, _ := w.c.Placement(name)
+			for _, p := range pods {
+				if i, ok := w.l.Node(p.Node); !ok || !w.down[i] {
+					continue
+				}
+				if w.held == nil {
+					w.held = map[tenancy.Device]bool{}
+				}
+				for _, g := range p.GPUs {
+					w.held[tenancy.Device{Node: p.Node, GPU: g}] = true
+				}
+			}
+		}
+		w.tread = true
+	}
+	return w.held[tenancy.Device{Node: node, GPU: gpu}]
+}
+
 // devices is cells node i's GPUs and the VC each is bound to this round.
 func (w *whyRound) devices(i int) []tenancy.NodeDevice {
 	if !w.read[i] {
@@ -1363,6 +1398,6 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 		w.devs, w.read = make([][]tenancy.NodeDevice, len(t.l.Cluster.Nodes)), make([]bool, len(t.l.Cluster.Nodes))
 	}
 	clear(w.read)
-	w.qread = false
+	w.qread, w.tread, w.down = false, false, t.down
 	return w
 }

@@ -180,6 +180,22 @@ func TestTenancyWhyCells(t *testing.T) {
 		key:  "ns/pod:g",
 		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 2 GPUs free; VC A's cells cannot hold it: 2 of their 8 GPUs free, 2 on nodes cordoned or not ready (n1)",
 	}, {
+		// b (B) binds n0; x (A, 2 GPUs) holds half of n1, which is then
+		// cordoned: A's cell there has 2 GPUs no gang holds, those g (A)
+		// could use were n1 back (TestTenancyWhyOpportunistic counts the
+		// same 2 for an opportunistic gang).
+		name: "cordoned node's held GPUs not counted", cells: two, nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			createOn(w, *at, "x", 2, vcAnn("A", ""), "n1")
+			w.expect(at, "b and x", "ns/b@n0[0,1,2,3] ns/x@n1[0,1]")
+			cordon(w, "n1", true)
+			w.create("g", 4, vcAnn("A", ""), *at)
+			return "ns/b@n0[0,1,2,3] ns/x@n1[0,1]"
+		},
+		key:  "ns/pod:g",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, 2 on nodes cordoned or not ready (n1)",
+	}, {
 		// n0's GPU 0 is quarantined; a (A) binds healthy n1, so B's cell
 		// is bound to n0 (doomed): b (B, 4 GPUs) sees 4 GPUs free on n0,
 		// of which B may use 3.
@@ -306,6 +322,21 @@ func TestTenancyWhyOpportunistic(t *testing.T) {
 			return "ns/a@n0[0,1,2,3]"
 		},
 		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; the cells cannot hold it: 0 of their 8 GPUs free, 4 on nodes cordoned or not ready (n1)",
+	}, {
+		// b (B) binds n0; x (A, 2 GPUs) holds half of n1, which is then
+		// cordoned: of n1's GPUs o (A) could use were it back, 2 (those
+		// no gang holds), as a guaranteed gang of A counts
+		// (TestTenancyWhyCells).
+		name: "cordoned node's held GPUs not counted", cells: two,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			createOn(w, *at, "x", 2, vcAnn("A", ""), "n1")
+			w.expect(at, "b and x", "ns/b@n0[0,1,2,3] ns/x@n1[0,1]")
+			cordon(w, "n1", true)
+			w.create("o", 4, opp(), *at)
+			return "ns/b@n0[0,1,2,3] ns/x@n1[0,1]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; the cells cannot hold it: 0 of their 8 GPUs free, 2 on nodes cordoned or not ready (n1)",
 	}, {
 		// o (A) names leaf type Y, of which A has no cells; b (B) holds
 		// half of n1.
