@@ -97,10 +97,11 @@ type themisStage struct {
 	align  bool
 	models *workload.Models
 
-	pol   *themis.Policy
-	shape string // the cluster and scores the policy was built on
-	epoch time.Time
-	now   float64 // this round's time on the policy's clock
+	pol    *themis.Policy
+	shape  string         // the cluster and scores the policy was built on
+	scores *policy.Scores // the scores its bids have (learnt scores and quarantine change them in place)
+	epoch  time.Time
+	now    float64 // this round's time on the policy's clock
 
 	next     int                      // next stand-in job id
 	stand    map[string]*workload.Job // gang key -> stand-in
@@ -222,6 +223,14 @@ func (t *themisStage) clock(w time.Time) float64 {
 func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 	shape := s.scoresKey // its layout generation and the scores' version
 	if t.pol != nil && shape == t.shape {
+		if s.scores != t.scores {
+			// Scores learnt or a GPU quarantined since (the same GPUs):
+			// the bids take the new speeds; leases and apps stay.
+			if err := t.pol.SetScores(s.scores); err != nil {
+				return err
+			}
+			t.scores = s.scores
+		}
 		return nil
 	}
 	pol, err := t.newPolicy(t.rho, false)
@@ -234,7 +243,7 @@ func (t *themisStage) build(s *Scheduler, snap *snapshot) error {
 	if t.pol != nil {
 		s.log.Warn("themis: the cluster's nodes or GPU scores changed; auctions start afresh (running gangs keep their leases)")
 	}
-	t.pol, t.shape, t.violated = pol, shape, 0
+	t.pol, t.shape, t.violated, t.scores = pol, shape, 0, s.scores
 	return nil
 }
 

@@ -312,17 +312,41 @@ func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
 	if err != nil {
 		return err
 	}
-	if sc != nil && !p.cfg.Auction.VariabilityBlind {
-		var sf [variability.NumClasses][]float64
-		for k := range sf {
-			sf[k] = sc.SF[k]
-		}
-		if t, err = t.WithSpeeds(sf); err != nil {
-			return err
-		}
+	if t, err = p.withScores(t, sc); err != nil {
+		return err
 	}
 	p.topo = t
 	p.leases = fairness.NewLeases(c.Size())
+	return nil
+}
+
+// withScores is topology t with sc's speeds (t itself when sc is nil or
+// the auction is variability-blind).
+func (p *Policy) withScores(t *fairness.Topology, sc *policy.Scores) (*fairness.Topology, error) {
+	if sc == nil || p.cfg.Auction.VariabilityBlind {
+		return t, nil
+	}
+	var sf [variability.NumClasses][]float64
+	for k := range sf {
+		sf[k] = sc.SF[k]
+	}
+	return t.WithSpeeds(sf)
+}
+
+// SetScores gives the bids new GPU speeds on the same GPUs (a driver
+// whose scores are learnt, or a GPU quarantined, while the policy runs),
+// keeping the leases, apps and contention. Before the first Place it does
+// nothing: Place takes the Env's scores then. The simulator never calls
+// it.
+func (p *Policy) SetScores(sc *policy.Scores) error {
+	if p.topo == nil {
+		return nil
+	}
+	t, err := p.withScores(p.topo, sc)
+	if err != nil {
+		return err
+	}
+	p.topo = t
 	return nil
 }
 
