@@ -1016,13 +1016,7 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 		if k.leaf != "" {
 			scope += " of leaf type " + k.leaf
 		}
-		for _, ks := range w.kinds {
-			for _, nk := range ks {
-				if nk.Pinned == "" && (k.leaf == "" || nk.LeafType == k.leaf) && !slices.Contains(kinds, nk) {
-					kinds = append(kinds, nk)
-				}
-			}
-		}
+		kinds = w.oppKinds(k.leaf)
 	} else {
 		all, ok := w.vcPools(t, k.vc)
 		if !ok {
@@ -1036,27 +1030,26 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 			pools = append(pools, p)
 		}
 	}
-	var in map[string]bool // the allowed nodes, when picky
-	if picky {
-		in = make(map[string]bool, len(allowed))
-		for _, n := range allowed {
-			in[n] = true
+	// Its candidates (and an opportunistic gang's pools on them) read
+	// only its kinds and allowed nodes: found once a round for every key
+	// that differs from k in its size alone.
+	ck := k
+	ck.gpus, ck.per = 0, 0
+	i := slices.IndexFunc(w.cands[ck], func(m candMemo) bool { return slices.Equal(m.allowed, allowed) })
+	if i < 0 {
+		m := candMemo{allowed: allowed, cand: w.candidates(kinds, picky, allowed)}
+		if opp && len(m.cand) > 0 {
+			m.pools = t.oppPools(w, snap, m.cand, kinds)
 		}
+		i = len(w.cands[ck])
+		w.cands[ck] = append(w.cands[ck], m)
 	}
-	var cand []int // cells node indices of its kinds, allowed to it
-	for i, n := range t.l.Cluster.Nodes {
-		if picky && !in[n.Name] {
-			continue
-		}
-		if slices.ContainsFunc(w.kinds[i], func(nk tenancy.NodeKind) bool { return slices.Contains(kinds, nk) }) {
-			cand = append(cand, i)
-		}
-	}
+	cand := w.cands[ck][i].cand // cells node indices of its kinds, allowed to it
 	if picky && len(cand) == 0 {
 		return "its node selector or affinity allows no node of " + scope
 	}
 	if opp {
-		pools = t.oppPools(w, snap, cand, kinds)
+		pools = w.cands[ck][i].pools
 	}
 	free, total, best, room := 0, 0, 0, 0 // room: the most of its pods one pool has room for
 	off, quar := 0, 0                     // GPUs no gang holds on failed nodes, quarantined
@@ -1139,6 +1132,50 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	return ""
 }
 
+// candidates is the cells node indices, ascending, of the nodes of kinds
+// allowed (when picky) by the node names allowed: found through the
+// names, not a scan of every node, when picky.
+func (w *whyRound) candidates(kinds []tenancy.NodeKind, picky bool, allowed []string) []int {
+	of := func(i int) bool {
+		return slices.ContainsFunc(w.kinds[i], func(nk tenancy.NodeKind) bool { return slices.Contains(kinds, nk) })
+	}
+	var cand []int
+	if !picky {
+		for i := range w.kinds {
+			if of(i) {
+				cand = append(cand, i)
+			}
+		}
+		return cand
+	}
+	for _, n := range allowed {
+		if i, ok := w.index[n]; ok && of(i) {
+			cand = append(cand, i)
+		}
+	}
+	slices.Sort(cand)
+	return slices.Compact(cand)
+}
+
+// oppKinds is the node kinds an opportunistic gang of leaf type leaf
+// ("": any) may be given: every chain's of that leaf type, pinned cells
+// aside. Found once per layout.
+func (w *whyRound) oppKinds(leaf string) []tenancy.NodeKind {
+	if kinds, ok := w.opp[leaf]; ok {
+		return kinds
+	}
+	var kinds []tenancy.NodeKind
+	for _, ks := range w.kinds {
+		for _, nk := range ks {
+			if nk.Pinned == "" && (leaf == "" || nk.LeafType == leaf) && !slices.Contains(kinds, nk) {
+				kinds = append(kinds, nk)
+			}
+		}
+	}
+	w.opp[leaf] = kinds
+	return kinds
+}
+
 // whyRound is what why reads of the cells, once a round: each VC's GPU
 // pools with their leaves free of guaranteed groups, the kinds of each
 // cells node, each node's GPUs with the VC they are bound to, and the
@@ -1151,6 +1188,7 @@ type whyRound struct {
 	kinds [][]tenancy.NodeKind   // by cells node index
 	devs  [][]tenancy.NodeDevice // by cells node index, read when first asked for (devices)
 	read  []bool                 // devs[i] read this round
+	sdevs [][]whyDev             // by cells node index, for the layout l (kindsOf)
 	quar  map[tenancy.QuarantinedDevice]bool
 	qread bool // quar read this round
 	// held: the devices a gang of the cells holds on the nodes told bad
@@ -1161,7 +1199,16 @@ type whyRound struct {
 	// memo: the reasons found this round, by the key of the gangs they
 	// are for, one per allowed node list (a key holds its hash).
 	memo map[whyKey][]whyMemo
-	seed maphash.Seed // of the allowed lists' hashes
+	// cands: the candidates found this round, by the key of the gangs
+	// they are for less its size (gpus, per: 0), one per allowed node
+	// list.
+	cands map[whyKey][]candMemo
+	// index: each cells node's index by name; opp: the node kinds an
+	// opportunistic gang may be given, by leaf type (oppKinds); both for
+	// the layout l.
+	index map[string]int
+	opp   map[string][]tenancy.NodeKind
+	seed  maphash.Seed // of the allowed lists' hashes
 }
 
 // whyKey is what why's reason reads of a waiting gang, past its own
@@ -1183,6 +1230,15 @@ type whyKey struct {
 type whyMemo struct {
 	allowed []string
 	msg     string
+}
+
+// candMemo is the candidate nodes found this round for the gangs of a
+// key (less its size) allowed the nodes named, and an opportunistic
+// gang's pools on them.
+type candMemo struct {
+	allowed []string
+	cand    []int
+	pools   []whyPool
 }
 
 // hashNames is the hash of the node names, in their order.
@@ -1267,25 +1323,27 @@ func (w *whyRound) vcPools(t *tenancyStage, vc string) ([]whyPool, bool) {
 // no guaranteed gang holds there: those it could use were the node back.
 func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds []tenancy.NodeKind) []whyPool {
 	var pools []whyPool
+	var on []int // by pool index: free GPUs on the node, -1 when none of the pool's
 	for _, i := range cand {
 		nd := t.l.Cluster.Nodes[i]
-		free := map[int]int{} // pool index -> free GPUs on the node
-		for _, d := range w.devices(i) {
-			if !slices.Contains(kinds, d.Kind) {
+		for k := range on {
+			on[k] = -1
+		}
+		for _, d := range w.kindsOf(i) {
+			if !slices.Contains(kinds, d.kind) {
 				continue
 			}
-			k := slices.IndexFunc(pools, func(p whyPool) bool { return p.kind.LeafType == d.Kind.LeafType })
+			k := slices.IndexFunc(pools, func(p whyPool) bool { return p.kind.LeafType == d.kind.LeafType })
 			if k < 0 {
 				k = len(pools)
-				pools = append(pools, whyPool{kind: tenancy.NodeKind{LeafType: d.Kind.LeafType}})
+				pools = append(pools, whyPool{kind: tenancy.NodeKind{LeafType: d.kind.LeafType}})
+				on = append(on, -1)
 			}
 			p := &pools[k]
 			p.total++
-			if _, ok := free[k]; !ok {
-				free[k] = 0 // a node of the pool, free or not
-			}
+			on[k] = max(on[k], 0) // a node of the pool, free or not
 			if t.down[i] {
-				if !w.taken(nd.Name, d.GPU) {
+				if !w.taken(nd.Name, d.gpu) {
 					p.down++
 					if !slices.Contains(p.downNodes, nd.Name) {
 						p.downNodes = append(p.downNodes, nd.Name)
@@ -1293,18 +1351,46 @@ func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds [
 				}
 				continue
 			}
-			if g, ok := t.l.GPU(nd.Name, d.GPU); ok {
-				if r := t.toSnap[g]; r >= 0 && snap.Cluster.IsFree(r) {
+			if d.id >= 0 {
+				if r := t.toSnap[d.id]; r >= 0 && snap.Cluster.IsFree(r) {
 					p.free++
-					free[k]++
+					on[k]++
 				}
 			}
 		}
-		for k, f := range free {
-			pools[k].nodes = append(pools[k].nodes, f)
+		for k, f := range on {
+			if f >= 0 {
+				pools[k].nodes = append(pools[k].nodes, f)
+			}
 		}
 	}
 	return pools
+}
+
+// whyDev is a device of a cells node as the layout has it: its kind, its
+// index in the node, and its cells GPU id (-1: none).
+type whyDev struct {
+	kind    tenancy.NodeKind
+	gpu, id int
+}
+
+// kindsOf is cells node i's devices as the layout has it, read when first
+// asked for and kept for the layout: unlike the VC a device is bound to
+// (devices), its kind and id do not change from round to round.
+func (w *whyRound) kindsOf(i int) []whyDev {
+	if w.sdevs[i] == nil {
+		nd := w.l.Cluster.Nodes[i]
+		ds := w.devices(i)
+		out := make([]whyDev, len(ds))
+		for k, d := range ds {
+			out[k] = whyDev{kind: d.Kind, gpu: d.GPU, id: -1}
+			if g, ok := w.l.GPU(nd.Name, d.GPU); ok {
+				out[k].id = g
+			}
+		}
+		w.sdevs[i] = out
+	}
+	return w.sdevs[i]
 }
 
 // nodeDown reports whether the cells node named is told bad this round
@@ -1386,16 +1472,20 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 	c := t.hived.Cells()
 	w.snap, w.c, w.pools = snap, c, map[string][]whyPool{}
 	if w.memo == nil {
-		w.memo, w.seed = map[whyKey][]whyMemo{}, maphash.MakeSeed()
+		w.memo, w.cands, w.seed = map[whyKey][]whyMemo{}, map[whyKey][]candMemo{}, maphash.MakeSeed()
 	}
 	clear(w.memo)
+	clear(w.cands)
 	if w.l != t.l {
 		w.l = t.l
 		w.kinds = make([][]tenancy.NodeKind, len(t.l.Cluster.Nodes))
+		w.index, w.opp = make(map[string]int, len(t.l.Cluster.Nodes)), map[string][]tenancy.NodeKind{}
 		for i, n := range t.l.Cluster.Nodes {
 			w.kinds[i] = c.NodeKinds(n.Name)
+			w.index[n.Name] = i
 		}
 		w.devs, w.read = make([][]tenancy.NodeDevice, len(t.l.Cluster.Nodes)), make([]bool, len(t.l.Cluster.Nodes))
+		w.sdevs = make([][]whyDev, len(t.l.Cluster.Nodes))
 	}
 	clear(w.read)
 	w.qread, w.tread, w.down = false, false, t.down
