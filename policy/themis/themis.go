@@ -170,6 +170,9 @@ type Policy struct {
 	last   float64
 	leases *fairness.Leases
 	topo   *fairness.Topology
+	// scores are those topo's speeds are from: a Place whose Env brings
+	// others (learnt scores, a GPU quarantined) gives them to the bids.
+	scores *policy.Scores
 	apps   map[string]*app
 	byIdx  []*app
 	jobApp map[int]*app
@@ -315,7 +318,7 @@ func (p *Policy) setup(c *cluster.Cluster, sc *policy.Scores) error {
 	if t, err = p.withScores(t, sc); err != nil {
 		return err
 	}
-	p.topo = t
+	p.topo, p.scores = t, sc
 	p.leases = fairness.NewLeases(c.Size())
 	return nil
 }
@@ -336,17 +339,18 @@ func (p *Policy) withScores(t *fairness.Topology, sc *policy.Scores) (*fairness.
 // SetScores gives the bids new GPU speeds on the same GPUs (a driver
 // whose scores are learnt, or a GPU quarantined, while the policy runs),
 // keeping the leases, apps and contention. Before the first Place it does
-// nothing: Place takes the Env's scores then. The simulator never calls
-// it.
+// nothing: Place takes the Env's scores then. Place calls it whenever
+// its Env's scores are not those the bids have, so a driver that hands
+// each round's scores in the Env need not.
 func (p *Policy) SetScores(sc *policy.Scores) error {
-	if p.topo == nil {
+	if p.topo == nil || sc == p.scores {
 		return nil
 	}
 	t, err := p.withScores(p.topo, sc)
 	if err != nil {
 		return err
 	}
-	p.topo = t
+	p.topo, p.scores = t, sc
 	return nil
 }
 
@@ -392,6 +396,8 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		if err := p.setup(cl, env.Scores); err != nil {
 			panic("themis: " + err.Error()) // the simulator validated the cluster
 		}
+	} else if err := p.SetScores(env.Scores); err != nil {
+		panic("themis: " + err.Error()) // the same GPUs, so the same sizes
 	}
 	// F = ∫ (apps alive) dt, for every app's N_avg.
 	p.contention += float64(len(p.active)) * (T - p.last)
