@@ -145,6 +145,7 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 // holds GPUs is an error, since the rebuilt table would take them away.
 type Applier struct {
 	next    []int // the owner table being built
+	free    []int // an all-free table, which Begin copies into next
 	held    int   // GPUs the jobs read so far hold (see Line)
 	touched int   // what the round's reads ahead (touch) summed, kept so they stay
 }
@@ -225,15 +226,24 @@ func (a *Applier) Begin(cl *cluster.Cluster, n, m int) error {
 		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", m, n)
 	}
 	size := cl.Size()
+	if len(a.free) != size {
+		a.setFree(size)
+	}
 	if cap(a.next) < size {
 		a.next = make([]int, size)
 	}
 	a.next = a.next[:size]
-	for g := range a.next {
-		a.next[g] = cluster.Free
-	}
+	copy(a.next, a.free) // one copy, not a store of Free per GPU
 	a.held = 0
 	return nil
+}
+
+// setFree makes free an all-free table of size GPUs.
+func (a *Applier) setFree(size int) {
+	a.free = make([]int, size)
+	for g := range a.free {
+		a.free[g] = cluster.Free
+	}
 }
 
 // Line classifies the next job of the round begun by Begin: j holds

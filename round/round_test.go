@@ -622,3 +622,26 @@ func TestReadsAhead(t *testing.T) {
 		}
 	}
 }
+
+// One Applier serving clusters of different sizes starts each round from
+// an all-free table of the cluster's size (Begin copies a template kept
+// per size): a job launched on the larger cluster's last GPUs is no
+// conflict, and a smaller cluster's table has no stale entries.
+func TestApplierAcrossClusterSizes(t *testing.T) {
+	var ap Applier
+	for _, nodes := range []int{1, 3, 2} {
+		cl, err := cluster.New(nodes, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := cl.Size()
+		j := job(nodes, 4, nil)
+		last := []int{size - 4, size - 3, size - 2, size - 1}
+		if err := ap.Apply(cl, []*workload.Job{j}, [][]int{last}, func(int, Kind) {}); err != nil {
+			t.Fatalf("%d GPUs: %v", size, err)
+		}
+		if cl.FreeCount() != size-4 || cl.Owner(size-1) != j.ID || size > 4 && cl.Owner(0) != cluster.Free {
+			t.Fatalf("%d GPUs: free %d, last GPU owned by %d, GPU 0 by %d", size, cl.FreeCount(), cl.Owner(size-1), cl.Owner(0))
+		}
+	}
+}

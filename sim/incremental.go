@@ -369,7 +369,10 @@ func (x *incremental) admit(round int, T float64, sp *workload.Spec) {
 // slabSize jobs are allocated at a time.
 const slabSize = 1024
 
-func (x *incremental) at(slot int32) *job { return &x.slabs[slot/slabSize][slot%slabSize] }
+func (x *incremental) at(slot int32) *job {
+	s := uint32(slot) // unsigned: a shift and a mask, no bounds check on the slab
+	return &x.slabs[s/slabSize][s%slabSize]
+}
 
 func (x *incremental) alloc() *job {
 	if len(x.free) == 0 {
@@ -600,7 +603,7 @@ func (x *incremental) visitJob(i int, j *job, g []int, k round.Kind) {
 	case !runs && j.running:
 		j.running = false
 		j.base = int32(x.vRound)
-		x.stopped = append(x.stopped, j.item())
+		x.stopped = appendAscending(x.stopped, j.item())
 		x.waiting(j, x.vRound)
 	}
 	if runs {
@@ -609,18 +612,20 @@ func (x *incremental) visitJob(i int, j *job, g []int, k round.Kind) {
 	}
 }
 
-// fileStopped files the jobs the round stopped (see stopped).
+// fileStopped files the jobs the round stopped (see stopped), which
+// visitJob checked are ascending as it collected them.
 func (x *incremental) fileStopped() {
-	if !slices.IsSortedFunc(x.stopped, func(a, b item) int {
-		if itemLess(a, b) {
-			return -1
-		}
-		return 1
-	}) {
-		panic("sim: the view is out of order") // our own bookkeeping
-	}
 	x.wait.SetRun(x.stopped)
 	x.stopped = x.stopped[:0]
+}
+
+// appendAscending appends it to s, which must stay ascending: the
+// view's order is our own bookkeeping, so an item out of it is a bug.
+func appendAscending(s []item, it item) []item {
+	if n := len(s); n > 0 && itemLess(it, s[n-1]) {
+		panic("sim: the view is out of order")
+	}
+	return append(s, it)
 }
 
 // buildView merges the running jobs with the waiting ones a frame can
@@ -631,35 +636,39 @@ func (x *incremental) fileStopped() {
 // taken only behind the job being placed), so the waiting jobs before it
 // fit the cluster together.
 func (x *incremental) buildView() {
-	x.view = x.view[:0]
-	x.order = x.order[:0]
-	it := x.wait.first()
+	// Built in locals: an append to a field reloads and stores it.
+	view, order := x.view[:0], x.order[:0]
 	ri := 0
 	demand := 0 // of the waiting jobs in the view
-	for {
-		more := it.ok() && demand <= x.limit
-		// The running jobs before the next waiting one, copied whole:
-		// found on the packed items, so no running job is read here.
-		p := len(x.run)
-		var w item
-		if more {
-			w = it.item()
-			p = x.runBefore(ri, w)
+	// The waiting queue's blocks are read in place (a cursor's reads
+	// cost a bounds check and a reload of the block each), and a
+	// waiting job is compared with the next running one before any
+	// search: most have none before them.
+	for b := 0; b < len(x.wait.bs) && demand <= x.limit; b++ {
+		for _, w := range x.wait.bs[b].items() {
+			if demand > x.limit {
+				break
+			}
+			// The running jobs before the next waiting one, copied
+			// whole: found on the packed items, so no running job is
+			// read here.
+			if ri < len(x.runIt) && !itemLess(w, x.runIt[ri]) {
+				p := x.runBefore(ri, w)
+				view = append(view, x.run[ri:p]...)
+				order = append(order, x.runJobs[ri:p]...)
+				ri = p
+			}
+			j := x.at(w.slot) // not read here: the placer reads it
+			view = append(view, j)
+			order = append(order, &j.Job)
+			demand += int(x.gpus[w.slot])
 		}
-		if p > ri { // most waiting jobs have no running job before them
-			x.view = append(x.view, x.run[ri:p]...)
-			x.order = append(x.order, x.runJobs[ri:p]...)
-			ri = p
-		}
-		if !more {
-			break
-		}
-		j := x.at(w.slot) // not read here: the placer reads it
-		x.view = append(x.view, j)
-		x.order = append(x.order, &j.Job)
-		demand += int(x.gpus[w.slot])
-		it.next()
 	}
+	if ri < len(x.run) {
+		view = append(view, x.run[ri:]...)
+		order = append(order, x.runJobs[ri:]...)
+	}
+	x.view, x.order = view, order
 }
 
 // runBefore is the index of the first running job from lo on that w

@@ -280,7 +280,14 @@ func (q *waitq) Delete(x item) {
 	b := 0
 	var p int32
 	if len(q.bs) > 0 && q.bs[0].a[q.bs[0].lo] == x {
-		p = q.bs[0].lo // the smallest: the round loop's common case
+		// The smallest, the round loop's common case: a block left with
+		// qMerge items or more keeps its last item; only its start moves.
+		if bl := &q.bs[0]; bl.hi-bl.lo > qMerge {
+			bl.lo++
+			q.n--
+			return
+		}
+		p = q.bs[0].lo
 	} else {
 		b = q.block(x)
 		if b == len(q.bs) {
