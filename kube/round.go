@@ -237,7 +237,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 					}
 				}
 				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",
-					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.reserved(j)+s.etaNote(g.Key)))
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.selectorWhy(j)+s.reserved(j)+s.etaNote(g.Key)))
 			}
 		}
 		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)
@@ -280,6 +280,7 @@ func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*
 			s.log.Error("round: nothing placed", "err", err)
 			return snap, order, nil, nil, false
 		}
+		s.honorSelectors(snap, order, byJob, alloc)
 		ds, err := round.Plan(snap.Cluster, order, alloc)
 		if err != nil {
 			s.roundError("plan", "")
@@ -477,17 +478,7 @@ func (s *Scheduler) placeView(snap *snapshot, order []*workload.Job) [][]int {
 	for i := range view.Nodes {
 		view.Nodes[i].Name = names[i]
 	}
-	env := policy.Env{Cluster: view, Rand: s.rand.Rand}
-	if s.scores != nil {
-		sc := &policy.Scores{LV: s.scores.LV}
-		for c := range sc.SF {
-			sc.SF[c] = make([]float64, len(toReal))
-			for v, g := range toReal {
-				sc.SF[c][v] = s.scores.SF[c][g]
-			}
-		}
-		env.Scores = sc
-	}
+	env := policy.Env{Cluster: view, Rand: s.rand.Rand, Scores: s.viewScores(toReal)}
 	held := make([][]int, len(order))
 	defer func() {
 		for i, j := range order {
@@ -522,6 +513,22 @@ func (s *Scheduler) placeView(snap *snapshot, order []*workload.Job) [][]int {
 		alloc[i] = r
 	}
 	return alloc
+}
+
+// viewScores is the round's scores for a view whose GPU v is the
+// cluster's toReal[v] (nil without scores).
+func (s *Scheduler) viewScores(toReal []int) *policy.Scores {
+	if s.scores == nil {
+		return nil
+	}
+	sc := &policy.Scores{LV: s.scores.LV}
+	for c := range sc.SF {
+		sc.SF[c] = make([]float64, len(toReal))
+		for v, g := range toReal {
+			sc.SF[c][v] = s.scores.SF[c][g]
+		}
+	}
+	return sc
 }
 
 func cmpFloat(a, b float64) int {

@@ -68,7 +68,8 @@ type Scheduler struct {
 	log     *slog.Logger
 	models  *workload.Models
 	pol     policies
-	rand    policy.Env // Rand stream persists across rounds, from cfg.Seed
+	sel     selectorGate // keeps the answer off nodes a gang's selector rejects
+	rand    policy.Env   // Rand stream persists across rounds, from cfg.Seed
 	metrics *Metrics
 	id      string // leader-election identity
 

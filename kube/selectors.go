@@ -1,0 +1,198 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/place"
+	"github.com/palsched/pal/workload"
+)
+
+// selectorGate keeps a round's answer off the nodes a gang's pods may not
+// run on: their node selector and required node affinity, matched as
+// kube-scheduler matches them. The placers know nothing of labels; a pod
+// bound where its selector does not match is refused by the kubelet
+// (NodeAffinity), which fails it, and a bare pod is then lost. Under
+// hived the cells already bind a gang only to the nodes it allows (see
+// tenancyStage.allow), and the gate finds nothing to change.
+//
+// A gang placed on a node it does not allow is taken out of the answer.
+// A running one stays where it runs when no other gang was given its GPUs
+// (kube-scheduler's affinity is IgnoredDuringExecution: a gang that runs
+// on a node relabelled since is not moved for it either). Without tenancy
+// and Themis, a gang left without GPUs is then placed alone, by a placer
+// of the round's placement, on the GPUs the answer leaves free on the
+// nodes it allows: it waits only when they cannot hold it, and it takes
+// nothing a gang ahead of it was given.
+type selectorGate struct {
+	memo  map[string]map[string]bool // allowKey -> node name -> allowed
+	gen   uint64                     // the nodes' label generation memo is for
+	place policy.Placer              // the round's placement, unwrapped, built once
+	why   map[int]string             // this round's reasons, by job id
+}
+
+// allows is a gang's test of a node name, nil when its pods name no node
+// selector or required node affinity.
+func (s *Scheduler) allows(g *gang) func(node string) bool {
+	p := g.Pending
+	if len(p) == 0 {
+		p = g.Bound
+	}
+	if len(p) == 0 || len(p[0].Spec.NodeSelector) == 0 && nodeAffinity(p[0]) == nil {
+		return nil
+	}
+	sg := &s.sel
+	if gen := s.state.NodeLabelsGeneration(); sg.memo == nil || sg.gen != gen {
+		sg.memo, sg.gen = map[string]map[string]bool{}, gen
+	}
+	key, ok := allowKey(p[0])
+	m := sg.memo[key]
+	if m == nil || !ok {
+		aff := nodeaffinity.GetRequiredNodeAffinity(p[0])
+		m = map[string]bool{}
+		for nd := range s.state.Nodes() {
+			if yes, err := aff.Match(nd); err == nil && yes {
+				m[nd.Name] = true
+			}
+		}
+		if ok {
+			sg.memo[key] = m
+		}
+	}
+	return func(node string) bool { return m[node] }
+}
+
+// allOn reports whether every GPU of gpus is on a node allowed says yes to.
+func allOn(cl *cluster.Cluster, gpus []int, allowed func(string) bool) bool {
+	for _, x := range gpus {
+		if !allowed(cl.Nodes[cl.NodeOf(x)].Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// honorSelectors applies the gate (see selectorGate) to the round's
+// answer alloc for order, in place.
+func (s *Scheduler) honorSelectors(snap *snapshot, order []*workload.Job, byJob map[*workload.Job]*gang, alloc [][]int) {
+	clear(s.sel.why)
+	cl := snap.Cluster
+	var off []int // positions answered onto nodes they do not allow
+	var tests []func(string) bool
+	for i, j := range order {
+		if alloc[i] == nil || j.GPUsHeld != nil && slices.Equal(alloc[i], j.GPUsHeld) {
+			continue // nothing given, or it stays where it runs
+		}
+		g := byJob[j]
+		if g == nil {
+			continue
+		}
+		ok := s.allows(g)
+		if ok == nil || allOn(cl, alloc[i], ok) {
+			continue
+		}
+		off = append(off, i)
+		tests = append(tests, ok)
+		alloc[i] = nil
+	}
+	if len(off) == 0 {
+		return
+	}
+	used := make([]bool, cl.Size())
+	for _, a := range alloc {
+		for _, x := range a {
+			used[x] = true
+		}
+	}
+	inOrder := make(map[int]bool, len(order))
+	for _, j := range order {
+		inOrder[j.ID] = true
+	}
+	if s.sel.why == nil {
+		s.sel.why = map[int]string{}
+	}
+	for k, i := range off {
+		j, ok := order[i], tests[k]
+		if h := j.GPUsHeld; h != nil && allOn(cl, h, ok) && !slices.ContainsFunc(h, func(x int) bool { return used[x] }) {
+			alloc[i] = h // it stays: nothing else was given its GPUs
+		} else if s.ten == nil && s.th == nil {
+			alloc[i] = s.placeAlone(cl, j, func(x int) bool {
+				o := cl.Owner(x)
+				return !used[x] && (o == cluster.Free || inOrder[o]) && ok(cl.Nodes[cl.NodeOf(x)].Name)
+			})
+		}
+		if alloc[i] == nil {
+			s.sel.why[j.ID] = "its node selector or affinity allows none of the GPUs the placement chose, and the GPUs left free on the nodes it allows cannot hold it"
+			continue
+		}
+		for _, x := range alloc[i] {
+			used[x] = true
+		}
+	}
+}
+
+// placeAlone places job j by itself on the GPUs of cl that free says yes
+// to, through a placer of the round's placement (made once, through the
+// policy layer's registry, without backfill or another wrapper the round's
+// own placer carries: this is one gang on leftovers, not a round); nil
+// when they cannot hold it or its pods do not fit whole on a node.
+func (s *Scheduler) placeAlone(cl *cluster.Cluster, j *workload.Job, free func(int) bool) []int {
+	if s.sel.place == nil {
+		p, err := s.cfg.newPlacer()
+		if err != nil {
+			return nil // the config was validated: never
+		}
+		s.sel.place = p
+	}
+	var sizes, toReal []int
+	var names []string
+	for _, nd := range cl.Nodes {
+		k := 0
+		for _, x := range nd.GPUs {
+			if free(x) {
+				toReal = append(toReal, x)
+				k++
+			}
+		}
+		if k > 0 {
+			sizes, names = append(sizes, k), append(names, nd.Name)
+		}
+	}
+	if len(toReal) < j.GPUs {
+		return nil
+	}
+	view, err := cluster.NewSized(sizes)
+	if err != nil {
+		return nil
+	}
+	for i := range view.Nodes {
+		view.Nodes[i].Name = names[i]
+	}
+	env := policy.Env{Cluster: view, Rand: s.rand.Rand, Locality: s.rand.Locality, Scores: s.viewScores(toReal)}
+	held := j.GPUsHeld
+	j.GPUsHeld = nil // placed afresh on the view
+	defer func() { j.GPUsHeld = held }()
+	got := s.sel.place.Place(&env, []*workload.Job{j})
+	if len(got) != 1 || len(got[0]) != j.GPUs || j.PodGPUs > 0 && !place.PodsFit(view, got[0], j.PodGPUs) {
+		return nil
+	}
+	out := make([]int, len(got[0]))
+	for k, v := range got[0] {
+		out[k] = toReal[v]
+	}
+	slices.Sort(out)
+	return out
+}
+
+// selectorWhy is the reason the gate gave job j this round, "; "-led, or
+// "".
+func (s *Scheduler) selectorWhy(j *workload.Job) string {
+	if w := s.sel.why[j.ID]; w != "" {
+		return fmt.Sprintf("; %s", w)
+	}
+	return ""
+}

@@ -1,0 +1,83 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// selectorWorld is two 4-GPU nodes, n0 and n1, labelled zone=<name>,
+// without tenancy, under placement.
+func selectorWorld(t *testing.T, placement string) (*world, *time.Time) {
+	t.Helper()
+	cfg := testCfg()
+	cfg.Placement = placement
+	w := newWorld(t, cfg, 1, 2, 4)
+	for name, nd := range w.nodes {
+		nd.Labels = map[string]string{"zone": name}
+	}
+	at := time.Unix(1_700_000_000, 0)
+	return w, &at
+}
+
+// Without tenancy a gang is bound only on nodes its node selector or
+// required node affinity allows: the placers, which know nothing of
+// labels, pick n0 first on an idle cluster, and a gang that selects n1
+// must be placed there instead, or wait while n1 cannot hold it.
+func TestSelectorsWithoutTenancy(t *testing.T) {
+	for _, c := range []struct {
+		name, placement string
+		run             func(w *world, at *time.Time)
+	}{{
+		// a (4 GPUs) selects n1 on an idle cluster: the packer's n0
+		// is refused, and a is placed alone on n1.
+		name: "placed on the node it selects", placement: "packed-sticky",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "a", 4, nil, "n1")
+			w.expect(at, "round 1", "ns/a@n1[0,1,2,3]")
+		},
+	}, {
+		name: "placed on the node it selects, pal", placement: "pal",
+		run: func(w *world, at *time.Time) {
+			createIn(w, *at, "a", 2, nil, "n1")
+			w.expect(at, "round 1", "ns/a@n1[0,1]")
+		},
+	}, {
+		// b takes n1; a, selecting n1 too, waits with n0 idle and says
+		// why, and binds n1 once b is gone.
+		name: "waits while its node is full", placement: "packed-sticky",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "b", 4, nil, "n1")
+			w.expect(at, "round 1", "ns/b@n1[0,1,2,3]")
+			createOn(w, *at, "a", 4, nil, "n1")
+			w.expect(at, "round 2", "ns/b@n1[0,1,2,3]")
+			if log := w.log.String(); !strings.Contains(log, "its node selector or affinity allows none of the GPUs the placement chose") {
+				t.Errorf("a's wait does not name its selector:\n%s", log)
+			}
+			w.remove("ns/b")
+			w.expect(at, "round 3, b gone", "ns/a@n1[0,1,2,3]")
+		},
+	}, {
+		// a runs on n1, which is then relabelled: it stays, as under
+		// kube-scheduler (IgnoredDuringExecution).
+		name: "a running gang stays on a relabelled node", placement: "packed-sticky",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "a", 4, nil, "n1")
+			w.expect(at, "round 1", "ns/a@n1[0,1,2,3]")
+			relabel(w, "n1", map[string]string{"zone": "x"})
+			w.expect(at, "round 2, n1 relabelled", "ns/a@n1[0,1,2,3]")
+			w.expect(at, "round 3", "ns/a@n1[0,1,2,3]")
+			if log := w.log.String(); strings.Contains(log, "evicting gang") {
+				t.Errorf("a evicted after n1's relabelling:\n%s", log)
+			}
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			w, at := selectorWorld(t, c.placement)
+			c.run(w, at)
+			if err := w.check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
