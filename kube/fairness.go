@@ -200,6 +200,36 @@ func (t *themisStage) recorded(s *Scheduler, g *gang) float64 {
 	return 0
 }
 
+// leasedUntil is the wall time the lease that gang g's bound pods run on
+// ends, when that is after at (zero otherwise): the stage's record, else
+// (a restarted scheduler) the pods' pal.io/lease-until, cut to one lease
+// from at as recorded does. Every eviction of a running gang outside the
+// policy's answer (a partly bound gang's: evictPartial) checks it; the
+// answer's own moves are checked by keepLeases.
+func (t *themisStage) leasedUntil(g *gang, at time.Time) time.Time {
+	if t == nil || len(g.Bound) == 0 {
+		return time.Time{}
+	}
+	var end time.Time
+	if c := t.leaseEnd[g.Key]; c > 0 && !t.epoch.IsZero() {
+		end = t.wall(c)
+	} else {
+		for _, p := range g.Bound {
+			if w, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnLeaseUntil]); err == nil {
+				end = w
+				break
+			}
+		}
+		if most := at.Add(time.Duration(t.leaseLen() / t.scale * float64(time.Second))); end.After(most) {
+			end = most
+		}
+	}
+	if !end.After(at) {
+		return time.Time{}
+	}
+	return end
+}
+
 // leaseLen is the lease on the policy's clock.
 func (t *themisStage) leaseLen() float64 {
 	if l := t.cfg.Lease.Seconds(); l > 0 {

@@ -124,7 +124,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		}
 		switch g.State {
 		case state.GangPartial:
-			s.guard("complete", g, func() { s.complete(snap, g) })
+			s.guard("complete", g, func() { s.complete(snap, g, start) })
 		case state.GangWaiting:
 			if s.stillArriving(g, start) {
 				continue
@@ -731,8 +731,10 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 // off, as its bind-info recorded. Recorded slots whose pod is gone go to
 // the gang's unbound pods in name order. If the record cannot be
 // followed (no bind-info, or a slot's devices are taken), the bound
-// members are evicted so the whole gang queues again.
-func (s *Scheduler) complete(snap *snapshot, g *gang) {
+// members are evicted so the whole gang queues again (under Themis, once
+// their lease ends: evictPartial). A Job whose parallelism was raised
+// while its pods run is such a gang: its new pod has no slot recorded.
+func (s *Scheduler) complete(snap *snapshot, g *gang, start time.Time) {
 	var info *BindInfo
 	for _, p := range g.Bound {
 		if bi, err := ParseBindInfo(p.Annotations[AnnBindInfo]); err == nil && bi.Gang == g.Key {
@@ -741,7 +743,7 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 		}
 	}
 	if info == nil || len(info.Pods) != g.Spec.Size {
-		s.evictPartial(g, "partly bound without a usable "+AnnBindInfo+" for all its pods")
+		s.evictPartial(g, start, "partly bound without a usable "+AnnBindInfo+" for all its pods")
 		return
 	}
 	raw := mustJSON(info)
@@ -805,19 +807,19 @@ func (s *Scheduler) complete(snap *snapshot, g *gang) {
 	for i := range todo {
 		n, ok := snap.NodeIndex[slots[i].Node]
 		if !ok {
-			s.evictPartial(g, "partly bound, and its recorded node "+slots[i].Node+" "+s.whyUnusable(slots[i].Node))
+			s.evictPartial(g, start, "partly bound, and its recorded node "+slots[i].Node+" "+s.whyUnusable(slots[i].Node))
 			return
 		}
 		glob := make([]int, len(slots[i].GPUs))
 		for k, x := range slots[i].GPUs {
 			if x < 0 || x >= len(snap.Cluster.Nodes[n].GPUs) {
-				s.evictPartial(g, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are beyond the node")
+				s.evictPartial(g, start, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are beyond the node")
 				return
 			}
 			glob[k] = snap.First[n] + x
 		}
 		if err := snap.Cluster.Assign(g.Job.ID, glob); err != nil {
-			s.evictPartial(g, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are taken")
+			s.evictPartial(g, start, "partly bound, and its recorded devices "+slots[i].Node+" GPUs "+FormatIndices(slots[i].GPUs)+" are taken")
 			return
 		}
 	}
@@ -890,8 +892,16 @@ func (s *Scheduler) whyUnusable(name string) string {
 // and that cannot be completed, so that the whole gang queues again once
 // its controller recreates them. Bare pods would be lost, so a gang with
 // one is evicted only under preemptBarePods; otherwise it waits, saying
-// what to do.
-func (s *Scheduler) evictPartial(g *gang, why string) {
+// what to do. Under Themis a gang whose lease has not ended keeps its
+// GPUs until it ends (leases are never revoked early): its pending
+// members wait, told so, and the round at or after the lease's end
+// evicts it.
+func (s *Scheduler) evictPartial(g *gang, start time.Time, why string) {
+	if end := s.th.leasedUntil(g, start); !end.IsZero() {
+		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bound pods keep their GPUs until their Themis lease ends at %s (leases are never revoked early), then the gang is evicted to be placed again whole",
+			gangName(g.Key), why, end.UTC().Format(time.RFC3339)))
+		return
+	}
 	if bare := g.BarePods(); len(bare) > 0 && !s.cfg.PreemptBarePods {
 		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bare pods %s are not evicted, since nothing would recreate them: delete them to queue the gang again",
 			gangName(g.Key), why, strings.Join(bare, ", ")))

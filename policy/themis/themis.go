@@ -208,7 +208,8 @@ type app struct {
 	firstSeen float64            // the round it was first seen
 	f0        float64            // the contention integral then
 	work      float64            // W: ideal GPU-seconds of every job seen
-	demand    int                // Σ gang sizes of every job seen
+	demand    int                // Σ gang sizes of every job seen (each job's latest)
+	jobMost   map[int]int        // each job's gang size in demand, by job id
 	critical  float64            // longest job's ideal run time
 	lastRan   float64            // last event round it held GPUs (arrival until then)
 	fa        fairness.App       // its auction view, reused between auctions
@@ -218,11 +219,21 @@ type app struct {
 	noise     float64
 }
 
-// count adds a job's work to its app's W and its ideal run time to the
-// app's longest, or updates both when the job's figures changed since
-// (a driver that learns a job's true pace corrects its iteration time:
-// W and T_id follow, so that ρ is computed on one figure throughout).
+// count adds a job's work to its app's W, its ideal run time to the
+// app's longest and its size to the app's demand, or updates them when
+// the job's figures changed since (a driver that learns a job's true
+// pace corrects its iteration time: W and T_id follow, so that ρ is
+// computed on one figure throughout).
 func (a *app) count(j *workload.Job) {
+	// A driver's job may change size (a Kubernetes Job's parallelism
+	// raised): the app's demand, which caps its bundles, follows.
+	if m := j.Most(); a.jobMost[j.ID] != m {
+		if a.jobMost == nil {
+			a.jobMost = map[int]int{}
+		}
+		a.demand += m - a.jobMost[j.ID]
+		a.jobMost[j.ID] = m
+	}
 	w := j.Iterations * j.IterTime * float64(j.GPUs)
 	// An elastic job is fastest on all its GPUs.
 	c := w / float64(j.Most())
@@ -443,7 +454,6 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 				p.byIdx = append(p.byIdx, a)
 			}
 			p.jobApp[j.ID] = a
-			a.demand += j.Most()
 			a.arrival = min(a.arrival, j.Submit)
 		}
 		a.count(j)
