@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/palsched/pal/cluster"
@@ -35,35 +37,63 @@ type selectorGate struct {
 	why   map[int]string             // this round's reasons, by job id
 }
 
-// allows is a gang's test of a node name, nil when its pods name no node
-// selector or required node affinity.
+// allows is a gang's test of a node name, nil when none of its pods
+// names a node selector or required node affinity. Pods of one gang that
+// name different ones (nothing forbids it without tenancy) allow the
+// nodes all of them allow.
 func (s *Scheduler) allows(g *gang) func(node string) bool {
-	p := g.Pending
-	if len(p) == 0 {
-		p = g.Bound
+	var keys []string
+	var maps []map[string]bool
+	for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
+		for _, p := range ps {
+			if len(p.Spec.NodeSelector) == 0 && nodeAffinity(p) == nil {
+				continue // allows every node
+			}
+			if key, _ := allowKey(p); !slices.Contains(keys, key) {
+				keys, maps = append(keys, key), append(maps, s.allowedBy(p))
+			}
+		}
 	}
-	if len(p) == 0 || len(p[0].Spec.NodeSelector) == 0 && nodeAffinity(p[0]) == nil {
+	switch len(maps) {
+	case 0:
 		return nil
+	case 1:
+		m := maps[0]
+		return func(node string) bool { return m[node] }
 	}
+	return func(node string) bool {
+		for _, m := range maps {
+			if !m[node] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// allowedBy is the set of node names pod p's node selector and required
+// node affinity allow, kept per their content while the nodes' labels
+// stay (state.Store.NodeLabelsGeneration).
+func (s *Scheduler) allowedBy(p *corev1.Pod) map[string]bool {
 	sg := &s.sel
 	if gen := s.state.NodeLabelsGeneration(); sg.memo == nil || sg.gen != gen {
 		sg.memo, sg.gen = map[string]map[string]bool{}, gen
 	}
-	key, ok := allowKey(p[0])
-	m := sg.memo[key]
-	if m == nil || !ok {
-		aff := nodeaffinity.GetRequiredNodeAffinity(p[0])
-		m = map[string]bool{}
-		for nd := range s.state.Nodes() {
-			if yes, err := aff.Match(nd); err == nil && yes {
-				m[nd.Name] = true
-			}
-		}
-		if ok {
-			sg.memo[key] = m
+	key, ok := allowKey(p)
+	if m := sg.memo[key]; m != nil && ok {
+		return m
+	}
+	aff := nodeaffinity.GetRequiredNodeAffinity(p)
+	m := map[string]bool{}
+	for nd := range s.state.Nodes() {
+		if yes, err := aff.Match(nd); err == nil && yes {
+			m[nd.Name] = true
 		}
 	}
-	return func(node string) bool { return m[node] }
+	if ok {
+		sg.memo[key] = m
+	}
+	return m
 }
 
 // allOn reports whether every GPU of gpus is on a node allowed says yes to.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // selectorWorld is two 4-GPU nodes, n0 and n1, labelled zone=<name>,
@@ -79,5 +81,44 @@ func TestSelectorsWithoutTenancy(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A gang's pods that name different node selectors allow the nodes all
+// of them allow; a pod naming none allows every node.
+func TestSelectorsOfAGangsPods(t *testing.T) {
+	w, at := selectorWorld(t, "packed-sticky")
+	w.expect(at, "round 1", "") // the store has read the nodes
+	on := func(name, zone string) *corev1.Pod {
+		p := pod(name, 2, nil, "")
+		if zone != "" {
+			p.Spec.NodeSelector = map[string]string{"zone": zone}
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		pods []*corev1.Pod
+		want string // the nodes allowed, or "all"
+	}{
+		{"none selects", []*corev1.Pod{on("a", ""), on("b", "")}, "all"},
+		{"one selects n1", []*corev1.Pod{on("a", ""), on("b", "n1")}, "n1"},
+		{"both select n1", []*corev1.Pod{on("a", "n1"), on("b", "n1")}, "n1"},
+		{"n0 and n1", []*corev1.Pod{on("a", "n0"), on("b", "n1")}, ""},
+	} {
+		ok := w.s.allows(&gang{Pending: c.pods})
+		got := "all"
+		if ok != nil {
+			var in []string
+			for _, n := range []string{"n0", "n1"} {
+				if ok(n) {
+					in = append(in, n)
+				}
+			}
+			got = strings.Join(in, ",")
+		}
+		if got != c.want {
+			t.Errorf("%s: allows %q, want %q", c.name, got, c.want)
+		}
 	}
 }
