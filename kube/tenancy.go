@@ -719,6 +719,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 		s.ten.regather(snap)
 	}
 	s.ten.whyR.snap = nil // read the cells afresh for this round's wait reasons
+	s.ten.whyR.heldOn = s.state.HeldOn
 	s.syncTenancyQuarantine()
 	s.adoptRunning(snap, adopt, byJob)
 	s.ten.begun = true
@@ -1195,7 +1196,13 @@ type whyRound struct {
 	// (taken), read this round when tread.
 	held  map[tenancy.Device]bool
 	tread bool
-	down  map[int]bool // the stage's: cells node index -> told bad
+	// heldOn: what the pods bound to a node hold there
+	// (state.Store.HeldOn), set each round; outs: by cells node index,
+	// the devices of a node told bad that pods outside the cells hold
+	// (outside), read this round when first asked.
+	heldOn func(node string) (named []int, counted int)
+	outs   map[int][]bool
+	down   map[int]bool // the stage's: cells node index -> told bad
 	// memo: the reasons found this round, by the key of the gangs they
 	// are for, one per allowed node list (a key holds its hash).
 	memo map[whyKey][]whyMemo
@@ -1282,6 +1289,14 @@ func (w *whyRound) vcPools(t *tenancyStage, vc string) ([]whyPool, bool) {
 		return nil, false
 	}
 	var pools []whyPool
+	// lost: on each failed node, by kind, the devices bound to vc that
+	// pods outside the cells hold (outside), not yet matched to a leaf no
+	// guaranteed group holds: the VC could not use them were it back.
+	type nodeKind struct {
+		node string
+		kind tenancy.NodeKind
+	}
+	lost := map[nodeKind]int{}
 	for _, p := range ps {
 		if !p.GPU {
 			continue
@@ -1290,11 +1305,24 @@ func (w *whyRound) vcPools(t *tenancyStage, vc string) ([]whyPool, bool) {
 		for _, n := range p.Nodes {
 			healthy, node := n.Healthy(), n.Node()
 			failed := !healthy && t.nodeDown(node)
+			nk := nodeKind{node, sum.kind}
+			if _, seen := lost[nk]; failed && !seen {
+				if i, ok := t.l.Node(node); ok {
+					out := w.outside(i)
+					for _, d := range w.devices(i) {
+						if d.VC == vc && d.Kind == sum.kind && d.GPU < len(out) && out[d.GPU] {
+							lost[nk]++
+						}
+					}
+				}
+			}
 			free := 0
 			for _, v := range n.Leaves {
 				sum.total++
 				switch {
 				case v.Busy():
+				case failed && lost[nk] > 0:
+					lost[nk]-- // a pod outside the cells holds its device
 				case failed:
 					sum.down++
 					if !slices.Contains(sum.downNodes, node) {
@@ -1343,7 +1371,7 @@ func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds [
 			p.total++
 			on[k] = max(on[k], 0) // a node of the pool, free or not
 			if t.down[i] {
-				if !w.taken(nd.Name, d.gpu) {
+				if out := w.outside(i); !w.taken(nd.Name, d.gpu) && (d.gpu >= len(out) || !out[d.gpu]) {
 					p.down++
 					if !slices.Contains(p.downNodes, nd.Name) {
 						p.downNodes = append(p.downNodes, nd.Name)
@@ -1489,5 +1517,46 @@ func (t *tenancyStage) whyNow(snap *snapshot) *whyRound {
 	}
 	clear(w.read)
 	w.qread, w.tread, w.down = false, false, t.down
+	clear(w.outs)
 	return w
+}
+
+// outside is, for cells node i (one told bad this round), which of its
+// devices, by index, pods hold that no gang of the cells holds (another
+// scheduler's pods, a gang running outside the cells): a gang could not
+// use them were the node back, as the round would see them taken. Pods
+// that hold by count take the highest devices no pod names and no gang
+// of the cells holds, as the Store gives them on a node that is up.
+func (w *whyRound) outside(i int) []bool {
+	if o, ok := w.outs[i]; ok {
+		return o
+	}
+	nd := w.l.Cluster.Nodes[i]
+	n := 0
+	for _, d := range w.kindsOf(i) {
+		n = max(n, d.gpu+1)
+	}
+	out := make([]bool, n)
+	if w.heldOn != nil {
+		named, counted := w.heldOn(nd.Name)
+		for _, x := range named {
+			if x >= 0 && x < n {
+				out[x] = true
+			}
+		}
+		for x := n - 1; x >= 0 && counted > 0; x-- {
+			if !out[x] && !w.taken(nd.Name, x) {
+				out[x] = true
+				counted--
+			}
+		}
+		for x := range out {
+			out[x] = out[x] && !w.taken(nd.Name, x)
+		}
+	}
+	if w.outs == nil {
+		w.outs = map[int][]bool{}
+	}
+	w.outs[i] = out
+	return out
 }

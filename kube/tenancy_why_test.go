@@ -196,6 +196,26 @@ func TestTenancyWhyCells(t *testing.T) {
 		key:  "ns/pod:g",
 		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, 2 on nodes cordoned or not ready (n1)",
 	}, {
+		// b (B) binds n0; x (A, 1 GPU) binds A's cell to n1, where
+		// another scheduler's pod holds 2 GPUs by count (it names
+		// none); n1 is then cordoned: of A's 3 GPUs there no gang
+		// holds, g (A) could use 1 were n1 back, as the round would
+		// see the other pod's 2 taken.
+		name: "cordoned node's foreign pods not counted", cells: two, nodes: 2,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			createOn(w, *at, "x", 1, vcAnn("A", ""), "n1")
+			w.expect(at, "b and x", "ns/b@n0[0,1,2,3] ns/x@n1[0]")
+			f := running(pod("f", 2, nil, "n1"))
+			f.Spec.SchedulerName = "default-scheduler"
+			w.s.state.OnBoundPod(f)
+			cordon(w, "n1", true)
+			w.create("g", 2, vcAnn("A", ""), *at)
+			return "ns/b@n0[0,1,2,3] ns/x@n1[0]"
+		},
+		key:  "ns/pod:g",
+		want: "gang of 1 pods (2 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; VC A's cells cannot hold it: 0 of their 4 GPUs free, 1 on nodes cordoned or not ready (n1)",
+	}, {
 		// n0's GPU 0 is quarantined; a (A) binds healthy n1, so B's cell
 		// is bound to n0 (doomed): b (B, 4 GPUs) sees 4 GPUs free on n0,
 		// of which B may use 3.
@@ -335,6 +355,22 @@ func TestTenancyWhyOpportunistic(t *testing.T) {
 			cordon(w, "n1", true)
 			w.create("o", 4, opp(), *at)
 			return "ns/b@n0[0,1,2,3] ns/x@n1[0,1]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; the cells cannot hold it: 0 of their 8 GPUs free, 2 on nodes cordoned or not ready (n1)",
+	}, {
+		// b (B) binds n0; another scheduler's pods hold n1's GPUs 0
+		// and 1, no gang of the cells: once n1 is cordoned, o (A)
+		// could use only its GPUs 2 and 3 were it back, as it could
+		// while n1 was up.
+		name: "cordoned node's foreign pods not counted", cells: two,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
+			foreignOn(w, "f0", "n1", 0)
+			foreignOn(w, "f1", "n1", 1)
+			cordon(w, "n1", true)
+			w.create("o", 4, opp(), *at)
+			return "ns/b@n0[0,1,2,3]"
 		},
 		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 0 GPUs free; the cells cannot hold it: 0 of their 8 GPUs free, 2 on nodes cordoned or not ready (n1)",
 	}, {
