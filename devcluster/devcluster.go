@@ -243,7 +243,7 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 	if err := os.WriteFile(stages, Stages, 0o644); err != nil {
 		return c, err
 	}
-	if err := c.start("kwok", filepath.Join(o.Bin, "kwok"), "--config", stages, "--kubeconfig", c.Kubeconfig,
+	if err := c.startKwok(ctx, filepath.Join(o.Bin, "kwok"), "--config", stages, "--kubeconfig", c.Kubeconfig,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector", FakeNodeAnnotation+"=fake",
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", ports[3]), "--node-ip", "127.0.0.1"); err != nil {
 		return c, err
@@ -254,6 +254,52 @@ func Up(ctx context.Context, o Options) (c *Cluster, err error) {
 		}
 	}
 	return c, nil
+}
+
+// startKwok starts kwok and watches its first seconds: kwok 0.8.0 can
+// die as it starts ("fatal error: concurrent map writes" while it builds
+// its CEL environment, seen once in CI), and a dev cluster whose kwok is
+// gone never makes a node Ready. A kwok that exits within kwokSettle is
+// started again, twice at most; one still running then is kept, as before.
+func (c *Cluster) startKwok(ctx context.Context, exe string, args ...string) error {
+	for try := 1; ; try++ {
+		if err := c.start("kwok", exe, args...); err != nil {
+			return err
+		}
+		var pid int
+		for _, p := range c.procs {
+			if p.Name == "kwok" {
+				pid = p.PID
+			}
+		}
+		if alive(ctx, pid, kwokSettle) {
+			return nil
+		}
+		if try == 3 {
+			return fmt.Errorf("kwok exited within %v of starting, %d times (see %s)", kwokSettle, try, filepath.Join(c.Dir, "logs", "kwok.log"))
+		}
+		if f, err := os.OpenFile(filepath.Join(c.Dir, "logs", "kwok.log"), os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			fmt.Fprintf(f, "devcluster: kwok (pid %d) exited as it started; starting it again\n", pid)
+			f.Close()
+		}
+	}
+}
+
+// kwokSettle is how long a kwok just started must keep running to be
+// kept (it died, the one time seen, within a second of starting).
+const kwokSettle = 3 * time.Second
+
+// alive reports whether process pid still runs after d (false as soon as
+// it is gone).
+func alive(ctx context.Context, pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
 }
 
 func (c *Cluster) start(name, exe string, args ...string) error {
