@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -489,17 +490,8 @@ func TestLearnPrevalenceCountsRunsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if q, err := s.ours.Pods("ns").Get("g-0"); err == nil && q.Status.Phase == corev1.PodSucceeded {
-			if q, err := s.ours.Pods("ns").Get("g-1"); err == nil && q.Status.Phase == corev1.PodSucceeded {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("informer never showed g's pods succeeded")
-		}
-		time.Sleep(10 * time.Millisecond)
+	for _, n := range []string{"g-0", "g-1"} {
+		waitNoted(t, s, n, n+" succeeded", func(q *corev1.Pod) bool { return q != nil && q.Status.Phase == corev1.PodSucceeded })
 	}
 	roundWait(s, context.Background(), learnT0.Add(710*time.Second))
 	check("g's end", 1)
@@ -540,7 +532,8 @@ func TestLearnPrevalenceRecountsAtLatestPace(t *testing.T) {
 }
 
 // annotateSeen sets a pod's annotation, as its worker would, and waits
-// until the scheduler's informer shows it.
+// until the informer has handed it to the scheduler's store (its lister
+// shows it earlier, before the handler has run).
 func annotateSeen(t *testing.T, cs *fake.Clientset, s *Scheduler, pod, key, value string) {
 	t.Helper()
 	p, err := cs.CoreV1().Pods("ns").Get(context.Background(), pod, metav1.GetOptions{})
@@ -551,16 +544,7 @@ func annotateSeen(t *testing.T, cs *fake.Clientset, s *Scheduler, pod, key, valu
 	if _, err := cs.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if q, err := s.ours.Pods("ns").Get(pod); err == nil && q.Annotations[key] == value {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("informer never showed %s=%s on %s", key, value, pod)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNoted(t, s, pod, fmt.Sprintf("%s=%s on %s", key, value, pod), func(q *corev1.Pod) bool { return q != nil && q.Annotations[key] == value })
 }
 
 func TestParseProgress(t *testing.T) {

@@ -126,14 +126,7 @@ func TestStickyPlacerKeepsRunningGangInView(t *testing.T) {
 		if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if _, err := s.ours.Pods("ns").Get("q-0"); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the informer never showed q-0", placement)
-			}
-		}
+		waitInformer(t, s, "q-0", true)
 		for range 3 {
 			roundWait(s, context.Background(), time.Now())
 		}

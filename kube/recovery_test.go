@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
@@ -364,17 +365,26 @@ func TestBarePodsPreemptedOnlyWhenAllowed(t *testing.T) {
 	}
 }
 
-// waitInformer waits until the scheduler's informer shows pod name in ns
-// (or no longer shows it).
+// waitInformer waits until the scheduler's informer has handed its store
+// pod name in ns (present) or its deletion, for the next round to read.
 func waitInformer(t *testing.T, s *Scheduler, name string, present bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		_, err := s.ours.Pods("ns").Get(name)
-		if (err == nil) == present {
+	waitNoted(t, s, name, fmt.Sprintf("%s present=%v", name, present), func(p *corev1.Pod) bool { return (p != nil) == present })
+}
+
+// waitNoted waits until a change to pod name in ns that ok accepts (a
+// nil pod: its deletion) waits in the scheduler's store for the next
+// round. The informer's lister shows a change before its handlers hand it
+// to the store, so a test that waited on the lister could run the round
+// without the change. what names the change for the failure.
+func waitNoted(t *testing.T, s *Scheduler, name, what string, ok func(*corev1.Pod) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if p, noted := s.state.Noted("ns/" + name); noted && ok(p) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the informer never showed %s present=%v", name, present)
+			t.Fatalf("the scheduler's store was never handed %s", what)
 		}
 	}
 }

@@ -49,14 +49,7 @@ func settleBound(t *testing.T, s *Scheduler, cs *fake.Clientset, fc *fakeCluster
 		}
 	}
 	for _, n := range names {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if p, err := s.ours.Pods("ns").Get(n); err == nil && p.Spec.NodeName != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the informer never showed %s bound", n)
-			}
-		}
+		waitNoted(t, s, n, n+" bound", func(p *corev1.Pod) bool { return p != nil && p.Spec.NodeName != "" })
 	}
 }
 

@@ -132,6 +132,18 @@ func Key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // schedulerName).
 func (s *Store) OnPod(p *corev1.Pod) { s.note(func(in *inbox) { in.pods[Key(p)] = p }) }
 
+// Noted is the newest change to the pod of ours under key that waits
+// for the next Sync (nil: its deletion), and whether one waits. An
+// informer's lister shows a change before its handlers have run, so a
+// test that changes a pod and needs the next round to see it waits here,
+// not on the lister.
+func (s *Store) Noted(key string) (*corev1.Pod, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.in.pods[key]
+	return p, ok
+}
+
 // OnPodDeleted notes that a pod of ours is gone.
 func (s *Store) OnPodDeleted(key string) { s.note(func(in *inbox) { in.pods[key] = nil }) }
 
