@@ -43,6 +43,10 @@ type Metrics struct {
 	// ConfigMap, by result (evicted_store.go).
 	EvictedWork       prometheus.Gauge
 	EvictedWorkWrites *prometheus.CounterVec
+	// APIReachable and InformerErrors say whether the apiserver answers
+	// (apihealth.go).
+	APIReachable   prometheus.Gauge
+	InformerErrors *prometheus.CounterVec
 }
 
 // NewMetrics registers the scheduler's metrics on a registry of its own.
@@ -87,6 +91,12 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{dropQueueFull, dropAPIError, dropShutdown} {
 		m.EventsDropped.WithLabelValues(r) // exported at 0 from the start
 	}
+	m.APIReachable = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_apiserver_reachable",
+		Help: "1 while the apiserver answers the scheduler's probe of its /readyz, 0 after two probes in a row failed."})
+	m.APIReachable.Set(1)
+	m.InformerErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_informer_errors_total",
+		Help: "Failed lists and watches of the scheduler's informers, by informer."}, []string{"informer"})
+	m.reg.MustRegister(m.APIReachable, m.InformerErrors)
 	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
 		m.EventsPosted, m.EventsDropped,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
@@ -94,19 +104,32 @@ func NewMetrics() *Metrics {
 }
 
 // Handler serves /metrics, /healthz (the process is up) and /readyz (the
-// informers have synced).
+// informers have synced and the apiserver answers; see apiHealth). A
+// replica that is not ready says why: the informers' last list or watch
+// errors, or the apiserver's outage.
 func (s *Scheduler) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.Ready() {
-			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+		if ok, why := s.readiness(); !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// readiness is what /readyz answers.
+func (s *Scheduler) readiness() (bool, string) {
+	if !s.Ready() {
+		return false, "informers not synced" + s.api.watchErrors()
+	}
+	if why := s.api.down(); why != "" {
+		return false, why
+	}
+	return true, ""
 }
 
 func mustJSON(v any) string {

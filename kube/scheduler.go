@@ -99,6 +99,9 @@ type Scheduler struct {
 
 	kick  chan struct{}
 	ready atomic.Bool
+	api   *apiHealth // whether the apiserver answers (what /readyz adds)
+	// probeEvery paces api's probe (0: DefaultAPIProbeEvery).
+	probeEvery time.Duration
 	// term is held by a term's loop: client-go's elector does not wait
 	// for the last term's loop to return before it starts the next.
 	term sync.Mutex
@@ -248,6 +251,13 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	for _, inf := range []cache.SharedIndexInformer{ni.Informer(), oi.Informer(), ai.Informer(), ji.Informer()} {
 		_ = inf.SetTransform(dropManagedFields)
 	}
+	s.api = newAPIHealth(client, log, s.metrics, s.probeEvery)
+	for name, inf := range map[string]cache.SharedIndexInformer{"nodes": ni.Informer(), "pods": oi.Informer(),
+		"other-pods": ai.Informer(), "jobs": ji.Informer(), "configmaps": ci.Informer()} {
+		if err := inf.SetWatchErrorHandlerWithContext(s.api.watchHandler(name)); err != nil {
+			return nil, err
+		}
+	}
 	s.batchJobs, s.ours, s.cms = ji.Lister(), oi.Lister(), ci.Lister()
 	// The informer holds every ConfigMap of the namespace, the shards of
 	// a sharded profile among them; a change to one of them re-reads the
@@ -368,7 +378,8 @@ func (s *Scheduler) poke() {
 	}
 }
 
-// Ready reports whether the informers have synced (what /readyz says).
+// Ready reports whether the informers have synced (what /readyz asks
+// first; see readiness).
 func (s *Scheduler) Ready() bool { return s.ready.Load() }
 
 // Run starts the informers, waits for them, and runs rounds while this
@@ -380,6 +391,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.events.Start(ctx)
 	defer s.events.Stop()
+	go s.api.run(ctx)
 	if s.dcgm != nil {
 		// Every replica scrapes: each exports what it saw, and a replica
 		// that starts leading has the findings at once.

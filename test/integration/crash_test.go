@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,10 +208,12 @@ func TestKillMidLargeGangThenRestart(t *testing.T) {
 }
 
 // kube-apiserver killed with SIGKILL in the middle of a burst of binds
-// and started again 3 s later: the scheduler rides it out (binds whose
-// answers were lost are settled by asking again once it is back), every
-// gang pending at the crash is bound whole afterwards, no GPU index is
-// given twice, and the scheduler still runs rounds and binds.
+// and started again a few seconds later: the scheduler rides it out
+// (binds whose answers were lost are settled by asking again once it is
+// back), every gang pending at the crash is bound whole afterwards, no
+// GPU index is given twice, and the scheduler still runs rounds and
+// binds. Meanwhile its /readyz says the apiserver cannot be reached (it
+// probes every second here), and says ok again once it is back.
 func TestAPIServerRestartMidBurst(t *testing.T) {
 	e := newEnv(t, 8, 8)
 	var all [][]string
@@ -226,13 +229,27 @@ func TestAPIServerRestartMidBurst(t *testing.T) {
 	// makes it), so that the crash lands mid-burst: on the test's shared
 	// client, 500 a second, all 56 were bound before the first look.
 	cfg.BindQPS, cfg.BindBurst, cfg.BindWorkers = 10, 1, 4
-	s, _ := e.runSchedulerOwnBinds(cfg, "pal")
+	s, _ := e.runSchedulerOwnBinds(cfg, "pal", kube.WithAPIProbeEvery(time.Second))
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, strings.TrimSpace(rec.Body.String())
+	}
 	e.eventually(30*time.Second, "the burst begins", func() bool { return e.boundInNamespace() >= 8 })
+	if code, body := readyz(); code != 200 {
+		t.Fatalf("before the crash /readyz answers %d %q", code, body)
+	}
 	if err := e.cl.KillAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kube-apiserver killed; binds before: %d", s.Binds())
-	time.Sleep(3 * time.Second)
+	var body string
+	e.eventually(15*time.Second, "/readyz says the apiserver cannot be reached", func() bool {
+		code, b := readyz()
+		body = b
+		return code == 503 && strings.HasPrefix(b, "the apiserver cannot be reached since ")
+	})
+	t.Logf("/readyz while it is down: %s", body)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := e.cl.StartAPIServer(ctx); err != nil {
@@ -243,6 +260,7 @@ func TestAPIServerRestartMidBurst(t *testing.T) {
 		t.Fatalf("all %d pods were bound before the crash: the test shows nothing", len(names))
 	}
 	t.Logf("kube-apiserver back; %d of %d pods bound", atReturn, len(names))
+	e.eventually(15*time.Second, "/readyz ok again", func() bool { code, _ := readyz(); return code == 200 })
 	e.eventually(45*time.Second, "every gang bound after the apiserver returned", func() bool { return e.bound(names...) })
 	time.Sleep(time.Second)
 	for _, g := range all {

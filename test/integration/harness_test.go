@@ -159,7 +159,7 @@ func (e *env) runSchedulerWith(cfg kube.Config, cs kubernetes.Interface, name st
 // its own, limited to cfg.BindQPS and cfg.BindBurst, as pal-kube runs
 // it. Without it the binder shares the test's client, whose limits
 // (500 a second) are not cfg's.
-func (e *env) runSchedulerOwnBinds(cfg kube.Config, name string) (*kube.Scheduler, func()) {
+func (e *env) runSchedulerOwnBinds(cfg kube.Config, name string, opts ...kube.Option) (*kube.Scheduler, func()) {
 	e.t.Helper()
 	cs, err := kubernetes.NewForConfig(e.cl.RestConfig())
 	if err != nil {
@@ -171,7 +171,7 @@ func (e *env) runSchedulerOwnBinds(cfg kube.Config, name string) (*kube.Schedule
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.runSchedulerSetUp(cfg, cs, name, func(s *kube.Scheduler) { s.UseBindClient(binds) })
+	return e.runSchedulerSetUp(cfg, cs, name, func(s *kube.Scheduler) { s.UseBindClient(binds) }, opts...)
 }
 
 // runSchedulerSetUp makes a scheduler, calls setUp on it (when not nil)
