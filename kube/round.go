@@ -226,6 +226,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		s.writePromises(order, byJob, start)
 		s.forecastRound(snap, order, alloc, start)
 		pending := 0
+		clear(s.sel.free)
 		for i, j := range order {
 			if alloc[i] == nil {
 				pending++
@@ -237,7 +238,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 					}
 				}
 				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",
-					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.selectorWhy(j)+s.reserved(j)+s.etaNote(g.Key)))
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.selectorWhy(j, g, snap.Cluster)+s.reserved(j)+s.etaNote(g.Key)))
 			}
 		}
 		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,6 +36,10 @@ type selectorGate struct {
 	gen   uint64                     // the nodes' label generation memo is for
 	place policy.Placer              // the round's placement, unwrapped, built once
 	why   map[int]string             // this round's reasons, by job id
+	// free is what each selector allows of the cluster this round's wait
+	// reasons read (selectorWhy), by allowsKeyed's key; emptied before
+	// them.
+	free map[string]allowedFree
 }
 
 // allows is a gang's test of a node name, nil when none of its pods
@@ -42,6 +47,13 @@ type selectorGate struct {
 // name different ones (nothing forbids it without tenancy) allow the
 // nodes all of them allow.
 func (s *Scheduler) allows(g *gang) func(node string) bool {
+	f, _ := s.allowsKeyed(g)
+	return f
+}
+
+// allowsKeyed is allows with a key that is the same for gangs whose pods
+// name the same selectors and affinities.
+func (s *Scheduler) allowsKeyed(g *gang) (func(node string) bool, string) {
 	var keys []string
 	var maps []map[string]bool
 	for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
@@ -56,11 +68,12 @@ func (s *Scheduler) allows(g *gang) func(node string) bool {
 	}
 	switch len(maps) {
 	case 0:
-		return nil
+		return nil, ""
 	case 1:
 		m := maps[0]
-		return func(node string) bool { return m[node] }
+		return func(node string) bool { return m[node] }, keys[0]
 	}
+	slices.Sort(keys)
 	return func(node string) bool {
 		for _, m := range maps {
 			if !m[node] {
@@ -68,7 +81,7 @@ func (s *Scheduler) allows(g *gang) func(node string) bool {
 			}
 		}
 		return true
-	}
+	}, strings.Join(keys, "\x00")
 }
 
 // allowedBy is the set of node names pod p's node selector and required
@@ -218,11 +231,73 @@ func (s *Scheduler) placeAlone(cl *cluster.Cluster, j *workload.Job, free func(i
 	return out
 }
 
-// selectorWhy is the reason the gate gave job j this round, "; "-led, or
-// "".
-func (s *Scheduler) selectorWhy(j *workload.Job) string {
+// selectorWhy is why waiting gang g (job j) may wait for its node
+// selector or required node affinity, "; "-led, or "": the gate's
+// reason this round, and, outside hived (whose cells count what the gang
+// may use themselves), how much of what it allows is free, since the
+// round's "N GPUs free" counts GPUs it may not use: "its node selector or
+// affinity allows 2 nodes (n0, n1): 3 of their 8 GPUs free" (after the
+// gate's reason ": it allows ..."). A gang whose pods fit on no node has
+// its own reason, which this does not follow.
+func (s *Scheduler) selectorWhy(j *workload.Job, g *gang, cl *cluster.Cluster) string {
+	out := ""
 	if w := s.sel.why[j.ID]; w != "" {
-		return fmt.Sprintf("; %s", w)
+		out = "; " + w
 	}
-	return ""
+	if g == nil || cl == nil || s.ten != nil && s.ten.hived != nil {
+		return out
+	}
+	ok, key := s.allowsKeyed(g)
+	if ok == nil {
+		return out
+	}
+	if s.sel.free == nil {
+		s.sel.free = map[string]allowedFree{}
+	}
+	f, seen := s.sel.free[key]
+	if !seen {
+		for _, nd := range cl.Nodes {
+			if !ok(nd.Name) {
+				continue
+			}
+			if len(f.names) < 3 {
+				f.names = append(f.names, nd.Name)
+			}
+			f.nodes++
+			k := 0
+			for _, x := range nd.GPUs {
+				if cl.Owner(x) == cluster.Free {
+					k++
+				}
+			}
+			f.total += len(nd.GPUs)
+			f.free += k
+		}
+		s.sel.free[key] = f
+	}
+	if out == "" {
+		out = "; its node selector or affinity allows"
+	} else {
+		out += ": it allows" // after the gate's reason, which named them
+	}
+	if f.nodes == 0 {
+		return out + " no node with GPUs"
+	}
+	names := strings.Join(f.names, ", ")
+	if f.nodes > len(f.names) {
+		names += fmt.Sprintf(" and %d more", f.nodes-len(f.names))
+	}
+	nodes := "nodes"
+	if f.nodes == 1 {
+		nodes = "node"
+	}
+	out += fmt.Sprintf(" %d %s (%s): %d of their %d GPUs free", f.nodes, nodes, names, f.free, f.total)
+	return out
+}
+
+// allowedFree is what a selector allows of a round's cluster: how many
+// nodes (the first names), their GPUs and those free.
+type allowedFree struct {
+	names              []string
+	nodes, total, free int
 }

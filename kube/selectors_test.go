@@ -122,3 +122,79 @@ func TestSelectorsOfAGangsPods(t *testing.T) {
 		}
 	}
 }
+
+// A waiting gang that names a node selector or required affinity says,
+// outside hived, how much of what it allows is free: the round's "N GPUs
+// free" counts GPUs it may not use. Three 4-GPU nodes n0, n1, n2
+// labelled zone=<name>, FIFO and packed-sticky.
+func TestSelectorWaitCountsWhatItAllows(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(w *world, at *time.Time)
+		key  string // whose wait reason
+		want string // its end
+	}{{
+		// b holds 2 of n1's GPUs; a, 4 GPUs on n1, is given n0 by the
+		// packer, refused by the gate, and waits; c then takes one more
+		// of n1's GPUs.
+		name: "its node is partly held",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "b", 2, nil, "n1")
+			w.expect(at, "round 1", "ns/b@n1[0,1]")
+			createOn(w, *at, "a", 4, nil, "n1")
+			w.expect(at, "round 2", "ns/b@n1[0,1]")
+			if why := w.s.lastWhy["ns/pod:a"]; !strings.HasSuffix(why, "it allows 1 node (n1): 2 of their 4 GPUs free") {
+				w.t.Errorf("round 2: a waits with %q", why)
+			}
+			// c takes one more of n1's GPUs: a's next reason counts 1.
+			createOn(w, *at, "c", 1, nil, "n1")
+			w.expect(at, "round 3", "ns/b@n1[0,1] ns/c@n1[2]")
+		},
+		key: "ns/pod:a",
+		want: "9 GPUs free; its node selector or affinity allows none of the GPUs the placement chose, and the GPUs left free on the nodes it allows cannot hold it" +
+			": it allows 1 node (n1): 1 of their 4 GPUs free",
+	}, {
+		// Only 3 GPUs are free, 2 of them on n0, which a (4 GPUs)
+		// selects: the placement gives it nothing, and the gate has
+		// nothing to say.
+		name: "more than is free",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "h0", 2, nil, "n0")
+			createOn(w, *at, "h1", 3, nil, "n1")
+			createOn(w, *at, "h2", 4, nil, "n2")
+			w.expect(at, "round 1", "ns/h0@n0[0,1] ns/h1@n1[0,1,2] ns/h2@n2[0,1,2,3]")
+			createOn(w, *at, "a", 4, nil, "n0")
+			w.expect(at, "round 2", "ns/h0@n0[0,1] ns/h1@n1[0,1,2] ns/h2@n2[0,1,2,3]")
+		},
+		key:  "ns/pod:a",
+		want: "3 GPUs free; its node selector or affinity allows 1 node (n0): 2 of their 4 GPUs free",
+	}, {
+		// a selects a zone no node is in: given n0 by the packer,
+		// refused by the gate.
+		name: "no node",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "a", 1, nil, "elsewhere")
+			w.expect(at, "round 1", "")
+		},
+		key: "ns/pod:a",
+		want: "12 GPUs free; its node selector or affinity allows none of the GPUs the placement chose, and the GPUs left free on the nodes it allows cannot hold it" +
+			": it allows no node with GPUs",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testCfg()
+			cfg.Placement = "packed-sticky"
+			w := newWorld(t, cfg, 1, 3, 4)
+			for name, nd := range w.nodes {
+				nd.Labels = map[string]string{"zone": name}
+			}
+			at := time.Unix(1_700_000_000, 0)
+			c.run(w, &at)
+			if got := w.s.lastWhy[c.key]; !strings.HasSuffix(got, c.want) {
+				t.Errorf("%s waits with\n%q\nwant it to end\n%q\n(all: %q)", c.key, got, c.want, w.s.lastWhy)
+			}
+			if err := w.check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
