@@ -43,11 +43,10 @@ func TestThemisFreshPolicyHonoursRecordedLeases(t *testing.T) {
 	if b := fc.binds["b-0"]; b == nil || b.Target.Name != "n1" || len(fc.evicted) > 0 {
 		t.Fatalf("t=0: b-0 bound %+v, evicted %v; want b-0 on the free node n1 and a kept", b, fc.evicted)
 	}
-	ev := s.state.Events()
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node("n2", 4), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitNodeEvent(t, s, ev, "n2 added")
+	waitNodeNoted(t, s, "n2", "n2 added", func(n *corev1.Node) bool { return n != nil })
 	var c *corev1.Pod = themisPod("c-0", 4, "third", "c", 1, "100000", at(30))
 	if _, err := cs.CoreV1().Pods("ns").Create(ctx, c, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,6 @@ func idNode(name, uuid, machine string) *corev1.Node {
 func setNode(t *testing.T, s *Scheduler, cs *fake.Clientset, n *corev1.Node, create bool) {
 	t.Helper()
 	ctx := context.Background()
-	ev := s.state.Events()
 	var err error
 	if create {
 		_, err = cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
@@ -39,7 +38,7 @@ func setNode(t *testing.T, s *Scheduler, cs *fake.Clientset, n *corev1.Node, cre
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitNodeEvent(t, s, ev, "n1's change")
+	waitNodeNoted(t, s, "n1", "n1's change", func(x *corev1.Node) bool { return x != nil })
 }
 
 // A reused node name: what was learned of a node's GPUs is dropped when a

@@ -144,6 +144,15 @@ func (s *Store) Noted(key string) (*corev1.Pod, bool) {
 	return p, ok
 }
 
+// NotedNode is Noted for a node: its newest change waiting for the next
+// Sync (nil: its deletion), and whether one waits.
+func (s *Store) NotedNode(name string) (*corev1.Node, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.in.nodes[name]
+	return n, ok
+}
+
 // OnPodDeleted notes that a pod of ours is gone.
 func (s *Store) OnPodDeleted(key string) { s.note(func(in *inbox) { in.pods[key] = nil }) }
 
