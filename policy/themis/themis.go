@@ -156,6 +156,13 @@ type Stats struct {
 	// LeaseChanges counts job launches, migrations and resumptions the
 	// auctions caused (each would cost a checkpoint/restore).
 	LeaseChanges int
+	// KeptWithoutGain counts running jobs whose lease ended that an
+	// auction planned on as many other GPUs, no faster, and that kept
+	// their own instead (no move without gain); MovesWithoutGain those
+	// that moved all the same: a job planned on some of the GPUs they
+	// held could not take theirs instead (it spans other GPUs too, runs
+	// slower there or its pods do not fit).
+	KeptWithoutGain, MovesWithoutGain int
 	// Violations lists broken invariants (should be empty): a lease taken
 	// back early, a GPU given twice.
 	Violations []string
@@ -703,6 +710,7 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 			grants = append(grants, grant{a, k, lease})
 		}
 	}
+	p.keepWithoutGain(cl, order, out, mustKeep, offered)
 	if p.cfg.KeepRunning {
 		p.keepRunning(order, out)
 	}
@@ -718,14 +726,122 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		if !slices.Equal(g, j.GPUsHeld) {
 			p.stats.LeaseChanges++
 		}
-		if !j.Running() {
+		// A running job moved is launched on its new GPUs too: a driver
+		// that stops it first (the Kubernetes driver evicts the gang's
+		// pods and binds the new ones once they are gone) shows it
+		// waiting at the next round, which then auctions again instead
+		// of leaving its new GPUs idle until the next event. The
+		// simulator moves it at once, so it runs at the next round.
+		if !j.Running() || !place.SameGPUs(g, j.GPUsHeld) {
 			p.launching[j.ID] = g
+		}
+	}
+	for i, j := range order {
+		if j.Running() && !mustKeep[i] && out[i] != nil && !place.SameGPUs(out[i], j.GPUsHeld) && p.noGain(j, out[i]) {
+			p.stats.MovesWithoutGain++
 		}
 	}
 	p.check(order, out, mustKeep)
 	p.account(order, out)
 	p.nextExpiry = p.leases.NextExpiry(T)
 	return out
+}
+
+// keepWithoutGain is the rule "no move without gain": a running job whose
+// lease ended, planned on as many other GPUs on which it runs no faster
+// (its placement factor over its slowest GPU's score no higher than on
+// the GPUs it holds), keeps those it holds, and its app's lease is
+// granted on them. The auction chooses among bundles of equal value by
+// machine order (the tightest fit, the lowest id), not by where a job
+// runs, and a move costs the job a checkpoint and a restart (on
+// Kubernetes an eviction, a bind and the controller's backoff) and buys
+// it nothing. Jobs planned on some of its GPUs (each wholly on them)
+// take the GPUs it was planned on instead, GPU for GPU in order, when
+// each runs there at least as fast and its pods fit; otherwise the move
+// stands. Every app ends with the GPUs of the same worth, and the GPUs
+// the job leaves unused stay free for the next auction. A move onto
+// more GPUs, or onto faster ones (inside one machine instead of across
+// two, or GPUs that score better), stands.
+func (p *Policy) keepWithoutGain(cl *cluster.Cluster, order []*workload.Job, out [][]int, mustKeep, offered []bool) {
+	var planned []int // on each GPU, the index + 1 of the job planned on it
+	for i, j := range order {
+		if mustKeep[i] || !j.Running() || out[i] == nil || place.SameGPUs(out[i], j.GPUsHeld) || !p.noGain(j, out[i]) {
+			continue
+		}
+		if planned == nil {
+			planned = make([]int, len(offered))
+			for x, g := range out {
+				for _, y := range g {
+					planned[y] = x + 1
+				}
+			}
+		}
+		if slices.ContainsFunc(j.GPUsHeld, func(g int) bool { return g < 0 || g >= len(offered) || !offered[g] }) {
+			continue
+		}
+		// back: the GPUs it takes back; away: those it leaves, in order.
+		back := slices.DeleteFunc(slices.Clone(j.GPUsHeld), func(g int) bool { return slices.Contains(out[i], g) })
+		away := slices.DeleteFunc(slices.Clone(out[i]), func(g int) bool { return slices.Contains(j.GPUsHeld, g) })
+		slices.Sort(back)
+		slices.Sort(away)
+		var others []int
+		for _, g := range back {
+			if k := planned[g] - 1; k >= 0 && !slices.Contains(others, k) {
+				others = append(others, k)
+			}
+		}
+		swapped := make([][]int, len(others))
+		ok := true
+		for x, k := range others {
+			for _, g := range out[k] {
+				at := slices.Index(back, g)
+				if at < 0 {
+					ok = false // partly on other GPUs
+					break
+				}
+				swapped[x] = append(swapped[x], away[at])
+			}
+			o := order[k]
+			if !ok || o.PodGPUs > 0 && !o.Elastic() && !place.PodsFit(cl, swapped[x], o.PodGPUs) ||
+				p.jobRate(o, swapped[x]) < p.jobRate(o, out[k])*(1-1e-12) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue // the move stands
+		}
+		for _, g := range out[i] {
+			planned[g] = 0
+		}
+		for x, k := range others {
+			out[k] = swapped[x]
+			for _, g := range out[k] {
+				planned[g] = k + 1
+			}
+		}
+		out[i] = slices.Clone(j.GPUsHeld)
+		for _, g := range out[i] {
+			planned[g] = i + 1
+		}
+		p.stats.KeptWithoutGain++
+	}
+}
+
+// noGain says whether GPUs g are no gain to running job j: as many as it
+// holds, on which it runs no faster. (An elastic job given more GPUs
+// gains; one given fewer cannot keep what it holds.)
+func (p *Policy) noGain(j *workload.Job, g []int) bool {
+	return len(g) == len(j.GPUsHeld) && p.jobRate(j, g) <= p.jobRate(j, j.GPUsHeld)*(1+1e-12)
+}
+
+// jobRate is job j's rate on GPUs g: |g| times its model's placement
+// factor there (the true one: a placement-blind auction or a misreport
+// does not make a move onto a better placement any less of a gain), over
+// the slowest GPU's score when the bids count speeds.
+func (p *Policy) jobRate(j *workload.Job, g []int) float64 {
+	a := fairness.App{Sens: SensitivityOf(p.models, j.Model), Class: j.Class, Jobs: []fairness.Job{{Held: g}}}
+	return fairness.Rate(p.topo, &a)
 }
 
 // keepRunning is the driver's keeping of running jobs in a plan
