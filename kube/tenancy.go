@@ -129,6 +129,10 @@ type tenancyStage struct {
 	qlayout *tenant.Layout
 	qlearn  *learnStage
 	qgen    uint64
+	// ext is what the cells were told pods they did not place hold
+	// (syncExternal), by cells GPU id, for the layout extL.
+	ext  []bool
+	extL *tenant.Layout
 	// fixed: the running gangs of this round the round may not evict (a
 	// bare pod, or a Job it would fail; preemptBarePods off), set by the
 	// round: the cells keep them where they run, out of their VC
@@ -722,8 +726,74 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	s.ten.whyR.heldOn = s.state.HeldOn
 	s.syncTenancyQuarantine()
 	s.adoptRunning(snap, adopt, byJob)
+	if err := s.ten.syncExternal(snap); err != nil {
+		s.log.Error("round: tenancy", "err", err)
+	}
 	s.ten.begun = true
 	return kept
+}
+
+// syncExternal tells the cells which of their GPUs pods they did not
+// place hold this round: another scheduler's pods (by the devices they
+// name, and those held by count on the devices the Store gives them:
+// the highest that nothing else holds), our gangs running outside the
+// cells, and our leaving pods that no gang of the cells holds. These are
+// the GPUs place gives a placement back for: told, the cells place
+// guaranteed and opportunistic gangs on others, and a VC whose cells are
+// bound over them sees them taken, as it sees a quarantined device. A
+// node the round does not see (cordoned, not ready, gone) is bad in the
+// cells already: its GPUs are not marked.
+func (t *tenancyStage) syncExternal(snap *snapshot) error {
+	if t.hived == nil {
+		return nil
+	}
+	if t.extL != t.l {
+		// Start from what the cells have (a cells change carries it).
+		t.ext, t.extL = make([]bool, t.l.Cluster.Size()), t.l
+		for _, d := range t.hived.Cells().External() {
+			if g, ok := t.l.GPU(d.Node, d.GPU); ok {
+				t.ext[g] = true
+			}
+		}
+	}
+	// The GPUs of the cells' gangs whose pods are leaving (held, as a
+	// preemption's victims are until they are gone): the round owns them
+	// as leaving, not as the gang's.
+	var leaving map[int]bool
+	for _, g := range snap.Gangs {
+		if g.Job != nil && len(g.GPUs) > 0 && t.held[g.Job.ID] != nil && (g.State == state.GangLeaving || g.State == state.GangWaiting) {
+			if leaving == nil {
+				leaving = map[int]bool{}
+			}
+			for _, r := range g.GPUs {
+				leaving[r] = true
+			}
+		}
+	}
+	last, lastOut := cluster.Free, false // owners run in blocks
+	for g, r := range t.toSnap {
+		on := false
+		if r >= 0 && snap.Cluster != nil {
+			switch o := snap.Cluster.Owner(r); {
+			case o == cluster.Free:
+			case o == state.OwnerLeaving:
+				on = !leaving[r]
+			case o == last:
+				on = lastOut
+			default:
+				on = t.held[o] == nil
+				last, lastOut = o, on
+			}
+		}
+		if on == t.ext[g] {
+			continue
+		}
+		if err := t.hived.SetExternal(g, on); err != nil {
+			return err
+		}
+		t.ext[g] = on
+	}
+	return nil
 }
 
 // regather releases, after a cells change, the held gangs that run on
@@ -936,13 +1006,17 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 // or for GPUs to free): the cells it needs hold a gang the round may not
 // evict (unblock withdrew its preemption); its node selector or affinity
 // allows no node of the cells it may use; those cells cannot hold it (the
-// VC's guaranteed GPUs in use or on bad hardware, a failed node or a
-// quarantined GPU, or too few free on any one node for its pods; for an
-// opportunistic gang, the GPUs of its leaf type across the cluster); or
-// its candidate nodes (of those cells' kinds, allowed to it, and for a
-// guaranteed gang not bound to another VC) that are cordoned or not
-// ready leave too few free GPUs on the others. The text changes only
-// when the reason does (Scheduler.wait sends an event per new text).
+// VC's guaranteed GPUs in use or on bad hardware, a failed node, a GPU
+// that pods outside the cells hold or a quarantined GPU, or too few free
+// on any one node for its pods; for an opportunistic gang, the GPUs of
+// its leaf type across the cluster); or its candidate nodes (of those
+// cells' kinds, allowed to it, and for a guaranteed gang not bound to
+// another VC) that are cordoned or not ready leave too few free GPUs on
+// the others; or, for a guaranteed gang, the free GPUs it needs lie on
+// nodes its VC's cells are not bound to where pods outside the cells
+// hold GPUs (binding takes a node without such pods first). The text
+// changes only when the reason does (Scheduler.wait sends an event per
+// new text).
 func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	if t.quota != nil && j.VC != "" && j.VCPriority != tenancy.Opportunistic {
 		// Under quota: its VC's guaranteed GPUs are in use.
@@ -1053,14 +1127,19 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 		pools = w.cands[ck][i].pools
 	}
 	free, total, best, room := 0, 0, 0, 0 // room: the most of its pods one pool has room for
-	off, quar := 0, 0                     // GPUs no gang holds on failed nodes, quarantined
-	var downNodes []string
+	off, quar, ext := 0, 0, 0             // GPUs no gang holds on failed nodes, quarantined, held outside the cells
+	var downNodes, extNodes []string
 	for _, p := range pools {
 		free, total, best = free+p.free, total+p.total, max(best, p.free)
-		off, quar = off+p.down, quar+p.quar
+		off, quar, ext = off+p.down, quar+p.quar, ext+p.ext
 		for _, n := range p.downNodes {
 			if !slices.Contains(downNodes, n) {
 				downNodes = append(downNodes, n)
+			}
+		}
+		for _, n := range p.extNodes {
+			if !slices.Contains(extNodes, n) {
+				extNodes = append(extNodes, n)
 			}
 		}
 		r := 0
@@ -1074,6 +1153,16 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 		if off > 0 {
 			slices.Sort(downNodes)
 			msg += fmt.Sprintf(", %d on nodes cordoned or not ready (%s)", off, strings.Join(downNodes, ", "))
+		}
+		if ext > 0 {
+			// Another scheduler's pods may be on many nodes: the first
+			// few are named.
+			slices.Sort(extNodes)
+			shown := strings.Join(extNodes[:min(len(extNodes), 5)], ", ")
+			if len(extNodes) > 5 {
+				shown += fmt.Sprintf(" and %d more", len(extNodes)-5)
+			}
+			msg += fmt.Sprintf(", %d held by pods outside the cells (%s)", ext, shown)
 		}
 		if quar > 0 {
 			msg += fmt.Sprintf(", %d quarantined", quar)
@@ -1100,17 +1189,30 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	// virtual cell that fits it), not those bound to another VC; an
 	// opportunistic gang may use any GPU of its kinds, bound or not, and
 	// a quarantined one (which no guaranteed gang may).
-	var down []string
+	var down, held []string
 	up, n := 0, 0 // free GPUs on the candidate nodes that are up; candidate nodes
+	// For a guaranteed gang, the free GPUs not bound to its VC on the
+	// nodes that pods outside the cells hold GPUs on (held): its VC's
+	// cells bind such a node only when no node without them is free
+	// (the doomed-bad rule), so the gang may not count them.
+	unfit := 0
 	for _, i := range cand {
 		nd := t.l.Cluster.Nodes[i]
 		var gpus []int // cells GPU ids of the node's GPUs open to the gang
+		ext := false   // pods outside the cells hold a GPU of its kinds there
+		var unbound []bool
 		for _, d := range w.devices(i) {
-			if !slices.Contains(kinds, d.Kind) || !opp && (d.VC != "" && d.VC != k.vc || w.quarantined(nd.Name, d.GPU)) {
+			if !slices.Contains(kinds, d.Kind) {
 				continue
 			}
-			if g, ok := t.l.GPU(nd.Name, d.GPU); ok {
+			g, ok := t.l.GPU(nd.Name, d.GPU)
+			ext = ext || ok && g < len(t.ext) && t.ext[g]
+			if !opp && (d.VC != "" && d.VC != k.vc || w.quarantined(nd.Name, d.GPU)) {
+				continue
+			}
+			if ok {
 				gpus = append(gpus, g)
+				unbound = append(unbound, d.VC == "")
 			}
 		}
 		if len(gpus) == 0 {
@@ -1121,14 +1223,29 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 			down = append(down, nd.Name)
 			continue
 		}
-		for _, g := range gpus {
+		counted := false
+		for x, g := range gpus {
 			if r := t.toSnap[g]; r >= 0 && snap.Cluster.IsFree(r) {
 				up++
+				if !opp && ext && unbound[x] {
+					unfit++
+					counted = true
+				}
 			}
+		}
+		if counted {
+			held = append(held, nd.Name)
 		}
 	}
 	if len(down) > 0 && up < k.gpus {
 		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), n, strings.Join(down, ", "))
+	}
+	if len(held) > 0 && up >= k.gpus && up-unfit < k.gpus {
+		shown := strings.Join(held[:min(len(held), 5)], ", ")
+		if len(held) > 5 {
+			shown += fmt.Sprintf(" and %d more", len(held)-5)
+		}
+		return fmt.Sprintf("its candidate nodes with room (%s) hold pods outside the cells, and a cell of VC %s binds to such a node only when no node without them can serve it", shown, k.vc)
 	}
 	return ""
 }
@@ -1264,13 +1381,17 @@ func (w *whyRound) hashNames(names []string) uint64 {
 // (for an opportunistic one). Its GPUs free (of guaranteed groups in a
 // VC's pool, of any pod for an opportunistic gang) that a gang may use,
 // and in all; those no group holds but no gang may use: on nodes
-// cordoned or not ready (down, on downNodes), or quarantined (quar; a
-// guaranteed gang's only); and the free ones of each view node or node.
+// cordoned or not ready (down, on downNodes), held by pods outside the
+// cells (ext, on extNodes: another scheduler's, or a gang running outside
+// them), or quarantined (quar; a guaranteed gang's only); and the free
+// ones of each view node or node.
 type whyPool struct {
 	kind        tenancy.NodeKind
 	free, total int
 	down, quar  int
 	downNodes   []string
+	ext         int      // held by pods outside the cells (syncExternal)
+	extNodes    []string // the nodes of those
 	nodes       []int
 }
 
@@ -1328,6 +1449,11 @@ func (w *whyRound) vcPools(t *tenancyStage, vc string) ([]whyPool, bool) {
 					if !slices.Contains(sum.downNodes, node) {
 						sum.downNodes = append(sum.downNodes, node)
 					}
+				case v.External():
+					sum.ext++
+					if !slices.Contains(sum.extNodes, node) {
+						sum.extNodes = append(sum.extNodes, node)
+					}
 				case !healthy || v.OnBad():
 					sum.quar++
 				default:
@@ -1383,6 +1509,11 @@ func (t *tenancyStage) oppPools(w *whyRound, snap *snapshot, cand []int, kinds [
 				if r := t.toSnap[d.id]; r >= 0 && snap.Cluster.IsFree(r) {
 					p.free++
 					on[k]++
+				} else if d.id < len(t.ext) && t.ext[d.id] {
+					p.ext++
+					if !slices.Contains(p.extNodes, nd.Name) {
+						p.extNodes = append(p.extNodes, nd.Name)
+					}
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -87,6 +88,13 @@ func randomTenancyRounds(t *testing.T, cells, alt string, types []string) {
 // randomTenancyRoundsUnder is randomTenancyRounds under scheduler sched
 // ("": fifo, las and srtf by seed).
 func randomTenancyRoundsUnder(t *testing.T, sched, cells, alt string, types []string) {
+	randomTenancyRoundsWith(t, sched, cells, alt, types, false)
+}
+
+// randomTenancyRoundsWith is randomTenancyRoundsUnder; with foreign,
+// another scheduler's pods come and go on the nodes' free GPUs (see
+// otherPods), and no pod of ours may be bound on a GPU they hold.
+func randomTenancyRoundsWith(t *testing.T, sched, cells, alt string, types []string, foreign bool) {
 	file := filepath.Join(t.TempDir(), "cells.yaml")
 	if err := os.WriteFile(file, []byte(cells), 0o644); err != nil {
 		t.Fatal(err)
@@ -117,6 +125,7 @@ func randomTenancyRoundsUnder(t *testing.T, sched, cells, alt string, types []st
 			w.setCells(cfg, cells)
 		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 67))
+		fp := otherPods{w: w, rng: rand.New(rand.NewPCG(uint64(seed), 71)), pods: map[string]*otherPod{}}
 		var runs lifetimes
 		gangs := 0
 		t0 := time.Unix(1_700_000_000, 0)
@@ -160,6 +169,10 @@ func randomTenancyRoundsUnder(t *testing.T, sched, cells, alt string, types []st
 			runs.step(w, rng, r, 10)
 			if rng.IntN(15) == 0 {
 				w.restart()
+				fp.tell() // the new process lists them too
+			}
+			if foreign {
+				fp.step()
 			}
 			if alt != "" && r%25 == 24 {
 				w.setCells(cfg, []string{alt, cells}[r/25%2])
@@ -176,6 +189,9 @@ func randomTenancyRoundsUnder(t *testing.T, sched, cells, alt string, types []st
 				t.Fatalf("seed %d (%s/%s/%s) round %d: %v\n%s", seed, cfg.Scheduler, cfg.Placement, cfg.Tenancy, r, err, l[max(0, len(l)-6000):])
 			}
 			if err := w.check(); err != nil {
+				fail(err)
+			}
+			if err := fp.check(); err != nil {
 				fail(err)
 			}
 			w.mu.Lock()
@@ -215,4 +231,136 @@ func cellsState(w *world) string {
 		fmt.Fprintf(&b, "held %d: %s VC %s priority %d GPUs %v\n", id, w.s.byJob[j].Key, j.VC, j.VCPriority, j.GPUsHeld)
 	}
 	return b.String()
+}
+
+// Random rounds as TestTenancyRandomRounds's, with another scheduler's
+// pods coming and going on free GPUs of the nodes (named by index or
+// held by count): no pod of ours is bound on a GPU they hold, no round
+// fails, and the cells' invariants hold. Under fifo, las and srtf, on
+// randomCells and on twoTypeCells with its cells changes.
+func TestTenancyRandomRoundsForeign(t *testing.T) {
+	t.Run("one-type", func(t *testing.T) { randomTenancyRoundsWith(t, "", randomCells, "", nil, true) })
+	alt := strings.Replace(twoTypeCells,
+		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 1}, {cellType: K80-NODE, cellNumber: 1}]}",
+		"A: {virtualCells: [{cellType: V100-NODE, cellNumber: 2}]}", 1)
+	t.Run("two-types", func(t *testing.T) {
+		randomTenancyRoundsWith(t, "", twoTypeCells, alt, []string{"", "V100", "K80"}, true)
+	})
+}
+
+// otherPods are another scheduler's running pods in a world of 4-GPU
+// nodes, told to its scheduler's Store directly (the world's pods are
+// ours).
+type otherPods struct {
+	w    *world
+	rng  *rand.Rand
+	pods map[string]*otherPod // by namespace/name
+	n    int
+}
+
+type otherPod struct {
+	p     *corev1.Pod
+	node  string
+	named []int // the devices it names; nil: it holds gpus by count
+	gpus  int
+}
+
+// ours is, on each node, the devices our bound pods hold and how many.
+func (f *otherPods) ours() map[string][]int {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	out := map[string][]int{}
+	for _, p := range f.w.pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		idx, _ := ParseIndices(p.Annotations[AnnGPUIndices])
+		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], idx...)
+	}
+	return out
+}
+
+// step starts, now and then, a pod of 1 or 2 GPUs on a node's free
+// devices (named, or by count), and ends one.
+func (f *otherPods) step() {
+	if f.rng.IntN(3) == 0 {
+		node := fmt.Sprintf("n%d", f.rng.IntN(6))
+		taken := map[int]bool{}
+		for _, x := range f.ours()[node] {
+			taken[x] = true
+		}
+		counted := 0
+		for _, p := range f.pods {
+			if p.node != node {
+				continue
+			}
+			for _, x := range p.named {
+				taken[x] = true
+			}
+			if p.named == nil {
+				counted += p.gpus
+			}
+		}
+		var free []int
+		for x := range 4 {
+			if !taken[x] {
+				free = append(free, x)
+			}
+		}
+		gpus := 1 + f.rng.IntN(2)
+		if len(free)-counted >= gpus {
+			f.n++
+			fp := &otherPod{node: node, gpus: gpus}
+			var ann map[string]string
+			if f.rng.IntN(2) == 0 {
+				// Named: devices no counted pod can hold (they take the
+				// highest free ones).
+				fp.named = free[:gpus]
+				ann = map[string]string{AnnGPUIndices: FormatIndices(fp.named)}
+			}
+			fp.p = running(pod(fmt.Sprintf("x%d", f.n), gpus, ann, node))
+			fp.p.Spec.SchedulerName = "default-scheduler"
+			f.pods["ns/"+fp.p.Name] = fp
+			f.w.s.state.OnBoundPod(fp.p)
+		}
+	}
+	if len(f.pods) > 0 && f.rng.IntN(4) == 0 {
+		keys := slices.Sorted(maps.Keys(f.pods))
+		k := keys[f.rng.IntN(len(keys))]
+		delete(f.pods, k)
+		f.w.s.state.OnBoundPodDeleted(k)
+	}
+}
+
+// tell shows a new scheduler process the pods.
+func (f *otherPods) tell() {
+	for _, k := range slices.Sorted(maps.Keys(f.pods)) {
+		f.w.s.state.OnBoundPod(f.pods[k].p)
+	}
+}
+
+// check reports a pod of ours on a device a foreign pod names, or a node
+// where ours and theirs hold more than its 4 GPUs.
+func (f *otherPods) check() error {
+	ours := f.ours()
+	for _, k := range slices.Sorted(maps.Keys(f.pods)) {
+		p := f.pods[k]
+		for _, x := range p.named {
+			if slices.Contains(ours[p.node], x) {
+				return fmt.Errorf("a pod of ours bound on %s device %d, which %s holds", p.node, x, k)
+			}
+		}
+	}
+	for node, idx := range ours {
+		n := len(idx)
+		for _, p := range f.pods {
+			if p.node == node {
+				n += p.gpus
+			}
+		}
+		if n > 4 {
+			return fmt.Errorf("node %s: ours and other schedulers' pods hold %d GPUs", node, n)
+		}
+	}
+	return nil
 }

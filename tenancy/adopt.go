@@ -66,6 +66,9 @@ func (s *Scheduler) Adopt(r Request, pods []Pod) (bool, error) {
 	}
 	for _, pod := range g.pods {
 		for _, p := range pod {
+			// It runs there: whatever was told to hold the device
+			// outside the cells no longer does.
+			s.setExternal(p, false)
 			s.use(g, nil, p)
 		}
 	}

@@ -90,7 +90,7 @@ type PCell struct {
 	// come first, within 64 bytes, so that looking at a cell touches one
 	// or two cache lines rather than up to four.
 	vcell          *VCell // bound virtual cell
-	bad, opp, used int    // leaves bad (node down or quarantined), in use by opportunistic groups, in use
+	bad, opp, used int    // leaves bad (node down, quarantined or held outside the cells), in use by opportunistic groups, in use
 	level          int
 	leaves         int
 	chain          *Chain
@@ -118,6 +118,7 @@ type PCell struct {
 
 	down    bool      // a node-level cell whose node is marked bad (SetNodeHealth)
 	quar    bool      // a leaf taken out of the guarantees (Quarantine)
+	ext     bool      // a leaf held by a pod the cells did not place (SetExternal)
 	speed   []float64 // per class: the sum of the leaves' values (lower is faster); nil without SetSpeeds
 	leaving *Group    // a victim still on the leaf, which a preempting group holds
 	mark    int       // chosen by the decision of this epoch

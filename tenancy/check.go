@@ -63,6 +63,24 @@ func (s *Scheduler) Check() error {
 			}
 		}
 	}
+	// Each device is bad exactly while its node is down, it is
+	// quarantined or it is held outside the cells.
+	ext := 0
+	for _, l := range s.leaves {
+		want := 0
+		if l.down || nodeDown(l) || l.quar || l.ext {
+			want = 1
+		}
+		if l.bad != want {
+			return fmt.Errorf("device %s counts bad %d, its node's health, quarantine and outside holders say %d", l.Addr, l.bad, want)
+		}
+		if l.ext {
+			ext++
+		}
+	}
+	if ext != s.external {
+		return fmt.Errorf("%d devices held outside the cells counted, %d found", s.external, ext)
+	}
 	for _, vc := range s.vcs {
 		for _, vcc := range vc.pins {
 			if err := checkVTree(vcc.pre[0], nil); err != nil {

@@ -13,7 +13,11 @@ import (
 // failed one is (HiveD's bad cells: doomed-cell accounting binds VC
 // cells to it only when healthy hardware cannot serve them), but it
 // still runs: opportunistic groups may use it, and groups already on it
-// stay. A leaf is bad when its node is down or it is quarantined; every
+// stay. A device that a pod the cells did not place holds (another
+// scheduler's pod, or a gang a driver runs outside the cells: SetExternal)
+// is no fault, but it is as unusable to every VC as a failed one, and to
+// opportunistic groups too: it is bad while held. A leaf is bad when its
+// node is down, it is quarantined or it is held outside the cells; every
 // cell counts its bad leaves (bad), which is all that binding, the doom
 // rule and the VCs' views read.
 
@@ -104,6 +108,96 @@ func (s *Scheduler) Quarantined() []QuarantinedDevice {
 	return out
 }
 
+// SetExternal marks device gpu of node held by a pod the cells did not
+// place (on: another scheduler's pod bound there, or a gang a driver
+// keeps outside the cells) or free of it again (off). Such a device is
+// bad to the cells as a quarantined one is: a VC cell bound over it shows
+// it to the VC as taken, binding prefers cells without it, and the
+// doomed-bad rule binds a VC's cells to it only when cells without bad
+// hardware cannot serve that VC's unbound cells, so that the VC sees its
+// share of what the other pods hold rather than a promise the cluster
+// cannot keep. Unlike a quarantined device, no opportunistic group is
+// placed on it either. A group of the cells already on it keeps it (the
+// caller should not mark such a device). The device is found in every
+// chain that has one of that index on the node.
+func (s *Scheduler) SetExternal(node string, gpu int, on bool) error {
+	cells, ok := s.byNode[node]
+	if !ok {
+		return fmt.Errorf("tenancy: unknown node %s", quote.Value(node))
+	}
+	found := false
+	for _, p := range cells {
+		for _, l := range pleavesOf(p, nil) {
+			if l.gpu != gpu {
+				continue
+			}
+			found = true
+			s.setExternal(l, on)
+		}
+	}
+	if !found {
+		return fmt.Errorf("tenancy: node %s has no device %d", quote.Value(node), gpu)
+	}
+	return nil
+}
+
+// setExternal marks leaf l held outside the cells (on) or not.
+func (s *Scheduler) setExternal(l *PCell, on bool) {
+	if l.ext == on {
+		return
+	}
+	l.ext = on
+	if on {
+		s.external++
+	} else {
+		s.external--
+	}
+	s.viewGen++ // opportunistic views read it
+	s.setBad(l, on)
+}
+
+// NumExternal counts the devices held outside the cells (a constant-time
+// test for "any?").
+func (s *Scheduler) NumExternal() int { return s.external }
+
+// External lists the devices held outside the cells, by node then index.
+func (s *Scheduler) External() []Device {
+	var out []Device
+	if s.external == 0 {
+		return out
+	}
+	for _, l := range s.leaves {
+		if l.ext {
+			out = append(out, Device{l.node, l.gpu})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].GPU < out[j].GPU
+	})
+	return out
+}
+
+// externalFree counts the leaves under p held outside the cells that no
+// group of the cells uses: what an opportunistic view may not count free.
+func externalFree(p *PCell) int {
+	if p.level == 1 {
+		if p.ext && p.group == nil {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, c := range p.children {
+		if c.bad > 0 {
+			n += externalFree(c)
+		}
+	}
+	return n
+}
+
 // nodeDown reports whether the node p lies in (p at or below node
 // level) is marked bad, looking from p's parent up.
 func nodeDown(p *PCell) bool {
@@ -128,7 +222,7 @@ func (s *Scheduler) setBad(p *PCell, worse bool) {
 		down = down || c.down
 		c.bad = 0
 		if c.level == 1 {
-			if down || c.quar {
+			if down || c.quar || c.ext {
 				c.bad = 1
 			}
 			return

@@ -85,6 +85,10 @@ func (n ViewNode) Node() string {
 // quarantined one, shown to the VC as taken): no new group may use it.
 func (v *VCell) OnBad() bool { return v.phys != nil && v.phys.bad > 0 }
 
+// External reports whether a virtual leaf is bound to a device held
+// outside the cells (SetExternal; OnBad too): what holds it is no fault.
+func (v *VCell) External() bool { return v.phys != nil && v.phys.ext }
+
 // View lists a VC's view nodes: its chains in chain order, then its pinned
 // cells, each in the order of its preassigned cells. Node i of the VC's
 // private cluster (PrivateConfig, nodes in the order the config names

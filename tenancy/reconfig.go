@@ -364,6 +364,12 @@ func (s *Scheduler) Reconfigure(cfg *Config) (*Scheduler, Reconfig, error) {
 			_ = n.Quarantine(q.Node, q.GPU, true) // a device the new cells lack is dropped
 		}
 	}
+	// So do devices held outside the cells.
+	for _, d := range s.External() {
+		if _, ok := n.byNode[d.Node]; ok {
+			_ = n.SetExternal(d.Node, d.GPU, true) // a device the new cells lack is dropped
+		}
+	}
 	for _, ch := range n.chains {
 		n.doomCheck(ch)
 	}

@@ -42,6 +42,7 @@ type Scheduler struct {
 	podSizes    []int      // commitGuaranteed's pod sizes and binding order, reused
 	podIdx      []int
 	quarantined int             // devices quarantined (Quarantine)
+	external    int             // devices held outside the cells (SetExternal)
 	holding     bool            // Hold: unbinding waits for EndRound
 	deferred    []*VCell        // leaves freed while holding
 	allowed     map[string]bool // nodes the decision under way may use (nil: all)
@@ -1158,7 +1159,7 @@ func (s *Scheduler) scheduleOpportunistic(r Request, vc *VC) Decision {
 			leaves = pleavesOf(p, leaves[:0])
 			state = state[:0]
 			for _, l := range leaves {
-				if l.group == nil && l.mark != s.epoch {
+				if l.group == nil && l.mark != s.epoch && !l.ext {
 					state = append(state, leafFree)
 				} else {
 					state = append(state, leafBusy)
@@ -1235,8 +1236,13 @@ func (s *Scheduler) oppView(ch *Chain) []viewNode {
 func (s *Scheduler) makeOppView(ch *Chain, nodes []viewNode) []viewNode {
 	for _, p := range ch.nodes {
 		// A quarantined device still runs: only a failed node is
-		// closed to opportunistic groups.
-		nodes = append(nodes, viewNode{p: p, free: p.leaves - p.used, used: p.opp, higher: p.used - p.opp, healthy: !p.down, allowed: s.allowedNode(p.node)})
+		// closed to opportunistic groups, and the devices pods outside
+		// the cells hold (SetExternal).
+		free := p.leaves - p.used
+		if p.bad > 0 && !p.down {
+			free -= externalFree(p)
+		}
+		nodes = append(nodes, viewNode{p: p, free: free, used: p.opp, higher: p.used - p.opp, healthy: !p.down, allowed: s.allowedNode(p.node)})
 	}
 	sortView(nodes)
 	return nodes

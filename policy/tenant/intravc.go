@@ -521,7 +521,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 	// A member holding GPUs that no job of the round stands for (a
 	// driver's gang whose pods are leaving: it holds its cells until they
 	// are gone) keeps them: its leaves are hidden from the placer.
-	absent, bad := running < P.nheld, h.s.NumQuarantined() > 0
+	absent, bad := running < P.nheld, h.s.NumQuarantined() > 0 || h.s.NumExternal() > 0
 	if (absent || bad) && P.hide(bad, absent) {
 		alloc = P.placeWithout()
 	} else {
@@ -581,10 +581,11 @@ type fitting interface {
 }
 
 // hide marks, in P.shown, the pool's virtual GPUs that its placer must
-// not be offered: with bad, leaves on bad hardware (a quarantined device
-// shown to the VC as taken) that none of the pool's jobs holds; with
-// absent, the leaves of members that hold GPUs but are not among the
-// round's jobs. It reports whether there is any.
+// not be offered: with bad, leaves on bad hardware (a quarantined device,
+// or one held outside the cells, shown to the VC as taken) that none of
+// the pool's jobs holds; with absent, the leaves of members that hold
+// GPUs but are not among the round's jobs. It reports whether there is
+// any.
 func (P *poolLayer) hide(bad, absent bool) bool {
 	if len(P.shown) != len(P.leaf) {
 		P.shown = make([]bool, len(P.leaf))

@@ -886,6 +886,25 @@ func (h *HiveD) SetQuarantine(g int, on bool) error {
 	return fmt.Errorf("tenant: GPU %d is in no cell", g)
 }
 
+// SetExternal marks cluster GPU g held by a pod the cells did not place
+// (another scheduler's, or a job a driver keeps outside the cells) or
+// free of it again (tenancy.Scheduler.SetExternal): no new job, guaranteed
+// or opportunistic, is placed on it while it is held, and a VC whose
+// cells are bound over it sees it taken.
+func (h *HiveD) SetExternal(g int, on bool) error {
+	c := h.l.Cluster
+	if g < 0 || g >= c.Size() {
+		return fmt.Errorf("tenant: no GPU %d", g)
+	}
+	node := c.Nodes[c.GPUs[g].Node].Name
+	for dev, id := range h.l.gpuID[node] {
+		if id == g {
+			return h.s.SetExternal(node, dev, on)
+		}
+	}
+	return fmt.Errorf("tenant: GPU %d is in no cell", g)
+}
+
 // Finish implements policy.Tenancy. A job finished while it preempts
 // (a driver's gang deleted while it waits) gives its cells back to its
 // victims still on them, and those no other preemptor waits for are no
