@@ -252,7 +252,7 @@ func TestRoundEvictsGangWhoseSlotIsOnCordonedNode(t *testing.T) {
 		why  string
 	}{
 		{"cordoned", cordoned, "partly bound, and its recorded node n2 is cordoned (unschedulable)"},
-		{"tainted", tainted, "partly bound, and its recorded node n2 has taint maintenance:NoSchedule"},
+		{"tainted", tainted, "partly bound, and pod w-2 does not tolerate node n2's taint maintenance:NoSchedule"},
 		{"gone", nil, "partly bound, and its recorded node n2 is gone"},
 	} {
 		w0 := running(owned(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, bindInfo3), "n0")))

@@ -811,6 +811,12 @@ func (s *Scheduler) complete(snap *snapshot, g *gang, start time.Time) {
 			s.evictPartial(g, start, "partly bound, and its recorded node "+slots[i].Node+" "+s.whyUnusable(slots[i].Node))
 			return
 		}
+		if why := notAllowedOn(todo[i], s.state.Node(slots[i].Node)); why != "" {
+			// Tainted or relabelled since: binding the new member there
+			// would defy what the operator set, as on a cordoned node.
+			s.evictPartial(g, start, "partly bound, and pod "+todo[i].Name+" "+why)
+			return
+		}
 		glob := make([]int, len(slots[i].GPUs))
 		for k, x := range slots[i].GPUs {
 			if x < 0 || x >= len(snap.Cluster.Nodes[n].GPUs) {
@@ -867,7 +873,7 @@ func (s *Scheduler) holdSlots(snap *snapshot, g *gang, info *BindInfo, names []s
 }
 
 // whyUnusable says why the round has no GPUs of a node. A node that is
-// cordoned or tainted still runs its pods but takes no new ones, and its
+// cordoned or has a taint of the node lifecycle's still runs its pods but takes no new ones, and its
 // devices lie outside the round's cluster, so a slot recorded there is
 // never bound: the operator keeps new work off it (a drain, a benchmark)
 // and what holds its GPUs is not known.
@@ -882,7 +888,7 @@ func (s *Scheduler) whyUnusable(name string) string {
 		return "offers no " + string(ResourceGPU)
 	}
 	for _, t := range n.Spec.Taints {
-		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && t.Key != "nvidia.com/gpu" {
+		if state.KeepsOff(t) && state.SystemTaint(t.Key) {
 			return "has taint " + t.Key + ":" + string(t.Effect)
 		}
 	}

@@ -7,9 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/go-logr/logr"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/workload"
@@ -56,9 +59,10 @@ func (s *Scheduler) allows(g *gang) func(node string) bool {
 func (s *Scheduler) allowsKeyed(g *gang) (func(node string) bool, string) {
 	var keys []string
 	var maps []map[string]bool
+	tainted := s.state.TaintedNodes() > 0
 	for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
 		for _, p := range ps {
-			if len(p.Spec.NodeSelector) == 0 && nodeAffinity(p) == nil {
+			if !constrained(p, tainted) {
 				continue // allows every node
 			}
 			if key, _ := allowKey(p); !slices.Contains(keys, key) {
@@ -84,9 +88,9 @@ func (s *Scheduler) allowsKeyed(g *gang) (func(node string) bool, string) {
 	}, strings.Join(keys, "\x00")
 }
 
-// allowedBy is the set of node names pod p's node selector and required
-// node affinity allow, kept per their content while the nodes' labels
-// stay (state.Store.NodeLabelsGeneration).
+// allowedBy is the set of node names pod p allows (podAllows), kept per
+// what decides it while the nodes' labels and taints stay
+// (state.Store.NodeLabelsGeneration).
 func (s *Scheduler) allowedBy(p *corev1.Pod) map[string]bool {
 	sg := &s.sel
 	if gen := s.state.NodeLabelsGeneration(); sg.memo == nil || sg.gen != gen {
@@ -96,10 +100,10 @@ func (s *Scheduler) allowedBy(p *corev1.Pod) map[string]bool {
 	if m := sg.memo[key]; m != nil && ok {
 		return m
 	}
-	aff := nodeaffinity.GetRequiredNodeAffinity(p)
+	allows := podAllows(p)
 	m := map[string]bool{}
 	for nd := range s.state.Nodes() {
-		if yes, err := aff.Match(nd); err == nil && yes {
+		if allows(nd) {
 			m[nd.Name] = true
 		}
 	}
@@ -108,6 +112,49 @@ func (s *Scheduler) allowedBy(p *corev1.Pod) map[string]bool {
 	}
 	return m
 }
+
+// constrained reports whether pod p may be kept off some node: it names
+// a node selector or required node affinity, or some node is tainted
+// (tainted) and p may not tolerate it.
+func constrained(p *corev1.Pod, tainted bool) bool {
+	return tainted || len(p.Spec.NodeSelector) > 0 || nodeAffinity(p) != nil
+}
+
+// podAllows is pod p's test of a node, as kube-scheduler's NodeAffinity
+// and TaintToleration filters judge it (their matching, from
+// k8s.io/component-helpers): the node's labels match p's node selector
+// and required node affinity, and p tolerates each of its taints that
+// keeps pods off (state.KeepsOff; nvidia.com/gpu's is not one). A pod
+// bound where it does not tolerate a NoSchedule taint would run, but the
+// operator put the taint there to keep it off; a NoExecute one would
+// have it evicted.
+func podAllows(p *corev1.Pod) func(*corev1.Node) bool {
+	aff := nodeaffinity.GetRequiredNodeAffinity(p)
+	tol := p.Spec.Tolerations
+	return func(n *corev1.Node) bool {
+		if ok, err := aff.Match(n); err != nil || !ok {
+			return false
+		}
+		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, tol, keepsOff, false)
+		return !untolerated
+	}
+}
+
+// notAllowedOn says why pod p may not run on node n (podAllows), or "".
+func notAllowedOn(p *corev1.Pod, n *corev1.Node) string {
+	if n == nil {
+		return ""
+	}
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil || !ok {
+		return "is not allowed on node " + n.Name + " by its node selector or affinity"
+	}
+	if t, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, p.Spec.Tolerations, keepsOff, false); untolerated {
+		return "does not tolerate node " + n.Name + "'s taint " + t.Key + ":" + string(t.Effect)
+	}
+	return ""
+}
+
+func keepsOff(t *corev1.Taint) bool { return state.KeepsOff(*t) }
 
 // allOn reports whether every GPU of gpus is on a node allowed says yes to.
 func allOn(cl *cluster.Cluster, gpus []int, allowed func(string) bool) bool {
@@ -169,7 +216,7 @@ func (s *Scheduler) honorSelectors(snap *snapshot, order []*workload.Job, byJob 
 			})
 		}
 		if alloc[i] == nil {
-			s.sel.why[j.ID] = "its node selector or affinity allows none of the GPUs the placement chose, and the GPUs left free on the nodes it allows cannot hold it"
+			s.sel.why[j.ID] = s.allowWords() + " none of the GPUs the placement chose, and the GPUs left free on the nodes it allows cannot hold it"
 			continue
 		}
 		for _, x := range alloc[i] {
@@ -276,7 +323,7 @@ func (s *Scheduler) selectorWhy(j *workload.Job, g *gang, cl *cluster.Cluster) s
 		s.sel.free[key] = f
 	}
 	if out == "" {
-		out = "; its node selector or affinity allows"
+		out = "; " + s.allowWords()
 	} else {
 		out += ": it allows" // after the gate's reason, which named them
 	}
@@ -293,6 +340,16 @@ func (s *Scheduler) selectorWhy(j *workload.Job, g *gang, cl *cluster.Cluster) s
 	}
 	out += fmt.Sprintf(" %d %s (%s): %d of their %d GPUs free", f.nodes, nodes, names, f.free, f.total)
 	return out
+}
+
+// allowWords names what keeps a gang off nodes in its wait reasons:
+// "its node selector or affinity allows", and "its node selector,
+// affinity and tolerations allow" while some node is tainted.
+func (s *Scheduler) allowWords() string {
+	if s.state.TaintedNodes() > 0 {
+		return "its node selector, affinity and tolerations allow"
+	}
+	return "its node selector or affinity allows"
 }
 
 // allowedFree is what a selector allows of a round's cluster: how many

@@ -60,6 +60,18 @@ func TestSelectorsWithoutTenancy(t *testing.T) {
 			w.expect(at, "round 3, b gone", "ns/a@n1[0,1,2,3]")
 		},
 	}, {
+		// a selects zone x, which no node is in, and waits; n1
+		// relabelled into it takes a the next round (a label change
+		// is a change the planner may not skip).
+		name: "a node relabelled to match", placement: "packed-sticky",
+		run: func(w *world, at *time.Time) {
+			createOn(w, *at, "a", 4, nil, "x")
+			w.expect(at, "round 1", "")
+			w.expect(at, "round 2", "")
+			relabel(w, "n1", map[string]string{"zone": "x"})
+			w.expect(at, "round 3, n1 relabelled", "ns/a@n1[0,1,2,3]")
+		},
+	}, {
 		// a runs on n1, which is then relabelled: it stays, as under
 		// kube-scheduler (IgnoredDuringExecution).
 		name: "a running gang stays on a relabelled node", placement: "packed-sticky",

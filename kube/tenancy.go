@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/internal/quote"
@@ -300,19 +299,19 @@ func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
 }
 
 // allow records the cells' nodes a gang's pods may run on: those whose
-// labels match its node selector and required node affinity (the
-// kube-scheduler's own matching, from k8s.io/component-helpers). A gang
-// without either may use every node. The nodes node reads are those of
+// labels match its node selector and required node affinity, and whose
+// taints its tolerations tolerate (podAllows). A gang without a selector
+// or affinity may use every node while no node is tainted. The nodes node reads are those of
 // label generation gen (state.Store.NodeLabelsGeneration): a match reads
 // only their names and labels, so gangs of one selector and affinity
 // share one scan of the nodes while the generation and the cells stay
 // (allowMemo).
-func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen uint64) {
+func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen uint64, tainted bool) {
 	p := g.Pending
 	if len(p) == 0 {
 		p = g.Bound
 	}
-	if len(p) == 0 || len(p[0].Spec.NodeSelector) == 0 && nodeAffinity(p[0]) == nil {
+	if len(p) == 0 || !constrained(p[0], tainted) {
 		delete(t.allowed, g.Job.ID)
 		return
 	}
@@ -329,13 +328,11 @@ func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen u
 		t.allowed[g.Job.ID] = out
 		return
 	}
-	aff := nodeaffinity.GetRequiredNodeAffinity(p[0])
+	allows := podAllows(p[0])
 	out := []string{}
 	for _, n := range t.l.Cluster.Nodes {
-		if nd := node(n.Name); nd != nil {
-			if ok, err := aff.Match(nd); err == nil && ok {
-				out = append(out, n.Name)
-			}
+		if nd := node(n.Name); nd != nil && allows(nd) {
+			out = append(out, n.Name)
 		}
 	}
 	out = slices.Clip(out) // shared: an append by a reader copies
@@ -355,18 +352,20 @@ func (t *tenancyStage) allowRound() {
 	}
 }
 
-// allowKey is the content of what nodeaffinity.GetRequiredNodeAffinity
-// reads of a pod: its node selector (none when empty) and its required
-// node affinity, in JSON (a map's keys sorted). ok is false when it will
+// allowKey is the content of what decides the nodes a pod allows (see
+// podAllows): its node selector (none when empty), its required node
+// affinity and its tolerations, in JSON (a map's keys sorted). ok is false when it will
 // not encode (never, for a pod that decoded).
 func allowKey(p *corev1.Pod) (key string, ok bool) {
 	var k struct {
-		Selector map[string]string    `json:"s,omitempty"`
-		Required *corev1.NodeSelector `json:"r,omitempty"`
+		Selector    map[string]string    `json:"s,omitempty"`
+		Required    *corev1.NodeSelector `json:"r,omitempty"`
+		Tolerations []corev1.Toleration  `json:"t,omitempty"`
 	}
 	if len(p.Spec.NodeSelector) > 0 {
 		k.Selector = p.Spec.NodeSelector
 	}
+	k.Tolerations = p.Spec.Tolerations
 	if a := nodeAffinity(p); a != nil {
 		k.Required = a.RequiredDuringSchedulingIgnoredDuringExecution
 	}
@@ -711,7 +710,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 			}
 			continue
 		}
-		s.ten.allow(g, s.state.Node, s.state.NodeLabelsGeneration())
+		s.ten.allow(g, s.state.Node, s.state.NodeLabelsGeneration(), s.state.TaintedNodes() > 0)
 		adopt = append(adopt, j)
 		kept = append(kept, j)
 	}

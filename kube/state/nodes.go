@@ -14,20 +14,51 @@ import (
 )
 
 // UsableNode reports whether pal may place on n: a schedulable GPU node
-// without a taint that keeps pods off (but nvidia.com/gpu's, the usual
-// taint of dedicated GPU nodes).
+// without a taint of the node lifecycle's (SystemTaint). A node whose
+// other taints keep pods off is usable by the gangs whose pods tolerate
+// them (Tainted).
 func UsableNode(n *corev1.Node) bool {
 	if n.Spec.Unschedulable || podspec.NodeGPUs(n) == 0 {
 		return false
 	}
 	for _, t := range n.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			if t.Key != "nvidia.com/gpu" {
-				return false
-			}
+		if KeepsOff(t) && SystemTaint(t.Key) {
+			return false
 		}
 	}
 	return true
+}
+
+// KeepsOff reports whether taint t keeps pods that do not tolerate it off
+// its node when they are placed: its effect is NoSchedule or NoExecute
+// (PreferNoSchedule is a wish), and it is not nvidia.com/gpu's, which
+// every pod asking for GPUs tolerates (the ExtendedResourceToleration
+// admission plugin adds the toleration, and GPU node pools carry the
+// taint).
+func KeepsOff(t corev1.Taint) bool {
+	return (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && t.Key != "nvidia.com/gpu"
+}
+
+// SystemTaint reports whether a taint key is one the node lifecycle sets
+// (not ready, unreachable, cordoned, under pressure, not initialised by
+// its cloud provider). No pod of a gang tolerates those for its
+// scheduling, so such a node is out of the layout, as a cordoned one is,
+// and the wait reasons count it as cordoned or not ready.
+func SystemTaint(key string) bool {
+	return strings.HasPrefix(key, "node.kubernetes.io/") || strings.HasPrefix(key, "node.cloudprovider.kubernetes.io/")
+}
+
+// Tainted reports whether usable node n carries a taint that keeps the
+// gangs whose pods do not tolerate it off (an operator's
+// dedicated=team:NoSchedule): such a node is in the layout, and the
+// gangs are kept off it where the round honours node selectors.
+func Tainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if KeepsOff(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // layout is the usable nodes, sorted by name, each node's GPUs numbered
@@ -58,8 +89,20 @@ type nodeUse struct {
 func (s *Store) applyNode(name string, n *corev1.Node) bool {
 	was := s.nodes[name]
 	if labelsChanged(was, n) {
+		// Which gangs a node allows changed: a gang that waited for a
+		// node its selector matches, or whose taint it tolerates, may
+		// be placed now (the planner skips rounds of the same plan
+		// generation).
 		s.labelsGen++
+		s.planChanged = true
 	}
+	tainted := func(n *corev1.Node) int {
+		if n != nil && UsableNode(n) && Tainted(n) {
+			return 1
+		}
+		return 0
+	}
+	s.tainted += tainted(n) - tainted(was)
 	if n == nil {
 		delete(s.nodes, name)
 	} else {
@@ -78,14 +121,16 @@ func (s *Store) applyNode(name string, n *corev1.Node) bool {
 }
 
 // labelsChanged reports whether a node noted as n (nil: deleted) where
-// the Store held was (nil: none) changes the nodes' names or labels. The
-// very object noted again may have been changed in place: it counts as
-// changed.
+// the Store held was (nil: none) changes the nodes' names, labels or
+// taints (what decides which gangs a node allows). The very object noted
+// again may have been changed in place: it counts as changed.
 func labelsChanged(was, n *corev1.Node) bool {
 	if was == nil || n == nil {
 		return was != n
 	}
-	return was == n || !maps.Equal(was.Labels, n.Labels)
+	return was == n || !maps.Equal(was.Labels, n.Labels) || !slices.EqualFunc(was.Spec.Taints, n.Spec.Taints, func(a, b corev1.Taint) bool {
+		return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+	})
 }
 
 // rebuildLayout numbers the usable nodes again and holds every GPU

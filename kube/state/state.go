@@ -95,7 +95,8 @@ type Store struct {
 	planGen     uint64 // raised by every Sync that changed what a placement reads
 	layoutGen   uint64 // raised whenever the nodes are numbered again
 	nodeInfoGen uint64 // raised when a node is added or its hardware identity changes
-	labelsGen   uint64 // raised when a node is added, deleted or noted with other labels
+	labelsGen   uint64 // raised when a node is added, deleted or noted with other labels or taints
+	tainted     int    // usable nodes that are Tainted
 }
 
 // inbox is what changed since the last Sync: the newest object per key
@@ -213,13 +214,18 @@ func (s *Store) LayoutGeneration() uint64 { return s.layoutGen }
 func (s *Store) NodeInfoGeneration() uint64 { return s.nodeInfoGen }
 
 // NodeLabelsGeneration rises whenever a Sync adds or deletes a node, or
-// finds a node noted with labels other than it had (or noted again as
-// the very object it holds, which may have been changed in place): two
-// rounds that see the same generation see the same nodes by name, with
-// the same labels. What a reader computes from the nodes' names and
-// labels alone (which nodes a node selector matches) holds while it
-// stays.
+// finds a node noted with labels or taints other than it had (or noted
+// again as the very object it holds, which may have been changed in
+// place): two rounds that see the same generation see the same nodes by
+// name, with the same labels and taints. What a reader computes from the
+// nodes' names, labels and taints alone (which nodes a node selector
+// matches, which a pod's tolerations allow) holds while it stays.
 func (s *Store) NodeLabelsGeneration() uint64 { return s.labelsGen }
+
+// TaintedNodes is how many usable nodes carry a taint that keeps the
+// gangs that do not tolerate it off (Tainted): while there is none, a
+// gang that names no node selector or affinity may use every node.
+func (s *Store) TaintedNodes() int { return s.tainted }
 
 // Nodes are every node as of the last Sync, usable or not, in no order.
 // They are the Store's: read only.
