@@ -52,6 +52,24 @@ func (s *Scheduler) SetNodeHealth(node string, healthy bool) error {
 // found in every chain that has one of that index on the node (a node
 // may hold devices of several leaf types).
 func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
+	return s.eachLeaf(node, gpu, func(l *PCell) {
+		if l.quar == on {
+			return
+		}
+		l.quar = on
+		if on {
+			s.quarantined++
+		} else {
+			s.quarantined--
+		}
+		s.setBad(l, on)
+	})
+}
+
+// eachLeaf calls f with each leaf cell of device gpu of node: one per
+// chain that has a device of that index on the node (a node may hold
+// devices of several leaf types). An unknown node or device is an error.
+func (s *Scheduler) eachLeaf(node string, gpu int, f func(*PCell)) error {
 	cells, ok := s.byNode[node]
 	if !ok {
 		return fmt.Errorf("tenancy: unknown node %s", quote.Value(node))
@@ -59,20 +77,10 @@ func (s *Scheduler) Quarantine(node string, gpu int, on bool) error {
 	found := false
 	for _, p := range cells {
 		for _, l := range pleavesOf(p, nil) {
-			if l.gpu != gpu {
-				continue
+			if l.gpu == gpu {
+				found = true
+				f(l)
 			}
-			found = true
-			if l.quar == on {
-				continue
-			}
-			l.quar = on
-			if on {
-				s.quarantined++
-			} else {
-				s.quarantined--
-			}
-			s.setBad(l, on)
 		}
 	}
 	if !found {
@@ -121,24 +129,7 @@ func (s *Scheduler) Quarantined() []QuarantinedDevice {
 // caller should not mark such a device). The device is found in every
 // chain that has one of that index on the node.
 func (s *Scheduler) SetExternal(node string, gpu int, on bool) error {
-	cells, ok := s.byNode[node]
-	if !ok {
-		return fmt.Errorf("tenancy: unknown node %s", quote.Value(node))
-	}
-	found := false
-	for _, p := range cells {
-		for _, l := range pleavesOf(p, nil) {
-			if l.gpu != gpu {
-				continue
-			}
-			found = true
-			s.setExternal(l, on)
-		}
-	}
-	if !found {
-		return fmt.Errorf("tenancy: node %s has no device %d", quote.Value(node), gpu)
-	}
-	return nil
+	return s.eachLeaf(node, gpu, func(l *PCell) { s.setExternal(l, on) })
 }
 
 // setExternal marks leaf l held outside the cells (on) or not.

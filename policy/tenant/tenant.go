@@ -873,17 +873,26 @@ func (h *HiveD) SetNodeHealth(node int, up bool) error {
 // gives it back (tenancy.Scheduler.Quarantine): a job on it stays, new
 // guaranteed jobs avoid it, opportunistic ones may still use it.
 func (h *HiveD) SetQuarantine(g int, on bool) error {
+	node, dev, err := h.device(g)
+	if err != nil {
+		return err
+	}
+	return h.s.Quarantine(node, dev, on)
+}
+
+// device is cluster GPU g's node and device index in the cells.
+func (h *HiveD) device(g int) (node string, dev int, err error) {
 	c := h.l.Cluster
 	if g < 0 || g >= c.Size() {
-		return fmt.Errorf("tenant: no GPU %d", g)
+		return "", 0, fmt.Errorf("tenant: no GPU %d", g)
 	}
-	node := c.Nodes[c.GPUs[g].Node].Name
-	for dev, id := range h.l.gpuID[node] {
+	node = c.Nodes[c.GPUs[g].Node].Name
+	for d, id := range h.l.gpuID[node] {
 		if id == g {
-			return h.s.Quarantine(node, dev, on)
+			return node, d, nil
 		}
 	}
-	return fmt.Errorf("tenant: GPU %d is in no cell", g)
+	return "", 0, fmt.Errorf("tenant: GPU %d is in no cell", g)
 }
 
 // SetExternal marks cluster GPU g held by a pod the cells did not place
@@ -892,17 +901,11 @@ func (h *HiveD) SetQuarantine(g int, on bool) error {
 // or opportunistic, is placed on it while it is held, and a VC whose
 // cells are bound over it sees it taken.
 func (h *HiveD) SetExternal(g int, on bool) error {
-	c := h.l.Cluster
-	if g < 0 || g >= c.Size() {
-		return fmt.Errorf("tenant: no GPU %d", g)
+	node, dev, err := h.device(g)
+	if err != nil {
+		return err
 	}
-	node := c.Nodes[c.GPUs[g].Node].Name
-	for dev, id := range h.l.gpuID[node] {
-		if id == g {
-			return h.s.SetExternal(node, dev, on)
-		}
-	}
-	return fmt.Errorf("tenant: GPU %d is in no cell", g)
+	return h.s.SetExternal(node, dev, on)
 }
 
 // Finish implements policy.Tenancy. A job finished while it preempts
