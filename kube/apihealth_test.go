@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -22,25 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 )
-
-// syncBuffer is a log sink the informers' goroutines and the test may
-// share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 func readyz(t *testing.T, s *Scheduler) (int, string) {
 	t.Helper()
@@ -64,7 +44,7 @@ func TestReadyzSaysTheApiserverIsDown(t *testing.T) {
 	})
 	cfg := DefaultConfig()
 	cfg.LeaderElection.Enabled = false
-	logs := &syncBuffer{}
+	logs := &syncBuf{}
 	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +97,7 @@ func TestReadyzNamesInformerErrors(t *testing.T) {
 	})
 	cfg := DefaultConfig()
 	cfg.LeaderElection.Enabled = false
-	logs := &syncBuffer{}
+	logs := &syncBuf{}
 	s, err := New(cfg, cs, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

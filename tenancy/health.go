@@ -94,17 +94,20 @@ func (s *Scheduler) eachLeaf(node string, gpu int, f func(*PCell)) error {
 func (s *Scheduler) NumQuarantined() int { return s.quarantined }
 
 // QuarantinedDevice is a device taken out of the guarantees.
-type QuarantinedDevice struct {
-	Node string
-	GPU  int
-}
+type QuarantinedDevice = Device
 
 // Quarantined lists the quarantined devices, by node then index.
 func (s *Scheduler) Quarantined() []QuarantinedDevice {
-	var out []QuarantinedDevice
+	return s.devicesWhere(func(l *PCell) bool { return l.quar })
+}
+
+// devicesWhere lists the devices whose leaf f says yes to, by node then
+// index.
+func (s *Scheduler) devicesWhere(f func(*PCell) bool) []Device {
+	var out []Device
 	for _, l := range s.leaves {
-		if l.quar {
-			out = append(out, QuarantinedDevice{l.node, l.gpu})
+		if f(l) {
+			out = append(out, Device{l.node, l.gpu})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -153,22 +156,10 @@ func (s *Scheduler) NumExternal() int { return s.external }
 
 // External lists the devices held outside the cells, by node then index.
 func (s *Scheduler) External() []Device {
-	var out []Device
 	if s.external == 0 {
-		return out
+		return nil
 	}
-	for _, l := range s.leaves {
-		if l.ext {
-			out = append(out, Device{l.node, l.gpu})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Node != out[j].Node {
-			return out[i].Node < out[j].Node
-		}
-		return out[i].GPU < out[j].GPU
-	})
-	return out
+	return s.devicesWhere(func(l *PCell) bool { return l.ext })
 }
 
 // externalFree counts the leaves under p held outside the cells that no
