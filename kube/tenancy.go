@@ -204,7 +204,7 @@ func newTenancyStage(mode string, l *tenant.Layout, mk func() (policy.Placer, er
 	return t, nil
 }
 
-var jobRef = regexp.MustCompile(`job [0-9]+(: |'s )`)
+var jobRef = regexp.MustCompile(`job [0-9]+(: |'s | )`)
 
 // admit reads a gang's VC and priority and checks them against the cells.
 // An error leaves the gang pending with the message as its event.
@@ -263,12 +263,18 @@ func (t *tenancyStage) admit(g *gang) error {
 		msg = strings.Replace(msg, `field "pinned_cell"`, "annotation "+AnnPinnedCell, 1)
 		msg = strings.Replace(msg, `field "leaf_cell_type"`, "annotation "+AnnLeafCellType, 1)
 		msg = strings.Replace(msg, "name one in pinned_cell", "name one in "+AnnPinnedCell, 1)
+		// A gang's GPUs and pod sizes are its pods' requests, no field.
+		msg = strings.Replace(msg, `field "num_gpus": `, "", 1)
+		msg = strings.Replace(msg, `field "pod_gpus": `, "", 1)
 		// The job id is internal to the round: a pod's event speaks of its gang.
 		msg = jobRef.ReplaceAllStringFunc(msg, func(m string) string {
-			if strings.HasSuffix(m, "'s ") {
+			switch {
+			case strings.HasSuffix(m, "'s "):
 				return "the gang's "
+			case strings.HasSuffix(m, ": "):
+				return ""
 			}
-			return ""
+			return "the gang "
 		})
 		return unfitError{msg}
 	}
