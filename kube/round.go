@@ -50,6 +50,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 
 	s.state.Sync()
 	snap := s.state.Snapshot()
+	s.sel.keys.round()
 	for _, w := range snap.Warnings {
 		if !s.warned[w] {
 			s.warned[w] = true

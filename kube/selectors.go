@@ -43,6 +43,7 @@ type selectorGate struct {
 	// reasons read (selectorWhy), by allowsKeyed's key; emptied before
 	// them.
 	free map[string]allowedFree
+	keys podKeys
 }
 
 // allows is a gang's test of a node name, nil when none of its pods
@@ -65,7 +66,7 @@ func (s *Scheduler) allowsKeyed(g *gang) (func(node string) bool, string) {
 			if !constrained(p, tainted) {
 				continue // allows every node
 			}
-			if key, _ := allowKey(p); !slices.Contains(keys, key) {
+			if key, _ := s.allowKeyOf(p); !slices.Contains(keys, key) {
 				keys, maps = append(keys, key), append(maps, s.allowedBy(p))
 			}
 		}
@@ -96,7 +97,7 @@ func (s *Scheduler) allowedBy(p *corev1.Pod) map[string]bool {
 	if gen := s.state.NodeLabelsGeneration(); sg.memo == nil || sg.gen != gen {
 		sg.memo, sg.gen = map[string]map[string]bool{}, gen
 	}
-	key, ok := allowKey(p)
+	key, ok := s.allowKeyOf(p)
 	if m := sg.memo[key]; m != nil && ok {
 		return m
 	}
@@ -111,6 +112,40 @@ func (s *Scheduler) allowedBy(p *corev1.Pod) map[string]bool {
 		sg.memo[key] = m
 	}
 	return m
+}
+
+// podKeys remembers each pod object's allowKey for this round and the
+// last: with a node tainted every gang's pods are keyed, each round, and
+// a key is a JSON encoding (about a microsecond), while a pod object is
+// replaced, never changed, when the pod changes.
+type podKeys struct {
+	cur, prev map[*corev1.Pod]string
+}
+
+// round starts a round's keys: the last round's are kept for this one,
+// those of pods no longer asked about go.
+func (k *podKeys) round() {
+	k.prev, k.cur = k.cur, k.prev
+	clear(k.cur)
+}
+
+// allowKeyOf is allowKey(p), remembered (see podKeys).
+func (s *Scheduler) allowKeyOf(p *corev1.Pod) (string, bool) {
+	k := &s.sel.keys
+	if key, ok := k.cur[p]; ok {
+		return key, true
+	}
+	key, ok := k.prev[p]
+	if !ok {
+		if key, ok = allowKey(p); !ok {
+			return key, false
+		}
+	}
+	if k.cur == nil {
+		k.cur = map[*corev1.Pod]string{}
+	}
+	k.cur[p] = key
+	return key, true
 }
 
 // constrained reports whether pod p may be kept off some node: it names

@@ -312,7 +312,7 @@ func nodeAffinity(p *corev1.Pod) *corev1.NodeAffinity {
 // only their names and labels, so gangs of one selector and affinity
 // share one scan of the nodes while the generation and the cells stay
 // (allowMemo).
-func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen uint64, tainted bool) {
+func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen uint64, tainted bool, keyOf func(*corev1.Pod) (string, bool)) {
 	p := g.Pending
 	if len(p) == 0 {
 		p = g.Bound
@@ -324,7 +324,7 @@ func (t *tenancyStage) allow(g *gang, node func(name string) *corev1.Node, gen u
 	if t.allowOn != t.l.Cluster || t.allowGen != gen || t.allowMemo == nil {
 		t.allowMemo, t.allowPrev, t.allowOn, t.allowGen = map[string][]string{}, nil, t.l.Cluster, gen
 	}
-	key, ok := allowKey(p[0])
+	key, ok := keyOf(p[0])
 	if out, hit := t.allowMemo[key]; ok && hit {
 		t.allowed[g.Job.ID] = out
 		return
@@ -716,7 +716,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 			}
 			continue
 		}
-		s.ten.allow(g, s.state.Node, s.state.NodeLabelsGeneration(), s.state.TaintedNodes() > 0)
+		s.ten.allow(g, s.state.Node, s.state.NodeLabelsGeneration(), s.state.TaintedNodes() > 0, s.allowKeyOf)
 		adopt = append(adopt, j)
 		kept = append(kept, j)
 	}

@@ -29,6 +29,16 @@ func tolerate(w *world, name, key, value string) {
 	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpEqual, Value: value})
 }
 
+// retolerate has pod ns/name, already shown to the scheduler, updated to
+// tolerate key=value too: a new object, as an update is.
+func retolerate(w *world, name, key, value string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pods["ns/"+name].DeepCopy()
+	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpEqual, Value: value})
+	w.put(p)
+}
+
 var dedicated = corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
 
 // An operator's taint keeps off a node only the gangs whose pods do not
@@ -57,7 +67,8 @@ func TestTaintsKeepOffOnlyWhoDoesNotTolerate(t *testing.T) {
 		},
 	}, {
 		// n0 and n2 are full; c, not tolerating n1's NoExecute taint,
-		// waits with n1 free, and says what it may use.
+		// waits with n1 free, and says what it may use, until it is
+		// updated to tolerate it.
 		name: "NoExecute, the rest full",
 		run: func(w *world, at *time.Time) {
 			taint(w, "n1", corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoExecute})
@@ -71,6 +82,11 @@ func TestTaintsKeepOffOnlyWhoDoesNotTolerate(t *testing.T) {
 			if got := w.s.lastWhy["ns/pod:c"]; !strings.HasSuffix(got, want) {
 				w.t.Errorf("c waits with\n%q\nwant it to end\n%q", got, want)
 			}
+			w.expect(at, "round 3", "ns/h@n0[0,1,2,3] ns/i@n2[0,1,2,3]")
+			// c is updated to tolerate the taint: it takes n1 (what
+			// the scheduler remembered of its old object is not read).
+			retolerate(w, "c", "dedicated", "ml")
+			w.expect(at, "round 4, c tolerates", "ns/c@n1[0,1] ns/h@n0[0,1,2,3] ns/i@n2[0,1,2,3]")
 		},
 	}, {
 		// Taints that keep no one off: PreferNoSchedule, and

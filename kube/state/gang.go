@@ -46,6 +46,10 @@ type Gang struct {
 
 	members map[string]*podEntry // by pod name
 	bare    int                  // bound bare pods
+	// tols counts its pending pods' tolerations: the one part of a pod's
+	// spec that decides where it may go and that an update may change
+	// (only by adding one), so a gang given a toleration is placed again.
+	tols int
 }
 
 // Bare is how many of the gang's bound pods are bare (no controller
@@ -56,13 +60,13 @@ func (g *Gang) Bare() int { return g.bare }
 type gangSig struct {
 	state                GangState
 	pending, bound, jobs int
-	bare                 int
+	bare, tols           int
 	gpus, size, class    int
 	iters, iterTime      float64
 }
 
 func (g *Gang) sig() gangSig {
-	return gangSig{g.State, len(g.Pending), len(g.Bound), g.JobPods, g.bare,
+	return gangSig{g.State, len(g.Pending), len(g.Bound), g.JobPods, g.bare, g.tols,
 		g.Spec.GPUs, g.Spec.Size, int(g.Spec.Class), g.Spec.Iters, g.Spec.IterTime}
 }
 
@@ -101,7 +105,7 @@ func (s *Store) recompute(g *Gang) {
 	}
 	slices.Sort(names)
 	g.Pending, g.Bound, g.Finished = nil, nil, nil
-	g.Failed, g.Why, g.bare, g.JobPods = 0, "", 0, 0
+	g.Failed, g.Why, g.bare, g.JobPods, g.tols = 0, "", 0, 0, 0
 	g.Gen = s.generation + 1
 	if len(names) == 0 {
 		return
@@ -119,6 +123,7 @@ func (s *Store) recompute(g *Gang) {
 		switch e.role {
 		case rolePending:
 			g.Pending = append(g.Pending, p)
+			g.tols += len(p.Spec.Tolerations)
 		case roleFinished:
 			g.Finished = append(g.Finished, n)
 			if p.Status.Phase == corev1.PodFailed {
