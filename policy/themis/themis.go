@@ -163,6 +163,11 @@ type Stats struct {
 	// held could not take theirs instead (it spans other GPUs too, runs
 	// slower there or its pods do not fit).
 	KeptWithoutGain, MovesWithoutGain int
+	// KeptFromIdling counts running gangs whose lease ended that an
+	// auction left without GPUs, their eviction leaving more of them
+	// idle than it put to use, and that kept them instead (no eviction
+	// into idleness).
+	KeptFromIdling int
 	// Violations lists broken invariants (should be empty): a lease taken
 	// back early, a GPU given twice.
 	Violations []string
@@ -711,6 +716,12 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 		}
 	}
 	p.keepWithoutGain(cl, order, out, mustKeep, offered)
+	for _, i := range p.keepFromIdling(order, out, mustKeep, offered) {
+		j := order[i]
+		if err := p.leases.Grant(p.jobApp[j.ID].idx, out[i], T, p.lease); err != nil {
+			p.violate("%v", err)
+		}
+	}
 	if p.cfg.KeepRunning {
 		p.keepRunning(order, out)
 	}
@@ -826,6 +837,72 @@ func (p *Policy) keepWithoutGain(cl *cluster.Cluster, order []*workload.Job, out
 		}
 		p.stats.KeptWithoutGain++
 	}
+}
+
+// keepFromIdling is the rule "no eviction into idleness": a running gang
+// whose lease ended and that the plan gives no GPUs keeps those it holds
+// when its eviction would leave more of them idle than it puts to use:
+// when the jobs planned on some of its GPUs were all waiting and are
+// planned on fewer GPUs in all (its own and others) than the gang's GPUs
+// the plan leaves idle. A gang runs on all of its GPUs or on none: the
+// auction offers the GPUs of a gang whose lease ended to the worst-off
+// bidders and gives the rest to the leftovers, but when a winner takes
+// some of them no other gang may fit in what is left (a 1-GPU gang that
+// wins one GPU of a 16-GPU gang's sixteen leaves fifteen that nobody can
+// use). Themis' leftover allocation is work-conserving: it leaves no GPU
+// idle that an app can use, and the gang could use its own. The jobs
+// planned there wait (no GPUs, no lease) and bid again at the next
+// auction; a running job planned there is not stopped for it, and an
+// eviction that puts as many GPUs to use as it idles stands (Themis
+// time-shares GPUs among apps by leases). It returns the indices of the
+// gangs kept; their apps' leases are granted on the GPUs they hold.
+func (p *Policy) keepFromIdling(order []*workload.Job, out [][]int, mustKeep, offered []bool) []int {
+	var planned []int // on each GPU, the index + 1 of the job planned on it
+	var kept []int
+	for i, j := range order {
+		if mustKeep[i] || !j.Running() || j.Elastic() || out[i] != nil {
+			continue
+		}
+		if slices.ContainsFunc(j.GPUsHeld, func(g int) bool { return g < 0 || g >= len(offered) || !offered[g] }) {
+			continue
+		}
+		if planned == nil {
+			planned = make([]int, len(offered))
+			for x, g := range out {
+				for _, y := range g {
+					planned[y] = x + 1
+				}
+			}
+		}
+		var others []int // the jobs planned on some of its GPUs
+		idle, used := 0, 0
+		for _, g := range j.GPUsHeld {
+			k := planned[g] - 1
+			switch {
+			case k < 0:
+				idle++
+			case !slices.Contains(others, k):
+				others = append(others, k)
+				used += len(out[k])
+			}
+		}
+		if used >= idle || slices.ContainsFunc(others, func(k int) bool { return order[k].Running() }) {
+			continue
+		}
+		for _, k := range others {
+			for _, g := range out[k] {
+				planned[g] = 0
+			}
+			out[k] = nil
+		}
+		out[i] = slices.Clone(j.GPUsHeld)
+		for _, g := range out[i] {
+			planned[g] = i + 1
+		}
+		kept = append(kept, i)
+		p.stats.KeptFromIdling++
+	}
+	return kept
 }
 
 // noGain says whether GPUs g are no gain to running job j: as many as it
