@@ -939,7 +939,10 @@ func (t *themisStage) export(s *Scheduler) {
 }
 
 // note is the Themis part of a Scheduled event's message: the gang's app,
-// its ρ at the auction that placed it and when its lease ends.
+// its ρ at the auction that placed it and when its lease ends, both as
+// wall times (RFC 3339, UTC, as pal.io/lease-until): the policy's clock
+// restarts with the scheduler, so its seconds name no moment an operator
+// can read.
 func (t *themisStage) note(gangKey string) string {
 	if t == nil {
 		return ""
@@ -949,9 +952,9 @@ func (t *themisStage) note(gangKey string) string {
 	if app == "" || !ok {
 		return ""
 	}
-	msg := fmt.Sprintf("; themis app %s, rho %s at the auction at t=%gs", app, fmtRho(r), t.auction)
+	msg := fmt.Sprintf("; themis app %s, rho %s at the auction at %s", app, fmtRho(r), t.wall(t.auction).UTC().Format(time.RFC3339Nano))
 	if end := t.leaseEnd[gangKey]; end > 0 {
-		msg += fmt.Sprintf(", lease until t=%gs", end)
+		msg += ", lease until " + t.wall(end).UTC().Format(time.RFC3339Nano)
 	}
 	return msg
 }

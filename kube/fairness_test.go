@@ -134,9 +134,13 @@ func TestThemisLeaseHeldUntilItEnds(t *testing.T) {
 	if b := fc.binds["b-0"]; b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" {
 		t.Fatalf("t=660: b-0 bound %+v, want n0 devices 0,1", b)
 	}
-	want := "Bound to n0 with GPUs 0,1 (gang ns/b); themis app ns/B, rho +Inf at the auction at t=660s, lease until t=1260s"
+	// Wall times, as pal.io/lease-until: t0 + 660 s and t0 + 1260 s.
+	want := "Bound to n0 with GPUs 0,1 (gang ns/b); themis app ns/B, rho +Inf at the auction at 1970-01-12T13:57:40Z, lease until 1970-01-12T14:07:40Z"
 	if got := s.scheduledMessage("n0", "0,1", "ns/b"); got != want {
 		t.Errorf("Scheduled event:\n got %q\nwant %q", got, want)
+	}
+	if got := fc.binds["b-0"].Annotations[AnnLeaseUntil]; got != "1970-01-12T14:07:40Z" {
+		t.Errorf("b-0's %s = %q, want the event's lease end 1970-01-12T14:07:40Z", AnnLeaseUntil, got)
 	}
 	if n := counterValue(t, s); n != 0 {
 		t.Errorf("pal_lease_revocations_total = %v, want 0", n)
