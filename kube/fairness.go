@@ -121,6 +121,7 @@ type themisStage struct {
 	writing  atomic.Bool              // renewed leases being written to pods (writeLeases)
 	credit   map[string]float64       // gang key -> iterations the rounds credited, at its claim
 	factor   map[string]float64       // app -> measured over claimed time per iteration (absent: its claims hold)
+	guessed  map[string]bool          // gang keys whose guessed work was said (see guessedWork)
 	trustAll bool                     // tests: take every claim as it stands
 	// finishing is the GPUs that gangs with a finished member still held
 	// at the last round (see wakeOnFreed).
@@ -149,7 +150,7 @@ func newThemisStage(cfg Config, models *workload.Models) *themisStage {
 	return &themisStage{cfg: cfg.Themis, scale: cfg.TimeScale, period: cfg.Period.Duration, align: cfg.AlignPeriod, models: models,
 		next: 1, stand: map[string]*workload.Job{}, lastSeen: map[string]time.Time{}, appOf: map[string]string{},
 		leaseEnd: map[string]float64{}, inherit: map[string]bool{}, byWork: map[string]string{}, owner: map[string]types.UID{}, rho: map[string]float64{}, exported: map[string]bool{}, runs: map[string]themisRun{},
-		credit: map[string]float64{}, factor: map[string]float64{}}
+		credit: map[string]float64{}, factor: map[string]float64{}, guessed: map[string]bool{}}
 }
 
 // Name implements policy.Placer (what logs and events call the placement).
@@ -367,6 +368,7 @@ func (t *themisStage) placeInVCs(s *Scheduler, snap *snapshot, order []*workload
 		}
 		keep[i] = saved{j.Submit, j.IterTime, j.Executed}
 		j.Submit, j.Spec.App = t.arrival(s, g), t.appOf[g.Key]
+		t.guessedWork(s, g, j)
 		knownWork(j)
 		t.measured(s, g, j, j.Executed)
 	}
@@ -462,6 +464,42 @@ func knownWork(j *workload.Job) {
 		j.Executed = max(j.Executed, j.Attained)
 	}
 	j.Executed = min(j.Executed, max(j.Iterations-1, 0))
+}
+
+// ReasonWorkGuessed is the event on a gang's first pod when Themis'
+// figure of its work is a guess: its pods give no pal.io/iterations, or
+// no pal.io/model (no time per iteration).
+const ReasonWorkGuessed = "WorkGuessed"
+
+// guessedWork says, once per gang (a Warning event on its first pod and
+// a log line), that the work Themis counts for it is a guess (see
+// knownWork): without pal.io/iterations the gang is one iteration of
+// work, without pal.io/model each iteration is one second. Its app's ρ
+// rests on that guess, and nothing else would tell the operator why ρ
+// looks as it does. j is the gang's job before knownWork.
+func (t *themisStage) guessedWork(s *Scheduler, g *gang, j *workload.Job) {
+	if t.guessed[g.Key] {
+		return
+	}
+	p := firstPod(g)
+	if p == nil {
+		return
+	}
+	var miss []string
+	if _, ok := p.Annotations[AnnIterations]; !ok {
+		miss = append(miss, "no "+AnnIterations+": Themis counts it as one iteration")
+	}
+	if !(j.IterTime > 0) {
+		miss = append(miss, "no "+AnnModel+": each iteration counts as one second")
+	}
+	if len(miss) == 0 {
+		return
+	}
+	t.guessed[g.Key] = true
+	app := t.appOf[g.Key]
+	note := fmt.Sprintf("%s; the work of app %s, and so its rho, rests on that guess", strings.Join(miss, ", "), app)
+	s.log.Warn("themis: a gang's work is a guess", "gang", g.Key, "app", app, "why", strings.Join(miss, ", "))
+	s.events.post(podRef(p), corev1.EventTypeWarning, ReasonWorkGuessed, "Scheduling", note)
 }
 
 // ClaimTolerance is how far a running gang's measured time per
@@ -678,6 +716,7 @@ func (t *themisStage) place(s *Scheduler, snap *snapshot, order []*workload.Job,
 		sh.ID, sh.Submit, sh.Spec.App = id, submit, t.appOf[g.Key]
 		sh.PodGPUs = g.Spec.GPUs                // each pod's GPUs on its one node: the auction plans whole pods
 		sh.Executed = max(executed, j.Executed) // progress survives a restart from a checkpoint
+		t.guessedWork(s, g, sh)
 		knownWork(sh)
 		t.credit[g.Key] = sh.Executed
 		t.measured(s, g, sh, executed)
@@ -885,6 +924,7 @@ func (t *themisStage) forget(k string) {
 	delete(t.inherit, k)
 	delete(t.runs, k)
 	delete(t.credit, k)
+	delete(t.guessed, k)
 	for wk, key := range t.byWork {
 		if key == k {
 			delete(t.byWork, wk)
