@@ -964,10 +964,24 @@ func (t *themisStage) keepLeases(s *Scheduler, order []*workload.Job, byJob map[
 func snapDevices(g []int) string { return fmt.Sprint(g) }
 
 // export sets pal_app_rho for the apps of the last auction and drops the
-// apps that left.
+// apps that left. An app whose gangs are all gone for a while but still
+// remembered (a Job's pods in the controller's failure backoff, an evicted
+// gang not yet made again: their stand-ins) is in no auction, and keeps
+// its series at the ρ of the last auction it was in until its gangs are
+// forgotten: it has not left, and a series that comes and goes with every
+// backoff reads as an app that ended.
 func (t *themisStage) export(s *Scheduler) {
+	var waiting map[string]bool // apps of remembered gangs
+	for k := range t.stand {
+		if app := t.appOf[k]; app != "" {
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			waiting[app] = true
+		}
+	}
 	for app := range t.exported {
-		if _, ok := t.rho[app]; !ok {
+		if _, ok := t.rho[app]; !ok && !waiting[app] {
 			s.metrics.AppRho.DeleteLabelValues(labelValue(app))
 			delete(t.exported, app)
 		}
