@@ -155,6 +155,9 @@ type tenancyStage struct {
 	blocked map[int][]int
 	// whyR: what the wait reasons read of the cells (why).
 	whyR whyRound
+	// allowWords: Scheduler.allowWords this round, for the reasons that
+	// name what keeps a gang off nodes (why).
+	allowWords string
 	// quotaUsed: under quota, each VC's guaranteed GPUs after the round's
 	// placement (why).
 	quotaUsed map[string]int
@@ -703,6 +706,7 @@ func (s *Scheduler) tenancyOrder(snap *snapshot, order []*workload.Job, byJob ma
 	clear(s.ten.allowed)
 	s.ten.allowRound()
 	s.ten.fits = nil // admit asks this round's cells afresh
+	s.ten.allowWords = s.allowWords()
 	for _, j := range order {
 		g := byJob[j]
 		if err := s.ten.admit(g); err != nil {
@@ -1126,7 +1130,7 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	}
 	cand := w.cands[ck][i].cand // cells node indices of its kinds, allowed to it
 	if picky && len(cand) == 0 {
-		return "its node selector or affinity allows no node of " + scope
+		return t.words() + " no node of " + scope
 	}
 	if opp {
 		pools = w.cands[ck][i].pools
@@ -1201,17 +1205,20 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	// cells bind such a node only when no node without them is free
 	// (the doomed-bad rule), so the gang may not count them.
 	unfit := 0
+	var others []string // candidates whose GPUs of its kinds other VCs' cells are bound to
 	for _, i := range cand {
 		nd := t.l.Cluster.Nodes[i]
 		var gpus []int // cells GPU ids of the node's GPUs open to the gang
 		ext := false   // pods outside the cells hold a GPU of its kinds there
 		var unbound []bool
+		other := false // a GPU of its kinds there is bound to another VC
 		for _, d := range w.devices(i) {
 			if !slices.Contains(kinds, d.Kind) {
 				continue
 			}
 			g, ok := t.l.GPU(nd.Name, d.GPU)
 			ext = ext || ok && g < len(t.ext) && t.ext[g]
+			other = other || !opp && d.VC != "" && d.VC != k.vc
 			if !opp && (d.VC != "" && d.VC != k.vc || w.quarantined(nd.Name, d.GPU)) {
 				continue
 			}
@@ -1221,6 +1228,9 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 			}
 		}
 		if len(gpus) == 0 {
+			if other {
+				others = append(others, nd.Name)
+			}
 			continue
 		}
 		n++
@@ -1245,6 +1255,23 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	if len(down) > 0 && up < k.gpus {
 		return fmt.Sprintf("%d of its %d candidate nodes cordoned or not ready (%s)", len(down), n, strings.Join(down, ", "))
 	}
+	if picky && n == 0 && len(others) > 0 {
+		// Every node it allows is bound to other VCs' cells: its VC's
+		// cells, free as they may be, bind none of them.
+		shown := strings.Join(others[:min(len(others), 3)], ", ")
+		if len(others) > 3 {
+			shown += fmt.Sprintf(" and %d more", len(others)-3)
+		}
+		nodes := "1 node it allows"
+		if len(others) > 1 {
+			nodes = fmt.Sprintf("the %d nodes it allows", len(others))
+		}
+		verb := "is"
+		if len(others) > 1 {
+			verb = "are"
+		}
+		return fmt.Sprintf("%s no node VC %s's cells may bind: %s (%s) %s bound to other VCs' cells", t.words(), k.vc, nodes, shown, verb)
+	}
 	if len(held) > 0 && up >= k.gpus && up-unfit < k.gpus {
 		shown := strings.Join(held[:min(len(held), 5)], ", ")
 		if len(held) > 5 {
@@ -1253,6 +1280,15 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 		return fmt.Sprintf("its candidate nodes with room (%s) hold pods outside the cells, and a cell of VC %s binds to such a node only when no node without them can serve it", shown, k.vc)
 	}
 	return ""
+}
+
+// words is allowWords, or its words with no node tainted when the round
+// did not set it.
+func (t *tenancyStage) words() string {
+	if t.allowWords == "" {
+		return "its node selector or affinity allows"
+	}
+	return t.allowWords
 }
 
 // candidates is the cells node indices, ascending, of the nodes of kinds
