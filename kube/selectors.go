@@ -14,6 +14,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/kube/state"
 	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/policy/backfill"
 	"github.com/palsched/pal/policy/place"
 	"github.com/palsched/pal/workload"
 )
@@ -33,7 +34,12 @@ import (
 // and Themis, a gang left without GPUs is then placed alone, by a placer
 // of the round's placement, on the GPUs the answer leaves free on the
 // nodes it allows: it waits only when they cannot hold it, and it takes
-// nothing a gang ahead of it was given.
+// nothing a gang ahead of it was given. There too a running gang moved
+// off its nodes keeps its GPUs from the gangs behind it given them, a
+// running gang behind a waiting one that was moved onto the nodes that
+// one allows goes back to its own GPUs when they are free, and what the
+// gate took back is offered, in order, to the gangs the answer left
+// without GPUs (not under backfill).
 type selectorGate struct {
 	memo  map[string]map[string]bool // allowKey -> node name -> allowed
 	gen   uint64                     // the nodes' label generation memo is for
@@ -240,19 +246,107 @@ func (s *Scheduler) honorSelectors(snap *snapshot, order []*workload.Job, byJob 
 	if s.sel.why == nil {
 		s.sel.why = map[int]string{}
 	}
+	alone := s.ten == nil && s.th == nil
+	// taken: the gangs the gate took GPUs back from for a running gang
+	// ahead of them, to be placed again on what is left (below).
+	taken := map[int]bool{}
 	for k, i := range off {
 		j, ok := order[i], tests[k]
+		if h := j.GPUsHeld; h != nil && allOn(cl, h, ok) && alone {
+			// A running gang the placer moved off the nodes it allows
+			// keeps its GPUs from the gangs behind it that were given
+			// them (a placer that is not sticky re-plans the round, and
+			// a later gang given a running one's GPUs had it preempted,
+			// under FIFO too, for a gang of lower rank).
+			behind := true
+			var on []int
+			for p := range order {
+				if p != i && alloc[p] != nil && slices.ContainsFunc(alloc[p], func(x int) bool { return slices.Contains(h, x) }) {
+					behind = behind && p > i
+					on = append(on, p)
+				}
+			}
+			if behind {
+				for _, p := range on {
+					for _, x := range alloc[p] {
+						used[x] = false
+					}
+					alloc[p] = nil
+					taken[p] = true
+				}
+			}
+		}
 		if h := j.GPUsHeld; h != nil && allOn(cl, h, ok) && !slices.ContainsFunc(h, func(x int) bool { return used[x] }) {
 			alloc[i] = h // it stays: nothing else was given its GPUs
-		} else if s.ten == nil && s.th == nil {
-			alloc[i] = s.placeAlone(cl, j, func(x int) bool {
+		} else if alone {
+			free := func(x int) bool {
 				o := cl.Owner(x)
 				return !used[x] && (o == cluster.Free || inOrder[o]) && ok(cl.Nodes[cl.NodeOf(x)].Name)
-			})
+			}
+			alloc[i] = s.placeAlone(cl, j, free)
+			if alloc[i] == nil && j.GPUsHeld == nil {
+				// A running gang behind it that the placer moved onto the
+				// nodes it allows (a placer that is not sticky re-plans
+				// the round, and gave it this gang's place) goes back to
+				// its own GPUs when nothing else was given them, and this
+				// gang is placed again on what it leaves.
+				back := false
+				allowed := func(x int) bool { return ok(cl.Nodes[cl.NodeOf(x)].Name) }
+				for p := i + 1; p < len(order); p++ {
+					h := order[p].GPUsHeld
+					if h == nil || alloc[p] == nil || slices.Equal(alloc[p], h) || !slices.ContainsFunc(alloc[p], allowed) ||
+						slices.ContainsFunc(h, func(x int) bool { return used[x] }) {
+						continue
+					}
+					if okp := s.allows(byJob[order[p]]); okp != nil && !allOn(cl, h, okp) {
+						continue
+					}
+					for _, x := range alloc[p] {
+						used[x] = false
+					}
+					alloc[p] = h
+					for _, x := range h {
+						used[x] = true
+					}
+					back = true
+				}
+				if back {
+					alloc[i] = s.placeAlone(cl, j, free)
+				}
+			}
 		}
 		if alloc[i] == nil {
 			s.sel.why[j.ID] = s.allowWords() + " none of the GPUs the placement chose, and the GPUs left free on the nodes it allows cannot hold it"
 			continue
+		}
+		for _, x := range alloc[i] {
+			used[x] = true
+		}
+	}
+	if !alone || backfill.Unwrap(s.pol.place) != nil {
+		return // backfill's reservations read the answer as it was
+	}
+	// What the gate took back may serve the gangs the answer left
+	// without GPUs for want of it: each, in order, is placed alone on
+	// the GPUs left free on the nodes it allows (a running gang that
+	// lost its GPUs to one ahead of it stays out: the answer preempted
+	// it). Before, such a gang waited with GPUs free that it may use,
+	// for as long as the gang given them, and unable to use them, waited.
+	failed := map[int]bool{}
+	for _, i := range off {
+		failed[i] = alloc[i] == nil
+	}
+	for i, j := range order {
+		if alloc[i] != nil || failed[i] || j.GPUsHeld != nil && !taken[i] || byJob[j] == nil {
+			continue
+		}
+		ok := s.allows(byJob[j])
+		if h := j.GPUsHeld; h != nil && (ok == nil || allOn(cl, h, ok)) && !slices.ContainsFunc(h, func(x int) bool { return used[x] }) {
+			alloc[i] = h // taken back for a gang ahead of it, and its own GPUs free
+		} else {
+			alloc[i] = s.placeAlone(cl, j, func(x int) bool {
+				return !used[x] && cl.Owner(x) == cluster.Free && (ok == nil || ok(cl.Nodes[cl.NodeOf(x)].Name))
+			})
 		}
 		for _, x := range alloc[i] {
 			used[x] = true
