@@ -287,6 +287,7 @@ func TestShippedConfigsLoad(t *testing.T) {
 		"../docs/reference/examples/cells-one-for-a.yaml": {"A": 4, "B": 8},
 		"../kube/testdata/two-vcs.yaml":                   {"A": 4, "B": 4},
 		"../kube/testdata/pinned.yaml":                    {"A": 4, "B": 4},
+		"../kube/testdata/gpu-cells.yaml":                 {"A": 4, "B": 4},
 	}
 	refused := []string{"testdata/h2-illegal.yaml"}
 	var found []string
