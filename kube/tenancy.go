@@ -1205,7 +1205,9 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	// cells bind such a node only when no node without them is free
 	// (the doomed-bad rule), so the gang may not count them.
 	unfit := 0
-	var others []string // candidates whose GPUs of its kinds other VCs' cells are bound to
+	var others []string  // candidates whose GPUs of its kinds other VCs' cells are bound to
+	var upNodes []string // candidates that are up
+	tot, extN := 0, 0    // their GPUs open to the gang, and those pods outside the cells hold
 	for _, i := range cand {
 		nd := t.l.Cluster.Nodes[i]
 		var gpus []int // cells GPU ids of the node's GPUs open to the gang
@@ -1238,8 +1240,12 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 			down = append(down, nd.Name)
 			continue
 		}
+		upNodes, tot = append(upNodes, nd.Name), tot+len(gpus)
 		counted := false
 		for x, g := range gpus {
+			if g < len(t.ext) && t.ext[g] {
+				extN++
+			}
 			if r := t.toSnap[g]; r >= 0 && snap.Cluster.IsFree(r) {
 				up++
 				if !opp && ext && unbound[x] {
@@ -1271,6 +1277,27 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 			verb = "are"
 		}
 		return fmt.Sprintf("%s no node VC %s's cells may bind: %s (%s) %s bound to other VCs' cells", t.words(), k.vc, nodes, shown, verb)
+	}
+	if picky && !opp && len(down) == 0 && len(upNodes) > 0 && up < k.gpus {
+		// The nodes it allows that its VC's cells may bind have too few
+		// free GPUs (held by other pods, or by gangs that may not be
+		// evicted for it), though its VC's cells have room elsewhere.
+		shown := strings.Join(upNodes[:min(len(upNodes), 3)], ", ")
+		if len(upNodes) > 3 {
+			shown += fmt.Sprintf(" and %d more", len(upNodes)-3)
+		}
+		nodes := "1 node"
+		if len(upNodes) > 1 {
+			nodes = fmt.Sprintf("%d nodes", len(upNodes))
+		}
+		msg := fmt.Sprintf("%s %s VC %s's cells may bind (%s): %d of their %d GPUs free", t.words(), nodes, k.vc, shown, up, tot)
+		if extN > 0 {
+			msg += fmt.Sprintf(", %d held by pods outside the cells", extN)
+		}
+		if len(others) > 0 {
+			msg += fmt.Sprintf("; %d more it allows bound to other VCs' cells", len(others))
+		}
+		return msg
 	}
 	if len(held) > 0 && up >= k.gpus && up-unfit < k.gpus {
 		shown := strings.Join(held[:min(len(held), 5)], ", ")

@@ -43,3 +43,18 @@ func TestTenancyWhyAllowsOnlyOtherVCsNodes(t *testing.T) {
 			"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; its node selector or affinity allows no node VC A's cells may bind: 1 node it allows (n0) is bound to other VCs' cells")
 	})
 }
+
+// A guaranteed gang that may run only on n1, where another scheduler's
+// pods hold three of the four GPUs, waits (its VC's cells have room on
+// n0), and said nothing of why: an operator trial (VC A's 2-GPU gang
+// pinned to a node where other pods held 3 GPUs) read "20 GPUs free"
+// alone. Now it says what the nodes it allows leave it.
+func TestTenancyWhyAllowedNodesFull(t *testing.T) {
+	w, at := cellsWorld(t, "testdata/two-vcs.yaml", 2)
+	foreignOn(w, "f0", "n1", 0)
+	foreignOn(w, "f1", "n1", 1)
+	foreignOn(w, "f2", "n1", 2)
+	createOn(w, *at, "a", 2, vcAnn("A", ""), "n1")
+	waitsOnce(t, w, at, "", "ns/pod:a",
+		"gang of 1 pods (2 GPUs) waits at queue position 1 under fifo/pal-ma: 5 GPUs free; its node selector or affinity allows 1 node VC A's cells may bind (n1): 1 of their 4 GPUs free, 3 held by pods outside the cells")
+}
