@@ -457,6 +457,9 @@ func (s *Scheduler) selectorWhy(j *workload.Job, g *gang, cl *cluster.Cluster) s
 		out += ": it allows" // after the gate's reason, which named them
 	}
 	if f.nodes == 0 {
+		if down := s.allowedOut(g, cl); down != "" {
+			return out + " no node with GPUs in the round (" + down + " cordoned or not ready)"
+		}
 		return out + " no node with GPUs"
 	}
 	names := strings.Join(f.names, ", ")
@@ -468,6 +471,51 @@ func (s *Scheduler) selectorWhy(j *workload.Job, g *gang, cl *cluster.Cluster) s
 		nodes = "node"
 	}
 	out += fmt.Sprintf(" %d %s (%s): %d of their %d GPUs free", f.nodes, nodes, names, f.free, f.total)
+	return out
+}
+
+// allowedOut names the nodes with GPUs out of the round (cl: cordoned,
+// not ready, or under a node lifecycle taint) that gang g's pods would be allowed
+// on were they back, at most three, then "and N more"; "" when none. The
+// lifecycle's own taints are not read here: no pod tolerates them for
+// its scheduling, and they are what takes the node out.
+func (s *Scheduler) allowedOut(g *gang, cl *cluster.Cluster) string {
+	in := make(map[string]bool, len(cl.Nodes))
+	for _, nd := range cl.Nodes {
+		in[nd.Name] = true
+	}
+	var tests []func(*corev1.Node) bool
+	for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
+		for _, p := range ps {
+			aff, tol := nodeaffinity.GetRequiredNodeAffinity(p), p.Spec.Tolerations
+			tests = append(tests, func(n *corev1.Node) bool {
+				if ok, err := aff.Match(n); err != nil || !ok {
+					return false
+				}
+				_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, tol, func(t *corev1.Taint) bool {
+					return state.KeepsOff(*t) && !state.SystemTaint(t.Key)
+				}, false)
+				return !untolerated
+			})
+		}
+	}
+	var names []string
+	for nd := range s.state.Nodes() {
+		if q, has := nd.Status.Allocatable[ResourceGPU]; !has || q.Value() <= 0 || in[nd.Name] {
+			continue // no GPUs, or in the round
+		}
+		if !slices.ContainsFunc(tests, func(ok func(*corev1.Node) bool) bool { return !ok(nd) }) {
+			names = append(names, nd.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	out := strings.Join(names[:min(len(names), 3)], ", ")
+	if len(names) > 3 {
+		out += fmt.Sprintf(" and %d more", len(names)-3)
+	}
 	return out
 }
 
