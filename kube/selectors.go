@@ -336,19 +336,44 @@ func (s *Scheduler) honorSelectors(snap *snapshot, order []*workload.Job, byJob 
 	for _, i := range off {
 		failed[i] = alloc[i] == nil
 	}
+	// A placement alone scans every GPU, and a backlog may hold thousands
+	// of gangs: the GPUs left only shrink as this goes, so a gang asking
+	// more than are left, or of the shape (GPUs, pod size, allowed nodes)
+	// of one that found no room, is not tried.
+	left := 0
+	for x := range cl.Size() {
+		if !used[x] && cl.Owner(x) == cluster.Free {
+			left++
+		}
+	}
+	type shape struct {
+		gpus, pod int
+		allows    string
+	}
+	noRoom := map[shape]bool{}
 	for i, j := range order {
 		if alloc[i] != nil || failed[i] || j.GPUsHeld != nil && !taken[i] || byJob[j] == nil {
 			continue
 		}
-		ok := s.allows(byJob[j])
+		ok, key := s.allowsKeyed(byJob[j])
 		if h := j.GPUsHeld; h != nil && (ok == nil || allOn(cl, h, ok)) && !slices.ContainsFunc(h, func(x int) bool { return used[x] }) {
 			alloc[i] = h // taken back for a gang ahead of it, and its own GPUs free
 		} else {
+			sh := shape{j.GPUs, j.PodGPUs, key}
+			if j.GPUs > left || noRoom[sh] {
+				continue
+			}
 			alloc[i] = s.placeAlone(cl, j, func(x int) bool {
 				return !used[x] && cl.Owner(x) == cluster.Free && (ok == nil || ok(cl.Nodes[cl.NodeOf(x)].Name))
 			})
+			if alloc[i] == nil {
+				noRoom[sh] = true
+			}
 		}
 		for _, x := range alloc[i] {
+			if cl.Owner(x) == cluster.Free {
+				left--
+			}
 			used[x] = true
 		}
 	}
