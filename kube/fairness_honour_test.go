@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // A fresh policy (a restarted scheduler, or one rebuilt because a node
@@ -176,21 +177,7 @@ func TestThemisRenewedLeaseWrittenToPods(t *testing.T) {
 		t.Fatalf("a's lease ends at %v after the auction at 600, want 1200 (renewed)", got)
 	}
 	want := t0.Add(1200 * time.Second).UTC().Format(time.RFC3339Nano)
-	for _, n := range []string{"a-0", "a-1"} {
-		got := ""
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			p, err := cs.CoreV1().Pods("ns").Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got = p.Annotations[AnnLeaseUntil]; got == want {
-				break
-			}
-		}
-		if got != want {
-			t.Errorf("%s's %s = %q after the renewal at 600 s, want %q", n, AnnLeaseUntil, got, want)
-		}
-	}
+	waitLeaseUntil(t, cs, want, "after the renewal at 600 s", "a-0", "a-1")
 }
 
 // pal.io/lease-until is an annotation on the pod, which its owner can
@@ -267,5 +254,27 @@ func TestThemisResubmittedJobStartsOver(t *testing.T) {
 	sh = w.s.th.stand["ns/a"]
 	if sh == nil || sh.ID == id || sh.Executed > 0 || sh.Submit != 65 {
 		t.Fatalf("the new Job a's stand-in %+v; want a new one (not id %d), arrived at 65 s, nothing done", sh, id)
+	}
+}
+
+// waitLeaseUntil waits until each named pod's pal.io/lease-until reads
+// want (the scheduler writes it in the background), and fails naming
+// when (the lease's renewal) for each that does not within 5 s.
+func waitLeaseUntil(t *testing.T, cs *fake.Clientset, want, when string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		got := ""
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			p, err := cs.CoreV1().Pods("ns").Get(context.Background(), n, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got = p.Annotations[AnnLeaseUntil]; got == want {
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("%s's %s = %q %s, want %q", n, AnnLeaseUntil, got, when, want)
+		}
 	}
 }

@@ -92,21 +92,7 @@ func TestThemisNoMoveWithoutGain(t *testing.T) {
 		t.Errorf("after the auction at 600: a's lease ends at %v, want 1200 (renewed on its GPUs)", got)
 	}
 	want := at(1200).UTC().Format(time.RFC3339Nano)
-	for _, n := range []string{"a-0", "a-1"} {
-		got := ""
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			p, err := cs.CoreV1().Pods("ns").Get(ctx, n, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got = p.Annotations[AnnLeaseUntil]; got == want {
-				break
-			}
-		}
-		if got != want {
-			t.Errorf("%s's %s = %q after the renewal at 600, want %q", n, AnnLeaseUntil, got, want)
-		}
-	}
+	waitLeaseUntil(t, cs, want, "after the renewal at 600", "a-0", "a-1")
 	if n := counterValue(t, s); n != 0 {
 		t.Errorf("pal_lease_revocations_total = %v, want 0", n)
 	}
