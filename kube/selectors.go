@@ -169,14 +169,17 @@ func constrained(p *corev1.Pod, tainted bool) bool {
 // bound where it does not tolerate a NoSchedule taint would run, but the
 // operator put the taint there to keep it off; a NoExecute one would
 // have it evicted.
-func podAllows(p *corev1.Pod) func(*corev1.Node) bool {
+func podAllows(p *corev1.Pod) func(*corev1.Node) bool { return podAllowsBy(p, keepsOff) }
+
+// podAllowsBy is podAllows reading only the taints read says yes to.
+func podAllowsBy(p *corev1.Pod, read func(*corev1.Taint) bool) func(*corev1.Node) bool {
 	aff := nodeaffinity.GetRequiredNodeAffinity(p)
 	tol := p.Spec.Tolerations
 	return func(n *corev1.Node) bool {
 		if ok, err := aff.Match(n); err != nil || !ok {
 			return false
 		}
-		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, tol, keepsOff, false)
+		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, tol, read, false)
 		return !untolerated
 	}
 }
@@ -512,16 +515,7 @@ func (s *Scheduler) allowedOut(g *gang, cl *cluster.Cluster) string {
 	var tests []func(*corev1.Node) bool
 	for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
 		for _, p := range ps {
-			aff, tol := nodeaffinity.GetRequiredNodeAffinity(p), p.Spec.Tolerations
-			tests = append(tests, func(n *corev1.Node) bool {
-				if ok, err := aff.Match(n); err != nil || !ok {
-					return false
-				}
-				_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, tol, func(t *corev1.Taint) bool {
-					return state.KeepsOff(*t) && !state.SystemTaint(t.Key)
-				}, false)
-				return !untolerated
-			})
+			tests = append(tests, podAllowsBy(p, func(t *corev1.Taint) bool { return keepsOff(t) && !state.SystemTaint(t.Key) }))
 		}
 	}
 	var names []string
