@@ -95,3 +95,27 @@ func TestTenancyForeignGuaranteedOnlyOnHeldNode(t *testing.T) {
 	w.step(at, "a")
 	w.expect(at, "a", "ns/a@n1[0,1]")
 }
+
+// Six nodes, A and B two node cells each; another scheduler's pods hold
+// n5's GPUs 0 and 1. A's gang h2 may run only on n5, and A's cells bind
+// there only when no node without such pods can serve them, so it waits.
+// A's placer gave h2 two GPUs of A's view each round all the same, the
+// commit refused them, and A's second gang of 4, fa2, waited behind that
+// unused room with n3 and n4 free and no reason given. Now what cannot
+// be committed is left out and the rest placed again: fa2 runs, and h2
+// is told A's cells are full.
+func TestTenancyUncommittedGangLeavesRoom(t *testing.T) {
+	w, at := cellsWorld(t, cellsFile(t, nodeCells(6, 2, 2)), 6)
+	foreignOn(w, "f0", "n5", 0)
+	foreignOn(w, "f1", "n5", 1)
+	createOn(w, *at, "h2", 2, vcAnn("A", "100"), "n5")
+	w.step(at, "h2")
+	for _, n := range []string{"fa1", "fa2"} {
+		w.create(n, 4, vcAnn("A", "100"), *at)
+	}
+	for _, n := range []string{"fb1", "fb2"} {
+		w.create(n, 4, vcAnn("B", "100"), *at)
+	}
+	waitsOnce(t, w, at, "ns/fa1@n0[0,1,2,3] ns/fa2@n1[0,1,2,3] ns/fb1@n2[0,1,2,3] ns/fb2@n3[0,1,2,3]", "ns/pod:h2",
+		"gang of 1 pods (2 GPUs) waits at queue position 1 under fifo/pal-ma: 6 GPUs free; VC A's cells cannot hold it: 0 of their 8 GPUs free")
+}

@@ -554,10 +554,12 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 			delete(h.pre, j.ID) // a preemptor that no longer needs its cells cancels
 		}
 	}
+	failed, waits := false, false
 	for k, j := range P.jobs {
 		i := L.at[P.at[k]]
 		v := alloc[k]
 		if v == nil {
+			waits = waits || P.now[k] == nil
 			continue
 		}
 		if P.now[k] != nil {
@@ -570,7 +572,73 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		}
 		if g, ok := h.commit(L, P, j, v); ok {
 			out[i] = g
+		} else if !h.held[j.ID] {
+			failed = true
 		}
+	}
+	if failed && waits {
+		h.placeLeft(L, P, alloc, out)
+	}
+}
+
+// placeLeft places again, on the pool's virtual GPUs that nothing holds
+// after the round's commits, the pool's jobs that got none while a job
+// the placer gave GPUs could not be committed (no cell of its VC binds
+// where its node selector, affinity or tolerations allow, or only to a
+// node where pods outside the cells hold GPUs). Without it such a job
+// took its room in the VC's view every round and gave it back unused:
+// on Kubernetes, a VC's gang pinned to a node another scheduler's pods
+// hold kept the VC's next gang waiting, with its cells' GPUs free and
+// no reason given. Those jobs are left out; the jobs placed before keep
+// what they were committed; the rest are placed in their order, as the
+// selector gate's leftover placing does without tenancy. alloc is the
+// first answer, by the pool's job.
+func (h *HiveD) placeLeft(L *vcLayer, P *poolLayer, alloc [][]int, out [][]int) {
+	jobs, at, now, shs := P.jobs, P.at, P.now, P.shs
+	defer func() { P.jobs, P.at, P.now, P.shs = jobs, at, now, shs }()
+	var left []int // positions in jobs of the waiting jobs not tried
+	for k := range jobs {
+		if alloc[k] == nil && now[k] == nil {
+			left = append(left, k)
+		}
+	}
+	for len(left) > 0 {
+		if len(P.shown) != len(P.leaf) {
+			P.shown = make([]bool, len(P.leaf))
+		}
+		bad := h.s.NumQuarantined() > 0 || h.s.NumExternal() > 0
+		for x, v := range P.leaf {
+			P.shown[x] = bad && v.OnBad() && !v.Busy()
+		}
+		for _, m := range P.mem {
+			for _, x := range m.held {
+				P.shown[x] = true
+			}
+		}
+		P.jobs, P.at, P.now, P.shs = P.jobs[:0:0], P.at[:0:0], P.now[:0:0], P.shs[:0:0]
+		for _, k := range left {
+			P.jobs, P.at = append(P.jobs, jobs[k]), append(P.at, at[k])
+			P.now, P.shs = append(P.now, nil), append(P.shs, shs[k])
+		}
+		got := P.placeWithout()
+		var next []int
+		failed := false
+		for n, k := range left {
+			j := jobs[k]
+			if got[n] == nil {
+				next = append(next, k)
+				continue
+			}
+			if g, ok := h.commit(L, P, j, got[n]); ok {
+				out[L.at[at[k]]] = g
+			} else if !h.held[j.ID] {
+				failed = true
+			}
+		}
+		if !failed || len(next) == 0 {
+			return
+		}
+		left = next
 	}
 }
 
