@@ -121,8 +121,10 @@ func encodeEvicted(f evictedFile) string {
 // (Seen, else At) more than kept before now, is left out, the malformed ones counted in bad with the first one's
 // reason; content that is not the format at all is an error.
 func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m map[string]evictedWork, bad int, first string, err error) {
+	// Fields this version does not know are read past (see
+	// evictedUnknown): a newer scheduler's file, rolled back to this
+	// one, keeps the records this version can read.
 	dec := json.NewDecoder(strings.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f evictedFile
 	if err := dec.Decode(&f); err != nil {
 		return nil, 0, "", fmt.Errorf("%s: key %s: %w", src, EvictedWorkKey, boundErr(err))
@@ -184,6 +186,20 @@ func parseEvictedWork(src, data string, now time.Time, kept time.Duration) (m ma
 func workFigure(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 
 // boundErr keeps a decoder's error short: some quote the input.
+// evictedUnknown names the first field of the ConfigMap's content (named
+// src) that this version does not know ("" when none): a newer scheduler
+// wrote it, and a rollback must not refuse the whole file for it (an
+// older version did, and its next write replaced every record).
+func evictedUnknown(src, data string) string {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f evictedFile
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Sprintf("%s: key %s: %v", src, EvictedWorkKey, boundErr(err))
+	}
+	return ""
+}
+
 func boundErr(err error) error {
 	if s := err.Error(); len(s) > 200 {
 		return fmt.Errorf("%s...", s[:200])
@@ -286,6 +302,9 @@ func (s *Scheduler) restoreEvictedWork(ctx context.Context, announce bool) {
 		s.events.post(corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID}, corev1.EventTypeWarning, "EvictedWorkUnreadable", "Read", err.Error()+"; the scheduler's next write replaces it")
 		s.evicted.dirty = true
 		return
+	}
+	if u := evictedUnknown(src, cm.Data[EvictedWorkKey]); u != "" {
+		s.log.Warn("evicted gangs' work: fields this version does not know were ignored (written by a newer scheduler?)", "configmap", src, "first", u)
 	}
 	if bad > 0 {
 		s.log.Warn("evicted gangs' work: malformed records left out", "configmap", src, "count", bad, "first", first)

@@ -210,7 +210,11 @@ func TestEvictedWorkParseErrors(t *testing.T) {
 		bad, n                 int
 	}{
 		{name: "not JSON", data: "gang,owner\n", err: "cm: key work.json: invalid character"},
-		{name: "unknown field", data: `{"version":1,"gangz":[]}`, err: `unknown field "gangz"`},
+		// A field this version does not know is a newer scheduler's: read
+		// past (evictedUnknown names it for a warning), so that a rollback
+		// keeps the records.
+		{name: "unknown field", data: `{"version":1,"gangz":[]}`},
+		{name: "a newer version's field in a record", data: rec(`{"gang":"ns/h","owner":"u","executed":2,"attained":1,"service":1,"at":"` + at + `","future":{"x":[1]}}`), n: 2},
 		{name: "another version", data: `{"version":2,"gangs":[]}`, err: "field version: 2, want 1"},
 		{name: "no version", data: `{"gangs":[]}`, err: "field version: 0, want 1"},
 		{name: "too many", data: `{"version":1,"gangs":[` + strings.Repeat(`{},`, evictedWorkRecords) + `{}]}`, err: "field gangs: 16385 records, at most 16384"},
@@ -240,6 +244,12 @@ func TestEvictedWorkParseErrors(t *testing.T) {
 			}
 			if bad != c.bad || len(m) != c.n || !strings.Contains(first, c.first) {
 				t.Errorf("bad %d (%q), %d records; want bad %d (%q), %d", bad, first, len(m), c.bad, c.first, c.n)
+			}
+			if u := evictedUnknown("cm", c.data); strings.Contains(c.name, "field") != strings.Contains(u, "unknown field") {
+				t.Errorf("evictedUnknown: %q", u)
+			}
+			if c.name == "a newer version's field in a record" && m["ns/h"].executed != 2 {
+				t.Errorf("ns/h executed %v, want 2", m["ns/h"].executed)
 			}
 			if c.name == "listed twice: the newer stands" && m["ns/g"].executed != 9 {
 				t.Errorf("ns/g executed %v, want the newer record's 9", m["ns/g"].executed)
@@ -272,6 +282,33 @@ func TestEvictedWorkUnreadableReplaced(t *testing.T) {
 	}
 	if _, _, _, err := parseEvictedWork("cm", cm.Data[EvictedWorkKey], time.Now(), time.Hour); err != nil {
 		t.Errorf("after the first round the ConfigMap is still unreadable (%v): %q", err, cm.Data[EvictedWorkKey])
+	}
+}
+
+// A newer scheduler's ConfigMap, with a field this version does not know,
+// rolled back to this one: its records are restored and the field named
+// in a warning (a version that refused the whole file replaced every
+// record at its next write).
+func TestEvictedWorkNewerFieldsRestored(t *testing.T) {
+	cfg := testCfg()
+	w := newWorld(t, cfg, 1, 1, 4)
+	ctx := context.Background()
+	at := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	data := `{"version":1,"gangs":[{"gang":"ns/g","owner":"u","executed":7,"attained":3,"service":5,"at":"` + at + `","checkpoint":"s3://x"}]}`
+	_, err := w.cs.CoreV1().ConfigMaps(cfg.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultEvictedWorkConfigMap, Namespace: cfg.Namespace},
+		Data:       map[string]string{EvictedWorkKey: data},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(-1)
+	w.round(time.Unix(1_000_000, 0))
+	if e, ok := w.s.evictedWork["ns/g"]; !ok || e.executed != 7 {
+		t.Errorf("ns/g restored %v (%+v), want executed 7\n%s", ok, e, w.log.String())
+	}
+	if !strings.Contains(w.log.String(), `fields this version does not know were ignored`) || !strings.Contains(w.log.String(), `unknown field \"checkpoint\"`) {
+		t.Errorf("the log does not name the unknown field:\n%s", w.log.String())
 	}
 }
 
