@@ -106,18 +106,38 @@ func apiProbe(client kubernetes.Interface) func(ctx context.Context) error {
 	}
 }
 
-// run probes until ctx ends.
+// run probes until ctx ends, waiting next() between probes.
 func (h *apiHealth) run(ctx context.Context) {
-	t := time.NewTicker(h.every)
+	t := time.NewTimer(h.every)
 	defer t.Stop()
 	for {
 		h.check(ctx, time.Now())
+		t.Reset(h.next())
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// apiProbeDownDiv divides the probe period while the apiserver counts as
+// unreachable: at the full period /readyz said 503 for up to 10 s after
+// the apiserver was back (an operator trial), so a rollout or a load
+// balancer waiting on it waited for nothing. Probing faster only while
+// down costs nothing in the healthy case, and an outage is still declared
+// only after apiProbeFails failures at the full period.
+const apiProbeDownDiv = 10
+
+// next is the wait before the next probe: the period, or a tenth of it
+// (at least a second, at most the period) while the outage is declared.
+func (h *apiHealth) next() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.told {
+		return h.every
+	}
+	return min(h.every, max(h.every/apiProbeDownDiv, time.Second))
 }
 
 // check probes once and takes the answer.

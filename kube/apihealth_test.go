@@ -54,16 +54,28 @@ func TestReadyzSaysTheApiserverIsDown(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
 
+	// The wait before the next probe: the period, but a second while
+	// the outage is declared, so /readyz turns 200 within a second of the
+	// apiserver's return rather than ten.
+	next := func(what string, want time.Duration) {
+		t.Helper()
+		if got := s.api.next(); got != want {
+			t.Errorf("%s: next probe in %v, want %v", what, got, want)
+		}
+	}
 	s.api.check(ctx, t0)
+	next("up", DefaultAPIProbeEvery)
 	if code, body := readyz(t, s); code != http.StatusOK || reachable() != 1 {
 		t.Fatalf("apiserver up: /readyz %d %q, reachable %v; want 200 and 1", code, body, reachable())
 	}
 	down.Store(true)
 	s.api.check(ctx, t0.Add(10*time.Second))
+	next("one failed probe", DefaultAPIProbeEvery)
 	if code, body := readyz(t, s); code != http.StatusOK || reachable() != 1 || strings.Contains(logs.String(), "cannot be reached") {
 		t.Fatalf("one failed probe: /readyz %d %q, reachable %v; want still 200 and 1, nothing logged", code, body, reachable())
 	}
 	s.api.check(ctx, t0.Add(20*time.Second))
+	next("down", time.Second)
 	want := "the apiserver cannot be reached since 2026-12-07T08:00:10Z (2 probes of its /readyz failed in a row): dial tcp 10.0.0.1:6443: connect: connection refused"
 	if code, body := readyz(t, s); code != http.StatusServiceUnavailable || body != want || reachable() != 0 {
 		t.Fatalf("two failed probes: /readyz %d %q, reachable %v; want 503 %q and 0", code, body, reachable(), want)
@@ -77,6 +89,7 @@ func TestReadyzSaysTheApiserverIsDown(t *testing.T) {
 	}
 	down.Store(false)
 	s.api.check(ctx, t0.Add(40*time.Second))
+	next("back", DefaultAPIProbeEvery)
 	if code, body := readyz(t, s); code != http.StatusOK || reachable() != 1 {
 		t.Fatalf("apiserver back: /readyz %d %q, reachable %v; want 200 and 1", code, body, reachable())
 	}
