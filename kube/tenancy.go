@@ -1132,6 +1132,12 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	if picky && len(cand) == 0 {
 		return t.words() + " no node of " + scope
 	}
+	if opp && picky {
+		// Its pools are counted on the nodes it may use: said, or an
+		// operator read "0 of their 16 GPUs free" beside GPUs free on
+		// nodes a taint kept it off (a kwok trial).
+		scope += " on the nodes " + t.words()
+	}
 	if opp {
 		pools = w.cands[ck][i].pools
 	}

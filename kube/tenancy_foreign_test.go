@@ -75,7 +75,7 @@ func TestTenancyForeignCounted(t *testing.T) {
 	}
 	createOn(w, *at, "o1", 1, vcAnn("A", "-1"), "n1")
 	waitsOnce(t, w, at, "ns/o@n1[1,2]", "ns/pod:o1",
-		"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; the cells cannot hold it: 0 of their 4 GPUs free, 2 held by pods outside the cells (n1)")
+		"gang of 1 pods (1 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; the cells on the nodes its node selector or affinity allows cannot hold it: 0 of their 4 GPUs free, 2 held by pods outside the cells (n1)")
 }
 
 // A guaranteed gang of A that may run only on n1, where another

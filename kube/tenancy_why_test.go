@@ -406,7 +406,21 @@ func TestTenancyWhyOpportunistic(t *testing.T) {
 			createOn(w, *at, "o", 4, opp(), "n0")
 			return "ns/b@n0[0,1,2,3]"
 		},
-		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; the cells cannot hold it: 0 of their 4 GPUs free",
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; the cells on the nodes its node selector or affinity allows cannot hold it: 0 of their 4 GPUs free",
+	}, {
+		// b (B) binds n0; n1, free, carries a taint o (A) does not
+		// tolerate: the GPUs counted are those of the nodes it may use,
+		// and the reason says so (a kwok trial read "0 of their 16 GPUs
+		// free" beside 8 free on tainted nodes).
+		name: "a taint it does not tolerate", cells: two,
+		before: func(w *world, at *time.Time) string {
+			w.create("b", 4, vcAnn("B", ""), *at)
+			w.expect(at, "b", "ns/b@n0[0,1,2,3]")
+			taint(w, "n1", corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule})
+			w.create("o", 4, opp(), *at)
+			return "ns/b@n0[0,1,2,3]"
+		},
+		want: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal-ma: 4 GPUs free; the cells on the nodes its node selector, affinity and tolerations allow cannot hold it: 0 of their 4 GPUs free",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			w, at := cellsWorld(t, c.cells, 2)
