@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,42 @@ func TestPartialGangHoldsVanishedMembersSlot(t *testing.T) {
 				t.Errorf("w-3 bound %+v, want n2 devices 1,2 (w-2's recorded slot)", b)
 			}
 		})
+	}
+}
+
+// The same gang of bare pods: nothing makes w-2 again, so its slot is not
+// held. Before, x waited until w's other pods ended, for a pod nothing
+// would make. Now x is bound on n2 and w is told why it stays partial.
+// When the user makes w's missing pod again, its slot is taken: it waits
+// (bare pods are not evicted), told to delete the gang's pods to queue it
+// again, and nothing is evicted.
+func TestPartialBareGangFreesVanishedMembersSlot(t *testing.T) {
+	info := `{"gang":"ns/w","round":"2026-01-01T00:00:00Z","pods":{` +
+		`"w-0":{"node":"n0","gpus":[0,1]},"w-1":{"node":"n1","gpus":[0,1]},"w-2":{"node":"n2","gpus":[1,2]}}}`
+	w0 := running(pod("w-0", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, info), "n0"))
+	w1 := running(pod("w-1", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, info), "n1"))
+	x := owned(pod("x-0", 4, gangAnn("x", 1), ""))
+	cs, fc := newFake(t, node("n0", 2), node("n1", 2), node("n2", 4), w0, w1, x)
+	s := startRounds(t, testCfg(), cs)
+	ctx := context.Background()
+	now := time.Now()
+	roundWait(s, ctx, now)
+	if b := fc.binds["x-0"]; b == nil || b.Target.Name != "n2" {
+		t.Errorf("x-0 bound %+v, want on n2: w-2's slot is held for a pod nothing makes again", b)
+	}
+	want := "gang partly bound (2 of 3): its pods are bare, so nothing makes its missing pods (w-2) again; their GPUs are free to other gangs, and its other pods run on. Create them again to complete it, or delete the gang's pods to queue it again"
+	if got := s.lastWhy["ns/w"]; got != want {
+		t.Errorf("w waits with\n%q, want\n%q", got, want)
+	}
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, pod("w-2", 2, gangAnn("w", 3), ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "w-2", true)
+	roundWait(s, ctx, now.Add(10*time.Second))
+	if len(fc.evicted) > 0 || fc.binds["w-2"] != nil {
+		t.Errorf("evicted %v, w-2 bound %+v; want neither (wait reasons %q)", fc.evicted, fc.binds["w-2"], s.lastWhy)
+	}
+	if got := s.lastWhy["ns/w"]; !strings.Contains(got, "its bare pods ns/w-0, ns/w-1 are not evicted") {
+		t.Errorf("w waits with %q, want it to say its bare pods are not evicted", got)
 	}
 }

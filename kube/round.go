@@ -801,9 +801,21 @@ func (s *Scheduler) complete(snap *snapshot, g *gang, start time.Time) {
 	if len(rest) < len(free) {
 		missing = free[len(rest):]
 	}
+	// A gang of bare pods has no controller to make its missing members
+	// again: their slots are not held (they were, until its other pods
+	// ended, for a pod nothing would make), and it says so. A member the
+	// user makes again is bound on its slot if that is still free.
+	bare := len(g.BarePods()) == len(g.Bound)
+	if bare {
+		missing = nil
+	}
 	if len(todo) == 0 {
 		s.holdSlots(snap, g, info, missing)
-		s.wait(g.Key, nil, fmt.Sprintf("gang partly bound (%d of %d): waits for its missing pods to be recreated", len(g.Bound), g.Spec.Size))
+		msg := fmt.Sprintf("gang partly bound (%d of %d): waits for its missing pods to be recreated", len(g.Bound), g.Spec.Size)
+		if bare {
+			msg = fmt.Sprintf("gang partly bound (%d of %d): its pods are bare, so nothing makes its missing pods (%s) again; their GPUs are free to other gangs, and its other pods run on. Create them again to complete it, or delete the gang's pods to queue it again", len(g.Bound), g.Spec.Size, strings.Join(free, ", "))
+		}
+		s.wait(g.Key, nil, msg)
 		return
 	}
 	for i := range todo {
