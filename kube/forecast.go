@@ -275,7 +275,7 @@ func (s *Scheduler) Forecast(at time.Time) (*ForecastState, error) {
 			}
 			j.GPUsHeld = g.GPUs
 			j.PM, j.Loc = s.slowdown(snap, j, g.GPUs), 1
-			if !s.cfg.PreemptBarePods && s.loses(g) != "" {
+			if why, budget := s.keptBy(g); why != "" && (!s.cfg.PreemptBarePods || budget) {
 				s.keep(j) // as a round: out of the order, kept where it runs
 				continue
 			}

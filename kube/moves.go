@@ -141,13 +141,29 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 }
 
 // movable says whether a decision may evict the gang: only gangs whose
-// eviction loses nothing (see loses) may migrate; one that would lose
-// work may be preempted only when the config allows it.
+// eviction loses nothing and that no budget keeps (see keptBy) may
+// migrate; one that would lose work may be preempted only when the config
+// allows it, and one a budget keeps not at all.
 func (s *Scheduler) movable(g *gang, k round.Kind) bool {
-	if s.loses(g) == "" {
+	why, budget := s.keptBy(g)
+	if why == "" {
 		return true
 	}
-	return k == round.Preempt && s.cfg.PreemptBarePods
+	return !budget && k == round.Preempt && s.cfg.PreemptBarePods
+}
+
+// keptBy says why gang g may not be evicted, or "": what its eviction
+// would lose for good (loses), or the PodDisruptionBudgets that would
+// refuse it, in whole or in part (budget true: no config lets the round
+// evict it).
+func (s *Scheduler) keptBy(g *gang) (why string, budget bool) {
+	if lost := s.loses(g); lost != "" {
+		return lost, false
+	}
+	if b := s.budgets.blocks(g.Bound); b != "" {
+		return b, true
+	}
+	return "", false
 }
 
 // loses says what evicting gang g would lose for good, or "": its bare

@@ -172,19 +172,26 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 					}
 					s.creditBound(g, j, start, j.PM*j.Loc*j.IterTime)
 				}
-				if lost := s.loses(g); lost != "" {
-					if !s.cfg.PreemptBarePods && s.ten != nil {
+				if lost, budget := s.keptBy(g); lost != "" {
+					stays := !s.cfg.PreemptBarePods || budget
+					if stays && s.ten != nil {
 						s.ten.fixed[j.ID] = true // the cells keep it where it runs
 					}
-					if !s.cfg.PreemptBarePods && s.ten == nil {
+					if stays && s.ten == nil {
 						// Its eviction would lose work (bare pods, or a
-						// Job it would fail): it keeps its GPUs until it
-						// ends, and the placer does not see them (as
-						// another scheduler's pods). A Job's gang is told
-						// why (once): it could move, were its Job's
+						// Job it would fail), or a disruption budget
+						// would refuse it: it keeps its GPUs (until it
+						// ends, or its budgets allow it), and the placer
+						// does not see them (as another scheduler's
+						// pods). A controller's gang is told why (once):
+						// it could move, were its Job's or its pods'
 						// budget larger.
 						if g.Bare() == 0 && len(g.Bound) > 0 {
-							s.noteOn(g, g.Bound[:1], "gang kept in place", "left on "+snap.Devices(g.GPUs)+" until it ends, never moved or preempted: "+lost)
+							until := "until it ends"
+							if budget {
+								until = "while its disruption budget allows no eviction"
+							}
+							s.noteOn(g, g.Bound[:1], "gang kept in place", "left on "+snap.Devices(g.GPUs)+" "+until+", never moved or preempted: "+lost)
 						}
 						s.keep(j)
 						continue
@@ -560,12 +567,15 @@ func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds [
 			g := byJob[d.Job]
 			var why string
 			if !s.movable(g, d.Kind) {
+				cause, budget := s.keptBy(g)
 				verb := "migrate"
-				if d.Kind == round.Preempt {
+				if d.Kind == round.Preempt && !budget {
 					verb = "preempt (preemptBarePods is off)"
+				} else if d.Kind == round.Preempt {
+					verb = "preempt"
 				}
 				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but %s",
-					snap.Devices(d.From), s.pol.place.Name(), verb, s.loses(g))
+					snap.Devices(d.From), s.pol.place.Name(), verb, cause)
 			} else if d.Kind == round.Migrate {
 				for _, x := range d.To {
 					if k := kept[x]; k != "" {

@@ -78,6 +78,7 @@ type Scheduler struct {
 	ours      listercorev1.PodLister // learning reads every pod of ours, finished ones too
 	batchJobs listerbatchv1.JobLister
 	tight     tightJobs // the Jobs an eviction might fail (jobs.go)
+	budgets   budgets   // the PodDisruptionBudgets an eviction must keep (budgets.go)
 	cms       listercorev1.ConfigMapLister
 	synced    []cache.InformerSynced
 
@@ -291,6 +292,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	s.synced = []cache.InformerSynced{ni.Informer().HasSynced, ji.Informer().HasSynced, oi.Informer().HasSynced,
 		ai.Informer().HasSynced, ci.Informer().HasSynced}
 	startGroups := s.setupGroups()
+	s.setupBudgets()
 	s.reader = &podspec.Reader{Models: models, Job: s.jobGang, Groups: s.groups.list()}
 	s.state = state.New(state.Config{SchedulerName: cfg.SchedulerName, Epoch: s.epoch, Reader: s.reader})
 	// A round reads the state only once every handler has seen the
