@@ -105,13 +105,24 @@ func TestBudgetBlocks(t *testing.T) {
 // PodDisruptionBudget over old's pods allows one disruption: the Eviction
 // API would evict one pod and refuse the other, so old is not evicted at
 // all, and told why. When the budget allows two, old is preempted whole.
+// The same for a gang of bare pods under preemptBarePods: a budget keeps
+// what the config would let go.
 func TestBudgetKeepsGangWhole(t *testing.T) {
+	for _, bare := range []bool{false, true} {
+		t.Run(map[bool]string{false: "controller's pods", true: "bare pods, preemptBarePods"}[bare], func(t *testing.T) { budgetKeepsGangWhole(t, bare) })
+	}
+}
+
+func budgetKeepsGangWhole(t *testing.T, bare bool) {
 	ann := func(idx string) map[string]string {
 		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
 			`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
 	}
 	old := func(name, idx string) *corev1.Pod {
-		p := running(owned(pod(name, 2, ann(idx), "n0")))
+		p := running(pod(name, 2, ann(idx), "n0"))
+		if !bare {
+			p = owned(p)
+		}
 		p.Labels = map[string]string{"app": "old"}
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		return p
@@ -120,6 +131,7 @@ func TestBudgetKeepsGangWhole(t *testing.T) {
 	cs, fc := newFake(t, node("n0", 4), old("old-0", "0,1"), old("old-1", "2,3"), budget)
 	cfg := testCfg()
 	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
+	cfg.PreemptBarePods = bare
 	s, log := startLogged(t, cfg, cs)
 	ctx := context.Background()
 	t0 := time.Now()

@@ -157,13 +157,12 @@ func (s *Scheduler) movable(g *gang, k round.Kind) bool {
 // refuse it, in whole or in part (budget true: no config lets the round
 // evict it).
 func (s *Scheduler) keptBy(g *gang) (why string, budget bool) {
-	if lost := s.loses(g); lost != "" {
-		return lost, false
-	}
+	// The budgets first: what an eviction would lose, a config may
+	// accept (preemptBarePods), what a budget refuses no config can.
 	if b := s.budgets.blocks(g.Bound); b != "" {
 		return b, true
 	}
-	return "", false
+	return s.loses(g), false
 }
 
 // loses says what evicting gang g would lose for good, or "": its bare

@@ -183,10 +183,10 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 						// would refuse it: it keeps its GPUs (until it
 						// ends, or its budgets allow it), and the placer
 						// does not see them (as another scheduler's
-						// pods). A controller's gang is told why (once):
-						// it could move, were its Job's or its pods'
-						// budget larger.
-						if g.Bare() == 0 && len(g.Bound) > 0 {
+						// pods). A controller's gang, or one a budget
+						// keeps, is told why (once): it could move, were
+						// its Job's or its pods' budget larger.
+						if (g.Bare() == 0 || budget) && len(g.Bound) > 0 {
 							until := "until it ends"
 							if budget {
 								until = "while its disruption budget allows no eviction"
