@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -137,6 +139,91 @@ func TestThemisMoveWithGain(t *testing.T) {
 	slices.Sort(gpus)
 	if got := strings.Join(gpus, " "); got != "0,1 2,3" {
 		t.Errorf("t=660: gang a on n0 devices %s, want 0,1 2,3", got)
+	}
+	if n := counterValue(t, s); n != 0 {
+		t.Errorf("pal_lease_revocations_total = %v, want 0", n)
+	}
+	if v := s.th.pol.Stats().Violations; len(v) > 0 {
+		t.Errorf("policy violations: %v", v)
+	}
+}
+
+// The kwok trial's move without gain with a gang spanning nodes: six
+// 4-GPU nodes; Themis apps J1 and J2, each a gang of two 2-GPU pods,
+// bind at 0 whole on n0 and n1; J3, a gang of five 4-GPU pods (20 GPUs),
+// arrives at 30 and waits for the leases to end (16 GPUs are free). At
+// 600 the auction gives J3 twenty GPUs and one of J1 and J2 four: J2 is
+// preempted, its n1 going to j3, and J1 stays on n0. The trial saw j1
+// "migrated by the themis placement from n0 GPUs 0,1,2,3 to n5 GPUs
+// 0,1,2,3 (expected slowdown 1 on the old GPUs, 1 on the new); its old
+// GPUs go to j3": the exchange served only a gang planned wholly on the
+// mover's GPUs, and j3 spans five nodes. Once j2's pods are gone j3
+// binds on n1 to n5.
+func TestThemisNoMoveWithoutGainSpanningGang(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := clockAt(t0)
+	objs := []runtime.Object{}
+	for n := range 6 {
+		objs = append(objs, node(fmt.Sprintf("n%d", n), 4))
+	}
+	for _, p := range []string{"j1-0", "j1-1", "j2-0", "j2-1"} {
+		app := strings.ToUpper(p[:2])
+		objs = append(objs, themisPod(p, 2, app, p[:2], 2, "1000000", t0))
+	}
+	cs, fc := newFake(t, objs...)
+	s, log := startLogged(t, themisCfg(), cs)
+	ctx := context.Background()
+	roundWait(s, ctx, at(0))
+	for n, want := range map[string]string{"j1-0": "n0", "j1-1": "n0", "j2-0": "n1", "j2-1": "n1"} {
+		if b := fc.binds[n]; b == nil || b.Target.Name != want {
+			t.Fatalf("t=0: %s bound %+v, want on %s", n, b, want)
+		}
+	}
+	settleBound(t, s, cs, fc, "j1-0", "j1-1", "j2-0", "j2-1")
+	for x := range 5 {
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, themisPod(fmt.Sprintf("j3-%d", x), 4, "J3", "j3", 5, "1000000", at(30)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "j3-4", true)
+	calls := fc.calls
+	for sec := 60; sec <= 540; sec += 60 {
+		roundWait(s, ctx, at(sec))
+		if len(fc.evicted) > 0 || fc.calls != calls {
+			t.Fatalf("t=%d: evicted %v, %d binds since 0; the leases run until 600", sec, fc.evicted, fc.calls-calls)
+		}
+	}
+	roundWait(s, ctx, at(600))
+	if got := slices.Sorted(slices.Values(fc.evicted)); !slices.Equal(got, []string{"j2-0", "j2-1"}) {
+		t.Fatalf("t=600: evicted %v, want j2-0 and j2-1 only (j1 gains nothing from n5: j3 takes it instead of n0); log:\n%s", got, log)
+	}
+	if want := "gave its n1 GPUs 0,1,2,3 to gang ns/j3 and left no GPUs for it"; !strings.Contains(log.String(), want) {
+		t.Errorf("t=600: the log lacks %q:\n%s", want, log)
+	}
+	for _, n := range []string{"j2-0", "j2-1"} {
+		if err := cs.CoreV1().Pods("ns").Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitInformer(t, s, n, false)
+	}
+	roundWait(s, ctx, at(660))
+	var nodes []string
+	for x := range 5 {
+		b := fc.binds[fmt.Sprintf("j3-%d", x)]
+		if b == nil {
+			t.Fatalf("t=660: j3-%d not bound (told %q)", x, s.lastWhy["ns/j3"])
+		}
+		nodes = append(nodes, b.Target.Name)
+	}
+	slices.Sort(nodes)
+	if got := strings.Join(nodes, " "); got != "n1 n2 n3 n4 n5" {
+		t.Errorf("t=660: j3 bound on %s, want n1 n2 n3 n4 n5", got)
+	}
+	if len(fc.evicted) != 2 {
+		t.Errorf("t=660: evicted %v, want only j2's pods", fc.evicted)
+	}
+	if got := s.th.leaseEnd["ns/j1"]; got != 1200 {
+		t.Errorf("j1's lease ends at %v, want 1200 (renewed on n0)", got)
 	}
 	if n := counterValue(t, s); n != 0 {
 		t.Errorf("pal_lease_revocations_total = %v, want 0", n)

@@ -766,10 +766,11 @@ func (p *Policy) Place(env *policy.Env, order []*workload.Job) [][]int {
 // machine order (the tightest fit, the lowest id), not by where a job
 // runs, and a move costs the job a checkpoint and a restart (on
 // Kubernetes an eviction, a bind and the controller's backoff) and buys
-// it nothing. Jobs planned on some of its GPUs (each wholly on them)
-// take the GPUs it was planned on instead, GPU for GPU in order, when
-// each runs there at least as fast and its pods fit; otherwise the move
-// stands. Every app ends with the GPUs of the same worth, and the GPUs
+// it nothing. Jobs planned on some of its GPUs take as many of the GPUs
+// it was planned on instead (exchange), keeping the rest of their plan,
+// when each runs there at least as fast and its pods fit; otherwise the
+// move stands. Every app ends with as many GPUs, of the same worth (the
+// auction's outcome is unchanged: only which of equal GPUs), and the GPUs
 // the job leaves unused stay free for the next auction. A move onto
 // more GPUs, or onto faster ones (inside one machine instead of across
 // two, or GPUs that score better), stands.
@@ -795,31 +796,8 @@ func (p *Policy) keepWithoutGain(cl *cluster.Cluster, order []*workload.Job, out
 		away := slices.DeleteFunc(slices.Clone(out[i]), func(g int) bool { return slices.Contains(j.GPUsHeld, g) })
 		slices.Sort(back)
 		slices.Sort(away)
-		var others []int
-		for _, g := range back {
-			if k := planned[g] - 1; k >= 0 && !slices.Contains(others, k) {
-				others = append(others, k)
-			}
-		}
-		swapped := make([][]int, len(others))
-		ok := true
-		for x, k := range others {
-			for _, g := range out[k] {
-				at := slices.Index(back, g)
-				if at < 0 {
-					ok = false // partly on other GPUs
-					break
-				}
-				swapped[x] = append(swapped[x], away[at])
-			}
-			o := order[k]
-			if !ok || o.PodGPUs > 0 && !o.Elastic() && !place.PodsFit(cl, swapped[x], o.PodGPUs) ||
-				p.jobRate(o, swapped[x]) < p.jobRate(o, out[k])*(1-1e-12) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
+		others, swapped := p.exchange(cl, order, out, planned, back, away)
+		if swapped == nil {
 			continue // the move stands
 		}
 		for _, g := range out[i] {
@@ -837,6 +815,151 @@ func (p *Policy) keepWithoutGain(cl *cluster.Cluster, order []*workload.Job, out
 		}
 		p.stats.KeptWithoutGain++
 	}
+}
+
+// exchangeBudget caps the GPU sets exchange tries for one kept job: the
+// search is over subsets, and a large gang's move with several jobs
+// planned on its GPUs could otherwise take longer than the auction. A
+// search cut short leaves the move standing (counted in MovesWithoutGain).
+const exchangeBudget = 4096
+
+// exchange finds, for the jobs planned on some of GPUs back (those a
+// job kept without gain takes back), GPUs among away (those it was
+// planned on and leaves) to take instead of them: each such job keeps
+// the rest of its plan and takes as many of away as it had of back,
+// none given twice, on which it runs at least as fast as planned (its
+// rate, as noGain reads it: |G| x placement factor over the slowest
+// GPU) and its pods fit. A job planned partly on back and partly
+// elsewhere (a 20-GPU gang over five nodes, one of them the kept job's)
+// is served too: the kwok trial that found the case saw a 4-GPU gang
+// moved from one node to another, for nothing, so that a 20-GPU gang
+// planned on five nodes, one the first's, could start. It returns the
+// jobs (indices in order) and their new GPUs, or nil sets when there is
+// no such exchange (or none within exchangeBudget). Each job first tries
+// its GPUs GPU for GPU (back's i-th for away's i-th, the order of both
+// sorted), then every subset of away, those on the machines it keeps
+// GPUs on and on machines with the most of away first.
+func (p *Policy) exchange(cl *cluster.Cluster, order []*workload.Job, out [][]int, planned []int, back, away []int) ([]int, [][]int) {
+	type taker struct {
+		k      int
+		keep   []int   // its planned GPUs outside back
+		need   int     // its planned GPUs in back
+		direct []int   // away's GPUs at back's positions of those
+		rate   float64 // its planned rate
+		pod    int     // its pods' GPUs (0: any split)
+	}
+	var ts []taker
+	for _, g := range back {
+		k := planned[g] - 1
+		if k < 0 || slices.ContainsFunc(ts, func(t taker) bool { return t.k == k }) {
+			continue
+		}
+		t := taker{k: k, rate: p.jobRate(order[k], out[k])}
+		if o := order[k]; o.PodGPUs > 0 && !o.Elastic() {
+			t.pod = o.PodGPUs
+		}
+		for _, x := range out[k] {
+			if at := slices.Index(back, x); at >= 0 {
+				t.need++
+				t.direct = append(t.direct, away[at])
+			} else {
+				t.keep = append(t.keep, x)
+			}
+		}
+		ts = append(ts, t)
+	}
+	// The largest needs first: they have the fewest ways to be served.
+	slices.SortStableFunc(ts, func(a, b taker) int { return b.need - a.need })
+	sets := make([][]int, len(ts))
+	used := make(map[int]bool, len(away))
+	budget := exchangeBudget
+	try := func(t *taker, add []int) []int {
+		budget--
+		set := slices.Concat(t.keep, add)
+		slices.Sort(set)
+		if t.pod > 0 && !place.PodsFit(cl, set, t.pod) || p.jobRate(order[t.k], set) < t.rate*(1-1e-12) {
+			return nil
+		}
+		return set
+	}
+	var solve func(x int) bool
+	solve = func(x int) bool {
+		if x == len(ts) {
+			return true
+		}
+		t := &ts[x]
+		take := func(set, add []int) bool {
+			mark(used, add)
+			sets[x] = set
+			if solve(x + 1) {
+				return true
+			}
+			for _, g := range add {
+				used[g] = false
+			}
+			return false
+		}
+		if !anyIn(t.direct, used) {
+			if set := try(t, t.direct); set != nil && take(set, t.direct) {
+				return true
+			}
+		}
+		// The free GPUs of away, on its machines first, then on the
+		// machines with the most of them.
+		mine := map[int]bool{}
+		for _, g := range t.keep {
+			mine[cl.NodeOf(g)] = true
+		}
+		left := map[int]int{}
+		var cand []int
+		for _, g := range away {
+			if !used[g] {
+				cand = append(cand, g)
+				left[cl.NodeOf(g)]++
+			}
+		}
+		slices.SortStableFunc(cand, func(a, b int) int {
+			na, nb := cl.NodeOf(a), cl.NodeOf(b)
+			if mine[na] != mine[nb] {
+				if mine[na] {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Or(left[nb]-left[na], na-nb, a-b)
+		})
+		pick := make([]int, 0, t.need)
+		var choose func(from int) bool
+		choose = func(from int) bool {
+			if budget <= 0 {
+				return false
+			}
+			if len(pick) == t.need {
+				if slices.Equal(pick, t.direct) {
+					return false // tried above
+				}
+				set := try(t, pick)
+				return set != nil && take(set, slices.Clone(pick))
+			}
+			for c := from; c <= len(cand)-(t.need-len(pick)); c++ {
+				pick = append(pick, cand[c])
+				if choose(c + 1) {
+					return true
+				}
+				pick = pick[:len(pick)-1]
+			}
+			return false
+		}
+		return choose(0)
+	}
+	if !solve(0) {
+		return nil, nil
+	}
+	ks := make([]int, len(ts))
+	for x, t := range ts {
+		ks[x] = t.k
+	}
+	return ks, sets
 }
 
 // keepFromIdling is the rule "no eviction into idleness": a running gang
