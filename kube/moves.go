@@ -75,6 +75,78 @@ func takers(snap *snapshot, self *workload.Job, gpus []int, byID map[int]*gang, 
 	return names, ahead
 }
 
+// share is the part of a gang's GPUs that one gang of the round holds
+// after the plan.
+type share struct {
+	taker string // gangName
+	gpus  []int
+}
+
+// dealt splits gpus, a gang's GPUs before the round, by who holds each
+// after the plan: the other gangs of the round (by name), and the GPUs
+// left free. GPUs the gang itself still holds, and any held by pods no
+// gang of the round owns, are in neither. An event that named every GPU
+// of the gang as going to every taker misled when several gangs split
+// them or some stayed free (a 4-GPU gang preempted for a 2-GPU one read
+// as if the winner took all four).
+func dealt(snap *snapshot, self int, gpus []int, byID map[int]*gang) (shares []share, free []int) {
+	for _, x := range slices.Sorted(slices.Values(gpus)) {
+		o := snap.Cluster.Owner(x)
+		switch {
+		case o == cluster.Free:
+			free = append(free, x)
+		case o == self || byID[o] == nil:
+		default:
+			name := gangName(byID[o].Key)
+			at := slices.IndexFunc(shares, func(s share) bool { return s.taker == name })
+			if at < 0 {
+				at = len(shares)
+				shares = append(shares, share{taker: name})
+			}
+			shares[at].gpus = append(shares[at].gpus, x)
+		}
+	}
+	slices.SortFunc(shares, func(a, b share) int { return strings.Compare(a.taker, b.taker) })
+	return shares, free
+}
+
+// sharesText writes shares as "its A go to X, its B to Y and its C to
+// Z" (verb "go to"; with "to": "its A to X, ..."), the devices as a
+// person reads them; its is how the GPUs are owned ("its", or "its old"
+// for a migrated gang's).
+func sharesText(snap *snapshot, shares []share, verb, its string) string {
+	var parts []string
+	for i, sh := range shares {
+		v := " to "
+		if i == 0 {
+			v = " " + verb + " "
+			if verb == "go to" && len(sh.gpus) == 1 {
+				v = " goes to "
+			}
+		}
+		parts = append(parts, its+" "+snap.Devices(sh.gpus)+v+sh.taker)
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// freeText is "; its F stay free" for GPUs free, or "".
+func freeText(snap *snapshot, free []int, its string) string {
+	if len(free) == 0 {
+		return ""
+	}
+	verb := " stay free"
+	if len(free) == 1 {
+		verb = " stays free"
+	}
+	return "; " + its + " " + snap.Devices(free) + verb
+}
+
 // cellsTakers names the gangs that HiveD's stateful preemption evicts
 // job for: each holds cells job runs on and binds once job is gone.
 func (s *Scheduler) cellsTakers(job *workload.Job, byID map[int]*gang) []string {
@@ -100,6 +172,7 @@ func (s *Scheduler) cellsTakers(job *workload.Job, byID map[int]*gang) []string 
 // order (a job ahead takes the GPUs) or the placement's re-plan.
 func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang, pos map[int]int) string {
 	who, ahead := takers(snap, d.Job, d.From, byID, pos, d.Index)
+	shares, free := dealt(snap, d.Job.ID, d.From, byID)
 	sched, place := s.pol.sched.Name(), s.pol.place.Name()
 	switch d.Kind {
 	case round.Preempt:
@@ -115,10 +188,15 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 			}
 			return fmt.Sprintf("%s: the %s placement left it out of the round's plan", at, place)
 		case ahead:
-			return fmt.Sprintf("%s: its %s go to %s, ordered ahead of it", at, snap.Devices(d.From), strings.Join(who, ", "))
+			return fmt.Sprintf("%s: %s, ordered ahead of it%s", at, sharesText(snap, shares, "go to", "its"), freeText(snap, free, "its"))
 		default:
-			return fmt.Sprintf("%s: the %s placement re-planned the round, gave its %s to %s and left no GPUs for it",
-				at, place, snap.Devices(d.From), strings.Join(who, ", "))
+			gave := sharesText(snap, shares, "to", "its")
+			and := " and"
+			if len(shares) > 1 {
+				and = ", and"
+			}
+			return fmt.Sprintf("%s: the %s placement re-planned the round, gave %s%s left no GPUs for it%s",
+				at, place, gave, and, freeText(snap, free, "its"))
 		}
 	case round.Migrate:
 		old, nw := s.slowdown(snap, d.Job, d.From), s.slowdown(snap, d.Job, d.To)
@@ -132,8 +210,11 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 					fmtFloat(c-b), fmtFloat(b), g.JobPods)
 			}
 		}
-		if len(who) > 0 {
-			why += "; its old GPUs go to " + strings.Join(who, ", ")
+		switch {
+		case len(shares) == 1 && len(free) == 0 && len(shares[0].gpus) == len(d.From):
+			why += "; its old GPUs go to " + shares[0].taker
+		case len(shares) > 0:
+			why += "; " + sharesText(snap, shares, "go to", "its old") + freeText(snap, free, "its old")
 		}
 		return why
 	}
