@@ -72,6 +72,48 @@ func TestReadPodErrors(t *testing.T) {
 	}
 }
 
+// A required constraint the placement does not read keeps a pending pod
+// waiting, told which (it would be bound in breach of it); a preferred
+// one, a spread that may be broken, or any of them on a pod already bound
+// is not an error.
+func TestReadPodUnplaceableConstraints(t *testing.T) {
+	m := workload.DefaultModels()
+	term := []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
+	weighted := []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term[0]}}
+	with := func(node string, f func(*corev1.PodSpec)) *corev1.Pod {
+		p := pod("a", 1, nil, node)
+		f(&p.Spec)
+		return p
+	}
+	spread := func(w corev1.UnsatisfiableConstraintAction) func(*corev1.PodSpec) {
+		return func(s *corev1.PodSpec) {
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: w}}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		p    *corev1.Pod
+		want string // "" for none
+	}{
+		{"required affinity", with("", func(s *corev1.PodSpec) { s.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}} }),
+			"spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution: pal-kube scheduler does not place by inter-pod affinity"},
+		{"required anti-affinity", with("", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}}
+		}), "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution: pal-kube scheduler does not place by inter-pod anti-affinity, and would bind the pod without it"},
+		{"spread that may not be broken", with("", spread(corev1.DoNotSchedule)), "spec.topologySpreadConstraints[0] (whenUnsatisfiable: DoNotSchedule)"},
+		{"preferred anti-affinity", with("", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: weighted}}
+		}), ""},
+		{"spread that may be broken", with("", spread(corev1.ScheduleAnyway)), ""},
+		{"bound already", with("n0", spread(corev1.DoNotSchedule)), ""},
+	} {
+		_, err := readPod(c.p, m, noJob)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
 func TestReadNodeScores(t *testing.T) {
 	good := "node,gpu_index,class,score\na,0,A,1.1\na,0,B,1\na,0,C,0.9\na,0,D,1\n"
 	s, err := ReadNodeScores("cm", strings.NewReader(good))

@@ -305,6 +305,11 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 	if s.GPUs == 0 {
 		return s, fmt.Errorf("requests no %s; pal places GPU pods only", ResourceGPU)
 	}
+	if p.Spec.NodeName == "" {
+		if err := unplaceable(p); err != nil {
+			return s, err
+		}
+	}
 	a := p.Annotations
 	claimed := false
 	for _, src := range r.Groups {
@@ -361,6 +366,31 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 		s.Iters = f
 	}
 	return s, nil
+}
+
+// unplaceable says which required constraint of pending pod p the
+// placement does not read: inter-pod affinity and anti-affinity, and
+// topology spread that may not be broken. PAL places gangs by GPU speed
+// and locality alone; binding such a pod would break what its owner
+// required, silently, so it waits, told why. (A preferred term, or a
+// spread constraint that may be broken, asks nothing PAL must keep; it
+// is not read either.) A bound pod is not asked: where it runs is done.
+func unplaceable(p *corev1.Pod) error {
+	const why = "pal-kube scheduler does not place by %s, and would bind the pod without it: remove it, or schedule the pod with a scheduler that reads it"
+	if a := p.Spec.Affinity; a != nil {
+		if pa := a.PodAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return fmt.Errorf("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution: "+why, "inter-pod affinity")
+		}
+		if pa := a.PodAntiAffinity; pa != nil && len(pa.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return fmt.Errorf("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution: "+why, "inter-pod anti-affinity")
+		}
+	}
+	for i, c := range p.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return fmt.Errorf("spec.topologySpreadConstraints[%d] (whenUnsatisfiable: DoNotSchedule): "+why, i, "topology spread")
+		}
+	}
+	return nil
 }
 
 func (r *Reader) job(p *corev1.Pod) (string, int) {
