@@ -52,10 +52,7 @@ type budget struct {
 // handler keeps the set as the informer sees budgets.
 func (b *budgets) handler() cache.ResourceEventHandler {
 	pdb := func(obj any) *policyv1.PodDisruptionBudget {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		p, _ := obj.(*policyv1.PodDisruptionBudget)
+		p, _ := tombstoned(obj).(*policyv1.PodDisruptionBudget)
 		return p
 	}
 	return cache.ResourceEventHandlerFuncs{

@@ -95,10 +95,7 @@ func (s *Scheduler) groupRefs(ref func(ns, name string) string) cache.ResourceEv
 }
 
 func (s *Scheduler) noteRef(ref func(ns, name string) string, obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if m, ok := obj.(metav1.Object); ok && s.state != nil {
+	if m, ok := tombstoned(obj).(metav1.Object); ok && s.state != nil {
 		s.state.OnRef(ref(m.GetNamespace(), m.GetName()))
 	}
 }

@@ -51,10 +51,7 @@ type tightJobs struct {
 // handler keeps the set as the Job informer sees Jobs.
 func (t *tightJobs) handler() cache.ResourceEventHandler {
 	job := func(obj any) *batchv1.Job {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		j, _ := obj.(*batchv1.Job)
+		j, _ := tombstoned(obj).(*batchv1.Job)
 		return j
 	}
 	note := func(obj any) {

@@ -95,7 +95,9 @@ func TestReadPodUnplaceableConstraints(t *testing.T) {
 		p    *corev1.Pod
 		want string // "" for none
 	}{
-		{"required affinity", with("", func(s *corev1.PodSpec) { s.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}} }),
+		{"required affinity", with("", func(s *corev1.PodSpec) {
+			s.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}}
+		}),
 			"spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution: pal-kube scheduler does not place by inter-pod affinity"},
 		{"required anti-affinity", with("", func(s *corev1.PodSpec) {
 			s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term}}

@@ -264,10 +264,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger, opts ...Opti
 	// a sharded profile among them; a change to one of them re-reads the
 	// profile (loadScores' key).
 	shardOf := func(obj any) bool {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		cm, ok := obj.(*corev1.ConfigMap)
+		cm, ok := tombstoned(obj).(*corev1.ConfigMap)
 		return ok && cfg.VariabilityConfigMap != "" && cm.Labels[LabelShardOf] == cfg.VariabilityConfigMap
 	}
 	if _, err := ci.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -359,14 +356,20 @@ func dropManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// tombstoned is obj, or the object a tombstone carries: a delete that
+// the informer saw only by a re-list comes as DeletedFinalStateUnknown.
+func tombstoned(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
 // refHandler notes in the state that an object pods' reading depends on
 // (a Job, a PodGroup) changed; ref names it as podspec.Refs does.
 func refHandler(st *state.Store, ref func(obj any) string) cache.ResourceEventHandler {
 	note := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if r := ref(obj); r != "" {
+		if r := ref(tombstoned(obj)); r != "" {
 			st.OnRef(r)
 		}
 	}
