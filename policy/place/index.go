@@ -1331,11 +1331,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 	end := min(k+1, len(x.idx))
 	off, hit, rec := x.memo.slot(x.size, x.dem, x.idx[:end])
 	if hit {
-		for p, i := range x.idx[:end] {
-			if out[i] = x.answer(off, p, order[i], int(x.dem[i].n)); out[i] == nil {
-				break
-			}
-		}
+		x.answers(off, order, out, x.idx[:end])
 		if ready != nil {
 			ready(len(order))
 		}
@@ -1389,6 +1385,12 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.takeOne(int(d.c), g)
 		} else {
 			x.take(g)
+		}
+		if window(g) {
+			// line's answer for it, without the call: most picks are
+			// of one GPU.
+			out[i] = x.ids[g[0] : g[0]+len(g) : g[0]+len(g)]
+			continue
 		}
 		x.lastRef = 0
 		out[i] = x.line(order[i], g)

@@ -211,22 +211,38 @@ func (m *frameMemo) ref(off, p int, k uint32) { m.data[off+m.refs+p] = k }
 // done validates the slot at off.
 func (m *frameMemo) done(off int) { m.tags[off/m.stride] = m.h }
 
-// answer is position p's GPUs in the slot at off for job j of n GPUs
-// (nil: the frame stopped there), made as own makes a pick's: a window
-// of the id list, j's own list when it holds those GPUs, else a copy,
-// which is the shared list of its set that the slot references when it
-// does (see ref); the first lookup of a set read back records it.
-func (x *scoreIndex) answer(off, p int, j *workload.Job, n int) []int {
+// answers writes the round kept in the slot at off to out: the answer of
+// each visiting position idx[p] up to the frame's stop. A window of
+// consecutive GPUs, every one-GPU job's answer, is made here; answer is
+// called for the others only (called for every position, it cost a call
+// each for what is mostly a slice of the id list).
+func (x *scoreIndex) answers(off int, order []*workload.Job, out [][]int, idx []int) {
+	m := &x.memo
+	offs, gpus := m.data[off+m.offs:][:len(idx)], m.data[off+m.gpus0:off+m.refs]
+	for p, i := range idx {
+		o := offs[p]
+		if o == memoStop {
+			return
+		}
+		n := int(x.dem[i].n)
+		g := gpus[o:][:n]
+		if int(g[n-1]-g[0]) == n-1 {
+			out[i] = x.ids[g[0] : int(g[0])+n : int(g[0])+n]
+			continue
+		}
+		out[i] = x.answer(off, p, order[i], g)
+	}
+}
+
+// answer is position p's GPUs g in the slot at off for job j, which are
+// not consecutive, made as own makes a pick's: j's own list when it
+// holds those GPUs, else a copy, which is the shared list of its set
+// that the slot references when it does (see ref); the first lookup of
+// a set read back records it.
+func (x *scoreIndex) answer(off, p int, j *workload.Job, g []uint32) []int {
 	m := &x.memo
 	d := m.data
-	o := d[off+m.offs+p]
-	if o == memoStop {
-		return nil
-	}
-	g := d[off+m.gpus0+int(o):][:n]
-	if int(g[n-1]-g[0]) == n-1 {
-		return x.ids[g[0] : int(g[0])+n : int(g[0])+n]
-	}
+	n := len(g)
 	if h := j.GPUsHeld; len(h) == n {
 		same := true
 		for k, id := range g {

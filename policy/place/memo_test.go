@@ -147,7 +147,7 @@ func TestFrameMemoWaits(t *testing.T) {
 	}
 }
 
-// TestFrameMemoRefs reads a kept round back twice through answer: a
+// TestFrameMemoRefs reads a kept round back twice through answers: a
 // window for consecutive GPUs, the job's own list when it holds the
 // GPUs, else the shared list of the set, whose index the first read
 // records in the slot (hand-worked refs: set {6,9} is list 0, so 1;
@@ -160,6 +160,7 @@ func TestFrameMemoRefs(t *testing.T) {
 		x.ids[i] = i
 	}
 	dem := []demand{{1, 0}, {2, 0}, {2, 0}, {2, 0}, {1, 0}}
+	x.dem = dem
 	idx := []int{0, 1, 2, 3, 4}
 	picks := [][]int{{5}, {6, 9}, {10, 12}, {6, 9}, nil}
 	held := []int{10, 12}
@@ -185,12 +186,10 @@ func TestFrameMemoRefs(t *testing.T) {
 		if _, hit, _ := x.memo.slot(x.size, dem, idx); !hit {
 			t.Fatalf("%s read: the kept round is not found", tc.read)
 		}
+		out := make([][]int, len(picks))
+		x.answers(off, jobs, out, idx)
 		for p, g := range picks {
-			var n int
-			if g != nil {
-				n = len(g)
-			}
-			got := x.answer(off, p, jobs[p], max(n, 1))
+			got := out[p]
 			switch {
 			case g == nil:
 				if got != nil {
