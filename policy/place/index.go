@@ -1329,16 +1329,16 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 	// The round's answer is a function of the demands it visits up to
 	// position k, the first past the prefix (see frameMemo).
 	end := min(k+1, len(x.idx))
-	off, hit, rec := x.memo.slot(x.size, x.dem, x.idx[:end])
+	slot, hit, rec := x.memo.slot(x.size, x.dem, x.idx[:end])
 	if hit {
-		x.answers(off, order, out, x.idx[:end])
+		x.answers(slot, order, out, x.idx[:end])
 		if ready != nil {
 			ready(len(order))
 		}
 		return
 	}
 	if rec {
-		x.memo.keep(off, x.dem, x.idx[:end])
+		x.memo.keep(slot, x.dem, x.idx[:end])
 	}
 	// Only the class being placed is kept current: the next one is
 	// rebuilt off the free mask in one pass (load) when its run starts.
@@ -1374,7 +1374,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		// The frame stops by end (see frameMemo); a pick is its demand.
 		rec = rec && p < end && (g == nil || len(g) == int(d.n) && len(g) > 0)
 		if rec {
-			x.memo.put(off, p, g)
+			x.memo.put(slot, p, g)
 		}
 		if g == nil {
 			break
@@ -1395,11 +1395,11 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		x.lastRef = 0
 		out[i] = x.line(order[i], g)
 		if rec && x.lastRef != 0 {
-			x.memo.ref(off, p, x.lastRef)
+			x.memo.ref(slot, p, x.lastRef)
 		}
 	}
 	if rec {
-		x.memo.done(off)
+		x.memo.done(slot)
 	}
 	if ready != nil {
 		ready(len(order))

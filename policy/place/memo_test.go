@@ -130,18 +130,18 @@ func TestFrameMemoWaits(t *testing.T) {
 	var m frameMemo
 	dem := []demand{{1, 0}, {2, 1}}
 	for r := range 3 {
-		if _, _, ok := m.slot(64, dem, []int{0, 1}); ok || m.tags != nil || m.data != nil {
-			t.Fatalf("round %d of 3: ok %v, memory %d+%d words; want nothing kept and nothing allocated", r, ok, len(m.tags), len(m.data))
+		if _, _, ok := m.slot(64, dem, []int{0, 1}); ok || m.tags != nil || m.wide != nil || m.narrow != nil {
+			t.Fatalf("round %d of 3: ok %v, memory %d+%d+%d words; want nothing kept and nothing allocated", r, ok, len(m.tags), len(m.wide), len(m.narrow))
 		}
 	}
-	off, hit, ok := m.slot(64, dem, []int{0, 1})
+	sl, hit, ok := m.slot(64, dem, []int{0, 1})
 	if !ok || hit || len(m.tags) != 2*memoSlots {
 		t.Fatalf("fourth round: ok %v hit %v, %d slots; want a slot kept from now on", ok, hit, len(m.tags))
 	}
-	m.keep(off, dem, []int{0, 1})
-	m.put(off, 0, []int{5})
-	m.put(off, 1, []int{6, 7})
-	m.done(off)
+	m.keep(sl, dem, []int{0, 1})
+	m.put(sl, 0, []int{5})
+	m.put(sl, 1, []int{6, 7})
+	m.done(sl)
 	if _, hit, _ := m.slot(64, dem, []int{0, 1}); !hit {
 		t.Fatal("the round kept on the fourth is not found on the fifth")
 	}
@@ -165,29 +165,32 @@ func TestFrameMemoRefs(t *testing.T) {
 	picks := [][]int{{5}, {6, 9}, {10, 12}, {6, 9}, nil}
 	held := []int{10, 12}
 	jobs := []*workload.Job{{}, {}, {GPUsHeld: held}, {}, {}}
-	off, hit, ok := x.memo.slot(x.size, dem, idx)
+	sl, hit, ok := x.memo.slot(x.size, dem, idx)
 	if hit || !ok {
 		t.Fatalf("slot: hit %v ok %v, want a slot to keep", hit, ok)
 	}
-	x.memo.keep(off, dem, idx)
+	x.memo.keep(sl, dem, idx)
 	for p, g := range picks {
-		x.memo.put(off, p, g)
+		x.memo.put(sl, p, g)
 	}
-	x.memo.done(off)
-	refs := func() []uint32 { return slices.Clone(x.memo.data[off+x.memo.refs : off+x.memo.refs+len(picks)]) }
+	x.memo.done(sl)
+	refs := func() []uint16 {
+		o := sl*x.memo.strideW + x.memo.refs
+		return slices.Clone(x.memo.wide[o : o+len(picks)])
+	}
 	cases := []struct {
 		read     string
-		wantRefs []uint32
+		wantRefs []uint16
 	}{
-		{"first", []uint32{0, 1, 0, 1, 0}},
-		{"second", []uint32{0, 1, 0, 1, 0}},
+		{"first", []uint16{0, 1, 0, 1, 0}},
+		{"second", []uint16{0, 1, 0, 1, 0}},
 	}
 	for _, tc := range cases {
 		if _, hit, _ := x.memo.slot(x.size, dem, idx); !hit {
 			t.Fatalf("%s read: the kept round is not found", tc.read)
 		}
 		out := make([][]int, len(picks))
-		x.answers(off, jobs, out, idx)
+		x.answers(sl, jobs, out, idx)
 		for p, g := range picks {
 			got := out[p]
 			switch {
@@ -209,11 +212,11 @@ func TestFrameMemoRefs(t *testing.T) {
 			t.Errorf("after the %s read the slot's refs are %v, want %v", tc.read, got, tc.wantRefs)
 		}
 	}
-	x.memo.keep(off, dem, idx)
+	x.memo.keep(sl, dem, idx)
 	for p, g := range picks {
-		x.memo.put(off, p, g)
+		x.memo.put(sl, p, g)
 	}
-	if got := refs(); !slices.Equal(got, []uint32{0, 0, 0, 0, 0}) {
+	if got := refs(); !slices.Equal(got, []uint16{0, 0, 0, 0, 0}) {
 		t.Errorf("a slot kept again has refs %v, want none", got)
 	}
 }
@@ -228,21 +231,21 @@ func memoRefsValid(t *testing.T, what string, x *scoreIndex) int {
 		if tag == 0 {
 			continue
 		}
-		off := s * m.stride
-		n := int(m.data[off])
+		w, b := m.wide[s*m.strideW:(s+1)*m.strideW], m.narrow[s*m.strideN:(s+1)*m.strideN]
+		n := int(w[0])
 		for p := range n {
-			k := m.data[off+m.refs+p]
+			k := w[m.refs+p]
 			if k == 0 {
 				continue
 			}
 			seen++
-			o := m.data[off+m.offs+p]
+			o := b[p]
 			if o == memoStop || int(k) > len(x.sets.lists) {
 				t.Fatalf("%s: slot %d position %d refers to list %d of %d at offset %d", what, s, p, k, len(x.sets.lists), o)
 			}
 			l := x.sets.lists[k-1]
 			for i, id := range l {
-				if m.data[off+m.gpus0+int(o)+i] != uint32(id) {
+				if b[m.gpus0+int(o)+i] != uint8(id) {
 					t.Fatalf("%s: slot %d position %d refers to %v, which is not its answer", what, s, p, l)
 				}
 			}
@@ -255,8 +258,8 @@ func memoRefsValid(t *testing.T, what string, x *scoreIndex) int {
 // of them as fit the same memory, up to memoMaxSlots.
 func TestMemoSlotsFor(t *testing.T) {
 	for _, c := range []struct{ size, want int }{
-		{128, 1024}, {65, 1024}, {64, 2048}, {33, 2048}, {32, 4096},
-		{17, 4096}, {16, 8192}, {8, 8192}, {1, 8192},
+		{128, 2048}, {65, 2048}, {64, 4096}, {33, 4096}, {32, 8192},
+		{17, 8192}, {16, 8192}, {8, 8192}, {1, 8192},
 	} {
 		if got := memoSlotsFor(c.size); got != c.want {
 			t.Errorf("memoSlotsFor(%d) = %d, want %d", c.size, got, c.want)
@@ -264,9 +267,9 @@ func TestMemoSlotsFor(t *testing.T) {
 	}
 	var m frameMemo
 	m.layout(64)
-	// length, 65 demands, 65 offsets, 64 GPUs, 65 references
-	if m.maxLen != 65 || m.offs != 66 || m.gpus0 != 131 || m.refs != 195 || m.stride != 260 {
-		t.Errorf("layout(64): maxLen %d offs %d gpus0 %d refs %d stride %d; want 65 66 131 195 260", m.maxLen, m.offs, m.gpus0, m.refs, m.stride)
+	// wide: length, 65 demands, 65 references; bytes: 65 offsets, 64 GPUs
+	if m.maxLen != 65 || m.refs != 66 || m.strideW != 131 || m.gpus0 != 65 || m.strideN != 129 {
+		t.Errorf("layout(64): maxLen %d refs %d strideW %d gpus0 %d strideN %d; want 65 66 131 65 129", m.maxLen, m.refs, m.strideW, m.gpus0, m.strideN)
 	}
 }
 
@@ -298,15 +301,15 @@ func TestFrameMemoTwoWays(t *testing.T) {
 	}
 	idx := []int{0, 1, 2, 3}
 	keep := func(d []demand) {
-		off, hit, ok := m.slot(size, d, idx)
+		sl, hit, ok := m.slot(size, d, idx)
 		if hit || !ok {
 			t.Fatalf("keeping %v: hit %v ok %v, want a slot to keep", d, hit, ok)
 		}
-		m.keep(off, d, idx)
+		m.keep(sl, d, idx)
 		for p := range idx {
-			m.put(off, p, []int{p})
+			m.put(sl, p, []int{p})
 		}
-		m.done(off)
+		m.done(sl)
 	}
 	found := func(d []demand) bool { _, hit, _ := m.slot(size, d, idx); return hit }
 	a, b, c := seqs[0], seqs[1], seqs[2]
