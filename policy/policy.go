@@ -76,6 +76,16 @@ type KeyedScheduler interface {
 	WakeAfter(j *workload.Job) float64
 }
 
+// Steady is implemented by keyed schedulers whose WakeAfter is +Inf for
+// every job: a waiting job's key changes only when the driver changes
+// its priority, so a driver need not ask WakeAfter of each job that
+// starts waiting (under LAS on the 20,000-job Synergy trace on 16x4,
+// 3.5 million asks, 2% of the simulator's instructions).
+type Steady interface {
+	KeyedScheduler
+	Steady() bool
+}
+
 // Pure is implemented by placers whose answer depends only on the order
 // (each job's demand, class and held GPUs), the cluster and the scores:
 // no random draws and nothing remembered from earlier rounds that could

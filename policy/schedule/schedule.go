@@ -41,6 +41,9 @@ func (s FIFO) PeekKey(now float64, j *workload.Job) policy.OrderKey { return s.K
 // while a job waits.
 func (FIFO) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
 
+// Steady implements policy.Steady: WakeAfter is +Inf for every job.
+func (FIFO) Steady() bool { return true }
+
 // LAS is Blox's continuous one-dimensional least-attained-service: the
 // job that has run the least wall time goes first. It is not Tiresias'
 // 2D-LAS (see TiresiasLAS).
@@ -66,6 +69,9 @@ func (s LAS) PeekKey(now float64, j *workload.Job) policy.OrderKey { return s.Ke
 // only while a job runs.
 func (LAS) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
 
+// Steady implements policy.Steady: WakeAfter is +Inf for every job.
+func (LAS) Steady() bool { return true }
+
 // SRTF orders by remaining ideal time, iter_time x iterations minus the
 // wall time attained, as Blox estimates it (slowdowns are ignored, so the
 // estimate is what a scheduler without a profile would know).
@@ -90,6 +96,9 @@ func (s SRTF) PeekKey(now float64, j *workload.Job) policy.OrderKey { return s.K
 // WakeAfter implements policy.KeyedScheduler: the remaining-time estimate
 // changes only while a job runs.
 func (SRTF) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
+
+// Steady implements policy.Steady: WakeAfter is +Inf for every job.
+func (SRTF) Steady() bool { return true }
 
 // sortByKey is every keyed scheduler's Order: key each job once (in the
 // given order, so stateful keys update as before), then sort stably, so

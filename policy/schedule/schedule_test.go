@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
 
@@ -277,5 +278,30 @@ func TestTiresiasThresholdEdges(t *testing.T) {
 	}
 	if err := (TiresiasConfig{Thresholds: []float64{100, 100}}).Validate(); err == nil {
 		t.Error("equal thresholds accepted")
+	}
+}
+
+// TestSteadyNeverWakes: FIFO, LAS and SRTF say they are steady
+// (policy.Steady), and WakeAfter is +Inf for any job, as a driver that
+// stops asking relies on; Tiresias-LAS, whose starvation promotion
+// wakes waiting jobs, does not say so.
+func TestSteadyNeverWakes(t *testing.T) {
+	jobs := []*workload.Job{
+		{Priority: workload.DefaultPriority},
+		{Priority: 1, Attained: 5000, SinceScheduled: 1e9},
+		{Priority: workload.DefaultPriority, Attained: 1e6, SinceScheduled: 300, Spec: workload.Spec{GPUs: 4, Iterations: 1e5, IterTime: 0.5}},
+	}
+	for _, s := range []policy.KeyedScheduler{FIFO{}, LAS{}, SRTF{}} {
+		if st, ok := s.(policy.Steady); !ok || !st.Steady() {
+			t.Errorf("%s: not steady", s.Name())
+		}
+		for i, j := range jobs {
+			if w := s.WakeAfter(j); !math.IsInf(w, 1) {
+				t.Errorf("%s: job %d wakes after %v", s.Name(), i, w)
+			}
+		}
+	}
+	if _, ok := policy.KeyedScheduler(NewTiresiasLAS(DefaultTiresias())).(policy.Steady); ok {
+		t.Error("tiresias-las says it is steady")
 	}
 }
