@@ -572,7 +572,7 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 		}
 		if g, ok := h.commit(L, P, j, v); ok {
 			out[i] = g
-		} else if !h.held[j.ID] {
+		} else if !h.held[j.ID] && h.driverRefused(j) {
 			failed = true
 		}
 	}
@@ -581,11 +581,24 @@ func (h *HiveD) placePool(L *vcLayer, P *poolLayer, out [][]int) {
 	}
 }
 
+// driverRefused reports whether a refused commit of job j may be the
+// driver's constraints, which its VC's placer does not see: the nodes
+// the job may use (a Kubernetes gang's selector, affinity and
+// tolerations), or GPUs pods outside the cells hold. Only then is the
+// pool placed again (placeLeft). The simulator's commits fail only on bad
+// hardware (quarantine, failed nodes); its reproduced figures keep the
+// first answer there, and placing again in that case too waits for those
+// figures to be measured again.
+func (h *HiveD) driverRefused(j *workload.Job) bool {
+	return h.nodesOf(j) != nil || h.s.NumExternal() > 0
+}
+
 // placeLeft places again, on the pool's virtual GPUs that nothing holds
 // after the round's commits, the pool's jobs that got none while a job
-// the placer gave GPUs could not be committed (no cell of its VC binds
-// where its node selector, affinity or tolerations allow, or only to a
-// node where pods outside the cells hold GPUs). Without it such a job
+// the placer gave GPUs could not be committed for the driver's
+// constraints (driverRefused: no cell of its VC binds where its node
+// selector, affinity or tolerations allow, or only to a node where pods
+// outside the cells hold GPUs). Without it such a job
 // took its room in the VC's view every round and gave it back unused:
 // on Kubernetes, a VC's gang pinned to a node another scheduler's pods
 // hold kept the VC's next gang waiting, with its cells' GPUs free and
