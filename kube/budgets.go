@@ -162,15 +162,44 @@ func budgetBlocks(pods []*corev1.Pod, byNS map[string][]budget) string {
 	}
 	for _, pdb := range order {
 		names := need[pdb]
-		id := pdb.Namespace + "/" + pdb.Name
-		if pdb.Status.ObservedGeneration < pdb.Generation {
-			return fmt.Sprintf("its pods %s are covered by PodDisruptionBudget %s, whose status the disruption controller has not caught up with yet, and the Eviction API refuses them meanwhile", strings.Join(names, ", "), id)
+		covered := fmt.Sprintf("its pod %s is covered by PodDisruptionBudget %s/%s", names[0], pdb.Namespace, pdb.Name)
+		if len(names) > 1 {
+			covered = fmt.Sprintf("its pods %s are covered by PodDisruptionBudget %s/%s", strings.Join(names, ", "), pdb.Namespace, pdb.Name)
 		}
-		if allowed := int(pdb.Status.DisruptionsAllowed); len(names) > allowed {
-			return fmt.Sprintf("its pods %s are covered by PodDisruptionBudget %s, which allows %d disruptions now, and the Eviction API would refuse %d of them", strings.Join(names, ", "), id, max(allowed, 0), len(names)-max(allowed, 0))
+		if c := syncFailed(pdb); c != nil {
+			// It never catches up: the controller cannot count the
+			// pods a maxUnavailable or a percentage is of (a Job has no
+			// scale subresource, a bare pod no controller).
+			return fmt.Sprintf("%s, which the disruption controller cannot compute (%s: %s), so the Eviction API refuses them; an integer minAvailable needs no controller's scale",
+				covered, c.Reason, strings.TrimSpace(c.Message))
+		}
+		if pdb.Status.ObservedGeneration < pdb.Generation {
+			return covered + ", whose status the disruption controller has not caught up with yet, and the Eviction API refuses them meanwhile"
+		}
+		if allowed := max(int(pdb.Status.DisruptionsAllowed), 0); len(names) > allowed {
+			return fmt.Sprintf("%s, which allows %s now, and the Eviction API would refuse %d of them", covered, plural(allowed, "disruption"), len(names)-allowed)
 		}
 	}
 	return ""
+}
+
+// syncFailed is budget pdb's DisruptionAllowed condition when the
+// disruption controller failed to compute it (reason SyncFailed), or nil.
+func syncFailed(pdb *policyv1.PodDisruptionBudget) *metav1.Condition {
+	for i, c := range pdb.Status.Conditions {
+		if c.Type == policyv1.DisruptionAllowedCondition && c.Status == metav1.ConditionFalse && c.Reason == policyv1.SyncFailedReason {
+			return &pdb.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // podReady reports whether pod p's Ready condition is true.

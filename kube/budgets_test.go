@@ -54,13 +54,21 @@ func TestBudgetBlocks(t *testing.T) {
 		{name: "another app's budget", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "y", 0)}, pods: []*corev1.Pod{readyPod("a", "x")}},
 		{name: "allows both", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "x", 2)}, pods: []*corev1.Pod{readyPod("a", "x"), readyPod("c", "x")}},
 		{name: "allows one of two", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "x", 1)}, pods: []*corev1.Pod{readyPod("a", "x"), readyPod("c", "x")},
-			want: "its pods ns/a, ns/c are covered by PodDisruptionBudget ns/b, which allows 1 disruptions now, and the Eviction API would refuse 1 of them"},
+			want: "its pods ns/a, ns/c are covered by PodDisruptionBudget ns/b, which allows 1 disruption now, and the Eviction API would refuse 1 of them"},
 		{name: "allows none", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "x", 0)}, pods: []*corev1.Pod{readyPod("a", "x")},
-			want: "which allows 0 disruptions now, and the Eviction API would refuse 1 of them"},
+			want: "its pod ns/a is covered by PodDisruptionBudget ns/b, which allows 0 disruptions now, and the Eviction API would refuse 1 of them"},
 		{name: "two budgets", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "x", 5), pdb("d", "x", 5)}, pods: []*corev1.Pod{readyPod("a", "x")},
 			want: "pod ns/a is covered by more than one PodDisruptionBudget (ns/b, ns/d)"},
 		{name: "status behind spec", pdbs: []*policyv1.PodDisruptionBudget{func() *policyv1.PodDisruptionBudget { b := pdb("b", "x", 5); b.Generation = 2; return b }()},
 			pods: []*corev1.Pod{readyPod("a", "x")}, want: "whose status the disruption controller has not caught up with"},
+		{name: "the controller cannot compute it", pdbs: []*policyv1.PodDisruptionBudget{func() *policyv1.PodDisruptionBudget {
+			b := pdb("b", "x", 0)
+			b.Generation = 2
+			b.Status.Conditions = []metav1.Condition{{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse, Reason: policyv1.SyncFailedReason,
+				Message: "jobs.batch does not implement the scale subresource"}}
+			return b
+		}()}, pods: []*corev1.Pod{readyPod("a", "x")},
+			want: "its pod ns/a is covered by PodDisruptionBudget ns/b, which the disruption controller cannot compute (SyncFailed: jobs.batch does not implement the scale subresource), so the Eviction API refuses them; an integer minAvailable needs no controller's scale"},
 		{name: "not running", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "x", 0)},
 			pods: []*corev1.Pod{func() *corev1.Pod { p := readyPod("a", "x"); p.Status.Phase = corev1.PodPending; return p }()}},
 		{name: "unready, budget healthy", pdbs: []*policyv1.PodDisruptionBudget{pdb("b", "x", 0)}, pods: []*corev1.Pod{unready(readyPod("a", "x"))}},
@@ -148,7 +156,7 @@ func budgetKeepsGangWhole(t *testing.T, bare bool) {
 			t.Fatalf("round %d: evicted %v, bound %v; want nothing (the budget allows one of old's two pods)", r, fc.evicted, keys(fc.binds))
 		}
 	}
-	if want := "left on n0 GPUs 0,1,2,3 while its disruption budget allows no eviction, never moved or preempted: its pods ns/old-0, ns/old-1 are covered by PodDisruptionBudget ns/old-budget, which allows 1 disruptions now, and the Eviction API would refuse 1 of them"; !strings.Contains(log.String(), want) {
+	if want := "left on n0 GPUs 0,1,2,3, never moved or preempted while its disruption budgets refuse its eviction: its pods ns/old-0, ns/old-1 are covered by PodDisruptionBudget ns/old-budget, which allows 1 disruption now, and the Eviction API would refuse 1 of them"; !strings.Contains(log.String(), want) {
 		t.Errorf("the log does not say why old stays (%q):\n%s", want, log.String())
 	}
 	budget = budget.DeepCopy()

@@ -174,25 +174,25 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				}
 				if lost, budget := s.keptBy(g); lost != "" {
 					stays := !s.cfg.PreemptBarePods || budget
+					// Its eviction would lose work (bare pods, or a Job
+					// it would fail), or a disruption budget would refuse
+					// it: it keeps its GPUs (until it ends, or its
+					// budgets allow it). A controller's gang, or one a
+					// budget keeps, is told why (once): it could move,
+					// were its Job's or its pods' budget larger.
+					if stays && (g.Bare() == 0 || budget) && len(g.Bound) > 0 {
+						why := "left on " + snap.Devices(g.GPUs) + " until it ends, never moved or preempted: " + lost
+						if budget {
+							why = "left on " + snap.Devices(g.GPUs) + ", never moved or preempted while its disruption budgets refuse its eviction: " + lost
+						}
+						s.noteOn(g, g.Bound[:1], "gang kept in place", why)
+					}
 					if stays && s.ten != nil {
-						s.ten.fixed[j.ID] = true // the cells keep it where it runs
+						s.ten.fixed[j.ID] = budget // the cells keep it where it runs
 					}
 					if stays && s.ten == nil {
-						// Its eviction would lose work (bare pods, or a
-						// Job it would fail), or a disruption budget
-						// would refuse it: it keeps its GPUs (until it
-						// ends, or its budgets allow it), and the placer
-						// does not see them (as another scheduler's
-						// pods). A controller's gang, or one a budget
-						// keeps, is told why (once): it could move, were
-						// its Job's or its pods' budget larger.
-						if (g.Bare() == 0 || budget) && len(g.Bound) > 0 {
-							until := "until it ends"
-							if budget {
-								until = "while its disruption budget allows no eviction"
-							}
-							s.noteOn(g, g.Bound[:1], "gang kept in place", "left on "+snap.Devices(g.GPUs)+" "+until+", never moved or preempted: "+lost)
-						}
+						// The placer does not see its GPUs (as another
+						// scheduler's pods').
 						s.keep(j)
 						continue
 					}

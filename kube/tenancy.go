@@ -133,9 +133,10 @@ type tenancyStage struct {
 	ext  []bool
 	extL *tenant.Layout
 	// fixed: the running gangs of this round the round may not evict (a
-	// bare pod, or a Job it would fail; preemptBarePods off), set by the
-	// round: the cells keep them where they run, out of their VC
-	// placer's reach (place).
+	// bare pod, or a Job it would fail, with preemptBarePods off: false; a
+	// disruption budget that would refuse it: true), set by the round:
+	// the cells keep them where they run, out of their VC placer's reach
+	// (place).
 	fixed map[int]bool
 	// outside: the running gangs left outside the cells until they end or
 	// are placed again: the cells could not take them in, or their VC's
@@ -511,7 +512,7 @@ func (t *tenancyStage) place(env *policy.Env, snap *snapshot, order []*workload.
 	var sub []*workload.Job
 	var at []int
 	for i, j := range order {
-		if j.GPUsHeld != nil && (before[j.ID] == nil || t.fixed[j.ID] || t.partlyIn(j, fromSnap)) {
+		if j.GPUsHeld != nil && (before[j.ID] == nil || t.isFixed(j.ID) || t.partlyIn(j, fromSnap)) {
 			// Running outside the cells, or held where it runs and not to
 			// be moved or preempted, or held guaranteed with only some of
 			// its GPUs in the cells: its VC's placer does not see it, and
@@ -657,7 +658,7 @@ func (t *tenancyStage) unblock(sub []*workload.Job, got [][]int) {
 	for _, j := range sub {
 		var fixed, others []int
 		for _, v := range pre[strconv.Itoa(j.ID)] {
-			if id, err := strconv.Atoi(v); err == nil && t.fixed[id] {
+			if id, err := strconv.Atoi(v); err == nil && t.isFixed(id) {
 				fixed = append(fixed, id)
 			} else if err == nil {
 				others = append(others, id)
@@ -1010,6 +1011,26 @@ func (k keepRunning) Place(env *policy.Env, order []*workload.Job) [][]int {
 	return out
 }
 
+// isFixed reports whether the round may not evict running gang id (see
+// fixed).
+func (t *tenancyStage) isFixed(id int) bool {
+	_, ok := t.fixed[id]
+	return ok
+}
+
+// splitFixed splits gang ids the round may not evict by why: what their
+// eviction would lose (bare) or a disruption budget (budget).
+func (t *tenancyStage) splitFixed(ids []int) (bare, budget []int) {
+	for _, id := range ids {
+		if t.fixed[id] {
+			budget = append(budget, id)
+		} else {
+			bare = append(bare, id)
+		}
+	}
+	return bare, budget
+}
+
 // why names, under hived, what keeps a waiting gang out of the cells, for
 // its wait message ("" when none of these holds: it waits for its turn
 // or for GPUs to free): the cells it needs hold a gang the round may not
@@ -1050,7 +1071,15 @@ func (t *tenancyStage) why(j *workload.Job, snap *snapshot) string {
 	}
 	if f := t.blocked[j.ID]; len(f) > 0 {
 		// Its preemption was withdrawn (unblock): it needs their cells.
-		return "it needs the cells of " + names(f) + ", whose pods may not be evicted (preemptBarePods off)"
+		bare, budget := t.splitFixed(f)
+		var of []string
+		if len(bare) > 0 {
+			of = append(of, names(bare)+", whose pods may not be evicted (preemptBarePods off)")
+		}
+		if len(budget) > 0 {
+			of = append(of, names(budget)+", whose pods a disruption budget keeps")
+		}
+		return "it needs the cells of " + strings.Join(of, ", and of ")
 	}
 	if t.held[j.ID] != nil {
 		return "" // it holds its cells: its victims are leaving
@@ -1194,8 +1223,12 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 				fixed = append(fixed, id)
 			}
 		}
-		if len(fixed) > 0 {
-			msg += ", " + names(fixed) + " on them may not be evicted (preemptBarePods off)"
+		bare, budget := t.splitFixed(fixed)
+		if len(bare) > 0 {
+			msg += ", " + names(bare) + " on them may not be evicted (preemptBarePods off)"
+		}
+		if len(budget) > 0 {
+			msg += ", " + names(budget) + " on them kept by a disruption budget"
 		}
 		return msg
 	}

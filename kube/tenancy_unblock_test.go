@@ -1,6 +1,7 @@
 package kube
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,29 @@ func bAfterBareO(w *world, at *time.Time) {
 	w.createWith("o", 4, vcAnn("A", "-1"), *at, []metav1.OwnerReference{}) // bare
 	w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
 	w.create("b", 4, vcAnn("B", ""), *at)
+}
+
+// The same with o a controller's gang under a PodDisruptionBudget that
+// allows no disruption: the round may not evict it whatever the config,
+// b's reason names the budget rather than preemptBarePods, o's first pod
+// is told why it stays, and nothing is evicted.
+func TestTenancyBudgetKeepsVictim(t *testing.T) {
+	w, at := whyWorld(t, 2)
+	w.create("a", 4, vcAnn("A", ""), *at)
+	w.create("o", 4, vcAnn("A", "-1"), *at)
+	w.expect(at, "a and o", "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]")
+	w.mu.Lock()
+	o := w.pods["ns/o"].DeepCopy()
+	o.Labels = map[string]string{"app": "o"}
+	o.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	w.put(o)
+	w.mu.Unlock()
+	w.s.budgets.put(pdb("o-budget", "o", 0), false)
+	w.create("b", 4, vcAnn("B", ""), *at)
+	waitsOnce(t, w, at, "ns/a@n0[0,1,2,3] ns/o@n1[0,1,2,3]", "ns/pod:b",
+		"gang of 1 pods (4 GPUs) waits at queue position 3 under fifo/pal-ma: 0 GPUs free; it needs the cells of pod ns/o, whose pods a disruption budget keeps")
+	want := "left on n1 GPUs 0,1,2,3, never moved or preempted while its disruption budgets refuse its eviction: its pod ns/o is covered by PodDisruptionBudget ns/o-budget, which allows 0 disruptions now, and the Eviction API would refuse 1 of them"
+	if !strings.Contains(w.log.String(), want) {
+		t.Errorf("o is not told why it stays (%q):\n%s", want, w.log.String())
+	}
 }

@@ -45,7 +45,7 @@ func TestBudgetKeepsGangWhole(t *testing.T) {
 	e.eventually(20*time.Second, "the budget allowing one disruption of old's two ready pods", allows(1))
 	nw := e.gang("new", 2, 2, nil)
 	e.eventually(20*time.Second, "old's Kept event", func() bool {
-		return e.hasEvent(old[0], "Kept", "are covered by PodDisruptionBudget "+e.ns+"/keep-one, which allows 1 disruptions now, and the Eviction API would refuse 1 of them")
+		return e.hasEvent(old[0], "Kept", "are covered by PodDisruptionBudget "+e.ns+"/keep-one, which allows 1 disruption now, and the Eviction API would refuse 1 of them")
 	})
 	time.Sleep(3 * time.Second) // a few more rounds
 	for _, n := range old {
