@@ -106,13 +106,16 @@ func apiProbe(client kubernetes.Interface) func(ctx context.Context) error {
 	}
 }
 
-// run probes until ctx ends, waiting next() between probes.
+// run probes until ctx ends, next() from the start of one probe to the
+// start of the next: a probe that hangs to its timeout (an apiserver
+// stopped, not refusing) does not stretch the period.
 func (h *apiHealth) run(ctx context.Context) {
 	t := time.NewTimer(h.every)
 	defer t.Stop()
 	for {
-		h.check(ctx, time.Now())
-		t.Reset(h.next())
+		start := time.Now()
+		h.check(ctx, start)
+		t.Reset(max(0, h.next()-time.Since(start)))
 		select {
 		case <-ctx.Done():
 			return
@@ -125,19 +128,25 @@ func (h *apiHealth) run(ctx context.Context) {
 // unreachable: at the full period /readyz said 503 for up to 10 s after
 // the apiserver was back (an operator trial), so a rollout or a load
 // balancer waiting on it waited for nothing. Probing faster only while
-// down costs nothing in the healthy case, and an outage is still declared
-// only after apiProbeFails failures at the full period.
+// down or suspected costs nothing in the healthy case.
 const apiProbeDownDiv = 10
 
-// next is the wait before the next probe: the period, or a tenth of it
-// (at least a second, at most the period) while the outage is declared.
+// next is the time from one probe's start to the next's: the period; half
+// of it after a failure, so that an outage is declared within a period
+// and a half of its first failed probe (two failures, the second at most
+// a timeout late: an apiserver that hangs took 23.5 s to show, one that
+// refuses 15); a tenth of it (at least a second, at most the period)
+// while the outage is declared.
 func (h *apiHealth) next() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.told {
-		return h.every
+	switch {
+	case h.told:
+		return min(h.every, max(h.every/apiProbeDownDiv, time.Second))
+	case h.fails > 0:
+		return h.every / 2
 	}
-	return min(h.every, max(h.every/apiProbeDownDiv, time.Second))
+	return h.every
 }
 
 // check probes once and takes the answer.
