@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -160,3 +161,20 @@ func TestConfig(t *testing.T) {
 }
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// A gang one of whose pods requires what the placement does not read
+// waits whole, and its other pods say why, not that the pod is missing.
+func TestGangWithUnplaceablePodSaysWhy(t *testing.T) {
+	g1 := pod("g-1", 1, gangAnn("g", 3), "")
+	g1.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+	cs, fc := newFake(t, node("n0", 4), pod("g-0", 1, gangAnn("g", 3), ""), g1, pod("g-2", 1, gangAnn("g", 3), ""))
+	s := startRounds(t, testCfg(), cs)
+	roundWait(s, context.Background(), time.Now())
+	if len(fc.binds) > 0 {
+		t.Errorf("bound %v, want nothing (the gang lacks a placeable g-1)", keys(fc.binds))
+	}
+	want := "gang of 3 waits: 2 of its pods can be placed; pod ns/g-1 cannot: spec.topologySpreadConstraints[0] (whenUnsatisfiable: DoNotSchedule): pal-kube scheduler does not place by topology spread"
+	if got := s.lastWhy["ns/g"]; !strings.HasPrefix(got, want) {
+		t.Errorf("g waits with\n%q, want it to start\n%q", got, want)
+	}
+}

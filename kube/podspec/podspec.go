@@ -305,11 +305,6 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 	if s.GPUs == 0 {
 		return s, fmt.Errorf("requests no %s; pal places GPU pods only", ResourceGPU)
 	}
-	if p.Spec.NodeName == "" {
-		if err := unplaceable(p); err != nil {
-			return s, err
-		}
-	}
 	a := p.Annotations
 	claimed := false
 	for _, src := range r.Groups {
@@ -341,6 +336,12 @@ func (r *Reader) Read(p *corev1.Pod) (Spec, error) {
 		s.Gang, s.Size, s.SizeFrom = key, par, "the Job's parallelism"
 	} else {
 		s.Gang, s.Size = p.Namespace+"/pod:"+p.Name, 1
+	}
+	if p.Spec.NodeName == "" {
+		// After the gang is known: its other pods' wait names this one.
+		if err := unplaceable(p); err != nil {
+			return s, err
+		}
 	}
 	s.Class = variability.ClassA
 	if m, ok := a[AnnModel]; ok {

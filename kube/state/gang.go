@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -193,7 +194,17 @@ func (s *Store) stateOf(g *Gang) (GangState, string) {
 	case len(g.Bound) > 0:
 		return GangPartial, ""
 	case n < size:
-		return GangWaiting, fmt.Sprintf("gang of %d waits: %d of %d pods exist", size, n, size)
+		why := fmt.Sprintf("gang of %d waits: %d of %d pods exist", size, n, size)
+		if bad := s.badOf[g.Key]; len(bad) > 0 {
+			// Its missing pods exist but cannot be placed: say why,
+			// not that they are missing.
+			keys := slices.Sorted(maps.Keys(bad))
+			why = fmt.Sprintf("gang of %d waits: %d of its pods can be placed; pod %s cannot: %s", size, n, keys[0], bad[keys[0]])
+			if len(keys) > 1 {
+				why += fmt.Sprintf(" (and %d more)", len(keys)-1)
+			}
+		}
+		return GangWaiting, why
 	case s.lay.base == nil:
 		return GangWaiting, "no schedulable node has allocatable " + string(podspec.ResourceGPU)
 	case per > s.lay.maxPer:

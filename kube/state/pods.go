@@ -91,6 +91,17 @@ func (s *Store) attach(e *podEntry) {
 	case roleBad:
 		s.bad[e.key] = &BadPod{Pod: e.eff, Why: e.err.Error()}
 		s.badDirty = true
+		if gk := e.spec.Gang; gk != "" {
+			m := s.badOf[gk]
+			if m == nil {
+				m = map[string]string{}
+				s.badOf[gk] = m
+			}
+			m[e.key] = e.err.Error()
+			if g := s.gangs[gk]; g != nil {
+				s.dirtyGangs[g] = true
+			}
+		}
 	case roleOther:
 		u := s.nodeUse(e.eff.Spec.NodeName)
 		u.others[e.key] = e.fore
@@ -130,6 +141,17 @@ func (s *Store) detach(e *podEntry) {
 	case roleBad:
 		delete(s.bad, e.key)
 		s.badDirty = true
+		if gk := e.spec.Gang; gk != "" {
+			if m := s.badOf[gk]; m != nil {
+				delete(m, e.key)
+				if len(m) == 0 {
+					delete(s.badOf, gk)
+				}
+			}
+			if g := s.gangs[gk]; g != nil {
+				s.dirtyGangs[g] = true
+			}
+		}
 	case roleOther:
 		if u := s.use[e.eff.Spec.NodeName]; u != nil {
 			delete(u.others, e.key)

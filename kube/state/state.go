@@ -75,6 +75,10 @@ type Store struct {
 	grouped []*Gang // those of a group object
 	byRef   map[string]map[string]bool
 	bad     map[string]*BadPod
+	// badOf: the unreadable pending pods whose gang their reading got
+	// to, by gang key, then pod key: the gang's wait says why it lacks
+	// them.
+	badOf   map[string]map[string]string
 	badList []BadPod
 	assumed map[string]*assumption
 	nextID  int
@@ -115,7 +119,7 @@ func New(cfg Config) *Store {
 	s := &Store{cfg: cfg, nextID: 1,
 		nodes: map[string]*corev1.Node{}, use: map[string]*nodeUse{}, pods: map[string]*podEntry{},
 		foreign: map[string]*other{}, gangs: map[string]*Gang{}, byJob: map[*workload.Job]*Gang{}, byRef: map[string]map[string]bool{},
-		bad: map[string]*BadPod{}, assumed: map[string]*assumption{},
+		bad: map[string]*BadPod{}, badOf: map[string]map[string]string{}, assumed: map[string]*assumption{},
 		reapply: map[string]bool{}, dirtyGangs: map[*Gang]bool{}, dirtyNodes: map[string]bool{}, gpusDirty: map[*Gang]bool{}}
 	s.in.reset()
 	return s
