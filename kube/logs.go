@@ -50,16 +50,23 @@ func bindSummary(parts []PodBind) (nodes, gpus string) {
 // maxNamed is how many node names a summary warning lists.
 const maxNamed = 5
 
+// firstNames lists the first n of names, then how many more there are
+// ("a, b, c and 4 more"): a message names a few nodes, not thousands.
+func firstNames(names []string, n int) string {
+	out := strings.Join(names[:min(len(names), n)], ", ")
+	if len(names) > n {
+		out += fmt.Sprintf(" and %d more", len(names)-n)
+	}
+	return out
+}
+
 // unscoredSummary is the one warning for the nodes newly found with GPUs
 // that have no PM-score: how many nodes and GPUs, the first few names
 // (sorted), and whether the ConfigMap is missing altogether.
 func unscoredSummary(nodes []string, gpus int, src string, cmMissing bool) string {
 	names := slices.Clone(nodes)
 	slices.Sort(names)
-	list := strings.Join(names[:min(len(names), maxNamed)], ", ")
-	if len(names) > maxNamed {
-		list += fmt.Sprintf(" and %d more", len(names)-maxNamed)
-	}
+	list := firstNames(names, maxNamed)
 	why := "have no PM-score in ConfigMap " + src
 	if cmMissing {
 		why = "have no PM-score: ConfigMap " + src + " does not exist"

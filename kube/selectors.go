@@ -531,11 +531,7 @@ func (s *Scheduler) allowedOut(g *gang, cl *cluster.Cluster) string {
 		return ""
 	}
 	slices.Sort(names)
-	out := strings.Join(names[:min(len(names), 3)], ", ")
-	if len(names) > 3 {
-		out += fmt.Sprintf(" and %d more", len(names)-3)
-	}
-	return out
+	return firstNames(names, 3)
 }
 
 // allowWords names what keeps a gang off nodes in its wait reasons:

@@ -1202,11 +1202,7 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 			// Another scheduler's pods may be on many nodes: the first
 			// few are named.
 			slices.Sort(extNodes)
-			shown := strings.Join(extNodes[:min(len(extNodes), 5)], ", ")
-			if len(extNodes) > 5 {
-				shown += fmt.Sprintf(" and %d more", len(extNodes)-5)
-			}
-			msg += fmt.Sprintf(", %d held by pods outside the cells (%s)", ext, shown)
+			msg += fmt.Sprintf(", %d held by pods outside the cells (%s)", ext, firstNames(extNodes, 5))
 		}
 		if quar > 0 {
 			msg += fmt.Sprintf(", %d quarantined", quar)
@@ -1303,10 +1299,7 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 	if picky && n == 0 && len(others) > 0 {
 		// Every node it allows is bound to other VCs' cells: its VC's
 		// cells, free as they may be, bind none of them.
-		shown := strings.Join(others[:min(len(others), 3)], ", ")
-		if len(others) > 3 {
-			shown += fmt.Sprintf(" and %d more", len(others)-3)
-		}
+		shown := firstNames(others, 3)
 		nodes := "1 node it allows"
 		if len(others) > 1 {
 			nodes = fmt.Sprintf("the %d nodes it allows", len(others))
@@ -1321,10 +1314,7 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 		// The nodes it allows that its VC's cells may bind have too few
 		// free GPUs (held by other pods, or by gangs that may not be
 		// evicted for it), though its VC's cells have room elsewhere.
-		shown := strings.Join(upNodes[:min(len(upNodes), 3)], ", ")
-		if len(upNodes) > 3 {
-			shown += fmt.Sprintf(" and %d more", len(upNodes)-3)
-		}
+		shown := firstNames(upNodes, 3)
 		nodes := "1 node"
 		if len(upNodes) > 1 {
 			nodes = fmt.Sprintf("%d nodes", len(upNodes))
@@ -1339,11 +1329,7 @@ func (t *tenancyStage) whyCells(k whyKey, snap *snapshot, w *whyRound, names fun
 		return msg
 	}
 	if len(held) > 0 && up >= k.gpus && up-unfit < k.gpus {
-		shown := strings.Join(held[:min(len(held), 5)], ", ")
-		if len(held) > 5 {
-			shown += fmt.Sprintf(" and %d more", len(held)-5)
-		}
-		return fmt.Sprintf("its candidate nodes with room (%s) hold pods outside the cells, and a cell of VC %s binds to such a node only when no node without them can serve it", shown, k.vc)
+		return fmt.Sprintf("its candidate nodes with room (%s) hold pods outside the cells, and a cell of VC %s binds to such a node only when no node without them can serve it", firstNames(held, 5), k.vc)
 	}
 	return ""
 }
