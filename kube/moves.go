@@ -188,7 +188,14 @@ func (s *Scheduler) reason(snap *snapshot, d round.Decision, byID map[int]*gang,
 			}
 			return fmt.Sprintf("%s: the %s placement left it out of the round's plan", at, place)
 		case ahead:
-			return fmt.Sprintf("%s: %s, ordered ahead of it%s", at, sharesText(snap, shares, "go to", "its"), freeText(snap, free, "its"))
+			by := ""
+			if s.plan.tiered && s.th == nil {
+				if g := byID[d.Job.ID]; g != nil {
+					p, _ := gangPriority(g)
+					by = fmt.Sprintf(" (by pod priority first, its own %d, then by %s)", p, sched)
+				}
+			}
+			return fmt.Sprintf("%s: %s, ordered ahead of it%s%s", at, sharesText(snap, shares, "go to", "its"), by, freeText(snap, free, "its"))
 		default:
 			gave := sharesText(snap, shares, "to", "its")
 			and := " and"

@@ -44,6 +44,10 @@ type planner struct {
 
 	buf        []*workload.Job // the round's order is built in it
 	ents       []orderEnt      // scratch for orderJobs
+	tiers      []tierEnt       // scratch for byPodPriority
+	// tiered: the last round's order was rearranged by pod priority,
+	// which the policy's keys do not hold, so dead cannot read it back.
+	tiered bool
 	deadRounds int64           // rounds found dead (tests read it)
 	noSkip     bool            // tests: place every round
 }
@@ -80,13 +84,13 @@ func (s *Scheduler) orderJobs(now float64, order []*workload.Job, byJob map[*wor
 		es[i].j = nil
 	}
 	s.plan.ents = es[:0]
-	return s.pol.sched.Order(now, order)
+	return s.byPodPriority(s.pol.sched.Order(now, order), byJob)
 }
 
 // dead reports whether this round repeats the last (see planner). When
 // it does, every job in the order is keyed once, as Order would key it.
 func (p *planner) dead(s *Scheduler, snap *snapshot, order []*workload.Job, now float64, raised bool) bool {
-	if p.noSkip || !p.quiet || raised || !s.pure || s.ten != nil || s.th != nil || snap.PlanGeneration != p.gen ||
+	if p.noSkip || !p.quiet || raised || p.tiered || !s.pure || s.ten != nil || s.th != nil || snap.PlanGeneration != p.gen ||
 		s.scores != p.scores || s.actions != p.actions || len(order) != len(p.order) {
 		return false
 	}

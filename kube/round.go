@@ -235,14 +235,15 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		s.forecastRound(snap, order, alloc, start)
 		pending := 0
 		clear(s.sel.free)
+		tw := s.tierWalk(order, byJob)
 		for i, j := range order {
 			if alloc[i] == nil {
 				pending++
 				g := byJob[j]
-				why := ""
+				why := tw.why(i)
 				if s.ten != nil {
 					if w := s.ten.why(j, snap); w != "" {
-						why = "; " + w
+						why += "; " + w
 					}
 				}
 				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",

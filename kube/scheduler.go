@@ -121,6 +121,8 @@ type Scheduler struct {
 
 	// Round state (only the round goroutine touches it).
 	lastWhy map[string]string // gang -> last FailedScheduling message
+
+	warnedThemisPriority bool // pod priority under Themis: said once
 	// evictedWork is what was credited to each gang this scheduler
 	// evicted, by gang key, until its pods are seen again (resumeEvicted).
 	evictedWork map[string]evictedWork

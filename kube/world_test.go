@@ -624,4 +624,10 @@ func (w *world) recreate(old *corev1.Pod) {
 		born = w.reborn
 	}
 	w.createWith(old.Name, gpus, ann, born, old.OwnerReferences)
+	if old.Spec.Priority != nil || old.Spec.PreemptionPolicy != nil {
+		w.mu.Lock() // its template's priority, as admission writes it again
+		p := w.pods[old.Namespace+"/"+old.Name]
+		p.Spec.Priority, p.Spec.PreemptionPolicy = old.Spec.Priority, old.Spec.PreemptionPolicy
+		w.mu.Unlock()
+	}
 }

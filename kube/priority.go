@@ -1,0 +1,180 @@
+package kube
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/palsched/pal/workload"
+)
+
+// Pod priority: the API server's priority admission writes each pod's
+// spec.priority (and spec.preemptionPolicy) from its PriorityClass. As
+// in kube-scheduler, a gang of higher priority is placed before every
+// gang of lower priority, whatever the policy says: the policy (FIFO,
+// LAS, SRTF, Tiresias) orders the gangs within one priority only. So a
+// waiting gang of higher priority takes GPUs from running gangs of lower
+// priority, when it needs them, and a gang of lower priority never takes
+// them from one of higher priority, which is kube-scheduler's rule of
+// preemption. PAL's rounds carry it out as they carry out the policy's
+// own preemptions: through the Eviction API, never for a gang that would
+// lose work or that a disruption budget keeps.
+//
+// A waiting gang whose PriorityClass says preemptionPolicy: Never goes
+// ahead of waiting gangs of lower priority but not of running ones: it
+// is placed after the last running gang of lower priority, so it takes
+// only what they leave free. (The policy may still preempt for it among
+// gangs of its own priority, as for any gang: that is the policy's
+// order, not preemption by priority.)
+//
+// With every gang at one priority (the usual cluster: no PriorityClass,
+// priority 0) the order is the policy's, unchanged. Under Themis the
+// auction, not an order, hands out GPUs: pod priority is not read there
+// (a warning says so once). Forecasts order by the policy alone.
+
+// tierEnt is a job of the round's order with what byPodPriority sorts by.
+type tierEnt struct {
+	prio  int32
+	pos   int // its place: twice its index, or just after a gang it waits behind
+	never bool
+	j     *workload.Job
+}
+
+// gangPriority is a gang's pod priority: the highest of its pods' (the
+// pods of a controller's gang share one template; a gang of bare pods is
+// as urgent as its most urgent pod), 0 for pods without one; and whether
+// a waiting pod of it says preemptionPolicy: Never.
+func gangPriority(g *gang) (prio int32, never bool) {
+	first := true
+	for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
+		for _, p := range ps {
+			var v int32
+			if p.Spec.Priority != nil {
+				v = *p.Spec.Priority
+			}
+			if first || v > prio {
+				prio, first = v, false
+			}
+		}
+	}
+	for _, p := range g.Pending {
+		if pp := p.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
+			never = true
+		}
+	}
+	return prio, never
+}
+
+// byPodPriority rearranges the policy's order by pod priority (see
+// above); an order whose gangs share one priority, none of them waiting
+// under preemptionPolicy: Never, comes back as it was.
+func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job]*gang) []*workload.Job {
+	es := s.plan.tiers[:0]
+	mixed, never := false, false
+	for i, j := range order {
+		p, nv := gangPriority(byJob[j])
+		nv = nv && !j.Running()
+		es = append(es, tierEnt{prio: p, pos: 2 * i, never: nv, j: j})
+		mixed = mixed || p != es[0].prio
+		never = never || nv
+	}
+	defer func() {
+		for i := range es {
+			es[i].j = nil
+		}
+		s.plan.tiers = es[:0]
+	}()
+	s.plan.tiered = mixed || never
+	if !s.plan.tiered {
+		return order
+	}
+	if s.th != nil {
+		if mixed && !s.warnedThemisPriority {
+			s.warnedThemisPriority = true
+			s.log.Warn("pods of different priorities (spec.priority): under themis the auction hands out GPUs by finish-time fairness, and pod priority is not read")
+		}
+		return order
+	}
+	slices.SortStableFunc(es, func(a, b tierEnt) int { return cmp.Compare(b.prio, a.prio) })
+	if never {
+		for i := range es {
+			es[i].pos = 2 * i
+		}
+		for i := range es {
+			if !es[i].never {
+				continue
+			}
+			for k := len(es) - 1; k > i; k-- {
+				if es[k].prio < es[i].prio && es[k].j.Running() {
+					es[i].pos = 2*k + 1 // just behind it
+					break
+				}
+			}
+		}
+		slices.SortStableFunc(es, func(a, b tierEnt) int { return cmp.Compare(a.pos, b.pos) })
+	}
+	for i := range es {
+		order[i] = es[i].j
+	}
+	return order
+}
+
+// tierWalk says, for the waiting gangs of a tiered order taken in
+// turn, what of their place pod priority decided: the gangs of higher
+// priority ahead, or the running gangs of lower priority that
+// preemptionPolicy: Never keeps ahead. It counts as it walks (one pass
+// over the order, times the few priorities a cluster has).
+type tierWalk struct {
+	order []*workload.Job
+	byJob map[*workload.Job]*gang
+	next  int
+	seen  []tierCount // by priority, the gangs before next
+	off   bool
+}
+
+type tierCount struct {
+	prio             int32
+	gangs, runningOf int
+}
+
+func (s *Scheduler) tierWalk(order []*workload.Job, byJob map[*workload.Job]*gang) *tierWalk {
+	return &tierWalk{order: order, byJob: byJob, off: !s.plan.tiered || s.th != nil}
+}
+
+// why is the text for order[i]; calls come with i increasing.
+func (w *tierWalk) why(i int) string {
+	if w.off {
+		return ""
+	}
+	for ; w.next < i; w.next++ {
+		j := w.order[w.next]
+		q, _ := gangPriority(w.byJob[j])
+		k := slices.IndexFunc(w.seen, func(c tierCount) bool { return c.prio == q })
+		if k < 0 {
+			w.seen, k = append(w.seen, tierCount{prio: q}), len(w.seen)
+		}
+		w.seen[k].gangs++
+		if j.Running() {
+			w.seen[k].runningOf++
+		}
+	}
+	p, never := gangPriority(w.byJob[w.order[i]])
+	higher, lowerRunning := 0, 0
+	for _, c := range w.seen {
+		if c.prio > p {
+			higher += c.gangs
+		} else if c.prio < p {
+			lowerRunning += c.runningOf
+		}
+	}
+	why := fmt.Sprintf("; pod priority %d", p)
+	if higher > 0 {
+		why += fmt.Sprintf(": %d gang(s) of higher priority go first", higher)
+	}
+	if never && lowerRunning > 0 {
+		why += fmt.Sprintf("; its preemptionPolicy Never keeps it behind %d running gang(s) of lower priority", lowerRunning)
+	}
+	return why
+}
