@@ -42,14 +42,14 @@ type planner struct {
 	pending, inUse int
 	mean           float64
 
-	buf        []*workload.Job // the round's order is built in it
-	ents       []orderEnt      // scratch for orderJobs
-	tiers      []tierEnt       // scratch for byPodPriority
+	buf   []*workload.Job // the round's order is built in it
+	ents  []orderEnt      // scratch for orderJobs
+	tiers []tierEnt       // scratch for byPodPriority
 	// tiered: the last round's order was rearranged by pod priority,
 	// which the policy's keys do not hold, so dead cannot read it back.
-	tiered bool
-	deadRounds int64           // rounds found dead (tests read it)
-	noSkip     bool            // tests: place every round
+	tiered     bool
+	deadRounds int64 // rounds found dead (tests read it)
+	noSkip     bool  // tests: place every round
 }
 
 type orderEnt struct {
