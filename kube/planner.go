@@ -47,7 +47,10 @@ type planner struct {
 	tiers []tierEnt       // scratch for byPodPriority
 	// tiered: the last round's order was rearranged by pod priority,
 	// which the policy's keys do not hold, so dead cannot read it back.
-	tiered     bool
+	tiered bool
+	// claims: the gangs the last round placed on GPUs it was having
+	// vacated (they bind once those are free), by job id.
+	claims     map[int]bool
 	deadRounds int64 // rounds found dead (tests read it)
 	noSkip     bool  // tests: place every round
 }

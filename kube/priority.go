@@ -23,11 +23,13 @@ import (
 // lose work or that a disruption budget keeps.
 //
 // A waiting gang whose PriorityClass says preemptionPolicy: Never goes
-// ahead of waiting gangs of lower priority but not of running ones: it
-// is placed after the last running gang of lower priority, so it takes
-// only what they leave free. (The policy may still preempt for it among
-// gangs of its own priority, as for any gang: that is the policy's
-// order, not preemption by priority.)
+// ahead of waiting gangs of lower priority but of no running gang: it is
+// placed after the last running gang of its priority or lower, so it
+// takes only what they leave free, and the policy cannot preempt for it
+// either (a FIFO gang it waited behind, or a gang LAS served longer).
+// Nor does it take GPUs the last round had vacated for another gang of
+// its priority or lower (which binds on them once they are free), as
+// kube-scheduler's nominated pods keep theirs.
 //
 // With every gang at one priority (the usual cluster: no PriorityClass,
 // priority 0) the order is the policy's, unchanged. Under Themis the
@@ -107,7 +109,7 @@ func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job
 				continue
 			}
 			for k := len(es) - 1; k > i; k-- {
-				if es[k].prio < es[i].prio && es[k].j.Running() {
+				if es[k].prio <= es[i].prio && (es[k].j.Running() || s.plan.claims[es[k].j.ID]) {
 					es[i].pos = 2*k + 1 // just behind it
 					break
 				}
@@ -123,15 +125,16 @@ func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job
 
 // tierWalk says, for the waiting gangs of a tiered order taken in
 // turn, what of their place pod priority decided: the gangs of higher
-// priority ahead, or the running gangs of lower priority that
-// preemptionPolicy: Never keeps ahead. It counts as it walks (one pass
+// priority ahead, or the gangs of its priority or lower, running or
+// about to bind, that preemptionPolicy: Never keeps ahead. It counts as it walks (one pass
 // over the order, times the few priorities a cluster has).
 type tierWalk struct {
-	order []*workload.Job
-	byJob map[*workload.Job]*gang
-	next  int
-	seen  []tierCount // by priority, the gangs before next
-	off   bool
+	order  []*workload.Job
+	byJob  map[*workload.Job]*gang
+	next   int
+	seen   []tierCount // by priority, the gangs before next
+	off    bool
+	claims map[int]bool // planner.claims
 }
 
 type tierCount struct {
@@ -140,7 +143,7 @@ type tierCount struct {
 }
 
 func (s *Scheduler) tierWalk(order []*workload.Job, byJob map[*workload.Job]*gang) *tierWalk {
-	return &tierWalk{order: order, byJob: byJob, off: !s.plan.tiered || s.th != nil}
+	return &tierWalk{order: order, byJob: byJob, off: !s.plan.tiered || s.th != nil, claims: s.plan.claims}
 }
 
 // why is the text for order[i]; calls come with i increasing.
@@ -156,7 +159,7 @@ func (w *tierWalk) why(i int) string {
 			w.seen, k = append(w.seen, tierCount{prio: q}), len(w.seen)
 		}
 		w.seen[k].gangs++
-		if j.Running() {
+		if j.Running() || w.claims[j.ID] {
 			w.seen[k].runningOf++
 		}
 	}
@@ -165,7 +168,7 @@ func (w *tierWalk) why(i int) string {
 	for _, c := range w.seen {
 		if c.prio > p {
 			higher += c.gangs
-		} else if c.prio < p {
+		} else {
 			lowerRunning += c.runningOf
 		}
 	}
@@ -174,7 +177,7 @@ func (w *tierWalk) why(i int) string {
 		why += fmt.Sprintf(": %d gang(s) of higher priority go first", higher)
 	}
 	if never && lowerRunning > 0 {
-		why += fmt.Sprintf("; its preemptionPolicy Never keeps it behind %d running gang(s) of lower priority", lowerRunning)
+		why += fmt.Sprintf("; its preemptionPolicy Never keeps it behind %d running gang(s) of its priority or lower", lowerRunning)
 	}
 	return why
 }

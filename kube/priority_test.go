@@ -78,7 +78,21 @@ func TestPodPriority(t *testing.T) {
 			{want: "ns/low@n0[0,1,2,3]"},
 			{finish: "ns/low", want: "ns/urgent@n0[0,1,2,3]"},
 		},
-		why: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal: 0 GPUs free; pod priority 1000; its preemptionPolicy Never keeps it behind 1 running gang(s) of lower priority",
+		why: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal: 0 GPUs free; pod priority 1000; its preemptionPolicy Never keeps it behind 1 running gang(s) of its priority or lower",
+	}, {
+		// high, of urgent's priority but free to preempt, evicts low;
+		// urgent, ahead of high in FIFO's order, never evicts high.
+		name: "preemptionPolicy Never does not preempt its own priority", sched: "fifo",
+		steps: []step{
+			{arrive: []arrival{{"low", 0, false}}, want: "ns/low@n0[0,1,2,3]"},
+			{arrive: []arrival{{"urgent", 1000, true}}, want: "ns/low@n0[0,1,2,3]"},
+			{arrive: []arrival{{"high", 1000, false}}, want: "ns/low@n0[0,1,2,3]"}, // evicted
+			{want: "ns/high@n0[0,1,2,3]"},
+			{want: "ns/high@n0[0,1,2,3]"},
+			{want: "ns/high@n0[0,1,2,3]"},
+			{finish: "ns/high", want: "ns/urgent@n0[0,1,2,3]"},
+		},
+		why: "gang of 1 pods (4 GPUs) waits at queue position 2 under fifo/pal: 0 GPUs free; pod priority 1000; its preemptionPolicy Never keeps it behind 1 running gang(s) of its priority or lower",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,7 +124,8 @@ func TestPodPriority(t *testing.T) {
 // given twice), no gang is preempted unless a gang of its priority or
 // higher was waiting (LAS preempts within a priority), and every gang
 // FIFO preempts (FIFO alone never preempts) is of lower priority than a
-// gang that was waiting and may preempt. (Migrations, which evict too, move a gang without taking its
+// gang that was waiting and may preempt, and no gang is preempted unless
+// a gang of its priority or higher that may preempt was waiting. (Migrations, which evict too, move a gang without taking its
 // GPUs from it, and are not counted.)
 func TestPodPriorityRandomWorlds(t *testing.T) {
 	preempted := regexp.MustCompile(`msg="evicting gang" gang="(?:gang|pod) (ns/[^"]+)" pods=\S+ why="preempted`)
@@ -176,6 +191,9 @@ func TestPodPriorityRandomWorlds(t *testing.T) {
 						pr := prioOf[m[1]]
 						if pr > waitAll {
 							t.Errorf("round %d: %s preempted at priority %d, above every waiting gang's (highest %d)", r, m[1], pr, waitAll)
+						}
+						if pr > waitTop {
+							t.Errorf("round %d: %s preempted at priority %d, above every waiting gang's that may preempt (highest %d)", r, m[1], pr, waitTop)
 						}
 						if c.sched == "fifo" && pr >= waitTop {
 							t.Errorf("round %d: fifo preempted %s (priority %d) with no gang of higher priority waiting that may preempt (highest %d)", r, m[1], pr, waitTop)

@@ -651,6 +651,10 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 		}
 	}
 	// A launch onto GPUs that are kept or still being vacated waits.
+	if s.plan.claims == nil {
+		s.plan.claims = map[int]bool{}
+	}
+	clear(s.plan.claims)
 	for _, d := range ds {
 		if d.Kind != round.Launch {
 			continue
@@ -671,6 +675,7 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 		}
 		if len(busy) > 0 {
 			g := byJob[d.Job]
+			s.plan.claims[d.Job.ID] = true
 			slices.Sort(holders)
 			s.wait(g.Key, g.Pending, fmt.Sprintf("placed on %s, which %s still hold(s); binds once they are free", snap.Devices(busy), strings.Join(holders, ", ")))
 		}
