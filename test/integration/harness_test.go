@@ -256,6 +256,7 @@ type podOpts struct {
 	name, sched string
 	gpus        int
 	ann         map[string]string
+	class       string // priorityClassName
 }
 
 func (e *env) createPod(o podOpts) *corev1.Pod {
@@ -265,7 +266,7 @@ func (e *env) createPod(o podOpts) *corev1.Pod {
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: e.ns, Annotations: o.ann},
-		Spec: corev1.PodSpec{SchedulerName: o.sched, Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+		Spec: corev1.PodSpec{SchedulerName: o.sched, PriorityClassName: o.class, Containers: []corev1.Container{{Name: "train", Image: "train:latest",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(o.gpus)}}}}},
 	}
 	got, err := e.cs.CoreV1().Pods(e.ns).Create(context.Background(), p, metav1.CreateOptions{})
