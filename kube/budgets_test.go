@@ -159,6 +159,9 @@ func budgetKeepsGangWhole(t *testing.T, bare bool) {
 	if want := "left on n0 GPUs 0,1,2,3, never moved or preempted while its disruption budgets refuse its eviction: its pods ns/old-0, ns/old-1 are covered by PodDisruptionBudget ns/old-budget, which allows 1 disruption now, and the Eviction API would refuse 1 of them"; !strings.Contains(log.String(), want) {
 		t.Errorf("the log does not say why old stays (%q):\n%s", want, log.String())
 	}
+	if want := "0 GPUs free; 4 GPUs are held by gangs it may not evict: gang ns/old (a disruption budget)"; !strings.Contains(log.String(), want) {
+		t.Errorf("new's wait does not name the gang that holds its GPUs (%q):\n%s", want, log.String())
+	}
 	budget = budget.DeepCopy()
 	budget.Status.DisruptionsAllowed = 2
 	if _, err := cs.PolicyV1().PodDisruptionBudgets("ns").UpdateStatus(ctx, budget, metav1.UpdateOptions{}); err != nil {

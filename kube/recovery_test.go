@@ -358,7 +358,7 @@ func TestBarePodsPreemptedOnlyWhenAllowed(t *testing.T) {
 			if len(fc.evicted) > 0 {
 				t.Errorf("preemptBarePods off: evicted %v, want none", fc.evicted)
 			}
-			if got, want := s.lastWhy["ns/new"], "gang of 2 pods (4 GPUs) waits at queue position 1 under las/packed-nonsticky: 0 GPUs free"; got != want {
+			if got, want := s.lastWhy["ns/new"], "gang of 2 pods (4 GPUs) waits at queue position 1 under las/packed-nonsticky: 0 GPUs free; 4 GPUs are held by gangs it may not evict: gang ns/old (bare pods)"; got != want {
 				t.Errorf("preemptBarePods off: new waits with %q, want %q", got, want)
 			}
 		}

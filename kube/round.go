@@ -247,7 +247,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 					}
 				}
 				s.wait(g.Key, g.Pending, fmt.Sprintf("gang of %d pods (%d GPUs) waits at queue position %d under %s/%s: %d GPUs free%s",
-					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.selectorWhy(j, g, snap.Cluster)+s.reserved(j)+s.etaNote(g.Key)))
+					g.Spec.Size, j.GPUs, i+1, s.pol.sched.Name(), s.pol.place.Name(), snap.Cluster.FreeCount(), why+s.keptWhy(j, snap, byJob)+s.selectorWhy(j, g, snap.Cluster)+s.reserved(j)+s.etaNote(g.Key)))
 			}
 		}
 		s.plan.pending, s.plan.mean = pending, s.meanScore(order, alloc)
@@ -417,6 +417,36 @@ func (s *Scheduler) keep(j *workload.Job) {
 		s.keptSet = map[*workload.Job]bool{}
 	}
 	s.keptSet[j] = true
+}
+
+// keptWhy is what a waiting message adds when gangs the round may not
+// evict hold GPUs and too few are free for j: which gangs and what keeps
+// each (a disruption budget, bare pods, a Job an eviction would fail),
+// so that an operator looks there rather than at the queue.
+func (s *Scheduler) keptWhy(j *workload.Job, snap *snapshot, byJob map[*workload.Job]*gang) string {
+	if len(s.kept) == 0 || snap.Cluster.FreeCount() >= j.GPUs {
+		return ""
+	}
+	held := 0
+	names := make([]string, 0, len(s.kept))
+	for _, k := range s.kept {
+		if g := byJob[k]; g != nil {
+			by := "its Job would fail"
+			switch {
+			case s.budgets.blocks(g.Bound) != "":
+				by = "a disruption budget"
+			case g.Bare() > 0:
+				by = "bare pods"
+			}
+			held += len(g.GPUs)
+			names = append(names, gangName(g.Key)+" ("+by+")")
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("; %d GPUs are held by gangs it may not evict: %s", held, firstNames(names, 3))
 }
 
 // cutOutside lists the GPUs a placer may hand out: every GPU of cl but
