@@ -209,3 +209,18 @@ func TestPodPriorityRandomWorlds(t *testing.T) {
 		t.Logf("%s/%s: %d preemptions", c.sched, c.place, preemptions)
 	}
 }
+
+// Under Themis the auction, not an order, hands out GPUs: gangs of two
+// priorities are placed as without them, and the log says once that pod
+// priority is not read.
+func TestPodPriorityUnderThemisWarnsOnce(t *testing.T) {
+	w := newWorld(t, themisCfg(), 1, 1, 4)
+	at := time.Unix(1_700_000_000, 0)
+	w.createPrio("low", 2, 0, false, at)
+	w.createPrio("high", 2, 1000, false, at)
+	w.expect(&at, "both arrive", "ns/high@n0[0,1] ns/low@n0[2,3]")
+	w.step(&at, "a round later")
+	if n := strings.Count(w.log.String(), "under themis the auction hands out GPUs by finish-time fairness, and pod priority is not read"); n != 1 {
+		t.Errorf("the warning logged %d times, want once:\n%s", n, w.log.String())
+	}
+}

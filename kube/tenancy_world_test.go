@@ -21,7 +21,7 @@ import (
 // of bare pods (never evicted), one in two with a node selector (the
 // nodes are in two zones), arrive, run
 // a few rounds and finish, evicted pods come back, and now and then the
-// scheduler restarts. After every round no GPU is given twice, no round
+// scheduler restarts; on odd seeds gangs have pod priorities. After every round no GPU is given twice, no round
 // fails, and the cells' invariants hold. TENANCY_WORLD_SEEDS=1 runs 40
 // seeds of 200 rounds; TENANCY_WORLD_LOG=FILE keeps a failing run's log.
 // The rounds run under fifo, las and srtf (by seed), and again under
@@ -126,6 +126,10 @@ func randomTenancyRoundsWith(t *testing.T, sched, cells, alt string, types []str
 		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 67))
 		fp := otherPods{w: w, rng: rand.New(rand.NewPCG(uint64(seed), 71)), pods: map[string]*otherPod{}}
+		// Odd seeds give gangs pod priorities (spec.priority 0, 100 or
+		// 1000, one in five under preemptionPolicy: Never), drawn from a
+		// stream of their own so that the rest of the world is the same.
+		prng := rand.New(rand.NewPCG(uint64(seed), 73))
 		var runs lifetimes
 		gangs := 0
 		t0 := time.Unix(1_700_000_000, 0)
@@ -140,6 +144,10 @@ func randomTenancyRoundsWith(t *testing.T, sched, cells, alt string, types []str
 				zone := []string{"", "", "a", "b"}[rng.IntN(4)] // a node selector
 				if vc == "C" {
 					size, prio = 1, "" // a pinned cell is not for opportunistic gangs
+				}
+				podPrio, never := int32(0), false
+				if seed%2 == 1 {
+					podPrio, never = []int32{0, 100, 1000}[prng.IntN(3)], prng.IntN(5) == 0
 				}
 				for i := range size {
 					ann := vcAnn(vc, prio)
@@ -159,11 +167,19 @@ func randomTenancyRoundsWith(t *testing.T, sched, cells, alt string, types []str
 						owners = []metav1.OwnerReference{}
 					}
 					w.createWith(fmt.Sprintf("g%d-%d", gangs, i), gpus, ann, at, owners)
+					w.mu.Lock()
+					p := w.pods[fmt.Sprintf("ns/g%d-%d", gangs, i)]
 					if zone != "" {
-						w.mu.Lock()
-						w.pods[fmt.Sprintf("ns/g%d-%d", gangs, i)].Spec.NodeSelector = map[string]string{"zone": zone}
-						w.mu.Unlock()
+						p.Spec.NodeSelector = map[string]string{"zone": zone}
 					}
+					if seed%2 == 1 {
+						p.Spec.Priority = &podPrio
+						if never {
+							pp := corev1.PreemptNever
+							p.Spec.PreemptionPolicy = &pp
+						}
+					}
+					w.mu.Unlock()
 				}
 			}
 			runs.step(w, rng, r, 10)
