@@ -18,7 +18,12 @@ func (w *world) createPrio(name string, gpus int, prio int32, never bool, at tim
 	w.create(name, gpus, nil, at)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p := w.pods["ns/"+name]
+	setPriority(w.pods["ns/"+name], prio, never)
+}
+
+// setPriority writes what priority admission would: spec.priority and,
+// never set, preemptionPolicy: Never.
+func setPriority(p *corev1.Pod, prio int32, never bool) {
 	p.Spec.Priority = &prio
 	if never {
 		pp := corev1.PreemptNever
@@ -155,12 +160,7 @@ func TestPodPriorityRandomWorlds(t *testing.T) {
 							name := fmt.Sprintf("%s-%d", g, i)
 							w.create(name, gpus, gangAnn(g, size, AnnModel, "BERT", AnnIterations, "1000000"), at)
 							w.mu.Lock()
-							p := w.pods["ns/"+name]
-							p.Spec.Priority = &prio
-							if never {
-								pp := corev1.PreemptNever
-								p.Spec.PreemptionPolicy = &pp
-							}
+							setPriority(w.pods["ns/"+name], prio, never)
 							w.mu.Unlock()
 						}
 					}

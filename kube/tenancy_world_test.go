@@ -173,11 +173,7 @@ func randomTenancyRoundsWith(t *testing.T, sched, cells, alt string, types []str
 						p.Spec.NodeSelector = map[string]string{"zone": zone}
 					}
 					if seed%2 == 1 {
-						p.Spec.Priority = &podPrio
-						if never {
-							pp := corev1.PreemptNever
-							p.Spec.PreemptionPolicy = &pp
-						}
+						setPriority(p, podPrio, never)
 					}
 					w.mu.Unlock()
 				}
