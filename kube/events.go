@@ -24,6 +24,9 @@ const (
 	ReasonPreempted        = "Preempted"
 	ReasonKept             = "Kept"
 	ReasonNoPMScore        = "NoPMScore"
+	// ReasonIncomplete: a running gang of bare pods lost a pod, which
+	// nothing makes again (its running pods carry it: none waits).
+	ReasonIncomplete = "GangIncomplete"
 )
 
 // ScheduledNote is the note of the Scheduled event of a pod bound to node

@@ -2,11 +2,16 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // A running gang whose member was deleted (by hand, or by its kubelet)
@@ -72,8 +77,19 @@ func TestPartialBareGangFreesVanishedMembersSlot(t *testing.T) {
 	w1 := running(pod("w-1", 2, gangAnn("w", 3, AnnGPUIndices, "0,1", AnnBindInfo, info), "n1"))
 	x := owned(pod("x-0", 4, gangAnn("x", 1), ""))
 	cs, fc := newFake(t, node("n0", 2), node("n1", 2), node("n2", 4), w0, w1, x)
+	var mu sync.Mutex
+	var events []string
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if ev, ok := a.(k8stesting.CreateAction).GetObject().(*eventsv1.Event); ok {
+			mu.Lock()
+			events = append(events, ev.Regarding.Name+" "+ev.Reason+": "+ev.Note)
+			mu.Unlock()
+		}
+		return true, a.(k8stesting.CreateAction).GetObject(), nil
+	})
 	s := startRounds(t, testCfg(), cs)
 	ctx := context.Background()
+	s.events.Start(ctx)
 	now := time.Now()
 	roundWait(s, ctx, now)
 	if b := fc.binds["x-0"]; b == nil || b.Target.Name != "n2" {
@@ -83,6 +99,7 @@ func TestPartialBareGangFreesVanishedMembersSlot(t *testing.T) {
 	if got := s.lastWhy["ns/w"]; got != want {
 		t.Errorf("w waits with\n%q, want\n%q", got, want)
 	}
+	roundWait(s, ctx, now.Add(5*time.Second))
 	if _, err := cs.CoreV1().Pods("ns").Create(ctx, pod("w-2", 2, gangAnn("w", 3), ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +110,14 @@ func TestPartialBareGangFreesVanishedMembersSlot(t *testing.T) {
 	}
 	if got := s.lastWhy["ns/w"]; !strings.Contains(got, "its bare pods ns/w-0, ns/w-1 are not evicted") {
 		t.Errorf("w waits with %q, want it to say its bare pods are not evicted", got)
+	}
+	// No pod of w waited while it lacked w-2: its running pods said why,
+	// once (two rounds).
+	s.events.Stop() // flushes what was posted
+	mu.Lock()
+	got := slices.Clone(events)
+	mu.Unlock()
+	if wantEv := []string{"w-0 GangIncomplete: " + want, "w-1 GangIncomplete: " + want}; !slices.Equal(slices.DeleteFunc(slices.Clone(got), func(e string) bool { return !strings.Contains(e, "GangIncomplete") }), wantEv) {
+		t.Errorf("events %q, want w-0's and w-1's GangIncomplete once each", got)
 	}
 }

@@ -860,6 +860,13 @@ func (s *Scheduler) complete(snap *snapshot, g *gang, start time.Time) {
 		msg := fmt.Sprintf("gang partly bound (%d of %d): waits for its missing pods to be recreated", len(g.Bound), g.Spec.Size)
 		if bare {
 			msg = fmt.Sprintf("gang partly bound (%d of %d): its pods are bare, so nothing makes its missing pods (%s) again; their GPUs are free to other gangs, and its other pods run on. Create them again to complete it, or delete the gang's pods to queue it again", len(g.Bound), g.Spec.Size, strings.Join(free, ", "))
+			if s.lastWhy[g.Key] != msg {
+				// No pod of it waits to carry a FailedScheduling event:
+				// its running pods say it, once.
+				for _, p := range g.Bound {
+					s.events.post(podRef(p), corev1.EventTypeWarning, ReasonIncomplete, "Scheduling", msg)
+				}
+			}
 		}
 		s.wait(g.Key, nil, msg)
 		return
