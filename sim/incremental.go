@@ -215,6 +215,9 @@ type incremental struct {
 	// steady: the scheduler never wakes a waiting job (policy.Steady),
 	// so waiting arms no wake-up.
 	steady bool
+	// fixed: a job's key changes only with its priority (policy.Fixed),
+	// so creditNext keys no running job again.
+	fixed bool
 }
 
 func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
@@ -227,6 +230,9 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	x.guards.head, x.guards.tail = -1, -1
 	if st, ok := ks.(policy.Steady); ok {
 		x.steady = st.Steady()
+	}
+	if f, ok := ks.(policy.Fixed); ok {
+		x.fixed = f.Fixed()
 	}
 	pure := false
 	if p, ok := s.cfg.Placer.(policy.Pure); ok {
@@ -339,7 +345,11 @@ func (x *incremental) creditNext(j *job, Tn float64) bool {
 	if j.Executed >= j.Iterations {
 		return true
 	}
-	j.setKey(x.ks.Key(Tn, &j.Job))
+	if !x.fixed {
+		// A fixed key (FIFO's) is the one the job was filed under:
+		// a running job's priority does not change.
+		j.setKey(x.ks.Key(Tn, &j.Job))
+	}
 	return false
 }
 
