@@ -198,14 +198,7 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 		}
 		if i == touchedTo {
 			touchedTo = min(i+touchBlock, ready)
-			size := cl.Size()
-			for k, j := range order[i:touchedTo] {
-				g := alloc[i+k]
-				touched += touch(j, g)
-				if len(g) > 0 && uint(g[0]) < uint(size) {
-					touched += cl.Owner(g[0]) // what stays reads first
-				}
-			}
+			touched += ReadAhead(cl, order[i:touchedTo], alloc[i:touchedTo])
 		}
 		k, err := a.Line(cl, order[i], alloc[i])
 		if err != nil {
@@ -314,6 +307,29 @@ func ReadsAhead(n int) bool { return n >= touchMin }
 // touchBlock is how many jobs apply reads (see touch) in one tight loop
 // before classifying them one by one.
 const touchBlock = 32
+
+// TouchBlock is touchBlock for a driver that runs Apply's loop itself
+// over a long order (see ReadAhead).
+const TouchBlock = touchBlock
+
+// ReadAhead reads, for each job of order and its line of alloc, what
+// Line and a driver's visit read (see touch) and the owner of the line's
+// first GPU, as Apply does every TouchBlock jobs of an order for which
+// ReadsAhead holds, and returns something of it for the caller to keep
+// (so that the reads stay in the compiled code). A driver running
+// Apply's loop itself (see Begin) over such an order calls it so.
+func ReadAhead(cl *cluster.Cluster, order []*workload.Job, alloc [][]int) int {
+	touched, size := 0, cl.Size()
+	alloc = alloc[:len(order)]
+	for k, j := range order {
+		g := alloc[k]
+		touched += touch(j, g)
+		if len(g) > 0 && uint(g[0]) < uint(size) {
+			touched += cl.Owner(g[0]) // what stays reads first
+		}
+	}
+	return touched
+}
 
 // touch reads the words of j that classifying it reads (its GPU list,
 // id and demand) and that a driver's visit typically reads or writes,
