@@ -102,16 +102,16 @@ func TestInstallRecounts(t *testing.T) {
 	}
 }
 
-// Swap is Install whose returned table is cleared to Free: on nodes of
-// 2, 3 and 1 GPUs, job 7 on GPUs 0 and 3,
-// job 8 on GPU 5 leave nodes 0 and 1 one GPU free less and node 2 none;
-// a second Swap takes back the table the first returned (all free) and
-// hands back the first table, cleared too; a table of the wrong size is
-// refused without a change.
-func TestSwapRecountsAndClears(t *testing.T) {
+// Adopt is Install with the free count given: on nodes of 2, 3 and 1
+// GPUs, job 7 on GPUs 0 and 3 and job 8 on GPU 5 leave 3 free (one on
+// node 0, two on node 1, none on node 2, counted on the table); the
+// table it hands back is the one it replaced; a table of the wrong size
+// or a count out of range is refused without a change. Assign and
+// Release after it keep the counts.
+func TestAdopt(t *testing.T) {
 	c, _ := NewSized([]int{2, 3, 1})
 	next := []int{7, Free, Free, 7, Free, 8}
-	old, err := c.Swap(next)
+	old, err := c.Adopt(next, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,26 +119,24 @@ func TestSwapRecountsAndClears(t *testing.T) {
 		t.Errorf("free %d (%d %d %d), owners %d %d; want 3 (1 2 0), 7 8", c.FreeCount(), c.FreeOnNode(0), c.FreeOnNode(1), c.FreeOnNode(2), c.Owner(3), c.Owner(5))
 	}
 	if len(old) != 6 || slices.ContainsFunc(old, func(o int) bool { return o != Free }) {
-		t.Fatalf("replaced table %v, want six free GPUs", old)
+		t.Errorf("replaced table %v, want six free GPUs", old)
 	}
-	old[4] = 9
-	back, err := c.Swap(old)
-	if err != nil {
+	for _, bad := range []struct {
+		owner []int
+		free  int
+	}{{[]int{Free}, 1}, {old, -1}, {old, 7}} {
+		if _, err := c.Adopt(bad.owner, bad.free); err == nil || c.FreeCount() != 3 || c.Owner(0) != 7 {
+			t.Errorf("Adopt(%v, %d): err %v, free %d, owner of 0 %d", bad.owner, bad.free, err, c.FreeCount(), c.Owner(0))
+		}
+	}
+	if err := c.Assign(9, []int{1, 4}); err != nil {
 		t.Fatal(err)
 	}
-	if &back[0] != &next[0] || slices.ContainsFunc(back, func(o int) bool { return o != Free }) {
-		t.Errorf("second swap handed back %v, want the first table, cleared", back)
+	if err := c.Release(7, []int{0, 3}); err != nil {
+		t.Fatal(err)
 	}
-	if c.FreeCount() != 5 || c.FreeOnNode(1) != 2 || c.FreeOnNode(0) != 2 || c.Owner(4) != 9 {
-		t.Errorf("free %d (node 0: %d, node 1: %d), owner of 4 %d; want 5 (2, 2), 9", c.FreeCount(), c.FreeOnNode(0), c.FreeOnNode(1), c.Owner(4))
-	}
-	if _, err := c.Swap([]int{Free}); err == nil || c.FreeCount() != 5 {
-		t.Errorf("a 1-GPU table for 6 GPUs: err %v, free %d", err, c.FreeCount())
-	}
-	// A clone's swap leaves the original as it was.
-	d := c.Clone()
-	if _, err := d.Swap([]int{1, 1, 2, 2, 2, 3}); err != nil || d.FreeCount() != 0 || c.FreeCount() != 5 {
-		t.Errorf("clone's swap: err %v, free %d (original %d)", err, d.FreeCount(), c.FreeCount())
+	if c.FreeCount() != 3 || c.FreeOnNode(0) != 1 || c.FreeOnNode(1) != 2 || c.FreeOnNode(2) != 0 {
+		t.Errorf("after assign and release: free %d (%d %d %d), want 3 (1 2 0)", c.FreeCount(), c.FreeOnNode(0), c.FreeOnNode(1), c.FreeOnNode(2))
 	}
 }
 

@@ -144,12 +144,11 @@ func Apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]int, visit func
 // whole active set, as the simulator hands it); a job outside it that
 // holds GPUs is an error, since the rebuilt table would take them away.
 type Applier struct {
-	next []int // the owner table being built
-	// clean: next is all Free, as cluster.Swap handed it back at the
-	// last End, so Begin need not clear it.
-	clean   bool
-	held    int // GPUs the jobs read so far hold (see Line)
-	touched int // what the round's reads ahead (touch) summed, kept so they stay
+	next    []int // the owner table being built
+	free    []int // an all-free table, which Begin copies into next
+	held    int   // GPUs the jobs read so far hold (see Line)
+	taken   int   // GPUs claimed in next so far (see Line)
+	touched int   // what the round's reads ahead (touch) summed, kept so they stay
 }
 
 // Apply does what the package's Apply does to cl, with the same kinds and
@@ -221,20 +220,24 @@ func (a *Applier) Begin(cl *cluster.Cluster, n, m int) error {
 		return fmt.Errorf("round: placer answered for %d jobs, %d were ordered", m, n)
 	}
 	size := cl.Size()
-	if len(a.next) != size || !a.clean {
-		// The first round, a new cluster, or a round that failed part
-		// of the way through.
-		if cap(a.next) < size {
-			a.next = make([]int, size)
-		}
-		a.next = a.next[:size]
-		for g := range a.next {
-			a.next[g] = cluster.Free
-		}
+	if len(a.free) != size {
+		a.setFree(size)
 	}
-	a.clean = false
-	a.held = 0
+	if cap(a.next) < size {
+		a.next = make([]int, size)
+	}
+	a.next = a.next[:size]
+	copy(a.next, a.free) // one copy, not a store of Free per GPU
+	a.held, a.taken = 0, 0
 	return nil
+}
+
+// setFree makes free an all-free table of size GPUs.
+func (a *Applier) setFree(size int) {
+	a.free = make([]int, size)
+	for g := range a.free {
+		a.free[g] = cluster.Free
+	}
 }
 
 // Line classifies the next job of the round begun by Begin: j holds
@@ -263,6 +266,7 @@ func (a *Applier) Line(cl *cluster.Cluster, j *workload.Job, g []int) (Kind, err
 	if !claimed(a.next, j.ID, g) {
 		return k, fmt.Errorf("round: %w", claim(a.next, j.ID, g))
 	}
+	a.taken += len(g)
 	return k, nil
 }
 
@@ -280,11 +284,13 @@ func (a *Applier) End(cl *cluster.Cluster) error {
 	if busy := cl.Size() - cl.FreeCount(); a.held != busy {
 		return fmt.Errorf("round: the ordered jobs hold %d GPUs but %d are taken: every job holding GPUs must be in the order", a.held, busy)
 	}
-	old, err := cl.Swap(a.next)
+	// Every GPU claimed was checked free first (claimed), so the table
+	// holds exactly taken GPUs: it is not counted again.
+	old, err := cl.Adopt(a.next, len(a.next)-a.taken)
 	if err != nil {
 		return fmt.Errorf("round: %w", err)
 	}
-	a.next, a.clean = old, true // Swap cleared it
+	a.next = old
 	return nil
 }
 

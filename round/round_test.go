@@ -474,8 +474,8 @@ func TestApplierErrors(t *testing.T) {
 }
 
 // A round that fails part of the way through leaves claims in the table
-// being built, which cluster.Swap did not clear: the same Applier's next
-// round starts from an all-free table all the same. Job a keeps GPU 0
+// being built, and counts them: the same Applier's next round starts
+// from an all-free table and a count of none all the same. Job a keeps GPU 0
 // (a clean round), then a round gives a GPU 2 and b GPU 2 again (claimed
 // for a, refused for b); the next round gives b GPU 2 and a GPU 0 and
 // must find GPU 2 free.
@@ -570,6 +570,17 @@ func TestApplierMatchesApply(t *testing.T) {
 			if cl.FreeOnNode(n) != ref.FreeOnNode(n) || byLine.FreeOnNode(n) != ref.FreeOnNode(n) {
 				t.Fatalf("round %d: node %d has %d free and by line %d, Apply gives %d", r, n, cl.FreeOnNode(n), byLine.FreeOnNode(n), ref.FreeOnNode(n))
 			}
+		}
+		// The Applier's count of the free GPUs is its own (End adopts
+		// the table with it): the same as Apply's, and the table's.
+		free := 0
+		for g := range ref.Size() {
+			if ref.IsFree(g) {
+				free++
+			}
+		}
+		if cl.FreeCount() != free || byLine.FreeCount() != free || ref.FreeCount() != free {
+			t.Fatalf("round %d: %d free and by line %d, Apply %d; the table has %d", r, cl.FreeCount(), byLine.FreeCount(), ref.FreeCount(), free)
 		}
 		for i, j := range jobs {
 			j.GPUsHeld = alloc[i]
