@@ -295,16 +295,21 @@ func (x *incremental) progress(T float64) {
 	if len(x.due) == 0 {
 		return
 	}
-	n, d := 0, 0
-	for i, j := range x.run {
-		if d < len(x.due) && x.due[d] == int32(i) {
-			d++
-			x.finish(&j.Job, T)
-			x.release(j)
-			continue
+	// The jobs before the first due stay where they are; each stretch
+	// between two dues moves down in one copy per list.
+	n := int(x.due[0])
+	for d, i := range x.due {
+		j := x.run[i]
+		x.finish(&j.Job, T)
+		x.release(j)
+		lo, hi := int(i)+1, len(x.run)
+		if d+1 < len(x.due) {
+			hi = int(x.due[d+1])
 		}
-		x.run[n], x.runIt[n], x.runJobs[n] = j, x.runIt[i], x.runJobs[i]
-		n++
+		copy(x.run[n:], x.run[lo:hi])
+		copy(x.runIt[n:], x.runIt[lo:hi])
+		copy(x.runJobs[n:], x.runJobs[lo:hi])
+		n += hi - lo
 	}
 	x.run, x.runIt, x.runJobs = x.run[:n], x.runIt[:n], x.runJobs[:n]
 	x.due = x.due[:0]
