@@ -46,8 +46,7 @@ type Cluster struct {
 	// node[g] is GPUs[g].Node, packed: Assign, Release and SpansNodes run
 	// for every job that moves, and a GPU record is five words.
 	node  []int32
-	free  []int // free GPU count per node
-	nfree int
+	nfree int // free GPUs; a node's are counted when asked (FreeOnNode)
 }
 
 // New builds a uniform cluster of nodes x gpusPerNode.
@@ -86,7 +85,6 @@ func NewSized(sizes []int) (*Cluster, error) {
 		GPUs:  make([]GPU, total),
 		owner: make([]int, total),
 		node:  make([]int32, total),
-		free:  slices.Clone(sizes),
 		nfree: total,
 	}
 	ids := make([]int, total)
@@ -157,7 +155,6 @@ const (
 func (c *Cluster) Clone() *Cluster {
 	d := &Cluster{Nodes: c.Nodes, GPUs: c.GPUs, node: c.node, nfree: c.nfree}
 	d.owner = append([]int(nil), c.owner...)
-	d.free = append([]int(nil), c.free...)
 	return d
 }
 
@@ -207,8 +204,18 @@ func (c *Cluster) IsFree(gpu int) bool { return c.owner[gpu] == Free }
 // FreeCount is the number of unallocated GPUs.
 func (c *Cluster) FreeCount() int { return c.nfree }
 
-// FreeOnNode is the number of unallocated GPUs on node n.
-func (c *Cluster) FreeOnNode(n int) int { return c.free[n] }
+// FreeOnNode is the number of unallocated GPUs on node n, counted on
+// its GPUs: no driver keeps a count per node up to date for it (the
+// simulator's rounds and the Kubernetes driver read only FreeCount).
+func (c *Cluster) FreeOnNode(n int) int {
+	free := 0
+	for _, g := range c.Nodes[n].GPUs {
+		if c.owner[g] == Free {
+			free++
+		}
+	}
+	return free
+}
 
 // SpansNodes reports whether the GPUs are on more than one node.
 func (c *Cluster) SpansNodes(gpus []int) bool {
@@ -244,7 +251,6 @@ func (c *Cluster) Assign(job int, gpus []int) error {
 	}
 	for _, g := range gpus {
 		c.owner[g] = job
-		c.free[c.node[g]]--
 	}
 	c.nfree -= len(gpus)
 	return nil
@@ -264,7 +270,6 @@ func (c *Cluster) TryAssign(job int, gpus []int) bool {
 	}
 	for _, g := range gpus {
 		c.owner[g] = job
-		c.free[c.node[g]]--
 	}
 	c.nfree -= len(gpus)
 	return true
@@ -279,7 +284,6 @@ func (c *Cluster) Release(job int, gpus []int) error {
 	}
 	for _, g := range gpus {
 		c.owner[g] = Free
-		c.free[c.node[g]]++
 	}
 	c.nfree += len(gpus)
 	return nil
@@ -294,20 +298,30 @@ func (c *Cluster) Owners(dst []int) []int {
 // Install replaces the whole owner table with owner (one entry per GPU,
 // Free or a job id >= 0, as a driver that rebuilt a round's allocation in
 // one pass has it) and returns the table it replaced, for the caller to
-// reuse as its next scratch table. It recounts the free GPUs in one pass.
+// reuse as its next scratch table. It counts the free GPUs in one pass.
 func (c *Cluster) Install(owner []int) (old []int, err error) {
+	free := 0
+	for _, o := range owner {
+		if o == Free {
+			free++
+		}
+	}
+	return c.Adopt(owner, free)
+}
+
+// Adopt is Install for a caller that knows how many entries of owner
+// are Free, as one that built it by claiming GPUs in an all-free table,
+// each checked free first, does (round.Applier): free is taken as the
+// count, not checked, so the table is not read. It is refused, changing
+// nothing, when owner is not one entry per GPU or free is out of range.
+func (c *Cluster) Adopt(owner []int, free int) (old []int, err error) {
 	if len(owner) != len(c.owner) {
 		return nil, fmt.Errorf("cluster: owner table of %d GPUs for a cluster of %d", len(owner), len(c.owner))
 	}
-	clear(c.free)
-	n := 0
-	for g, o := range owner {
-		if o == Free {
-			c.free[c.node[g]]++
-			n++
-		}
+	if free < 0 || free > len(owner) {
+		return nil, fmt.Errorf("cluster: %d free GPUs in a table of %d", free, len(owner))
 	}
-	c.nfree = n
+	c.nfree = free
 	old, c.owner = c.owner, owner
 	return old, nil
 }

@@ -102,6 +102,44 @@ func TestInstallRecounts(t *testing.T) {
 	}
 }
 
+// Adopt is Install with the free count given: on nodes of 2, 3 and 1
+// GPUs, job 7 on GPUs 0 and 3 and job 8 on GPU 5 leave 3 free (one on
+// node 0, two on node 1, none on node 2, counted on the table); the
+// table it hands back is the one it replaced; a table of the wrong size
+// or a count out of range is refused without a change. Assign and
+// Release after it keep the counts.
+func TestAdopt(t *testing.T) {
+	c, _ := NewSized([]int{2, 3, 1})
+	next := []int{7, Free, Free, 7, Free, 8}
+	old, err := c.Adopt(next, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FreeCount() != 3 || c.FreeOnNode(0) != 1 || c.FreeOnNode(1) != 2 || c.FreeOnNode(2) != 0 || c.Owner(3) != 7 || c.Owner(5) != 8 {
+		t.Errorf("free %d (%d %d %d), owners %d %d; want 3 (1 2 0), 7 8", c.FreeCount(), c.FreeOnNode(0), c.FreeOnNode(1), c.FreeOnNode(2), c.Owner(3), c.Owner(5))
+	}
+	if len(old) != 6 || slices.ContainsFunc(old, func(o int) bool { return o != Free }) {
+		t.Errorf("replaced table %v, want six free GPUs", old)
+	}
+	for _, bad := range []struct {
+		owner []int
+		free  int
+	}{{[]int{Free}, 1}, {old, -1}, {old, 7}} {
+		if _, err := c.Adopt(bad.owner, bad.free); err == nil || c.FreeCount() != 3 || c.Owner(0) != 7 {
+			t.Errorf("Adopt(%v, %d): err %v, free %d, owner of 0 %d", bad.owner, bad.free, err, c.FreeCount(), c.Owner(0))
+		}
+	}
+	if err := c.Assign(9, []int{1, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(7, []int{0, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if c.FreeCount() != 3 || c.FreeOnNode(0) != 1 || c.FreeOnNode(1) != 2 || c.FreeOnNode(2) != 0 {
+		t.Errorf("after assign and release: free %d (%d %d %d), want 3 (1 2 0)", c.FreeCount(), c.FreeOnNode(0), c.FreeOnNode(1), c.FreeOnNode(2))
+	}
+}
+
 // Every node's GPU list and name are windows of blocks the nodes share
 // (NewSized allocates a handful of blocks whatever the size), so a list
 // appended to by a caller must not write into the next node's.

@@ -86,6 +86,17 @@ type Steady interface {
 	Steady() bool
 }
 
+// Fixed is implemented by keyed schedulers whose key for a job depends
+// only on what the job was given when it arrived and on its priority
+// (FIFO: the submit time), never on the time or on its service: Key
+// returns the same key every time until the driver changes the job's
+// priority, and updates nothing. A driver need not key a running job
+// again every round.
+type Fixed interface {
+	KeyedScheduler
+	Fixed() bool
+}
+
 // Pure is implemented by placers whose answer depends only on the order
 // (each job's demand, class and held GPUs), the cluster and the scores:
 // no random draws and nothing remembered from earlier rounds that could

@@ -147,6 +147,7 @@ type Applier struct {
 	next    []int // the owner table being built
 	free    []int // an all-free table, which Begin copies into next
 	held    int   // GPUs the jobs read so far hold (see Line)
+	taken   int   // GPUs claimed in next so far (see Line)
 	touched int   // what the round's reads ahead (touch) summed, kept so they stay
 }
 
@@ -196,14 +197,7 @@ func (a *Applier) apply(cl *cluster.Cluster, order []*workload.Job, alloc [][]in
 		}
 		if i == touchedTo {
 			touchedTo = min(i+touchBlock, ready)
-			size := cl.Size()
-			for k, j := range order[i:touchedTo] {
-				g := alloc[i+k]
-				touched += touch(j, g)
-				if len(g) > 0 && uint(g[0]) < uint(size) {
-					touched += cl.Owner(g[0]) // what stays reads first
-				}
-			}
+			touched += ReadAhead(cl, order[i:touchedTo], alloc[i:touchedTo])
 		}
 		k, err := a.Line(cl, order[i], alloc[i])
 		if err != nil {
@@ -234,7 +228,7 @@ func (a *Applier) Begin(cl *cluster.Cluster, n, m int) error {
 	}
 	a.next = a.next[:size]
 	copy(a.next, a.free) // one copy, not a store of Free per GPU
-	a.held = 0
+	a.held, a.taken = 0, 0
 	return nil
 }
 
@@ -272,6 +266,7 @@ func (a *Applier) Line(cl *cluster.Cluster, j *workload.Job, g []int) (Kind, err
 	if !claimed(a.next, j.ID, g) {
 		return k, fmt.Errorf("round: %w", claim(a.next, j.ID, g))
 	}
+	a.taken += len(g)
 	return k, nil
 }
 
@@ -289,7 +284,9 @@ func (a *Applier) End(cl *cluster.Cluster) error {
 	if busy := cl.Size() - cl.FreeCount(); a.held != busy {
 		return fmt.Errorf("round: the ordered jobs hold %d GPUs but %d are taken: every job holding GPUs must be in the order", a.held, busy)
 	}
-	old, err := cl.Install(a.next)
+	// Every GPU claimed was checked free first (claimed), so the table
+	// holds exactly taken GPUs: it is not counted again.
+	old, err := cl.Adopt(a.next, len(a.next)-a.taken)
 	if err != nil {
 		return fmt.Errorf("round: %w", err)
 	}
@@ -316,6 +313,29 @@ func ReadsAhead(n int) bool { return n >= touchMin }
 // touchBlock is how many jobs apply reads (see touch) in one tight loop
 // before classifying them one by one.
 const touchBlock = 32
+
+// TouchBlock is touchBlock for a driver that runs Apply's loop itself
+// over a long order (see ReadAhead).
+const TouchBlock = touchBlock
+
+// ReadAhead reads, for each job of order and its line of alloc, what
+// Line and a driver's visit read (see touch) and the owner of the line's
+// first GPU, as Apply does every TouchBlock jobs of an order for which
+// ReadsAhead holds, and returns something of it for the caller to keep
+// (so that the reads stay in the compiled code). A driver running
+// Apply's loop itself (see Begin) over such an order calls it so.
+func ReadAhead(cl *cluster.Cluster, order []*workload.Job, alloc [][]int) int {
+	touched, size := 0, cl.Size()
+	alloc = alloc[:len(order)]
+	for k, j := range order {
+		g := alloc[k]
+		touched += touch(j, g)
+		if len(g) > 0 && uint(g[0]) < uint(size) {
+			touched += cl.Owner(g[0]) // what stays reads first
+		}
+	}
+	return touched
+}
 
 // touch reads the words of j that classifying it reads (its GPU list,
 // id and demand) and that a driver's visit typically reads or writes,

@@ -473,6 +473,31 @@ func TestApplierErrors(t *testing.T) {
 	}
 }
 
+// A round that fails part of the way through leaves claims in the table
+// being built, and counts them: the same Applier's next round starts
+// from an all-free table and a count of none all the same. Job a keeps GPU 0
+// (a clean round), then a round gives a GPU 2 and b GPU 2 again (claimed
+// for a, refused for b); the next round gives b GPU 2 and a GPU 0 and
+// must find GPU 2 free.
+func TestApplierAfterAnError(t *testing.T) {
+	a, b := job(1, 1, []int{0}), job(2, 1, nil)
+	cl := hold(t, a, b)
+	var ap Applier
+	order := []*workload.Job{a, b}
+	if err := ap.Apply(cl, order, [][]int{{0}, nil}, func(int, Kind) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ap.Apply(cl, order, [][]int{{2}, {2}}, func(int, Kind) {}); err == nil {
+		t.Fatal("GPU 2 given twice: no error")
+	}
+	if err := ap.Apply(cl, order, [][]int{{0}, {2}}, func(int, Kind) {}); err != nil {
+		t.Fatalf("the round after the error: %v", err)
+	}
+	if cl.Owner(0) != 1 || cl.Owner(2) != 2 || cl.Owner(1) != cluster.Free || cl.FreeCount() != 2 {
+		t.Errorf("owners %d %d %d, %d free; want 1 free 2, 2 free", cl.Owner(0), cl.Owner(1), cl.Owner(2), cl.FreeCount())
+	}
+}
+
 // On random rounds (3x4 GPUs, seed fixed) the Applier, and a loop over
 // its Begin, Line and End, give the kinds and the owner table of the
 // per-job Apply, round after round.
@@ -545,6 +570,17 @@ func TestApplierMatchesApply(t *testing.T) {
 			if cl.FreeOnNode(n) != ref.FreeOnNode(n) || byLine.FreeOnNode(n) != ref.FreeOnNode(n) {
 				t.Fatalf("round %d: node %d has %d free and by line %d, Apply gives %d", r, n, cl.FreeOnNode(n), byLine.FreeOnNode(n), ref.FreeOnNode(n))
 			}
+		}
+		// The Applier's count of the free GPUs is its own (End adopts
+		// the table with it): the same as Apply's, and the table's.
+		free := 0
+		for g := range ref.Size() {
+			if ref.IsFree(g) {
+				free++
+			}
+		}
+		if cl.FreeCount() != free || byLine.FreeCount() != free || ref.FreeCount() != free {
+			t.Fatalf("round %d: %d free and by line %d, Apply %d; the table has %d", r, cl.FreeCount(), byLine.FreeCount(), ref.FreeCount(), free)
 		}
 		for i, j := range jobs {
 			j.GPUsHeld = alloc[i]
@@ -624,8 +660,8 @@ func TestReadsAhead(t *testing.T) {
 }
 
 // One Applier serving clusters of different sizes starts each round from
-// an all-free table of the cluster's size (Begin copies a template kept
-// per size): a job launched on the larger cluster's last GPUs is no
+// an all-free table of the cluster's size (Begin clears one of that
+// size): a job launched on the larger cluster's last GPUs is no
 // conflict, and a smaller cluster's table has no stale entries.
 func TestApplierAcrossClusterSizes(t *testing.T) {
 	var ap Applier

@@ -855,7 +855,14 @@ func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool
 	if k != round.Keep {
 		j.GPUsHeld = g
 		j.PM = s.pm(j, g)
-		j.Loc = s.cfg.loc(s.cl, j, g)
+		// A rigid job on one GPU without a placement model has
+		// locality 1 (one GPU spans no nodes): most of the jobs a
+		// large run moves every round, so it is found without a call.
+		if len(g) == 1 && j.MaxGPUs == 0 && s.cfg.Placement == nil {
+			j.Loc = 1
+		} else {
+			j.Loc = s.cfg.loc(s.cl, j, g)
+		}
 	}
 	j.SinceScheduled = 0
 	return true
@@ -878,13 +885,18 @@ func (s *state) applyAt(i int, j *workload.Job, g []int, k round.Kind, T float64
 	return false
 }
 
-// noteMove records what the placer expected j's move from one GPU set to
-// another to save (before Migrations counts it).
+// noteMove counts j's move from one GPU set to another and records what
+// the placer expected it to save (before Migrations counts it). It is
+// small enough to inline: a run without a judge only counts.
 func (s *state) noteMove(j *workload.Job, from, to []int) {
 	s.moves.Migrations++
-	if s.judge == nil {
-		return
+	if s.judge != nil {
+		s.judgeMove(j, from, to)
 	}
+}
+
+// judgeMove is noteMove's record of the move's expected gain.
+func (s *state) judgeMove(j *workload.Job, from, to []int) {
 	gain := s.judge.MoveGain(&s.env, j, from, to)
 	m := gain
 	if !s.freeMoves {

@@ -231,3 +231,27 @@ func TestTrackWindowCoversExtras(t *testing.T) {
 		t.Fatalf("tracked %v (summary %d jobs), want ids 1..4", ids, res.Summary.Jobs)
 	}
 }
+
+// A placement model's factor applies to a job on one GPU too (the
+// simulator takes a lone GPU's locality as 1 without asking only when
+// there is no model): on 1x2, with a model that gives GPU 0 a factor of
+// 1 and GPU 1 one of 2, job 0 (GPU 0) runs 100 it/round and job 1 (GPU
+// 1) 50, under both loops.
+func TestPlacementModelOnOneGPU(t *testing.T) {
+	cl, _ := cluster.New(1, 2)
+	tr := &workload.Trace{Name: "t.csv", Jobs: []workload.Spec{spec(0, 1, 0, 200), spec(1, 1, 0, 200)}}
+	model := func(_ *workload.Spec, g []int) float64 { return float64(1 + g[0]) }
+	for _, plain := range []bool{false, true} {
+		res, err := Run(Config{Cluster: cl, Trace: tr, Scheduler: schedule.FIFO{}, Placer: mustPlacer(t, "packed-sticky"),
+			Round: 100, Locality: ConstantLocality(1), Placement: model, Plain: plain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int]float64{0: 200, 1: 400} // completion
+		for _, j := range res.Jobs {
+			if j.Completion != want[j.ID] {
+				t.Errorf("plain %v: job %d completes at %v, want %v", plain, j.ID, j.Completion, want[j.ID])
+			}
+		}
+	}
+}

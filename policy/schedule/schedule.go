@@ -44,6 +44,10 @@ func (FIFO) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
 // Steady implements policy.Steady: WakeAfter is +Inf for every job.
 func (FIFO) Steady() bool { return true }
 
+// Fixed implements policy.Fixed: the key is the priority and the submit
+// time.
+func (FIFO) Fixed() bool { return true }
+
 // LAS is Blox's continuous one-dimensional least-attained-service: the
 // job that has run the least wall time goes first. It is not Tiresias'
 // 2D-LAS (see TiresiasLAS).

@@ -305,3 +305,31 @@ func TestSteadyNeverWakes(t *testing.T) {
 		t.Error("tiresias-las says it is steady")
 	}
 }
+
+// TestFixedKeys: FIFO says its keys are fixed (policy.Fixed), and its key
+// for a job is the same whatever the time and the job's service, as a
+// driver that keys a running job only once relies on; LAS, SRTF and
+// Tiresias-LAS, whose keys follow the service, do not say so.
+func TestFixedKeys(t *testing.T) {
+	var s policy.KeyedScheduler = FIFO{}
+	if f, ok := s.(policy.Fixed); !ok || !f.Fixed() {
+		t.Fatal("fifo: not fixed")
+	}
+	j := &workload.Job{Priority: workload.DefaultPriority, Spec: workload.Spec{Submit: 42, GPUs: 2, Iterations: 1e5, IterTime: 0.5}}
+	want := s.Key(0, j)
+	for _, now := range []float64{300, 6e5} {
+		j.Attained += 300
+		j.GPUService += 600
+		j.Executed += 100
+		j.RoundsRun++
+		j.SinceScheduled = now
+		if k := s.Key(now, j); k.Compare(want) != 0 || k != want {
+			t.Errorf("fifo key at %v: %+v, want %+v", now, k, want)
+		}
+	}
+	for _, s := range []policy.KeyedScheduler{LAS{}, SRTF{}, NewTiresiasLAS(DefaultTiresias())} {
+		if f, ok := s.(policy.Fixed); ok && f.Fixed() {
+			t.Errorf("%s says its keys are fixed", s.Name())
+		}
+	}
+}
