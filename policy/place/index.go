@@ -1,6 +1,7 @@
 package place
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -64,8 +65,20 @@ type scoreIndex struct {
 
 	// Mutable state. The count structures live in slabs so that reset is
 	// a copy.
-	free             []bool
-	freeInit         []bool
+	// fbits is the free mask, GPU g at bit g&63 of word g>>6 (see
+	// isFree), with a word of padding past the last GPU whose bits are
+	// never set (see sole and nodeMask). When no node has more than 64
+	// GPUs (narrow), a node's GPUs are a run of bits in one word or
+	// two, so its free GPUs are one word (nodeMask), and with a class's
+	// pmask a (bin, node) pair's free GPUs in id order are one AND (see
+	// walk).
+	fbits, fbitsInit []uint64
+	narrow           bool
+	// flags is scratch for load: the free mask a byte a GPU (1: free),
+	// with a padding byte past the last GPU that stays 0 (see sole).
+	// Spread from fbits once a load, so that the load's gathers read a
+	// byte each instead of shifting a word.
+	flags            []byte
 	total            int
 	i32, i32Init     []int32
 	words, wordsInit []uint64
@@ -141,6 +154,10 @@ type classIndex struct {
 	vals     []float64 // bin values, ascending and distinct
 	bins     []binInfo
 	binNodes []int32
+	// pmask[off+pos] has bit i set when GPU i of the node (counting from
+	// its first) is in the bin (only on a narrow index): AND the node's
+	// free mask (nodeMask), the pair's free GPUs in id order.
+	pmask []uint64
 	// only[off+pos] is the node's one GPU in the bin when it has exactly
 	// one there, else -1. A node in a bucket then holds it free, so a
 	// pick takes it without scanning the node (with a bin per outlier,
@@ -272,6 +289,48 @@ func (x *scoreIndex) nodeOf(g int) int32 {
 	return x.gpuNode[g]
 }
 
+// spreadFlags writes the free mask to flags, a byte a GPU, and returns
+// flags (see load).
+func (x *scoreIndex) spreadFlags() []byte {
+	fl := x.flags
+	for w, m := range x.fbits {
+		d := (*[64]byte)(fl[w*64:])
+		binary.LittleEndian.PutUint64(d[0:], spread8[m&0xff])
+		binary.LittleEndian.PutUint64(d[8:], spread8[m>>8&0xff])
+		binary.LittleEndian.PutUint64(d[16:], spread8[m>>16&0xff])
+		binary.LittleEndian.PutUint64(d[24:], spread8[m>>24&0xff])
+		binary.LittleEndian.PutUint64(d[32:], spread8[m>>32&0xff])
+		binary.LittleEndian.PutUint64(d[40:], spread8[m>>40&0xff])
+		binary.LittleEndian.PutUint64(d[48:], spread8[m>>48&0xff])
+		binary.LittleEndian.PutUint64(d[56:], spread8[m>>56])
+	}
+	return fl
+}
+
+// spread8[b] has byte i set to bit i of b.
+var spread8 = func() (t [256]uint64) {
+	for b := range t {
+		for i := range 8 {
+			t[b] |= uint64(b>>i&1) << (8 * i)
+		}
+	}
+	return t
+}()
+
+// isFree reports whether GPU g is free.
+func (x *scoreIndex) isFree(g int) bool { return x.fbits[g>>6]>>(g&63)&1 != 0 }
+
+// freeBit is 1 when GPU g is free, else 0.
+func (x *scoreIndex) freeBit(g int) int { return int(x.fbits[g>>6] >> (g & 63) & 1) }
+
+// nodeMask is node nd's free GPUs off fbits, bit i for its GPU
+// nodeStart[nd]+i (on a narrow index only).
+func (x *scoreIndex) nodeMask(nd int32) uint64 {
+	s, e := x.nodeStart[nd], x.nodeStart[nd+1]
+	w, o := s>>6, uint(s&63)
+	return (x.fbits[w]>>o | x.fbits[w+1]<<1<<(63-o)) & (^uint64(0) >> (64 - uint(e-s)))
+}
+
 // withinQueue is the bucket queue of one (class, n): node nd sits in
 // bucket (b, r) when its within key (see wkey) is bin b and count
 // maxPer-r, as a bit at its position in bin b's node list (like the count
@@ -384,9 +443,9 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	}
 	// The all-free state. The mask has one more flag, never set, past
 	// its end (see sole).
-	x.free = make([]bool, x.size+1)[:x.size]
-	for i := range x.free {
-		x.free[i] = true
+	x.fbits = make([]uint64, x.size>>6+2)
+	for g := range x.size {
+		x.fbits[g>>6] |= 1 << (g & 63)
 	}
 	for i := range x.nodeFree {
 		x.nodeFree[i] = x.nodeStart[i+1] - x.nodeStart[i]
@@ -443,7 +502,19 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 			x.col[c][g] = x.bp[g][c]
 		}
 	}
-	x.freeInit = slices.Clone(x.free)
+	x.fbitsInit = slices.Clone(x.fbits)
+	x.flags = make([]byte, len(x.fbits)*64)
+	if x.maxPer <= 64 {
+		x.narrow = true
+		for c := range x.cls {
+			ci := &x.cls[c]
+			ci.pmask = make([]uint64, len(ci.only))
+			for g, b := range ci.gbin {
+				nd := x.gpuNode[g]
+				ci.pmask[ci.bins[b].off+ci.pos[g]>>6] |= 1 << (int32(g) - x.nodeStart[nd])
+			}
+		}
+	}
 	x.i32Init = slices.Clone(x.i32)
 	x.wordsInit = slices.Clone(x.words)
 	if within {
@@ -723,7 +794,7 @@ func (ci *classIndex) floorBin(v float64) int {
 // has, as nothing reads it before a later reset or load (see frame)
 // restores it.
 func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
-	copy(x.free, x.freeInit)
+	copy(x.fbits, x.fbitsInit)
 	copy(x.nodeFree, x.i32Init[x.nfOff:])
 	for c := range x.cls {
 		if ci := &x.cls[c]; x.dirty[c] && live[c] {
@@ -743,7 +814,7 @@ func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
 // freeBelow bounds on while the class is retired: only those are
 // restored (reset would copy every slab, which the loads then rewrite).
 func (x *scoreIndex) resetBounds(live [variability.NumClasses]bool) {
-	copy(x.free, x.freeInit)
+	copy(x.fbits, x.fbitsInit)
 	copy(x.nodeFree, x.i32Init[x.nfOff:])
 	for c := range x.cls {
 		if ci := &x.cls[c]; live[c] {
@@ -779,7 +850,7 @@ func (x *scoreIndex) take(gpus []int) {
 		return
 	}
 	for _, g := range gpus {
-		x.free[g] = false
+		x.fbits[g>>6] &^= 1 << (g & 63)
 		nd := x.nodeOf(g)
 		if x.hist {
 			x.freeHist[x.nodeFree[nd]]--
@@ -835,11 +906,11 @@ func (x *scoreIndex) take(gpus []int) {
 // instructions fell from 490.5 to 450.5 million over 1.39 million calls).
 func (x *scoreIndex) takeOne(c int, gpus []int) {
 	ci := &x.cls[c]
-	bins, pop, binFree, words, free, smask := ci.bins, ci.pop, ci.binFree, x.words, x.free, ci.smask
+	bins, pop, binFree, words, fb, smask := ci.bins, ci.pop, ci.binFree, x.words, x.fbits, ci.smask
 	c32, prb := x.col32[c], x.prBits[c]
 	prMask := uint32(1)<<prb - 1
 	for _, g := range gpus {
-		free[g] = false
+		fb[g>>6] &^= 1 << (g & 63)
 		nd := x.nodeOf(g)
 		if x.hist {
 			// Only a migration-aware frame reads the nodes' free counts
@@ -1075,8 +1146,12 @@ func (x *scoreIndex) pmFirstOne(c, bmax int) []int {
 			return x.buf
 		}
 		nd := ci.binNodes[int(bi.off)+p]
-		for g := x.nodeStart[nd]; ; g++ {
-			if x.free[g] && ci.gbin[g] == int32(b) {
+		if x.narrow {
+			x.buf = append(x.buf[:0], int(x.nodeStart[nd])+bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[int(bi.off)+p]))
+			return x.buf
+		}
+		for g := int(x.nodeStart[nd]); ; g++ {
+			if x.isFree(g) && ci.gbin[g] == int32(b) {
 				x.buf = append(x.buf[:0], int(g))
 				return x.buf
 			}
@@ -1128,12 +1203,22 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 				r--
 				continue
 			}
-			// A multi pair: which of the node's GPUs are free is a coin
-			// toss to the branch predictor, so each is appended and kept
-			// by a count instead of a branch.
 			nd := nodes[p]
+			if x.narrow {
+				// A multi pair: its free GPUs in id order are the set
+				// bits of the node's free mask under the pair's.
+				s := int(x.nodeStart[nd])
+				for m := x.nodeMask(nd) & ci.pmask[int(bi.off)+p]; m != 0 && r > 0; m &= m - 1 {
+					x.buf = append(x.buf, s+bits.TrailingZeros64(m))
+					r--
+				}
+				continue
+			}
+			// Without node masks: which of the node's GPUs are free is a
+			// coin toss to the branch predictor, so each is appended and
+			// kept by a count instead of a branch.
 			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1] && r > 0; g++ {
-				k := bit(x.free[g]) & bit(ci.gbin[g] == int32(b))
+				k := x.freeBit(int(g)) & bit(ci.gbin[g] == int32(b))
 				x.buf = append(x.buf, int(g))
 				x.buf = x.buf[:len(x.buf)-1+k]
 				r -= k
@@ -1170,8 +1255,19 @@ func (x *scoreIndex) within(c, n, bv int) []int {
 func (x *scoreIndex) fromNode(c, node, n, b int) []int {
 	gbin := x.cls[c].gbin
 	x.buf = x.buf[:0]
+	if x.narrow {
+		// Only the free GPUs, from the node's mask, in id order.
+		s := int(x.nodeStart[node])
+		for m := x.nodeMask(int32(node)); m != 0 && len(x.buf) < n; m &= m - 1 {
+			g := s + bits.TrailingZeros64(m)
+			k := bit(int(gbin[g]) <= b)
+			x.buf = append(x.buf, g)
+			x.buf = x.buf[:len(x.buf)-1+k]
+		}
+		return x.buf
+	}
 	for g := x.nodeStart[node]; g < x.nodeStart[node+1] && len(x.buf) < n; g++ {
-		k := bit(x.free[g]) & bit(int(gbin[g]) <= b) // no branch on the flags (see walk)
+		k := x.freeBit(int(g)) & bit(int(gbin[g]) <= b) // no branch on the flags (see walk)
 		x.buf = append(x.buf, int(g))
 		x.buf = x.buf[:len(x.buf)-1+k]
 	}
@@ -1246,7 +1342,7 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 				}
 				cnt := 0
 				for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
-					if x.free[g] && int(ci.gbin[g]) <= bv {
+					if x.isFree(int(g)) && int(ci.gbin[g]) <= bv {
 						cnt++
 					}
 				}
@@ -1667,8 +1763,8 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 		}
 		pin[i], out[i] = true, j.GPUsHeld
 		for _, g := range j.GPUsHeld {
-			if x.free[g] {
-				x.free[g] = false
+			if x.isFree(g) {
+				x.fbits[g>>6] &^= 1 << (g & 63)
 				x.nodeFree[x.nodeOf(g)]--
 				n++
 			}
@@ -1685,7 +1781,7 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 	}
 }
 
-// load makes class c's structures those of the free mask x.free: the
+// load makes class c's structures those of the free mask fbits: the
 // counts and buckets are rebuilt in one pass over the bins' node lists.
 // Hints and the bin cursor restart at 0, which is always a valid lower
 // bound (walks move them up). Each node's free mask is read off the free
@@ -1693,6 +1789,7 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 // those masks when a job first asks for one.
 func (x *scoreIndex) load(c int) {
 	ci := &x.cls[c]
+	free := x.spreadFlags()
 	counts := len(ci.cnt) + len(ci.pop) + len(ci.hint) + len(ci.binFree) + len(ci.lo)
 	binWords := ci.wHi
 	if x.withinOn {
@@ -1701,16 +1798,12 @@ func (x *scoreIndex) load(c int) {
 		if per := x.maxPer; x.divM != 0 {
 			// Nodes of per GPUs each (see divider): node nd's GPUs are
 			// nd*per.., read as fixed windows without nodeStart.
-			free, pos := x.free[:len(ci.smask)*per], ci.pos[:len(ci.smask)*per]
+			free, pos := free[:len(ci.smask)*per], ci.pos[:len(ci.smask)*per]
 			for nd := range ci.smask {
 				fr, ps := free[nd*per:nd*per+per], pos[nd*per:nd*per+per]
 				var m uint64
 				for i, fl := range fr {
-					var f uint64
-					if fl {
-						f = 1
-					}
-					m |= f << (ps[i] & 63)
+					m |= uint64(fl) << (ps[i] & 63)
 				}
 				ci.smask[nd] = m
 			}
@@ -1718,11 +1811,7 @@ func (x *scoreIndex) load(c int) {
 			for nd := range ci.smask {
 				var m uint64
 				for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
-					var f uint64
-					if x.free[g] {
-						f = 1
-					}
-					m |= f << (ci.pos[g] & 63)
+					m |= uint64(free[g]) << (ci.pos[g] & 63)
 				}
 				ci.smask[nd] = m
 			}
@@ -1736,7 +1825,7 @@ func (x *scoreIndex) load(c int) {
 	// the rest off the free mask. A migration-aware round loads about
 	// five classes at 27,648 GPUs, and the pass over every GPU this
 	// replaces was most of a load.
-	cnt, bins, free := ci.cnt, ci.bins, x.free
+	cnt, bins := ci.cnt, ci.bins
 	if x.withinOn {
 		// The node masks are current: a pair's count is a popcount, one
 		// per pair rather than a read per GPU (a class of two bins on
@@ -1747,11 +1836,7 @@ func (x *scoreIndex) load(c int) {
 		}
 	} else {
 		for _, m := range ci.multi {
-			var f int32
-			if free[m.g] {
-				f = 1
-			}
-			cnt[m.at] += f
+			cnt[m.at] += int32(free[m.g])
 		}
 	}
 	// Whether a GPU is free is a coin toss to the branch predictor, so a
@@ -1763,18 +1848,13 @@ func (x *scoreIndex) load(c int) {
 	// does not branch on the kind of pair either; those pairs are filed
 	// after, from their counts. (A single pair's count, cnt, stays 0:
 	// never read, see multiPair.)
-	fp := x.free[:x.size+1]
 	for b, bi := range bins {
 		ones := 0
 		nw := int(bi.nw)
 		w1 := x.words[bi.bitOff : int(bi.bitOff)+nw]
 		var acc uint64
 		for p, g := range ci.sole[bi.off : bi.off+bi.n] {
-			var k uint64
-			if fp[g] {
-				k = 1
-			}
-			acc |= k << (p & 63)
+			acc |= uint64(free[g]) << (p & 63)
 			if p&63 == 63 {
 				w1[p>>6] |= acc
 				ones += bits.OnesCount64(acc)
@@ -1826,7 +1906,7 @@ func (x *scoreIndex) settle(j *workload.Job) {
 	x.live[j.Class] = false
 	if x.live != ([variability.NumClasses]bool{}) {
 		for _, g := range j.GPUsHeld {
-			x.free[g] = false
+			x.fbits[g>>6] &^= 1 << (g & 63)
 			x.nodeFree[x.nodeOf(g)]--
 		}
 		x.total -= len(j.GPUsHeld)
@@ -1861,7 +1941,7 @@ func (x *scoreIndex) discard() {}
 func (x *scoreIndex) give(gpus []int) {
 	x.given += len(gpus)
 	for _, g := range gpus {
-		x.free[g] = true
+		x.fbits[g>>6] |= 1 << (g & 63)
 		nd := x.nodeOf(g)
 		if x.hist {
 			x.freeHist[x.nodeFree[nd]]--
