@@ -74,6 +74,7 @@ type scoreIndex struct {
 	// walk).
 	fbits, fbitsInit []uint64
 	narrow           bool
+	qbase            []int32 // scratch for buildQueue
 	// flags is scratch for load: the free mask a byte a GPU (1: free),
 	// with a padding byte past the last GPU that stays 0 (see sole).
 	// Spread from fbits once a load, so that the load's gathers read a
@@ -1056,19 +1057,52 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 func (x *scoreIndex) buildQueue(ci *classIndex, n int) {
 	q := &ci.wq[n]
 	nb := int32(len(ci.bins))
-	clear(q.pop)
-	for i := range q.hint {
-		q.hint[i] = math.MaxInt32 // wput lowers it to the first filed word
+	qw := x.words[q.wOff : q.wOff+q.r*ci.nwStart[nb]]
+	clear(qw)
+	// base[b] is bin b's first word in qw: bucket (b, r) is
+	// base[b]+r*nw.. (see wput).
+	x.qbase = slices.Grow(x.qbase[:0], int(nb))[:nb]
+	base := x.qbase
+	for b := range nb {
+		base[b] = ci.nwStart[b] * q.r
 	}
-	clear(x.words[q.wOff : q.wOff+q.r*ci.nwStart[nb]])
+	// Every node is filed once, so a bucket's count and hint are read
+	// off its words after (below) instead of kept per node as wput does.
 	lo := nb
+	ord, bins, per := ci.ord, ci.bins, int32(x.maxPer)
 	for nd, m := range ci.smask {
 		if bits.OnesCount64(m) < n {
 			continue
 		}
-		b, cum, p := x.wkey(ci, n, nd)
-		x.wput(ci, q, b, int32(x.maxPer-cum), p)
+		// wkey, inline.
+		t := m
+		for range n - 1 {
+			t &= t - 1
+		}
+		r := ord[int(x.nodeStart[nd])+bits.TrailingZeros64(t)]
+		cum := int32(bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))))
+		b, p := r.bin, r.pos>>6
+		qw[base[b]+(per-cum)*bins[b].nw+p>>6] |= 1 << (p & 63)
 		lo = min(lo, b)
+	}
+	for b := lo; b < nb; b++ {
+		nw := bins[b].nw
+		for r := range q.r {
+			i := b*q.r + r
+			pop, h := 0, int32(math.MaxInt32)
+			for w, v := range qw[base[b]+r*nw : base[b]+r*nw+nw] {
+				if v != 0 {
+					pop += bits.OnesCount64(v)
+					h = min(h, int32(w))
+				}
+			}
+			q.pop[i], q.hint[i] = int32(pop), h
+		}
+	}
+	// Buckets of bins before lo are empty.
+	clear(q.pop[:lo*q.r])
+	for i := range q.hint[:lo*q.r] {
+		q.hint[i] = math.MaxInt32
 	}
 	q.cur[0] = lo
 	ci.unbuilt &^= 1 << n
