@@ -75,6 +75,13 @@ type scoreIndex struct {
 	fbits, fbitsInit []uint64
 	narrow           bool
 	qbase            []int32 // scratch for buildQueue
+	// permTab, with within queues on nodes of at most permMaxPer GPUs:
+	// row k (64 bytes) maps a node's free GPUs in id order (nodeMask)
+	// to its free mask in a class's bin order (smask) for the nodes
+	// whose GPUs have the k-th distinct rank order (see
+	// classIndex.permIdx): load reads a node's mask off one byte instead
+	// of shifting each GPU's free flag to its rank.
+	permTab []uint8
 	// flags is scratch for load: the free mask a byte a GPU (1: free),
 	// with a padding byte past the last GPU that stays 0 (see sole).
 	// Spread from fbits once a load, so that the load's gathers read a
@@ -203,6 +210,8 @@ type classIndex struct {
 	ord   []rankInfo
 	smask []uint64
 	smOff int
+	// permIdx[nd] is node nd's row in scoreIndex.permTab (when built).
+	permIdx []uint16
 	// nwStart[b] is the sum of nw over bins before b: where bin b's words
 	// start in a within queue's buckets.
 	nwStart []int32
@@ -504,6 +513,9 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		}
 	}
 	x.fbitsInit = slices.Clone(x.fbits)
+	if within && x.maxPer <= permMaxPer {
+		x.buildPerms()
+	}
 	x.flags = make([]byte, len(x.fbits)*64)
 	if x.maxPer <= 64 {
 		x.narrow = true
@@ -529,6 +541,43 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		}
 	}
 	x.ok = true
+}
+
+// permMaxPer is the largest node whose within masks load reads off
+// permTab: 720 orders of 6 GPUs, 64 bytes each, at most.
+const permMaxPer = 6
+
+// buildPerms fills permTab and every class's permIdx from the GPUs'
+// ranks (pos&63, set by fillWithin).
+func (x *scoreIndex) buildPerms() {
+	rows := map[uint32]uint16{}
+	x.permTab = x.permTab[:0]
+	for c := range x.cls {
+		ci := &x.cls[c]
+		ci.permIdx = make([]uint16, x.nodes)
+		for nd := range x.nodes {
+			s, e := x.nodeStart[nd], x.nodeStart[nd+1]
+			key := uint32(e - s)
+			for g := s; g < e; g++ {
+				key = key<<3 | uint32(ci.pos[g]&63)
+			}
+			k, ok := rows[key]
+			if !ok {
+				k = uint16(len(rows))
+				rows[key] = k
+				row := make([]uint8, 64)
+				for f := range 1 << (e - s) {
+					for i := range e - s {
+						if f>>i&1 != 0 {
+							row[f] |= 1 << (ci.pos[s+i] & 63)
+						}
+					}
+				}
+				x.permTab = append(x.permTab, row...)
+			}
+			ci.permIdx[nd] = k
+		}
+	}
 }
 
 // fillWithin lays out class ci's per-node bin order and files every node
@@ -1829,7 +1878,12 @@ func (x *scoreIndex) load(c int) {
 	if x.withinOn {
 		ci.unbuilt = ^uint64(0)
 		binWords = ci.smOff
-		if per := x.maxPer; x.divM != 0 {
+		if tab := x.permTab; tab != nil {
+			pi := ci.permIdx[:len(ci.smask)]
+			for nd := range ci.smask {
+				ci.smask[nd] = uint64(tab[int(pi[nd])<<6|int(x.nodeMask(int32(nd)))])
+			}
+		} else if per := x.maxPer; x.divM != 0 {
 			// Nodes of per GPUs each (see divider): node nd's GPUs are
 			// nd*per.., read as fixed windows without nodeStart.
 			free, pos := free[:len(ci.smask)*per], ci.pos[:len(ci.smask)*per]
