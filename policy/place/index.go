@@ -1204,7 +1204,9 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if r > 0 {
 		return nil // unreachable: the free counts said n qualify
 	}
-	slices.Sort(x.buf)
+	if !slices.IsSorted(x.buf) {
+		slices.Sort(x.buf)
+	}
 	return x.buf
 }
 
