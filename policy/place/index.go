@@ -1022,13 +1022,36 @@ func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, p in
 	if bits.OnesCount64(m) < n {
 		return -1, 0, -1
 	}
-	t := m
-	for range n - 1 {
-		t &= t - 1
-	}
-	r := ci.ord[int(x.nodeStart[node])+bits.TrailingZeros64(t)]
+	r := ci.ord[int(x.nodeStart[node])+nthBit(m, n)]
 	return r.bin, bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))), r.pos >> 6
 }
+
+// nthBit is the index of the n-th lowest set bit of m (n >= 1; m has
+// at least n): off a table for masks of nodes of up to 6 GPUs, by
+// clearing the n-1 lowest bits otherwise.
+func nthBit(m uint64, n int) int {
+	if m < 64 {
+		return int(nth6[n&7][m])
+	}
+	for range n - 1 {
+		m &= m - 1
+	}
+	return bits.TrailingZeros64(m)
+}
+
+// nth6[n][m] is the index of the n-th lowest set bit of m < 64.
+var nth6 = func() (t [8][64]uint8) {
+	for m := range 64 {
+		k := 0
+		for i := range 6 {
+			if m>>i&1 != 0 {
+				k++
+				t[k][m] = uint8(i)
+			}
+		}
+	}
+	return t
+}()
 
 // wput files a node in bucket (b, r) of queue q at its position p in bin
 // b's node list.
@@ -1124,11 +1147,7 @@ func (x *scoreIndex) buildQueue(ci *classIndex, n int) {
 			continue
 		}
 		// wkey, inline.
-		t := m
-		for range n - 1 {
-			t &= t - 1
-		}
-		r := ord[int(x.nodeStart[nd])+bits.TrailingZeros64(t)]
+		r := ord[int(x.nodeStart[nd])+nthBit(m, n)]
 		cum := int32(bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))))
 		b, p := r.bin, r.pos>>6
 		qw[base[b]+(per-cum)*bins[b].nw+p>>6] |= 1 << (p & 63)

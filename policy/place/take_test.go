@@ -183,3 +183,25 @@ func TestNodeMasksFollowTakes(t *testing.T) {
 		}
 	}
 }
+
+// TestNthBit checks nthBit, table and loop, against counting bits one
+// by one.
+func TestNthBit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 20000 {
+		m := rng.Uint64()
+		if trial%2 == 0 {
+			m &= 63 // the table's masks
+		}
+		k := 0
+		for i := range 64 {
+			if m>>i&1 == 0 {
+				continue
+			}
+			k++
+			if got := nthBit(m, k); got != i {
+				t.Fatalf("nthBit(%b, %d) = %d, want %d", m, k, got, i)
+			}
+		}
+	}
+}
