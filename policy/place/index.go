@@ -1959,19 +1959,14 @@ func (x *scoreIndex) load(c int) {
 	// never read, see multiPair.)
 	for b, bi := range bins {
 		ones := 0
-		nw := int(bi.nw)
-		w1 := x.words[bi.bitOff : int(bi.bitOff)+nw]
-		var acc uint64
-		for p, g := range ci.sole[bi.off : bi.off+bi.n] {
-			acc |= uint64(free[g]) << (p & 63)
-			if p&63 == 63 {
-				w1[p>>6] |= acc
-				ones += bits.OnesCount64(acc)
-				acc = 0
+		w1 := x.words[bi.bitOff : bi.bitOff+bi.nw]
+		so := ci.sole[bi.off : bi.off+bi.n]
+		for k := range w1 {
+			var acc uint64
+			for i, g := range so[k*64 : min(len(so), k*64+64)] {
+				acc |= uint64(free[g]) << (i & 63)
 			}
-		}
-		if bi.n&63 != 0 {
-			w1[(bi.n-1)>>6] |= acc
+			w1[k] |= acc
 			ones += bits.OnesCount64(acc)
 		}
 		ci.pop[bi.popOff+1] += int32(ones)
