@@ -955,6 +955,61 @@ func (x *scoreIndex) take(gpus []int) {
 // (on the 20,000-job Synergy trace on 16x4 under LAS, takeOne's
 // instructions fell from 490.5 to 450.5 million over 1.39 million calls).
 func (x *scoreIndex) takeOne(c int, gpus []int) {
+	if x.hist || x.col32[c] == nil || x.divM == 0 {
+		x.takeOneAny(c, gpus)
+		return
+	}
+	// Two passes over gpus, each with fewer slices than one pass would
+	// hold (they spilled to the stack and were reloaded every GPU): the
+	// free bits and node masks, then the count buckets.
+	ci := &x.cls[c]
+	c32, prb := x.col32[c], x.prBits[c]
+	prMask := uint32(1)<<prb - 1
+	fb := x.fbits
+	if x.withinOn {
+		smask, divM, divS := ci.smask, x.divM, x.divS
+		for _, g := range gpus {
+			fb[g>>6] &^= 1 << (g & 63)
+			smask[uint64(g)*divM>>divS] &^= 1 << (c32[g] & 63)
+		}
+	} else {
+		for _, g := range gpus {
+			fb[g>>6] &^= 1 << (g & 63)
+		}
+	}
+	bins, pop, binFree, words := ci.bins, ci.pop, ci.binFree, x.words
+	for _, g := range gpus {
+		v := c32[g]
+		bin, pos := int32(v<<1>>1>>prb), int32(v&prMask)>>6
+		bi := &bins[bin]
+		w := int(bi.bitOff) + int(pos>>6)
+		bit := uint64(1) << (pos & 63)
+		if v>>31 == 0 {
+			words[w] &^= bit
+			pop[bi.popOff+1]--
+		} else {
+			// Move the node from bucket k to bucket k-1 of its bin.
+			fi := bi.off + pos
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k - 1
+			words[w+int(k-1)*int(bi.nw)] &^= bit
+			pop[bi.popOff+k]--
+			if k > 1 {
+				words[w+int(k-2)*int(bi.nw)] |= bit
+				pop[bi.popOff+k-1]++
+				if h := &ci.hint[bi.popOff+k-1]; *h > pos>>6 {
+					*h = pos >> 6
+				}
+			}
+		}
+		binFree[bin]--
+	}
+	x.total -= len(gpus)
+}
+
+// takeOneAny is takeOne for any index: a migration-aware frame's (free
+// counts per node), an unpacked column or nodes of several sizes.
+func (x *scoreIndex) takeOneAny(c int, gpus []int) {
 	ci := &x.cls[c]
 	bins, pop, binFree, words, fb, smask := ci.bins, ci.pop, ci.binFree, x.words, x.fbits, ci.smask
 	c32, prb := x.col32[c], x.prBits[c]
