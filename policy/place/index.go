@@ -355,7 +355,9 @@ type withinQueue struct {
 	// hint is, per bucket, a word before which it is empty (see
 	// classIndex.hint); view into i32.
 	hint []int32
-	cur  []int32 // cur[0]: a bin before which every bucket is empty
+	// cur[0]: a bucket (b*r+r', see pop) before which every bucket is
+	// empty; wmin starts there, inside its bin too.
+	cur []int32
 }
 
 // prepare returns the index for env, building it when the cluster or the
@@ -1143,9 +1145,10 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 		x.buildQueue(ci, n)
 	}
 	nb := int32(len(ci.bins))
-	for b := q.cur[0]; b < nb; b++ {
+	b0, r0 := q.cur[0]/q.r, q.cur[0]%q.r
+	for b := b0; b < nb; b, r0 = b+1, 0 {
 		bi := &ci.bins[b]
-		for r := range q.r {
+		for r := r0; r < q.r; r++ {
 			i := b*q.r + r
 			o := q.wOff + ci.nwStart[b]*q.r + r*bi.nw
 			for q.pop[i] > 0 {
@@ -1157,7 +1160,7 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 				nd := int(ci.binNodes[bi.off+p])
 				tb, cum, tp := x.wkey(ci, n, nd)
 				if tb == b && int32(x.maxPer-cum) == r {
-					q.cur[0] = b
+					q.cur[0] = i
 					return int(b), nd
 				}
 				x.words[o+*h] &^= 1 << (p & 63)
@@ -1168,7 +1171,7 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 			}
 		}
 	}
-	q.cur[0] = nb
+	q.cur[0] = nb * q.r
 	return int(nb), -1
 }
 
@@ -1227,7 +1230,7 @@ func (x *scoreIndex) buildQueue(ci *classIndex, n int) {
 	for i := range q.hint[:lo*q.r] {
 		q.hint[i] = math.MaxInt32
 	}
-	q.cur[0] = lo
+	q.cur[0] = lo * q.r
 	ci.unbuilt &^= 1 << n
 }
 
@@ -2167,9 +2170,7 @@ func (x *scoreIndex) give(gpus []int) {
 				if b, cum, p := x.wkey(ci, n, int(nd)); b >= 0 {
 					q := &ci.wq[n]
 					x.wput(ci, q, b, int32(x.maxPer-cum), p)
-					if q.cur[0] > b {
-						q.cur[0] = b
-					}
+					q.cur[0] = min(q.cur[0], b*q.r+int32(x.maxPer-cum))
 				}
 			}
 		}
