@@ -982,7 +982,7 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 	bins, pop, binFree, words := ci.bins, ci.pop, ci.binFree, x.words
 	for _, g := range gpus {
 		v := c32[g]
-		bin, pos := int32(v<<1>>1>>prb), int32(v&prMask)>>6
+		bin, pos := int32(v<<1>>1>>(prb&31)), int32(v&prMask)>>6 // &31: a bare shift, no check of its range
 		bi := &bins[bin]
 		w := int(bi.bitOff) + int(pos>>6)
 		bit := uint64(1) << (pos & 63)
@@ -1031,7 +1031,7 @@ func (x *scoreIndex) takeOneAny(c int, gpus []int) {
 		var multi bool
 		if c32 != nil {
 			v := c32[g]
-			bin, pr, multi = int32(v<<1>>1>>prb), int32(v&prMask), v>>31 != 0
+			bin, pr, multi = int32(v<<1>>1>>(prb&31)), int32(v&prMask), v>>31 != 0
 		} else {
 			bp := x.col[c][g]
 			bin, pr, multi = bp.bin&^multiPair, bp.pos, bp.bin&multiPair != 0
