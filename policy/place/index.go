@@ -1,6 +1,7 @@
 package place
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -64,8 +65,28 @@ type scoreIndex struct {
 
 	// Mutable state. The count structures live in slabs so that reset is
 	// a copy.
-	free             []bool
-	freeInit         []bool
+	// fbits is the free mask, GPU g at bit g&63 of word g>>6 (see
+	// isFree), with a word of padding past the last GPU whose bits are
+	// never set (see sole and nodeMask). When no node has more than 64
+	// GPUs (narrow), a node's GPUs are a run of bits in one word or
+	// two, so its free GPUs are one word (nodeMask), and with a class's
+	// pmask a (bin, node) pair's free GPUs in id order are one AND (see
+	// walk).
+	fbits, fbitsInit []uint64
+	narrow           bool
+	qbase            []int32 // scratch for buildQueue
+	// permTab, with within queues on nodes of at most permMaxPer GPUs:
+	// row k (64 bytes) maps a node's free GPUs in id order (nodeMask)
+	// to its free mask in a class's bin order (smask) for the nodes
+	// whose GPUs have the k-th distinct rank order (see
+	// classIndex.permIdx): load reads a node's mask off one byte instead
+	// of shifting each GPU's free flag to its rank.
+	permTab []uint8
+	// flags is scratch for load: the free mask a byte a GPU (1: free),
+	// with a padding byte past the last GPU that stays 0 (see sole).
+	// Spread from fbits once a load, so that the load's gathers read a
+	// byte each instead of shifting a word.
+	flags            []byte
 	total            int
 	i32, i32Init     []int32
 	words, wordsInit []uint64
@@ -141,6 +162,10 @@ type classIndex struct {
 	vals     []float64 // bin values, ascending and distinct
 	bins     []binInfo
 	binNodes []int32
+	// pmask[off+pos] has bit i set when GPU i of the node (counting from
+	// its first) is in the bin (only on a narrow index): AND the node's
+	// free mask (nodeMask), the pair's free GPUs in id order.
+	pmask []uint64
 	// only[off+pos] is the node's one GPU in the bin when it has exactly
 	// one there, else -1. A node in a bucket then holds it free, so a
 	// pick takes it without scanning the node (with a bin per outlier,
@@ -185,6 +210,8 @@ type classIndex struct {
 	ord   []rankInfo
 	smask []uint64
 	smOff int
+	// permIdx[nd] is node nd's row in scoreIndex.permTab (when built).
+	permIdx []uint16
 	// nwStart[b] is the sum of nw over bins before b: where bin b's words
 	// start in a within queue's buckets.
 	nwStart []int32
@@ -272,6 +299,48 @@ func (x *scoreIndex) nodeOf(g int) int32 {
 	return x.gpuNode[g]
 }
 
+// spreadFlags writes the free mask to flags, a byte a GPU, and returns
+// flags (see load).
+func (x *scoreIndex) spreadFlags() []byte {
+	fl := x.flags
+	for w, m := range x.fbits {
+		d := (*[64]byte)(fl[w*64:])
+		binary.LittleEndian.PutUint64(d[0:], spread8[m&0xff])
+		binary.LittleEndian.PutUint64(d[8:], spread8[m>>8&0xff])
+		binary.LittleEndian.PutUint64(d[16:], spread8[m>>16&0xff])
+		binary.LittleEndian.PutUint64(d[24:], spread8[m>>24&0xff])
+		binary.LittleEndian.PutUint64(d[32:], spread8[m>>32&0xff])
+		binary.LittleEndian.PutUint64(d[40:], spread8[m>>40&0xff])
+		binary.LittleEndian.PutUint64(d[48:], spread8[m>>48&0xff])
+		binary.LittleEndian.PutUint64(d[56:], spread8[m>>56])
+	}
+	return fl
+}
+
+// spread8[b] has byte i set to bit i of b.
+var spread8 = func() (t [256]uint64) {
+	for b := range t {
+		for i := range 8 {
+			t[b] |= uint64(b>>i&1) << (8 * i)
+		}
+	}
+	return t
+}()
+
+// isFree reports whether GPU g is free.
+func (x *scoreIndex) isFree(g int) bool { return x.fbits[g>>6]>>(g&63)&1 != 0 }
+
+// freeBit is 1 when GPU g is free, else 0.
+func (x *scoreIndex) freeBit(g int) int { return int(x.fbits[g>>6] >> (g & 63) & 1) }
+
+// nodeMask is node nd's free GPUs off fbits, bit i for its GPU
+// nodeStart[nd]+i (on a narrow index only).
+func (x *scoreIndex) nodeMask(nd int32) uint64 {
+	s, e := x.nodeStart[nd], x.nodeStart[nd+1]
+	w, o := s>>6, uint(s&63)
+	return (x.fbits[w]>>o | x.fbits[w+1]<<1<<(63-o)) & (^uint64(0) >> (64 - uint(e-s)))
+}
+
 // withinQueue is the bucket queue of one (class, n): node nd sits in
 // bucket (b, r) when its within key (see wkey) is bin b and count
 // maxPer-r, as a bit at its position in bin b's node list (like the count
@@ -286,7 +355,9 @@ type withinQueue struct {
 	// hint is, per bucket, a word before which it is empty (see
 	// classIndex.hint); view into i32.
 	hint []int32
-	cur  []int32 // cur[0]: a bin before which every bucket is empty
+	// cur[0]: a bucket (b*r+r', see pop) before which every bucket is
+	// empty; wmin starts there, inside its bin too.
+	cur []int32
 }
 
 // prepare returns the index for env, building it when the cluster or the
@@ -384,9 +455,9 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 	}
 	// The all-free state. The mask has one more flag, never set, past
 	// its end (see sole).
-	x.free = make([]bool, x.size+1)[:x.size]
-	for i := range x.free {
-		x.free[i] = true
+	x.fbits = make([]uint64, x.size>>6+2)
+	for g := range x.size {
+		x.fbits[g>>6] |= 1 << (g & 63)
 	}
 	for i := range x.nodeFree {
 		x.nodeFree[i] = x.nodeStart[i+1] - x.nodeStart[i]
@@ -443,7 +514,22 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 			x.col[c][g] = x.bp[g][c]
 		}
 	}
-	x.freeInit = slices.Clone(x.free)
+	x.fbitsInit = slices.Clone(x.fbits)
+	if within && x.maxPer <= permMaxPer {
+		x.buildPerms()
+	}
+	x.flags = make([]byte, len(x.fbits)*64)
+	if x.maxPer <= 64 {
+		x.narrow = true
+		for c := range x.cls {
+			ci := &x.cls[c]
+			ci.pmask = make([]uint64, len(ci.only))
+			for g, b := range ci.gbin {
+				nd := x.gpuNode[g]
+				ci.pmask[ci.bins[b].off+ci.pos[g]>>6] |= 1 << (int32(g) - x.nodeStart[nd])
+			}
+		}
+	}
 	x.i32Init = slices.Clone(x.i32)
 	x.wordsInit = slices.Clone(x.words)
 	if within {
@@ -457,6 +543,43 @@ func (x *scoreIndex) build(cl *cluster.Cluster, sc *policy.Scores, within bool) 
 		}
 	}
 	x.ok = true
+}
+
+// permMaxPer is the largest node whose within masks load reads off
+// permTab: 720 orders of 6 GPUs, 64 bytes each, at most.
+const permMaxPer = 6
+
+// buildPerms fills permTab and every class's permIdx from the GPUs'
+// ranks (pos&63, set by fillWithin).
+func (x *scoreIndex) buildPerms() {
+	rows := map[uint32]uint16{}
+	x.permTab = x.permTab[:0]
+	for c := range x.cls {
+		ci := &x.cls[c]
+		ci.permIdx = make([]uint16, x.nodes)
+		for nd := range x.nodes {
+			s, e := x.nodeStart[nd], x.nodeStart[nd+1]
+			key := uint32(e - s)
+			for g := s; g < e; g++ {
+				key = key<<3 | uint32(ci.pos[g]&63)
+			}
+			k, ok := rows[key]
+			if !ok {
+				k = uint16(len(rows))
+				rows[key] = k
+				row := make([]uint8, 64)
+				for f := range 1 << (e - s) {
+					for i := range e - s {
+						if f>>i&1 != 0 {
+							row[f] |= 1 << (ci.pos[s+i] & 63)
+						}
+					}
+				}
+				x.permTab = append(x.permTab, row...)
+			}
+			ci.permIdx[nd] = k
+		}
+	}
 }
 
 // fillWithin lays out class ci's per-node bin order and files every node
@@ -723,7 +846,7 @@ func (ci *classIndex) floorBin(v float64) int {
 // has, as nothing reads it before a later reset or load (see frame)
 // restores it.
 func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
-	copy(x.free, x.freeInit)
+	copy(x.fbits, x.fbitsInit)
 	copy(x.nodeFree, x.i32Init[x.nfOff:])
 	for c := range x.cls {
 		if ci := &x.cls[c]; x.dirty[c] && live[c] {
@@ -743,7 +866,7 @@ func (x *scoreIndex) reset(live [variability.NumClasses]bool) {
 // freeBelow bounds on while the class is retired: only those are
 // restored (reset would copy every slab, which the loads then rewrite).
 func (x *scoreIndex) resetBounds(live [variability.NumClasses]bool) {
-	copy(x.free, x.freeInit)
+	copy(x.fbits, x.fbitsInit)
 	copy(x.nodeFree, x.i32Init[x.nfOff:])
 	for c := range x.cls {
 		if ci := &x.cls[c]; live[c] {
@@ -779,7 +902,7 @@ func (x *scoreIndex) take(gpus []int) {
 		return
 	}
 	for _, g := range gpus {
-		x.free[g] = false
+		x.fbits[g>>6] &^= 1 << (g & 63)
 		nd := x.nodeOf(g)
 		if x.hist {
 			x.freeHist[x.nodeFree[nd]]--
@@ -834,12 +957,67 @@ func (x *scoreIndex) take(gpus []int) {
 // (on the 20,000-job Synergy trace on 16x4 under LAS, takeOne's
 // instructions fell from 490.5 to 450.5 million over 1.39 million calls).
 func (x *scoreIndex) takeOne(c int, gpus []int) {
+	if x.hist || x.col32[c] == nil || x.divM == 0 {
+		x.takeOneAny(c, gpus)
+		return
+	}
+	// Two passes over gpus, each with fewer slices than one pass would
+	// hold (they spilled to the stack and were reloaded every GPU): the
+	// free bits and node masks, then the count buckets.
 	ci := &x.cls[c]
-	bins, pop, binFree, words, free, smask := ci.bins, ci.pop, ci.binFree, x.words, x.free, ci.smask
+	c32, prb := x.col32[c], x.prBits[c]
+	prMask := uint32(1)<<prb - 1
+	fb := x.fbits
+	if x.withinOn {
+		smask, divM, divS := ci.smask, x.divM, x.divS
+		for _, g := range gpus {
+			fb[g>>6] &^= 1 << (g & 63)
+			smask[uint64(g)*divM>>divS] &^= 1 << (c32[g] & 63)
+		}
+	} else {
+		for _, g := range gpus {
+			fb[g>>6] &^= 1 << (g & 63)
+		}
+	}
+	bins, pop, binFree, words := ci.bins, ci.pop, ci.binFree, x.words
+	for _, g := range gpus {
+		v := c32[g]
+		bin, pos := int32(v<<1>>1>>(prb&31)), int32(v&prMask)>>6 // &31: a bare shift, no check of its range
+		bi := &bins[bin]
+		w := int(bi.bitOff) + int(pos>>6)
+		bit := uint64(1) << (pos & 63)
+		if v>>31 == 0 {
+			words[w] &^= bit
+			pop[bi.popOff+1]--
+		} else {
+			// Move the node from bucket k to bucket k-1 of its bin.
+			fi := bi.off + pos
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k - 1
+			words[w+int(k-1)*int(bi.nw)] &^= bit
+			pop[bi.popOff+k]--
+			if k > 1 {
+				words[w+int(k-2)*int(bi.nw)] |= bit
+				pop[bi.popOff+k-1]++
+				if h := &ci.hint[bi.popOff+k-1]; *h > pos>>6 {
+					*h = pos >> 6
+				}
+			}
+		}
+		binFree[bin]--
+	}
+	x.total -= len(gpus)
+}
+
+// takeOneAny is takeOne for any index: a migration-aware frame's (free
+// counts per node), an unpacked column or nodes of several sizes.
+func (x *scoreIndex) takeOneAny(c int, gpus []int) {
+	ci := &x.cls[c]
+	bins, pop, binFree, words, fb, smask := ci.bins, ci.pop, ci.binFree, x.words, x.fbits, ci.smask
 	c32, prb := x.col32[c], x.prBits[c]
 	prMask := uint32(1)<<prb - 1
 	for _, g := range gpus {
-		free[g] = false
+		fb[g>>6] &^= 1 << (g & 63)
 		nd := x.nodeOf(g)
 		if x.hist {
 			// Only a migration-aware frame reads the nodes' free counts
@@ -853,7 +1031,7 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 		var multi bool
 		if c32 != nil {
 			v := c32[g]
-			bin, pr, multi = int32(v<<1>>1>>prb), int32(v&prMask), v>>31 != 0
+			bin, pr, multi = int32(v<<1>>1>>(prb&31)), int32(v&prMask), v>>31 != 0
 		} else {
 			bp := x.col[c][g]
 			bin, pr, multi = bp.bin&^multiPair, bp.pos, bp.bin&multiPair != 0
@@ -901,13 +1079,36 @@ func (x *scoreIndex) wkey(ci *classIndex, n, node int) (bin int32, cum int, p in
 	if bits.OnesCount64(m) < n {
 		return -1, 0, -1
 	}
-	t := m
-	for range n - 1 {
-		t &= t - 1
-	}
-	r := ci.ord[int(x.nodeStart[node])+bits.TrailingZeros64(t)]
+	r := ci.ord[int(x.nodeStart[node])+nthBit(m, n)]
 	return r.bin, bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))), r.pos >> 6
 }
+
+// nthBit is the index of the n-th lowest set bit of m (n >= 1; m has
+// at least n): off a table for masks of nodes of up to 6 GPUs, by
+// clearing the n-1 lowest bits otherwise.
+func nthBit(m uint64, n int) int {
+	if m < 64 {
+		return int(nth6[n&7][m])
+	}
+	for range n - 1 {
+		m &= m - 1
+	}
+	return bits.TrailingZeros64(m)
+}
+
+// nth6[n][m] is the index of the n-th lowest set bit of m < 64.
+var nth6 = func() (t [8][64]uint8) {
+	for m := range 64 {
+		k := 0
+		for i := range 6 {
+			if m>>i&1 != 0 {
+				k++
+				t[k][m] = uint8(i)
+			}
+		}
+	}
+	return t
+}()
 
 // wput files a node in bucket (b, r) of queue q at its position p in bin
 // b's node list.
@@ -944,9 +1145,10 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 		x.buildQueue(ci, n)
 	}
 	nb := int32(len(ci.bins))
-	for b := q.cur[0]; b < nb; b++ {
+	b0, r0 := q.cur[0]/q.r, q.cur[0]%q.r
+	for b := b0; b < nb; b, r0 = b+1, 0 {
 		bi := &ci.bins[b]
-		for r := range q.r {
+		for r := r0; r < q.r; r++ {
 			i := b*q.r + r
 			o := q.wOff + ci.nwStart[b]*q.r + r*bi.nw
 			for q.pop[i] > 0 {
@@ -958,7 +1160,7 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 				nd := int(ci.binNodes[bi.off+p])
 				tb, cum, tp := x.wkey(ci, n, nd)
 				if tb == b && int32(x.maxPer-cum) == r {
-					q.cur[0] = b
+					q.cur[0] = i
 					return int(b), nd
 				}
 				x.words[o+*h] &^= 1 << (p & 63)
@@ -969,7 +1171,7 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 			}
 		}
 	}
-	q.cur[0] = nb
+	q.cur[0] = nb * q.r
 	return int(nb), -1
 }
 
@@ -985,21 +1187,50 @@ func (x *scoreIndex) wmin(c, n int) (bin, node int) {
 func (x *scoreIndex) buildQueue(ci *classIndex, n int) {
 	q := &ci.wq[n]
 	nb := int32(len(ci.bins))
-	clear(q.pop)
-	for i := range q.hint {
-		q.hint[i] = math.MaxInt32 // wput lowers it to the first filed word
+	qw := x.words[q.wOff : q.wOff+q.r*ci.nwStart[nb]]
+	clear(qw)
+	// base[b] is bin b's first word in qw: bucket (b, r) is
+	// base[b]+r*nw.. (see wput).
+	x.qbase = slices.Grow(x.qbase[:0], int(nb))[:nb]
+	base := x.qbase
+	for b := range nb {
+		base[b] = ci.nwStart[b] * q.r
 	}
-	clear(x.words[q.wOff : q.wOff+q.r*ci.nwStart[nb]])
+	// Every node is filed once, so a bucket's count and hint are read
+	// off its words after (below) instead of kept per node as wput does.
 	lo := nb
+	ord, bins, per := ci.ord, ci.bins, int32(x.maxPer)
 	for nd, m := range ci.smask {
 		if bits.OnesCount64(m) < n {
 			continue
 		}
-		b, cum, p := x.wkey(ci, n, nd)
-		x.wput(ci, q, b, int32(x.maxPer-cum), p)
+		// wkey, inline.
+		r := ord[int(x.nodeStart[nd])+nthBit(m, n)]
+		cum := int32(bits.OnesCount64(m & (^uint64(0) >> (63 - r.pos&63))))
+		b, p := r.bin, r.pos>>6
+		qw[base[b]+(per-cum)*bins[b].nw+p>>6] |= 1 << (p & 63)
 		lo = min(lo, b)
 	}
-	q.cur[0] = lo
+	for b := lo; b < nb; b++ {
+		nw := bins[b].nw
+		for r := range q.r {
+			i := b*q.r + r
+			pop, h := 0, int32(math.MaxInt32)
+			for w, v := range qw[base[b]+r*nw : base[b]+r*nw+nw] {
+				if v != 0 {
+					pop += bits.OnesCount64(v)
+					h = min(h, int32(w))
+				}
+			}
+			q.pop[i], q.hint[i] = int32(pop), h
+		}
+	}
+	// Buckets of bins before lo are empty.
+	clear(q.pop[:lo*q.r])
+	for i := range q.hint[:lo*q.r] {
+		q.hint[i] = math.MaxInt32
+	}
+	q.cur[0] = lo * q.r
 	ci.unbuilt &^= 1 << n
 }
 
@@ -1050,7 +1281,9 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if r > 0 {
 		return nil // unreachable: the free counts said n qualify
 	}
-	slices.Sort(x.buf)
+	if !slices.IsSorted(x.buf) {
+		slices.Sort(x.buf)
+	}
 	return x.buf
 }
 
@@ -1075,8 +1308,12 @@ func (x *scoreIndex) pmFirstOne(c, bmax int) []int {
 			return x.buf
 		}
 		nd := ci.binNodes[int(bi.off)+p]
-		for g := x.nodeStart[nd]; ; g++ {
-			if x.free[g] && ci.gbin[g] == int32(b) {
+		if x.narrow {
+			x.buf = append(x.buf[:0], int(x.nodeStart[nd])+bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[int(bi.off)+p]))
+			return x.buf
+		}
+		for g := int(x.nodeStart[nd]); ; g++ {
+			if x.isFree(g) && ci.gbin[g] == int32(b) {
 				x.buf = append(x.buf[:0], int(g))
 				return x.buf
 			}
@@ -1128,12 +1365,22 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 				r--
 				continue
 			}
-			// A multi pair: which of the node's GPUs are free is a coin
-			// toss to the branch predictor, so each is appended and kept
-			// by a count instead of a branch.
 			nd := nodes[p]
+			if x.narrow {
+				// A multi pair: its free GPUs in id order are the set
+				// bits of the node's free mask under the pair's.
+				s := int(x.nodeStart[nd])
+				for m := x.nodeMask(nd) & ci.pmask[int(bi.off)+p]; m != 0 && r > 0; m &= m - 1 {
+					x.buf = append(x.buf, s+bits.TrailingZeros64(m))
+					r--
+				}
+				continue
+			}
+			// Without node masks: which of the node's GPUs are free is a
+			// coin toss to the branch predictor, so each is appended and
+			// kept by a count instead of a branch.
 			for g := x.nodeStart[nd]; g < x.nodeStart[nd+1] && r > 0; g++ {
-				k := bit(x.free[g]) & bit(ci.gbin[g] == int32(b))
+				k := x.freeBit(int(g)) & bit(ci.gbin[g] == int32(b))
 				x.buf = append(x.buf, int(g))
 				x.buf = x.buf[:len(x.buf)-1+k]
 				r -= k
@@ -1170,8 +1417,19 @@ func (x *scoreIndex) within(c, n, bv int) []int {
 func (x *scoreIndex) fromNode(c, node, n, b int) []int {
 	gbin := x.cls[c].gbin
 	x.buf = x.buf[:0]
+	if x.narrow {
+		// Only the free GPUs, from the node's mask, in id order.
+		s := int(x.nodeStart[node])
+		for m := x.nodeMask(int32(node)); m != 0 && len(x.buf) < n; m &= m - 1 {
+			g := s + bits.TrailingZeros64(m)
+			k := bit(int(gbin[g]) <= b)
+			x.buf = append(x.buf, g)
+			x.buf = x.buf[:len(x.buf)-1+k]
+		}
+		return x.buf
+	}
 	for g := x.nodeStart[node]; g < x.nodeStart[node+1] && len(x.buf) < n; g++ {
-		k := bit(x.free[g]) & bit(int(gbin[g]) <= b) // no branch on the flags (see walk)
+		k := x.freeBit(int(g)) & bit(int(gbin[g]) <= b) // no branch on the flags (see walk)
 		x.buf = append(x.buf, int(g))
 		x.buf = x.buf[:len(x.buf)-1+k]
 	}
@@ -1246,7 +1504,7 @@ func (x *scoreIndex) rerank(c, n, bn, bv int) int {
 				}
 				cnt := 0
 				for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
-					if x.free[g] && int(ci.gbin[g]) <= bv {
+					if x.isFree(int(g)) && int(ci.gbin[g]) <= bv {
 						cnt++
 					}
 				}
@@ -1667,8 +1925,8 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 		}
 		pin[i], out[i] = true, j.GPUsHeld
 		for _, g := range j.GPUsHeld {
-			if x.free[g] {
-				x.free[g] = false
+			if x.isFree(g) {
+				x.fbits[g>>6] &^= 1 << (g & 63)
 				x.nodeFree[x.nodeOf(g)]--
 				n++
 			}
@@ -1685,7 +1943,7 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 	}
 }
 
-// load makes class c's structures those of the free mask x.free: the
+// load makes class c's structures those of the free mask fbits: the
 // counts and buckets are rebuilt in one pass over the bins' node lists.
 // Hints and the bin cursor restart at 0, which is always a valid lower
 // bound (walks move them up). Each node's free mask is read off the free
@@ -1693,24 +1951,26 @@ func (x *scoreIndex) reserve(order []*workload.Job, pin []bool, out [][]int) {
 // those masks when a job first asks for one.
 func (x *scoreIndex) load(c int) {
 	ci := &x.cls[c]
+	free := x.spreadFlags()
 	counts := len(ci.cnt) + len(ci.pop) + len(ci.hint) + len(ci.binFree) + len(ci.lo)
 	binWords := ci.wHi
 	if x.withinOn {
 		ci.unbuilt = ^uint64(0)
 		binWords = ci.smOff
-		if per := x.maxPer; x.divM != 0 {
+		if tab := x.permTab; tab != nil {
+			pi := ci.permIdx[:len(ci.smask)]
+			for nd := range ci.smask {
+				ci.smask[nd] = uint64(tab[int(pi[nd])<<6|int(x.nodeMask(int32(nd)))])
+			}
+		} else if per := x.maxPer; x.divM != 0 {
 			// Nodes of per GPUs each (see divider): node nd's GPUs are
 			// nd*per.., read as fixed windows without nodeStart.
-			free, pos := x.free[:len(ci.smask)*per], ci.pos[:len(ci.smask)*per]
+			free, pos := free[:len(ci.smask)*per], ci.pos[:len(ci.smask)*per]
 			for nd := range ci.smask {
 				fr, ps := free[nd*per:nd*per+per], pos[nd*per:nd*per+per]
 				var m uint64
 				for i, fl := range fr {
-					var f uint64
-					if fl {
-						f = 1
-					}
-					m |= f << (ps[i] & 63)
+					m |= uint64(fl) << (ps[i] & 63)
 				}
 				ci.smask[nd] = m
 			}
@@ -1718,11 +1978,7 @@ func (x *scoreIndex) load(c int) {
 			for nd := range ci.smask {
 				var m uint64
 				for g := x.nodeStart[nd]; g < x.nodeStart[nd+1]; g++ {
-					var f uint64
-					if x.free[g] {
-						f = 1
-					}
-					m |= f << (ci.pos[g] & 63)
+					m |= uint64(free[g]) << (ci.pos[g] & 63)
 				}
 				ci.smask[nd] = m
 			}
@@ -1736,7 +1992,7 @@ func (x *scoreIndex) load(c int) {
 	// the rest off the free mask. A migration-aware round loads about
 	// five classes at 27,648 GPUs, and the pass over every GPU this
 	// replaces was most of a load.
-	cnt, bins, free := ci.cnt, ci.bins, x.free
+	cnt, bins := ci.cnt, ci.bins
 	if x.withinOn {
 		// The node masks are current: a pair's count is a popcount, one
 		// per pair rather than a read per GPU (a class of two bins on
@@ -1747,11 +2003,7 @@ func (x *scoreIndex) load(c int) {
 		}
 	} else {
 		for _, m := range ci.multi {
-			var f int32
-			if free[m.g] {
-				f = 1
-			}
-			cnt[m.at] += f
+			cnt[m.at] += int32(free[m.g])
 		}
 	}
 	// Whether a GPU is free is a coin toss to the branch predictor, so a
@@ -1763,26 +2015,16 @@ func (x *scoreIndex) load(c int) {
 	// does not branch on the kind of pair either; those pairs are filed
 	// after, from their counts. (A single pair's count, cnt, stays 0:
 	// never read, see multiPair.)
-	fp := x.free[:x.size+1]
 	for b, bi := range bins {
 		ones := 0
-		nw := int(bi.nw)
-		w1 := x.words[bi.bitOff : int(bi.bitOff)+nw]
-		var acc uint64
-		for p, g := range ci.sole[bi.off : bi.off+bi.n] {
-			var k uint64
-			if fp[g] {
-				k = 1
+		w1 := x.words[bi.bitOff : bi.bitOff+bi.nw]
+		so := ci.sole[bi.off : bi.off+bi.n]
+		for k := range w1 {
+			var acc uint64
+			for i, g := range so[k*64 : min(len(so), k*64+64)] {
+				acc |= uint64(free[g]) << (i & 63)
 			}
-			acc |= k << (p & 63)
-			if p&63 == 63 {
-				w1[p>>6] |= acc
-				ones += bits.OnesCount64(acc)
-				acc = 0
-			}
-		}
-		if bi.n&63 != 0 {
-			w1[(bi.n-1)>>6] |= acc
+			w1[k] |= acc
 			ones += bits.OnesCount64(acc)
 		}
 		ci.pop[bi.popOff+1] += int32(ones)
@@ -1826,7 +2068,7 @@ func (x *scoreIndex) settle(j *workload.Job) {
 	x.live[j.Class] = false
 	if x.live != ([variability.NumClasses]bool{}) {
 		for _, g := range j.GPUsHeld {
-			x.free[g] = false
+			x.fbits[g>>6] &^= 1 << (g & 63)
 			x.nodeFree[x.nodeOf(g)]--
 		}
 		x.total -= len(j.GPUsHeld)
@@ -1861,7 +2103,7 @@ func (x *scoreIndex) discard() {}
 func (x *scoreIndex) give(gpus []int) {
 	x.given += len(gpus)
 	for _, g := range gpus {
-		x.free[g] = true
+		x.fbits[g>>6] |= 1 << (g & 63)
 		nd := x.nodeOf(g)
 		if x.hist {
 			x.freeHist[x.nodeFree[nd]]--
@@ -1928,9 +2170,7 @@ func (x *scoreIndex) give(gpus []int) {
 				if b, cum, p := x.wkey(ci, n, int(nd)); b >= 0 {
 					q := &ci.wq[n]
 					x.wput(ci, q, b, int32(x.maxPer-cum), p)
-					if q.cur[0] > b {
-						q.cur[0] = b
-					}
+					q.cur[0] = min(q.cur[0], b*q.r+int32(x.maxPer-cum))
 				}
 			}
 		}

@@ -492,3 +492,38 @@ func TestIndexedMatchesReferenceRoundAfterRound(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexedMatchesReferenceOnBigNodes runs PM-First (PAL declines
+// such clusters) on clusters with a node of more than 64 GPUs, where the
+// index keeps no node masks (narrow is false) and its picks read the free
+// bits GPU by GPU, against the reference, a few rounds with running jobs.
+func TestIndexedMatchesReferenceOnBigNodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for trial := range 40 {
+		sizes := []int{65 + rng.IntN(40)}
+		for range rng.IntN(4) {
+			sizes = append(sizes, 1+rng.IntN(80))
+		}
+		rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
+		c, err := cluster.NewSized(sizes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())}
+		for tb := range 2 {
+			pm := &PMFirst{TieBreak: PMFirstTieBreak(tb)}
+			order := randomQueue(rng, c)
+			for round := range 3 {
+				what := fmt.Sprintf("trial %d tie-break %d round %d cluster %v", trial, tb, round, sizes)
+				got := pm.Place(env, order)
+				sameAlloc(t, what, got, (&refPMFirst{TieBreak: PMFirstTieBreak(tb)}).Place(env, order))
+				for i, g := range got {
+					order[i].GPUsHeld = g
+				}
+			}
+			if !pm.ix.ok || pm.ix.narrow {
+				t.Fatalf("trial %d: index ok %v narrow %v on nodes of up to %d GPUs", trial, pm.ix.ok, pm.ix.narrow, pm.ix.maxPer)
+			}
+		}
+	}
+}

@@ -30,7 +30,7 @@ func (x *scoreIndex) pmFirstSpans(j *workload.Job) bool {
 	ci := &x.cls[c]
 	b0 := int32(ci.first(x.total))
 	for _, g := range h {
-		if x.free[g] {
+		if x.isFree(g) {
 			return false // not reserved: lend would not count it
 		}
 		b0 = min(b0, ci.gbin[g])

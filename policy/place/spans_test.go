@@ -39,7 +39,7 @@ func TestPMFirstSpansOnlyWhenPickSpans(t *testing.T) {
 		x.take(held)
 		var others []int
 		for _, g := range rng.Perm(c.Size()) {
-			if x.free[g] && rng.IntN(3) > 0 {
+			if x.isFree(g) && rng.IntN(3) > 0 {
 				others = append(others, g)
 			}
 		}

@@ -111,14 +111,97 @@ func BenchmarkLoad(b *testing.B) {
 				b.Fatal("index declined the cluster")
 			}
 			rng := rand.New(rand.NewPCG(1, 2))
-			for g := range x.free {
-				x.free[g] = rng.IntN(2) == 0
+			var taken []int
+			for g := range x.size {
+				if rng.IntN(2) != 0 {
+					taken = append(taken, g)
+				}
 			}
+			x.reset([variability.NumClasses]bool{})
+			x.take(taken)
 			for b.Loop() {
 				for c := range variability.NumClasses {
 					x.load(c)
 				}
 			}
 		})
+	}
+}
+
+// TestNodeMasksFollowTakes takes and gives random GPUs, one class live
+// or several, and checks after each step that the free bits (isFree)
+// and every node's free mask (nodeMask, which walk, pmFirstOne,
+// fromNode and load read a node at a time) are what the test took and
+// gave.
+func TestNodeMasksFollowTakes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 300 {
+		c, x := randomIndex(t, rng, trial, trial%2 == 0)
+		if !x.narrow {
+			t.Fatalf("trial %d: index not narrow with %d GPUs a node at most", trial, x.maxPer)
+		}
+		var live [variability.NumClasses]bool
+		for cl := range live {
+			live[cl] = rng.IntN(2) == 0
+		}
+		x.reset(live)
+		held := map[int]bool{}
+		var order []int
+		for step := range 20 {
+			if len(order) > 0 && rng.IntN(3) == 0 {
+				k := rng.IntN(len(order)) + 1
+				x.give(order[:k])
+				for _, g := range order[:k] {
+					delete(held, g)
+				}
+				order = order[k:]
+			} else {
+				var g []int
+				for _, id := range rng.Perm(c.Size()) {
+					if !held[id] && len(g) < 1+rng.IntN(9) {
+						g = append(g, id)
+						held[id] = true
+					}
+				}
+				x.take(g)
+				order = append(order, g...)
+			}
+			for nd, n := range c.Nodes {
+				var want uint64
+				for i, g := range n.GPUs {
+					if x.isFree(g) == held[g] {
+						t.Fatalf("trial %d step %d: GPU %d free %v, taken %v", trial, step, g, x.isFree(g), held[g])
+					}
+					if !held[g] {
+						want |= 1 << i
+					}
+				}
+				if got := x.nodeMask(int32(nd)); got != want {
+					t.Fatalf("trial %d step %d: node %d mask %b, want %b", trial, step, nd, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestNthBit checks nthBit, table and loop, against counting bits one
+// by one.
+func TestNthBit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 20000 {
+		m := rng.Uint64()
+		if trial%2 == 0 {
+			m &= 63 // the table's masks
+		}
+		k := 0
+		for i := range 64 {
+			if m>>i&1 == 0 {
+				continue
+			}
+			k++
+			if got := nthBit(m, k); got != i {
+				t.Fatalf("nthBit(%b, %d) = %d, want %d", m, k, got, i)
+			}
+		}
 	}
 }
