@@ -33,7 +33,9 @@ func TestPodPriorityPreempts(t *testing.T) {
 		if _, err := e.cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = e.cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+		})
 	}
 	cfg := testConfig()
 	cfg.Scheduler, cfg.Placement = "fifo", "packed-nonsticky"
