@@ -43,18 +43,7 @@ func randomCase(rng *rand.Rand, trial int) (Config, func() policy.Scheduler) {
 		jobs = append(jobs, s)
 	}
 	tr := &workload.Trace{Name: fmt.Sprintf("trial-%d", trial), Jobs: jobs, HasTracked: rng.IntN(4) == 0}
-	raw := &variability.Table{}
-	sc := &policy.Scores{}
-	levels := []float64{0.95, 1.0, 2.5}
-	for c := range raw.Values {
-		for g := 0; g < size; g++ {
-			raw.Values[c] = append(raw.Values[c], 0.9+0.3*rng.Float64())
-			sc.SF[c] = append(sc.SF[c], levels[rng.IntN(3)])
-		}
-		for _, v := range levels {
-			sc.LV[c] = append(sc.LV[c], policy.LVStep{V: v}, policy.LVStep{V: v * 1.5, Across: true})
-		}
-	}
+	raw, sc := randomScores(rng, size)
 	cfg := Config{Cluster: cl, Trace: tr, Round: []float64{300, 360, 100, 0.7 * 300, 1e-3 + 97}[rng.IntN(5)],
 		Locality: ConstantLocality(1.5), Raw: raw, Scores: sc, Seed: uint64(trial), MaxRounds: 1500}
 	if rng.IntN(3) == 0 {
@@ -229,4 +218,23 @@ func TestUnpackedKeysCompareAsKeys(t *testing.T) {
 			t.Fatalf("%+v vs %+v (read back as %+v): %d, want %d", b, a, back, got, want)
 		}
 	}
+}
+
+// randomScores draws every GPU's true value (0.9-1.2) and binned score
+// (one of three levels) per class, with an L×V order over the levels
+// (each within a node, then across at 1.5 times).
+func randomScores(rng *rand.Rand, size int) (*variability.Table, *policy.Scores) {
+	raw := &variability.Table{}
+	sc := &policy.Scores{}
+	levels := []float64{0.95, 1.0, 2.5}
+	for c := range raw.Values {
+		for g := 0; g < size; g++ {
+			raw.Values[c] = append(raw.Values[c], 0.9+0.3*rng.Float64())
+			sc.SF[c] = append(sc.SF[c], levels[rng.IntN(3)])
+		}
+		for _, v := range levels {
+			sc.LV[c] = append(sc.LV[c], policy.LVStep{V: v}, policy.LVStep{V: v * 1.5, Across: true})
+		}
+	}
+	return raw, sc
 }

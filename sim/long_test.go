@@ -83,18 +83,7 @@ func longCase(seed uint64) Config {
 		s.IterTime = []float64{1, 0.5, 0.17540429367763434, 3.5714}[rng.IntN(4)]
 		jobs = append(jobs, s)
 	}
-	raw := &variability.Table{}
-	sc := &policy.Scores{}
-	levels := []float64{0.95, 1.0, 2.5}
-	for c := range raw.Values {
-		for g := 0; g < size; g++ {
-			raw.Values[c] = append(raw.Values[c], 0.9+0.3*rng.Float64())
-			sc.SF[c] = append(sc.SF[c], levels[rng.IntN(3)])
-		}
-		for _, v := range levels {
-			sc.LV[c] = append(sc.LV[c], policy.LVStep{V: v}, policy.LVStep{V: v * 1.5, Across: true})
-		}
-	}
+	raw, sc := randomScores(rng, size)
 	return Config{Cluster: cl, Trace: &workload.Trace{Name: "long", Jobs: jobs}, Round: 300,
 		Locality: ConstantLocality(1.5), Raw: raw, Scores: sc, Seed: seed, MaxRounds: 5000}
 }
