@@ -355,6 +355,7 @@ func (s *Scheduler) forecastState(snap *snapshot, order []*workload.Job, alloc [
 	if st.Scheduler, st.Placer, err = forecastPolicies(s.cfg, s.pol.place); err != nil {
 		return nil, err
 	}
+	st.Scheduler = tiered(st.Scheduler, order, snap.ByJob)
 	keepIn(st.Placer, kept)
 
 	now := float64(at.UnixNano())/1e9 - s.epoch

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/workload"
 )
 
@@ -34,7 +35,8 @@ import (
 // With every gang at one priority (the usual cluster: no PriorityClass,
 // priority 0) the order is the policy's, unchanged. Under Themis the
 // auction, not an order, hands out GPUs: pod priority is not read there
-// (a warning says so once). Forecasts order by the policy alone.
+// (a warning says so once). Forecasts order by pod priority, then the
+// policy, as the round does (tiered), but read no preemptionPolicy.
 
 // tierEnt is a job of the round's order with what byPodPriority sorts by.
 type tierEnt struct {
@@ -180,4 +182,100 @@ func (w *tierWalk) why(i int) string {
 		why += fmt.Sprintf("; its preemptionPolicy Never keeps it behind %d running gang(s) of its priority or lower", lowerRunning)
 	}
 	return why
+}
+
+// tierSpan separates two pod-priority ranks in a tiered key: a policy's
+// own priorities are below it (999, and 1 once the starvation guard
+// raised a job).
+const tierSpan = 1000
+
+// tieredKeys is a keyed scheduler whose keys put a job's pod-priority
+// rank before the policy's own priority, so that a forecast's simulation
+// orders as the round does: by pod priority, then by the policy, with
+// the starvation guard raising a job within its priority only. Ranks,
+// not priorities, keep the keys within the simulator's 32-bit priority.
+type tieredKeys struct {
+	policy.KeyedScheduler
+	rank map[int]int // job id -> rank among the priorities present, 0 the highest
+}
+
+func (t tieredKeys) Key(now float64, j *workload.Job) policy.OrderKey {
+	return t.lift(t.KeyedScheduler.Key(now, j), j)
+}
+
+func (t tieredKeys) PeekKey(now float64, j *workload.Job) policy.OrderKey {
+	return t.lift(t.KeyedScheduler.PeekKey(now, j), j)
+}
+
+func (t tieredKeys) lift(k policy.OrderKey, j *workload.Job) policy.OrderKey {
+	k.Priority += t.rank[j.ID] * tierSpan
+	return k
+}
+
+// Steady and Fixed are the policy's: a rank never changes with time or
+// service. Forget passes a finished job on (Tiresias keeps its queue).
+func (t tieredKeys) Steady() bool {
+	st, ok := t.KeyedScheduler.(policy.Steady)
+	return ok && st.Steady()
+}
+
+func (t tieredKeys) Fixed() bool {
+	f, ok := t.KeyedScheduler.(policy.Fixed)
+	return ok && f.Fixed()
+}
+
+func (t tieredKeys) Forget(id int) {
+	if f, ok := t.KeyedScheduler.(interface{ Forget(id int) }); ok {
+		f.Forget(id)
+	}
+}
+
+// Order is Key for every job, then a stable sort, as KeyedScheduler says.
+func (t tieredKeys) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	type ent struct {
+		k policy.OrderKey
+		j *workload.Job
+	}
+	es := make([]ent, len(jobs))
+	for i, j := range jobs {
+		es[i] = ent{t.Key(now, j), j}
+	}
+	slices.SortStableFunc(es, func(a, b ent) int { return a.k.Compare(b.k) })
+	for i := range es {
+		jobs[i] = es[i].j
+	}
+	return jobs
+}
+
+// tiered is sched for a forecast of order: itself when the order's gangs
+// share one pod priority (or sched is not keyed), else tieredKeys over
+// the priorities present.
+func tiered(sched policy.Scheduler, order []*workload.Job, byJob map[*workload.Job]*gang) policy.Scheduler {
+	ks, ok := sched.(policy.KeyedScheduler)
+	if !ok || len(order) == 0 {
+		return sched
+	}
+	prio := make(map[int]int32, len(order))
+	var levels []int32
+	for _, j := range order {
+		g := byJob[j]
+		if g == nil {
+			continue
+		}
+		p, _ := gangPriority(g)
+		prio[j.ID] = p
+		if !slices.Contains(levels, p) {
+			levels = append(levels, p)
+		}
+	}
+	if len(levels) < 2 {
+		return sched
+	}
+	slices.Sort(levels)
+	slices.Reverse(levels)
+	rank := make(map[int]int, len(prio))
+	for id, p := range prio {
+		rank[id] = slices.Index(levels, p)
+	}
+	return tieredKeys{ks, rank}
 }

@@ -442,3 +442,29 @@ func TestForecastKeptGang(t *testing.T) {
 		t.Errorf("the round's forecast\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLive, "\n"))
 	}
 }
+
+// The read-only hand case with s1500's pod at priority 1000 (its
+// PriorityClass's, written by admission): the round places it first, on
+// two of the 8 free GPUs (it runs from the forecast's start: no row),
+// and the forecast orders as the round does, so g (priority 0), which
+// needs all 16, starts when s1500 ends (+1500), not when a does (+700).
+// Ordered by FIFO alone, the forecast would have g, which came first,
+// preempt s1500 at +700.
+func TestForecastOrdersByPodPriority(t *testing.T) {
+	objs := handCluster(t, "1500")
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "s1500" {
+			prio := int32(1000)
+			p.Spec.Priority = &prio
+		}
+	}
+	st, _ := readOnlyForecast(t, objs, "none")
+	rows, err := Run(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1 ns/g start 1500 end 2000: does not fit: needs 16 GPUs, 6 free"}
+	if got := rowsText(rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("forecast\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
