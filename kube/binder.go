@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -107,10 +108,15 @@ func (s *Scheduler) bindDone(r bind.Result) {
 	switch t.Kind {
 	case bind.Evict:
 		if r.Outcome != state.Evicted {
-			s.log.Warn("eviction failed", "pod", key, "err", r.Err)
+			// Refused: the pod runs on, and its gang is kept until the
+			// backoff ends (evict_refused.go).
+			until := s.refusedEv.note(t.Pod, r.Err, time.Now())
+			s.metrics.EvictionsRefused.Inc()
+			s.log.Warn("eviction refused", "pod", key, "err", r.Err, "notBefore", until.UTC().Format(time.RFC3339))
 			s.poke()
 			return
 		}
+		s.refusedEv.forget(t.Pod)
 		s.metrics.Evictions.Inc()
 		s.events.post(podRef(t.Pod), corev1.EventTypeNormal, ReasonPreempted, "Evicting", fmt.Sprintf("Evicted by %s: %s", s.cfg.SchedulerName, t.Reason))
 		return

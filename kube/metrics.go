@@ -18,9 +18,12 @@ type Metrics struct {
 	BoundPods    prometheus.Counter
 	BoundNow     prometheus.Gauge
 	Evictions    prometheus.Counter
-	GPUsInUse    prometheus.Gauge
-	MeanScore    prometheus.Gauge
-	Leader       prometheus.Gauge
+	// EvictionsRefused counts the evictions the API server refused
+	// (evict_refused.go).
+	EvictionsRefused prometheus.Counter
+	GPUsInUse        prometheus.Gauge
+	MeanScore        prometheus.Gauge
+	Leader           prometheus.Gauge
 	// RoundErrors counts the faults a round recovered from, by stage
 	// (see faults.go); BindsInFlight the binder's tasks not settled yet;
 	// BindErrors the binds that did not land.
@@ -58,6 +61,8 @@ func NewMetrics() *Metrics {
 	m.BoundPods = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_bound_pods_total", Help: "Pods bound through pods/binding."})
 	m.BoundNow = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_bound_pods", Help: "Our pods bound and not finished: counted at each round's start, raised at each bind."})
 	m.Evictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_evictions_total", Help: "Pods evicted for preemption or migration."})
+	m.EvictionsRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "pal_evictions_refused_total",
+		Help: "Evictions the apiserver refused (a disruption budget, a webhook, RBAC): the pod runs on and its gang is not tried again until a backoff ends."})
 	m.GPUsInUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_gpus_in_use", Help: "GPUs held after the last round (ours and other schedulers')."})
 	m.MeanScore = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_mean_placement_score", Help: "Mean binned PM-score of the GPUs held by placed gangs (lower is faster)."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "pal_leader", Help: "1 while this replica runs rounds: it holds the leader lease, or runs without leader election."})
@@ -97,7 +102,7 @@ func NewMetrics() *Metrics {
 	m.InformerErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pal_informer_errors_total",
 		Help: "Failed lists and watches of the scheduler's informers, by informer."}, []string{"informer"})
 	m.reg.MustRegister(m.APIReachable, m.InformerErrors)
-	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.GPUsInUse, m.MeanScore, m.Leader,
+	m.reg.MustRegister(m.RoundSeconds, m.PendingGangs, m.BoundPods, m.BoundNow, m.Evictions, m.EvictionsRefused, m.GPUsInUse, m.MeanScore, m.Leader,
 		m.EventsPosted, m.EventsDropped,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

@@ -242,13 +242,17 @@ func (s *Scheduler) movable(g *gang, k round.Kind) bool {
 
 // keptBy says why gang g may not be evicted, or "": what its eviction
 // would lose for good (loses), or the PodDisruptionBudgets that would
-// refuse it, in whole or in part (budget true: no config lets the round
-// evict it).
+// refuse it, in whole or in part, or the API server's refusal of it
+// within its backoff (see refusedEvictions; budget true for both: no
+// config lets the round evict it).
 func (s *Scheduler) keptBy(g *gang) (why string, budget bool) {
 	// The budgets first: what an eviction would lose, a config may
 	// accept (preemptBarePods), what a budget refuses no config can.
 	if b := s.budgets.blocks(g.Bound); b != "" {
 		return b, true
+	}
+	if r := s.refusedEv.blocks(g.Bound, s.lastRound); r != "" {
+		return r, true
 	}
 	return s.loses(g), false
 }

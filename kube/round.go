@@ -184,6 +184,9 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 						why := "left on " + snap.Devices(g.GPUs) + " until it ends, never moved or preempted: " + lost
 						if budget {
 							why = "left on " + snap.Devices(g.GPUs) + ", never moved or preempted while its disruption budgets refuse its eviction: " + lost
+							if s.budgets.blocks(g.Bound) == "" {
+								why = "left on " + snap.Devices(g.GPUs) + ", not moved or preempted: " + lost
+							}
 						}
 						s.noteOn(g, g.Bound[:1], "gang kept in place", why)
 					}
@@ -435,6 +438,8 @@ func (s *Scheduler) keptWhy(j *workload.Job, snap *snapshot, byJob map[*workload
 			switch {
 			case s.budgets.blocks(g.Bound) != "":
 				by = "a disruption budget"
+			case s.refusedEv.blocks(g.Bound, s.lastRound) != "":
+				by = "its eviction was refused"
 			case g.Bare() > 0:
 				by = "bare pods"
 			}
@@ -978,6 +983,10 @@ func (s *Scheduler) evictPartial(g *gang, start time.Time, why string) {
 	if bare := g.BarePods(); len(bare) > 0 && !s.cfg.PreemptBarePods {
 		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bare pods %s are not evicted, since nothing would recreate them: delete them to queue the gang again",
 			gangName(g.Key), why, strings.Join(bare, ", ")))
+		return
+	}
+	if r := s.refusedEv.blocks(g.Bound, start); r != "" {
+		s.wait(g.Key, g.Pending, fmt.Sprintf("%s %s; its bound pods are not evicted yet: %s", gangName(g.Key), why, r))
 		return
 	}
 	if lost := s.jobsAtRisk(g.Bound); len(lost) > 0 && !s.cfg.PreemptBarePods {

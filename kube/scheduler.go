@@ -77,8 +77,9 @@ type Scheduler struct {
 	nsFactory informers.SharedInformerFactory
 	ours      listercorev1.PodLister // learning reads every pod of ours, finished ones too
 	batchJobs listerbatchv1.JobLister
-	tight     tightJobs // the Jobs an eviction might fail (jobs.go)
-	budgets   budgets   // the PodDisruptionBudgets an eviction must keep (budgets.go)
+	tight     tightJobs        // the Jobs an eviction might fail (jobs.go)
+	budgets   budgets          // the PodDisruptionBudgets an eviction must keep (budgets.go)
+	refusedEv refusedEvictions // evictions the API server refused, backing off (evict_refused.go)
 	cms       listercorev1.ConfigMapLister
 	synced    []cache.InformerSynced
 

@@ -1,0 +1,107 @@
+package kube
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// An eviction the API server refuses (here every eviction, as a webhook
+// or a budget this replica cannot read would) is not planned again each
+// round: the gang stays where it runs until its backoff ends (10 s, then
+// 20 s, ...), says why, and a gang that waits for its GPUs names it.
+// Without the backoff LAS evicts it again every round (the last stop's
+// trial counted 63 refused evictions in 20 s).
+func TestRefusedEvictionBacksOff(t *testing.T) {
+	ann := func(idx string) map[string]string {
+		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
+			`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
+	}
+	cs, fc := newFake(t, node("n0", 4), owned(running(pod("old-0", 2, ann("0,1"), "n0"))), owned(running(pod("old-1", 2, ann("2,3"), "n0"))))
+	var mu sync.Mutex
+	tries, refuse := 0, true
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		tries++
+		if refuse {
+			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		}
+		return false, nil, nil // the recording reactor evicts it
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return tries }
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
+	s, log := startLogged(t, cfg, cs)
+	ctx := context.Background()
+	t0 := time.Now()
+	roundWait(s, ctx, t0)
+	for _, n := range []string{"new-0", "new-1"} {
+		if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "new-1", true)
+	// LAS puts new (no service yet) ahead of old: each round that may
+	// evict old tries both pods.
+	for _, step := range []struct {
+		at    time.Duration
+		tries int
+	}{
+		{1 * time.Second, 2},  // refused: backoff 10 s
+		{2 * time.Second, 2},  // within it: kept, nothing tried
+		{8 * time.Second, 2},  // still within it
+		{15 * time.Second, 4}, // over: tried, refused again (20 s)
+		{16 * time.Second, 4},
+		{25 * time.Second, 6}, // over: refused a third time (40 s)
+		{30 * time.Second, 6},
+	} {
+		roundWait(s, ctx, t0.Add(step.at))
+		if got := count(); got != step.tries {
+			t.Fatalf("round at +%v: %d evictions tried in all, want %d", step.at, got, step.tries)
+		}
+	}
+	if len(fc.evicted) > 0 || len(fc.binds) > 0 {
+		t.Fatalf("evicted %v, bound %v; want nothing while the API server refuses", fc.evicted, keys(fc.binds))
+	}
+	for _, want := range []string{
+		"left on n0 GPUs 0,1,2,3, not moved or preempted: the API server refused to evict its pods ns/old-0, ns/old-1 (last at ",
+		"3 times in a row: Cannot evict pod as it would violate the pod's disruption budget.); not tried again before ",
+		"0 GPUs free; 4 GPUs are held by gangs it may not evict: gang ns/old (its eviction was refused)",
+		"eviction refused",
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
+	}
+	if got := testutil.ToFloat64(s.metrics.EvictionsRefused); got != 6 {
+		t.Errorf("pal_evictions_refused_total %v, want 6", got)
+	}
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	roundWait(s, ctx, t0.Add(35*time.Second)) // within the third backoff
+	if len(fc.evicted) > 0 {
+		t.Fatalf("evicted %v within the backoff", fc.evicted)
+	}
+	roundWait(s, ctx, t0.Add(45*time.Second))
+	if !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) {
+		t.Errorf("after the backoff, with the API server allowing it: evicted %v, want old-0 and old-1", fc.evicted)
+	}
+	if r := s.refusedEv.blocks([]*corev1.Pod{pod("old-0", 2, nil, "n0")}, t0.Add(46*time.Second)); r != "" {
+		t.Errorf("a landed eviction is still remembered as refused: %s", r)
+	}
+}
