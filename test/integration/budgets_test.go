@@ -4,9 +4,14 @@ package integration
 
 import (
 	"context"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -66,6 +71,97 @@ func TestBudgetKeepsGangWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(30*time.Second, "old gang evicted whole", func() bool { return e.pod(old[0]) == nil && e.pod(old[1]) == nil })
+	e.eventually(30*time.Second, "new gang bound", func() bool { return e.bound(nw...) })
+	e.checkNoDoubleGPU()
+}
+
+// An eviction the apiserver refuses, here by a ValidatingAdmissionPolicy
+// that denies evictions in the test's namespace (as a webhook, or a
+// budget a replica cannot read, would): the scheduler does not plan it
+// again every round but backs off (10 s, then 20 s), and old's Kept
+// event names the refusal. Once the policy is gone, old is evicted whole
+// at the next try and new binds.
+func TestRefusedEvictionBacksOff(t *testing.T) {
+	e := newEnv(t, 1, 4)
+	ctx := context.Background()
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-evictions"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/eviction"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "evictions are frozen in this namespace"}},
+		}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-no-evictions"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns}}}}}
+	vap := e.cs.AdmissionregistrationV1()
+	if _, err := vap.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vap.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	remove := func() {
+		if removed {
+			return
+		}
+		removed = true
+		_ = vap.ValidatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = vap.ValidatingAdmissionPolicies().Delete(context.Background(), policy.Name, metav1.DeleteOptions{})
+	}
+	t.Cleanup(remove)
+	// The apiserver loads a new policy within seconds: wait until it
+	// refuses a dry-run eviction of a pod no scheduler places.
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns},
+		Spec: corev1.PodSpec{SchedulerName: "nobody", Containers: []corev1.Container{{Name: "c", Image: "none"}}}}
+	if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(20*time.Second, "the policy refusing evictions", func() bool {
+		err := e.cs.PolicyV1().Evictions(e.ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns},
+			DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}})
+		return err != nil && strings.Contains(err.Error(), "evictions are frozen")
+	})
+	if err := e.cs.CoreV1().Pods(e.ns).Delete(ctx, "probe", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
+	cfg.PreemptBarePods = true // the test's pods are bare: only the refusal may keep them
+	s, _ := e.runScheduler(cfg, "pal")
+	old := e.gang("old", 2, 2, nil)
+	e.eventually(10*time.Second, "old gang bound", func() bool { return e.bound(old...) })
+	nw := e.gang("new", 2, 2, nil)
+	e.eventually(20*time.Second, "old's Kept event naming the refusal", func() bool {
+		return e.hasEvent(old[0], "Kept", "evictions are frozen in this namespace") && e.hasEvent(old[0], "Kept", "not tried again before")
+	})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	refused := func() float64 {
+		for _, l := range strings.Split(get(t, srv.URL+"/metrics"), "\n") {
+			if v, ok := strings.CutPrefix(l, "pal_evictions_refused_total "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		return -1
+	}
+	time.Sleep(8 * time.Second) // rounds every second: within the first two backoffs, old is tried at most twice more
+	if n := refused(); n < 2 || n > 6 {
+		t.Errorf("pal_evictions_refused_total %v after about 10 s, want 2 to 6 (old's two pods, tried again after 10 s at most once): without a backoff each round tries again", n)
+	}
+	for _, n := range old {
+		if p := e.pod(n); p == nil || p.DeletionTimestamp != nil {
+			t.Fatalf("%s evicted while the policy denies evictions", n)
+		}
+	}
+	remove()
+	e.eventually(60*time.Second, "old gang evicted whole once the policy is gone", func() bool { return e.pod(old[0]) == nil && e.pod(old[1]) == nil })
 	e.eventually(30*time.Second, "new gang bound", func() bool { return e.bound(nw...) })
 	e.checkNoDoubleGPU()
 }
