@@ -110,7 +110,13 @@ func (s *Scheduler) bindDone(r bind.Result) {
 		if r.Outcome != state.Evicted {
 			// Refused: the pod runs on, and its gang is kept until the
 			// backoff ends (evict_refused.go).
-			until := s.refusedEv.note(t.Pod, r.Err, time.Now())
+			// Dated by the round that asked for it, on the rounds'
+			// clock (the same as the wall clock but in tests).
+			at := time.Now()
+			if ns := s.roundAt.Load(); ns != 0 {
+				at = time.Unix(0, ns)
+			}
+			until := s.refusedEv.note(t.Pod, r.Err, at)
 			s.metrics.EvictionsRefused.Inc()
 			s.log.Warn("eviction refused", "pod", key, "err", r.Err, "notBefore", until.UTC().Format(time.RFC3339))
 			s.poke()

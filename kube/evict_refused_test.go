@@ -20,8 +20,7 @@ import (
 // or a budget this replica cannot read would) is not planned again each
 // round: the gang stays where it runs until its backoff ends (10 s, then
 // 20 s, ...), says why, and a gang that waits for its GPUs names it.
-// Without the backoff LAS evicts it again every round (the last stop's
-// trial counted 63 refused evictions in 20 s).
+// Without the backoff LAS tries to evict it again every round.
 func TestRefusedEvictionBacksOff(t *testing.T) {
 	ann := func(idx string) map[string]string {
 		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
@@ -61,13 +60,14 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 		at    time.Duration
 		tries int
 	}{
-		{1 * time.Second, 2},  // refused: backoff 10 s
+		{1 * time.Second, 2},  // refused: backoff 10 s, to +11 s
 		{2 * time.Second, 2},  // within it: kept, nothing tried
 		{8 * time.Second, 2},  // still within it
-		{15 * time.Second, 4}, // over: tried, refused again (20 s)
+		{15 * time.Second, 4}, // over: tried, refused again (20 s, to +35 s)
 		{16 * time.Second, 4},
-		{25 * time.Second, 6}, // over: refused a third time (40 s)
-		{30 * time.Second, 6},
+		{30 * time.Second, 4},
+		{36 * time.Second, 6}, // over: refused a third time (40 s, to +76 s)
+		{40 * time.Second, 6},
 	} {
 		roundWait(s, ctx, t0.Add(step.at))
 		if got := count(); got != step.tries {
@@ -93,15 +93,15 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 	mu.Lock()
 	refuse = false
 	mu.Unlock()
-	roundWait(s, ctx, t0.Add(35*time.Second)) // within the third backoff
+	roundWait(s, ctx, t0.Add(70*time.Second)) // within the third backoff
 	if len(fc.evicted) > 0 {
 		t.Fatalf("evicted %v within the backoff", fc.evicted)
 	}
-	roundWait(s, ctx, t0.Add(45*time.Second))
+	roundWait(s, ctx, t0.Add(80*time.Second))
 	if !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) {
 		t.Errorf("after the backoff, with the API server allowing it: evicted %v, want old-0 and old-1", fc.evicted)
 	}
-	if r := s.refusedEv.blocks([]*corev1.Pod{pod("old-0", 2, nil, "n0")}, t0.Add(46*time.Second)); r != "" {
+	if r := s.refusedEv.blocks([]*corev1.Pod{pod("old-0", 2, nil, "n0")}, t0.Add(81*time.Second)); r != "" {
 		t.Errorf("a landed eviction is still remembered as refused: %s", r)
 	}
 }

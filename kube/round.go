@@ -45,6 +45,7 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 		elapsed = start.Sub(s.lastRound).Seconds() * s.cfg.TimeScale
 	}
 	s.lastRound = start
+	s.roundAt.Store(start.UnixNano())
 	s.jobTime += elapsed
 	now := float64(start.UnixNano())/1e9 - s.epoch
 

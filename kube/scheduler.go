@@ -80,8 +80,11 @@ type Scheduler struct {
 	tight     tightJobs        // the Jobs an eviction might fail (jobs.go)
 	budgets   budgets          // the PodDisruptionBudgets an eviction must keep (budgets.go)
 	refusedEv refusedEvictions // evictions the API server refused, backing off (evict_refused.go)
-	cms       listercorev1.ConfigMapLister
-	synced    []cache.InformerSynced
+	// roundAt is the current round's start (Unix ns): the binder's
+	// goroutines date a refused eviction on the rounds' clock with it.
+	roundAt atomic.Int64
+	cms     listercorev1.ConfigMapLister
+	synced  []cache.InformerSynced
 
 	startFactories func(stop <-chan struct{})
 

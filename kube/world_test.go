@@ -49,6 +49,8 @@ type world struct {
 	log                     *syncBuf
 	seed                    uint64
 	commitFail, refuse, get int
+	evictRefuse             int // evictions refused (429: a budget, a webhook)
+	evictRefused            int
 	attempts                map[string]int
 	binds, committed        int
 	palBound                map[string]bool // pods the scheduler's Bindings bound
@@ -176,6 +178,11 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 			p := w.pods[key]
 			if p == nil {
 				return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, ev.Name)
+			}
+			w.attempts["evict/"+key]++
+			if p.DeletionTimestamp == nil && w.chance("evictrefuse", key, w.attempts["evict/"+key], w.evictRefuse) {
+				w.evictRefused++
+				return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 			}
 			if p.DeletionTimestamp == nil {
 				q := p.DeepCopy()
@@ -539,7 +546,8 @@ func TestDeadRoundsChangeNothing(t *testing.T) {
 
 // No GPU index is ever given to two live pods while the apiserver
 // misbehaves: Bindings it commits but answers with an error (a timeout, a
-// lost connection), Bindings it refuses, GETs that fail, informers that
+// lost connection), Bindings it refuses, evictions it refuses (each pod's
+// gang then kept for a backoff), GETs that fail, informers that
 // show changes late (a random part of what happened, each round) or all
 // at once after a re-list, and pods recreated under the same name while
 // a bind of the old one is in flight (UID conflicts), over random rounds
@@ -550,11 +558,19 @@ func TestNoGPUTwiceUnderFaults(t *testing.T) {
 	if testing.Short() {
 		seeds = 2
 	}
+	refused := 0
+	defer func() {
+		if refused == 0 {
+			t.Errorf("no eviction refused in %d seeds: that fault was not exercised", seeds)
+		}
+		t.Logf("%d evictions refused in %d seeds", refused, seeds)
+	}()
 	for seed := range seeds {
 		cfg := testCfg()
 		cfg.Scheduler, cfg.Placement = []string{"srtf", "las", "fifo"}[seed%3], []string{"pal", "pal-ma", "packed-nonsticky"}[seed%3]
 		w := newWorld(t, cfg, uint64(seed), 6, 4)
 		w.commitFail, w.refuse, w.get = 150, 50, 200
+		w.evictRefuse = 100
 		rng := rand.New(rand.NewPCG(uint64(seed), 99))
 		step := w.workload(rng)
 		t0 := time.Unix(1_700_000_000, 0)
@@ -580,6 +596,16 @@ func TestNoGPUTwiceUnderFaults(t *testing.T) {
 		}
 		if w.committed == 0 || w.binds == w.committed {
 			t.Errorf("seed %d: %d bind requests, %d committed: the faults were not exercised", seed, w.binds, w.committed)
+		}
+		refused += w.evictRefused
+		// Every bind and eviction the binder settled as landed shows in
+		// the informers once they have delivered everything: none is
+		// left assumed (an eviction the apiserver refused and taken as
+		// landed would stay assumed, its gang kept out of every plan).
+		w.deliver(-1)
+		w.s.state.Sync()
+		if all, done := w.s.state.Assumed(); done > 0 {
+			t.Errorf("seed %d: %d of %d assumptions settled as landed but not shown by the informers after they delivered everything", seed, done, all)
 		}
 	}
 }
