@@ -122,12 +122,8 @@ func TestBudgetKeepsGangWhole(t *testing.T) {
 }
 
 func budgetKeepsGangWhole(t *testing.T, bare bool) {
-	ann := func(idx string) map[string]string {
-		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
-			`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
-	}
 	old := func(name, idx string) *corev1.Pod {
-		p := running(pod(name, 2, ann(idx), "n0"))
+		p := running(pod(name, 2, oldAnn(idx), "n0"))
 		if !bare {
 			p = owned(p)
 		}
@@ -144,12 +140,7 @@ func budgetKeepsGangWhole(t *testing.T, bare bool) {
 	ctx := context.Background()
 	t0 := time.Now()
 	roundWait(s, ctx, t0)
-	for _, n := range []string{"new-0", "new-1"} {
-		if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitInformer(t, s, "new-1", true)
+	arriveNew(t, s, cs, owned)
 	for r := 1; r <= 2; r++ {
 		roundWait(s, ctx, t0.Add(time.Duration(100*r)*time.Second))
 		if len(fc.evicted) > 0 || len(fc.binds) > 0 {

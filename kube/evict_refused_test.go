@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -22,11 +21,7 @@ import (
 // 20 s, ...), says why, and a gang that waits for its GPUs names it.
 // Without the backoff LAS tries to evict it again every round.
 func TestRefusedEvictionBacksOff(t *testing.T) {
-	ann := func(idx string) map[string]string {
-		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
-			`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
-	}
-	cs, fc := newFake(t, node("n0", 4), owned(running(pod("old-0", 2, ann("0,1"), "n0"))), owned(running(pod("old-1", 2, ann("2,3"), "n0"))))
+	cs, fc := newFake(t, node("n0", 4), owned(running(pod("old-0", 2, oldAnn("0,1"), "n0"))), owned(running(pod("old-1", 2, oldAnn("2,3"), "n0"))))
 	var mu sync.Mutex
 	tries, refuse := 0, true
 	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -48,12 +43,7 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Now()
 	roundWait(s, ctx, t0)
-	for _, n := range []string{"new-0", "new-1"} {
-		if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitInformer(t, s, "new-1", true)
+	arriveNew(t, s, cs, owned)
 	// LAS puts new (no service yet) ahead of old: each round that may
 	// evict old tries both pods.
 	for _, step := range []struct {

@@ -276,6 +276,26 @@ func TestRoundEvictsGangWhoseSlotIsOnCordonedNode(t *testing.T) {
 	}
 }
 
+// oldAnn is the annotations of gang old's pods, two of 2 GPUs filling
+// node n0 (devices idx), bound by an earlier round: the running gang the
+// preemption tests take GPUs from.
+func oldAnn(idx string) map[string]string {
+	return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
+		`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
+}
+
+// arriveNew creates gang new's two waiting 2-GPU pods (mod makes each,
+// owned or bare) and waits until the scheduler has seen both.
+func arriveNew(t *testing.T, s *Scheduler, cs *fake.Clientset, mod func(*corev1.Pod) *corev1.Pod) {
+	t.Helper()
+	for _, n := range []string{"new-0", "new-1"} {
+		if _, err := cs.CoreV1().Pods("ns").Create(context.Background(), mod(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitInformer(t, s, "new-1", true)
+}
+
 // LAS with packed-nonsticky on one 4-GPU node: gang old (two 2-GPU pods
 // on devices 0,1 and 2,3) has run 100 s when gang new arrives. LAS puts
 // new first, and the placement gives it devices 0-3 and old nothing: the
@@ -283,23 +303,14 @@ func TestRoundEvictsGangWhoseSlotIsOnCordonedNode(t *testing.T) {
 // that old still holds those GPUs. The next round (old's pods deleting)
 // binds nothing either; once they are gone new binds on n0, 0,1 and 2,3.
 func TestLaunchWaitsForPreemptedPods(t *testing.T) {
-	ann := func(idx string) map[string]string {
-		return gangAnn("old", 2, AnnGPUIndices, idx, AnnBindInfo,
-			`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
-	}
-	cs, fc := newFake(t, node("n0", 4), running(owned(pod("old-0", 2, ann("0,1"), "n0"))), running(owned(pod("old-1", 2, ann("2,3"), "n0"))))
+	cs, fc := newFake(t, node("n0", 4), running(owned(pod("old-0", 2, oldAnn("0,1"), "n0"))), running(owned(pod("old-1", 2, oldAnn("2,3"), "n0"))))
 	cfg := testCfg()
 	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
 	s, log := startLogged(t, cfg, cs)
 	ctx := context.Background()
 	t0 := time.Now()
 	roundWait(s, ctx, t0)
-	for _, n := range []string{"new-0", "new-1"} {
-		if _, err := cs.CoreV1().Pods("ns").Create(ctx, owned(pod(n, 2, gangAnn("new", 2), "")), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitInformer(t, s, "new-1", true)
+	arriveNew(t, s, cs, owned)
 	roundWait(s, ctx, t0.Add(100*time.Second))
 	if !slices.Equal(slices.Sorted(slices.Values(fc.evicted)), []string{"old-0", "old-1"}) || len(fc.binds) > 0 {
 		t.Fatalf("round 2: evicted %v, bound %v; want old-0 and old-1 evicted, nothing bound", fc.evicted, keys(fc.binds))
@@ -341,12 +352,7 @@ func TestBarePodsPreemptedOnlyWhenAllowed(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.Now()
 		roundWait(s, ctx, t0)
-		for _, n := range []string{"new-0", "new-1"} {
-			if _, err := cs.CoreV1().Pods("ns").Create(ctx, pod(n, 2, gangAnn("new", 2), ""), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waitInformer(t, s, "new-1", true)
+		arriveNew(t, s, cs, func(p *corev1.Pod) *corev1.Pod { return p })
 		roundWait(s, ctx, t0.Add(100*time.Second))
 		if len(fc.binds) > 0 {
 			t.Errorf("preemptBarePods %v: bound %v, want nothing", allow, keys(fc.binds))
