@@ -36,7 +36,8 @@ import (
 // priority 0) the order is the policy's, unchanged. Under Themis the
 // auction, not an order, hands out GPUs: pod priority is not read there
 // (a warning says so once). Forecasts order by pod priority, then the
-// policy, as the round does (tiered), but read no preemptionPolicy.
+// policy, and place a waiting Never gang, as the round does (tiered);
+// they know no GPUs vacated for a gang, the round's claims.
 
 // tierEnt is a job of the round's order with what byPodPriority sorts by.
 type tierEnt struct {
@@ -103,26 +104,34 @@ func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job
 	}
 	slices.SortStableFunc(es, func(a, b tierEnt) int { return cmp.Compare(b.prio, a.prio) })
 	if never {
-		for i := range es {
-			es[i].pos = 2 * i
-		}
-		for i := range es {
-			if !es[i].never {
-				continue
-			}
-			for k := len(es) - 1; k > i; k-- {
-				if es[k].prio <= es[i].prio && (es[k].j.Running() || s.plan.claims[es[k].j.ID]) {
-					es[i].pos = 2*k + 1 // just behind it
-					break
-				}
-			}
-		}
-		slices.SortStableFunc(es, func(a, b tierEnt) int { return cmp.Compare(a.pos, b.pos) })
+		behindHolders(es, func(j *workload.Job) bool { return j.Running() || s.plan.claims[j.ID] })
 	}
 	for i := range es {
 		order[i] = es[i].j
 	}
 	return order
+}
+
+// behindHolders moves each waiting gang under preemptionPolicy: Never in
+// es (sorted by priority) just behind the last gang of its priority or
+// lower that holds GPUs (holds: running, or about to bind on GPUs the
+// last round vacated for it), so that it takes only what they leave.
+func behindHolders(es []tierEnt, holds func(*workload.Job) bool) {
+	for i := range es {
+		es[i].pos = 2 * i
+	}
+	for i := range es {
+		if !es[i].never {
+			continue
+		}
+		for k := len(es) - 1; k > i; k-- {
+			if es[k].prio <= es[i].prio && holds(es[k].j) {
+				es[i].pos = 2*k + 1 // just behind it
+				break
+			}
+		}
+	}
+	slices.SortStableFunc(es, func(a, b tierEnt) int { return cmp.Compare(a.pos, b.pos) })
 }
 
 // tierWalk says, for the waiting gangs of a tiered order taken in
@@ -248,14 +257,16 @@ func (t tieredKeys) Order(now float64, jobs []*workload.Job) []*workload.Job {
 }
 
 // tiered is sched for a forecast of order: itself when the order's gangs
-// share one pod priority (or sched is not keyed), else tieredKeys over
-// the priorities present.
+// share one pod priority and none says preemptionPolicy: Never (or sched
+// is not keyed); else tieredKeys over the priorities present, and if a
+// gang says Never, neverBehind over that.
 func tiered(sched policy.Scheduler, order []*workload.Job, byJob map[*workload.Job]*gang) policy.Scheduler {
 	ks, ok := sched.(policy.KeyedScheduler)
 	if !ok || len(order) == 0 {
 		return sched
 	}
 	prio := make(map[int]int32, len(order))
+	never := map[int]bool{}
 	var levels []int32
 	for _, j := range order {
 		g := byJob[j]
@@ -267,15 +278,70 @@ func tiered(sched policy.Scheduler, order []*workload.Job, byJob map[*workload.J
 		if !slices.Contains(levels, p) {
 			levels = append(levels, p)
 		}
+		// Any pod of the gang, running or not: a running gang the
+		// forecast preempts waits under its class's policy too.
+		for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
+			for _, p := range ps {
+				if pp := p.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
+					never[j.ID] = true
+				}
+			}
+		}
 	}
-	if len(levels) < 2 {
-		return sched
+	out := sched
+	if len(levels) > 1 {
+		slices.Sort(levels)
+		slices.Reverse(levels)
+		rank := make(map[int]int, len(prio))
+		for id, p := range prio {
+			rank[id] = slices.Index(levels, p)
+		}
+		out = tieredKeys{ks, rank}
 	}
-	slices.Sort(levels)
-	slices.Reverse(levels)
-	rank := make(map[int]int, len(prio))
-	for id, p := range prio {
-		rank[id] = slices.Index(levels, p)
+	if len(never) > 0 {
+		// Not keyed: which gangs hold GPUs, which a Never gang's place
+		// depends on, changes as the forecast runs, and a keyed
+		// scheduler's keys change only with a job's own service.
+		return &neverBehind{Scheduler: out, prio: prio, never: never}
 	}
-	return tieredKeys{ks, rank}
+	return out
+}
+
+// neverBehind is a forecast's order with gangs under preemptionPolicy:
+// Never placed as the round places them (behindHolders), each time they
+// wait: the order of its Scheduler (the policy's, tiered by pod
+// priority), then every waiting Never gang behind the last running gang
+// of its priority or lower.
+type neverBehind struct {
+	policy.Scheduler
+	prio  map[int]int32
+	never map[int]bool
+	es    []tierEnt
+}
+
+func (n *neverBehind) Order(now float64, jobs []*workload.Job) []*workload.Job {
+	jobs = n.Scheduler.Order(now, jobs)
+	es := n.es[:0]
+	moved := false
+	for i, j := range jobs {
+		nv := n.never[j.ID] && !j.Running()
+		es = append(es, tierEnt{prio: n.prio[j.ID], pos: 2 * i, never: nv, j: j})
+		moved = moved || nv
+	}
+	if moved {
+		behindHolders(es, (*workload.Job).Running)
+		for i := range es {
+			jobs[i] = es[i].j
+		}
+	}
+	clear(es)
+	n.es = es[:0]
+	return jobs
+}
+
+// Forget passes a finished job on (Tiresias keeps its queue).
+func (n *neverBehind) Forget(id int) {
+	if f, ok := n.Scheduler.(interface{ Forget(id int) }); ok {
+		f.Forget(id)
+	}
 }

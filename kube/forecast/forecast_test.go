@@ -468,3 +468,32 @@ func TestForecastOrdersByPodPriority(t *testing.T) {
 		t.Errorf("forecast\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The read-only hand case with g's pods at priority 1000 under
+// preemptionPolicy: Never: the round places g behind a (priority 0,
+// running), so it evicts nothing, and the forecast does the same: g
+// starts when a ends (+700), and s1500 (priority 0) waits behind it.
+// Ordered by pod priority alone, the forecast would have g preempt a
+// at its first round.
+func TestForecastNeverWaitsBehindRunning(t *testing.T) {
+	objs := handCluster(t, "1500")
+	never := corev1.PreemptNever
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Annotations[kube.AnnGang] == "g" {
+			prio := int32(1000)
+			p.Spec.Priority, p.Spec.PreemptionPolicy = &prio, &never
+		}
+	}
+	st, _ := readOnlyForecast(t, objs, "none")
+	rows, err := Run(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"1 ns/g start 700 end 1200: does not fit: needs 16 GPUs, 8 free",
+		"2 ns/s1500 start 1200 end 2700: behind gang ns/g, which waits (strict order)",
+	}
+	if got := rowsText(rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("forecast\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
