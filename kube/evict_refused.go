@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,9 @@ const (
 type refusedEvictions struct {
 	mu sync.Mutex
 	by map[types.UID]refusal
+	// n is len(by): every round asks of every running gang, and almost
+	// always nothing was refused, which n says without the lock.
+	n atomic.Int32
 }
 
 // refusal is one pod's refused evictions in a row: the last one's time
@@ -76,13 +80,18 @@ func (r *refusedEvictions) note(p *corev1.Pod, err error, now time.Time) time.Ti
 			delete(r.by, uid)
 		}
 	}
+	r.n.Store(int32(len(r.by)))
 	return x.until
 }
 
 // forget drops p's refusals: its eviction landed.
 func (r *refusedEvictions) forget(p *corev1.Pod) {
+	if r.n.Load() == 0 {
+		return
+	}
 	r.mu.Lock()
 	delete(r.by, p.UID)
+	r.n.Store(int32(len(r.by)))
 	r.mu.Unlock()
 }
 
@@ -92,11 +101,11 @@ func (r *refusedEvictions) forget(p *corev1.Pod) {
 // error, so an operator sees what refuses (budgets this replica cannot
 // read, a webhook, missing RBAC).
 func (r *refusedEvictions) blocks(pods []*corev1.Pod, now time.Time) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.by) == 0 {
+	if r.n.Load() == 0 {
 		return ""
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var names []string
 	var last refusal
 	for _, p := range pods {
