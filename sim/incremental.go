@@ -579,7 +579,9 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 // method, bound once, with the round's inputs in fields, so that a round
 // allocates no closure.
 func (x *incremental) visit(i int, k round.Kind) {
-	x.visitJob(i, x.view[i], x.vAlloc[i], k)
+	if k != round.Wait { // a waiting job that stays waiting: visitJob changes nothing
+		x.visitJob(i, x.view[i], x.vAlloc[i], k)
+	}
 }
 
 // applyView is the applier's Apply of the round's answer (an order too
@@ -648,35 +650,42 @@ func (x *incremental) applyLong(alloc [][]int) error {
 }
 
 // visitJob is visit of the view's job i, j, whose line of the answer
-// is g. It is kept out of applyView: inlined there (as it was once
-// waiting stopped calling arm for a policy.Steady scheduler), the
-// profile-guided build no longer inlined applyJob, creditNext, addRun
-// and waiting into it, and the LAS run of the 20,000-job Synergy trace
-// on 16x4 took 5,792 million instructions rather than 5,763 million.
+// is g and kind k, which is not round.Wait. It is kept out of applyView:
+// inlined there, the profile-guided build no longer inlined its own
+// callees into it, and the LAS run of the 20,000-job Synergy trace on
+// 16x4 took 5,792 million instructions rather than 5,763 million.
 //
 //go:noinline
 func (x *incremental) visitJob(i int, j *job, g []int, k round.Kind) {
-	x.changed = x.changed || k.Changes()
-	var runs bool
-	if k == round.Preempt && x.evict != nil {
-		runs = x.applyAt(i, &j.Job, g, k, x.vT)
-	} else {
-		runs = x.applyJob(&j.Job, g, k, x.vT) // what applyAt does then, called directly
-	}
-	switch {
-	case runs && !j.running:
-		x.unfile(j)
-		j.running = true
-	case !runs && j.running:
+	// The kind says what the job was and becomes (a preempted job ran
+	// and stops, a launched one waited and runs, a kept or migrated one
+	// ran and runs), so each case does its part of applyJob without
+	// asking again.
+	switch k {
+	case round.Preempt:
+		x.changed = true
+		if x.evict != nil {
+			x.applyAt(i, &j.Job, g, k, x.vT)
+		} else {
+			x.preempt(&j.Job)
+		}
 		j.running = false
 		j.base = int32(x.vRound)
 		x.stopped = appendAscending(x.stopped, j.item())
 		x.waiting(j, x.vRound)
+		return
+	case round.Launch:
+		x.changed = true
+		x.launch(&j.Job, g, x.vT)
+		x.unfile(j)
+		j.running = true
+	case round.Migrate:
+		x.changed = true
+		x.migrate(&j.Job, g)
 	}
-	if runs {
-		x.inUse += len(g)
-		x.addRun(j, x.creditNext(j, x.vTn))
-	}
+	j.SinceScheduled = 0
+	x.inUse += len(g)
+	x.addRun(j, x.creditNext(j, x.vTn))
 }
 
 // fileStopped files the jobs the round stopped (see stopped), which
