@@ -130,7 +130,17 @@ func itemLess(a, b item) bool {
 	return a.seq < b.seq
 }
 
-func less(a, b *job) bool { return itemLess(a.item(), b.item()) }
+// itemsSorted reports whether s is ascending: the running jobs' new keys
+// (taken in creditNext) seldom change their order, so the check spares
+// most rounds a sort.
+func itemsSorted(s []item) bool {
+	for i := 1; i < len(s); i++ {
+		if itemLess(s[i], s[i-1]) {
+			return false
+		}
+	}
+	return true
+}
 
 // event is a wake-up for the job admitted as seq, in slot, if it is still
 // waiting since base.
@@ -163,34 +173,29 @@ type incremental struct {
 	R     float64
 	limit int // GPUs: see buildView
 	wait  waitq
-	run   []*job // running jobs, sorted by (key, seq) before placing
-	// runIt and runJobs are run's items and *workload.Jobs, so that
-	// building the view reads no running job; progress writes them. The
-	// lists hold pointers into the slabs, which live as long as the run,
-	// so nothing clears them.
-	runIt   []item
-	runJobs []*workload.Job
+	// run holds the running jobs' items, sorted by (key, seq) before
+	// placing: building the view and sorting read no running job (the
+	// slot finds it), and the list holds no pointer, so the garbage
+	// collector neither scans it nor guards its writes.
+	run []item
 	// due lists (ascending) the running jobs whose next credit completes
-	// them; lastKept is the last running job not due, for runInOrder.
-	due      []int32
-	lastKept int
-	runSpare []*job
-	// runInOrder: run is sorted under the keys progress gave it.
-	runInOrder bool
-	slabs      []*[slabSize]job
-	gpus       []int32       // demand by slot, so buildView need not touch a waiting job
-	extraSpec  workload.Spec // the extra being admitted
-	free       []int32
-	seq        int
-	waits      waitClock // SinceScheduled after m waiting rounds
-	mGuard     int       // waiting rounds that trip the starvation guard (0: off)
-	guards     guardList // one per waiting job, due mGuard rounds after its base
-	wakes      eventHeap
-	view       []*job
-	order      []*workload.Job
-	ahead      []workload.Job // look-ahead copies of the running jobs
-	aheadKy    []policy.OrderKey
-	pos        []int // view position of each running job (look-ahead)
+	// them.
+	due       []int32
+	runSpare  []item
+	slabs     []*[slabSize]job
+	gpus      []int32       // demand by slot, so buildView need not touch a waiting job
+	extraSpec workload.Spec // the extra being admitted
+	free      []int32
+	seq       int
+	waits     waitClock // SinceScheduled after m waiting rounds
+	mGuard    int       // waiting rounds that trip the starvation guard (0: off)
+	guards    guardList // one per waiting job, due mGuard rounds after its base
+	wakes     eventHeap
+	view      []*job
+	order     []*workload.Job
+	ahead     []workload.Job // look-ahead copies of the running jobs
+	aheadKy   []policy.OrderKey
+	pos       []int // view position of each running job (look-ahead)
 	// stream places with a policy.Streamer when the run pipelines
 	// (Config.Pipeline) and there is a second core to apply the answer on
 	// (see schedule); relay and streamErr connect
@@ -263,7 +268,9 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	}
 	// The jobs still active, in arrival order as the plain loop keeps them.
 	rest := make([]*job, 0, x.active())
-	rest = append(rest, x.run...)
+	for _, it := range x.run {
+		rest = append(rest, x.at(it.slot))
+	}
 	x.wait.Scan(func(it item) bool {
 		rest = append(rest, x.at(it.slot))
 		return true
@@ -296,10 +303,10 @@ func (x *incremental) progress(T float64) {
 		return
 	}
 	// The jobs before the first due stay where they are; each stretch
-	// between two dues moves down in one copy per list.
+	// between two dues moves down in one copy.
 	n := int(x.due[0])
 	for d, i := range x.due {
-		j := x.run[i]
+		j := x.at(x.run[i].slot)
 		x.finish(&j.Job, T)
 		x.release(j)
 		lo, hi := int(i)+1, len(x.run)
@@ -307,36 +314,25 @@ func (x *incremental) progress(T float64) {
 			hi = int(x.due[d+1])
 		}
 		copy(x.run[n:], x.run[lo:hi])
-		copy(x.runIt[n:], x.runIt[lo:hi])
-		copy(x.runJobs[n:], x.runJobs[lo:hi])
 		n += hi - lo
 	}
-	x.run, x.runIt, x.runJobs = x.run[:n], x.runIt[:n], x.runJobs[:n]
+	x.run = x.run[:n]
 	x.due = x.due[:0]
 }
 
 // startRun empties the running list before the answer's visit (or a
 // skip's last credit) fills it again through addRun.
 func (x *incremental) startRun() {
-	x.run, x.runIt, x.runJobs, x.due = x.run[:0], x.runIt[:0], x.runJobs[:0], x.due[:0]
-	x.runInOrder, x.lastKept = true, -1
+	x.run, x.due = x.run[:0], x.due[:0]
 }
 
 // addRun appends a running job, already credited for the next round by
 // creditNext.
 func (x *incremental) addRun(j *job, done bool) {
-	i := len(x.run)
-	x.run = append(x.run, j)
-	x.runIt = append(x.runIt, j.it)
-	x.runJobs = append(x.runJobs, &j.Job)
 	if done {
-		x.due = append(x.due, int32(i))
-		return
+		x.due = append(x.due, int32(len(x.run)))
 	}
-	if x.lastKept >= 0 && x.runInOrder && itemLess(j.it, x.runIt[x.lastKept]) {
-		x.runInOrder = false
-	}
-	x.lastKept = i
+	x.run = append(x.run, j.it)
 }
 
 // creditNext does for a running job what the reference loop's progress
@@ -500,16 +496,13 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// The running jobs are in last round's order, which their new keys
 	// (taken in creditNext) seldom change (LAS and SRTF move them all by
 	// the same service).
-	if !x.runInOrder {
-		slices.SortFunc(x.run, func(a, b *job) int {
-			if less(a, b) {
+	if !itemsSorted(x.run) {
+		slices.SortFunc(x.run, func(a, b item) int {
+			if itemLess(a, b) {
 				return -1
 			}
 			return 1
 		})
-		for i, j := range x.run {
-			x.runIt[i], x.runJobs[i] = j.it, &j.Job
-		}
 	}
 	x.buildView()
 	sp, stream := x.cfg.Placer.(policy.Streamer)
@@ -725,13 +718,16 @@ func (x *incremental) buildView() {
 			if demand > x.limit {
 				break
 			}
-			// The running jobs before the next waiting one, copied
-			// whole: found on the packed items, so no running job is
-			// read here.
-			if ri < len(x.runIt) && !itemLess(w, x.runIt[ri]) {
+			// The running jobs before the next waiting one: found
+			// on the packed items, whose slots give the jobs, so no
+			// running job is read here.
+			if ri < len(x.run) && !itemLess(w, x.run[ri]) {
 				p := x.runBefore(ri, w)
-				view = append(view, x.run[ri:p]...)
-				order = append(order, x.runJobs[ri:p]...)
+				for _, it := range x.run[ri:p] {
+					j := x.at(it.slot)
+					view = append(view, j)
+					order = append(order, &j.Job)
+				}
 				ri = p
 			}
 			j := x.at(w.slot) // not read here: the placer reads it
@@ -740,9 +736,10 @@ func (x *incremental) buildView() {
 			demand += int(x.gpus[w.slot])
 		}
 	}
-	if ri < len(x.run) {
-		view = append(view, x.run[ri:]...)
-		order = append(order, x.runJobs[ri:]...)
+	for _, it := range x.run[ri:] {
+		j := x.at(it.slot)
+		view = append(view, j)
+		order = append(order, &j.Job)
 	}
 	x.view, x.order = view, order
 }
@@ -751,9 +748,9 @@ func (x *incremental) buildView() {
 // comes before (len(x.run) if none): a galloping search, since the
 // running jobs ahead of a waiting one are usually many or none.
 func (x *incremental) runBefore(lo int, w item) int {
-	n := len(x.runIt)
+	n := len(x.run)
 	step, hi := 1, lo
-	for hi < n && !itemLess(w, x.runIt[hi]) {
+	for hi < n && !itemLess(w, x.run[hi]) {
 		lo = hi + 1
 		hi += step
 		step *= 2
@@ -761,7 +758,7 @@ func (x *incremental) runBefore(lo int, w item) int {
 	hi = min(hi, n)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if itemLess(w, x.runIt[m]) {
+		if itemLess(w, x.run[m]) {
 			hi = m
 		} else {
 			lo = m + 1
@@ -856,7 +853,8 @@ func (x *incremental) skip(round int, st RoundStat) int {
 		}
 		x.report(q, x.active())
 		if q+1 < r {
-			for _, j := range x.run {
+			for _, it := range x.run {
+				j := x.at(it.slot)
 				x.busy += int64(len(j.GPUsHeld))
 				credit(&j.Job, x.R)
 			}
@@ -866,7 +864,8 @@ func (x *incremental) skip(round int, st RoundStat) int {
 	run := append(x.runSpare[:0], x.run...)
 	x.startRun()
 	Tr := float64(r) * x.R
-	for _, j := range run {
+	for _, it := range run {
+		j := x.at(it.slot)
 		x.addRun(j, x.creditNext(j, Tr))
 	}
 	x.runSpare = run
