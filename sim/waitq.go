@@ -200,7 +200,10 @@ func (q *waitq) SetRun(xs []item) {
 		// The items that go at p: all of them when p is the block's end
 		// (then b is the last block and x is behind everything).
 		m := int32(1)
-		if p == bl.hi {
+		if p == bl.hi || itemLess(xs[most-1], bl.a[p]) {
+			// xs is ascending: its last candidate going before the
+			// item at p, so do all the others (most often all of
+			// a round's stopped jobs go to one place).
 			m = most
 		} else {
 			for m < most && itemLess(xs[m], bl.a[p]) {
