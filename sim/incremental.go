@@ -212,11 +212,12 @@ type incremental struct {
 	inUse   int
 	changed bool
 	visitFn func(int, round.Kind)
-	// stopped holds the items of the jobs the round stops, in view
-	// order, which is the queue's: visit collects them and fileStopped
-	// files them in one ordered run after the pass (nothing reads the
-	// queue in between; visit only takes out the jobs it launches).
-	stopped []item
+	// started and stopped hold the items of the jobs the round launches
+	// and stops, in view order, which is the queue's: visit collects
+	// them and requeue takes the first out of the waiting queue and files
+	// the second in, each in one ordered run after the pass (nothing
+	// reads the queue in between).
+	started, stopped []item
 	// steady: the scheduler never wakes a waiting job (policy.Steady),
 	// so waiting arms no wake-up.
 	steady bool
@@ -558,7 +559,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	if err != nil {
 		x.placerBug(err)
 	}
-	x.fileStopped()
+	x.requeue()
 	x.vAlloc = nil
 	st := x.roundStat(T, x.inUse, len(x.run), x.wait.Len())
 	x.addRound(st)
@@ -670,7 +671,7 @@ func (x *incremental) visitJob(i int, j *job, g []int, k round.Kind) {
 	case round.Launch:
 		x.changed = true
 		x.launch(&j.Job, g, x.vT)
-		x.unfile(j)
+		x.started = append(x.started, j.item()) // the key it is filed under: creditNext re-keys it
 		j.running = true
 	case round.Migrate:
 		x.changed = true
@@ -681,11 +682,14 @@ func (x *incremental) visitJob(i int, j *job, g []int, k round.Kind) {
 	x.addRun(j, x.creditNext(j, x.vTn))
 }
 
-// fileStopped files the jobs the round stopped (see stopped), which
-// visitJob checked are ascending as it collected them.
-func (x *incremental) fileStopped() {
+// requeue takes the jobs the round launched out of the waiting queue
+// and files those it stopped (see started), which visitJob checked are
+// ascending as it collected them. Launched jobs are most often the
+// queue's first ones, which DeleteRun takes in one step.
+func (x *incremental) requeue() {
+	x.wait.DeleteRun(x.started)
 	x.wait.SetRun(x.stopped)
-	x.stopped = x.stopped[:0]
+	x.started, x.stopped = x.started[:0], x.stopped[:0]
 }
 
 // appendAscending appends it to s, which must stay ascending: the

@@ -325,6 +325,37 @@ func (q *waitq) Delete(x item) {
 	}
 }
 
+// DeleteRun removes xs, which must be ascending and all in the set: what
+// Delete does for each in turn, but a stretch of xs that is the first
+// block's first items (a round's launched jobs, most often) moves the
+// block's start once.
+func (q *waitq) DeleteRun(xs []item) {
+	for len(xs) > 0 {
+		bl := &q.bs[0]
+		a := bl.items()
+		n := 0
+		for n < len(xs) && n < len(a) && a[n] == xs[n] {
+			n++
+		}
+		if n == 0 {
+			q.Delete(xs[0])
+			xs = xs[1:]
+			continue
+		}
+		xs = xs[n:]
+		q.n -= n
+		switch left := len(a) - n; {
+		case left == 0:
+			q.remove(0)
+		case left < qMerge:
+			bl.lo += int32(n)
+			q.merge(0)
+		default:
+			bl.lo += int32(n) // its last item stays
+		}
+	}
+}
+
 // remove drops block b, which is empty.
 func (q *waitq) remove(b int) {
 	q.pool = append(q.pool, q.bs[b].a)
