@@ -333,9 +333,16 @@ func (q *waitq) DeleteRun(xs []item) {
 	for len(xs) > 0 {
 		bl := &q.bs[0]
 		a := bl.items()
-		n := 0
-		for n < len(xs) && n < len(a) && a[n] == xs[n] {
-			n++
+		// xs's k-th item is never below the set's k-th, a's, so its
+		// first m items are a's first m exactly when the m-th ones are
+		// equal: most rounds need that one comparison.
+		m := min(len(xs), len(a))
+		n := m
+		if a[m-1] != xs[m-1] {
+			n = 0
+			for n < m && a[n] == xs[n] {
+				n++
+			}
 		}
 		if n == 0 {
 			q.Delete(xs[0])
