@@ -711,50 +711,89 @@ func appendAscending(s []item, it item) []item {
 func (x *incremental) buildView() {
 	// Built in locals: an append to a field reloads and stores it.
 	view, order := x.view[:0], x.order[:0]
-	ri := 0
+	run, slabs := x.run, x.slabs
 	demand := 0 // of the waiting jobs in the view
 	// The waiting queue's blocks are read in place (a cursor's reads
-	// cost a bounds check and a reload of the block each), and a
-	// waiting job is compared with the next running one before any
-	// search: most have none before them.
+	// cost a bounds check and a reload of the block each), a stretch
+	// of waiting jobs at a time: reach finds it on the packed items
+	// (most have no running job before them), then the jobs are
+	// appended in a loop that does nothing else.
 	for b := 0; b < len(x.wait.bs) && demand <= x.limit; b++ {
-		for _, w := range x.wait.bs[b].items() {
+		its := x.wait.bs[b].items()
+		for len(its) > 0 {
+			var n int
+			n, demand = x.reach(its, run, demand)
+			view, order = appendJobs(view, order, slabs, its[:n])
 			if demand > x.limit {
 				break
 			}
-			// The running jobs before the next waiting one: found
-			// on the packed items, whose slots give the jobs, so no
-			// running job is read here.
-			if ri < len(x.run) && !itemLess(w, x.run[ri]) {
-				p := x.runBefore(ri, w)
-				for _, it := range x.run[ri:p] {
-					j := x.at(it.slot)
-					view = append(view, j)
-					order = append(order, &j.Job)
-				}
-				ri = p
+			if its = its[n:]; len(its) > 0 {
+				// The running jobs before the next waiting one.
+				p := runBefore(run, its[0])
+				view, order = appendJobs(view, order, slabs, run[:p])
+				run = run[p:]
 			}
-			j := x.at(w.slot) // not read here: the placer reads it
-			view = append(view, j)
-			order = append(order, &j.Job)
-			demand += int(x.gpus[w.slot])
 		}
 	}
-	for _, it := range x.run[ri:] {
-		j := x.at(it.slot)
-		view = append(view, j)
-		order = append(order, &j.Job)
-	}
-	x.view, x.order = view, order
+	x.view, x.order = appendJobs(view, order, slabs, run)
 }
 
-// runBefore is the index of the first running job from lo on that w
-// comes before (len(x.run) if none): a galloping search, since the
-// running jobs ahead of a waiting one are usually many or none.
-func (x *incremental) runBefore(lo int, w item) int {
-	n := len(x.run)
-	step, hi := 1, lo
-	for hi < n && !itemLess(w, x.run[hi]) {
+// reach is the number of waiting items at the start of its that come
+// before the next running one, run[0] (all of them when run is empty),
+// up to and including the one whose demand takes the view's past the
+// cluster, and the view's demand with theirs. Both lists are sorted, so
+// it sums the demand first and compares only the last item it reached
+// with run[0]: most often that one comes first, and so do the others.
+func (x *incremental) reach(its, run []item, demand int) (int, int) {
+	gpus, limit := x.gpus, x.limit
+	n, d := len(its), demand
+	for k, w := range its {
+		d += int(gpus[w.slot])
+		if d > limit {
+			n = k + 1
+			break
+		}
+	}
+	if len(run) > 0 && !itemLess(its[n-1], run[0]) {
+		n, d = lowerBound(its[:n], run[0]), demand
+		for _, w := range its[:n] {
+			d += int(gpus[w.slot])
+		}
+	}
+	return n, d
+}
+
+// appendJobs appends the jobs of its (found by slot in slabs, as at
+// does; none of them is read) to view and order.
+func appendJobs(view []*job, order []*workload.Job, slabs []*[slabSize]job, its []item) ([]*job, []*workload.Job) {
+	n := len(view)
+	view = slices.Grow(view, len(its))[:n+len(its)]
+	order = slices.Grow(order, len(its))[:n+len(its)]
+	fillJobs(view[n:], order[n:], slabs, its)
+	return view, order
+}
+
+// fillJobs writes the jobs of its to view and order, as long as its. It
+// is appendJobs's loop, compiled on its own: inlined into buildView, it
+// kept its index and slices on the stack (36 instructions a job).
+//
+//go:noinline
+func fillJobs(view []*job, order []*workload.Job, slabs []*[slabSize]job, its []item) {
+	view, order = view[:len(its)], order[:len(its)]
+	for k, it := range its {
+		s := uint32(it.slot)
+		j := &slabs[s/slabSize][s%slabSize]
+		view[k], order[k] = j, &j.Job
+	}
+}
+
+// runBefore is the number of running items at the start of run that
+// come before w: a galloping search, since the running jobs ahead of a
+// waiting one are usually many or none.
+func runBefore(run []item, w item) int {
+	n := len(run)
+	lo, step, hi := 0, 1, 0
+	for hi < n && !itemLess(w, run[hi]) {
 		lo = hi + 1
 		hi += step
 		step *= 2
@@ -762,7 +801,7 @@ func (x *incremental) runBefore(lo int, w item) int {
 	hi = min(hi, n)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if itemLess(w, x.run[m]) {
+		if itemLess(w, run[m]) {
 			hi = m
 		} else {
 			lo = m + 1
