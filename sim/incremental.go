@@ -85,25 +85,29 @@ func (j *job) key() policy.OrderKey { return unpackKey(j.it.hi, j.it.lo) }
 // packKey maps a key to words whose unsigned order is OrderKey.Compare's:
 // priority and level as offset 32-bit integers, the value's bits made
 // sortable (NaN first and all equal, -0 equal to +0, as cmp.Compare).
+// It is small enough to inline where a running job is re-keyed every
+// round: the sign is flipped without a branch, and the panic formats
+// nothing here.
 func packKey(k policy.OrderKey) (hi, lo uint64) {
-	if k.Priority != int(int32(k.Priority)) || k.Level != int(int32(k.Level)) {
-		panic(fmt.Sprintf("sim: order key %+v out of the packed range", k))
+	p, l := int32(k.Priority), int32(k.Level)
+	if int(p) != k.Priority || int(l) != k.Level {
+		panic(keyOutOfRange(k))
 	}
-	hi = uint64(uint32(int32(k.Priority))^1<<31)<<32 | uint64(uint32(int32(k.Level))^1<<31)
+	hi = uint64(uint32(p)^1<<31)<<32 | uint64(uint32(l)^1<<31)
 	v := k.Value
-	switch {
-	case v != v: // NaN
+	if v != v { // NaN
 		return hi, 0
-	case v == 0:
-		v = 0
 	}
-	b := math.Float64bits(v)
-	if b>>63 != 0 {
-		b = ^b
-	} else {
-		b |= 1 << 63
-	}
-	return hi, b
+	b := math.Float64bits(v + 0) // -0 + 0 is +0; any other v + 0 is v
+	// A negative value has all its bits flipped, any other its sign bit set.
+	return hi, b ^ (uint64(int64(b)>>63) | 1<<63)
+}
+
+// keyOutOfRange is packKey's panic for a key it cannot pack.
+type keyOutOfRange policy.OrderKey
+
+func (k keyOutOfRange) Error() string {
+	return fmt.Sprintf("sim: order key %+v out of the packed range", policy.OrderKey(k))
 }
 
 // unpackKey is packKey's inverse up to what OrderKey.Compare cannot tell
