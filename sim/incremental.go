@@ -85,25 +85,29 @@ func (j *job) key() policy.OrderKey { return unpackKey(j.it.hi, j.it.lo) }
 // packKey maps a key to words whose unsigned order is OrderKey.Compare's:
 // priority and level as offset 32-bit integers, the value's bits made
 // sortable (NaN first and all equal, -0 equal to +0, as cmp.Compare).
+// It is small enough to inline where a running job is re-keyed every
+// round: the sign is flipped without a branch, and the panic formats
+// nothing here.
 func packKey(k policy.OrderKey) (hi, lo uint64) {
-	if k.Priority != int(int32(k.Priority)) || k.Level != int(int32(k.Level)) {
-		panic(fmt.Sprintf("sim: order key %+v out of the packed range", k))
+	p, l := int32(k.Priority), int32(k.Level)
+	if int(p) != k.Priority || int(l) != k.Level {
+		panic(keyOutOfRange(k))
 	}
-	hi = uint64(uint32(int32(k.Priority))^1<<31)<<32 | uint64(uint32(int32(k.Level))^1<<31)
+	hi = uint64(uint32(p)^1<<31)<<32 | uint64(uint32(l)^1<<31)
 	v := k.Value
-	switch {
-	case v != v: // NaN
+	if v != v { // NaN
 		return hi, 0
-	case v == 0:
-		v = 0
 	}
-	b := math.Float64bits(v)
-	if b>>63 != 0 {
-		b = ^b
-	} else {
-		b |= 1 << 63
-	}
-	return hi, b
+	b := math.Float64bits(v + 0) // -0 + 0 is +0; any other v + 0 is v
+	// A negative value has all its bits flipped, any other its sign bit set.
+	return hi, b ^ (uint64(int64(b)>>63) | 1<<63)
+}
+
+// keyOutOfRange is packKey's panic for a key it cannot pack.
+type keyOutOfRange policy.OrderKey
+
+func (k keyOutOfRange) Error() string {
+	return fmt.Sprintf("sim: order key %+v out of the packed range", policy.OrderKey(k))
 }
 
 // unpackKey is packKey's inverse up to what OrderKey.Compare cannot tell
@@ -130,7 +134,17 @@ func itemLess(a, b item) bool {
 	return a.seq < b.seq
 }
 
-func less(a, b *job) bool { return itemLess(a.item(), b.item()) }
+// itemsSorted reports whether s is ascending: the running jobs' new keys
+// (taken in creditNext) seldom change their order, so the check spares
+// most rounds a sort.
+func itemsSorted(s []item) bool {
+	for i := 1; i < len(s); i++ {
+		if itemLess(s[i], s[i-1]) {
+			return false
+		}
+	}
+	return true
+}
 
 // event is a wake-up for the job admitted as seq, in slot, if it is still
 // waiting since base.
@@ -163,34 +177,29 @@ type incremental struct {
 	R     float64
 	limit int // GPUs: see buildView
 	wait  waitq
-	run   []*job // running jobs, sorted by (key, seq) before placing
-	// runIt and runJobs are run's items and *workload.Jobs, so that
-	// building the view reads no running job; progress writes them. The
-	// lists hold pointers into the slabs, which live as long as the run,
-	// so nothing clears them.
-	runIt   []item
-	runJobs []*workload.Job
+	// run holds the running jobs' items, sorted by (key, seq) before
+	// placing: building the view and sorting read no running job (the
+	// slot finds it), and the list holds no pointer, so the garbage
+	// collector neither scans it nor guards its writes.
+	run []item
 	// due lists (ascending) the running jobs whose next credit completes
-	// them; lastKept is the last running job not due, for runInOrder.
-	due      []int32
-	lastKept int
-	runSpare []*job
-	// runInOrder: run is sorted under the keys progress gave it.
-	runInOrder bool
-	slabs      []*[slabSize]job
-	gpus       []int32       // demand by slot, so buildView need not touch a waiting job
-	extraSpec  workload.Spec // the extra being admitted
-	free       []int32
-	seq        int
-	waits      waitClock // SinceScheduled after m waiting rounds
-	mGuard     int       // waiting rounds that trip the starvation guard (0: off)
-	guards     guardList // one per waiting job, due mGuard rounds after its base
-	wakes      eventHeap
-	view       []*job
-	order      []*workload.Job
-	ahead      []workload.Job // look-ahead copies of the running jobs
-	aheadKy    []policy.OrderKey
-	pos        []int // view position of each running job (look-ahead)
+	// them.
+	due       []int32
+	runSpare  []item
+	slabs     []*[slabSize]job
+	gpus      []int32       // demand by slot, so buildView need not touch a waiting job
+	extraSpec workload.Spec // the extra being admitted
+	free      []int32
+	seq       int
+	waits     waitClock // SinceScheduled after m waiting rounds
+	mGuard    int       // waiting rounds that trip the starvation guard (0: off)
+	guards    guardList // one per waiting job, due mGuard rounds after its base
+	wakes     eventHeap
+	view      []*job
+	order     []*workload.Job
+	ahead     []workload.Job // look-ahead copies of the running jobs
+	aheadKy   []policy.OrderKey
+	pos       []int // view position of each running job (look-ahead)
 	// stream places with a policy.Streamer when the run pipelines
 	// (Config.Pipeline) and there is a second core to apply the answer on
 	// (see schedule); relay and streamErr connect
@@ -207,11 +216,12 @@ type incremental struct {
 	inUse   int
 	changed bool
 	visitFn func(int, round.Kind)
-	// stopped holds the items of the jobs the round stops, in view
-	// order, which is the queue's: visit collects them and fileStopped
-	// files them in one ordered run after the pass (nothing reads the
-	// queue in between; visit only takes out the jobs it launches).
-	stopped []item
+	// started and stopped hold the items of the jobs the round launches
+	// and stops, in view order, which is the queue's: visit collects
+	// them and requeue takes the first out of the waiting queue and files
+	// the second in, each in one ordered run after the pass (nothing
+	// reads the queue in between).
+	started, stopped []item
 	// steady: the scheduler never wakes a waiting job (policy.Steady),
 	// so waiting arms no wake-up.
 	steady bool
@@ -263,7 +273,9 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	}
 	// The jobs still active, in arrival order as the plain loop keeps them.
 	rest := make([]*job, 0, x.active())
-	rest = append(rest, x.run...)
+	for _, it := range x.run {
+		rest = append(rest, x.at(it.slot))
+	}
 	x.wait.Scan(func(it item) bool {
 		rest = append(rest, x.at(it.slot))
 		return true
@@ -296,10 +308,10 @@ func (x *incremental) progress(T float64) {
 		return
 	}
 	// The jobs before the first due stay where they are; each stretch
-	// between two dues moves down in one copy per list.
+	// between two dues moves down in one copy.
 	n := int(x.due[0])
 	for d, i := range x.due {
-		j := x.run[i]
+		j := x.at(x.run[i].slot)
 		x.finish(&j.Job, T)
 		x.release(j)
 		lo, hi := int(i)+1, len(x.run)
@@ -307,36 +319,25 @@ func (x *incremental) progress(T float64) {
 			hi = int(x.due[d+1])
 		}
 		copy(x.run[n:], x.run[lo:hi])
-		copy(x.runIt[n:], x.runIt[lo:hi])
-		copy(x.runJobs[n:], x.runJobs[lo:hi])
 		n += hi - lo
 	}
-	x.run, x.runIt, x.runJobs = x.run[:n], x.runIt[:n], x.runJobs[:n]
+	x.run = x.run[:n]
 	x.due = x.due[:0]
 }
 
 // startRun empties the running list before the answer's visit (or a
 // skip's last credit) fills it again through addRun.
 func (x *incremental) startRun() {
-	x.run, x.runIt, x.runJobs, x.due = x.run[:0], x.runIt[:0], x.runJobs[:0], x.due[:0]
-	x.runInOrder, x.lastKept = true, -1
+	x.run, x.due = x.run[:0], x.due[:0]
 }
 
 // addRun appends a running job, already credited for the next round by
 // creditNext.
 func (x *incremental) addRun(j *job, done bool) {
-	i := len(x.run)
-	x.run = append(x.run, j)
-	x.runIt = append(x.runIt, j.it)
-	x.runJobs = append(x.runJobs, &j.Job)
 	if done {
-		x.due = append(x.due, int32(i))
-		return
+		x.due = append(x.due, int32(len(x.run)))
 	}
-	if x.lastKept >= 0 && x.runInOrder && itemLess(j.it, x.runIt[x.lastKept]) {
-		x.runInOrder = false
-	}
-	x.lastKept = i
+	x.run = append(x.run, j.it)
 }
 
 // creditNext does for a running job what the reference loop's progress
@@ -500,16 +501,13 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	// The running jobs are in last round's order, which their new keys
 	// (taken in creditNext) seldom change (LAS and SRTF move them all by
 	// the same service).
-	if !x.runInOrder {
-		slices.SortFunc(x.run, func(a, b *job) int {
-			if less(a, b) {
+	if !itemsSorted(x.run) {
+		slices.SortFunc(x.run, func(a, b item) int {
+			if itemLess(a, b) {
 				return -1
 			}
 			return 1
 		})
-		for i, j := range x.run {
-			x.runIt[i], x.runJobs[i] = j.it, &j.Job
-		}
 	}
 	x.buildView()
 	sp, stream := x.cfg.Placer.(policy.Streamer)
@@ -565,7 +563,7 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 	if err != nil {
 		x.placerBug(err)
 	}
-	x.fileStopped()
+	x.requeue()
 	x.vAlloc = nil
 	st := x.roundStat(T, x.inUse, len(x.run), x.wait.Len())
 	x.addRound(st)
@@ -579,7 +577,9 @@ func (x *incremental) schedule(rnd int, T float64) (bool, RoundStat) {
 // method, bound once, with the round's inputs in fields, so that a round
 // allocates no closure.
 func (x *incremental) visit(i int, k round.Kind) {
-	x.visitJob(i, x.view[i], x.vAlloc[i], k)
+	if k != round.Wait { // a waiting job that stays waiting: visitJob changes nothing
+		x.visitJob(i, x.view[i], x.vAlloc[i], k)
+	}
 }
 
 // applyView is the applier's Apply of the round's answer (an order too
@@ -648,42 +648,52 @@ func (x *incremental) applyLong(alloc [][]int) error {
 }
 
 // visitJob is visit of the view's job i, j, whose line of the answer
-// is g. It is kept out of applyView: inlined there (as it was once
-// waiting stopped calling arm for a policy.Steady scheduler), the
-// profile-guided build no longer inlined applyJob, creditNext, addRun
-// and waiting into it, and the LAS run of the 20,000-job Synergy trace
-// on 16x4 took 5,792 million instructions rather than 5,763 million.
+// is g and kind k, which is not round.Wait. It is kept out of applyView:
+// inlined there, the profile-guided build no longer inlined its own
+// callees into it, and the LAS run of the 20,000-job Synergy trace on
+// 16x4 took 5,792 million instructions rather than 5,763 million.
 //
 //go:noinline
 func (x *incremental) visitJob(i int, j *job, g []int, k round.Kind) {
-	x.changed = x.changed || k.Changes()
-	var runs bool
-	if k == round.Preempt && x.evict != nil {
-		runs = x.applyAt(i, &j.Job, g, k, x.vT)
-	} else {
-		runs = x.applyJob(&j.Job, g, k, x.vT) // what applyAt does then, called directly
-	}
-	switch {
-	case runs && !j.running:
-		x.unfile(j)
-		j.running = true
-	case !runs && j.running:
+	// The kind says what the job was and becomes (a preempted job ran
+	// and stops, a launched one waited and runs, a kept or migrated one
+	// ran and runs), so each case does its part of applyJob without
+	// asking again.
+	switch k {
+	case round.Preempt:
+		x.changed = true
+		if x.evict != nil {
+			x.applyAt(i, &j.Job, g, k, x.vT)
+		} else {
+			x.preempt(&j.Job)
+		}
 		j.running = false
 		j.base = int32(x.vRound)
 		x.stopped = appendAscending(x.stopped, j.item())
 		x.waiting(j, x.vRound)
+		return
+	case round.Launch:
+		x.changed = true
+		x.launch(&j.Job, g, x.vT)
+		x.started = append(x.started, j.item()) // the key it is filed under: creditNext re-keys it
+		j.running = true
+	case round.Migrate:
+		x.changed = true
+		x.migrate(&j.Job, g)
 	}
-	if runs {
-		x.inUse += len(g)
-		x.addRun(j, x.creditNext(j, x.vTn))
-	}
+	j.SinceScheduled = 0
+	x.inUse += len(g)
+	x.addRun(j, x.creditNext(j, x.vTn))
 }
 
-// fileStopped files the jobs the round stopped (see stopped), which
-// visitJob checked are ascending as it collected them.
-func (x *incremental) fileStopped() {
+// requeue takes the jobs the round launched out of the waiting queue
+// and files those it stopped (see started), which visitJob checked are
+// ascending as it collected them. Launched jobs are most often the
+// queue's first ones, which DeleteRun takes in one step.
+func (x *incremental) requeue() {
+	x.wait.DeleteRun(x.started)
 	x.wait.SetRun(x.stopped)
-	x.stopped = x.stopped[:0]
+	x.started, x.stopped = x.started[:0], x.stopped[:0]
 }
 
 // appendAscending appends it to s, which must stay ascending: the
@@ -705,46 +715,89 @@ func appendAscending(s []item, it item) []item {
 func (x *incremental) buildView() {
 	// Built in locals: an append to a field reloads and stores it.
 	view, order := x.view[:0], x.order[:0]
-	ri := 0
+	run, slabs := x.run, x.slabs
 	demand := 0 // of the waiting jobs in the view
 	// The waiting queue's blocks are read in place (a cursor's reads
-	// cost a bounds check and a reload of the block each), and a
-	// waiting job is compared with the next running one before any
-	// search: most have none before them.
+	// cost a bounds check and a reload of the block each), a stretch
+	// of waiting jobs at a time: reach finds it on the packed items
+	// (most have no running job before them), then the jobs are
+	// appended in a loop that does nothing else.
 	for b := 0; b < len(x.wait.bs) && demand <= x.limit; b++ {
-		for _, w := range x.wait.bs[b].items() {
+		its := x.wait.bs[b].items()
+		for len(its) > 0 {
+			var n int
+			n, demand = x.reach(its, run, demand)
+			view, order = appendJobs(view, order, slabs, its[:n])
 			if demand > x.limit {
 				break
 			}
-			// The running jobs before the next waiting one, copied
-			// whole: found on the packed items, so no running job is
-			// read here.
-			if ri < len(x.runIt) && !itemLess(w, x.runIt[ri]) {
-				p := x.runBefore(ri, w)
-				view = append(view, x.run[ri:p]...)
-				order = append(order, x.runJobs[ri:p]...)
-				ri = p
+			if its = its[n:]; len(its) > 0 {
+				// The running jobs before the next waiting one.
+				p := runBefore(run, its[0])
+				view, order = appendJobs(view, order, slabs, run[:p])
+				run = run[p:]
 			}
-			j := x.at(w.slot) // not read here: the placer reads it
-			view = append(view, j)
-			order = append(order, &j.Job)
-			demand += int(x.gpus[w.slot])
 		}
 	}
-	if ri < len(x.run) {
-		view = append(view, x.run[ri:]...)
-		order = append(order, x.runJobs[ri:]...)
-	}
-	x.view, x.order = view, order
+	x.view, x.order = appendJobs(view, order, slabs, run)
 }
 
-// runBefore is the index of the first running job from lo on that w
-// comes before (len(x.run) if none): a galloping search, since the
-// running jobs ahead of a waiting one are usually many or none.
-func (x *incremental) runBefore(lo int, w item) int {
-	n := len(x.runIt)
-	step, hi := 1, lo
-	for hi < n && !itemLess(w, x.runIt[hi]) {
+// reach is the number of waiting items at the start of its that come
+// before the next running one, run[0] (all of them when run is empty),
+// up to and including the one whose demand takes the view's past the
+// cluster, and the view's demand with theirs. Both lists are sorted, so
+// it sums the demand first and compares only the last item it reached
+// with run[0]: most often that one comes first, and so do the others.
+func (x *incremental) reach(its, run []item, demand int) (int, int) {
+	gpus, limit := x.gpus, x.limit
+	n, d := len(its), demand
+	for k, w := range its {
+		d += int(gpus[w.slot])
+		if d > limit {
+			n = k + 1
+			break
+		}
+	}
+	if len(run) > 0 && !itemLess(its[n-1], run[0]) {
+		n, d = lowerBound(its[:n], run[0]), demand
+		for _, w := range its[:n] {
+			d += int(gpus[w.slot])
+		}
+	}
+	return n, d
+}
+
+// appendJobs appends the jobs of its (found by slot in slabs, as at
+// does; none of them is read) to view and order.
+func appendJobs(view []*job, order []*workload.Job, slabs []*[slabSize]job, its []item) ([]*job, []*workload.Job) {
+	n := len(view)
+	view = slices.Grow(view, len(its))[:n+len(its)]
+	order = slices.Grow(order, len(its))[:n+len(its)]
+	fillJobs(view[n:], order[n:], slabs, its)
+	return view, order
+}
+
+// fillJobs writes the jobs of its to view and order, as long as its. It
+// is appendJobs's loop, compiled on its own: inlined into buildView, it
+// kept its index and slices on the stack (36 instructions a job).
+//
+//go:noinline
+func fillJobs(view []*job, order []*workload.Job, slabs []*[slabSize]job, its []item) {
+	view, order = view[:len(its)], order[:len(its)]
+	for k, it := range its {
+		s := uint32(it.slot)
+		j := &slabs[s/slabSize][s%slabSize]
+		view[k], order[k] = j, &j.Job
+	}
+}
+
+// runBefore is the number of running items at the start of run that
+// come before w: a galloping search, since the running jobs ahead of a
+// waiting one are usually many or none.
+func runBefore(run []item, w item) int {
+	n := len(run)
+	lo, step, hi := 0, 1, 0
+	for hi < n && !itemLess(w, run[hi]) {
 		lo = hi + 1
 		hi += step
 		step *= 2
@@ -752,7 +805,7 @@ func (x *incremental) runBefore(lo int, w item) int {
 	hi = min(hi, n)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if itemLess(w, x.runIt[m]) {
+		if itemLess(w, run[m]) {
 			hi = m
 		} else {
 			lo = m + 1
@@ -847,7 +900,8 @@ func (x *incremental) skip(round int, st RoundStat) int {
 		}
 		x.report(q, x.active())
 		if q+1 < r {
-			for _, j := range x.run {
+			for _, it := range x.run {
+				j := x.at(it.slot)
 				x.busy += int64(len(j.GPUsHeld))
 				credit(&j.Job, x.R)
 			}
@@ -857,7 +911,8 @@ func (x *incremental) skip(round int, st RoundStat) int {
 	run := append(x.runSpare[:0], x.run...)
 	x.startRun()
 	Tr := float64(r) * x.R
-	for _, j := range run {
+	for _, it := range run {
+		j := x.at(it.slot)
 		x.addRun(j, x.creditNext(j, Tr))
 	}
 	x.runSpare = run

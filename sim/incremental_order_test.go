@@ -6,7 +6,7 @@ import (
 )
 
 // appendAscending is the check that the jobs a round stops come in the
-// queue's order (the one ordered run fileStopped files them in): rising
+// queue's order (the one ordered run requeue files them in): rising
 // items are kept, a falling one is our own bug and panics.
 func TestAppendAscendingPanicsOutOfOrder(t *testing.T) {
 	var s []item

@@ -828,44 +828,65 @@ func (s *state) apply(order []*workload.Job, alloc [][]int, T, R float64) (inUse
 // It touches the head of the job (see workload.Job) unless the job
 // starts or stops: a migration reads no cost when moves are free (adding
 // a cost of zero leaves the debt as it is), and LastGPUs is written when
-// a job stops rather than at every move.
+// a job stops rather than at every move. Its parts (preempt, launch,
+// migrate) are what the incremental loop's visit calls for each kind.
 func (s *state) applyJob(j *workload.Job, g []int, k round.Kind, T float64) bool {
-	if k == round.Migrate {
-		s.noteMove(j, j.GPUsHeld, g)
-	}
 	switch k {
 	case round.Wait:
 		return false
 	case round.Preempt:
-		j.Preemptions++
-		j.Debt += j.MoveCost.Preemption
-		j.LastGPUs = j.GPUsHeld
-		j.GPUsHeld = nil
+		s.preempt(j)
 		return false
 	case round.Launch:
-		if j.FirstStart < 0 {
-			j.FirstStart = T
-		}
+		s.launch(j, g, T)
 	case round.Migrate:
-		j.Migrations++
-		if !s.freeMoves {
-			j.Debt += j.MoveCost.Migration
-		}
-	}
-	if k != round.Keep {
-		j.GPUsHeld = g
-		j.PM = s.pm(j, g)
-		// A rigid job on one GPU without a placement model has
-		// locality 1 (one GPU spans no nodes): most of the jobs a
-		// large run moves every round, so it is found without a call.
-		if len(g) == 1 && j.MaxGPUs == 0 && s.cfg.Placement == nil {
-			j.Loc = 1
-		} else {
-			j.Loc = s.cfg.loc(s.cl, j, g)
-		}
+		s.migrate(j, g)
 	}
 	j.SinceScheduled = 0
 	return true
+}
+
+// preempt stops a running job: it pays its preemption cost when it runs
+// again.
+func (s *state) preempt(j *workload.Job) {
+	j.Preemptions++
+	j.Debt += j.MoveCost.Preemption
+	j.LastGPUs = j.GPUsHeld
+	j.GPUsHeld = nil
+}
+
+// launch starts a waiting job on g at T (its SinceScheduled is the
+// caller's to clear).
+func (s *state) launch(j *workload.Job, g []int, T float64) {
+	if j.FirstStart < 0 {
+		j.FirstStart = T
+	}
+	s.hold(j, g)
+}
+
+// migrate moves a running job to g, a different set (its SinceScheduled
+// is the caller's to clear).
+func (s *state) migrate(j *workload.Job, g []int) {
+	s.noteMove(j, j.GPUsHeld, g)
+	j.Migrations++
+	if !s.freeMoves {
+		j.Debt += j.MoveCost.Migration
+	}
+	s.hold(j, g)
+}
+
+// hold gives j the GPUs g and the slowdown factors they set.
+func (s *state) hold(j *workload.Job, g []int) {
+	j.GPUsHeld = g
+	j.PM = s.pm(j, g)
+	// A rigid job on one GPU without a placement model has
+	// locality 1 (one GPU spans no nodes): most of the jobs a
+	// large run moves every round, so it is found without a call.
+	if len(g) == 1 && j.MaxGPUs == 0 && s.cfg.Placement == nil {
+		j.Loc = 1
+	} else {
+		j.Loc = s.cfg.loc(s.cl, j, g)
+	}
 }
 
 // applyAt is applyJob for line i of the round's answer, which under

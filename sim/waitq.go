@@ -200,7 +200,10 @@ func (q *waitq) SetRun(xs []item) {
 		// The items that go at p: all of them when p is the block's end
 		// (then b is the last block and x is behind everything).
 		m := int32(1)
-		if p == bl.hi {
+		if p == bl.hi || itemLess(xs[most-1], bl.a[p]) {
+			// xs is ascending: its last candidate going before the
+			// item at p, so do all the others (most often all of
+			// a round's stopped jobs go to one place).
 			m = most
 		} else {
 			for m < most && itemLess(xs[m], bl.a[p]) {
@@ -319,6 +322,44 @@ func (q *waitq) Delete(x item) {
 		q.merge(b)
 	default:
 		bl.last = bl.a[bl.hi-1]
+	}
+}
+
+// DeleteRun removes xs, which must be ascending and all in the set: what
+// Delete does for each in turn, but a stretch of xs that is the first
+// block's first items (a round's launched jobs, most often) moves the
+// block's start once.
+func (q *waitq) DeleteRun(xs []item) {
+	for len(xs) > 0 {
+		bl := &q.bs[0]
+		a := bl.items()
+		// xs's k-th item is never below the set's k-th, a's, so its
+		// first m items are a's first m exactly when the m-th ones are
+		// equal: most rounds need that one comparison.
+		m := min(len(xs), len(a))
+		n := m
+		if a[m-1] != xs[m-1] {
+			n = 0
+			for n < m && a[n] == xs[n] {
+				n++
+			}
+		}
+		if n == 0 {
+			q.Delete(xs[0])
+			xs = xs[1:]
+			continue
+		}
+		xs = xs[n:]
+		q.n -= n
+		switch left := len(a) - n; {
+		case left == 0:
+			q.remove(0)
+		case left < qMerge:
+			bl.lo += int32(n)
+			q.merge(0)
+		default:
+			bl.lo += int32(n) // its last item stays
+		}
 	}
 }
 

@@ -238,8 +238,10 @@ func TestWaitqSetRun(t *testing.T) {
 
 // TestWaitqSetRunMatchesSet files random ascending runs, as a round's
 // stopped jobs come (few keys, runs landing together or spread), into
-// queues shaped by random sets and deletes, and checks the result
-// against a sorted slice and the block invariants.
+// queues shaped by random sets and deletes, and takes random ascending
+// runs out with DeleteRun, as a round's launched jobs go (the queue's
+// first items, some left out, or spread), and checks the result against
+// a sorted slice and the block invariants.
 func TestWaitqSetRunMatchesSet(t *testing.T) {
 	for seed := uint64(0); seed < 40; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
@@ -249,6 +251,29 @@ func TestWaitqSetRunMatchesSet(t *testing.T) {
 		keys := 1 + rng.IntN(20)
 		for step := 0; step < 200; step++ {
 			switch {
+			case len(want) > 0 && rng.IntN(3) == 0:
+				n := rng.IntN(min(len(want), 150)) + 1
+				var take func() bool
+				switch rng.IntN(4) {
+				case 0: // the first n
+					take = func() bool { return true }
+				case 1: // a few left out
+					take = func() bool { return rng.IntN(8) != 0 }
+				case 2: // every other one
+					take = func() bool { return rng.IntN(2) == 0 }
+				default: // spread over the queue
+					take = func() bool { return rng.IntN(len(want)) < n }
+				}
+				var run, kept []item
+				for _, x := range want {
+					if len(run) < n && take() {
+						run = append(run, x)
+					} else {
+						kept = append(kept, x)
+					}
+				}
+				q.DeleteRun(run)
+				want = kept
 			case len(want) > 0 && rng.IntN(2) == 0:
 				for n := rng.IntN(min(len(want), 150)) + 1; n > 0; n-- {
 					i := 0

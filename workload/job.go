@@ -6,7 +6,6 @@ package workload
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/palsched/pal/variability"
 )
@@ -164,7 +163,7 @@ func (j *Job) Running() bool { return j.GPUsHeld != nil }
 func (j *Job) Progress(d float64) (paid float64) {
 	if j.Debt > 0 {
 		// Restoring after a move: no progress until it is paid.
-		paid = math.Min(j.Debt, d)
+		paid = min(j.Debt, d) // math.Min's rules (NaN, signed zeros), inlined
 		j.Debt -= paid
 		j.Executed += (d - paid) / (j.PM * j.Loc * j.IterTime)
 		return paid
