@@ -1633,15 +1633,21 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		}
 	}
 	x.reset(live)
-	cur := 0
+	cur, end0 := 0, x.byCls[0] // end0: where class cur's run ends
 	stream := ready != nil && classes <= 1
 	for p, i := range x.idx {
 		if stream && p%policy.StreamChunk == 0 && p > 0 {
 			ready(p)
 		}
-		for p < k && cur < len(x.live) && x.byCls[cur] <= p {
-			x.live[cur] = false
-			cur++
+		if p >= end0 && p < k {
+			for p < k && cur < len(x.live) && x.byCls[cur] <= p {
+				x.live[cur] = false
+				cur++
+			}
+			end0 = math.MaxInt
+			if cur < len(x.live) {
+				end0 = x.byCls[cur]
+			}
 		}
 		d := x.dem[i]
 		if p < k && !x.live[d.c] {
