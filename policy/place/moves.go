@@ -145,7 +145,11 @@ type pinBound struct {
 func (b *pinBound) hi() float64 { return max(b.thr, b.thr/b.pen) }
 func (b *pinBound) lo() float64 { return min(b.thr, b.thr/b.pen) }
 
-// bound works out pinned job j's pinBound.
+// bound works out pinned job j's pinBound. It asks env.Locality for
+// every pinned job whose move may pay, once a round (mayPay used to ask
+// only when room or spans called for the penalty): a pure function of
+// the job's spec, cheap for the constant penalty, a map lookup or two
+// for a per-model LocalityModel.
 func (m *mover) bound(j *workload.Job) pinBound {
 	b := pinBound{pen: 1, gpus: int32(j.GPUs), class: int8(j.Class)}
 	c := j.MoveCost.Migration
