@@ -97,7 +97,11 @@ type scoreIndex struct {
 	lastRef          uint32  // the set keep last handed out (see frameMemo.ref), 0: none
 	buf              []int   // the current pick, in pick order until sorted
 	ks               []int32 // bucket counts merged by one walk
-	idx              []int   // the round's job visiting order
+	// runs are where each walk's ascending run of buf starts (pmFirst),
+	// and mbuf is sortRuns's scratch
+	runs []int
+	mbuf []int
+	idx  []int // the round's job visiting order
 	// dem is each ordered job's demand and class, read from the jobs in
 	// one pass (see gather) so that the picks never wait on a job's
 	// memory.
@@ -1268,7 +1272,7 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if ci.freeUpTo(bmax, x.total) < n {
 		return nil
 	}
-	x.buf = x.buf[:0]
+	x.buf, x.runs = x.buf[:0], x.runs[:0]
 	r := n
 	for b := ci.first(x.total); b <= bmax && r > 0; b++ {
 		f := int(ci.binFree[b])
@@ -1278,6 +1282,7 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 		if f <= r || tb != PMFirstArtifact {
 			// The whole bin goes, so order inside it does not matter; or
 			// the paper's tie-break, GPU id, i.e. nodes in id order.
+			x.runs = append(x.runs, len(x.buf))
 			r = x.walk(c, b, x.allBuckets(ci, b), r)
 			continue
 		}
@@ -1294,6 +1299,7 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 				x.ks = append(x.ks, int32(k))
 			}
 			if len(x.ks) > 0 {
+				x.runs = append(x.runs, len(x.buf))
 				r = x.walk(c, b, x.ks, r)
 			}
 		}
@@ -1301,10 +1307,66 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if r > 0 {
 		return nil // unreachable: the free counts said n qualify
 	}
-	if !slices.IsSorted(x.buf) {
-		slices.Sort(x.buf)
-	}
+	x.sortRuns()
 	return x.buf
+}
+
+// sortRuns sorts buf, a run of ascending ids from each walk (a walk
+// visits a bin's nodes in id order) starting at each of runs: in order
+// when each run starts above the last one's end (O(runs) to check, where
+// slices.IsSorted read every id of every pick), else merged pairwise.
+// slices.IsSorted and slices.Sort took about 4.5% of a PM-First round's
+// instructions at 4608x6, the sort mostly on big jobs' picks across a
+// few bins.
+func (x *scoreIndex) sortRuns() {
+	buf, runs := x.buf, x.runs
+	sorted := true
+	for _, st := range runs[min(1, len(runs)):] {
+		if st > 0 && st < len(buf) && buf[st-1] > buf[st] {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	runs = append(runs, len(buf))
+	x.mbuf = slices.Grow(x.mbuf[:0], len(buf))[:len(buf)]
+	src, dst := buf, x.mbuf
+	for len(runs) > 2 {
+		// Merge runs 0+1, 2+3, ... from src into dst; runs keeps the
+		// starts of the merged ones (and the end).
+		k := 0
+		for a := 0; a+1 < len(runs); a += 2 {
+			lo, mid, hi := runs[a], runs[a+1], runs[len(runs)-1]
+			if a+2 < len(runs) {
+				hi = runs[a+2]
+			}
+			mergeInto(dst[lo:hi], src[lo:mid], src[mid:hi])
+			runs[k] = lo
+			k++
+		}
+		runs[k] = len(buf)
+		runs = runs[:k+1]
+		src, dst = dst, src
+	}
+	if &src[0] != &buf[0] {
+		copy(buf, src)
+	}
+}
+
+// mergeInto merges ascending a and b into dst (len(a)+len(b)).
+func mergeInto(dst, a, b []int) {
+	i, j := 0, 0
+	for k := range dst {
+		if j >= len(b) || i < len(a) && a[i] <= b[j] {
+			dst[k] = a[i]
+			i++
+		} else {
+			dst[k] = b[j]
+			j++
+		}
+	}
 }
 
 // pmFirstOne is pmFirst for one GPU under the artifact's tie-break, the
