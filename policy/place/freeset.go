@@ -83,16 +83,16 @@ func (f *freeSet) give(gpus []int) {
 	f.total += len(gpus)
 }
 
-// room reports whether some node has GPUs(j) GPUs free, counting j's own.
-func (f *freeSet) room(j *workload.Job) bool {
-	n := j.GPUs
+// room reports whether some node has n GPUs free, counting held (a
+// job's own).
+func (f *freeSet) room(n int, held []int) bool {
 	for k := n; k <= f.maxPer; k++ {
 		if f.byFree.next(k, 0) >= 0 {
 			return true
 		}
 	}
 	own := map[int]int{}
-	for _, g := range j.GPUsHeld {
+	for _, g := range held {
 		own[f.c.GPUs[g].Node]++
 	}
 	for nd, k := range own {
@@ -104,10 +104,11 @@ func (f *freeSet) room(j *workload.Job) bool {
 }
 
 // reserve implements moveSpace.
-func (f *freeSet) reserve(order []*workload.Job, pin []bool, out [][]int) {
+func (f *freeSet) reserve(order []*workload.Job, m *mover, st *moveScratch, out [][]int) {
+	st.size(len(order))
 	for i, j := range order {
-		if pinned(j) {
-			pin[i], out[i] = true, j.GPUsHeld
+		if st.mark(m, i, j) {
+			out[i] = j.GPUsHeld
 			f.take(j.GPUsHeld)
 		}
 	}

@@ -2,6 +2,7 @@ package place
 
 import (
 	"math"
+	"slices"
 
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
@@ -70,27 +71,33 @@ type mover struct {
 	// them per bin); without it the class's best score anywhere (best)
 	// bounds what a pick can reach.
 	freeBelow func(c int, thr float64, need int) int
-	// room(j), if set, reports whether some node could hold all of
-	// pinned job j, counting its own GPUs as free (nil: assume so).
-	room func(j *workload.Job) bool
-	// spans(j), if set, reports that the placer's pick for pinned job j
-	// (its own GPUs counted free) certainly spans nodes (false: it may
-	// not), which prices the pick as no room does.
-	spans func(j *workload.Job) bool
+	// room(n, held), if set, reports whether some node could hold all
+	// n GPUs of a pinned job holding held, counting those as free (nil:
+	// assume so).
+	room func(n int, held []int) bool
+	// spans(c, n, held), if set, reports that the placer's pick for a
+	// pinned job of class c and n GPUs holding held (counted free)
+	// certainly spans nodes (false: it may not), which prices the pick
+	// as no room does. Neither reads the job: at its turn it is out of
+	// the cache.
+	spans func(c variability.Class, n int, held []int) bool
 	// visited(p), if set, is told when the job at position p of the
-	// visiting order has had its turn.
-	visited func(p int)
+	// visiting order has had its turn: at p = 0, then at the p its last
+	// call returned (the next turn it needs to hear of). Told at every
+	// turn, it took 8,584 calls a round at 27,648 GPUs, nearly all with
+	// nothing to do.
+	visited func(p int) (next int)
 	// ready, if set, streams the answer (see policy.Streamer) when the
 	// visiting order is the order itself: a job's turn changes only the
 	// lines of jobs behind it, so every line before it is final.
 	ready func(n int)
 	// held(j), if set, is slowdown(env, j, j.GPUsHeld, scores) and
-	// heldBelow(j, thr) the number of j's GPUs scoring below thr, read
-	// off a placer's own compact columns (the index's bins and node
-	// arithmetic) instead of the score table and the cluster's node list:
-	// every pinned job asks, every round.
+	// heldBelow(j, hi, lo) the numbers of j's GPUs scoring below hi and
+	// below lo, read off a placer's own compact columns (the index's
+	// bins and node arithmetic) instead of the score table and the
+	// cluster's node list: every pinned job asks, every round.
 	held      func(j *workload.Job) float64
-	heldBelow func(j *workload.Job, thr float64) int
+	heldBelow func(j *workload.Job, hi, lo float64) (int, int)
 	best      [variability.NumClasses]float64
 	bestK     bool
 }
@@ -118,52 +125,112 @@ func (m *mover) any(order []*workload.Job) bool {
 	return false
 }
 
-// mayPay reports whether some pick could pay for moving pinned job j,
-// without making one. A move pays only if the pick's slowdown is below
-// thr = slowdown(held) - MoveCost.Migration / (Remaining x IterTime). A
-// pick inside one node is at least as slow as its worst GPU (1 for a
-// placer that weighs only locality); one that spans nodes, the only kind
-// left when no node has room for j (counting its own GPUs) and the only
-// kind the placer would pick when spans says so, is slower by the
-// locality penalty on top. So a move can pay only if GPUs(j) GPUs,
-// among those free now and j's own, score below thr (or thr / penalty).
-// Most pinned jobs are kept on this count alone.
-func (m *mover) mayPay(j *workload.Job) bool {
+// pinBound is what mayPay reads of a pinned job that stays the same
+// all round, worked out while the frame's pass over the order reads the
+// job anyway (reserve, or the index's gatherPinned): at its turn most
+// pinned jobs are then kept without a read of the job, which by then is
+// out of the cache (2,914 pinned jobs a PM-First round at 27,648 GPUs,
+// all but 9 kept; 1,424 of them on the count at hi alone).
+type pinBound struct {
+	thr   float64  // slowdown(held) - MoveCost.Migration / (Remaining x IterTime)
+	pen   float64  // the locality penalty (1 without one)
+	below [2]int32 // j's GPUs scoring below hi and below lo (see hi)
+	gpus  int32
+	class int8 // variability.Class (NumClasses of them): the bounds stay 32 bytes
+	never bool // Migration is +Inf or no work remains: no move pays
+}
+
+// hi and lo are the larger and the smaller of the two thresholds mayPay
+// may apply, thr and thr / pen.
+func (b *pinBound) hi() float64 { return max(b.thr, b.thr/b.pen) }
+func (b *pinBound) lo() float64 { return min(b.thr, b.thr/b.pen) }
+
+// bound works out pinned job j's pinBound. It asks env.Locality for
+// every pinned job whose move may pay, once a round (mayPay used to ask
+// only when room or spans called for the penalty): a pure function of
+// the job's spec, cheap for the constant penalty, a map lookup or two
+// for a per-model LocalityModel.
+func (m *mover) bound(j *workload.Job) pinBound {
+	b := pinBound{pen: 1, gpus: int32(j.GPUs), class: int8(j.Class)}
 	c := j.MoveCost.Migration
 	w := j.Remaining() * j.IterTime
 	if math.IsInf(c, 1) || !(w > 0) {
+		b.never = true
+		return b
+	}
+	if m.held != nil {
+		b.thr = m.held(j) - c/w
+	} else {
+		b.thr = slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
+	}
+	if m.env.Locality != nil {
+		b.pen = m.env.Locality(&j.Spec)
+	}
+	nh, nl := m.heldCounts(j, b.hi(), b.lo())
+	b.below = [2]int32{int32(nh), int32(nl)}
+	return b
+}
+
+// mayPay reports whether some pick could pay for moving a pinned job,
+// without making one; b is its bound and held its GPUs. A move pays
+// only if the pick's slowdown is below thr = slowdown(held) - MoveCost.Migration /
+// (Remaining x IterTime). A pick inside one node is at least as slow as
+// its worst GPU (1 for a placer that weighs only locality); one that
+// spans nodes, the only kind left when no node has room for the job
+// (counting its own GPUs) and the only kind the placer would pick when
+// spans says so, is slower by the locality penalty on top. So a move can
+// pay only if GPUs(j) GPUs, among those free now and its own, score
+// below thr (or thr / penalty). Most pinned jobs are kept on this count
+// alone, and many of those on the count at the larger of the two
+// thresholds (hi), which needs neither room nor spans (they read the
+// cluster around the job's GPUs): the count only grows with the
+// threshold.
+func (m *mover) mayPay(b *pinBound, held []int) bool {
+	if b.never || !m.reach(variability.Class(b.class), int(b.gpus), int(b.below[0]), b.hi()) {
 		return false
 	}
-	var thr float64
-	if m.held != nil {
-		thr = m.held(j) - c/w
-	} else {
-		thr = slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
+	if m.env.Locality == nil {
+		return true // hi is thr
 	}
-	if m.room != nil && !m.room(j) || m.spans != nil && m.spans(j) {
-		if m.env.Locality != nil {
-			thr /= m.env.Locality(&j.Spec)
-		}
+	thr := b.thr
+	if m.room != nil && !m.room(int(b.gpus), held) || m.spans != nil && m.spans(variability.Class(b.class), int(b.gpus), held) {
+		thr /= b.pen
 	}
+	if thr == b.hi() {
+		return true
+	}
+	return m.reach(variability.Class(b.class), int(b.gpus), int(b.below[1]), b.lo()) // thr is lo
+}
+
+// heldCounts are the numbers of j's GPUs scoring below hi and below lo
+// (for a placer that weighs only locality, unused: 0).
+func (m *mover) heldCounts(j *workload.Job, hi, lo float64) (nh, nl int) {
+	if !m.scores || m.env.Scores == nil {
+		return 0, 0
+	}
+	if m.heldBelow != nil {
+		return m.heldBelow(j, hi, lo)
+	}
+	sf := m.env.Scores.SF[j.Class]
+	for _, g := range j.GPUsHeld {
+		nh += bit(sf[g] < hi)
+		nl += bit(sf[g] < lo)
+	}
+	return nh, nl
+}
+
+// reach reports whether gpus GPUs of class c, among those free now and
+// the n of a job's own that score below thr, score below thr (for a
+// placer that weighs only locality: thr > 1).
+func (m *mover) reach(c variability.Class, gpus, n int, thr float64) bool {
 	if !m.scores || m.env.Scores == nil {
 		return thr > 1
 	}
-	n := 0
-	if m.heldBelow != nil {
-		n = m.heldBelow(j, thr)
-	} else {
-		sf := m.env.Scores.SF[j.Class]
-		for _, g := range j.GPUsHeld {
-			if sf[g] < thr {
-				n++
-			}
-		}
-	}
-	if n >= j.GPUs {
+	if n >= gpus {
 		return true
 	}
 	if m.freeBelow != nil {
-		return n+m.freeBelow(int(j.Class), thr, j.GPUs-n) >= j.GPUs
+		return n+m.freeBelow(int(c), thr, gpus-n) >= gpus
 	}
 	if !m.bestK {
 		m.bestK = true
@@ -174,7 +241,7 @@ func (m *mover) mayPay(j *workload.Job) bool {
 			}
 		}
 	}
-	return m.best[j.Class] < thr
+	return m.best[c] < thr
 }
 
 // pays applies the rule to a pick for pinned job j (nil: nothing fits).
@@ -196,18 +263,21 @@ type moveSpace interface {
 	lend(j *workload.Job)
 	unlend(j *workload.Job)
 	settle(j *workload.Job)
-	// reserve sets pin[i] for every order[i] the rule pins (pinned),
-	// takes its GPUs and makes them its line of the answer, out[i], until
-	// a move pays: one pass over the order, which at 27,648 GPUs holds
-	// thousands of jobs, none of them in the cache.
-	reserve(order []*workload.Job, pin []bool, out [][]int)
+	// reserve marks every job of order in st (size, mark), and for every
+	// order[i] the rule pins takes its GPUs and makes them its line of
+	// the answer, out[i], until a move pays: one pass over the order,
+	// which at 27,648 GPUs holds thousands of jobs, none of them in the
+	// cache (so the frame reads what it needs of them off st).
+	reserve(order []*workload.Job, m *mover, st *moveScratch, out [][]int)
 }
 
 // moveScratch is a migration-aware frame's per-job state, kept between
 // rounds.
 type moveScratch struct {
-	pin      []bool
-	launched []int // jobs launched this round (they held nothing)
+	pin      []bool     // pinned, until its turn
+	ran      []bool     // running (see mark)
+	bounds   []pinBound // per pinned job (see pinBound)
+	launched []int      // jobs launched this round (they held nothing)
 	vict     []int
 	saved    [][]int
 }
@@ -225,13 +295,12 @@ type moveScratch struct {
 func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp moveSpace, st *moveScratch,
 	pick func(i int) []int, own func(i int, g []int) []int) {
 	n := len(order)
-	st.pin = resizeBools(st.pin, n)
 	st.launched = st.launched[:0]
-	sp.reserve(order, st.pin, out)
-	blocked := n
+	sp.reserve(order, m, st, out)
+	blocked, visit := n, 0
 	for p, i := range idx {
-		if m.visited != nil && p > 0 {
-			m.visited(p - 1)
+		if m.visited != nil && p > 0 && p-1 >= visit {
+			visit = m.visited(p - 1)
 		}
 		if m.ready != nil && p%policy.StreamChunk == 0 && p > 0 {
 			m.ready(p)
@@ -239,7 +308,7 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 		j := order[i]
 		if st.pin[i] {
 			st.pin[i] = false
-			if !m.mayPay(j) {
+			if !m.mayPay(&st.bounds[i], out[i]) { // out[i]: j's GPUs (reserve)
 				continue
 			}
 			sp.lend(j)
@@ -271,10 +340,33 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 		g = own(i, g)
 		sp.take(g)
 		out[i] = g
-		if !j.Running() {
+		if !st.ran[i] {
 			st.launched = append(st.launched, i)
 		}
 	}
+}
+
+// size makes the per-job columns n long, cleared (before marks).
+func (st *moveScratch) size(n int) {
+	st.pin = resizeBools(st.pin, n)
+	st.ran = resizeBools(st.ran, n)
+	st.bounds = slices.Grow(st.bounds[:0], n)[:n]
+}
+
+// mark records order[i] = j while the frame's pass over the order reads
+// it (see pinBound): whether it runs, and if the rule pins it, that it
+// is pinned and its bound. It reports whether j is pinned.
+func (st *moveScratch) mark(m *mover, i int, j *workload.Job) bool {
+	if !j.Running() {
+		return false
+	}
+	st.ran[i] = true
+	if !pinned(j) {
+		return false
+	}
+	st.pin[i] = true
+	st.bounds[i] = m.bound(j)
+	return true
 }
 
 // unlaunch takes back the launches of jobs behind order[i], which waits.

@@ -49,7 +49,8 @@ func (p *PAL) Place(env *policy.Env, order []*workload.Job) [][]int {
 // PlaceTo implements policy.Streamer.
 func (p *PAL) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	x := p.ix.prepare(env, true)
-	if x == nil || !x.gather(order) {
+	m := hysteresis(p.MigrationAware, env, true)
+	if x == nil || !x.gatherPinned(order, m, alloc) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
 		wholeTo(&p.ref, env, order, alloc, ready)
 		return
@@ -58,7 +59,7 @@ func (p *PAL) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, rea
 	lv := &env.Scores.LV
 	x.frame(order, alloc, ready, func(n, c int) []int {
 		return p.pick(x, lv[c], n, c)
-	}, hysteresis(p.MigrationAware, env, true))
+	}, m)
 }
 
 // pick is refPAL.pick on the index.

@@ -60,15 +60,15 @@ func (p *PMFirst) Place(env *policy.Env, order []*workload.Job) [][]int {
 // PlaceTo implements policy.Streamer.
 func (p *PMFirst) PlaceTo(env *policy.Env, order []*workload.Job, alloc [][]int, ready func(int)) {
 	x := p.ix.prepare(env, false)
-	if x == nil || !x.gather(order) {
+	m := hysteresis(p.MigrationAware, env, true)
+	if x == nil || !x.gatherPinned(order, m, alloc) {
 		p.ref.TieBreak, p.ref.MigrationAware = p.TieBreak, p.MigrationAware
 		wholeTo(&p.ref, env, order, alloc, ready)
 		return
 	}
 	x.tag(int(p.TieBreak)) // the frame's memo keeps answers under one tie-break
-	m := hysteresis(p.MigrationAware, env, true)
 	if m != nil && p.TieBreak == PMFirstArtifact {
-		m.spans = x.pmFirstSpans
+		m.spans = x.pmFirstSpansOf
 	}
 	x.frame(order, alloc, ready, func(n, c int) []int {
 		return x.pmFirst(c, n, len(x.cls[c].vals)-1, p.TieBreak)

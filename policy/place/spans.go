@@ -1,6 +1,9 @@
 package place
 
-import "github.com/palsched/pal/workload"
+import (
+	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
+)
 
 // pmFirstSpans reports whether PM-First's pick under the artifact's
 // tie-break (pmFirst) for pinned job j, made once j's own GPUs are lent
@@ -23,7 +26,12 @@ import "github.com/palsched/pal/workload"
 // must be live (its structures current), as it is at a pinned job's
 // turn inside its class's run of the prefix.
 func (x *scoreIndex) pmFirstSpans(j *workload.Job) bool {
-	c, n, h := j.Class, j.GPUs, j.GPUsHeld
+	return x.pmFirstSpansOf(j.Class, j.GPUs, j.GPUsHeld)
+}
+
+// pmFirstSpansOf is pmFirstSpans for a pinned job of class c and n GPUs
+// holding h, without reading the job (see mover.spans).
+func (x *scoreIndex) pmFirstSpansOf(c variability.Class, n int, h []int) bool {
 	if c < 0 || int(c) >= len(x.cls) || !x.live[c] || n < 2 || n > x.maxPer || len(h) != n {
 		return false
 	}
