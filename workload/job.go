@@ -18,6 +18,10 @@ import (
 type Spec struct {
 	ID   int
 	GPUs int // gang size: all or nothing
+	// Class sits beside GPUs: a placer's pass over the order reads the
+	// two of every job (a Job's Spec starts in its second cache line, so
+	// both lie in it).
+	Class variability.Class
 	// MaxGPUs (optional column max_gpus) makes the job elastic: it runs on
 	// any GPU count from GPUs to MaxGPUs, its iterations going faster in
 	// proportion to its GPUs (as in the Themis authors' simulator: a job
@@ -27,7 +31,6 @@ type Spec struct {
 	Submit     float64 // seconds, unrounded
 	Iterations float64 // total iterations to run
 	IterTime   float64 // seconds per iteration on a median GPU
-	Class      variability.Class
 	Model      string
 	Tracked    bool // counted in metrics; untracked jobs are background load
 	// App groups jobs for finish-time fairness (one hyper-parameter
