@@ -4,15 +4,11 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // A refusal that takes one pod of a gang and not the other (a budget
@@ -21,27 +17,10 @@ import (
 // the GPUs it left (the gang is completed, as after a crash), new still
 // waits, and old is tried again, whole, when the backoff ends.
 func TestRefusedEvictionPartialGang(t *testing.T) {
-	cs, fc := newFake(t, node("n0", 4), owned(running(pod("old-0", 2, oldAnn("0,1"), "n0"))), owned(running(pod("old-1", 2, oldAnn("2,3"), "n0"))))
-	var mu sync.Mutex
-	refuse := true
-	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if refuse && a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName() == "old-1" {
-			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		}
-		return false, nil, nil // the recording reactor evicts it
-	})
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
-	s, log := startLogged(t, cfg, cs)
+	cs, fc := oldGangWorld(t)
+	ref := refuseEvictions(cs, func(pod string) bool { return pod == "old-1" })
+	s, log, t0 := lasWantsOld(t, cs)
 	ctx := context.Background()
-	t0 := time.Now()
-	roundWait(s, ctx, t0)
-	arriveNew(t, s, cs, owned)
 	roundWait(s, ctx, t0.Add(time.Second))
 	if !slices.Equal(fc.evicted, []string{"old-0"}) {
 		t.Fatalf("evicted %v, want old-0 (old-1 refused)", fc.evicted)
@@ -69,9 +48,7 @@ func TestRefusedEvictionPartialGang(t *testing.T) {
 	if want := "the API server refused to evict its pod ns/old-1 (last at "; !strings.Contains(log.String(), want) {
 		t.Errorf("the log does not say %q:\n%s", want, log.String())
 	}
-	mu.Lock()
-	refuse = false
-	mu.Unlock()
+	ref.set(false)
 	roundWait(s, ctx, t0.Add(15*time.Second))
 	if !slices.Equal(fc.evicted, []string{"old-0", "old-0", "old-1"}) {
 		t.Errorf("after the backoff: evicted %v, want old-0 again and old-1 (old whole)", fc.evicted)

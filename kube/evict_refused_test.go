@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -21,29 +23,10 @@ import (
 // 20 s, ...), says why, and a gang that waits for its GPUs names it.
 // Without the backoff LAS tries to evict it again every round.
 func TestRefusedEvictionBacksOff(t *testing.T) {
-	cs, fc := newFake(t, node("n0", 4), owned(running(pod("old-0", 2, oldAnn("0,1"), "n0"))), owned(running(pod("old-1", 2, oldAnn("2,3"), "n0"))))
-	var mu sync.Mutex
-	tries, refuse := 0, true
-	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		tries++
-		if refuse {
-			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		}
-		return false, nil, nil // the recording reactor evicts it
-	})
-	count := func() int { mu.Lock(); defer mu.Unlock(); return tries }
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
-	s, log := startLogged(t, cfg, cs)
+	cs, fc := oldGangWorld(t)
+	ref := refuseEvictions(cs, func(string) bool { return true })
+	s, log, t0 := lasWantsOld(t, cs)
 	ctx := context.Background()
-	t0 := time.Now()
-	roundWait(s, ctx, t0)
-	arriveNew(t, s, cs, owned)
 	// LAS puts new (no service yet) ahead of old: each round that may
 	// evict old tries both pods.
 	for _, step := range []struct {
@@ -60,7 +43,7 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 		{40 * time.Second, 6},
 	} {
 		roundWait(s, ctx, t0.Add(step.at))
-		if got := count(); got != step.tries {
+		if got := ref.count(); got != step.tries {
 			t.Fatalf("round at +%v: %d evictions tried in all, want %d", step.at, got, step.tries)
 		}
 	}
@@ -80,9 +63,7 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 	if got := testutil.ToFloat64(s.metrics.EvictionsRefused); got != 6 {
 		t.Errorf("pal_evictions_refused_total %v, want 6", got)
 	}
-	mu.Lock()
-	refuse = false
-	mu.Unlock()
+	ref.set(false)
 	roundWait(s, ctx, t0.Add(70*time.Second)) // within the third backoff
 	if len(fc.evicted) > 0 {
 		t.Fatalf("evicted %v within the backoff", fc.evicted)
@@ -95,3 +76,34 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 		t.Errorf("a landed eviction is still remembered as refused: %s", r)
 	}
 }
+
+// evictionRefuser answers a fake clientset's evictions: while on, it
+// refuses (429, as a disruption budget's) those of the pods which
+// selects, and lets the others through to the recording reactor.
+type evictionRefuser struct {
+	mu    sync.Mutex
+	on    bool
+	tries int
+}
+
+func refuseEvictions(cs *fake.Clientset, which func(pod string) bool) *evictionRefuser {
+	r := &evictionRefuser{on: true}
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.tries++
+		if r.on && which(a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()) {
+			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		}
+		return false, nil, nil
+	})
+	return r
+}
+
+func (r *evictionRefuser) set(on bool) { r.mu.Lock(); r.on = on; r.mu.Unlock() }
+
+// count is the evictions asked for so far, refused or not.
+func (r *evictionRefuser) count() int { r.mu.Lock(); defer r.mu.Unlock(); return r.tries }

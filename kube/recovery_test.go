@@ -284,6 +284,27 @@ func oldAnn(idx string) map[string]string {
 		`{"gang":"ns/old","round":"2026-01-01T00:00:00Z","pods":{"old-0":{"node":"n0","gpus":[0,1]},"old-1":{"node":"n0","gpus":[2,3]}}}`)
 }
 
+// oldGangWorld is a fake cluster of one 4-GPU node, n0, that gang old's
+// two running pods (owned by a controller, see oldAnn) fill.
+func oldGangWorld(t *testing.T) (*fake.Clientset, *fakeCluster) {
+	return newFake(t, node("n0", 4), running(owned(pod("old-0", 2, oldAnn("0,1"), "n0"))), running(owned(pod("old-1", 2, oldAnn("2,3"), "n0"))))
+}
+
+// lasWantsOld starts LAS over packed-nonsticky on cs, runs a round at t0
+// (now) and has gang new arrive (arriveNew, owned pods): LAS, which has
+// served new nothing and old since its bind, then wants old's GPUs for
+// new. It returns the scheduler, its log and t0.
+func lasWantsOld(t *testing.T, cs *fake.Clientset) (*Scheduler, *syncBuf, time.Time) {
+	t.Helper()
+	cfg := testCfg()
+	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
+	s, log := startLogged(t, cfg, cs)
+	t0 := time.Now()
+	roundWait(s, context.Background(), t0)
+	arriveNew(t, s, cs, owned)
+	return s, log, t0
+}
+
 // arriveNew creates gang new's two waiting 2-GPU pods (mod makes each,
 // owned or bare) and waits until the scheduler has seen both.
 func arriveNew(t *testing.T, s *Scheduler, cs *fake.Clientset, mod func(*corev1.Pod) *corev1.Pod) {
@@ -303,14 +324,9 @@ func arriveNew(t *testing.T, s *Scheduler, cs *fake.Clientset, mod func(*corev1.
 // that old still holds those GPUs. The next round (old's pods deleting)
 // binds nothing either; once they are gone new binds on n0, 0,1 and 2,3.
 func TestLaunchWaitsForPreemptedPods(t *testing.T) {
-	cs, fc := newFake(t, node("n0", 4), running(owned(pod("old-0", 2, oldAnn("0,1"), "n0"))), running(owned(pod("old-1", 2, oldAnn("2,3"), "n0"))))
-	cfg := testCfg()
-	cfg.Scheduler, cfg.Placement = "las", "packed-nonsticky"
-	s, log := startLogged(t, cfg, cs)
+	cs, fc := oldGangWorld(t)
+	s, log, t0 := lasWantsOld(t, cs)
 	ctx := context.Background()
-	t0 := time.Now()
-	roundWait(s, ctx, t0)
-	arriveNew(t, s, cs, owned)
 	roundWait(s, ctx, t0.Add(100*time.Second))
 	if !slices.Equal(slices.Sorted(slices.Values(fc.evicted)), []string{"old-0", "old-1"}) || len(fc.binds) > 0 {
 		t.Fatalf("round 2: evicted %v, bound %v; want old-0 and old-1 evicted, nothing bound", fc.evicted, keys(fc.binds))
