@@ -111,7 +111,6 @@ func (s *Spec) DurationHint() string {
 // at a launch or a preemption follows the Spec (LastGPUs to MoveCost, in
 // one line of that record), then what is read only at the end.
 type Job struct {
-	GPUsHeld       []int   // ascending; nil when not running
 	Executed       float64 // iterations done (fractional)
 	Attained       float64 // seconds spent running (wall time, 1-D service)
 	GPUService     float64 // GPU-seconds spent running (2-D service)
@@ -120,7 +119,12 @@ type Job struct {
 	RoundsRun      int
 	Priority       int     // lower runs first; 999 by default, 1 after starvation
 	SinceScheduled float64 // seconds waiting since it last ran (or arrived)
-	Migrations     int
+	// GPUsHeld is in the second cache line of a Job with Spec's ID,
+	// GPUs and Class, which a placer's pass over the order reads of
+	// every job (whether it runs, its size, its class); in the
+	// simulator's record, 32 bytes on, it still lies within one line.
+	GPUsHeld   []int // ascending; nil when not running
+	Migrations int
 
 	Spec
 
