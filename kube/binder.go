@@ -109,9 +109,9 @@ func (s *Scheduler) bindDone(r bind.Result) {
 	case bind.Evict:
 		if r.Outcome != state.Evicted {
 			// Refused: the pod runs on, and its gang is kept until the
-			// backoff ends (evict_refused.go).
-			// Dated by the round that asked for it, on the rounds'
-			// clock (the same as the wall clock but in tests).
+			// backoff ends (evict_refused.go), dated by the round that
+			// asked for it, on the rounds' clock (the wall clock but in
+			// tests).
 			at := time.Now()
 			if ns := s.roundAt.Load(); ns != 0 {
 				at = time.Unix(0, ns)

@@ -64,12 +64,15 @@ func gangPriority(g *gang) (prio int32, never bool) {
 			}
 		}
 	}
-	for _, p := range g.Pending {
-		if pp := p.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
-			never = true
-		}
-	}
-	return prio, never
+	return prio, saysNever(g.Pending)
+}
+
+// saysNever reports whether a pod of pods says preemptionPolicy: Never.
+func saysNever(pods []*corev1.Pod) bool {
+	return slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
+		pp := p.Spec.PreemptionPolicy
+		return pp != nil && *pp == corev1.PreemptNever
+	})
 }
 
 // byPodPriority rearranges the policy's order by pod priority (see
@@ -233,8 +236,12 @@ func (t tieredKeys) Fixed() bool {
 	return ok && f.Fixed()
 }
 
-func (t tieredKeys) Forget(id int) {
-	if f, ok := t.KeyedScheduler.(interface{ Forget(id int) }); ok {
+func (t tieredKeys) Forget(id int) { forgetIn(t.KeyedScheduler, id) }
+
+// forgetIn passes a finished job on to a scheduler that keeps state of
+// it (Tiresias' queue).
+func forgetIn(s policy.Scheduler, id int) {
+	if f, ok := s.(interface{ Forget(id int) }); ok {
 		f.Forget(id)
 	}
 }
@@ -280,12 +287,8 @@ func tiered(sched policy.Scheduler, order []*workload.Job, byJob map[*workload.J
 		}
 		// Any pod of the gang, running or not: a running gang the
 		// forecast preempts waits under its class's policy too.
-		for _, ps := range [2][]*corev1.Pod{g.Pending, g.Bound} {
-			for _, p := range ps {
-				if pp := p.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
-					never[j.ID] = true
-				}
-			}
+		if saysNever(g.Pending) || saysNever(g.Bound) {
+			never[j.ID] = true
 		}
 	}
 	out := sched
@@ -340,8 +343,4 @@ func (n *neverBehind) Order(now float64, jobs []*workload.Job) []*workload.Job {
 }
 
 // Forget passes a finished job on (Tiresias keeps its queue).
-func (n *neverBehind) Forget(id int) {
-	if f, ok := n.Scheduler.(interface{ Forget(id int) }); ok {
-		f.Forget(id)
-	}
-}
+func (n *neverBehind) Forget(id int) { forgetIn(n.Scheduler, id) }
