@@ -54,3 +54,48 @@ func TestRefusedEvictionPartialGang(t *testing.T) {
 		t.Errorf("after the backoff: evicted %v, want old-0 again and old-1 (old whole)", fc.evicted)
 	}
 }
+
+// As above, but old-0 comes back asking for a node it cannot have (a
+// node selector n0 does not match), so the partial gang cannot be
+// completed: evictPartial would evict old-1, whose eviction was just
+// refused. Within the backoff it waits, its pending pod told why and
+// when the next try is; once the backoff ends old-1 is evicted, once.
+func TestRefusedEvictionPartialGangNotCompletable(t *testing.T) {
+	cs, fc := oldGangWorld(t)
+	ref := refuseEvictions(cs, func(pod string) bool { return pod == "old-1" })
+	s, log, t0 := lasWantsOld(t, cs)
+	ctx := context.Background()
+	roundWait(s, ctx, t0.Add(time.Second))
+	if !slices.Equal(fc.evicted, []string{"old-0"}) {
+		t.Fatalf("evicted %v, want old-0 (old-1 refused)", fc.evicted)
+	}
+	tries := ref.count()
+	if err := cs.CoreV1().Pods("ns").Delete(ctx, "old-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "old-0", false)
+	again := owned(pod("old-0", 2, gangAnn("old", 2), ""))
+	again.UID = k8stypes.UID("uid-old-0-again")
+	again.Spec.NodeSelector = map[string]string{"zone": "elsewhere"}
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "old-0", true)
+	for _, at := range []time.Duration{2 * time.Second, 5 * time.Second} {
+		roundWait(s, ctx, t0.Add(at))
+		if len(fc.binds) != 0 || !slices.Equal(fc.evicted, []string{"old-0"}) || ref.count() != tries {
+			t.Fatalf("round at +%v, within the backoff: bound %v, evicted %v, %d more evictions tried; want nothing bound, old-1 neither evicted nor tried again",
+				at, keys(fc.binds), fc.evicted, ref.count()-tries)
+		}
+	}
+	for _, want := range []string{"gang ns/old partly bound, and pod old-0 ", "its bound pods are not evicted yet: ", "not tried again before "} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
+	}
+	ref.set(false)
+	roundWait(s, ctx, t0.Add(15*time.Second))
+	if !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) {
+		t.Errorf("after the backoff: evicted %v, want old-1 too (old's bound pod, to queue old again whole)", fc.evicted)
+	}
+}
