@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 )
@@ -17,25 +18,8 @@ import (
 // the GPUs it left (the gang is completed, as after a crash), new still
 // waits, and old is tried again, whole, when the backoff ends.
 func TestRefusedEvictionPartialGang(t *testing.T) {
-	cs, fc := oldGangWorld(t)
-	ref := refuseEvictions(cs, func(pod string) bool { return pod == "old-1" })
-	s, log, t0 := lasWantsOld(t, cs)
+	s, fc, ref, log, t0 := oldHalfEvicted(t, func(*corev1.Pod) {})
 	ctx := context.Background()
-	roundWait(s, ctx, t0.Add(time.Second))
-	if !slices.Equal(fc.evicted, []string{"old-0"}) {
-		t.Fatalf("evicted %v, want old-0 (old-1 refused)", fc.evicted)
-	}
-	// The kubelet ends old-0 and its controller makes it again.
-	if err := cs.CoreV1().Pods("ns").Delete(ctx, "old-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitInformer(t, s, "old-0", false)
-	again := owned(pod("old-0", 2, gangAnn("old", 2), ""))
-	again.UID = k8stypes.UID("uid-old-0-again")
-	if _, err := cs.CoreV1().Pods("ns").Create(ctx, again, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitInformer(t, s, "old-0", true)
 	roundWait(s, ctx, t0.Add(2*time.Second))
 	b := fc.binds["old-0"]
 	if b == nil || b.Target.Name != "n0" || b.Annotations[AnnGPUIndices] != "0,1" || len(fc.binds) != 1 {
@@ -61,26 +45,11 @@ func TestRefusedEvictionPartialGang(t *testing.T) {
 // refused. Within the backoff it waits, its pending pod told why and
 // when the next try is; once the backoff ends old-1 is evicted, once.
 func TestRefusedEvictionPartialGangNotCompletable(t *testing.T) {
-	cs, fc := oldGangWorld(t)
-	ref := refuseEvictions(cs, func(pod string) bool { return pod == "old-1" })
-	s, log, t0 := lasWantsOld(t, cs)
-	ctx := context.Background()
-	roundWait(s, ctx, t0.Add(time.Second))
-	if !slices.Equal(fc.evicted, []string{"old-0"}) {
-		t.Fatalf("evicted %v, want old-0 (old-1 refused)", fc.evicted)
-	}
+	s, fc, ref, log, t0 := oldHalfEvicted(t, func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{"zone": "elsewhere"}
+	})
 	tries := ref.count()
-	if err := cs.CoreV1().Pods("ns").Delete(ctx, "old-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitInformer(t, s, "old-0", false)
-	again := owned(pod("old-0", 2, gangAnn("old", 2), ""))
-	again.UID = k8stypes.UID("uid-old-0-again")
-	again.Spec.NodeSelector = map[string]string{"zone": "elsewhere"}
-	if _, err := cs.CoreV1().Pods("ns").Create(ctx, again, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitInformer(t, s, "old-0", true)
+	ctx := context.Background()
 	for _, at := range []time.Duration{2 * time.Second, 5 * time.Second} {
 		roundWait(s, ctx, t0.Add(at))
 		if len(fc.binds) != 0 || !slices.Equal(fc.evicted, []string{"old-0"}) || ref.count() != tries {
@@ -98,4 +67,32 @@ func TestRefusedEvictionPartialGangNotCompletable(t *testing.T) {
 	if !slices.Equal(fc.evicted, []string{"old-0", "old-1"}) {
 		t.Errorf("after the backoff: evicted %v, want old-1 too (old's bound pod, to queue old again whole)", fc.evicted)
 	}
+}
+
+// oldHalfEvicted runs lasWantsOld on oldGangWorld with old-1's eviction
+// refused, checks that the first round evicted old-0 alone, then has
+// the kubelet end old-0 and its controller make it again (mod changes
+// the new pod), and waits until the scheduler has seen it.
+func oldHalfEvicted(t *testing.T, mod func(*corev1.Pod)) (*Scheduler, *fakeCluster, *evictionRefuser, *syncBuf, time.Time) {
+	t.Helper()
+	cs, fc := oldGangWorld(t)
+	ref := refuseEvictions(cs, func(pod string) bool { return pod == "old-1" })
+	s, log, t0 := lasWantsOld(t, cs)
+	ctx := context.Background()
+	roundWait(s, ctx, t0.Add(time.Second))
+	if !slices.Equal(fc.evicted, []string{"old-0"}) {
+		t.Fatalf("evicted %v, want old-0 (old-1 refused)", fc.evicted)
+	}
+	if err := cs.CoreV1().Pods("ns").Delete(ctx, "old-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "old-0", false)
+	again := owned(pod("old-0", 2, gangAnn("old", 2), ""))
+	again.UID = k8stypes.UID("uid-old-0-again")
+	mod(again)
+	if _, err := cs.CoreV1().Pods("ns").Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, s, "old-0", true)
+	return s, fc, ref, log, t0
 }
