@@ -123,6 +123,10 @@ type scoreIndex struct {
 	givenAt [variability.NumClasses]int
 	ms      moveScratch
 	pins    int // jobs gatherPinned found pinned
+	// fuse asks pmFirst to take the GPUs it picks as it walks them (see
+	// walkTake), and took says it did: set by the base frame, whose
+	// every successful pick of the prefix is taken at once.
+	fuse, took bool
 	// bp[g][c] is {gbin[g], pos[g]} of class c: take and give read both
 	// for every GPU and every live class. Takes visit GPUs in score
 	// order, not id order, so a column per class would cost each class a
@@ -1266,7 +1270,11 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if bmax < 0 || x.total < n {
 		return nil
 	}
+	tk := x.fuse && x.narrow && !x.withinOn
 	if n == 1 && tb == PMFirstArtifact {
+		if tk {
+			return x.pmFirstOneTake(c, bmax)
+		}
 		return x.pmFirstOne(c, bmax)
 	}
 	if ci.freeUpTo(bmax, x.total) < n {
@@ -1283,7 +1291,11 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 			// The whole bin goes, so order inside it does not matter; or
 			// the paper's tie-break, GPU id, i.e. nodes in id order.
 			x.runs = append(x.runs, len(x.buf))
-			r = x.walk(c, b, x.allBuckets(ci, b), r)
+			if tk {
+				r = x.walkTake(c, b, x.allBuckets(ci, b), r)
+			} else {
+				r = x.walk(c, b, x.allBuckets(ci, b), r)
+			}
 			continue
 		}
 		// Artifact: nodes by |count - n|, then id. Counts n-d and n+d
@@ -1300,7 +1312,11 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 			}
 			if len(x.ks) > 0 {
 				x.runs = append(x.runs, len(x.buf))
-				r = x.walk(c, b, x.ks, r)
+				if tk {
+					r = x.walkTake(c, b, x.ks, r)
+				} else {
+					r = x.walk(c, b, x.ks, r)
+				}
 			}
 		}
 	}
@@ -1308,6 +1324,7 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 		return nil // unreachable: the free counts said n qualify
 	}
 	x.sortRuns()
+	x.took = tk
 	return x.buf
 }
 
@@ -1470,6 +1487,134 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 		}
 	}
 	return r
+}
+
+// walkTake is walk with the take fused in, for the base frame of an
+// index without within queues on nodes of at most 64 GPUs (see fuse):
+// a pick of the prefix is always taken, and the walk already holds what
+// takeOne would look up again GPU by GPU (each GPU's bin and position in
+// the class's column, the bin's layout, the pair's bucket). A node's
+// single pairs are cleared from bucket 1 a word at a time, and a multi
+// pair moves once from bucket k to k-t for its t GPUs taken. The state
+// it leaves is takeOne's: the same words, pop, cnt and binFree, and the
+// hints takeOne lowers, step by step, for buckets k-1 down to k-t.
+func (x *scoreIndex) walkTake(c, b int, ks []int32, r int) int {
+	ci := &x.cls[c]
+	bi := &ci.bins[b]
+	nw := int(bi.nw)
+	base := int(bi.bitOff)
+	off := int(bi.off)
+	nodes := ci.binNodes[off : off+int(bi.n)]
+	only := ci.only[off : off+int(bi.n)]
+	pmask := ci.pmask[off : off+int(bi.n)]
+	pop := ci.pop[bi.popOff : bi.popOff+bi.maxCnt+1]
+	hint := ci.hint[bi.popOff : bi.popOff+bi.maxCnt+1]
+	words, fb := x.words, x.fbits
+	start := int32(nw)
+	for _, k := range ks {
+		h := &hint[k]
+		for o := base + int(k-1)*nw; *h < int32(nw) && words[o+int(*h)] == 0; {
+			*h++
+		}
+		start = min(start, *h)
+	}
+	buf := x.buf
+	taken := 0
+	for w := int(start); w < nw && r > 0; w++ {
+		var m uint64
+		for _, k := range ks {
+			m |= words[base+int(k-1)*nw+w]
+		}
+		var ones uint64 // single pairs taken in this word (bucket 1)
+		for m != 0 && r > 0 {
+			low := m & -m
+			p := w<<6 | bits.TrailingZeros64(m)
+			m &= m - 1
+			if g := only[p]; g >= 0 {
+				buf = append(buf, int(g))
+				fb[g>>6] &^= 1 << (g & 63)
+				ones |= low
+				r--
+				continue
+			}
+			nd := nodes[p]
+			s := int(x.nodeStart[nd])
+			t := int32(0)
+			for m := x.nodeMask(nd) & pmask[p]; m != 0 && r > 0; m &= m - 1 {
+				g := s + bits.TrailingZeros64(m)
+				buf = append(buf, g)
+				fb[g>>6] &^= 1 << (g & 63)
+				r--
+				t++
+			}
+			// Move the node from bucket k to bucket k-t of its bin.
+			fi := off + p
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k - t
+			words[base+int(k-1)*nw+w] &^= low
+			pop[k]--
+			if k-t >= 1 {
+				words[base+int(k-t-1)*nw+w] |= low
+				pop[k-t]++
+			}
+			for kk := k - 1; kk >= max(k-t, 1); kk-- {
+				hint[kk] = min(hint[kk], int32(w))
+			}
+			taken += int(t)
+		}
+		if ones != 0 {
+			words[base+w] &^= ones
+			n1 := bits.OnesCount64(ones)
+			pop[1] -= int32(n1)
+			taken += n1
+		}
+	}
+	x.buf = buf
+	ci.binFree[b] -= int32(taken)
+	x.total -= taken
+	return r
+}
+
+// pmFirstOneTake is pmFirstOne with the take fused in (see walkTake).
+func (x *scoreIndex) pmFirstOneTake(c, bmax int) []int {
+	ci := &x.cls[c]
+	b := ci.first(x.total)
+	if b > bmax {
+		return nil
+	}
+	bi := &ci.bins[b]
+	for k := int32(1); k <= bi.maxCnt; k++ {
+		if ci.pop[bi.popOff+k] == 0 {
+			continue
+		}
+		p := x.firstIn(ci, bi, k)
+		fi := int(bi.off) + p
+		g := int(ci.only[fi])
+		if g < 0 {
+			nd := ci.binNodes[fi]
+			g = int(x.nodeStart[nd]) + bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[fi])
+			ci.cnt[fi] = k - 1
+		}
+		// Move the node from bucket k to bucket k-1 of its bin.
+		x.fbits[g>>6] &^= 1 << (g & 63)
+		w := int(bi.bitOff) + p>>6
+		bit := uint64(1) << (p & 63)
+		x.words[w+int(k-1)*int(bi.nw)] &^= bit
+		ci.pop[bi.popOff+k]--
+		if k > 1 {
+			x.words[w+int(k-2)*int(bi.nw)] |= bit
+			ci.pop[bi.popOff+k-1]++
+			if h := &ci.hint[bi.popOff+k-1]; *h > int32(p>>6) {
+				*h = int32(p >> 6)
+			}
+		}
+		ci.binFree[b]--
+		x.total--
+		x.buf = append(x.buf[:0], g)
+		x.took = true
+		return x.buf
+	}
+	return nil // unreachable: bin b has a free GPU, so a bucket has its node
 }
 
 // within is refWithin over bins 0..bv: the node whose n-th best free GPU
@@ -1716,6 +1861,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.load(int(d.c))
 			x.live[d.c] = true
 		}
+		x.fuse = p < k
 		g := pick(int(d.n), int(d.c))
 		// The frame stops by end (see frameMemo); a pick is its demand.
 		rec = rec && p < end && (g == nil || len(g) == int(d.n) && len(g) > 0)
@@ -1725,7 +1871,9 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		if g == nil {
 			break
 		}
-		if p < k {
+		if x.took {
+			x.took = false // pmFirst took it as it walked (see fuse)
+		} else if p < k {
 			// d.c alone is live here (see above): take's count of the
 			// live classes, every pick, was a sixth of its instructions.
 			x.takeOne(int(d.c), g)
@@ -1744,6 +1892,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.memo.ref(slot, p, x.lastRef)
 		}
 	}
+	x.fuse, x.took = false, false
 	if rec {
 		x.memo.done(slot)
 	}

@@ -1,0 +1,121 @@
+package place
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/palsched/pal/cluster"
+	"github.com/palsched/pal/policy"
+	"github.com/palsched/pal/variability"
+)
+
+// TestFusedTakeMatchesPickThenTake runs pmFirst picks on two twin
+// indexes of one cluster: on one the pick takes its GPUs as it walks
+// (fuse: walkTake, pmFirstOneTake), on the other it only picks and
+// takeOne takes them after, as every take did before. Each pick, and
+// the whole mutable state after it (free mask, count buckets, pop,
+// hints, multi pairs' counts, free GPUs per bin and cursors: the i32
+// and word slabs, compared whole), must be the same. Random clusters
+// and scores, a hand-built cluster whose nodes hold two and three GPUs
+// of a bin, and the Longhorn profile on 64x6; random states (GPUs taken
+// at random first) and demands, under both tie-breaks.
+func TestFusedTakeMatchesPickThenTake(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var envs []*policy.Env
+	envs = append(envs, handEnv(t), profileEnv(t, 64, 6))
+	for range 300 {
+		c := randomCluster(t, rng)
+		if rng.IntN(3) == 0 {
+			c = wideCluster(t, rng, 100)
+		}
+		envs = append(envs, &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size())})
+	}
+	fused := 0
+	for e, env := range envs {
+		x, y := &scoreIndex{}, &scoreIndex{}
+		if x.prepare(env, false) == nil || y.prepare(env, false) == nil {
+			t.Fatalf("env %d: index declined valid inputs", e)
+		}
+		for trial := range 4 {
+			cl := rng.IntN(variability.NumClasses)
+			tb := PMFirstTieBreak(rng.IntN(2))
+			var live [variability.NumClasses]bool
+			live[cl] = true
+			x.reset(live)
+			y.reset(live)
+			perm := rng.Perm(x.size)
+			pre := perm[:rng.IntN(len(perm)/2+1)]
+			for len(pre) > 0 {
+				k := 1 + rng.IntN(min(len(pre), 5))
+				g := slices.Sorted(slices.Values(pre[:k]))
+				x.takeOne(cl, g)
+				y.takeOne(cl, g)
+				pre = pre[k:]
+			}
+			for step := 0; x.total > 0; step++ {
+				n := 1 + rng.IntN(min(x.total, 1+rng.IntN(2*x.maxPer+2)))
+				x.fuse = true
+				gx := slices.Clone(x.pmFirst(cl, n, len(x.cls[cl].vals)-1, tb))
+				x.fuse = false
+				tookX := x.took
+				x.took = false
+				gy := slices.Clone(y.pmFirst(cl, n, len(y.cls[cl].vals)-1, tb))
+				if y.took {
+					t.Fatalf("env %d: pmFirst took without fuse", e)
+				}
+				if !slices.Equal(gx, gy) {
+					t.Fatalf("env %d trial %d step %d (class %d, %d GPUs, tie-break %d): fused pick %v, pick %v", e, trial, step, cl, n, tb, gx, gy)
+				}
+				if gy == nil {
+					break
+				}
+				if !tookX {
+					t.Fatalf("env %d: fused pick of %d GPUs on a narrow index did not take", e, n)
+				}
+				fused++
+				y.takeOne(cl, gy)
+				switch {
+				case x.total != y.total:
+					t.Fatalf("env %d trial %d step %d: %d free after the fused take, %d after takeOne", e, trial, step, x.total, y.total)
+				case !slices.Equal(x.fbits, y.fbits):
+					t.Fatalf("env %d trial %d step %d: free mask %x after the fused take, %x after takeOne", e, trial, step, x.fbits, y.fbits)
+				case !slices.Equal(x.words, y.words):
+					t.Fatalf("env %d trial %d step %d (class %d, %d GPUs, pick %v): bucket words differ after the fused take", e, trial, step, cl, n, gx)
+				case !slices.Equal(x.i32, y.i32):
+					ci := &x.cls[cl]
+					t.Fatalf("env %d trial %d step %d (class %d, %d GPUs, pick %v): counts differ after the fused take:\npop  %v\nwant %v\nhint %v\nwant %v\ncnt  %v\nwant %v\nfree %v\nwant %v",
+						e, trial, step, cl, n, gx, ci.pop, y.cls[cl].pop, ci.hint, y.cls[cl].hint, ci.cnt, y.cls[cl].cnt, ci.binFree, y.cls[cl].binFree)
+				}
+			}
+		}
+	}
+	if fused < 1000 {
+		t.Fatalf("only %d fused picks", fused)
+	}
+}
+
+// handEnv is a cluster of 4 nodes of 6 GPUs whose scores put two and
+// three GPUs of a node in one bin (multi pairs, partly taken by a pick)
+// beside single ones.
+func handEnv(t *testing.T) *policy.Env {
+	t.Helper()
+	c, err := cluster.New(4, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &policy.Scores{}
+	row := []float64{
+		1.0, 1.0, 1.0, 1.1, 1.1, 2.5,
+		1.1, 1.0, 2.5, 2.5, 1.0, 3.5,
+		1.0, 1.1, 1.1, 1.1, 2.5, 1.0,
+		3.5, 1.0, 1.0, 1.0, 1.0, 1.1,
+	}
+	for cl := range s.SF {
+		s.SF[cl] = slices.Clone(row)
+		if cl%2 == 1 {
+			slices.Reverse(s.SF[cl])
+		}
+	}
+	return &policy.Env{Cluster: c, Scores: s}
+}
