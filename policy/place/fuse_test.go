@@ -1,6 +1,7 @@
 package place
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/palsched/pal/cluster"
 	"github.com/palsched/pal/policy"
 	"github.com/palsched/pal/variability"
+	"github.com/palsched/pal/workload"
 )
 
 // TestFusedTakeMatchesPickThenTake runs pmFirst picks on two twin
@@ -118,4 +120,64 @@ func handEnv(t *testing.T) *policy.Env {
 		}
 	}
 	return &policy.Env{Cluster: c, Scores: s}
+}
+
+// TestMigrationAwareFrameKeepsIndexCurrent runs pm-first-ma rounds
+// (where picks of jobs not pinned take as they walk, and takePick counts
+// their GPUs out of the nodes' free counts) and checks the index they
+// leave: every class still live has the structures load rebuilds from
+// the free mask, and the nodes' free counts and their histogram (which
+// room reads; a count too high there only makes mayPay try a pick, so
+// the answers alone cannot tell) are those of the free mask.
+func TestMigrationAwareFrameKeepsIndexCurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	live := 0
+	for trial := range 300 {
+		c := randomCluster(t, rng)
+		if trial%4 == 0 {
+			c = wideCluster(t, rng, 100)
+		}
+		e := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()),
+			Locality: func(*workload.Spec) float64 { return 1.7 }}
+		pm := &PMFirst{TieBreak: PMFirstArtifact, MigrationAware: true}
+		for round := range 3 {
+			order := randomQueue(rng, c)
+			for _, j := range order {
+				j.Iterations, j.IterTime = float64(rng.IntN(5000)), 1
+				j.MoveCost.Migration = []float64{0, 1, 30, 120, 600}[rng.IntN(5)]
+			}
+			pm.Place(e, order)
+			x := &pm.ix
+			if !x.ok || x.pins == 0 {
+				continue
+			}
+			for nd := range c.Nodes {
+				if got, want := x.nodeFree[nd], int32(bits.OnesCount64(x.nodeMask(int32(nd)))); got != want {
+					t.Fatalf("trial %d round %d: node %d counted %d free, its mask has %d", trial, round, nd, got, want)
+				}
+			}
+			hist := make([]int32, x.maxPer+1)
+			for _, f := range x.nodeFree {
+				hist[f]++
+			}
+			if !slices.Equal(hist, x.freeHist) {
+				t.Fatalf("trial %d round %d: free histogram %v, nodes' free counts make %v", trial, round, x.freeHist, hist)
+			}
+			for cl, l := range x.live {
+				if !l {
+					continue
+				}
+				live++
+				pop, words, binFree, multi, _ := classState(x, cl)
+				x.load(cl)
+				wp, ww, wb, wm, _ := classState(x, cl)
+				if !slices.Equal(pop, wp) || !slices.Equal(words, ww) || !slices.Equal(binFree, wb) || !slices.Equal(multi, wm) {
+					t.Fatalf("trial %d round %d: live class %d is not its free mask's: pop %v, loaded %v; free per bin %v, loaded %v", trial, round, cl, pop, wp, binFree, wb)
+				}
+			}
+		}
+	}
+	if live < 300 {
+		t.Fatalf("only %d live classes checked", live)
+	}
 }

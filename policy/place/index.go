@@ -125,8 +125,11 @@ type scoreIndex struct {
 	pins    int // jobs gatherPinned found pinned
 	// fuse asks pmFirst to take the GPUs it picks as it walks them (see
 	// walkTake), and took says it did: set by the base frame, whose
-	// every successful pick of the prefix is taken at once.
-	fuse, took bool
+	// every successful pick of the prefix is taken at once, and by the
+	// migration-aware one for a job not pinned while its class alone is
+	// live (see takePick). lent: a pinned job's GPUs are lent (see
+	// lend), so the pick is its own and may be handed back.
+	fuse, took, lent bool
 	// bp[g][c] is {gbin[g], pos[g]} of class c: take and give read both
 	// for every GPU and every live class. Takes visit GPUs in score
 	// order, not id order, so a column per class would cost each class a
@@ -2076,7 +2079,12 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 		if !x.live[d.c] {
 			x.revive(int(d.c))
 		}
-		return pick(int(d.n), int(d.c))
+		// A job not pinned takes its pick (takePick): with its class
+		// alone live, as in the base frame, the pick takes as it walks.
+		x.fuse = !x.lent && x.live == x.onlyLive(int(d.c))
+		g := pick(int(d.n), int(d.c))
+		x.fuse = false
+		return g
 	}, func(i int, g []int) []int { return x.line(order[i], g) })
 	x.hist = false
 	if ready != nil {
@@ -2300,6 +2308,7 @@ func (x *scoreIndex) load(c int) {
 // those alone; if j stays, unlend takes them back there, and only if it
 // moves does settle free them in every other live class too.
 func (x *scoreIndex) lend(j *workload.Job) {
+	x.lent = true
 	saved := x.live
 	x.live = x.onlyLive(int(j.Class))
 	x.give(j.GPUsHeld)
@@ -2308,6 +2317,7 @@ func (x *scoreIndex) lend(j *workload.Job) {
 
 // unlend implements moveSpace (see lend).
 func (x *scoreIndex) unlend(j *workload.Job) {
+	x.lent = false
 	saved := x.live
 	x.live = x.onlyLive(int(j.Class))
 	x.take(j.GPUsHeld)
@@ -2317,6 +2327,7 @@ func (x *scoreIndex) unlend(j *workload.Job) {
 // settle implements moveSpace (see lend): the other live classes see
 // j's GPUs free, the shared columns already do.
 func (x *scoreIndex) settle(j *workload.Job) {
+	x.lent = false
 	saved := x.live
 	x.live[j.Class] = false
 	if x.live != ([variability.NumClasses]bool{}) {
@@ -2341,6 +2352,30 @@ func (x *scoreIndex) onlyLive(c int) (l [variability.NumClasses]bool) {
 
 // freeCount implements moveSpace.
 func (x *scoreIndex) freeCount() int { return x.total }
+
+// takePick implements moveSpace: the GPUs are taken unless the pick took
+// them (took, see fuse), when only the nodes' free counts (hist) are
+// left to count.
+func (x *scoreIndex) takePick(gpus []int) {
+	if !x.took {
+		x.take(gpus)
+		return
+	}
+	x.took = false
+	switch {
+	case !x.hist:
+	case x.divM != 0:
+		x.takeHist(gpus)
+	default:
+		nf := x.nodeFree
+		for _, g := range gpus {
+			nd := x.gpuNode[g]
+			x.freeHist[nf[nd]]--
+			x.freeHist[nf[nd]-1]++
+			nf[nd]--
+		}
+	}
+}
 
 // discard implements moveSpace (the index caches no pick).
 func (x *scoreIndex) discard() {}

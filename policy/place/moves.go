@@ -253,6 +253,10 @@ func (m *mover) pays(j *workload.Job, pick []int) bool {
 type moveSpace interface {
 	take(gpus []int)
 	give(gpus []int)
+	// takePick takes the GPUs of a pick for a job not pinned (its turn's
+	// pick, or a preemption's), which a space may have taken as it
+	// picked (see scoreIndex.fuse).
+	takePick(gpus []int)
 	// discard says a pick was not taken (a placer caching free GPUs
 	// must rebuild).
 	discard()
@@ -338,7 +342,7 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 			continue
 		}
 		g = own(i, g)
-		sp.take(g)
+		sp.takePick(g)
 		out[i] = g
 		if !st.ran[i] {
 			st.launched = append(st.launched, i)
