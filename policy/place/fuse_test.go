@@ -1,6 +1,7 @@
 package place
 
 import (
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -180,4 +181,57 @@ func TestMigrationAwareFrameKeepsIndexCurrent(t *testing.T) {
 	if live < 300 {
 		t.Fatalf("only %d live classes checked", live)
 	}
+}
+
+// TestPinBoundMatchesBound compares the index's pinBound with
+// mover.bound on the score table and the cluster (no held or heldBelow
+// functions: slowdown and the scores themselves), field for field, for
+// running jobs on random clusters: random GPUs held (on one node or
+// several), costs (0, finite, +Inf), remaining work (none too) and
+// locality penalties (none, constant, per model). mayPay only filters
+// the picks pays then judges, so a bound that is too loose changes no
+// answer: the reference comparisons cannot see it.
+func TestPinBoundMatchesBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	locs := []func(*workload.Spec) float64{
+		nil,
+		func(*workload.Spec) float64 { return 1.7 },
+		func(s *workload.Spec) float64 { return 1 + float64(len(s.Model))/10 },
+	}
+	checked := 0
+	for trial := range 300 {
+		c := randomCluster(t, rng)
+		if trial%3 == 0 {
+			c = wideCluster(t, rng, 100)
+		}
+		e := &policy.Env{Cluster: c, Scores: randomScores(rng, c.Size()), Locality: locs[trial%len(locs)]}
+		x := &scoreIndex{}
+		if x.prepare(e, trial%2 == 0) == nil {
+			t.Fatal("index declined valid inputs")
+		}
+		m := &mover{env: e, scores: true}
+		for range 30 {
+			n := 1 + rng.IntN(min(c.Size(), 12))
+			var held []int
+			if rng.IntN(2) == 0 {
+				nd := c.Nodes[rng.IntN(len(c.Nodes))].GPUs
+				n = min(n, len(nd))
+				held = slices.Clone(nd[:n])
+			} else {
+				held = slices.Sorted(slices.Values(rng.Perm(c.Size())[:n]))
+			}
+			j := workload.NewJob(workload.Spec{GPUs: n, Class: variability.Class(rng.IntN(variability.NumClasses)),
+				Model:      []string{"", "resnet", "transformer-xl"}[rng.IntN(3)],
+				Iterations: float64(rng.IntN(3) * rng.IntN(5000)), IterTime: []float64{1, 0.25, 3}[rng.IntN(3)]})
+			j.Executed = float64(rng.IntN(100))
+			j.GPUsHeld = held
+			j.MoveCost.Migration = []float64{1, 30, 120, 600, math.Inf(1)}[rng.IntN(5)]
+			got, want := x.pinBound(m, j), m.bound(j)
+			if got != want {
+				t.Fatalf("trial %d: job of class %d on %v: pinBound %+v, bound %+v", trial, j.Class, held, got, want)
+			}
+			checked++
+		}
+	}
+	t.Logf("%d bounds", checked)
 }

@@ -2509,11 +2509,73 @@ func (x *scoreIndex) gatherPinned(order []*workload.Job, m *mover, out [][]int) 
 			return false
 		}
 		dem[i] = demand{n: int32(min(j.GPUs, most)), c: int32(j.Class)}
-		if st.mark(m, i, j) {
-			out[i] = j.GPUsHeld
-			pins++
+		if !m.scores {
+			if st.mark(m, i, j) {
+				out[i] = j.GPUsHeld
+				pins++
+			}
+			continue
 		}
+		// st.mark, with the bound worked out by pinBound.
+		if !j.Running() {
+			continue
+		}
+		st.ran[i] = true
+		if !pinned(j) {
+			continue
+		}
+		st.pin[i] = true
+		st.bounds[i] = x.pinBound(m, j)
+		out[i] = j.GPUsHeld
+		pins++
 	}
 	x.pins = pins
 	return true
+}
+
+// pinBound is m.bound(j) for a placer that weighs scores, with
+// heldSlowdown and heldBelow in one function: the job's GPUs' bins are
+// read once from memory (the count below hi and lo reads them again in
+// the cache), and env.Locality is asked once, for the penalty both use
+// (a pure function of the spec, see mover.bound). Through mover.bound
+// the three were reached through two function values, and the class's
+// view and the job's GPUs were looked up in each. The reference frame
+// (freeSet) still uses mover.bound, and the tests compare the two.
+func (x *scoreIndex) pinBound(m *mover, j *workload.Job) pinBound {
+	b := pinBound{pen: 1, gpus: int32(j.GPUs), class: int8(j.Class)}
+	c := j.MoveCost.Migration
+	w := j.Remaining() * j.IterTime
+	if math.IsInf(c, 1) || !(w > 0) {
+		b.never = true
+		return b
+	}
+	ci := &x.cls[j.Class]
+	h := j.GPUsHeld
+	gbin := ci.gbin
+	bin, nd, spans := gbin[h[0]], x.nodeOf(h[0]), false
+	for _, g := range h[1:] {
+		bin = max(bin, gbin[g])
+		spans = spans || x.nodeOf(g) != nd
+	}
+	if loc := m.env.Locality; loc != nil {
+		b.pen = loc(&j.Spec)
+	}
+	s := ci.vals[bin]
+	if spans && m.env.Locality != nil {
+		s *= b.pen
+	}
+	b.thr = s - c/w
+	if m.env.Scores == nil {
+		return b // heldCounts: none (unreachable on an index)
+	}
+	hi, lo := b.hi(), b.lo()
+	vals := ci.vals
+	var nh, nl int32
+	for _, g := range h {
+		v := vals[gbin[g]]
+		nh += int32(bit(v < hi))
+		nl += int32(bit(v < lo))
+	}
+	b.below = [2]int32{nh, nl}
+	return b
 }
