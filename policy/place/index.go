@@ -2573,17 +2573,19 @@ func (x *scoreIndex) pinBound(m *mover, j *workload.Job) pinBound {
 	ci := &x.cls[j.Class]
 	h := j.GPUsHeld
 	gbin := ci.gbin
-	bin, nd, spans := gbin[h[0]], x.nodeOf(h[0]), false
+	bin := gbin[h[0]]
 	for _, g := range h[1:] {
 		bin = max(bin, gbin[g])
-		spans = spans || x.nodeOf(g) != nd
 	}
+	// h is ascending (workload.Job.GPUsHeld) and node ids ascend with
+	// GPU ids: h spans nodes when its ends lie on two.
+	spans := x.nodeOf(h[0]) != x.nodeOf(h[len(h)-1])
+	s := ci.vals[bin]
 	if loc := m.env.Locality; loc != nil {
 		b.pen = loc(&j.Spec)
-	}
-	s := ci.vals[bin]
-	if spans && m.env.Locality != nil {
-		s *= b.pen
+		if spans {
+			s *= b.pen
+		}
 	}
 	b.thr = s - c/w
 	if m.env.Scores == nil {
