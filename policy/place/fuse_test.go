@@ -184,7 +184,7 @@ func TestMigrationAwareFrameKeepsIndexCurrent(t *testing.T) {
 }
 
 // TestPinBoundMatchesBound compares the index's pinBound with
-// mover.bound on the score table and the cluster (no held or heldBelow
+// mover.bound (and the GPUs it reserves with the job's) on the score table and the cluster (no held or heldBelow
 // functions: slowdown and the scores themselves), field for field, for
 // running jobs on random clusters: random GPUs held (on one node or
 // several), costs (0, finite, +Inf), remaining work (none too) and
@@ -226,9 +226,17 @@ func TestPinBoundMatchesBound(t *testing.T) {
 			j.Executed = float64(rng.IntN(100))
 			j.GPUsHeld = held
 			j.MoveCost.Migration = []float64{1, 30, 120, 600, math.Inf(1)}[rng.IntN(5)]
-			got, want := x.pinBound(m, j), m.bound(j)
+			resv := make([]uint64, len(x.fbits))
+			got, want := x.pinBound(m, j, resv), m.bound(j)
 			if got != want {
 				t.Fatalf("trial %d: job of class %d on %v: pinBound %+v, bound %+v", trial, j.Class, held, got, want)
+			}
+			wantResv := make([]uint64, len(x.fbits))
+			for _, g := range held {
+				wantResv[g>>6] |= 1 << (g & 63)
+			}
+			if !slices.Equal(resv, wantResv) {
+				t.Fatalf("trial %d: job on %v (never %v) reserved %x, want %x", trial, held, got.never, resv, wantResv)
 			}
 			checked++
 		}

@@ -2103,35 +2103,6 @@ func (x *scoreIndex) revive(c int) {
 	x.live[c] = true
 }
 
-// heldSlowdown is slowdown(env, j, j.GPUsHeld, true) off the index: the
-// worst bin of j's GPUs is its worst score (bins are the distinct scores,
-// ascending), and nodeOf tells whether they span nodes.
-func (x *scoreIndex) heldSlowdown(env *policy.Env, j *workload.Job) float64 {
-	ci := &x.cls[j.Class]
-	h := j.GPUsHeld
-	b, nd, spans := ci.gbin[h[0]], x.nodeOf(h[0]), false
-	for _, g := range h[1:] {
-		b = max(b, ci.gbin[g])
-		spans = spans || x.nodeOf(g) != nd
-	}
-	s := ci.vals[b]
-	if spans && env.Locality != nil {
-		s *= env.Locality(&j.Spec)
-	}
-	return s
-}
-
-// heldBelow counts j's GPUs whose class score is below hi, and below lo.
-func (x *scoreIndex) heldBelow(j *workload.Job, hi, lo float64) (nh, nl int) {
-	ci := &x.cls[j.Class]
-	for _, g := range j.GPUsHeld {
-		v := ci.vals[ci.gbin[g]]
-		nh += bit(v < hi)
-		nl += bit(v < lo)
-	}
-	return nh, nl
-}
-
 // fillHist counts the nodes by free GPUs.
 func (x *scoreIndex) fillHist() {
 	x.freeHist = slices.Grow(x.freeHist[:0], x.maxPer+1)[:x.maxPer+1]
@@ -2509,10 +2480,6 @@ func (x *scoreIndex) gatherPinned(order []*workload.Job, m *mover, out [][]int) 
 	if m == nil {
 		return x.gather(order)
 	}
-	if m.scores {
-		m.held = func(j *workload.Job) float64 { return x.heldSlowdown(m.env, j) }
-		m.heldBelow = x.heldBelow
-	}
 	x.dem = slices.Grow(x.dem[:0], len(order))[:len(order)]
 	st := &x.ms
 	st.size(len(order))
@@ -2543,39 +2510,43 @@ func (x *scoreIndex) gatherPinned(order []*workload.Job, m *mover, out [][]int) 
 			continue
 		}
 		st.pin[i] = true
-		st.bounds[i] = x.pinBound(m, j)
+		st.bounds[i] = x.pinBound(m, j, resv)
 		out[i] = j.GPUsHeld
 		pins++
-		for _, g := range j.GPUsHeld {
-			resv[g>>6] |= 1 << (g & 63)
-		}
 	}
 	x.pins = pins
 	return true
 }
 
-// pinBound is m.bound(j) for a placer that weighs scores, with
-// heldSlowdown and heldBelow in one function: the job's GPUs' bins are
-// read once from memory (the count below hi and lo reads them again in
-// the cache), and env.Locality is asked once, for the penalty both use
-// (a pure function of the spec, see mover.bound). Through mover.bound
-// the three were reached through two function values, and the class's
-// view and the job's GPUs were looked up in each. The reference frame
-// (freeSet) still uses mover.bound, and the tests compare the two.
-func (x *scoreIndex) pinBound(m *mover, j *workload.Job) pinBound {
+// pinBound is m.bound(j) for a placer that weighs scores, off the
+// index (the worst bin of j's GPUs is its worst score, bins being the
+// distinct scores, ascending), and it sets j's GPUs' bits in resv (see
+// reserve) on the same pass. The job's GPUs' bins are read once from
+// memory (the count below hi and lo reads them again in the cache), and
+// env.Locality is asked once, for the penalty both the held slowdown and
+// the bound use (a pure function of the spec, see mover.bound). Through
+// mover.bound, held slowdown and counts were reached through two
+// function values, each looking up the class's view and the job's GPUs
+// again. The reference frame (freeSet) still uses mover.bound, and
+// TestPinBoundMatchesBound compares the two.
+func (x *scoreIndex) pinBound(m *mover, j *workload.Job, resv []uint64) pinBound {
 	b := pinBound{pen: 1, gpus: int32(j.GPUs), class: int8(j.Class)}
 	c := j.MoveCost.Migration
 	w := j.Remaining() * j.IterTime
+	h := j.GPUsHeld
 	if math.IsInf(c, 1) || !(w > 0) {
+		for _, g := range h {
+			resv[g>>6] |= 1 << (g & 63)
+		}
 		b.never = true
 		return b
 	}
 	ci := &x.cls[j.Class]
-	h := j.GPUsHeld
 	gbin := ci.gbin
 	bin := gbin[h[0]]
-	for _, g := range h[1:] {
+	for _, g := range h {
 		bin = max(bin, gbin[g])
+		resv[g>>6] |= 1 << (g & 63)
 	}
 	// h is ascending (workload.Job.GPUsHeld) and node ids ascend with
 	// GPU ids: h spans nodes when its ends lie on two.
