@@ -1033,7 +1033,10 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 // takeOne's fast path rather than takeOneAny: on 4608x6 under PM-First,
 // 13,112 GPUs a round, in 1.69 instead of 1.86 million instructions. The
 // check costs the base frame's takeOne about 5 instructions a call (PAL
-// on 4608x6: 0.2% of a round's instructions).
+// on 4608x6: 0.2% of a round's instructions). CPU profiles charge it
+// with up to a tenth of a pm-first-ma round, yet counting a node's GPUs
+// out together (one update of freeHist a node rather than a GPU) made
+// the round no faster (best of 6 runs: 1.119 against 1.124 ms).
 func (x *scoreIndex) takeHist(gpus []int) {
 	nf, fh, divM, divS := x.nodeFree, x.freeHist, x.divM, x.divS
 	for _, g := range gpus {
@@ -1504,7 +1507,10 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 // single pairs are cleared from bucket 1 a word at a time, and a multi
 // pair moves once from bucket k to k-t for its t GPUs taken. The state
 // it leaves is takeOne's: the same words, pop, cnt and binFree, and the
-// hints takeOne lowers, step by step, for buckets k-1 down to k-t.
+// hints takeOne lowers, step by step, for buckets k-1 down to k-t. (The
+// multi pair's part as a call of its own, to spare the single pairs'
+// loop its spills, cost more than it saved: 7.95M instructions a
+// PM-First round at 4608x6 against 7.71M.)
 func (x *scoreIndex) walkTake(c, b int, ks []int32, r int) int {
 	ci := &x.cls[c]
 	bi := &ci.bins[b]
@@ -2236,6 +2242,11 @@ func (x *scoreIndex) load(c int) {
 			cnt[p.at] = int32(bits.OnesCount64(smask[p.node] & p.ranks))
 		}
 	} else {
+		// GPU by GPU here: a popcount of the node's free mask under the
+		// pair's GPUs (pmask), one a pair, cost more instructions
+		// (PM-First on 4608x6: 1.59M a round against 1.49M) and was no
+		// faster (BenchmarkLoad/within=false, best of 12: 130 against
+		// 127 µs).
 		for _, m := range ci.multi {
 			cnt[m.at] += int32(free[m.g])
 		}
@@ -2475,7 +2486,11 @@ func (x *scoreIndex) gather(order []*workload.Job) bool {
 // frame (moveScratch.mark: running, pinned, pinBound) and makes a pinned
 // job's GPUs its line of out, which reserve then takes without reading
 // a job. Marked in a pass of their own, the jobs were read from memory
-// twice a round (at 27,648 GPUs, 8,584 jobs of 384 bytes each).
+// twice a round (at 27,648 GPUs, 8,584 jobs of 384 bytes each). The
+// other way round did not pay either: a tight first pass reading what the
+// bounds need of each job (cost, remaining work, the first GPU held),
+// the bounds worked out in a second, made a pm-first-ma round at 4608x6
+// slower (best of 6 runs of 300 rounds: 1.205 ms against 1.151 ms).
 func (x *scoreIndex) gatherPinned(order []*workload.Job, m *mover, out [][]int) bool {
 	if m == nil {
 		return x.gather(order)
