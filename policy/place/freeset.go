@@ -123,6 +123,9 @@ func (f *freeSet) settle(*workload.Job)   {}
 // freeCount implements moveSpace.
 func (f *freeSet) freeCount() int { return f.total }
 
+// takePick implements moveSpace: a pick only reads the set.
+func (f *freeSet) takePick(gpus []int) { f.take(gpus) }
+
 // discard implements moveSpace: a pick that was not taken leaves a
 // placer's cached pool stale.
 func (f *freeSet) discard() { f.gen++ }

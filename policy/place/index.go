@@ -123,6 +123,17 @@ type scoreIndex struct {
 	givenAt [variability.NumClasses]int
 	ms      moveScratch
 	pins    int // jobs gatherPinned found pinned
+	// resv has the bits of the GPUs of the jobs gatherPinned found
+	// pinned, laid out like fbits: reserve takes them off the free mask
+	// a word at a time.
+	resv []uint64
+	// fuse asks pmFirst to take the GPUs it picks as it walks them (see
+	// walkTake), and took says it did: set by the base frame, whose
+	// every successful pick of the prefix is taken at once, and by the
+	// migration-aware one for a job not pinned while its class alone is
+	// live (see takePick). lent: a pinned job's GPUs are lent (see
+	// lend), so the pick is its own and may be handed back.
+	fuse, took, lent bool
 	// bp[g][c] is {gbin[g], pos[g]} of class c: take and give read both
 	// for every GPU and every live class. Takes visit GPUs in score
 	// order, not id order, so a column per class would cost each class a
@@ -1022,7 +1033,10 @@ func (x *scoreIndex) takeOne(c int, gpus []int) {
 // takeOne's fast path rather than takeOneAny: on 4608x6 under PM-First,
 // 13,112 GPUs a round, in 1.69 instead of 1.86 million instructions. The
 // check costs the base frame's takeOne about 5 instructions a call (PAL
-// on 4608x6: 0.2% of a round's instructions).
+// on 4608x6: 0.2% of a round's instructions). CPU profiles charge it
+// with up to a tenth of a pm-first-ma round, yet counting a node's GPUs
+// out together (one update of freeHist a node rather than a GPU) made
+// the round no faster (best of 6 runs: 1.119 against 1.124 ms).
 func (x *scoreIndex) takeHist(gpus []int) {
 	nf, fh, divM, divS := x.nodeFree, x.freeHist, x.divM, x.divS
 	for _, g := range gpus {
@@ -1266,7 +1280,11 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if bmax < 0 || x.total < n {
 		return nil
 	}
+	tk := x.fuse && x.narrow && !x.withinOn
 	if n == 1 && tb == PMFirstArtifact {
+		if tk {
+			return x.pmFirstOneTake(c, bmax)
+		}
 		return x.pmFirstOne(c, bmax)
 	}
 	if ci.freeUpTo(bmax, x.total) < n {
@@ -1283,7 +1301,11 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 			// The whole bin goes, so order inside it does not matter; or
 			// the paper's tie-break, GPU id, i.e. nodes in id order.
 			x.runs = append(x.runs, len(x.buf))
-			r = x.walk(c, b, x.allBuckets(ci, b), r)
+			if tk {
+				r = x.walkTake(c, b, x.allBuckets(ci, b), r)
+			} else {
+				r = x.walk(c, b, x.allBuckets(ci, b), r)
+			}
 			continue
 		}
 		// Artifact: nodes by |count - n|, then id. Counts n-d and n+d
@@ -1300,7 +1322,11 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 			}
 			if len(x.ks) > 0 {
 				x.runs = append(x.runs, len(x.buf))
-				r = x.walk(c, b, x.ks, r)
+				if tk {
+					r = x.walkTake(c, b, x.ks, r)
+				} else {
+					r = x.walk(c, b, x.ks, r)
+				}
 			}
 		}
 	}
@@ -1308,6 +1334,7 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 		return nil // unreachable: the free counts said n qualify
 	}
 	x.sortRuns()
+	x.took = tk
 	return x.buf
 }
 
@@ -1470,6 +1497,137 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 		}
 	}
 	return r
+}
+
+// walkTake is walk with the take fused in, for the base frame of an
+// index without within queues on nodes of at most 64 GPUs (see fuse):
+// a pick of the prefix is always taken, and the walk already holds what
+// takeOne would look up again GPU by GPU (each GPU's bin and position in
+// the class's column, the bin's layout, the pair's bucket). A node's
+// single pairs are cleared from bucket 1 a word at a time, and a multi
+// pair moves once from bucket k to k-t for its t GPUs taken. The state
+// it leaves is takeOne's: the same words, pop, cnt and binFree, and the
+// hints takeOne lowers, step by step, for buckets k-1 down to k-t. (The
+// multi pair's part as a call of its own, to spare the single pairs'
+// loop its spills, cost more than it saved: 7.95M instructions a
+// PM-First round at 4608x6 against 7.71M.)
+func (x *scoreIndex) walkTake(c, b int, ks []int32, r int) int {
+	ci := &x.cls[c]
+	bi := &ci.bins[b]
+	nw := int(bi.nw)
+	base := int(bi.bitOff)
+	off := int(bi.off)
+	nodes := ci.binNodes[off : off+int(bi.n)]
+	only := ci.only[off : off+int(bi.n)]
+	pmask := ci.pmask[off : off+int(bi.n)]
+	pop := ci.pop[bi.popOff : bi.popOff+bi.maxCnt+1]
+	hint := ci.hint[bi.popOff : bi.popOff+bi.maxCnt+1]
+	words, fb := x.words, x.fbits
+	start := int32(nw)
+	for _, k := range ks {
+		h := &hint[k]
+		for o := base + int(k-1)*nw; *h < int32(nw) && words[o+int(*h)] == 0; {
+			*h++
+		}
+		start = min(start, *h)
+	}
+	buf := x.buf
+	taken := 0
+	for w := int(start); w < nw && r > 0; w++ {
+		var m uint64
+		for _, k := range ks {
+			m |= words[base+int(k-1)*nw+w]
+		}
+		var ones uint64 // single pairs taken in this word (bucket 1)
+		for m != 0 && r > 0 {
+			low := m & -m
+			p := w<<6 | bits.TrailingZeros64(m)
+			m &= m - 1
+			if g := only[p]; g >= 0 {
+				buf = append(buf, int(g))
+				fb[g>>6] &^= 1 << (g & 63)
+				ones |= low
+				r--
+				continue
+			}
+			nd := nodes[p]
+			s := int(x.nodeStart[nd])
+			t := int32(0)
+			for m := x.nodeMask(nd) & pmask[p]; m != 0 && r > 0; m &= m - 1 {
+				g := s + bits.TrailingZeros64(m)
+				buf = append(buf, g)
+				fb[g>>6] &^= 1 << (g & 63)
+				r--
+				t++
+			}
+			// Move the node from bucket k to bucket k-t of its bin.
+			fi := off + p
+			k := ci.cnt[fi]
+			ci.cnt[fi] = k - t
+			words[base+int(k-1)*nw+w] &^= low
+			pop[k]--
+			if k-t >= 1 {
+				words[base+int(k-t-1)*nw+w] |= low
+				pop[k-t]++
+			}
+			for kk := k - 1; kk >= max(k-t, 1); kk-- {
+				hint[kk] = min(hint[kk], int32(w))
+			}
+			taken += int(t)
+		}
+		if ones != 0 {
+			words[base+w] &^= ones
+			n1 := bits.OnesCount64(ones)
+			pop[1] -= int32(n1)
+			taken += n1
+		}
+	}
+	x.buf = buf
+	ci.binFree[b] -= int32(taken)
+	x.total -= taken
+	return r
+}
+
+// pmFirstOneTake is pmFirstOne with the take fused in (see walkTake).
+func (x *scoreIndex) pmFirstOneTake(c, bmax int) []int {
+	ci := &x.cls[c]
+	b := ci.first(x.total)
+	if b > bmax {
+		return nil
+	}
+	bi := &ci.bins[b]
+	for k := int32(1); k <= bi.maxCnt; k++ {
+		if ci.pop[bi.popOff+k] == 0 {
+			continue
+		}
+		p := x.firstIn(ci, bi, k)
+		fi := int(bi.off) + p
+		g := int(ci.only[fi])
+		if g < 0 {
+			nd := ci.binNodes[fi]
+			g = int(x.nodeStart[nd]) + bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[fi])
+			ci.cnt[fi] = k - 1
+		}
+		// Move the node from bucket k to bucket k-1 of its bin.
+		x.fbits[g>>6] &^= 1 << (g & 63)
+		w := int(bi.bitOff) + p>>6
+		bit := uint64(1) << (p & 63)
+		x.words[w+int(k-1)*int(bi.nw)] &^= bit
+		ci.pop[bi.popOff+k]--
+		if k > 1 {
+			x.words[w+int(k-2)*int(bi.nw)] |= bit
+			ci.pop[bi.popOff+k-1]++
+			if h := &ci.hint[bi.popOff+k-1]; *h > int32(p>>6) {
+				*h = int32(p >> 6)
+			}
+		}
+		ci.binFree[b]--
+		x.total--
+		x.buf = append(x.buf[:0], g)
+		x.took = true
+		return x.buf
+	}
+	return nil // unreachable: bin b has a free GPU, so a bucket has its node
 }
 
 // within is refWithin over bins 0..bv: the node whose n-th best free GPU
@@ -1716,6 +1874,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.load(int(d.c))
 			x.live[d.c] = true
 		}
+		x.fuse = p < k
 		g := pick(int(d.n), int(d.c))
 		// The frame stops by end (see frameMemo); a pick is its demand.
 		rec = rec && p < end && (g == nil || len(g) == int(d.n) && len(g) > 0)
@@ -1725,7 +1884,9 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 		if g == nil {
 			break
 		}
-		if p < k {
+		if x.took {
+			x.took = false // pmFirst took it as it walked (see fuse)
+		} else if p < k {
 			// d.c alone is live here (see above): take's count of the
 			// live classes, every pick, was a sixth of its instructions.
 			x.takeOne(int(d.c), g)
@@ -1744,6 +1905,7 @@ func (x *scoreIndex) frame(order []*workload.Job, out [][]int, ready func(int), 
 			x.memo.ref(slot, p, x.lastRef)
 		}
 	}
+	x.fuse, x.took = false, false
 	if rec {
 		x.memo.done(slot)
 	}
@@ -1927,7 +2089,12 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 		if !x.live[d.c] {
 			x.revive(int(d.c))
 		}
-		return pick(int(d.n), int(d.c))
+		// A job not pinned takes its pick (takePick): with its class
+		// alone live, as in the base frame, the pick takes as it walks.
+		x.fuse = !x.lent && x.live == x.onlyLive(int(d.c))
+		g := pick(int(d.n), int(d.c))
+		x.fuse = false
+		return g
 	}, func(i int, g []int) []int { return x.line(order[i], g) })
 	x.hist = false
 	if ready != nil {
@@ -1940,35 +2107,6 @@ func (x *scoreIndex) moveFrameOn(order []*workload.Job, out [][]int, ready func(
 func (x *scoreIndex) revive(c int) {
 	x.load(c)
 	x.live[c] = true
-}
-
-// heldSlowdown is slowdown(env, j, j.GPUsHeld, true) off the index: the
-// worst bin of j's GPUs is its worst score (bins are the distinct scores,
-// ascending), and nodeOf tells whether they span nodes.
-func (x *scoreIndex) heldSlowdown(env *policy.Env, j *workload.Job) float64 {
-	ci := &x.cls[j.Class]
-	h := j.GPUsHeld
-	b, nd, spans := ci.gbin[h[0]], x.nodeOf(h[0]), false
-	for _, g := range h[1:] {
-		b = max(b, ci.gbin[g])
-		spans = spans || x.nodeOf(g) != nd
-	}
-	s := ci.vals[b]
-	if spans && env.Locality != nil {
-		s *= env.Locality(&j.Spec)
-	}
-	return s
-}
-
-// heldBelow counts j's GPUs whose class score is below hi, and below lo.
-func (x *scoreIndex) heldBelow(j *workload.Job, hi, lo float64) (nh, nl int) {
-	ci := &x.cls[j.Class]
-	for _, g := range j.GPUsHeld {
-		v := ci.vals[ci.gbin[g]]
-		nh += bit(v < hi)
-		nl += bit(v < lo)
-	}
-	return nh, nl
 }
 
 // fillHist counts the nodes by free GPUs.
@@ -2006,23 +2144,32 @@ func (x *scoreIndex) room(n int, h []int) bool {
 }
 
 // reserve implements moveSpace on the marks gatherPinned made: it reads
-// no job (a pinned job's GPUs are its line of out). A live class's
+// no job (a pinned job's GPUs are its line of out), nor the lines: the
+// pinned jobs' GPUs are resv's bits, taken off the free mask a word at
+// a time. (Taken job by job, GPU by GPU, with a free check each, they
+// cost 0.70M instructions of a pm-first-ma round at 27,648 GPUs.) A
+// live class's
 // structures are loaded from the free mask in one pass (load) rather
 // than by taking the reserved GPUs one by one: about half the cluster is
 // reserved in a loaded round, and the per-GPU path would update every
 // live class for every reserved GPU.
 func (x *scoreIndex) reserve(order []*workload.Job, m *mover, st *moveScratch, out [][]int) {
-	n := 0
-	for i, pin := range st.pin {
-		if !pin {
+	fb, nf, n := x.fbits, x.nodeFree, 0
+	for w, r := range x.resv {
+		cl := fb[w] & r // a GPU two pinned jobs hold is taken once
+		if cl == 0 {
 			continue
 		}
-		for _, g := range out[i] {
-			if x.isFree(g) {
-				x.fbits[g>>6] &^= 1 << (g & 63)
-				x.nodeFree[x.nodeOf(g)]--
-				n++
+		fb[w] &^= cl
+		n += bits.OnesCount64(cl)
+		if divM, divS := x.divM, x.divS; divM != 0 {
+			for ; cl != 0; cl &= cl - 1 {
+				nf[uint64(w<<6|bits.TrailingZeros64(cl))*divM>>divS]--
 			}
+			continue
+		}
+		for ; cl != 0; cl &= cl - 1 {
+			nf[x.gpuNode[w<<6|bits.TrailingZeros64(cl)]]--
 		}
 	}
 	x.total -= n
@@ -2095,6 +2242,11 @@ func (x *scoreIndex) load(c int) {
 			cnt[p.at] = int32(bits.OnesCount64(smask[p.node] & p.ranks))
 		}
 	} else {
+		// GPU by GPU here: a popcount of the node's free mask under the
+		// pair's GPUs (pmask), one a pair, cost more instructions
+		// (PM-First on 4608x6: 1.59M a round against 1.49M) and was no
+		// faster (BenchmarkLoad/within=false, best of 12: 130 against
+		// 127 µs).
 		for _, m := range ci.multi {
 			cnt[m.at] += int32(free[m.g])
 		}
@@ -2151,6 +2303,7 @@ func (x *scoreIndex) load(c int) {
 // those alone; if j stays, unlend takes them back there, and only if it
 // moves does settle free them in every other live class too.
 func (x *scoreIndex) lend(j *workload.Job) {
+	x.lent = true
 	saved := x.live
 	x.live = x.onlyLive(int(j.Class))
 	x.give(j.GPUsHeld)
@@ -2159,6 +2312,7 @@ func (x *scoreIndex) lend(j *workload.Job) {
 
 // unlend implements moveSpace (see lend).
 func (x *scoreIndex) unlend(j *workload.Job) {
+	x.lent = false
 	saved := x.live
 	x.live = x.onlyLive(int(j.Class))
 	x.take(j.GPUsHeld)
@@ -2168,6 +2322,7 @@ func (x *scoreIndex) unlend(j *workload.Job) {
 // settle implements moveSpace (see lend): the other live classes see
 // j's GPUs free, the shared columns already do.
 func (x *scoreIndex) settle(j *workload.Job) {
+	x.lent = false
 	saved := x.live
 	x.live[j.Class] = false
 	if x.live != ([variability.NumClasses]bool{}) {
@@ -2192,6 +2347,30 @@ func (x *scoreIndex) onlyLive(c int) (l [variability.NumClasses]bool) {
 
 // freeCount implements moveSpace.
 func (x *scoreIndex) freeCount() int { return x.total }
+
+// takePick implements moveSpace: the GPUs are taken unless the pick took
+// them (took, see fuse), when only the nodes' free counts (hist) are
+// left to count.
+func (x *scoreIndex) takePick(gpus []int) {
+	if !x.took {
+		x.take(gpus)
+		return
+	}
+	x.took = false
+	switch {
+	case !x.hist:
+	case x.divM != 0:
+		x.takeHist(gpus)
+	default:
+		nf := x.nodeFree
+		for _, g := range gpus {
+			nd := x.gpuNode[g]
+			x.freeHist[nf[nd]]--
+			x.freeHist[nf[nd]-1]++
+			nf[nd]--
+		}
+	}
+}
 
 // discard implements moveSpace (the index caches no pick).
 func (x *scoreIndex) discard() {}
@@ -2307,29 +2486,105 @@ func (x *scoreIndex) gather(order []*workload.Job) bool {
 // frame (moveScratch.mark: running, pinned, pinBound) and makes a pinned
 // job's GPUs its line of out, which reserve then takes without reading
 // a job. Marked in a pass of their own, the jobs were read from memory
-// twice a round (at 27,648 GPUs, 8,584 jobs of 384 bytes each).
+// twice a round (at 27,648 GPUs, 8,584 jobs of 384 bytes each). The
+// other way round did not pay either: a tight first pass reading what the
+// bounds need of each job (cost, remaining work, the first GPU held),
+// the bounds worked out in a second, made a pm-first-ma round at 4608x6
+// slower (best of 6 runs of 300 rounds: 1.205 ms against 1.151 ms).
 func (x *scoreIndex) gatherPinned(order []*workload.Job, m *mover, out [][]int) bool {
 	if m == nil {
 		return x.gather(order)
 	}
-	if m.scores {
-		m.held = func(j *workload.Job) float64 { return x.heldSlowdown(m.env, j) }
-		m.heldBelow = x.heldBelow
-	}
 	x.dem = slices.Grow(x.dem[:0], len(order))[:len(order)]
 	st := &x.ms
 	st.size(len(order))
-	dem, most, pins := x.dem, x.size+1, 0
+	x.resv = slices.Grow(x.resv[:0], len(x.fbits))[:len(x.fbits)]
+	clear(x.resv)
+	dem, most, pins, resv := x.dem, x.size+1, 0, x.resv
 	for i, j := range order {
 		if j.Class < 0 || j.Class >= variability.NumClasses {
 			return false
 		}
 		dem[i] = demand{n: int32(min(j.GPUs, most)), c: int32(j.Class)}
-		if st.mark(m, i, j) {
-			out[i] = j.GPUsHeld
-			pins++
+		if !m.scores {
+			if st.mark(m, i, j) {
+				out[i] = j.GPUsHeld
+				pins++
+				for _, g := range j.GPUsHeld {
+					resv[g>>6] |= 1 << (g & 63)
+				}
+			}
+			continue
 		}
+		// st.mark, with the bound worked out by pinBound.
+		if !j.Running() {
+			continue
+		}
+		st.ran[i] = true
+		if !pinned(j) {
+			continue
+		}
+		st.pin[i] = true
+		st.bounds[i] = x.pinBound(m, j, resv)
+		out[i] = j.GPUsHeld
+		pins++
 	}
 	x.pins = pins
 	return true
+}
+
+// pinBound is m.bound(j) for a placer that weighs scores, off the
+// index (the worst bin of j's GPUs is its worst score, bins being the
+// distinct scores, ascending), and it sets j's GPUs' bits in resv (see
+// reserve) on the same pass. The job's GPUs' bins are read once from
+// memory (the count below hi and lo reads them again in the cache), and
+// env.Locality is asked once, for the penalty both the held slowdown and
+// the bound use (a pure function of the spec, see mover.bound). Through
+// mover.bound, held slowdown and counts were reached through two
+// function values, each looking up the class's view and the job's GPUs
+// again. The reference frame (freeSet) still uses mover.bound, and
+// TestPinBoundMatchesBound compares the two.
+func (x *scoreIndex) pinBound(m *mover, j *workload.Job, resv []uint64) pinBound {
+	b := pinBound{pen: 1, gpus: int32(j.GPUs), class: int8(j.Class)}
+	c := j.MoveCost.Migration
+	w := j.Remaining() * j.IterTime
+	h := j.GPUsHeld
+	if math.IsInf(c, 1) || !(w > 0) {
+		for _, g := range h {
+			resv[g>>6] |= 1 << (g & 63)
+		}
+		b.never = true
+		return b
+	}
+	ci := &x.cls[j.Class]
+	gbin := ci.gbin
+	bin := gbin[h[0]]
+	for _, g := range h {
+		bin = max(bin, gbin[g])
+		resv[g>>6] |= 1 << (g & 63)
+	}
+	// h is ascending (workload.Job.GPUsHeld) and node ids ascend with
+	// GPU ids: h spans nodes when its ends lie on two.
+	spans := x.nodeOf(h[0]) != x.nodeOf(h[len(h)-1])
+	s := ci.vals[bin]
+	if loc := m.env.Locality; loc != nil {
+		b.pen = loc(&j.Spec)
+		if spans {
+			s *= b.pen
+		}
+	}
+	b.thr = s - c/w
+	if m.env.Scores == nil {
+		return b // heldCounts: none (unreachable on an index)
+	}
+	hi, lo := b.hi(), b.lo()
+	vals := ci.vals
+	var nh, nl int32
+	for _, g := range h {
+		v := vals[gbin[g]]
+		nh += int32(bit(v < hi))
+		nl += int32(bit(v < lo))
+	}
+	b.below = [2]int32{nh, nl}
+	return b
 }

@@ -91,15 +91,8 @@ type mover struct {
 	// visiting order is the order itself: a job's turn changes only the
 	// lines of jobs behind it, so every line before it is final.
 	ready func(n int)
-	// held(j), if set, is slowdown(env, j, j.GPUsHeld, scores) and
-	// heldBelow(j, hi, lo) the numbers of j's GPUs scoring below hi and
-	// below lo, read off a placer's own compact columns (the index's
-	// bins and node arithmetic) instead of the score table and the
-	// cluster's node list: every pinned job asks, every round.
-	held      func(j *workload.Job) float64
-	heldBelow func(j *workload.Job, hi, lo float64) (int, int)
-	best      [variability.NumClasses]float64
-	bestK     bool
+	best  [variability.NumClasses]float64
+	bestK bool
 }
 
 // hysteresis makes the rule for env; scores says whether the placer
@@ -158,11 +151,7 @@ func (m *mover) bound(j *workload.Job) pinBound {
 		b.never = true
 		return b
 	}
-	if m.held != nil {
-		b.thr = m.held(j) - c/w
-	} else {
-		b.thr = slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
-	}
+	b.thr = slowdown(m.env, j, j.GPUsHeld, m.scores) - c/w
 	if m.env.Locality != nil {
 		b.pen = m.env.Locality(&j.Spec)
 	}
@@ -208,9 +197,6 @@ func (m *mover) heldCounts(j *workload.Job, hi, lo float64) (nh, nl int) {
 	if !m.scores || m.env.Scores == nil {
 		return 0, 0
 	}
-	if m.heldBelow != nil {
-		return m.heldBelow(j, hi, lo)
-	}
 	sf := m.env.Scores.SF[j.Class]
 	for _, g := range j.GPUsHeld {
 		nh += bit(sf[g] < hi)
@@ -253,6 +239,10 @@ func (m *mover) pays(j *workload.Job, pick []int) bool {
 type moveSpace interface {
 	take(gpus []int)
 	give(gpus []int)
+	// takePick takes the GPUs of a pick for a job not pinned (its turn's
+	// pick, or a preemption's), which a space may have taken as it
+	// picked (see scoreIndex.fuse).
+	takePick(gpus []int)
 	// discard says a pick was not taken (a placer caching free GPUs
 	// must rebuild).
 	discard()
@@ -338,7 +328,7 @@ func (m *mover) moveFrame(order []*workload.Job, idx []int, out [][]int, sp move
 			continue
 		}
 		g = own(i, g)
-		sp.take(g)
+		sp.takePick(g)
 		out[i] = g
 		if !st.ran[i] {
 			st.launched = append(st.launched, i)
