@@ -1280,7 +1280,7 @@ func (x *scoreIndex) pmFirst(c, n, bmax int, tb PMFirstTieBreak) []int {
 	if bmax < 0 || x.total < n {
 		return nil
 	}
-	tk := x.fuse && x.narrow && !x.withinOn
+	tk := x.fuse && x.narrow && (!x.withinOn || x.divM != 0 && x.col32[c] != nil)
 	if n == 1 && tb == PMFirstArtifact {
 		if tk {
 			return x.pmFirstOneTake(c, bmax)
@@ -1500,7 +1500,9 @@ func (x *scoreIndex) walk(c, b int, ks []int32, r int) int {
 }
 
 // walkTake is walk with the take fused in, for the base frame of an
-// index without within queues on nodes of at most 64 GPUs (see fuse):
+// index on nodes of at most 64 GPUs (with within queues, PAL's, on
+// nodes of one size with a packed column: it keeps their node masks as
+// takeOne does; see fuse):
 // a pick of the prefix is always taken, and the walk already holds what
 // takeOne would look up again GPU by GPU (each GPU's bin and position in
 // the class's column, the bin's layout, the pair's bucket). A node's
@@ -1523,6 +1525,10 @@ func (x *scoreIndex) walkTake(c, b int, ks []int32, r int) int {
 	pop := ci.pop[bi.popOff : bi.popOff+bi.maxCnt+1]
 	hint := ci.hint[bi.popOff : bi.popOff+bi.maxCnt+1]
 	words, fb := x.words, x.fbits
+	// PAL's index (within queues) keeps each node's free GPUs of the
+	// class in rank order too (smask), as takeOne does.
+	within := x.withinOn
+	smask, c32, divM, divS := ci.smask, x.col32[c], x.divM, x.divS
 	start := int32(nw)
 	for _, k := range ks {
 		h := &hint[k]
@@ -1546,6 +1552,9 @@ func (x *scoreIndex) walkTake(c, b int, ks []int32, r int) int {
 			if g := only[p]; g >= 0 {
 				buf = append(buf, int(g))
 				fb[g>>6] &^= 1 << (g & 63)
+				if within {
+					smask[uint64(g)*divM>>divS] &^= 1 << (c32[g] & 63)
+				}
 				ones |= low
 				r--
 				continue
@@ -1557,6 +1566,9 @@ func (x *scoreIndex) walkTake(c, b int, ks []int32, r int) int {
 				g := s + bits.TrailingZeros64(m)
 				buf = append(buf, g)
 				fb[g>>6] &^= 1 << (g & 63)
+				if within {
+					smask[nd] &^= 1 << (c32[g] & 63)
+				}
 				r--
 				t++
 			}
@@ -1610,6 +1622,9 @@ func (x *scoreIndex) pmFirstOneTake(c, bmax int) []int {
 		}
 		// Move the node from bucket k to bucket k-1 of its bin.
 		x.fbits[g>>6] &^= 1 << (g & 63)
+		if x.withinOn {
+			ci.smask[uint64(g)*x.divM>>x.divS] &^= 1 << (x.col32[c][g] & 63)
+		}
 		w := int(bi.bitOff) + p>>6
 		bit := uint64(1) << (p & 63)
 		x.words[w+int(k-1)*int(bi.nw)] &^= bit
