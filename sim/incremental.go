@@ -94,13 +94,17 @@ func packKey(k policy.OrderKey) (hi, lo uint64) {
 		panic(keyOutOfRange(k))
 	}
 	hi = uint64(uint32(p)^1<<31)<<32 | uint64(uint32(l)^1<<31)
-	v := k.Value
+	return hi, packValue(k.Value)
+}
+
+// packValue is packKey's word for a key's value.
+func packValue(v float64) uint64 {
 	if v != v { // NaN
-		return hi, 0
+		return 0
 	}
 	b := math.Float64bits(v + 0) // -0 + 0 is +0; any other v + 0 is v
 	// A negative value has all its bits flipped, any other its sign bit set.
-	return hi, b ^ (uint64(int64(b)>>63) | 1<<63)
+	return b ^ (uint64(int64(b)>>63) | 1<<63)
 }
 
 // keyOutOfRange is packKey's panic for a key it cannot pack.
@@ -228,6 +232,9 @@ type incremental struct {
 	// fixed: a job's key changes only with its priority (policy.Fixed),
 	// so creditNext keys no running job again.
 	fixed bool
+	// attained: a job's key is its priority and attained service
+	// (policy.ByAttained), so creditNext packs the service itself.
+	attained bool
 	// touched keeps what applyLong's reads ahead summed, so that they
 	// stay in the compiled code.
 	touched int
@@ -246,6 +253,9 @@ func (s *state) runIncremental(ks policy.KeyedScheduler) (*Result, error) {
 	}
 	if f, ok := ks.(policy.Fixed); ok {
 		x.fixed = f.Fixed()
+	}
+	if a, ok := ks.(policy.ByAttained); ok {
+		x.attained = a.ByAttained()
 	}
 	pure := false
 	if p, ok := s.cfg.Placer.(policy.Pure); ok {
@@ -354,7 +364,14 @@ func (x *incremental) creditNext(j *job, Tn float64) bool {
 	if j.Executed >= j.Iterations {
 		return true
 	}
-	if !x.fixed {
+	switch {
+	case x.attained:
+		// Only the value moves (LAS's key is the priority and the
+		// service): the first word holds the priority the job was
+		// filed under, which a running job keeps (events raise only a
+		// waiting job's).
+		j.it.lo = packValue(j.Attained)
+	case !x.fixed:
 		// A fixed key (FIFO's) is the one the job was filed under:
 		// a running job's priority does not change.
 		j.setKey(x.ks.Key(Tn, &j.Job))
