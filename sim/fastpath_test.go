@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -53,6 +54,58 @@ func TestCreditNextByAttainedMatchesKey(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("priority %d, attained %v, round %v: item %+v, Key's %+v", c.priority, c.attained, c.round, got, want)
+		}
+	}
+}
+
+// relaunched keeps a job's slowdown factors when it starts again on the
+// list it stopped on; every launch must leave the job as launch does.
+func TestRelaunchMatchesLaunch(t *testing.T) {
+	cl, _ := cluster.New(2, 2)
+	raw := &variability.Table{}
+	for c := range raw.Values {
+		raw.Values[c] = []float64{1, 1.25, 0.9, 1.1}
+	}
+	last := []int{1, 2} // across the nodes: locality applies
+	one := []int{3}
+	cases := []struct {
+		name      string
+		held      []int // the list it ran on (hold set its factors), nil: never ran
+		stopped   bool  // preempted since (LastGPUs is held)
+		next      []int
+		placement PlacementFunc
+	}{
+		{"the same list back", last, true, last, nil},
+		{"the same list back, one GPU", one, true, one, nil},
+		{"an equal copy", last, true, []int{1, 2}, nil},
+		{"another list", last, true, []int{0, 1}, nil},
+		{"a shorter window of the list", last, true, last[:1], nil},
+		{"first launch", nil, false, last, nil},
+		{"the same list back, placement model", last, true, last, func(_ *workload.Spec, g []int) float64 { return float64(len(g)) + 0.5 }},
+	}
+	for _, c := range cases {
+		var jobs [2]workload.Job
+		for k, fast := range []bool{true, false} {
+			cfg := &Config{Raw: raw, Locality: ConstantLocality(1.5), Placement: c.placement}
+			x := &incremental{state: &state{cfg: cfg, cl: cl}}
+			j := &jobs[k]
+			*j = workload.Job{Spec: workload.Spec{GPUs: len(c.next), Class: variability.Class(1)}, FirstStart: -1}
+			if c.held != nil {
+				x.launch(j, c.held, 100)
+			}
+			if c.stopped {
+				x.preempt(j)
+			}
+			if fast {
+				if !x.relaunched(j, c.next) {
+					x.launch(j, c.next, 400)
+				}
+			} else {
+				x.launch(j, c.next, 400)
+			}
+		}
+		if got, want := fmt.Sprintf("%+v", jobs[0]), fmt.Sprintf("%+v", jobs[1]); got != want || &jobs[0].GPUsHeld[0] != &c.next[0] {
+			t.Errorf("%s: relaunched\n %s\nlaunched\n %s", c.name, got, want)
 		}
 	}
 }
