@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/palsched/pal/cluster"
@@ -135,6 +137,51 @@ func TestByAttainedMatchesKeyedOnly(t *testing.T) {
 		}
 		if got.Summary.Preemptions < 20 {
 			t.Fatalf("%s: %d preemptions: too few for the test to test", pn, got.Summary.Preemptions)
+		}
+	}
+}
+
+// reach cuts a stretch at the next running job before summing when that
+// job comes within the items the sum could reach; it must give what
+// walking the items one by one gives.
+func TestReachMatchesWalk(t *testing.T) {
+	// walk is reach's definition: items in order while they come before
+	// run[0], up to and including the one that takes the demand past the
+	// limit.
+	walk := func(gpus []int32, limit int, its, run []item, demand int) (int, int) {
+		n, d := 0, demand
+		for _, w := range its {
+			if len(run) > 0 && !itemLess(w, run[0]) {
+				break
+			}
+			n, d = n+1, d+int(gpus[w.slot])
+			if d > limit {
+				break
+			}
+		}
+		return n, d
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for trial := range 20000 {
+		limit := 1 + rng.IntN(40)
+		its := make([]item, rng.IntN(60)+1)
+		gpus := make([]int32, len(its))
+		for k := range its {
+			gpus[k] = int32(1 + rng.IntN(min(limit, 4)))
+			its[k] = item{lo: uint64(rng.IntN(50)), seq: int32(rng.IntN(1000)), slot: int32(k)}
+		}
+		slices.SortFunc(its, func(a, b item) int { return cmp.Compare(a.lo, b.lo)*2 + cmp.Compare(a.seq, b.seq) })
+		var run []item
+		for range rng.IntN(3) {
+			run = append(run, item{lo: uint64(rng.IntN(60)), seq: int32(1000 + rng.IntN(1000))})
+		}
+		slices.SortFunc(run, func(a, b item) int { return cmp.Compare(a.lo, b.lo)*2 + cmp.Compare(a.seq, b.seq) })
+		demand := rng.IntN(limit + 1)
+		x := &incremental{gpus: gpus, limit: limit}
+		n, d := x.reach(its, run, demand)
+		if wn, wd := walk(gpus, limit, its, run, demand); n != wn || d != wd {
+			t.Fatalf("trial %d: limit %d, demand %d, %d items, run %v: reach %d items (demand %d), walk %d (%d)",
+				trial, limit, demand, len(its), run, n, d, wn, wd)
 		}
 	}
 }

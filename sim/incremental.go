@@ -787,6 +787,19 @@ func (x *incremental) buildView() {
 // with run[0]: most often that one comes first, and so do the others.
 func (x *incremental) reach(its, run []item, demand int) (int, int) {
 	gpus, limit := x.gpus, x.limit
+	if len(run) > 0 {
+		// Every job needs a GPU, so the sum passes the cluster within
+		// limit-demand+1 items: when run[0] comes before the last of
+		// them, the stretch is cut there first rather than summed past
+		// (under FIFO, whose running jobs sit among the waiting ones, the
+		// sum ran up to a whole block's worth before it was cut).
+		if m := min(len(its), limit-demand+1); m > 0 && !itemLess(its[m-1], run[0]) {
+			its = its[:lowerBound(its[:m], run[0])]
+			if len(its) == 0 {
+				return 0, demand
+			}
+		}
+	}
 	n, d := len(its), demand
 	for k, w := range its {
 		d += int(gpus[w.slot])
