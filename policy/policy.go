@@ -97,6 +97,17 @@ type Fixed interface {
 	Fixed() bool
 }
 
+// ByAttained is implemented by keyed schedulers whose key for a job is
+// always its priority and its attained service, {Priority: j.Priority,
+// Value: j.Attained} (LAS), whatever the time: a driver that re-keys
+// every running job every round can then read the two fields itself
+// rather than call Key through the interface (under LAS on the
+// 20,000-job Synergy trace on 16x4, 4.1 million calls a run).
+type ByAttained interface {
+	KeyedScheduler
+	ByAttained() bool
+}
+
 // Pure is implemented by placers whose answer depends only on the order
 // (each job's demand, class and held GPUs), the cluster and the scores:
 // no random draws and nothing remembered from earlier rounds that could

@@ -204,20 +204,21 @@ func TestWaitqSetRun(t *testing.T) {
 		{"a run of one", []item{it(1, 1), it(3, 3)}, []item{it(2, 2)},
 			[]item{it(1, 1), it(2, 2), it(3, 3)}, 1},
 		{"an empty run", []item{it(1, 1)}, nil, []item{it(1, 1)}, 1},
-		// 95 filed behind each other fill one block to one short of
-		// qSplit: the run's first item fills it (96), the second finds
-		// it full and starts a new last block (1 item), which the next
-		// 63 join in one move (what fits one side of a centred block:
-		// (128-1)/2), then 32 more (to 96); the last 3 start a third.
-		{"behind a block about to split", seqs(0, 95, 1), seqs(95, 195, 2),
-			append(seqs(0, 95, 1), seqs(95, 195, 2)...), 3},
-		// 95 in one block and 40 to go between its first and second
-		// item: a block may reach qSplit, so 1 goes in, then the block
-		// is split (48 and 48), the second joins the first half (49)
-		// and the other 38 follow it in one move (87).
+		// qSplit-1 filed behind each other fill one block to one short
+		// of qSplit: the run's first item fills it, the second finds it
+		// full and starts a new last block (1 item), which the next
+		// (qBlock-1)/2 join in one move (what fits one side of a
+		// centred block), then more up to qSplit; the last 3 start a
+		// third.
+		{"behind a block about to split", seqs(0, qSplit-1, 1), seqs(qSplit-1, 2*qSplit+3, 2),
+			append(seqs(0, qSplit-1, 1), seqs(qSplit-1, 2*qSplit+3, 2)...), 3},
+		// qSplit-1 in one block and 40 to go between its first and
+		// second item: a block may reach qSplit, so 1 goes in, then the
+		// block is split in halves, the second joins the first half and
+		// the other 38 follow it in one move.
 		{"into a block about to split",
-			append([]item{it(1, 0)}, seqs(1, 95, 3)...), seqs(100, 140, 2),
-			append(append([]item{it(1, 0)}, seqs(100, 140, 2)...), seqs(1, 95, 3)...), 2},
+			append([]item{it(1, 0)}, seqs(1, qSplit-1, 3)...), seqs(qSplit+4, qSplit+44, 2),
+			append(append([]item{it(1, 0)}, seqs(qSplit+4, qSplit+44, 2)...), seqs(1, qSplit-1, 3)...), 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

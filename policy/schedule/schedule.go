@@ -76,6 +76,10 @@ func (LAS) WakeAfter(*workload.Job) float64 { return math.Inf(1) }
 // Steady implements policy.Steady: WakeAfter is +Inf for every job.
 func (LAS) Steady() bool { return true }
 
+// ByAttained implements policy.ByAttained: Key is the priority and the
+// attained service.
+func (LAS) ByAttained() bool { return true }
+
 // SRTF orders by remaining ideal time, iter_time x iterations minus the
 // wall time attained, as Blox estimates it (slowdowns are ignored, so the
 // estimate is what a scheduler without a profile would know).

@@ -333,3 +333,34 @@ func TestFixedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestByAttainedKeys: LAS says its key is the priority and the attained
+// service (policy.ByAttained), and it is, whatever the time and the rest
+// of the job's state, as a driver that packs the service itself relies
+// on; FIFO, SRTF and Tiresias-LAS do not say so.
+func TestByAttainedKeys(t *testing.T) {
+	var s policy.KeyedScheduler = LAS{}
+	if a, ok := s.(policy.ByAttained); !ok || !a.ByAttained() {
+		t.Fatal("las: not keyed by attained service")
+	}
+	j := &workload.Job{Priority: workload.DefaultPriority, Spec: workload.Spec{Submit: 42, GPUs: 2, Iterations: 1e5, IterTime: 0.5}}
+	for _, now := range []float64{0, 300, 6e5} {
+		for _, p := range []int{workload.DefaultPriority, 1} {
+			j.Priority = p
+			want := policy.OrderKey{Priority: j.Priority, Value: j.Attained}
+			if k := s.Key(now, j); k != want {
+				t.Errorf("las key at %v: %+v, want %+v", now, k, want)
+			}
+		}
+		j.Attained += 300
+		j.GPUService += 600
+		j.Executed += 100
+		j.RoundsRun++
+		j.SinceScheduled = now
+	}
+	for _, s := range []policy.KeyedScheduler{FIFO{}, SRTF{}, NewTiresiasLAS(DefaultTiresias())} {
+		if a, ok := s.(policy.ByAttained); ok && a.ByAttained() {
+			t.Errorf("%s says it is keyed by attained service", s.Name())
+		}
+	}
+}
