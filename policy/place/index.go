@@ -1407,28 +1407,33 @@ func (x *scoreIndex) pmFirstOne(c, bmax int) []int {
 		return nil
 	}
 	bi := &ci.bins[b]
-	for k := int32(1); k <= bi.maxCnt; k++ {
-		if ci.pop[bi.popOff+k] == 0 {
-			continue
-		}
-		p := x.firstIn(ci, bi, k)
-		if g := ci.only[int(bi.off)+p]; g >= 0 {
+	p := x.firstIn(ci, bi, lowestBucket(ci, bi))
+	if g := ci.only[int(bi.off)+p]; g >= 0 {
+		x.buf = append(x.buf[:0], int(g))
+		return x.buf
+	}
+	nd := ci.binNodes[int(bi.off)+p]
+	if x.narrow {
+		x.buf = append(x.buf[:0], int(x.nodeStart[nd])+bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[int(bi.off)+p]))
+		return x.buf
+	}
+	for g := int(x.nodeStart[nd]); ; g++ {
+		if x.isFree(g) && ci.gbin[g] == int32(b) {
 			x.buf = append(x.buf[:0], int(g))
 			return x.buf
 		}
-		nd := ci.binNodes[int(bi.off)+p]
-		if x.narrow {
-			x.buf = append(x.buf[:0], int(x.nodeStart[nd])+bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[int(bi.off)+p]))
-			return x.buf
-		}
-		for g := int(x.nodeStart[nd]); ; g++ {
-			if x.isFree(g) && ci.gbin[g] == int32(b) {
-				x.buf = append(x.buf[:0], int(g))
-				return x.buf
-			}
-		}
 	}
-	return nil // unreachable: bin b has a free GPU, so a bucket has its node
+}
+
+// lowestBucket is bin bi's lowest non-empty count bucket, whose first
+// node (firstIn) holds the bin's first free GPU for a one-GPU pick. The
+// bin has a free GPU, so some bucket holds its node.
+func lowestBucket(ci *classIndex, bi *binInfo) int32 {
+	k := int32(1)
+	for ci.pop[bi.popOff+k] == 0 {
+		k++
+	}
+	return k
 }
 
 // allBuckets lists the non-empty buckets of bin b.
@@ -1608,41 +1613,36 @@ func (x *scoreIndex) pmFirstOneTake(c, bmax int) []int {
 		return nil
 	}
 	bi := &ci.bins[b]
-	for k := int32(1); k <= bi.maxCnt; k++ {
-		if ci.pop[bi.popOff+k] == 0 {
-			continue
-		}
-		p := x.firstIn(ci, bi, k)
-		fi := int(bi.off) + p
-		g := int(ci.only[fi])
-		if g < 0 {
-			nd := ci.binNodes[fi]
-			g = int(x.nodeStart[nd]) + bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[fi])
-			ci.cnt[fi] = k - 1
-		}
-		// Move the node from bucket k to bucket k-1 of its bin.
-		x.fbits[g>>6] &^= 1 << (g & 63)
-		if x.withinOn {
-			ci.smask[uint64(g)*x.divM>>x.divS] &^= 1 << (x.col32[c][g] & 63)
-		}
-		w := int(bi.bitOff) + p>>6
-		bit := uint64(1) << (p & 63)
-		x.words[w+int(k-1)*int(bi.nw)] &^= bit
-		ci.pop[bi.popOff+k]--
-		if k > 1 {
-			x.words[w+int(k-2)*int(bi.nw)] |= bit
-			ci.pop[bi.popOff+k-1]++
-			if h := &ci.hint[bi.popOff+k-1]; *h > int32(p>>6) {
-				*h = int32(p >> 6)
-			}
-		}
-		ci.binFree[b]--
-		x.total--
-		x.buf = append(x.buf[:0], g)
-		x.took = true
-		return x.buf
+	k := lowestBucket(ci, bi)
+	p := x.firstIn(ci, bi, k)
+	fi := int(bi.off) + p
+	g := int(ci.only[fi])
+	if g < 0 {
+		nd := ci.binNodes[fi]
+		g = int(x.nodeStart[nd]) + bits.TrailingZeros64(x.nodeMask(nd)&ci.pmask[fi])
+		ci.cnt[fi] = k - 1
 	}
-	return nil // unreachable: bin b has a free GPU, so a bucket has its node
+	// Move the node from bucket k to bucket k-1 of its bin.
+	x.fbits[g>>6] &^= 1 << (g & 63)
+	if x.withinOn {
+		ci.smask[uint64(g)*x.divM>>x.divS] &^= 1 << (x.col32[c][g] & 63)
+	}
+	w := int(bi.bitOff) + p>>6
+	bit := uint64(1) << (p & 63)
+	x.words[w+int(k-1)*int(bi.nw)] &^= bit
+	ci.pop[bi.popOff+k]--
+	if k > 1 {
+		x.words[w+int(k-2)*int(bi.nw)] |= bit
+		ci.pop[bi.popOff+k-1]++
+		if h := &ci.hint[bi.popOff+k-1]; *h > int32(p>>6) {
+			*h = int32(p >> 6)
+		}
+	}
+	ci.binFree[b]--
+	x.total--
+	x.buf = append(x.buf[:0], g)
+	x.took = true
+	return x.buf
 }
 
 // within is refWithin over bins 0..bv: the node whose n-th best free GPU
