@@ -238,7 +238,7 @@ func TestPinBoundMatchesBound(t *testing.T) {
 				Iterations: float64(rng.IntN(3) * rng.IntN(5000)), IterTime: []float64{1, 0.25, 3}[rng.IntN(3)]})
 			j.Executed = float64(rng.IntN(100))
 			j.GPUsHeld = held
-			j.MoveCost.Migration = []float64{1, 30, 120, 600, math.Inf(1)}[rng.IntN(5)]
+			j.MoveCost.Migration = []float64{0, 1, 30, 120, 600, math.Inf(1)}[rng.IntN(6)] // 0: a threshold equal to a score
 			resv := make([]uint64, len(x.fbits))
 			got, want := x.pinBound(m, j, resv), m.bound(j)
 			if got != want {
