@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,6 +155,9 @@ func TestRestorePromise(t *testing.T) {
 		if len(alloc[0]) != 4 || alloc[1] != nil || len(p.Last.Preempted) != 1 || p.Last.Preempted[0] != 2 {
 			t.Errorf("at 50: answer %v, reservation %+v: want job 2 preempted and the head on all 4 GPUs", alloc, p.Last)
 		}
+		if head, _, ok := p.Jumped(2); ok {
+			t.Errorf("at 50: job 2, preempted for its head, still recorded as backfilled past job %d", head)
+		}
 	}
 }
 
@@ -214,5 +218,89 @@ func TestRestoreInvariants(t *testing.T) {
 	}
 	if P, ok := p.promise[1]; !ok || P != 50 {
 		t.Errorf("head 1's promise %v, %v; want 50", P, ok)
+	}
+}
+
+// script is a base placer that answers what it is told, whatever the
+// cluster: a non-sticky placer's re-plan, written by hand.
+type script [][]int
+
+func (s script) Name() string { return "script" }
+func (s script) Sticky() bool { return false }
+func (s script) Place(_ *policy.Env, order []*workload.Job) [][]int {
+	out := make([][]int, len(order))
+	copy(out, s)
+	return out
+}
+
+// A running job behind the waiting head that the base moves (a placer
+// that re-plans running jobs, as PAL does) keeps the base's move under
+// greedy backfill: only the waiting jobs behind the head wait for
+// backfill's say, and a running job goes back to its own GPUs only when
+// the base stopped it.
+func TestBaseMoveBehindHeadStands(t *testing.T) {
+	cl, _ := cluster.New(1, 4)
+	est := func(*policy.Env, *workload.Job, []int) float64 { return 100 }
+	for _, c := range []struct {
+		name string
+		base script
+		want []int
+	}{
+		{"moved", script{nil, {3}}, []int{3}},
+		{"stopped", script{nil, nil}, []int{0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := Unwrap(Wrap(c.base, Greedy, est))
+			head, r := job(1, 4, nil), job(2, 1, []int{0})
+			alloc := p.Place(&policy.Env{Cluster: cl}, []*workload.Job{head, r})
+			if alloc[0] != nil || !slices.Equal(alloc[1], c.want) {
+				t.Errorf("answer %v: want the head waiting and job 2 on %v", alloc, c.want)
+			}
+		})
+	}
+}
+
+// A candidate whose estimate ends exactly when the head's reservation
+// starts delays nothing, so it starts on the reserved GPUs (EASY's rule:
+// a backfilled job must end by the head's start, not before it).
+func TestBackfillEndingAtTheReservation(t *testing.T) {
+	cl, _ := cluster.New(1, 4)
+	base, _ := place.New("packed-sticky")
+	for _, c := range []struct {
+		end   float64
+		start bool
+	}{{99, true}, {100, true}, {101, false}} {
+		est := func(_ *policy.Env, j *workload.Job, _ []int) float64 {
+			if j.ID == 2 {
+				return c.end
+			}
+			return 100
+		}
+		p := Unwrap(Wrap(base, EASY, est))
+		a, head, s := job(0, 2, []int{0, 1}), job(1, 4, nil), job(2, 2, nil)
+		alloc := p.Place(&policy.Env{Cluster: cl}, []*workload.Job{a, head, s})
+		if p.Last.JobID != 1 || p.Last.In != 100 {
+			t.Fatalf("reservation %+v: want the head in 100 s", p.Last)
+		}
+		if got := alloc[2] != nil; got != c.start {
+			t.Errorf("a job ending in %g s, the head reserved in 100 s: started %v, want %v (answer %v)", c.end, got, c.start, alloc)
+		}
+	}
+}
+
+// The pin keeps a running job the base stopped only when no job ahead
+// of it starts this round: here the 4-GPU job first in the order starts
+// on the running job's GPUs, the next one waits, and the running job,
+// last, is preempted for the first (the order's preemption), not kept
+// because the job just before it waits.
+func TestPinReadsEveryJobAhead(t *testing.T) {
+	cl, _ := cluster.New(1, 4)
+	base, _ := place.New("packed-sticky")
+	est := func(*policy.Env, *workload.Job, []int) float64 { return 100 }
+	p := Unwrap(Wrap(base, EASY, est))
+	w1, w2, r := job(1, 4, nil), job(2, 2, nil), job(3, 2, []int{0, 1})
+	alloc := p.Place(&policy.Env{Cluster: cl}, []*workload.Job{w1, w2, r})
+	if len(alloc[0]) != 4 || alloc[1] != nil || alloc[2] != nil {
+		t.Errorf("answer %v: want job 1 on all 4 GPUs, jobs 2 and 3 waiting", alloc)
 	}
 }
