@@ -106,7 +106,7 @@ func (s *Scheduler) bindDone(r bind.Result) {
 	key := state.Key(t.Pod)
 	s.state.Settle(state.Settlement{Key: key, Seq: t.Seq, Outcome: r.Outcome})
 	switch t.Kind {
-	case bind.Evict:
+	case bind.Evict, bind.Delete:
 		if r.Outcome != state.Evicted {
 			// Refused: the pod runs on, and its gang is kept until the
 			// backoff ends (evict_refused.go), dated by the round that
@@ -118,12 +118,16 @@ func (s *Scheduler) bindDone(r bind.Result) {
 			}
 			until := s.refusedEv.note(t.Pod, r.Err, at)
 			s.metrics.EvictionsRefused.Inc()
-			s.log.Warn("eviction refused", "pod", key, "err", r.Err, "notBefore", until.UTC().Format(time.RFC3339))
+			s.log.Warn("eviction refused", "pod", key, "how", t.Kind.String(), "err", r.Err, "notBefore", until.UTC().Format(time.RFC3339))
 			s.poke()
 			return
 		}
 		s.refusedEv.forget(t.Pod)
 		s.metrics.Evictions.Inc()
+		if t.Kind == bind.Delete {
+			s.events.post(podRef(t.Pod), corev1.EventTypeNormal, ReasonPreempted, "Deleting", fmt.Sprintf("Deleted by %s past its PodDisruptionBudget: %s", s.cfg.SchedulerName, t.Reason))
+			return
+		}
 		s.events.post(podRef(t.Pod), corev1.EventTypeNormal, ReasonPreempted, "Evicting", fmt.Sprintf("Evicted by %s: %s", s.cfg.SchedulerName, t.Reason))
 		return
 	}

@@ -81,7 +81,19 @@ type Config struct {
 	// evicted to migrate it, whatever this says. The same holds for the
 	// gang of a batch/v1 Job that the eviction would fail (its backoffLimit
 	// spent, see jobs.go).
-	PreemptBarePods    bool      `json:"preemptBarePods"`
+	PreemptBarePods bool `json:"preemptBarePods"`
+	// PreemptPastBudgets lets a waiting gang of higher pod priority (whose
+	// preemptionPolicy is not Never) preempt a running gang whose
+	// PodDisruptionBudgets refuse its eviction, as kube-scheduler's
+	// preemption does: the victim's pods get a DisruptionTarget
+	// condition and are deleted, since the Eviction API would refuse
+	// them. Off (the default), such a gang is never preempted while its
+	// budgets refuse it. A protected gang is still never migrated, never
+	// preempted for a gang of its priority or lower, and never when it
+	// has a bare pod or its Job would fail (see budgets_past.go). Not
+	// with scheduler themis or a tenancy, which do not order by pod
+	// priority.
+	PreemptPastBudgets bool      `json:"preemptPastBudgets"`
 	PMFirstTieBreak    string    `json:"pmfirstTieBreak"`
 	LocalityPenalty    float64   `json:"localityPenalty"`
 	KStrategy          string    `json:"kStrategy"`
@@ -334,6 +346,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fields bindQPS and bindBurst: must be positive")
 	case c.BindWorkers <= 0 || c.BindWorkers > 1024:
 		return fmt.Errorf("field bindWorkers: must be 1..1024, got %d", c.BindWorkers)
+	case c.PreemptPastBudgets && (c.Scheduler == registry.SchedulerThemis || c.Tenancy != "" && c.Tenancy != "none"):
+		return fmt.Errorf("field preemptPastBudgets: not with scheduler themis or a tenancy, which do not order gangs by pod priority")
 	}
 	if c.LeaderElection.Enabled {
 		le := c.LeaderElection

@@ -29,6 +29,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"invalid value", "namespace: kube-system\nperiod: -1s\n", `c.yaml:2: field period: must be positive, got -1s`},
 		{"invalid nested value", "scheduler: themis\nthemis:\n  lease: -5s\n", `c.yaml:3: field themis.lease: must be positive`},
 		{"invalid pair", "qps: 5\nburst: 0\n", `c.yaml:1: fields qps and burst: must be positive`},
+		{"preemptPastBudgets not a bool", "period: 10s\npreemptPastBudgets: sometimes\n", `c.yaml:2: field "preemptPastBudgets": want true or false`},
+		{"preemptPastBudgets with themis", "scheduler: themis\npreemptPastBudgets: true\n", `c.yaml:2: field preemptPastBudgets: not with scheduler themis or a tenancy, which do not order gangs by pod priority`},
 		{"dcgm service", "learnScores: true\ndcgm:\n  service: gpu-operator\n", `c.yaml:3: field dcgm.service: "gpu-operator" is not NAMESPACE/NAME`},
 		{"dcgm url", "dcgm:\n  port: 9400\n  urls:\n  - http://a:9400/metrics\n  - gpu-node-1:9400\n", `c.yaml:5: field dcgm.urls[1]: "gpu-node-1:9400" is not an http(s) URL`},
 		{"dcgm interval", "dcgm:\n  service: a/b\n  interval: 100ms\n", `c.yaml:3: field dcgm.interval: must be at least 1s`},

@@ -21,7 +21,8 @@ import (
 // them from one of higher priority, which is kube-scheduler's rule of
 // preemption. PAL's rounds carry it out as they carry out the policy's
 // own preemptions: through the Eviction API, never for a gang that would
-// lose work or that a disruption budget keeps.
+// lose work or that a disruption budget keeps (but, under
+// preemptPastBudgets, for a gang of higher priority: budgets_past.go).
 //
 // A waiting gang whose PriorityClass says preemptionPolicy: Never goes
 // ahead of waiting gangs of lower priority but of no running gang: it is
@@ -44,7 +45,11 @@ type tierEnt struct {
 	prio  int32
 	pos   int // its place: twice its index, or just after a gang it waits behind
 	never bool
-	j     *workload.Job
+	// shield: a running gang preemptPastBudgets let into the order
+	// although its budgets refuse its eviction; it goes ahead of the
+	// other gangs of its priority, so that those are preempted first.
+	shield bool
+	j      *workload.Job
 }
 
 // gangPriority is a gang's pod priority: the highest of its pods' (the
@@ -84,7 +89,7 @@ func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job
 	for i, j := range order {
 		p, nv := gangPriority(byJob[j])
 		nv = nv && !j.Running()
-		es = append(es, tierEnt{prio: p, pos: 2 * i, never: nv, j: j})
+		es = append(es, tierEnt{prio: p, pos: 2 * i, never: nv, shield: len(s.pastBudget) > 0 && s.pastBudget[j], j: j})
 		mixed = mixed || p != es[0].prio
 		never = never || nv
 	}
@@ -105,7 +110,12 @@ func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job
 		}
 		return order
 	}
-	slices.SortStableFunc(es, func(a, b tierEnt) int { return cmp.Compare(b.prio, a.prio) })
+	slices.SortStableFunc(es, func(a, b tierEnt) int {
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2i(b.shield), b2i(a.shield))
+	})
 	if never {
 		behindHolders(es, func(j *workload.Job) bool { return j.Running() || s.plan.claims[j.ID] })
 	}
@@ -113,6 +123,14 @@ func (s *Scheduler) byPodPriority(order []*workload.Job, byJob map[*workload.Job
 		order[i] = es[i].j
 	}
 	return order
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // behindHolders moves each waiting gang under preemptionPolicy: Never in

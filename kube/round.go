@@ -116,6 +116,12 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 	if s.ten != nil {
 		clear(s.ten.fixed)
 	}
+	clear(s.pastBudget)
+	var top int32 // preemptPastBudgets: the highest priority that waits and may preempt
+	anyTop := false
+	if s.cfg.PreemptPastBudgets && snap.Cluster != nil {
+		top, anyTop = s.preemptorTop(snap)
+	}
 	for _, g := range snap.Gangs {
 		boundPods += len(g.Bound)
 		if gen, bad := s.faulty[g.Key]; bad {
@@ -175,6 +181,12 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 				}
 				if lost, budget := s.keptBy(g); lost != "" {
 					stays := !s.cfg.PreemptBarePods || budget
+					if stays && budget && s.admitPastBudgets(g, j, top, anyTop) {
+						// Kept by its budgets alone, while a gang of
+						// higher priority waits: in the order, to be
+						// preempted for such a gang only (budgets_past.go).
+						stays = false
+					}
 					// Its eviction would lose work (bare pods, or a Job
 					// it would fail), or a disruption budget would refuse
 					// it: it keeps its GPUs (until it ends, or its
@@ -187,6 +199,8 @@ func (s *Scheduler) Round(ctx context.Context, start time.Time) {
 							why = "left on " + snap.Devices(g.GPUs) + ", never moved or preempted while its disruption budgets refuse its eviction: " + lost
 							if s.budgets.blocks(g.Bound) == "" {
 								why = "left on " + snap.Devices(g.GPUs) + ", not moved or preempted: " + lost
+							} else if s.cfg.PreemptPastBudgets && s.budgetsOnly(g) {
+								why = "left on " + snap.Devices(g.GPUs) + ", never moved, and preempted only for a waiting gang of higher pod priority (preemptPastBudgets), while its disruption budgets refuse its eviction: " + lost
 							}
 						}
 						s.noteOn(g, g.Bound[:1], "gang kept in place", why)
@@ -282,10 +296,11 @@ func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*
 	// out already (the gangs it completed), which the state shows only
 	// from the next Sync on, so a second placement starts from it.
 	// Only a round without tenancy or Themis places twice, and only under
-	// preemptBarePods: otherwise a gang the round may not evict is not in
-	// its order, so no move of the plan is refused.
+	// preemptBarePods or preemptPastBudgets: otherwise a gang the round
+	// may not evict is not in its order, so no move of the plan is
+	// refused.
 	var before *cluster.Cluster
-	if snap.Cluster != nil && s.ten == nil && s.th == nil && s.cfg.PreemptBarePods {
+	if snap.Cluster != nil && s.ten == nil && s.th == nil && (s.cfg.PreemptBarePods || s.cfg.PreemptPastBudgets) {
 		before = snap.Cluster.Clone()
 	}
 	for try := 0; ; try++ {
@@ -304,7 +319,7 @@ func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*
 		if try > 0 || s.ten != nil || s.th != nil {
 			return snap, order, alloc, ds, true
 		}
-		kept, _ := s.refusals(snap, byJob, ds, false)
+		kept, _, _ := s.refusals(snap, byJob, ds, false)
 		if len(kept) == 0 || !slices.ContainsFunc(ds, func(d round.Decision) bool {
 			return d.Kind == round.Launch && slices.ContainsFunc(d.To, func(x int) bool { return kept[x] != "" })
 		}) {
@@ -316,6 +331,13 @@ func (s *Scheduler) planRound(snap *snapshot, order []*workload.Job, byJob map[*
 		s.refusals(snap, byJob, ds, true)
 		keep := map[int]bool{}
 		for _, d := range ds {
+			if d.Kind == round.Preempt && s.pastBudget[d.Job] {
+				// Admitted past its budgets, its preemption refused
+				// because its GPUs went to no gang of higher priority:
+				// it stays in the order, where such a gang may take
+				// them once the gangs that kept theirs are out of it.
+				continue
+			}
 			if (d.Kind == round.Migrate || d.Kind == round.Preempt) && slices.ContainsFunc(d.From, func(x int) bool { return kept[x] != "" }) {
 				keep[d.Job.ID] = true
 			}
@@ -589,12 +611,17 @@ func cmpFloat(a, b float64) int {
 
 // refusals finds the moves the round may not make: a gang with a bare
 // pod is never migrated, and preempted only under preemptBarePods; a
-// migration onto GPUs such a gang keeps is refused too. It returns the
-// kept GPUs (by the gang that keeps them) and the refused decisions;
-// with tell, each kept gang's pods are told why.
-func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds []round.Decision, tell bool) (map[int]string, map[int]bool) {
+// gang its budgets keep is never migrated, and preempted only when
+// preemptPastBudgets admitted it and gangs of higher priority take its
+// GPUs (pastBudgetTakers); a migration onto GPUs such a gang keeps is
+// refused too. It returns the kept GPUs (by the gang that keeps them),
+// the refused decisions, and the preemptions to carry out past the
+// victim's budgets (by decision, the takers' names); with tell, each
+// kept gang's pods are told why.
+func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds []round.Decision, tell bool) (map[int]string, map[int]bool, map[int]string) {
 	kept := map[int]string{}
 	refused := map[int]bool{}
+	var past map[int]string
 	for changed := true; changed; {
 		changed = false
 		for i, d := range ds {
@@ -605,14 +632,26 @@ func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds [
 			var why string
 			if !s.movable(g, d.Kind) {
 				cause, budget := s.keptBy(g)
+				whyNot := ""
+				if d.Kind == round.Preempt && s.pastBudget[d.Job] {
+					var takers string
+					if takers, whyNot = s.pastBudgetTakers(snap, d, byJob); whyNot == "" {
+						if past == nil {
+							past = map[int]string{}
+						}
+						past[i] = takers
+						continue
+					}
+					whyNot = "; " + whyNot
+				}
 				verb := "migrate"
 				if d.Kind == round.Preempt && !budget {
 					verb = "preempt (preemptBarePods is off)"
 				} else if d.Kind == round.Preempt {
 					verb = "preempt"
 				}
-				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but %s",
-					snap.Devices(d.From), s.pol.place.Name(), verb, cause)
+				why = fmt.Sprintf("kept on %s: the %s placement would %s it, but %s%s",
+					snap.Devices(d.From), s.pol.place.Name(), verb, cause, whyNot)
 			} else if d.Kind == round.Migrate {
 				for _, x := range d.To {
 					if k := kept[x]; k != "" {
@@ -633,7 +672,7 @@ func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds [
 			}
 		}
 	}
-	return kept, refused
+	return kept, refused, past
 }
 
 // act hands the binder the launched gangs' binds and the preempted or
@@ -641,7 +680,7 @@ func (s *Scheduler) refusals(snap *snapshot, byJob map[*workload.Job]*gang, ds [
 // not evict (see movable) is refused: the gang keeps its GPUs, and a
 // launch or migration onto them waits.
 func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*workload.Job, ds []round.Decision, start time.Time) {
-	kept, refused := s.refusals(snap, byJob, ds, true)
+	kept, refused, past := s.refusals(snap, byJob, ds, true)
 	var byID map[int]*gang
 	var pos map[int]int
 	// GPUs of gangs evicted this round stay busy until their pods are
@@ -681,7 +720,15 @@ func (s *Scheduler) act(snap *snapshot, byJob map[*workload.Job]*gang, order []*
 		} else {
 			d.Job.Debt += d.Job.MoveCost.Preemption
 		}
-		tasks = append(tasks, s.evict(g, why)...)
+		var b string // the budgets a preemption past them overrides
+		if past[i] != "" {
+			b = s.budgets.blocks(g.Bound)
+		}
+		if b != "" {
+			tasks = append(tasks, s.evictPastBudgets(g, why, b, past[i])...)
+		} else {
+			tasks = append(tasks, s.evict(g, why)...)
+		}
 		for _, x := range d.From {
 			vacating[x] = gangName(g.Key)
 		}
@@ -1003,6 +1050,13 @@ func (s *Scheduler) evictPartial(g *gang, start time.Time, why string) {
 // them and they queue again. Callers check that the gang may be evicted
 // (movable, evictPartial).
 func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
+	return s.evictAs(g, why, bind.Evict, "")
+}
+
+// evictAs is evict with the tasks' kind: bind.Evict, or bind.Delete
+// (with the DisruptionTarget condition's message target) for a
+// preemption past the gang's budgets.
+func (s *Scheduler) evictAs(g *gang, why string, kind bind.Kind, target string) []*bind.Task {
 	var names []string
 	for _, p := range g.Bound {
 		names = append(names, p.Namespace+"/"+p.Name)
@@ -1026,7 +1080,7 @@ func (s *Scheduler) evict(g *gang, why string) []*bind.Task {
 			continue
 		}
 		seq := s.state.AssumeEvicted(p, now)
-		tasks = append(tasks, &bind.Task{Kind: bind.Evict, Pod: p, Seq: seq, Gang: g.Key, Reason: why})
+		tasks = append(tasks, &bind.Task{Kind: kind, Pod: p, Seq: seq, Gang: g.Key, Reason: why, Target: target})
 	}
 	return tasks
 }

@@ -61,6 +61,11 @@ type Scheduler struct {
 	byJob map[*workload.Job]*gang
 	// kept are the round's running gangs kept out of its order (their
 	// eviction would lose them); backfill's reservation reads their ends.
+	// pastBudget are the round's running gangs that preemptPastBudgets
+	// put in its order although their budgets refuse their eviction
+	// (budgets_past.go).
+	pastBudget map[*workload.Job]bool
+
 	kept    []*workload.Job
 	keptSet map[*workload.Job]bool
 	cfg     Config

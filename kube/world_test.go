@@ -74,6 +74,7 @@ func newWorld(t testing.TB, cfg Config, seed uint64, nodes int, gpus int) *world
 	w.cs.PrependReactor("create", "pods", w.react)
 	w.cs.PrependReactor("get", "pods", w.react)
 	w.cs.PrependReactor("patch", "pods", w.patch)
+	w.cs.PrependReactor("delete", "pods", w.react)
 	// Events are taken and dropped: the fake's tracker is slow to store them.
 	w.cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, a.(k8stesting.CreateAction).GetObject(), nil
@@ -111,6 +112,24 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch act := a.(type) {
+	case k8stesting.DeleteAction: // before GetAction, whose methods it has
+		// A preemption past a budget (bind.Delete): graceful, as the
+		// kubelet ends the pod later; its UID precondition is kept.
+		key := act.GetNamespace() + "/" + act.GetName()
+		p := w.pods[key]
+		if p == nil {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
+		}
+		if pre := act.GetDeleteOptions().Preconditions; pre != nil && pre.UID != nil && *pre.UID != p.UID {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, act.GetName(), fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, p.UID))
+		}
+		if p.DeletionTimestamp == nil {
+			q := p.DeepCopy()
+			now := metav1.NewTime(time.Unix(1_700_000_000, 0))
+			q.DeletionTimestamp = &now
+			w.put(q)
+		}
+		return true, nil, nil
 	case k8stesting.GetAction:
 		if act.GetSubresource() != "" {
 			return false, nil, nil
@@ -201,6 +220,9 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 // reads it; other patches are left to the fake's tracker.
 func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	act, ok := a.(k8stesting.PatchAction)
+	if ok && act.GetSubresource() == "status" && act.GetPatchType() == k8stypes.StrategicMergePatchType {
+		return w.patchStatus(act)
+	}
 	if !ok || act.GetSubresource() != "" || act.GetPatchType() != k8stypes.MergePatchType {
 		return false, nil, nil
 	}
@@ -235,6 +257,44 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 			delete(q.Annotations, k)
 		} else {
 			q.Annotations[k] = *v
+		}
+	}
+	w.put(q)
+	return true, q.DeepCopy(), nil
+}
+
+// patchStatus applies a strategic merge patch of a pod's status
+// conditions (merged by type, as the apiserver merges them) that may
+// name the pod's UID: a preemption's DisruptionTarget condition.
+func (w *world) patchStatus(act k8stesting.PatchAction) (bool, runtime.Object, error) {
+	var body struct {
+		Metadata struct {
+			UID k8stypes.UID `json:"uid"`
+		} `json:"metadata"`
+		Status struct {
+			Conditions []corev1.PodCondition `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(act.GetPatch(), &body); err != nil {
+		return true, nil, apierrors.NewBadRequest(err.Error())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := act.GetNamespace() + "/" + act.GetName()
+	p := w.pods[key]
+	if p == nil {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
+	}
+	if u := body.Metadata.UID; u != "" && u != p.UID {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, act.GetName(),
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), u, "field is immutable")})
+	}
+	q := p.DeepCopy()
+	for _, c := range body.Status.Conditions {
+		if i := slices.IndexFunc(q.Status.Conditions, func(o corev1.PodCondition) bool { return o.Type == c.Type }); i >= 0 {
+			q.Status.Conditions[i] = c
+		} else {
+			q.Status.Conditions = append(q.Status.Conditions, c)
 		}
 	}
 	w.put(q)

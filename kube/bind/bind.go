@@ -24,6 +24,7 @@ package bind
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -34,6 +35,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/palsched/pal/kube/podspec"
@@ -51,6 +53,14 @@ const (
 	// Verify only asks the apiserver whether an assumed bind landed (a
 	// bind left unsettled when an earlier binder stopped).
 	Verify
+	// Delete preempts past the pod's PodDisruptionBudget, as
+	// kube-scheduler preempts a victim: it patches the pod's status with
+	// a DisruptionTarget condition (reason PreemptionByScheduler,
+	// message the task's Target), then deletes the pod under a
+	// precondition on its UID. The Eviction API would refuse it (429).
+	// A bare pod (no controller) is never deleted: nothing would make it
+	// again.
+	Delete
 )
 
 func (k Kind) String() string {
@@ -59,6 +69,8 @@ func (k Kind) String() string {
 		return "bind"
 	case Evict:
 		return "evict"
+	case Delete:
+		return "delete"
 	}
 	return "verify"
 }
@@ -71,7 +83,8 @@ type Task struct {
 	Annots map[string]string
 	Seq    uint64 // the assumption's number in the state
 	Gang   string // the gang's key, for the caller
-	Reason string // Evict: why (the caller's)
+	Reason string // Evict, Delete: why (the caller's)
+	Target string // Delete: the DisruptionTarget condition's message
 	// Unsure marks a Verify of a bind an earlier binder may have posted
 	// without learning the answer (its term ended with the request in
 	// flight). A request the client gave up on can still commit on the
@@ -272,7 +285,7 @@ func (b *Binder) run(ctx context.Context, t *Task) (r Result, again bool) {
 		if v := recover(); v != nil {
 			r, again = Result{Task: t, Panic: v, Stack: debug.Stack()}, false
 			b.done(r)
-			if t.Kind != Evict {
+			if t.Kind != Evict && t.Kind != Delete {
 				t.Kind = Verify
 			}
 			r, again = Result{}, true
@@ -283,6 +296,8 @@ func (b *Binder) run(ctx context.Context, t *Task) (r Result, again bool) {
 		return b.bind(ctx, t)
 	case Evict:
 		return b.evict(ctx, t)
+	case Delete:
+		return b.delete(ctx, t)
 	}
 	return b.verify(ctx, t, nil, false)
 }
@@ -376,6 +391,71 @@ func (b *Binder) evict(ctx context.Context, t *Task) (Result, bool) {
 		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
 	}
 	return Result{}, true // unknown: evict again (evicting twice is harmless)
+}
+
+// delete carries out a Delete task: the DisruptionTarget condition on
+// the pod's status (a strategic merge patch, whose conditions merge by
+// type; the patch names the pod's UID, so a pod made again under its
+// name is not marked), then the pod's deletion under a UID
+// precondition. A refusal of either (a 4xx: RBAC without pods/status
+// patch or pods delete, a webhook) leaves the pod running and reports it
+// not evicted; a pod gone, or replaced under its name, is evicted; an
+// outcome not known is tried again (both requests may be repeated).
+func (b *Binder) delete(ctx context.Context, t *Task) (Result, bool) {
+	p := t.Pod
+	if metav1.GetControllerOfNoCopy(p) == nil {
+		return Result{Task: t, Outcome: state.NotEvicted,
+			Err: fmt.Errorf("pod %s/%s is bare (no controller would make it again): not deleted", p.Namespace, p.Name)}, false
+	}
+	cond := map[string]any{"type": corev1.DisruptionTarget, "status": corev1.ConditionTrue,
+		"reason": corev1.PodReasonPreemptionByScheduler, "message": t.Target,
+		"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": p.UID},
+		"status":   map[string]any{"conditions": []any{cond}},
+	})
+	if err != nil {
+		return Result{Task: t, Outcome: state.NotEvicted, Err: err}, false
+	}
+	_, err = b.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	switch {
+	case apierrors.IsNotFound(err):
+		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
+	case ctx.Err() != nil:
+		return Result{}, false
+	case err != nil && refused(err):
+		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+			// Another pod under its name (the UID the patch names
+			// differs): this one is gone.
+			if cur, gerr := b.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); apierrors.IsNotFound(gerr) || gerr == nil && cur.UID != p.UID {
+				return Result{Task: t, Outcome: state.Evicted, Err: err}, false
+			}
+		}
+		return Result{Task: t, Outcome: state.NotEvicted, Err: err}, false
+	case err != nil:
+		return Result{}, true // unknown: patch again (the same condition twice is harmless)
+	}
+	err = b.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
+	case ctx.Err() != nil:
+		return Result{}, false
+	case apierrors.IsConflict(err):
+		// The UID precondition failed: the pod under that name is
+		// another one, and ours is gone.
+		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
+	case refused(err):
+		return Result{Task: t, Outcome: state.NotEvicted, Err: err}, false
+	}
+	cur, gerr := b.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	switch {
+	case ctx.Err() != nil:
+		return Result{}, false
+	case apierrors.IsNotFound(gerr) || gerr == nil && (cur.UID != p.UID || cur.DeletionTimestamp != nil):
+		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
+	}
+	return Result{}, true // unknown: try again
 }
 
 // refused reports whether err is the apiserver's own answer refusing a

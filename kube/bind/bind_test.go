@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,8 +30,14 @@ type apiserver struct {
 	binds   []func(b *corev1.Binding) error
 	gets    []error
 	evicts  []error
+	patches []error // Delete's status patches
+	deletes []error
 	calls   map[string]int
-	commits int
+	// patched and deleteUID are the last status patch's body and the
+	// last delete's UID precondition ("none": without one).
+	patched   string
+	deleteUID string
+	commits   int
 	// nodeGone: the task's node has no Node object; nodeGets scripts the
 	// answers to GETs of it (nil: the node).
 	nodeGone bool
@@ -53,6 +60,19 @@ func (a *apiserver) client() *fake.Clientset {
 		defer a.mu.Unlock()
 		a.calls[act.GetVerb()+"/"+act.GetSubresource()]++
 		switch x := act.(type) {
+		// Patch and delete first: they have GetAction's methods too.
+		case k8stesting.PatchAction:
+			a.patched = string(x.GetPatch())
+			if err := a.next(&a.patches); err != nil {
+				return true, nil, err
+			}
+			return true, a.pod.DeepCopy(), nil
+		case k8stesting.DeleteAction:
+			a.deleteUID = "none"
+			if pre := x.GetDeleteOptions().Preconditions; pre != nil && pre.UID != nil {
+				a.deleteUID = string(*pre.UID)
+			}
+			return true, nil, a.next(&a.deletes)
 		case k8stesting.CreateAction:
 			switch x.GetSubresource() {
 			case "binding":
@@ -257,6 +277,65 @@ func TestEvictOutcomes(t *testing.T) {
 			}
 			if got := a.calls["create/eviction"]; got != c.posts {
 				t.Errorf("%d Evictions posted, want %d", got, c.posts)
+			}
+		})
+	}
+}
+
+// A Delete task (a preemption past a budget): the pod's status gets the
+// DisruptionTarget condition, then the pod is deleted under its UID; a
+// refusal of either leaves it not evicted, a pod gone or replaced is
+// evicted, an outcome not known is tried again; a bare pod is never
+// touched.
+func TestDeleteOutcomes(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("RBAC: no"))
+	for _, c := range []struct {
+		name             string
+		bare             bool
+		patches, deletes []error
+		want             state.Outcome
+		patched, deleted int
+	}{
+		{name: "accepted", want: state.Evicted, patched: 1, deleted: 1},
+		{name: "bare pod", bare: true, want: state.NotEvicted},
+		{name: "status patch refused", patches: []error{forbidden}, want: state.NotEvicted, patched: 1},
+		{name: "gone before the patch", patches: []error{apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")}, want: state.Evicted, patched: 1},
+		{name: "delete refused", deletes: []error{forbidden}, want: state.NotEvicted, patched: 1, deleted: 1},
+		{name: "another pod under its name", deletes: []error{apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("precondition failed: UID"))},
+			want: state.Evicted, patched: 1, deleted: 1},
+		{name: "delete lost, then accepted", deletes: []error{errors.New("connection reset")}, want: state.Evicted, patched: 2, deleted: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := pending()
+			p.Spec.NodeName = "n0"
+			if !c.bare {
+				yes := true
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "uj", Controller: &yes}}
+			}
+			a := &apiserver{pod: p, patches: c.patches, deletes: c.deletes}
+			r := run(t, a, &Task{Kind: Delete, Pod: p, Seq: 3, Target: "pal: preempting to accommodate gang ns/high"})
+			if r.Outcome != c.want {
+				t.Errorf("outcome %v (err %v), want %v", r.Outcome, r.Err, c.want)
+			}
+			if got := a.calls["patch/status"]; got != c.patched {
+				t.Errorf("%d status patches, want %d", got, c.patched)
+			}
+			if got := a.calls["delete/"]; got != c.deleted {
+				t.Errorf("%d deletes, want %d", got, c.deleted)
+			}
+			if got := a.calls["create/eviction"]; got != 0 {
+				t.Errorf("%d Evictions posted, want none (the Eviction API would refuse them)", got)
+			}
+			if c.deleted > 0 && a.deleteUID != string(p.UID) {
+				t.Errorf("delete under UID precondition %q, want %q", a.deleteUID, p.UID)
+			}
+			if c.patched > 0 {
+				for _, want := range []string{`"type":"DisruptionTarget"`, `"status":"True"`, `"reason":"PreemptionByScheduler"`,
+					`"message":"pal: preempting to accommodate gang ns/high"`, `"uid":"u1"`} {
+					if !strings.Contains(a.patched, want) {
+						t.Errorf("status patch %s lacks %s", a.patched, want)
+					}
+				}
 			}
 		})
 	}

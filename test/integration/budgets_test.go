@@ -4,17 +4,24 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/palsched/pal/kube"
 )
 
 // A PodDisruptionBudget over a running gang, on a real apiserver whose
@@ -163,5 +170,102 @@ func TestRefusedEvictionBacksOff(t *testing.T) {
 	remove()
 	e.eventually(60*time.Second, "old gang evicted whole once the policy is gone", func() bool { return e.pod(old[0]) == nil && e.pod(old[1]) == nil })
 	e.eventually(30*time.Second, "new gang bound", func() bool { return e.bound(nw...) })
+	e.checkNoDoubleGPU()
+}
+
+// preemptPastBudgets on a real apiserver: Job low (two 2-GPU pods,
+// priority 0, backoffLimit 0, a podFailurePolicy that ignores
+// DisruptionTarget) fills the one 4-GPU node under a budget
+// (minAvailable 2, an integer, which the disruption controller computes
+// for a Job's pods) that allows no disruption, so the Eviction API would
+// refuse both pods. Gang high (two 2-GPU pods of priority 1000) arrives:
+// low's pods are marked DisruptionTarget and deleted, not evicted; their
+// Preempted events say the budget was overridden for high; high binds;
+// and the Job, which would fail at its first counted failure, is not
+// failed (the condition made its podFailurePolicy ignore the deletions)
+// and makes its two pods again, which wait.
+func TestBudgetOverriddenForHigherPriority(t *testing.T) {
+	e := newEnv(t, 1, 4)
+	ctx := context.Background()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-high"}, Value: 1000}
+	if _, err := e.cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.cs.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+	})
+	two := intstr.FromInt32(2)
+	budget := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "keep-low", Namespace: e.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &two,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/job-name": "low"}}}}
+	if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(ctx, budget, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Scheduler, cfg.Placement, cfg.PreemptPastBudgets = "fifo", "packed-nonsticky", true
+	e.runScheduler(cfg, "pal")
+	ignore := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+	if _, err := e.cs.BatchV1().Jobs(e.ns).Create(ctx, &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "low", Namespace: e.ns},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](2), Completions: ptr.To[int32](2), BackoffLimit: ptr.To[int32](0), PodFailurePolicy: ignore,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "pal", RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "train", Image: "train:latest",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.ResourceGPU: kube.GPUQuantity(2)}}}}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var low []string
+	e.eventually(30*time.Second, "low's two pods bound", func() bool { low = e.jobPods("low"); return len(low) == 2 && e.bound(low...) })
+	uids := map[string]string{}
+	for _, n := range low {
+		uids[n] = string(e.pod(n).UID)
+	}
+	e.eventually(30*time.Second, "the budget allowing no disruption of low's two ready pods", func() bool {
+		b, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Get(ctx, "keep-low", metav1.GetOptions{})
+		return err == nil && b.Status.ObservedGeneration == b.Generation && b.Status.DisruptionsAllowed == 0 && b.Status.CurrentHealthy == 2
+	})
+	var high []string
+	for i := range 2 {
+		n := fmt.Sprintf("high-%d", i)
+		e.createPod(podOpts{name: n, gpus: 2, class: pc.Name, ann: map[string]string{kube.AnnGang: "high", kube.AnnGangSize: "2"}})
+		high = append(high, n)
+	}
+	marked := map[string]bool{}
+	e.eventually(30*time.Second, "low's pods deleted", func() bool {
+		gone := 0
+		for _, n := range low {
+			p := e.pod(n)
+			if p != nil && string(p.UID) == uids[n] && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler
+			}) {
+				marked[n] = true
+			}
+			if p == nil || string(p.UID) != uids[n] || p.DeletionTimestamp != nil {
+				gone++
+			}
+		}
+		return gone == 2
+	})
+	t.Logf("low's pods seen marked DisruptionTarget before they went: %v", marked)
+	for _, n := range low {
+		if !e.hasEvent(n, "Preempted", "overridden under preemptPastBudgets for gang "+e.ns+"/high (pod priority 1000), above its own pod priority 0") {
+			t.Errorf("%s's Preempted events do not say the budget was overridden: %q", n, e.events(n, "Preempted"))
+		}
+	}
+	e.eventually(30*time.Second, "high bound", func() bool { return e.bound(high...) })
+	e.eventually(60*time.Second, "low's Job makes its two pods again", func() bool {
+		now := e.jobPods("low")
+		return len(now) == 2 && !slices.Contains(now, low[0]) && !slices.Contains(now, low[1])
+	})
+	j, err := e.cs.BatchV1().Jobs(e.ns).Get(ctx, "low", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			t.Fatalf("Job low failed (%s: %s): the deletions were counted, as without a DisruptionTarget condition", c.Reason, c.Message)
+		}
+	}
 	e.checkNoDoubleGPU()
 }
