@@ -99,3 +99,67 @@ func TestPrivateDraw(t *testing.T) {
 		t.Error("unknown VC: no error")
 	}
 }
+
+// Larger cells are drawn first: VC d's node cell and two one-GPU cells
+// fill a cluster of two 2-GPU nodes, so the node cell needs a node whose
+// devices no one-GPU cell took. Drawn smallest first, the two GPU cells
+// would land on both nodes in two draws of three and leave no node.
+func TestPrivateDrawLargerCellsFirst(t *testing.T) {
+	cfg := &Config{File: "draw.yaml", CellTypes: []CellTypeSpec{{Name: "NODE", ChildCellType: "GPU", ChildCellNumber: 2, IsNodeLevel: true}}}
+	for i := range 2 {
+		cfg.PhysicalCells = append(cfg.PhysicalCells, PhysicalCellSpec{CellType: "NODE", CellAddress: fmt.Sprintf("n%d", i)})
+	}
+	cfg.VCs = []VCSpec{{Name: "d", VirtualCells: []VirtualCellSpec{{CellType: "NODE", CellNumber: 1}, {CellType: "NODE.GPU", CellNumber: 2}}}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 200 {
+		got, err := s.PrivateDraw("d", r)
+		if err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		if len(got) != 4 {
+			t.Fatalf("draw %d: %v, want 4 devices", i, got)
+		}
+		seen := map[Leaf]bool{}
+		for _, l := range got {
+			if seen[l] {
+				t.Fatalf("draw %d: %v gives device %v twice", i, got, l)
+			}
+			seen[l] = true
+		}
+	}
+}
+
+// A VC's private cluster is its GPUs: VC A of OpenPAI's mixed SKUs owns
+// a GPU node and a CPU node cell, and its draw is the four devices of a
+// GPU node only (worker1's or worker2's), as the simulator's cluster
+// has GPUs only; the CPU cell is drawn (it takes its node's CPU
+// devices) but not returned.
+func TestPrivateDrawGPUsOnly(t *testing.T) {
+	cfg, err := Parse("mixed.yaml", []byte(mixedSKUs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	nodes := map[string]int{}
+	for i := range 400 {
+		got, err := s.PrivateDraw("A", r)
+		if err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		if len(got) != 4 || got[0].Node != got[3].Node || got[0].GPU != 0 || got[3].GPU != 3 {
+			t.Fatalf("draw %d for A: %v, want one GPU node's devices 0-3", i, got)
+		}
+		nodes[got[0].Node]++
+	}
+	if len(nodes) != 2 {
+		t.Errorf("A's GPU node drawn from %v, want worker1 and worker2", nodes)
+	}
+}
