@@ -237,16 +237,9 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := act.GetNamespace() + "/" + act.GetName()
-	p := w.pods[key]
+	p, err := w.patched(act, body.Metadata.UID)
 	if p == nil {
-		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
-	}
-	if u := body.Metadata.UID; u != "" && u != p.UID {
-		// As the apiserver (1.37, tried on a dev cluster): a patch
-		// that names another UID is refused, the pod unchanged.
-		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, act.GetName(),
-			field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), u, "field is immutable")})
+		return true, nil, err
 	}
 	q := p.DeepCopy()
 	if q.Annotations == nil {
@@ -261,6 +254,22 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	}
 	w.put(q)
 	return true, q.DeepCopy(), nil
+}
+
+// patched is the pod a patch action names, or the error the apiserver
+// gives (w.mu held): not found, or, for a patch that names another UID,
+// invalid (as the apiserver 1.37 answers, tried on a dev cluster: the
+// pod unchanged).
+func (w *world) patched(act k8stesting.PatchAction, uid k8stypes.UID) (*corev1.Pod, error) {
+	p := w.pods[act.GetNamespace()+"/"+act.GetName()]
+	if p == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
+	}
+	if uid != "" && uid != p.UID {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, act.GetName(),
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+	}
+	return p, nil
 }
 
 // patchStatus applies a strategic merge patch of a pod's status
@@ -280,14 +289,9 @@ func (w *world) patchStatus(act k8stesting.PatchAction) (bool, runtime.Object, e
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	key := act.GetNamespace() + "/" + act.GetName()
-	p := w.pods[key]
+	p, err := w.patched(act, body.Metadata.UID)
 	if p == nil {
-		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, act.GetName())
-	}
-	if u := body.Metadata.UID; u != "" && u != p.UID {
-		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, act.GetName(),
-			field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), u, "field is immutable")})
+		return true, nil, err
 	}
 	q := p.DeepCopy()
 	for _, c := range body.Status.Conditions {

@@ -383,14 +383,7 @@ func (b *Binder) evict(ctx context.Context, t *Task) (Result, bool) {
 	case refused(err):
 		return Result{Task: t, Outcome: state.NotEvicted, Err: err}, false
 	}
-	cur, gerr := b.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-	switch {
-	case ctx.Err() != nil:
-		return Result{}, false
-	case apierrors.IsNotFound(gerr) || gerr == nil && (cur.UID != p.UID || cur.DeletionTimestamp != nil):
-		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
-	}
-	return Result{}, true // unknown: evict again (evicting twice is harmless)
+	return b.readBack(ctx, t, err) // unknown: evicting twice is harmless
 }
 
 // delete carries out a Delete task: the DisruptionTarget condition on
@@ -448,6 +441,14 @@ func (b *Binder) delete(ctx context.Context, t *Task) (Result, bool) {
 	case refused(err):
 		return Result{Task: t, Outcome: state.NotEvicted, Err: err}, false
 	}
+	return b.readBack(ctx, t, err)
+}
+
+// readBack settles an eviction or deletion of t's pod whose answer (err)
+// says neither yes nor no: the pod gone, replaced under its name or
+// being deleted is evicted; otherwise the task is tried again.
+func (b *Binder) readBack(ctx context.Context, t *Task, err error) (Result, bool) {
+	p := t.Pod
 	cur, gerr := b.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 	switch {
 	case ctx.Err() != nil:
@@ -455,7 +456,7 @@ func (b *Binder) delete(ctx context.Context, t *Task) (Result, bool) {
 	case apierrors.IsNotFound(gerr) || gerr == nil && (cur.UID != p.UID || cur.DeletionTimestamp != nil):
 		return Result{Task: t, Outcome: state.Evicted, Err: err}, false
 	}
-	return Result{}, true // unknown: try again
+	return Result{}, true
 }
 
 // refused reports whether err is the apiserver's own answer refusing a
