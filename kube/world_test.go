@@ -123,12 +123,7 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 		if pre := act.GetDeleteOptions().Preconditions; pre != nil && pre.UID != nil && *pre.UID != p.UID {
 			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, act.GetName(), fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, p.UID))
 		}
-		if p.DeletionTimestamp == nil {
-			q := p.DeepCopy()
-			now := metav1.NewTime(time.Unix(1_700_000_000, 0))
-			q.DeletionTimestamp = &now
-			w.put(q)
-		}
+		w.markDeleting(p)
 		return true, nil, nil
 	case k8stesting.GetAction:
 		if act.GetSubresource() != "" {
@@ -203,12 +198,7 @@ func (w *world) react(a k8stesting.Action) (bool, runtime.Object, error) {
 				w.evictRefused++
 				return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
 			}
-			if p.DeletionTimestamp == nil {
-				q := p.DeepCopy()
-				now := metav1.NewTime(time.Unix(1_700_000_000, 0))
-				q.DeletionTimestamp = &now
-				w.put(q)
-			}
+			w.markDeleting(p)
 			return true, ev, nil
 		}
 	}
@@ -254,6 +244,18 @@ func (w *world) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	}
 	w.put(q)
 	return true, q.DeepCopy(), nil
+}
+
+// markDeleting gives pod p a deletion timestamp, as a delete or a
+// landed eviction does while its kubelet stops it (w.mu held).
+func (w *world) markDeleting(p *corev1.Pod) {
+	if p.DeletionTimestamp != nil {
+		return
+	}
+	q := p.DeepCopy()
+	now := metav1.NewTime(time.Unix(1_700_000_000, 0))
+	q.DeletionTimestamp = &now
+	w.put(q)
 }
 
 // patched is the pod a patch action names, or the error the apiserver

@@ -23,10 +23,9 @@ virtualClusters:
   B: {virtualCells: [{cellType: GPU-NODE, cellNumber: 1}]}
 `
 
-// CPU cells share a node with GPUs, and a GPU demand never gets them:
-// the VC's GPUs are its 4 GPU cells, 8 pods of one never fit, and a
-// second 4-GPU gang waits instead of taking the CPU node.
-func TestCPUChainsServeNoGPUDemand(t *testing.T) {
+// mixedScheduler is a scheduler on mixedSKUs.
+func mixedScheduler(t *testing.T) *Scheduler {
+	t.Helper()
 	cfg, err := Parse("mixed.yaml", []byte(mixedSKUs))
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +34,14 @@ func TestCPUChainsServeNoGPUDemand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// CPU cells share a node with GPUs, and a GPU demand never gets them:
+// the VC's GPUs are its 4 GPU cells, 8 pods of one never fit, and a
+// second 4-GPU gang waits instead of taking the CPU node.
+func TestCPUChainsServeNoGPUDemand(t *testing.T) {
+	s := mixedScheduler(t)
 	if got := s.MaxNode(); got != 4 {
 		t.Errorf("MaxNode %d, want 4 (worker1's GPUs; its CPUs are not GPUs)", got)
 	}

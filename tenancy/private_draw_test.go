@@ -139,14 +139,7 @@ func TestPrivateDrawLargerCellsFirst(t *testing.T) {
 // has GPUs only; the CPU cell is drawn (it takes its node's CPU
 // devices) but not returned.
 func TestPrivateDrawGPUsOnly(t *testing.T) {
-	cfg, err := Parse("mixed.yaml", []byte(mixedSKUs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mixedScheduler(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	nodes := map[string]int{}
 	for i := range 400 {
