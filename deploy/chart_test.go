@@ -336,3 +336,67 @@ func TestChartAdmissionPolicy(t *testing.T) {
 		t.Errorf("admissionPolicy.enabled=false renders %d kinds, want 8", len(off))
 	}
 }
+
+// The rights preemptPastBudgets needs (deleting pods, patching their
+// status) are installed only on request: by
+// deploy/rbac-preempt-past-budgets.yaml beside deploy/rbac.yaml, and by
+// the chart with rbac.preemptPastBudgets=true, both as a ClusterRole of
+// their own with the same two rules, bound to the scheduler's service
+// account. The chart's defaults render none of it (TestChartMatchesDeploy
+// counts its kinds).
+func TestPreemptPastBudgetsRBAC(t *testing.T) {
+	raw, err := helmbin.Template(helm(t), "chart", "pal", "pal-system", "rbac.preemptPastBudgets=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := func(name string, raw []byte) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
+		var role *rbacv1.ClusterRole
+		var bind *rbacv1.ClusterRoleBinding
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+		for {
+			doc, err := r.Read()
+			if err != nil {
+				break
+			}
+			if strings.TrimSpace(stripComments(doc)) == "" {
+				continue
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			switch o := obj.(type) {
+			case *rbacv1.ClusterRole:
+				if strings.HasSuffix(o.Name, "-preempt-past-budgets") {
+					role = o
+				}
+			case *rbacv1.ClusterRoleBinding:
+				if strings.HasSuffix(o.Name, "-preempt-past-budgets") {
+					bind = o
+				}
+			}
+		}
+		if role == nil || bind == nil {
+			t.Fatalf("%s: no ClusterRole and ClusterRoleBinding named *-preempt-past-budgets", name)
+		}
+		if s := bind.Subjects; len(s) != 1 || s[0].Kind != "ServiceAccount" || s[0].Name != "pal-scheduler" || s[0].Namespace != "pal-system" || bind.RoleRef.Name != role.Name {
+			t.Errorf("%s: binding %+v -> %+v, want the pal-scheduler service account bound to %s", name, bind.Subjects, bind.RoleRef, role.Name)
+		}
+		return role, bind
+	}
+	plain, err := os.ReadFile("rbac-preempt-past-budgets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, _ := extra("helm template --set rbac.preemptPastBudgets=true", raw)
+	pr, _ := extra("deploy/rbac-preempt-past-budgets.yaml", plain)
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}},
+	}
+	for name, got := range map[string][]rbacv1.PolicyRule{"the chart": cr.Rules, "deploy/rbac-preempt-past-budgets.yaml": pr.Rules} {
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s grants %+v, want pods/status patch and pods delete only", name, got)
+		}
+	}
+}
